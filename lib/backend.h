@@ -1,0 +1,198 @@
+/*
+ * backend.h - the seam: a backend is a table of functions.
+ *
+ * The core (layers, models, optimizers, loader, harness) never asks which
+ * backend it runs on; it calls through tb_backend. Two backends exist:
+ *   cpu  (lib/backend_cpu.c): host memory, oneDNN for convolution and
+ *        matmul, own vectorized kernels for the rest; always built.
+ *   cuda (lib/backend_cuda.c + kernels/*.cu): cudart, cuBLAS, cuDNN, own
+ *        kernels; built only where the toolkit was found (tools/local_config.bzl).
+ * A backend file is compiled or not as a whole; there is no #ifdef in bodies.
+ *
+ * Pointers passed to ops are device pointers of that backend (host memory
+ * on the CPU). Ops run in order on the backend's compute stream; host code
+ * that reads results must call sync first. Every function returns a tb_err
+ * status (lib/status.h).
+ *
+ * Slots may be NULL only where the op has no meaning on that backend; the
+ * op table test (lib/backend_table_test.c) lists which ones.
+ */
+#ifndef TB_BACKEND_H
+#define TB_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tb_backend tb_backend;
+typedef struct tb_stream tb_stream; /* opaque, backend-specific */
+typedef struct tb_event tb_event;   /* opaque, backend-specific */
+
+typedef enum tb_dtype { TB_F32 = 0, TB_BF16 = 1, TB_F16 = 2 } tb_dtype;
+typedef enum tb_layout { TB_NCHW = 0, TB_NHWC = 1 } tb_layout;
+
+/* GEMM math: plain fp32, fp32 storage computed in TF32 (CUDA) or in bf16
+ * (oneDNN's fpmath mode, the CPU's nearest analogue), or low-precision
+ * inputs with fp32 accumulation. */
+typedef enum tb_math { TB_MATH_F32 = 0, TB_MATH_TF32 = 1, TB_MATH_LOWP = 2 } tb_math;
+
+typedef enum tb_gelu_variant {
+    TB_GELU_UNFUSED = 0, /* five element-wise passes, as eager PyTorch runs it */
+    TB_GELU_FUSED = 1,   /* one pass */
+} tb_gelu_variant;
+
+/* ---- device info, for the environment fingerprint ---- */
+typedef struct tb_device_info {
+    char backend[8];          /* "cpu" or "cuda" */
+    int index;                /* device ordinal */
+    char name[128];           /* GPU name or CPU model */
+    size_t total_mem;         /* bytes; host RAM on the CPU */
+    int multiprocessors;      /* SMs, or cores on the CPU */
+    int threads;              /* CPU threads used by kernels; 0 on CUDA */
+    int clock_khz;            /* 0 when the platform does not expose it */
+    int mem_clock_khz;
+    int mem_bus_bits;
+    int cc_major, cc_minor;   /* compute capability; 0 on the CPU */
+    char cpu_flags[160];      /* avx2 avx512f avx512bw avx512_bf16 ... */
+    char runtime[48];         /* "CUDA runtime 13.0", "" on CPU */
+    char driver[48];
+    char libs[256];           /* "cuBLAS 13.0.0 cuDNN 9.x NCCL 2.28" or "oneDNN 2.6" */
+} tb_device_info;
+
+/* ---- convolution ---- */
+typedef struct tb_conv_desc {
+    int n, c, h, w;           /* input */
+    int k, r, s;              /* filters: k outputs, r x s window */
+    int stride, pad;
+    tb_layout layout;         /* of x, y and w (KCRS or KRSC) */
+    tb_dtype dtype;
+    tb_math math;
+} tb_conv_desc;
+
+static inline int tb_conv_out_h(const tb_conv_desc *d) { return (d->h + 2 * d->pad - d->r) / d->stride + 1; }
+static inline int tb_conv_out_w(const tb_conv_desc *d) { return (d->w + 2 * d->pad - d->s) / d->stride + 1; }
+
+typedef enum tb_conv_kind { TB_CONV_FWD = 0, TB_CONV_BWD_DATA = 1, TB_CONV_BWD_FILTER = 2 } tb_conv_kind;
+
+typedef struct tb_conv_algo_perf {
+    int algo;                 /* backend's algorithm id, for conv_* */
+    char name[64];            /* cuDNN enum name or oneDNN implementation name */
+    float ms;                 /* measured time; < 0 when it failed */
+    size_t workspace;
+} tb_conv_algo_perf;
+
+#define TB_MAX_CONV_ALGOS 16
+
+/* ---- pooling, batch norm, optimizers ---- */
+typedef enum tb_pool_kind { TB_POOL_MAX = 0, TB_POOL_AVG = 1 } tb_pool_kind;
+
+typedef struct tb_pool_desc {
+    tb_pool_kind kind;
+    int n, c, h, w;
+    int window, stride, pad;
+    tb_layout layout;
+} tb_pool_desc;
+
+typedef enum tb_opt_kind {
+    TB_OPT_SGD = 0,           /* momentum, nesterov off, coupled weight decay */
+    TB_OPT_ADAMW = 1,
+    TB_OPT_LARS = 2,
+    TB_OPT_LAMB = 3,
+    TB_OPT_NOVOGRAD = 4,
+} tb_opt_kind;
+
+typedef struct tb_opt_hparams {
+    tb_opt_kind kind;
+    float lr, momentum, weight_decay;
+    float beta1, beta2, eps;
+    float trust_coef;         /* LARS */
+    int step;                 /* 1-based, for bias correction */
+    float grad_scale;         /* gradients are multiplied by 1/grad_scale first (AMP) */
+} tb_opt_hparams;
+
+/* One parameter tensor as the optimizer sees it: state buffers are n floats
+ * each (NULL where the optimizer has none). */
+typedef struct tb_param_view {
+    float *param, *grad, *state1, *state2;
+    size_t n;
+} tb_param_view;
+
+/* ---- the table ---- */
+struct tb_backend {
+    const char *name;         /* "cpu" or "cuda" */
+    int device;               /* ordinal */
+    void *ctx;                /* backend-private state */
+
+    /* memory. dev_alloc fails with TB_ERR_DEVICE_OOM, never crashes. */
+    int (*dev_alloc)(tb_backend *be, void **p, size_t bytes);
+    int (*dev_free)(tb_backend *be, void *p);
+    int (*host_alloc)(tb_backend *be, void **p, size_t bytes, int pinned);
+    int (*host_free)(tb_backend *be, void *p, int pinned);
+    /* s == NULL: synchronous; otherwise asynchronous on s. */
+    int (*copy_h2d)(tb_backend *be, void *dst, const void *src, size_t bytes, tb_stream *s);
+    int (*copy_d2h)(tb_backend *be, void *dst, const void *src, size_t bytes, tb_stream *s);
+    int (*copy_d2d)(tb_backend *be, void *dst, const void *src, size_t bytes, tb_stream *s);
+    int (*memset)(tb_backend *be, void *p, int value, size_t bytes, tb_stream *s);
+    /* bytes in use and the high-water mark, as counted by the backend's allocator */
+    int (*mem_stats)(tb_backend *be, size_t *in_use, size_t *peak);
+    int (*mem_reset_peak)(tb_backend *be);
+    /* 0 = no limit; allocations beyond it fail with TB_ERR_DEVICE_OOM */
+    int (*mem_set_limit)(tb_backend *be, size_t bytes);
+
+    /* streams and events. stream NULL means the compute stream. */
+    int (*stream_create)(tb_backend *be, tb_stream **s);
+    int (*stream_destroy)(tb_backend *be, tb_stream *s);
+    int (*stream_sync)(tb_backend *be, tb_stream *s);
+    int (*event_create)(tb_backend *be, tb_event **e);
+    int (*event_destroy)(tb_backend *be, tb_event *e);
+    int (*event_record)(tb_backend *be, tb_event *e, tb_stream *s);
+    int (*stream_wait_event)(tb_backend *be, tb_stream *s, tb_event *e);
+    int (*event_sync)(tb_backend *be, tb_event *e);
+    /* REQUIRES: both events recorded and complete */
+    int (*event_elapsed_ms)(tb_backend *be, tb_event *start, tb_event *end, float *ms);
+    int (*sync)(tb_backend *be);          /* wait for all work on the device */
+
+    int (*device_info)(tb_backend *be, tb_device_info *info);
+    int (*destroy)(tb_backend *be);
+
+    /* ---- element-wise ops (n elements, fp32) ---- */
+    int (*gelu_fwd)(tb_backend *be, tb_gelu_variant v, const float *x, float *y, size_t n);
+    /* dx = dy * gelu'(x); accumulate: dx += instead of = */
+    int (*gelu_bwd)(tb_backend *be, tb_gelu_variant v, const float *x, const float *dy,
+                    float *dx, size_t n);
+};
+
+/* ---- choosing a backend ---- */
+
+/* Parses "auto", "cpu", "cuda" or "cuda:N" into kind and ordinal. */
+typedef enum tb_device_kind { TB_DEVICE_AUTO = 0, TB_DEVICE_CPU = 1, TB_DEVICE_CUDA = 2 } tb_device_kind;
+int tb_device_parse(const char *spec, tb_device_kind *kind, int *ordinal);
+
+/* Opens a backend. AUTO: CUDA device 0 when one is usable, otherwise the CPU
+ * with one line on stderr saying why. CUDA: fails with TB_ERR_NO_DEVICE when
+ * no usable device (no driver, no GPU, bad ordinal, or built without CUDA).
+ * threads: CPU kernel threads (0 = all cores). */
+int tb_backend_open(tb_device_kind kind, int ordinal, int threads, tb_backend **out);
+void tb_backend_close(tb_backend *be);
+
+/* Backend constructors; tb_backend_open picks one. The CUDA one is defined in
+ * backend_cuda.c, or in backend_cuda_absent.c when built without CUDA. */
+int tb_backend_cpu_create(int threads, tb_backend **out);
+int tb_backend_cuda_create(int ordinal, tb_backend **out);
+/* 1 if this binary was built with the CUDA backend. */
+int tb_cuda_built(void);
+/* Number of usable CUDA devices; 0 with *why set when none. Never fails. */
+int tb_cuda_device_count(const char **why);
+
+/* "cpu-<model-slug>" or "cuda-<name-slug>": the results folder name. */
+void tb_device_slug(const tb_device_info *info, char *out, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
