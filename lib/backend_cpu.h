@@ -1,0 +1,25 @@
+/*
+ * backend_cpu.h - what the CPU backend shares with the rest of lib/: its
+ * private state (for the CPU op files) and small CPU facts.
+ */
+#ifndef TB_BACKEND_CPU_H
+#define TB_BACKEND_CPU_H
+
+#include <stddef.h>
+
+typedef struct tb_cpu_ctx {
+    int threads;     /* OpenMP threads every CPU kernel uses */
+    size_t in_use;   /* bytes held through dev_alloc */
+    size_t peak;     /* high-water mark of in_use */
+    size_t limit;    /* 0 = none; see mem_set_limit */
+} tb_cpu_ctx;
+
+/* CLOCK_MONOTONIC in seconds. */
+double tb_cpu_now_seconds(void);
+/* "model name" from /proc/cpuinfo, or "unknown CPU". */
+void tb_cpu_model_name(char *out, size_t cap);
+/* Space-separated SIMD features this CPU has, among those tunebench uses. */
+void tb_cpu_flags(char *out, size_t cap);
+int tb_cpu_has_avx512_fp16(void);
+
+#endif
