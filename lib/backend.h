@@ -122,6 +122,12 @@ typedef struct tb_param_view {
     size_t n;
 } tb_param_view;
 
+typedef struct tb_bn_desc {
+    int n, c, hw;             /* batch, channels, pixels per channel (H*W; 1 after linear) */
+    tb_layout layout;         /* NCHW: x[(n*C + c)*hw + i]; NHWC: x[(n*hw + i)*C + c] */
+    float eps, momentum;      /* PyTorch defaults 1e-5, 0.1 */
+} tb_bn_desc;
+
 /* ---- the table ---- */
 struct tb_backend {
     const char *name;         /* "cpu" or "cuda" */
@@ -162,9 +168,96 @@ struct tb_backend {
 
     /* ---- element-wise ops (n elements, fp32) ---- */
     int (*gelu_fwd)(tb_backend *be, tb_gelu_variant v, const float *x, float *y, size_t n);
-    /* dx = dy * gelu'(x); accumulate: dx += instead of = */
+    /* dx = dy * gelu'(x) (written, not accumulated) */
     int (*gelu_bwd)(tb_backend *be, tb_gelu_variant v, const float *x, const float *dy,
                     float *dx, size_t n);
+    int (*relu_fwd)(tb_backend *be, const float *x, float *y, size_t n);
+    /* dx = dy where y > 0 else 0; y is the forward output */
+    int (*relu_bwd)(tb_backend *be, const float *y, const float *dy, float *dx, size_t n);
+    /* y = a + b (residual connections) */
+    int (*add)(tb_backend *be, const float *a, const float *b, float *y, size_t n);
+    /* y = alpha * x + beta * y; beta == 0 writes y without reading it */
+    int (*axpby)(tb_backend *be, float alpha, const float *x, float beta, float *y, size_t n);
+
+    /* ---- dense layers. Row-major: C(m x n) = alpha op(A) op(B) + beta C,
+     * op(A) is m x k, op(B) is k x n; trans_* = 1 means the stored matrix is
+     * the transpose. beta == 0 writes C without reading it. */
+    int (*gemm)(tb_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                int ldc, tb_math math);
+    /* y(rows x cols) += bias(cols) broadcast over rows */
+    int (*bias_add)(tb_backend *be, float *y, const float *bias, int rows, int cols);
+    /* dbias(cols) = (accumulate ? dbias : 0) + sum over rows of dy */
+    int (*bias_grad)(tb_backend *be, const float *dy, float *dbias, int rows, int cols,
+                     int accumulate);
+
+    /* ---- convolution. algo: an id from conv_algo_default or conv_find.
+     * x: (N,C,H,W) or (N,H,W,C); w: (K,C,R,S) or (K,R,S,C); y: (N,K,P,Q).
+     * bias / dbias may be NULL (no conv bias before batch norm). */
+    int (*conv_algo_default)(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind, int *algo);
+    /* The autotuner: times every usable algorithm once (skipping reference
+     * implementations), fastest first in perf[0..*returned). */
+    int (*conv_find)(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
+                     tb_conv_algo_perf *perf, int max, int *returned);
+    int (*conv_fwd)(tb_backend *be, const tb_conv_desc *d, int algo, const float *x,
+                    const float *w, const float *bias, float *y);
+    int (*conv_bwd_data)(tb_backend *be, const tb_conv_desc *d, int algo, const float *dy,
+                         const float *w, float *dx);
+    /* dw (and dbias) written, or added to when accumulate (gradient
+     * accumulation; set_to_none writes on the first backward) */
+    int (*conv_bwd_filter)(tb_backend *be, const tb_conv_desc *d, int algo, const float *x,
+                           const float *dy, float *dw, float *dbias, int accumulate);
+
+    /* ---- batch norm (per channel over N and pixels) ---- */
+    /* Training: normalizes with batch statistics, updates running_mean/var
+     * (unbiased variance, PyTorch's momentum rule), saves mean and 1/std. */
+    int (*bn_fwd_train)(tb_backend *be, const tb_bn_desc *d, const float *x, const float *gamma,
+                        const float *beta, float *y, float *running_mean, float *running_var,
+                        float *save_mean, float *save_invstd);
+    int (*bn_fwd_infer)(tb_backend *be, const tb_bn_desc *d, const float *x, const float *gamma,
+                        const float *beta, const float *running_mean, const float *running_var,
+                        float *y);
+    /* dx written; dgamma/dbeta written or accumulated */
+    int (*bn_bwd)(tb_backend *be, const tb_bn_desc *d, const float *x, const float *dy,
+                  const float *gamma, const float *save_mean, const float *save_invstd,
+                  float *dx, float *dgamma, float *dbeta, int accumulate);
+
+    /* ---- pooling. argmax: for max pooling, the input index per output
+     * (int32, same count as y); NULL for average pooling. Average pooling
+     * counts padding as zeros (PyTorch's count_include_pad=True). */
+    int (*pool_fwd)(tb_backend *be, const tb_pool_desc *d, const float *x, float *y,
+                    int32_t *argmax);
+    /* dx written (zeroed first) */
+    int (*pool_bwd)(tb_backend *be, const tb_pool_desc *d, const float *dy,
+                    const int32_t *argmax, float *dx);
+
+    /* ---- loss ---- */
+    /* probs(rows x classes) = softmax(logits); loss[row] = -log probs[label] */
+    int (*softmax_xent_fwd)(tb_backend *be, const float *logits, const int32_t *labels,
+                            int rows, int classes, float *probs, float *loss);
+    /* dlogits = scale * (probs - onehot(labels)) */
+    int (*softmax_xent_bwd)(tb_backend *be, const float *probs, const int32_t *labels,
+                            int rows, int classes, float scale, float *dlogits);
+    /* out[0] = sum of x (device memory; read it with copy_d2h) */
+    int (*reduce_sum)(tb_backend *be, const float *x, size_t n, float *out);
+    /* out[0] = number of NaN/Inf in x, as a float (anomaly detection, AMP) */
+    int (*count_nonfinite)(tb_backend *be, const float *x, size_t n, float *out);
+
+    /* ---- dropout: keep with probability 1-p, scale kept by 1/(1-p). The
+     * mask is a function of (seed, offset + i) only, so it is the same on
+     * every backend and thread count. */
+    int (*dropout_fwd)(tb_backend *be, float p, uint64_t seed, uint64_t offset, const float *x,
+                       float *y, uint8_t *mask, size_t n);
+    int (*dropout_bwd)(tb_backend *be, float p, const uint8_t *mask, const float *dy, float *dx,
+                       size_t n);
+
+    /* ---- optimizers. tensors[i] views one parameter tensor (usually
+     * slices of one flat buffer). fused == 0: per tensor, several
+     * element-wise passes each, as PyTorch's for-loop optimizers run;
+     * fused == 1: one pass over all tensors (multi-tensor apply). Both give
+     * the same result within float rounding. */
+    int (*opt_step)(tb_backend *be, const tb_opt_hparams *hp, const tb_param_view *tensors,
+                    int count, int fused);
 };
 
 /* ---- choosing a backend ---- */

@@ -256,6 +256,8 @@ static int cpu_gelu_bwd(tb_backend *be, tb_gelu_variant v, const float *x, const
 
 static int cpu_destroy(tb_backend *be)
 {
+    tb_cpu_release_dnnl_ops(be);
+    tb_cpu_release_ops(be);
     free(be->ctx);
     free(be);
     return TB_OK;
@@ -356,6 +358,16 @@ int tb_backend_cpu_create(int threads, tb_backend **out)
         .gelu_fwd = cpu_gelu_fwd,
         .gelu_bwd = cpu_gelu_bwd,
     };
+    int rc;
+    TB_TRY_GOTO(rc, tb_cpu_install_dnnl_ops(be), out_free_backend);
+    TB_TRY_GOTO(rc, tb_cpu_install_ops(be), out_release_dnnl);
     *out = be;
     return TB_OK;
+
+out_release_dnnl:
+    tb_cpu_release_dnnl_ops(be);
+out_free_backend:
+    free(c);
+    free(be);
+    return rc;
 }

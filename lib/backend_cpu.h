@@ -12,6 +12,8 @@ typedef struct tb_cpu_ctx {
     size_t in_use;   /* bytes held through dev_alloc */
     size_t peak;     /* high-water mark of in_use */
     size_t limit;    /* 0 = none; see mem_set_limit */
+    void *dnnl;      /* lib/cpu_dnnl.c: engine, stream, primitive cache */
+    void *ops;       /* lib/cpu_ops.c: workspaces */
 } tb_cpu_ctx;
 
 /* CLOCK_MONOTONIC in seconds. */
@@ -21,5 +23,13 @@ void tb_cpu_model_name(char *out, size_t cap);
 /* Space-separated SIMD features this CPU has, among those tunebench uses. */
 void tb_cpu_flags(char *out, size_t cap);
 int tb_cpu_has_avx512_fp16(void);
+
+/* Op families fill their slots of the CPU backend's table; each lives in its
+ * own file. REQUIRES: be->ctx is a tb_cpu_ctx. */
+struct tb_backend;
+int tb_cpu_install_dnnl_ops(struct tb_backend *be);  /* gemm, conv_*: lib/cpu_dnnl.c */
+int tb_cpu_install_ops(struct tb_backend *be);       /* the rest: lib/cpu_ops.c */
+void tb_cpu_release_dnnl_ops(struct tb_backend *be); /* primitive caches */
+void tb_cpu_release_ops(struct tb_backend *be);
 
 #endif
