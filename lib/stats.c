@@ -181,20 +181,20 @@ double tb_stats_noise_floor(const tb_interval *aa)
     return noise;
 }
 
-tb_timing_verdict tb_stats_timing_verdict(const tb_interval *speedup, double noise)
+tb_speed_verdict tb_stats_timing_verdict(const tb_interval *speedup, double noise)
 {
     if (speedup->lo > 1 + noise)
-        return TB_TIMING_FASTER;
+        return TB_SPEED_FASTER;
     if (speedup->hi < 1 - noise)
-        return TB_TIMING_SLOWER;
-    return TB_TIMING_WITHIN_NOISE;
+        return TB_SPEED_SLOWER;
+    return TB_SPEED_WITHIN_NOISE;
 }
 
-const char *tb_timing_verdict_name(tb_timing_verdict v)
+const char *tb_speed_verdict_name(tb_speed_verdict v)
 {
     switch (v) {
-    case TB_TIMING_FASTER: return "faster";
-    case TB_TIMING_SLOWER: return "slower";
+    case TB_SPEED_FASTER: return "faster";
+    case TB_SPEED_SLOWER: return "slower";
     default: return "within noise";
     }
 }

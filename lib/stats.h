@@ -78,11 +78,11 @@ int tb_stats_speedup_ci(const double *base, size_t nb, const double *var, size_t
 
 /* ---- timing verdict ---- */
 
-typedef enum tb_timing_verdict {
-    TB_TIMING_WITHIN_NOISE = 0,
-    TB_TIMING_FASTER = 1,
-    TB_TIMING_SLOWER = 2,
-} tb_timing_verdict;
+typedef enum tb_speed_verdict {
+    TB_SPEED_WITHIN_NOISE = 0,
+    TB_SPEED_FASTER = 1,
+    TB_SPEED_SLOWER = 2,
+} tb_speed_verdict;
 
 /* The noise floor from an A/A interval, i.e. tb_stats_speedup_ci of the
  * baseline against a second timing of the baseline in the same run:
@@ -96,8 +96,8 @@ double tb_stats_noise_floor(const tb_interval *aa);
  *   "within noise"  otherwise (the interval reaches into [1 - noise, 1 + noise]).
  * noise is tb_stats_noise_floor of the A/A interval (0 when there is none:
  * then the plain test "interval excludes 1" remains). */
-tb_timing_verdict tb_stats_timing_verdict(const tb_interval *speedup, double noise);
-const char *tb_timing_verdict_name(tb_timing_verdict v); /* "faster", "slower", "within noise" */
+tb_speed_verdict tb_stats_timing_verdict(const tb_interval *speedup, double noise);
+const char *tb_speed_verdict_name(tb_speed_verdict v); /* "faster", "slower", "within noise" */
 
 /* ---- correctness verdict ---- */
 

@@ -91,14 +91,14 @@ static void test_bootstrap(void)
     CHECK(tb_stats_speedup_ci(base, 10, fast, 10, NULL, &f) == TB_OK, "fast");
     print_interval("baseline vs 1.25x faster", &f);
     CHECK(f.lo > 1.15 && f.hi < 1.35 && f.lo <= f.point && f.point <= f.hi, "fast interval");
-    CHECK(tb_stats_timing_verdict(&f, noise) == TB_TIMING_FASTER, "verdict faster");
+    CHECK(tb_stats_timing_verdict(&f, noise) == TB_SPEED_FASTER, "verdict faster");
 
     CHECK(tb_stats_speedup_ci(base, 10, slow, 10, NULL, &s) == TB_OK, "slow");
     print_interval("baseline vs 0.8x", &s);
     CHECK(s.hi < 0.9 && s.lo > 0.7, "slow interval");
-    CHECK(tb_stats_timing_verdict(&s, noise) == TB_TIMING_SLOWER, "verdict slower");
-    CHECK(tb_stats_timing_verdict(&aa, noise) == TB_TIMING_WITHIN_NOISE, "A/A is within noise");
-    CHECK(strcmp(tb_timing_verdict_name(TB_TIMING_WITHIN_NOISE), "within noise") == 0, "name");
+    CHECK(tb_stats_timing_verdict(&s, noise) == TB_SPEED_SLOWER, "verdict slower");
+    CHECK(tb_stats_timing_verdict(&aa, noise) == TB_SPEED_WITHIN_NOISE, "A/A is within noise");
+    CHECK(strcmp(tb_speed_verdict_name(TB_SPEED_WITHIN_NOISE), "within noise") == 0, "name");
 
     printf("reruns and seeds: identical intervals for the same seed\n");
     tb_interval again, other;
@@ -122,12 +122,12 @@ static void test_verdict_rule(void)
 {
     printf("timing verdict rule at the edges\n");
     tb_interval iv = {.point = 1.1, .lo = 1.05, .hi = 1.15};
-    CHECK(tb_stats_timing_verdict(&iv, 0.0) == TB_TIMING_FASTER, "lo above 1, no noise");
-    CHECK(tb_stats_timing_verdict(&iv, 0.05) == TB_TIMING_WITHIN_NOISE, "lo == 1 + noise is not faster");
-    CHECK(tb_stats_timing_verdict(&iv, 0.04) == TB_TIMING_FASTER, "lo above 1 + noise");
+    CHECK(tb_stats_timing_verdict(&iv, 0.0) == TB_SPEED_FASTER, "lo above 1, no noise");
+    CHECK(tb_stats_timing_verdict(&iv, 0.05) == TB_SPEED_WITHIN_NOISE, "lo == 1 + noise is not faster");
+    CHECK(tb_stats_timing_verdict(&iv, 0.04) == TB_SPEED_FASTER, "lo above 1 + noise");
     tb_interval dn = {.point = 0.9, .lo = 0.85, .hi = 0.95};
-    CHECK(tb_stats_timing_verdict(&dn, 0.04) == TB_TIMING_SLOWER, "hi below 1 - noise");
-    CHECK(tb_stats_timing_verdict(&dn, 0.06) == TB_TIMING_WITHIN_NOISE, "hi above 1 - noise");
+    CHECK(tb_stats_timing_verdict(&dn, 0.04) == TB_SPEED_SLOWER, "hi below 1 - noise");
+    CHECK(tb_stats_timing_verdict(&dn, 0.06) == TB_SPEED_WITHIN_NOISE, "hi above 1 - noise");
     tb_interval aa = {.point = 1, .lo = 0.97, .hi = 1.02};
     CHECK(NEAR(tb_stats_noise_floor(&aa), 0.03), "noise is the larger excursion");
     tb_interval off = {.point = 1.2, .lo = 1.1, .hi = 1.3}; /* A/A not containing 1 */
