@@ -5,7 +5,7 @@
  * backend it runs on; it calls through tb_backend. Two backends exist:
  *   cpu  (lib/backend_cpu.c): host memory, oneDNN for convolution and
  *        matmul, own vectorized kernels for the rest; always built.
- *   cuda (lib/backend_cuda.c + kernels/*.cu): cudart, cuBLAS, cuDNN, own
+ *   cuda (lib/backend_cuda.c + kernels/ (.cu files)): cudart, cuBLAS, cuDNN, own
  *        kernels; built only where the toolkit was found (tools/local_config.bzl).
  * A backend file is compiled or not as a whole; there is no #ifdef in bodies.
  *

@@ -2,7 +2,7 @@
  * cuda_check.h - one checking macro per CUDA API, each recording file and
  * line on the error chain (lib/status.h) and returning the tb_err code.
  * Included only by files compiled when the CUDA toolkit is present
- * (lib/backend_cuda.c, kernels/*.cu).
+ * (lib/backend_cuda.c, kernels/ (.cu files)).
  *
  *   TB_CHECK_CUDA(cudaMalloc(&p, n));
  *   TB_CHECK_LAUNCH();            after every kernel launch

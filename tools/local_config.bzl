@@ -65,8 +65,13 @@ def _impl(ctx):
         ctx.symlink(cuda_path + "/include", "cuda/include")
         ctx.file("cuda/BUILD", _cuda_build(cuda_path))
     else:
-        ctx.file("cuda/BUILD", "package(default_visibility = [\"//visibility:public\"])\n" +
-                               "filegroup(name = \"all_headers\", srcs = [])\n")
+        # Same labels, empty: CUDA-only targets reference them, and Bazel
+        # must resolve a label before target_compatible_with can skip it.
+        ctx.file("cuda/BUILD", "\n".join(
+            ["package(default_visibility = [\"//visibility:public\"])",
+             "filegroup(name = \"all_headers\", srcs = [])"] +
+            ["cc_library(name = \"%s\")" % lib for lib in _CUDA_LIBS + ["headers"]],
+        ) + "\n")
 
     mpi_inc = _find_mpi(ctx)
     if mpi_inc:
