@@ -1,0 +1,173 @@
+/* config.c - see config.h. */
+#include "lib/config.h"
+
+#include <stdio.h>
+
+#include "lib/status.h"
+
+const char *const tb_model_names[] = {"small_cnn", "wide_cnn", NULL};
+const char *const tb_dataset_names[] = {"fashion_mnist", "synthetic", NULL};
+const char *const tb_optimizer_names[] = {"sgd", "adamw", NULL};
+static const char *const worker_mode_names[] = {"threads", "processes", NULL};
+
+void config_defaults(tb_config *cfg)
+{
+    *cfg = (tb_config){
+        .device = "auto",
+        .threads = 0,
+        .epochs = 1,
+        .max_steps = 0,
+        .seed = 0,
+        .dataset = TB_DATA_FASHION_MNIST,
+        .data_dir = NULL,
+        .data_limit = 0,
+        .test_limit = 0,
+        .augment = 0,
+        .batch_size = 256,
+        .workers = 0,
+        .prefetch_factor = 2,
+        .persistent_workers = 0,
+        .worker_mode = 0,
+        .model = TB_MODEL_SMALL_CNN,
+        .conv_bias = 1,
+        .fused_gelu = 0,
+        .conv_autotune = 0,
+        .dropout = 0.1,
+        .optimizer = TB_OPT_SGD,
+        .lr = -1,
+        .momentum = 0.9,
+        .weight_decay = -1,
+        .beta1 = 0.9,
+        .beta2 = 0.999,
+        .eps = 1e-8,
+        .fused_optimizer = 0,
+        .grads_to_none = 1,
+        .accum_steps = 1,
+        .warmup_steps = 0,
+        .lr_base_batch = 0,
+        .amp_dtype = TB_AMP_OFF,
+        .channels_last = 0,
+        .tf32 = 0,
+        .checkpointing = 0,
+        .detect_anomaly = 0,
+        .loss_read_every = 1,
+        .eval_no_grad = 0,
+    };
+}
+
+#define FLAG(nm, kind, field, help) {nm, kind, &cfg->field, help, NULL}
+#define CHOICE(nm, field, names, help) {nm, TB_FLAG_CHOICE, &cfg->field, help, names}
+
+const tb_flag *config_flags(tb_config *cfg, size_t *n)
+{
+    static tb_flag table[40];
+    const tb_flag flags[] = {
+        FLAG("device", TB_FLAG_STRING, device, "auto, cpu, cuda or cuda:N"),
+        FLAG("threads", TB_FLAG_INT, threads, "CPU kernel threads, 0 = all cores"),
+        FLAG("epochs", TB_FLAG_INT, epochs, "training epochs"),
+        FLAG("max-steps", TB_FLAG_INT, max_steps, "stop each epoch after N optimizer steps, 0 = no limit"),
+        FLAG("seed", TB_FLAG_LONG, seed, "seed of initialization, shuffling, augmentation, dropout"),
+        CHOICE("dataset", dataset, tb_dataset_names, "training data (synthetic is labeled so in results)"),
+        FLAG("data-dir", TB_FLAG_STRING, data_dir, "Fashion-MNIST directory; empty = $TB_DATA_DIR or /usr/share/datasets/fashion-mnist"),
+        FLAG("data-limit", TB_FLAG_LONG, data_limit, "use the first N training samples, 0 = all"),
+        FLAG("test-limit", TB_FLAG_LONG, test_limit, "use the first N test samples, 0 = all"),
+        FLAG("augment", TB_FLAG_BOOL, augment, "random crop (padding 2/4) and horizontal flip for training"),
+        FLAG("batch-size", TB_FLAG_INT, batch_size, "samples per micro-batch"),
+        FLAG("workers", TB_FLAG_INT, workers, "loader workers (DataLoader num_workers)"),
+        FLAG("prefetch-factor", TB_FLAG_INT, prefetch_factor, "batches queued per worker (prefetch_factor)"),
+        FLAG("persistent-workers", TB_FLAG_BOOL, persistent_workers, "keep workers across epochs (persistent_workers)"),
+        CHOICE("worker-mode", worker_mode, worker_mode_names, "loader workers are threads or processes"),
+        CHOICE("model", model, tb_model_names, "small_cnn (1x28x28) or wide_cnn (3x32x32)"),
+        FLAG("conv-bias", TB_FLAG_BOOL, conv_bias, "bias on convolutions followed by batch norm (nn.Conv2d bias=True)"),
+        FLAG("fused-gelu", TB_FLAG_BOOL, fused_gelu, "one-pass GELU instead of eager's five passes"),
+        FLAG("conv-autotune", TB_FLAG_BOOL, conv_autotune, "time every conv algorithm per shape, keep the fastest (cudnn.benchmark)"),
+        FLAG("dropout", TB_FLAG_DOUBLE, dropout, "dropout probability in the wide model's head"),
+        CHOICE("optimizer", optimizer, tb_optimizer_names, "sgd (momentum) or adamw"),
+        FLAG("lr", TB_FLAG_DOUBLE, lr, "peak learning rate; -1 = recipe value (sgd 0.05, adamw 0.002)"),
+        FLAG("momentum", TB_FLAG_DOUBLE, momentum, "SGD momentum"),
+        FLAG("weight-decay", TB_FLAG_DOUBLE, weight_decay, "weight decay; -1 = recipe value (sgd 5e-4, adamw 0.01)"),
+        FLAG("beta1", TB_FLAG_DOUBLE, beta1, "AdamW beta1"),
+        FLAG("beta2", TB_FLAG_DOUBLE, beta2, "AdamW beta2"),
+        FLAG("eps", TB_FLAG_DOUBLE, eps, "AdamW epsilon"),
+        FLAG("fused-optimizer", TB_FLAG_BOOL, fused_optimizer, "one pass over all parameters (fused=True)"),
+        FLAG("grads-to-none", TB_FLAG_BOOL, grads_to_none, "zero_grad(set_to_none=True): first backward writes, no memset"),
+        FLAG("accum-steps", TB_FLAG_INT, accum_steps, "micro-batches of gradient accumulation per optimizer step"),
+        FLAG("warmup-steps", TB_FLAG_INT, warmup_steps, "linear learning-rate warm-up steps"),
+        FLAG("lr-base-batch", TB_FLAG_INT, lr_base_batch, "> 0: scale lr by batch*accum/this (linear scaling rule)"),
+    };
+    size_t count = sizeof flags / sizeof flags[0];
+    _Static_assert(sizeof flags / sizeof flags[0] <= sizeof table / sizeof table[0],
+                   "grow table");
+    for (size_t i = 0; i < count; i++)
+        table[i] = flags[i];
+    *n = count;
+    return table;
+}
+
+static int check_min(const char *flag, long long v, long long min)
+{
+    if (v < min)
+        return TB_FAIL(TB_ERR_INVALID, "--%s=%lld: must be at least %lld", flag, v, min);
+    return TB_OK;
+}
+
+/* Issue 5's fields must stay off until the library implements them. */
+static int check_not_yet(const tb_config *cfg)
+{
+    if (cfg->amp_dtype != TB_AMP_OFF || cfg->channels_last || cfg->tf32 || cfg->checkpointing ||
+        cfg->detect_anomaly || cfg->loss_read_every != 1 || cfg->eval_no_grad)
+        return TB_FAIL(TB_ERR_UNSUPPORTED,
+                       "AMP, channels last, TF32, checkpointing, anomaly detection, loss read "
+                       "interval and no_grad evaluation are not implemented yet (issue 5)");
+    return TB_OK;
+}
+
+int config_validate(tb_config *cfg)
+{
+    TB_TRY(check_min("threads", cfg->threads, 0));
+    TB_TRY(check_min("epochs", cfg->epochs, 1));
+    TB_TRY(check_min("max-steps", cfg->max_steps, 0));
+    TB_TRY(check_min("data-limit", cfg->data_limit, 0));
+    TB_TRY(check_min("test-limit", cfg->test_limit, 0));
+    TB_TRY(check_min("batch-size", cfg->batch_size, 1));
+    TB_TRY(check_min("workers", cfg->workers, 0));
+    TB_TRY(check_min("prefetch-factor", cfg->prefetch_factor, 1));
+    TB_TRY(check_min("accum-steps", cfg->accum_steps, 1));
+    TB_TRY(check_min("warmup-steps", cfg->warmup_steps, 0));
+    TB_TRY(check_min("lr-base-batch", cfg->lr_base_batch, 0));
+    if (cfg->optimizer != TB_OPT_SGD && cfg->optimizer != TB_OPT_ADAMW)
+        return TB_FAIL(TB_ERR_INVALID, "--optimizer: only sgd and adamw in this build");
+    if (!(cfg->dropout >= 0 && cfg->dropout < 1))
+        return TB_FAIL(TB_ERR_INVALID, "--dropout=%g: must be in [0, 1)", cfg->dropout);
+    if (cfg->data_dir && !cfg->data_dir[0])
+        cfg->data_dir = NULL;
+    int adamw = cfg->optimizer == TB_OPT_ADAMW;
+    if (cfg->lr < 0)
+        cfg->lr = adamw ? 0.002 : 0.05;
+    if (cfg->weight_decay < 0)
+        cfg->weight_decay = adamw ? 0.01 : 5e-4;
+    if (cfg->lr == 0 || cfg->momentum < 0 || cfg->momentum >= 1)
+        return TB_FAIL(TB_ERR_INVALID, "--lr must be > 0 and --momentum in [0, 1)");
+    return check_not_yet(cfg);
+}
+
+double config_peak_lr(const tb_config *cfg)
+{
+    if (cfg->lr_base_batch <= 0)
+        return cfg->lr;
+    return cfg->lr * (double)cfg->batch_size * cfg->accum_steps / cfg->lr_base_batch;
+}
+
+void config_describe(const tb_config *cfg, char *out, size_t cap)
+{
+    snprintf(out, cap,
+             "model=%s dataset=%s batch=%d workers=%d prefetch=%d persistent=%d mode=%s "
+             "conv_autotune=%d grads_to_none=%d fused_gelu=%d fused_optimizer=%d conv_bias=%d "
+             "optimizer=%s lr=%g accum=%d seed=%lld",
+             tb_model_names[cfg->model], tb_dataset_names[cfg->dataset], cfg->batch_size,
+             cfg->workers, cfg->prefetch_factor, cfg->persistent_workers,
+             worker_mode_names[cfg->worker_mode], cfg->conv_autotune, cfg->grads_to_none,
+             cfg->fused_gelu, cfg->fused_optimizer, cfg->conv_bias,
+             tb_optimizer_names[cfg->optimizer], config_peak_lr(cfg), cfg->accum_steps,
+             cfg->seed);
+}

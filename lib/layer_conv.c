@@ -1,0 +1,122 @@
+/*
+ * layer_conv.c - 2-D convolution, square r x r filters, NCHW, bias optional.
+ *
+ * The backend computes; this file builds the descriptor for the batch at
+ * hand and asks conv_algo_lookup (layers.c) for each direction's algorithm:
+ * the backend's default, or with the autotuner on the fastest one measured
+ * for exactly this descriptor (batch size included). Backward writes or
+ * adds the weight gradient as ctx->grad_accumulate says and skips the
+ * input gradient for the first layer of a model (nothing needs it).
+ *
+ * Tests: bazel test //lib:gradcheck_test
+ */
+#include <math.h>
+
+#include "lib/layers.h"
+
+typedef struct conv_layer {
+    tb_layer base;
+    int k, r, stride, pad, bias;
+    tb_tensor y;        /* (N, K, P, Q) */
+    tb_tensor dx;       /* (N, C, H, W) */
+    const tb_tensor *x; /* input of the last forward, (N, C, H, W) */
+} conv_layer;
+
+static tb_conv_desc conv_desc(const conv_layer *cv, int n)
+{
+    tb_conv_desc d = {
+        .n = n, .c = cv->base.in.c, .h = cv->base.in.h, .w = cv->base.in.w,
+        .k = cv->k, .r = cv->r, .s = cv->r, .stride = cv->stride, .pad = cv->pad,
+        .layout = TB_NCHW, .dtype = TB_F32, .math = cv->base.ctx->math,
+    };
+    return d;
+}
+
+static float *bias_of(conv_layer *cv, int grad)
+{
+    if (!cv->bias)
+        return NULL;
+    return grad ? cv->base.params[1].g : cv->base.params[1].w;
+}
+
+static int conv_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
+{
+    conv_layer *cv = (conv_layer *)l;
+    tb_backend *be = l->ctx->be;
+    tb_conv_desc d = conv_desc(cv, x->n);
+    int algo;
+    TB_TRY(conv_algo_lookup(l->ctx, &d, TB_CONV_FWD, &algo));
+    TB_TRY(tensor_set_batch(&cv->y, x->n));
+    TB_TRY(be->conv_fwd(be, &d, algo, x->data, l->params[0].w, bias_of(cv, 0), cv->y.data));
+    cv->x = x;
+    *y = &cv->y;
+    return TB_OK;
+}
+
+static int conv_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
+{
+    conv_layer *cv = (conv_layer *)l;
+    tb_backend *be = l->ctx->be;
+    tb_conv_desc d = conv_desc(cv, dy->n);
+    int algo;
+    TB_TRY(conv_algo_lookup(l->ctx, &d, TB_CONV_BWD_FILTER, &algo));
+    TB_TRY(be->conv_bwd_filter(be, &d, algo, cv->x->data, dy->data, l->params[0].g,
+                               bias_of(cv, 1), l->ctx->grad_accumulate));
+    *dx = NULL;
+    if (!l->need_dx)
+        return TB_OK;
+    TB_TRY(conv_algo_lookup(l->ctx, &d, TB_CONV_BWD_DATA, &algo));
+    TB_TRY(tensor_set_batch(&cv->dx, dy->n));
+    TB_TRY(be->conv_bwd_data(be, &d, algo, dy->data, l->params[0].w, cv->dx.data));
+    *dx = &cv->dx;
+    return TB_OK;
+}
+
+static int conv_alloc(tb_layer *l, int max_batch)
+{
+    conv_layer *cv = (conv_layer *)l;
+    TB_TRY(layer_tensor(l, max_batch, l->out, &cv->y));
+    if (l->need_dx)
+        TB_TRY(layer_tensor(l, max_batch, l->in, &cv->dx));
+    return TB_OK;
+}
+
+static void conv_release(tb_layer *l)
+{
+    conv_layer *cv = (conv_layer *)l;
+    tensor_free(&cv->y);
+    tensor_free(&cv->dx);
+}
+
+static const tb_layer_vtbl conv_vtbl = {
+    .kind = "conv2d",
+    .forward = conv_forward,
+    .backward = conv_backward,
+    .alloc = conv_alloc,
+    .release = conv_release,
+};
+
+int layer_conv2d_create(tb_layer_ctx *ctx, tb_shape in, int k, int r, int stride, int pad,
+                        int bias, tb_layer **out)
+{
+    if (k <= 0 || r <= 0 || stride <= 0 || pad < 0)
+        return TB_FAIL(TB_ERR_INVALID, "conv2d: bad k=%d r=%d stride=%d pad=%d", k, r, stride,
+                       pad);
+    tb_shape o = {k, (in.h + 2 * pad - r) / stride + 1, (in.w + 2 * pad - r) / stride + 1};
+    tb_layer *l;
+    TB_TRY(layer_new(ctx, &conv_vtbl, sizeof(conv_layer), in, o, &l));
+    conv_layer *cv = (conv_layer *)l;
+    cv->k = k;
+    cv->r = r;
+    cv->stride = stride;
+    cv->pad = pad;
+    cv->bias = bias;
+    /* PyTorch's default init: kaiming_uniform(a=sqrt(5)) gives 1/sqrt(fan_in)
+     * for the weight, and the bias uses the same bound. */
+    float bound = 1.0f / sqrtf((float)(in.c * r * r));
+    layer_add_param(l, "weight", (size_t)k * in.c * r * r, TB_INIT_UNIFORM, bound);
+    if (bias)
+        layer_add_param(l, "bias", (size_t)k, TB_INIT_UNIFORM, bound);
+    *out = l;
+    return TB_OK;
+}

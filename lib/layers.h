@@ -1,0 +1,214 @@
+/*
+ * layers.h - layers with forward and backward on top of the backend ops.
+ *
+ * A layer is a tb_layer (the common part) embedded first in a family struct,
+ * plus a table of functions (tb_layer_vtbl). Families, one file each:
+ *   lib/layer_conv.c    conv2d (bias optional), with the conv autotuner
+ *   lib/layer_bn.c      batch norm (per channel, PyTorch's momentum rule)
+ *   lib/layer_act.c     ReLU, GELU (fused or unfused), dropout
+ *   lib/layer_pool.c    max / average pooling, global average pooling
+ *   lib/layer_linear.c  linear (gemm + bias_add / bias_grad)
+ *   lib/layer_seq.c     containers: a sequence, a residual block
+ *   lib/layer_loss.c    softmax cross-entropy, mean over the batch
+ *
+ * Life of a layer:
+ *   create  (shape inference from the per-sample input shape; parameters
+ *            declared but not allocated)
+ *   bind    (layer_params_bind: the model points each parameter at its slice
+ *            of one flat weight buffer and one flat gradient buffer, so a
+ *            fused optimizer makes one pass over all of them)
+ *   alloc   (activations for the largest batch: output, input gradient,
+ *            whatever backward needs)
+ *   forward / backward, any batch n <= the allocated one
+ *   destroy
+ * forward returns a pointer to the layer's output (owned by the layer, valid
+ * until its next forward); backward takes the gradient of that output and
+ * returns the gradient of the input forward saw, which must still hold the
+ * same data. Gradients of parameters are written or added as ctx says
+ * (grad_accumulate), the contract of the backend's weight-gradient ops.
+ *
+ * Tests: bazel test //lib:gradcheck_test //lib:layers_test
+ */
+#ifndef TB_LAYERS_H
+#define TB_LAYERS_H
+
+#include <stdint.h>
+
+#include "lib/backend.h"
+#include "lib/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- what every layer of a model shares ---- */
+
+/* One cached convolution algorithm choice: the key is the whole descriptor
+ * (batch size included, so a new batch size is tuned again) and the kind. */
+typedef struct tb_conv_algo_entry {
+    tb_conv_desc desc;
+    tb_conv_kind kind;
+    int algo;
+    float ms;            /* the autotuner's time for it; -1 for the default */
+    char name[64];
+} tb_conv_algo_entry;
+
+typedef struct tb_conv_algo_cache {
+    tb_conv_algo_entry *entries;
+    int count, cap;
+    int tunings;         /* conv_find calls made (the autotuner's one-off cost) */
+} tb_conv_algo_cache;
+
+typedef struct tb_layer_ctx {
+    tb_backend *be;
+    int training;        /* 1: batch statistics, dropout on, backward possible */
+    int grad_accumulate; /* 0: the next backward writes parameter gradients
+                            (after a set_to_none zero_grad); 1: adds to them */
+    tb_gelu_variant gelu;
+    int conv_autotune;   /* 0: conv_algo_default; 1: conv_find once per shape */
+    tb_math math;        /* GEMM/conv math mode (TF32 is issue 5's toggle) */
+    uint64_t dropout_seed;
+    int dropout_layers;  /* dropout layers created so far (their mask regions) */
+    tb_conv_algo_cache algos;
+} tb_layer_ctx;
+
+/* Finds (or chooses and caches) the algorithm for d and kind: the backend's
+ * default, or with ctx->conv_autotune the fastest conv_find result. */
+int conv_algo_lookup(tb_layer_ctx *ctx, const tb_conv_desc *d, tb_conv_kind kind, int *algo);
+void conv_algo_cache_free(tb_conv_algo_cache *c);
+
+/* Per-sample shape: channels, height, width (features after linear: c, 1, 1). */
+typedef struct tb_shape {
+    int c, h, w;
+} tb_shape;
+
+static inline size_t shape_numel(tb_shape s) { return (size_t)s.c * s.h * s.w; }
+
+typedef enum tb_init_kind {
+    TB_INIT_UNIFORM = 0, /* U(-bound, bound): PyTorch's conv/linear default */
+    TB_INIT_ONES = 1,    /* BN gamma */
+    TB_INIT_ZEROS = 2,   /* BN beta */
+} tb_init_kind;
+
+typedef struct tb_param {
+    char name[32];       /* "weight", "bias", "gamma", "beta" */
+    size_t n;            /* floats */
+    float *w, *g;        /* views into the model's flat buffers; NULL until bound */
+    tb_init_kind init;
+    float bound;         /* for TB_INIT_UNIFORM: 1/sqrt(fan_in) */
+} tb_param;
+
+#define TB_LAYER_MAX_PARAMS 2
+#define TB_LAYER_NAME 48
+
+typedef struct tb_layer tb_layer;
+
+typedef struct tb_layer_vtbl {
+    const char *kind;    /* "conv2d", "batchnorm", ... */
+    /* REQUIRES: x's per-sample shape is l->in, x->n <= the allocated batch */
+    int (*forward)(tb_layer *l, const tb_tensor *x, const tb_tensor **y);
+    /* REQUIRES: a training forward ran; dy has the shape of its output */
+    int (*backward)(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx);
+    int (*alloc)(tb_layer *l, int max_batch);
+    void (*release)(tb_layer *l); /* frees activations and family state */
+} tb_layer_vtbl;
+
+struct tb_layer {
+    const tb_layer_vtbl *vt;
+    tb_layer_ctx *ctx;   /* borrowed from the model */
+    char name[TB_LAYER_NAME];
+    tb_shape in, out;
+    int need_dx;         /* 0: backward skips the input gradient (first layer) */
+    tb_param params[TB_LAYER_MAX_PARAMS];
+    int nparams;
+    tb_layer **children; /* containers only: sub-layers, in order */
+    int nchildren;
+};
+
+/* ---- constructors. On success *out is a new layer; destroy it with
+ * layer_destroy. Errors: TB_ERR_INVALID (shape), TB_ERR_NOMEM. ---- */
+
+/* k filters of r x r, stride, pad; bias 0 when batch norm follows and the
+ * "no conv bias before BN" toggle is on. REQUIRES: output at least 1x1. */
+int layer_conv2d_create(tb_layer_ctx *ctx, tb_shape in, int k, int r, int stride, int pad,
+                        int bias, tb_layer **out);
+/* eps 1e-5, momentum 0.1 (PyTorch's defaults). */
+int layer_batchnorm_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
+int layer_relu_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
+/* The variant (fused or unfused) comes from ctx->gelu at each call. */
+int layer_gelu_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
+/* Drops with probability p in training, identity in evaluation. The mask
+ * depends on (ctx->dropout_seed, a per-layer counter), not on threads. */
+int layer_dropout_create(tb_layer_ctx *ctx, tb_shape in, float p, tb_layer **out);
+/* kind TB_POOL_MAX or TB_POOL_AVG (padding counted as zeros). */
+int layer_pool_create(tb_layer_ctx *ctx, tb_shape in, tb_pool_kind kind, int window, int stride,
+                      int pad, tb_layer **out);
+/* Average over all pixels: (c, h, w) -> (c, 1, 1). REQUIRES: h == w. */
+int layer_global_avgpool_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
+/* Flattens (c, h, w) to c*h*w features; y = x W^T + b, W is (out, in). */
+int layer_linear_create(tb_layer_ctx *ctx, tb_shape in, int out_features, tb_layer **out);
+
+/* Containers take ownership of their children (also on failure). */
+int layer_seq_create(tb_layer_ctx *ctx, tb_layer **children, int n, tb_layer **out);
+/* y = relu(main(x) + shortcut(x)); shortcut NULL is the identity.
+ * REQUIRES: main's output shape equals the shortcut's (or x's). */
+int layer_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer *shortcut,
+                          tb_layer **out);
+
+/* ---- working with any layer ---- */
+static inline int layer_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
+{
+    return l->vt->forward(l, x, y);
+}
+static inline int layer_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
+{
+    return l->vt->backward(l, dy, dx);
+}
+/* Allocates activations for batches up to max_batch (recursively). */
+int layer_alloc(tb_layer *l, int max_batch);
+/* Frees a layer, its activations and its children; NULL is a no-op. */
+void layer_destroy(tb_layer *l);
+
+/* Calls fn on every parameter of l and its children, in a fixed order. */
+typedef void (*tb_param_fn)(tb_param *p, void *user);
+void layer_for_each_param(tb_layer *l, tb_param_fn fn, void *user);
+/* Floats over all parameters of l (recursively). */
+size_t layer_param_count(tb_layer *l);
+/* Points the parameters at consecutive slices of w and g (device memory,
+ * layer_param_count floats each), in layer_for_each_param order. */
+void layer_params_bind(tb_layer *l, float *w, float *g);
+
+/* Shared helpers of the family files. */
+int layer_new(tb_layer_ctx *ctx, const tb_layer_vtbl *vt, size_t size, tb_shape in,
+              tb_shape out, tb_layer **l);
+void layer_add_param(tb_layer *l, const char *name, size_t n, tb_init_kind init, float bound);
+/* Allocates a tensor of max_batch x shape. */
+int layer_tensor(tb_layer *l, int max_batch, tb_shape s, tb_tensor *t);
+
+/* ---- softmax cross-entropy, the loss (not a tb_layer: it ends the graph) */
+typedef struct tb_xent {
+    tb_layer_ctx *ctx;
+    int classes, cap_n, n;
+    float *probs;         /* (N, classes) */
+    float *row_loss;      /* (N) */
+    float *loss_sum;      /* (1) device scalar: sum of row_loss */
+    int32_t *labels;      /* (N) borrowed from the last forward */
+    tb_tensor dlogits;    /* (N, classes, 1, 1) */
+} tb_xent;
+
+int xent_init(tb_layer_ctx *ctx, int classes, int max_batch, tb_xent *x);
+void xent_free(tb_xent *x);
+/* loss_sum = sum over rows of -log softmax(logits)[label]; stays on the
+ * device (read it with xent_read_loss; reading costs a sync on a GPU).
+ * labels: device int32 (N). REQUIRES: logits (N, classes, 1, 1). */
+int xent_forward(tb_xent *x, const tb_tensor *logits, const int32_t *labels);
+/* Mean over the batch: dlogits = scale * (probs - onehot), scale is
+ * 1 / (N * accumulation steps). */
+int xent_backward(tb_xent *x, float scale, const tb_tensor **dlogits);
+/* Host copy of loss_sum / n: the mean loss of the last forward. */
+int xent_read_loss(tb_xent *x, float *mean_loss);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,105 @@
+/*
+ * model.h - models: a tree of layers built from a description, with every
+ * parameter in one flat buffer and every gradient in another.
+ *
+ * A description is an array of tb_layer_spec ending with TB_SPEC_END, e.g.
+ * the small CNN for 1x28x28 images:
+ *   conv3x3(16) BN ReLU, maxpool 2, residual block(16),
+ *   conv3x3/2(32) BN ReLU, residual block(32), global avg pool,
+ *   linear(64) GELU, linear(classes)
+ * A residual block is conv3x3-BN-ReLU-conv3x3-BN plus the identity, then
+ * ReLU. Convolutions followed by BN get a bias only when conv_bias is on
+ * (the "no conv bias before BN" toggle). model_build() turns a description
+ * into layers, binds each parameter to its slice of the flat buffers (so a
+ * fused optimizer makes one pass) and initializes them as PyTorch does
+ * (uniform 1/sqrt(fan_in), BN gamma 1 beta 0), from the seed only.
+ *
+ * Tests: bazel test //lib:layers_test //lib:train_test
+ */
+#ifndef TB_MODEL_H
+#define TB_MODEL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lib/backend.h"
+#include "lib/layers.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tb_spec_kind {
+    TB_SPEC_END = 0,
+    TB_SPEC_CONV_BN_RELU, /* k, r, stride (pad r/2) */
+    TB_SPEC_RESBLOCK,     /* k == input channels, stride 1 */
+    TB_SPEC_MAXPOOL,      /* window r, stride */
+    TB_SPEC_AVGPOOL,      /* window r, stride */
+    TB_SPEC_GLOBAL_AVGPOOL,
+    TB_SPEC_LINEAR,       /* k outputs; k == 0: the number of classes */
+    TB_SPEC_RELU,
+    TB_SPEC_GELU,
+    TB_SPEC_DROPOUT,      /* p from the model options */
+} tb_spec_kind;
+
+typedef struct tb_layer_spec {
+    tb_spec_kind kind;
+    int k, r, stride;
+} tb_layer_spec;
+
+typedef struct tb_model_opts {
+    tb_shape in;          /* per-sample input */
+    int classes;
+    int max_batch;        /* activations are allocated for this batch */
+    int conv_bias;        /* bias on convolutions followed by BN */
+    float dropout;        /* p of TB_SPEC_DROPOUT layers */
+    uint64_t seed;        /* parameter init and dropout masks */
+} tb_model_opts;
+
+typedef struct tb_model {
+    tb_layer_ctx ctx;     /* shared by every layer; set its toggles here */
+    tb_layer *net;        /* the root sequence */
+    tb_xent loss;
+    int classes, max_batch;
+    tb_shape in;
+    tb_param **params;    /* every parameter, in flat-buffer order */
+    int nparams;
+    size_t numel;         /* floats in each flat buffer */
+    float *flat_w;        /* (numel) parameters, device memory */
+    float *flat_g;        /* (numel) gradients */
+} tb_model;
+
+/* Builds a model from spec on be. REQUIRES: spec ends with TB_SPEC_END.
+ * Errors: TB_ERR_INVALID (a layer does not fit its input), TB_ERR_NOMEM,
+ * TB_ERR_DEVICE_OOM. *out is freed with model_destroy. */
+int model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opts *o,
+                tb_model **out);
+void model_destroy(tb_model *m);
+
+/* The built-in descriptions. */
+extern const tb_layer_spec tb_spec_small_cnn[]; /* 1x28x28 */
+extern const tb_layer_spec tb_spec_wide_cnn[];  /* 3x32x32 */
+
+/* Forward through the network only: *logits is (N, classes, 1, 1). */
+int model_forward(tb_model *m, const tb_tensor *x, const tb_tensor **logits);
+/* Forward plus the loss (summed on the device, see xent_read_loss).
+ * labels: device int32 (N). logits may be NULL. */
+int model_forward_loss(tb_model *m, const tb_tensor *x, const int32_t *labels,
+                       const tb_tensor **logits);
+/* Backward from the last model_forward_loss, with the loss scaled by
+ * loss_scale (1 / accumulation steps); then later backwards accumulate
+ * until the next model_zero_grad. REQUIRES: m->ctx.training. */
+int model_backward(tb_model *m, float loss_scale);
+/* Gradients to zero (memset) or "to none": the next backward writes them. */
+int model_zero_grad(tb_model *m, int set_to_none);
+
+/* Training or evaluation mode (batch statistics, dropout). */
+void model_train_mode(tb_model *m, int training);
+
+/* Prints one line per layer (name, output shape, parameters) and the total. */
+void model_print(const tb_model *m, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
