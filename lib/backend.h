@@ -128,6 +128,12 @@ typedef struct tb_bn_desc {
     float eps, momentum;      /* PyTorch defaults 1e-5, 0.1 */
 } tb_bn_desc;
 
+/* ---- device memory policy (the caching allocator technique) ---- */
+typedef enum tb_mem_mode {
+    TB_MEM_CACHING = 0, /* freed blocks kept for reuse (PyTorch's default) */
+    TB_MEM_PLAIN = 1,   /* one device malloc/free per dev_alloc/dev_free */
+} tb_mem_mode;
+
 /* ---- the table ---- */
 struct tb_backend {
     const char *name;         /* "cpu" or "cuda" */
@@ -149,6 +155,15 @@ struct tb_backend {
     int (*mem_reset_peak)(tb_backend *be);
     /* 0 = no limit; allocations beyond it fail with TB_ERR_DEVICE_OOM */
     int (*mem_set_limit)(tb_backend *be, size_t bytes);
+    /* Returns cached, unused device memory to the device (PyTorch's
+     * torch.cuda.empty_cache()); live allocations are untouched. NULL where
+     * the backend keeps no cache. */
+    int (*mem_empty_cache)(tb_backend *be);
+    /* The allocator's policy (tb_mem_mode) and, for TB_MEM_CACHING, bytes
+     * to reserve up front in one piece that the cache carves allocations
+     * from (preallocation for the largest batch; 0 = none). NULL where the
+     * backend has one policy only. */
+    int (*mem_set_mode)(tb_backend *be, tb_mem_mode mode, size_t reserve_bytes);
 
     /* streams and events. stream NULL means the compute stream. */
     int (*stream_create)(tb_backend *be, tb_stream **s);
