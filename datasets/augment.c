@@ -1,0 +1,78 @@
+/*
+ * augment.c - random crop with zero padding, horizontal flip, normalize.
+ * See augment.h. Tests: bazel test //datasets:augment_test
+ */
+#include "datasets/augment.h"
+
+#include "lib/rng.h"
+
+tb_augment_cfg augment_train_defaults(const tb_dataset *ds)
+{
+    tb_augment_cfg cfg = {.enabled = 1, .pad = ds->w <= 28 ? 2 : 4, .flip = 1, .normalize = 1};
+    return cfg;
+}
+
+tb_augment_cfg augment_eval_defaults(void)
+{
+    tb_augment_cfg cfg = {.enabled = 0, .pad = 0, .flip = 0, .normalize = 1};
+    return cfg;
+}
+
+tb_augment_params augment_params(const tb_augment_cfg *cfg, uint64_t seed, int epoch, int index)
+{
+    tb_augment_params p = {0, 0, 0};
+    if (!cfg->enabled)
+        return p;
+    /* Always three draws in the same order, so turning flip off does not
+     * change the crops. */
+    tb_rng r = rng_make(seed, (uint64_t)epoch, (uint64_t)index, TB_RNG_AUGMENT);
+    uint32_t span = (uint32_t)(cfg->pad > 0 ? 2 * cfg->pad + 1 : 1);
+    p.dy = (int)rng_below(&r, span);
+    p.dx = (int)rng_below(&r, span);
+    int flip = (int)(rng_next_u64(&r) >> 63);
+    p.flip = cfg->flip ? flip : 0;
+    return p;
+}
+
+/* One channel: out(y, x) = padded(y + dy, xf + dx), xf = flip ? W-1-x : x. */
+static void crop_channel(const uint8_t *src, int h, int w, int pad, const tb_augment_params *p,
+                         float scale, float bias, float *out)
+{
+    float zero = bias; /* a padding pixel is 0 before normalization */
+    for (int y = 0; y < h; y++) {
+        int sy = y + p->dy - pad;
+        float *row = out + (size_t)y * w;
+        if (sy < 0 || sy >= h) {
+            for (int x = 0; x < w; x++)
+                row[x] = zero;
+            continue;
+        }
+        const uint8_t *srow = src + (size_t)sy * w;
+        for (int x = 0; x < w; x++) {
+            int sx = (p->flip ? w - 1 - x : x) + p->dx - pad;
+            row[x] = sx >= 0 && sx < w ? (float)srow[sx] * scale + bias : zero;
+        }
+    }
+}
+
+void augment_apply(const tb_augment_cfg *cfg, const tb_dataset *ds, int index,
+                   const tb_augment_params *p, float *out)
+{
+    size_t plane = (size_t)ds->h * ds->w;
+    int pad = cfg->enabled ? cfg->pad : 0;
+    for (int ch = 0; ch < ds->c; ch++) {
+        /* (x/255 - mean)/std folded into one multiply-add per pixel. */
+        float inv_std = cfg->normalize ? 1.0f / ds->std[ch] : 1.0f;
+        float mean = cfg->normalize ? ds->mean[ch] : 0.0f;
+        float scale = inv_std / 255.0f, bias = -mean * inv_std;
+        const uint8_t *src = ds->images + ((size_t)index * ds->c + ch) * plane;
+        crop_channel(src, ds->h, ds->w, pad, p, scale, bias, out + ch * plane);
+    }
+}
+
+void augment_sample(const tb_augment_cfg *cfg, const tb_dataset *ds, uint64_t seed, int epoch,
+                    int index, float *out)
+{
+    tb_augment_params p = augment_params(cfg, seed, epoch, index);
+    augment_apply(cfg, ds, index, &p, out);
+}
