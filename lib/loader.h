@@ -124,8 +124,9 @@ int loader_next_batch(tb_loader *ld, tb_batch *b);
 void loader_release_batch(tb_loader *ld);
 
 /* Ends the epoch, even part-way: non-persistent workers are stopped and
- * joined, persistent ones are parked. Returns the first error a worker left
- * behind that next_batch did not already report, else TB_OK. */
+ * joined, persistent ones are parked (it waits for a batch being built to
+ * finish; a dead worker process is not waited for). Worker errors are
+ * reported by next_batch, not here; returns TB_OK. */
 int loader_epoch_end(tb_loader *ld);
 
 /* Stops and joins every worker and frees everything; NULL is a no-op. */
