@@ -30,7 +30,8 @@
  * unless an implementation takes oihw/ohwi; the activations in part 2) is
  * reordered into and out of the caller's memory inside each conv_* call,
  * and conv_find times the whole call: reorders included, just what training
- * pays (one warm-up call, then the median of FIND_TIMED_RUNS, on scratch
+ * pays (one warm-up call, then the median of FIND_TIMED_RUNS (or the warm-up alone when it is
+ * FIND_CUTOFF times slower than the best so far), on scratch
  * tensors of random values from be->dev_alloc). The default algorithm is the first non-`ref:` entry: oneDNN's own
  * choice for the caller's layout, as cuDNN's heuristic is cuDNN's. The
  * `ref:` entries (slow, for checking oneDNN itself) keep their ids but
@@ -91,6 +92,7 @@
 #define CONV_CACHE_SIZE 64
 #define GEMM_CACHE_SIZE 32
 #define FIND_TIMED_RUNS 3
+#define FIND_CUTOFF 4.0f /* warm-ups this many times the best so far are not timed again */
 
 /* One operand of a convolution as the caller passes it (user, in the
  * caller's layout) and as the implementation wants it (impl). When the two
@@ -991,9 +993,11 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* One warm-up call, then the median of FIND_TIMED_RUNS timed calls. */
+/* One warm-up call, then the median of FIND_TIMED_RUNS timed calls. A
+ * warm-up slower than cutoff_ms (when > 0) is the result: that algorithm
+ * has lost already, and some take seconds (gemm:jit bwd-data on NHWC). */
 static int find_time_one(tb_backend *be, dnnl_state *st, conv_entry *e, find_buffers *b,
-                         float *ms)
+                         float cutoff_ms, float *ms)
 {
     void *ptr[3];
     if (e->kind == TB_CONV_FWD)
@@ -1003,7 +1007,11 @@ static int find_time_one(tb_backend *be, dnnl_state *st, conv_entry *e, find_buf
     else
         memcpy(ptr, (void *[3]){b->x, b->y, b->w}, sizeof ptr);
     float t[FIND_TIMED_RUNS];
+    double t0 = now_seconds();
     TB_TRY(conv_execute(be, st, e, ptr, NULL));
+    *ms = (float)((now_seconds() - t0) * 1e3);
+    if (cutoff_ms > 0 && *ms > cutoff_ms)
+        return TB_OK;
     for (int i = 0; i < FIND_TIMED_RUNS; i++) {
         double t0 = now_seconds();
         TB_TRY(conv_execute(be, st, e, ptr, NULL));
@@ -1046,7 +1054,7 @@ static int conv_find_run(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kin
         snprintf(p->name, sizeof p->name, "%s", names[algo]);
         TB_TRY_GOTO(rc, conv_entry_create(be, st, &e), out_destroy_best);
         p->workspace = e.ws_bytes;
-        rc = find_time_one(be, st, &e, &b, &p->ms);
+        rc = find_time_one(be, st, &e, &b, best.prim ? FIND_CUTOFF * best_ms : 0.0f, &p->ms);
         if (rc != TB_OK) {
             conv_entry_destroy(be, &e);
             goto out_destroy_best;
