@@ -25,8 +25,10 @@
  * only, never on the thread count, and sums the parts in a fixed order, so
  * results are the same run to run and for any number of threads:
  *   reduce_sum       chunks of RS_CHUNK, partial sums in double, added in order
- *   bias_grad, bn_*  one thread owns each channel (or block of BN_BLOCK
- *                    channels in NHWC) and sums its rows in order, in double
+ *   bias_grad, bn    one thread owns each channel (NCHW) or column block
+ *                    and sums its rows in order, in double
+ *   bn NHWC          BN_ROW_CHUNKS fixed row ranges, partial sums in double,
+ *                    added in chunk order
  */
 #include <math.h>
 #include <omp.h>
@@ -46,7 +48,7 @@
 #define RS_CHUNK ((size_t)16384)
 #define RS_MAX_CHUNKS ((size_t)1024)
 #define BG_BLOCK 64 /* bias_grad columns per thread task */
-#define BN_BLOCK 16 /* NHWC batch-norm channels per thread task: one cache line */
+#define BN_ROW_CHUNKS ((size_t)64) /* NHWC batch norm: fixed row chunks of the sums */
 
 /* Scratch memory of one backend; lives in ((tb_cpu_ctx *)be->ctx)->ops. */
 typedef struct cpu_ops_ws {
@@ -351,38 +353,79 @@ static void bn_train_channel_nchw(const tb_bn_desc *d, int c, const float *x, co
     }
 }
 
-/* NHWC: channels [c0, c0 + cw) are cw floats of each of the n * hw rows. */
-static void bn_train_block_nhwc(const tb_bn_desc *d, int c0, int cw, const float *x,
-                                const float *gamma, const float *beta, float *y, float *rm,
-                                float *rv, float *sm, float *si)
+/* NHWC rows are C contiguous channels: every pass streams through memory
+ * row by row. Statistics are per-chunk partial sums over BN_ROW_CHUNKS
+ * fixed row ranges (fixed by the shape, not the thread count), added in
+ * chunk order: deterministic, and each thread reads whole cache lines. */
+static size_t bn_row_chunks(size_t rows) { return rows < BN_ROW_CHUNKS ? rows : BN_ROW_CHUNKS; }
+
+/* Rows [lo, hi) of chunk k of rows split into kc chunks. */
+static void bn_chunk(size_t rows, size_t kc, size_t k, size_t *lo, size_t *hi)
 {
-    size_t rows = (size_t)d->n * d->hw, C = (size_t)d->c;
-    double s[BN_BLOCK] = {0}, q[BN_BLOCK] = {0}, mean[BN_BLOCK];
-    for (size_t r = 0; r < rows; r++) {
-        const float *xr = x + r * C + c0;
+    *lo = rows * k / kc;
+    *hi = rows * (k + 1) / kc;
+}
+
+/* part[c] = sum over rows [lo, hi) of x[r][c] (sqdev: of (x - mean[c])^2). */
+static void nhwc_rows_sum(const float *x, size_t C, size_t lo, size_t hi, const double *mean,
+                          double *part)
+{
+    memset(part, 0, C * sizeof *part);
+    for (size_t r = lo; r < hi; r++) {
+        const float *xr = x + r * C;
+        if (!mean) {
 #pragma omp simd
-        for (int j = 0; j < cw; j++)
-            s[j] += xr[j];
-    }
-    for (int j = 0; j < cw; j++)
-        mean[j] = s[j] / (double)rows;
-    for (size_t r = 0; r < rows; r++) {
-        const float *xr = x + r * C + c0;
+            for (size_t c = 0; c < C; c++)
+                part[c] += xr[c];
+        } else {
 #pragma omp simd
-        for (int j = 0; j < cw; j++) {
-            double e = xr[j] - mean[j];
-            q[j] += e * e;
+            for (size_t c = 0; c < C; c++) {
+                double e = xr[c] - mean[c];
+                part[c] += e * e;
+            }
         }
     }
-    for (int j = 0; j < cw; j++)
-        bn_finish_channel(d, c0 + j, mean[j], q[j] / (double)rows, rm, rv, sm, si);
-    for (size_t r = 0; r < rows; r++) {
-        const float *xr = x + r * C + c0;
-        float *yr = y + r * C + c0;
-#pragma omp simd
-        for (int j = 0; j < cw; j++)
-            yr[j] = tb_bn_fwd_f(xr[j], sm[c0 + j], si[c0 + j], gamma[c0 + j], beta[c0 + j]);
+}
+
+/* out[c] = sum of part[k][c] over the kc chunks, in chunk order. */
+static void bn_combine(const double *part, size_t kc, size_t C, double *out)
+{
+    memset(out, 0, C * sizeof *out);
+    for (size_t k = 0; k < kc; k++)
+        for (size_t c = 0; c < C; c++)
+            out[c] += part[k * C + c];
+}
+
+static int bn_fwd_train_nhwc(tb_backend *be, const tb_bn_desc *d, const float *x,
+                             const float *gamma, const float *beta, float *y, float *rm, float *rv,
+                             float *sm, float *si)
+{
+    int t = threads_of(be);
+    size_t C = (size_t)d->c, rows = (size_t)d->n * d->hw, kc = bn_row_chunks(rows);
+    float *ws;
+    TB_TRY(ws_floats(be, 2 * (kc * C + 2 * C), &ws));
+    double *part = (double *)ws, *mean = part + kc * C, *var = mean + C;
+    int par = rows * C >= PAR_MIN;
+    for (int pass = 0; pass < 2; pass++) {
+#pragma omp parallel for num_threads(t) schedule(static) if (par)
+        for (size_t k = 0; k < kc; k++) {
+            size_t lo, hi;
+            bn_chunk(rows, kc, k, &lo, &hi);
+            nhwc_rows_sum(x, C, lo, hi, pass ? mean : NULL, part + k * C);
+        }
+        bn_combine(part, kc, C, pass ? var : mean);
+        for (size_t c = 0; c < C; c++)
+            (pass ? var : mean)[c] /= (double)rows;
     }
+    for (size_t c = 0; c < C; c++)
+        bn_finish_channel(d, (int)c, mean[c], var[c], rm, rv, sm, si);
+#pragma omp parallel for num_threads(t) schedule(static) if (par)
+    for (size_t r = 0; r < rows; r++) {
+#pragma omp simd
+        for (size_t c = 0; c < C; c++)
+            y[r * C + c] = tb_bn_fwd_f(x[r * C + c], sm[c], si[c], gamma[c], beta[c]);
+    }
+    return TB_OK;
 }
 
 static int cpu_bn_fwd_train(tb_backend *be, const tb_bn_desc *d, const float *x, const float *gamma,
@@ -399,14 +442,8 @@ static int cpu_bn_fwd_train(tb_backend *be, const tb_bn_desc *d, const float *x,
                                   save_invstd);
         return TB_OK;
     }
-    int blocks = (d->c + BN_BLOCK - 1) / BN_BLOCK;
-#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
-    for (int b = 0; b < blocks; b++) {
-        int c0 = b * BN_BLOCK, cw = d->c - c0 < BN_BLOCK ? d->c - c0 : BN_BLOCK;
-        bn_train_block_nhwc(d, c0, cw, x, gamma, beta, y, running_mean, running_var, save_mean,
-                            save_invstd);
-    }
-    return TB_OK;
+    return bn_fwd_train_nhwc(be, d, x, gamma, beta, y, running_mean, running_var, save_mean,
+                             save_invstd);
 }
 
 static int cpu_bn_fwd_infer(tb_backend *be, const tb_bn_desc *d, const float *x, const float *gamma,
@@ -489,32 +526,50 @@ static void bn_bwd_channel_nchw(const tb_bn_desc *d, int c, const float *x, cons
     }
 }
 
-static void bn_bwd_block_nhwc(const tb_bn_desc *d, int c0, int cw, const float *x, const float *dy,
-                              const float *gamma, const float *sm, const float *si,
-                              const bn_grads *gr)
+/* Backward sums over rows [lo, hi): part[c] = sum dy, part[C + c] =
+ * sum dy (x - mean). */
+static void nhwc_rows_bwd_sums(const float *x, const float *dy, size_t C, size_t lo, size_t hi,
+                               const float *mean, double *part)
 {
-    size_t rows = (size_t)d->n * d->hw, C = (size_t)d->c;
-    double s[BN_BLOCK] = {0}, sx[BN_BLOCK] = {0}, mu[BN_BLOCK];
-    float k[BN_BLOCK], mdy[BN_BLOCK], mdyx[BN_BLOCK];
-    for (int j = 0; j < cw; j++)
-        mu[j] = sm[c0 + j];
-    for (size_t r = 0; r < rows; r++) {
-        const float *xr = x + r * C + c0, *dyr = dy + r * C + c0;
+    memset(part, 0, 2 * C * sizeof *part);
+    for (size_t r = lo; r < hi; r++) {
+        const float *xr = x + r * C, *dyr = dy + r * C;
 #pragma omp simd
-        for (int j = 0; j < cw; j++) {
-            s[j] += dyr[j];
-            sx[j] += dyr[j] * (xr[j] - mu[j]);
+        for (size_t c = 0; c < C; c++) {
+            part[c] += dyr[c];
+            part[C + c] += dyr[c] * (xr[c] - mean[c]);
         }
     }
-    for (int j = 0; j < cw; j++)
-        bn_bwd_finish(d, c0 + j, s[j], sx[j], gamma, si, gr, &k[j], &mdy[j], &mdyx[j]);
-    for (size_t r = 0; r < rows; r++) {
-        const float *xr = x + r * C + c0, *dyr = dy + r * C + c0;
-        float *dxr = gr->dx + r * C + c0;
-#pragma omp simd
-        for (int j = 0; j < cw; j++)
-            dxr[j] = tb_bn_bwd_dx_f(xr[j], dyr[j], sm[c0 + j], si[c0 + j], k[j], mdy[j], mdyx[j]);
+}
+
+static int bn_bwd_nhwc(tb_backend *be, const tb_bn_desc *d, const float *x, const float *dy,
+                       const float *gamma, const float *sm, const float *si, const bn_grads *gr)
+{
+    int t = threads_of(be);
+    size_t C = (size_t)d->c, rows = (size_t)d->n * d->hw, kc = bn_row_chunks(rows);
+    float *ws;
+    TB_TRY(ws_floats(be, 2 * (2 * kc * C + 2 * C) + 3 * C, &ws));
+    double *part = (double *)ws, *sums = part + 2 * kc * C;
+    float *k = (float *)(sums + 2 * C), *mdy = k + C, *mdyx = mdy + C;
+    float *dx = gr->dx;
+    int par = rows * C >= PAR_MIN;
+#pragma omp parallel for num_threads(t) schedule(static) if (par)
+    for (size_t q = 0; q < kc; q++) {
+        size_t lo, hi;
+        bn_chunk(rows, kc, q, &lo, &hi);
+        nhwc_rows_bwd_sums(x, dy, C, lo, hi, sm, part + 2 * q * C);
     }
+    bn_combine(part, kc, 2 * C, sums);
+    for (size_t c = 0; c < C; c++)
+        bn_bwd_finish(d, (int)c, sums[c], sums[C + c], gamma, si, gr, &k[c], &mdy[c], &mdyx[c]);
+#pragma omp parallel for num_threads(t) schedule(static) if (par)
+    for (size_t r = 0; r < rows; r++) {
+#pragma omp simd
+        for (size_t c = 0; c < C; c++)
+            dx[r * C + c] = tb_bn_bwd_dx_f(x[r * C + c], dy[r * C + c], sm[c], si[c], k[c],
+                                           mdy[c], mdyx[c]);
+    }
+    return TB_OK;
 }
 
 static int cpu_bn_bwd(tb_backend *be, const tb_bn_desc *d, const float *x, const float *dy,
@@ -531,13 +586,7 @@ static int cpu_bn_bwd(tb_backend *be, const tb_bn_desc *d, const float *x, const
             bn_bwd_channel_nchw(d, c, x, dy, gamma, save_mean, save_invstd, &gr);
         return TB_OK;
     }
-    int blocks = (d->c + BN_BLOCK - 1) / BN_BLOCK;
-#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
-    for (int b = 0; b < blocks; b++) {
-        int c0 = b * BN_BLOCK, cw = d->c - c0 < BN_BLOCK ? d->c - c0 : BN_BLOCK;
-        bn_bwd_block_nhwc(d, c0, cw, x, dy, gamma, save_mean, save_invstd, &gr);
-    }
-    return TB_OK;
+    return bn_bwd_nhwc(be, d, x, dy, gamma, save_mean, save_invstd, &gr);
 }
 
 /* ---------------------------------------------------------------- pooling */
