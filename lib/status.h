@@ -10,7 +10,7 @@
  *
  * One checking macro per API lives with the code that uses that API:
  * TB_CHECK_IO here, TB_CHECK_CUDA / _CUBLAS / _CUDNN / _NCCL in
- * lib/cuda_check.h, TB_CHECK_MPI in lib/ddp.h, TB_CHECK_DNNL in lib/dnnl_ops.c.
+ * lib/cuda_check.h, TB_CHECK_MPI with the MPI code, TB_CHECK_DNNL in lib/cpu_dnnl.c.
  */
 #ifndef TB_STATUS_H
 #define TB_STATUS_H
