@@ -9,10 +9,10 @@
  * tb_cuda_device_count() says why no device is usable and --device=auto
  * falls back to the CPU (lib/device.c).
  *
- * What lives here now: memory with a counting allocator (in use, peak,
- * optional limit), copies, memset, streams, events, device info and GELU.
- * Later work (issue 4) adds the remaining op slots and a caching allocator;
- * both plug into cuda_ctx and the cuda_mem_* functions below.
+ * What lives here: creation and destruction, the table (filled by
+ * tb_backend_cuda_fill_table, which touches no device), copies, memset,
+ * streams, events, device info and GELU. The other op families live in
+ * lib/cuda_*.c (listed in lib/backend_cuda.h), memory in lib/cuda_alloc.c.
  *
  * Ordering: every op runs on the backend's own compute stream, created
  * non-blocking so that it never serializes with the legacy default stream.
@@ -25,8 +25,9 @@
  * not locked); host_alloc/host_free touch no backend state and may be
  * called from loader workers.
  *
- * Test: bazel test //lib:cuda_probe_test (here, with no driver, it checks
- * the no-device path; on a GPU machine it also exercises the table).
+ * Tests: bazel test //lib:cuda_probe_test (here, with no driver, it checks
+ * the no-device path; on a GPU machine it also exercises the table) and
+ * //lib:cuda_table_test (every slot filled by its own function).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,39 +40,17 @@
 
 #include "kernels/gelu.h"
 #include "lib/backend.h"
+#include "lib/backend_cuda.h"
 #include "lib/cuda_check.h"
 #include "lib/nvml_dl.h"
 #include "lib/status.h"
-
-/* One live device allocation, for the in-use count and for dev_free to know
- * the size (cudart cannot tell without the driver API). */
-typedef struct cuda_alloc_rec {
-    void *p;
-    size_t bytes;
-} cuda_alloc_rec;
-
-typedef struct cuda_ctx {
-    cudaStream_t compute;      /* every op runs here; NULL tb_stream means this */
-    cublasHandle_t cublas;     /* bound to compute */
-    cudnnHandle_t cudnn;       /* bound to compute */
-
-    /* counting allocator: live allocations sorted by address */
-    cuda_alloc_rec *allocs;
-    size_t n_allocs, cap_allocs;
-    size_t in_use, peak;       /* bytes */
-    size_t limit;              /* 0 = none */
-
-    /* unfused GELU's intermediates: n floats each, kept and grown */
-    float *gelu_tmp1, *gelu_tmp2;
-    size_t gelu_tmp_n;
-} cuda_ctx;
 
 static cuda_ctx *ctx_of(tb_backend *be) { return (cuda_ctx *)be->ctx; }
 
 /* Kernels and cudaMalloc act on the calling thread's current device; one
  * thread may drive several backends (data parallel), so entry points that
  * allocate or launch make this backend's device current first. */
-static int cuda_bind(tb_backend *be)
+int tb_cuda_bind(tb_backend *be)
 {
     TB_CHECK_CUDA(cudaSetDevice(be->device));
     return TB_OK;
@@ -140,122 +119,8 @@ int tb_cuda_device_count(const char **why)
 int tb_cuda_built(void) { return 1; }
 
 /* ---------------------------------------------------------------------
- * Memory: a counting allocator over cudaMalloc/cudaFree
+ * Host memory (device memory: lib/cuda_alloc.c)
  * ------------------------------------------------------------------- */
-
-/* Index of the first record with address >= p. */
-static size_t alloc_find(const cuda_ctx *c, const void *p)
-{
-    size_t lo = 0, hi = c->n_allocs;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if ((const char *)c->allocs[mid].p < (const char *)p)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* Room for one more record, made before cudaMalloc so that a host OOM
- * cannot strand a device allocation nobody counts. */
-static int alloc_reserve(cuda_ctx *c)
-{
-    if (c->n_allocs < c->cap_allocs)
-        return TB_OK;
-    size_t cap = c->cap_allocs ? 2 * c->cap_allocs : 64;
-    cuda_alloc_rec *a = realloc(c->allocs, cap * sizeof *a);
-    if (!a)
-        return TB_FAIL(TB_ERR_NOMEM, "cannot grow the CUDA allocation table to %zu entries", cap);
-    c->allocs = a;
-    c->cap_allocs = cap;
-    return TB_OK;
-}
-
-static void alloc_insert(cuda_ctx *c, void *p, size_t bytes)
-{
-    size_t i = alloc_find(c, p);
-    memmove(&c->allocs[i + 1], &c->allocs[i], (c->n_allocs - i) * sizeof c->allocs[0]);
-    c->allocs[i] = (cuda_alloc_rec){p, bytes};
-    c->n_allocs++;
-    c->in_use += bytes;
-    if (c->in_use > c->peak)
-        c->peak = c->in_use;
-}
-
-static int cuda_malloc_checked(void **p, size_t bytes)
-{
-    TB_CHECK_CUDA(cudaMalloc(p, bytes));
-    return TB_OK;
-}
-
-/* ENSURES: on success *p is counted in in_use; on failure *p == NULL and the
- * error is TB_ERR_DEVICE_OOM (limit or cudaMalloc) or TB_ERR_CUDA. */
-static int cuda_dev_alloc(tb_backend *be, void **p, size_t bytes)
-{
-    cuda_ctx *c = ctx_of(be);
-    int rc;
-
-    *p = NULL;
-    if (bytes == 0)
-        return TB_OK;
-    if (c->limit && c->in_use + bytes > c->limit)
-        return TB_FAIL(TB_ERR_DEVICE_OOM,
-                       "cuda:%d: allocating %zu bytes would exceed the memory limit "
-                       "(%zu bytes, %zu in use)", be->device, bytes, c->limit, c->in_use);
-    TB_TRY(alloc_reserve(c));
-    TB_TRY(cuda_bind(be));
-    rc = cuda_malloc_checked(p, bytes);
-    if (rc != TB_OK) {
-        /* cudaMalloc's error would otherwise resurface in the next
-         * cudaGetLastError, i.e. the next launch check. */
-        cudaGetLastError();
-        *p = NULL;
-        return TB_FAIL(rc, "cuda:%d: cannot allocate %zu bytes (%.1f MiB; %zu bytes in use)",
-                       be->device, bytes, bytes / 1048576.0, c->in_use);
-    }
-    alloc_insert(c, *p, bytes);
-    return TB_OK;
-}
-
-static int cuda_dev_free(tb_backend *be, void *p)
-{
-    cuda_ctx *c = ctx_of(be);
-
-    if (!p)
-        return TB_OK;
-    size_t i = alloc_find(c, p);
-    if (i == c->n_allocs || c->allocs[i].p != p)
-        return TB_FAIL(TB_ERR_INVALID, "cuda:%d: dev_free of %p, which this backend did not allocate",
-                       be->device, p);
-    TB_TRY(cuda_bind(be));
-    TB_CHECK_CUDA(cudaFree(p));
-    c->in_use -= c->allocs[i].bytes;
-    memmove(&c->allocs[i], &c->allocs[i + 1], (c->n_allocs - i - 1) * sizeof c->allocs[0]);
-    c->n_allocs--;
-    return TB_OK;
-}
-
-static int cuda_mem_stats(tb_backend *be, size_t *in_use, size_t *peak)
-{
-    if (in_use)
-        *in_use = ctx_of(be)->in_use;
-    if (peak)
-        *peak = ctx_of(be)->peak;
-    return TB_OK;
-}
-
-static int cuda_mem_reset_peak(tb_backend *be)
-{
-    ctx_of(be)->peak = ctx_of(be)->in_use;
-    return TB_OK;
-}
-
-static int cuda_mem_set_limit(tb_backend *be, size_t bytes)
-{
-    ctx_of(be)->limit = bytes;
-    return TB_OK;
-}
 
 /* pinned: page-locked (cudaHostAlloc), so async copies really overlap;
  * pageable: plain malloc, what a program gets by default. */
@@ -265,7 +130,7 @@ static int cuda_host_alloc(tb_backend *be, void **p, size_t bytes, int pinned)
     if (bytes == 0)
         return TB_OK;
     if (pinned) {
-        TB_TRY(cuda_bind(be));
+        TB_TRY(tb_cuda_bind(be));
         TB_CHECK_CUDA(cudaHostAlloc(p, bytes, cudaHostAllocDefault));
         return TB_OK;
     }
@@ -341,7 +206,7 @@ static int cuda_stream_create(tb_backend *be, tb_stream **s)
 {
     cudaStream_t st;
 
-    TB_TRY(cuda_bind(be));
+    TB_TRY(tb_cuda_bind(be));
     TB_CHECK_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     *s = (tb_stream *)st;
     return TB_OK;
@@ -366,7 +231,7 @@ static int cuda_event_create(tb_backend *be, tb_event **e)
 {
     cudaEvent_t ev;
 
-    TB_TRY(cuda_bind(be));
+    TB_TRY(tb_cuda_bind(be));
     /* Default flags: timing enabled, since events time device work. */
     TB_CHECK_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDefault));
     *e = (tb_event *)ev;
@@ -410,7 +275,7 @@ static int cuda_event_elapsed_ms(tb_backend *be, tb_event *start, tb_event *end,
 
 static int cuda_sync(tb_backend *be)
 {
-    TB_TRY(cuda_bind(be));
+    TB_TRY(tb_cuda_bind(be));
     TB_CHECK_CUDA(cudaStreamSynchronize(ctx_of(be)->compute));
     /* Side streams too: "all work on the device". */
     TB_CHECK_CUDA(cudaDeviceSynchronize());
@@ -507,12 +372,12 @@ static int gelu_scratch(tb_backend *be, size_t n, float **t1, float **t2)
 
     if (c->gelu_tmp_n < n) {
         /* cudaFree waits for queued kernels that may still read them. */
-        TB_TRY(cuda_dev_free(be, c->gelu_tmp1));
-        TB_TRY(cuda_dev_free(be, c->gelu_tmp2));
+        TB_TRY(tb_cuda_dev_free(be, c->gelu_tmp1));
+        TB_TRY(tb_cuda_dev_free(be, c->gelu_tmp2));
         c->gelu_tmp1 = c->gelu_tmp2 = NULL;
         c->gelu_tmp_n = 0;
-        TB_TRY(cuda_dev_alloc(be, (void **)&c->gelu_tmp1, n * sizeof(float)));
-        TB_TRY(cuda_dev_alloc(be, (void **)&c->gelu_tmp2, n * sizeof(float)));
+        TB_TRY(tb_cuda_dev_alloc(be, (void **)&c->gelu_tmp1, n * sizeof(float)));
+        TB_TRY(tb_cuda_dev_alloc(be, (void **)&c->gelu_tmp2, n * sizeof(float)));
         c->gelu_tmp_n = n;
     }
     *t1 = c->gelu_tmp1;
@@ -525,7 +390,7 @@ static int gelu_prepare(tb_backend *be, tb_gelu_variant v, size_t n, float **t1,
     *t1 = *t2 = NULL;
     if (v != TB_GELU_FUSED && v != TB_GELU_UNFUSED)
         return TB_FAIL(TB_ERR_INVALID, "unknown GELU variant %d", (int)v);
-    TB_TRY(cuda_bind(be));
+    TB_TRY(tb_cuda_bind(be));
     if (v == TB_GELU_UNFUSED && n > 0)
         TB_TRY(gelu_scratch(be, n, t1, t2));
     return TB_OK;
@@ -559,7 +424,7 @@ static int cuda_gelu_bwd(tb_backend *be, tb_gelu_variant v, const float *x, cons
 static int cuda_destroy(tb_backend *be)
 {
     cuda_ctx *c;
-    int rc = TB_OK;
+    int rc = TB_OK, r;
 
     if (!be)
         return TB_OK;
@@ -568,12 +433,15 @@ static int cuda_destroy(tb_backend *be)
         goto out_free_backend;
     if (cudaSetDevice(be->device) != cudaSuccess)
         cudaGetLastError();
-    /* Allocations the caller forgot, the GELU scratch among them. */
-    for (size_t i = 0; i < c->n_allocs; i++) {
-        cudaError_t e = cudaFree(c->allocs[i].p);
-        if (e != cudaSuccess && rc == TB_OK)
-            rc = TB_FAIL(TB_ERR_CUDA, "cudaFree at backend destroy: %s", cudaGetErrorString(e));
-    }
+    /* Descriptors first (they hold no device memory of ours), then every
+     * device segment: the scratch buffers and what the caller forgot. */
+    if ((r = tb_cuda_conv_release(be)) != TB_OK && rc == TB_OK)
+        rc = r;
+    if ((r = tb_cuda_bn_release(be)) != TB_OK && rc == TB_OK)
+        rc = r;
+    tb_cuda_optim_release(be);
+    if ((r = tb_cuda_alloc_release(be)) != TB_OK && rc == TB_OK)
+        rc = r;
     if (c->cudnn && cudnnDestroy(c->cudnn) != CUDNN_STATUS_SUCCESS && rc == TB_OK)
         rc = TB_FAIL(TB_ERR_CUDNN, "cudnnDestroy failed");
     if (c->cublas && cublasDestroy(c->cublas) != CUBLAS_STATUS_SUCCESS && rc == TB_OK)
@@ -583,7 +451,6 @@ static int cuda_destroy(tb_backend *be)
         if (e != cudaSuccess && rc == TB_OK)
             rc = TB_FAIL(TB_ERR_CUDA, "cudaStreamDestroy: %s", cudaGetErrorString(e));
     }
-    free(c->allocs);
     free(c);
 out_free_backend:
     free(be);
@@ -624,20 +491,17 @@ static int cuda_open_handles(tb_backend *be)
     return TB_OK;
 }
 
-static void cuda_fill_table(tb_backend *be)
+int tb_cuda_owns(const tb_backend *be) { return be && be->destroy == cuda_destroy; }
+
+void tb_backend_cuda_fill_table(tb_backend *be)
 {
     be->name = "cuda";
-    be->dev_alloc = cuda_dev_alloc;
-    be->dev_free = cuda_dev_free;
     be->host_alloc = cuda_host_alloc;
     be->host_free = cuda_host_free;
     be->copy_h2d = cuda_copy_h2d;
     be->copy_d2h = cuda_copy_d2h;
     be->copy_d2d = cuda_copy_d2d;
     be->memset = cuda_memset;
-    be->mem_stats = cuda_mem_stats;
-    be->mem_reset_peak = cuda_mem_reset_peak;
-    be->mem_set_limit = cuda_mem_set_limit;
     be->stream_create = cuda_stream_create;
     be->stream_destroy = cuda_stream_destroy;
     be->stream_sync = cuda_stream_sync;
@@ -652,6 +516,12 @@ static void cuda_fill_table(tb_backend *be)
     be->destroy = cuda_destroy;
     be->gelu_fwd = cuda_gelu_fwd;
     be->gelu_bwd = cuda_gelu_bwd;
+    tb_cuda_install_alloc(be);
+    tb_cuda_install_gemm(be);
+    tb_cuda_install_conv(be);
+    tb_cuda_install_bn(be);
+    tb_cuda_install_ops(be);
+    tb_cuda_install_optim(be);
 }
 
 /* REQUIRES: out != NULL. Fails with TB_ERR_NO_DEVICE, saying why, when the
@@ -684,7 +554,7 @@ int tb_backend_cuda_create(int ordinal, tb_backend **out)
         rc = TB_FAIL(TB_ERR_NOMEM, "cannot allocate the CUDA backend's state");
         goto out_destroy_backend;
     }
-    cuda_fill_table(be);
+    tb_backend_cuda_fill_table(be);
     TB_TRY_GOTO(rc, cuda_open_handles(be), out_destroy_backend);
     *out = be;
     return TB_OK;

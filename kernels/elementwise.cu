@@ -1,0 +1,196 @@
+/*
+ * elementwise.cu - the CUDA backend's simple element-wise ops: ReLU forward
+ * and backward, add, axpby, bias_add, and dropout forward and backward.
+ *
+ * Variants: none at run time, one kernel per op. The per-element math is
+ * kernels/elementwise_math.h (and kernels/rng_math.h for the dropout mask),
+ * shared with the CPU backend (lib/cpu_ops.c) whose tests check it; the
+ * dropout mask is a pure function of (seed, offset + i), so the GPU draws
+ * bitwise the CPU's mask.
+ *
+ * Kernels are grid-stride loops (kernels/launch.cuh); the unary and binary
+ * ones go over float4 when every pointer is 16-byte aligned, as
+ * kernels/gelu.cu does. Memory-bound: judge them by effective bandwidth.
+ * axpby, y = alpha x + beta y, runs in place (no __restrict__); its beta == 0
+ * form writes y without reading it, so garbage (NaN) in y does not leak.
+ *
+ * Build check (no GPU needed): bazel build //kernels:ops_cuda; nvcc's
+ * resource report must show no spills (tools/nvcc_wrap.sh enforces it).
+ */
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "kernels/elementwise.h"
+#include "kernels/elementwise_math.h"
+#include "kernels/launch.cuh"
+#include "kernels/rng_math.h"
+#include "lib/cuda_check.h"
+#include "lib/status.h"
+
+struct op_relu {
+    __device__ float operator()(float x) const { return tb_relu_f(x); }
+};
+struct op_relu_bwd {
+    __device__ float operator()(float y, float dy) const { return tb_relu_bwd_f(y, dy); }
+};
+struct op_add {
+    __device__ float operator()(float a, float b) const { return tb_add_f(a, b); }
+};
+struct op_scale {
+    float alpha;
+    __device__ float operator()(float x) const { return alpha * x; }
+};
+struct op_axpby {
+    float alpha, beta;
+    __device__ float operator()(float x, float y) const { return tb_axpby_f(alpha, x, beta, y); }
+};
+
+template <class Op>
+__global__ void unary_kernel(const float *a, float *out, size_t n, int vec4, Op op)
+{
+    size_t head = 0;
+    if (vec4) {
+        size_t n4 = n / 4;
+        const float4 *a4 = (const float4 *)a;
+        float4 *o4 = (float4 *)out;
+        TB_GRID_STRIDE(i, n4)
+        {
+            float4 v = a4[i];
+            o4[i] = make_float4(op(v.x), op(v.y), op(v.z), op(v.w));
+        }
+        head = n4 * 4;
+    }
+    size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (size_t i = head + tid; i < n; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = op(a[i]);
+}
+
+template <class Op>
+__global__ void binary_kernel(const float *a, const float *b, float *out, size_t n, int vec4, Op op)
+{
+    size_t head = 0;
+    if (vec4) {
+        size_t n4 = n / 4;
+        const float4 *a4 = (const float4 *)a;
+        const float4 *b4 = (const float4 *)b;
+        float4 *o4 = (float4 *)out;
+        TB_GRID_STRIDE(i, n4)
+        {
+            float4 u = a4[i], v = b4[i];
+            o4[i] = make_float4(op(u.x, v.x), op(u.y, v.y), op(u.z, v.z), op(u.w, v.w));
+        }
+        head = n4 * 4;
+    }
+    size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (size_t i = head + tid; i < n; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = op(a[i], b[i]);
+}
+
+__global__ void bias_add_kernel(float *y, const float *bias, size_t rows, size_t cols)
+{
+    TB_GRID_STRIDE(i, rows * cols)
+        y[i] = tb_add_f(y[i], bias[i % cols]);
+}
+
+__global__ void dropout_fwd_kernel(uint64_t seed, uint64_t offset, uint32_t threshold,
+                                   float scale, const float *x, float *y, uint8_t *mask,
+                                   size_t n)
+{
+    TB_GRID_STRIDE(i, n)
+    {
+        uint8_t keep = tb_dropout_keep_at(seed, offset + i, threshold);
+        mask[i] = keep;
+        y[i] = tb_dropout_apply_f(x[i], keep, scale);
+    }
+}
+
+__global__ void dropout_bwd_kernel(float scale, const uint8_t *mask, const float *dy, float *dx,
+                                   size_t n)
+{
+    TB_GRID_STRIDE(i, n)
+        dx[i] = tb_dropout_apply_f(dy[i], mask[i], scale);
+}
+
+/* ---- launchers ---- */
+
+template <class Op>
+static int launch_unary(const float *a, float *out, size_t n, Op op, void *stream)
+{
+    if (n == 0)
+        return TB_OK;
+    int vec4 = tb_aligned16(a) && tb_aligned16(out);
+    unary_kernel<<<tb_grid_for(vec4 ? n / 4 + n % 4 : n), TB_BLOCK, 0, (cudaStream_t)stream>>>(
+        a, out, n, vec4, op);
+    TB_CHECK_LAUNCH();
+    return TB_OK;
+}
+
+template <class Op>
+static int launch_binary(const float *a, const float *b, float *out, size_t n, Op op,
+                         void *stream)
+{
+    if (n == 0)
+        return TB_OK;
+    int vec4 = tb_aligned16(a) && tb_aligned16(b) && tb_aligned16(out);
+    binary_kernel<<<tb_grid_for(vec4 ? n / 4 + n % 4 : n), TB_BLOCK, 0, (cudaStream_t)stream>>>(
+        a, b, out, n, vec4, op);
+    TB_CHECK_LAUNCH();
+    return TB_OK;
+}
+
+extern "C" int tb_cuda_relu_fwd(const float *x, float *y, size_t n, void *stream)
+{
+    return launch_unary(x, y, n, op_relu{}, stream);
+}
+
+extern "C" int tb_cuda_relu_bwd(const float *y, const float *dy, float *dx, size_t n, void *stream)
+{
+    return launch_binary(y, dy, dx, n, op_relu_bwd{}, stream);
+}
+
+extern "C" int tb_cuda_add(const float *a, const float *b, float *y, size_t n, void *stream)
+{
+    return launch_binary(a, b, y, n, op_add{}, stream);
+}
+
+extern "C" int tb_cuda_axpby(float alpha, const float *x, float beta, float *y, size_t n,
+                             void *stream)
+{
+    if (beta == 0.0f)
+        return launch_unary(x, y, n, op_scale{alpha}, stream);
+    return launch_binary(x, y, y, n, op_axpby{alpha, beta}, stream);
+}
+
+extern "C" int tb_cuda_bias_add(float *y, const float *bias, size_t rows, size_t cols,
+                                void *stream)
+{
+    if (rows == 0 || cols == 0)
+        return TB_OK;
+    bias_add_kernel<<<tb_grid_for(rows * cols), TB_BLOCK, 0, (cudaStream_t)stream>>>(y, bias, rows,
+                                                                                    cols);
+    TB_CHECK_LAUNCH();
+    return TB_OK;
+}
+
+extern "C" int tb_cuda_dropout_fwd(uint64_t seed, uint64_t offset, uint32_t threshold, float scale,
+                                   const float *x, float *y, uint8_t *mask, size_t n,
+                                   void *stream)
+{
+    if (n == 0)
+        return TB_OK;
+    dropout_fwd_kernel<<<tb_grid_for(n), TB_BLOCK, 0, (cudaStream_t)stream>>>(
+        seed, offset, threshold, scale, x, y, mask, n);
+    TB_CHECK_LAUNCH();
+    return TB_OK;
+}
+
+extern "C" int tb_cuda_dropout_bwd(float scale, const uint8_t *mask, const float *dy, float *dx,
+                                   size_t n, void *stream)
+{
+    if (n == 0)
+        return TB_OK;
+    dropout_bwd_kernel<<<tb_grid_for(n), TB_BLOCK, 0, (cudaStream_t)stream>>>(scale, mask, dy, dx,
+                                                                             n);
+    TB_CHECK_LAUNCH();
+    return TB_OK;
+}

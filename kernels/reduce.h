@@ -1,0 +1,37 @@
+/*
+ * reduce.h - launchers for kernels/reduce.cu, callable from C without CUDA
+ * headers (lib/cuda_ops.c: the reduce_sum, count_nonfinite and bias_grad
+ * slots of the CUDA backend).
+ *
+ * Deterministic: the summation order depends on the sizes only, never on
+ * the device or on timing (no floating-point atomics), so a result is the
+ * same bit for bit run to run and GPU to GPU.
+ *
+ * partials: device scratch of TB_CUDA_REDUCE_PARTIALS doubles. Pointers are
+ * device memory; stream is a cudaStream_t; launches are asynchronous.
+ * Returns TB_OK or TB_ERR_CUDA (file and line on the error chain).
+ */
+#ifndef TB_KERNELS_REDUCE_H
+#define TB_KERNELS_REDUCE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TB_CUDA_REDUCE_PARTIALS 256 /* blocks of the first pass */
+
+/* out[0] = sum of x[0..n) (n == 0: 0). */
+int tb_cuda_reduce_sum(const float *x, size_t n, float *out, double *partials, void *stream);
+/* out[0] = number of NaN/Inf in x[0..n), as a float. */
+int tb_cuda_count_nonfinite(const float *x, size_t n, float *out, double *partials,
+                            void *stream);
+/* dbias(cols) = (accumulate ? dbias : 0) + column sums of dy(rows x cols). */
+int tb_cuda_bias_grad(const float *dy, float *dbias, size_t rows, size_t cols, int accumulate,
+                      void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,112 @@
+/*
+ * xent.cu - softmax cross-entropy forward and backward: the CUDA backend's
+ * softmax_xent_fwd/bwd.
+ *
+ * Variants: none at run time.
+ *   forward: one warp per row (8 rows a block). The row's max, then
+ *     exp(z - max) with the sum in double, then probs = e / sum and
+ *     loss = log(sum) - (z[label] - max), in double: the CPU backend's
+ *     formula (lib/cpu_ops.c), accurate where probs[label] underflows.
+ *     Warp reductions are xor butterflies, so every lane ends with the same
+ *     value and the order is fixed: deterministic.
+ *   backward: element-wise, kernels/elementwise_math.h's tb_xent_grad_f,
+ *     shared with the CPU backend and checked by its tests.
+ * The forward differs from the CPU's only in summation order and in expf's
+ * last bit (CUDA's expf is within 2 ulp): within float tolerance.
+ *
+ * Build check (no GPU needed): bazel build //kernels:ops_cuda.
+ */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "kernels/elementwise_math.h"
+#include "kernels/launch.cuh"
+#include "kernels/xent.h"
+#include "lib/cuda_check.h"
+#include "lib/status.h"
+
+#define XENT_WARPS 8
+#define FULL_MASK 0xffffffffu
+
+__device__ float warp_max(float v)
+{
+    for (int d = 16; d > 0; d /= 2) {
+        float o = __shfl_xor_sync(FULL_MASK, v, d);
+        v = o > v ? o : v;
+    }
+    return v;
+}
+
+__device__ double warp_sum(double v)
+{
+    for (int d = 16; d > 0; d /= 2)
+        v += __shfl_xor_sync(FULL_MASK, v, d);
+    return v;
+}
+
+__global__ void __launch_bounds__(XENT_WARPS * 32)
+    xent_fwd_kernel(const float *logits, const int32_t *labels, int rows, int classes,
+                    float *probs, float *loss)
+{
+    int lane = threadIdx.x % 32;
+    int row = blockIdx.x * XENT_WARPS + threadIdx.x / 32;
+    if (row >= rows) /* whole warps leave together: the shuffles stay full */
+        return;
+    const float *z = logits + (size_t)row * classes;
+    float *p = probs + (size_t)row * classes;
+    float mx = -INFINITY;
+    for (int j = lane; j < classes; j += 32)
+        mx = z[j] > mx ? z[j] : mx;
+    mx = warp_max(mx);
+    double s = 0.0;
+    for (int j = lane; j < classes; j += 32) {
+        float e = expf(z[j] - mx);
+        p[j] = e;
+        s += e;
+    }
+    s = warp_sum(s);
+    for (int j = lane; j < classes; j += 32)
+        p[j] = (float)(p[j] / s);
+    if (lane == 0) {
+        int label = labels[row];
+        loss[row] = label >= 0 && label < classes
+                        ? (float)(log(s) - ((double)z[label] - mx))
+                        : __int_as_float(0x7fc00000); /* NaN: bad label */
+    }
+}
+
+__global__ void xent_bwd_kernel(const float *probs, const int32_t *labels, size_t rows,
+                                int classes, float scale, float *dlogits)
+{
+    TB_GRID_STRIDE(i, rows * classes)
+    {
+        size_t r = i / classes;
+        int j = (int)(i % classes);
+        dlogits[i] = tb_xent_grad_f(probs[i], j == labels[r], scale);
+    }
+}
+
+extern "C" int tb_cuda_softmax_xent_fwd(const float *logits, const int32_t *labels, int rows,
+                                        int classes, float *probs, float *loss, void *stream)
+{
+    if (rows <= 0 || classes <= 0)
+        return TB_OK;
+    unsigned grid = (unsigned)((rows + XENT_WARPS - 1) / XENT_WARPS);
+    xent_fwd_kernel<<<grid, XENT_WARPS * 32, 0, (cudaStream_t)stream>>>(logits, labels, rows,
+                                                                       classes, probs, loss);
+    TB_CHECK_LAUNCH();
+    return TB_OK;
+}
+
+extern "C" int tb_cuda_softmax_xent_bwd(const float *probs, const int32_t *labels, int rows,
+                                        int classes, float scale, float *dlogits, void *stream)
+{
+    if (rows <= 0 || classes <= 0)
+        return TB_OK;
+    size_t total = (size_t)rows * classes;
+    xent_bwd_kernel<<<tb_grid_for(total), TB_BLOCK, 0, (cudaStream_t)stream>>>(
+        probs, labels, (size_t)rows, classes, scale, dlogits);
+    TB_CHECK_LAUNCH();
+    return TB_OK;
+}
