@@ -17,12 +17,17 @@
  *
  * Layouts: tb_bn_desc's hw pixels are the height of a (n, c, hw, 1) tensor,
  * NCHW or NHWC, so both of its layouts map to cuDNN formats directly.
+ * cuDNN 9 deprecates this API (it keeps it); the pragma below silences the
+ * deprecation warnings for this file alone when CUDNN_WARN_DEPRECATED is on.
+ *
  * Descriptors are cached, one shape per layout (a network's BN layers
  * differ in channels, so the cache is rebuilt at most per layer call; the
  * calls are cheap host work).
  */
 #include <stdlib.h>
 #include <string.h>
+
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 #include "lib/backend.h"
 #include "lib/backend_cuda.h"

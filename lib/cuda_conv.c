@@ -1,8 +1,8 @@
 /*
  * cuda_conv.c - the CUDA backend's convolution slots (lib/backend.h) on
- * cuDNN's legacy convolution API (deprecated in cuDNN 9, still there; its
- * deprecation warnings only appear with CUDNN_WARN_DEPRECATED, and
- * lib/BUILD builds this file with -Wno-deprecated-declarations in case).
+ * cuDNN's legacy convolution API (deprecated in cuDNN 9, still there). Its
+ * deprecation warnings appear only when CUDNN_WARN_DEPRECATED is defined;
+ * the pragma below silences them for this file alone, should it be.
  *
  *   conv_algo_default  cudnnGetConvolution{Forward,BackwardData,
  *                      BackwardFilter}Algorithm_v7: cuDNN's heuristic, the
@@ -39,6 +39,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 #include "lib/backend.h"
 #include "lib/backend_cuda.h"
