@@ -134,6 +134,27 @@ typedef enum tb_mem_mode {
     TB_MEM_PLAIN = 1,   /* one device malloc/free per dev_alloc/dev_free */
 } tb_mem_mode;
 
+/* ---- attention and layer norm (lib/cpu_attn.c, lib/cuda_attn.c) ---- */
+typedef enum tb_ln_variant {
+    TB_LN_UNFUSED = 0, /* several passes (mean, center, variance, normalize, scale, shift),
+                        * as eager PyTorch's decomposition runs them */
+    TB_LN_FUSED = 1,   /* one kernel per row (apex FusedLayerNorm) */
+} tb_ln_variant;
+
+typedef enum tb_attn_variant {
+    TB_ATTN_MANUAL = 0, /* scores materialized: S = scale Q K^T, mask, softmax, P V */
+    TB_ATTN_FUSED = 1,  /* tiled, online softmax, never stores the T x T matrix
+                         * (scaled_dot_product_attention's flash kernel) */
+} tb_attn_variant;
+
+/* Multi-head attention. q, k, v, out and their gradients are contiguous
+ * (B, H, T, D): element (b, h, t, d) at ((b*H + h)*T + t)*D + d. */
+typedef struct tb_attn_desc {
+    int batch, heads, seq, head_dim; /* B, H, T, D; all >= 1 */
+    int causal;                      /* query i sees key j only when j <= i */
+    float scale;                     /* scores = scale * q.k; usually 1/sqrt(D) */
+} tb_attn_desc;
+
 /* ---- the table ---- */
 struct tb_backend {
     const char *name;         /* "cpu" or "cuda" */
@@ -273,6 +294,55 @@ struct tb_backend {
      * the same result within float rounding. */
     int (*opt_step)(tb_backend *be, const tb_opt_hparams *hp, const tb_param_view *tensors,
                     int count, int fused);
+
+    /* ---- attention and layer norm (lib/cpu_attn.c, lib/cuda_attn.c; plain
+     * references in lib/attn_ref.h). fp32 only. ---- */
+
+    /* Layer norm over each row of x (rows x cols), as F.layer_norm with an
+     * elementwise affine: mean and biased variance of the row,
+     * rstd = 1 / sqrt(var + eps), y = (x - mean) * rstd * gamma + beta.
+     * gamma, beta: (cols). save_mean, save_rstd: (rows), written for the
+     * backward. TB_LN_UNFUSED allocates two rows x cols temporaries (and
+     * 2 rows floats backward) through dev_alloc for the duration of the
+     * call, eager PyTorch's intermediates; TB_LN_FUSED allocates nothing.
+     * REQUIRES: rows >= 0, cols >= 1, eps > 0. */
+    int (*layernorm_fwd)(tb_backend *be, tb_ln_variant variant, const float *x,
+                         const float *gamma, const float *beta, float eps, int rows, int cols,
+                         float *y, float *save_mean, float *save_rstd);
+    /* dx (rows x cols) written; dgamma, dbeta (cols) written, or added to when
+     * accumulate. save_mean, save_rstd: the forward's. */
+    int (*layernorm_bwd)(tb_backend *be, tb_ln_variant variant, const float *x, const float *dy,
+                         const float *gamma, const float *save_mean, const float *save_rstd,
+                         int rows, int cols, float *dx, float *dgamma, float *dbeta,
+                         int accumulate);
+
+    /* Memory attention needs besides q, k, v, out and the gradients:
+     *   *saved_bytes: the `saved` buffer the caller keeps from attention_fwd
+     *     to attention_bwd: MANUAL the probabilities P (B, H, T, T),
+     *     4 B H T^2 bytes; FUSED the row logsumexp (B, H, T), 4 B H T bytes.
+     *   *temp_bytes: the most the op itself allocates through dev_alloc
+     *     during one call and frees before returning (so mem_stats' peak
+     *     sees it); the gemm slot's own cached workspace is not counted.
+     *     MANUAL: the backward's dP / dS (B, H, T, T). FUSED: CPU, each
+     *     thread's tiles (about 15 * 64 * D + T floats a thread,
+     *     lib/cpu_attn.c); CUDA, the backward's row sums rowsum(dO * O)
+     *     (B, H, T).
+     * Either pointer may be NULL. */
+    int (*attention_workspace)(tb_backend *be, tb_attn_variant variant, const tb_attn_desc *d,
+                               size_t *saved_bytes, size_t *temp_bytes);
+    /* out = softmax(scale q k^T + mask) v per (b, h); masked scores are -inf
+     * (causal). saved: as attention_workspace says, written here. Both
+     * variants give the same out within float rounding. */
+    int (*attention_fwd)(tb_backend *be, tb_attn_variant variant, const tb_attn_desc *d,
+                         const float *q, const float *k, const float *v, float *out,
+                         float *saved);
+    /* dq, dk, dv written (not accumulated) from dout, given the forward's
+     * q, k, v, out and saved (same variant). FUSED recomputes P tile by tile
+     * from the saved logsumexp. */
+    int (*attention_bwd)(tb_backend *be, tb_attn_variant variant, const tb_attn_desc *d,
+                         const float *q, const float *k, const float *v, const float *out,
+                         const float *dout, const float *saved, float *dq, float *dk,
+                         float *dv);
 };
 
 /* ---- choosing a backend ---- */

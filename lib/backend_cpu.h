@@ -29,6 +29,7 @@ int tb_cpu_has_avx512_fp16(void);
 struct tb_backend;
 int tb_cpu_install_dnnl_ops(struct tb_backend *be);  /* gemm, conv_*: lib/cpu_dnnl.c */
 int tb_cpu_install_ops(struct tb_backend *be);       /* the rest: lib/cpu_ops.c */
+int tb_cpu_install_attn_ops(struct tb_backend *be);  /* layernorm_*, attention_*: lib/cpu_attn.c */
 void tb_cpu_release_dnnl_ops(struct tb_backend *be); /* primitive caches */
 void tb_cpu_release_ops(struct tb_backend *be);
 
