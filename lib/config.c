@@ -15,6 +15,7 @@ void config_defaults(tb_config *cfg)
     *cfg = (tb_config){
         .device = "auto",
         .threads = 0,
+        .flush_denormal = 0,
         .epochs = 1,
         .max_steps = 0,
         .seed = 0,
@@ -64,6 +65,7 @@ const tb_flag *config_flags(tb_config *cfg, size_t *n)
     const tb_flag flags[] = {
         FLAG("device", TB_FLAG_STRING, device, "auto, cpu, cuda or cuda:N"),
         FLAG("threads", TB_FLAG_INT, threads, "CPU kernel threads, 0 = all cores"),
+        FLAG("flush-denormal", TB_FLAG_BOOL, flush_denormal, "flush denormal floats to zero on CPU threads (torch.set_flush_denormal)"),
         FLAG("epochs", TB_FLAG_INT, epochs, "training epochs"),
         FLAG("max-steps", TB_FLAG_INT, max_steps, "stop each epoch after N optimizer steps, 0 = no limit"),
         FLAG("seed", TB_FLAG_LONG, seed, "seed of initialization, shuffling, augmentation, dropout"),
@@ -162,11 +164,11 @@ void config_describe(const tb_config *cfg, char *out, size_t cap)
 {
     snprintf(out, cap,
              "model=%s dataset=%s batch=%d workers=%d prefetch=%d persistent=%d mode=%s "
-             "conv_autotune=%d grads_to_none=%d fused_gelu=%d fused_optimizer=%d conv_bias=%d "
+             "flush_denormal=%d conv_autotune=%d grads_to_none=%d fused_gelu=%d fused_optimizer=%d conv_bias=%d "
              "optimizer=%s lr=%g accum=%d seed=%lld",
              tb_model_names[cfg->model], tb_dataset_names[cfg->dataset], cfg->batch_size,
              cfg->workers, cfg->prefetch_factor, cfg->persistent_workers,
-             worker_mode_names[cfg->worker_mode], cfg->conv_autotune, cfg->grads_to_none,
+             worker_mode_names[cfg->worker_mode], cfg->flush_denormal, cfg->conv_autotune, cfg->grads_to_none,
              cfg->fused_gelu, cfg->fused_optimizer, cfg->conv_bias,
              tb_optimizer_names[cfg->optimizer], config_peak_lr(cfg), cfg->accum_steps,
              cfg->seed);

@@ -45,6 +45,8 @@ typedef struct tb_config {
     /* ---- run ---- */
     const char *device;       /* "auto", "cpu", "cuda", "cuda:N" */
     int threads;              /* CPU kernel threads, 0 = all cores */
+    int flush_denormal;       /* torch.set_flush_denormal: FTZ/DAZ on the host
+                                 threads that run CPU kernels */
     int epochs;
     int max_steps;            /* > 0: stop each epoch after this many optimizer steps */
     long long seed;

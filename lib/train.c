@@ -1,0 +1,318 @@
+/* train.c - see train.h. */
+#include "lib/train.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xmmintrin.h>
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Sets or clears FTZ and DAZ (MXCSR bits 15 and 6) on the calling thread
+ * and on every OpenMP thread the CPU kernels use: MXCSR is per thread.
+ * Denormal operands cost ~100 cycles each; small CNN gradients produce
+ * them after a few hundred steps, and the epoch runs 2x slower. */
+static int denormals_set(tb_backend *be, int flush)
+{
+    tb_device_info info;
+    TB_TRY(be->device_info(be, &info));
+    int threads = info.threads > 0 ? info.threads : 1;
+    const unsigned bits = 0x8040;
+#pragma omp parallel num_threads(threads)
+    _mm_setcsr(flush ? (_mm_getcsr() | bits) : (_mm_getcsr() & ~bits));
+    return TB_OK;
+}
+
+/* ---- datasets ---- */
+
+static int open_synthetic(const tb_config *cfg, tb_split split, tb_dataset **out)
+{
+    int wide = cfg->model == TB_MODEL_WIDE_CNN;
+    long long limit = split == TB_SPLIT_TRAIN ? cfg->data_limit : cfg->test_limit;
+    tb_synthetic_cfg sc = {
+        .n = (int)(limit > 0 ? limit : split == TB_SPLIT_TRAIN ? 50000 : 10000),
+        .c = wide ? 3 : 1, .h = wide ? 32 : 28, .w = wide ? 32 : 28,
+        .num_classes = 10, .seed = (uint64_t)cfg->seed, .noise = -1, .split = split,
+    };
+    return dataset_synthetic_create(&sc, out);
+}
+
+static int open_split(const tb_config *cfg, tb_split split, tb_dataset **out)
+{
+    if (cfg->dataset == TB_DATA_SYNTHETIC)
+        return open_synthetic(cfg, split, out);
+    long long limit = split == TB_SPLIT_TRAIN ? cfg->data_limit : cfg->test_limit;
+    return dataset_open_fashion_mnist(cfg->data_dir, split, (long)limit, out);
+}
+
+/* ---- building ---- */
+
+static int make_loader(tb_trainer *t, const tb_dataset *ds, int train, tb_loader **out)
+{
+    const tb_config *c = &t->cfg;
+    tb_loader_cfg lc = loader_default_cfg();
+    lc.batch_size = c->batch_size;
+    lc.shuffle = train;
+    lc.drop_last = 0;
+    lc.seed = (uint64_t)c->seed;
+    lc.num_workers = c->workers;
+    lc.prefetch_factor = c->prefetch_factor;
+    lc.persistent_workers = c->persistent_workers;
+    lc.mode = (tb_worker_mode)c->worker_mode;
+    lc.augment = train && c->augment ? augment_train_defaults(ds) : augment_eval_defaults();
+    return loader_create(&lc, ds, out);
+}
+
+static int make_model(tb_trainer *t)
+{
+    const tb_config *c = &t->cfg;
+    const tb_dataset *ds = t->train_ds;
+    tb_model_opts mo = {
+        .in = {ds->c, ds->h, ds->w}, .classes = ds->num_classes, .max_batch = c->batch_size,
+        .conv_bias = c->conv_bias, .dropout = (float)c->dropout, .seed = (uint64_t)c->seed,
+    };
+    const tb_layer_spec *spec = c->model == TB_MODEL_WIDE_CNN ? tb_spec_wide_cnn : tb_spec_small_cnn;
+    TB_TRY(model_build(t->be, spec, &mo, &t->model));
+    t->model->ctx.gelu = c->fused_gelu ? TB_GELU_FUSED : TB_GELU_UNFUSED;
+    t->model->ctx.conv_autotune = c->conv_autotune;
+    return TB_OK;
+}
+
+static int make_optim(tb_trainer *t)
+{
+    const tb_config *c = &t->cfg;
+    tb_opt_hparams hp = {
+        .kind = (tb_opt_kind)c->optimizer, .lr = (float)c->lr, .momentum = (float)c->momentum,
+        .weight_decay = (float)c->weight_decay, .beta1 = (float)c->beta1,
+        .beta2 = (float)c->beta2, .eps = (float)c->eps, .grad_scale = 1.0f,
+    };
+    tb_lr_schedule s = {.peak_lr = config_peak_lr(c), .warmup_steps = c->warmup_steps};
+    return optim_init(&t->opt, t->model, &hp, &s, c->fused_optimizer);
+}
+
+static int trainer_build(tb_trainer *t)
+{
+    const tb_config *c = &t->cfg;
+    TB_TRY(make_loader(t, t->train_ds, 1, &t->train_ld));
+    TB_TRY(make_loader(t, t->test_ds, 0, &t->test_ld));
+    TB_TRY(make_model(t));
+    TB_TRY(make_optim(t));
+    const tb_dataset *ds = t->train_ds;
+    TB_TRY(tensor_alloc(t->be, c->batch_size, ds->c, ds->h, ds->w, &t->x));
+    return t->be->dev_alloc(t->be, (void **)&t->labels, (size_t)c->batch_size * sizeof(int32_t));
+}
+
+static int check_splits(const tb_dataset *a, const tb_dataset *b)
+{
+    if (a->c != b->c || a->h != b->h || a->w != b->w || a->num_classes != b->num_classes)
+        return TB_FAIL(TB_ERR_DATA, "train (%s) and test (%s) sets differ in shape or classes",
+                       a->name, b->name);
+    return TB_OK;
+}
+
+int trainer_create_with_data(const tb_config *cfg, tb_backend *be, const tb_dataset *train,
+                             const tb_dataset *test, tb_trainer **out)
+{
+    *out = NULL;
+    TB_TRY(check_splits(train, test));
+    tb_trainer *t = calloc(1, sizeof *t);
+    if (!t)
+        return TB_FAIL(TB_ERR_NOMEM, "out of host memory creating a trainer");
+    t->cfg = *cfg;
+    t->be = be;
+    t->train_ds = train;
+    t->test_ds = test;
+    int rc;
+    TB_TRY_GOTO(rc, denormals_set(be, cfg->flush_denormal), out_destroy);
+    TB_TRY_GOTO(rc, trainer_build(t), out_destroy);
+    *out = t;
+    return TB_OK;
+
+out_destroy:
+    trainer_destroy(t);
+    return rc;
+}
+
+int trainer_create(const tb_config *cfg, tb_backend *be, tb_trainer **out)
+{
+    *out = NULL;
+    tb_dataset *train = NULL, *test = NULL;
+    int rc;
+    TB_TRY_GOTO(rc, open_split(cfg, TB_SPLIT_TRAIN, &train), out_free_data);
+    TB_TRY_GOTO(rc, open_split(cfg, TB_SPLIT_TEST, &test), out_free_data);
+    TB_TRY_GOTO(rc, trainer_create_with_data(cfg, be, train, test, out), out_free_data);
+    (*out)->owned_train = train;
+    (*out)->owned_test = test;
+    return TB_OK;
+
+out_free_data:
+    dataset_free(train);
+    dataset_free(test);
+    return rc;
+}
+
+void trainer_destroy(tb_trainer *t)
+{
+    if (!t)
+        return;
+    loader_destroy(t->train_ld);
+    loader_destroy(t->test_ld);
+    if (t->opt.be)
+        optim_free(&t->opt);
+    model_destroy(t->model);
+    tensor_free(&t->x);
+    if (t->labels)
+        t->be->dev_free(t->be, t->labels);
+    dataset_free(t->owned_train);
+    dataset_free(t->owned_test);
+    free(t);
+}
+
+/* ---- training ---- */
+
+/* Copies a loader batch into the device buffers. */
+static int batch_to_device(tb_trainer *t, const tb_batch *b)
+{
+    tb_backend *be = t->be;
+    TB_TRY(tensor_set_batch(&t->x, b->size));
+    TB_TRY(tensor_from_host(&t->x, b->images));
+    return be->copy_h2d(be, t->labels, b->labels, (size_t)b->size * sizeof(int32_t), NULL);
+}
+
+int train_micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, float *loss)
+{
+    TB_TRY(batch_to_device(t, b));
+    TB_TRY(model_forward_loss(t->model, &t->x, t->labels, NULL));
+    TB_TRY(model_backward(t->model, loss_scale));
+    return xent_read_loss(&t->model->loss, loss);
+}
+
+/* Next batch: 1 got one, 0 end of epoch, else a tb_err. */
+static int next_batch(tb_loader *ld, tb_batch *b, int *got)
+{
+    int rc = loader_next_batch(ld, b);
+    if (rc < 0)
+        return -rc;
+    *got = rc;
+    return TB_OK;
+}
+
+/* One optimizer step over up to accum_steps micro-batches; *micro says how
+ * many the loader still had (0: the epoch was already over). */
+static int train_step(tb_trainer *t, tb_epoch_stats *st, double *loss_sum, int *micro)
+{
+    int accum = t->cfg.accum_steps;
+    float step_loss = 0;
+    TB_TRY(model_zero_grad(t->model, t->cfg.grads_to_none));
+    for (*micro = 0; *micro < accum; (*micro)++) {
+        tb_batch b;
+        int got;
+        TB_TRY(next_batch(t->train_ld, &b, &got));
+        if (!got)
+            break;
+        float loss;
+        TB_TRY(train_micro_batch(t, &b, 1.0f / (float)accum, &loss));
+        step_loss += loss;
+        *loss_sum += (double)loss * b.size;
+        st->images += b.size;
+    }
+    if (*micro == 0)
+        return TB_OK;
+    TB_TRY(optim_step(&t->opt));
+    st->last_loss = step_loss / (float)*micro;
+    st->steps++;
+    t->steps++;
+    return TB_OK;
+}
+
+int train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    st->epoch = epoch;
+    model_train_mode(t->model, 1);
+    loader_reset_stats(t->train_ld);
+    double t0 = now_seconds(), loss_sum = 0;
+    TB_TRY(loader_epoch_begin(t->train_ld, epoch));
+    for (;;) {
+        int micro;
+        TB_TRY(train_step(t, st, &loss_sum, &micro));
+        if (micro < t->cfg.accum_steps)
+            break;
+        if (t->cfg.max_steps > 0 && st->steps >= t->cfg.max_steps)
+            break;
+    }
+    TB_TRY(loader_epoch_end(t->train_ld));
+    TB_TRY(t->be->sync(t->be));
+    st->seconds = now_seconds() - t0;
+    st->mean_loss = st->images ? loss_sum / (double)st->images : 0;
+    st->images_per_s = st->seconds > 0 ? (double)st->images / st->seconds : 0;
+    tb_loader_stats ls;
+    loader_get_stats(t->train_ld, &ls);
+    st->loader_wait_s = ls.wait_s;
+    return TB_OK;
+}
+
+/* ---- evaluation ---- */
+
+static long count_correct(const float *logits, const int32_t *labels, int n, int classes)
+{
+    long correct = 0;
+    for (int i = 0; i < n; i++) {
+        const float *row = logits + (size_t)i * classes;
+        int best = 0;
+        for (int k = 1; k < classes; k++)
+            if (row[k] > row[best])
+                best = k;
+        correct += best == labels[i];
+    }
+    return correct;
+}
+
+static int eval_batch(tb_trainer *t, const tb_batch *b, float *host_logits, tb_eval_stats *st)
+{
+    const tb_tensor *logits;
+    float loss;
+    TB_TRY(batch_to_device(t, b));
+    TB_TRY(model_forward_loss(t->model, &t->x, t->labels, &logits));
+    TB_TRY(xent_read_loss(&t->model->loss, &loss));
+    TB_TRY(tensor_to_host(logits, host_logits));
+    st->correct += count_correct(host_logits, b->labels, b->size, t->model->classes);
+    st->images += b->size;
+    st->mean_loss += (double)loss * b->size;
+    return TB_OK;
+}
+
+int trainer_evaluate(tb_trainer *t, tb_eval_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    double t0 = now_seconds();
+    size_t bytes = (size_t)t->cfg.batch_size * t->model->classes * sizeof(float);
+    float *host_logits = malloc(bytes);
+    if (!host_logits)
+        return TB_FAIL(TB_ERR_NOMEM, "out of host memory for evaluation logits");
+    int rc, got;
+    model_train_mode(t->model, 0);
+    TB_TRY_GOTO(rc, loader_epoch_begin(t->test_ld, 0), out_free_logits);
+    for (;;) {
+        tb_batch b;
+        TB_TRY_GOTO(rc, next_batch(t->test_ld, &b, &got), out_free_logits);
+        if (!got)
+            break;
+        TB_TRY_GOTO(rc, eval_batch(t, &b, host_logits, st), out_free_logits);
+    }
+    TB_TRY_GOTO(rc, loader_epoch_end(t->test_ld), out_free_logits);
+    st->accuracy = st->images ? (double)st->correct / (double)st->images : 0;
+    st->mean_loss = st->images ? st->mean_loss / (double)st->images : 0;
+    st->seconds = now_seconds() - t0;
+
+out_free_logits:
+    model_train_mode(t->model, 1);
+    free(host_logits);
+    return rc;
+}

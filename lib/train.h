@@ -1,0 +1,94 @@
+/*
+ * train.h - training and evaluation: one step, one epoch, the test set.
+ *
+ * A trainer ties together what a tb_config asks for: the datasets, a loader
+ * for each split (PyTorch DataLoader knobs), the model, the optimizer, and
+ * the device buffers a batch is copied into. One optimizer step is
+ * accum_steps micro-batches: zero_grad (memset or set_to_none), then for
+ * each micro-batch copy, forward, loss, backward (gradients accumulate,
+ * the loss scaled by 1/accum_steps), then the optimizer. The last step of
+ * an epoch may hold fewer micro-batches.
+ *
+ * Use:
+ *   tb_trainer *t;  TB_TRY(trainer_create(&cfg, be, &t));
+ *   for e in 0..epochs-1: train_epoch(t, e, &es); trainer_evaluate(t, &ev);
+ *   trainer_destroy(t);
+ *
+ * Tests: bazel test //lib:train_test
+ */
+#ifndef TB_TRAIN_H
+#define TB_TRAIN_H
+
+#include <stdint.h>
+
+#include "datasets/dataset.h"
+#include "lib/backend.h"
+#include "lib/config.h"
+#include "lib/loader.h"
+#include "lib/model.h"
+#include "lib/optim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tb_trainer {
+    tb_config cfg;            /* validated copy */
+    tb_backend *be;           /* borrowed */
+    const tb_dataset *train_ds, *test_ds;
+    tb_dataset *owned_train, *owned_test; /* freed by trainer_destroy */
+    tb_loader *train_ld, *test_ld;
+    tb_model *model;
+    tb_optim opt;
+    tb_tensor x;              /* (B, C, H, W) the batch on the device */
+    int32_t *labels;          /* (B) on the device */
+    long steps;               /* optimizer steps so far, over all epochs */
+} tb_trainer;
+
+typedef struct tb_epoch_stats {
+    int epoch;
+    long steps;               /* optimizer steps in this epoch */
+    long images;              /* training samples seen */
+    double mean_loss;         /* over the epoch's micro-batches, sample-weighted */
+    float last_loss;          /* mean loss of the last step's micro-batches */
+    double seconds;           /* wall time of the epoch (training only) */
+    double images_per_s;
+    double loader_wait_s;     /* time spent waiting for (or building) batches */
+} tb_epoch_stats;
+
+typedef struct tb_eval_stats {
+    long images;
+    long correct;
+    double accuracy;          /* correct / images */
+    double mean_loss;
+    double seconds;
+} tb_eval_stats;
+
+/* Opens the datasets cfg names (Fashion-MNIST from cfg->data_dir, or
+ * synthetic data shaped for cfg->model) and builds everything.
+ * REQUIRES: cfg passed config_validate. be is borrowed.
+ * Errors: the datasets' (TB_ERR_IO, TB_ERR_DATA naming the file), the
+ * model's, TB_ERR_DEVICE_OOM. */
+int trainer_create(const tb_config *cfg, tb_backend *be, tb_trainer **out);
+
+/* The same over datasets the caller owns (they must outlive the trainer),
+ * so tests can build several trainers over one copy of the data. */
+int trainer_create_with_data(const tb_config *cfg, tb_backend *be, const tb_dataset *train,
+                             const tb_dataset *test, tb_trainer **out);
+
+void trainer_destroy(tb_trainer *t);
+
+/* Copies one batch to the device, forward, loss, backward with the loss
+ * scaled by loss_scale. *loss is its mean loss (read from the device). */
+int train_micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, float *loss);
+
+/* One epoch (or cfg->max_steps steps of it) in training mode. */
+int train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st);
+
+/* The whole test set in evaluation mode. */
+int trainer_evaluate(tb_trainer *t, tb_eval_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
