@@ -1,0 +1,95 @@
+#!/bin/bash
+# resume_test.sh - an interrupted bench:all keeps what it finished, leaves no
+# temporary files, and --resume continues without redoing finished work;
+# --resume refuses when the run would differ (another thread count).
+#
+#   bazel test //bench:resume_test
+# args: the bench:all binary. Runs ceilings + gelu in the tiny profile on
+# the CPU. Checks files and state, never timings.
+set -u
+ALL=$1
+OUT=$TEST_TMPDIR/out
+fail() { echo "FAIL: $*" >&2; for f in "$TEST_TMPDIR"/log*; do echo "--- $f"; tail -20 "$f"; done >&2; exit 1; }
+
+# Waits until run_state.json lists ceilings as done (the first step).
+wait_ceilings_done() {
+    local root=$1
+    for _ in $(seq 1 1500); do
+        if grep -qs '"ceilings"' "$root"/results/*/run_state.json; then return 0; fi
+        sleep 0.2
+    done
+    fail "ceilings did not finish within 300 s"
+}
+
+no_temps() {
+    local left
+    left=$(find "$1" -name '*.tmp.*' | head -5)
+    [ -z "$left" ] || fail "temporary files left behind: $left"
+}
+
+csv_intact() {
+    local f=$1 rows=$2
+    [ -s "$f" ] || fail "$f missing or empty"
+    head -1 "$f" | grep -q '^technique,backend,device,setting' || fail "$f: header missing"
+    [ "$(tail -c1 "$f" | od -An -c | tr -d ' ')" = '\n' ] || fail "$f: last line cut"
+    [ "$(wc -l < "$f")" -eq "$rows" ] || fail "$f: $(wc -l < "$f") lines, expected $rows"
+    python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "${f%.csv}.json" ||
+        fail "${f%.csv}.json is not valid JSON"
+}
+
+# 1. Interrupt with SIGINT (what Ctrl-C sends) once ceilings finished.
+"$ALL" --device=cpu --profile=tiny --only=gelu --out-dir="$OUT" > "$TEST_TMPDIR/log1" 2>&1 &
+pid=$!
+wait_ceilings_done "$OUT"
+kill -INT $pid
+wait $pid
+rc=$?
+[ $rc -eq 130 ] || fail "interrupted bench:all exited $rc, expected 130 (did gelu finish first?)"
+R=$(echo "$OUT"/results/*)
+csv_intact "$R/ceilings.csv" 8
+[ ! -e "$R/gelu.csv" ] || fail "gelu.csv exists although gelu was interrupted"
+no_temps "$OUT"
+grep -q '"done": \["ceilings"\]' "$R/run_state.json" || fail "run state: $(cat "$R/run_state.json")"
+sum_before=$(md5sum < "$R/ceilings.csv")
+mtime_before=$(stat -c %Y.%N "$R/ceilings.csv")
+
+# 2. A different thread count must not continue this run.
+"$ALL" --device=cpu --profile=tiny --only=gelu --threads=1 --out-dir="$OUT" --resume \
+    > "$TEST_TMPDIR/log2" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "--resume with other threads exited $rc, expected 2"
+grep -q 'resume refused' "$TEST_TMPDIR/log2" || fail "no refusal message"
+grep -q 'threads: 0 -> 1' "$TEST_TMPDIR/log2" || fail "refusal does not say what differs"
+
+# 3. --resume continues: ceilings kept byte for byte, gelu run, report written.
+"$ALL" --device=cpu --profile=tiny --only=gelu --out-dir="$OUT" --resume > "$TEST_TMPDIR/log3" 2>&1 ||
+    fail "--resume run failed"
+grep -q 'ceilings: finished in the interrupted run, kept' "$TEST_TMPDIR/log3" ||
+    fail "--resume did not skip ceilings"
+[ "$(md5sum < "$R/ceilings.csv")" = "$sum_before" ] || fail "ceilings.csv changed"
+[ "$(stat -c %Y.%N "$R/ceilings.csv")" = "$mtime_before" ] || fail "ceilings.csv rewritten"
+csv_intact "$R/gelu.csv" "$(wc -l < "$R/gelu.csv")"
+for f in REPORT.md REPORT.html summary.md summary.tex telemetry.json; do
+    [ -s "$R/$f" ] || fail "$f missing after the resumed run"
+done
+grep -q '"complete": true' "$R/run_state.json" || fail "run not marked complete"
+no_temps "$OUT"
+
+# 4. SIGKILL of the whole process group (no chance to clean up): the next
+#    --resume removes the orphaned temporaries and keeps finished work.
+OUT2=$TEST_TMPDIR/out2
+setsid "$ALL" --device=cpu --profile=tiny --only=gelu --out-dir="$OUT2" > "$TEST_TMPDIR/log4" 2>&1 &
+pid=$!
+wait_ceilings_done "$OUT2"
+kill -KILL -- -$pid 2> /dev/null || kill -KILL $pid
+wait $pid 2> /dev/null
+R2=$(echo "$OUT2"/results/*)
+csv_intact "$R2/ceilings.csv" 8
+sum_before=$(md5sum < "$R2/ceilings.csv")
+"$ALL" --device=cpu --profile=tiny --only=gelu --out-dir="$OUT2" --resume > "$TEST_TMPDIR/log5" 2>&1 ||
+    fail "--resume after SIGKILL failed"
+grep -q 'ceilings: finished in the interrupted run, kept' "$TEST_TMPDIR/log5" ||
+    fail "--resume after SIGKILL did not skip ceilings"
+[ "$(md5sum < "$R2/ceilings.csv")" = "$sum_before" ] || fail "ceilings.csv changed after SIGKILL"
+no_temps "$OUT2"
+echo "resume_test: ok"
