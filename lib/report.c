@@ -106,7 +106,11 @@ static void verdict_str(char *buf, size_t cap, const tb_result_row *r)
 {
     char pct[32];
     tb_report_num(pct, sizeof pct, 100.0 * r->noise_floor);
-    if (r->timing_verdict == TB_TIMING_WITHIN_NOISE && !isnan(r->noise_floor))
+    if (r->timing_verdict == TB_TIMING_WITHIN_NOISE && !isnan(r->noise_floor) &&
+        r->noise_floor > 0.5)
+        snprintf(buf, cap, "within noise (noise floor ±%s%%: too noisy to tell; rerun on an "
+                 "idle machine)", pct);
+    else if (r->timing_verdict == TB_TIMING_WITHIN_NOISE && !isnan(r->noise_floor))
         snprintf(buf, cap, "within noise (noise floor ±%s%%)", pct);
     else if (r->timing_verdict == TB_TIMING_NA)
         snprintf(buf, cap, "not compared (no baseline)");
@@ -234,11 +238,12 @@ typedef struct block {
     char *alt;                 /* figure: short alternative text */
 } block;
 
-typedef struct doc {
+struct tb_doc {
     block *b;
     size_t n, cap;
     int oom;
-} doc;
+};
+typedef struct tb_doc doc;
 
 static block *doc_add(doc *d, block_kind kind)
 {
@@ -441,7 +446,8 @@ static const char *cell_class(const char *s)
 {
     if (!strncmp(s, "faster", 6))
         return "good";
-    if (!strncmp(s, "slower", 6) || !strncmp(s, "DIFFERS", 7) || strstr(s, "THROTTLED"))
+    if (!strncmp(s, "slower", 6) || !strncmp(s, "DIFFERS", 7) || strstr(s, "THROTTLED") ||
+        !strncmp(s, "BUSY", 4) || strstr(s, "too noisy"))
         return "bad";
     if (!strncmp(s, "within noise", 12))
         return "meh";
@@ -506,7 +512,7 @@ void tb_report_html_begin(FILE *f, const char *title)
           "td.bad{background:#fde7e7;color:#8a1010;font-weight:600}"
           "td.meh{background:#fff7e0}td.na{color:#666}\n"
           "code{background:#f2f2f2;padding:0 .25em;border-radius:3px;font-size:.92em}\n"
-          "figure{margin:1em 0 2em}figure img{max-width:100%;border:1px solid #ddd}\n"
+          "figure{margin:1em 0 2em}figure img{max-width:100%;width:960px;border:1px solid #ddd}\n"
           "figcaption{color:#555;font-size:.9em}\n"
           ".lead{background:#f4f8ff;border-left:4px solid #4a7bd0;padding:.8em 1em}\n"
           "</style>\n</head>\n<body>\n", f);
@@ -1187,13 +1193,16 @@ static void fmt_opt(char *buf, size_t cap, double v, const char *unit)
     snprintf(buf, cap, "%s%s", n, unit);
 }
 
-static void telemetry_row(doc *d, const tb_json *s, const char *gpu_na)
+/* One segment; GPU columns only when the run had a GPU. cpus: logical
+ * CPUs, to flag a machine that was busy with something else. */
+static void telemetry_row(doc *d, const tb_json *s, int gpu, double cpus)
 {
-    char dur[64], load[96], util[96], sm[96], temp[64], pw[64], thr[96];
+    char dur[64], load[96], util[96], sm[96], temp[64], pw[64], thr[96], note[160];
     double nan_ = NAN;
     fmt_opt(dur, sizeof dur, tb_json_get_number(s, "seconds", nan_), " s");
     char a[40], b[40];
-    fmt_opt(a, sizeof a, tb_json_get_number(s, "loadavg_before", nan_), "");
+    double before = tb_json_get_number(s, "loadavg_before", nan_);
+    fmt_opt(a, sizeof a, before, "");
     fmt_opt(b, sizeof b, tb_json_get_number(s, "loadavg_after", nan_), "");
     snprintf(load, sizeof load, "%s → %s", a, b);
     double um = tb_json_get_number(s, "cpu_util_mean", nan_);
@@ -1201,25 +1210,28 @@ static void telemetry_row(doc *d, const tb_json *s, const char *gpu_na)
     fmt_opt(a, sizeof a, um * 100, " %");
     fmt_opt(b, sizeof b, ux * 100, " %");
     snprintf(util, sizeof util, "%s (max %s)", a, b);
-    double gs = tb_json_get_number(s, "gpu_samples", 0);
-    if (gs > 0) {
-        fmt_opt(a, sizeof a, tb_json_get_number(s, "gpu_sm_clock_mhz_min", nan_), " MHz");
-        fmt_opt(b, sizeof b, tb_json_get_number(s, "gpu_sm_clock_mhz_max", nan_), " MHz");
-        snprintf(sm, sizeof sm, "%s to %s", a, b);
-        fmt_opt(temp, sizeof temp, tb_json_get_number(s, "gpu_temp_c_max", nan_), " °C");
-        fmt_opt(pw, sizeof pw, tb_json_get_number(s, "gpu_power_w_max", nan_), " W");
-        double th = tb_json_get_number(s, "throttled_samples", 0);
-        if (th > 0)
-            snprintf(thr, sizeof thr, "THROTTLED in %.0f of %.0f samples", th, gs);
-        else
-            snprintf(thr, sizeof thr, "none of %.0f samples", gs);
-    } else {
-        snprintf(sm, sizeof sm, "n/a: %s", gpu_na);
-        snprintf(temp, sizeof temp, "n/a: %s", gpu_na);
-        snprintf(pw, sizeof pw, "n/a: %s", gpu_na);
-        snprintf(thr, sizeof thr, "n/a: %s", gpu_na);
+    snprintf(note, sizeof note, "%s", "");
+    if (!isnan(before) && cpus > 0 && before > cpus)
+        snprintf(note, sizeof note, "BUSY: load %.1f on %.0f CPUs before it started; other jobs "
+                 "shared the machine", before, cpus);
+    if (!gpu) {
+        const char *row[5] = {tb_json_get_string(s, "label", "?"), dur, load, util, note};
+        doc_row(d, row);
+        return;
     }
-    const char *row[8] = {tb_json_get_string(s, "label", "?"), dur, load, util, sm, temp, pw, thr};
+    double gs = tb_json_get_number(s, "gpu_samples", 0);
+    fmt_opt(a, sizeof a, tb_json_get_number(s, "gpu_sm_clock_mhz_min", nan_), " MHz");
+    fmt_opt(b, sizeof b, tb_json_get_number(s, "gpu_sm_clock_mhz_max", nan_), " MHz");
+    snprintf(sm, sizeof sm, "%s to %s", a, b);
+    fmt_opt(temp, sizeof temp, tb_json_get_number(s, "gpu_temp_c_max", nan_), " °C");
+    fmt_opt(pw, sizeof pw, tb_json_get_number(s, "gpu_power_w_max", nan_), " W");
+    double th = tb_json_get_number(s, "throttled_samples", 0);
+    if (th > 0)
+        snprintf(thr, sizeof thr, "THROTTLED in %.0f of %.0f samples", th, gs);
+    else
+        snprintf(thr, sizeof thr, "none of %.0f samples", gs);
+    const char *row[9] = {tb_json_get_string(s, "label", "?"), dur, load, util, sm, temp, pw,
+                          thr, note};
     doc_row(d, row);
 }
 
@@ -1232,22 +1244,36 @@ static void sec_telemetry(doc *d, const tb_report_folder *f)
                           "records it; a technique binary run alone does not).");
         return;
     }
-    const char *gpu = tb_json_get_string(t, "gpu", "unknown");
-    doc_text(d, BK_P,
-             "Sampled every %.0f ms while each technique ran. CPU frequency: %s. GPU: %s. A "
-             "GPU sample counts as throttled when NVML reports a power or thermal reason. High "
-             "load before a technique started means another job shared the machine: read its "
-             "numbers with care.",
-             tb_json_get_number(t, "period_ms", NAN), tb_json_get_string(t, "cpu_frequency", "?"),
-             gpu);
-    static const char *const h[8] = {"segment", "duration", "load average (1 min) before → after",
-                                     "CPU busy (all cores)", "GPU SM clock", "GPU temperature max",
-                                     "GPU power max", "throttled samples"};
-    doc_table(d, 8, h);
     const tb_json *segs = tb_json_get(t, "segments");
-    const char *gpu_na = strncmp(gpu, "n/a", 3) == 0 ? "no GPU in this run" : gpu;
+    int gpu = 0;
     for (size_t i = 0; segs && i < segs->len; i++)
-        telemetry_row(d, tb_json_at(segs, i), gpu_na);
+        gpu |= tb_json_get_number(tb_json_at(segs, i), "gpu_samples", 0) > 0;
+    doc_text(d, BK_P,
+             "Sampled every %.0f ms while each technique ran. CPU frequency: %s. GPU: %s.%s "
+             "A load average above the number of CPUs means other jobs shared the machine: read "
+             "those numbers with care.",
+             tb_json_get_number(t, "period_ms", NAN), tb_json_get_string(t, "cpu_frequency", "?"),
+             tb_json_get_string(t, "gpu", "unknown"),
+             gpu ? " A GPU sample counts as throttled when NVML reports a power or thermal reason."
+                 : "");
+    static const char *const h[9] = {"segment", "duration", "load average (1 min) before → after",
+                                     "CPU busy (all cores)", "GPU SM clock", "GPU temperature max",
+                                     "GPU power max", "throttled samples", "warning"};
+    static const char *const hcpu[5] = {"segment", "duration",
+                                        "load average (1 min) before → after",
+                                        "CPU busy (all cores)", "warning"};
+    if (gpu)
+        doc_table(d, 9, h);
+    else
+        doc_table(d, 5, hcpu);
+    const char *cpus_s = fp_get(f, "cpu.logical_cpus", "0");
+    double cpus = atof(cpus_s);
+    for (size_t i = 0; segs && i < segs->len; i++) {
+        const tb_json *s = tb_json_at(segs, i);
+        if (tb_json_get_number(s, "samples", 0) == 0)
+            continue; /* a boundary with nothing measured in it */
+        telemetry_row(d, s, gpu, cpus);
+    }
 }
 
 static void sec_fingerprint(doc *d, const tb_report_folder *f)
@@ -1387,4 +1413,56 @@ int tb_report_write_dir(const char *results_dir, const char *plots_dir)
     int rc = tb_report_write(f);
     tb_report_folder_free(f);
     return rc;
+}
+
+/* ---- the document model, for other pages (lib/compare.c) ---- */
+
+tb_doc *tb_doc_new(void) { return calloc(1, sizeof(tb_doc)); }
+
+void tb_doc_heading(tb_doc *d, int level, const char *text)
+{
+    doc_text(d, level <= 1 ? BK_H1 : level == 2 ? BK_H2 : BK_H3, "%s", text);
+}
+
+void tb_doc_para(tb_doc *d, const char *text) { doc_text(d, BK_P, "%s", text); }
+
+void tb_doc_table(tb_doc *d, int ncols, const char *const *header) { doc_table(d, ncols, header); }
+
+void tb_doc_row(tb_doc *d, const char *const *cells) { doc_row(d, cells); }
+
+void tb_doc_figure(tb_doc *d, const char *png, const char *md_src, const char *alt,
+                   const char *caption)
+{
+    doc_img(d, png, md_src, alt, caption);
+}
+
+static int save_doc(const char *path, const tb_doc *d, const char *title, int html)
+{
+    if (d->oom)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory building %s", path);
+    tb_atomic_file af;
+    int rc;
+    TB_TRY(tb_atomic_open(&af, path));
+    TB_TRY_GOTO(rc, html ? write_html(d, title, af.fp) : write_md(d, af.fp), out_abort);
+    TB_TRY_GOTO(rc, tb_atomic_commit(&af), out_fail);
+    return TB_OK;
+out_abort:
+    tb_atomic_abort(&af);
+out_fail:
+    return TB_FAIL(rc, "cannot write %s", path);
+}
+
+int tb_doc_save_md(const tb_doc *d, const char *path) { return save_doc(path, d, NULL, 0); }
+
+int tb_doc_save_html(const tb_doc *d, const char *title, const char *path)
+{
+    return save_doc(path, d, title, 1);
+}
+
+void tb_doc_free(tb_doc *d)
+{
+    if (!d)
+        return;
+    doc_free(d);
+    free(d);
 }
