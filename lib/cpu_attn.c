@@ -36,9 +36,13 @@
  *             take about 15 tiles of 64 x DP floats (~240 KB at D = 64),
  *             which stay in this CPU's 1 MB per-core L2.
  *   speed     the tile products are written with GCC vector extensions
- *             (16-float vectors, accumulators in registers) and compiled
- *             three times with target_clones (AVX-512, AVX2+FMA, baseline),
- *             picked at load time by cpuid: no -march=native.
+ *             (16-float vectors, accumulators in registers). They and the
+ *             softmax rows (whose exp is fmaf polynomials, a libm call
+ *             without FMA) are compiled three times with target_clones
+ *             for the x86-64-v4 (AVX-512), v3 (AVX2 + FMA) and baseline
+ *             ISA levels, picked at load time by cpuid: no -march=native.
+ *             Levels, not arch= names: an arch= clone asks whether the CPU
+ *             IS that model, which a VM's "Intel Xeon Processor" is not.
  *
  * Determinism: every sum has a fixed order that depends on the sizes only;
  * results are the same for any thread count. Tested against the double
@@ -63,7 +67,7 @@
 #define ATTN_DC 64              /* head-dim columns per register block; D pads to it */
 
 #define ATTN_CLONES \
-    __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
 typedef float v16f __attribute__((vector_size(64)));
 
@@ -499,7 +503,7 @@ typedef struct attn_geom {
 
 /* Online-softmax update of query row i with the key tile's raw dots
  * srow[0..BK) (keys j0 + j, valid for j < nk): srow becomes the weights. */
-static void online_softmax_row(const attn_geom *g, float *srow, int i, int j0, int nk, float *m,
+ATTN_CLONES static void online_softmax_row(const attn_geom *g, float *srow, int i, int j0, int nk, float *m,
                                float *l, float *orow)
 {
     float mt = -INFINITY;
@@ -554,7 +558,7 @@ static void attn_fwd_tile(const attn_geom *g, const float *q, const float *k, co
 
 /* P and dS of query rows [i0, i0 + nq) against the key tile at j0: s holds
  * the raw dots, dp the raw dO.V products; both are overwritten. */
-static void attn_bwd_probs(const attn_geom *g, const float *lse, const float *rowdot, int i0,
+ATTN_CLONES static void attn_bwd_probs(const attn_geom *g, const float *lse, const float *rowdot, int i0,
                            int nq, int j0, int nk, float *s, float *dp)
 {
     for (int ii = 0; ii < nq; ii++) {
@@ -689,7 +693,7 @@ static int attn_bwd_fused(tb_backend *be, const tb_attn_desc *d, const float *q,
 
 /* Row r of the (B*H*T, T) probability matrix: mask, then softmax in place
  * (scores already scaled by the gemm's alpha). */
-static void manual_softmax_row(float *p, int T, int causal, int i)
+ATTN_CLONES static void manual_softmax_row(float *p, int T, int causal, int i)
 {
     float mx = -INFINITY, sum = 0.0f;
 #pragma omp simd reduction(max : mx)
@@ -708,7 +712,7 @@ static void manual_softmax_row(float *p, int T, int causal, int i)
 }
 
 /* dP becomes dS = P (dP - rowsum(P dP)): PyTorch's softmax backward. */
-static void manual_softmax_bwd_row(const float *p, float *dp, int T)
+ATTN_CLONES static void manual_softmax_bwd_row(const float *p, float *dp, int T)
 {
     float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
