@@ -324,7 +324,7 @@ struct tb_backend {
      *     during one call and frees before returning (so mem_stats' peak
      *     sees it); the gemm slot's own cached workspace is not counted.
      *     MANUAL: the backward's dP / dS (B, H, T, T). FUSED: CPU, each
-     *     thread's tiles (about 15 * 64 * D + T floats a thread,
+     *     thread's tiles (about 12 * 64 * DP + T floats, DP = D rounded up to 64,
      *     lib/cpu_attn.c); CUDA, the backward's row sums rowsum(dO * O)
      *     (B, H, T).
      * Either pointer may be NULL. */

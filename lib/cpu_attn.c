@@ -32,9 +32,10 @@
  *             like the GPU's, no atomics, and results independent of the
  *             thread count; the cost is that B*H < threads leaves threads
  *             idle (the CUDA kernels split dK/dV and dQ instead).
- *   tiles     64 x 64 and D padded to a multiple of 64; one thread's tiles
- *             take about 15 tiles of 64 x DP floats (~240 KB at D = 64),
- *             which stay in this CPU's 1 MB per-core L2.
+ *   tiles     64 x 64 and D padded to DP, a multiple of 64; one thread's
+ *             buffers are 12 tiles of 64 x DP floats plus T floats (196 KB
+ *             at D = 64, T = 1024), which stay in this CPU's 1 MB per-core
+ *             L2.
  *   speed     the tile products are written with GCC vector extensions
  *             (16-float vectors, accumulators in registers). They and the
  *             softmax rows (whose exp is fmaf polynomials, a libm call
