@@ -504,8 +504,8 @@ typedef struct attn_geom {
 
 /* Online-softmax update of query row i with the key tile's raw dots
  * srow[0..BK) (keys j0 + j, valid for j < nk): srow becomes the weights. */
-ATTN_CLONES static void online_softmax_row(const attn_geom *g, float *srow, int i, int j0, int nk, float *m,
-                               float *l, float *orow)
+ATTN_CLONES static void online_softmax_row(const attn_geom *g, float *srow, int i, int j0,
+                                           int nk, float *m, float *l, float *orow)
 {
     float mt = -INFINITY;
 #pragma omp simd reduction(max : mt)
@@ -559,8 +559,9 @@ static void attn_fwd_tile(const attn_geom *g, const float *q, const float *k, co
 
 /* P and dS of query rows [i0, i0 + nq) against the key tile at j0: s holds
  * the raw dots, dp the raw dO.V products; both are overwritten. */
-ATTN_CLONES static void attn_bwd_probs(const attn_geom *g, const float *lse, const float *rowdot, int i0,
-                           int nq, int j0, int nk, float *s, float *dp)
+ATTN_CLONES static void attn_bwd_probs(const attn_geom *g, const float *lse,
+                                       const float *rowdot, int i0, int nq, int j0, int nk,
+                                       float *s, float *dp)
 {
     for (int ii = 0; ii < nq; ii++) {
         int i = i0 + ii;
