@@ -2,6 +2,7 @@
 #include "bench/harness.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,18 @@
 #include "lib/atomic_file.h"
 
 static const char *const profile_names[] = {"default", "full", "tiny", NULL};
+
+/* The temporary Google Benchmark is writing into, removed if the run is
+ * interrupted so that no half-written file is left beside the results. */
+static char pending_tmp[PATH_MAX + 96];
+
+static void remove_pending_and_die(int sig)
+{
+    if (pending_tmp[0])
+        unlink(pending_tmp);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
 
 int tb_bench_init(tb_bench *b, const char *technique, const char *summary, const tb_flag *extra,
                   size_t nextra, int argc, char **argv, int *done)
@@ -79,8 +92,14 @@ int tb_bench_run(tb_bench *b, gb_results **out)
     snprintf(name, sizeof name, "%s.gbench.json", b->technique);
     TB_TRY(tb_outdir_join(b->od.results, name, path, sizeof path));
     TB_TRY(tb_atomic_reserve(path, tmp, sizeof tmp));
+    snprintf(pending_tmp, sizeof pending_tmp, "%s", tmp);
+    signal(SIGINT, remove_pending_and_die);
+    signal(SIGTERM, remove_pending_and_die);
     size_t n_run = 0;
     int rc = tbb_run(&b->argc, b->argv, tmp, &n_run);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    pending_tmp[0] = 0;
     if (rc != TB_OK) {
         unlink(tmp);
         return rc;

@@ -40,6 +40,7 @@
 
 #include "kernels/gelu.h"
 #include "lib/backend.h"
+#include "kernels/attention.h"
 #include "lib/backend_cuda.h"
 #include "lib/cuda_check.h"
 #include "lib/nvml_dl.h"
@@ -522,6 +523,7 @@ void tb_backend_cuda_fill_table(tb_backend *be)
     tb_cuda_install_bn(be);
     tb_cuda_install_ops(be);
     tb_cuda_install_optim(be);
+    (void)tb_cuda_install_attn_ops(be); /* fills slots only; cannot fail */
 }
 
 /* REQUIRES: out != NULL. Fails with TB_ERR_NO_DEVICE, saying why, when the
