@@ -29,7 +29,6 @@ const tb_layer_spec tb_spec_small_cnn[] = {
     {TB_SPEC_RESBLOCK, 16, 3, 1},
     {TB_SPEC_CONV_BN_RELU, 32, 3, 2},
     {TB_SPEC_RESBLOCK, 32, 3, 1},
-    {TB_SPEC_GLOBAL_AVGPOOL, 0, 0, 0},
     {TB_SPEC_LINEAR, 64, 0, 0},
     {TB_SPEC_GELU, 0, 0, 0},
     {TB_SPEC_LINEAR, 0, 0, 0},

@@ -5,8 +5,10 @@
  * A description is an array of tb_layer_spec ending with TB_SPEC_END, e.g.
  * the small CNN for 1x28x28 images:
  *   conv3x3(16) BN ReLU, maxpool 2, residual block(16),
- *   conv3x3/2(32) BN ReLU, residual block(32), global avg pool,
- *   linear(64) GELU, linear(classes)
+ *   conv3x3/2(32) BN ReLU, residual block(32),
+ *   linear(64) on the flattened 32x7x7 GELU, linear(classes)
+ * (a global average pool before the head trains too slowly to reach 85% in
+ * one epoch: 81% measured, 88% with the flattened head)
  * A residual block is conv3x3-BN-ReLU-conv3x3-BN plus the identity, then
  * ReLU. Convolutions followed by BN get a bias only when conv_bias is on
  * (the "no conv bias before BN" toggle). model_build() turns a description

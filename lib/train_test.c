@@ -12,10 +12,12 @@
  *     different rounding order; today both are bitwise equal too).
  *   conv autotuner within 5e-2 relative: a different algorithm sums the
  *     convolution in a different order (~1e-7 relative per op), and 50 steps
- *     of SGD with momentum amplify such differences (training is chaotic);
- *     what the tolerance must catch is a wrong algorithm, which gives O(1)
- *     differences or NaN. The test also prints how far a different seed lands
- *     (typically 10-50%), to show the tolerance separates.
+ *     of SGD with momentum amplify such differences (training is chaotic):
+ *     measured 1.1e-2 here (lr 0.01 at batch 32; 4.5e-2 at lr 0.05, which is
+ *     why the test uses the scaled-down lr). What the tolerance must catch
+ *     is a wrong algorithm, which gives O(1) differences or NaN. The test
+ *     also checks that another seed lands farther than the tolerance
+ *     (measured 0.68), so the tolerance separates.
  * Also: the config's defaults are PyTorch's; bad flag values are refused;
  * gradient accumulation trains.
  *
@@ -61,6 +63,7 @@ static void base_config(tb_config *c)
     c->max_steps = STEPS;
     c->grads_to_none = 0;   /* the baseline is the technique off */
     c->seed = 5;
+    c->lr = 0.01;           /* the recipe's 0.05 at 256, scaled down for batch 32 */
 }
 
 static int train_steps(tb_backend *be, tb_config *cfg, const tb_dataset *train,
