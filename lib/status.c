@@ -11,7 +11,7 @@ typedef struct tb_error_entry {
     int code;
     const char *file;
     int line;
-    char msg[384];
+    char msg[1024]; /* room for two long paths (Bazel sandboxes nest deep) */
 } tb_error_entry;
 
 static _Thread_local tb_error_entry chain[TB_ERROR_DEPTH];
