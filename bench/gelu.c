@@ -52,19 +52,7 @@ static int run_case(void *arg)
 static void bm_gelu(tbb_state *st, void *user)
 {
     gelu_case *c = user;
-    for (int w = 0; w < 2; w++)
-        if (run_case(c) != TB_OK || c->be->sync(c->be) != TB_OK) {
-            tbb_skip_with_error(st, tb_error_message());
-            return;
-        }
-    while (tbb_keep_running(st)) {
-        double s = 0;
-        if (tb_bench_time_op(c->be, run_case, c, &s) != TB_OK) {
-            tbb_skip_with_error(st, tb_error_message());
-            return;
-        }
-        tbb_set_iteration_time(st, s);
-    }
+    tb_bench_timed_loop(st, c->be, run_case, c);
 }
 
 typedef struct gelu_sweep {

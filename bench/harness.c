@@ -293,6 +293,23 @@ out:
     return rc;
 }
 
+void tb_bench_timed_loop(tbb_state *st, tb_backend *be, tb_timed_op op, void *arg)
+{
+    for (int w = 0; w < 2; w++)
+        if (op(arg) != TB_OK || be->sync(be) != TB_OK) {
+            tbb_skip_with_error(st, tb_error_message());
+            return;
+        }
+    while (tbb_keep_running(st)) {
+        double s = 0;
+        if (tb_bench_time_op(be, op, arg, &s) != TB_OK) {
+            tbb_skip_with_error(st, tb_error_message());
+            return;
+        }
+        tbb_set_iteration_time(st, s);
+    }
+}
+
 int tb_bench_fail(const char *technique, int rc)
 {
     fprintf(stderr, "%s: failed\n", technique);

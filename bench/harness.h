@@ -95,6 +95,12 @@ void tb_bench_close(tb_bench *b);
 typedef int (*tb_timed_op)(void *arg);
 int tb_bench_time_op(tb_backend *be, tb_timed_op op, void *arg, double *seconds);
 
+/* The body of a Google Benchmark function for one backend op: runs op
+ * twice to warm up (caches, lazy initialization, autotuner caches), then
+ * times each iteration with tb_bench_time_op and reports it as manual time.
+ * A failing op ends the run with GB's skip-with-error and its message. */
+void tb_bench_timed_loop(tbb_state *st, tb_backend *be, tb_timed_op op, void *arg);
+
 /* Prints the error chain and returns the exit code for status rc. */
 int tb_bench_fail(const char *technique, int rc);
 
