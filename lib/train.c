@@ -126,6 +126,7 @@ int trainer_create_with_data(const tb_config *cfg, tb_backend *be, const tb_data
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory creating a trainer");
     t->cfg = *cfg;
     t->be = be;
+    t->step_epoch = -1;
     t->train_ds = train;
     t->test_ds = test;
     int rc;
@@ -256,6 +257,48 @@ int train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st)
     loader_get_stats(t->train_ld, &ls);
     st->loader_wait_s = ls.wait_s;
     return TB_OK;
+}
+
+/* The next training batch for trainer_step, beginning an epoch whenever
+ * the previous one ran out. */
+static int step_next_batch(tb_trainer *t, tb_batch *b)
+{
+    for (int tries = 0; tries < 2; tries++) {
+        int got = 0;
+        if (t->step_epoch >= 0)
+            TB_TRY(next_batch(t->train_ld, b, &got));
+        if (got)
+            return TB_OK;
+        if (t->step_epoch >= 0)
+            TB_TRY(loader_epoch_end(t->train_ld));
+        t->step_epoch++;
+        TB_TRY(loader_epoch_begin(t->train_ld, t->step_epoch));
+    }
+    return TB_FAIL(TB_ERR_DATA, "the training loader has no batches (empty dataset?)");
+}
+
+int trainer_step(tb_trainer *t, float *loss)
+{
+    int accum = t->cfg.accum_steps;
+    float sum = 0;
+    model_train_mode(t->model, 1);
+    TB_TRY(model_zero_grad(t->model, t->cfg.grads_to_none));
+    for (int m = 0; m < accum; m++) {
+        tb_batch b;
+        float l;
+        TB_TRY(step_next_batch(t, &b));
+        TB_TRY(train_micro_batch(t, &b, 1.0f / (float)accum, &l));
+        sum += l;
+    }
+    TB_TRY(optim_step(&t->opt));
+    t->steps++;
+    *loss = sum / (float)accum;
+    return TB_OK;
+}
+
+int trainer_sync(tb_trainer *t)
+{
+    return t->be->sync(t->be);
 }
 
 /* ---- evaluation ---- */

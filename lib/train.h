@@ -43,6 +43,7 @@ typedef struct tb_trainer {
     tb_tensor x;              /* (B, C, H, W) the batch on the device */
     int32_t *labels;          /* (B) on the device */
     long steps;               /* optimizer steps so far, over all epochs */
+    int step_epoch;           /* trainer_step's epoch, -1 before its first step */
 } tb_trainer;
 
 typedef struct tb_epoch_stats {
@@ -84,6 +85,18 @@ int train_micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, float 
 
 /* One epoch (or cfg->max_steps steps of it) in training mode. */
 int train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st);
+
+/* One optimizer step for benchmarks: accum_steps micro-batches pulled from
+ * the training loader, which starts its next epoch transparently when it
+ * runs out (so a step is always accum_steps full-or-last batches; no epoch
+ * statistics). *loss is the step's mean micro-batch loss. Work may still be
+ * queued on the device when it returns: trainer_sync waits for it.
+ * REQUIRES: not mixed with train_epoch on the same trainer (both drive the
+ * training loader's epochs). */
+int trainer_step(tb_trainer *t, float *loss);
+
+/* Waits until the device has finished every step queued so far. */
+int trainer_sync(tb_trainer *t);
 
 /* The whole test set in evaluation mode. */
 int trainer_evaluate(tb_trainer *t, tb_eval_stats *st);
