@@ -116,16 +116,10 @@ typedef struct tb_opt_hparams {
 } tb_opt_hparams;
 
 /* One parameter tensor as the optimizer sees it: state buffers are n floats
- * each (NULL where the optimizer has none). tensor_state: ONE float of
- * per-tensor state (device memory), NovoGrad's second moment of the
- * tensor's gradient norm; NULL for the other optimizers.
- * Which buffers each kind needs: SGD state1 when momentum != 0; AdamW and
- * LAMB state1, state2; LARS state1 when momentum != 0; NovoGrad state1 and
- * tensor_state. */
+ * each (NULL where the optimizer has none). */
 typedef struct tb_param_view {
     float *param, *grad, *state1, *state2;
     size_t n;
-    float *tensor_state;
 } tb_param_view;
 
 typedef struct tb_bn_desc {
@@ -233,9 +227,25 @@ struct tb_backend {
     int (*bias_grad)(tb_backend *be, const float *dy, float *dbias, int rows, int cols,
                      int accumulate);
 
+    /* Mixed precision (autocast's linear): the same product with a and b
+     * stored in dtype (TB_BF16 or TB_F16, 2 bytes an element, the bits of
+     * kernels/cast_math.h), multiplied with fp32 accumulation (CUDA:
+     * cublasGemmEx, CUDA_R_16BF / CUDA_R_16F inputs, CUBLAS_COMPUTE_32F);
+     * alpha, beta and C stay fp32. TB_ERR_UNSUPPORTED where the backend
+     * has no such kernel (the CPU backend: fp16, oneDNN 2.6 has no CPU
+     * fp16 matmul). */
+    int (*gemm_lowp)(tb_backend *be, tb_dtype dtype, int trans_a, int trans_b, int m, int n,
+                     int k, float alpha, const void *a, int lda, const void *b, int ldb,
+                     float beta, float *c, int ldc);
     /* ---- convolution. algo: an id from conv_algo_default or conv_find.
-     * x: (N,C,H,W) or (N,H,W,C); w: (K,C,R,S) or (K,R,S,C); y: (N,K,P,Q).
-     * bias / dbias may be NULL (no conv bias before batch norm). */
+     * x: (N,C,H,W) or (N,H,W,C); w: (K,C,R,S) or (K,R,S,C); y: (N,K,P,Q)
+     * or (N,P,Q,K). bias / dbias may be NULL (no conv bias before batch norm).
+     * d->dtype TB_F32: every tensor fp32 (math F32 or TF32). TB_BF16 / TB_F16
+     * (math must be TB_MATH_LOWP), autocast's conv: the inputs of each
+     * direction are stored in dtype (fwd x and w; bwd_data dy and w;
+     * bwd_filter x and dy; 2 bytes an element, kernels/cast_math.h), the
+     * outputs (y, dx, dw, dbias) and bias are fp32, accumulation is fp32.
+     * TB_ERR_UNSUPPORTED where the backend lacks the dtype (CPU: fp16). */
     int (*conv_algo_default)(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind, int *algo);
     /* The autotuner: times every usable algorithm once (skipping reference
      * implementations), fastest first in perf[0..*returned). */
@@ -291,6 +301,13 @@ struct tb_backend {
     int (*dropout_fwd)(tb_backend *be, float p, uint64_t seed, uint64_t offset, const float *x,
                        float *y, uint8_t *mask, size_t n);
     int (*dropout_bwd)(tb_backend *be, float p, const uint8_t *mask, const float *dy, float *dx,
+    /* ---- mixed precision casts (kernels/cast_math.h on both backends):
+     * dtype TB_BF16 (round to nearest even) or TB_F16 (IEEE half, round to
+     * nearest even, overflow to Inf); NaN and Inf kept. lowp is n elements
+     * of 2 bytes. The lowp -> f32 direction is exact. */
+    int (*cast_f32_to_lowp)(tb_backend *be, tb_dtype dtype, const float *x, void *lowp, size_t n);
+    int (*cast_lowp_to_f32)(tb_backend *be, tb_dtype dtype, const void *lowp, float *y, size_t n);
+
                        size_t n);
 
     /* ---- optimizers. tensors[i] views one parameter tensor (usually

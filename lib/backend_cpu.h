@@ -30,6 +30,7 @@ struct tb_backend;
 int tb_cpu_install_dnnl_ops(struct tb_backend *be);  /* gemm, conv_*: lib/cpu_dnnl.c */
 int tb_cpu_install_ops(struct tb_backend *be);       /* the rest: lib/cpu_ops.c */
 int tb_cpu_install_attn_ops(struct tb_backend *be);  /* layernorm_*, attention_*: lib/cpu_attn.c */
+int tb_cpu_install_cast_ops(struct tb_backend *be);  /* cast_*: lib/cpu_cast.c */
 void tb_cpu_release_dnnl_ops(struct tb_backend *be); /* primitive caches */
 void tb_cpu_release_ops(struct tb_backend *be);
 

@@ -74,6 +74,7 @@ typedef struct cuda_ctx {
 
     cuda_conv_cache *conv;     /* NULL until the first convolution */
     cuda_scratch conv_ws;      /* cuDNN workspace, grow-only */
+    cuda_scratch conv_lowp;    /* lowp conv outputs before their cast to fp32 */
     cuda_bn_cache *bn;         /* NULL until the first batch norm */
 
     cuda_scratch reduce_part;  /* reduce_sum/count_nonfinite block partials */
@@ -113,6 +114,7 @@ void tb_cuda_install_conv(tb_backend *be);
 void tb_cuda_install_bn(tb_backend *be);
 void tb_cuda_install_ops(tb_backend *be);
 void tb_cuda_install_optim(tb_backend *be);
+void tb_cuda_install_cast(tb_backend *be);  /* lib/cuda_cast.c */
 
 /* Called by destroy, in this order, each keeping going after a failure and
  * returning the first: descriptors, then every device segment. */

@@ -53,8 +53,15 @@
  * it on the way out. Calls on one backend are serialized by a mutex: the
  * cached buffers are shared, and oneDNN already uses every thread per call.
  *
- * Only fp32 data: other dtypes and TB_MATH_LOWP return TB_ERR_UNSUPPORTED
- * (bf16 tensors come in a later issue).
+ * Mixed precision (issue 5): bf16 with TB_MATH_LOWP. gemm_lowp is a matmul
+ * with bf16 A and B and an f32 C; a bf16 convolution takes its inputs in
+ * bf16 (fwd x, w; bwd data dy, w; bwd filter x, dy) and writes f32 outputs
+ * (y, dx, dw, dbias), which oneDNN's bf16 implementations do natively, so
+ * no cast follows. On CPUs without AVX512_BF16 (this VM) oneDNN 2.6 still
+ * runs bf16 through its avx512_core emulation (lib/cast_test.c and
+ * bench:selfcheck show which implementations it picks). fp16 is
+ * TB_ERR_UNSUPPORTED: oneDNN 2.6 has no CPU fp16 convolution or matmul for
+ * training.
  */
 #define _GNU_SOURCE
 #include <dnnl.h>
@@ -130,6 +137,7 @@ typedef struct gemm_entry {
     int ta, tb, m, n, k, lda, ldb, ldc;
     uint32_t alpha_bits, beta_bits;
     tb_math math;
+    tb_dtype dtype;           /* of A and B; C is f32 */
     dnnl_primitive_t prim;
     dnnl_memory_t a, b, c, scratch;
     size_t ws_bytes;          /* scratchpad, at workspace offset 0 */
@@ -173,18 +181,21 @@ static void lock_leave(tb_backend *be, int prev_threads)
 
 static int check_math(tb_dtype dtype, tb_math math, const char *op)
 {
-    if (dtype != TB_F32)
+    if (dtype == TB_F16)
         return TB_FAIL(TB_ERR_UNSUPPORTED,
-                       "%s on the CPU backend: dtype %d not supported yet (fp32 only; bf16 "
-                       "tensors come in a later issue)", op, (int)dtype);
-    if (math == TB_MATH_LOWP)
-        return TB_FAIL(TB_ERR_UNSUPPORTED,
-                       "%s on the CPU backend: TB_MATH_LOWP needs bf16 tensors, not supported "
-                       "yet", op);
-    if (math != TB_MATH_F32 && math != TB_MATH_TF32)
+                       "%s on the CPU backend: fp16 is n/a (oneDNN 2.6 has no CPU fp16 "
+                       "training kernels; use bf16)", op);
+    if (dtype != TB_F32 && dtype != TB_BF16)
+        return TB_FAIL(TB_ERR_INVALID, "%s: unknown dtype %d", op, (int)dtype);
+    if (math != TB_MATH_F32 && math != TB_MATH_TF32 && math != TB_MATH_LOWP)
         return TB_FAIL(TB_ERR_INVALID, "%s: unknown math mode %d", op, (int)math);
+    if ((dtype == TB_BF16) != (math == TB_MATH_LOWP))
+        return TB_FAIL(TB_ERR_INVALID, "%s: dtype %d with math %d (bf16 goes with TB_MATH_LOWP, "
+                       "fp32 with F32 or TF32)", op, (int)dtype, (int)math);
     return TB_OK;
 }
+
+static dnnl_data_type_t dnnl_dt(tb_dtype dtype) { return dtype == TB_BF16 ? dnnl_bf16 : dnnl_f32; }
 
 /* Attributes every primitive here gets: user scratchpad (its size is known
  * and its memory counted) and bf16 fpmath for TB_MATH_TF32. */
@@ -278,12 +289,13 @@ static void gemm_entry_destroy(gemm_entry *e)
     memset(e, 0, sizeof *e);
 }
 
-/* A 2-D f32 md of rows x cols where a stored transpose swaps the strides. */
-static int md_2d(dnnl_memory_desc_t *md, int rows, int cols, int ld, int transposed)
+/* A 2-D md of rows x cols where a stored transpose swaps the strides. */
+static int md_2d(dnnl_memory_desc_t *md, int rows, int cols, int ld, int transposed,
+                 dnnl_data_type_t dt)
 {
     dnnl_dims_t dims = {rows, cols};
     dnnl_dims_t strides = {transposed ? 1 : ld, transposed ? ld : 1};
-    TB_CHECK_DNNL(dnnl_memory_desc_init_by_strides(md, 2, dims, dnnl_f32, strides));
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_strides(md, 2, dims, dt, strides));
     return TB_OK;
 }
 
@@ -316,9 +328,9 @@ static int gemm_entry_create(dnnl_state *st, gemm_entry *e, float alpha,
                              float beta)
 {
     dnnl_memory_desc_t a_md, b_md, c_md;
-    TB_TRY(md_2d(&a_md, e->m, e->k, e->lda, e->ta));
-    TB_TRY(md_2d(&b_md, e->k, e->n, e->ldb, e->tb));
-    TB_TRY(md_2d(&c_md, e->m, e->n, e->ldc, 0));
+    TB_TRY(md_2d(&a_md, e->m, e->k, e->lda, e->ta, dnnl_dt(e->dtype)));
+    TB_TRY(md_2d(&b_md, e->k, e->n, e->ldb, e->tb, dnnl_dt(e->dtype)));
+    TB_TRY(md_2d(&c_md, e->m, e->n, e->ldc, 0, dnnl_f32));
     dnnl_matmul_desc_t md;
     TB_CHECK_DNNL(dnnl_matmul_desc_init(&md, &a_md, &b_md, NULL, &c_md));
     dnnl_primitive_attr_t attr = NULL;
@@ -355,7 +367,7 @@ static int gemm_key_equal(const gemm_entry *e, const gemm_entry *k)
     return e->used && e->ta == k->ta && e->tb == k->tb && e->m == k->m && e->n == k->n &&
            e->k == k->k && e->lda == k->lda && e->ldb == k->ldb && e->ldc == k->ldc &&
            e->alpha_bits == k->alpha_bits && e->beta_bits == k->beta_bits &&
-           e->math == k->math;
+           e->math == k->math && e->dtype == k->dtype;
 }
 
 /* The cached entry for key, created (evicting the least recently used) if
@@ -394,8 +406,8 @@ static int gemm_check_args(int ta, int tb, int m, int n, int k, int lda, int ldb
     return TB_OK;
 }
 
-static int gemm_run(tb_backend *be, gemm_entry *key, float alpha, const float *a,
-                    const float *b, float beta, float *c)
+static int gemm_run(tb_backend *be, gemm_entry *key, float alpha, const void *a,
+                    const void *b, float beta, float *c)
 {
     dnnl_state *st = state_of(be);
     gemm_entry *e;
@@ -420,12 +432,36 @@ static int cpu_gemm(tb_backend *be, int trans_a, int trans_b, int m, int n, int 
                      const float *a, int lda, const float *b, int ldb, float beta, float *c,
                      int ldc, tb_math math)
 {
+    if (math == TB_MATH_LOWP)
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "gemm: TB_MATH_LOWP takes bf16 operands: use the "
+                       "gemm_lowp slot");
     TB_TRY(check_math(TB_F32, math, "gemm"));
     TB_TRY(gemm_check_args(trans_a, trans_b, m, n, k, lda, ldb, ldc));
     gemm_entry key = {
         .ta = !!trans_a, .tb = !!trans_b, .m = m, .n = n, .k = k,
         .lda = lda, .ldb = ldb, .ldc = ldc,
         .alpha_bits = float_bits(alpha), .beta_bits = float_bits(beta), .math = math,
+    };
+    int prev;
+    lock_enter(be, &prev);
+    int rc = gemm_run(be, &key, alpha, a, b, beta, c);
+    lock_leave(be, prev);
+    return rc;
+}
+
+static int cpu_gemm_lowp(tb_backend *be, tb_dtype dtype, int trans_a, int trans_b, int m, int n,
+                         int k, float alpha, const void *a, int lda, const void *b, int ldb,
+                         float beta, float *c, int ldc)
+{
+    if (dtype == TB_F32)
+        return TB_FAIL(TB_ERR_INVALID, "gemm_lowp: dtype fp32 (use gemm)");
+    TB_TRY(check_math(dtype, TB_MATH_LOWP, "gemm_lowp"));
+    TB_TRY(gemm_check_args(trans_a, trans_b, m, n, k, lda, ldb, ldc));
+    gemm_entry key = {
+        .ta = !!trans_a, .tb = !!trans_b, .m = m, .n = n, .k = k,
+        .lda = lda, .ldb = ldb, .ldc = ldc,
+        .alpha_bits = float_bits(alpha), .beta_bits = float_bits(beta),
+        .math = TB_MATH_LOWP, .dtype = dtype,
     };
     int prev;
     lock_enter(be, &prev);
@@ -455,57 +491,68 @@ typedef struct conv_mds {
     dnnl_memory_desc_t x, w, y, b;
 } conv_mds;
 
-static int conv_user_mds(const tb_conv_desc *d, conv_mds *m)
+/* Inputs of each direction in d->dtype, outputs f32 (lib/backend.h). */
+static int conv_user_mds(const tb_conv_desc *d, tb_conv_kind kind, conv_mds *m)
 {
     int nhwc = d->layout == TB_NHWC;
+    dnnl_data_type_t lp = dnnl_dt(d->dtype);
+    dnnl_data_type_t xt = kind == TB_CONV_BWD_DATA ? dnnl_f32 : lp;
+    dnnl_data_type_t wt = kind == TB_CONV_BWD_FILTER ? dnnl_f32 : lp;
+    dnnl_data_type_t yt = kind == TB_CONV_FWD ? dnnl_f32 : lp;
     dnnl_dims_t x = {d->n, d->c, d->h, d->w};
     dnnl_dims_t w = {d->k, d->c, d->r, d->s};
     dnnl_dims_t y = {d->n, d->k, tb_conv_out_h(d), tb_conv_out_w(d)};
     dnnl_dims_t b = {d->k};
-    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->x, 4, x, dnnl_f32,
-                                               nhwc ? dnnl_nhwc : dnnl_nchw));
-    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->w, 4, w, dnnl_f32,
-                                               nhwc ? dnnl_ohwi : dnnl_oihw));
-    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->y, 4, y, dnnl_f32,
-                                               nhwc ? dnnl_nhwc : dnnl_nchw));
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->x, 4, x, xt, nhwc ? dnnl_nhwc : dnnl_nchw));
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->w, 4, w, wt, nhwc ? dnnl_ohwi : dnnl_oihw));
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->y, 4, y, yt, nhwc ? dnnl_nhwc : dnnl_nchw));
     TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->b, 1, b, dnnl_f32, dnnl_x));
     return TB_OK;
 }
 
-/* The op descs of one part of the algorithm list: activations in the
- * caller's layout (blocked == 0) or "any" (blocked == 1); weights "any". */
+/* x, w, y mds of one direction: activations in the caller's layout
+ * (blocked == 0) or "any" (blocked == 1); weights "any". */
+static int conv_op_mds(const tb_conv_desc *d, tb_conv_kind kind, int blocked, conv_mds *m)
+{
+    TB_TRY(conv_user_mds(d, kind, m));
+    dnnl_dims_t wd = {d->k, d->c, d->r, d->s};
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->w, 4, wd, m->w.data_type,
+                                               dnnl_format_tag_any));
+    if (!blocked)
+        return TB_OK;
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->x, 4, m->x.dims, m->x.data_type,
+                                               dnnl_format_tag_any));
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->y, 4, m->y.dims, m->y.data_type,
+                                               dnnl_format_tag_any));
+    return TB_OK;
+}
+
+/* The op descs of one part of the algorithm list, and the forward desc a
+ * backward one is made from (its dtypes are the forward's: bf16 x and w). */
 static int conv_op_descs(const tb_conv_desc *d, tb_conv_kind kind, int has_bias, int blocked,
                          dnnl_convolution_desc_t *fwd, dnnl_convolution_desc_t *op)
 {
-    conv_mds u;
-    TB_TRY(conv_user_mds(d, &u));
-    dnnl_memory_desc_t x = u.x, y = u.y, w;
-    dnnl_dims_t wd = {d->k, d->c, d->r, d->s};
-    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&w, 4, wd, dnnl_f32, dnnl_format_tag_any));
-    if (blocked) {
-        TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&x, 4, u.x.dims, dnnl_f32,
-                                                   dnnl_format_tag_any));
-        TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&y, 4, u.y.dims, dnnl_f32,
-                                                   dnnl_format_tag_any));
-    }
+    conv_mds f, m;
+    TB_TRY(conv_op_mds(d, TB_CONV_FWD, blocked, &f));
+    TB_TRY(conv_op_mds(d, kind, blocked, &m));
     dnnl_dims_t strides = {d->stride, d->stride}, pad = {d->pad, d->pad};
     /* Right padding so the last window fits exactly, as oneDNN requires. */
     dnnl_dims_t pad_r = {
         (tb_conv_out_h(d) - 1) * d->stride + d->r - d->h - d->pad,
         (tb_conv_out_w(d) - 1) * d->stride + d->s - d->w - d->pad,
     };
-    const dnnl_memory_desc_t *b = has_bias ? &u.b : NULL;
+    const dnnl_memory_desc_t *b = has_bias ? &m.b : NULL;
     TB_CHECK_DNNL(dnnl_convolution_forward_desc_init(fwd, dnnl_forward_training,
-                                                     dnnl_convolution_direct, &x, &w, b, &y,
-                                                     strides, pad, pad_r));
+                                                     dnnl_convolution_direct, &f.x, &f.w, b,
+                                                     &f.y, strides, pad, pad_r));
     if (kind == TB_CONV_FWD)
         *op = *fwd;
     else if (kind == TB_CONV_BWD_DATA)
         TB_CHECK_DNNL(dnnl_convolution_backward_data_desc_init(
-            op, dnnl_convolution_direct, &x, &w, &y, strides, pad, pad_r));
+            op, dnnl_convolution_direct, &m.x, &m.w, &m.y, strides, pad, pad_r));
     else
         TB_CHECK_DNNL(dnnl_convolution_backward_weights_desc_init(
-            op, dnnl_convolution_direct, &x, &w, b, &y, strides, pad, pad_r));
+            op, dnnl_convolution_direct, &m.x, &m.w, b, &m.y, strides, pad, pad_r));
     return TB_OK;
 }
 
@@ -547,7 +594,7 @@ static int conv_walk_part(dnnl_state *st, const tb_conv_desc *d, tb_conv_kind ki
     dnnl_convolution_desc_t fwd, op;
     TB_TRY(conv_op_descs(d, kind, has_bias, blocked, &fwd, &op));
     conv_mds u;
-    TB_TRY(conv_user_mds(d, &u));
+    TB_TRY(conv_user_mds(d, kind, &u));
     int rc = TB_OK;
     dnnl_primitive_desc_t hint = NULL;
     if (kind != TB_CONV_FWD) {
@@ -678,7 +725,7 @@ static int conv_operand_init(dnnl_state *st, conv_operand *o, int arg, int is_ou
 static int conv_entry_operands(dnnl_state *st, conv_entry *e)
 {
     conv_mds u;
-    TB_TRY(conv_user_mds(&e->d, &u));
+    TB_TRY(conv_user_mds(&e->d, e->kind, &u));
     static const struct {
         int arg[3], out[3];
         dnnl_query_t q[3];
@@ -1116,6 +1163,7 @@ int tb_cpu_install_dnnl_ops(tb_backend *be)
                                               dnnl_stream_default_flags), out_release);
     omp_set_num_threads(prev);
     be->gemm = cpu_gemm;
+    be->gemm_lowp = cpu_gemm_lowp;
     be->conv_algo_default = cpu_conv_algo_default;
     be->conv_find = cpu_conv_find;
     be->conv_fwd = cpu_conv_fwd;

@@ -33,8 +33,17 @@
  * CUDNN_TENSOR_NHWC formats. Math: TB_MATH_F32 is CUDNN_FMA_MATH (no
  * tensor cores, allow_tf32 = False); TB_MATH_TF32 is CUDNN_DEFAULT_MATH,
  * which lets cuDNN use TF32 tensor cores on fp32 data (PyTorch's
- * cudnn.allow_tf32 = True, its default). Only fp32 data: other dtypes and
- * TB_MATH_LOWP are TB_ERR_UNSUPPORTED, as on the CPU backend.
+ * cudnn.allow_tf32 = True, its default; in cuDNN 9 this is how TF32 is
+ * allowed, CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION being about fp32 -> fp16).
+ *
+ * Mixed precision (dtype TB_BF16 / TB_F16 with TB_MATH_LOWP, autocast's
+ * conv): x, w and y descriptors in CUDNN_DATA_BFLOAT16 / CUDNN_DATA_HALF,
+ * compute type float, CUDNN_TENSOR_OP_MATH. cuDNN writes the output in the
+ * inputs' dtype; the slot contract wants it fp32, so each direction writes
+ * into a lowp scratch (ctx->conv_lowp) and kernels/cast.cu widens it into
+ * the caller's buffer (bias added and dbias reduced in fp32 afterwards,
+ * through an fp32 twin of the y descriptor). That is PyTorch's arithmetic
+ * too: autocast's conv output and weight gradient are half, then cast.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +51,8 @@
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
+#include "kernels/cast.h"
+#include "kernels/elementwise.h"
 #include "lib/backend.h"
 #include "lib/backend_cuda.h"
 #include "lib/cuda_check.h"
@@ -55,6 +66,7 @@ typedef struct conv_entry {
     int used;
     unsigned long last_use;
     cudnnTensorDescriptor_t x, y, bias;
+    cudnnTensorDescriptor_t yf;        /* y's shape in fp32: bias and dbias of lowp convs */
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv;
     size_t ws[3][MAX_ALGOS];           /* workspace bytes by kind and algorithm */
@@ -119,13 +131,12 @@ static const char *kind_name(tb_conv_kind kind)
 
 static int conv_check(const tb_conv_desc *d, const char *op)
 {
-    if (d->dtype != TB_F32)
-        return TB_FAIL(TB_ERR_UNSUPPORTED, "%s on CUDA: only fp32 tensors are supported (dtype %d)",
-                       op, (int)d->dtype);
-    if (d->math == TB_MATH_LOWP)
-        return TB_FAIL(TB_ERR_UNSUPPORTED, "%s on CUDA: TB_MATH_LOWP needs fp16/bf16 tensors, not "
-                       "supported yet", op);
-    if (d->math != TB_MATH_F32 && d->math != TB_MATH_TF32)
+    if (d->dtype != TB_F32 && d->dtype != TB_BF16 && d->dtype != TB_F16)
+        return TB_FAIL(TB_ERR_INVALID, "%s: unknown dtype %d", op, (int)d->dtype);
+    if ((d->dtype != TB_F32) != (d->math == TB_MATH_LOWP))
+        return TB_FAIL(TB_ERR_INVALID, "%s: dtype %d with math %d (bf16/fp16 go with "
+                       "TB_MATH_LOWP, fp32 with F32 or TF32)", op, (int)d->dtype, (int)d->math);
+    if (d->math != TB_MATH_F32 && d->math != TB_MATH_TF32 && d->math != TB_MATH_LOWP)
         return TB_FAIL(TB_ERR_INVALID, "%s: unknown math mode %d", op, (int)d->math);
     if (d->n < 1 || d->c < 1 || d->h < 1 || d->w < 1 || d->k < 1 || d->r < 1 || d->s < 1 ||
         d->stride < 1 || d->pad < 0 || (d->layout != TB_NCHW && d->layout != TB_NHWC) ||
@@ -154,14 +165,15 @@ static int same_desc(const tb_conv_desc *a, const tb_conv_desc *b)
 static int entry_destroy(conv_entry *e)
 {
     int rc = TB_OK;
-    cudnnStatus_t st[5] = {
+    cudnnStatus_t st[6] = {
         e->x ? cudnnDestroyTensorDescriptor(e->x) : CUDNN_STATUS_SUCCESS,
         e->y ? cudnnDestroyTensorDescriptor(e->y) : CUDNN_STATUS_SUCCESS,
+        e->yf ? cudnnDestroyTensorDescriptor(e->yf) : CUDNN_STATUS_SUCCESS,
         e->bias ? cudnnDestroyTensorDescriptor(e->bias) : CUDNN_STATUS_SUCCESS,
         e->w ? cudnnDestroyFilterDescriptor(e->w) : CUDNN_STATUS_SUCCESS,
         e->conv ? cudnnDestroyConvolutionDescriptor(e->conv) : CUDNN_STATUS_SUCCESS,
     };
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         if (st[i] != CUDNN_STATUS_SUCCESS && rc == TB_OK)
             rc = TB_FAIL(TB_ERR_CUDNN, "destroying a convolution descriptor: %s",
                          cudnnGetErrorString(st[i]));
@@ -173,19 +185,25 @@ static int entry_destroy(conv_entry *e)
 static int entry_init(conv_entry *e, const tb_conv_desc *d)
 {
     cudnnTensorFormat_t fmt = d->layout == TB_NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-    cudnnMathType_t math = d->math == TB_MATH_TF32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    cudnnMathType_t math = d->math == TB_MATH_TF32 ? CUDNN_DEFAULT_MATH
+                         : d->math == TB_MATH_LOWP ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+    cudnnDataType_t dt = d->dtype == TB_BF16 ? CUDNN_DATA_BFLOAT16
+                       : d->dtype == TB_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
 
     e->d = *d;
     TB_CHECK_CUDNN(cudnnCreateTensorDescriptor(&e->x));
     TB_CHECK_CUDNN(cudnnCreateTensorDescriptor(&e->y));
+    TB_CHECK_CUDNN(cudnnCreateTensorDescriptor(&e->yf));
     TB_CHECK_CUDNN(cudnnCreateTensorDescriptor(&e->bias));
     TB_CHECK_CUDNN(cudnnCreateFilterDescriptor(&e->w));
     TB_CHECK_CUDNN(cudnnCreateConvolutionDescriptor(&e->conv));
-    TB_CHECK_CUDNN(cudnnSetTensor4dDescriptor(e->x, fmt, CUDNN_DATA_FLOAT, d->n, d->c, d->h, d->w));
-    TB_CHECK_CUDNN(cudnnSetTensor4dDescriptor(e->y, fmt, CUDNN_DATA_FLOAT, d->n, d->k,
+    TB_CHECK_CUDNN(cudnnSetTensor4dDescriptor(e->x, fmt, dt, d->n, d->c, d->h, d->w));
+    TB_CHECK_CUDNN(cudnnSetTensor4dDescriptor(e->y, fmt, dt, d->n, d->k, tb_conv_out_h(d),
+                                              tb_conv_out_w(d)));
+    TB_CHECK_CUDNN(cudnnSetTensor4dDescriptor(e->yf, fmt, CUDNN_DATA_FLOAT, d->n, d->k,
                                               tb_conv_out_h(d), tb_conv_out_w(d)));
     TB_CHECK_CUDNN(cudnnSetTensor4dDescriptor(e->bias, fmt, CUDNN_DATA_FLOAT, 1, d->k, 1, 1));
-    TB_CHECK_CUDNN(cudnnSetFilter4dDescriptor(e->w, CUDNN_DATA_FLOAT, fmt, d->k, d->c, d->r, d->s));
+    TB_CHECK_CUDNN(cudnnSetFilter4dDescriptor(e->w, dt, fmt, d->k, d->c, d->r, d->s));
     TB_CHECK_CUDNN(cudnnSetConvolution2dDescriptor(e->conv, d->pad, d->pad, d->stride, d->stride,
                                                    1, 1, CUDNN_CROSS_CORRELATION,
                                                    CUDNN_DATA_FLOAT));
@@ -488,6 +506,29 @@ static int conv_prepare(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind
     return TB_OK;
 }
 
+/* Elements of x, w and y. */
+static size_t conv_nx(const tb_conv_desc *d) { return (size_t)d->n * d->c * d->h * d->w; }
+static size_t conv_nw(const tb_conv_desc *d) { return (size_t)d->k * d->c * d->r * d->s; }
+static size_t conv_ny(const tb_conv_desc *d)
+{
+    return (size_t)d->n * d->k * tb_conv_out_h(d) * tb_conv_out_w(d);
+}
+
+/* Lowp convolutions: `lowp` elements of 2 bytes, then `f32` floats, in
+ * ctx->conv_lowp (grow-only, stream-ordered like conv_ws). */
+static int lowp_scratch(tb_backend *be, size_t lowp, size_t f32, uint16_t **lp, float **fp)
+{
+    size_t lp_bytes = (lowp * 2 + 255) / 256 * 256;
+    void *p;
+    TB_TRY(tb_cuda_scratch_get(be, &tb_cuda_ctx(be)->conv_lowp, lp_bytes + f32 * sizeof(float),
+                               &p));
+    *lp = p;
+    *fp = (float *)((char *)p + lp_bytes);
+    return TB_OK;
+}
+
+static void *compute_stream(tb_backend *be) { return (void *)tb_cuda_ctx(be)->compute; }
+
 static int cuda_conv_fwd(tb_backend *be, const tb_conv_desc *d, int algo, const float *x,
                          const float *w, const float *bias, float *y)
 {
@@ -498,11 +539,19 @@ static int cuda_conv_fwd(tb_backend *be, const tb_conv_desc *d, int algo, const 
 
     TB_TRY(conv_prepare(be, d, TB_CONV_FWD, algo, "conv_fwd", &e, &ws, &ws_len));
     cudnnHandle_t h = tb_cuda_ctx(be)->cudnn;
+    int lowp = d->dtype != TB_F32;
+    uint16_t *y_lp = NULL;
+    float *unused;
+    if (lowp)
+        TB_TRY(lowp_scratch(be, conv_ny(d), 0, &y_lp, &unused));
     TB_CHECK_CUDNN(cudnnConvolutionForward(h, &one, e->x, x, e->w, w, e->conv,
                                            (cudnnConvolutionFwdAlgo_t)algo, ws, ws_len, &zero,
-                                           e->y, y));
+                                           e->y, lowp ? (void *)y_lp : (void *)y));
+    if (lowp)
+        TB_TRY(tb_cuda_cast_lowp_to_f32(d->dtype == TB_BF16, y_lp, y, conv_ny(d),
+                                        compute_stream(be)));
     if (bias)
-        TB_CHECK_CUDNN(cudnnAddTensor(h, &one, e->bias, bias, &one, e->y, y));
+        TB_CHECK_CUDNN(cudnnAddTensor(h, &one, e->bias, bias, &one, e->yf, y));
     return TB_OK;
 }
 
@@ -515,9 +564,48 @@ static int cuda_conv_bwd_data(tb_backend *be, const tb_conv_desc *d, int algo, c
     size_t ws_len;
 
     TB_TRY(conv_prepare(be, d, TB_CONV_BWD_DATA, algo, "conv_bwd_data", &e, &ws, &ws_len));
+    int lowp = d->dtype != TB_F32;
+    uint16_t *dx_lp = NULL;
+    float *unused;
+    if (lowp)
+        TB_TRY(lowp_scratch(be, conv_nx(d), 0, &dx_lp, &unused));
     TB_CHECK_CUDNN(cudnnConvolutionBackwardData(tb_cuda_ctx(be)->cudnn, &one, e->w, w, e->y, dy,
                                                 e->conv, (cudnnConvolutionBwdDataAlgo_t)algo, ws,
-                                                ws_len, &zero, e->x, dx));
+                                                ws_len, &zero, e->x,
+                                                lowp ? (void *)dx_lp : (void *)dx));
+    if (lowp)
+        TB_TRY(tb_cuda_cast_lowp_to_f32(d->dtype == TB_BF16, dx_lp, dx, conv_nx(d),
+                                        compute_stream(be)));
+    return TB_OK;
+}
+
+/* dw in lowp (cuDNN's filter dtype is x's), widened to fp32 and written or
+ * added; dbias reduced in fp32 from dy widened. */
+static int conv_bwd_filter_lowp(tb_backend *be, const tb_conv_desc *d, conv_entry *e, int algo,
+                                void *ws, size_t ws_len, const float *x, const float *dy,
+                                float *dw, float *dbias, int accumulate)
+{
+    const float one = 1.0f, zero = 0.0f, beta = accumulate ? 1.0f : 0.0f;
+    cudnnHandle_t h = tb_cuda_ctx(be)->cudnn;
+    int bf16 = d->dtype == TB_BF16;
+    size_t nw = conv_nw(d), ny = conv_ny(d);
+    size_t f32 = (accumulate ? nw : 0) > (dbias ? ny : 0) ? nw : (dbias ? ny : 0);
+    uint16_t *dw_lp;
+    float *tmp;
+    TB_TRY(lowp_scratch(be, nw, f32, &dw_lp, &tmp));
+    TB_CHECK_CUDNN(cudnnConvolutionBackwardFilter(h, &one, e->x, x, e->y, dy, e->conv,
+                                                  (cudnnConvolutionBwdFilterAlgo_t)algo, ws,
+                                                  ws_len, &zero, e->w, dw_lp));
+    if (accumulate) {
+        TB_TRY(tb_cuda_cast_lowp_to_f32(bf16, dw_lp, tmp, nw, compute_stream(be)));
+        TB_TRY(tb_cuda_add(dw, tmp, dw, nw, compute_stream(be)));
+    } else {
+        TB_TRY(tb_cuda_cast_lowp_to_f32(bf16, dw_lp, dw, nw, compute_stream(be)));
+    }
+    if (!dbias)
+        return TB_OK;
+    TB_TRY(tb_cuda_cast_lowp_to_f32(bf16, (const uint16_t *)dy, tmp, ny, compute_stream(be)));
+    TB_CHECK_CUDNN(cudnnConvolutionBackwardBias(h, &one, e->yf, tmp, &beta, e->bias, dbias));
     return TB_OK;
 }
 
@@ -531,6 +619,8 @@ static int cuda_conv_bwd_filter(tb_backend *be, const tb_conv_desc *d, int algo,
 
     TB_TRY(conv_prepare(be, d, TB_CONV_BWD_FILTER, algo, "conv_bwd_filter", &e, &ws, &ws_len));
     cudnnHandle_t h = tb_cuda_ctx(be)->cudnn;
+    if (d->dtype != TB_F32)
+        return conv_bwd_filter_lowp(be, d, e, algo, ws, ws_len, x, dy, dw, dbias, accumulate);
     TB_CHECK_CUDNN(cudnnConvolutionBackwardFilter(h, &one, e->x, x, e->y, dy, e->conv,
                                                   (cudnnConvolutionBwdFilterAlgo_t)algo, ws,
                                                   ws_len, &beta, e->w, dw));

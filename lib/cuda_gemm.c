@@ -11,9 +11,10 @@
  *   TB_MATH_F32   CUBLAS_COMPUTE_32F: plain fp32 (PyTorch's allow_tf32 = False)
  *   TB_MATH_TF32  CUBLAS_COMPUTE_32F_FAST_TF32: fp32 storage, tensor-core
  *                 TF32 multiplies with fp32 accumulation (allow_tf32 = True)
- *   TB_MATH_LOWP  TB_ERR_UNSUPPORTED for now: fp16/bf16 storage needs
- *                 half-precision tensors, which the library does not have yet
- *                 (the CPU backend refuses it too).
+ *   TB_MATH_LOWP  not through gemm (its operands are float *): the gemm_lowp
+ *                 slot takes bf16 / fp16 A and B (CUDA_R_16BF / CUDA_R_16F)
+ *                 with an fp32 C and CUBLAS_COMPUTE_32F (fp32 accumulation,
+ *                 tensor cores), autocast's linear.
  * The compute type is per call, so no handle state (cublasSetMathMode) is
  * touched and calls with different math can interleave.
  * beta == 0: cuBLAS does not read C then, as the slot requires.
@@ -27,8 +28,8 @@ static int gemm_check(int trans_a, int trans_b, int m, int n, int k, int lda, in
                       tb_math math)
 {
     if (math == TB_MATH_LOWP)
-        return TB_FAIL(TB_ERR_UNSUPPORTED, "gemm on CUDA: TB_MATH_LOWP needs fp16/bf16 tensors, "
-                       "not supported yet");
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "gemm on CUDA: TB_MATH_LOWP takes bf16/fp16 operands: "
+                       "use the gemm_lowp slot");
     if (math != TB_MATH_F32 && math != TB_MATH_TF32)
         return TB_FAIL(TB_ERR_INVALID, "gemm: unknown math mode %d", (int)math);
     if (m < 0 || n < 0 || k < 0)
@@ -60,4 +61,26 @@ static int cuda_gemm(tb_backend *be, int trans_a, int trans_b, int m, int n, int
     return TB_OK;
 }
 
-void tb_cuda_install_gemm(tb_backend *be) { be->gemm = cuda_gemm; }
+static int cuda_gemm_lowp(tb_backend *be, tb_dtype dtype, int trans_a, int trans_b, int m, int n,
+                          int k, float alpha, const void *a, int lda, const void *b, int ldb,
+                          float beta, float *c, int ldc)
+{
+    if (dtype != TB_BF16 && dtype != TB_F16)
+        return TB_FAIL(TB_ERR_INVALID, "gemm_lowp: dtype %d is not bf16 or fp16", (int)dtype);
+    TB_TRY(gemm_check(trans_a, trans_b, m, n, k, lda, ldb, ldc, TB_MATH_F32));
+    if (m == 0 || n == 0)
+        return TB_OK;
+    TB_TRY(tb_cuda_bind(be));
+    cudaDataType_t t = dtype == TB_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    TB_CHECK_CUBLAS(cublasGemmEx(tb_cuda_ctx(be)->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                 trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, t, ldb,
+                                 a, t, lda, &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+                                 CUBLAS_GEMM_DEFAULT));
+    return TB_OK;
+}
+
+void tb_cuda_install_gemm(tb_backend *be)
+{
+    be->gemm = cuda_gemm;
+    be->gemm_lowp = cuda_gemm_lowp;
+}
