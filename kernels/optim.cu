@@ -16,6 +16,11 @@
  * backend (lib/cpu_ops.c) whose tests check it; they agree within float
  * rounding (nvcc may contract a multiply and an add into an FMA).
  *
+ * Large-batch optimizers (LARS, LAMB, NovoGrad) need a norm per tensor
+ * before any element moves: lb_partial_kernel, lb_scalar_kernel and
+ * lb_apply_kernel (kernels/optim.h says how they split the work), used per
+ * tensor or once over all tensors (fused).
+ *
  * Build check (no GPU needed): bazel build //kernels:ops_cuda.
  */
 #include <cuda_runtime.h>
@@ -24,6 +29,7 @@
 #include "kernels/launch.cuh"
 #include "kernels/optim.h"
 #include "kernels/optim_math.h"
+#include "lib/backend.h"
 #include "lib/cuda_check.h"
 #include "lib/status.h"
 
@@ -93,6 +99,119 @@ extern "C" int tb_cuda_opt_fused(tb_opt_fused_kind kind, const tb_sgd_coef *sgd,
     if (adamw)
         a = *adamw;
     opt_fused_kernel<<<(unsigned)nchunks, TB_BLOCK, 0, (cudaStream_t)stream>>>(kind, s, a, chunks);
+    TB_CHECK_LAUNCH();
+    return TB_OK;
+}
+
+/* ---------------------------------------------------------------- large batch */
+
+#define FULL_MASK 0xffffffffu
+
+/* Sum of v over the block (TB_BLOCK threads), in a fixed order; every
+ * thread gets the result. */
+__device__ float lb_block_sum(float v, float *smem)
+{
+    for (int d = 16; d > 0; d >>= 1)
+        v += __shfl_xor_sync(FULL_MASK, v, d);
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    __syncthreads(); /* smem may still be read from a previous call */
+    if (lane == 0)
+        smem[warp] = v;
+    __syncthreads();
+    v = lane < TB_BLOCK / 32 ? smem[lane] : 0.0f;
+    for (int d = 16; d > 0; d >>= 1)
+        v += __shfl_xor_sync(FULL_MASK, v, d);
+    return v;
+}
+
+__global__ void __launch_bounds__(TB_BLOCK) lb_partial_kernel(tb_lb_coefs k,
+                                                              const tb_opt_chunk *chunks,
+                                                              float *partial)
+{
+    __shared__ float smem[TB_BLOCK / 32];
+    tb_opt_chunk ch = chunks[blockIdx.x];
+    float s0 = 0.0f, s1 = 0.0f;
+    float inv = k.kind == TB_OPT_LARS ? k.lars.inv_scale : k.novo.inv_scale;
+    for (size_t i = threadIdx.x; i < ch.n; i += blockDim.x) {
+        float p = ch.param[i], o;
+        if (k.kind == TB_OPT_LAMB) {
+            tb_lamb_moments(&k.lamb, ch.grad[i], &ch.state1[i], &ch.state2[i]);
+            o = tb_lamb_dir(&k.lamb, p, ch.state1[i], ch.state2[i]);
+        } else {
+            o = tb_lb_unscale(ch.grad[i], inv);
+        }
+        s0 += p * p;
+        s1 += o * o;
+    }
+    s0 = lb_block_sum(s0, smem);
+    s1 = lb_block_sum(s1, smem);
+    if (threadIdx.x == 0) {
+        partial[2 * blockIdx.x] = s0;
+        partial[2 * blockIdx.x + 1] = s1;
+    }
+}
+
+__global__ void lb_scalar_kernel(tb_lb_coefs k, const tb_opt_chunk *chunks, int nchunks,
+                                 const float *partial, float *scalars)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= nchunks || (c > 0 && chunks[c - 1].tensor == chunks[c].tensor))
+        return;
+    int t = chunks[c].tensor;
+    double s0 = 0.0, s1 = 0.0;
+    for (int j = c; j < nchunks && chunks[j].tensor == t; j++) {
+        s0 += partial[2 * j];
+        s1 += partial[2 * j + 1];
+    }
+    float w_norm = (float)sqrt(s0), o_norm = (float)sqrt(s1);
+    float r;
+    if (k.kind == TB_OPT_LARS) {
+        r = tb_lars_trust(&k.lars, w_norm, o_norm);
+    } else if (k.kind == TB_OPT_LAMB) {
+        r = tb_lamb_scale(&k.lamb, w_norm, o_norm);
+    } else {
+        float v = tb_novograd_v(&k.novo, *chunks[c].tensor_state, (float)s1);
+        *chunks[c].tensor_state = v;
+        r = tb_novograd_denom(&k.novo, v);
+    }
+    scalars[t] = r;
+}
+
+__global__ void __launch_bounds__(TB_BLOCK) lb_apply_kernel(tb_lb_coefs k,
+                                                            const tb_opt_chunk *chunks,
+                                                            const float *scalars)
+{
+    tb_opt_chunk ch = chunks[blockIdx.x];
+    float r = scalars[ch.tensor];
+    for (size_t i = threadIdx.x; i < ch.n; i += blockDim.x) {
+        if (k.kind == TB_OPT_LARS) {
+            /* momentum 0: no buffer, never dereferenced; any valid pointer
+             * (a local's address would cost a stack frame) */
+            tb_lars_elem(&k.lars, r, &ch.param[i], ch.grad[i],
+                         ch.state1 ? &ch.state1[i] : &ch.param[i]);
+        } else if (k.kind == TB_OPT_LAMB) {
+            tb_lamb_apply(&k.lamb, r, &ch.param[i], ch.state1[i], ch.state2[i]);
+        } else {
+            tb_novograd_elem(&k.novo, r, &ch.param[i], ch.grad[i], &ch.state1[i]);
+        }
+    }
+}
+
+extern "C" int tb_cuda_opt_lb(const tb_lb_coefs *k, const tb_opt_chunk *chunks, int nchunks,
+                              float *partial, float *scalars, void *stream)
+{
+    if (!k || k->kind < TB_OPT_LARS || k->kind > TB_OPT_NOVOGRAD)
+        return TB_FAIL(TB_ERR_INVALID, "tb_cuda_opt_lb: kind %d is not a large-batch optimizer",
+                       k ? k->kind : -1);
+    if (nchunks <= 0)
+        return TB_OK;
+    cudaStream_t s = (cudaStream_t)stream;
+    lb_partial_kernel<<<(unsigned)nchunks, TB_BLOCK, 0, s>>>(*k, chunks, partial);
+    TB_CHECK_LAUNCH();
+    lb_scalar_kernel<<<(unsigned)((nchunks + TB_BLOCK - 1) / TB_BLOCK), TB_BLOCK, 0, s>>>(
+        *k, chunks, nchunks, partial, scalars);
+    TB_CHECK_LAUNCH();
+    lb_apply_kernel<<<(unsigned)nchunks, TB_BLOCK, 0, s>>>(*k, chunks, scalars);
     TB_CHECK_LAUNCH();
     return TB_OK;
 }

@@ -46,6 +46,8 @@ typedef struct tb_opt_chunk {
     const float *grad;
     float *state1, *state2;
     uint64_t n;
+    float *tensor_state;      /* the tensor's tb_param_view.tensor_state (NovoGrad) */
+    int tensor;               /* index of the tensor the chunk belongs to */
 } tb_opt_chunk;
 
 #define TB_OPT_CHUNK 65536
@@ -56,6 +58,28 @@ typedef enum tb_opt_fused_kind { TB_FUSED_SGD = 0, TB_FUSED_ADAMW = 1 } tb_opt_f
  * kind given (the other may be NULL). */
 int tb_cuda_opt_fused(tb_opt_fused_kind kind, const tb_sgd_coef *sgd, const tb_adamw_coef *adamw,
                       const tb_opt_chunk *chunks, int nchunks, void *stream);
+
+/* ---- large-batch optimizers (LARS, LAMB, NovoGrad): three launches over
+ * a chunk table whose chunks of one tensor are consecutive:
+ *   partial  one block per chunk: phase 1 (LAMB's moments) and the chunk's
+ *            two sums of squares, float, into partial[2 * chunk]
+ *   scalar   one thread per chunk; the first chunk of each tensor adds its
+ *            tensor's partials in order (double), computes the per-tensor
+ *            scalar into scalars[tensor] and advances NovoGrad's state
+ *   apply    one block per chunk: phase 2 with scalars[chunk.tensor]
+ * Per tensor: the caller launches the three for one tensor's chunks at a
+ * time (chunks and partial offset alike); fused: once over all. No atomics:
+ * the result does not depend on scheduling. */
+typedef struct tb_lb_coefs {
+    int kind;                 /* tb_opt_kind: TB_OPT_LARS, TB_OPT_LAMB, TB_OPT_NOVOGRAD */
+    tb_lars_coef lars;
+    tb_lamb_coef lamb;
+    tb_novograd_coef novo;
+} tb_lb_coefs;
+
+/* partial: 2 * nchunks floats; scalars: one float per tensor index. */
+int tb_cuda_opt_lb(const tb_lb_coefs *k, const tb_opt_chunk *chunks, int nchunks, float *partial,
+                   float *scalars, void *stream);
 
 #ifdef __cplusplus
 }

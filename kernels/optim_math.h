@@ -3,7 +3,8 @@
  * (lib/cpu_ops.c) and the CUDA kernels, so that the CPU tests
  * (lib/cpu_ops_test.c) check the GPU's arithmetic.
  *
- * PyTorch semantics (torch.optim, foreach=False, dampening 0, nesterov off):
+ * PyTorch semantics (torch.optim, foreach=False, dampening 0, nesterov off;
+ * the large-batch optimizers at the end say whose semantics they follow):
  *   SGD:   d = g (+ wd p); buf = d on the first step, else momentum buf + d;
  *          p -= lr buf (momentum 0: p -= lr d, no buffer)
  *   AdamW: p *= 1 - lr wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
@@ -124,6 +125,162 @@ TB_HD void tb_adamw_elem(const tb_adamw_coef *k, float *p, float g_raw, float *m
     *p = tb_opt_step_addcdiv(pp, mm, denom, k->neg_step_size);
     *m = mm;
     *v = vv;
+}
+
+/* ---- large-batch optimizers: LARS, LAMB, NovoGrad ----
+ * Each needs a norm per tensor before it can update any element, so each is
+ * two phases: phase 1 reduces sums of squares over a tensor (in double on
+ * the CPU; float partials per CUDA block, summed in double per tensor),
+ * a per-tensor scalar is computed from them (the *_trust / *_denom
+ * functions), and phase 2 updates every element with that scalar.
+ *   LARS (You et al. 2017, torchlars / apex semantics):
+ *     g = grad / grad_scale; trust = eta |p| / (|g| + wd |p| + eps) when
+ *     |p| > 0 and |g| > 0, else 1; d = trust (g + wd p);
+ *     buf = d on the first step, else momentum buf + d; p -= lr buf
+ *   LAMB (You et al. 2019, bias-corrected, decoupled weight decay in u):
+ *     m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+ *     u = (m / bc1) / (sqrt(v / bc2) + eps) + wd p;
+ *     trust = |p| / |u| when both > 0, else 1; p -= lr trust u
+ *     (phase 1 writes m, v and reduces |p|^2, |u|^2; phase 2 recomputes u
+ *     from the new m, v with the same function, so no u buffer is kept)
+ *   NovoGrad (Ginsburg et al. 2019, OpenSeq2Seq without grad averaging):
+ *     per-tensor scalar v = |g|^2 on the first step, else
+ *     b2 v + (1-b2) |g|^2 (tb_param_view.tensor_state);
+ *     d = g / (sqrt(v) + eps) + wd p; m = b1 m + d; p -= lr m */
+
+typedef struct tb_lars_coef {
+    float inv_scale, weight_decay, momentum, neg_lr, trust_coef, eps;
+    int first;
+} tb_lars_coef;
+
+TB_HD tb_lars_coef tb_lars_coef_make(float lr, float momentum, float weight_decay,
+                                     float trust_coef, float eps, int step, float grad_scale)
+{
+    tb_lars_coef k;
+    k.inv_scale = (float)(1.0 / (double)grad_scale);
+    k.weight_decay = weight_decay;
+    k.momentum = momentum;
+    k.neg_lr = -lr;
+    k.trust_coef = trust_coef;
+    k.eps = eps;
+    k.first = step <= 1;
+    return k;
+}
+
+/* The unscaled gradient element, whose square phase 1 sums. */
+TB_HD float tb_lb_unscale(float g_raw, float inv_scale) { return tb_opt_step_mul(g_raw, inv_scale); }
+
+TB_HD float tb_lars_trust(const tb_lars_coef *k, float w_norm, float g_norm)
+{
+    if (w_norm > 0.0f && g_norm > 0.0f)
+        return k->trust_coef * w_norm / (g_norm + k->weight_decay * w_norm + k->eps);
+    return 1.0f;
+}
+
+/* One element; buf ignored when momentum == 0. */
+TB_HD void tb_lars_elem(const tb_lars_coef *k, float trust, float *p, float g_raw, float *buf)
+{
+    float d = tb_opt_step_add(tb_lb_unscale(g_raw, k->inv_scale), *p, k->weight_decay);
+    d = tb_opt_step_mul(d, trust);
+    if (k->momentum != 0.0f) {
+        *buf = k->first ? d : tb_opt_step_add(tb_opt_step_mul(*buf, k->momentum), d, 1.0f);
+        d = *buf;
+    }
+    *p = tb_opt_step_add(*p, d, k->neg_lr);
+}
+
+typedef struct tb_lamb_coef {
+    float inv_scale, weight_decay;
+    float beta1, one_minus_beta1, beta2, one_minus_beta2;
+    float bc1, bc2;           /* 1 - beta^step, computed in double */
+    float eps, neg_lr;
+} tb_lamb_coef;
+
+/* REQUIRES: step >= 1. */
+TB_HD tb_lamb_coef tb_lamb_coef_make(float lr, float weight_decay, float beta1, float beta2,
+                                     float eps, int step, float grad_scale)
+{
+    tb_lamb_coef k;
+    k.inv_scale = (float)(1.0 / (double)grad_scale);
+    k.weight_decay = weight_decay;
+    k.beta1 = beta1;
+    k.one_minus_beta1 = (float)(1.0 - (double)beta1);
+    k.beta2 = beta2;
+    k.one_minus_beta2 = (float)(1.0 - (double)beta2);
+    k.bc1 = (float)(1.0 - pow((double)beta1, (double)step));
+    k.bc2 = (float)(1.0 - pow((double)beta2, (double)step));
+    k.eps = eps;
+    k.neg_lr = -lr;
+    return k;
+}
+
+/* Phase 1, per element: the moments. */
+TB_HD void tb_lamb_moments(const tb_lamb_coef *k, float g_raw, float *m, float *v)
+{
+    float g = tb_lb_unscale(g_raw, k->inv_scale);
+    *m = tb_opt_step_add(tb_opt_step_mul(*m, k->beta1), g, k->one_minus_beta1);
+    *v = tb_opt_step_addcmul(tb_opt_step_mul(*v, k->beta2), g, g, k->one_minus_beta2);
+}
+
+/* The update direction u from the (new) moments and the parameter. */
+TB_HD float tb_lamb_dir(const tb_lamb_coef *k, float p, float m, float v)
+{
+    float denom = tb_opt_step_add_scalar(tb_opt_step_sqrt(tb_opt_step_div(v, k->bc2)), k->eps);
+    return tb_opt_step_add(tb_opt_step_div(tb_opt_step_div(m, k->bc1), denom), p,
+                           k->weight_decay);
+}
+
+/* The per-tensor step scale -lr * trust. */
+TB_HD float tb_lamb_scale(const tb_lamb_coef *k, float w_norm, float u_norm)
+{
+    float trust = (w_norm > 0.0f && u_norm > 0.0f) ? w_norm / u_norm : 1.0f;
+    return k->neg_lr * trust;
+}
+
+TB_HD void tb_lamb_apply(const tb_lamb_coef *k, float scale, float *p, float m, float v)
+{
+    *p = tb_opt_step_add(*p, tb_lamb_dir(k, *p, m, v), scale);
+}
+
+typedef struct tb_novograd_coef {
+    float inv_scale, weight_decay, beta1, beta2, one_minus_beta2, eps, neg_lr;
+    int first;
+} tb_novograd_coef;
+
+TB_HD tb_novograd_coef tb_novograd_coef_make(float lr, float weight_decay, float beta1,
+                                             float beta2, float eps, int step, float grad_scale)
+{
+    tb_novograd_coef k;
+    k.inv_scale = (float)(1.0 / (double)grad_scale);
+    k.weight_decay = weight_decay;
+    k.beta1 = beta1;
+    k.beta2 = beta2;
+    k.one_minus_beta2 = (float)(1.0 - (double)beta2);
+    k.eps = eps;
+    k.neg_lr = -lr;
+    k.first = step <= 1;
+    return k;
+}
+
+/* The tensor's new second moment from the old one and |g|^2. */
+TB_HD float tb_novograd_v(const tb_novograd_coef *k, float v_old, float g_norm2)
+{
+    return k->first ? g_norm2
+                    : tb_opt_step_add(tb_opt_step_mul(v_old, k->beta2), g_norm2, k->one_minus_beta2);
+}
+
+TB_HD float tb_novograd_denom(const tb_novograd_coef *k, float v)
+{
+    return tb_opt_step_add_scalar(tb_opt_step_sqrt(v), k->eps);
+}
+
+TB_HD void tb_novograd_elem(const tb_novograd_coef *k, float denom, float *p, float g_raw,
+                            float *m)
+{
+    float d = tb_opt_step_div(tb_lb_unscale(g_raw, k->inv_scale), denom);
+    d = tb_opt_step_add(d, *p, k->weight_decay);
+    *m = tb_opt_step_add(tb_opt_step_mul(*m, k->beta1), d, 1.0f);
+    *p = tb_opt_step_add(*p, *m, k->neg_lr);
 }
 
 #endif

@@ -116,10 +116,16 @@ typedef struct tb_opt_hparams {
 } tb_opt_hparams;
 
 /* One parameter tensor as the optimizer sees it: state buffers are n floats
- * each (NULL where the optimizer has none). */
+ * each (NULL where the optimizer has none). tensor_state: ONE float of
+ * per-tensor state (device memory), NovoGrad's second moment of the
+ * tensor's gradient norm; NULL for the other optimizers.
+ * Which buffers each kind needs: SGD state1 when momentum != 0; AdamW and
+ * LAMB state1, state2; LARS state1 when momentum != 0; NovoGrad state1 and
+ * tensor_state. */
 typedef struct tb_param_view {
     float *param, *grad, *state1, *state2;
     size_t n;
+    float *tensor_state;
 } tb_param_view;
 
 typedef struct tb_bn_desc {

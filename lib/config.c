@@ -5,9 +5,9 @@
 
 #include "lib/status.h"
 
-const char *const tb_model_names[] = {"small_cnn", "wide_cnn", NULL};
+const char *const tb_model_names[] = {"small_cnn", "wide_cnn", "transformer", NULL};
 const char *const tb_dataset_names[] = {"fashion_mnist", "synthetic", NULL};
-const char *const tb_optimizer_names[] = {"sgd", "adamw", NULL};
+const char *const tb_optimizer_names[] = {"sgd", "adamw", "lars", "lamb", "novograd", NULL};
 static const char *const worker_mode_names[] = {"threads", "processes", NULL};
 
 void config_defaults(tb_config *cfg)
@@ -53,6 +53,16 @@ void config_defaults(tb_config *cfg)
         .detect_anomaly = 0,
         .loss_read_every = 1,
         .eval_no_grad = 0,
+        .trust_coef = 0.001,
+        .fused_attention = 0,
+        .fused_layernorm = 0,
+        .val_every = 1,
+        .target_accuracy = 0,
+        .max_time = 0,
+        .trace = NULL,
+        .tensors_on_device = 0,
+        .augment_on_device = 0,
+        .cuda_graphs = 0,
     };
 }
 
@@ -61,7 +71,7 @@ void config_defaults(tb_config *cfg)
 
 const tb_flag *config_flags(tb_config *cfg, size_t *n)
 {
-    static tb_flag table[40];
+    static tb_flag table[72];
     const tb_flag flags[] = {
         FLAG("device", TB_FLAG_STRING, device, "auto, cpu, cuda or cuda:N"),
         FLAG("threads", TB_FLAG_INT, threads, "CPU kernel threads, 0 = all cores"),
@@ -96,6 +106,20 @@ const tb_flag *config_flags(tb_config *cfg, size_t *n)
         FLAG("accum-steps", TB_FLAG_INT, accum_steps, "micro-batches of gradient accumulation per optimizer step"),
         FLAG("warmup-steps", TB_FLAG_INT, warmup_steps, "linear learning-rate warm-up steps"),
         FLAG("lr-base-batch", TB_FLAG_INT, lr_base_batch, "> 0: scale lr by batch*accum/this (linear scaling rule)"),
+        FLAG("trust-coef", TB_FLAG_DOUBLE, trust_coef, "LARS trust coefficient (eta)"),
+        FLAG("fused-attention", TB_FLAG_BOOL, fused_attention, "transformer: tiled attention with online softmax (scaled_dot_product_attention) instead of materialized scores"),
+        FLAG("fused-layernorm", TB_FLAG_BOOL, fused_layernorm, "transformer: one-pass layer norm (apex FusedLayerNorm)"),
+        FLAG("checkpointing", TB_FLAG_BOOL, checkpointing, "recompute cheap layers (BN+ReLU, GELU, pooling) in backward instead of storing them"),
+        FLAG("detect-anomaly", TB_FLAG_BOOL, detect_anomaly, "NaN/Inf check after every op, forward and backward (autograd.detect_anomaly)"),
+        FLAG("loss-read-every", TB_FLAG_INT, loss_read_every, "copy the loss to the host every N steps (1 = every step, .item())"),
+        FLAG("eval-no-grad", TB_FLAG_BOOL, eval_no_grad, "evaluate under no_grad: no activations kept for backward"),
+        FLAG("val-every", TB_FLAG_INT, val_every, "evaluate every N epochs (0 = only after the last); check_val_every_n_epoch"),
+        FLAG("target-accuracy", TB_FLAG_DOUBLE, target_accuracy, "> 0: stop when an evaluation reaches this accuracy (e.g. 0.85)"),
+        FLAG("max-time", TB_FLAG_DOUBLE, max_time, "> 0: stop training after this many seconds"),
+        FLAG("trace", TB_FLAG_STRING, trace, "write each step's phases as a Chrome trace JSON (Perfetto) to this path"),
+        FLAG("tensors-on-device", TB_FLAG_BOOL, tensors_on_device, "create tensors (one-hot labels, masks) with device ops instead of on the host + copy"),
+        FLAG("augment-on-device", TB_FLAG_BOOL, augment_on_device, "crop + flip + normalize on the device instead of in the loader"),
+        FLAG("cuda-graphs", TB_FLAG_BOOL, cuda_graphs, "capture one training step as a CUDA graph and replay it (CUDA only)"),
     };
     size_t count = sizeof flags / sizeof flags[0];
     _Static_assert(sizeof flags / sizeof flags[0] <= sizeof table / sizeof table[0],
@@ -124,6 +148,21 @@ static int check_not_yet(const tb_config *cfg)
     return TB_OK;
 }
 
+/* The rest of issue 5's toggles, refused while their library part is
+ * missing (each line goes when its toggle lands). */
+static int check_toggles_pending(const tb_config *cfg)
+{
+    if (cfg->model == TB_MODEL_TRANSFORMER || cfg->fused_attention || cfg->fused_layernorm)
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "--model=transformer is not implemented yet");
+    if (cfg->val_every != 1 || cfg->target_accuracy > 0 || cfg->max_time > 0 || cfg->trace)
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "--val-every, --target-accuracy, --max-time and "
+                       "--trace are not implemented yet");
+    if (cfg->tensors_on_device || cfg->augment_on_device || cfg->cuda_graphs)
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "--tensors-on-device, --augment-on-device and "
+                       "--cuda-graphs are not implemented yet");
+    return TB_OK;
+}
+
 int config_validate(tb_config *cfg)
 {
     TB_TRY(check_min("threads", cfg->threads, 0));
@@ -137,19 +176,30 @@ int config_validate(tb_config *cfg)
     TB_TRY(check_min("accum-steps", cfg->accum_steps, 1));
     TB_TRY(check_min("warmup-steps", cfg->warmup_steps, 0));
     TB_TRY(check_min("lr-base-batch", cfg->lr_base_batch, 0));
-    if (cfg->optimizer != TB_OPT_SGD && cfg->optimizer != TB_OPT_ADAMW)
-        return TB_FAIL(TB_ERR_INVALID, "--optimizer: only sgd and adamw in this build");
+    if (cfg->optimizer < TB_OPT_SGD || cfg->optimizer > TB_OPT_NOVOGRAD)
+        return TB_FAIL(TB_ERR_INVALID, "--optimizer: sgd, adamw, lars, lamb or novograd");
+    TB_TRY(check_min("loss-read-every", cfg->loss_read_every, 1));
+    TB_TRY(check_min("val-every", cfg->val_every, 0));
+    if (!(cfg->trust_coef > 0) || cfg->target_accuracy < 0 || cfg->target_accuracy > 1 ||
+        cfg->max_time < 0)
+        return TB_FAIL(TB_ERR_INVALID, "--trust-coef must be > 0, --target-accuracy in [0, 1], "
+                       "--max-time >= 0");
+    if (cfg->trace && !cfg->trace[0])
+        cfg->trace = NULL;
     if (!(cfg->dropout >= 0 && cfg->dropout < 1))
         return TB_FAIL(TB_ERR_INVALID, "--dropout=%g: must be in [0, 1)", cfg->dropout);
     if (cfg->data_dir && !cfg->data_dir[0])
         cfg->data_dir = NULL;
-    int adamw = cfg->optimizer == TB_OPT_ADAMW;
+    /* recipe lr and weight decay per optimizer, in tb_opt_kind order */
+    static const double recipe_lr[] = {0.05, 0.002, 1.0, 0.005, 0.01};
+    static const double recipe_wd[] = {5e-4, 0.01, 5e-4, 0.01, 1e-3};
     if (cfg->lr < 0)
-        cfg->lr = adamw ? 0.002 : 0.05;
+        cfg->lr = recipe_lr[cfg->optimizer];
     if (cfg->weight_decay < 0)
-        cfg->weight_decay = adamw ? 0.01 : 5e-4;
+        cfg->weight_decay = recipe_wd[cfg->optimizer];
     if (cfg->lr == 0 || cfg->momentum < 0 || cfg->momentum >= 1)
         return TB_FAIL(TB_ERR_INVALID, "--lr must be > 0 and --momentum in [0, 1)");
+    TB_TRY(check_toggles_pending(cfg));
     return check_not_yet(cfg);
 }
 

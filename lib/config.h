@@ -36,7 +36,11 @@
 extern "C" {
 #endif
 
-typedef enum tb_model_kind { TB_MODEL_SMALL_CNN = 0, TB_MODEL_WIDE_CNN = 1 } tb_model_kind;
+typedef enum tb_model_kind {
+    TB_MODEL_SMALL_CNN = 0,
+    TB_MODEL_WIDE_CNN = 1,
+    TB_MODEL_TRANSFORMER = 2, /* rows of the image as tokens, one transformer block */
+} tb_model_kind;
 typedef enum tb_dataset_kind { TB_DATA_FASHION_MNIST = 0, TB_DATA_SYNTHETIC = 1 } tb_dataset_kind;
 typedef enum tb_zero_grad_mode { TB_ZERO_MEMSET = 0, TB_ZERO_TO_NONE = 1 } tb_zero_grad_mode;
 typedef enum tb_amp_dtype { TB_AMP_OFF = 0, TB_AMP_BF16 = 1, TB_AMP_FP16 = 2 } tb_amp_dtype;
@@ -73,7 +77,7 @@ typedef struct tb_config {
     double dropout;           /* p of the wide model's dropout layer */
 
     /* ---- optimizer ---- */
-    int optimizer;            /* tb_opt_kind: sgd or adamw */
+    int optimizer;            /* tb_opt_kind: sgd, adamw, lars, lamb, novograd */
     double lr;                /* < 0: the optimizer's recipe value (sgd 0.05, adamw 0.002) */
     double momentum;
     double weight_decay;      /* < 0: recipe value (sgd 5e-4, adamw 0.01) */
@@ -83,6 +87,7 @@ typedef struct tb_config {
     int accum_steps;          /* micro-batches per optimizer step */
     int warmup_steps;         /* linear LR warm-up over this many steps; 0 = none */
     int lr_base_batch;        /* > 0: lr scaled by batch * accum / lr_base_batch (linear rule) */
+    double trust_coef;        /* LARS eta (0.001) */
 
     /* ---- issue 5: present at their "off" values, no flags yet ---- */
     int amp_dtype;            /* tb_amp_dtype */
@@ -92,6 +97,16 @@ typedef struct tb_config {
     int detect_anomaly;       /* NaN/Inf check after every op */
     int loss_read_every;      /* read the loss every N steps (1 = every step) */
     int eval_no_grad;         /* evaluation keeps no activations for backward */
+    /* ---- issue 5: the remaining toggles (lib/train.c, lib/model.c) ---- */
+    int fused_attention;      /* tb_attn_variant of the transformer's attention */
+    int fused_layernorm;      /* tb_ln_variant of its layer norms */
+    int val_every;            /* evaluate every N epochs (0 = never); the last epoch always */
+    double target_accuracy;   /* > 0: stop when an evaluation reaches it */
+    double max_time;          /* > 0: stop training after this many seconds */
+    const char *trace;        /* Chrome trace JSON of each step's phases; NULL = off */
+    int tensors_on_device;    /* labels one-hot / masks made with device ops, not copied */
+    int augment_on_device;    /* crop + flip + normalize by the backend, not the loader */
+    int cuda_graphs;          /* capture one training step, replay it */
 } tb_config;
 
 /* Fills cfg with the defaults described above. */
@@ -108,9 +123,9 @@ int config_validate(tb_config *cfg);
 /* The learning rate after warm-up, with the linear scaling rule applied. */
 double config_peak_lr(const tb_config *cfg);
 
-extern const char *const tb_model_names[];   /* "small_cnn", "wide_cnn" */
+extern const char *const tb_model_names[];   /* "small_cnn", "wide_cnn", "transformer" */
 extern const char *const tb_dataset_names[]; /* "fashion_mnist", "synthetic" */
-extern const char *const tb_optimizer_names[]; /* "sgd", "adamw" */
+extern const char *const tb_optimizer_names[]; /* "sgd", "adamw", "lars", "lamb", "novograd" */
 
 /* One line naming every toggle and its value, for logs and result files. */
 void config_describe(const tb_config *cfg, char *out, size_t cap);

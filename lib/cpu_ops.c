@@ -7,7 +7,8 @@
  *   batch norm    bn_fwd_train, bn_fwd_infer, bn_bwd (NCHW and NHWC)
  *   pooling       pool_fwd/bwd, max (with argmax) and average (NCHW, NHWC)
  *   loss          softmax_xent_fwd/bwd
- *   optimizers    opt_step: SGD and AdamW, per tensor or fused
+ *   optimizers    opt_step: SGD and AdamW, per tensor or fused; LARS, LAMB and
+ *                 NovoGrad (per-tensor norms: two phases over fixed chunks)
  *
  * The per-element math comes from kernels/ *_math.h, shared with the CUDA
  * kernels; lib/ops_ref.c is the plain reference each op is tested against
@@ -56,6 +57,8 @@ typedef struct cpu_ops_ws {
     size_t tmp_cap;    /* floats */
     size_t *off;       /* fused optimizer: first element of each tensor */
     size_t off_cap;
+    void *lb;          /* large-batch optimizers: chunks, partial sums, scalars */
+    size_t lb_cap;     /* bytes */
 } cpu_ops_ws;
 
 static int threads_of(tb_backend *be) { return ((tb_cpu_ctx *)be->ctx)->threads; }
@@ -1038,6 +1041,8 @@ static int opt_check(const tb_opt_hparams *hp, const tb_param_view *tensors, int
     if (hp->step < 1 || !(hp->grad_scale > 0.0f) || isinf(hp->grad_scale))
         return TB_FAIL(TB_ERR_INVALID, "opt_step: step %d (1-based), grad_scale %g", hp->step,
                        (double)hp->grad_scale);
+    if (hp->kind >= TB_OPT_LARS) /* lb_check */
+        return TB_OK;
     int need1 = hp->kind == TB_OPT_ADAMW || hp->momentum != 0.0f;
     int need2 = hp->kind == TB_OPT_ADAMW;
     for (int i = 0; i < count; i++) {
@@ -1050,14 +1055,187 @@ static int opt_check(const tb_opt_hparams *hp, const tb_param_view *tensors, int
     return TB_OK;
 }
 
+/* ---- large-batch optimizers (LARS, LAMB, NovoGrad; kernels/optim_math.h).
+ * Every tensor is cut into chunks of LB_CHUNK elements; phase 1 reduces
+ * each chunk's sums of squares into two doubles, the chunks of a tensor are
+ * added in order (so the norms depend on the sizes only, not on threads),
+ * the per-tensor scalar (trust ratio, step scale, NovoGrad's denominator)
+ * is computed on the host, and phase 2 updates the elements. Fused: both
+ * phases are one parallel loop over the chunks of all tensors; per tensor:
+ * two parallel loops per tensor, as a for-loop optimizer runs. The two are
+ * bitwise equal. */
+#define LB_CHUNK ((size_t)16384)
+
+typedef struct lb_chunk {
+    int t;                    /* tensor */
+    size_t a, b;              /* elements [a, b) of it */
+} lb_chunk;
+
+typedef struct lb_coefs {
+    tb_opt_kind kind;
+    tb_lars_coef lars;
+    tb_lamb_coef lamb;
+    tb_novograd_coef novo;
+} lb_coefs;
+
+static int lb_workspace(tb_backend *be, size_t nchunks, int count, lb_chunk **ch, double **part,
+                        float **scal)
+{
+    cpu_ops_ws *w = ws_of(be);
+    size_t bytes = nchunks * (sizeof(lb_chunk) + 2 * sizeof(double)) + (size_t)count * sizeof(float);
+    if (bytes > w->lb_cap) {
+        void *p = malloc(bytes);
+        if (!p)
+            return TB_FAIL(TB_ERR_NOMEM, "out of host memory for a %zu-byte optimizer workspace",
+                           bytes);
+        free(w->lb);
+        w->lb = p;
+        w->lb_cap = bytes;
+    }
+    *part = w->lb;
+    *ch = (lb_chunk *)(*part + 2 * nchunks);
+    *scal = (float *)(*ch + nchunks);
+    return TB_OK;
+}
+
+static void lb_phase1(const lb_coefs *k, const tb_param_view *tv, size_t a, size_t b,
+                      double *out)
+{
+    double s0 = 0.0, s1 = 0.0;
+    float *p = tv->param, *m = tv->state1, *v = tv->state2;
+    const float *g = tv->grad;
+    if (k->kind == TB_OPT_LAMB) {
+        tb_lamb_coef kk = k->lamb;
+        for (size_t i = a; i < b; i++) {
+            tb_lamb_moments(&kk, g[i], &m[i], &v[i]);
+            float u = tb_lamb_dir(&kk, p[i], m[i], v[i]);
+            s0 += (double)p[i] * p[i];
+            s1 += (double)u * u;
+        }
+    } else {
+        float inv = k->kind == TB_OPT_LARS ? k->lars.inv_scale : k->novo.inv_scale;
+        for (size_t i = a; i < b; i++) {
+            float gg = tb_lb_unscale(g[i], inv);
+            s0 += (double)p[i] * p[i];
+            s1 += (double)gg * gg;
+        }
+    }
+    out[0] = s0;
+    out[1] = s1;
+}
+
+/* The per-tensor scalar from its norms; NovoGrad's tensor state advances. */
+static float lb_scalar(const lb_coefs *k, const tb_param_view *tv, double s0, double s1)
+{
+    float w_norm = (float)sqrt(s0), o_norm = (float)sqrt(s1);
+    if (k->kind == TB_OPT_LARS)
+        return tb_lars_trust(&k->lars, w_norm, o_norm);
+    if (k->kind == TB_OPT_LAMB)
+        return tb_lamb_scale(&k->lamb, w_norm, o_norm);
+    float v = tb_novograd_v(&k->novo, tv->tensor_state[0], (float)s1);
+    tv->tensor_state[0] = v;
+    return tb_novograd_denom(&k->novo, v);
+}
+
+static void lb_phase2(const lb_coefs *k, float scalar, const tb_param_view *tv, size_t a,
+                      size_t b)
+{
+    float *p = tv->param, *s1 = tv->state1, *s2 = tv->state2;
+    const float *g = tv->grad;
+    if (k->kind == TB_OPT_LARS) {
+        tb_lars_coef kk = k->lars;
+        float unused = 0.0f;
+        for (size_t i = a; i < b; i++)
+            tb_lars_elem(&kk, scalar, &p[i], g[i], kk.momentum != 0.0f ? &s1[i] : &unused);
+    } else if (k->kind == TB_OPT_LAMB) {
+        tb_lamb_coef kk = k->lamb;
+#pragma omp simd
+        for (size_t i = a; i < b; i++)
+            tb_lamb_apply(&kk, scalar, &p[i], s1[i], s2[i]);
+    } else {
+        tb_novograd_coef kk = k->novo;
+#pragma omp simd
+        for (size_t i = a; i < b; i++)
+            tb_novograd_elem(&kk, scalar, &p[i], g[i], &s1[i]);
+    }
+}
+
+/* Both phases over tensors[0..count). */
+static int lb_run(tb_backend *be, const lb_coefs *k, const tb_param_view *tensors, int count)
+{
+    size_t nchunks = 0, c = 0, total = 0;
+    for (int i = 0; i < count; i++) {
+        nchunks += (tensors[i].n + LB_CHUNK - 1) / LB_CHUNK;
+        total += tensors[i].n;
+    }
+    lb_chunk *ch;
+    double *part;
+    float *scal;
+    TB_TRY(lb_workspace(be, nchunks, count, &ch, &part, &scal));
+    for (int i = 0; i < count; i++)
+        for (size_t a = 0; a < tensors[i].n; a += LB_CHUNK, c++)
+            ch[c] = (lb_chunk){i, a, a + LB_CHUNK < tensors[i].n ? a + LB_CHUNK : tensors[i].n};
+    int t = threads_of(be);
+    long nc = (long)nchunks;
+#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
+    for (long j = 0; j < nc; j++)
+        lb_phase1(k, &tensors[ch[j].t], ch[j].a, ch[j].b, part + 2 * j);
+    c = 0;
+    for (int i = 0; i < count; i++) {
+        double s0 = 0.0, s1 = 0.0;
+        for (; c < nchunks && ch[c].t == i; c++) {
+            s0 += part[2 * c];
+            s1 += part[2 * c + 1];
+        }
+        if (tensors[i].n)
+            scal[i] = lb_scalar(k, &tensors[i], s0, s1);
+    }
+#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
+    for (long j = 0; j < nc; j++)
+        lb_phase2(k, scal[ch[j].t], &tensors[ch[j].t], ch[j].a, ch[j].b);
+    return TB_OK;
+}
+
+static int lb_check(const tb_opt_hparams *hp, const tb_param_view *tensors, int count)
+{
+    int need1 = hp->kind != TB_OPT_LARS || hp->momentum != 0.0f;
+    int need2 = hp->kind == TB_OPT_LAMB, need_ts = hp->kind == TB_OPT_NOVOGRAD;
+    for (int i = 0; i < count; i++) {
+        const tb_param_view *tv = &tensors[i];
+        if (tv->n && (!tv->param || !tv->grad || (need1 && !tv->state1) ||
+                      (need2 && !tv->state2) || (need_ts && !tv->tensor_state)))
+            return TB_FAIL(TB_ERR_INVALID, "opt_step: tensor %d lacks a buffer this optimizer "
+                           "needs", i);
+    }
+    return TB_OK;
+}
+
+static int opt_large_batch(tb_backend *be, const tb_opt_hparams *hp,
+                           const tb_param_view *tensors, int count, int fused)
+{
+    TB_TRY(lb_check(hp, tensors, count));
+    lb_coefs k = {.kind = hp->kind};
+    k.lars = tb_lars_coef_make(hp->lr, hp->momentum, hp->weight_decay, hp->trust_coef, hp->eps,
+                               hp->step, hp->grad_scale);
+    k.lamb = tb_lamb_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2, hp->eps,
+                               hp->step, hp->grad_scale);
+    k.novo = tb_novograd_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2, hp->eps,
+                                   hp->step, hp->grad_scale);
+    if (fused)
+        return lb_run(be, &k, tensors, count);
+    for (int i = 0; i < count; i++)
+        TB_TRY(lb_run(be, &k, &tensors[i], 1));
+    return TB_OK;
+}
+
 static int cpu_opt_step(tb_backend *be, const tb_opt_hparams *hp, const tb_param_view *tensors,
                         int count, int fused)
 {
-    if (hp->kind != TB_OPT_SGD && hp->kind != TB_OPT_ADAMW)
-        return TB_FAIL(TB_ERR_UNSUPPORTED, "opt_step: optimizer %d (LARS, LAMB, NovoGrad) is not "
-                       "implemented on the CPU yet; the large-batch optimizers issue adds them",
-                       (int)hp->kind);
+    if (hp->kind < TB_OPT_SGD || hp->kind > TB_OPT_NOVOGRAD)
+        return TB_FAIL(TB_ERR_INVALID, "opt_step: unknown optimizer %d", (int)hp->kind);
     TB_TRY(opt_check(hp, tensors, count));
+    if (hp->kind >= TB_OPT_LARS)
+        return opt_large_batch(be, hp, tensors, count, fused);
     tb_sgd_coef sgd = tb_sgd_coef_make(hp->lr, hp->momentum, hp->weight_decay, hp->step,
                                        hp->grad_scale);
     tb_adamw_coef adamw = tb_adamw_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2,
@@ -1112,6 +1290,7 @@ void tb_cpu_release_ops(tb_backend *be)
         return;
     free(w->tmp);
     free(w->off);
+    free(w->lb);
     free(w);
     c->ops = NULL;
 }

@@ -479,7 +479,7 @@ static void test_xent(int threads)
 /* Three copies of the same parameters and state (fast per-tensor, fast
  * fused, reference) in one flat buffer each, as the library keeps them. */
 typedef struct opt_set {
-    float *flat[3];         /* param | state1 | state2 for all tensors */
+    float *flat[3];         /* param | state1 | state2 for all tensors | tensor states */
     float *grad;
     tb_param_view views[3][OPT_TENSORS];
     size_t total;
@@ -492,17 +492,19 @@ static void opt_set_make(opt_set *o)
         o->total += SIZES[i];
     o->grad = fnew(o->total);
     for (int k = 0; k < 3; k++)
-        o->flat[k] = fnew(3 * o->total);
+        o->flat[k] = fnew(3 * o->total + OPT_TENSORS);
     fill(o->flat[0], o->total, 1.0f);
-    memset(o->flat[0] + o->total, 0, 2 * o->total * 4); /* PyTorch's zero-initialized state */
+    /* PyTorch's zero-initialized state */
+    memset(o->flat[0] + o->total, 0, (2 * o->total + OPT_TENSORS) * 4);
     for (int k = 1; k < 3; k++)
-        memcpy(o->flat[k], o->flat[0], 3 * o->total * 4);
+        memcpy(o->flat[k], o->flat[0], (3 * o->total + OPT_TENSORS) * 4);
     for (int k = 0; k < 3; k++) {
         size_t off = 0;
         for (int i = 0; i < OPT_TENSORS; i++) {
             float *f = o->flat[k];
             o->views[k][i] = (tb_param_view){f + off, o->grad + off, f + o->total + off,
-                                             f + 2 * o->total + off, SIZES[i]};
+                                             f + 2 * o->total + off, SIZES[i],
+                                             f + 3 * o->total + i};
             off += SIZES[i];
         }
     }
@@ -528,11 +530,12 @@ static void test_opt_case(tb_backend *be, tb_opt_hparams hp, const char *name)
         ok &= tb_ref_opt_step(&hp, o.views[2], OPT_TENSORS) == TB_OK;
     }
     CHECK(ok, "%s: opt_step status", name);
-    CHECK(near("fused vs per-tensor", o.flat[1], o.flat[0], 3 * o.total, 0, 1e-6),
+    size_t all = 3 * o.total + OPT_TENSORS;
+    CHECK(near("fused vs per-tensor", o.flat[1], o.flat[0], all, 0, 1e-6),
           "%s t=%d: fused and per-tensor differ by more than 1e-6 relative", name, threads);
-    CHECK(same(o.flat[1], o.flat[0], 3 * o.total * 4), "%s t=%d: fused and per-tensor not bitwise "
+    CHECK(same(o.flat[1], o.flat[0], all * 4), "%s t=%d: fused and per-tensor not bitwise "
           "equal (expected on the CPU: same steps, no FMA contraction)", name, threads);
-    CHECK(near("vs reference", o.flat[0], o.flat[2], 3 * o.total, 1e-6, 1e-5),
+    CHECK(near("vs reference", o.flat[0], o.flat[2], all, 1e-6, 1e-5),
           "%s t=%d: differs from the reference", name, threads);
     opt_set_free(&o);
 }
@@ -554,14 +557,20 @@ static void test_opt(int threads)
     adamw.grad_scale = 65536.0f;
     test_opt_case(be, adamw, "AdamW grad_scale 65536");
 
-    tb_opt_hparams lamb = {.kind = TB_OPT_LAMB, .lr = 1e-3f, .step = 1, .grad_scale = 1.0f};
-    opt_set o;
-    opt_set_make(&o);
-    CHECK(be->opt_step(be, &lamb, o.views[0], OPT_TENSORS, 1) == TB_ERR_UNSUPPORTED,
-          "LAMB says unsupported");
-    tb_error_clear();
-    opt_set_free(&o);
-    printf("optimizers SGD, AdamW: fused == per-tensor, both near the reference, 5 tensors "
+    tb_opt_hparams lars = {.kind = TB_OPT_LARS, .lr = 1.0f, .momentum = 0.9f,
+                           .weight_decay = 5e-4f, .trust_coef = 1e-3f, .grad_scale = 1.0f};
+    test_opt_case(be, lars, "LARS momentum 0.9");
+    lars.momentum = 0.0f;
+    lars.grad_scale = 256.0f;
+    test_opt_case(be, lars, "LARS momentum 0 grad_scale 256");
+    tb_opt_hparams lamb = {.kind = TB_OPT_LAMB, .lr = 1e-3f, .weight_decay = 0.01f,
+                           .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-6f, .grad_scale = 1.0f};
+    test_opt_case(be, lamb, "LAMB");
+    tb_opt_hparams novo = {.kind = TB_OPT_NOVOGRAD, .lr = 1e-2f, .weight_decay = 1e-3f,
+                           .beta1 = 0.95f, .beta2 = 0.98f, .eps = 1e-8f, .grad_scale = 1024.0f};
+    test_opt_case(be, novo, "NovoGrad grad_scale 1024");
+    printf("optimizers SGD, AdamW, LARS, LAMB, NovoGrad: fused == per-tensor, both near the "
+           "reference, 5 tensors "
            "of odd sizes, 4 steps t=%d: done\n", threads);
     close_ops(be);
 }

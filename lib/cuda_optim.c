@@ -12,9 +12,11 @@
  *               (only when it changed since the last step: the parameters
  *               of a model stay put, so a training loop uploads it once),
  *               and one block updates each chunk.
- * LARS, LAMB and NovoGrad return TB_ERR_UNSUPPORTED, as on the CPU backend,
- * until the large-batch optimizers issue adds their math to
- * kernels/optim_math.h.
+ * LARS, LAMB, NovoGrad: the same chunk table, then three launches
+ *   (kernels/optim.h tb_cuda_opt_lb: partial sums, per-tensor scalar,
+ *   apply); fused == 0 launches them once per tensor over its chunks,
+ *   fused == 1 once over all. Partial sums and the per-tensor scalars live
+ *   in the opt_tmp scratch.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -37,12 +39,15 @@ static int opt_check(const tb_opt_hparams *hp, const tb_param_view *tensors, int
     if (hp->step < 1 || !(hp->grad_scale > 0.0f) || isinf(hp->grad_scale))
         return TB_FAIL(TB_ERR_INVALID, "opt_step: step %d (1-based), grad_scale %g", hp->step,
                        (double)hp->grad_scale);
-    int need1 = hp->kind == TB_OPT_ADAMW || hp->momentum != 0.0f;
-    int need2 = hp->kind == TB_OPT_ADAMW;
+    int lb = hp->kind >= TB_OPT_LARS;
+    int need1 = hp->kind == TB_OPT_ADAMW || (lb && hp->kind != TB_OPT_LARS) ||
+                hp->momentum != 0.0f;
+    int need2 = hp->kind == TB_OPT_ADAMW || hp->kind == TB_OPT_LAMB;
+    int need_ts = hp->kind == TB_OPT_NOVOGRAD;
     for (int i = 0; i < count; i++) {
         const tb_param_view *tv = &tensors[i];
         if (tv->n && (!tv->param || !tv->grad || (need1 && !tv->state1) ||
-                      (need2 && !tv->state2)))
+                      (need2 && !tv->state2) || (need_ts && !tv->tensor_state)))
             return TB_FAIL(TB_ERR_INVALID, "opt_step: tensor %d lacks a buffer this optimizer "
                            "needs", i);
     }
@@ -167,6 +172,8 @@ static int chunks_build(tb_backend *be, const tb_param_view *tensors, int count,
                 .state1 = tv->state1 ? tv->state1 + off : NULL,
                 .state2 = tv->state2 ? tv->state2 + off : NULL,
                 .n = tv->n - off < TB_OPT_CHUNK ? tv->n - off : TB_OPT_CHUNK,
+                .tensor_state = tv->tensor_state,
+                .tensor = i,
             };
         }
     }
@@ -214,17 +221,54 @@ static int opt_fused(tb_backend *be, const tb_opt_hparams *hp, const tb_param_vi
                              dev, (int)nchunks, stream_of(be));
 }
 
+/* ---------------------------------------------------------------- large batch */
+
+static int opt_large_batch(tb_backend *be, const tb_opt_hparams *hp,
+                           const tb_param_view *tensors, int count, int fused)
+{
+    size_t nchunks = chunk_count(tensors, count);
+    tb_opt_chunk *dev;
+    void *tmp;
+    if (nchunks == 0)
+        return TB_OK;
+    if (nchunks > (size_t)INT32_MAX / 2)
+        return TB_FAIL(TB_ERR_INVALID, "opt_step: %zu chunks are more than one launch takes",
+                       nchunks);
+    tb_lb_coefs k = {.kind = (int)hp->kind};
+    k.lars = tb_lars_coef_make(hp->lr, hp->momentum, hp->weight_decay, hp->trust_coef, hp->eps,
+                               hp->step, hp->grad_scale);
+    k.lamb = tb_lamb_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2, hp->eps,
+                               hp->step, hp->grad_scale);
+    k.novo = tb_novograd_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2, hp->eps,
+                                   hp->step, hp->grad_scale);
+    TB_TRY(chunks_build(be, tensors, count, nchunks));
+    TB_TRY(chunks_upload(be, nchunks, &dev));
+    TB_TRY(tb_cuda_scratch_get(be, &tb_cuda_ctx(be)->opt_tmp,
+                               (2 * nchunks + (size_t)count) * sizeof(float), &tmp));
+    float *partial = tmp, *scalars = partial + 2 * nchunks;
+    if (fused)
+        return tb_cuda_opt_lb(&k, dev, (int)nchunks, partial, scalars, stream_of(be));
+    size_t first = 0;
+    for (int i = 0; i < count; i++) {
+        size_t nc = (tensors[i].n + TB_OPT_CHUNK - 1) / TB_OPT_CHUNK;
+        TB_TRY(tb_cuda_opt_lb(&k, dev + first, (int)nc, partial + 2 * first, scalars,
+                              stream_of(be)));
+        first += nc;
+    }
+    return TB_OK;
+}
+
 /* ---------------------------------------------------------------- the slot */
 
 static int cuda_opt_step(tb_backend *be, const tb_opt_hparams *hp, const tb_param_view *tensors,
                          int count, int fused)
 {
-    if (hp->kind != TB_OPT_SGD && hp->kind != TB_OPT_ADAMW)
-        return TB_FAIL(TB_ERR_UNSUPPORTED, "opt_step: optimizer %d (LARS, LAMB, NovoGrad) is not "
-                       "implemented on CUDA yet, as on the CPU; the large-batch optimizers issue "
-                       "adds them", (int)hp->kind);
+    if (hp->kind < TB_OPT_SGD || hp->kind > TB_OPT_NOVOGRAD)
+        return TB_FAIL(TB_ERR_INVALID, "opt_step: unknown optimizer %d", (int)hp->kind);
     TB_TRY(opt_check(hp, tensors, count));
     TB_TRY(tb_cuda_bind(be));
+    if (hp->kind >= TB_OPT_LARS)
+        return opt_large_batch(be, hp, tensors, count, fused);
     tb_sgd_coef sgd = tb_sgd_coef_make(hp->lr, hp->momentum, hp->weight_decay, hp->step,
                                        hp->grad_scale);
     tb_adamw_coef adamw = tb_adamw_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2,

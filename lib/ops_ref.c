@@ -460,16 +460,82 @@ static void ref_adamw(const tb_opt_hparams *hp, const tb_param_view *tv)
     }
 }
 
+static double ref_sumsq(const float *x, size_t n, double scale)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += (x[i] * scale) * (x[i] * scale);
+    return s;
+}
+
+static void ref_lars(const tb_opt_hparams *hp, const tb_param_view *tv)
+{
+    double inv = 1.0 / (double)hp->grad_scale, wd = hp->weight_decay;
+    double wn = sqrt(ref_sumsq(tv->param, tv->n, 1.0)), gn = sqrt(ref_sumsq(tv->grad, tv->n, inv));
+    double trust = wn > 0 && gn > 0 ? hp->trust_coef * wn / (gn + wd * wn + hp->eps) : 1.0;
+    for (size_t i = 0; i < tv->n; i++) {
+        double p = tv->param[i], d = trust * (tv->grad[i] * inv + wd * p);
+        if (hp->momentum != 0.0f) {
+            d = hp->step <= 1 ? d : (double)hp->momentum * tv->state1[i] + d;
+            tv->state1[i] = (float)d;
+        }
+        tv->param[i] = (float)(p - (double)hp->lr * d);
+    }
+}
+
+static void ref_lamb(const tb_opt_hparams *hp, const tb_param_view *tv)
+{
+    double b1 = hp->beta1, b2 = hp->beta2, inv = 1.0 / (double)hp->grad_scale;
+    double bc1 = 1.0 - pow(b1, hp->step), bc2 = 1.0 - pow(b2, hp->step);
+    double wn2 = 0, un2 = 0;
+    for (size_t i = 0; i < tv->n; i++) {
+        double g = tv->grad[i] * inv, p = tv->param[i];
+        double m = b1 * tv->state1[i] + (1.0 - b1) * g;
+        double v = b2 * tv->state2[i] + (1.0 - b2) * g * g;
+        double u = m / bc1 / (sqrt(v / bc2) + hp->eps) + hp->weight_decay * p;
+        tv->state1[i] = (float)m;
+        tv->state2[i] = (float)v;
+        wn2 += p * p;
+        un2 += u * u;
+    }
+    double trust = wn2 > 0 && un2 > 0 ? sqrt(wn2) / sqrt(un2) : 1.0;
+    for (size_t i = 0; i < tv->n; i++) {
+        double p = tv->param[i], m = tv->state1[i], v = tv->state2[i];
+        double u = m / bc1 / (sqrt(v / bc2) + hp->eps) + hp->weight_decay * p;
+        tv->param[i] = (float)(p - (double)hp->lr * trust * u);
+    }
+}
+
+static void ref_novograd(const tb_opt_hparams *hp, const tb_param_view *tv)
+{
+    double inv = 1.0 / (double)hp->grad_scale, gn2 = ref_sumsq(tv->grad, tv->n, inv);
+    double v = hp->step <= 1 ? gn2 : hp->beta2 * (double)tv->tensor_state[0] +
+                                         (1.0 - hp->beta2) * gn2;
+    tv->tensor_state[0] = (float)v;
+    double denom = sqrt(v) + hp->eps;
+    for (size_t i = 0; i < tv->n; i++) {
+        double p = tv->param[i];
+        double d = tv->grad[i] * inv / denom + hp->weight_decay * p;
+        double m = hp->beta1 * tv->state1[i] + d;
+        tv->state1[i] = (float)m;
+        tv->param[i] = (float)(p - (double)hp->lr * m);
+    }
+}
+
 int tb_ref_opt_step(const tb_opt_hparams *hp, const tb_param_view *tensors, int count)
 {
-    if (hp->kind != TB_OPT_SGD && hp->kind != TB_OPT_ADAMW)
+    if (hp->kind < TB_OPT_SGD || hp->kind > TB_OPT_NOVOGRAD)
         return TB_FAIL(TB_ERR_UNSUPPORTED, "reference optimizer %d not implemented",
                        (int)hp->kind);
     for (int i = 0; i < count; i++) {
-        if (hp->kind == TB_OPT_SGD)
-            ref_sgd(hp, &tensors[i]);
-        else
-            ref_adamw(hp, &tensors[i]);
+        const tb_param_view *tv = &tensors[i];
+        switch (hp->kind) {
+        case TB_OPT_SGD: ref_sgd(hp, tv); break;
+        case TB_OPT_ADAMW: ref_adamw(hp, tv); break;
+        case TB_OPT_LARS: ref_lars(hp, tv); break;
+        case TB_OPT_LAMB: ref_lamb(hp, tv); break;
+        default: ref_novograd(hp, tv); break;
+        }
     }
     return TB_OK;
 }

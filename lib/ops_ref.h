@@ -100,8 +100,9 @@ void tb_ref_softmax_xent_bwd(const float *probs, const int32_t *labels, int rows
                              float scale, float *dlogits);
 
 /* ---- optimizers: PyTorch's formulas (kernels/optim_math.h states them)
- * per element in double, state rounded to float after each step.
- * TB_ERR_UNSUPPORTED for kinds other than SGD and AdamW. ---- */
+ * per element in double, state rounded to float after each step; LARS,
+ * LAMB and NovoGrad with their per-tensor norms in double.
+ * TB_ERR_UNSUPPORTED for an unknown kind. ---- */
 int tb_ref_opt_step(const tb_opt_hparams *hp, const tb_param_view *tensors, int count);
 
 #ifdef __cplusplus

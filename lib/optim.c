@@ -11,15 +11,19 @@ double lr_at_step(const tb_lr_schedule *s, int step)
     return s->peak_lr * (double)step / (double)s->warmup_steps;
 }
 
-static int states_needed(tb_opt_kind kind) { return kind == TB_OPT_SGD ? 1 : 2; }
+/* Full-size state buffers: momentum (SGD, LARS, NovoGrad's m) and the
+ * Adam moments (AdamW, LAMB); NovoGrad adds one float per tensor. */
+static int states_needed(tb_opt_kind kind)
+{
+    return kind == TB_OPT_ADAMW || kind == TB_OPT_LAMB ? 2 : 1;
+}
 
 int optim_init(tb_optim *o, tb_model *m, const tb_opt_hparams *hp, const tb_lr_schedule *s,
                int fused)
 {
     memset(o, 0, sizeof *o);
-    if (hp->kind != TB_OPT_SGD && hp->kind != TB_OPT_ADAMW)
-        return TB_FAIL(TB_ERR_UNSUPPORTED, "optimizer kind %d: only SGD and AdamW so far",
-                       (int)hp->kind);
+    if (hp->kind < TB_OPT_SGD || hp->kind > TB_OPT_NOVOGRAD)
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "optimizer kind %d unknown", (int)hp->kind);
     o->be = m->ctx.be;
     o->hp = *hp;
     o->hp.step = 0;
@@ -30,7 +34,8 @@ int optim_init(tb_optim *o, tb_model *m, const tb_opt_hparams *hp, const tb_lr_s
     o->numel = m->numel;
     o->count = m->nparams;
     int ns = states_needed(hp->kind);
-    size_t bytes = (size_t)ns * m->numel * sizeof(float);
+    int per_tensor = hp->kind == TB_OPT_NOVOGRAD;
+    size_t bytes = ((size_t)ns * m->numel + (per_tensor ? (size_t)m->nparams : 0)) * sizeof(float);
     int rc;
     o->views = calloc((size_t)m->nparams, sizeof *o->views);
     if (!o->views)
@@ -42,7 +47,9 @@ int optim_init(tb_optim *o, tb_model *m, const tb_opt_hparams *hp, const tb_lr_s
         const tb_param *p = m->params[i];
         o->views[i] = (tb_param_view){.param = p->w, .grad = p->g, .state1 = o->state + at,
                                       .state2 = ns > 1 ? o->state + m->numel + at : NULL,
-                                      .n = p->n};
+                                      .n = p->n,
+                                      .tensor_state = per_tensor ? o->state + (size_t)ns * m->numel + i
+                                                                 : NULL};
         at += p->n;
     }
     return TB_OK;

@@ -1,6 +1,7 @@
 /*
- * optim.h - optimizer glue: SGD with momentum and AdamW over a model's flat
- * parameter buffer, per-tensor or fused, with an LR schedule.
+ * optim.h - optimizer glue: SGD with momentum, AdamW, and the large-batch
+ * LARS, LAMB and NovoGrad over a model's flat parameter buffer, per-tensor
+ * or fused, with an LR schedule.
  *
  * The optimizer state (momentum buffer; Adam's first and second moments)
  * lives in flat buffers parallel to the model's, and the backend's opt_step
@@ -41,12 +42,13 @@ typedef struct tb_optim {
     int fused;
     tb_param_view *views; /* (count) one per parameter tensor */
     int count;
-    float *state;         /* (2, numel) momentum / Adam moments, device memory */
+    float *state;         /* (1 or 2, numel) momentum / Adam moments, then NovoGrad's
+                             (nparams) per-tensor scalars; device memory */
     size_t numel;
 } tb_optim;
 
 /* Creates the optimizer state for m (zeroed, as PyTorch starts it).
- * hp->kind: TB_OPT_SGD or TB_OPT_ADAMW; hp->step is managed here.
+ * hp->kind: any tb_opt_kind; hp->step is managed here.
  * REQUIRES: m outlives the optimizer. */
 int optim_init(tb_optim *o, tb_model *m, const tb_opt_hparams *hp, const tb_lr_schedule *s,
                int fused);

@@ -1472,15 +1472,19 @@ static const opt_case opt_cases[] = {
     {"lars",
      {.kind = TB_OPT_LARS, .lr = 0.1f, .momentum = 0.9f, .weight_decay = 1e-4f,
       .trust_coef = 1e-3f, .eps = 1e-8f, .grad_scale = 1.0f},
-     0},
+     1},
+    {"lars momentum=0 grad_scale=512",
+     {.kind = TB_OPT_LARS, .lr = 0.1f, .weight_decay = 1e-4f, .trust_coef = 1e-3f, .eps = 1e-8f,
+      .grad_scale = 512.0f},
+     1},
     {"lamb",
      {.kind = TB_OPT_LAMB, .lr = 1e-3f, .weight_decay = 0.01f, .beta1 = 0.9f, .beta2 = 0.999f,
       .eps = 1e-6f, .grad_scale = 1.0f},
-     0},
+     1},
     {"novograd",
      {.kind = TB_OPT_NOVOGRAD, .lr = 1e-3f, .weight_decay = 1e-3f, .beta1 = 0.95f,
       .beta2 = 0.98f, .eps = 1e-8f, .grad_scale = 1.0f},
-     0},
+     1},
 };
 #define N_OPT_CASES (sizeof opt_cases / sizeof opt_cases[0])
 
@@ -1494,15 +1498,17 @@ static int opt_has_state1(const tb_opt_hparams *hp)
 }
 static int opt_has_state2(const tb_opt_hparams *hp)
 {
-    return hp->kind == TB_OPT_ADAMW || hp->kind == TB_OPT_LAMB || hp->kind == TB_OPT_NOVOGRAD;
+    return hp->kind == TB_OPT_ADAMW || hp->kind == TB_OPT_LAMB;
 }
+/* NovoGrad's one float per tensor (tb_param_view.tensor_state) */
+static int opt_has_tensor_state(const tb_opt_hparams *hp) { return hp->kind == TB_OPT_NOVOGRAD; }
 
-static void opt_views(tb_param_view *v, float *p, float *g, float *s1, float *s2)
+static void opt_views(tb_param_view *v, float *p, float *g, float *s1, float *s2, float *ts)
 {
     size_t off = 0;
     for (int t = 0; t < OPT_TENSORS; t++) {
         v[t] = (tb_param_view){p + off, g + off, s1 ? s1 + off : NULL, s2 ? s2 + off : NULL,
-                               opt_sizes[t]};
+                               opt_sizes[t], ts ? ts + t : NULL};
         off += opt_sizes[t];
     }
 }
@@ -1516,16 +1522,20 @@ static int opt_one(sc_ctx *sc, const opt_case *oc, int fused)
     for (int t = 0; t < OPT_TENSORS; t++)
         total += opt_sizes[t];
     int h1 = opt_has_state1(&oc->hp), h2 = opt_has_state2(&oc->hp);
+    int hts = opt_has_tensor_state(&oc->hp);
     float *p, *dp, *g, *dg, *s1 = NULL, *ds1 = NULL, *s2 = NULL, *ds2 = NULL;
+    float *ts = NULL, *dts = NULL;
     TB_TRY(sc_randf(sc, &p, &dp, total, -1.0f, 1.0f));
     TB_TRY(sc_randf(sc, &g, &dg, total, -oc->hp.grad_scale, oc->hp.grad_scale));
     if (h1)
         TB_TRY(sc_randf(sc, &s1, &ds1, total, -0.1f, 0.1f));
     if (h2)
         TB_TRY(sc_randf(sc, &s2, &ds2, total, 1e-4f, 1e-2f)); /* a second moment: positive */
+    if (hts) /* a squared gradient norm: positive, near sum g^2 of the tensors */
+        TB_TRY(sc_randf(sc, &ts, &dts, OPT_TENSORS, 1.0f, 300.0f));
     tb_param_view hv[OPT_TENSORS], dv[OPT_TENSORS];
-    opt_views(hv, p, g, s1, s2);
-    opt_views(dv, dp, dg, ds1, ds2);
+    opt_views(hv, p, g, s1, s2, ts);
+    opt_views(dv, dp, dg, ds1, ds2, dts);
     sc_case c;
     sc_case_start(&c, "%s fused=%d tensors=1003,1,37 steps=3,4", oc->name, fused);
     tb_opt_hparams hp = oc->hp;
@@ -1549,6 +1559,8 @@ static int opt_one(sc_ctx *sc, const opt_case *oc, int fused)
             TB_TRY(sc_cmp(sc, &c, "state1", s1, ds1, total, TOL_SUM));
         if (h2)
             TB_TRY(sc_cmp(sc, &c, "state2", s2, ds2, total, TOL_SUM));
+        if (hts)
+            TB_TRY(sc_cmp(sc, &c, "tensor_state", ts, dts, OPT_TENSORS, TOL_SUM));
     }
     sc_case_end(sc, &c);
     return sc_release(sc);
