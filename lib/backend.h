@@ -227,12 +227,6 @@ struct tb_backend {
     int (*gemm)(tb_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha,
                 const float *a, int lda, const float *b, int ldb, float beta, float *c,
                 int ldc, tb_math math);
-    /* y(rows x cols) += bias(cols) broadcast over rows */
-    int (*bias_add)(tb_backend *be, float *y, const float *bias, int rows, int cols);
-    /* dbias(cols) = (accumulate ? dbias : 0) + sum over rows of dy */
-    int (*bias_grad)(tb_backend *be, const float *dy, float *dbias, int rows, int cols,
-                     int accumulate);
-
     /* Mixed precision (autocast's linear): the same product with a and b
      * stored in dtype (TB_BF16 or TB_F16, 2 bytes an element, the bits of
      * kernels/cast_math.h), multiplied with fp32 accumulation (CUDA:
@@ -243,6 +237,12 @@ struct tb_backend {
     int (*gemm_lowp)(tb_backend *be, tb_dtype dtype, int trans_a, int trans_b, int m, int n,
                      int k, float alpha, const void *a, int lda, const void *b, int ldb,
                      float beta, float *c, int ldc);
+    /* y(rows x cols) += bias(cols) broadcast over rows */
+    int (*bias_add)(tb_backend *be, float *y, const float *bias, int rows, int cols);
+    /* dbias(cols) = (accumulate ? dbias : 0) + sum over rows of dy */
+    int (*bias_grad)(tb_backend *be, const float *dy, float *dbias, int rows, int cols,
+                     int accumulate);
+
     /* ---- convolution. algo: an id from conv_algo_default or conv_find.
      * x: (N,C,H,W) or (N,H,W,C); w: (K,C,R,S) or (K,R,S,C); y: (N,K,P,Q)
      * or (N,P,Q,K). bias / dbias may be NULL (no conv bias before batch norm).
@@ -301,12 +301,6 @@ struct tb_backend {
     /* out[0] = number of NaN/Inf in x, as a float (anomaly detection, AMP) */
     int (*count_nonfinite)(tb_backend *be, const float *x, size_t n, float *out);
 
-    /* ---- dropout: keep with probability 1-p, scale kept by 1/(1-p). The
-     * mask is a function of (seed, offset + i) only, so it is the same on
-     * every backend and thread count. */
-    int (*dropout_fwd)(tb_backend *be, float p, uint64_t seed, uint64_t offset, const float *x,
-                       float *y, uint8_t *mask, size_t n);
-    int (*dropout_bwd)(tb_backend *be, float p, const uint8_t *mask, const float *dy, float *dx,
     /* ---- mixed precision casts (kernels/cast_math.h on both backends):
      * dtype TB_BF16 (round to nearest even) or TB_F16 (IEEE half, round to
      * nearest even, overflow to Inf); NaN and Inf kept. lowp is n elements
@@ -314,6 +308,12 @@ struct tb_backend {
     int (*cast_f32_to_lowp)(tb_backend *be, tb_dtype dtype, const float *x, void *lowp, size_t n);
     int (*cast_lowp_to_f32)(tb_backend *be, tb_dtype dtype, const void *lowp, float *y, size_t n);
 
+    /* ---- dropout: keep with probability 1-p, scale kept by 1/(1-p). The
+     * mask is a function of (seed, offset + i) only, so it is the same on
+     * every backend and thread count. */
+    int (*dropout_fwd)(tb_backend *be, float p, uint64_t seed, uint64_t offset, const float *x,
+                       float *y, uint8_t *mask, size_t n);
+    int (*dropout_bwd)(tb_backend *be, float p, const uint8_t *mask, const float *dy, float *dx,
                        size_t n);
 
     /* ---- optimizers. tensors[i] views one parameter tensor (usually
