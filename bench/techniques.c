@@ -3,6 +3,10 @@
 
 const tb_technique_entry tb_techniques[] = {
     {"gelu", "fused vs unfused GELU, forward and backward, over tensor sizes", {40, 240, 5}},
+    {"fused_optimizer", "per-tensor vs fused optimizer step (SGD, AdamW) over parameter counts",
+     {25, 120, 3}},
+    {"fused_layernorm", "fused vs unfused layer norm, forward and backward, transformer shapes",
+     {15, 60, 3}},
 };
 
 const int tb_technique_count = sizeof tb_techniques / sizeof tb_techniques[0];
