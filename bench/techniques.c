@@ -7,6 +7,9 @@ const tb_technique_entry tb_techniques[] = {
      {25, 120, 3}},
     {"fused_layernorm", "fused vs unfused layer norm, forward and backward, transformer shapes",
      {15, 60, 3}},
+    {"tf32", "square GEMMs n = 256 .. 8192 (default to 4096), fp32 vs TF32 math", {45, 400, 3}},
+    {"fused_attention", "manual vs fused attention, T = 128 .. 4096, causal or not: time, memory",
+     {50, 300, 4}},
 };
 
 const int tb_technique_count = sizeof tb_techniques / sizeof tb_techniques[0];
