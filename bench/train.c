@@ -31,19 +31,40 @@ static int fail(void)
     return tb_exit_code(code);
 }
 
-static int run_epochs(tb_trainer *t)
+static void print_epoch(const tb_epoch_stats *es, const tb_eval_stats *ev, void *user)
 {
-    for (int e = 0; e < t->cfg.epochs; e++) {
-        tb_epoch_stats es;
-        tb_eval_stats ev;
-        TB_TRY(train_epoch(t, e, &es));
-        TB_TRY(trainer_evaluate(t, &ev));
+    (void)user;
+    if (ev)
         printf("epoch %d  train loss %.4f  test loss %.4f  test acc %.2f%%  %.0f images/s  "
                "%.1f s  (loader wait %.1f s, eval %.1f s)\n",
-               e + 1, es.mean_loss, ev.mean_loss, 100.0 * ev.accuracy, es.images_per_s,
-               es.seconds, es.loader_wait_s, ev.seconds);
-        fflush(stdout);
+               es->epoch + 1, es->mean_loss, ev->mean_loss, 100.0 * ev->accuracy,
+               es->images_per_s, es->seconds, es->loader_wait_s, ev->seconds);
+    else
+        printf("epoch %d  train loss %.4f  (not validated: --val-every)  %.0f images/s  %.1f s  "
+               "(loader wait %.1f s)\n",
+               es->epoch + 1, es->mean_loss, es->images_per_s, es->seconds, es->loader_wait_s);
+    fflush(stdout);
+}
+
+static int run_epochs(tb_trainer *t)
+{
+    tb_fit_stats fs;
+    TB_TRY(trainer_fit(t, &fs, print_epoch, NULL));
+    printf("stopped by %s after %d epochs, %d evaluations: best test acc %.2f%%, train %.1f s, "
+           "eval %.1f s, total %.1f s",
+           fs.stopped_by, fs.epochs, fs.evaluations, 100.0 * fs.best_accuracy, fs.train_s,
+           fs.eval_s, fs.total_s);
+    if (t->cfg.target_accuracy > 0) {
+        if (fs.reached_target)
+            printf(", time to %.2f%%: %.1f s", 100.0 * t->cfg.target_accuracy,
+                   fs.time_to_target_s);
+        else
+            printf(", target %.2f%% not reached", 100.0 * t->cfg.target_accuracy);
     }
+    printf("\n");
+    TB_TRY(trainer_write_trace(t));
+    if (t->cfg.trace)
+        printf("trace: %s (Chrome trace JSON; open in https://ui.perfetto.dev)\n", t->cfg.trace);
     if (t->cfg.conv_autotune)
         printf("conv autotuner: %d shapes tuned\n", t->model->ctx.algos.tunings);
     return TB_OK;

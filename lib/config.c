@@ -141,7 +141,7 @@ static int check_min(const char *flag, long long v, long long min)
 static int check_not_yet(const tb_config *cfg)
 {
     if (cfg->amp_dtype != TB_AMP_OFF || cfg->channels_last || cfg->tf32 || cfg->checkpointing ||
-        cfg->detect_anomaly || cfg->loss_read_every != 1 || cfg->eval_no_grad)
+        cfg->eval_no_grad)
         return TB_FAIL(TB_ERR_UNSUPPORTED,
                        "AMP, channels last, TF32, checkpointing, anomaly detection, loss read "
                        "interval and no_grad evaluation are not implemented yet (issue 5)");
@@ -154,9 +154,6 @@ static int check_toggles_pending(const tb_config *cfg)
 {
     if (cfg->model == TB_MODEL_TRANSFORMER || cfg->fused_attention || cfg->fused_layernorm)
         return TB_FAIL(TB_ERR_UNSUPPORTED, "--model=transformer is not implemented yet");
-    if (cfg->val_every != 1 || cfg->target_accuracy > 0 || cfg->max_time > 0 || cfg->trace)
-        return TB_FAIL(TB_ERR_UNSUPPORTED, "--val-every, --target-accuracy, --max-time and "
-                       "--trace are not implemented yet");
     if (cfg->tensors_on_device || cfg->augment_on_device || cfg->cuda_graphs)
         return TB_FAIL(TB_ERR_UNSUPPORTED, "--tensors-on-device, --augment-on-device and "
                        "--cuda-graphs are not implemented yet");

@@ -5,6 +5,7 @@
  */
 #include "lib/layers.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,4 +167,50 @@ void conv_algo_cache_free(tb_conv_algo_cache *c)
 {
     free(c->entries);
     memset(c, 0, sizeof *c);
+}
+
+/* ---- anomaly detection ---- */
+
+/* Number of NaN/Inf in x[0..n), read back to the host. */
+static int count_bad(tb_layer_ctx *ctx, const float *x, size_t n, float *bad)
+{
+    tb_backend *be = ctx->be;
+    if (!ctx->anomaly_count)
+        return TB_FAIL(TB_ERR_INVALID, "anomaly detection on without its device counter");
+    TB_TRY(be->count_nonfinite(be, x, n, ctx->anomaly_count));
+    return be->copy_d2h(be, bad, ctx->anomaly_count, sizeof *bad, NULL);
+}
+
+/* The test hook: a NaN into element 0 of t when l is the chosen layer. */
+static int maybe_inject(tb_layer *l, const tb_tensor *t, int backward)
+{
+    tb_layer_ctx *ctx = l->ctx;
+    if (!ctx->anomaly_inject || !t || ctx->anomaly_inject_bwd != backward ||
+        strcmp(ctx->anomaly_inject, l->name) != 0)
+        return TB_OK;
+    const float nan = NAN;
+    return ctx->be->copy_h2d(ctx->be, t->data, &nan, sizeof nan, NULL);
+}
+
+int layer_anomaly_check(tb_layer *l, const tb_tensor *t, int backward)
+{
+    const char *dir = backward ? "backward" : "forward";
+    float bad = 0;
+    TB_TRY(maybe_inject(l, t, backward));
+    if (t) {
+        TB_TRY(count_bad(l->ctx, t->data, tensor_numel(t), &bad));
+        if (bad > 0)
+            return TB_FAIL(TB_ERR_NUMERIC, "anomaly: %s of layer %s (%s) produced %.0f NaN/Inf "
+                           "values in its %s", dir, l->name, l->vt->kind, (double)bad,
+                           backward ? "input gradient" : "output");
+    }
+    for (int i = 0; backward && i < l->nparams; i++) {
+        const tb_param *p = &l->params[i];
+        TB_TRY(count_bad(l->ctx, p->g, p->n, &bad));
+        if (bad > 0)
+            return TB_FAIL(TB_ERR_NUMERIC, "anomaly: backward of layer %s (%s) produced %.0f "
+                           "NaN/Inf values in the gradient of its %s", l->name, l->vt->kind,
+                           (double)bad, p->name);
+    }
+    return TB_OK;
 }

@@ -70,6 +70,15 @@ typedef struct tb_layer_ctx {
     uint64_t dropout_seed;
     int dropout_layers;  /* dropout layers created so far (their mask regions) */
     tb_conv_algo_cache algos;
+    /* anomaly detection (--detect-anomaly): count_nonfinite after every
+     * layer's forward output and backward outputs (input and parameter
+     * gradients), stopping at the first NaN/Inf with TB_ERR_NUMERIC naming
+     * the layer (layer_anomaly_check). */
+    int detect_anomaly;
+    float *anomaly_count; /* (1) device scalar the checks count into; the trainer's */
+    const char *anomaly_inject; /* test hook: NaN written into this layer's output
+                                   (forward, or backward with anomaly_inject_bwd) */
+    int anomaly_inject_bwd;
 } tb_layer_ctx;
 
 /* Finds (or chooses and caches) the algorithm for d and kind: the backend's
@@ -156,13 +165,24 @@ int layer_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer *shor
                           tb_layer **out);
 
 /* ---- working with any layer ---- */
+/* With ctx->detect_anomaly: counts NaN/Inf in t (a forward output, or with
+ * backward the input gradient t, may be NULL, and l's parameter gradients);
+ * TB_ERR_NUMERIC naming l when there are any. Costs a device sync. */
+int layer_anomaly_check(tb_layer *l, const tb_tensor *t, int backward);
+
 static inline int layer_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 {
-    return l->vt->forward(l, x, y);
+    int rc = l->vt->forward(l, x, y);
+    if (rc != TB_OK || !l->ctx->detect_anomaly)
+        return rc;
+    return layer_anomaly_check(l, *y, 0);
 }
 static inline int layer_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 {
-    return l->vt->backward(l, dy, dx);
+    int rc = l->vt->backward(l, dy, dx);
+    if (rc != TB_OK || !l->ctx->detect_anomaly)
+        return rc;
+    return layer_anomaly_check(l, *dx, 1);
 }
 /* Allocates activations for batches up to max_batch (recursively). */
 int layer_alloc(tb_layer *l, int max_batch);

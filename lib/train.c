@@ -96,6 +96,29 @@ static int make_optim(tb_trainer *t)
     return optim_init(&t->opt, t->model, &hp, &s, c->fused_optimizer);
 }
 
+/* Device buffers and state of issue 5's trainer toggles. */
+static int make_toggles(tb_trainer *t)
+{
+    const tb_config *c = &t->cfg;
+    tb_backend *be = t->be;
+    if (c->loss_read_every > 1) {
+        TB_TRY(be->dev_alloc(be, (void **)&t->loss_acc, sizeof(float)));
+        TB_TRY(be->memset(be, t->loss_acc, 0, sizeof(float), NULL));
+    }
+    if (c->detect_anomaly) {
+        TB_TRY(be->dev_alloc(be, (void **)&t->anomaly_count, sizeof(float)));
+        t->model->ctx.detect_anomaly = 1;
+        t->model->ctx.anomaly_count = t->anomaly_count;
+    }
+    if (c->trace) {
+        t->trace = calloc(1, sizeof *t->trace);
+        if (!t->trace)
+            return TB_FAIL(TB_ERR_NOMEM, "out of host memory for the step trace");
+        TB_TRY(trace_init(t->trace, be));
+    }
+    return TB_OK;
+}
+
 static int trainer_build(tb_trainer *t)
 {
     const tb_config *c = &t->cfg;
@@ -103,6 +126,7 @@ static int trainer_build(tb_trainer *t)
     TB_TRY(make_loader(t, t->test_ds, 0, &t->test_ld));
     TB_TRY(make_model(t));
     TB_TRY(make_optim(t));
+    TB_TRY(make_toggles(t));
     const tb_dataset *ds = t->train_ds;
     TB_TRY(tensor_alloc(t->be, c->batch_size, ds->c, ds->h, ds->w, &t->x));
     return t->be->dev_alloc(t->be, (void **)&t->labels, (size_t)c->batch_size * sizeof(int32_t));
@@ -170,6 +194,13 @@ void trainer_destroy(tb_trainer *t)
     tensor_free(&t->x);
     if (t->labels)
         t->be->dev_free(t->be, t->labels);
+    if (t->loss_acc)
+        t->be->dev_free(t->be, t->loss_acc);
+    if (t->anomaly_count)
+        t->be->dev_free(t->be, t->anomaly_count);
+    if (t->trace)
+        trace_free(t->trace);
+    free(t->trace);
     dataset_free(t->owned_train);
     dataset_free(t->owned_test);
     free(t);
@@ -186,12 +217,73 @@ static int batch_to_device(tb_trainer *t, const tb_batch *b)
     return be->copy_h2d(be, t->labels, b->labels, (size_t)b->size * sizeof(int32_t), NULL);
 }
 
+/* --trace phases; no-ops when tracing is off. */
+static void phase_begin(tb_trainer *t, tb_phase p)
+{
+    if (t->trace)
+        trace_begin(t->trace, p);
+}
+
+static int phase_end(tb_trainer *t, tb_phase p)
+{
+    return t->trace ? trace_end(t->trace, p) : TB_OK;
+}
+
+/* --detect-anomaly: the loss's per-row values (the layers check themselves). */
+static int anomaly_check_loss(tb_trainer *t)
+{
+    tb_backend *be = t->be;
+    float bad;
+    TB_TRY(be->count_nonfinite(be, t->model->loss.row_loss, (size_t)t->model->loss.n,
+                               t->anomaly_count));
+    TB_TRY(be->copy_d2h(be, &bad, t->anomaly_count, sizeof bad, NULL));
+    if (bad > 0)
+        return TB_FAIL(TB_ERR_NUMERIC, "anomaly: forward of the loss (softmax cross-entropy) "
+                       "produced %.0f NaN/Inf values", (double)bad);
+    return TB_OK;
+}
+
+/* Copy, forward, loss, backward. read: *loss is the batch's mean loss, read
+ * from the device (a host sync); otherwise the batch's loss sum is added to
+ * t->loss_acc on the device and *loss is 0. */
+static int micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, int read, float *loss)
+{
+    phase_begin(t, TB_PHASE_COPY);
+    TB_TRY(batch_to_device(t, b));
+    TB_TRY(phase_end(t, TB_PHASE_COPY));
+    phase_begin(t, TB_PHASE_FORWARD);
+    TB_TRY(model_forward_loss(t->model, &t->x, t->labels, NULL));
+    if (t->cfg.detect_anomaly)
+        TB_TRY(anomaly_check_loss(t));
+    TB_TRY(phase_end(t, TB_PHASE_FORWARD));
+    phase_begin(t, TB_PHASE_BACKWARD);
+    TB_TRY(model_backward(t->model, loss_scale));
+    TB_TRY(phase_end(t, TB_PHASE_BACKWARD));
+    *loss = 0;
+    if (read)
+        return xent_read_loss(&t->model->loss, loss);
+    return t->be->axpby(t->be, 1.0f, t->model->loss.loss_sum, 1.0f, t->loss_acc, 1);
+}
+
 int train_micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, float *loss)
 {
-    TB_TRY(batch_to_device(t, b));
-    TB_TRY(model_forward_loss(t->model, &t->x, t->labels, NULL));
-    TB_TRY(model_backward(t->model, loss_scale));
-    return xent_read_loss(&t->model->loss, loss);
+    return micro_batch(t, b, loss_scale, 1, loss);
+}
+
+/* --loss-read-every=N: the one host read of the loss sums accumulated on
+ * the device since the last one. */
+static int loss_flush(tb_trainer *t, tb_epoch_stats *st, double *loss_sum)
+{
+    if (!t->loss_acc || t->loss_unread_steps == 0)
+        return TB_OK;
+    float sum;
+    TB_TRY(t->be->copy_d2h(t->be, &sum, t->loss_acc, sizeof sum, NULL));
+    TB_TRY(t->be->memset(t->be, t->loss_acc, 0, sizeof(float), NULL));
+    *loss_sum += sum;
+    st->last_loss = t->loss_unread_images ? sum / (float)t->loss_unread_images : 0;
+    t->loss_unread_steps = 0;
+    t->loss_unread_images = 0;
+    return TB_OK;
 }
 
 /* Next batch: 1 got one, 0 end of epoch, else a tb_err. */
@@ -208,27 +300,37 @@ static int next_batch(tb_loader *ld, tb_batch *b, int *got)
  * many the loader still had (0: the epoch was already over). */
 static int train_step(tb_trainer *t, tb_epoch_stats *st, double *loss_sum, int *micro)
 {
-    int accum = t->cfg.accum_steps;
+    int accum = t->cfg.accum_steps, read = t->loss_acc == NULL;
     float step_loss = 0;
+    if (t->trace)
+        t->trace->step = t->steps;
     TB_TRY(model_zero_grad(t->model, t->cfg.grads_to_none));
     for (*micro = 0; *micro < accum; (*micro)++) {
         tb_batch b;
         int got;
+        phase_begin(t, TB_PHASE_DATA);
         TB_TRY(next_batch(t->train_ld, &b, &got));
+        TB_TRY(phase_end(t, TB_PHASE_DATA));
         if (!got)
             break;
         float loss;
-        TB_TRY(train_micro_batch(t, &b, 1.0f / (float)accum, &loss));
+        TB_TRY(micro_batch(t, &b, 1.0f / (float)accum, read, &loss));
         step_loss += loss;
         *loss_sum += (double)loss * b.size;
         st->images += b.size;
+        t->loss_unread_images += read ? 0 : b.size;
     }
     if (*micro == 0)
         return TB_OK;
+    phase_begin(t, TB_PHASE_OPTIMIZER);
     TB_TRY(optim_step(&t->opt));
-    st->last_loss = step_loss / (float)*micro;
+    TB_TRY(phase_end(t, TB_PHASE_OPTIMIZER));
+    if (read)
+        st->last_loss = step_loss / (float)*micro;
     st->steps++;
     t->steps++;
+    if (!read && ++t->loss_unread_steps >= t->cfg.loss_read_every)
+        TB_TRY(loss_flush(t, st, loss_sum));
     return TB_OK;
 }
 
@@ -247,7 +349,12 @@ int train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st)
             break;
         if (t->cfg.max_steps > 0 && st->steps >= t->cfg.max_steps)
             break;
+        if (t->deadline > 0 && now_seconds() >= t->deadline) {
+            t->timed_out = 1;
+            break;
+        }
     }
+    TB_TRY(loss_flush(t, st, &loss_sum));
     TB_TRY(loader_epoch_end(t->train_ld));
     TB_TRY(t->be->sync(t->be));
     st->seconds = now_seconds() - t0;
@@ -299,6 +406,69 @@ int trainer_step(tb_trainer *t, float *loss)
 int trainer_sync(tb_trainer *t)
 {
     return t->be->sync(t->be);
+}
+
+/* ---- fitting: validation every N epochs, target accuracy, time limit ---- */
+
+static int fit_evaluate(tb_trainer *t, tb_fit_stats *st, double t0, tb_eval_stats *ev)
+{
+    TB_TRY(trainer_evaluate(t, ev));
+    st->evaluations++;
+    st->eval_s += ev->seconds;
+    st->last_accuracy = ev->accuracy;
+    if (ev->accuracy > st->best_accuracy)
+        st->best_accuracy = ev->accuracy;
+    double target = t->cfg.target_accuracy;
+    if (target > 0 && ev->accuracy >= target && !st->reached_target) {
+        st->reached_target = 1;
+        st->time_to_target_s = now_seconds() - t0;
+    }
+    return TB_OK;
+}
+
+int trainer_fit(tb_trainer *t, tb_fit_stats *st, tb_fit_epoch_fn on_epoch, void *user)
+{
+    const tb_config *c = &t->cfg;
+    memset(st, 0, sizeof *st);
+    st->time_to_target_s = -1;
+    st->stopped_by = "epochs";
+    double t0 = now_seconds();
+    t->deadline = c->max_time > 0 ? t0 + c->max_time : 0;
+    t->timed_out = 0;
+    for (int e = 0; e < c->epochs; e++) {
+        tb_epoch_stats es;
+        tb_eval_stats ev;
+        TB_TRY(train_epoch(t, e, &es));
+        st->epochs++;
+        st->train_s += es.seconds;
+        int last = e + 1 == c->epochs || t->timed_out;
+        int due = (c->val_every > 0 && (e + 1) % c->val_every == 0) || last;
+        if (due)
+            TB_TRY(fit_evaluate(t, st, t0, &ev));
+        if (on_epoch)
+            on_epoch(&es, due ? &ev : NULL, user);
+        if (st->reached_target) {
+            st->stopped_by = "target";
+            break;
+        }
+        if (t->timed_out || (t->deadline > 0 && now_seconds() >= t->deadline)) {
+            st->stopped_by = "time";
+            if (!due) { /* end with an accuracy */
+                TB_TRY(fit_evaluate(t, st, t0, &ev));
+                if (st->reached_target)
+                    st->stopped_by = "target";
+            }
+            break;
+        }
+    }
+    st->total_s = now_seconds() - t0;
+    t->deadline = 0;
+    return TB_OK;
+}
+
+int trainer_write_trace(tb_trainer *t)
+{
+    return t->trace ? trace_write(t->trace, t->cfg.trace) : TB_OK;
 }
 
 /* ---- evaluation ---- */

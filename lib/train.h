@@ -27,6 +27,7 @@
 #include "lib/loader.h"
 #include "lib/model.h"
 #include "lib/optim.h"
+#include "lib/trace.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,6 +45,14 @@ typedef struct tb_trainer {
     int32_t *labels;          /* (B) on the device */
     long steps;               /* optimizer steps so far, over all epochs */
     int step_epoch;           /* trainer_step's epoch, -1 before its first step */
+    /* issue 5's toggles */
+    float *loss_acc;          /* (1) device: loss sums not read yet (--loss-read-every > 1) */
+    int loss_unread_steps;    /* steps accumulated in loss_acc since the last read */
+    long loss_unread_images;
+    float *anomaly_count;     /* (1) device counter of --detect-anomaly's checks */
+    tb_trace *trace;          /* --trace: the step timeline; NULL when off */
+    double deadline;          /* --max-time: CLOCK_MONOTONIC seconds; 0 = none */
+    int timed_out;            /* train_epoch stopped at the deadline */
 } tb_trainer;
 
 typedef struct tb_epoch_stats {
@@ -51,7 +60,8 @@ typedef struct tb_epoch_stats {
     long steps;               /* optimizer steps in this epoch */
     long images;              /* training samples seen */
     double mean_loss;         /* over the epoch's micro-batches, sample-weighted */
-    float last_loss;          /* mean loss of the last step's micro-batches */
+    float last_loss;          /* mean loss of the last step's micro-batches; with
+                                 --loss-read-every=N, of the steps since the last read */
     double seconds;           /* wall time of the epoch (training only) */
     double images_per_s;
     double loader_wait_s;     /* time spent waiting for (or building) batches */
@@ -97,6 +107,31 @@ int trainer_step(tb_trainer *t, float *loss);
 
 /* Waits until the device has finished every step queued so far. */
 int trainer_sync(tb_trainer *t);
+
+/* Training with validation (Lightning's check_val_every_n_epoch, max_time,
+ * early stopping at a target): up to cfg->epochs epochs, evaluating after
+ * every cfg->val_every-th epoch and after the last one; stops early when an
+ * evaluation reaches cfg->target_accuracy (> 0) or when cfg->max_time (> 0)
+ * seconds of training and evaluation have passed (checked between steps;
+ * the test set is then evaluated once more). */
+typedef struct tb_fit_stats {
+    int epochs;               /* epochs trained (the last one maybe cut short) */
+    int evaluations;
+    double last_accuracy, best_accuracy;
+    int reached_target;
+    double time_to_target_s;  /* wall time from the start to the evaluation that
+                                 reached the target; < 0 when not reached */
+    const char *stopped_by;   /* "epochs", "target" or "time" */
+    double train_s, eval_s, total_s;
+} tb_fit_stats;
+
+/* on_epoch, when not NULL, sees each epoch's stats and its evaluation
+ * (NULL when that epoch was not evaluated). */
+typedef void (*tb_fit_epoch_fn)(const tb_epoch_stats *es, const tb_eval_stats *ev, void *user);
+int trainer_fit(tb_trainer *t, tb_fit_stats *st, tb_fit_epoch_fn on_epoch, void *user);
+
+/* Writes the --trace timeline collected so far (no-op when off). */
+int trainer_write_trace(tb_trainer *t);
 
 /* The whole test set in evaluation mode. */
 int trainer_evaluate(tb_trainer *t, tb_eval_stats *st);
