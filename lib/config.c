@@ -107,6 +107,7 @@ const tb_flag *config_flags(tb_config *cfg, size_t *n)
         FLAG("warmup-steps", TB_FLAG_INT, warmup_steps, "linear learning-rate warm-up steps"),
         FLAG("lr-base-batch", TB_FLAG_INT, lr_base_batch, "> 0: scale lr by batch*accum/this (linear scaling rule)"),
         FLAG("trust-coef", TB_FLAG_DOUBLE, trust_coef, "LARS trust coefficient (eta)"),
+        FLAG("tf32", TB_FLAG_BOOL, tf32, "gemm and convolution in TF32 math (allow_tf32): cuBLAS/cuDNN tensor-core TF32 on CUDA; on the CPU oneDNN's bf16 fpmath mode, which computes in f32 anyway on CPUs without AVX512_BF16 (this VM)"),
         FLAG("fused-attention", TB_FLAG_BOOL, fused_attention, "transformer: tiled attention with online softmax (scaled_dot_product_attention) instead of materialized scores"),
         FLAG("fused-layernorm", TB_FLAG_BOOL, fused_layernorm, "transformer: one-pass layer norm (apex FusedLayerNorm)"),
         FLAG("checkpointing", TB_FLAG_BOOL, checkpointing, "recompute cheap layers (BN+ReLU, GELU, pooling) in backward instead of storing them"),
@@ -140,10 +141,10 @@ static int check_min(const char *flag, long long v, long long min)
 /* Issue 5's fields must stay off until the library implements them. */
 static int check_not_yet(const tb_config *cfg)
 {
-    if (cfg->amp_dtype != TB_AMP_OFF || cfg->channels_last || cfg->tf32 || cfg->checkpointing ||
+    if (cfg->amp_dtype != TB_AMP_OFF || cfg->channels_last || cfg->checkpointing ||
         cfg->eval_no_grad)
         return TB_FAIL(TB_ERR_UNSUPPORTED,
-                       "AMP, channels last, TF32, checkpointing, anomaly detection, loss read "
+                       "AMP, channels last, checkpointing, anomaly detection, loss read "
                        "interval and no_grad evaluation are not implemented yet (issue 5)");
     return TB_OK;
 }

@@ -81,6 +81,7 @@ static int make_model(tb_trainer *t)
     TB_TRY(model_build(t->be, spec, &mo, &t->model));
     t->model->ctx.gelu = c->fused_gelu ? TB_GELU_FUSED : TB_GELU_UNFUSED;
     t->model->ctx.conv_autotune = c->conv_autotune;
+    t->model->ctx.math = c->tf32 ? TB_MATH_TF32 : TB_MATH_F32;
     return TB_OK;
 }
 
