@@ -2,6 +2,7 @@
 """Checks what a technique binary wrote: shape, not timings.
 
 usage: check_outputs.py OUT_DIR TECHNIQUE GOLDEN_CSV [--min-rows=N] [--plots=a,b]
+                        [--no-gbench]  (a technique that times without Google Benchmark)
 
 - results/<device>/<technique>.csv exists, its header is the frozen schema
   (first line of the golden CSV), every row has every column;
@@ -32,13 +33,15 @@ def num(s):
 def main():
     args = sys.argv[1:]
     out, tech, golden = args[0], args[1], args[2]
-    min_rows, plots = 1, [tech]
+    min_rows, plots, gbench = 1, [tech], True
     for a in args[3:]:
         key, _, value = a.partition("=")
         if key == "--min-rows":
             min_rows = int(value)
         elif key == "--plots":
             plots = [p for p in value.split(",") if p]
+        elif key == "--no-gbench":
+            gbench = False
         else:
             fail("unknown argument " + a)
     with open(golden, newline="") as f:
@@ -83,7 +86,8 @@ def main():
             s, a, b = num(r["speedup"]), num(r["speedup_ci_low"]), num(r["speedup_ci_high"])
             if not (a <= s <= b) or s <= 0:
                 fail(where + ": speedup %g outside its interval [%g, %g]" % (s, a, b))
-    for name in (tech + ".json", tech + ".gbench.json", "fingerprint.json"):
+    names = [tech + ".json", "fingerprint.json"] + ([tech + ".gbench.json"] if gbench else [])
+    for name in names:
         p = os.path.join(res_dir, name)
         if not os.path.exists(p):
             fail("missing " + p)

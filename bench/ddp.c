@@ -21,6 +21,20 @@
  * the same global batch whose batch norm sees each replica's share (micro-
  * batch B/N, accumulation N) ends at the same loss within 1e-4 relative.
  *
+ * --sync-bn swaps the batch norms for SyncBatchNorm (lib/syncbn.h): then
+ * --verify's single-process run is the plain one at the same global batch
+ * (batch norm over the whole batch), and the loss must match it within 1e-4.
+ *
+ * Rank 0 alone writes: --report=PATH gives PATH.steps.csv (per step: time
+ * as the slowest rank saw it, rank 0's backward, all-reduce and exposed
+ * time; rank 0 has the lightest shard under --imbalance, so its exposed
+ * time is the waiting), PATH.trace.csv (the last step's buckets),
+ * PATH.verify.csv (with --verify) and PATH.busbw.csv (with --busbw-max: the
+ * blocking all-reduce timed over message sizes 4 KiB .. max, each size
+ * --busbw-reps times, the slowest rank's time per repetition).
+ * --checkpoint=PATH: rank 0 alone writes weights and optimizer state at
+ * the end (lib/checkpoint.h); every rank prints whether it wrote.
+ *
  * Test hooks: --test-hang-rank=R / --test-exit-rank=R make rank R sleep or
  * exit(3) at step --test-fail-step; the job must fail, not hang.
  */
@@ -32,11 +46,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/checkpoint.h"
 #include "lib/comm.h"
 #include "lib/config.h"
 #include "lib/ddp.h"
 #include "lib/flags.h"
 #include "lib/stats.h"
+#include "lib/syncbn.h"
 #include "lib/train.h"
 
 typedef struct worker_flags {
@@ -47,6 +63,10 @@ typedef struct worker_flags {
     int verify;
     const char *report;       /* rank 0 writes PATH.steps.csv and PATH.trace.csv */
     double imbalance;
+    int sync_bn;
+    const char *checkpoint;   /* rank 0 writes weights + optimizer state here */
+    size_t busbw_max;         /* > 0: time all-reduce up to this many bytes */
+    int busbw_reps;
     int hang_rank, exit_rank, fail_step;
 } worker_flags;
 
@@ -258,12 +278,13 @@ static int weights_differ(worker *w, int *ndiff)
     return TB_OK;
 }
 
-/* Rank 0: the single-process run at the same global batch whose batch norm
- * sees each replica's share: micro-batch B/N, accumulation N times ours. */
+/* Rank 0: the single-process run at the same global batch. Its batch norm
+ * sees each replica's share (micro-batch B/N, accumulation N times ours),
+ * or with SyncBatchNorm the whole batch (the same batch and accumulation). */
 static int reference_run(worker *w, float *ref_loss, double *max_abs, double *max_w)
 {
     tb_config rc = w->cfg;
-    int n = w->comm->size;
+    int n = w->wf.sync_bn ? 1 : w->comm->size;
     rc.batch_size = w->cfg.batch_size / n;
     rc.accum_steps = w->cfg.accum_steps * n;
     rc.max_steps = w->nrecs;
@@ -292,11 +313,36 @@ out_free:
 
 #define VERIFY_LOSS_TOL 1e-4
 
+typedef struct verify_rec {
+    int weights_identical;
+    double loss, ref_loss, rel, max_abs_w; /* NaN when no reference ran */
+    int failed;
+} verify_rec;
+
+static int write_verify(const worker *w, const verify_rec *v)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s.verify.csv", w->wf.report);
+    FILE *f = fopen(path, "w");
+    TB_CHECK_IO(!f, "cannot write %s", path);
+    fprintf(f, "ranks,reference,weights_identical,loss,ref_loss,rel_diff,tolerance,"
+               "max_abs_weight_diff,failed_checks\n");
+    fprintf(f, "%d,%s,%d,%.9g,%.9g,%.6g,%g,%.6g,%d\n", w->comm->size,
+            w->wf.sync_bn ? "one process with batch norm over the global batch"
+                          : "one process with batch norm over each replica's share",
+            v->weights_identical, v->loss, v->ref_loss, v->rel, VERIFY_LOSS_TOL, v->max_abs_w,
+            v->failed);
+    TB_CHECK_IO(fclose(f) != 0, "cannot write %s", path);
+    return TB_OK;
+}
+
 /* Returns TB_OK and *failed = number of failed checks (same on every rank). */
 static int verify(worker *w, int *failed)
 {
     int bad = 0, ndiff;
+    verify_rec vr = {.loss = NAN, .ref_loss = NAN, .rel = NAN, .max_abs_w = NAN};
     TB_TRY(weights_differ(w, &ndiff));
+    vr.weights_identical = ndiff == 0;
     size_t grad_bytes = w->t->model->numel * sizeof(float);
     const tb_ddp_step *st = &w->ddp->step;
     if (w->comm->rank == 0) {
@@ -332,10 +378,14 @@ static int verify(worker *w, int *failed)
         printf("verify: weights vs single process: max abs difference %.3e (max |w| %.3f)\n",
                max_abs, max_w);
         bad += !(rel <= VERIFY_LOSS_TOL);
+        vr = (verify_rec){vr.weights_identical, got, ref, rel, max_abs, 0};
     }
     double b = bad;
     TB_TRY(comm_sum_double(w->mpi, &b, 1));
     *failed = (int)b;
+    vr.failed = *failed;
+    if (w->comm->rank == 0 && w->wf.report)
+        TB_TRY(write_verify(w, &vr));
     return TB_OK;
 }
 
@@ -394,6 +444,61 @@ static void print_summary(const worker *w)
            w->nrecs ? w->recs[w->nrecs - 1].loss : NAN);
 }
 
+/* ---- after training: all-reduce bus bandwidth, checkpoint ---- */
+
+/* The blocking all-reduce over message sizes 4 KiB, 16 KiB, .. busbw_max;
+ * rank 0 writes one row per repetition: the slowest rank's seconds. */
+static int busbw_sweep(worker *w)
+{
+    size_t max_n = w->wf.busbw_max / sizeof(float);
+    float *buf = NULL;
+    FILE *f = NULL;
+    char path[1024];
+    int rc = TB_OK;
+    TB_TRY(w->be->dev_alloc(w->be, (void **)&buf, max_n * sizeof(float)));
+    if (w->comm->rank == 0) {
+        snprintf(path, sizeof path, "%s.busbw.csv", w->wf.report);
+        f = fopen(path, "w");
+        if (!f) {
+            rc = TB_FAIL(TB_ERR_IO, "cannot write %s", path);
+            goto out_free;
+        }
+        fprintf(f, "ranks,bytes,rep,seconds\n");
+    }
+    for (size_t n = 1024; n <= max_n; n *= 4) {
+        TB_TRY_GOTO(rc, w->be->memset(w->be, buf, 0, n * sizeof(float), NULL), out_free);
+        TB_TRY_GOTO(rc, comm_allreduce_sum(w->comm, buf, n), out_free); /* warm-up */
+        for (int r = 0; r < w->wf.busbw_reps; r++) {
+            TB_TRY_GOTO(rc, comm_barrier(w->comm), out_free);
+            double t0 = comm_now();
+            TB_TRY_GOTO(rc, comm_allreduce_sum(w->comm, buf, n), out_free);
+            TB_TRY_GOTO(rc, w->be->sync(w->be), out_free);
+            double t = comm_now() - t0;
+            TB_TRY_GOTO(rc, comm_max_double(w->mpi, &t, 1), out_free);
+            if (f)
+                fprintf(f, "%d,%zu,%d,%.9g\n", w->comm->size, n * sizeof(float), r, t);
+        }
+    }
+out_free:
+    if (f && fclose(f) != 0 && rc == TB_OK)
+        rc = TB_FAIL(TB_ERR_IO, "cannot write %s", path);
+    w->be->dev_free(w->be, buf);
+    return rc;
+}
+
+/* Rank 0 alone writes; every rank says what it did, and all wait for it. */
+static int write_checkpoint(worker *w)
+{
+    if (w->comm->rank == 0) {
+        TB_TRY(checkpoint_save(w->t->model, &w->t->opt, 0, w->comm->size, w->wf.checkpoint));
+        printf("rank 0: wrote checkpoint %s\n", w->wf.checkpoint);
+    } else {
+        printf("rank %d: no checkpoint written (rank 0 alone writes)\n", w->comm->rank);
+    }
+    fflush(stdout);
+    return comm_barrier(w->mpi);
+}
+
 /* ---- setup ---- */
 
 static int parse(worker *w, int *argc, char **argv, int *help)
@@ -402,7 +507,7 @@ static int parse(worker *w, int *argc, char **argv, int *help)
     w->cfg.epochs = 1;
     w->wf = (worker_flags){.bucket_bytes = TB_DDP_DEFAULT_BUCKET_BYTES, .overlap = 1,
                            .comm_timeout = 600, .hang_rank = -1, .exit_rank = -1,
-                           .fail_step = 2};
+                           .fail_step = 2, .busbw_reps = 5};
     size_t nc;
     const tb_flag *cf = config_flags(&w->cfg, &nc);
     tb_flag own[] = {
@@ -413,6 +518,10 @@ static int parse(worker *w, int *argc, char **argv, int *help)
         {"verify", TB_FLAG_BOOL, &w->wf.verify, "check identical weights, bytes, overlap, loss vs one process", NULL},
         {"report", TB_FLAG_STRING, &w->wf.report, "rank 0 writes PATH.steps.csv and PATH.trace.csv", NULL},
         {"imbalance", TB_FLAG_DOUBLE, &w->wf.imbalance, "rank r's shard weighs 1 + x*r/(N-1): load imbalance", NULL},
+        {"sync-bn", TB_FLAG_BOOL, &w->wf.sync_bn, "SyncBatchNorm: batch statistics over all ranks (CPU backend)", NULL},
+        {"checkpoint", TB_FLAG_STRING, &w->wf.checkpoint, "rank 0 writes weights and optimizer state here at the end", NULL},
+        {"busbw-max", TB_FLAG_SIZE, &w->wf.busbw_max, "with --report: time all-reduce of 4K .. this many bytes (PATH.busbw.csv)", NULL},
+        {"busbw-reps", TB_FLAG_INT, &w->wf.busbw_reps, "repetitions per all-reduce size", NULL},
         {"test-hang-rank", TB_FLAG_INT, &w->wf.hang_rank, "test hook: this rank hangs", NULL},
         {"test-exit-rank", TB_FLAG_INT, &w->wf.exit_rank, "test hook: this rank exits with status 3", NULL},
         {"test-fail-step", TB_FLAG_INT, &w->wf.fail_step, "test hook: at this step", NULL},
@@ -429,6 +538,8 @@ static int parse(worker *w, int *argc, char **argv, int *help)
     }
     if (*argc > 1)
         return TB_FAIL(TB_ERR_INVALID, "unexpected argument '%s' (see --help)", argv[1]);
+    if (w->wf.busbw_max && (!w->wf.report || w->wf.busbw_reps < 1))
+        return TB_FAIL(TB_ERR_INVALID, "--busbw-max needs --report=PATH and --busbw-reps >= 1");
     return config_validate(&w->cfg);
 }
 
@@ -451,6 +562,8 @@ static int open_everything(worker *w)
     else
         w->comm = w->mpi;
     TB_TRY(trainer_create(&w->cfg, w->be, &w->t));
+    if (w->wf.sync_bn)
+        TB_TRY(syncbn_convert(w->t->model, w->mpi, NULL));
     tb_ddp_opts o = {.bucket_bytes = w->wf.bucket_bytes, .overlap = w->wf.overlap};
     TB_TRY(ddp_create(w->comm, w->t->model, &o, &w->ddp));
     return ddp_broadcast_params(w->ddp);
@@ -478,6 +591,10 @@ static int run(worker *w, int *failed)
         TB_TRY(write_report(w));
     if (w->wf.verify)
         TB_TRY(verify(w, failed));
+    if (w->wf.busbw_max)
+        TB_TRY(busbw_sweep(w));
+    if (w->wf.checkpoint)
+        TB_TRY(write_checkpoint(w));
     return TB_OK;
 }
 
