@@ -210,34 +210,51 @@ static int add_rows(tb_bench *b, const gb_results *r, const tb_attn_desc *d, int
     return TB_OK;
 }
 
-static int register_all(tb_bench *b, opb_set *set, attn_case *cases, const attn_bufs *f,
-                        const int *seqs, int nseqs)
+typedef struct attn_state {
+    int seqs[8], nseqs;
+    attn_bufs f;
+    attn_case *cases;          /* nseqs * 2 masks * 2 directions * NV */
+} attn_state;
+
+static int setup(tb_bench *b, void *state, opb_set *set)
 {
-    int k = 0;
-    for (int s = 0; s < nseqs; s++)
+    attn_state *st = state;
+    st->nseqs = plan_seqs(b->profile, st->seqs);
+    st->cases = calloc((size_t)st->nseqs * 4 * NV, sizeof *st->cases);
+    if (!st->cases)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory");
+    TB_TRY(alloc_bufs(b->be, &st->f, st->seqs[st->nseqs - 1]));
+    attn_case *c = st->cases;
+    for (int s = 0; s < st->nseqs; s++)
         for (int causal = 0; causal < 2; causal++)
             for (int bwd = 0; bwd < 2; bwd++)
-                for (int v = 0; v < NV; v++, k++) {
-                    cases[k] = (attn_case){b->be, f, make_desc(seqs[s], causal), vvar[v], bwd};
-                    TB_TRY(opb_register(b, set, run_case, &cases[k],
-                                        plan_iterations(b->profile, seqs[s]), "attn_%s_%s_%s/%d",
-                                        bwd ? "fwdbwd" : "fwd", vnames[v],
-                                        causal ? "causal" : "full", seqs[s]));
+                for (int v = 0; v < NV; v++, c++) {
+                    *c = (attn_case){b->be, &st->f, make_desc(st->seqs[s], causal), vvar[v], bwd};
+                    TB_TRY(opb_register(b, set, run_case, c,
+                                        plan_iterations(b->profile, st->seqs[s]),
+                                        "attn_%s_%s_%s/%d", bwd ? "fwdbwd" : "fwd", vnames[v],
+                                        causal ? "causal" : "full", st->seqs[s]));
                 }
     return TB_OK;
 }
 
-static int report(tb_bench *b, const gb_results *r, attn_bufs *f, const int *seqs, int nseqs)
+static int report(tb_bench *b, void *state, const gb_results *r)
 {
-    for (int s = 0; s < nseqs; s++)
+    attn_state *st = state;
+    for (int s = 0; s < st->nseqs; s++)
         for (int causal = 0; causal < 2; causal++) {
-            tb_attn_desc d = make_desc(seqs[s], causal);
+            tb_attn_desc d = make_desc(st->seqs[s], causal);
             attn_check chk;
-            TB_TRY(check_point(b->be, f, &d, &chk));
+            TB_TRY(check_point(b->be, &st->f, &d, &chk));
             TB_TRY(add_rows(b, r, &d, 0, &chk));
             TB_TRY(add_rows(b, r, &d, 1, &chk));
         }
-    TB_TRY(tb_bench_save(b));
+    return TB_OK;
+}
+
+static int plot(tb_bench *b, void *state)
+{
+    (void)state;
     TB_TRY(opb_plot(b, "fused_attention", "Attention time (B=1, H=4, D=64)", "sequence length",
                     "time (ms)", 2, OPB_Y_MEDIAN));
     TB_TRY(opb_plot(b, "fused_attention_speedup", "Fused over manual attention (median, 95% CI)",
@@ -246,43 +263,23 @@ static int report(tb_bench *b, const gb_results *r, attn_bufs *f, const int *seq
                     "sequence length", "bytes", 2, OPB_Y_MEMORY);
 }
 
+static void teardown(tb_bench *b, void *state)
+{
+    attn_state *st = state;
+    free(st->cases);
+    free_bufs(b->be, &st->f);
+}
+
 static int run(tb_bench *b)
 {
-    int seqs[8];
-    int nseqs = plan_seqs(b->profile, seqs);
-    attn_bufs f = {0};
-    opb_set set = {0};
-    gb_results *r = NULL;
-    attn_case *cases = calloc((size_t)nseqs * 4 * NV, sizeof *cases);
-    if (!cases)
-        return TB_FAIL(TB_ERR_NOMEM, "out of memory");
-    int rc;
-    TB_TRY_GOTO(rc, alloc_bufs(b->be, &f, seqs[nseqs - 1]), out_free);
-    TB_TRY_GOTO(rc, register_all(b, &set, cases, &f, seqs, nseqs), out_free);
-    fprintf(stderr, "fused_attention: timing %d lengths x 2 masks x 2 directions x %d cases x %d "
-            "reps\n", nseqs, NV, b->reps);
-    TB_TRY_GOTO(rc, tb_bench_run(b, &r), out_free);
-    TB_TRY_GOTO(rc, report(b, r, &f, seqs, nseqs), out_free);
-out_free:
-    gb_results_free(r);
-    opb_set_free(&set);
-    free(cases);
-    free_bufs(b->be, &f);
-    return rc;
+    static const opb_sweep sweep = {setup, report, plot, teardown};
+    attn_state st = {0};
+    return opb_run(b, &sweep, &st);
 }
 
 int main(int argc, char **argv)
 {
-    tb_bench b;
-    int done = 0;
-    int rc = tb_bench_init(&b, "fused_attention",
-                           "Manual vs fused attention (forward, forward+backward; causal and "
-                           "not) over sequence lengths 128 .. 4096: time and memory.",
-                           NULL, 0, argc, argv, &done);
-    if (rc == TB_OK && !done)
-        rc = run(&b);
-    tb_bench_close(&b);
-    if (rc != TB_OK)
-        return tb_bench_fail("fused_attention", rc);
-    return 0;
+    return opb_main(argc, argv, "fused_attention",
+                    "Manual vs fused attention (forward, forward+backward; causal and not) over "
+                    "sequence lengths 128 .. 4096: time and memory.", run);
 }

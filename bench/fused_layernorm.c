@@ -199,32 +199,58 @@ static int add_dir_rows(tb_bench *b, const gb_results *r, ln_shape s, int bwd, d
     return TB_OK;
 }
 
-static int register_all(tb_bench *b, opb_set *set, ln_case *cases, const ln_bufs *f,
-                        const ln_shape *shapes, int nshapes)
+typedef struct ln_state {
+    const ln_shape *shapes;
+    int nshapes;
+    ln_bufs f;
+    ln_case *cases;            /* nshapes * NCASES */
+} ln_state;
+
+static int setup(tb_bench *b, void *state, opb_set *set)
 {
-    for (int s = 0; s < nshapes; s++)
+    ln_state *st = state;
+    int tiny = b->profile == TB_PROFILE_TINY;
+    st->shapes = tiny ? shapes_tiny : shapes_all;
+    st->nshapes = tiny ? 2 : (int)(sizeof shapes_all / sizeof shapes_all[0]);
+    for (int s = 0; s < st->nshapes; s++) {
+        ln_shape sh = st->shapes[s];
+        size_t n = (size_t)sh.rows * sh.cols;
+        st->f.max_n = n > st->f.max_n ? n : st->f.max_n;
+        st->f.max_rows = sh.rows > st->f.max_rows ? sh.rows : st->f.max_rows;
+        st->f.max_cols = sh.cols > st->f.max_cols ? sh.cols : st->f.max_cols;
+    }
+    st->cases = calloc((size_t)st->nshapes * NCASES, sizeof *st->cases);
+    if (!st->cases)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory");
+    TB_TRY(alloc_bufs(b->be, &st->f));
+    for (int s = 0; s < st->nshapes; s++)
         for (int k = 0; k < NCASES; k++) {
-            ln_case *c = &cases[s * NCASES + k];
-            *c = (ln_case){b->be, f, shapes[s], k};
-            TB_TRY(opb_register(b, set, run_case, c, plan_iterations(b->profile, shapes[s]),
-                                "ln_%s/%dx%d", case_defs[k].name, shapes[s].rows,
-                                shapes[s].cols));
+            ln_case *c = &st->cases[s * NCASES + k];
+            *c = (ln_case){b->be, &st->f, st->shapes[s], k};
+            TB_TRY(opb_register(b, set, run_case, c, plan_iterations(b->profile, st->shapes[s]),
+                                "ln_%s/%dx%d", case_defs[k].name, st->shapes[s].rows,
+                                st->shapes[s].cols));
         }
     return TB_OK;
 }
 
-static int report(tb_bench *b, const gb_results *r, ln_bufs *f, const ln_shape *shapes,
-                  int nshapes)
+static int report(tb_bench *b, void *state, const gb_results *r)
 {
-    for (int s = 0; s < nshapes; s++) {
+    ln_state *st = state;
+    for (int s = 0; s < st->nshapes; s++) {
         ln_check chk;
         double copy_gbs;
-        TB_TRY(check_shape(b->be, f, shapes[s], &chk));
-        TB_TRY(add_copy_row(b, r, shapes[s], &copy_gbs));
-        TB_TRY(add_dir_rows(b, r, shapes[s], 0, copy_gbs, &chk));
-        TB_TRY(add_dir_rows(b, r, shapes[s], 1, copy_gbs, &chk));
+        TB_TRY(check_shape(b->be, &st->f, st->shapes[s], &chk));
+        TB_TRY(add_copy_row(b, r, st->shapes[s], &copy_gbs));
+        TB_TRY(add_dir_rows(b, r, st->shapes[s], 0, copy_gbs, &chk));
+        TB_TRY(add_dir_rows(b, r, st->shapes[s], 1, copy_gbs, &chk));
     }
-    TB_TRY(tb_bench_save(b));
+    return TB_OK;
+}
+
+static int plot(tb_bench *b, void *state)
+{
+    (void)state;
     TB_TRY(opb_plot(b, "fused_layernorm", "Layer norm effective bandwidth", "elements",
                     "effective bandwidth (GB/s)", 2, OPB_Y_RATE));
     return opb_plot(b, "fused_layernorm_speedup",
@@ -232,49 +258,23 @@ static int report(tb_bench *b, const gb_results *r, ln_bufs *f, const ln_shape *
                     2, OPB_Y_SPEEDUP);
 }
 
+static void teardown(tb_bench *b, void *state)
+{
+    ln_state *st = state;
+    free(st->cases);
+    free_bufs(b->be, &st->f);
+}
+
 static int run(tb_bench *b)
 {
-    int tiny = b->profile == TB_PROFILE_TINY;
-    const ln_shape *shapes = tiny ? shapes_tiny : shapes_all;
-    int nshapes = tiny ? 2 : (int)(sizeof shapes_all / sizeof shapes_all[0]);
-    ln_bufs f = {0};
-    for (int s = 0; s < nshapes; s++) {
-        size_t n = (size_t)shapes[s].rows * shapes[s].cols;
-        f.max_n = n > f.max_n ? n : f.max_n;
-        f.max_rows = shapes[s].rows > f.max_rows ? shapes[s].rows : f.max_rows;
-        f.max_cols = shapes[s].cols > f.max_cols ? shapes[s].cols : f.max_cols;
-    }
-    opb_set set = {0};
-    gb_results *r = NULL;
-    ln_case *cases = calloc((size_t)nshapes * NCASES, sizeof *cases);
-    int rc = cases ? TB_OK : TB_FAIL(TB_ERR_NOMEM, "out of memory");
-    if (rc != TB_OK)
-        return rc;
-    TB_TRY_GOTO(rc, alloc_bufs(b->be, &f), out_free);
-    TB_TRY_GOTO(rc, register_all(b, &set, cases, &f, shapes, nshapes), out_free);
-    fprintf(stderr, "fused_layernorm: timing %d shapes x %d cases x %d reps\n", nshapes, NCASES,
-            b->reps);
-    TB_TRY_GOTO(rc, tb_bench_run(b, &r), out_free);
-    TB_TRY_GOTO(rc, report(b, r, &f, shapes, nshapes), out_free);
-out_free:
-    gb_results_free(r);
-    opb_set_free(&set);
-    free(cases);
-    free_bufs(b->be, &f);
-    return rc;
+    static const opb_sweep sweep = {setup, report, plot, teardown};
+    ln_state st = {0};
+    return opb_run(b, &sweep, &st);
 }
 
 int main(int argc, char **argv)
 {
-    tb_bench b;
-    int done = 0;
-    int rc = tb_bench_init(&b, "fused_layernorm",
-                           "Fused vs unfused layer norm (forward and backward) over transformer "
-                           "shapes, beside the copy bandwidth.", NULL, 0, argc, argv, &done);
-    if (rc == TB_OK && !done)
-        rc = run(&b);
-    tb_bench_close(&b);
-    if (rc != TB_OK)
-        return tb_bench_fail("fused_layernorm", rc);
-    return 0;
+    return opb_main(argc, argv, "fused_layernorm",
+                    "Fused vs unfused layer norm (forward and backward) over transformer "
+                    "shapes, beside the copy bandwidth.", run);
 }

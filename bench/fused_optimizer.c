@@ -92,10 +92,10 @@ typedef struct opt_sweep {
     int npts;
     tb_param_view **views;  /* per point */
     opt_case *cases;        /* NOPTS * npts * NV */
-    opb_set set;
+    opt_bufs bf;
 } opt_sweep;
 
-static int register_all(tb_bench *b, opt_sweep *sw)
+static int register_all(tb_bench *b, opt_sweep *sw, opb_set *set)
 {
     sw->cases = calloc((size_t)NOPTS * sw->npts * NV, sizeof *sw->cases);
     if (!sw->cases)
@@ -106,7 +106,7 @@ static int register_all(tb_bench *b, opt_sweep *sw)
                 opt_case *c = &sw->cases[(o * sw->npts + p) * NV + v];
                 *c = (opt_case){b->be, hparams(opts[o].kind), sw->views[p], sw->pts[p].count,
                                 v == V_FUSED};
-                TB_TRY(opb_register(b, &sw->set, run_step, c,
+                TB_TRY(opb_register(b, set, run_step, c,
                                     plan_iterations(b->profile, sw->pts[p]), "opt_%s_%s/%dx%zu",
                                     opts[o].name, vnames[v], sw->pts[p].count, sw->pts[p].each));
             }
@@ -204,71 +204,67 @@ static void free_bufs(tb_backend *be, opt_bufs *bf)
     be->host_free(be, bf->h_out[1], 0);
 }
 
-static int check_and_report(tb_bench *b, opt_sweep *sw, const opt_bufs *bf, const gb_results *r)
+static int setup(tb_bench *b, void *state, opb_set *set)
 {
+    opt_sweep *sw = state;
+    int tiny = b->profile == TB_PROFILE_TINY;
+    sw->pts = tiny ? points_tiny : points_all;
+    sw->npts = tiny ? 3 : (int)(sizeof points_all / sizeof points_all[0]);
+    for (int p = 0; p < sw->npts; p++)
+        if ((size_t)sw->pts[p].count * sw->pts[p].each > sw->bf.max_total)
+            sw->bf.max_total = (size_t)sw->pts[p].count * sw->pts[p].each;
+    sw->views = calloc((size_t)sw->npts, sizeof *sw->views);
+    if (!sw->views)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory");
+    TB_TRY(alloc_bufs(b->be, &sw->bf));
+    for (int p = 0; p < sw->npts; p++)
+        if (!(sw->views[p] = make_views(&sw->bf, sw->pts[p])))
+            return TB_FAIL(TB_ERR_NOMEM, "out of memory");
+    return register_all(b, sw, set);
+}
+
+static int report(tb_bench *b, void *state, const gb_results *r)
+{
+    opt_sweep *sw = state;
     for (int o = 0; o < NOPTS; o++)
         for (int p = 0; p < sw->npts; p++) {
             tb_compare cmp;
-            TB_TRY(check_point(b->be, bf, opts[o].kind, sw->views[p], sw->pts[p], &cmp));
+            TB_TRY(check_point(b->be, &sw->bf, opts[o].kind, sw->views[p], sw->pts[p], &cmp));
             TB_TRY(add_rows(b, r, o, sw->pts[p], &cmp));
         }
     return TB_OK;
 }
 
+static int plot(tb_bench *b, void *state)
+{
+    (void)state;
+    TB_TRY(opb_plot(b, "fused_optimizer", "Optimizer step time", "parameters",
+                    "step time (us)", 10, OPB_Y_MEDIAN));
+    return opb_plot(b, "fused_optimizer_speedup",
+                    "Fused over per-tensor optimizer step (median, 95% CI)", "parameters",
+                    "speedup (x)", 10, OPB_Y_SPEEDUP);
+}
+
+static void teardown(tb_bench *b, void *state)
+{
+    opt_sweep *sw = state;
+    free(sw->cases);
+    for (int p = 0; sw->views && p < sw->npts; p++)
+        free(sw->views[p]);
+    free(sw->views);
+    free_bufs(b->be, &sw->bf);
+}
+
 static int run(tb_bench *b)
 {
+    static const opb_sweep sweep = {setup, report, plot, teardown};
     opt_sweep sw = {0};
-    int tiny = b->profile == TB_PROFILE_TINY;
-    sw.pts = tiny ? points_tiny : points_all;
-    sw.npts = tiny ? 3 : (int)(sizeof points_all / sizeof points_all[0]);
-    opt_bufs bf = {0};
-    for (int p = 0; p < sw.npts; p++)
-        if ((size_t)sw.pts[p].count * sw.pts[p].each > bf.max_total)
-            bf.max_total = (size_t)sw.pts[p].count * sw.pts[p].each;
-    gb_results *r = NULL;
-    int rc;
-    sw.views = calloc((size_t)sw.npts, sizeof *sw.views);
-    if (!sw.views)
-        return TB_FAIL(TB_ERR_NOMEM, "out of memory");
-    TB_TRY_GOTO(rc, alloc_bufs(b->be, &bf), out_free);
-    for (int p = 0; p < sw.npts; p++)
-        if (!(sw.views[p] = make_views(&bf, sw.pts[p]))) {
-            rc = TB_FAIL(TB_ERR_NOMEM, "out of memory");
-            goto out_free;
-        }
-    TB_TRY_GOTO(rc, register_all(b, &sw), out_free);
-    fprintf(stderr, "fused_optimizer: timing %d points x 2 optimizers x %d cases x %d reps\n",
-            sw.npts, NV, b->reps);
-    TB_TRY_GOTO(rc, tb_bench_run(b, &r), out_free);
-    TB_TRY_GOTO(rc, check_and_report(b, &sw, &bf, r), out_free);
-    TB_TRY_GOTO(rc, tb_bench_save(b), out_free);
-    TB_TRY_GOTO(rc, opb_plot(b, "fused_optimizer", "Optimizer step time", "parameters",
-                             "step time (us)", 10, OPB_Y_MEDIAN), out_free);
-    TB_TRY_GOTO(rc, opb_plot(b, "fused_optimizer_speedup",
-                             "Fused over per-tensor optimizer step (median, 95% CI)",
-                             "parameters", "speedup (x)", 10, OPB_Y_SPEEDUP), out_free);
-out_free:
-    gb_results_free(r);
-    opb_set_free(&sw.set);
-    free(sw.cases);
-    for (int p = 0; p < sw.npts; p++)
-        free(sw.views[p]);
-    free(sw.views);
-    free_bufs(b->be, &bf);
-    return rc;
+    return opb_run(b, &sweep, &sw);
 }
 
 int main(int argc, char **argv)
 {
-    tb_bench b;
-    int done = 0;
-    int rc = tb_bench_init(&b, "fused_optimizer",
-                           "Per-tensor vs fused optimizer step (SGD, AdamW) over parameter "
-                           "counts.", NULL, 0, argc, argv, &done);
-    if (rc == TB_OK && !done)
-        rc = run(&b);
-    tb_bench_close(&b);
-    if (rc != TB_OK)
-        return tb_bench_fail("fused_optimizer", rc);
-    return 0;
+    return opb_main(argc, argv, "fused_optimizer",
+                    "Per-tensor vs fused optimizer step (SGD, AdamW) over parameter counts.",
+                    run);
 }

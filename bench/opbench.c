@@ -15,6 +15,19 @@ static void bm_case(tbb_state *st, void *user)
     tb_bench_timed_loop(st, c->be, c->fn, c->arg);
 }
 
+static void bm_case_cold(tbb_state *st, void *user)
+{
+    opb_case *c = user;
+    while (tbb_keep_running(st)) {
+        double s = 0;
+        if (tb_bench_time_op(c->be, c->fn, c->arg, &s) != TB_OK) {
+            tbb_skip_with_error(st, tb_error_message());
+            return;
+        }
+        tbb_set_iteration_time(st, s);
+    }
+}
+
 static int set_push(opb_set *set, opb_case *c)
 {
     if (set->n == set->cap) {
@@ -29,14 +42,11 @@ static int set_push(opb_set *set, opb_case *c)
     return TB_OK;
 }
 
-int opb_register(tb_bench *b, opb_set *set, tb_timed_op fn, void *arg, int64_t iterations,
-                 const char *fmt, ...)
+static int register_v(tb_bench *b, opb_set *set, tbb_fn bm, tb_timed_op fn, void *arg,
+                      int64_t iterations, const char *fmt, va_list ap)
 {
     char name[160];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(name, sizeof name, fmt, ap);
-    va_end(ap);
     opb_case *c = malloc(sizeof *c);
     if (!c)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory registering %s", name);
@@ -51,7 +61,27 @@ int opb_register(tb_bench *b, opb_set *set, tb_timed_op fn, void *arg, int64_t i
     o.repetitions = b->reps;
     o.manual_time = 1;
     o.unit = TBB_US;
-    return tbb_register(name, bm_case, c, &o);
+    return tbb_register(name, bm, c, &o);
+}
+
+int opb_register(tb_bench *b, opb_set *set, tb_timed_op fn, void *arg, int64_t iterations,
+                 const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = register_v(b, set, bm_case, fn, arg, iterations, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int opb_register_cold(tb_bench *b, opb_set *set, tb_timed_op fn, void *arg, int64_t iterations,
+                      const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = register_v(b, set, bm_case_cold, fn, arg, iterations, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 void opb_set_free(opb_set *set)
@@ -137,6 +167,36 @@ void opb_fill_random(float *h, size_t n, uint64_t seed, float lo, float hi)
         if (h[i] == 0.0f)
             h[i] = 0.5f * (hi > 0 ? hi : lo);
     }
+}
+
+int opb_run(tb_bench *b, const opb_sweep *sw, void *state)
+{
+    opb_set set = {0};
+    gb_results *r = NULL;
+    int rc;
+    TB_TRY_GOTO(rc, sw->setup(b, state, &set), out_free);
+    fprintf(stderr, "%s: timing %zu cases x %d repetitions\n", b->technique, set.n, b->reps);
+    TB_TRY_GOTO(rc, tb_bench_run(b, &r), out_free);
+    TB_TRY_GOTO(rc, sw->report(b, state, r), out_free);
+    TB_TRY_GOTO(rc, tb_bench_save(b), out_free);
+    TB_TRY_GOTO(rc, sw->plot(b, state), out_free);
+out_free:
+    gb_results_free(r);
+    opb_set_free(&set);
+    sw->teardown(b, state);
+    return rc;
+}
+
+int opb_main(int argc, char **argv, const char *technique, const char *summary,
+             int (*run)(tb_bench *b))
+{
+    tb_bench b;
+    int done = 0;
+    int rc = tb_bench_init(&b, technique, summary, NULL, 0, argc, argv, &done);
+    if (rc == TB_OK && !done)
+        rc = run(&b);
+    tb_bench_close(&b);
+    return rc == TB_OK ? 0 : tb_bench_fail(technique, rc);
 }
 
 /* ---- figures ---- */

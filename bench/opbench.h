@@ -38,7 +38,30 @@ typedef struct opb_set {
  * REQUIRES: iterations >= 1; arg lives until tb_bench_run returns. */
 int opb_register(tb_bench *b, opb_set *set, tb_timed_op fn, void *arg, int64_t iterations,
                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* Same without warm-up calls: for ops whose every call is a first call
+ * (a new shape each time: the autotuner's tuning cost, a batch size that
+ * changes every step); fn must make each call cold itself. */
+int opb_register_cold(tb_bench *b, opb_set *set, tb_timed_op fn, void *arg, int64_t iterations,
+                      const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 void opb_set_free(opb_set *set);
+
+/* A sweep as callbacks on its own state: setup allocates and registers
+ * the cases; report checks correctness, adds rows and draws figures (the
+ * rows are saved between the two); teardown frees, whatever happened. */
+typedef struct opb_sweep {
+    int (*setup)(tb_bench *b, void *state, opb_set *set);
+    int (*report)(tb_bench *b, void *state, const gb_results *r);
+    int (*plot)(tb_bench *b, void *state);
+    void (*teardown)(tb_bench *b, void *state);
+} opb_sweep;
+
+/* setup, run Google Benchmark, report, save, plot, teardown. */
+int opb_run(tb_bench *b, const opb_sweep *sw, void *state);
+
+/* main() of a technique binary: tb_bench_init with no flags of its own,
+ * run, the exit code (errors printed). */
+int opb_main(int argc, char **argv, const char *technique, const char *summary,
+             int (*run)(tb_bench *b));
 
 /* The run registered as fmt (without the trailing '/'), or NULL. */
 const gb_run *opb_find(const gb_results *r, const char *fmt, ...)

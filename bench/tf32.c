@@ -162,79 +162,75 @@ static void free_bufs(tb_backend *be, gemm_bufs *f)
 static int add_na_rows(tb_bench *b, const char *why)
 {
     char reason[256];
-    snprintf(reason, sizeof reason, "TF32 math refused by the backend: %s", why);
+    snprintf(reason, sizeof reason, "TF32 math refused by the backend: %.200s", why);
     return opb_add_na(b, "tf32", "gemm time", reason);
 }
 
-static int sweep(tb_bench *b, gemm_bufs *f, const int *sizes, int nsizes, int tf32_ok,
-                 gemm_case *cases, opb_set *set, gb_results **r)
+typedef struct tf32_state {
+    int sizes[8], nsizes, tf32_ok;
+    char why[256];
+    gemm_bufs f;
+    gemm_case *cases;
+} tf32_state;
+
+static int setup(tb_bench *b, void *state, opb_set *set)
 {
-    for (int s = 0; s < nsizes; s++)
+    tf32_state *st = state;
+    st->nsizes = plan_sizes(b->profile, st->sizes);
+    st->cases = calloc((size_t)st->nsizes * NV, sizeof *st->cases);
+    if (!st->cases)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory");
+    TB_TRY(alloc_bufs(b->be, &st->f, st->sizes[st->nsizes - 1]));
+    st->tf32_ok = tf32_supported(b->be, &st->f, st->why, sizeof st->why);
+    for (int s = 0; s < st->nsizes; s++)
         for (int v = 0; v < NV; v++) {
-            if (vmath[v] == TB_MATH_TF32 && !tf32_ok)
+            if (vmath[v] == TB_MATH_TF32 && !st->tf32_ok)
                 continue;
-            gemm_case *c = &cases[s * NV + v];
-            *c = (gemm_case){b->be, f, sizes[s], vmath[v]};
-            TB_TRY(opb_register(b, set, run_gemm, c, plan_iterations(b->profile, sizes[s]),
-                                "gemm_%s/%d", vnames[v], sizes[s]));
+            gemm_case *c = &st->cases[s * NV + v];
+            *c = (gemm_case){b->be, &st->f, st->sizes[s], vmath[v]};
+            TB_TRY(opb_register(b, set, run_gemm, c, plan_iterations(b->profile, st->sizes[s]),
+                                "gemm_%s/%d", vnames[v], st->sizes[s]));
         }
-    fprintf(stderr, "tf32: timing %d sizes (256 .. %d) x %d cases x %d reps\n", nsizes,
-            sizes[nsizes - 1], NV, b->reps);
-    return tb_bench_run(b, r);
+    return TB_OK;
 }
 
-static int report(tb_bench *b, gemm_bufs *f, const int *sizes, int nsizes, int tf32_ok,
-                  const char *why, const gb_results *r)
+static int report(tb_bench *b, void *state, const gb_results *r)
 {
-    for (int s = 0; s < nsizes; s++) {
+    tf32_state *st = state;
+    for (int s = 0; s < st->nsizes; s++) {
         tb_compare cmp;
-        if (tf32_ok)
-            TB_TRY(check_size(b->be, f, sizes[s], &cmp));
-        TB_TRY(add_rows(b, r, sizes[s], tf32_ok ? &cmp : NULL));
+        if (st->tf32_ok)
+            TB_TRY(check_size(b->be, &st->f, st->sizes[s], &cmp));
+        TB_TRY(add_rows(b, r, st->sizes[s], st->tf32_ok ? &cmp : NULL));
     }
-    if (!tf32_ok)
-        TB_TRY(add_na_rows(b, why));
-    TB_TRY(tb_bench_save(b));
+    return st->tf32_ok ? TB_OK : add_na_rows(b, st->why);
+}
+
+static int plot(tb_bench *b, void *state)
+{
+    (void)state;
     TB_TRY(opb_plot(b, "tf32", "Square GEMM rate, fp32 vs TF32 math", "n (n x n x n)",
                     "GFLOP/s", 2, OPB_Y_RATE));
     return opb_plot(b, "tf32_speedup", "TF32 over fp32 GEMM (median, 95% CI)", "n (n x n x n)",
                     "speedup (x)", 2, OPB_Y_SPEEDUP);
 }
 
+static void teardown(tb_bench *b, void *state)
+{
+    tf32_state *st = state;
+    free(st->cases);
+    free_bufs(b->be, &st->f);
+}
+
 static int run(tb_bench *b)
 {
-    int sizes[8];
-    int nsizes = plan_sizes(b->profile, sizes);
-    gemm_bufs f = {0};
-    opb_set set = {0};
-    gb_results *r = NULL;
-    char why[256] = "";
-    gemm_case *cases = calloc((size_t)nsizes * NV, sizeof *cases);
-    if (!cases)
-        return TB_FAIL(TB_ERR_NOMEM, "out of memory");
-    int rc;
-    TB_TRY_GOTO(rc, alloc_bufs(b->be, &f, sizes[nsizes - 1]), out_free);
-    int tf32_ok = tf32_supported(b->be, &f, why, sizeof why);
-    TB_TRY_GOTO(rc, sweep(b, &f, sizes, nsizes, tf32_ok, cases, &set, &r), out_free);
-    TB_TRY_GOTO(rc, report(b, &f, sizes, nsizes, tf32_ok, why, r), out_free);
-out_free:
-    gb_results_free(r);
-    opb_set_free(&set);
-    free(cases);
-    free_bufs(b->be, &f);
-    return rc;
+    static const opb_sweep sweep = {setup, report, plot, teardown};
+    tf32_state st = {0};
+    return opb_run(b, &sweep, &st);
 }
 
 int main(int argc, char **argv)
 {
-    tb_bench b;
-    int done = 0;
-    int rc = tb_bench_init(&b, "tf32", "Square GEMMs, fp32 vs TF32 math, n = 256 .. 8192.", NULL,
-                           0, argc, argv, &done);
-    if (rc == TB_OK && !done)
-        rc = run(&b);
-    tb_bench_close(&b);
-    if (rc != TB_OK)
-        return tb_bench_fail("tf32", rc);
-    return 0;
+    return opb_main(argc, argv, "tf32", "Square GEMMs, fp32 vs TF32 math, n = 256 .. 8192.",
+                    run);
 }
