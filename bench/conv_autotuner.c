@@ -329,10 +329,10 @@ static int report_shape(tb_bench *b, const gb_results *r, conv_bufs *f, const co
     conv_check chk;
     TB_TRY(check_shape(b->be, f, t, &chk));
     char note[256];
-    snprintf(note, sizeof note, "%.48s, batch %d; tuned: fwd %.32s, bwd data %.32s, bwd filter "
-             "%.32s; first tuning %.3g s%s", s->what, s->n, t->names[0], t->names[1],
-             t->names[2], t->find_s, s->talk ? "; talk's GPU: 1430 us default, 840 us tuned "
-             "(their number)" : "");
+    snprintf(note, sizeof note, "%.48s, batch %d%s; first tuning %.3g s; tuned: fwd %.32s, bwd "
+             "data %.32s, bwd filter %.32s", s->what, s->n,
+             s->talk ? "; talk's GPU: 1430 us default, 840 us tuned (their number)" : "",
+             t->find_s, t->names[0], t->names[1], t->names[2]);
     TB_TRY(add_pair(b, r, idx, C_FWD_DEF, "fwd time", "", &chk.fwd, note));
     TB_TRY(add_pair(b, r, idx, C_STEP_DEF, "fwd+bwd time", "", &chk.bwd, note));
     if (!t->cold)

@@ -176,7 +176,8 @@ int opb_run(tb_bench *b, const opb_sweep *sw, void *state)
     int rc;
     TB_TRY_GOTO(rc, sw->setup(b, state, &set), out_free);
     fprintf(stderr, "%s: timing %zu cases x %d repetitions\n", b->technique, set.n, b->reps);
-    TB_TRY_GOTO(rc, tb_bench_run(b, &r), out_free);
+    if (set.n > 0)
+        TB_TRY_GOTO(rc, tb_bench_run(b, &r), out_free);
     TB_TRY_GOTO(rc, sw->report(b, state, r), out_free);
     TB_TRY_GOTO(rc, tb_bench_save(b), out_free);
     TB_TRY_GOTO(rc, sw->plot(b, state), out_free);

@@ -55,7 +55,9 @@ typedef struct opb_sweep {
     void (*teardown)(tb_bench *b, void *state);
 } opb_sweep;
 
-/* setup, run Google Benchmark, report, save, plot, teardown. */
+/* setup, run Google Benchmark, report, save, plot, teardown. When setup
+ * registered nothing (every row n/a on this backend), Google Benchmark is
+ * not run and report gets r == NULL. */
 int opb_run(tb_bench *b, const opb_sweep *sw, void *state);
 
 /* main() of a technique binary: tb_bench_init with no flags of its own,

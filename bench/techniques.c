@@ -15,6 +15,12 @@ const tb_technique_entry tb_techniques[] = {
     /* after ddp_sweep: reads its ddp.csv */
     {"scaling_model", "alpha-beta MODEL of scaling efficiency 1..1024 devices, ring and tree",
      {2, 2, 2}},
+    {"conv_autotuner", "default vs autotuned convolution, tuning cost, batch changing every step",
+     {90, 900, 15}},
+    {"caching_allocator_ops", "device allocator modes on a step's allocations (n/a on the CPU)",
+     {5, 20, 2}},
+    {"pinned_memory_bw", "host-device copy bandwidth, pageable vs pinned, 4 KiB .. 256 MiB",
+     {10, 40, 1}},
 };
 
 const int tb_technique_count = sizeof tb_techniques / sizeof tb_techniques[0];
