@@ -1,0 +1,254 @@
+/*
+ * waterfall.c - bench:waterfall (issue 8 item 3): the training step with the
+ * techniques switched on one after another (cumulative speedup per stage)
+ * and leave-one-out (all on, each one off in turn), written as
+ * results/<device>/waterfall.csv; then time to 85% test accuracy on
+ * Fashion-MNIST with every technique off and with all on (in the full
+ * profile also each technique alone), as time_to_accuracy.csv. Both CSVs
+ * are described in results/README.md; the report picks them up by name.
+ *
+ *   bazel run //bench:waterfall -- [--device=cpu] [--profile=default|full|tiny]
+ *
+ * Stages are the training-step toggles lib/config.h has; a new toggle joins
+ * by one line in `stages`.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench/step_harness.h"
+
+typedef struct stage {
+    const char *name;
+    void (*on)(tb_config *cfg);   /* switches the technique on */
+    void (*off)(tb_config *cfg);  /* and off (the baseline's value) */
+} stage;
+
+static void gtn_on(tb_config *c) { c->grads_to_none = 1; }
+static void gtn_off(tb_config *c) { c->grads_to_none = 0; }
+static void gelu_on(tb_config *c) { c->fused_gelu = 1; }
+static void gelu_off(tb_config *c) { c->fused_gelu = 0; }
+static void bias_on(tb_config *c) { c->conv_bias = 0; }
+static void bias_off(tb_config *c) { c->conv_bias = 1; }
+static void fopt_on(tb_config *c) { c->fused_optimizer = 1; }
+static void fopt_off(tb_config *c) { c->fused_optimizer = 0; }
+static void tune_on(tb_config *c) { c->conv_autotune = 1; }
+static void tune_off(tb_config *c) { c->conv_autotune = 0; }
+static void work_on(tb_config *c) { c->workers = 2, c->persistent_workers = 1; }
+static void work_off(tb_config *c) { c->workers = 0, c->persistent_workers = 0; }
+
+static const stage stages[] = {
+    {"grads_to_none", gtn_on, gtn_off},
+    {"fused_gelu", gelu_on, gelu_off},
+    {"no conv bias", bias_on, bias_off},
+    {"fused_optimizer", fopt_on, fopt_off},
+    {"conv_autotune", tune_on, tune_off},
+    {"2 persistent workers", work_on, work_off},
+};
+#define NSTAGES ((int)(sizeof stages / sizeof stages[0]))
+#define NSETTINGS (2 * NSTAGES + 2)
+
+/* param holds the mask of stages switched on. */
+static void apply_mask(tb_config *cfg, double param)
+{
+    unsigned mask = (unsigned)param;
+    for (int k = 0; k < NSTAGES; k++)
+        (mask >> k & 1 ? stages[k].on : stages[k].off)(cfg);
+}
+
+static tb_step_setting settings[NSETTINGS];
+static char names[NSETTINGS][64];
+
+/* Rows 0..NSTAGES are stages (0 = all off), then "all on" and each left out. */
+static void row_hook(int idx, tb_result_row *row)
+{
+    int loo = idx > NSTAGES;
+    snprintf(row->param_name, sizeof row->param_name, "%s", loo ? "leave-one-out" : "stage");
+    row->param_value = loo ? idx - NSTAGES - 1 : idx;
+}
+
+static void build_settings(void)
+{
+    unsigned all = (1u << NSTAGES) - 1;
+    for (int i = 0; i < NSETTINGS; i++) {
+        unsigned mask;
+        if (i <= NSTAGES) {
+            mask = (1u << i) - 1;
+            snprintf(names[i], sizeof names[i], i ? "+ %s" : "all off", i ? stages[i - 1].name : "");
+        } else if (i == NSTAGES + 1) {
+            mask = all;
+            snprintf(names[i], sizeof names[i], "all on");
+        } else {
+            int k = i - NSTAGES - 2;
+            mask = all & ~(1u << k);
+            snprintf(names[i], sizeof names[i], "all on but %s", stages[k].name);
+        }
+        settings[i] = (tb_step_setting){names[i], (double)mask, 0, apply_mask, NULL, NULL};
+    }
+}
+
+static const tb_step_technique waterfall = {
+    .name = "waterfall",
+    .what = "techniques switched on one after another, and all on but one",
+    .param_name = "stage",
+    .settings = settings,
+    .n_settings = NSETTINGS,
+    .metric = TB_METRIC_STEP,
+    .na_reason = tb_step_na_never,
+    .tolerance = 5e-2,
+    .tolerance_why = "the conv autotuner's (another summation order, amplified by SGD; "
+                     "train_test measured 1.1e-2 after 50 steps)",
+    .row_hook = row_hook,
+};
+
+/* ---- time to accuracy ---- */
+
+typedef struct tta_plan {
+    int batch, eval_every;      /* steps between evaluations */
+    long long test_n;
+    double budget_s;            /* training wall time allowed per run */
+    int reps;                   /* seeds */
+    int each_alone;             /* also every technique alone */
+} tta_plan;
+
+static const tta_plan tta_plans[3] = {
+    [TB_PROFILE_DEFAULT] = {128, 25, 2000, 75, 1, 0},
+    [TB_PROFILE_FULL] = {256, 20, 10000, 900, 5, 1},
+    [TB_PROFILE_TINY] = {64, 4, 500, 6, 1, 0},
+};
+
+#define TTA_TARGET 0.85
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Trains until the test accuracy reaches the target or the budget runs out.
+ * *seconds is NaN when it did not reach it; *acc the last accuracy. */
+static int tta_run(tb_backend *be, const tta_plan *p, unsigned mask, long long seed,
+                   const tb_dataset *train, const tb_dataset *test, double *seconds,
+                   double *acc, long *samples)
+{
+    tb_config cfg;
+    config_defaults(&cfg);
+    cfg.batch_size = p->batch;
+    cfg.seed = seed;
+    apply_mask(&cfg, mask);
+    TB_TRY(config_validate(&cfg));
+    tb_trainer *t;
+    TB_TRY(trainer_create_with_data(&cfg, be, train, test, &t));
+    int rc = TB_OK;
+    double t0 = now_s();
+    *seconds = NAN;
+    *acc = 0;
+    while (rc == TB_OK && now_s() - t0 < p->budget_s) {
+        float loss;
+        for (int i = 0; i < p->eval_every && rc == TB_OK; i++)
+            rc = trainer_step(t, &loss);
+        tb_eval_stats ev;
+        if (rc == TB_OK)
+            rc = trainer_evaluate(t, &ev);
+        if (rc != TB_OK)
+            break;
+        *acc = ev.accuracy;
+        if (ev.accuracy >= TTA_TARGET) {
+            *seconds = now_s() - t0;
+            break;
+        }
+    }
+    *samples = t->steps * cfg.batch_size;
+    trainer_destroy(t);
+    return rc;
+}
+
+static int tta_row(tb_bench *b, const tta_plan *p, const char *setting, int is_base,
+                   unsigned mask, const tb_dataset *train, const tb_dataset *test)
+{
+    double secs[8], acc = 0;
+    long samples = 0;
+    int reached = 0;
+    for (int s = 0; s < p->reps; s++) {
+        TB_TRY(tta_run(b->be, p, mask, s, train, test, &secs[s], &acc, &samples));
+        reached += !isnan(secs[s]);
+        fprintf(stderr, "time_to_accuracy: %s seed %d: %s%.1f s, accuracy %.1f%% after %ld "
+                "samples\n", setting, s, isnan(secs[s]) ? "not reached in " : "", isnan(secs[s])
+                ? p->budget_s : secs[s], 100 * acc, samples);
+    }
+    if (reached < p->reps) {
+        char why[256];
+        snprintf(why, sizeof why, "did not reach %.0f%% within %.0f s of training (%d of %d seeds "
+                 "did; last: %.1f%% after %ld samples, batch %d)", 100 * TTA_TARGET, p->budget_s,
+                 reached, p->reps, 100 * acc, samples, p->batch);
+        return tb_results_add_na(&b->res, "time_to_accuracy", b->info.backend, b->info.name,
+                                 setting, "time to accuracy", why);
+    }
+    tb_result_row row;
+    tb_bench_row(b, &row, setting, is_base, "target accuracy", TTA_TARGET, "time to accuracy");
+    tb_summary sm;
+    TB_TRY(tb_stats_summary(secs, (size_t)p->reps, &sm));
+    row.reps = p->reps;
+    row.median = sm.median, row.min = sm.min, row.max = sm.max;
+    snprintf(row.unit, sizeof row.unit, "s");
+    if (!is_base)
+        row.timing_verdict = TB_TIMING_NA;
+    snprintf(row.note, sizeof row.note, "%d seed(s); last reached %.1f%% after %ld samples "
+             "(batch %d, test accuracy on %d images, evaluated every %d steps, evaluation "
+             "time included)", p->reps, 100 * acc, samples, p->batch, test->n, p->eval_every);
+    return tb_results_add(&b->res, &row);
+}
+
+static int tta_main(int argc, char **argv)
+{
+    tb_bench b;
+    int done = 0, rc;
+    double mem = 0;
+    int steps = 0;
+    tb_flag extra[] = {
+        {"mem-limit", TB_FLAG_DOUBLE, &mem, "ignored here", NULL},
+        {"check-steps", TB_FLAG_INT, &steps, "ignored here", NULL},
+    };
+    tb_dataset *train = NULL, *test = NULL;
+    rc = tb_bench_init(&b, "time_to_accuracy", "time to 85% test accuracy", extra, 2, argc,
+                       argv, &done);
+    if (rc != TB_OK || done)
+        goto out_close;
+    const tta_plan *p = &tta_plans[b.profile];
+    TB_TRY_GOTO(rc, dataset_open_fashion_mnist(NULL, TB_SPLIT_TRAIN, 0, &train), out_close);
+    TB_TRY_GOTO(rc, dataset_open_fashion_mnist(NULL, TB_SPLIT_TEST, (long)p->test_n, &test),
+                out_close);
+    unsigned all = (1u << NSTAGES) - 1;
+    TB_TRY_GOTO(rc, tta_row(&b, p, "baseline", 1, 0, train, test), out_close);
+    TB_TRY_GOTO(rc, tta_row(&b, p, "all techniques", 0, all, train, test), out_close);
+    for (int k = 0; p->each_alone && k < NSTAGES; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s alone", stages[k].name);
+        TB_TRY_GOTO(rc, tta_row(&b, p, name, 0, 1u << k, train, test), out_close);
+    }
+    rc = tb_bench_save(&b);
+out_close:
+    dataset_free(train);
+    dataset_free(test);
+    tb_bench_close(&b);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    /* Both parts parse the same flags: the first consumes what it reads. */
+    char **copy = malloc(((size_t)argc + 1) * sizeof *copy);
+    if (!copy)
+        return 1;
+    memcpy(copy, argv, ((size_t)argc + 1) * sizeof *copy);
+    build_settings();
+    int code = tb_step_main(&waterfall, argc, argv);
+    if (code != 0)
+        return code;
+    int rc = tta_main(argc, copy);
+    free(copy);
+    return rc == TB_OK ? 0 : tb_bench_fail("time_to_accuracy", rc);
+}
