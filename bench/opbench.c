@@ -236,10 +236,12 @@ static int series_of(plot_data *pd, const tb_result_row *r)
     return pd->nseries++;
 }
 
-static void collect(const tb_results *res, opb_y y, plot_data *pd)
+static void collect(const tb_results *res, opb_y y, const char *metric, plot_data *pd)
 {
     for (size_t i = 0; i < res->n; i++) {
         const tb_result_row *r = &res->rows[i];
+        if (metric && strcmp(r->metric, metric) != 0)
+            continue;
         double v = row_y(r, y);
         if (isnan(v) || isnan(r->param_value))
             continue;
@@ -257,10 +259,16 @@ static void collect(const tb_results *res, opb_y y, plot_data *pd)
 int opb_plot(tb_bench *b, const char *name, const char *title, const char *x_label,
              const char *y_label, int x_log, opb_y y)
 {
+    return opb_plot_metric(b, name, title, x_label, y_label, x_log, y, NULL);
+}
+
+int opb_plot_metric(tb_bench *b, const char *name, const char *title, const char *x_label,
+                    const char *y_label, int x_log, opb_y y, const char *metric)
+{
     plot_data *pd = calloc(1, sizeof *pd);
     if (!pd)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory drawing %s", name);
-    collect(&b->res, y, pd);
+    collect(&b->res, y, metric, pd);
     int rc = TB_OK;
     if (pd->nseries > 0) {
         tb_plot_series series[MAX_SERIES];

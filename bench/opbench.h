@@ -99,5 +99,8 @@ typedef enum opb_y { OPB_Y_MEDIAN, OPB_Y_SPEEDUP, OPB_Y_RATE, OPB_Y_MEMORY } opb
  * when no row has a value. x_log: 0 or a log base. */
 int opb_plot(tb_bench *b, const char *name, const char *title, const char *x_label,
              const char *y_label, int x_log, opb_y y);
+/* Same, with only the rows whose metric is `metric` (NULL: all). */
+int opb_plot_metric(tb_bench *b, const char *name, const char *title, const char *x_label,
+                    const char *y_label, int x_log, opb_y y, const char *metric);
 
 #endif

@@ -42,6 +42,8 @@ const tb_technique_entry tb_techniques[] = {
      {5, 20, 2}},
     {"pinned_memory_bw", "host-device copy bandwidth, pageable vs pinned, 4 KiB .. 256 MiB",
      {10, 40, 1}},
+    {"mixed_precision_ops", "GEMM and convolution alone: fp32 vs bf16 / fp16 (n/a where refused)",
+     {25, 120, 3}},
 };
 
 const int tb_technique_count = sizeof tb_techniques / sizeof tb_techniques[0];
