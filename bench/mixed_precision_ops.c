@@ -10,7 +10,9 @@
  * bf16 through its avx512_core emulation. The training step with AMP is
  * the step benches' (bench/step_harness.h).
  *
- * Sweep: square GEMMs n = 512, 1024, 2048; convolution forward on the small
+ * Sweep: square GEMMs n = 256, 512, 1024 (full: 512 .. 4096; bf16 runs by
+ * emulation on CPUs without avx512_bf16, several times slower than fp32,
+ * so the default stays small); convolution forward on the small
  * CNN's 32-channel 7x7 layer (batch 32) and a ResNet-ish 128-channel 28x28
  * layer (batch 8).
  *
@@ -48,9 +50,11 @@ static tb_conv_desc conv_desc(int n, int c, int hw, int k)
 static int plan_points(int profile, mp_point *p)
 {
     int n = 0;
-    static const int gemm_default[] = {512, 1024, 2048}, gemm_tiny[] = {256};
-    const int *g = profile == TB_PROFILE_TINY ? gemm_tiny : gemm_default;
-    int ng = profile == TB_PROFILE_TINY ? 1 : 3;
+    static const int gemm_default[] = {256, 512, 1024}, gemm_full[] = {512, 1024, 2048, 4096},
+                     gemm_tiny[] = {256};
+    const int *g = profile == TB_PROFILE_TINY ? gemm_tiny
+                   : profile == TB_PROFILE_FULL ? gemm_full : gemm_default;
+    int ng = profile == TB_PROFILE_TINY ? 1 : profile == TB_PROFILE_FULL ? 4 : 3;
     for (int i = 0; i < ng; i++)
         p[n++] = (mp_point){g[i], {0}, "square GEMM"};
     p[n++] = (mp_point){0, conv_desc(profile == TB_PROFILE_TINY ? 8 : 32, 32, 7, 32),

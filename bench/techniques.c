@@ -25,12 +25,12 @@ const tb_technique_entry tb_techniques[] = {
     {"waterfall", "techniques on one after another, all on but one; time to 85% accuracy",
      {240, 1800, 30}},
     {"fused_optimizer", "per-tensor vs fused optimizer step (SGD, AdamW) over parameter counts",
-     {25, 120, 3}},
+     {30, 420, 3}},
     {"fused_layernorm", "fused vs unfused layer norm, forward and backward, transformer shapes",
-     {15, 60, 3}},
-    {"tf32", "square GEMMs n = 256 .. 8192 (default to 4096), fp32 vs TF32 math", {45, 400, 3}},
+     {15, 90, 3}},
+    {"tf32", "square GEMMs n = 256 .. 8192 (default to 4096), fp32 vs TF32 math", {45, 600, 3}},
     {"fused_attention", "manual vs fused attention, T = 128 .. 4096, causal or not: time, memory",
-     {50, 300, 4}},
+     {90, 420, 6}},
     {"ddp_sweep", "DP (threads) vs DDP (MPI ranks 1..N, buckets, overlap, imbalance, SyncBN), "
      "all-reduce bus bandwidth", {60, 300, 45}},
     /* after ddp_sweep: reads its ddp.csv */
@@ -43,7 +43,7 @@ const tb_technique_entry tb_techniques[] = {
     {"pinned_memory_bw", "host-device copy bandwidth, pageable vs pinned, 4 KiB .. 256 MiB",
      {10, 40, 1}},
     {"mixed_precision_ops", "GEMM and convolution alone: fp32 vs bf16 / fp16 (n/a where refused)",
-     {25, 120, 3}},
+     {15, 200, 3}},
 };
 
 const int tb_technique_count = sizeof tb_techniques / sizeof tb_techniques[0];
