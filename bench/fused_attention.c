@@ -230,10 +230,12 @@ static int setup(tb_bench *b, void *state, opb_set *set)
             for (int bwd = 0; bwd < 2; bwd++)
                 for (int v = 0; v < NV; v++, c++) {
                     *c = (attn_case){b->be, &st->f, make_desc(st->seqs[s], causal), vvar[v], bwd};
-                    TB_TRY(opb_register(b, set, run_case, c,
-                                        plan_iterations(b->profile, st->seqs[s]),
-                                        "attn_%s_%s_%s/%d", bwd ? "fwdbwd" : "fwd", vnames[v],
-                                        causal ? "causal" : "full", st->seqs[s]));
+                    /* Nothing to warm but caches from T = 1024 on: one warm-up. */
+                    TB_TRY(opb_register_warmups(b, set, st->seqs[s] >= 1024 ? 1 : 2, run_case,
+                                                c, plan_iterations(b->profile, st->seqs[s]),
+                                                "attn_%s_%s_%s/%d", bwd ? "fwdbwd" : "fwd",
+                                                vnames[v], causal ? "causal" : "full",
+                                                st->seqs[s]));
                 }
     return TB_OK;
 }

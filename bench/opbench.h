@@ -24,6 +24,7 @@ typedef struct opb_case {
     tb_backend *be;
     tb_timed_op fn;
     void *arg;
+    int warmups;               /* untimed calls first: 2 (the harness's), 1 or 0 */
 } opb_case;
 
 /* The cases registered so far; they must outlive tb_bench_run. */
@@ -43,6 +44,11 @@ int opb_register(tb_bench *b, opb_set *set, tb_timed_op fn, void *arg, int64_t i
  * changes every step); fn must make each call cold itself. */
 int opb_register_cold(tb_bench *b, opb_set *set, tb_timed_op fn, void *arg, int64_t iterations,
                       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* Same with 0, 1 or 2 warm-up calls: one is enough for an op that caches
+ * nothing and whose single call takes long (attention at T = 4096). */
+int opb_register_warmups(tb_bench *b, opb_set *set, int warmups, tb_timed_op fn, void *arg,
+                         int64_t iterations, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
 void opb_set_free(opb_set *set);
 
 /* A sweep as callbacks on its own state: setup allocates and registers
