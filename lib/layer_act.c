@@ -26,7 +26,7 @@ typedef struct act_layer {
 static int act_alloc(tb_layer *l, int max_batch)
 {
     act_layer *a = (act_layer *)l;
-    TB_TRY(layer_tensor(l, max_batch, l->out, &a->y));
+    TB_TRY(layer_out_tensor(l, max_batch, &a->y));
     return layer_tensor(l, max_batch, l->in, &a->dx);
 }
 

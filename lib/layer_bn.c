@@ -14,6 +14,8 @@ typedef struct bn_layer {
     tb_layer base;
     float *running_mean, *running_var; /* (C) */
     float *save_mean, *save_invstd;    /* (C) */
+    float *rerun_stats;                /* (2C) checkpointing: the running statistics
+                                          a recompute updates and drops */
     tb_tensor y;                       /* (N, C, H, W) */
     tb_tensor dx;                      /* (N, C, H, W) */
     const tb_tensor *x;
@@ -32,10 +34,12 @@ static int bn_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
     tb_backend *be = l->ctx->be;
     tb_bn_desc d = bn_desc(l, x->n);
     TB_TRY(tensor_set_batch(&bn->y, x->n));
+    int rerun = l->ctx->acts.recomputing && bn->rerun_stats;
+    float *rmean = rerun ? bn->rerun_stats : bn->running_mean;
+    float *rvar = rerun ? bn->rerun_stats + l->in.c : bn->running_var;
     if (l->ctx->training)
         TB_TRY(be->bn_fwd_train(be, &d, x->data, l->params[0].w, l->params[1].w, bn->y.data,
-                                bn->running_mean, bn->running_var, bn->save_mean,
-                                bn->save_invstd));
+                                rmean, rvar, bn->save_mean, bn->save_invstd));
     else
         TB_TRY(be->bn_fwd_infer(be, &d, x->data, l->params[0].w, l->params[1].w,
                                 bn->running_mean, bn->running_var, bn->y.data));
@@ -79,7 +83,9 @@ static int bn_alloc(tb_layer *l, int max_batch)
     for (int i = 0; i < 4; i++)
         TB_TRY(be->dev_alloc(be, (void **)bufs[i], bytes));
     TB_TRY(bn_stats_init(l));
-    TB_TRY(layer_tensor(l, max_batch, l->out, &bn->y));
+    if (l->checkpoint)
+        TB_TRY(be->dev_alloc(be, (void **)&bn->rerun_stats, 2 * bytes));
+    TB_TRY(layer_out_tensor(l, max_batch, &bn->y));
     return layer_tensor(l, max_batch, l->in, &bn->dx);
 }
 
@@ -91,6 +97,8 @@ static void bn_release(tb_layer *l)
     for (int i = 0; i < 4; i++)
         if (bufs[i])
             be->dev_free(be, bufs[i]);
+    if (bn->rerun_stats)
+        be->dev_free(be, bn->rerun_stats);
     tensor_free(&bn->y);
     tensor_free(&bn->dx);
 }

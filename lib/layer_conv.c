@@ -75,7 +75,7 @@ static int conv_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 static int conv_alloc(tb_layer *l, int max_batch)
 {
     conv_layer *cv = (conv_layer *)l;
-    TB_TRY(layer_tensor(l, max_batch, l->out, &cv->y));
+    TB_TRY(layer_out_tensor(l, max_batch, &cv->y));
     if (l->need_dx)
         TB_TRY(layer_tensor(l, max_batch, l->in, &cv->dx));
     return TB_OK;

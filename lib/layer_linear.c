@@ -55,7 +55,7 @@ static int linear_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **d
 static int linear_alloc(tb_layer *l, int max_batch)
 {
     linear_layer *li = (linear_layer *)l;
-    TB_TRY(layer_tensor(l, max_batch, l->out, &li->y));
+    TB_TRY(layer_out_tensor(l, max_batch, &li->y));
     if (l->need_dx)
         TB_TRY(layer_tensor(l, max_batch, l->in, &li->dx));
     return TB_OK;

@@ -52,7 +52,7 @@ static int pool_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 static int pool_alloc(tb_layer *l, int max_batch)
 {
     pool_layer *p = (pool_layer *)l;
-    TB_TRY(layer_tensor(l, max_batch, l->out, &p->y));
+    TB_TRY(layer_out_tensor(l, max_batch, &p->y));
     TB_TRY(layer_tensor(l, max_batch, l->in, &p->dx));
     if (p->kind != TB_POOL_MAX)
         return TB_OK;

@@ -15,20 +15,82 @@
 #include "lib/layers.h"
 
 /* ---- sequence ---- */
-static int seq_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
+typedef struct seq_layer {
+    tb_layer base;
+    const tb_tensor *x;        /* input of the last forward */
+    const tb_tensor **outs;    /* (nchildren) each child's output of the last forward */
+    int rec_to;                /* checkpointing: last child recomputed in this backward */
+} seq_layer;
+
+static int seq_run(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 {
+    seq_layer *s = (seq_layer *)l;
     const tb_tensor *t = x;
-    for (int i = 0; i < l->nchildren; i++)
+    s->x = x;
+    for (int i = 0; i < l->nchildren; i++) {
+        TB_TRY(layer_acts_bind(l->children[i], t));
         TB_TRY(layer_forward(l->children[i], t, &t));
+        s->outs[i] = t;
+    }
     *y = t;
     return TB_OK;
 }
 
+/* Under no_grad the children take the scratch pair one level deeper. */
+static int seq_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
+{
+    tb_act_mem *a = &l->ctx->acts;
+    a->depth++;
+    int rc = seq_run(l, x, y);
+    a->depth--;
+    return rc;
+}
+
+/* Checkpointing: the forward of the run of checkpointed children ending at
+ * child m, again, from the stored input of the run's first child. Batch
+ * statistics come out the same; running statistics are left alone. */
+static int seq_recompute(tb_layer *l, int m)
+{
+    seq_layer *s = (seq_layer *)l;
+    int j = m;
+    while (j > 0 && l->children[j - 1]->checkpoint)
+        j--;
+    const tb_tensor *t = j == 0 ? s->x : s->outs[j - 1];
+    int rc = TB_OK;
+    l->ctx->acts.recomputing = 1;
+    for (int k = j; k <= m && rc == TB_OK; k++) {
+        rc = layer_acts_bind(l->children[k], t);
+        if (rc == TB_OK)
+            rc = layer_forward(l->children[k], t, &t);
+    }
+    l->ctx->acts.recomputing = 0;
+    s->rec_to = m;
+    return rc;
+}
+
+/* Before child i's backward: its input (and, checkpointed, its output)
+ * must hold their forward values. A recompute up to m leaves the outputs
+ * of m and m - 1 intact (two scratch buffers, alternating). */
+static int seq_restore_for(tb_layer *l, int i)
+{
+    seq_layer *s = (seq_layer *)l;
+    int in_ckpt = i > 0 && l->children[i - 1]->checkpoint;
+    if (!l->children[i]->checkpoint)
+        return in_ckpt ? seq_recompute(l, i - 1) : TB_OK;
+    if (s->rec_to == i || !in_ckpt)
+        return TB_OK;
+    return seq_recompute(l, i);
+}
+
 static int seq_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 {
+    seq_layer *s = (seq_layer *)l;
     const tb_tensor *t = dy;
-    for (int i = l->nchildren - 1; i >= 0 && t; i--)
+    s->rec_to = -1;
+    for (int i = l->nchildren - 1; i >= 0 && t; i--) {
+        TB_TRY(seq_restore_for(l, i));
         TB_TRY(layer_backward(l->children[i], t, &t));
+    }
     *dx = t;
     return TB_OK;
 }
@@ -40,7 +102,10 @@ static int seq_alloc(tb_layer *l, int max_batch)
     return TB_OK;
 }
 
-static void seq_release(tb_layer *l) { (void)l; }
+static void seq_release(tb_layer *l)
+{
+    free(((seq_layer *)l)->outs);
+}
 
 static const tb_layer_vtbl seq_vtbl = {
     .kind = "seq", .forward = seq_forward, .backward = seq_backward,
@@ -82,7 +147,8 @@ int layer_seq_create(tb_layer_ctx *ctx, tb_layer **children, int n, tb_layer **o
     if (n <= 0)
         return TB_FAIL(TB_ERR_INVALID, "seq: no layers");
     tb_layer *l;
-    int rc = layer_new(ctx, &seq_vtbl, sizeof(tb_layer), children[0]->in, children[n - 1]->out, &l);
+    int rc = layer_new(ctx, &seq_vtbl, sizeof(seq_layer), children[0]->in, children[n - 1]->out,
+                       &l);
     if (rc != TB_OK) {
         destroy_all(children, n);
         return rc;
@@ -91,6 +157,12 @@ int layer_seq_create(tb_layer_ctx *ctx, tb_layer **children, int n, tb_layer **o
     if (rc != TB_OK) {
         free(l);
         return rc;
+    }
+    seq_layer *s = (seq_layer *)l;
+    s->outs = calloc((size_t)n, sizeof *s->outs);
+    if (!s->outs) {
+        layer_destroy(l);
+        return TB_FAIL(TB_ERR_NOMEM, "out of host memory creating a sequence");
     }
     *out = l;
     return TB_OK;
@@ -115,8 +187,10 @@ static int residual_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y
         TB_TRY(layer_forward(l->children[1], x, &s));
     TB_TRY(tensor_set_batch(&r->sum, x->n));
     TB_TRY(tensor_set_batch(&r->y, x->n));
-    TB_TRY(be->add(be, m->data, s->data, r->sum.data, tensor_numel(&r->sum)));
-    TB_TRY(be->relu_fwd(be, r->sum.data, r->y.data, tensor_numel(&r->y)));
+    /* no_grad keeps no sum for backward: the ReLU runs in place on y */
+    float *sum = l->ctx->acts.no_grad ? r->y.data : r->sum.data;
+    TB_TRY(be->add(be, m->data, s->data, sum, tensor_numel(&r->sum)));
+    TB_TRY(be->relu_fwd(be, sum, r->y.data, tensor_numel(&r->y)));
     *y = &r->y;
     return TB_OK;
 }
@@ -142,7 +216,7 @@ static int residual_alloc(tb_layer *l, int max_batch)
     residual_layer *r = (residual_layer *)l;
     TB_TRY(seq_alloc(l, max_batch));
     TB_TRY(layer_tensor(l, max_batch, l->out, &r->sum));
-    TB_TRY(layer_tensor(l, max_batch, l->out, &r->y));
+    TB_TRY(layer_out_tensor(l, max_batch, &r->y));
     TB_TRY(layer_tensor(l, max_batch, l->out, &r->dsum));
     return layer_tensor(l, max_batch, l->in, &r->dx);
 }

@@ -39,12 +39,35 @@ void layer_add_param(tb_layer *l, const char *name, size_t n, tb_init_kind init,
     p->bound = bound;
 }
 
+static int acts_register(tb_layer *l, tb_tensor *t, int output)
+{
+    if (l->nacts == TB_LAYER_MAX_ACTS)
+        return TB_FAIL(TB_ERR_INVALID, "layer %s has more than %d activation tensors", l->name,
+                       TB_LAYER_MAX_ACTS);
+    l->acts[l->nacts].t = t;
+    l->acts[l->nacts].output = output;
+    l->nacts++;
+    return TB_OK;
+}
+
 int layer_tensor(tb_layer *l, int max_batch, tb_shape s, tb_tensor *t)
 {
     int rc = tensor_alloc(l->ctx->be, max_batch, s.c, s.h, s.w, t);
     if (rc != TB_OK)
         return TB_FAIL(rc, "allocating activations of layer %s", l->name);
-    return TB_OK;
+    return acts_register(l, t, 0);
+}
+
+int layer_out_tensor(tb_layer *l, int max_batch, tb_tensor *t)
+{
+    if (!l->checkpoint) {
+        TB_TRY(layer_tensor(l, max_batch, l->out, t));
+        l->acts[l->nacts - 1].output = 1;
+        return TB_OK;
+    }
+    /* no memory of its own: layer_acts_bind points it at scratch */
+    *t = tensor_view(l->ctx->be, NULL, max_batch, l->out.c, l->out.h, l->out.w);
+    return acts_register(l, t, 1);
 }
 
 int layer_alloc(tb_layer *l, int max_batch)
@@ -213,4 +236,151 @@ int layer_anomaly_check(tb_layer *l, const tb_tensor *t, int backward)
                            (double)bad, p->name);
     }
     return TB_OK;
+}
+
+/* ---- activation memory: no_grad evaluation and checkpointing ---- */
+
+static size_t tensor_cap_bytes(const tb_tensor *t)
+{
+    return (size_t)t->cap_n * t->c * t->h * t->w * sizeof(float);
+}
+
+/* The scratch buffer of pair that x is not in, allocated on first use. */
+static int pair_pick(tb_backend *be, float **pair, size_t bytes, const tb_tensor *x, float **buf)
+{
+    int k = pair[0] != NULL && pair[0] == x->data;
+    if (!pair[k])
+        TB_TRY(be->dev_alloc(be, (void **)&pair[k], bytes));
+    *buf = pair[k];
+    return TB_OK;
+}
+
+int layer_acts_bind(tb_layer *l, const tb_tensor *x)
+{
+    tb_act_mem *a = &l->ctx->acts;
+    float *buf;
+    int outputs = 0;
+    for (int i = 0; i < l->nacts; i++)
+        outputs += l->acts[i].output;
+    if (!outputs) /* containers: their children are bound one by one */
+        return TB_OK;
+    if (a->no_grad) {
+        if (a->depth < 1 || a->depth > TB_ACT_DEPTHS)
+            return TB_FAIL(TB_ERR_INVALID, "no_grad forward of %s at container depth %d "
+                           "(1..%d)", l->name, a->depth, TB_ACT_DEPTHS);
+        TB_TRY(pair_pick(l->ctx->be, &a->ng[2 * (a->depth - 1)], a->ng_bytes, x, &buf));
+    } else if (l->checkpoint) {
+        TB_TRY(pair_pick(l->ctx->be, a->ckpt, a->ckpt_bytes, x, &buf));
+    } else {
+        return TB_OK;
+    }
+    for (int i = 0; i < l->nacts; i++)
+        if (l->acts[i].output)
+            l->acts[i].t->data = buf;
+    return TB_OK;
+}
+
+/* BN, ReLU, GELU and pooling are cheap to run again; dropout is not
+ * recomputed (its mask counter moves on). */
+static int checkpointable(const tb_layer *l)
+{
+    static const char *const kinds[] = {"batchnorm", "relu", "gelu", "maxpool", "avgpool"};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (!strcmp(l->vt->kind, kinds[i]))
+            return 1;
+    return 0;
+}
+
+void layer_acts_mark_checkpoints(tb_layer *root)
+{
+    int seq = !strcmp(root->vt->kind, "seq");
+    for (int i = 0; i < root->nchildren; i++) {
+        tb_layer *c = root->children[i];
+        layer_acts_mark_checkpoints(c);
+        /* only when the next leaf of the same sequence is the one consumer:
+         * then nothing else reads the scratch before it is overwritten */
+        c->checkpoint = seq && i + 1 < root->nchildren && checkpointable(c) &&
+                        root->children[i + 1]->nchildren == 0;
+    }
+}
+
+/* Largest output at max batch: of checkpointed layers (ckpt), or of all. */
+static size_t acts_max_out(const tb_layer *l, int ckpt_only)
+{
+    size_t m = 0;
+    for (int i = 0; i < l->nacts; i++)
+        if (l->acts[i].output && (!ckpt_only || l->checkpoint) &&
+            tensor_cap_bytes(l->acts[i].t) > m)
+            m = tensor_cap_bytes(l->acts[i].t);
+    for (int i = 0; i < l->nchildren; i++) {
+        size_t c = acts_max_out(l->children[i], ckpt_only);
+        m = c > m ? c : m;
+    }
+    return m;
+}
+
+int layer_acts_ckpt_alloc(tb_layer *root)
+{
+    tb_act_mem *a = &root->ctx->acts;
+    a->ckpt_bytes = acts_max_out(root, 1);
+    for (int k = 0; k < 2 && a->ckpt_bytes > 0; k++)
+        if (!a->ckpt[k])
+            TB_TRY(root->ctx->be->dev_alloc(root->ctx->be, (void **)&a->ckpt[k], a->ckpt_bytes));
+    return TB_OK;
+}
+
+/* Frees (on) or allocates again (off) l's own activation memory. */
+static int acts_swap(tb_layer *l, int on)
+{
+    tb_backend *be = l->ctx->be;
+    for (int i = 0; i < l->nacts; i++) {
+        tb_tensor *t = l->acts[i].t;
+        if (on && t->owned) {
+            be->dev_free(be, t->data);
+            t->data = NULL;
+            t->owned = 0;
+        } else if (!on && l->checkpoint && l->acts[i].output) {
+            t->data = NULL; /* bound to checkpoint scratch at each forward */
+        } else if (!on && !t->owned) {
+            int rc = be->dev_alloc(be, (void **)&t->data, tensor_cap_bytes(t));
+            if (rc != TB_OK)
+                return TB_FAIL(rc, "allocating activations of layer %s again", l->name);
+            t->owned = 1;
+        }
+    }
+    for (int i = 0; i < l->nchildren; i++)
+        TB_TRY(acts_swap(l->children[i], on));
+    return TB_OK;
+}
+
+static void free_ptrs(tb_backend *be, float **p, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (p[i])
+            be->dev_free(be, p[i]);
+        p[i] = NULL;
+    }
+}
+
+int layer_acts_no_grad(tb_layer *root, int on)
+{
+    tb_act_mem *a = &root->ctx->acts;
+    if (on == a->no_grad)
+        return TB_OK;
+    if (on) {
+        a->ng_bytes = acts_max_out(root, 0);
+        TB_TRY(acts_swap(root, 1)); /* free first: the peak never holds both */
+        a->no_grad = 1;
+        a->depth = 0;
+        return TB_OK;
+    }
+    free_ptrs(root->ctx->be, a->ng, 2 * TB_ACT_DEPTHS);
+    a->no_grad = 0;
+    return acts_swap(root, 0);
+}
+
+void layer_acts_free(tb_layer_ctx *ctx)
+{
+    free_ptrs(ctx->be, ctx->acts.ng, 2 * TB_ACT_DEPTHS);
+    free_ptrs(ctx->be, ctx->acts.ckpt, 2);
 }

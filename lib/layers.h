@@ -59,6 +59,29 @@ typedef struct tb_conv_algo_cache {
     int tunings;         /* conv_find calls made (the autotuner's one-off cost) */
 } tb_conv_algo_cache;
 
+/* Activation memory beyond "every layer owns its buffers" (lib/layers.c):
+ * no_grad evaluation (--eval-no-grad) and activation checkpointing
+ * (--checkpointing). Containers bind a layer's output tensors (those made
+ * with layer_out_tensor) to a scratch buffer just before its forward:
+ *   no_grad:    every layer, one pair of buffers per container depth, the
+ *               one the input is not in (ping-pong); buffers for backward
+ *               (layer_tensor: input gradients, saved sums) are freed;
+ *   checkpoint: layers with l->checkpoint (BN, ReLU, GELU, pooling whose
+ *               consumer is the next leaf of a sequence), one shared pair;
+ *               a sequence runs their forward again before a backward
+ *               needs their output. */
+#define TB_ACT_DEPTHS 4
+typedef struct tb_act_mem {
+    int no_grad;          /* 1: forward keeps nothing for backward */
+    int depth;            /* sequences entered by the running forward */
+    int recomputing;      /* a checkpointed layer's forward runs again in backward
+                             (batch norm leaves its running statistics alone) */
+    size_t ng_bytes;      /* each no_grad buffer: the largest output at max batch */
+    float *ng[2 * TB_ACT_DEPTHS]; /* no_grad pairs, [2 * (depth - 1) + k] */
+    size_t ckpt_bytes;
+    float *ckpt[2];       /* the checkpointing pair */
+} tb_act_mem;
+
 typedef struct tb_layer_ctx {
     tb_backend *be;
     int training;        /* 1: batch statistics, dropout on, backward possible */
@@ -79,6 +102,7 @@ typedef struct tb_layer_ctx {
     const char *anomaly_inject; /* test hook: NaN written into this layer's output
                                    (forward, or backward with anomaly_inject_bwd) */
     int anomaly_inject_bwd;
+    tb_act_mem acts;     /* --eval-no-grad, --checkpointing */
 } tb_layer_ctx;
 
 /* Finds (or chooses and caches) the algorithm for d and kind: the backend's
@@ -108,6 +132,7 @@ typedef struct tb_param {
 } tb_param;
 
 #define TB_LAYER_MAX_PARAMS 2
+#define TB_LAYER_MAX_ACTS 6
 #define TB_LAYER_NAME 48
 
 typedef struct tb_layer tb_layer;
@@ -132,6 +157,12 @@ struct tb_layer {
     int nparams;
     tb_layer **children; /* containers only: sub-layers, in order */
     int nchildren;
+    int checkpoint;      /* output in ctx->acts.ckpt, recomputed in backward */
+    struct {
+        tb_tensor *t;    /* a tensor of the layer's family struct */
+        int output;      /* 1: layer_out_tensor (bound to scratch); 0: for backward */
+    } acts[TB_LAYER_MAX_ACTS];
+    int nacts;
 };
 
 /* ---- constructors. On success *out is a new layer; destroy it with
@@ -202,8 +233,26 @@ void layer_params_bind(tb_layer *l, float *w, float *g);
 int layer_new(tb_layer_ctx *ctx, const tb_layer_vtbl *vt, size_t size, tb_shape in,
               tb_shape out, tb_layer **l);
 void layer_add_param(tb_layer *l, const char *name, size_t n, tb_init_kind init, float bound);
-/* Allocates a tensor of max_batch x shape. */
+/* Allocates a tensor of max_batch x shape that backward needs (an input
+ * gradient, a saved intermediate): freed under no_grad. */
 int layer_tensor(tb_layer *l, int max_batch, tb_shape s, tb_tensor *t);
+/* The layer's output (max_batch x l->out): its own memory, or with
+ * l->checkpoint a view a container binds to scratch before each forward. */
+int layer_out_tensor(tb_layer *l, int max_batch, tb_tensor *t);
+
+/* ---- activation memory (tb_act_mem) ---- */
+/* Points l's outputs at the scratch buffer its next forward on x writes:
+ * no-op unless no_grad or l->checkpoint. Containers call it. */
+int layer_acts_bind(tb_layer *l, const tb_tensor *x);
+/* Marks the layers --checkpointing recomputes (see tb_act_mem). Call before
+ * layer_alloc; layer_acts_ckpt_alloc after it. */
+void layer_acts_mark_checkpoints(tb_layer *root);
+int layer_acts_ckpt_alloc(tb_layer *root);
+/* on = 1: frees every layer's backward buffers and outputs and allocates the
+ * no_grad scratch; on = 0: the reverse. */
+int layer_acts_no_grad(tb_layer *root, int on);
+/* Frees the scratch buffers of ctx (model teardown). */
+void layer_acts_free(tb_layer_ctx *ctx);
 
 /* ---- softmax cross-entropy, the loss (not a tb_layer: it ends the graph) */
 typedef struct tb_xent {

@@ -246,8 +246,11 @@ int model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opts *
     m->in = o->in;
     int rc;
     TB_TRY_GOTO(rc, build_net(m, spec, o), out_destroy);
+    if (o->checkpointing)
+        layer_acts_mark_checkpoints(m->net);
     TB_TRY_GOTO(rc, params_setup(m, o->seed), out_destroy);
     TB_TRY_GOTO(rc, layer_alloc(m->net, o->max_batch), out_destroy);
+    TB_TRY_GOTO(rc, layer_acts_ckpt_alloc(m->net), out_destroy);
     TB_TRY_GOTO(rc, xent_init(&m->ctx, o->classes, o->max_batch, &m->loss), out_destroy);
     *out = m;
     return TB_OK;
@@ -264,6 +267,7 @@ void model_destroy(tb_model *m)
     tb_backend *be = m->ctx.be;
     xent_free(&m->loss);
     layer_destroy(m->net);
+    layer_acts_free(&m->ctx);
     if (m->flat_w)
         be->dev_free(be, m->flat_w);
     if (m->flat_g)
@@ -295,6 +299,8 @@ int model_backward(tb_model *m, float loss_scale)
 {
     if (!m->ctx.training)
         return TB_FAIL(TB_ERR_INVALID, "model_backward in evaluation mode");
+    if (m->ctx.acts.no_grad)
+        return TB_FAIL(TB_ERR_INVALID, "model_backward under no_grad");
     const tb_tensor *d, *dx;
     TB_TRY(xent_backward(&m->loss, loss_scale / (float)m->loss.n, &d));
     TB_TRY(layer_backward(m->net, d, &dx));
@@ -315,6 +321,11 @@ int model_zero_grad(tb_model *m, int set_to_none)
 }
 
 void model_train_mode(tb_model *m, int training) { m->ctx.training = training; }
+
+int model_set_no_grad(tb_model *m, int on)
+{
+    return layer_acts_no_grad(m->net, on);
+}
 
 static void print_layer(const tb_layer *l, FILE *f, int depth)
 {

@@ -56,6 +56,8 @@ typedef struct tb_model_opts {
     int conv_bias;        /* bias on convolutions followed by BN */
     float dropout;        /* p of TB_SPEC_DROPOUT layers */
     uint64_t seed;        /* parameter init and dropout masks */
+    int checkpointing;    /* --checkpointing: BN/ReLU/GELU/pool outputs in shared
+                             scratch, recomputed in backward (tb_act_mem) */
 } tb_model_opts;
 
 typedef struct tb_model {
@@ -97,6 +99,11 @@ int model_zero_grad(tb_model *m, int set_to_none);
 
 /* Training or evaluation mode (batch statistics, dropout). */
 void model_train_mode(tb_model *m, int training);
+/* torch.no_grad(): on = 1 frees every activation kept for backward and runs
+ * forwards through two scratch buffers per container depth (model_backward
+ * refuses); on = 0 allocates the activations again. Same outputs, bit for
+ * bit, either way. */
+int model_set_no_grad(tb_model *m, int on);
 
 /* Prints one line per layer (name, output shape, parameters) and the total. */
 void model_print(const tb_model *m, FILE *f);

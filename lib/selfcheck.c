@@ -2173,6 +2173,44 @@ STEP_CHECK(lamb, c->optimizer = TB_OPT_LAMB; c->lr = 0.005)
 STEP_CHECK(novograd_fused, c->optimizer = TB_OPT_NOVOGRAD; c->fused_optimizer = 1)
 STEP_CHECK(anomaly, c->detect_anomaly = 1)
 STEP_CHECK(loss_read, c->loss_read_every = 3)
+STEP_CHECK(checkpointing, c->checkpointing = 1)
+
+/* --eval-no-grad changes evaluation only: the test loss after the steps. */
+static int eval_loss(tb_backend *be, double *loss)
+{
+    tb_config c;
+    config_defaults(&c);
+    c.dataset = TB_DATA_SYNTHETIC;
+    c.data_limit = 256;
+    c.test_limit = 64;
+    c.batch_size = 32;
+    c.max_steps = 4;
+    c.lr = 0.01;
+    c.seed = 7;
+    c.eval_no_grad = 1;
+    TB_TRY(config_validate(&c));
+    tb_trainer *t;
+    tb_epoch_stats es;
+    tb_eval_stats ev;
+    TB_TRY(trainer_create(&c, be, &t));
+    int rc = train_epoch(t, 0, &es);
+    if (rc == TB_OK)
+        rc = trainer_evaluate(t, &ev);
+    *loss = ev.mean_loss;
+    trainer_destroy(t);
+    return rc;
+}
+
+static int step_eval_no_grad(tb_backend *be, double *got, double *ref)
+{
+    tb_backend *cpu;
+    TB_TRY(tb_backend_open(TB_DEVICE_CPU, 0, 0, &cpu));
+    int rc = eval_loss(be, got);
+    if (rc == TB_OK)
+        rc = eval_loss(cpu, ref);
+    tb_backend_close(cpu);
+    return rc;
+}
 
 static const tb_step_check step_checks[] = {
     {"default config", STEP_TOL, STEP_WHY, step_default},
@@ -2182,6 +2220,8 @@ static const tb_step_check step_checks[] = {
     {"optimizer=novograd fused-optimizer", STEP_TOL, STEP_WHY, step_novograd_fused},
     {"detect-anomaly", STEP_TOL, STEP_WHY, step_anomaly},
     {"loss-read-every=3", STEP_TOL, STEP_WHY, step_loss_read},
+    {"checkpointing", STEP_TOL, STEP_WHY, step_checkpointing},
+    {"eval-no-grad (test loss)", STEP_TOL, STEP_WHY, step_eval_no_grad},
     {NULL, 0.0, NULL, NULL},
 };
 

@@ -78,6 +78,7 @@ static int make_model(tb_trainer *t)
         .conv_bias = c->conv_bias, .dropout = (float)c->dropout, .seed = (uint64_t)c->seed,
     };
     const tb_layer_spec *spec = c->model == TB_MODEL_WIDE_CNN ? tb_spec_wide_cnn : tb_spec_small_cnn;
+    mo.checkpointing = c->checkpointing;
     TB_TRY(model_build(t->be, spec, &mo, &t->model));
     t->model->ctx.gelu = c->fused_gelu ? TB_GELU_FUSED : TB_GELU_UNFUSED;
     t->model->ctx.conv_autotune = c->conv_autotune;
@@ -512,6 +513,9 @@ int trainer_evaluate(tb_trainer *t, tb_eval_stats *st)
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory for evaluation logits");
     int rc, got;
     model_train_mode(t->model, 0);
+    /* --eval-no-grad: the training activations are freed for the loop */
+    TB_TRY_GOTO(rc, model_set_no_grad(t->model, t->cfg.eval_no_grad), out_free_logits);
+    TB_TRY_GOTO(rc, t->be->mem_reset_peak(t->be), out_free_logits);
     TB_TRY_GOTO(rc, loader_epoch_begin(t->test_ld, 0), out_free_logits);
     for (;;) {
         tb_batch b;
@@ -521,11 +525,16 @@ int trainer_evaluate(tb_trainer *t, tb_eval_stats *st)
         TB_TRY_GOTO(rc, eval_batch(t, &b, host_logits, st), out_free_logits);
     }
     TB_TRY_GOTO(rc, loader_epoch_end(t->test_ld), out_free_logits);
+    TB_TRY_GOTO(rc, t->be->mem_stats(t->be, NULL, &st->mem_peak), out_free_logits);
     st->accuracy = st->images ? (double)st->correct / (double)st->images : 0;
     st->mean_loss = st->images ? st->mean_loss / (double)st->images : 0;
     st->seconds = now_seconds() - t0;
 
 out_free_logits:
+    if (t->cfg.eval_no_grad) {
+        int rc2 = model_set_no_grad(t->model, 0);
+        rc = rc != TB_OK ? rc : rc2;
+    }
     model_train_mode(t->model, 1);
     free(host_logits);
     return rc;

@@ -73,6 +73,8 @@ typedef struct tb_eval_stats {
     double accuracy;          /* correct / images */
     double mean_loss;
     double seconds;
+    size_t mem_peak;          /* bytes in use at the evaluation's peak (be->mem_stats,
+                                 reset at its start; --eval-no-grad lowers it) */
 } tb_eval_stats;
 
 /* Opens the datasets cfg names (Fashion-MNIST from cfg->data_dir, or
