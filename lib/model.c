@@ -187,13 +187,19 @@ static void count_params(tb_param *p, void *user)
     (*(int *)user)++;
 }
 
-/* Fills host with PyTorch's default init, from (seed, parameter index). */
+/* Fills host with PyTorch's default init, from (seed, stream). A bias draws
+ * from its own stream beside its layer's weight (2k+1 for the k-th weight,
+ * 2k), so dropping a conv bias (conv_bias off) leaves every other parameter's
+ * initial values unchanged: the technique changes the model, not the dice. */
 static void params_init_host(tb_model *m, uint64_t seed, float *host)
 {
     size_t at = 0;
+    uint64_t weights = 0; /* non-bias parameters seen so far */
     for (int i = 0; i < m->nparams; i++) {
         const tb_param *p = m->params[i];
-        uint64_t r = seed * 0x100000001b3ull + (uint64_t)i * 0x9e3779b97f4a7c15ull;
+        int is_bias = strcmp(p->name, "bias") == 0;
+        uint64_t stream = is_bias ? 2 * (weights ? weights - 1 : 0) + 1 : 2 * weights++;
+        uint64_t r = seed * 0x100000001b3ull + stream * 0x9e3779b97f4a7c15ull;
         init_next(&r);
         for (size_t j = 0; j < p->n; j++) {
             float v = p->init == TB_INIT_ONES ? 1.0f : 0.0f;
