@@ -4,6 +4,7 @@
  */
 #include "datasets/augment.h"
 
+#include "kernels/augment_math.h"
 #include "lib/rng.h"
 
 tb_augment_cfg augment_train_defaults(const tb_dataset *ds)
@@ -34,25 +35,15 @@ tb_augment_params augment_params(const tb_augment_cfg *cfg, uint64_t seed, int e
     return p;
 }
 
-/* One channel: out(y, x) = padded(y + dy, xf + dx), xf = flip ? W-1-x : x. */
+/* One channel, pixel by pixel through kernels/augment_math.h (the device
+ * path's math): out(y, x) = padded(y + dy, xf + dx), xf = flip ? W-1-x : x. */
 static void crop_channel(const uint8_t *src, int h, int w, int pad, const tb_augment_params *p,
                          float scale, float bias, float *out)
 {
-    float zero = bias; /* a padding pixel is 0 before normalization */
-    for (int y = 0; y < h; y++) {
-        int sy = y + p->dy - pad;
-        float *row = out + (size_t)y * w;
-        if (sy < 0 || sy >= h) {
-            for (int x = 0; x < w; x++)
-                row[x] = zero;
-            continue;
-        }
-        const uint8_t *srow = src + (size_t)sy * w;
-        for (int x = 0; x < w; x++) {
-            int sx = (p->flip ? w - 1 - x : x) + p->dx - pad;
-            row[x] = sx >= 0 && sx < w ? (float)srow[sx] * scale + bias : zero;
-        }
-    }
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            out[(size_t)y * w + x] =
+                tb_augment_pixel(src, h, w, pad, p->dy, p->dx, p->flip, scale, bias, y, x);
 }
 
 void augment_apply(const tb_augment_cfg *cfg, const tb_dataset *ds, int index,
@@ -61,10 +52,8 @@ void augment_apply(const tb_augment_cfg *cfg, const tb_dataset *ds, int index,
     size_t plane = (size_t)ds->h * ds->w;
     int pad = cfg->enabled ? cfg->pad : 0;
     for (int ch = 0; ch < ds->c; ch++) {
-        /* (x/255 - mean)/std folded into one multiply-add per pixel. */
-        float inv_std = cfg->normalize ? 1.0f / ds->std[ch] : 1.0f;
-        float mean = cfg->normalize ? ds->mean[ch] : 0.0f;
-        float scale = inv_std / 255.0f, bias = -mean * inv_std;
+        float scale, bias;
+        tb_augment_norm(cfg->normalize, ds->mean[ch], ds->std[ch], &scale, &bias);
         const uint8_t *src = ds->images + ((size_t)index * ds->c + ch) * plane;
         crop_channel(src, ds->h, ds->w, pad, p, scale, bias, out + ch * plane);
     }

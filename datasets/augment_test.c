@@ -3,7 +3,10 @@
  * (pad the image with zeros, cut the window, mirror it) for every offset and
  * flip on a small non-square 3-channel image; normalization values; the
  * draws' ranges; determinism (same (seed, epoch, index) gives the same bytes,
- * another epoch other crops); eval mode is identity plus normalization.
+ * another epoch other crops); eval mode is identity plus normalization;
+ * the per-pixel math moved to kernels/augment_math.h leaves augment_apply's
+ * bytes as they were (a copy of the old formulas) and equals the header's
+ * per-element path that kernels/augment.cu runs.
  * Run: bazel test //datasets:augment_test
  */
 #include <math.h>
@@ -12,6 +15,7 @@
 #include <string.h>
 
 #include "datasets/augment.h"
+#include "kernels/augment_math.h"
 
 static int failures;
 
@@ -168,11 +172,115 @@ static void test_determinism(void)
     dataset_free(ds);
 }
 
+/* ---- the shared math refactor (kernels/augment_math.h) ----
+ * augment.c's per-pixel formulas before they moved into the shared header,
+ * copied verbatim: augment_apply must still give exactly these bytes. */
+static void old_crop_channel(const uint8_t *src, int h, int w, int pad,
+                             const tb_augment_params *p, float scale, float bias, float *out)
+{
+    float zero = bias;
+    for (int y = 0; y < h; y++) {
+        int sy = y + p->dy - pad;
+        float *row = out + (size_t)y * w;
+        if (sy < 0 || sy >= h) {
+            for (int x = 0; x < w; x++)
+                row[x] = zero;
+            continue;
+        }
+        const uint8_t *srow = src + (size_t)sy * w;
+        for (int x = 0; x < w; x++) {
+            int sx = (p->flip ? w - 1 - x : x) + p->dx - pad;
+            row[x] = sx >= 0 && sx < w ? (float)srow[sx] * scale + bias : zero;
+        }
+    }
+}
+
+static void old_augment_apply(const tb_augment_cfg *cfg, const tb_dataset *ds, int index,
+                              const tb_augment_params *p, float *out)
+{
+    size_t plane = (size_t)ds->h * ds->w;
+    int pad = cfg->enabled ? cfg->pad : 0;
+    for (int ch = 0; ch < ds->c; ch++) {
+        float inv_std = cfg->normalize ? 1.0f / ds->std[ch] : 1.0f;
+        float mean = cfg->normalize ? ds->mean[ch] : 0.0f;
+        float scale = inv_std / 255.0f, bias = -mean * inv_std;
+        const uint8_t *src = ds->images + ((size_t)index * ds->c + ch) * plane;
+        old_crop_channel(src, ds->h, ds->w, pad, p, scale, bias, out + ch * plane);
+    }
+}
+
+/* What kernels/augment.cu computes for output element i of a batch
+ * (one thread each), run on the host: the header's functions, indexed
+ * from the flat NCHW position as the kernel does. */
+static void shared_math_apply(const tb_augment_cfg *cfg, const tb_dataset *ds, int index,
+                              const tb_augment_params *p, float *out)
+{
+    size_t plane = (size_t)ds->h * ds->w, total = plane * ds->c;
+    int pad = cfg->enabled ? cfg->pad : 0;
+    for (size_t i = 0; i < total; i++) {
+        int x = (int)(i % ds->w), y = (int)(i / ds->w % ds->h), ch = (int)(i / plane);
+        float scale, bias;
+        tb_augment_norm(cfg->normalize, ds->mean[ch], ds->std[ch], &scale, &bias);
+        const uint8_t *src = ds->images + ((size_t)index * ds->c + ch) * plane;
+        out[i] = tb_augment_pixel(src, ds->h, ds->w, pad, p->dy, p->dx, p->flip, scale, bias,
+                                  y, x);
+    }
+}
+
+/* Synthetic data shaped like Fashion-MNIST (1x28x28) and CIFAR (3x32x32),
+ * a few samples each, every epoch's crops and flips plus all-disabled and
+ * normalize-off configurations: bitwise equal three ways. */
+static void test_shared_math(void)
+{
+    const int shapes[2][3] = {{1, 28, 28}, {3, 32, 32}};
+    for (int s = 0; s < 2; s++) {
+        tb_dataset *ds = NULL;
+        int c = shapes[s][0], h = shapes[s][1], w = shapes[s][2];
+        if (dataset_alloc(6, c, h, w, 10, &ds) != TB_OK) {
+            CHECK(0, "dataset_alloc");
+            return;
+        }
+        for (size_t i = 0; i < (size_t)6 * c * h * w; i++)
+            ds->images[i] = (uint8_t)((i * 2654435761u) >> 13);
+        for (int ch = 0; ch < c; ch++) {
+            ds->mean[ch] = 0.2860f + 0.1f * ch;
+            ds->std[ch] = 0.3530f - 0.05f * ch;
+        }
+        tb_augment_cfg cfgs[3] = {augment_train_defaults(ds), augment_eval_defaults(),
+                                  augment_train_defaults(ds)};
+        cfgs[2].normalize = 0;
+        size_t n = (size_t)c * h * w;
+        float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *m = malloc(n * sizeof *m);
+        int mismatches = 0, flips = 0;
+        for (int k = 0; k < 3; k++)
+            for (int epoch = 0; epoch < 4; epoch++)
+                for (int idx = 0; idx < 6; idx++) {
+                    tb_augment_params p = augment_params(&cfgs[k], 42, epoch, idx);
+                    flips += p.flip;
+                    augment_apply(&cfgs[k], ds, idx, &p, a);
+                    old_augment_apply(&cfgs[k], ds, idx, &p, b);
+                    shared_math_apply(&cfgs[k], ds, idx, &p, m);
+                    mismatches += memcmp(a, b, n * sizeof *a) != 0;
+                    mismatches += memcmp(a, m, n * sizeof *a) != 0;
+                }
+        CHECK(mismatches == 0, "%dx%dx%d: %d samples differ from the pre-refactor bytes or "
+              "the shared math", c, h, w, mismatches);
+        CHECK(flips > 0, "%dx%dx%d: no flip drawn, the flip path is untested", c, h, w);
+        printf("  shared math %dx%dx%d: 72 samples bitwise equal (old formulas, header)\n", c,
+               h, w);
+        free(a);
+        free(b);
+        free(m);
+        dataset_free(ds);
+    }
+}
+
 int main(void)
 {
     test_crop_flip();
     test_eval();
     test_determinism();
+    test_shared_math();
     printf(failures ? "augment_test: %d FAILED\n" : "augment_test: all passed\n", failures);
     return failures != 0;
 }
