@@ -209,10 +209,15 @@ static int build_batch(const tb_loader *ld, int epoch, int b, unsigned char *bas
         _exit(3); /* simulates a worker process crashing */
     int n = batch_size_of(ld, b), start = b * cfg->batch_size;
     float *img = slot_images(ld, base);
+    uint8_t *raw = (uint8_t *)base;
     int32_t *lab = slot_labels(ld, base), *ids = slot_ids(ld, base);
     for (int k = 0; k < n; k++) {
         int idx = ld->perm[start + k];
-        augment_sample(&cfg->augment, ld->ds, cfg->seed, epoch, idx, img + (size_t)k * ld->chw);
+        if (cfg->raw_u8)
+            memcpy(raw + (size_t)k * ld->chw, ld->ds->images + (size_t)idx * ld->chw, ld->chw);
+        else
+            augment_sample(&cfg->augment, ld->ds, cfg->seed, epoch, idx,
+                           img + (size_t)k * ld->chw);
         lab[k] = ld->ds->labels[idx];
         ids[k] = idx;
     }
@@ -505,7 +510,8 @@ int loader_create(const tb_loader_cfg *cfg, const tb_dataset *ds, tb_loader **ou
     ld->nbatches = cfg->drop_last ? ds->n / cfg->batch_size
                                   : (ds->n + cfg->batch_size - 1) / cfg->batch_size;
     ld->chw = (size_t)ds->c * ds->h * ds->w;
-    ld->img_bytes = align64((size_t)cfg->batch_size * ld->chw * sizeof(float));
+    ld->img_bytes = align64((size_t)cfg->batch_size * ld->chw *
+                            (cfg->raw_u8 ? sizeof(uint8_t) : sizeof(float)));
     ld->lab_bytes = align64((size_t)cfg->batch_size * sizeof(int32_t));
     ld->slot_bytes = ld->img_bytes + 2 * ld->lab_bytes;
     ld->held = -1;
@@ -643,7 +649,8 @@ static void batch_fill(const tb_loader *ld, unsigned char *base, int b, int size
     out->c = ld->ds->c;
     out->h = ld->ds->h;
     out->w = ld->ds->w;
-    out->images = slot_images(ld, base);
+    out->images = ld->cfg.raw_u8 ? NULL : slot_images(ld, base);
+    out->raw = ld->cfg.raw_u8 ? base : NULL;
     out->labels = slot_labels(ld, base);
     out->sample_ids = slot_ids(ld, base);
 }
@@ -652,8 +659,9 @@ static void batch_fill(const tb_loader *ld, unsigned char *base, int b, int size
  * caller's buffer (e.g. pinned memory) and hand the slot back at once. */
 static void batch_copy_out(tb_loader *ld, tb_batch *b)
 {
-    size_t img = (size_t)b->size * ld->chw * sizeof(float), lab = (size_t)b->size * sizeof(int32_t);
-    memcpy(slot_images(ld, ld->out), b->images, img);
+    size_t img = (size_t)b->size * ld->chw * (ld->cfg.raw_u8 ? sizeof(uint8_t) : sizeof(float));
+    size_t lab = (size_t)b->size * sizeof(int32_t);
+    memcpy(ld->out, b->raw ? (const void *)b->raw : (const void *)b->images, img);
     memcpy(slot_labels(ld, ld->out), b->labels, lab);
     memcpy(slot_ids(ld, ld->out), b->sample_ids, lab);
     batch_fill(ld, ld->out, b->index, b->size, b);

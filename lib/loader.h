@@ -70,6 +70,10 @@ typedef struct tb_loader_cfg {
     tb_worker_mode mode;
     tb_augment_cfg augment;
     const tb_host_allocator *allocator; /* NULL: aligned malloc */
+    /* 1: batches carry the samples as the dataset stores them (raw, uint8,
+     * no augmentation, images NULL) for a consumer that augments on the
+     * device (--augment-on-device); augment is then ignored. */
+    int raw_u8;
     /* Test hooks; -1 = off. The worker building this batch index fails as
      * if an allocation failed (TB_ERR_NOMEM) / a worker process _exits. */
     int test_fail_batch;
@@ -85,7 +89,8 @@ typedef struct tb_batch {
     int index;        /* batch number within the epoch, from 0 */
     int size;         /* samples; < batch_size only for a last partial batch */
     int c, h, w;
-    float *images;    /* (size, c, h, w), normalized */
+    float *images;    /* (size, c, h, w), normalized; NULL with raw_u8 */
+    uint8_t *raw;     /* (size, c, h, w) the dataset's bytes with raw_u8; else NULL */
     int32_t *labels;  /* (size) */
     const int32_t *sample_ids; /* (size) dataset index of each sample */
 } tb_batch;

@@ -358,6 +358,45 @@ static void test_invalid(void)
     }
 }
 
+/* raw_u8 (--augment-on-device): each sample's dataset bytes, unaugmented,
+ * with the same order, labels and ids as the float batches, for 0 workers,
+ * 2 threads and 2 processes. */
+static void test_raw_u8(void)
+{
+    printf("raw_u8: dataset bytes + sample ids, same order as float batches, every worker mode\n");
+    const int workers[3] = {0, 2, 2};
+    const tb_worker_mode modes[3] = {TB_WORKERS_THREADS, TB_WORKERS_THREADS, TB_WORKERS_PROCESSES};
+    for (int m = 0; m < 3; m++) {
+        tb_loader_cfg cfg = base_cfg();
+        cfg.raw_u8 = 1;
+        cfg.num_workers = workers[m];
+        cfg.mode = modes[m];
+        tb_loader *ld;
+        if (loader_create(&cfg, ds, &ld) != TB_OK) {
+            CHECK(0, "loader_create: %s", tb_error_message());
+            tb_error_clear();
+            continue;
+        }
+        int bad = 0, pos = 0, rc = 0, null_images = 1;
+        if (loader_epoch_begin(ld, 0) == TB_OK) {
+            tb_batch b;
+            while ((rc = loader_next_batch(ld, &b)) == 1) {
+                null_images &= b.images == NULL && b.raw != NULL;
+                for (int k = 0; k < b.size; k++, pos++) {
+                    int id = b.sample_ids[k];
+                    bad += id != ref.ids[0][pos] || b.labels[k] != ref.labels[0][pos];
+                    bad += memcmp(b.raw + (size_t)k * CHW, ds->images + (size_t)id * CHW, CHW) != 0;
+                }
+            }
+            loader_epoch_end(ld);
+        }
+        CHECK(rc == 0 && pos == N_SAMPLES && bad == 0 && null_images,
+              "raw_u8 workers=%d %s: rc %d, %d samples, %d mismatches", workers[m],
+              loader_mode_name(modes[m]), rc, pos, bad);
+        loader_destroy(ld);
+    }
+}
+
 int main(void)
 {
     tb_synthetic_cfg sc = {.n = N_SAMPLES, .c = 1, .h = 28, .w = 28, .seed = 99, .noise = -1};
@@ -372,6 +411,7 @@ int main(void)
     test_mid_epoch();
     test_errors();
     test_invalid();
+    test_raw_u8();
     free(ref.images);
     dataset_free(ds);
     printf(failures ? "loader_test: %d FAILED\n" : "loader_test: all passed\n", failures);
