@@ -9,6 +9,8 @@ const char *const tb_model_names[] = {"small_cnn", "wide_cnn", "transformer", NU
 const char *const tb_dataset_names[] = {"fashion_mnist", "synthetic", NULL};
 const char *const tb_optimizer_names[] = {"sgd", "adamw", "lars", "lamb", "novograd", NULL};
 static const char *const worker_mode_names[] = {"threads", "processes", NULL};
+/* in tb_amp_dtype order */
+const char *const tb_amp_names[] = {"off", "bf16", "fp16", NULL};
 
 void config_defaults(tb_config *cfg)
 {
@@ -107,6 +109,8 @@ const tb_flag *config_flags(tb_config *cfg, size_t *n)
         FLAG("warmup-steps", TB_FLAG_INT, warmup_steps, "linear learning-rate warm-up steps"),
         FLAG("lr-base-batch", TB_FLAG_INT, lr_base_batch, "> 0: scale lr by batch*accum/this (linear scaling rule)"),
         FLAG("trust-coef", TB_FLAG_DOUBLE, trust_coef, "LARS trust coefficient (eta)"),
+        CHOICE("amp", amp_dtype, tb_amp_names, "mixed precision (autocast, lib/amp.h): conv and linear in bf16 or fp16 with fp32 accumulation, the rest fp32; fp16 adds dynamic loss scaling (GradScaler); CPU: bf16 only (oneDNN 2.6 has no CPU fp16)"),
+        FLAG("channels-last", TB_FLAG_BOOL, channels_last, "NHWC activations and KRSC conv weights (memory_format=torch.channels_last)"),
         FLAG("tf32", TB_FLAG_BOOL, tf32, "gemm and convolution in TF32 math (allow_tf32): cuBLAS/cuDNN tensor-core TF32 on CUDA; on the CPU oneDNN's bf16 fpmath mode, which computes in f32 anyway on CPUs without AVX512_BF16 (this VM)"),
         FLAG("fused-attention", TB_FLAG_BOOL, fused_attention, "transformer: tiled attention with online softmax (scaled_dot_product_attention) instead of materialized scores"),
         FLAG("fused-layernorm", TB_FLAG_BOOL, fused_layernorm, "transformer: one-pass layer norm (apex FusedLayerNorm)"),
@@ -141,9 +145,7 @@ static int check_min(const char *flag, long long v, long long min)
 /* Issue 5's fields must stay off until the library implements them. */
 static int check_not_yet(const tb_config *cfg)
 {
-    if (cfg->amp_dtype != TB_AMP_OFF || cfg->channels_last)
-        return TB_FAIL(TB_ERR_UNSUPPORTED,
-                       "AMP and channels last are not implemented yet (issue 5)");
+    (void)cfg;
     return TB_OK;
 }
 
@@ -175,6 +177,8 @@ int config_validate(tb_config *cfg)
     if (cfg->optimizer < TB_OPT_SGD || cfg->optimizer > TB_OPT_NOVOGRAD)
         return TB_FAIL(TB_ERR_INVALID, "--optimizer: sgd, adamw, lars, lamb or novograd");
     TB_TRY(check_min("loss-read-every", cfg->loss_read_every, 1));
+    if (cfg->amp_dtype < TB_AMP_OFF || cfg->amp_dtype > TB_AMP_FP16)
+        return TB_FAIL(TB_ERR_INVALID, "--amp: off, bf16 or fp16");
     TB_TRY(check_min("val-every", cfg->val_every, 0));
     if (!(cfg->trust_coef > 0) || cfg->target_accuracy < 0 || cfg->target_accuracy > 1 ||
         cfg->max_time < 0)
@@ -211,11 +215,11 @@ void config_describe(const tb_config *cfg, char *out, size_t cap)
     snprintf(out, cap,
              "model=%s dataset=%s batch=%d workers=%d prefetch=%d persistent=%d mode=%s "
              "flush_denormal=%d conv_autotune=%d grads_to_none=%d fused_gelu=%d fused_optimizer=%d conv_bias=%d "
-             "optimizer=%s lr=%g accum=%d seed=%lld",
+             "optimizer=%s lr=%g accum=%d amp=%s channels_last=%d seed=%lld",
              tb_model_names[cfg->model], tb_dataset_names[cfg->dataset], cfg->batch_size,
              cfg->workers, cfg->prefetch_factor, cfg->persistent_workers,
              worker_mode_names[cfg->worker_mode], cfg->flush_denormal, cfg->conv_autotune, cfg->grads_to_none,
              cfg->fused_gelu, cfg->fused_optimizer, cfg->conv_bias,
              tb_optimizer_names[cfg->optimizer], config_peak_lr(cfg), cfg->accum_steps,
-             cfg->seed);
+             tb_amp_names[cfg->amp_dtype], cfg->channels_last, cfg->seed);
 }

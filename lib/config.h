@@ -126,6 +126,7 @@ double config_peak_lr(const tb_config *cfg);
 extern const char *const tb_model_names[];   /* "small_cnn", "wide_cnn", "transformer" */
 extern const char *const tb_dataset_names[]; /* "fashion_mnist", "synthetic" */
 extern const char *const tb_optimizer_names[]; /* "sgd", "adamw", "lars", "lamb", "novograd" */
+extern const char *const tb_amp_names[];       /* "off", "bf16", "fp16" */
 
 /* One line naming every toggle and its value, for logs and result files. */
 void config_describe(const tb_config *cfg, char *out, size_t cap);

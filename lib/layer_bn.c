@@ -23,7 +23,7 @@ typedef struct bn_layer {
 
 static tb_bn_desc bn_desc(const tb_layer *l, int n)
 {
-    tb_bn_desc d = {.n = n, .c = l->in.c, .hw = l->in.h * l->in.w, .layout = TB_NCHW,
+    tb_bn_desc d = {.n = n, .c = l->in.c, .hw = l->in.h * l->in.w, .layout = l->ctx->layout,
                     .eps = 1e-5f, .momentum = 0.1f};
     return d;
 }

@@ -1,5 +1,7 @@
 /*
- * layer_conv.c - 2-D convolution, square r x r filters, NCHW, bias optional.
+ * layer_conv.c - 2-D convolution, square r x r filters, bias optional, NCHW
+ * or NHWC (ctx->layout; weights KCRS or KRSC to match), fp32 or autocast
+ * (ctx->amp, lib/amp.h: x, w and dy cast to bf16/fp16, outputs fp32).
  *
  * The backend computes; this file builds the descriptor for the batch at
  * hand and asks conv_algo_lookup (layers.c) for each direction's algorithm:
@@ -12,6 +14,7 @@
  */
 #include <math.h>
 
+#include "lib/amp.h"
 #include "lib/layers.h"
 
 typedef struct conv_layer {
@@ -20,6 +23,9 @@ typedef struct conv_layer {
     tb_tensor y;        /* (N, K, P, Q) */
     tb_tensor dx;       /* (N, C, H, W) */
     const tb_tensor *x; /* input of the last forward, (N, C, H, W) */
+    void *x_lowp;       /* (N, C, H, W) autocast copies: x, w of the last forward, */
+    void *w_lowp;       /* (K, C, R, S) reused by backward; */
+    void *dy_lowp;      /* (N, K, P, Q) the output gradient. NULL with AMP off */
 } conv_layer;
 
 static tb_conv_desc conv_desc(const conv_layer *cv, int n)
@@ -27,9 +33,29 @@ static tb_conv_desc conv_desc(const conv_layer *cv, int n)
     tb_conv_desc d = {
         .n = n, .c = cv->base.in.c, .h = cv->base.in.h, .w = cv->base.in.w,
         .k = cv->k, .r = cv->r, .s = cv->r, .stride = cv->stride, .pad = cv->pad,
-        .layout = TB_NCHW, .dtype = TB_F32, .math = cv->base.ctx->math,
+        .layout = cv->base.ctx->layout, .dtype = TB_F32, .math = cv->base.ctx->math,
     };
+    if (amp_on(cv->base.ctx)) {
+        d.dtype = cv->base.ctx->amp;
+        d.math = TB_MATH_LOWP;
+    }
     return d;
+}
+
+/* The forward's inputs as the backend takes them: fp32, or their autocast
+ * copies (made here). */
+static int conv_inputs(conv_layer *cv, const tb_tensor *x, const float **xin, const float **win)
+{
+    tb_layer *l = &cv->base;
+    *xin = x->data;
+    *win = l->params[0].w;
+    if (!amp_on(l->ctx))
+        return TB_OK;
+    TB_TRY(amp_cast(l->ctx, x->data, cv->x_lowp, tensor_numel(x)));
+    TB_TRY(amp_cast(l->ctx, l->params[0].w, cv->w_lowp, l->params[0].n));
+    *xin = cv->x_lowp;
+    *win = cv->w_lowp;
+    return TB_OK;
 }
 
 static float *bias_of(conv_layer *cv, int grad)
@@ -47,7 +73,9 @@ static int conv_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
     int algo;
     TB_TRY(conv_algo_lookup(l->ctx, &d, TB_CONV_FWD, &algo));
     TB_TRY(tensor_set_batch(&cv->y, x->n));
-    TB_TRY(be->conv_fwd(be, &d, algo, x->data, l->params[0].w, bias_of(cv, 0), cv->y.data));
+    const float *xin, *win;
+    TB_TRY(conv_inputs(cv, x, &xin, &win));
+    TB_TRY(be->conv_fwd(be, &d, algo, xin, win, bias_of(cv, 0), cv->y.data));
     cv->x = x;
     *y = &cv->y;
     return TB_OK;
@@ -59,15 +87,22 @@ static int conv_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
     tb_backend *be = l->ctx->be;
     tb_conv_desc d = conv_desc(cv, dy->n);
     int algo;
+    const float *xin = cv->x->data, *win = l->params[0].w, *dyin = dy->data;
+    if (amp_on(l->ctx)) {
+        TB_TRY(amp_cast(l->ctx, dy->data, cv->dy_lowp, tensor_numel(dy)));
+        xin = cv->x_lowp;
+        win = cv->w_lowp;
+        dyin = cv->dy_lowp;
+    }
     TB_TRY(conv_algo_lookup(l->ctx, &d, TB_CONV_BWD_FILTER, &algo));
-    TB_TRY(be->conv_bwd_filter(be, &d, algo, cv->x->data, dy->data, l->params[0].g,
-                               bias_of(cv, 1), l->ctx->grad_accumulate));
+    TB_TRY(be->conv_bwd_filter(be, &d, algo, xin, dyin, l->params[0].g, bias_of(cv, 1),
+                               l->ctx->grad_accumulate));
     *dx = NULL;
     if (!l->need_dx)
         return TB_OK;
     TB_TRY(conv_algo_lookup(l->ctx, &d, TB_CONV_BWD_DATA, &algo));
     TB_TRY(tensor_set_batch(&cv->dx, dy->n));
-    TB_TRY(be->conv_bwd_data(be, &d, algo, dy->data, l->params[0].w, cv->dx.data));
+    TB_TRY(be->conv_bwd_data(be, &d, algo, dyin, win, cv->dx.data));
     *dx = &cv->dx;
     return TB_OK;
 }
@@ -78,7 +113,9 @@ static int conv_alloc(tb_layer *l, int max_batch)
     TB_TRY(layer_out_tensor(l, max_batch, &cv->y));
     if (l->need_dx)
         TB_TRY(layer_tensor(l, max_batch, l->in, &cv->dx));
-    return TB_OK;
+    TB_TRY(amp_buf_alloc(l, (size_t)max_batch * shape_numel(l->in), &cv->x_lowp));
+    TB_TRY(amp_buf_alloc(l, l->params[0].n, &cv->w_lowp));
+    return amp_buf_alloc(l, (size_t)max_batch * shape_numel(l->out), &cv->dy_lowp);
 }
 
 static void conv_release(tb_layer *l)
@@ -86,6 +123,9 @@ static void conv_release(tb_layer *l)
     conv_layer *cv = (conv_layer *)l;
     tensor_free(&cv->y);
     tensor_free(&cv->dx);
+    amp_buf_free(l, &cv->x_lowp);
+    amp_buf_free(l, &cv->w_lowp);
+    amp_buf_free(l, &cv->dy_lowp);
 }
 
 static const tb_layer_vtbl conv_vtbl = {

@@ -25,7 +25,7 @@ static tb_pool_desc pool_desc(const pool_layer *p, int n)
 {
     tb_pool_desc d = {.kind = p->kind, .n = n, .c = p->base.in.c, .h = p->base.in.h,
                       .w = p->base.in.w, .window = p->window, .stride = p->stride,
-                      .pad = p->pad, .layout = TB_NCHW};
+                      .pad = p->pad, .layout = p->base.ctx->layout};
     return d;
 }
 

@@ -55,6 +55,7 @@ int layer_tensor(tb_layer *l, int max_batch, tb_shape s, tb_tensor *t)
     int rc = tensor_alloc(l->ctx->be, max_batch, s.c, s.h, s.w, t);
     if (rc != TB_OK)
         return TB_FAIL(rc, "allocating activations of layer %s", l->name);
+    t->layout = l->ctx->layout;
     return acts_register(l, t, 0);
 }
 
@@ -67,6 +68,7 @@ int layer_out_tensor(tb_layer *l, int max_batch, tb_tensor *t)
     }
     /* no memory of its own: layer_acts_bind points it at scratch */
     *t = tensor_view(l->ctx->be, NULL, max_batch, l->out.c, l->out.h, l->out.w);
+    t->layout = l->ctx->layout;
     return acts_register(l, t, 1);
 }
 

@@ -103,6 +103,13 @@ typedef struct tb_layer_ctx {
                                    (forward, or backward with anomaly_inject_bwd) */
     int anomaly_inject_bwd;
     tb_act_mem acts;     /* --eval-no-grad, --checkpointing */
+    /* channels last (--channels-last): activations of conv, batch norm and
+     * pooling in NHWC, conv weights in KRSC; the first linear layer after
+     * them flattens (h, w, c) (model.c permutes its weight columns). */
+    tb_layout layout;
+    /* autocast (--amp): TB_F32 off, or TB_BF16 / TB_F16; see lib/amp.h for
+     * which layers run in it. */
+    tb_dtype amp;
 } tb_layer_ctx;
 
 /* Finds (or chooses and caches) the algorithm for d and kind: the backend's

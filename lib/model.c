@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/tensor.h"
+
 /* splitmix64: parameter i's values are a function of (seed, i) only, so the
  * same model built twice (a toggle and its baseline) starts identical. */
 static uint64_t init_next(uint64_t *state)
@@ -211,6 +213,70 @@ static void params_init_host(tb_model *m, uint64_t seed, float *host)
     }
 }
 
+/* ---- layout of the parameters (channels last) ---- */
+
+/* (outer, c, hw) <-> (outer, hw, c) blocks: a conv weight (K, C, R*S), or a
+ * linear weight (out, C, H*W). */
+static void reorder_block(const float *src, float *dst, int outer, int c, int hw, int to_nhwc)
+{
+    for (int o = 0; o < outer; o++)
+        for (int ch = 0; ch < c; ch++)
+            for (int i = 0; i < hw; i++) {
+                size_t nchw = ((size_t)o * c + ch) * hw + i;
+                size_t nhwc = ((size_t)o * hw + i) * c + ch;
+                if (to_nhwc)
+                    dst[nhwc] = src[nchw];
+                else
+                    dst[nchw] = src[nhwc];
+            }
+}
+
+static void reorder_layer(const tb_model *m, const tb_layer *l, const float *src, float *dst,
+                          int to_nhwc)
+{
+    for (int i = 0; i < l->nchildren; i++)
+        reorder_layer(m, l->children[i], src, dst, to_nhwc);
+    int conv = !strcmp(l->vt->kind, "conv2d"), hw = l->in.h * l->in.w;
+    if (!conv && (strcmp(l->vt->kind, "linear") || hw == 1))
+        return;
+    const tb_param *p = &l->params[0];
+    size_t at = (size_t)(p->w - m->flat_w);
+    int outer = l->out.c, inner = conv ? (int)(p->n / ((size_t)l->out.c * l->in.c)) : hw;
+    reorder_block(src + at, dst + at, outer, l->in.c, inner, to_nhwc);
+}
+
+void model_params_reorder(const tb_model *m, const float *src, float *dst, int to_nhwc)
+{
+    memcpy(dst, src, m->numel * sizeof(float));
+    reorder_layer(m, m->net, src, dst, to_nhwc);
+}
+
+/* Initial values as in NCHW, then reordered for NHWC: same model either way. */
+static int params_upload_init(tb_model *m, uint64_t seed)
+{
+    tb_backend *be = m->ctx.be;
+    size_t bytes = m->numel * sizeof(float);
+    float *host = malloc(bytes), *nhwc = NULL;
+    int rc = TB_OK;
+    if (!host)
+        return TB_FAIL(TB_ERR_NOMEM, "out of host memory initializing parameters");
+    params_init_host(m, seed, host);
+    if (m->ctx.layout == TB_NHWC) {
+        nhwc = malloc(bytes);
+        if (!nhwc) {
+            rc = TB_FAIL(TB_ERR_NOMEM, "out of host memory initializing parameters");
+            goto out_free_host;
+        }
+        model_params_reorder(m, host, nhwc, 1);
+    }
+    rc = be->copy_h2d(be, m->flat_w, nhwc ? nhwc : host, bytes, NULL);
+    free(nhwc);
+
+out_free_host:
+    free(host);
+    return rc;
+}
+
 static int params_setup(tb_model *m, uint64_t seed)
 {
     tb_backend *be = m->ctx.be;
@@ -226,13 +292,7 @@ static int params_setup(tb_model *m, uint64_t seed)
     TB_TRY(be->dev_alloc(be, (void **)&m->flat_g, bytes));
     TB_TRY(be->memset(be, m->flat_g, 0, bytes, NULL));
     layer_params_bind(m->net, m->flat_w, m->flat_g);
-    float *host = malloc(bytes);
-    if (!host)
-        return TB_FAIL(TB_ERR_NOMEM, "out of host memory initializing parameters");
-    params_init_host(m, seed, host);
-    int rc = be->copy_h2d(be, m->flat_w, host, bytes, NULL);
-    free(host);
-    return rc;
+    return params_upload_init(m, seed);
 }
 
 int model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opts *o,
@@ -246,7 +306,8 @@ int model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opts *
     if (!m)
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory building a model");
     m->ctx = (tb_layer_ctx){.be = be, .training = 1, .gelu = TB_GELU_UNFUSED,
-                            .math = TB_MATH_F32, .dropout_seed = o->seed};
+                            .math = TB_MATH_F32, .dropout_seed = o->seed,
+                            .layout = o->channels_last ? TB_NHWC : TB_NCHW, .amp = o->amp};
     m->classes = o->classes;
     m->max_batch = o->max_batch;
     m->in = o->in;
@@ -288,6 +349,9 @@ int model_forward(tb_model *m, const tb_tensor *x, const tb_tensor **logits)
     if (x->c != m->in.c || x->h != m->in.h || x->w != m->in.w || x->n > m->max_batch)
         return TB_FAIL(TB_ERR_INVALID, "model takes (<=%d, %d, %d, %d), got (%d, %d, %d, %d)",
                        m->max_batch, m->in.c, m->in.h, m->in.w, x->n, x->c, x->h, x->w);
+    if (m->ctx.layout == TB_NHWC && x->c > 1 && x->layout != TB_NHWC)
+        return TB_FAIL(TB_ERR_INVALID, "channels-last model given an NCHW input of %d channels",
+                       x->c);
     return layer_forward(m->net, x, logits);
 }
 

@@ -58,6 +58,11 @@ typedef struct tb_model_opts {
     uint64_t seed;        /* parameter init and dropout masks */
     int checkpointing;    /* --checkpointing: BN/ReLU/GELU/pool outputs in shared
                              scratch, recomputed in backward (tb_act_mem) */
+    int channels_last;    /* NHWC activations, KRSC conv weights, the first linear
+                             layer's columns in (h, w, c) order: the same model
+                             (same function, same initial values) as NCHW */
+    tb_dtype amp;         /* autocast (lib/amp.h): TB_F32 (0) off, TB_BF16, TB_F16;
+                             conv and linear get their low-precision buffers */
 } tb_model_opts;
 
 typedef struct tb_model {
@@ -84,7 +89,16 @@ void model_destroy(tb_model *m);
 extern const tb_layer_spec tb_spec_small_cnn[]; /* 1x28x28 */
 extern const tb_layer_spec tb_spec_wide_cnn[];  /* 3x32x32 */
 
-/* Forward through the network only: *logits is (N, classes, 1, 1). */
+/* Copies the host parameter-shaped array src (m->numel floats, e.g. a copy
+ * of flat_w or flat_g) to dst, converting the layout-dependent tensors:
+ * conv weights KCRS <-> KRSC and the weight columns of a linear layer on an
+ * image (c, h, w) <-> (h, w, c). to_nhwc = 1: src in NCHW order, dst in
+ * NHWC order; 0: the reverse. REQUIRES: src and dst do not overlap. */
+void model_params_reorder(const tb_model *m, const float *src, float *dst, int to_nhwc);
+
+/* Forward through the network only: *logits is (N, classes, 1, 1).
+ * REQUIRES: with channels_last and more than one input channel, x is NHWC
+ * (x->layout; tensor_host_nchw_to_nhwc converts a host batch). */
 int model_forward(tb_model *m, const tb_tensor *x, const tb_tensor **logits);
 /* Forward plus the loss (summed on the device, see xent_read_loss).
  * labels: device int32 (N). logits may be NULL. */

@@ -85,7 +85,8 @@ int tb_exit_code(int code)
     switch (code) {
     case TB_OK: return 0;
     case TB_ERR_INVALID:
-    case TB_ERR_NO_DEVICE: return 2;
+    case TB_ERR_NO_DEVICE:
+    case TB_ERR_UNSUPPORTED: return 2; /* asked for what this device cannot do */
     case TB_ERR_INTERRUPTED: return 130;
     default: return 1;
     }

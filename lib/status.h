@@ -83,7 +83,8 @@ void tb_error_clear(void);
 /* Prints the chain, newest first: "error: MSG (file:line)" then "  from: ...". */
 void tb_error_print(FILE *f);
 
-/* Exit code bench/ uses for a status: 2 for usage/device errors, 1 otherwise. */
+/* Exit code bench/ uses for a status: 2 for usage/device errors (including a
+ * toggle the device does not support, e.g. --amp=fp16 on the CPU), 1 otherwise. */
 int tb_exit_code(int code);
 
 #ifdef __cplusplus

@@ -56,3 +56,12 @@ int tensor_zero(tb_tensor *t)
 {
     return t->be->memset(t->be, t->data, 0, tensor_numel(t) * sizeof(float), NULL);
 }
+
+void tensor_host_nchw_to_nhwc(const float *src, float *dst, int n, int c, int h, int w)
+{
+    size_t hw = (size_t)h * w;
+    for (int b = 0; b < n; b++)
+        for (int ch = 0; ch < c; ch++)
+            for (size_t i = 0; i < hw; i++)
+                dst[((size_t)b * hw + i) * c + ch] = src[((size_t)b * c + ch) * hw + i];
+}

@@ -6,8 +6,10 @@
  * for the largest batch (cap_n) and then run with any n <= cap_n, so a
  * smaller last batch needs no allocation. Memory goes through be->dev_alloc,
  * so the backend's allocator counts it (the batch-size sweep's --mem-limit).
- * dtype and layout are carried for issue 5 (bf16/fp16, NHWC); today every
- * tensor is TB_F32 / TB_NCHW.
+ * Every tensor holds fp32 (autocast's low-precision copies are plain
+ * buffers, lib/amp.h); layout says whether a (n, c, h, w) tensor is stored
+ * NCHW or NHWC (channels last: layers set it, tensor_alloc gives NCHW).
+ * The shape fields are logical either way.
  *
  * Tests: through bazel test //lib:layers_test.
  */
@@ -62,6 +64,10 @@ int tensor_set_batch(tb_tensor *t, int n);
  * REQUIRES: host holds tensor_numel(t) floats. */
 int tensor_to_host(const tb_tensor *t, float *host);
 int tensor_from_host(tb_tensor *t, const float *host);
+
+/* dst (n, h, w, c) = src (n, c, h, w), host memory (channels last's input
+ * conversion; PyTorch's x.to(memory_format=torch.channels_last)). */
+void tensor_host_nchw_to_nhwc(const float *src, float *dst, int n, int c, int h, int w);
 
 /* Sets every element of the current shape to zero. */
 int tensor_zero(tb_tensor *t);

@@ -1,6 +1,9 @@
 /* train.c - see train.h. */
 #include "lib/train.h"
 
+#include "lib/amp.h"
+#include "lib/train_device.h"
+
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +69,14 @@ static int make_loader(tb_trainer *t, const tb_dataset *ds, int train, tb_loader
     lc.persistent_workers = c->persistent_workers;
     lc.mode = (tb_worker_mode)c->worker_mode;
     lc.augment = train && c->augment ? augment_train_defaults(ds) : augment_eval_defaults();
+    lc.raw_u8 = train && c->augment_on_device;
     return loader_create(&lc, ds, out);
+}
+
+/* --amp's autocast dtype (TB_F32: off). */
+static tb_dtype amp_dtype_of(const tb_config *c)
+{
+    return c->amp_dtype == TB_AMP_BF16 ? TB_BF16 : c->amp_dtype == TB_AMP_FP16 ? TB_F16 : TB_F32;
 }
 
 static int make_model(tb_trainer *t)
@@ -76,6 +86,7 @@ static int make_model(tb_trainer *t)
     tb_model_opts mo = {
         .in = {ds->c, ds->h, ds->w}, .classes = ds->num_classes, .max_batch = c->batch_size,
         .conv_bias = c->conv_bias, .dropout = (float)c->dropout, .seed = (uint64_t)c->seed,
+        .channels_last = c->channels_last, .amp = amp_dtype_of(c),
     };
     const tb_layer_spec *spec = c->model == TB_MODEL_WIDE_CNN ? tb_spec_wide_cnn : tb_spec_small_cnn;
     mo.checkpointing = c->checkpointing;
@@ -84,6 +95,31 @@ static int make_model(tb_trainer *t)
     t->model->ctx.conv_autotune = c->conv_autotune;
     t->model->ctx.math = c->tf32 ? TB_MATH_TF32 : TB_MATH_F32;
     return TB_OK;
+}
+
+int trainer_enable_loss_scaling(tb_trainer *t)
+{
+    if (t->loss_scaling)
+        return TB_OK;
+    TB_TRY(loss_scaler_init(&t->scaler, t->be));
+    t->loss_scaling = 1;
+    return TB_OK;
+}
+
+/* The device batch, and its host staging when channels last converts it. */
+static int make_batch_buffers(tb_trainer *t)
+{
+    const tb_config *c = &t->cfg;
+    const tb_dataset *ds = t->train_ds;
+    TB_TRY(tensor_alloc(t->be, c->batch_size, ds->c, ds->h, ds->w, &t->x));
+    if (c->channels_last)
+        t->x.layout = TB_NHWC;
+    if (c->channels_last && ds->c > 1) {
+        t->x_nhwc_host = malloc((size_t)c->batch_size * ds->c * ds->h * ds->w * sizeof(float));
+        if (!t->x_nhwc_host)
+            return TB_FAIL(TB_ERR_NOMEM, "out of host memory for the channels-last batch");
+    }
+    return t->be->dev_alloc(t->be, (void **)&t->labels, (size_t)c->batch_size * sizeof(int32_t));
 }
 
 static int make_optim(tb_trainer *t)
@@ -124,14 +160,18 @@ static int make_toggles(tb_trainer *t)
 static int trainer_build(tb_trainer *t)
 {
     const tb_config *c = &t->cfg;
+    /* --amp=fp16 on the CPU stops here, with the backend's reason */
+    TB_TRY(amp_probe(t->be, amp_dtype_of(c)));
+    TB_TRY(train_device_refuse(c, t->be));
     TB_TRY(make_loader(t, t->train_ds, 1, &t->train_ld));
     TB_TRY(make_loader(t, t->test_ds, 0, &t->test_ld));
     TB_TRY(make_model(t));
     TB_TRY(make_optim(t));
     TB_TRY(make_toggles(t));
-    const tb_dataset *ds = t->train_ds;
-    TB_TRY(tensor_alloc(t->be, c->batch_size, ds->c, ds->h, ds->w, &t->x));
-    return t->be->dev_alloc(t->be, (void **)&t->labels, (size_t)c->batch_size * sizeof(int32_t));
+    if (c->amp_dtype == TB_AMP_FP16)
+        TB_TRY(trainer_enable_loss_scaling(t));
+    TB_TRY(make_batch_buffers(t));
+    return train_device_init(t);
 }
 
 static int check_splits(const tb_dataset *a, const tb_dataset *b)
@@ -203,6 +243,9 @@ void trainer_destroy(tb_trainer *t)
     if (t->trace)
         trace_free(t->trace);
     free(t->trace);
+    loss_scaler_free(&t->scaler);
+    free(t->x_nhwc_host);
+    train_device_free(t);
     dataset_free(t->owned_train);
     dataset_free(t->owned_test);
     free(t);
@@ -214,8 +257,17 @@ void trainer_destroy(tb_trainer *t)
 static int batch_to_device(tb_trainer *t, const tb_batch *b)
 {
     tb_backend *be = t->be;
+    if (b->raw) /* --augment-on-device */
+        return train_device_batch(t, b);
     TB_TRY(tensor_set_batch(&t->x, b->size));
-    TB_TRY(tensor_from_host(&t->x, b->images));
+    const float *images = b->images;
+    if (t->x_nhwc_host) {
+        tensor_host_nchw_to_nhwc(b->images, t->x_nhwc_host, b->size, t->x.c, t->x.h, t->x.w);
+        images = t->x_nhwc_host;
+    }
+    TB_TRY(tensor_from_host(&t->x, images));
+    if (t->cfg.tensors_on_device)
+        return train_device_labels(t, b);
     return be->copy_h2d(be, t->labels, b->labels, (size_t)b->size * sizeof(int32_t), NULL);
 }
 
@@ -288,6 +340,24 @@ static int loss_flush(tb_trainer *t, tb_epoch_stats *st, double *loss_sum)
     return TB_OK;
 }
 
+/* What backward multiplies the loss by: the loss scale when scaling. */
+static float loss_scale_of(const tb_trainer *t)
+{
+    return t->loss_scaling ? t->scaler.scale : 1.0f;
+}
+
+/* The optimizer step; with loss scaling, it unscales the gradients
+ * (grad_scale) and is skipped when they hold Inf/NaN (GradScaler.step). */
+static int optimizer_step(tb_trainer *t)
+{
+    if (!t->loss_scaling)
+        return optim_step(&t->opt);
+    int skip;
+    t->opt.hp.grad_scale = t->scaler.scale;
+    TB_TRY(loss_scaler_update(&t->scaler, t->model->flat_g, t->model->numel, &skip));
+    return skip ? TB_OK : optim_step(&t->opt);
+}
+
 /* Next batch: 1 got one, 0 end of epoch, else a tb_err. */
 static int next_batch(tb_loader *ld, tb_batch *b, int *got)
 {
@@ -316,7 +386,7 @@ static int train_step(tb_trainer *t, tb_epoch_stats *st, double *loss_sum, int *
         if (!got)
             break;
         float loss;
-        TB_TRY(micro_batch(t, &b, 1.0f / (float)accum, read, &loss));
+        TB_TRY(micro_batch(t, &b, loss_scale_of(t) / (float)accum, read, &loss));
         step_loss += loss;
         *loss_sum += (double)loss * b.size;
         st->images += b.size;
@@ -325,7 +395,7 @@ static int train_step(tb_trainer *t, tb_epoch_stats *st, double *loss_sum, int *
     if (*micro == 0)
         return TB_OK;
     phase_begin(t, TB_PHASE_OPTIMIZER);
-    TB_TRY(optim_step(&t->opt));
+    TB_TRY(optimizer_step(t));
     TB_TRY(phase_end(t, TB_PHASE_OPTIMIZER));
     if (read)
         st->last_loss = step_loss / (float)*micro;
@@ -396,10 +466,10 @@ int trainer_step(tb_trainer *t, float *loss)
         tb_batch b;
         float l;
         TB_TRY(step_next_batch(t, &b));
-        TB_TRY(train_micro_batch(t, &b, 1.0f / (float)accum, &l));
+        TB_TRY(train_micro_batch(t, &b, loss_scale_of(t) / (float)accum, &l));
         sum += l;
     }
-    TB_TRY(optim_step(&t->opt));
+    TB_TRY(optimizer_step(t));
     t->steps++;
     *loss = sum / (float)accum;
     return TB_OK;

@@ -25,6 +25,7 @@
 #include "lib/backend.h"
 #include "lib/config.h"
 #include "lib/loader.h"
+#include "lib/loss_scaler.h"
 #include "lib/model.h"
 #include "lib/optim.h"
 #include "lib/trace.h"
@@ -90,6 +91,11 @@ int trainer_create_with_data(const tb_config *cfg, tb_backend *be, const tb_data
                              const tb_dataset *test, tb_trainer **out);
 
 void trainer_destroy(tb_trainer *t);
+
+/* Turns dynamic loss scaling on. --amp=fp16 does at creation, as PyTorch
+ * recipes pair fp16 with GradScaler; bf16 and fp32 run without, and tests
+ * use this to drive the scaler's wiring on a backend without fp16. */
+int trainer_enable_loss_scaling(tb_trainer *t);
 
 /* Copies one batch to the device, forward, loss, backward with the loss
  * scaled by loss_scale. *loss is its mean loss (read from the device). */

@@ -246,8 +246,8 @@ static void check_config(void)
     check(config_validate(&c) == TB_ERR_INVALID, "--prefetch-factor=0 is refused");
     tb_error_clear();
     config_defaults(&c);
-    c.amp_dtype = TB_AMP_BF16;
-    check(config_validate(&c) == TB_ERR_UNSUPPORTED, "issue 5 fields refuse non-default values");
+    c.amp_dtype = 7;
+    check(config_validate(&c) == TB_ERR_INVALID, "--amp outside off/bf16/fp16 is refused");
     tb_error_clear();
 }
 
