@@ -91,7 +91,7 @@ const tb_flag *config_flags(tb_config *cfg, size_t *n)
         FLAG("prefetch-factor", TB_FLAG_INT, prefetch_factor, "batches queued per worker (prefetch_factor)"),
         FLAG("persistent-workers", TB_FLAG_BOOL, persistent_workers, "keep workers across epochs (persistent_workers)"),
         CHOICE("worker-mode", worker_mode, worker_mode_names, "loader workers are threads or processes"),
-        CHOICE("model", model, tb_model_names, "small_cnn (1x28x28) or wide_cnn (3x32x32)"),
+        CHOICE("model", model, tb_model_names, "small_cnn (1x28x28), wide_cnn (3x32x32) or transformer (1x28x28 as 28 tokens)"),
         FLAG("conv-bias", TB_FLAG_BOOL, conv_bias, "bias on convolutions followed by batch norm (nn.Conv2d bias=True)"),
         FLAG("fused-gelu", TB_FLAG_BOOL, fused_gelu, "one-pass GELU instead of eager's five passes"),
         FLAG("conv-autotune", TB_FLAG_BOOL, conv_autotune, "time every conv algorithm per shape, keep the fastest (cudnn.benchmark)"),
@@ -153,8 +153,6 @@ static int check_not_yet(const tb_config *cfg)
  * missing (each line goes when its toggle lands). */
 static int check_toggles_pending(const tb_config *cfg)
 {
-    if (cfg->model == TB_MODEL_TRANSFORMER || cfg->fused_attention || cfg->fused_layernorm)
-        return TB_FAIL(TB_ERR_UNSUPPORTED, "--model=transformer is not implemented yet");
     if (cfg->tensors_on_device || cfg->augment_on_device || cfg->cuda_graphs)
         return TB_FAIL(TB_ERR_UNSUPPORTED, "--tensors-on-device, --augment-on-device and "
                        "--cuda-graphs are not implemented yet");

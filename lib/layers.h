@@ -10,6 +10,10 @@
  *   lib/layer_linear.c  linear (gemm + bias_add / bias_grad)
  *   lib/layer_seq.c     containers: a sequence, a residual block
  *   lib/layer_loss.c    softmax cross-entropy, mean over the batch
+ *   lib/layer_tokens.c  token tensors: per-token linear, mean over tokens,
+ *                       residual add (no activation)
+ *   lib/layer_ln.c      layer norm over each token's features
+ *   lib/layer_attn.c    multi-head self-attention with its projections
  *
  * Life of a layer:
  *   create  (shape inference from the per-sample input shape; parameters
@@ -102,6 +106,10 @@ typedef struct tb_layer_ctx {
     const char *anomaly_inject; /* test hook: NaN written into this layer's output
                                    (forward, or backward with anomaly_inject_bwd) */
     int anomaly_inject_bwd;
+    /* the transformer's variants (--fused-layernorm, --fused-attention),
+     * read at each call: unfused / manual is eager PyTorch */
+    tb_ln_variant layernorm;
+    tb_attn_variant attention;
     tb_act_mem acts;     /* --eval-no-grad, --checkpointing */
     /* channels last (--channels-last): activations of conv, batch norm and
      * pooling in NHWC, conv weights in KRSC; the first linear layer after
@@ -138,7 +146,7 @@ typedef struct tb_param {
     float bound;         /* for TB_INIT_UNIFORM: 1/sqrt(fan_in) */
 } tb_param;
 
-#define TB_LAYER_MAX_PARAMS 2
+#define TB_LAYER_MAX_PARAMS 4 /* multi-head attention: in and out projections */
 #define TB_LAYER_MAX_ACTS 6
 #define TB_LAYER_NAME 48
 
@@ -194,6 +202,24 @@ int layer_pool_create(tb_layer_ctx *ctx, tb_shape in, tb_pool_kind kind, int win
 int layer_global_avgpool_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
 /* Flattens (c, h, w) to c*h*w features; y = x W^T + b, W is (out, in). */
 int layer_linear_create(tb_layer_ctx *ctx, tb_shape in, int out_features, tb_layer **out);
+
+/* Token tensors (the transformer, lib/layer_tokens.c): per-sample shape
+ * (1, T, d), T tokens of d features, token-major; a 1 x H x W image is H
+ * tokens of W features. REQUIRES for these: in.c == 1. */
+/* y = x W^T + b on every token; W is (out, d). */
+int layer_token_linear_create(tb_layer_ctx *ctx, tb_shape in, int out_features, tb_layer **out);
+/* Mean over the tokens: (1, T, d) -> (d, 1, 1). */
+int layer_token_mean_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
+/* nn.LayerNorm over the last axis (w) of any shape, eps 1e-5; the variant
+ * comes from ctx->layernorm at each call. */
+int layer_layernorm_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
+/* Non-causal multi-head self-attention with input (3d x d) and output
+ * (d x d) projections; ctx->attention picks the variant at each call.
+ * REQUIRES: d % heads == 0. */
+int layer_mha_create(tb_layer_ctx *ctx, tb_shape in, int heads, tb_layer **out);
+/* y = main(x) + x (a pre-norm transformer's residual). Takes ownership of
+ * main_path (also on failure). REQUIRES: main_path keeps the shape. */
+int layer_add_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer **out);
 
 /* Containers take ownership of their children (also on failure). */
 int layer_seq_create(tb_layer_ctx *ctx, tb_layer **children, int n, tb_layer **out);

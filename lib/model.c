@@ -53,6 +53,15 @@ const tb_layer_spec tb_spec_wide_cnn[] = {
     {TB_SPEC_END, 0, 0, 0},
 };
 
+const tb_layer_spec tb_spec_transformer[] = {
+    {TB_SPEC_TOKEN_LINEAR, 64, 0, 0},
+    {TB_SPEC_TBLOCK, 4, 128, 0},
+    {TB_SPEC_LAYERNORM, 0, 0, 0},
+    {TB_SPEC_TOKEN_MEAN, 0, 0, 0},
+    {TB_SPEC_LINEAR, 0, 0, 0},
+    {TB_SPEC_END, 0, 0, 0},
+};
+
 /* ---- a growing list of layers, destroyed on failure ---- */
 typedef struct layer_list {
     tb_layer *items[64];
@@ -118,6 +127,69 @@ out_clear:
     return rc;
 }
 
+/* x + f(x) with f = the layers of path as a sequence; takes path's layers. */
+static int add_residual_seq(tb_layer_ctx *ctx, layer_list *path, tb_layer **out)
+{
+    tb_layer *seq;
+    int n = path->n;
+    path->n = 0;
+    TB_TRY(layer_seq_create(ctx, path->items, n, &seq));
+    return layer_add_residual_create(ctx, seq, out);
+}
+
+/* Pre-norm transformer block on (1, T, d): x + MHA(LN(x)), then
+ * x + Linear(GELU(Linear(LN(x)))), appended to ls as two residual adds. */
+static int add_tblock(tb_layer_ctx *ctx, layer_list *ls, tb_shape in, const tb_layer_spec *s,
+                      int index)
+{
+    layer_list p = {0};
+    tb_layer *l;
+    int rc;
+    TB_TRY_GOTO(rc, layer_layernorm_create(ctx, in, &l), out_clear);
+    TB_TRY_GOTO(rc, list_push(&p, l, "ln", 1), out_clear);
+    TB_TRY_GOTO(rc, layer_mha_create(ctx, in, s->k, &l), out_clear);
+    TB_TRY_GOTO(rc, list_push(&p, l, "mha", 1), out_clear);
+    TB_TRY(add_residual_seq(ctx, &p, &l));
+    TB_TRY(list_push(ls, l, "attn", index));
+    TB_TRY_GOTO(rc, layer_layernorm_create(ctx, in, &l), out_clear);
+    TB_TRY_GOTO(rc, list_push(&p, l, "ln", 2), out_clear);
+    TB_TRY_GOTO(rc, layer_token_linear_create(ctx, in, s->r, &l), out_clear);
+    TB_TRY_GOTO(rc, list_push(&p, l, "fc", 1), out_clear);
+    TB_TRY_GOTO(rc, layer_gelu_create(ctx, l->out, &l), out_clear);
+    TB_TRY_GOTO(rc, list_push(&p, l, "gelu", 1), out_clear);
+    TB_TRY_GOTO(rc, layer_token_linear_create(ctx, l->out, in.w, &l), out_clear);
+    TB_TRY_GOTO(rc, list_push(&p, l, "fc", 2), out_clear);
+    TB_TRY(add_residual_seq(ctx, &p, &l));
+    return list_push(ls, l, "mlp", index);
+
+out_clear:
+    list_clear(&p);
+    return rc;
+}
+
+/* The token-tensor kinds of add_spec. */
+static int add_token_spec(tb_layer_ctx *ctx, layer_list *ls, tb_shape in, const tb_layer_spec *s,
+                          int index)
+{
+    tb_layer *l = NULL;
+    switch (s->kind) {
+    case TB_SPEC_TOKEN_LINEAR:
+        TB_TRY(layer_token_linear_create(ctx, in, s->k, &l));
+        return list_push(ls, l, "embed", index);
+    case TB_SPEC_TBLOCK:
+        return add_tblock(ctx, ls, in, s, index);
+    case TB_SPEC_LAYERNORM:
+        TB_TRY(layer_layernorm_create(ctx, in, &l));
+        return list_push(ls, l, "ln", index);
+    case TB_SPEC_TOKEN_MEAN:
+        TB_TRY(layer_token_mean_create(ctx, in, &l));
+        return list_push(ls, l, "tokmean", index);
+    default:
+        break;
+    }
+    return TB_FAIL(TB_ERR_INVALID, "model description: unknown layer kind %d", (int)s->kind);
+}
+
 static int add_spec(tb_layer_ctx *ctx, layer_list *ls, tb_shape in, const tb_layer_spec *s,
                     const tb_model_opts *o, int index)
 {
@@ -151,6 +223,8 @@ static int add_spec(tb_layer_ctx *ctx, layer_list *ls, tb_shape in, const tb_lay
         return list_push(ls, l, "dropout", index);
     case TB_SPEC_END:
         break;
+    default:
+        return add_token_spec(ctx, ls, in, s, index);
     }
     return TB_FAIL(TB_ERR_INVALID, "model description: unknown layer kind %d", (int)s->kind);
 }

@@ -42,6 +42,12 @@ typedef enum tb_spec_kind {
     TB_SPEC_RELU,
     TB_SPEC_GELU,
     TB_SPEC_DROPOUT,      /* p from the model options */
+    /* token tensors (1, T, d), lib/layer_tokens.c: an 1 x H x W image is H tokens */
+    TB_SPEC_TOKEN_LINEAR, /* k outputs per token */
+    TB_SPEC_TBLOCK,       /* pre-norm transformer block: x + MHA(LN(x)) with k heads,
+                             then x + MLP(LN(x)), MLP linear r, GELU, linear d */
+    TB_SPEC_LAYERNORM,
+    TB_SPEC_TOKEN_MEAN,   /* (1, T, d) -> (d, 1, 1) */
 } tb_spec_kind;
 
 typedef struct tb_layer_spec {
@@ -88,6 +94,9 @@ void model_destroy(tb_model *m);
 /* The built-in descriptions. */
 extern const tb_layer_spec tb_spec_small_cnn[]; /* 1x28x28 */
 extern const tb_layer_spec tb_spec_wide_cnn[];  /* 3x32x32 */
+/* 1x28x28 as 28 tokens of 28: token linear 64, one block (4 heads, MLP
+ * 128), layer norm, mean over tokens, linear(classes) */
+extern const tb_layer_spec tb_spec_transformer[];
 
 /* Copies the host parameter-shaped array src (m->numel floats, e.g. a copy
  * of flat_w or flat_g) to dst, converting the layout-dependent tensors:

@@ -88,11 +88,15 @@ static int make_model(tb_trainer *t)
         .conv_bias = c->conv_bias, .dropout = (float)c->dropout, .seed = (uint64_t)c->seed,
         .channels_last = c->channels_last, .amp = amp_dtype_of(c),
     };
-    const tb_layer_spec *spec = c->model == TB_MODEL_WIDE_CNN ? tb_spec_wide_cnn : tb_spec_small_cnn;
+    const tb_layer_spec *spec = c->model == TB_MODEL_WIDE_CNN    ? tb_spec_wide_cnn
+                                : c->model == TB_MODEL_TRANSFORMER ? tb_spec_transformer
+                                                                   : tb_spec_small_cnn;
     mo.checkpointing = c->checkpointing;
     TB_TRY(model_build(t->be, spec, &mo, &t->model));
     t->model->ctx.gelu = c->fused_gelu ? TB_GELU_FUSED : TB_GELU_UNFUSED;
     t->model->ctx.conv_autotune = c->conv_autotune;
+    t->model->ctx.layernorm = c->fused_layernorm ? TB_LN_FUSED : TB_LN_UNFUSED;
+    t->model->ctx.attention = c->fused_attention ? TB_ATTN_FUSED : TB_ATTN_MANUAL;
     t->model->ctx.math = c->tf32 ? TB_MATH_TF32 : TB_MATH_F32;
     return TB_OK;
 }
