@@ -21,6 +21,14 @@ const tb_technique_entry tb_techniques[] = {
      {10, 30, 5}},
     {"caching_allocator", "caching allocator on the training step (n/a on the CPU)",
      {10, 30, 5}},
+    /* Issue 6's remaining step techniques. Default estimates: these took
+     * 65-121 s each at load 10-12 on the 2 cores (grads_to_none, the same
+     * shape, 30 s at load 7 against its 15). */
+    {"tf32_step", "TF32 math vs fp32 on the training step (CPU: f32 computed without "
+     "AVX512_BF16)", {30, 120, 20}},
+    {"debug_apis", "debug APIs off: detect_anomaly on (baseline) vs off, training step",
+     {30, 120, 12}},
+    {"profiler", "profiler off: --trace on (baseline) vs off, training step", {30, 120, 20}},
     /* cumulative and leave-one-out step time, then time to 85% accuracy */
     {"waterfall", "techniques on one after another, all on but one; time to 85% accuracy",
      {240, 1800, 30}},
