@@ -54,6 +54,13 @@ typedef struct tb_trainer {
     tb_trace *trace;          /* --trace: the step timeline; NULL when off */
     double deadline;          /* --max-time: CLOCK_MONOTONIC seconds; 0 = none */
     int timed_out;            /* train_epoch stopped at the deadline */
+    /* --channels-last and --amp */
+    float *x_nhwc_host;       /* (B, H, W, C) host staging of the NHWC batch; NULL
+                                 when not needed (NCHW, or one channel) */
+    tb_loss_scaler scaler;    /* dynamic loss scaling (GradScaler) */
+    int loss_scaling;         /* 1: every step scales the loss by scaler.scale,
+                                 unscales in the optimizer (grad_scale) and skips
+                                 steps whose gradients hold Inf/NaN */
 } tb_trainer;
 
 typedef struct tb_epoch_stats {
