@@ -161,6 +161,19 @@ typedef struct tb_attn_desc {
     float scale;                     /* scores = scale * q.k; usually 1/sqrt(D) */
 } tb_attn_desc;
 
+/* ---- whole-step capture and device-side augmentation ---- */
+typedef struct tb_graph tb_graph; /* opaque: an instantiated capture (cudaGraphExec_t) */
+
+#define TB_AUGMENT_MAX_C 4
+/* One batch's augmentation on the device (augment_u8). */
+typedef struct tb_augment_desc {
+    int c, h, w;              /* sample shape; c <= TB_AUGMENT_MAX_C */
+    int pad;                  /* crop padding; 0: no crop (params' dy, dx ignored) */
+    float scale[TB_AUGMENT_MAX_C], bias[TB_AUGMENT_MAX_C]; /* per channel: x*scale + bias,
+                                 tb_augment_norm (kernels/augment_math.h) */
+    tb_layout layout;         /* of dst */
+} tb_augment_desc;
+
 /* ---- the table ---- */
 struct tb_backend {
     const char *name;         /* "cpu" or "cuda" */
@@ -372,6 +385,36 @@ struct tb_backend {
                          const float *q, const float *k, const float *v, const float *out,
                          const float *dout, const float *saved, float *dq, float *dk,
                          float *dv);
+
+    /* ---- whole-step capture and device-side data (issue 5's --cuda-graphs,
+     * --augment-on-device, --tensors-on-device). Every slot of this section
+     * is NULL on the CPU backend, where each technique is n/a: there are no
+     * kernel launches to capture; the CPU is the device, so augmentation
+     * already runs where the model runs; host and device memory are the
+     * same, so nothing is copied. The trainer refuses the flags there. ---- */
+
+    /* Starts capturing the work issued on the compute stream
+     * (cudaStreamBeginCapture, cudaStreamCaptureModeThreadLocal). Until
+     * graph_end, work is recorded, not run. REQUIRES: nothing between begin
+     * and end allocates device memory from the device (warm the caching
+     * allocator first), synchronizes, or copies with s == NULL. */
+    int (*graph_begin)(tb_backend *be);
+    /* Ends the capture and instantiates it: *g replays it. On failure the
+     * capture is ended and discarded, *g is NULL. */
+    int (*graph_end)(tb_backend *be, tb_graph **g);
+    /* Replays g on the compute stream (asynchronous, like the ops). */
+    int (*graph_launch)(tb_backend *be, tb_graph *g);
+    int (*graph_destroy)(tb_backend *be, tb_graph *g);
+
+    /* Random crop + flip + normalize of n raw samples on the device
+     * (datasets/augment.h's math, kernels/augment_math.h): src uint8
+     * (n, C, H, W) as the dataset stores them; params n (dy, dx, flip)
+     * triples of int32, drawn on the host from (seed, epoch, index);
+     * dst float (n, C, H, W) or (n, H, W, C) as d->layout says. */
+    int (*augment_u8)(tb_backend *be, const tb_augment_desc *d, const uint8_t *src,
+                      const int32_t *params, float *dst, int n);
+    /* dst[i] = src[i] for i < n: uint8 labels widened to int32 on the device. */
+    int (*labels_u8_to_i32)(tb_backend *be, const uint8_t *src, int32_t *dst, int n);
 };
 
 /* ---- choosing a backend ---- */

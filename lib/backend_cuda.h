@@ -13,6 +13,7 @@
  *                        (own kernels in kernels/)
  *   lib/cuda_optim.c     opt_step, per tensor and fused (kernels/optim.cu)
  *   lib/cuda_staging.c   host batches to the device (lib/staging.h)
+ *   lib/cuda_graph.c     graph capture, augmentation and labels on the device
  * Each family file has a tb_cuda_install_<family>(be) that only stores
  * function pointers: filling the table touches no device, so the table
  * test (lib/cuda_table_test.c) runs without a GPU.
@@ -115,6 +116,7 @@ void tb_cuda_install_bn(tb_backend *be);
 void tb_cuda_install_ops(tb_backend *be);
 void tb_cuda_install_optim(tb_backend *be);
 void tb_cuda_install_cast(tb_backend *be);  /* lib/cuda_cast.c */
+void tb_cuda_install_graph(tb_backend *be); /* lib/cuda_graph.c */
 
 /* Called by destroy, in this order, each keeping going after a failure and
  * returning the first: descriptors, then every device segment. */

@@ -53,6 +53,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "kernels/augment_math.h"
 #include "kernels/cast_math.h"
 #include "lib/attn_ref.h"
 #include "lib/conv_ref.h"
@@ -2019,10 +2020,141 @@ out_end:
     return TB_OK;
 }
 
+/* ------------------------------------------------------------ capture and device data */
+
+/* graph_begin .. graph_destroy, one case for the four slots: add then axpby
+ * captured, replayed twice with new inputs copied into the same buffers
+ * between replays, against the same ops run directly (bitwise: the same
+ * kernels on the same data). */
+static int check_graph_capture(sc_ctx *sc)
+{
+    tb_backend *be = sc->be;
+    const size_t n = 4097;
+    float *a, *da, *b, *db, *want, *dwant, *out, *dout;
+    tb_graph *g = NULL;
+    sc_case c;
+    TB_TRY(sc_randf(sc, &a, &da, n, -1.0f, 1.0f));
+    TB_TRY(sc_randf(sc, &b, &db, n, -1.0f, 1.0f));
+    TB_TRY(sc_outf(sc, &want, &dwant, n));
+    TB_TRY(sc_outf(sc, &out, &dout, n));
+    sc_case_start(&c, "add + axpby captured, replayed twice, n=%zu", n);
+    SC_CALL(&c, out_end, be->graph_begin(be));
+    int rc = be->add(be, da, db, dout, n);
+    if (rc == TB_OK)
+        rc = be->axpby(be, 2.0f, da, 0.5f, dout, n);
+    tb_graph *tmp = NULL;
+    int end_rc = be->graph_end(be, &tmp); /* always ends the capture */
+    g = tmp;
+    SC_CALL(&c, out_end, rc);
+    SC_CALL(&c, out_end, end_rc);
+    for (int rep = 0; rep < 2 && !c.failed; rep++) {
+        if (rep == 1) { /* new inputs in the captured buffers */
+            sc_fill(sc, a, n, -2.0f, 2.0f);
+            SC_CALL(&c, out_end, be->copy_h2d(be, da, a, n * sizeof *a, NULL));
+        }
+        SC_CALL(&c, out_end, be->memset(be, dout, 0xff, n * sizeof(float), NULL));
+        SC_CALL(&c, out_end, be->graph_launch(be, g));
+        SC_CALL(&c, out_end, be->add(be, da, db, dwant, n));
+        SC_CALL(&c, out_end, be->axpby(be, 2.0f, da, 0.5f, dwant, n));
+        if (!sc_ran(sc, &c, TB_OK, 0))
+            goto out_end;
+        SC_CALL(&c, out_end, be->copy_d2h(be, want, dwant, n * sizeof *want, NULL));
+        TB_TRY(sc_cmp_exact(sc, &c, rep ? "replay 2" : "replay 1", want, dout, n, sizeof(float)));
+    }
+out_end:
+    if (g) {
+        int drc = be->graph_destroy(be, g);
+        if (drc != TB_OK)
+            sc_case_fail_rc(&c, "graph_destroy", drc);
+    }
+    sc_case_end(sc, &c);
+    return TB_OK;
+}
+
+/* augment_u8 against kernels/augment_math.h on the host (the function
+ * datasets/augment.c runs; //datasets:augment_test ties the two), NCHW and
+ * NHWC, 1 and 3 channels, with crops off the edge and flips. */
+static int check_augment_u8(sc_ctx *sc)
+{
+    tb_backend *be = sc->be;
+    static const int shapes[2][4] = {{1, 28, 28, 2}, {3, 32, 30, 4}};
+    const int n = 5;
+    for (int si = 0; si < 2; si++)
+        for (int lay = 0; lay < 2; lay++) {
+            tb_augment_desc d = {.c = shapes[si][0], .h = shapes[si][1], .w = shapes[si][2],
+                                 .pad = shapes[si][3], .layout = lay ? TB_NHWC : TB_NCHW};
+            size_t plane = (size_t)d.h * d.w, per = plane * d.c, total = per * n;
+            uint8_t *src, *dsrc;
+            int32_t params[3 * 5], *dparams;
+            float *want, *dout;
+            for (int ch = 0; ch < d.c; ch++)
+                tb_augment_norm(1, 0.3f + 0.1f * ch, 0.35f - 0.05f * ch, &d.scale[ch],
+                                &d.bias[ch]);
+            TB_TRY(sc_host(sc, (void **)&src, total));
+            for (size_t i = 0; i < total; i++)
+                src[i] = (uint8_t)(sc_next(sc) >> 56);
+            for (int s = 0; s < n; s++) {
+                params[3 * s] = (int32_t)(sc_next(sc) % (uint64_t)(2 * d.pad + 1));
+                params[3 * s + 1] = s == 0 ? 0 : (int32_t)(sc_next(sc) % (uint64_t)(2 * d.pad + 1));
+                params[3 * s + 2] = s % 2;
+            }
+            TB_TRY(sc_upload(sc, (void **)&dsrc, src, total));
+            TB_TRY(sc_upload(sc, (void **)&dparams, params, sizeof params));
+            TB_TRY(sc_outf(sc, &want, &dout, total));
+            for (int s = 0; s < n; s++)
+                for (int ch = 0; ch < d.c; ch++)
+                    for (int y = 0; y < d.h; y++)
+                        for (int x = 0; x < d.w; x++) {
+                            size_t o = lay ? s * per + ((size_t)y * d.w + x) * d.c + ch
+                                           : s * per + ch * plane + (size_t)y * d.w + x;
+                            want[o] = tb_augment_pixel(src + s * per + ch * plane, d.h, d.w,
+                                                       d.pad, params[3 * s], params[3 * s + 1],
+                                                       params[3 * s + 2], d.scale[ch],
+                                                       d.bias[ch], y, x);
+                        }
+            sc_case c;
+            sc_case_start(&c, "%dx%dx%d pad %d %s n=%d", d.c, d.h, d.w, d.pad,
+                          lay ? "NHWC" : "NCHW", n);
+            if (sc_ran(sc, &c, be->augment_u8(be, &d, dsrc, dparams, dout, n), 0))
+                TB_TRY(sc_cmp_exact(sc, &c, "images", want, dout, total, sizeof(float)));
+            sc_case_end(sc, &c);
+            TB_TRY(sc_release(sc));
+        }
+    return TB_OK;
+}
+
+static int check_labels_u8_to_i32(sc_ctx *sc)
+{
+    tb_backend *be = sc->be;
+    static const int sizes[] = {1, 255, 1000};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        int n = sizes[k];
+        uint8_t *src, *dsrc;
+        int32_t *want, *dout;
+        TB_TRY(sc_host(sc, (void **)&src, (size_t)n));
+        TB_TRY(sc_host(sc, (void **)&want, (size_t)n * sizeof *want));
+        for (int i = 0; i < n; i++) {
+            src[i] = (uint8_t)(sc_next(sc) >> 56);
+            want[i] = src[i];
+        }
+        TB_TRY(sc_upload(sc, (void **)&dsrc, src, (size_t)n));
+        TB_TRY(sc_dev(sc, (void **)&dout, (size_t)n * sizeof *dout));
+        sc_case c;
+        sc_case_start(&c, "n=%d", n);
+        if (sc_ran(sc, &c, be->labels_u8_to_i32(be, dsrc, dout, n), 0))
+            TB_TRY(sc_cmp_exact(sc, &c, "labels", want, dout, (size_t)n, sizeof *want));
+        sc_case_end(sc, &c);
+        TB_TRY(sc_release(sc));
+    }
+    return TB_OK;
+}
+
 /* ------------------------------------------------------------ the tables */
 
 /* Op slots and their checks. null_ok: the reason lib/backend.h gives for
  * allowing the slot to be NULL (then NULL is n/a), or NULL. */
+#define SC_NULL_GRAPH "lib/backend.h: n/a on the CPU backend, no kernel launches to capture"
+
 typedef struct sc_op_check {
     const char *slot;
     int (*check)(sc_ctx *sc);
@@ -2064,6 +2196,16 @@ static const sc_op_check op_checks[] = {
     {"attention_workspace", check_attention_workspace, NULL},
     {"attention_fwd", check_attention_fwd, NULL},
     {"attention_bwd", check_attention_bwd, NULL},
+    /* one capture case walks all four graph slots; it runs under each name */
+    {"graph_begin", check_graph_capture, SC_NULL_GRAPH},
+    {"graph_end", check_graph_capture, SC_NULL_GRAPH},
+    {"graph_launch", check_graph_capture, SC_NULL_GRAPH},
+    {"graph_destroy", check_graph_capture, SC_NULL_GRAPH},
+    {"augment_u8", check_augment_u8,
+     "lib/backend.h: n/a on the CPU backend, the CPU is the device: augmentation already "
+     "runs where the model runs"},
+    {"labels_u8_to_i32", check_labels_u8_to_i32,
+     "lib/backend.h: n/a on the CPU backend, host and device memory are the same"},
 };
 #define N_OP_CHECKS (sizeof op_checks / sizeof op_checks[0])
 

@@ -2,6 +2,7 @@
 #include "lib/train.h"
 
 #include "lib/amp.h"
+#include "lib/train_device.h"
 
 #include <omp.h>
 #include <stdlib.h>
@@ -68,6 +69,7 @@ static int make_loader(tb_trainer *t, const tb_dataset *ds, int train, tb_loader
     lc.persistent_workers = c->persistent_workers;
     lc.mode = (tb_worker_mode)c->worker_mode;
     lc.augment = train && c->augment ? augment_train_defaults(ds) : augment_eval_defaults();
+    lc.raw_u8 = train && c->augment_on_device;
     return loader_create(&lc, ds, out);
 }
 
@@ -164,6 +166,7 @@ static int trainer_build(tb_trainer *t)
     const tb_config *c = &t->cfg;
     /* --amp=fp16 on the CPU stops here, with the backend's reason */
     TB_TRY(amp_probe(t->be, amp_dtype_of(c)));
+    TB_TRY(train_device_refuse(c, t->be));
     TB_TRY(make_loader(t, t->train_ds, 1, &t->train_ld));
     TB_TRY(make_loader(t, t->test_ds, 0, &t->test_ld));
     TB_TRY(make_model(t));
@@ -171,7 +174,8 @@ static int trainer_build(tb_trainer *t)
     TB_TRY(make_toggles(t));
     if (c->amp_dtype == TB_AMP_FP16)
         TB_TRY(trainer_enable_loss_scaling(t));
-    return make_batch_buffers(t);
+    TB_TRY(make_batch_buffers(t));
+    return train_device_init(t);
 }
 
 static int check_splits(const tb_dataset *a, const tb_dataset *b)
@@ -245,6 +249,7 @@ void trainer_destroy(tb_trainer *t)
     free(t->trace);
     loss_scaler_free(&t->scaler);
     free(t->x_nhwc_host);
+    train_device_free(t);
     dataset_free(t->owned_train);
     dataset_free(t->owned_test);
     free(t);
@@ -256,6 +261,8 @@ void trainer_destroy(tb_trainer *t)
 static int batch_to_device(tb_trainer *t, const tb_batch *b)
 {
     tb_backend *be = t->be;
+    if (b->raw) /* --augment-on-device */
+        return train_device_batch(t, b);
     TB_TRY(tensor_set_batch(&t->x, b->size));
     const float *images = b->images;
     if (t->x_nhwc_host) {
@@ -263,6 +270,8 @@ static int batch_to_device(tb_trainer *t, const tb_batch *b)
         images = t->x_nhwc_host;
     }
     TB_TRY(tensor_from_host(&t->x, images));
+    if (t->cfg.tensors_on_device)
+        return train_device_labels(t, b);
     return be->copy_h2d(be, t->labels, b->labels, (size_t)b->size * sizeof(int32_t), NULL);
 }
 
@@ -301,12 +310,16 @@ static int micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, int r
     TB_TRY(batch_to_device(t, b));
     TB_TRY(phase_end(t, TB_PHASE_COPY));
     phase_begin(t, TB_PHASE_FORWARD);
-    TB_TRY(model_forward_loss(t->model, &t->x, t->labels, NULL));
+    if (t->cfg.cuda_graphs) /* forward and backward: one replay (lib/train_device.c) */
+        TB_TRY(train_graph_fwd_bwd(t, b->size, loss_scale));
+    else
+        TB_TRY(model_forward_loss(t->model, &t->x, t->labels, NULL));
     if (t->cfg.detect_anomaly)
         TB_TRY(anomaly_check_loss(t));
     TB_TRY(phase_end(t, TB_PHASE_FORWARD));
     phase_begin(t, TB_PHASE_BACKWARD);
-    TB_TRY(model_backward(t->model, loss_scale));
+    if (!t->cfg.cuda_graphs)
+        TB_TRY(model_backward(t->model, loss_scale));
     TB_TRY(phase_end(t, TB_PHASE_BACKWARD));
     *loss = 0;
     if (read)

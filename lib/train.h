@@ -61,6 +61,15 @@ typedef struct tb_trainer {
     int loss_scaling;         /* 1: every step scales the loss by scaler.scale,
                                  unscales in the optimizer (grad_scale) and skips
                                  steps whose gradients hold Inf/NaN */
+    /* --tensors-on-device, --augment-on-device, --cuda-graphs (lib/train_device.c) */
+    uint8_t *labels_u8;       /* (B) device: the labels as the dataset stores them */
+    uint8_t *labels_u8_host;  /* (B) */
+    uint8_t *x_u8;            /* (B, C, H, W) device: raw samples to augment */
+    int32_t *aug_params;      /* (B, 3) device: each sample's (dy, dx, flip) */
+    int32_t *aug_params_host; /* (B, 3) */
+    tb_graph *graph;          /* the captured forward + backward; NULL before */
+    float graph_scale;        /* the loss scale captured in it */
+    int graph_warm;           /* warm-up micro-batches run before the capture */
 } tb_trainer;
 
 typedef struct tb_epoch_stats {

@@ -1,0 +1,93 @@
+/*
+ * device_toggles_test.c - issue 5's device-side toggles on the CPU backend.
+ * Each of --tensors-on-device, --augment-on-device and --cuda-graphs is
+ * parsed from a command line through config_flags (so it is in the flag
+ * table), passes config_validate, and is refused at trainer creation with
+ * TB_ERR_UNSUPPORTED and its reason ("n/a on the CPU backend: ..."), the
+ * status bench programs turn into their exit code (tb_exit_code). The CUDA
+ * paths (lib/train_device.c, lib/cuda_graph.c, kernels/augment.cu) cannot
+ * run here: bench:selfcheck checks their slots on a GPU.
+ *
+ * Run: bazel test //lib:device_toggles_test
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "datasets/dataset.h"
+#include "lib/backend.h"
+#include "lib/config.h"
+#include "lib/train.h"
+
+static int failures;
+
+static void check(int ok, const char *what)
+{
+    printf("  %-76s %s\n", what, ok ? "ok" : "FAIL");
+    failures += !ok;
+}
+
+typedef struct refusal {
+    const char *flag;
+    const char *why;
+} refusal;
+
+static const refusal refusals[] = {
+    {"--tensors-on-device", "n/a on the CPU backend: host and device memory are the same"},
+    {"--augment-on-device", "n/a on the CPU backend: the CPU is the device: augmentation "
+                            "already runs where the model runs"},
+    {"--cuda-graphs", "n/a on the CPU backend: no kernel launches to capture"},
+};
+
+static void test_refusal(tb_backend *be, const tb_dataset *train, const tb_dataset *test,
+                         const refusal *r)
+{
+    tb_config c;
+    config_defaults(&c);
+    c.device = "cpu";
+    c.dataset = TB_DATA_SYNTHETIC;
+    c.batch_size = 32;
+    char prog[] = "device_toggles_test", flag[64];
+    snprintf(flag, sizeof flag, "%s", r->flag);
+    char *argv[] = {prog, flag, NULL};
+    int argc = 2, help = 0;
+    size_t n;
+    const tb_flag *flags = config_flags(&c, &n);
+    char what[160];
+    printf("%s\n", r->flag);
+    snprintf(what, sizeof what, "%s parses (it is in the config flag table)", r->flag);
+    check(tb_flags_parse(flags, n, &argc, argv, NULL, &help) == TB_OK, what);
+    check(config_validate(&c) == TB_OK, "config_validate accepts it (no \"not implemented\")");
+    tb_error_clear();
+    tb_trainer *t = NULL;
+    int rc = trainer_create_with_data(&c, be, train, test, &t);
+    snprintf(what, sizeof what, "trainer_create: %s (want TB_ERR_UNSUPPORTED)", tb_err_name(rc));
+    check(rc == TB_ERR_UNSUPPORTED && t == NULL, what);
+    const char *msg = tb_error_message();
+    printf("    message: %s\n", msg);
+    check(strstr(msg, r->flag) != NULL && strstr(msg, r->why) != NULL,
+          "the message names the flag and the reason");
+    check(tb_exit_code(rc) != 0, "a bench program exits non-zero with it");
+    tb_error_clear();
+    trainer_destroy(t);
+}
+
+int main(void)
+{
+    tb_backend *be;
+    tb_dataset *train = NULL, *test = NULL;
+    tb_synthetic_cfg sc = {.n = 64, .c = 1, .h = 28, .w = 28, .num_classes = 10, .seed = 1,
+                           .noise = -1, .split = TB_SPLIT_TRAIN};
+    if (tb_backend_open(TB_DEVICE_CPU, 0, 1, &be) != TB_OK ||
+        dataset_synthetic_create(&sc, &train) != TB_OK)
+        return tb_error_print(stderr), 1;
+    sc.split = TB_SPLIT_TEST;
+    if (dataset_synthetic_create(&sc, &test) != TB_OK)
+        return tb_error_print(stderr), 1;
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++)
+        test_refusal(be, train, test, &refusals[i]);
+    dataset_free(train);
+    dataset_free(test);
+    tb_backend_close(be);
+    printf(failures ? "FAILED: %d checks\n" : "all device toggle checks passed\n", failures);
+    return failures ? 1 : 0;
+}
