@@ -29,6 +29,12 @@ const tb_technique_entry tb_techniques[] = {
     {"debug_apis", "debug APIs off: detect_anomaly on (baseline) vs off, training step",
      {30, 120, 12}},
     {"profiler", "profiler off: --trace on (baseline) vs off, training step", {30, 120, 20}},
+    /* epochs of 50 steps at batch 4: 363 s at load 10.8 (CPU time a quarter of it) */
+    {"host_syncs", "loss read every step (.item()) vs every 10 / 50 steps", {90, 300, 30}},
+    {"large_batch_optimizers", "LARS / LAMB / NovoGrad vs SGD / AdamW at a large batch: time, "
+     "accuracy", {90, 900, 30}},
+    {"validation_frequency", "time to 85% accuracy validating every 1 / 2 / 5 epochs (default: "
+     "not reached, fit time)", {40, 3600, 15}},
     /* cumulative and leave-one-out step time, then time to 85% accuracy */
     {"waterfall", "techniques on one after another, all on but one; time to 85% accuracy",
      {240, 1800, 30}},
