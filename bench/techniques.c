@@ -35,6 +35,14 @@ const tb_technique_entry tb_techniques[] = {
      "accuracy", {90, 900, 30}},
     {"validation_frequency", "time to 85% accuracy validating every 1 / 2 / 5 epochs (default: "
      "not reached, fit time)", {40, 3600, 15}},
+    /* tiny measured 10-26 s each under load (tests); default like tf32_step's */
+    {"mixed_precision", "autocast off / bf16 / fp16 on the training step (CPU fp16 n/a)",
+     {30, 120, 10}},
+    {"channels_last", "channels last (NHWC) vs NCHW on the training step", {30, 120, 10}},
+    {"checkpointing", "activation checkpointing: time added, memory saved, at batch B and 4B",
+     {45, 180, 26}},
+    {"no_grad_eval", "evaluation under no_grad vs keeping activations: time, peak memory",
+     {30, 120, 11}},
     /* cumulative and leave-one-out step time, then time to 85% accuracy */
     {"waterfall", "techniques on one after another, all on but one; time to 85% accuracy",
      {240, 1800, 30}},
