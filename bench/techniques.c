@@ -19,6 +19,12 @@ const tb_technique_entry tb_techniques[] = {
     {"batch_size", "batch 16.. the largest that fits: throughput, memory, accuracy", {60, 300, 15}},
     {"pinned_memory", "pinned memory + async copies on the training step (n/a on the CPU)",
      {10, 30, 5}},
+    {"tensors_on_device", "per-step tensors made on the device vs host + copy (n/a on the CPU)",
+     {5, 20, 5}},
+    {"augment_on_device", "augmentation on the device vs in the loader (n/a on the CPU)",
+     {5, 20, 5}},
+    {"cuda_graphs", "CUDA graph replay of the training step vs launches (n/a on the CPU)",
+     {5, 20, 5}},
     {"caching_allocator", "caching allocator on the training step (n/a on the CPU)",
      {10, 30, 5}},
     /* Issue 6's remaining step techniques. Default estimates: these took
