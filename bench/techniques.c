@@ -7,13 +7,15 @@ const tb_technique_entry tb_techniques[] = {
     {"workers", "loader workers 0..2x cores: epoch time with augmentation", {40, 150, 40}},
     {"prefetch", "prefetch depth per loader worker: epoch time", {30, 120, 15}},
     {"persistent_workers", "loader workers kept across short epochs vs restarted", {20, 80, 15}},
+    /* data_format, conv_autotuner_step, waterfall: default measured 13, 5 and 51 s at
+     * load 2.3 (2026-11-22), estimates with room for a loaded machine */
     {"data_format", "gzip IDX per epoch vs raw uint8 in /dev/shm vs decoded once in RAM",
-     {30, 120, 25}},
+     {25, 120, 10}},
     {"grads_to_none", "zero_grad(set_to_none=True) vs memset on the training step", {15, 60, 5}},
     {"fused_gelu_step", "fused vs unfused GELU on the training step", {15, 60, 10}},
     {"conv_bias", "no conv bias before batch norm on the training step", {15, 60, 10}},
     {"conv_autotuner_step", "conv autotuner on the training step, fixed and changing batch",
-     {30, 120, 20}},
+     {15, 120, 10}},
     {"fused_optimizer_step", "fused vs per-tensor optimizer (SGD, AdamW) on the training step",
      {25, 100, 15}},
     {"batch_size", "batch 16.. the largest that fits: throughput, memory, accuracy", {60, 300, 15}},
@@ -51,7 +53,7 @@ const tb_technique_entry tb_techniques[] = {
      {30, 120, 11}},
     /* cumulative and leave-one-out step time, then time to 85% accuracy */
     {"waterfall", "techniques on one after another, all on but one; time to 85% accuracy",
-     {240, 1800, 30}},
+     {110, 1800, 30}},
     {"fused_optimizer", "per-tensor vs fused optimizer step (SGD, AdamW) over parameter counts",
      {30, 420, 3}},
     {"fused_layernorm", "fused vs unfused layer norm, forward and backward, transformer shapes",
