@@ -5,7 +5,7 @@
  *   fp32 GEMM peak        be->gemm, TB_MATH_F32, square n x n x n
  *   tf32 GEMM peak        TB_MATH_TF32: TF32 tensor cores on CUDA; on the CPU
  *                         oneDNN's bf16 fpmath mode, the nearest analogue
- *   bf16 GEMM peak        TB_MATH_LOWP, where the backend has it; otherwise an
+ *   bf16 GEMM peak        gemm_lowp on bf16 operands, where the backend has it; otherwise an
  *                         n/a row with the backend's own reason
  *   copy bandwidth        be->copy_d2d (bytes read + written / time, as
  *                         bench:gelu counts its copy)
@@ -39,6 +39,7 @@ typedef struct ceil_case {
     const char *metric, *rate_unit, *param_name;
     tb_backend *be;
     float *a, *b, *c;          /* GEMM operands (n x n), or copy dst (a) and src (b) */
+    void *a16, *b16;           /* bf16 operands of the TB_MATH_LOWP case */
     void *host;                /* OP_H2D source */
     size_t n;                  /* matrix side, or bytes */
     int usable;                /* 0: n/a, reason in why */
@@ -52,6 +53,9 @@ static int run_case(void *arg)
     int n = (int)c->n;
     switch (c->op) {
     case OP_GEMM:
+        if (c->math == TB_MATH_LOWP) /* bf16 operands, fp32 accumulation and C */
+            return be->gemm_lowp(be, TB_BF16, 0, 0, n, n, n, 1.0f, c->a16, n, c->b16, n, 0.0f,
+                                 c->c, n);
         return be->gemm(be, 0, 0, n, n, n, 1.0f, c->a, n, c->b, n, 0.0f, c->c, n, c->math);
     case OP_D2D: return be->copy_d2d(be, c->a, c->b, c->n, NULL);
     case OP_H2D: return be->copy_h2d(be, c->a, c->host, c->n, NULL);
@@ -112,6 +116,7 @@ static void fill_uniform(float *h, size_t n, uint64_t seed)
 
 typedef struct ceil_bufs {
     float *a, *b, *c;          /* device: n x n each; a and b also serve the copies */
+    void *a16, *b16;           /* device: a and b cast to bf16, for the bf16 GEMM peak */
     void *pinned, *pageable;   /* host sources for h2d */
     size_t gemm_bytes, copy_bytes, dev_bytes;
 } ceil_bufs;
@@ -146,6 +151,8 @@ static int alloc_bufs(tb_bench *bn, ceil_bufs *bf, size_t side, size_t bytes, in
 
 static void free_bufs(tb_backend *be, ceil_bufs *bf)
 {
+    be->dev_free(be, bf->a16);
+    be->dev_free(be, bf->b16);
     be->dev_free(be, bf->a);
     be->dev_free(be, bf->b);
     be->dev_free(be, bf->c);
@@ -185,7 +192,14 @@ static int plan(tb_bench *bn, ceil_case *cs, ceil_bufs *bf)
             snprintf(cs[k].why, sizeof cs[k].why, "no device copy on the CPU backend");
         }
     TB_TRY(alloc_bufs(bn, bf, side, bytes, cuda));
+    size_t elems = side * side;
+    TB_TRY(bn->be->dev_alloc(bn->be, &bf->a16, elems * 2));
+    TB_TRY(bn->be->dev_alloc(bn->be, &bf->b16, elems * 2));
+    TB_TRY(bn->be->cast_f32_to_lowp(bn->be, TB_BF16, bf->a, bf->a16, elems));
+    TB_TRY(bn->be->cast_f32_to_lowp(bn->be, TB_BF16, bf->b, bf->b16, elems));
     for (int k = 0; k < NCASES; k++) {
+        cs[k].a16 = bf->a16;
+        cs[k].b16 = bf->b16;
         cs[k].a = bf->a;
         cs[k].b = bf->b;
         cs[k].c = bf->c;
