@@ -214,6 +214,35 @@ void tb_report_pick_best(const tb_results *res, const char *technique, tb_report
                  (!out->best || r->speedup > out->best->speedup))
             out->best = r;
     }
+    if (found && !out->baseline) {
+        /* A sweep of settings (workers=0,1,2.., "no bias"), each its own point,
+         * compared with a baseline at another point: the best over all of
+         * them, beside the baseline they were compared with. */
+        out->best = NULL;
+        for (size_t i = 0; i < res->n; i++) {
+            const tb_result_row *r = &res->rows[i];
+            if (strcmp(r->technique, technique) || strcmp(r->metric, metric) || !is_timed(r))
+                continue;
+            if (!r->is_baseline && !isnan(r->speedup) &&
+                (!out->best || r->speedup > out->best->speedup))
+                out->best = r;
+        }
+        /* Several baselines (per-tensor SGD and per-tensor AdamW): the one
+         * the best was compared with is the one whose median its speedup
+         * implies (speedup = baseline median / its median). */
+        double want = out->best ? out->best->median * out->best->speedup : NAN, gap = INFINITY;
+        for (size_t i = 0; i < res->n; i++) {
+            const tb_result_row *r = &res->rows[i];
+            if (strcmp(r->technique, technique) || strcmp(r->metric, metric) || !is_timed(r) ||
+                !r->is_baseline)
+                continue;
+            double g = isnan(want) ? 0 : fabs(r->median - want);
+            if (!out->baseline || g < gap) {
+                out->baseline = r;
+                gap = g;
+            }
+        }
+    }
     if (!found) /* baseline timed, nothing compared with it: show the largest point */
         for (size_t i = 0; i < res->n; i++) {
             const tb_result_row *r = &res->rows[i];
