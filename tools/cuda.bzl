@@ -64,3 +64,30 @@ cuda_objects = rule(
         "_cuda_headers": attr.label(default = "@local_config//cuda:all_headers"),
     },
 )
+
+def cuda_library(name, srcs, hdrs, cu_hdrs = [], deps = [], allow_spill = []):
+    """The .cu files of one op family as a CUDA-only cc_library.
+
+    srcs: the .cu files, compiled by cuda_objects into `<name>_objs`.
+    hdrs: the launchers' public headers (the cc_library's hdrs; nvcc sees them too).
+    cu_hdrs: what else the .cu files include (shared math headers, launch.cuh,
+      //lib headers); nvcc only.
+    deps: the cc_library's deps; cudart and //lib:status are always added.
+    The library is alwayslink and linkstatic, as object files from a rule need.
+    """
+    cuda_objects(
+        name = name + "_objs",
+        srcs = srcs,
+        hdrs = hdrs + cu_hdrs,
+        allow_spill = allow_spill,
+        target_compatible_with = CUDA_ONLY,
+    )
+    native.cc_library(
+        name = name,
+        srcs = [":" + name + "_objs"],
+        hdrs = hdrs,
+        alwayslink = 1,
+        linkstatic = 1,
+        target_compatible_with = CUDA_ONLY,
+        deps = deps + ["//lib:status", "@local_config//cuda:cudart"],
+    )
