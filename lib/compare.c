@@ -220,11 +220,17 @@ static void own_str(char *buf, size_t cap, const cmp_cell *c)
 {
     char sp[128];
     if (!c->own.baseline) {
-        snprintf(buf, cap, "n/a: %s", c->own.na ? c->own.na->note : "not run on this machine");
+        if (c->own.na)
+            tb_report_na(buf, cap, NULL, c->own.na->note);
+        else
+            snprintf(buf, cap, "n/a: not run on this machine");
         return;
     }
     if (!c->own.best) {
-        snprintf(buf, cap, "n/a: no setting compared with the baseline");
+        if (c->own.na)
+            tb_report_na(buf, cap, c->own.na->setting, c->own.na->note);
+        else
+            snprintf(buf, cap, "n/a: no setting compared with the baseline");
         return;
     }
     tb_report_speedup(sp, sizeof sp, c->own.best);

@@ -75,6 +75,20 @@ void tb_report_time(char *buf, size_t cap, const tb_result_row *r)
     num_interval(buf, cap, r->median, r->ci_low, r->ci_high, r->unit, " ");
 }
 
+void tb_report_na(char *buf, size_t cap, const char *prefix, const char *note)
+{
+    /* Some binaries write their note as "n/a on the CPU backend: why"; drop
+     * that leading "n/a" so the cell does not say it twice. */
+    if (note && !strncmp(note, "n/a", 3)) {
+        note += 3;
+        while (*note == ':' || *note == ' ')
+            note++;
+    }
+    if (!note || !note[0])
+        note = "no reason recorded (a bug in the technique that wrote the row)";
+    snprintf(buf, cap, "%s%sn/a: %s", prefix ? prefix : "", prefix && prefix[0] ? ": " : "", note);
+}
+
 /* The rate's interval follows from the time's: rate = work / time. */
 static void rate_str(char *buf, size_t cap, const tb_result_row *r)
 {
@@ -251,6 +265,12 @@ void tb_report_pick_best(const tb_results *res, const char *technique, tb_report
                 (out->baseline == r || point_above(r->param_value, out->baseline->param_value)))
                 out->baseline = r;
         }
+    for (size_t i = 0; out->baseline && i < res->n; i++) {
+        const tb_result_row *r = &res->rows[i];
+        if (!strcmp(r->technique, technique) && !strcmp(r->metric, metric) && r->is_baseline &&
+            is_timed(r) && !same_point(r->param_value, out->baseline->param_value))
+            out->swept = 1;
+    }
 }
 
 /* ---- the document model ---- */
@@ -480,7 +500,7 @@ static const char *cell_class(const char *s)
         return "bad";
     if (!strncmp(s, "within noise", 12))
         return "meh";
-    if (!strncmp(s, "n/a", 3))
+    if (!strncmp(s, "n/a", 3) || strstr(s, ": n/a: ")) /* "setting: n/a: why" too */
         return "na";
     return NULL;
 }
@@ -765,30 +785,58 @@ static const char *summary_rule =
  * speedup, verdict, correctness. */
 enum { SUM_COLS = 7 };
 
+/* "step time, elements = 4096": where the summary compares. A baseline
+ * and best setting at different points (a setting that is its own point,
+ * tf32 = 0 against tf32 = 1) show both; with nothing compared, the point
+ * is shown only when the baseline was timed at several (a lone "on = 0"
+ * says nothing). */
+static void summary_point(const tb_report_pick *p, char *buf, size_t cap)
+{
+    const tb_result_row *b = p->baseline, *x = p->best;
+    char pt[96], pt2[96];
+    point_str(pt, sizeof pt, b);
+    if (x && !same_point(b->param_value, x->param_value)) {
+        point_str(pt2, sizeof pt2, x);
+        snprintf(buf, cap, "%s, %s vs %s", b->metric, pt, pt2);
+    } else if (x || p->swept) {
+        snprintf(buf, cap, "%s, %s", b->metric, pt);
+    } else {
+        snprintf(buf, cap, "%s", b->metric);
+    }
+}
+
 static void summary_cells(const tb_report_pick *p, char cells[SUM_COLS][320])
 {
-    char pt[96] = "", bt[96] = "", best[160];
+    char bt[96], best[160];
+    static const char *not_timed = "n/a: nothing was timed";
+    static const char *nothing = "n/a: nothing timed to compare with";
     for (int c = 0; c < SUM_COLS; c++)
         cells[c][0] = '\0';
     snprintf(cells[0], 320, "%s", p->technique);
     if (!p->baseline) {
         snprintf(cells[1], 320, "%s", p->na ? p->na->metric : "");
-        snprintf(cells[2], 320, "n/a");
-        snprintf(cells[3], 320, "n/a");
-        snprintf(cells[4], 320, "n/a: %s", p->na ? p->na->note : "no rows in the CSV");
-        snprintf(cells[5], 320, "n/a");
-        snprintf(cells[6], 320, "n/a");
+        snprintf(cells[2], 320, "%s", not_timed);
+        if (p->na)
+            tb_report_na(cells[3], 320, p->na->setting, p->na->note);
+        else
+            snprintf(cells[3], 320, "n/a: the CSV has no rows");
+        for (int c = 4; c < SUM_COLS; c++)
+            snprintf(cells[c], 320, "%s", not_timed);
         return;
     }
     const tb_result_row *b = p->baseline;
-    point_str(pt, sizeof pt, b);
-    snprintf(cells[1], 320, "%s, %s", b->metric, pt);
+    summary_point(p, cells[1], 320);
     tb_report_time(bt, sizeof bt, b);
     snprintf(cells[2], 320, "%s: %s", b->setting, bt);
     if (!p->best) {
-        snprintf(cells[3], 320, "none compared");
-        snprintf(cells[4], 320, "n/a: no other setting was timed against the baseline");
-        snprintf(cells[5], 320, "n/a: nothing to compare");
+        /* The other settings have no meaning here (pinned memory on the
+         * CPU): their reason, not a blank. */
+        if (p->na)
+            tb_report_na(cells[3], 320, p->na->setting, p->na->note);
+        else
+            snprintf(cells[3], 320, "n/a: no other setting was timed against the baseline");
+        snprintf(cells[4], 320, "%s", nothing);
+        snprintf(cells[5], 320, "%s", nothing);
         correctness_str(cells[6], 320, b);
         return;
     }
@@ -901,7 +949,10 @@ static const char *newcomer =
     "equal), **within tolerance** (largest relative error at most the stated tolerance, which "
     "depends on the number format), or **DIFFERS**. **Ceilings** are the fastest this device "
     "can go (peak arithmetic rate, memory bandwidth), measured in the same run, so a rate can "
-    "be read as a fraction of what is possible. **n/a: reason** marks a setting that has no "
+    "be read as a fraction of what is possible. Units: s, ms (milliseconds) and us "
+    "(microseconds) for times; GB/s (10^9 bytes per second), GFLOP/s (10^9 floating-point "
+    "operations per second) and samples/s for rates. "
+    "**n/a: reason** marks a setting that has no "
     "meaning on this device; the reason is always given and no number is ever made up.";
 
 static const char *fp_get(const tb_report_folder *f, const char *key, const char *dflt)
@@ -991,27 +1042,60 @@ static void tech_row_cells(const tb_result_row *r, char cells[7][320])
              ceil[0] ? "; " : "", ceil);
 }
 
+/* The n/a settings of a technique, each with its reason, under its table. */
+static void technique_na(doc *d, const tb_results *res)
+{
+    for (size_t i = 0; i < res->n; i++) {
+        const tb_result_row *r = &res->rows[i];
+        if (is_timed(r))
+            continue;
+        char why[400];
+        tb_report_na(why, sizeof why, NULL, r->note);
+        doc_text(d, BK_P, "Not timed: **%s** (%s), %s.", r->setting, r->metric, why);
+    }
+}
+
 static void sec_technique(doc *d, const tb_report_folder *f, int t, const tb_report_pick *p)
 {
     const tb_results *res = &f->rows[t];
     doc_text(d, BK_H3, "%s", f->tech[t]);
     if (!p->baseline) {
-        doc_text(d, BK_P, "n/a: %s",
-                 p->na ? p->na->note : "the CSV has no rows");
+        if (!res->n)
+            doc_text(d, BK_P, "n/a: the CSV has no rows");
+        technique_na(d, res);
     } else {
+        const tb_result_row *b = p->baseline;
+        /* Settings that are their own point (workers = 0, 1, 2; tf32 = 0
+         * against 1): every point of the summary's metric, not only the
+         * baseline's. */
+        int own_points = p->best && !same_point(b->param_value, p->best->param_value);
         char pt[96];
-        point_str(pt, sizeof pt, p->baseline);
+        point_str(pt, sizeof pt, b);
         size_t timed = 0;
         for (size_t i = 0; i < res->n; i++)
             timed += is_timed(&res->rows[i]);
-        doc_text(d, BK_P,
-                 "Every setting at %s (the summary's point). The full sweep, %zu timed rows, is "
-                 "in `%s.csv` and in the figures.",
-                 pt, timed, f->tech[t]);
+        if (!p->best && !p->swept)
+            doc_text(d, BK_P,
+                     "Every timed setting (one point only). The full run, %zu timed row%s, is "
+                     "in `%s.csv`.",
+                     timed, timed == 1 ? "" : "s", f->tech[t]);
+        else if (own_points)
+            doc_text(d, BK_P,
+                     "Every setting measured as %s, each at its own `%s`. The full sweep, %zu "
+                     "timed row%s, is in `%s.csv` and in the figures.",
+                     b->metric, b->param_name, timed, timed == 1 ? "" : "s", f->tech[t]);
+        else
+            doc_text(d, BK_P,
+                     "Every setting at %s (the summary's point). The full sweep, %zu timed "
+                     "row%s, is in `%s.csv` and in the figures.",
+                     pt, timed, timed == 1 ? "" : "s", f->tech[t]);
         doc_table(d, 7, tech_header);
         for (size_t i = 0; i < res->n; i++) {
             const tb_result_row *r = &res->rows[i];
-            if (!is_timed(r) || !same_point(r->param_value, p->baseline->param_value))
+            if (!is_timed(r))
+                continue;
+            if (own_points ? strcmp(r->metric, b->metric) != 0
+                           : !same_point(r->param_value, b->param_value))
                 continue;
             char cells[7][320];
             const char *row[7];
@@ -1020,6 +1104,7 @@ static void sec_technique(doc *d, const tb_report_folder *f, int t, const tb_rep
                 row[c] = cells[c];
             doc_row(d, row);
         }
+        technique_na(d, res);
     }
     for (int i = 0; i < f->nplots; i++)
         if (plot_owner(f, f->plots[i]) == t)
@@ -1037,7 +1122,7 @@ static void ceilings_match(const tb_report_folder *f, const tb_result_row *r, ch
         if (strcmp(c->setting, r->ceiling_name) != 0)
             continue;
         if (!is_timed(c)) {
-            snprintf(buf, cap, "n/a: %s", c->note);
+            tb_report_na(buf, cap, NULL, c->note);
             return;
         }
         char rate[160], pt[96];
@@ -1071,7 +1156,7 @@ static void sec_ceilings(doc *d, const tb_report_folder *f, const tb_report_pick
             snprintf(rate, sizeof rate, "n/a");
             snprintf(tm, sizeof tm, "n/a");
             snprintf(pt, sizeof pt, "n/a");
-            snprintf(note, sizeof note, "n/a: %s", r->note);
+            tb_report_na(note, sizeof note, NULL, r->note);
         } else {
             snprintf(note, sizeof note, "%s", r->note);
         }
@@ -1119,7 +1204,7 @@ static void step_table(doc *d, const tb_results *res, const char *kind, const ch
             continue;
         char tm[160], sp[160], v[320], c[320], note[300];
         if (!is_timed(r)) {
-            snprintf(note, sizeof note, "n/a: %s", r->note);
+            tb_report_na(note, sizeof note, NULL, r->note);
             const char *row[6] = {r->setting, "n/a", "n/a", "n/a", "n/a", note};
             doc_row(d, row);
             continue;
@@ -1190,7 +1275,7 @@ static void add_na_rows(doc *d, const tb_results *res, int *any)
         if (!(*any)++)
             doc_table(d, 4, h);
         char why[300];
-        snprintf(why, sizeof why, "n/a: %s", r->note[0] ? r->note : "no reason recorded (a bug)");
+        tb_report_na(why, sizeof why, NULL, r->note);
         const char *row[4] = {r->technique, r->setting, r->metric, why};
         doc_row(d, row);
     }
@@ -1320,7 +1405,11 @@ static void sec_fingerprint(doc *d, const tb_report_folder *f)
         const tb_fp_entry *e = &f->fp.entries[i];
         if (!strchr(e->key, '.'))
             continue; /* the schema line */
-        const char *row[2] = {e->key, e->value[0] ? e->value : "(empty: not applicable)"};
+        char val[sizeof e->value + 48];
+        snprintf(val, sizeof val, "%s", e->value[0] ? e->value : "(empty: not applicable)");
+        if (has_suffix(e->key, "_bytes") && atof(e->value) >= 1 << 30) /* readable size too */
+            snprintf(val, sizeof val, "%s (%.1f GiB)", e->value, atof(e->value) / (1 << 30));
+        const char *row[2] = {e->key, val};
         doc_row(d, row);
     }
 }

@@ -57,7 +57,8 @@ typedef struct tb_report_pick {
     char technique[32];
     const tb_result_row *baseline; /* baseline row at the chosen point; NULL if none timed */
     const tb_result_row *best;     /* best non-baseline row there; NULL if none has a speedup */
-    const tb_result_row *na;       /* when nothing was timed: the first n/a row (its note is the reason) */
+    const tb_result_row *na;       /* the first n/a row, if any (its note is the reason) */
+    int swept;                     /* the baseline was timed at more than one point */
 } tb_report_pick;
 
 /* Applies the summary rule above to one technique's rows. Never fails; a
@@ -109,6 +110,11 @@ void tb_report_num(char *buf, size_t cap, double v);
 
 /* "1.93× [1.50, 2.08]" from a row's speedup columns; "" when absent. */
 void tb_report_speedup(char *buf, size_t cap, const tb_result_row *r);
+
+/* "setting: n/a: why" (prefix NULL: "n/a: why") from an n/a row's note;
+ * a note that itself begins with "n/a" is not repeated, an empty one is
+ * reported as a bug of whatever wrote the row. */
+void tb_report_na(char *buf, size_t cap, const char *prefix, const char *note);
 
 /* "12.3 us [11.9, 13.0]" from a row's median and interval. */
 void tb_report_time(char *buf, size_t cap, const tb_result_row *r);

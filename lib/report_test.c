@@ -6,7 +6,11 @@
  *   - REPORT.html embeds every image as a data: URI and references nothing
  *     outside itself (no http(s), no href, no external src, no <link>/<script>);
  *   - every time and speedup in the tables has its unit and 95% interval;
- *   - every n/a carries its reason;
+ *   - every n/a carries its reason: on each line of REPORT.md, and in each
+ *     cell of the summary (a technique whose other settings are n/a on this
+ *     backend shows their reason, not a blank);
+ *   - settings that are their own point (tf32 = 0 against 1) are all shown
+ *     in their technique's section;
  *   - the waterfall and time-to-accuracy sections say "not measured in this
  *     run" without their CSVs and show tables with them;
  *   - summary.md / summary.tex match golden files byte for byte
@@ -145,6 +149,27 @@ static void build_gamma(tb_results *res)
                       "CUDA graphs need a GPU");
 }
 
+/* The baseline timed, the only other setting n/a here (pinned memory on
+ * the CPU), with a note that itself begins with "n/a". */
+static void build_delta(tb_results *res)
+{
+    tb_result_row r;
+    timed(&r, "delta", "pageable", 1, "pinned", 0, "step time", 20.0, 1);
+    tb_results_add(res, &r);
+    tb_results_add_na(res, "delta", "cpu", "Test CPU", "pinned", "step time",
+                      "n/a on the CPU backend: no copy to a device");
+}
+
+/* Each setting its own point: the baseline at tf32 = 0, tf32 at 1. */
+static void build_epsilon(tb_results *res)
+{
+    tb_result_row r;
+    timed(&r, "epsilon", "fp32", 1, "tf32", 0, "step time", 8.0, 1);
+    tb_results_add(res, &r);
+    timed(&r, "epsilon", "tf32", 0, "tf32", 1, "step time", 4.0, 2.0);
+    tb_results_add(res, &r);
+}
+
 static int save(const tb_results *res, const char *dir, const char *name)
 {
     char path[4200];
@@ -158,11 +183,14 @@ static void make_folder(const char *root, char *rdir, char *pdir)
     sprintf(pdir, "%s/plots/test-cpu", root);
     CHECK_OK(tb_mkdir_p(rdir));
     CHECK_OK(tb_mkdir_p(pdir));
-    tb_results a, b, g, c;
+    tb_results a, b, g, c, dl, e;
     tb_results_init(&a), tb_results_init(&b), tb_results_init(&g), tb_results_init(&c);
+    tb_results_init(&dl), tb_results_init(&e);
     build_alpha(&a);
     build_beta(&b);
     build_gamma(&g);
+    build_delta(&dl);
+    build_epsilon(&e);
     tb_result_row r;
     timed(&r, "ceilings", "copy bandwidth", 0, "bytes", 268435456, "copy time", 25, NAN);
     r.timing_verdict = TB_TIMING_NA;
@@ -177,7 +205,10 @@ static void make_folder(const char *root, char *rdir, char *pdir)
     CHECK_OK(save(&b, rdir, "beta"));
     CHECK_OK(save(&g, rdir, "gamma"));
     CHECK_OK(save(&c, rdir, "ceilings"));
+    CHECK_OK(save(&dl, rdir, "delta"));
+    CHECK_OK(save(&e, rdir, "epsilon"));
     tb_results_free(&a), tb_results_free(&b), tb_results_free(&g), tb_results_free(&c);
+    tb_results_free(&dl), tb_results_free(&e);
 
     tb_fingerprint fp;
     memset(&fp, 0, sizeof fp);
@@ -279,16 +310,22 @@ static void check_units(const char *md)
         if (n != 7)
             continue;
         rows++;
+        for (int c = 0; c < n; c++)
+            if (strstr(cell[c], "n/a") && !matches("n/a(: | \\()[^ ]", cell[c])) {
+                fprintf(stderr, "summary cell n/a without a reason: %s\n", cell[c]);
+                failures++;
+            }
         if (!strncmp(cell[4], "n/a", 3))
             continue;
-        if (!matches("^[a-z]+: " TIME "$", cell[2]) || !matches("^[a-z]+: " TIME "$", cell[3]) ||
+        if (!matches("^[a-z0-9]+: " TIME "$", cell[2]) || !matches("^[a-z0-9]+: " TIME "$", cell[3]) ||
             !matches("^" SPEEDUP "$", cell[4])) {
             fprintf(stderr, "number without unit or interval in: %s | %s | %s\n", cell[2],
                     cell[3], cell[4]);
             failures++;
         }
     }
-    CHECK(rows == 3);
+    CHECK(rows == 5);
+    CHECK(!strstr(md, "none compared"));
 }
 
 static void check_html(const char *html)
@@ -392,7 +429,16 @@ int main(void)
     if (md) {
         check_na_reasons(md);
         CHECK(strstr(md, "](../../plots/test-cpu/alpha_speedup.png)"));
-        CHECK(strstr(md, "| gamma | step time | n/a | n/a | n/a: CUDA graphs need a GPU |"));
+        CHECK(strstr(md, "| gamma | step time | n/a: nothing was timed | "
+                         "graphs: n/a: CUDA graphs need a GPU |"));
+        /* the other setting's reason in the summary, its leading "n/a" not doubled */
+        CHECK(strstr(md, "| delta | step time | pageable: 20.0 ms [19.4, 20.8] | "
+                         "pinned: n/a: on the CPU backend: no copy to a device |"));
+        CHECK(!strstr(md, "n/a: n/a"));
+        CHECK(strstr(md, "Not timed: **pinned** (step time), n/a: on the CPU backend: no copy"));
+        /* settings that are their own point: both rows in the section */
+        CHECK(strstr(md, "| epsilon | step time, tf32 = 0 vs tf32 = 1 |"));
+        CHECK(strstr(md, "| tf32 | step time | 4.00 ms [3.88, 4.16] | 2.00× [1.90, 2.10] |"));
         CHECK(strstr(md, "| copy bandwidth | bytes = 268435456 | 21.5 GB/s [20.7, 22.2] |"));
     }
     free(md);
