@@ -9,23 +9,12 @@
 #define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen */
 
 #include "bench/gb_results.h"
+#include "lib/testing.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                    \
-    do {                                                    \
-        if (!(cond)) {                                      \
-            failures++;                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);     \
-            printf(__VA_ARGS__);                            \
-            printf("\n");                                   \
-        }                                                   \
-    } while (0)
 
 #define NEAR(a, b) (fabs((a) - (b)) <= 1e-12 * fabs(b))
 

@@ -16,18 +16,7 @@
 
 #include "datasets/augment.h"
 #include "kernels/augment_math.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                  \
-    do {                                                  \
-        if (!(cond)) {                                    \
-            failures++;                                   \
-            printf("  FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                          \
-            printf("\n");                                 \
-        }                                                 \
-    } while (0)
+#include "lib/testing.h"
 
 /* The reference: torchvision's RandomCrop(padding=pad) then HFlip, then
  * ToTensor + Normalize, written the slow obvious way. */

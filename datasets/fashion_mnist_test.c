@@ -11,18 +11,7 @@
 #include <string.h>
 
 #include "datasets/dataset.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                  \
-    do {                                                  \
-        if (!(cond)) {                                    \
-            failures++;                                   \
-            printf("  FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                          \
-            printf("\n");                                 \
-        }                                                 \
-    } while (0)
+#include "lib/testing.h"
 
 static tb_dataset *open_or_report(tb_split split, long limit)
 {

@@ -15,18 +15,7 @@
 
 #include "datasets/dataset.h"
 #include "datasets/idx.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                        \
-    do {                                                        \
-        if (!(cond)) {                                          \
-            failures++;                                         \
-            printf("  FAIL %s:%d: ", __FILE__, __LINE__);       \
-            printf(__VA_ARGS__);                                \
-            printf("\n");                                       \
-        }                                                       \
-    } while (0)
+#include "lib/testing.h"
 
 static char dir[512];
 

@@ -11,18 +11,7 @@
 #include <string.h>
 
 #include "datasets/dataset.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                  \
-    do {                                                  \
-        if (!(cond)) {                                    \
-            failures++;                                   \
-            printf("  FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                          \
-            printf("\n");                                 \
-        }                                                 \
-    } while (0)
+#include "lib/testing.h"
 
 static tb_dataset *make(int n, int c, int h, int w, uint64_t seed, tb_split split)
 {

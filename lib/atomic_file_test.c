@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "lib/atomic_file.h"
 #include "lib/outdir.h"
+#include "lib/testing.h"
 
 #include <dirent.h>
 #include <signal.h>
@@ -19,24 +20,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                         \
-    do {                                                         \
-        if (cond) {                                              \
-            printf("  ok: " __VA_ARGS__);                        \
-        } else {                                                 \
-            printf("  FAIL (%s:%d): ", __FILE__, __LINE__);      \
-            printf(__VA_ARGS__);                                 \
-            failures++;                                          \
-        }                                                        \
-        printf("\n");                                            \
-    } while (0)
-
 static char root[2048]; /* short enough that root + a file name fits PATH_MAX */
 
 /* Reads a whole small file into buf; returns its length or -1. */
-static long slurp(const char *path, char *buf, size_t cap)
+static long read_small(const char *path, char *buf, size_t cap)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -69,18 +56,18 @@ static void test_commit_replaces(void)
     tb_atomic_file af;
     CHECK(tb_atomic_open(&af, path) == TB_OK, "open");
     fprintf(af.fp, "new,%d\n", 42);
-    slurp(path, buf, sizeof buf);
+    read_small(path, buf, sizeof buf);
     CHECK(strcmp(buf, "old\n") == 0, "old content visible until commit");
     CHECK(count_temps(root) == 1, "one temporary during the write");
     CHECK(tb_atomic_commit(&af) == TB_OK, "commit");
-    slurp(path, buf, sizeof buf);
+    read_small(path, buf, sizeof buf);
     CHECK(strcmp(buf, "new,42\n") == 0, "new content after commit (got '%s')", buf);
     CHECK(count_temps(root) == 0, "no temporary left");
     struct stat st;
     stat(path, &st);
     CHECK((st.st_mode & 0777) == 0644, "mode 0644 (got %o)", st.st_mode & 0777);
     tb_atomic_abort(&af); /* after commit: a no-op */
-    slurp(path, buf, sizeof buf);
+    read_small(path, buf, sizeof buf);
     CHECK(strcmp(buf, "new,42\n") == 0, "abort after commit changes nothing");
 }
 
@@ -95,7 +82,7 @@ static void test_abort_keeps_old(void)
     fprintf(af.fp, "half a ro");
     tb_atomic_abort(&af);
     tb_atomic_abort(&af); /* twice is fine */
-    slurp(path, buf, sizeof buf);
+    read_small(path, buf, sizeof buf);
     CHECK(strcmp(buf, "keep me\n") == 0, "old content intact");
     CHECK(count_temps(root) == 0, "temporary removed");
 }
@@ -133,7 +120,7 @@ static void test_killed_writer(void)
     close(ready[0]);
     close(ready[1]);
     CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "child died of SIGKILL");
-    slurp(path, buf, sizeof buf);
+    read_small(path, buf, sizeof buf);
     CHECK(strcmp(buf, "before\n") == 0, "old content intact (got '%.20s')", buf);
     CHECK(count_temps(root) == 1, "the dead writer's temporary is left over");
     int removed = -1;
@@ -190,7 +177,7 @@ static void test_mkdir_and_copy(void)
     snprintf(dst, sizeof dst, "%s/results/cpu-test/gelu.gbench.json", root);
     tb_atomic_write(src, "{\"benchmarks\": []}\n", 19);
     CHECK(tb_atomic_copy(src, dst) == TB_OK, "copy");
-    slurp(dst, buf, sizeof buf);
+    read_small(dst, buf, sizeof buf);
     CHECK(strcmp(buf, "{\"benchmarks\": []}\n") == 0, "copy has the same bytes");
 }
 
@@ -205,7 +192,7 @@ static void test_reserve_publish(void)
     fclose(f);
     CHECK(access(path, F_OK) != 0, "final name absent before publish");
     CHECK(tb_atomic_publish(tmp, path) == TB_OK, "publish");
-    slurp(path, buf, sizeof buf);
+    read_small(path, buf, sizeof buf);
     CHECK(strcmp(buf, "png") == 0 && access(tmp, F_OK) != 0, "renamed into place");
 }
 
@@ -243,6 +230,7 @@ static void test_outdir(void)
 
 int main(void)
 {
+    tb_test_verbose = 1; /* a checklist: every check printed */
     const char *base = getenv("TEST_TMPDIR");
     snprintf(root, sizeof root, "%s/atomic_XXXXXX", base ? base : "/tmp");
     if (!mkdtemp(root)) {

@@ -7,20 +7,7 @@
 #include <string.h>
 
 #include "lib/backend.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                          \
-    do {                                                          \
-        if (!(cond)) {                                            \
-            failures++;                                           \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);           \
-            printf(__VA_ARGS__);                                  \
-            printf("\n");                                         \
-            tb_error_print(stdout);                               \
-            tb_error_clear();                                     \
-        }                                                         \
-    } while (0)
+#include "lib/testing.h"
 
 static void test_alloc_and_stats(tb_backend *be)
 {

@@ -25,19 +25,7 @@
 #include "lib/backend.h"
 #include "lib/conv_ref.h"
 #include "lib/status.h"
-
-static int failures, checks;
-
-#define CHECK(cond, ...)                                    \
-    do {                                                    \
-        checks++;                                           \
-        if (!(cond)) {                                      \
-            failures++;                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);     \
-            printf(__VA_ARGS__);                            \
-            printf("\n");                                   \
-        }                                                   \
-    } while (0)
+#include "lib/testing.h"
 
 static float fbits(uint32_t u) { return tb_cast_bits_f32(u); }
 

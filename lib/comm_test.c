@@ -17,20 +17,7 @@
 
 #include "lib/backend.h"
 #include "lib/comm.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                          \
-    do {                                                          \
-        if (!(cond)) {                                            \
-            failures++;                                           \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);           \
-            printf(__VA_ARGS__);                                  \
-            printf("\n");                                         \
-            tb_error_print(stdout);                               \
-            tb_error_clear();                                     \
-        }                                                         \
-    } while (0)
+#include "lib/testing.h"
 
 /* Rank r's element i: small integers and halves, so every sum is exact. */
 static float value(int rank, size_t i) { return (float)(rank + 1) + 0.5f * (float)(i % 1000); }

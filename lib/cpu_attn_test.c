@@ -31,19 +31,7 @@
 #include "lib/attn_ref.h"
 #include "lib/backend.h"
 #include "lib/status.h"
-
-static int failures, checks;
-
-#define CHECK(cond, ...)                                \
-    do {                                                \
-        checks++;                                       \
-        if (!(cond)) {                                  \
-            failures++;                                 \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-        }                                               \
-    } while (0)
+#include "lib/testing.h"
 
 #define TRY(expr)                                                      \
     do {                                                               \

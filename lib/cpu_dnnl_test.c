@@ -26,24 +26,10 @@
 #include "lib/backend.h"
 #include "lib/backend_cpu.h"
 #include "lib/conv_ref.h"
+#include "lib/testing.h"
 
 int tb_cpu_dnnl_algo_names(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
                            int has_bias, char (*names)[64], int max, int *count);
-
-static int failures, checks;
-
-#define CHECK(cond, ...)                                          \
-    do {                                                          \
-        checks++;                                                 \
-        if (!(cond)) {                                            \
-            failures++;                                           \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);           \
-            printf(__VA_ARGS__);                                  \
-            printf("\n");                                         \
-            tb_error_print(stdout);                               \
-            tb_error_clear();                                     \
-        }                                                         \
-    } while (0)
 
 #define TOL_F32 1e-5
 #define TOL_TF32 1e-2

@@ -23,19 +23,7 @@
 #include "lib/backend_cpu.h"
 #include "lib/ops_ref.h"
 #include "lib/status.h"
-
-static int failures, checks;
-
-#define CHECK(cond, ...)                                    \
-    do {                                                    \
-        checks++;                                           \
-        if (!(cond)) {                                      \
-            failures++;                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);     \
-            printf(__VA_ARGS__);                            \
-            printf("\n");                                   \
-        }                                                   \
-    } while (0)
+#include "lib/testing.h"
 
 static const size_t SIZES[] = {1, 7, 33, 1001, 65537};
 #define NSIZES (sizeof SIZES / sizeof SIZES[0])

@@ -17,6 +17,7 @@
 #include "lib/backend.h"
 #include "lib/backend_cuda.h"
 #include "lib/status.h"
+#include "lib/testing.h"
 
 /* ---- the fake device ---- */
 static size_t fake_capacity = (size_t)256 << 20;
@@ -69,17 +70,6 @@ cudaError_t __wrap_cudaSetDevice(int d)
 }
 
 /* ---- checks ---- */
-static int failures;
-
-#define CHECK(cond, ...)                                        \
-    do {                                                        \
-        if (!(cond)) {                                          \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);         \
-            printf(__VA_ARGS__);                                \
-            printf("\n");                                       \
-            failures++;                                         \
-        }                                                       \
-    } while (0)
 
 #define MiB ((size_t)1 << 20)
 

@@ -28,20 +28,7 @@
 #include "lib/backend.h"
 #include "lib/nvml_dl.h"
 #include "lib/status.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                    \
-    do {                                                    \
-        if (cond) {                                         \
-            printf("ok    ");                               \
-        } else {                                            \
-            printf("FAIL  ");                               \
-            failures++;                                     \
-        }                                                   \
-        printf(__VA_ARGS__);                                \
-        printf("\n");                                       \
-    } while (0)
+#include "lib/testing.h"
 
 /* ---- nothing links libcuda or NVML ---- */
 
@@ -299,6 +286,7 @@ static void check_nvml(void)
 
 int main(int argc, char **argv)
 {
+    tb_test_verbose = 1; /* a checklist: every check printed */
     int expect_built = -1;
     const char *why = NULL;
 

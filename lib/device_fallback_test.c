@@ -11,10 +11,7 @@
 #include <unistd.h>
 
 #include "lib/backend.h"
-
-static int failures;
-#define CHECK(c, ...) do { if (!(c)) { failures++; printf("FAIL line %d: ", __LINE__); \
-    printf(__VA_ARGS__); printf("\n"); tb_error_print(stdout); tb_error_clear(); } } while (0)
+#include "lib/testing.h"
 
 /* Runs tb_backend_open(AUTO) with stderr captured into buf. */
 static int open_auto_capturing(tb_backend **be, char *buf, size_t cap)

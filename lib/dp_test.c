@@ -12,23 +12,10 @@
 #include "lib/backend.h"
 #include "lib/dp.h"
 #include "lib/optim.h"
+#include "lib/testing.h"
 
 #define B 32
 #define STEPS 3
-
-static int failures;
-
-#define CHECK(cond, ...)                                \
-    do {                                                \
-        if (!(cond)) {                                  \
-            failures++;                                 \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-            tb_error_print(stdout);                     \
-            tb_error_clear();                           \
-        }                                               \
-    } while (0)
 
 static int setup(tb_backend **be, tb_model **m, tb_optim *opt, int max_batch)
 {

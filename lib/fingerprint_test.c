@@ -11,24 +11,11 @@
  */
 #define _GNU_SOURCE
 #include "lib/fingerprint.h"
+#include "lib/testing.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                         \
-    do {                                                         \
-        if (cond) {                                              \
-            printf("  ok: " __VA_ARGS__);                        \
-        } else {                                                 \
-            printf("  FAIL (%s:%d): ", __FILE__, __LINE__);      \
-            printf(__VA_ARGS__);                                 \
-            failures++;                                          \
-        }                                                        \
-        printf("\n");                                            \
-    } while (0)
 
 static const char *const required[] = {
     "schema", "run.time_utc", "run.host", "run.command_line", "run.source_dir",
@@ -178,6 +165,7 @@ static void test_git(const char *dir)
 
 int main(void)
 {
+    tb_test_verbose = 1; /* a checklist: every check printed */
     tb_fingerprint *fp = malloc(sizeof *fp);
     char dir[256];
     const char *base = getenv("TEST_TMPDIR");

@@ -5,10 +5,7 @@
 
 #include "lib/flags.h"
 #include "lib/status.h"
-
-static int failures;
-#define CHECK(c, ...) do { if (!(c)) { failures++; printf("FAIL line %d: ", __LINE__); \
-    printf(__VA_ARGS__); printf("\n"); tb_error_print(stdout); tb_error_clear(); } } while (0)
+#include "lib/testing.h"
 
 static const char *const colors[] = {"red", "green", NULL};
 

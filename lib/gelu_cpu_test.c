@@ -33,6 +33,7 @@
 #include "lib/gelu_cpu.h"
 #include "lib/gelu_ref.h"
 #include "lib/status.h"
+#include "lib/testing.h"
 
 #define FWD_TOL 1e-6
 #define BWD_TOL 1e-6
@@ -40,18 +41,6 @@
 #define EXP_TOL 3e-7
 #define GUARD 32 /* floats past n that must stay untouched */
 #define CANARY 12345.0f
-
-static int failures;
-
-#define CHECK(cond, ...)                                  \
-    do {                                                  \
-        if (!(cond)) {                                    \
-            failures++;                                   \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);   \
-            printf(__VA_ARGS__);                          \
-            printf("\n");                                 \
-        }                                                 \
-    } while (0)
 
 /* ---- inputs ---- */
 

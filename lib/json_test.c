@@ -6,23 +6,12 @@
 #define _POSIX_C_SOURCE 200809L /* open_memstream, mkstemp, fdopen */
 
 #include "lib/json.h"
+#include "lib/testing.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                    \
-    do {                                                    \
-        if (!(cond)) {                                      \
-            failures++;                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);     \
-            printf(__VA_ARGS__);                            \
-            printf("\n");                                   \
-        }                                                   \
-    } while (0)
 
 static tb_json *parse_ok(const char *text, unsigned flags)
 {

@@ -14,22 +14,11 @@
  * Run: bazel test //lib:loader_test   (valgrind: see datasets/BUILD notes)
  */
 #include "lib/loader.h"
+#include "lib/testing.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                  \
-    do {                                                  \
-        if (!(cond)) {                                    \
-            failures++;                                   \
-            printf("  FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                          \
-            printf("\n");                                 \
-        }                                                 \
-    } while (0)
 
 #define N_SAMPLES 1000
 #define BATCH 64

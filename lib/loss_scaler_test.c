@@ -12,19 +12,7 @@
 #include "lib/backend.h"
 #include "lib/loss_scaler.h"
 #include "lib/status.h"
-
-static int failures, checks;
-
-#define CHECK(cond, ...)                                    \
-    do {                                                    \
-        checks++;                                           \
-        if (!(cond)) {                                      \
-            failures++;                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);     \
-            printf(__VA_ARGS__);                            \
-            printf("\n");                                   \
-        }                                                   \
-    } while (0)
+#include "lib/testing.h"
 
 #define N 1000
 

@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "lib/plot.h"
+#include "lib/testing.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -19,20 +20,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                         \
-    do {                                                         \
-        if (cond) {                                              \
-            printf("  ok: " __VA_ARGS__);                        \
-        } else {                                                 \
-            printf("  FAIL (%s:%d): ", __FILE__, __LINE__);      \
-            printf(__VA_ARGS__);                                 \
-            failures++;                                          \
-        }                                                        \
-        printf("\n");                                            \
-    } while (0)
 
 static char dir[256];
 
@@ -180,6 +167,7 @@ static void test_failures(void)
 
 int main(void)
 {
+    tb_test_verbose = 1; /* a checklist: every check printed */
     const char *base = getenv("TEST_TMPDIR");
     snprintf(dir, sizeof dir, "%s/plot_XXXXXX", base ? base : "/tmp");
     if (!mkdtemp(dir)) {

@@ -27,44 +27,7 @@
 
 #include "lib/plot.h"
 #include "lib/report.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);       \
-            failures++;                                                                    \
-        }                                                                                  \
-    } while (0)
-
-#define CHECK_OK(expr)                                                                     \
-    do {                                                                                   \
-        if ((expr) != TB_OK) {                                                             \
-            fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #expr);              \
-            tb_error_print(stderr);                                                        \
-            failures++;                                                                    \
-        }                                                                                  \
-    } while (0)
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s)
-        s[n] = '\0';
-    fclose(f);
-    return s;
-}
+#include "lib/testing.h"
 
 /* A timed row with a median, interval, speedup and correctness. */
 static void timed(tb_result_row *r, const char *tech, const char *setting, int base,

@@ -23,22 +23,9 @@
 #include <unistd.h>
 
 #include "lib/atomic_file.h"
+#include "lib/testing.h"
 
 #define GOLDEN "lib/testdata/results_golden.csv"
-
-static int failures;
-
-#define CHECK(cond, ...)                                         \
-    do {                                                         \
-        if (cond) {                                              \
-            printf("  ok: " __VA_ARGS__);                        \
-        } else {                                                 \
-            printf("  FAIL (%s:%d): ", __FILE__, __LINE__);      \
-            printf(__VA_ARGS__);                                 \
-            failures++;                                          \
-        }                                                        \
-        printf("\n");                                            \
-    } while (0)
 
 static const char *DEVICE = "Intel(R) Xeon(R) Platinum 8480C";
 
@@ -128,17 +115,6 @@ static char *csv_string(const tb_results *res)
     FILE *f = open_memstream(&buf, &len);
     if (tb_results_write_csv(res, f) != TB_OK)
         printf("  write failed: %s\n", tb_error_message());
-    fclose(f);
-    return buf;
-}
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = calloc(1, 1 << 20);
-    fread(buf, 1, (1 << 20) - 1, f);
     fclose(f);
     return buf;
 }
@@ -308,6 +284,7 @@ static void test_malformed(void)
 
 int main(void)
 {
+    tb_test_verbose = 1; /* a checklist: every check printed */
     tb_results res;
     char dir[256];
     const char *base = getenv("TEST_TMPDIR");

@@ -34,18 +34,7 @@
 #include "lib/optable.h"
 #include "lib/selfcheck.h"
 #include "lib/status.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                        \
-    do {                                                        \
-        if (!(cond)) {                                          \
-            failures++;                                         \
-            printf("FAILED %s:%d: ", __FILE__, __LINE__);       \
-            printf(__VA_ARGS__);                                \
-            printf("\n");                                       \
-        }                                                       \
-    } while (0)
+#include "lib/testing.h"
 
 /* ---- 1. the generated table ---- */
 

@@ -6,22 +6,11 @@
  * Run: bazel test //lib:stats_test
  */
 #include "lib/stats.h"
+#include "lib/testing.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                    \
-    do {                                                    \
-        if (!(cond)) {                                      \
-            failures++;                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);     \
-            printf(__VA_ARGS__);                            \
-            printf("\n");                                   \
-        }                                                   \
-    } while (0)
 
 #define NEAR(a, b) (fabs((a) - (b)) <= 1e-12 * (1 + fabs(b)))
 

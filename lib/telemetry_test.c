@@ -13,16 +13,7 @@
 #include "lib/json.h"
 #include "lib/nvml_dl.h"
 #include "lib/telemetry.h"
-
-static int failures;
-
-#define CHECK(cond)                                                           \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                       \
-        }                                                                     \
-    } while (0)
+#include "lib/testing.h"
 
 static void test_parsers(void)
 {
