@@ -118,6 +118,33 @@ static void put_axis(FILE *f, char axis, const char *label, int log_base)
         fprintf(f, "set format %c '2^%%L'\n", axis);
 }
 
+/* All points at one x (a toggle with one setting compared, tf32 = 1):
+ * gnuplot would span x +- 1.5% with ticks like 0.985; centre the point
+ * with a single tick at its value instead. */
+static void put_single_x(FILE *f, const tb_plot *p)
+{
+    double x = NAN;
+    for (size_t i = 0; i < p->n_series; i++)
+        for (size_t k = 0; k < p->series[i].n; k++) {
+            double v = p->series[i].x[k];
+            if (isnan(v))
+                continue;
+            if (!isnan(x) && v != x)
+                return;
+            x = v;
+        }
+    if (isnan(x) || p->x_log)
+        return;
+    double half = x != 0 ? fabs(x) : 1.0;
+    fputs("set xrange [", f);
+    put_number(f, x - half);
+    fputc(':', f);
+    put_number(f, x + half);
+    fputs("]\nset xtics (", f);
+    put_number(f, x);
+    fputs(")\n", f);
+}
+
 /* The one plot command, all series and reference lines. */
 static void put_plot_command(FILE *f, const tb_plot *p, const char *name)
 {
@@ -190,6 +217,7 @@ static void put_script(FILE *f, const tb_plot *p, const char *name)
     }
     put_axis(f, 'x', p->x_label, p->x_log);
     put_axis(f, 'y', p->y_label, p->y_log);
+    put_single_x(f, p);
     /* Offsets keep the first and last points off the frame. */
     fputs("set grid\nset key top left box opaque\nset errorbars small\n"
           "set offsets graph 0.03, graph 0.03, graph 0.05, 0\n", f);

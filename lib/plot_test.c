@@ -126,6 +126,22 @@ static void test_render(void)
     CHECK(count_temps() == 0, "no temporaries left");
 }
 
+/* One point (a toggle with one setting compared): the x range is centred
+ * on it with one tick, not gnuplot's +-1.5% with ticks like 0.985. */
+static void test_single_x(void)
+{
+    char buf[8192];
+    printf("render a one-point plot\n");
+    static double x1[1] = {1}, y1[1] = {1.2}, l1[1] = {1.1}, h1[1] = {1.3};
+    tb_plot_series s = {"speedup", x1, y1, l1, h1, 1};
+    tb_plot p = {"one point", "tf32", "speedup (x)", 0, 0, &s, 1, NULL, 0, 0};
+    CHECK(tb_plot_render(&p, dir, "one", TB_PLOT_PNG) == TB_OK, "rendered");
+    CHECK(head("one.gp", buf, sizeof buf) > 0 && strstr(buf, "set xrange [0:2]\nset xtics (1)\n"),
+          "one.gp centres the point with one tick");
+    CHECK(head("gelu.gp", buf, sizeof buf) > 0 && !strstr(buf, "set xtics ("),
+          "a sweep keeps gnuplot's own range");
+}
+
 static void test_failures(void)
 {
     char before[64], after[64];
@@ -179,6 +195,7 @@ int main(void)
         return 1;
     }
     test_render();
+    test_single_x();
     test_failures();
     printf("images in %s\n", dir);
     printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
