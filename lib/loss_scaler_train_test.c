@@ -35,17 +35,10 @@
 #include <string.h>
 
 #include "lib/config.h"
+#include "lib/testing.h"
 #include "lib/train.h"
 
 #define EXACT_STEPS 5
-
-static int failures;
-
-static void check(int ok, const char *what)
-{
-    printf("  %-78s %s\n", what, ok ? "ok" : "FAIL");
-    failures += !ok;
-}
 
 static void base_config(tb_config *c, int optimizer)
 {
@@ -169,21 +162,21 @@ static int check_overflow_skip(tb_backend *be)
     char what[200];
     snprintf(what, sizeof what, "scale 2^127: %ld of %zu gradients Inf/NaN (the setup overflows)",
              bad, t->model->numel);
-    check(bad > 0, what);
+    CHECK(bad > 0, "%s", what);
     snprintf(what, sizeof what, "the step is skipped (skipped_steps %ld, expected 1)",
              t->scaler.skipped_steps);
-    check(t->scaler.skipped_steps == 1, what);
-    check(!memcmp(before.w, after.w, before.w_bytes), "parameters bitwise unchanged");
-    check(!memcmp(before.state, after.state, before.state_bytes),
+    CHECK(t->scaler.skipped_steps == 1, "%s", what);
+    CHECK(!memcmp(before.w, after.w, before.w_bytes), "parameters bitwise unchanged");
+    CHECK(!memcmp(before.state, after.state, before.state_bytes),
           "momentum buffer bitwise unchanged");
     snprintf(what, sizeof what, "optimizer step count unchanged (%d, was %d)", after.opt_step,
              before.opt_step);
-    check(after.opt_step == before.opt_step, what);
+    CHECK(after.opt_step == before.opt_step, "%s", what);
     snprintf(what, sizeof what, "scale backed off by %g: %g (expected 2^126 = %g)",
              (double)t->scaler.backoff_factor, (double)t->scaler.scale,
              (double)ldexpf(1.0f, 126));
-    check(t->scaler.scale == big * t->scaler.backoff_factor &&
-          t->scaler.scale == ldexpf(1.0f, 126), what);
+    CHECK(t->scaler.scale == big * t->scaler.backoff_factor &&
+          t->scaler.scale == ldexpf(1.0f, 126), "%s", what);
 
 out_free:
     snapshot_free(&before);
@@ -210,12 +203,12 @@ static int check_growth(tb_backend *be)
         float want = i < 3 ? 1024.0f : 2048.0f;
         snprintf(what, sizeof what, "growth interval 3: after good step %d scale %g (expected %g)",
                  i, (double)t->scaler.scale, (double)want);
-        check(t->scaler.scale == want && t->scaler.skipped_steps == 0, what);
+        CHECK(t->scaler.scale == want && t->scaler.skipped_steps == 0, "%s", what);
     }
     TB_TRY_GOTO(rc, snapshot_take(t, &after), out_free);
     snprintf(what, sizeof what, "the good steps moved the parameters (optimizer step %d)",
              after.opt_step);
-    check(memcmp(before.w, after.w, before.w_bytes) != 0 && after.opt_step == 3, what);
+    CHECK(memcmp(before.w, after.w, before.w_bytes) != 0 && after.opt_step == 3, "%s", what);
 
 out_free:
     snapshot_free(&before);
@@ -267,10 +260,10 @@ static int check_exact(tb_backend *be, int optimizer)
     snprintf(what, sizeof what, "%s, %d steps at scale %g: parameters bitwise equal to "
              "unscaled (max rel %.1e)", tb_optimizer_names[optimizer], EXACT_STEPS,
              (double)scale, max_rel(scaled.w, plain.w, nw));
-    check(scale == 65536.0f && !memcmp(plain.w, scaled.w, plain.w_bytes), what);
+    CHECK(scale == 65536.0f && !memcmp(plain.w, scaled.w, plain.w_bytes), "%s", what);
     snprintf(what, sizeof what, "%s: optimizer state bitwise equal (max rel %.1e)",
              tb_optimizer_names[optimizer], max_rel(scaled.state, plain.state, ns));
-    check(!memcmp(plain.state, scaled.state, plain.state_bytes), what);
+    CHECK(!memcmp(plain.state, scaled.state, plain.state_bytes), "%s", what);
 
 out_free:
     snapshot_free(&plain);
@@ -280,6 +273,7 @@ out_free:
 
 int main(void)
 {
+    tb_test_verbose = 1;
     tb_backend *be;
     if (tb_backend_cpu_create(0, &be) != TB_OK) {
         tb_error_print(stderr);
