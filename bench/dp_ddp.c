@@ -414,7 +414,7 @@ static int dp_run(const plan *p, int n, int threads, const float *img, const int
     r->n = n;
     r->nsteps = 0;
     TB_TRY_GOTO(rc, dp_model(per, p->batch, &be, &m, &opt), out_free);
-    TB_TRY_GOTO(rc, dp_create(m, tb_spec_small_cnn, &o, n, per, &dp), out_free);
+    TB_TRY_GOTO(rc, dp_create(m, tb_spec_small_cnn, &o, n, TB_DP_THREADS, per, &dp), out_free);
     for (int step = 0; step < p->steps; step++) {
         float l;
         double t0 = comm_now();

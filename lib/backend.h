@@ -189,6 +189,16 @@ struct tb_backend {
     int (*copy_h2d)(tb_backend *be, void *dst, const void *src, size_t bytes, tb_stream *s);
     int (*copy_d2h)(tb_backend *be, void *dst, const void *src, size_t bytes, tb_stream *s);
     int (*copy_d2d)(tb_backend *be, void *dst, const void *src, size_t bytes, tb_stream *s);
+    /* bytes from src, device memory of src_be (another device of the same
+     * kind, or be itself), to dst on be: DataParallel's device-to-device
+     * copies (lib/dp.h). Always asynchronous, on be's compute stream, and
+     * ordered both ways: after all work issued so far on both backends,
+     * before any work issued later on either (the host does not wait; sync
+     * does). CUDA: cudaMemcpyPeerAsync between events on the two compute
+     * streams, with peer access enabled where the GPUs allow it; CPU: a
+     * memcpy. TB_ERR_INVALID when src_be is another kind of backend. */
+    int (*copy_peer)(tb_backend *be, void *dst, tb_backend *src_be, const void *src,
+                     size_t bytes);
     int (*memset)(tb_backend *be, void *p, int value, size_t bytes, tb_stream *s);
     /* bytes in use and the high-water mark, as counted by the backend's allocator */
     int (*mem_stats)(tb_backend *be, size_t *in_use, size_t *peak);

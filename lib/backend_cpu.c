@@ -113,6 +113,18 @@ static int cpu_copy(tb_backend *be, void *dst, const void *src, size_t bytes, tb
     return tb_cpu_copy(dst, src, bytes, ctx_of(be)->threads);
 }
 
+/* Between CPU backends host memory is shared: a copy is a copy. Ops run
+ * when called, so the ordering copy_peer promises holds already. */
+static int cpu_copy_peer(tb_backend *be, void *dst, tb_backend *src_be, const void *src,
+                         size_t bytes)
+{
+    if (!src_be || src_be->copy_peer != cpu_copy_peer)
+        return TB_FAIL(TB_ERR_INVALID, "copy_peer to cpu from a %s backend: only between CPU "
+                       "backends; copy through host memory (copy_d2h, copy_h2d) instead",
+                       src_be ? src_be->name : "NULL");
+    return tb_cpu_copy(dst, src, bytes, ctx_of(be)->threads);
+}
+
 static int cpu_memset(tb_backend *be, void *p, int value, size_t bytes, tb_stream *s)
 {
     (void)be;
@@ -339,6 +351,7 @@ int tb_backend_cpu_create(int threads, tb_backend **out)
         .copy_h2d = cpu_copy,
         .copy_d2h = cpu_copy,
         .copy_d2d = cpu_copy,
+        .copy_peer = cpu_copy_peer,
         .memset = cpu_memset,
         .mem_stats = cpu_mem_stats,
         .mem_reset_peak = cpu_mem_reset_peak,

@@ -186,6 +186,60 @@ static int cuda_copy_d2d(tb_backend *be, void *dst, const void *src, size_t byte
     return cuda_copy(be, dst, src, bytes, cudaMemcpyDeviceToDevice, s);
 }
 
+/* Lets be's device reach src's memory directly (NVLink or PCIe P2P) the
+ * first time the pair copies; where the GPUs cannot, cudaMemcpyPeerAsync
+ * stages through host memory by itself. Ordinals past 63 are not tracked
+ * and go without. */
+static int cuda_enable_peer(tb_backend *be, int src_device)
+{
+    cuda_ctx *c = ctx_of(be);
+    int can = 0;
+
+    if (src_device == be->device || src_device < 0 || src_device > 63 ||
+        (c->peer_tried & (1ull << src_device)))
+        return TB_OK;
+    c->peer_tried |= 1ull << src_device;
+    TB_CHECK_CUDA(cudaDeviceCanAccessPeer(&can, be->device, src_device));
+    if (!can)
+        return TB_OK;
+    TB_TRY(tb_cuda_bind(be));
+    cudaError_t e = cudaDeviceEnablePeerAccess(src_device, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) {
+        cudaGetLastError(); /* enabled by someone else in this process: fine */
+        return TB_OK;
+    }
+    TB_CHECK_CUDA(e);
+    return TB_OK;
+}
+
+/* On be's compute stream, between two cross-device waits: the copy waits
+ * for src's work so far, and src's later work waits for the copy (it may
+ * overwrite what is being read). Events are reused: a wait takes the
+ * record made before it. */
+static int cuda_copy_peer(tb_backend *be, void *dst, tb_backend *src_be, const void *src,
+                          size_t bytes)
+{
+    cuda_ctx *c = ctx_of(be), *sc;
+
+    if (!tb_cuda_owns(src_be))
+        return TB_FAIL(TB_ERR_INVALID, "copy_peer to cuda:%d from a %s backend: only between "
+                       "CUDA backends; copy through host memory (copy_d2h, copy_h2d) instead",
+                       be->device, src_be ? src_be->name : "NULL");
+    if (bytes == 0)
+        return TB_OK;
+    sc = ctx_of(src_be);
+    TB_TRY(cuda_enable_peer(be, src_be->device));
+    TB_TRY(tb_cuda_bind(src_be));
+    TB_CHECK_CUDA(cudaEventRecord(sc->peer_event, sc->compute));
+    TB_TRY(tb_cuda_bind(be));
+    TB_CHECK_CUDA(cudaStreamWaitEvent(c->compute, sc->peer_event, 0));
+    TB_CHECK_CUDA(cudaMemcpyPeerAsync(dst, be->device, src, src_be->device, bytes, c->compute));
+    TB_CHECK_CUDA(cudaEventRecord(c->peer_event, c->compute));
+    TB_TRY(tb_cuda_bind(src_be));
+    TB_CHECK_CUDA(cudaStreamWaitEvent(sc->compute, c->peer_event, 0));
+    return TB_OK;
+}
+
 static int cuda_memset(tb_backend *be, void *p, int value, size_t bytes, tb_stream *s)
 {
     cudaStream_t st = stream_of(be, s);
@@ -447,6 +501,11 @@ static int cuda_destroy(tb_backend *be)
         rc = TB_FAIL(TB_ERR_CUDNN, "cudnnDestroy failed");
     if (c->cublas && cublasDestroy(c->cublas) != CUBLAS_STATUS_SUCCESS && rc == TB_OK)
         rc = TB_FAIL(TB_ERR_CUBLAS, "cublasDestroy failed");
+    if (c->peer_event) {
+        cudaError_t e = cudaEventDestroy(c->peer_event);
+        if (e != cudaSuccess && rc == TB_OK)
+            rc = TB_FAIL(TB_ERR_CUDA, "cudaEventDestroy: %s", cudaGetErrorString(e));
+    }
     if (c->compute) {
         cudaError_t e = cudaStreamDestroy(c->compute);
         if (e != cudaSuccess && rc == TB_OK)
@@ -489,6 +548,7 @@ static int cuda_open_handles(tb_backend *be)
                              cudnnGetErrorString(ds));
     }
     TB_CHECK_CUDNN(cudnnSetStream(c->cudnn, c->compute));
+    TB_CHECK_CUDA(cudaEventCreateWithFlags(&c->peer_event, cudaEventDisableTiming));
     return TB_OK;
 }
 
@@ -502,6 +562,7 @@ void tb_backend_cuda_fill_table(tb_backend *be)
     be->copy_h2d = cuda_copy_h2d;
     be->copy_d2h = cuda_copy_d2h;
     be->copy_d2d = cuda_copy_d2d;
+    be->copy_peer = cuda_copy_peer;
     be->memset = cuda_memset;
     be->stream_create = cuda_stream_create;
     be->stream_destroy = cuda_stream_destroy;

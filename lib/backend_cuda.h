@@ -70,6 +70,9 @@ typedef struct cuda_ctx {
     cudaStream_t compute;      /* every op runs here; NULL tb_stream means this */
     cublasHandle_t cublas;     /* bound to compute */
     cudnnHandle_t cudnn;       /* bound to compute */
+    cudaEvent_t peer_event;    /* copy_peer's ordering with another device's stream */
+    unsigned long long peer_tried; /* bit d: peer access to cuda:d checked (and enabled
+                                  where possible) from this device */
 
     cuda_allocator alloc;
 

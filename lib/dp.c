@@ -1,5 +1,7 @@
 /*
- * dp.c - DataParallel on the CPU backend: replicas on host threads. See dp.h.
+ * dp.c - DataParallel on any backend through the table: copies between
+ * devices are copy_peer, the reduction is axpby on device 0; the replicas
+ * run on host threads or from the calling thread. See dp.h.
  */
 #include "lib/dp.h"
 
@@ -13,7 +15,8 @@ struct tb_dp_replica {
     tb_model *m;              /* replica 0: main (borrowed) */
     int owned;
     int lo, cnt;              /* this step's share of the batch */
-    tb_tensor x;              /* (cnt, C, H, W) */
+    tb_tensor x;              /* (cnt, C, H, W); replica 0's holds the whole batch until the
+                                 scatter has sent the other shares */
     const tb_tensor *logits;
     tb_tensor dlogits;        /* (cnt, classes, 1, 1) */
     int rc;
@@ -26,17 +29,42 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* ---- building ---- */
+
 static int replica_alloc(tb_dp_replica *r, const tb_model_opts *o)
 {
     TB_TRY(tensor_alloc(r->be, o->max_batch, o->in.c, o->in.h, o->in.w, &r->x));
     return tensor_alloc(r->be, o->max_batch, o->classes, 1, 1, &r->dlogits);
 }
 
-static int replica_build(tb_dp_replica *r, const tb_model *main, const tb_layer_spec *spec,
-                         const tb_model_opts *o, int threads)
+/* Replica i's device ordinal: device_ids defaults to every device with
+ * output_device (main's, d0) first, then the others in ascending order. */
+static int replica_ordinal(int d0, int i)
 {
-    TB_TRY(tb_backend_cpu_create(threads, &r->be));
+    int k = i - 1;
+    return k < d0 ? k : k + 1;
+}
+
+static int replica_open(tb_dp_replica *r, const tb_backend *be0, int i, int threads)
+{
+    tb_device_kind kind;
+    int ord;
+    if (tb_device_parse(be0->name, &kind, &ord) != TB_OK)
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "DataParallel cannot open replicas of a '%s' backend",
+                       be0->name);
+    int ordinal = replica_ordinal(be0->device, i);
+    int rc = tb_backend_open(kind, ordinal, threads, &r->be);
+    if (rc != TB_OK)
+        return TB_FAIL(rc, "DataParallel replica %d (%s:%d) could not be opened: use fewer "
+                       "replicas, at most the devices there are", i, be0->name, ordinal);
     r->owned = 1;
+    return TB_OK;
+}
+
+static int replica_build(tb_dp_replica *r, const tb_model *main, const tb_layer_spec *spec,
+                         const tb_model_opts *o, int i, int threads)
+{
+    TB_TRY(replica_open(r, main->ctx.be, i, threads));
     TB_TRY(model_build(r->be, spec, o, &r->m));
     r->m->ctx.gelu = main->ctx.gelu;
     r->m->ctx.conv_autotune = main->ctx.conv_autotune;
@@ -47,40 +75,40 @@ static int replica_build(tb_dp_replica *r, const tb_model *main, const tb_layer_
     return replica_alloc(r, o);
 }
 
+static int dp_alloc_device0(tb_dp *dp, const tb_model_opts *opts)
+{
+    tb_model *main = dp->main;
+    tb_backend *be0 = main->ctx.be;
+    TB_TRY(xent_init(&main->ctx, opts->classes, opts->max_batch, &dp->loss));
+    TB_TRY(tensor_alloc(be0, opts->max_batch, opts->classes, 1, 1, &dp->logits));
+    TB_TRY(be0->dev_alloc(be0, (void **)&dp->labels, (size_t)opts->max_batch * sizeof(int32_t)));
+    return be0->dev_alloc(be0, (void **)&dp->grad_stage, main->numel * sizeof(float));
+}
+
 int dp_create(tb_model *main, const tb_layer_spec *spec, const tb_model_opts *opts, int n,
-              int threads_per_replica, tb_dp **out)
+              tb_dp_mode mode, int threads_per_replica, tb_dp **out)
 {
     *out = NULL;
-    tb_backend *be0 = main->ctx.be;
-    if (strcmp(be0->name, "cpu") != 0)
-        return TB_FAIL(TB_ERR_UNSUPPORTED, "DataParallel is built for the CPU backend only (one "
-                       "thread per replica); on %s use DDP (bench:ddp)", be0->name);
     if (n < 1)
         return TB_FAIL(TB_ERR_INVALID, "DataParallel needs at least 1 replica, got %d", n);
+    if (mode != TB_DP_THREADS && mode != TB_DP_ONE_THREAD)
+        return TB_FAIL(TB_ERR_INVALID, "DataParallel mode %d: use TB_DP_THREADS or "
+                       "TB_DP_ONE_THREAD", (int)mode);
     tb_dp *dp = calloc(1, sizeof *dp);
     if (!dp || !(dp->reps = calloc((size_t)n, sizeof *dp->reps))) {
         free(dp);
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory creating DataParallel");
     }
     dp->n = n;
+    dp->mode = mode;
     dp->main = main;
-    dp->reps[0] = (tb_dp_replica){.be = be0, .m = main};
+    dp->reps[0] = (tb_dp_replica){.be = main->ctx.be, .m = main};
     int rc;
     TB_TRY_GOTO(rc, replica_alloc(&dp->reps[0], opts), out_destroy);
     for (int i = 1; i < n; i++)
-        TB_TRY_GOTO(rc, replica_build(&dp->reps[i], main, spec, opts, threads_per_replica),
+        TB_TRY_GOTO(rc, replica_build(&dp->reps[i], main, spec, opts, i, threads_per_replica),
                     out_destroy);
-    TB_TRY_GOTO(rc, xent_init(&main->ctx, opts->classes, opts->max_batch, &dp->loss), out_destroy);
-    TB_TRY_GOTO(rc, tensor_alloc(be0, opts->max_batch, opts->classes, 1, 1, &dp->logits),
-                out_destroy);
-    TB_TRY_GOTO(rc, be0->dev_alloc(be0, (void **)&dp->labels,
-                                   (size_t)opts->max_batch * sizeof(int32_t)), out_destroy);
-    dp->host_tmp_n = main->numel;
-    dp->host_tmp = malloc(dp->host_tmp_n * sizeof(float));
-    if (!dp->host_tmp) {
-        rc = TB_FAIL(TB_ERR_NOMEM, "out of host memory creating DataParallel");
-        goto out_destroy;
-    }
+    TB_TRY_GOTO(rc, dp_alloc_device0(dp, opts), out_destroy);
     *out = dp;
     return TB_OK;
 
@@ -93,6 +121,13 @@ void dp_destroy(tb_dp *dp)
 {
     if (!dp)
         return;
+    tb_backend *be0 = dp->main->ctx.be;
+    xent_free(&dp->loss);
+    tensor_free(&dp->logits);
+    if (dp->labels)
+        be0->dev_free(be0, dp->labels);
+    if (dp->grad_stage)
+        be0->dev_free(be0, dp->grad_stage);
     for (int i = 0; i < dp->n; i++) {
         tb_dp_replica *r = &dp->reps[i];
         tensor_free(&r->x);
@@ -103,31 +138,21 @@ void dp_destroy(tb_dp *dp)
                 tb_backend_close(r->be);
         }
     }
-    xent_free(&dp->loss);
-    tensor_free(&dp->logits);
-    if (dp->labels)
-        dp->main->ctx.be->dev_free(dp->main->ctx.be, dp->labels);
-    free(dp->host_tmp);
     free(dp->reps);
     free(dp);
 }
 
-/* bytes from src on backend a to dst on backend b, through host memory. */
-static int copy_between(tb_dp *dp, tb_backend *a, const void *src, tb_backend *b, void *dst,
-                        size_t bytes)
+/* bytes from src on backend a to dst on backend b; counted in *counter
+ * when they cross devices. */
+static int dp_copy(size_t *counter, tb_backend *b, void *dst, tb_backend *a, const void *src,
+                   size_t bytes)
 {
-    if (bytes > dp->host_tmp_n * sizeof(float)) {
-        float *p = realloc(dp->host_tmp, bytes);
-        if (!p)
-            return TB_FAIL(TB_ERR_NOMEM, "out of host memory staging a DataParallel copy");
-        dp->host_tmp = p;
-        dp->host_tmp_n = bytes / sizeof(float) + 1;
-    }
-    TB_TRY(a->copy_d2h(a, dp->host_tmp, src, bytes, NULL));
-    return b->copy_h2d(b, dst, dp->host_tmp, bytes, NULL);
+    if (a != b)
+        *counter += bytes;
+    return b->copy_peer(b, dst, a, src, bytes);
 }
 
-/* ---- running the replicas on threads ---- */
+/* ---- running the replicas ---- */
 
 typedef int (*replica_fn)(tb_dp_replica *r);
 
@@ -136,34 +161,57 @@ typedef struct job {
     replica_fn fn;
 } job;
 
+/* A replica thread waits for its device, as the CPU DP's "device" is the
+ * thread itself. */
+static int job_run(job *j)
+{
+    TB_TRY(j->fn(j->r));
+    return j->r->be->sync(j->r->be);
+}
+
 static void *job_main(void *arg)
 {
     job *j = arg;
-    j->r->rc = j->fn(j->r);
+    j->r->rc = job_run(j);
     return NULL;
 }
 
 /* fn on every replica at once: replica 0 on the calling thread. */
-static int run_all(tb_dp *dp, replica_fn fn)
+static int run_threads(tb_dp *dp, replica_fn fn)
 {
     pthread_t th[dp->n];
     job jobs[dp->n];
     int started[dp->n];
-    for (int i = 1; i < dp->n; i++) {
+    for (int i = 0; i < dp->n; i++)
         jobs[i] = (job){.r = &dp->reps[i], .fn = fn};
+    for (int i = 1; i < dp->n; i++) {
         started[i] = pthread_create(&th[i], NULL, job_main, &jobs[i]) == 0;
         if (!started[i])
             dp->reps[i].rc = TB_FAIL(TB_ERR_INTERNAL, "cannot start DataParallel thread %d", i);
     }
-    dp->reps[0].rc = fn(&dp->reps[0]);
-    int rc = dp->reps[0].rc;
+    int rc = job_run(&jobs[0]);
     for (int i = 1; i < dp->n; i++) {
         if (started[i])
             pthread_join(th[i], NULL);
-        if (rc == TB_OK)
-            rc = dp->reps[i].rc;
+        if (rc == TB_OK && dp->reps[i].rc != TB_OK)
+            rc = TB_FAIL(dp->reps[i].rc, "DataParallel replica %d failed on its thread (the "
+                         "cause is on that thread's error chain)", i);
     }
     return rc;
+}
+
+/* fn on every replica in turn from this thread; asynchronous backends
+ * queue the work and return, so the devices run at once. */
+static int run_one_thread(tb_dp *dp, replica_fn fn)
+{
+    for (int i = 0; i < dp->n; i++)
+        TB_TRY(fn(&dp->reps[i]));
+    return TB_OK;
+}
+
+static int run_replicas(tb_dp *dp, replica_fn fn)
+{
+    return dp->mode == TB_DP_THREADS ? run_threads(dp, fn) : run_one_thread(dp, fn);
 }
 
 static int replica_forward(tb_dp_replica *r) { return model_forward(r->m, &r->x, &r->logits); }
@@ -171,13 +219,35 @@ static int replica_forward(tb_dp_replica *r) { return model_forward(r->m, &r->x,
 static int replica_backward(tb_dp_replica *r)
 {
     const tb_tensor *dx;
-    TB_TRY(tensor_set_batch(&r->dlogits, r->cnt));
     TB_TRY(layer_backward(r->m->net, &r->dlogits, &dx));
     r->m->ctx.grad_accumulate = 1;
-    return r->be->sync(r->be);
+    return TB_OK;
 }
 
 /* ---- the step ---- */
+
+/* The batch onto device 0 (a DataParallel user's input.to(device_ids[0])),
+ * then each other replica's share from there. */
+static int scatter(tb_dp *dp, const float *images, const int32_t *labels, int batch)
+{
+    tb_dp_replica *r0 = &dp->reps[0];
+    tb_backend *be0 = r0->be;
+    size_t sample = shape_numel(dp->main->in);
+    TB_TRY(tensor_set_batch(&r0->x, batch));
+    TB_TRY(tensor_from_host(&r0->x, images));
+    TB_TRY(be0->copy_h2d(be0, dp->labels, labels, (size_t)batch * sizeof(int32_t), NULL));
+    for (int i = 0; i < dp->n; i++) {
+        tb_dp_replica *r = &dp->reps[i];
+        r->lo = (int)((long)batch * i / dp->n);
+        r->cnt = (int)((long)batch * (i + 1) / dp->n) - r->lo;
+        TB_TRY(tensor_set_batch(&r->x, r->cnt)); /* replica 0: its rows come first */
+        if (i > 0)
+            TB_TRY(dp_copy(&dp->bytes.scatter, r->be, r->x.data, be0,
+                           r0->x.data + (size_t)r->lo * sample,
+                           (size_t)r->cnt * sample * sizeof(float)));
+    }
+    return TB_OK;
+}
 
 static int replicate(tb_dp *dp)
 {
@@ -185,84 +255,78 @@ static int replicate(tb_dp *dp)
     size_t bytes = dp->main->numel * sizeof(float);
     for (int i = 1; i < dp->n; i++) {
         tb_dp_replica *r = &dp->reps[i];
-        TB_TRY(copy_between(dp, be0, dp->main->flat_w, r->be, r->m->flat_w, bytes));
+        TB_TRY(dp_copy(&dp->bytes.replicate, r->be, r->m->flat_w, be0, dp->main->flat_w, bytes));
         r->m->ctx.training = dp->main->ctx.training;
         r->m->ctx.grad_accumulate = 0; /* replicas' gradients are written, then reduced */
     }
     return TB_OK;
 }
 
-static int scatter(tb_dp *dp, const float *images, int batch)
-{
-    size_t sample = shape_numel(dp->main->in);
-    for (int i = 0; i < dp->n; i++) {
-        tb_dp_replica *r = &dp->reps[i];
-        r->lo = (int)((long)batch * i / dp->n);
-        r->cnt = (int)((long)batch * (i + 1) / dp->n) - r->lo;
-        TB_TRY(tensor_set_batch(&r->x, r->cnt));
-        TB_TRY(tensor_from_host(&r->x, images + (size_t)r->lo * sample));
-    }
-    return TB_OK;
-}
-
 /* Outputs onto device 0, the loss there, the output gradient back out. */
-static int gather_loss(tb_dp *dp, const int32_t *labels, int batch, float loss_scale, float *loss)
+static int gather_loss(tb_dp *dp, int batch, float loss_scale)
 {
     tb_backend *be0 = dp->main->ctx.be;
-    int classes = dp->main->classes;
+    size_t classes = (size_t)dp->main->classes;
     TB_TRY(tensor_set_batch(&dp->logits, batch));
     for (int i = 0; i < dp->n; i++) {
         tb_dp_replica *r = &dp->reps[i];
-        TB_TRY(copy_between(dp, r->be, r->logits->data, be0,
-                            dp->logits.data + (size_t)r->lo * classes,
-                            (size_t)r->cnt * classes * sizeof(float)));
+        TB_TRY(dp_copy(&dp->bytes.gather, be0, dp->logits.data + (size_t)r->lo * classes, r->be,
+                       r->logits->data, (size_t)r->cnt * classes * sizeof(float)));
     }
-    TB_TRY(be0->copy_h2d(be0, dp->labels, labels, (size_t)batch * sizeof(int32_t), NULL));
     TB_TRY(xent_forward(&dp->loss, &dp->logits, dp->labels));
-    TB_TRY(xent_read_loss(&dp->loss, loss));
     const tb_tensor *d;
     TB_TRY(xent_backward(&dp->loss, loss_scale / (float)batch, &d));
     for (int i = 0; i < dp->n; i++) {
         tb_dp_replica *r = &dp->reps[i];
-        TB_TRY(copy_between(dp, be0, d->data + (size_t)r->lo * classes, r->be, r->dlogits.data,
-                            (size_t)r->cnt * classes * sizeof(float)));
+        TB_TRY(tensor_set_batch(&r->dlogits, r->cnt));
+        TB_TRY(dp_copy(&dp->bytes.grad_scatter, r->be, r->dlogits.data, be0,
+                       d->data + (size_t)r->lo * classes, (size_t)r->cnt * classes * sizeof(float)));
     }
     return TB_OK;
 }
 
-/* Replica gradients summed into main's (which backward wrote or added to). */
+/* Replica gradients summed into main's (which backward wrote or added to),
+ * one at a time through a staging buffer on device 0. */
 static int reduce_grads(tb_dp *dp)
 {
     tb_backend *be0 = dp->main->ctx.be;
     size_t n = dp->main->numel;
     for (int i = 1; i < dp->n; i++) {
         tb_dp_replica *r = &dp->reps[i];
-        TB_TRY(r->be->copy_d2h(r->be, dp->host_tmp, r->m->flat_g, n * sizeof(float), NULL));
-        TB_TRY(be0->axpby(be0, 1.0f, dp->host_tmp, 1.0f, dp->main->flat_g, n));
+        TB_TRY(dp_copy(&dp->bytes.reduce, be0, dp->grad_stage, r->be, r->m->flat_g,
+                       n * sizeof(float)));
+        TB_TRY(be0->axpby(be0, 1.0f, dp->grad_stage, 1.0f, dp->main->flat_g, n));
     }
-    return be0->sync(be0);
+    return TB_OK;
 }
 
 int dp_step(tb_dp *dp, const float *images, const int32_t *labels, int batch, float loss_scale,
             float *loss)
 {
-    if (batch < dp->n)
-        return TB_FAIL(TB_ERR_INVALID, "DataParallel: batch %d smaller than %d replicas", batch,
-                       dp->n);
-    tb_dp_times *t = &dp->times;
+    if (batch < dp->n || batch > dp->reps[0].x.cap_n)
+        return TB_FAIL(TB_ERR_INVALID, "DataParallel: batch %d with %d replicas: give at least "
+                       "one sample per replica and at most max_batch (%d)", batch, dp->n,
+                       dp->reps[0].x.cap_n);
+    dp->bytes = (tb_dp_bytes){0};
     double t0 = now_s();
-    TB_TRY(replicate(dp));
+    TB_TRY(scatter(dp, images, labels, batch));
     double t1 = now_s();
-    TB_TRY(scatter(dp, images, batch));
+    TB_TRY(replicate(dp));
     double t2 = now_s();
-    TB_TRY(run_all(dp, replica_forward));
+    TB_TRY(run_replicas(dp, replica_forward));
     double t3 = now_s();
-    TB_TRY(gather_loss(dp, labels, batch, loss_scale, loss));
+    TB_TRY(gather_loss(dp, batch, loss_scale));
     double t4 = now_s();
-    TB_TRY(run_all(dp, replica_backward));
+    TB_TRY(run_replicas(dp, replica_backward));
     double t5 = now_s();
     TB_TRY(reduce_grads(dp));
     double t6 = now_s();
-    *t = (tb_dp_times){t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5};
+    if (loss)
+        TB_TRY(xent_read_loss(&dp->loss, loss));
+    double t7 = now_s();
+    dp->times = (tb_dp_times){.scatter_s = t1 - t0, .replicate_s = t2 - t1,
+                              .forward_s = t3 - t2, .gather_loss_s = t4 - t3,
+                              .backward_s = t5 - t4, .reduce_s = t6 - t5,
+                              .loss_read_s = t7 - t6};
     return TB_OK;
 }

@@ -57,6 +57,7 @@
 #include "kernels/cast_math.h"
 #include "lib/attn_ref.h"
 #include "lib/conv_ref.h"
+#include "lib/dp.h"
 #include "lib/gelu_ref.h"
 #include "lib/ops_ref.h"
 #include "lib/optable.h"
@@ -1837,8 +1838,8 @@ static int check_mem_roundtrip(sc_ctx *sc)
     unsigned char *pageable = NULL, *pinned = NULL;
     void *d1 = NULL, *d2 = NULL;
     sc_case c;
-    sc_case_start(&c, "round trip %zu bytes: dev_alloc, copy_h2d, copy_d2d, copy_d2h, memset, "
-                      "pageable and pinned host", bytes);
+    sc_case_start(&c, "round trip %zu bytes: dev_alloc, copy_h2d, copy_d2d, copy_peer, copy_d2h, "
+                      "memset, pageable and pinned host", bytes);
     SC_CALL(&c, out_free, be->host_alloc(be, (void **)&pageable, bytes, 0));
     SC_CALL(&c, out_free, be->host_alloc(be, (void **)&pinned, bytes, 1));
     SC_CALL(&c, out_free, be->dev_alloc(be, &d1, bytes));
@@ -1851,6 +1852,13 @@ static int check_mem_roundtrip(sc_ctx *sc)
     SC_CALL(&c, out_free, be->copy_d2h(be, pinned, d2, bytes, NULL));
     if (memcmp(pinned, pageable, bytes) != 0)
         sc_case_fail(&c, "h2d, d2d, d2h changed byte %zu", first_diff(pinned, pageable, bytes));
+    /* copy_peer within one device here; across GPUs in the DataParallel step check */
+    SC_CALL(&c, out_free, be->memset(be, d1, 0, bytes, NULL));
+    SC_CALL(&c, out_free, be->copy_peer(be, d1, be, d2, bytes));
+    SC_CALL(&c, out_free, be->sync(be));
+    SC_CALL(&c, out_free, be->copy_d2h(be, pinned, d1, bytes, NULL));
+    if (memcmp(pinned, pageable, bytes) != 0)
+        sc_case_fail(&c, "copy_peer changed byte %zu", first_diff(pinned, pageable, bytes));
     /* all but the last 7 bytes: memset must stop where it is told */
     SC_CALL(&c, out_free, be->memset(be, d2, 0x5a, bytes - 7, NULL));
     SC_CALL(&c, out_free, be->copy_d2h(be, pinned, d2, bytes, NULL));
@@ -2239,6 +2247,7 @@ static const sc_runtime_slot runtime_slots[] = {
     {"copy_h2d", "memory", NULL},
     {"copy_d2h", "memory", NULL},
     {"copy_d2d", "memory", NULL},
+    {"copy_peer", "memory", NULL},
     {"memset", "memory", NULL},
     {"mem_stats", "memory", NULL},
     {"mem_reset_peak", "memory", NULL},
@@ -2354,6 +2363,81 @@ static int step_eval_no_grad(tb_backend *be, double *got, double *ref)
     return rc;
 }
 
+/* DataParallel over 2 GPUs from one thread (lib/dp.h, TB_DP_ONE_THREAD):
+ * the model on the device under test, its replica on the other GPU, the
+ * copies between them copy_peer; against the same driver on 2 CPU
+ * backends. 3 SGD steps of batch 32, small CNN, seed 7, synthetic batch. */
+#define DP_CHECK_B 32
+#define DP_CHECK_STEPS 3
+
+static int dp_check_loss(tb_backend *be, const float *img, const int32_t *lab, double *loss)
+{
+    tb_model_opts o = {.in = {1, 28, 28}, .classes = 10, .max_batch = DP_CHECK_B,
+                       .conv_bias = 1, .seed = 7};
+    tb_opt_hparams hp = {.kind = TB_OPT_SGD, .lr = 0.05f, .momentum = 0.9f, .grad_scale = 1.0f};
+    tb_lr_schedule sch = {.peak_lr = 0.05};
+    tb_model *m = NULL;
+    tb_optim opt = {0};
+    tb_dp *dp = NULL;
+    float l = 0;
+    int rc;
+    TB_TRY_GOTO(rc, model_build(be, tb_spec_small_cnn, &o, &m), out_free);
+    TB_TRY_GOTO(rc, optim_init(&opt, m, &hp, &sch, 0), out_free);
+    TB_TRY_GOTO(rc, dp_create(m, tb_spec_small_cnn, &o, 2, TB_DP_ONE_THREAD, 0, &dp), out_free);
+    for (int step = 0; step < DP_CHECK_STEPS; step++) {
+        TB_TRY_GOTO(rc, model_zero_grad(m, 1), out_free);
+        TB_TRY_GOTO(rc, dp_step(dp, img, lab, DP_CHECK_B, 1.0f, &l), out_free);
+        TB_TRY_GOTO(rc, optim_step(&opt), out_free);
+    }
+    *loss = l;
+out_free:
+    dp_destroy(dp);
+    optim_free(&opt);
+    model_destroy(m);
+    return rc;
+}
+
+/* TB_ERR_UNSUPPORTED (n/a), saying why, unless be is a GPU and a second
+ * one is there. */
+static int dp_check_usable(tb_backend *be)
+{
+    const char *why = NULL;
+    int count = tb_cuda_device_count(&why);
+    if (count == 0)
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "needs 2 GPUs: no GPU (%s)", why ? why : "none found");
+    if (count == 1)
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "needs 2 GPUs, this machine has 1");
+    tb_device_kind kind;
+    int ord;
+    if (tb_device_parse(be->name, &kind, &ord) != TB_OK || kind != TB_DEVICE_CUDA) {
+        tb_error_clear();
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "the backend under test is %s: run with "
+                       "--device=cuda to check DataParallel on %d GPUs", be->name, count);
+    }
+    return TB_OK;
+}
+
+static int step_dp_two_gpus(tb_backend *be, double *got, double *ref)
+{
+    float img[DP_CHECK_B * 784];
+    int32_t lab[DP_CHECK_B];
+    uint64_t s = 12345;
+    TB_TRY(dp_check_usable(be));
+    for (int i = 0; i < DP_CHECK_B * 784; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        img[i] = (float)((s >> 40) & 0xffff) / 32768.0f - 1.0f;
+    }
+    for (int i = 0; i < DP_CHECK_B; i++)
+        lab[i] = (i * 7 + 3) % 10;
+    tb_backend *cpu;
+    TB_TRY(tb_backend_open(TB_DEVICE_CPU, 0, 0, &cpu));
+    int rc = dp_check_loss(be, img, lab, got);
+    if (rc == TB_OK)
+        rc = dp_check_loss(cpu, img, lab, ref);
+    tb_backend_close(cpu);
+    return rc;
+}
+
 static const tb_step_check step_checks[] = {
     {"default config", STEP_TOL, STEP_WHY, step_default},
     {"optimizer=lars", STEP_TOL, STEP_WHY, step_lars},
@@ -2364,6 +2448,7 @@ static const tb_step_check step_checks[] = {
     {"loss-read-every=3", STEP_TOL, STEP_WHY, step_loss_read},
     {"checkpointing", STEP_TOL, STEP_WHY, step_checkpointing},
     {"eval-no-grad (test loss)", STEP_TOL, STEP_WHY, step_eval_no_grad},
+    {"DataParallel on 2 GPUs, one thread", STEP_TOL, STEP_WHY, step_dp_two_gpus},
     {NULL, 0.0, NULL, NULL},
 };
 
