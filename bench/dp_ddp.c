@@ -10,7 +10,11 @@
  * the balanced run, showing the lighter rank's waiting; and N ranks with
  * SyncBatchNorm. The workers write per-step CSVs into a temporary folder
  * (rank 0 alone writes); this process reads them.
- * DP: lib/dp.h in this process, 1..N replica threads, same global batch.
+ * DP: lib/dp.h in this process, same global batch. On the CPU, 1..N replicas
+ * on threads (TB_DP_THREADS), each with its own CPU backend; on CUDA, 1..N
+ * GPUs (N at most the GPUs there are) driven from this one thread
+ * (TB_DP_ONE_THREAD), the model on the --device GPU. The other kind's rows
+ * are n/a with the reason (on a machine without a GPU: "no GPU").
  * All-reduce bus bandwidth: the N-rank worker times the blocking all-reduce
  * over message sizes (lib/comm.h; busbw as nccl-tests defines it).
  *
@@ -28,8 +32,7 @@
  *
  * Data: synthetic (the step time does not depend on pixel values).
  * Writes results/<device>/ddp.csv (+ .json) and plots ddp (step time),
- * ddp_efficiency and ddp_busbw. On a non-CPU device the DP rows are n/a
- * (lib/dp.h is CPU-only) and the workers use NCCL.
+ * ddp_efficiency and ddp_busbw. On CUDA the workers use NCCL.
  */
 #include <errno.h>
 #include <math.h>
@@ -48,6 +51,8 @@
 #define MAX_STEPS 256
 #define LOSS_TOL 1e-4
 #define BIG_BUCKET ((size_t)25 << 20)
+#define DP_THREADS "DP threads"
+#define DP_GPUS "DP GPUs one thread"
 
 /* ---- one DDP launch ---- */
 
@@ -81,6 +86,9 @@ typedef struct sweep {
     double busbw_s[32][MAX_STEPS];
     size_t busbw_bytes[32];
     int busbw_n[32], nsizes;
+    const char *dp_label;     /* the plots' DP series */
+    const char *dp_na;        /* the DP setting this device does not run, and why */
+    char dp_na_why[512];
 } sweep;
 
 static void plan_profile(int profile, plan *p)
@@ -327,6 +335,7 @@ static int run_case(sweep *s, ddp_case *c, int index)
 /* ---- DP in this process ---- */
 
 typedef struct dp_result {
+    const char *setting;
     int n;
     double step_s[MAX_STEPS];
     int nsteps;
@@ -344,11 +353,21 @@ static void synth_batch(float *img, int32_t *lab, int batch)
         lab[i] = (i * 7 + 3) % 10;
 }
 
-static int dp_model(int threads, int max_batch, tb_backend **be, tb_model **m, tb_optim *opt)
+/* Where the DP runs: the bench's device kind and ordinal (device 0 of the
+ * DP), the way replicas run, and its result rows' setting. */
+typedef struct dp_where {
+    tb_device_kind kind;
+    int ordinal;
+    tb_dp_mode mode;
+    const char *setting, *plot_label;
+} dp_where;
+
+static int dp_model(const dp_where *w, int threads, int max_batch, tb_backend **be, tb_model **m,
+                    tb_optim *opt)
 {
     tb_model_opts o = {.in = {1, 28, 28}, .classes = 10, .max_batch = max_batch, .conv_bias = 1,
                        .seed = 7};
-    TB_TRY(tb_backend_cpu_create(threads, be));
+    TB_TRY(tb_backend_open(w->kind, w->ordinal, threads, be));
     TB_TRY(model_build(*be, tb_spec_small_cnn, &o, m));
     tb_opt_hparams hp = {.kind = TB_OPT_SGD, .lr = 0.05f, .momentum = 0.9f, .grad_scale = 1.0f};
     tb_lr_schedule sch = {.peak_lr = 0.05};
@@ -357,8 +376,8 @@ static int dp_model(int threads, int max_batch, tb_backend **be, tb_model **m, t
 
 /* One process, micro-batches of batch/n, n accumulation steps: what n
  * replicas compute, batch norm over each replica's share. */
-static int dp_reference(const plan *p, int n, const float *img, const int32_t *lab, float *loss,
-                        float **weights)
+static int dp_reference(const dp_where *w, const plan *p, int n, const float *img,
+                        const int32_t *lab, float *loss, float **weights)
 {
     tb_backend *be = NULL;
     tb_model *m = NULL;
@@ -366,7 +385,7 @@ static int dp_reference(const plan *p, int n, const float *img, const int32_t *l
     tb_tensor x = {0};
     int32_t *dl = NULL;
     int mb = p->batch / n, rc;
-    TB_TRY_GOTO(rc, dp_model(0, mb, &be, &m, &opt), out_free);
+    TB_TRY_GOTO(rc, dp_model(w, 0, mb, &be, &m, &opt), out_free);
     TB_TRY_GOTO(rc, tensor_alloc(be, mb, 1, 28, 28, &x), out_free);
     TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&dl, (size_t)mb * sizeof(int32_t)), out_free);
     for (int step = 0; step < p->steps; step++) {
@@ -400,8 +419,8 @@ out_free:
     return rc;
 }
 
-static int dp_run(const plan *p, int n, int threads, const float *img, const int32_t *lab,
-                  dp_result *r)
+static int dp_run(const dp_where *w, const plan *p, int n, int threads, const float *img,
+                  const int32_t *lab, dp_result *r)
 {
     tb_backend *be = NULL;
     tb_model *m = NULL;
@@ -411,23 +430,28 @@ static int dp_run(const plan *p, int n, int threads, const float *img, const int
     int per = threads / n > 0 ? threads / n : 1, rc;
     tb_model_opts o = {.in = {1, 28, 28}, .classes = 10, .max_batch = p->batch, .conv_bias = 1,
                        .seed = 7};
+    r->setting = w->setting;
     r->n = n;
     r->nsteps = 0;
-    TB_TRY_GOTO(rc, dp_model(per, p->batch, &be, &m, &opt), out_free);
-    TB_TRY_GOTO(rc, dp_create(m, tb_spec_small_cnn, &o, n, TB_DP_THREADS, per, &dp), out_free);
+    TB_TRY_GOTO(rc, dp_model(w, per, p->batch, &be, &m, &opt), out_free);
+    TB_TRY_GOTO(rc, dp_create(m, tb_spec_small_cnn, &o, n, w->mode, per, &dp), out_free);
     for (int step = 0; step < p->steps; step++) {
-        float l;
+        float l = NAN;
+        int last = step == p->steps - 1;
         double t0 = comm_now();
         TB_TRY_GOTO(rc, model_zero_grad(m, 1), out_free);
-        TB_TRY_GOTO(rc, dp_step(dp, img, lab, p->batch, 1.0f, &l), out_free);
+        /* the loss read (a host wait on a GPU) only on the last step, as a
+         * loop that does not print it every step */
+        TB_TRY_GOTO(rc, dp_step(dp, img, lab, p->batch, 1.0f, last ? &l : NULL), out_free);
         TB_TRY_GOTO(rc, optim_step(&opt), out_free);
-        TB_TRY_GOTO(rc, be->sync(be), out_free);
+        TB_TRY_GOTO(rc, be->sync(be), out_free); /* device 0's optimizer ends the step */
         if (step > 0 && r->nsteps < MAX_STEPS) /* the first step warms up */
             r->step_s[r->nsteps++] = comm_now() - t0;
-        r->loss = l;
+        if (last)
+            r->loss = l;
     }
     float ref_loss = NAN;
-    TB_TRY_GOTO(rc, dp_reference(p, n, img, lab, &ref_loss, &ref_w), out_free);
+    TB_TRY_GOTO(rc, dp_reference(w, p, n, img, lab, &ref_loss, &ref_w), out_free);
     r->ref_loss = ref_loss;
     r->max_abs_w = 0;
     for (size_t i = 0; i < m->numel; i++)
@@ -560,21 +584,25 @@ static int add_dp_rows(sweep *s, dp_result *dp, int ndp, const gb_run *base, con
         dp_result *r = &dp[i];
         gb_run me = as_run("DP", r->step_s, r->nsteps);
         tb_result_row row;
-        tb_bench_row(b, &row, "DP threads", 0, "ranks", r->n, "step time");
+        tb_bench_row(b, &row, r->setting, 0, "ranks", r->n, "step time");
         TB_TRY(tb_bench_fill_timing(&row, &me, 1e3, "ms"));
         TB_TRY(tb_bench_fill_speedup(&row, base, again, &me));
         row.rate = s->p.batch / (row.median * 1e-3);
         snprintf(row.rate_unit, sizeof row.rate_unit, "samples/s");
         double rel = fabs(r->loss - r->ref_loss) / fmax(fabs(r->ref_loss), 1e-30);
         set_check(&row, rel, r->max_abs_w, 1, "1 process, BN per replica");
-        snprintf(row.note, sizeof row.note, "DataParallel: %d replica thread%s, one process, "
+        snprintf(row.note, sizeof row.note, "DataParallel: %d replica%s (%s), one process, "
                  "global batch %d; efficiency %.2f; weights vs reference max abs diff %.2e",
-                 r->n, r->n > 1 ? "s" : "", s->p.batch, base_s / (r->n * row.median * 1e-3),
-                 r->max_abs_w);
+                 r->n, r->n > 1 ? "s" : "", strcmp(r->setting, DP_GPUS) == 0
+                     ? "GPUs driven from one thread" : "one host thread each",
+                 s->p.batch, base_s / (r->n * row.median * 1e-3), r->max_abs_w);
         TB_TRY(tb_results_add(&b->res, &row));
-        TB_TRY(add_efficiency(b, "DP threads", "ranks", r->n, r->step_s, r->nsteps, base_s));
+        TB_TRY(add_efficiency(b, r->setting, "ranks", r->n, r->step_s, r->nsteps, base_s));
     }
-    return TB_OK;
+    if (!s->dp_na)
+        return TB_OK;
+    return tb_results_add_na(&b->res, "ddp", b->info.backend, b->info.name, s->dp_na,
+                             "step time", s->dp_na_why);
 }
 
 /* ---- plots ---- */
@@ -587,7 +615,8 @@ static int plot_all(sweep *s)
     size_t n[2] = {0}, ne[2] = {0};
     for (size_t i = 0; i < b->res.n; i++) {
         const tb_result_row *r = &b->res.rows[i];
-        int k = !strcmp(r->setting, "DP threads") ? 1 : !strcmp(r->setting, "DDP bucket=25M") ? 0 : -1;
+        int k = !strcmp(r->setting, DP_THREADS) || !strcmp(r->setting, DP_GPUS) ? 1
+                : !strcmp(r->setting, "DDP bucket=25M") ? 0 : -1;
         if (k < 0)
             continue;
         if (!strcmp(r->metric, "step time") && n[k] < MAXP) {
@@ -606,14 +635,14 @@ static int plot_all(sweep *s)
         }
     }
     tb_plot_series st[2] = {{"DDP (MPI ranks)", x[0], y[0], lo[0], hi[0], n[0]},
-                            {"DP (threads)", x[1], y[1], lo[1], hi[1], n[1]}};
+                            {s->dp_label, x[1], y[1], lo[1], hi[1], n[1]}};
     char title[256];
     snprintf(title, sizeof title, "Small CNN step time at global batch %d, %s (median, 95%% CI)",
              s->p.batch, b->info.name);
     tb_plot p = {title, "ranks / replicas", "step time (ms)", 0, 0, st, n[1] ? 2 : 1, NULL, 0, 0};
     TB_TRY(tb_plot_render(&p, b->od.plots, "ddp", TB_PLOT_ALL));
     tb_plot_series es[2] = {{"DDP (MPI ranks)", ex[0], ey[0], NULL, NULL, ne[0]},
-                            {"DP (threads)", ex[1], ey[1], NULL, NULL, ne[1]}};
+                            {s->dp_label, ex[1], ey[1], NULL, NULL, ne[1]}};
     tb_plot_hline one = {"perfect scaling", 1.0};
     snprintf(title, sizeof title, "Scaling efficiency t(1)/(n t(n)), %s", b->info.name);
     tb_plot q = {title, "ranks / replicas", "efficiency", 0, 0, es, ne[1] ? 2 : 1, &one, 1, 0};
@@ -637,17 +666,48 @@ static int plot_all(sweep *s)
 
 /* ---- main ---- */
 
+/* Which DP this device runs (w, up to *nmax replicas), and the n/a row of
+ * the other: threads on the CPU, GPUs from one thread on CUDA. */
+static int dp_plan(sweep *s, dp_where *w, int *nmax)
+{
+    tb_bench *b = s->b;
+    const char *why = NULL;
+    int gpus = tb_cuda_device_count(&why), ord;
+    tb_device_kind kind;
+    TB_TRY(tb_device_parse(b->be->name, &kind, &ord));
+    if (kind == TB_DEVICE_CUDA) {
+        *w = (dp_where){kind, b->be->device, TB_DP_ONE_THREAD, DP_GPUS, "DP (GPUs, one thread)"};
+        *nmax = s->p.max_ranks < gpus ? s->p.max_ranks : gpus;
+        s->dp_label = w->plot_label;
+        s->dp_na = DP_THREADS;
+        snprintf(s->dp_na_why, sizeof s->dp_na_why, "replicas on host threads are the CPU's "
+                 "DataParallel; on CUDA one thread drives the GPUs (" DP_GPUS ")");
+        return TB_OK;
+    }
+    *w = (dp_where){TB_DEVICE_CPU, 0, TB_DP_THREADS, DP_THREADS, "DP (threads)"};
+    *nmax = s->p.max_ranks;
+    s->dp_label = w->plot_label;
+    s->dp_na = DP_GPUS;
+    if (gpus == 0)
+        snprintf(s->dp_na_why, sizeof s->dp_na_why, "no GPU (%s)", why ? why : "none found");
+    else
+        snprintf(s->dp_na_why, sizeof s->dp_na_why, "the sweep ran on the CPU: --device=cuda "
+                 "runs DataParallel on the %d GPU%s", gpus, gpus > 1 ? "s" : "");
+    return TB_OK;
+}
+
 static int run_dp(sweep *s, dp_result **out, int *nout)
 {
+    dp_where w;
+    int nmax;
     *out = NULL;
     *nout = 0;
-    if (strcmp(s->b->be->name, "cpu") != 0)
-        return tb_results_add_na(&s->b->res, "ddp", s->b->info.backend, s->b->info.name,
-                                 "DP threads", "step time", "DataParallel is built for the CPU "
-                                 "backend only (lib/dp.h); the CUDA DP is not built");
+    TB_TRY(dp_plan(s, &w, &nmax));
+    if (nmax < 1)
+        return TB_OK;
     float *img = malloc((size_t)s->p.batch * 784 * sizeof(float));
     int32_t *lab = malloc((size_t)s->p.batch * sizeof(int32_t));
-    dp_result *dp = calloc((size_t)s->p.max_ranks, sizeof *dp);
+    dp_result *dp = calloc((size_t)nmax, sizeof *dp);
     int rc = TB_OK;
     if (!img || !lab || !dp) {
         rc = TB_FAIL(TB_ERR_NOMEM, "out of host memory for the DP runs");
@@ -655,12 +715,13 @@ static int run_dp(sweep *s, dp_result **out, int *nout)
     }
     synth_batch(img, lab, s->p.batch);
     int threads = s->b->info.threads > 0 ? s->b->info.threads : 1;
-    for (int n = 1; n <= s->p.max_ranks; n++) {
-        fprintf(stderr, "ddp: DataParallel with %d replica thread%s\n", n, n > 1 ? "s" : "");
-        TB_TRY_GOTO(rc, dp_run(&s->p, n, threads, img, lab, &dp[n - 1]), out_free);
+    for (int n = 1; n <= nmax; n++) {
+        fprintf(stderr, "ddp: DataParallel with %d replica%s (%s)\n", n, n > 1 ? "s" : "",
+                w.setting);
+        TB_TRY_GOTO(rc, dp_run(&w, &s->p, n, threads, img, lab, &dp[n - 1]), out_free);
     }
     *out = dp;
-    *nout = s->p.max_ranks;
+    *nout = nmax;
     dp = NULL;
 out_free:
     free(img);
@@ -726,8 +787,9 @@ int main(int argc, char **argv)
          NULL},
     };
     int rc = tb_bench_init(&b, "ddp",
-                           "DP (threads) vs DDP (MPI ranks, buckets, overlap, imbalance, "
-                           "SyncBatchNorm) on the small CNN at the same global batch, and the "
+                           "DP (threads on the CPU, GPUs from one thread on CUDA) vs DDP "
+                           "(MPI ranks, buckets, overlap, imbalance, SyncBatchNorm) on the "
+                           "small CNN at the same global batch, and the "
                            "all-reduce bus bandwidth.",
                            extra, 1, argc, argv, &done);
     if (rc == TB_OK && !done)

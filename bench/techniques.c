@@ -63,7 +63,8 @@ const tb_technique_entry tb_techniques[] = {
     {"tf32", "square GEMMs n = 256 .. 8192 (default to 4096), fp32 vs TF32 math", {45, 600, 3}},
     {"fused_attention", "manual vs fused attention, T = 128 .. 4096, causal or not: time, memory",
      {90, 420, 6}},
-    {"ddp_sweep", "DP (threads) vs DDP (MPI ranks 1..N, buckets, overlap, imbalance, SyncBN), "
+    {"ddp_sweep", "DP (CPU threads / GPUs from one thread) vs DDP (MPI ranks 1..N, buckets, "
+     "overlap, imbalance, SyncBN), "
      "all-reduce bus bandwidth", {60, 300, 45}},
     /* after ddp_sweep: reads its ddp.csv */
     {"scaling_model", "alpha-beta MODEL of scaling efficiency 1..1024 devices, ring and tree",
