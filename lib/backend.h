@@ -110,7 +110,7 @@ typedef struct tb_opt_hparams {
     tb_opt_kind kind;
     float lr, momentum, weight_decay;
     float beta1, beta2, eps;
-    float trust_coef;         /* LARS */
+    float trust_coef;         /* LARS eta, > 0 (opt_step refuses 0: no tensor would move) */
     int step;                 /* 1-based, for bias correction */
     float grad_scale;         /* gradients are multiplied by 1/grad_scale first (AMP) */
 } tb_opt_hparams;

@@ -10,6 +10,9 @@
  * only these ops installed) so it does not need oneDNN or the rest of the
  * CPU backend. Inputs are random and never zero; sizes include odd ones
  * and ones above the one-thread cutoff; every op runs with 1 and 2 threads.
+ * LARS is also checked against a float64 step written in the test from the
+ * paper's formula, on purpose with an all-zero weight tensor and an
+ * all-zero gradient (the cases where its trust ratio falls back to 1).
  */
 #include <math.h>
 #include <stdint.h>
@@ -563,6 +566,105 @@ static void test_opt(int threads)
     close_ops(be);
 }
 
+/* LARS against a float64 step written here from the published formula
+ * (You et al. 2017; torchlars, apex LARC with clip off), not from
+ * kernels/optim_math.h nor lib/ops_ref.c, which could share a mistake:
+ *   g = grad / grad_scale; local_lr = eta |w| / (|g| + wd |w| + eps) when
+ *   |w| > 0 and |g| > 0, else 1; d = local_lr (g + wd w);
+ *   buf = d (first step), momentum buf + d (after); w -= lr buf.
+ * Tensors: odd sizes, one crossing the CPU's 16384-element chunk and one of
+ * three chunks, a zero tensor (BN beta at init: local_lr 1), a tensor whose
+ * gradient is zero (local_lr 1, decay only). Fused and per-tensor, 2 steps. */
+#define LARS_T 7
+
+static void lars_step_f64(double lr, double momentum, double wd, double eta, double eps,
+                          double grad_scale, int step, double *w, double *buf, const float *grad,
+                          size_t n)
+{
+    double wn = 0.0, gn = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        wn += w[i] * w[i];
+        gn += (grad[i] / grad_scale) * (grad[i] / grad_scale);
+    }
+    wn = sqrt(wn);
+    gn = sqrt(gn);
+    double local_lr = wn > 0.0 && gn > 0.0 ? eta * wn / (gn + wd * wn + eps) : 1.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = local_lr * (grad[i] / grad_scale + wd * w[i]);
+        buf[i] = step == 1 ? d : momentum * buf[i] + d;
+        w[i] -= lr * buf[i];
+    }
+}
+
+static void test_lars_f64_case(tb_backend *be, int fused, float grad_scale)
+{
+    static const size_t n_of[LARS_T] = {1, 7, 100, 16387, 40000, 16, 33};
+    enum { ZERO_W = 5, ZERO_G = 6 };
+    const double lr = 2.0, mom = 0.9, wd = 5e-4, eta = 1e-3, eps = 1e-8;
+    size_t off[LARS_T + 1] = {0};
+    for (int t = 0; t < LARS_T; t++)
+        off[t + 1] = off[t] + n_of[t];
+    size_t total = off[LARS_T];
+    float *w = fnew(total), *buf = fnew(total), *g = fnew(total), *w0 = fnew(total);
+    float *got_w = fnew(total), *got_buf = fnew(total);
+    double *rw = dnew(total), *rbuf = dnew(total);
+    fill(w, total, 0.5f);
+    memset(w + off[ZERO_W], 0, n_of[ZERO_W] * sizeof(float));
+    memset(buf, 0, total * sizeof(float));
+    memcpy(w0, w, total * sizeof(float));
+    for (size_t i = 0; i < total; i++)
+        rw[i] = w[i], rbuf[i] = 0.0;
+    tb_param_view v[LARS_T];
+    for (int t = 0; t < LARS_T; t++)
+        v[t] = (tb_param_view){w + off[t], g + off[t], buf + off[t], NULL, n_of[t], NULL};
+    tb_opt_hparams hp = {.kind = TB_OPT_LARS, .lr = (float)lr, .momentum = (float)mom,
+                         .weight_decay = (float)wd, .trust_coef = (float)eta, .eps = (float)eps,
+                         .grad_scale = grad_scale};
+    int ok = 1;
+    for (int step = 1; step <= 2; step++) {
+        hp.step = step;
+        fill(g, total, 0.05f * grad_scale);
+        memset(g + off[ZERO_G], 0, n_of[ZERO_G] * sizeof(float));
+        ok &= be->opt_step(be, &hp, v, LARS_T, fused) == TB_OK;
+        for (int t = 0; t < LARS_T; t++)
+            lars_step_f64(lr, mom, wd, eta, eps, grad_scale, step, rw + off[t], rbuf + off[t],
+                          g + off[t], n_of[t]);
+    }
+    CHECK(ok, "LARS f64 fused=%d: opt_step status", fused);
+    for (size_t i = 0; i < total; i++)
+        got_w[i] = (float)rw[i], got_buf[i] = (float)rbuf[i];
+    for (int t = 0; t < LARS_T; t++) {
+        size_t a = off[t], n = n_of[t];
+        /* the step must be far above the tolerance, or the check says nothing */
+        double moved = 0.0;
+        for (size_t i = a; i < a + n; i++)
+            moved = fmax(moved, fabs(rw[i] - w0[i]));
+        CHECK(moved > 1e-4, "LARS f64: tensor %d (n %zu) moved only %g", t, n, moved);
+        CHECK(near("LARS param vs f64", w + a, got_w + a, n, 1e-7, 1e-5) &&
+                  near("LARS momentum vs f64", buf + a, got_buf + a, n, 1e-9, 1e-4),
+              "LARS vs the float64 step: tensor %d (n %zu) fused=%d grad_scale %g", t, n, fused,
+              (double)grad_scale);
+    }
+    hp.trust_coef = 0.0f;
+    CHECK(be->opt_step(be, &hp, v, LARS_T, fused) == TB_ERR_INVALID,
+          "LARS with trust_coef 0 (nothing but zero-norm tensors would move) refused");
+    tb_error_clear();
+    free(w), free(buf), free(g), free(w0), free(got_w), free(got_buf), free(rw), free(rbuf);
+}
+
+static void test_lars_f64(int threads)
+{
+    tb_backend *be = open_ops(threads);
+    for (int fused = 0; fused <= 1; fused++) {
+        test_lars_f64_case(be, fused, 1.0f);
+        test_lars_f64_case(be, fused, 512.0f);
+    }
+    printf("LARS vs a float64 step from the paper's formula (7 tensors incl. zero weights, "
+           "zero gradient, >1 chunk; fused and per-tensor; grad_scale 1, 512) t=%d: done\n",
+           threads);
+    close_ops(be);
+}
+
 /* ---------------------------------------------------------------- gradient checks */
 
 static double dot(const double *a, const double *b, size_t n)
@@ -735,6 +837,7 @@ int main(void)
         test_pool(THREADS[t]);
         test_xent(THREADS[t]);
         test_opt(THREADS[t]);
+        test_lars_f64(THREADS[t]);
     }
     test_reductions();
     test_dropout();

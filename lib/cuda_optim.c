@@ -44,6 +44,11 @@ static int opt_check(const tb_opt_hparams *hp, const tb_param_view *tensors, int
                 hp->momentum != 0.0f;
     int need2 = hp->kind == TB_OPT_ADAMW || hp->kind == TB_OPT_LAMB;
     int need_ts = hp->kind == TB_OPT_NOVOGRAD;
+    /* trust_coef 0 would freeze every tensor with a nonzero norm (trust 0)
+     * and step only the zero-norm ones: a LARS that silently never learns */
+    if (hp->kind == TB_OPT_LARS && !(hp->trust_coef > 0.0f && isfinite(hp->trust_coef)))
+        return TB_FAIL(TB_ERR_INVALID, "opt_step: LARS trust_coef %g must be finite and > 0 "
+                       "(set tb_opt_hparams.trust_coef, e.g. 0.001)", (double)hp->trust_coef);
     for (int i = 0; i < count; i++) {
         const tb_param_view *tv = &tensors[i];
         if (tv->n && (!tv->param || !tv->grad || (need1 && !tv->state1) ||

@@ -132,7 +132,8 @@ static int make_optim(tb_trainer *t)
     tb_opt_hparams hp = {
         .kind = (tb_opt_kind)c->optimizer, .lr = (float)c->lr, .momentum = (float)c->momentum,
         .weight_decay = (float)c->weight_decay, .beta1 = (float)c->beta1,
-        .beta2 = (float)c->beta2, .eps = (float)c->eps, .grad_scale = 1.0f,
+        .beta2 = (float)c->beta2, .eps = (float)c->eps, .trust_coef = (float)c->trust_coef,
+        .grad_scale = 1.0f,
     };
     tb_lr_schedule s = {.peak_lr = config_peak_lr(c), .warmup_steps = c->warmup_steps};
     return optim_init(&t->opt, t->model, &hp, &s, c->fused_optimizer);
