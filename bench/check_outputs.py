@@ -3,12 +3,14 @@
 
 usage: check_outputs.py OUT_DIR TECHNIQUE GOLDEN_CSV [--min-rows=N] [--plots=a,b]
                         [--no-gbench]  (a technique that times without Google Benchmark)
+                        [--na-note=TEXT]  (n/a rows expected, each note saying TEXT)
 
 - results/<device>/<technique>.csv exists, its header is the frozen schema
   (first line of the golden CSV), every row has every column;
 - numbers parse; timed rows have at least 5 repetitions and a median inside
   [min, max]; speedup rows carry an interval around the point estimate;
-- no correctness verdict is DIFFERS; every n/a row says why in note;
+- no correctness verdict is DIFFERS; every n/a row says why in note
+  (with --na-note: there are n/a rows, and each note contains TEXT);
 - <technique>.json, <technique>.gbench.json and fingerprint.json parse;
 - the plots exist as PNG (signature), SVG and PDF.
 Timing verdicts are never checked: they depend on the machine.
@@ -33,7 +35,7 @@ def num(s):
 def main():
     args = sys.argv[1:]
     out, tech, golden = args[0], args[1], args[2]
-    min_rows, plots, gbench = 1, [tech], True
+    min_rows, plots, gbench, na_note = 1, [tech], True, None
     for a in args[3:]:
         key, _, value = a.partition("=")
         if key == "--min-rows":
@@ -42,6 +44,8 @@ def main():
             plots = [p for p in value.split(",") if p]
         elif key == "--no-gbench":
             gbench = False
+        elif key == "--na-note":
+            na_note = value
         else:
             fail("unknown argument " + a)
     with open(golden, newline="") as f:
@@ -86,6 +90,13 @@ def main():
             s, a, b = num(r["speedup"]), num(r["speedup_ci_low"]), num(r["speedup_ci_high"])
             if not (a <= s <= b) or s <= 0:
                 fail(where + ": speedup %g outside its interval [%g, %g]" % (s, a, b))
+    if na_note is not None:
+        na_rows = [r for r in body if r["timing_verdict"] == "n/a" and r["median"] == ""]
+        if not na_rows:
+            fail("no n/a row, want rows saying %r" % na_note)
+        for r in na_rows:
+            if na_note not in r["note"]:
+                fail("n/a row %s: note %r does not say %r" % (r["setting"], r["note"], na_note))
     names = [tech + ".json", "fingerprint.json"] + ([tech + ".gbench.json"] if gbench else [])
     for name in names:
         p = os.path.join(res_dir, name)

@@ -31,6 +31,8 @@ void config_defaults(tb_config *cfg)
         .prefetch_factor = 2,
         .persistent_workers = 0,
         .worker_mode = 0,
+        .pin_memory = 0,
+        .non_blocking = 0,
         .model = TB_MODEL_SMALL_CNN,
         .conv_bias = 1,
         .fused_gelu = 0,
@@ -91,6 +93,8 @@ const tb_flag *config_flags(tb_config *cfg, size_t *n)
         FLAG("prefetch-factor", TB_FLAG_INT, prefetch_factor, "batches queued per worker (prefetch_factor)"),
         FLAG("persistent-workers", TB_FLAG_BOOL, persistent_workers, "keep workers across epochs (persistent_workers)"),
         CHOICE("worker-mode", worker_mode, worker_mode_names, "loader workers are threads or processes"),
+        FLAG("pin-memory", TB_FLAG_BOOL, pin_memory, "copy each batch to the device from page-locked host buffers (DataLoader pin_memory; CUDA only, n/a on the CPU)"),
+        FLAG("non-blocking", TB_FLAG_BOOL, non_blocking, "do not wait for the batch copy (.to(device, non_blocking=True)); with --pin-memory it runs on a side stream and overlaps compute (CUDA only, n/a on the CPU)"),
         CHOICE("model", model, tb_model_names, "small_cnn (1x28x28), wide_cnn (3x32x32) or transformer (1x28x28 as 28 tokens)"),
         FLAG("conv-bias", TB_FLAG_BOOL, conv_bias, "bias on convolutions followed by batch norm (nn.Conv2d bias=True)"),
         FLAG("fused-gelu", TB_FLAG_BOOL, fused_gelu, "one-pass GELU instead of eager's five passes"),
@@ -210,11 +214,13 @@ void config_describe(const tb_config *cfg, char *out, size_t cap)
 {
     snprintf(out, cap,
              "model=%s dataset=%s batch=%d workers=%d prefetch=%d persistent=%d mode=%s "
+             "pin_memory=%d non_blocking=%d "
              "flush_denormal=%d conv_autotune=%d grads_to_none=%d fused_gelu=%d fused_optimizer=%d conv_bias=%d "
              "optimizer=%s lr=%g accum=%d amp=%s channels_last=%d seed=%lld",
              tb_model_names[cfg->model], tb_dataset_names[cfg->dataset], cfg->batch_size,
              cfg->workers, cfg->prefetch_factor, cfg->persistent_workers,
-             worker_mode_names[cfg->worker_mode], cfg->flush_denormal, cfg->conv_autotune, cfg->grads_to_none,
+             worker_mode_names[cfg->worker_mode], cfg->pin_memory, cfg->non_blocking,
+             cfg->flush_denormal, cfg->conv_autotune, cfg->grads_to_none,
              cfg->fused_gelu, cfg->fused_optimizer, cfg->conv_bias,
              tb_optimizer_names[cfg->optimizer], config_peak_lr(cfg), cfg->accum_steps,
              tb_amp_names[cfg->amp_dtype], cfg->channels_last, cfg->seed);

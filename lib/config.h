@@ -3,7 +3,8 @@
  * the flag table that sets it from the command line.
  *
  * Performance toggles default to PyTorch's defaults (DataLoader num_workers
- * 0, prefetch_factor 2, persistent_workers False; cudnn.benchmark False;
+ * 0, prefetch_factor 2, persistent_workers False, pin_memory False;
+ * .to(device, non_blocking=False); cudnn.benchmark False;
  * zero_grad(set_to_none=True) as in PyTorch 2; optimizer fused=False;
  * nn.Conv2d bias=True; eager (unfused) GELU), so a run with no flags is what
  * plain PyTorch code does. Training hyper-parameters default to the recipe
@@ -68,6 +69,10 @@ typedef struct tb_config {
     int prefetch_factor;
     int persistent_workers;
     int worker_mode;          /* tb_worker_mode: threads or processes */
+    int pin_memory;           /* pin_memory: batches through page-locked host buffers
+                                 (lib/staging.h; CUDA only) */
+    int non_blocking;         /* .to(device, non_blocking=True): the batch copy is not
+                                 waited for (on a side stream with pin_memory) */
 
     /* ---- model ---- */
     int model;                /* tb_model_kind */

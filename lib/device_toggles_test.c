@@ -1,15 +1,20 @@
 /*
- * device_toggles_test.c - issue 5's device-side toggles on the CPU backend.
- * Each of --tensors-on-device, --augment-on-device and --cuda-graphs is
+ * device_toggles_test.c - the device-side toggles on the CPU backend.
+ * Each of --tensors-on-device, --augment-on-device, --cuda-graphs,
+ * --pin-memory and --non-blocking is
  * parsed from a command line through config_flags (so it is in the flag
  * table), passes config_validate, and is refused at trainer creation with
  * TB_ERR_UNSUPPORTED and its reason ("n/a on the CPU backend: ..."), the
  * status bench programs turn into their exit code (tb_exit_code). The CUDA
- * paths (lib/train_device.c, lib/cuda_graph.c, kernels/augment.cu) cannot
- * run here: bench:selfcheck checks their slots on a GPU.
+ * paths (lib/train_device.c, lib/cuda_graph.c, kernels/augment.cu,
+ * lib/cuda_staging.c) cannot run here: bench:selfcheck checks their slots,
+ * and pinned vs pageable training, on a GPU. Also: the two staging flags
+ * default off (PyTorch's pin_memory=False, non_blocking=False), and with
+ * them off the CPU trainer still trains (no staging on the CPU).
  *
  * Run: bazel test //lib:device_toggles_test
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,6 +41,10 @@ static const refusal refusals[] = {
     {"--augment-on-device", "n/a on the CPU backend: the CPU is the device: augmentation "
                             "already runs where the model runs"},
     {"--cuda-graphs", "n/a on the CPU backend: no kernel launches to capture"},
+    {"--pin-memory", "n/a on the CPU backend: no copy to a device: batches are already where "
+                     "the kernels read them"},
+    {"--non-blocking", "n/a on the CPU backend: no copy to a device: batches are already where "
+                       "the kernels read them"},
 };
 
 static void test_refusal(tb_backend *be, const tb_dataset *train, const tb_dataset *test,
@@ -71,6 +80,32 @@ static void test_refusal(tb_backend *be, const tb_dataset *train, const tb_datas
     trainer_destroy(t);
 }
 
+/* Both flags off (the defaults): the CPU trainer builds and takes a step,
+ * the model reading the batch buffers themselves. */
+static void test_staging_off(tb_backend *be, const tb_dataset *train, const tb_dataset *test)
+{
+    tb_config c;
+    config_defaults(&c);
+    printf("--pin-memory / --non-blocking off\n");
+    check(!c.pin_memory && !c.non_blocking, "both default off (PyTorch's defaults)");
+    c.device = "cpu";
+    c.dataset = TB_DATA_SYNTHETIC;
+    c.batch_size = 32;
+    check(config_validate(&c) == TB_OK, "config_validate");
+    tb_trainer *t = NULL;
+    float loss = 0;
+    int rc = trainer_create_with_data(&c, be, train, test, &t);
+    check(rc == TB_OK && t && !t->staging, "trainer_create: no staging on the CPU");
+    if (rc == TB_OK) {
+        rc = trainer_step(t, &loss);
+        check(rc == TB_OK && isfinite(loss) && loss > 0, "a step trains (finite, positive loss)");
+        check(t->x_in == &t->x && t->labels_in == t->labels,
+              "the model read the trainer's own batch buffers");
+    }
+    tb_error_clear();
+    trainer_destroy(t);
+}
+
 int main(void)
 {
     tb_backend *be;
@@ -85,6 +120,7 @@ int main(void)
         return tb_error_print(stderr), 1;
     for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++)
         test_refusal(be, train, test, &refusals[i]);
+    test_staging_off(be, train, test);
     dataset_free(train);
     dataset_free(test);
     tb_backend_close(be);

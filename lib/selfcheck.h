@@ -13,7 +13,9 @@
  *     included, and compares with the tolerance lib/selfcheck.c states for
  *     that op; convolutions with the default algorithm and every one
  *     conv_find returns;
- *   - training step checks (a table in lib/selfcheck.c).
+ *   - training step checks (a table in lib/selfcheck.c): toggles against
+ *     the CPU backend, and --pin-memory / --non-blocking against pageable
+ *     copies on the same backend (bitwise: a copy does not change data).
  * Lines look like
  *   PASS conv_fwd NCHW 2x3x7x7 k5 3x3 s1 p1 bias algo=<name> max_rel_err=1.2e-07 tol=1e-05
  *   FAIL relu_fwd n=1003 y: max_rel_err=1 > tol=0 at index 5 (got 0.3, want 0)
@@ -64,14 +66,16 @@ int tb_selfcheck_run(tb_backend *be, const tb_selfcheck_opts *opts, tb_selfcheck
 int tb_selfcheck_coverage(FILE *out);
 
 /* A training step check: the same few optimizer steps of one toggle
- * setting on the backend under test and on the CPU backend, compared by
+ * setting on the backend under test and on the CPU backend (or, where ref
+ * says so, of the toggle's off setting on the same backend), compared by
  * the loss after them. run writes both losses; TB_ERR_UNSUPPORTED means
  * the setting has no meaning on be (reported n/a with the message). */
 typedef struct tb_step_check {
     const char *name; /* the toggle and its setting, e.g. "default config" */
-    double tol;       /* relative, on the final loss */
+    double tol;       /* relative, on the final loss; 0: bitwise equal */
     const char *why;  /* why that tolerance */
     int (*run)(tb_backend *be, double *loss_be, double *loss_ref);
+    const char *ref;  /* what loss_ref comes from; NULL: "CPU" */
 } tb_step_check;
 
 /* The table of them is step_checks[] in lib/selfcheck.c. */

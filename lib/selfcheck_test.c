@@ -12,7 +12,8 @@
  *     listed as not an op (a new slot in lib/backend.h fails this until
  *     lib/selfcheck.c checks it; the message names the slot).
  *  3. The walk on the CPU backend's fast paths against the plain reference:
- *     no failure, the slots backend.h lets the CPU leave NULL reported n/a.
+ *     no failure, the slots backend.h lets the CPU leave NULL reported n/a,
+ *     and the pinned-memory step checks n/a with the CPU's reason.
  *  4. Broken ops are caught: a relu_fwd that leaks negatives, one that
  *     leaves an element unwritten, a conv_fwd off by 1e-3 in one element, a
  *     dropout_fwd whose mask flips one bit, an op slot set to NULL, and an
@@ -103,6 +104,12 @@ static void test_cpu_walk(tb_backend *be)
           "mem_empty_cache (NULL on the CPU, allowed) not reported n/a");
     CHECK(text && strstr(text, "PASS conv_fwd NCHW 2x3x7x7 k5 3x3 s1 p1 bias algo=default:"),
           "no conv_fwd line for the default algorithm");
+    CHECK(text && strstr(text, "n/a  step pin-memory (vs pageable, same backend): --pin-memory: "
+                               "n/a on the CPU backend: no copy to a device"),
+          "the pin-memory step check is not n/a on the CPU with its reason");
+    CHECK(text && strstr(text, "n/a  step pin-memory non-blocking (vs pageable, same backend): "
+                               "--pin-memory: n/a on the CPU backend"),
+          "the pin-memory non-blocking step check is not n/a on the CPU with its reason");
     char want[64];
     snprintf(want, sizeof want, "selfcheck: %d passed, %d failed, %d n/a\n", c.passed, c.failed,
              c.na);

@@ -123,7 +123,10 @@ static int make_batch_buffers(tb_trainer *t)
         if (!t->x_nhwc_host)
             return TB_FAIL(TB_ERR_NOMEM, "out of host memory for the channels-last batch");
     }
-    return t->be->dev_alloc(t->be, (void **)&t->labels, (size_t)c->batch_size * sizeof(int32_t));
+    TB_TRY(t->be->dev_alloc(t->be, (void **)&t->labels, (size_t)c->batch_size * sizeof(int32_t)));
+    t->x_in = &t->x;
+    t->labels_in = t->labels;
+    return TB_OK;
 }
 
 static int make_optim(tb_trainer *t)
@@ -168,6 +171,7 @@ static int trainer_build(tb_trainer *t)
     /* --amp=fp16 on the CPU stops here, with the backend's reason */
     TB_TRY(amp_probe(t->be, amp_dtype_of(c)));
     TB_TRY(train_device_refuse(c, t->be));
+    TB_TRY(train_staging_init(t));
     TB_TRY(make_loader(t, t->train_ds, 1, &t->train_ld));
     TB_TRY(make_loader(t, t->test_ds, 0, &t->test_ld));
     TB_TRY(make_model(t));
@@ -233,6 +237,10 @@ void trainer_destroy(tb_trainer *t)
 {
     if (!t)
         return;
+    /* waits for the staged copies before the buffers they read go; its
+     * status is lost here, as dev_free's below: a failing device has
+     * failed a step already */
+    (void)tb_staging_destroy(t->staging);
     loader_destroy(t->train_ld);
     loader_destroy(t->test_ld);
     if (t->opt.be)
@@ -258,22 +266,17 @@ void trainer_destroy(tb_trainer *t)
 
 /* ---- training ---- */
 
-/* Copies a loader batch into the device buffers. */
+/* A loader batch to the device (lib/train_device.c): t->x_in and
+ * t->labels_in are what the model then reads. */
 static int batch_to_device(tb_trainer *t, const tb_batch *b)
 {
-    tb_backend *be = t->be;
-    if (b->raw) /* --augment-on-device */
-        return train_device_batch(t, b);
     TB_TRY(tensor_set_batch(&t->x, b->size));
     const float *images = b->images;
-    if (t->x_nhwc_host) {
+    if (!b->raw && t->x_nhwc_host) {
         tensor_host_nchw_to_nhwc(b->images, t->x_nhwc_host, b->size, t->x.c, t->x.h, t->x.w);
         images = t->x_nhwc_host;
     }
-    TB_TRY(tensor_from_host(&t->x, images));
-    if (t->cfg.tensors_on_device)
-        return train_device_labels(t, b);
-    return be->copy_h2d(be, t->labels, b->labels, (size_t)b->size * sizeof(int32_t), NULL);
+    return train_device_batch(t, b, images);
 }
 
 /* --trace phases; no-ops when tracing is off. */
@@ -314,7 +317,7 @@ static int micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, int r
     if (t->cfg.cuda_graphs) /* forward and backward: one replay (lib/train_device.c) */
         TB_TRY(train_graph_fwd_bwd(t, b->size, loss_scale));
     else
-        TB_TRY(model_forward_loss(t->model, &t->x, t->labels, NULL));
+        TB_TRY(model_forward_loss(t->model, t->x_in, t->labels_in, NULL));
     if (t->cfg.detect_anomaly)
         TB_TRY(anomaly_check_loss(t));
     TB_TRY(phase_end(t, TB_PHASE_FORWARD));
@@ -573,7 +576,7 @@ static int eval_batch(tb_trainer *t, const tb_batch *b, float *host_logits, tb_e
     const tb_tensor *logits;
     float loss;
     TB_TRY(batch_to_device(t, b));
-    TB_TRY(model_forward_loss(t->model, &t->x, t->labels, &logits));
+    TB_TRY(model_forward_loss(t->model, t->x_in, t->labels_in, &logits));
     TB_TRY(xent_read_loss(&t->model->loss, &loss));
     TB_TRY(tensor_to_host(logits, host_logits));
     st->correct += count_correct(host_logits, b->labels, b->size, t->model->classes);

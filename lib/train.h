@@ -28,6 +28,7 @@
 #include "lib/loss_scaler.h"
 #include "lib/model.h"
 #include "lib/optim.h"
+#include "lib/staging.h"
 #include "lib/trace.h"
 
 #ifdef __cplusplus
@@ -44,6 +45,14 @@ typedef struct tb_trainer {
     tb_optim opt;
     tb_tensor x;              /* (B, C, H, W) the batch on the device */
     int32_t *labels;          /* (B) on the device */
+    /* What the model reads: x and labels, or the staged copies */
+    const tb_tensor *x_in;    /* &x, or &x_staged */
+    const int32_t *labels_in; /* (B) labels, or the staged labels */
+    /* --pin-memory, --non-blocking (lib/train_device.c) */
+    tb_staging *staging;      /* every batch goes through it on a backend with its own
+                                 device memory (CUDA); NULL on the CPU and with
+                                 --cuda-graphs, which replays fixed buffers */
+    tb_tensor x_staged;       /* (B, C, H, W) view of the staged images */
     long steps;               /* optimizer steps so far, over all epochs */
     int step_epoch;           /* trainer_step's epoch, -1 before its first step */
     /* issue 5's toggles */

@@ -29,6 +29,8 @@
 
 #include <stdlib.h>
 
+#include "lib/staging.h"
+
 #include "datasets/augment.h"
 #include "kernels/augment_math.h"
 
@@ -47,6 +49,30 @@ int train_device_refuse(const tb_config *c, const tb_backend *be)
         return TB_FAIL(TB_ERR_INVALID, "--cuda-graphs with --detect-anomaly or --dropout: a "
                        "replay cannot read the loss on the host mid-step or draw a new "
                        "dropout mask (its seed is a captured kernel argument)");
+    if (c->cuda_graphs && (c->pin_memory || c->non_blocking))
+        return TB_FAIL(TB_ERR_INVALID, "--cuda-graphs with --pin-memory or --non-blocking: a "
+                       "replay reads the batch from fixed device buffers, staged batches "
+                       "alternate between two; time them apart (bench:pinned_memory, "
+                       "bench:cuda_graphs)");
+    return TB_OK;
+}
+
+int train_staging_init(tb_trainer *t)
+{
+    const tb_config *c = &t->cfg;
+    if (c->cuda_graphs)
+        return TB_OK;
+    tb_staging_cfg sc = {.pin_memory = c->pin_memory, .non_blocking = c->non_blocking};
+    TB_TRY(tb_staging_create(t->be, &sc, &t->staging));
+    if (tb_staging_copies(t->staging))
+        return TB_OK;
+    int rc = tb_staging_destroy(t->staging);
+    t->staging = NULL;
+    TB_TRY(rc);
+    if (c->pin_memory || c->non_blocking)
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "--%s: n/a on the CPU backend: no copy to a "
+                       "device: batches are already where the kernels read them",
+                       c->pin_memory ? "pin-memory" : "non-blocking");
     return TB_OK;
 }
 
@@ -104,16 +130,41 @@ static tb_augment_cfg train_augment_cfg(const tb_trainer *t)
     return t->cfg.augment ? augment_train_defaults(t->train_ds) : augment_eval_defaults();
 }
 
-/* Raw samples up, each sample's (dy, dx, flip) up, then augment_u8. */
-static int augment_to_device(tb_trainer *t, const tb_batch *b)
+/* One batch's host parts on their way to the device. */
+typedef struct upload {
+    int n;
+    const void *host[TB_STAGING_MAX_PARTS];
+    size_t bytes[TB_STAGING_MAX_PARTS];
+    void *fixed[TB_STAGING_MAX_PARTS]; /* the part's own device buffer */
+    void *dev[TB_STAGING_MAX_PARTS];   /* after upload_run: the part on the device */
+} upload;
+
+static int upload_add(upload *u, const void *host, size_t bytes, void *fixed)
 {
-    tb_backend *be = t->be;
+    u->host[u->n] = host;
+    u->bytes[u->n] = bytes;
+    u->fixed[u->n] = fixed;
+    return u->n++;
+}
+
+/* Through the staging (one put: one wait, or none), else each part copied
+ * into its own buffer. */
+static int upload_run(tb_trainer *t, upload *u)
+{
+    if (t->staging)
+        return tb_staging_put(t->staging, u->n, u->host, u->bytes, u->dev);
+    for (int i = 0; i < u->n; i++) {
+        TB_TRY(t->be->copy_h2d(t->be, u->fixed[i], u->host[i], u->bytes[i], NULL));
+        u->dev[i] = u->fixed[i];
+    }
+    return TB_OK;
+}
+
+/* --augment-on-device: the raw samples and each sample's (dy, dx, flip). */
+static void add_raw_parts(tb_trainer *t, const tb_batch *b, upload *u)
+{
     const tb_dataset *ds = t->train_ds;
     tb_augment_cfg ac = train_augment_cfg(t);
-    tb_augment_desc d = {.c = ds->c, .h = ds->h, .w = ds->w, .pad = ac.enabled ? ac.pad : 0,
-                         .layout = t->x.layout};
-    for (int ch = 0; ch < ds->c; ch++)
-        tb_augment_norm(ac.normalize, ds->mean[ch], ds->std[ch], &d.scale[ch], &d.bias[ch]);
     for (int k = 0; k < b->size; k++) {
         tb_augment_params p = augment_params(&ac, (uint64_t)t->cfg.seed, b->epoch,
                                              b->sample_ids[k]);
@@ -121,34 +172,64 @@ static int augment_to_device(tb_trainer *t, const tb_batch *b)
         t->aug_params_host[3 * k + 1] = p.dx;
         t->aug_params_host[3 * k + 2] = p.flip;
     }
-    size_t raw = (size_t)b->size * ds->c * ds->h * ds->w;
-    TB_TRY(be->copy_h2d(be, t->x_u8, b->raw, raw, NULL));
-    TB_TRY(be->copy_h2d(be, t->aug_params, t->aug_params_host,
-                        (size_t)b->size * 3 * sizeof(int32_t), NULL));
-    return be->augment_u8(be, &d, t->x_u8, t->aug_params, t->x.data, b->size);
+    upload_add(u, b->raw, (size_t)b->size * ds->c * ds->h * ds->w, t->x_u8);
+    upload_add(u, t->aug_params_host, (size_t)b->size * 3 * sizeof(int32_t), t->aug_params);
 }
 
-static int labels_to_device(tb_trainer *t, const tb_batch *b)
+/* augment_u8 from the uploaded raw samples and parameters into t->x. */
+static int augment_on_device(tb_trainer *t, const tb_batch *b, const uint8_t *raw,
+                             const int32_t *params)
 {
-    tb_backend *be = t->be;
+    const tb_dataset *ds = t->train_ds;
+    tb_augment_cfg ac = train_augment_cfg(t);
+    tb_augment_desc d = {.c = ds->c, .h = ds->h, .w = ds->w, .pad = ac.enabled ? ac.pad : 0,
+                         .layout = t->x.layout};
+    for (int ch = 0; ch < ds->c; ch++)
+        tb_augment_norm(ac.normalize, ds->mean[ch], ds->std[ch], &d.scale[ch], &d.bias[ch]);
+    return t->be->augment_u8(t->be, &d, raw, params, t->x.data, b->size);
+}
+
+/* The labels part: int32, or with --tensors-on-device the dataset's bytes. */
+static int add_labels_part(tb_trainer *t, const tb_batch *b, upload *u)
+{
     if (!t->cfg.tensors_on_device)
-        return be->copy_h2d(be, t->labels, b->labels, (size_t)b->size * sizeof(int32_t), NULL);
+        return upload_add(u, b->labels, (size_t)b->size * sizeof(int32_t), t->labels);
     for (int k = 0; k < b->size; k++)
         t->labels_u8_host[k] = (uint8_t)b->labels[k];
-    TB_TRY(be->copy_h2d(be, t->labels_u8, t->labels_u8_host, (size_t)b->size, NULL));
-    return be->labels_u8_to_i32(be, t->labels_u8, t->labels, b->size);
+    return upload_add(u, t->labels_u8_host, (size_t)b->size, t->labels_u8);
 }
 
-int train_device_labels(tb_trainer *t, const tb_batch *b)
+/* The images the model reads: t->x, or a view of their staged copy. */
+static const tb_tensor *images_in(tb_trainer *t, void *dev)
 {
-    return labels_to_device(t, b);
+    if (dev == t->x.data)
+        return &t->x;
+    t->x_staged = tensor_view(t->be, dev, t->x.n, t->x.c, t->x.h, t->x.w);
+    t->x_staged.layout = t->x.layout;
+    return &t->x_staged;
 }
 
-int train_device_batch(tb_trainer *t, const tb_batch *b)
+int train_device_batch(tb_trainer *t, const tb_batch *b, const float *images)
 {
-    TB_TRY(tensor_set_batch(&t->x, b->size));
-    TB_TRY(augment_to_device(t, b));
-    return labels_to_device(t, b);
+    tb_backend *be = t->be;
+    upload u = {0};
+    if (b->raw)
+        add_raw_parts(t, b, &u);
+    else
+        upload_add(&u, images, tensor_numel(&t->x) * sizeof(float), t->x.data);
+    int lab = add_labels_part(t, b, &u);
+    TB_TRY(upload_run(t, &u));
+    if (b->raw) {
+        TB_TRY(augment_on_device(t, b, u.dev[0], u.dev[1]));
+        t->x_in = &t->x;
+    } else {
+        t->x_in = images_in(t, u.dev[0]);
+    }
+    t->labels_in = u.dev[lab];
+    if (!t->cfg.tensors_on_device)
+        return TB_OK;
+    t->labels_in = t->labels;
+    return be->labels_u8_to_i32(be, u.dev[lab], t->labels, b->size);
 }
 
 static int fwd_bwd_direct(tb_trainer *t, float loss_scale)

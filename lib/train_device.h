@@ -13,8 +13,19 @@
  *   --cuda-graphs        forward + loss + backward of a full-size
  *                        micro-batch is captured after 3 warm-up
  *                        micro-batches and replayed.
- * On a backend whose slots for these are NULL (the CPU) the trainer
- * refuses each flag with TB_ERR_UNSUPPORTED and the reason.
+ *   --pin-memory,        every batch's host parts (images or raw samples,
+ *   --non-blocking       augmentation parameters, labels) go to the device
+ *                        through lib/staging.h, which copies per the two
+ *                        flags, and the model reads the staged copies
+ *                        (PyTorch's x = x.to(device, non_blocking=...)).
+ *                        On a backend with its own device memory (CUDA) the
+ *                        staging is used whatever the flags, so the pageable
+ *                        baseline runs the same code as the pinned settings;
+ *                        not with --cuda-graphs, whose replays read fixed
+ *                        buffers (the combination is refused).
+ * On a backend whose slots for these are NULL (the CPU; for the staging:
+ * whose device memory is host memory) the trainer refuses each flag with
+ * TB_ERR_UNSUPPORTED and the reason.
  */
 #ifndef TB_TRAIN_DEVICE_H
 #define TB_TRAIN_DEVICE_H
@@ -23,22 +34,29 @@
 
 /* TB_ERR_UNSUPPORTED "--<flag>: n/a on the CPU backend: <why>" when be
  * lacks a flag's slots; TB_ERR_INVALID for combinations a graph cannot
- * replay (--detect-anomaly, --dropout > 0). */
+ * replay (--detect-anomaly, --dropout > 0, --pin-memory, --non-blocking). */
 int train_device_refuse(const tb_config *c, const tb_backend *be);
+
+/* t->staging for a backend with its own device memory (not with
+ * --cuda-graphs); none where device memory is host memory, and then
+ * --pin-memory and --non-blocking are TB_ERR_UNSUPPORTED with the reason. */
+int train_staging_init(tb_trainer *t);
 
 /* Device and host buffers of the flags that are on. REQUIRES: the batch
  * buffers exist (t->x, t->labels). */
 int train_device_init(tb_trainer *t);
 void train_device_free(tb_trainer *t);
 
-/* --augment-on-device: b (raw uint8, b->raw != NULL) into t->x and
- * t->labels: the samples and their (dy, dx, flip) uploaded, then
- * augment_u8 in t->x's layout. */
-int train_device_batch(tb_trainer *t, const tb_batch *b);
-
-/* b's labels into t->labels: with --tensors-on-device B bytes up and
- * labels_u8_to_i32; otherwise the int32 copy. */
-int train_device_labels(tb_trainer *t, const tb_batch *b);
+/* Batch b to the device; sets t->x_in and t->labels_in to what the model
+ * reads. images: b's images in t->x's layout (ignored for a raw batch).
+ *   images       copied into t->x, or staged (t->x_in views the copy);
+ *   raw batch    (--augment-on-device, b->raw != NULL) the samples and
+ *                their (dy, dx, flip) uploaded, then augment_u8 writes t->x
+ *                in its layout;
+ *   labels       int32 into t->labels or staged; with --tensors-on-device
+ *                B bytes up and labels_u8_to_i32 into t->labels.
+ * REQUIRES: tensor_set_batch(&t->x, b->size) done. */
+int train_device_batch(tb_trainer *t, const tb_batch *b, const float *images);
 
 /* Forward, loss and backward of the batch already in t->x / t->labels:
  * directly for the 3 warm-up micro-batches, for a partial batch and for a
