@@ -20,6 +20,10 @@
  * nothing else allocates between replays (the optimizer's scratch is
  * grow-only and exists after the warm-up step).
  *
+ * --pin-memory / --non-blocking: a batch's parts (images or raw samples and
+ * their augmentation parameters, labels) go to the device in one
+ * tb_staging_put, so the pageable path waits once per batch, not per part.
+ *
  * Tests: bazel test //lib:device_toggles_test (the CPU refusals; the CUDA
  * paths compile and link here and are unverified without a GPU:
  * bench:selfcheck's graph_begin, augment_u8 and labels_u8_to_i32 cases are
