@@ -100,13 +100,13 @@ const tb_flag *config_flags(tb_config *cfg, size_t *n)
         FLAG("fused-gelu", TB_FLAG_BOOL, fused_gelu, "one-pass GELU instead of eager's five passes"),
         FLAG("conv-autotune", TB_FLAG_BOOL, conv_autotune, "time every conv algorithm per shape, keep the fastest (cudnn.benchmark)"),
         FLAG("dropout", TB_FLAG_DOUBLE, dropout, "dropout probability in the wide model's head"),
-        CHOICE("optimizer", optimizer, tb_optimizer_names, "sgd (momentum) or adamw"),
-        FLAG("lr", TB_FLAG_DOUBLE, lr, "peak learning rate; -1 = recipe value (sgd 0.05, adamw 0.002)"),
-        FLAG("momentum", TB_FLAG_DOUBLE, momentum, "SGD momentum"),
-        FLAG("weight-decay", TB_FLAG_DOUBLE, weight_decay, "weight decay; -1 = recipe value (sgd 5e-4, adamw 0.01)"),
-        FLAG("beta1", TB_FLAG_DOUBLE, beta1, "AdamW beta1"),
-        FLAG("beta2", TB_FLAG_DOUBLE, beta2, "AdamW beta2"),
-        FLAG("eps", TB_FLAG_DOUBLE, eps, "AdamW epsilon"),
+        CHOICE("optimizer", optimizer, tb_optimizer_names, "sgd (momentum), adamw, or the large-batch lars, lamb, novograd"),
+        FLAG("lr", TB_FLAG_DOUBLE, lr, "peak learning rate; -1 = recipe value (sgd 0.05, adamw 0.002, lars 1, lamb 0.005, novograd 0.01)"),
+        FLAG("momentum", TB_FLAG_DOUBLE, momentum, "SGD and LARS momentum"),
+        FLAG("weight-decay", TB_FLAG_DOUBLE, weight_decay, "weight decay; -1 = recipe value (sgd 5e-4, adamw 0.01, lars 5e-4, lamb 0.01, novograd 1e-3)"),
+        FLAG("beta1", TB_FLAG_DOUBLE, beta1, "AdamW / LAMB / NovoGrad beta1"),
+        FLAG("beta2", TB_FLAG_DOUBLE, beta2, "AdamW / LAMB / NovoGrad beta2"),
+        FLAG("eps", TB_FLAG_DOUBLE, eps, "AdamW / LAMB / NovoGrad / LARS epsilon"),
         FLAG("fused-optimizer", TB_FLAG_BOOL, fused_optimizer, "one pass over all parameters (fused=True)"),
         FLAG("grads-to-none", TB_FLAG_BOOL, grads_to_none, "zero_grad(set_to_none=True): first backward writes, no memset"),
         FLAG("accum-steps", TB_FLAG_INT, accum_steps, "micro-batches of gradient accumulation per optimizer step"),
@@ -143,21 +143,6 @@ static int check_min(const char *flag, long long v, long long min)
 {
     if (v < min)
         return TB_FAIL(TB_ERR_INVALID, "--%s=%lld: must be at least %lld", flag, v, min);
-    return TB_OK;
-}
-
-/* Issue 5's fields must stay off until the library implements them. */
-static int check_not_yet(const tb_config *cfg)
-{
-    (void)cfg;
-    return TB_OK;
-}
-
-/* The rest of issue 5's toggles, refused while their library part is
- * missing (each line goes when its toggle lands). */
-static int check_toggles_pending(const tb_config *cfg)
-{
-    (void)cfg;
     return TB_OK;
 }
 
@@ -199,8 +184,7 @@ int config_validate(tb_config *cfg)
         cfg->weight_decay = recipe_wd[cfg->optimizer];
     if (cfg->lr == 0 || cfg->momentum < 0 || cfg->momentum >= 1)
         return TB_FAIL(TB_ERR_INVALID, "--lr must be > 0 and --momentum in [0, 1)");
-    TB_TRY(check_toggles_pending(cfg));
-    return check_not_yet(cfg);
+    return TB_OK;
 }
 
 double config_peak_lr(const tb_config *cfg)
