@@ -401,6 +401,8 @@ static int run(step_run *r)
     const tb_step_technique *t = r->tech;
     gb_results *g = NULL;
     int rc;
+    if (t->backend_ready)
+        t->backend_ready(r->b.info.backend);
     base_config(r);
     if (r->check_steps <= 0)
         r->check_steps = r->prof.check_steps;

@@ -9,7 +9,8 @@
  * timing):
  *   1. the common flags (bench/harness.h) plus --mem-limit and
  *      --check-steps; the Fashion-MNIST subset of the profile, decoded once;
- *   2. n/a rows for the settings the backend gives no meaning to (the
+ *   2. the entry's backend_ready hook, when it has one; n/a rows for the
+ *      settings the backend gives no meaning to (the
  *      baseline is always timed, so every technique has a reference);
  *   3. the correctness pass: per setting a fresh trainer from the same seed,
  *      check-steps steps, the last loss compared with its baseline's
@@ -104,6 +105,11 @@ typedef struct tb_step_technique {
     /* Non-NULL: adjusts a setting's row before it is added (e.g. the
      * waterfall's param_name per kind of row). */
     void (*row_hook)(int idx, tb_result_row *row);
+    /* Non-NULL: called once the backend is open ("cpu", "cuda"), before
+     * any setting is applied, checked or asked for its n/a reason: for an
+     * entry whose settings depend on the backend (the waterfall's masks
+     * hold only the stages that backend runs). */
+    void (*backend_ready)(const char *backend);
 } tb_step_technique;
 
 /* Runs the technique: flags, checks, timing, rows, plot. Returns the exit

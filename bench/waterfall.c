@@ -17,6 +17,14 @@
  * it through train_epoch). bf16 autocast runs emulated on a CPU without
  * AVX512_BF16 (this VM): there it is expected to slow the step down.
  *
+ * GPU-only stages (tensors_on_device, augment_on_device, cuda_graphs) come
+ * after the CPU's: on CUDA they are cumulative stages, part of "all on" and
+ * left out in turn; on the CPU backend their rows are n/a with the
+ * trainer's reason, and "all on" holds the CPU stages only (the masks are
+ * built per backend, build_masks). CUDA graphs need anomaly detection off,
+ * so on CUDA "all on but debug APIs off" is n/a saying so, and in the
+ * full profile "cuda_graphs alone" runs with debug APIs off.
+ *
  * The default profile's time to accuracy allows 30 s of training per run:
  * on this loaded 2-core VM 85% is not reached in that time, and the rows
  * are n/a saying so; the full profile allows 900 s.
@@ -33,6 +41,10 @@ typedef struct stage {
     const char *name;
     void (*on)(tb_config *cfg);   /* switches the technique on */
     void (*off)(tb_config *cfg);  /* and off (the baseline's value) */
+    const char *cpu_na;           /* NULL: runs on the CPU backend; else why it means
+                                     nothing there (the trainer's reason) */
+    int needs;                    /* index of a stage it cannot run without, -1: none */
+    const char *needs_why;
 } stage;
 
 static void gtn_on(tb_config *c) { c->grads_to_none = 1; }
@@ -55,21 +67,58 @@ static void nhwc_on(tb_config *c) { c->channels_last = 1; }
 static void nhwc_off(tb_config *c) { c->channels_last = 0; }
 static void amp_on(tb_config *c) { c->amp_dtype = TB_AMP_BF16; }
 static void amp_off(tb_config *c) { c->amp_dtype = TB_AMP_OFF; }
+static void tod_on(tb_config *c) { c->tensors_on_device = 1; }
+static void tod_off(tb_config *c) { c->tensors_on_device = 0; }
+static void aod_on(tb_config *c) { c->augment_on_device = 1; }
+static void aod_off(tb_config *c) { c->augment_on_device = 0; }
+static void graphs_on(tb_config *c) { c->cuda_graphs = 1; }
+static void graphs_off(tb_config *c) { c->cuda_graphs = 0; }
 
+#define DEBUG_STAGE 7
+
+/* The GPU-only stages come last, so the CPU's stages, "all on" and
+ * leave-one-out rows are those of the CPU stages alone. Pinned memory +
+ * non_blocking (bench:pinned_memory) is no stage: the trainer refuses it
+ * with --cuda-graphs (a replay reads the batch from fixed device buffers,
+ * staged batches alternate between two buffers), and CUDA graphs remove
+ * more of the step's overhead. */
 static const stage stages[] = {
-    {"grads_to_none", gtn_on, gtn_off},
-    {"fused_gelu", gelu_on, gelu_off},
-    {"no conv bias", bias_on, bias_off},
-    {"fused_optimizer", fopt_on, fopt_off},
-    {"conv_autotune", tune_on, tune_off},
-    {"2 persistent workers", work_on, work_off},
-    {"tf32", tf32_on, tf32_off},
-    {"debug APIs off", debug_on, debug_off},
-    {"channels last", nhwc_on, nhwc_off},
-    {"bf16 autocast", amp_on, amp_off},
+    {"grads_to_none", gtn_on, gtn_off, NULL, -1, NULL},
+    {"fused_gelu", gelu_on, gelu_off, NULL, -1, NULL},
+    {"no conv bias", bias_on, bias_off, NULL, -1, NULL},
+    {"fused_optimizer", fopt_on, fopt_off, NULL, -1, NULL},
+    {"conv_autotune", tune_on, tune_off, NULL, -1, NULL},
+    {"2 persistent workers", work_on, work_off, NULL, -1, NULL},
+    {"tf32", tf32_on, tf32_off, NULL, -1, NULL},
+    [DEBUG_STAGE] = {"debug APIs off", debug_on, debug_off, NULL, -1, NULL},
+    {"channels last", nhwc_on, nhwc_off, NULL, -1, NULL},
+    {"bf16 autocast", amp_on, amp_off, NULL, -1, NULL},
+    {"tensors_on_device", tod_on, tod_off,
+     "n/a on the CPU backend: host and device memory are the same", -1, NULL},
+    {"augment_on_device", aod_on, aod_off,
+     "n/a on the CPU backend: the CPU is the device, augmentation already runs where the "
+     "model runs", -1, NULL},
+    {"cuda_graphs", graphs_on, graphs_off,
+     "n/a on the CPU backend: no kernel launches to capture", DEBUG_STAGE,
+     "a replay cannot read the loss on the host mid-step (--detect-anomaly)"},
 };
 #define NSTAGES ((int)(sizeof stages / sizeof stages[0]))
 #define NSETTINGS (2 * NSTAGES + 2)
+
+/* Why stage k means nothing on backend, NULL when it runs there. */
+static const char *stage_na(int k, const char *backend)
+{
+    return strcmp(backend, "cpu") == 0 ? stages[k].cpu_na : NULL;
+}
+
+/* The stages backend runs. */
+static unsigned stages_on(const char *backend)
+{
+    unsigned mask = 0;
+    for (int k = 0; k < NSTAGES; k++)
+        mask |= stage_na(k, backend) ? 0u : 1u << k;
+    return mask;
+}
 
 /* param holds the mask of stages switched on. */
 static void apply_mask(tb_config *cfg, double param)
@@ -90,24 +139,57 @@ static void row_hook(int idx, tb_result_row *row)
     row->param_value = loo ? idx - NSTAGES - 1 : idx;
 }
 
-static void build_settings(void)
+/* The stage a row is about: the one it adds or leaves out; -1 for "all
+ * off" and "all on". */
+static int row_stage(int idx)
 {
-    unsigned all = (1u << NSTAGES) - 1;
+    if (idx <= NSTAGES)
+        return idx - 1;
+    return idx - NSTAGES - 2;
+}
+
+static void build_names(void)
+{
     for (int i = 0; i < NSETTINGS; i++) {
-        unsigned mask;
-        if (i <= NSTAGES) {
-            mask = (1u << i) - 1;
-            snprintf(names[i], sizeof names[i], i ? "+ %s" : "all off", i ? stages[i - 1].name : "");
-        } else if (i == NSTAGES + 1) {
-            mask = all;
+        int k = row_stage(i);
+        if (i <= NSTAGES)
+            snprintf(names[i], sizeof names[i], i ? "+ %s" : "all off", i ? stages[k].name : "");
+        else if (k < 0)
             snprintf(names[i], sizeof names[i], "all on");
-        } else {
-            int k = i - NSTAGES - 2;
-            mask = all & ~(1u << k);
+        else
             snprintf(names[i], sizeof names[i], "all on but %s", stages[k].name);
-        }
-        settings[i] = (tb_step_setting){names[i], (double)mask, 0, apply_mask, NULL, NULL};
+        settings[i] = (tb_step_setting){names[i], 0, 0, apply_mask, NULL, NULL};
     }
+}
+
+/* The masks for the stages backend runs (the harness's backend_ready). */
+static void build_masks(const char *backend)
+{
+    unsigned all = stages_on(backend);
+    for (int i = 0; i < NSETTINGS; i++) {
+        int k = row_stage(i);
+        unsigned mask = i <= NSTAGES ? ((1u << i) - 1) & all : k < 0 ? all : all & ~(1u << k);
+        settings[i].param = (double)mask;
+    }
+}
+
+/* A stage the backend does not run, or a stage on without one it needs. */
+static const char *na_reason(const char *backend, const tb_step_setting *s)
+{
+    static char why[256];
+    int k = row_stage((int)(s - settings));
+    if (k >= 0 && stage_na(k, backend))
+        return stage_na(k, backend);
+    unsigned mask = (unsigned)s->param;
+    for (int j = 0; j < NSTAGES; j++) {
+        int need = stages[j].needs;
+        if (!(mask >> j & 1) || need < 0 || mask >> need & 1)
+            continue;
+        snprintf(why, sizeof why, "%s needs %s: %s", stages[j].name, stages[need].name,
+                 stages[j].needs_why);
+        return why;
+    }
+    return NULL;
 }
 
 static const tb_step_technique waterfall = {
@@ -117,11 +199,12 @@ static const tb_step_technique waterfall = {
     .settings = settings,
     .n_settings = NSETTINGS,
     .metric = TB_METRIC_STEP,
-    .na_reason = tb_step_na_never,
+    .na_reason = na_reason,
     .tolerance = 5e-2,
     .tolerance_why = "the conv autotuner's and bf16 autocast's (another summation order or "
                      "8-bit mantissas, amplified by SGD; 1.1e-2 and 1.4e-2 after 50 steps)",
     .row_hook = row_hook,
+    .backend_ready = build_masks,
 };
 
 /* ---- time to accuracy ---- */
@@ -223,6 +306,25 @@ static int tta_row(tb_bench *b, const tta_plan *p, const char *setting, int is_b
     return tb_results_add(&b->res, &row);
 }
 
+/* Stage k alone (with the stage it needs, if any); n/a where the backend
+ * does not run it. */
+static int tta_alone(tb_bench *b, const tta_plan *p, int k, const tb_dataset *train,
+                     const tb_dataset *test)
+{
+    char name[64];
+    const stage *st = &stages[k];
+    const char *na = stage_na(k, b->info.backend);
+    unsigned mask = 1u << k;
+    if (st->needs >= 0)
+        mask |= 1u << st->needs;
+    snprintf(name, sizeof name, "%s alone%s%s", st->name, st->needs >= 0 ? " + " : "",
+             st->needs >= 0 ? stages[st->needs].name : "");
+    if (na)
+        return tb_results_add_na(&b->res, "time_to_accuracy", b->info.backend, b->info.name,
+                                 name, "time to accuracy", na);
+    return tta_row(b, p, name, 0, mask, train, test);
+}
+
 static int tta_main(int argc, char **argv)
 {
     tb_bench b;
@@ -242,14 +344,11 @@ static int tta_main(int argc, char **argv)
     TB_TRY_GOTO(rc, dataset_open_fashion_mnist(NULL, TB_SPLIT_TRAIN, 0, &train), out_close);
     TB_TRY_GOTO(rc, dataset_open_fashion_mnist(NULL, TB_SPLIT_TEST, (long)p->test_n, &test),
                 out_close);
-    unsigned all = (1u << NSTAGES) - 1;
+    unsigned all = stages_on(b.info.backend);
     TB_TRY_GOTO(rc, tta_row(&b, p, "baseline", 1, 0, train, test), out_close);
     TB_TRY_GOTO(rc, tta_row(&b, p, "all techniques", 0, all, train, test), out_close);
-    for (int k = 0; p->each_alone && k < NSTAGES; k++) {
-        char name[64];
-        snprintf(name, sizeof name, "%s alone", stages[k].name);
-        TB_TRY_GOTO(rc, tta_row(&b, p, name, 0, 1u << k, train, test), out_close);
-    }
+    for (int k = 0; p->each_alone && k < NSTAGES; k++)
+        TB_TRY_GOTO(rc, tta_alone(&b, p, k, train, test), out_close);
     rc = tb_bench_save(&b);
 out_close:
     dataset_free(train);
@@ -265,7 +364,7 @@ int main(int argc, char **argv)
     if (!copy)
         return 1;
     memcpy(copy, argv, ((size_t)argc + 1) * sizeof *copy);
-    build_settings();
+    build_names();
     int code = tb_step_main(&waterfall, argc, argv);
     if (code != 0)
         return code;

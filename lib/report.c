@@ -1233,7 +1233,11 @@ static void sec_waterfall(doc *d, const tb_report_folder *f)
         return;
     }
     doc_text(d, BK_P, "Each row adds one technique to all the rows above it; the speedup is "
-                      "cumulative, against the training step with every technique off.");
+                      "cumulative, against the training step with every technique off. "
+                      "Techniques this device gives no meaning to (on the CPU: tensors and "
+                      "augmentation made on the device, CUDA graphs) are left out of every "
+                      "row here, \"all on\" included; their rows are under \"Not applicable "
+                      "on this device\" with the reason.");
     step_table(d, &f->waterfall, "stage", "switched on (cumulative)", "cumulative speedup [95% CI]");
     doc_text(d, BK_P, "Leave-one-out: every technique on except the one named. A technique "
                       "whose removal costs little matters little here; one whose removal costs "

@@ -79,6 +79,13 @@ static tb_dtype amp_dtype_of(const tb_config *c)
     return c->amp_dtype == TB_AMP_BF16 ? TB_BF16 : c->amp_dtype == TB_AMP_FP16 ? TB_F16 : TB_F32;
 }
 
+const tb_layer_spec *train_model_spec(const tb_config *c)
+{
+    return c->model == TB_MODEL_WIDE_CNN      ? tb_spec_wide_cnn
+           : c->model == TB_MODEL_TRANSFORMER ? tb_spec_transformer
+                                              : tb_spec_small_cnn;
+}
+
 static int make_model(tb_trainer *t)
 {
     const tb_config *c = &t->cfg;
@@ -88,9 +95,7 @@ static int make_model(tb_trainer *t)
         .conv_bias = c->conv_bias, .dropout = (float)c->dropout, .seed = (uint64_t)c->seed,
         .channels_last = c->channels_last, .amp = amp_dtype_of(c),
     };
-    const tb_layer_spec *spec = c->model == TB_MODEL_WIDE_CNN    ? tb_spec_wide_cnn
-                                : c->model == TB_MODEL_TRANSFORMER ? tb_spec_transformer
-                                                                   : tb_spec_small_cnn;
+    const tb_layer_spec *spec = train_model_spec(c);
     mo.checkpointing = c->checkpointing;
     TB_TRY(model_build(t->be, spec, &mo, &t->model));
     t->model->ctx.gelu = c->fused_gelu ? TB_GELU_FUSED : TB_GELU_UNFUSED;

@@ -38,6 +38,18 @@
 #include "datasets/augment.h"
 #include "kernels/augment_math.h"
 
+/* --dropout only draws masks where the model has a dropout layer (the
+ * default 0.1 is the wide CNN's head; the small CNN has none). */
+static int model_drops_out(const tb_config *c)
+{
+    if (!(c->dropout > 0))
+        return 0;
+    for (const tb_layer_spec *s = train_model_spec(c); s->kind != TB_SPEC_END; s++)
+        if (s->kind == TB_SPEC_DROPOUT)
+            return 1;
+    return 0;
+}
+
 int train_device_refuse(const tb_config *c, const tb_backend *be)
 {
     if (c->tensors_on_device && !be->labels_u8_to_i32)
@@ -49,7 +61,7 @@ int train_device_refuse(const tb_config *c, const tb_backend *be)
     if (c->cuda_graphs && !be->graph_begin)
         return TB_FAIL(TB_ERR_UNSUPPORTED, "--cuda-graphs: n/a on the CPU backend: no kernel "
                        "launches to capture");
-    if (c->cuda_graphs && (c->detect_anomaly || c->dropout > 0))
+    if (c->cuda_graphs && (c->detect_anomaly || model_drops_out(c)))
         return TB_FAIL(TB_ERR_INVALID, "--cuda-graphs with --detect-anomaly or --dropout: a "
                        "replay cannot read the loss on the host mid-step or draw a new "
                        "dropout mask (its seed is a captured kernel argument)");

@@ -34,8 +34,12 @@
 
 /* TB_ERR_UNSUPPORTED "--<flag>: n/a on the CPU backend: <why>" when be
  * lacks a flag's slots; TB_ERR_INVALID for combinations a graph cannot
- * replay (--detect-anomaly, --dropout > 0, --pin-memory, --non-blocking). */
+ * replay (--detect-anomaly, --dropout > 0 in a model with a dropout layer,
+ * --pin-memory, --non-blocking). */
 int train_device_refuse(const tb_config *c, const tb_backend *be);
+
+/* The layers of c->model (lib/model.h's tb_spec_*). */
+const tb_layer_spec *train_model_spec(const tb_config *c);
 
 /* t->staging for a backend with its own device memory (not with
  * --cuda-graphs); none where device memory is host memory, and then
