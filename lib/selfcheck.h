@@ -78,7 +78,7 @@ typedef struct tb_step_check {
     const char *ref;  /* what loss_ref comes from; NULL: "CPU" */
 } tb_step_check;
 
-/* The table of them is step_checks[] in lib/selfcheck.c. */
+/* The table of them is sc_step_checks[] in lib/selfcheck_train.c. */
 
 #ifdef __cplusplus
 }
