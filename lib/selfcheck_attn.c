@@ -16,85 +16,79 @@
 /* ------------------------------------------------------------ layer norm, attention */
 
 static const int ln_shapes[][2] = {{1, 7}, {37, 65}, {3, 1001}};
-#define N_LN_SHAPES (sizeof ln_shapes / sizeof ln_shapes[0])
 #define LN_EPS 1e-5f
 
 static const char *const ln_names[] = {"unfused", "fused"};
 
-int check_layernorm_fwd(sc_ctx *sc)
+static int ln_fwd_one(sc_ctx *sc, int rows, int cols)
 {
     tb_backend *be = sc->be;
-    for (size_t i = 0; i < N_LN_SHAPES; i++) {
-        int rows = ln_shapes[i][0], cols = ln_shapes[i][1];
-        size_t n = (size_t)rows * cols;
-        float *x, *dx, *ga, *dga, *bt, *dbt, *y, *sm, *sr;
-        TB_TRY(sc_randf(sc, &x, &dx, n, -2.0f, 3.0f));
-        TB_TRY(sc_randf(sc, &ga, &dga, (size_t)cols, 0.5f, 1.5f));
-        TB_TRY(sc_randf(sc, &bt, &dbt, (size_t)cols, -0.5f, 0.5f));
-        TB_TRY(sc_host(sc, (void **)&y, n * sizeof *y));
-        TB_TRY(sc_host(sc, (void **)&sm, (size_t)rows * sizeof *sm));
-        TB_TRY(sc_host(sc, (void **)&sr, (size_t)rows * sizeof *sr));
-        TB_TRY(tb_ref_layernorm_fwd(x, ga, bt, LN_EPS, rows, cols, y, sm, sr));
-        for (int v = 0; v < 2; v++) {
-            float *oy, *osm, *osr;
-            TB_TRY(sc_dev(sc, (void **)&oy, n * sizeof *oy));
-            TB_TRY(sc_dev(sc, (void **)&osm, (size_t)rows * sizeof *osm));
-            TB_TRY(sc_dev(sc, (void **)&osr, (size_t)rows * sizeof *osr));
-            sc_case c;
-            sc_case_start(&c, "%s rows=%d cols=%d", ln_names[v], rows, cols);
-            TB_TRY(SC_FINISH(sc, &c,
-                             be->layernorm_fwd(be, (tb_ln_variant)v, dx, dga, dbt, LN_EPS, rows,
-                                               cols, oy, osm, osr), 0,
-                             {"y", y, oy, n, TOL_SUM},
-                             {"save_mean", sm, osm, (size_t)rows, TOL_SUM},
-                             {"save_rstd", sr, osr, (size_t)rows, TOL_SUM}));
-        }
-        TB_TRY(sc_release(sc));
+    size_t n = (size_t)rows * cols;
+    float *x, *dx, *ga, *dga, *bt, *dbt, *y, *sm, *sr;
+    TB_TRY(sc_randf(sc, &x, &dx, n, -2.0f, 3.0f));
+    TB_TRY(sc_randf(sc, &ga, &dga, (size_t)cols, 0.5f, 1.5f));
+    TB_TRY(sc_randf(sc, &bt, &dbt, (size_t)cols, -0.5f, 0.5f));
+    TB_TRY(sc_host(sc, (void **)&y, n * sizeof *y));
+    TB_TRY(sc_host(sc, (void **)&sm, (size_t)rows * sizeof *sm));
+    TB_TRY(sc_host(sc, (void **)&sr, (size_t)rows * sizeof *sr));
+    TB_TRY(tb_ref_layernorm_fwd(x, ga, bt, LN_EPS, rows, cols, y, sm, sr));
+    for (int v = 0; v < 2; v++) {
+        float *oy, *osm, *osr;
+        TB_TRY(sc_dev(sc, (void **)&oy, n * sizeof *oy));
+        TB_TRY(sc_dev(sc, (void **)&osm, (size_t)rows * sizeof *osm));
+        TB_TRY(sc_dev(sc, (void **)&osr, (size_t)rows * sizeof *osr));
+        sc_case c;
+        sc_case_start(&c, "%s rows=%d cols=%d", ln_names[v], rows, cols);
+        TB_TRY(SC_FINISH(sc, &c,
+                         be->layernorm_fwd(be, (tb_ln_variant)v, dx, dga, dbt, LN_EPS, rows, cols,
+                                           oy, osm, osr), 0,
+                         {"y", y, oy, n, TOL_SUM}, {"save_mean", sm, osm, (size_t)rows, TOL_SUM},
+                         {"save_rstd", sr, osr, (size_t)rows, TOL_SUM}));
     }
     return TB_OK;
 }
 
-int check_layernorm_bwd(sc_ctx *sc)
+static int ln_bwd_case(sc_ctx *sc, int rows, int cols, tb_ln_variant v, int acc)
 {
     tb_backend *be = sc->be;
-    for (size_t i = 0; i < N_LN_SHAPES; i++) {
-        int rows = ln_shapes[i][0], cols = ln_shapes[i][1];
-        size_t n = (size_t)rows * cols, nc = (size_t)cols;
-        for (int v = 0; v < 2; v++) {
-            for (int acc = 0; acc < 2; acc++) {
-                float *x, *dx_in, *ga, *dga, *bt, *y, *sm, *sr, *dsm, *dsr, *g, *dg;
-                float *wdx, *odx, *wdg, *odg, *wdb, *odb;
-                TB_TRY(sc_randf(sc, &x, &dx_in, n, -2.0f, 3.0f));
-                TB_TRY(sc_randf(sc, &ga, &dga, nc, 0.5f, 1.5f));
-                TB_TRY(sc_randf(sc, &g, &dg, n, -1.0f, 1.0f));
-                TB_TRY(sc_host(sc, (void **)&bt, nc * sizeof *bt));
-                TB_TRY(sc_host(sc, (void **)&y, n * sizeof *y));
-                TB_TRY(sc_host(sc, (void **)&sm, (size_t)rows * sizeof *sm));
-                TB_TRY(sc_host(sc, (void **)&sr, (size_t)rows * sizeof *sr));
-                sc_fill(sc, bt, nc, -0.5f, 0.5f);
-                /* the forward's saved statistics, from the reference */
-                TB_TRY(tb_ref_layernorm_fwd(x, ga, bt, LN_EPS, rows, cols, y, sm, sr));
-                TB_TRY(sc_upload(sc, (void **)&dsm, sm, (size_t)rows * sizeof *sm));
-                TB_TRY(sc_upload(sc, (void **)&dsr, sr, (size_t)rows * sizeof *sr));
-                TB_TRY(sc_outf(sc, &wdx, &odx, n));
-                TB_TRY(sc_inoutf(sc, &wdg, &odg, nc, acc));
-                TB_TRY(sc_inoutf(sc, &wdb, &odb, nc, acc));
-                TB_TRY(tb_ref_layernorm_bwd(x, g, ga, LN_EPS, rows, cols, wdx, wdg, wdb, acc));
-                sc_case c;
-                sc_case_start(&c, "%s rows=%d cols=%d accumulate=%d", ln_names[v], rows, cols,
-                              acc);
-                TB_TRY(SC_FINISH(sc, &c,
-                                 be->layernorm_bwd(be, (tb_ln_variant)v, dx_in, dg, dga, dsm,
-                                                   dsr, rows, cols, odx, odg, odb, acc), 0,
-                                 {"dx", wdx, odx, n, TOL_CANCEL},
-                                 {"dgamma", wdg, odg, nc, TOL_SUM},
-                                 {"dbeta", wdb, odb, nc, TOL_SUM}));
-                TB_TRY(sc_release(sc));
-            }
-        }
-    }
+    size_t n = (size_t)rows * cols, nc = (size_t)cols;
+    float *x, *dx_in, *ga, *dga, *bt, *y, *sm, *sr, *dsm, *dsr, *g, *dg;
+    float *wdx, *odx, *wdg, *odg, *wdb, *odb;
+    TB_TRY(sc_randf(sc, &x, &dx_in, n, -2.0f, 3.0f));
+    TB_TRY(sc_randf(sc, &ga, &dga, nc, 0.5f, 1.5f));
+    TB_TRY(sc_randf(sc, &g, &dg, n, -1.0f, 1.0f));
+    TB_TRY(sc_host_randf(sc, &bt, nc, -0.5f, 0.5f));
+    TB_TRY(sc_host(sc, (void **)&y, n * sizeof *y));
+    TB_TRY(sc_host(sc, (void **)&sm, (size_t)rows * sizeof *sm));
+    TB_TRY(sc_host(sc, (void **)&sr, (size_t)rows * sizeof *sr));
+    /* the forward's saved statistics, from the reference */
+    TB_TRY(tb_ref_layernorm_fwd(x, ga, bt, LN_EPS, rows, cols, y, sm, sr));
+    TB_TRY(sc_upload(sc, (void **)&dsm, sm, (size_t)rows * sizeof *sm));
+    TB_TRY(sc_upload(sc, (void **)&dsr, sr, (size_t)rows * sizeof *sr));
+    TB_TRY(sc_outf(sc, &wdx, &odx, n));
+    TB_TRY(sc_inoutf(sc, &wdg, &odg, nc, acc));
+    TB_TRY(sc_inoutf(sc, &wdb, &odb, nc, acc));
+    TB_TRY(tb_ref_layernorm_bwd(x, g, ga, LN_EPS, rows, cols, wdx, wdg, wdb, acc));
+    sc_case c;
+    sc_case_start(&c, "%s rows=%d cols=%d accumulate=%d", ln_names[v], rows, cols, acc);
+    TB_TRY(SC_FINISH(sc, &c,
+                     be->layernorm_bwd(be, v, dx_in, dg, dga, dsm, dsr, rows, cols, odx, odg, odb,
+                                       acc), 0,
+                     {"dx", wdx, odx, n, TOL_CANCEL}, {"dgamma", wdg, odg, nc, TOL_SUM},
+                     {"dbeta", wdb, odb, nc, TOL_SUM}));
+    return sc_release(sc);
+}
+
+static int ln_bwd_one(sc_ctx *sc, int rows, int cols)
+{
+    for (int v = 0; v < 2; v++)
+        for (int acc = 0; acc < 2; acc++)
+            TB_TRY(ln_bwd_case(sc, rows, cols, (tb_ln_variant)v, acc));
     return TB_OK;
 }
+
+int check_layernorm_fwd(sc_ctx *sc) { return SC_EACH_SHAPE(sc, ln_shapes, ln_fwd_one); }
+int check_layernorm_bwd(sc_ctx *sc) { return SC_EACH_SHAPE(sc, ln_shapes, ln_bwd_one); }
 
 /* Odd sequence lengths, causal and not, head sizes 16 and 64. */
 static const tb_attn_desc attn_descs[] = {

@@ -249,6 +249,15 @@ int sc_cmp_exact(sc_ctx *sc, sc_case *c, const char *what, const void *ref,
     return TB_OK;
 }
 
+int sc_each_shape(sc_ctx *sc, const int (*shapes)[2], size_t n, int (*one)(sc_ctx *, int, int))
+{
+    for (size_t i = 0; i < n; i++) {
+        TB_TRY(one(sc, shapes[i][0], shapes[i][1]));
+        TB_TRY(sc_release(sc));
+    }
+    return TB_OK;
+}
+
 void sc_case_end(sc_ctx *sc, sc_case *c)
 {
     if (c->failed) {
@@ -282,11 +291,17 @@ static int sc_expect_cmp(sc_ctx *sc, sc_case *c, const sc_expect *e)
     return sc_cmp_floor(sc, c, e->what, e->want, e->got, e->n, e->tol, e->floor);
 }
 
+int sc_cmp_all(sc_ctx *sc, sc_case *c, const sc_expect *e, size_t ne)
+{
+    for (size_t i = 0; i < ne; i++)
+        TB_TRY(sc_expect_cmp(sc, c, &e[i]));
+    return TB_OK;
+}
+
 int sc_finish(sc_ctx *sc, sc_case *c, int rc, int optional, const sc_expect *e, size_t ne)
 {
     if (sc_ran(sc, c, rc, optional))
-        for (size_t i = 0; i < ne; i++)
-            TB_TRY(sc_expect_cmp(sc, c, &e[i]));
+        TB_TRY(sc_cmp_all(sc, c, e, ne));
     sc_case_end(sc, c);
     return TB_OK;
 }

@@ -141,6 +141,21 @@ static int conv_fwd_one(sc_ctx *sc, const tb_conv_desc *d, int algo, const char 
     return sc_release(sc);
 }
 
+/* Runs kind with be's default algorithm for d: y = fwd(x, w, bias), dx =
+ * bwd_data(dy, w), or dw, dbias = bwd_filter(x, dy), written to out, out_b. */
+static int conv_run_default(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
+                            const void *x, const void *w, const void *dy, const float *bias,
+                            float *out, float *out_b)
+{
+    int algo = 0;
+    TB_TRY(be->conv_algo_default(be, d, kind, &algo));
+    if (kind == TB_CONV_FWD)
+        return be->conv_fwd(be, d, algo, x, w, bias, out);
+    if (kind == TB_CONV_BWD_DATA)
+        return be->conv_bwd_data(be, d, algo, dy, w, out);
+    return be->conv_bwd_filter(be, d, algo, x, dy, out, out_b, 0);
+}
+
 /* Mixed precision: bf16 and fp16 inputs (each direction's, lib/backend.h),
  * fp32 outputs, against the fp32 reference on the unrounded inputs at
  * TOL_LOWP, both layouts, the default algorithm; n/a where the backend
@@ -173,15 +188,7 @@ static int conv_lowp_one(sc_ctx *sc, tb_conv_kind kind, tb_dtype dt, tb_layout l
     sc_case c;
     sc_case_start(&c, "%s %s n=2 c=5 9x7 k=8 3x3 default algorithm",
                   layout == TB_NHWC ? "nhwc" : "nchw", sc_lowp_names[dt]);
-    int algo = 0;
-    int rc = be->conv_algo_default(be, &d, kind, &algo);
-    if (rc == TB_OK && kind == TB_CONV_FWD)
-        rc = be->conv_fwd(be, &d, algo, dx, dw, dbias, out);
-    else if (rc == TB_OK && kind == TB_CONV_BWD_DATA)
-        rc = be->conv_bwd_data(be, &d, algo, dg, dw, out);
-    else if (rc == TB_OK)
-        rc = be->conv_bwd_filter(be, &d, algo, dx, dg, out, out_b, 0);
-    TB_TRY(SC_FINISH(sc, &c, rc, 1,
+    TB_TRY(SC_FINISH(sc, &c, conv_run_default(be, &d, kind, dx, dw, dg, dbias, out, out_b), 1,
                      {kind == TB_CONV_FWD ? "y" : kind == TB_CONV_BWD_DATA ? "dx" : "dw", want, out,
                       nout, TOL_LOWP},
                      {"dbias", want_b, out_b, (size_t)d.k, TOL_LOWP}));
@@ -288,67 +295,72 @@ int check_conv_bwd_filter(sc_ctx *sc)
 
 /* conv_algo_default: answers for every problem and kind with an id that
  * the conv_* checks then run (they fail if the id is unusable). */
-int check_conv_algo_default(sc_ctx *sc)
+static void conv_algo_default_one(sc_ctx *sc, const tb_conv_desc *d, tb_conv_kind kind,
+                                  sc_case *c)
 {
-    tb_backend *be = sc->be;
-    for (size_t i = 0; i < N_CONV_DESCS; i++) {
-        char ds[96];
-        conv_desc_str(&conv_descs[i], ds, sizeof ds);
-        for (int k = 0; k < 3; k++) {
-            int algo = -1;
-            sc_case c;
-            sc_case_start(&c, "%s %s", ds, conv_kind_names[k]);
-            int rc = be->conv_algo_default(be, &conv_descs[i], (tb_conv_kind)k, &algo);
-            if (rc != TB_OK)
-                sc_case_fail_rc(&c, "conv_algo_default", rc);
-            else if (algo < 0)
-                sc_case_fail(&c, "returned algorithm id %d", algo);
-            else
-                snprintf(c.note, sizeof c.note, "algo=%d", algo);
-            sc_case_end(sc, &c);
-        }
-    }
-    return TB_OK;
+    int algo = -1;
+    int rc = sc->be->conv_algo_default(sc->be, d, kind, &algo);
+    if (rc != TB_OK)
+        sc_case_fail_rc(c, "conv_algo_default", rc);
+    else if (algo < 0)
+        sc_case_fail(c, "returned algorithm id %d", algo);
+    else
+        snprintf(c->note, sizeof c->note, "algo=%d", algo);
 }
 
 /* conv_find: at least one algorithm, each named, fastest first. */
-int check_conv_find(sc_ctx *sc)
+static void conv_find_one(sc_ctx *sc, const tb_conv_desc *d, tb_conv_kind kind, sc_case *c)
 {
-    tb_backend *be = sc->be;
+    tb_conv_algo_perf perf[TB_MAX_CONV_ALGOS];
+    int found = -1;
+    int rc = sc->be->conv_find(sc->be, d, kind, perf, TB_MAX_CONV_ALGOS, &found);
+    if (rc != TB_OK) {
+        sc_case_fail_rc(c, "conv_find", rc);
+        return;
+    }
+    if (found < 1 || found > TB_MAX_CONV_ALGOS)
+        sc_case_fail(c, "returned %d algorithms (want 1..%d)", found, TB_MAX_CONV_ALGOS);
+    float last = 0.0f;
+    for (int j = 0; j < found && j < TB_MAX_CONV_ALGOS; j++) {
+        if (!perf[j].name[0])
+            sc_case_fail(c, "algorithm %d (id %d) has no name", j, perf[j].algo);
+        if (perf[j].ms < 0)
+            continue;
+        if (perf[j].ms < last)
+            sc_case_fail(c, "not fastest first: %s %.3g ms after %.3g ms", perf[j].name,
+                         perf[j].ms, last);
+        last = perf[j].ms;
+    }
+    if (!c->failed)
+        snprintf(c->note, sizeof c->note, "%d algorithms, fastest %s %.3g ms", found,
+                 perf[0].name, perf[0].ms);
+}
+
+/* One case per problem and kind, filled in by query. */
+static void conv_each_query(sc_ctx *sc, void (*query)(sc_ctx *, const tb_conv_desc *,
+                                                      tb_conv_kind, sc_case *))
+{
     for (size_t i = 0; i < N_CONV_DESCS; i++) {
         char ds[96];
         conv_desc_str(&conv_descs[i], ds, sizeof ds);
         for (int k = 0; k < 3; k++) {
-            tb_conv_algo_perf perf[TB_MAX_CONV_ALGOS];
-            int found = -1;
             sc_case c;
             sc_case_start(&c, "%s %s", ds, conv_kind_names[k]);
-            int rc = be->conv_find(be, &conv_descs[i], (tb_conv_kind)k, perf, TB_MAX_CONV_ALGOS,
-                                   &found);
-            if (rc != TB_OK) {
-                sc_case_fail_rc(&c, "conv_find", rc);
-                sc_case_end(sc, &c);
-                continue;
-            }
-            if (found < 1 || found > TB_MAX_CONV_ALGOS)
-                sc_case_fail(&c, "returned %d algorithms (want 1..%d)", found, TB_MAX_CONV_ALGOS);
-            float last = 0.0f;
-            for (int j = 0; j < found && j < TB_MAX_CONV_ALGOS; j++) {
-                if (!perf[j].name[0])
-                    sc_case_fail(&c, "algorithm %d (id %d) has no name", j, perf[j].algo);
-                if (perf[j].ms < 0)
-                    continue;
-                if (perf[j].ms < last)
-                    sc_case_fail(&c, "not fastest first: %s %.3g ms after %.3g ms", perf[j].name,
-                                 perf[j].ms, last);
-                last = perf[j].ms;
-            }
-            if (!c.failed)
-                snprintf(c.note, sizeof c.note, "%d algorithms, fastest %s %.3g ms", found,
-                         perf[0].name, perf[0].ms);
+            query(sc, &conv_descs[i], (tb_conv_kind)k, &c);
             sc_case_end(sc, &c);
         }
     }
+}
+
+int check_conv_algo_default(sc_ctx *sc)
+{
+    conv_each_query(sc, conv_algo_default_one);
+    return TB_OK;
+}
+
+int check_conv_find(sc_ctx *sc)
+{
+    conv_each_query(sc, conv_find_one);
     return TB_OK;
 }
 
@@ -368,103 +380,116 @@ static void bn_desc_str(const tb_bn_desc *d, char *out, size_t cap)
              d->hw);
 }
 
-int check_bn_fwd_train(sc_ctx *sc)
+/* The forward's inputs, host and device: x (N, C, HW), gamma, beta and
+ * the running statistics (C). */
+typedef struct bn_io {
+    size_t n, c;
+    float *x, *ga, *bt, *rm, *rv;      /* host */
+    float *dx, *dga, *dbt, *drm, *drv; /* device */
+} bn_io;
+
+static int bn_inputs(sc_ctx *sc, const tb_bn_desc *d, bn_io *io)
+{
+    io->n = (size_t)d->n * d->c * d->hw;
+    io->c = (size_t)d->c;
+    TB_TRY(sc_randf(sc, &io->x, &io->dx, io->n, -2.0f, 3.0f));
+    TB_TRY(sc_randf(sc, &io->ga, &io->dga, io->c, 0.5f, 1.5f));
+    TB_TRY(sc_randf(sc, &io->bt, &io->dbt, io->c, -0.5f, 0.5f));
+    TB_TRY(sc_randf(sc, &io->rm, &io->drm, io->c, -0.5f, 0.5f));
+    return sc_randf(sc, &io->rv, &io->drv, io->c, 0.5f, 1.5f);
+}
+
+static int bn_fwd_train_one(sc_ctx *sc, const tb_bn_desc *d)
 {
     tb_backend *be = sc->be;
+    bn_io io;
+    float *y, *dy, *sm, *dsm, *si, *dsi;
+    TB_TRY(bn_inputs(sc, d, &io));
+    size_t n = io.n, c = io.c;
+    TB_TRY(sc_outf(sc, &y, &dy, n));
+    TB_TRY(sc_outf(sc, &sm, &dsm, c));
+    TB_TRY(sc_outf(sc, &si, &dsi, c));
+    TB_TRY(tb_ref_bn_fwd_train(d, io.x, io.ga, io.bt, y, io.rm, io.rv, sm, si));
+    char ds[64];
+    bn_desc_str(d, ds, sizeof ds);
+    sc_case k;
+    sc_case_start(&k, "%s", ds);
+    return SC_FINISH(sc, &k,
+                     be->bn_fwd_train(be, d, io.dx, io.dga, io.dbt, dy, io.drm, io.drv, dsm, dsi),
+                     0, {"y", y, dy, n, TOL_SUM}, {"running_mean", io.rm, io.drm, c, TOL_SUM},
+                     {"running_var", io.rv, io.drv, c, TOL_SUM},
+                     {"save_mean", sm, dsm, c, TOL_SUM}, {"save_invstd", si, dsi, c, TOL_SUM});
+}
+
+static int bn_fwd_infer_one(sc_ctx *sc, const tb_bn_desc *d)
+{
+    tb_backend *be = sc->be;
+    bn_io io;
+    float *y, *dy;
+    TB_TRY(bn_inputs(sc, d, &io));
+    TB_TRY(sc_outf(sc, &y, &dy, io.n));
+    TB_TRY(tb_ref_bn_fwd_infer(d, io.x, io.ga, io.bt, io.rm, io.rv, y));
+    char ds[64];
+    bn_desc_str(d, ds, sizeof ds);
+    sc_case k;
+    sc_case_start(&k, "%s", ds);
+    return SC_FINISH(sc, &k, be->bn_fwd_infer(be, d, io.dx, io.dga, io.dbt, io.drm, io.drv, dy),
+                     0, {"y", y, dy, io.n, TOL_SUM});
+}
+
+static int bn_bwd_case(sc_ctx *sc, const tb_bn_desc *d, int acc)
+{
+    tb_backend *be = sc->be;
+    size_t n = (size_t)d->n * d->c * d->hw, c = (size_t)d->c;
+    float *x, *dx_in, *ga, *dga, *be_, *rm, *rv, *y, *sm, *si, *g, *dg, *d_sm, *d_si;
+    float *wdx, *odx, *wdg, *odg, *wdb, *odb;
+    TB_TRY(sc_randf(sc, &x, &dx_in, n, -2.0f, 3.0f));
+    TB_TRY(sc_randf(sc, &ga, &dga, c, 0.5f, 1.5f));
+    TB_TRY(sc_randf(sc, &g, &dg, n, -1.0f, 1.0f));
+    /* the forward's saved statistics, from the reference */
+    TB_TRY(sc_host_randf(sc, &be_, c, -0.5f, 0.5f));
+    TB_TRY(sc_host_randf(sc, &rm, c, -0.5f, 0.5f));
+    TB_TRY(sc_host_randf(sc, &rv, c, 0.5f, 1.5f));
+    TB_TRY(sc_host(sc, (void **)&y, n * sizeof(float)));
+    TB_TRY(sc_host(sc, (void **)&sm, c * sizeof(float)));
+    TB_TRY(sc_host(sc, (void **)&si, c * sizeof(float)));
+    TB_TRY(tb_ref_bn_fwd_train(d, x, ga, be_, y, rm, rv, sm, si));
+    TB_TRY(sc_upload(sc, (void **)&d_sm, sm, c * sizeof(float)));
+    TB_TRY(sc_upload(sc, (void **)&d_si, si, c * sizeof(float)));
+    TB_TRY(sc_outf(sc, &wdx, &odx, n));
+    TB_TRY(sc_inoutf(sc, &wdg, &odg, c, acc));
+    TB_TRY(sc_inoutf(sc, &wdb, &odb, c, acc));
+    TB_TRY(tb_ref_bn_bwd(d, x, g, ga, sm, si, wdx, wdg, wdb, acc));
+    char ds[64];
+    bn_desc_str(d, ds, sizeof ds);
+    sc_case k;
+    sc_case_start(&k, "%s accumulate=%d", ds, acc);
+    TB_TRY(SC_FINISH(sc, &k, be->bn_bwd(be, d, dx_in, dg, dga, d_sm, d_si, odx, odg, odb, acc), 0,
+                     {"dx", wdx, odx, n, TOL_CANCEL}, {"dgamma", wdg, odg, c, TOL_SUM},
+                     {"dbeta", wdb, odb, c, TOL_SUM}));
+    return sc_release(sc);
+}
+
+static int bn_bwd_one(sc_ctx *sc, const tb_bn_desc *d)
+{
+    for (int acc = 0; acc < 2; acc++)
+        TB_TRY(bn_bwd_case(sc, d, acc));
+    return TB_OK;
+}
+
+/* Runs one(sc, d) for each batch norm problem, freeing after each. */
+static int bn_each(sc_ctx *sc, int (*one)(sc_ctx *, const tb_bn_desc *))
+{
     for (size_t i = 0; i < N_BN_DESCS; i++) {
-        const tb_bn_desc *d = &bn_descs[i];
-        size_t n = (size_t)d->n * d->c * d->hw, c = (size_t)d->c;
-        float *x, *dx, *ga, *dga, *be_, *dbe, *rm, *drm, *rv, *drv;
-        float *y, *dy, *sm, *dsm, *si, *dsi;
-        TB_TRY(sc_randf(sc, &x, &dx, n, -2.0f, 3.0f));
-        TB_TRY(sc_randf(sc, &ga, &dga, c, 0.5f, 1.5f));
-        TB_TRY(sc_randf(sc, &be_, &dbe, c, -0.5f, 0.5f));
-        TB_TRY(sc_randf(sc, &rm, &drm, c, -0.5f, 0.5f));
-        TB_TRY(sc_randf(sc, &rv, &drv, c, 0.5f, 1.5f));
-        TB_TRY(sc_outf(sc, &y, &dy, n));
-        TB_TRY(sc_outf(sc, &sm, &dsm, c));
-        TB_TRY(sc_outf(sc, &si, &dsi, c));
-        TB_TRY(tb_ref_bn_fwd_train(d, x, ga, be_, y, rm, rv, sm, si));
-        char ds[64];
-        bn_desc_str(d, ds, sizeof ds);
-        sc_case k;
-        sc_case_start(&k, "%s", ds);
-        TB_TRY(SC_FINISH(sc, &k, be->bn_fwd_train(be, d, dx, dga, dbe, dy, drm, drv, dsm, dsi), 0,
-                         {"y", y, dy, n, TOL_SUM}, {"running_mean", rm, drm, c, TOL_SUM},
-                         {"running_var", rv, drv, c, TOL_SUM}, {"save_mean", sm, dsm, c, TOL_SUM},
-                         {"save_invstd", si, dsi, c, TOL_SUM}));
+        TB_TRY(one(sc, &bn_descs[i]));
         TB_TRY(sc_release(sc));
     }
     return TB_OK;
 }
 
-int check_bn_fwd_infer(sc_ctx *sc)
-{
-    tb_backend *be = sc->be;
-    for (size_t i = 0; i < N_BN_DESCS; i++) {
-        const tb_bn_desc *d = &bn_descs[i];
-        size_t n = (size_t)d->n * d->c * d->hw, c = (size_t)d->c;
-        float *x, *dx, *ga, *dga, *be_, *dbe, *rm, *drm, *rv, *drv, *y, *dy;
-        TB_TRY(sc_randf(sc, &x, &dx, n, -2.0f, 3.0f));
-        TB_TRY(sc_randf(sc, &ga, &dga, c, 0.5f, 1.5f));
-        TB_TRY(sc_randf(sc, &be_, &dbe, c, -0.5f, 0.5f));
-        TB_TRY(sc_randf(sc, &rm, &drm, c, -0.5f, 0.5f));
-        TB_TRY(sc_randf(sc, &rv, &drv, c, 0.5f, 1.5f));
-        TB_TRY(sc_outf(sc, &y, &dy, n));
-        TB_TRY(tb_ref_bn_fwd_infer(d, x, ga, be_, rm, rv, y));
-        char ds[64];
-        bn_desc_str(d, ds, sizeof ds);
-        sc_case k;
-        sc_case_start(&k, "%s", ds);
-        TB_TRY(SC_FINISH(sc, &k, be->bn_fwd_infer(be, d, dx, dga, dbe, drm, drv, dy), 0,
-                         {"y", y, dy, n, TOL_SUM}));
-        TB_TRY(sc_release(sc));
-    }
-    return TB_OK;
-}
-
-int check_bn_bwd(sc_ctx *sc)
-{
-    tb_backend *be = sc->be;
-    for (size_t i = 0; i < N_BN_DESCS; i++) {
-        const tb_bn_desc *d = &bn_descs[i];
-        size_t n = (size_t)d->n * d->c * d->hw, c = (size_t)d->c;
-        for (int acc = 0; acc < 2; acc++) {
-            float *x, *dx_in, *ga, *dga, *be_, *rm, *rv, *y, *sm, *si, *g, *dg, *d_sm, *d_si;
-            float *wdx, *odx, *wdg, *odg, *wdb, *odb;
-            TB_TRY(sc_randf(sc, &x, &dx_in, n, -2.0f, 3.0f));
-            TB_TRY(sc_randf(sc, &ga, &dga, c, 0.5f, 1.5f));
-            TB_TRY(sc_randf(sc, &g, &dg, n, -1.0f, 1.0f));
-            /* the forward's saved statistics, from the reference */
-            TB_TRY(sc_host(sc, (void **)&be_, c * sizeof(float)));
-            TB_TRY(sc_host(sc, (void **)&rm, c * sizeof(float)));
-            TB_TRY(sc_host(sc, (void **)&rv, c * sizeof(float)));
-            TB_TRY(sc_host(sc, (void **)&y, n * sizeof(float)));
-            TB_TRY(sc_host(sc, (void **)&sm, c * sizeof(float)));
-            TB_TRY(sc_host(sc, (void **)&si, c * sizeof(float)));
-            sc_fill(sc, be_, c, -0.5f, 0.5f);
-            sc_fill(sc, rm, c, -0.5f, 0.5f);
-            sc_fill(sc, rv, c, 0.5f, 1.5f);
-            TB_TRY(tb_ref_bn_fwd_train(d, x, ga, be_, y, rm, rv, sm, si));
-            TB_TRY(sc_upload(sc, (void **)&d_sm, sm, c * sizeof(float)));
-            TB_TRY(sc_upload(sc, (void **)&d_si, si, c * sizeof(float)));
-            TB_TRY(sc_outf(sc, &wdx, &odx, n));
-            TB_TRY(sc_inoutf(sc, &wdg, &odg, c, acc));
-            TB_TRY(sc_inoutf(sc, &wdb, &odb, c, acc));
-            TB_TRY(tb_ref_bn_bwd(d, x, g, ga, sm, si, wdx, wdg, wdb, acc));
-            char ds[64];
-            bn_desc_str(d, ds, sizeof ds);
-            sc_case k;
-            sc_case_start(&k, "%s accumulate=%d", ds, acc);
-            TB_TRY(SC_FINISH(sc, &k,
-                             be->bn_bwd(be, d, dx_in, dg, dga, d_sm, d_si, odx, odg, odb, acc), 0,
-                             {"dx", wdx, odx, n, TOL_CANCEL}, {"dgamma", wdg, odg, c, TOL_SUM},
-                             {"dbeta", wdb, odb, c, TOL_SUM}));
-            TB_TRY(sc_release(sc));
-        }
-    }
-    return TB_OK;
-}
+int check_bn_fwd_train(sc_ctx *sc) { return bn_each(sc, bn_fwd_train_one); }
+int check_bn_fwd_infer(sc_ctx *sc) { return bn_each(sc, bn_fwd_infer_one); }
+int check_bn_bwd(sc_ctx *sc) { return bn_each(sc, bn_bwd_one); }
 
 /* ------------------------------------------------------------ pooling */
 
@@ -484,64 +509,76 @@ static void pool_desc_str(const tb_pool_desc *d, char *out, size_t cap)
              d->c, d->h, d->w, d->window, d->stride, d->pad);
 }
 
-int check_pool_fwd(sc_ctx *sc)
+/* Elements in (nin) and out (nout) of a pooling problem. */
+static int pool_sizes(const tb_pool_desc *d, size_t *nin, size_t *nout)
+{
+    int p, q;
+    TB_TRY(tb_ref_pool_out(d, &p, &q));
+    *nin = (size_t)d->n * d->c * d->h * d->w;
+    *nout = (size_t)d->n * d->c * p * q;
+    return TB_OK;
+}
+
+/* Max pooling's y and argmax are selections: exact. */
+static int pool_fwd_one(sc_ctx *sc, const tb_pool_desc *d)
 {
     tb_backend *be = sc->be;
+    int max = d->kind == TB_POOL_MAX;
+    size_t nin, nout;
+    TB_TRY(pool_sizes(d, &nin, &nout));
+    float *x, *dx, *y, *dy;
+    int32_t *am = NULL, *dam = NULL;
+    TB_TRY(sc_randf(sc, &x, &dx, nin, -1.0f, 1.0f));
+    TB_TRY(sc_outf(sc, &y, &dy, nout));
+    if (max) {
+        TB_TRY(sc_host(sc, (void **)&am, nout * sizeof *am));
+        TB_TRY(sc_dev(sc, (void **)&dam, nout * sizeof *dam));
+    }
+    TB_TRY(tb_ref_pool_fwd(d, x, y, am));
+    char ds[96];
+    pool_desc_str(d, ds, sizeof ds);
+    sc_case c;
+    sc_case_start(&c, "%s", ds);
+    return SC_FINISH(sc, &c, be->pool_fwd(be, d, dx, dy, dam), 0,
+                     {"y", y, dy, nout, max ? TOL_EXACT : TOL_ROUND},
+                     {.what = "argmax", .want = am, .got = dam, .n = nout, .elem = sizeof *am});
+}
+
+static int pool_bwd_one(sc_ctx *sc, const tb_pool_desc *d)
+{
+    tb_backend *be = sc->be;
+    int max = d->kind == TB_POOL_MAX;
+    size_t nin, nout;
+    TB_TRY(pool_sizes(d, &nin, &nout));
+    float *x, *y, *g, *dg, *want, *out;
+    int32_t *am = NULL, *dam = NULL;
+    TB_TRY(sc_host(sc, (void **)&y, nout * sizeof *y));
+    TB_TRY(sc_host_randf(sc, &x, nin, -1.0f, 1.0f));
+    if (max)
+        TB_TRY(sc_host(sc, (void **)&am, nout * sizeof *am));
+    TB_TRY(tb_ref_pool_fwd(d, x, y, am)); /* the forward's argmax, from the reference */
+    if (max)
+        TB_TRY(sc_upload(sc, (void **)&dam, am, nout * sizeof *am));
+    TB_TRY(sc_randf(sc, &g, &dg, nout, -1.0f, 1.0f));
+    TB_TRY(sc_outf(sc, &want, &out, nin));
+    TB_TRY(tb_ref_pool_bwd(d, g, am, want));
+    char ds[96];
+    pool_desc_str(d, ds, sizeof ds);
+    sc_case c;
+    sc_case_start(&c, "%s", ds);
+    return SC_FINISH(sc, &c, be->pool_bwd(be, d, dg, dam, out), 0,
+                     {"dx", want, out, nin, TOL_ROUND});
+}
+
+/* Runs one(sc, d) for each pooling problem, freeing after each. */
+static int pool_each(sc_ctx *sc, int (*one)(sc_ctx *, const tb_pool_desc *))
+{
     for (size_t i = 0; i < N_POOL_DESCS; i++) {
-        const tb_pool_desc *d = &pool_descs[i];
-        int p, q, max = d->kind == TB_POOL_MAX;
-        TB_TRY(tb_ref_pool_out(d, &p, &q));
-        size_t nin = (size_t)d->n * d->c * d->h * d->w, nout = (size_t)d->n * d->c * p * q;
-        float *x, *dx, *y, *dy;
-        int32_t *am = NULL, *dam = NULL;
-        TB_TRY(sc_randf(sc, &x, &dx, nin, -1.0f, 1.0f));
-        TB_TRY(sc_outf(sc, &y, &dy, nout));
-        if (max) {
-            TB_TRY(sc_host(sc, (void **)&am, nout * sizeof *am));
-            TB_TRY(sc_dev(sc, (void **)&dam, nout * sizeof *dam));
-        }
-        TB_TRY(tb_ref_pool_fwd(d, x, y, am));
-        char ds[96];
-        pool_desc_str(d, ds, sizeof ds);
-        sc_case c;
-        sc_case_start(&c, "%s", ds);
-        TB_TRY(SC_FINISH(sc, &c, be->pool_fwd(be, d, dx, dy, dam), 0,
-                         {"y", y, dy, nout, max ? TOL_EXACT : TOL_ROUND},
-                         {.what = "argmax", .want = am, .got = dam, .n = nout, .elem = sizeof *am}));
+        TB_TRY(one(sc, &pool_descs[i]));
         TB_TRY(sc_release(sc));
     }
     return TB_OK;
 }
 
-int check_pool_bwd(sc_ctx *sc)
-{
-    tb_backend *be = sc->be;
-    for (size_t i = 0; i < N_POOL_DESCS; i++) {
-        const tb_pool_desc *d = &pool_descs[i];
-        int p, q, max = d->kind == TB_POOL_MAX;
-        TB_TRY(tb_ref_pool_out(d, &p, &q));
-        size_t nin = (size_t)d->n * d->c * d->h * d->w, nout = (size_t)d->n * d->c * p * q;
-        float *x, *y, *g, *dg, *want, *out;
-        int32_t *am = NULL, *dam = NULL;
-        TB_TRY(sc_host(sc, (void **)&x, nin * sizeof *x));
-        TB_TRY(sc_host(sc, (void **)&y, nout * sizeof *y));
-        sc_fill(sc, x, nin, -1.0f, 1.0f);
-        if (max)
-            TB_TRY(sc_host(sc, (void **)&am, nout * sizeof *am));
-        TB_TRY(tb_ref_pool_fwd(d, x, y, am)); /* the forward's argmax, from the reference */
-        if (max)
-            TB_TRY(sc_upload(sc, (void **)&dam, am, nout * sizeof *am));
-        TB_TRY(sc_randf(sc, &g, &dg, nout, -1.0f, 1.0f));
-        TB_TRY(sc_outf(sc, &want, &out, nin));
-        TB_TRY(tb_ref_pool_bwd(d, g, am, want));
-        char ds[96];
-        pool_desc_str(d, ds, sizeof ds);
-        sc_case c;
-        sc_case_start(&c, "%s", ds);
-        TB_TRY(SC_FINISH(sc, &c, be->pool_bwd(be, d, dg, dam, out), 0,
-                         {"dx", want, out, nin, TOL_ROUND}));
-        TB_TRY(sc_release(sc));
-    }
-    return TB_OK;
-}
-
+int check_pool_fwd(sc_ctx *sc) { return pool_each(sc, pool_fwd_one); }
+int check_pool_bwd(sc_ctx *sc) { return pool_each(sc, pool_bwd_one); }

@@ -157,12 +157,22 @@ int sc_cmp(sc_ctx *sc, sc_case *c, const char *what, const float *ref, const flo
            double tol);
 int sc_cmp_exact(sc_ctx *sc, sc_case *c, const char *what, const void *ref, const void *dev,
                  size_t n, size_t elem);
+/* Runs one(sc, rows, cols) for each of n {rows, cols} shapes, calling
+ * sc_release after each. */
+int sc_each_shape(sc_ctx *sc, const int (*shapes)[2], size_t n, int (*one)(sc_ctx *, int, int));
+#define SC_EACH_SHAPE(sc, shapes, one) \
+    sc_each_shape((sc), (shapes), sizeof(shapes) / sizeof((shapes)[0]), (one))
 /* Prints the case's line and counts it. */
 void sc_case_end(sc_ctx *sc, sc_case *c);
 /* The end of most cases: when the op's status rc says it ran (sc_ran),
  * compares each of e[0..ne), then prints the line. An error (not a
  * verdict) returns before the line; the walk reports the check stopped. */
 int sc_finish(sc_ctx *sc, sc_case *c, int rc, int optional, const sc_expect *e, size_t ne);
+/* Compares each of e[0..ne) (the op has run and was waited for). */
+int sc_cmp_all(sc_ctx *sc, sc_case *c, const sc_expect *e, size_t ne);
+#define SC_CMP_ALL(sc, c, ...)                                                       \
+    sc_cmp_all((sc), (c), (const sc_expect[]){__VA_ARGS__},                          \
+               sizeof((const sc_expect[]){__VA_ARGS__}) / sizeof(sc_expect))
 #define SC_FINISH(sc, c, rc, optional, ...)                                          \
     sc_finish((sc), (c), (rc), (optional), (const sc_expect[]){__VA_ARGS__},         \
               sizeof((const sc_expect[]){__VA_ARGS__}) / sizeof(sc_expect))

@@ -303,51 +303,43 @@ int check_cast_lowp_to_f32(sc_ctx *sc)
 }
 
 static const int bias_shapes[][2] = {{1, 1}, {37, 129}, {300, 65}};
-#define N_BIAS_SHAPES (sizeof bias_shapes / sizeof bias_shapes[0])
 
-int check_bias_add(sc_ctx *sc)
+static int bias_add_one(sc_ctx *sc, int rows, int cols)
 {
     tb_backend *be = sc->be;
-    for (size_t i = 0; i < N_BIAS_SHAPES; i++) {
-        int rows = bias_shapes[i][0], cols = bias_shapes[i][1];
-        size_t n = (size_t)rows * cols;
-        float *y, *dy, *bias, *dbias;
-        TB_TRY(sc_randf(sc, &y, &dy, n, -1.0f, 1.0f));
-        TB_TRY(sc_randf(sc, &bias, &dbias, (size_t)cols, -1.0f, 1.0f));
-        tb_ref_bias_add(y, bias, rows, cols);
+    size_t n = (size_t)rows * cols;
+    float *y, *dy, *bias, *dbias;
+    TB_TRY(sc_randf(sc, &y, &dy, n, -1.0f, 1.0f));
+    TB_TRY(sc_randf(sc, &bias, &dbias, (size_t)cols, -1.0f, 1.0f));
+    tb_ref_bias_add(y, bias, rows, cols);
+    sc_case c;
+    sc_case_start(&c, "%dx%d", rows, cols);
+    return SC_FINISH(sc, &c, be->bias_add(be, dy, dbias, rows, cols), 0,
+                     {"y", y, dy, n, TOL_EXACT});
+}
+
+static int bias_grad_one(sc_ctx *sc, int rows, int cols)
+{
+    tb_backend *be = sc->be;
+    for (int acc = 0; acc < 2; acc++) {
+        float *g, *dg, *want, *out;
+        TB_TRY(sc_randf(sc, &g, &dg, (size_t)rows * cols, -1.0f, 1.0f));
+        TB_TRY(sc_inoutf(sc, &want, &out, (size_t)cols, acc));
+        tb_ref_bias_grad(g, want, rows, cols, acc);
         sc_case c;
-        sc_case_start(&c, "%dx%d", rows, cols);
-        TB_TRY(SC_FINISH(sc, &c, be->bias_add(be, dy, dbias, rows, cols), 0,
-                         {"y", y, dy, n, TOL_EXACT}));
-        TB_TRY(sc_release(sc));
+        sc_case_start(&c, "%dx%d accumulate=%d", rows, cols, acc);
+        TB_TRY(SC_FINISH(sc, &c, be->bias_grad(be, dg, out, rows, cols, acc), 0,
+                         {"dbias", want, out, (size_t)cols, TOL_SUM}));
     }
     return TB_OK;
 }
 
-int check_bias_grad(sc_ctx *sc)
-{
-    tb_backend *be = sc->be;
-    for (size_t i = 0; i < N_BIAS_SHAPES; i++) {
-        int rows = bias_shapes[i][0], cols = bias_shapes[i][1];
-        for (int acc = 0; acc < 2; acc++) {
-            float *g, *dg, *want, *out;
-            TB_TRY(sc_randf(sc, &g, &dg, (size_t)rows * cols, -1.0f, 1.0f));
-            TB_TRY(sc_inoutf(sc, &want, &out, (size_t)cols, acc));
-            tb_ref_bias_grad(g, want, rows, cols, acc);
-            sc_case c;
-            sc_case_start(&c, "%dx%d accumulate=%d", rows, cols, acc);
-            TB_TRY(SC_FINISH(sc, &c, be->bias_grad(be, dg, out, rows, cols, acc), 0,
-                             {"dbias", want, out, (size_t)cols, TOL_SUM}));
-        }
-        TB_TRY(sc_release(sc));
-    }
-    return TB_OK;
-}
+int check_bias_add(sc_ctx *sc) { return SC_EACH_SHAPE(sc, bias_shapes, bias_add_one); }
+int check_bias_grad(sc_ctx *sc) { return SC_EACH_SHAPE(sc, bias_shapes, bias_grad_one); }
 
 /* ------------------------------------------------------------ loss, reductions */
 
 static const int xent_shapes[][2] = {{1, 10}, {7, 10}, {33, 1001}};
-#define N_XENT_SHAPES (sizeof xent_shapes / sizeof xent_shapes[0])
 
 static int xent_labels(sc_ctx *sc, int rows, int classes, int32_t **host, int32_t **dev)
 {
@@ -357,54 +349,47 @@ static int xent_labels(sc_ctx *sc, int rows, int classes, int32_t **host, int32_
     return sc_upload(sc, (void **)dev, *host, (size_t)rows * sizeof **host);
 }
 
-int check_softmax_xent_fwd(sc_ctx *sc)
+static int xent_fwd_one(sc_ctx *sc, int rows, int classes)
 {
     tb_backend *be = sc->be;
-    for (size_t i = 0; i < N_XENT_SHAPES; i++) {
-        int rows = xent_shapes[i][0], classes = xent_shapes[i][1];
-        size_t n = (size_t)rows * classes;
-        float *z, *dz, *pr, *dpr, *l, *dl;
-        int32_t *lab, *dlab;
-        TB_TRY(sc_randf(sc, &z, &dz, n, -4.0f, 4.0f));
-        TB_TRY(xent_labels(sc, rows, classes, &lab, &dlab));
-        TB_TRY(sc_outf(sc, &pr, &dpr, n));
-        TB_TRY(sc_outf(sc, &l, &dl, (size_t)rows));
-        TB_TRY(tb_ref_softmax_xent_fwd(z, lab, rows, classes, pr, l));
-        sc_case c;
-        sc_case_start(&c, "rows=%d classes=%d", rows, classes);
-        TB_TRY(SC_FINISH(sc, &c, be->softmax_xent_fwd(be, dz, dlab, rows, classes, dpr, dl), 0,
-                         {"probs", pr, dpr, n, TOL_SUM},
-                         {"loss", l, dl, (size_t)rows, TOL_SUM}));
-        TB_TRY(sc_release(sc));
-    }
-    return TB_OK;
+    size_t n = (size_t)rows * classes;
+    float *z, *dz, *pr, *dpr, *l, *dl;
+    int32_t *lab, *dlab;
+    TB_TRY(sc_randf(sc, &z, &dz, n, -4.0f, 4.0f));
+    TB_TRY(xent_labels(sc, rows, classes, &lab, &dlab));
+    TB_TRY(sc_outf(sc, &pr, &dpr, n));
+    TB_TRY(sc_outf(sc, &l, &dl, (size_t)rows));
+    TB_TRY(tb_ref_softmax_xent_fwd(z, lab, rows, classes, pr, l));
+    sc_case c;
+    sc_case_start(&c, "rows=%d classes=%d", rows, classes);
+    return SC_FINISH(sc, &c, be->softmax_xent_fwd(be, dz, dlab, rows, classes, dpr, dl), 0,
+                     {"probs", pr, dpr, n, TOL_SUM}, {"loss", l, dl, (size_t)rows, TOL_SUM});
 }
 
-int check_softmax_xent_bwd(sc_ctx *sc)
+/* The backward's probs are the reference forward's. */
+static int xent_bwd_one(sc_ctx *sc, int rows, int classes)
 {
     tb_backend *be = sc->be;
-    for (size_t i = 0; i < N_XENT_SHAPES; i++) {
-        int rows = xent_shapes[i][0], classes = xent_shapes[i][1];
-        size_t n = (size_t)rows * classes;
-        float *z, *pr, *dpr, *l, *want, *out;
-        int32_t *lab, *dlab;
-        TB_TRY(sc_host(sc, (void **)&pr, n * sizeof *pr));
-        TB_TRY(sc_host(sc, (void **)&l, (size_t)rows * sizeof *l));
-        TB_TRY(sc_host_randf(sc, &z, n, -4.0f, 4.0f));
-        TB_TRY(xent_labels(sc, rows, classes, &lab, &dlab));
-        TB_TRY(tb_ref_softmax_xent_fwd(z, lab, rows, classes, pr, l));
-        TB_TRY(sc_upload(sc, (void **)&dpr, pr, n * sizeof *pr));
-        TB_TRY(sc_outf(sc, &want, &out, n));
-        float scale = 1.0f / (float)rows;
-        tb_ref_softmax_xent_bwd(pr, lab, rows, classes, scale, want);
-        sc_case c;
-        sc_case_start(&c, "rows=%d classes=%d scale=1/%d", rows, classes, rows);
-        TB_TRY(SC_FINISH(sc, &c, be->softmax_xent_bwd(be, dpr, dlab, rows, classes, scale, out),
-                         0, {"dlogits", want, out, n, TOL_ROUND}));
-        TB_TRY(sc_release(sc));
-    }
-    return TB_OK;
+    size_t n = (size_t)rows * classes;
+    float *z, *pr, *dpr, *l, *want, *out;
+    int32_t *lab, *dlab;
+    TB_TRY(sc_host(sc, (void **)&pr, n * sizeof *pr));
+    TB_TRY(sc_host(sc, (void **)&l, (size_t)rows * sizeof *l));
+    TB_TRY(sc_host_randf(sc, &z, n, -4.0f, 4.0f));
+    TB_TRY(xent_labels(sc, rows, classes, &lab, &dlab));
+    TB_TRY(tb_ref_softmax_xent_fwd(z, lab, rows, classes, pr, l));
+    TB_TRY(sc_upload(sc, (void **)&dpr, pr, n * sizeof *pr));
+    TB_TRY(sc_outf(sc, &want, &out, n));
+    float scale = 1.0f / (float)rows;
+    tb_ref_softmax_xent_bwd(pr, lab, rows, classes, scale, want);
+    sc_case c;
+    sc_case_start(&c, "rows=%d classes=%d scale=1/%d", rows, classes, rows);
+    return SC_FINISH(sc, &c, be->softmax_xent_bwd(be, dpr, dlab, rows, classes, scale, out), 0,
+                     {"dlogits", want, out, n, TOL_ROUND});
 }
+
+int check_softmax_xent_fwd(sc_ctx *sc) { return SC_EACH_SHAPE(sc, xent_shapes, xent_fwd_one); }
+int check_softmax_xent_bwd(sc_ctx *sc) { return SC_EACH_SHAPE(sc, xent_shapes, xent_bwd_one); }
 
 int check_reduce_sum(sc_ctx *sc)
 {
@@ -565,11 +550,34 @@ static void opt_views(tb_param_view *v, float *p, float *g, float *s1, float *s2
     }
 }
 
-/* Two steps (3 and 4, so bias correction is not trivial) from random
- * parameters, gradients and optimizer state. */
-static int opt_one(sc_ctx *sc, const opt_case *oc, int fused)
+/* Steps 3 and 4 (so bias correction is not trivial) on the reference
+ * (views hv) and the backend (views dv). *ran: both ran, the outputs are
+ * to be compared; else c says why not (failed, or n/a). */
+static int opt_steps(sc_ctx *sc, const opt_case *oc, int fused, tb_param_view *hv,
+                     tb_param_view *dv, sc_case *c, int *ran)
 {
     tb_backend *be = sc->be;
+    tb_opt_hparams hp = oc->hp;
+    *ran = 1;
+    for (int step = 3; step <= 4 && *ran; step++) {
+        hp.step = step;
+        int rc = tb_ref_opt_step(&hp, hv, OPT_TENSORS);
+        if (rc == TB_ERR_UNSUPPORTED && !oc->required) {
+            c->na = 1;
+            snprintf(c->why, sizeof c->why, "no reference yet: %s", tb_error_message());
+            tb_error_clear();
+            *ran = 0;
+            return TB_OK;
+        }
+        TB_TRY(rc);
+        *ran = sc_ran(sc, c, be->opt_step(be, &hp, dv, OPT_TENSORS, fused), !oc->required);
+    }
+    return TB_OK;
+}
+
+/* Two steps from random parameters, gradients and optimizer state. */
+static int opt_one(sc_ctx *sc, const opt_case *oc, int fused)
+{
     size_t total = 0;
     for (int t = 0; t < OPT_TENSORS; t++)
         total += opt_sizes[t];
@@ -590,30 +598,12 @@ static int opt_one(sc_ctx *sc, const opt_case *oc, int fused)
     opt_views(dv, dp, dg, ds1, ds2, dts);
     sc_case c;
     sc_case_start(&c, "%s fused=%d tensors=1003,1,37 steps=3,4", oc->name, fused);
-    tb_opt_hparams hp = oc->hp;
-    int ran = 1;
-    for (int step = 3; step <= 4 && ran; step++) {
-        hp.step = step;
-        int rc = tb_ref_opt_step(&hp, hv, OPT_TENSORS);
-        if (rc == TB_ERR_UNSUPPORTED && !oc->required) {
-            c.na = 1;
-            snprintf(c.why, sizeof c.why, "no reference yet: %s", tb_error_message());
-            tb_error_clear();
-            sc_case_end(sc, &c);
-            return sc_release(sc);
-        }
-        TB_TRY(rc);
-        ran = sc_ran(sc, &c, be->opt_step(be, &hp, dv, OPT_TENSORS, fused), !oc->required);
-    }
-    if (ran) {
-        TB_TRY(sc_cmp(sc, &c, "param", p, dp, total, TOL_SUM));
-        if (h1)
-            TB_TRY(sc_cmp(sc, &c, "state1", s1, ds1, total, TOL_SUM));
-        if (h2)
-            TB_TRY(sc_cmp(sc, &c, "state2", s2, ds2, total, TOL_SUM));
-        if (hts)
-            TB_TRY(sc_cmp(sc, &c, "tensor_state", ts, dts, OPT_TENSORS, TOL_SUM));
-    }
+    int ran;
+    TB_TRY(opt_steps(sc, oc, fused, hv, dv, &c, &ran));
+    if (ran) /* s1, s2, ts NULL: the optimizer keeps no such state */
+        TB_TRY(SC_CMP_ALL(sc, &c, {"param", p, dp, total, TOL_SUM},
+                          {"state1", s1, ds1, total, TOL_SUM}, {"state2", s2, ds2, total, TOL_SUM},
+                          {"tensor_state", ts, dts, OPT_TENSORS, TOL_SUM}));
     sc_case_end(sc, &c);
     return sc_release(sc);
 }

@@ -278,52 +278,67 @@ out_end:
 /* augment_u8 against kernels/augment_math.h on the host (the function
  * datasets/augment.c runs; //datasets:augment_test ties the two), NCHW and
  * NHWC, 1 and 3 channels, with crops off the edge and flips. */
-int check_augment_u8(sc_ctx *sc)
+#define AUG_N 5 /* images per case */
+
+/* want: n images of d augmented on the host; src is CHW per image, the
+ * output in d's layout; params: tb_augment_pixel's dy, dx, flip per image. */
+static void augment_ref(const tb_augment_desc *d, const uint8_t *src, const int32_t *params,
+                        int n, float *want)
+{
+    size_t plane = (size_t)d->h * d->w, per = plane * d->c;
+    int nhwc = d->layout == TB_NHWC;
+    for (int s = 0; s < n; s++)
+        for (int ch = 0; ch < d->c; ch++)
+            for (int y = 0; y < d->h; y++)
+                for (int x = 0; x < d->w; x++) {
+                    size_t o = nhwc ? s * per + ((size_t)y * d->w + x) * d->c + ch
+                                    : s * per + ch * plane + (size_t)y * d->w + x;
+                    want[o] = tb_augment_pixel(src + s * per + ch * plane, d->h, d->w, d->pad,
+                                               params[3 * s], params[3 * s + 1],
+                                               params[3 * s + 2], d->scale[ch], d->bias[ch], y,
+                                               x);
+                }
+}
+
+static int augment_one(sc_ctx *sc, const int shape[4], tb_layout layout)
 {
     tb_backend *be = sc->be;
+    const int n = AUG_N;
+    tb_augment_desc d = {.c = shape[0], .h = shape[1], .w = shape[2], .pad = shape[3],
+                         .layout = layout};
+    size_t total = (size_t)d.h * d.w * d.c * n;
+    uint8_t *src, *dsrc;
+    int32_t params[3 * AUG_N], *dparams;
+    float *want, *dout;
+    for (int ch = 0; ch < d.c; ch++)
+        tb_augment_norm(1, 0.3f + 0.1f * ch, 0.35f - 0.05f * ch, &d.scale[ch], &d.bias[ch]);
+    TB_TRY(sc_host(sc, (void **)&src, total));
+    for (size_t i = 0; i < total; i++)
+        src[i] = (uint8_t)(sc_next(sc) >> 56);
+    for (int s = 0; s < n; s++) {
+        params[3 * s] = (int32_t)(sc_next(sc) % (uint64_t)(2 * d.pad + 1));
+        params[3 * s + 1] = s == 0 ? 0 : (int32_t)(sc_next(sc) % (uint64_t)(2 * d.pad + 1));
+        params[3 * s + 2] = s % 2;
+    }
+    TB_TRY(sc_upload(sc, (void **)&dsrc, src, total));
+    TB_TRY(sc_upload(sc, (void **)&dparams, params, sizeof params));
+    TB_TRY(sc_outf(sc, &want, &dout, total));
+    augment_ref(&d, src, params, n, want);
+    sc_case c;
+    sc_case_start(&c, "%dx%dx%d pad %d %s n=%d", d.c, d.h, d.w, d.pad,
+                  layout == TB_NHWC ? "NHWC" : "NCHW", n);
+    TB_TRY(SC_FINISH(sc, &c, be->augment_u8(be, &d, dsrc, dparams, dout, n), 0,
+                     {.what = "images", .want = want, .got = dout, .n = total,
+                      .elem = sizeof(float)}));
+    return sc_release(sc);
+}
+
+int check_augment_u8(sc_ctx *sc)
+{
     static const int shapes[2][4] = {{1, 28, 28, 2}, {3, 32, 30, 4}};
-    const int n = 5;
     for (int si = 0; si < 2; si++)
-        for (int lay = 0; lay < 2; lay++) {
-            tb_augment_desc d = {.c = shapes[si][0], .h = shapes[si][1], .w = shapes[si][2],
-                                 .pad = shapes[si][3], .layout = lay ? TB_NHWC : TB_NCHW};
-            size_t plane = (size_t)d.h * d.w, per = plane * d.c, total = per * n;
-            uint8_t *src, *dsrc;
-            int32_t params[3 * 5], *dparams;
-            float *want, *dout;
-            for (int ch = 0; ch < d.c; ch++)
-                tb_augment_norm(1, 0.3f + 0.1f * ch, 0.35f - 0.05f * ch, &d.scale[ch],
-                                &d.bias[ch]);
-            TB_TRY(sc_host(sc, (void **)&src, total));
-            for (size_t i = 0; i < total; i++)
-                src[i] = (uint8_t)(sc_next(sc) >> 56);
-            for (int s = 0; s < n; s++) {
-                params[3 * s] = (int32_t)(sc_next(sc) % (uint64_t)(2 * d.pad + 1));
-                params[3 * s + 1] = s == 0 ? 0 : (int32_t)(sc_next(sc) % (uint64_t)(2 * d.pad + 1));
-                params[3 * s + 2] = s % 2;
-            }
-            TB_TRY(sc_upload(sc, (void **)&dsrc, src, total));
-            TB_TRY(sc_upload(sc, (void **)&dparams, params, sizeof params));
-            TB_TRY(sc_outf(sc, &want, &dout, total));
-            for (int s = 0; s < n; s++)
-                for (int ch = 0; ch < d.c; ch++)
-                    for (int y = 0; y < d.h; y++)
-                        for (int x = 0; x < d.w; x++) {
-                            size_t o = lay ? s * per + ((size_t)y * d.w + x) * d.c + ch
-                                           : s * per + ch * plane + (size_t)y * d.w + x;
-                            want[o] = tb_augment_pixel(src + s * per + ch * plane, d.h, d.w,
-                                                       d.pad, params[3 * s], params[3 * s + 1],
-                                                       params[3 * s + 2], d.scale[ch],
-                                                       d.bias[ch], y, x);
-                        }
-            sc_case c;
-            sc_case_start(&c, "%dx%dx%d pad %d %s n=%d", d.c, d.h, d.w, d.pad,
-                          lay ? "NHWC" : "NCHW", n);
-            TB_TRY(SC_FINISH(sc, &c, be->augment_u8(be, &d, dsrc, dparams, dout, n), 0,
-                             {.what = "images", .want = want, .got = dout, .n = total,
-                              .elem = sizeof(float)}));
-            TB_TRY(sc_release(sc));
-        }
+        for (int lay = 0; lay < 2; lay++)
+            TB_TRY(augment_one(sc, shapes[si], lay ? TB_NHWC : TB_NCHW));
     return TB_OK;
 }
 
