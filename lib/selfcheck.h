@@ -7,13 +7,14 @@
  *   - runtime slots (memory, streams, events, device info): a round trip
  *     through them (alloc, h2d, d2d, d2h, memset, async copies on a stream,
  *     event timing);
- *   - op slots: each has a check in lib/selfcheck.c that runs the op on the
- *     backend under test and the reference (lib/ops_ref.h, lib/conv_ref.h,
- *     lib/gelu_ref.h) on fresh random inputs at a few sizes, odd ones
- *     included, and compares with the tolerance lib/selfcheck.c states for
- *     that op; convolutions with the default algorithm and every one
- *     conv_find returns;
- *   - training step checks (a table in lib/selfcheck.c): toggles against
+ *   - op slots: each has a check (listed in op_checks[] of lib/selfcheck.c,
+ *     written in the lib/selfcheck_*.c file of its op family) that runs the
+ *     op on the backend under test and the reference (lib/ops_ref.h,
+ *     lib/conv_ref.h, lib/gelu_ref.h) on fresh random inputs at a few
+ *     sizes, odd ones included, and compares with the tolerance
+ *     lib/selfcheck_int.h states for that op; convolutions with the default
+ *     algorithm and every one conv_find returns;
+ *   - training step checks (a table in lib/selfcheck_train.c): toggles against
  *     the CPU backend, and --pin-memory / --non-blocking against pageable
  *     copies on the same backend (bitwise: a copy does not change data).
  * Lines look like
