@@ -17,10 +17,10 @@
  * it through train_epoch). bf16 autocast runs emulated on a CPU without
  * AVX512_BF16 (this VM): there it is expected to slow the step down.
  *
- * GPU-only stages (tensors_on_device, augment_on_device, cuda_graphs) come
- * after the CPU's: on CUDA they are cumulative stages, part of "all on" and
- * left out in turn; on the CPU backend their rows are n/a with the
- * trainer's reason, and "all on" holds the CPU stages only (the masks are
+ * GPU-only stages (tensors_on_device, augment_on_device, pinned memory +
+ * non_blocking, cuda_graphs) come after the CPU's: on CUDA they are
+ * cumulative stages, part of "all on" and left out in turn; on the CPU
+ * backend their rows are n/a with the trainer's reason, and "all on" holds the CPU stages only (the masks are
  * built per backend, build_masks). CUDA graphs need anomaly detection off,
  * so on CUDA "all on but debug APIs off" is n/a saying so, and in the
  * full profile "cuda_graphs alone" runs with debug APIs off.
@@ -71,17 +71,18 @@ static void tod_on(tb_config *c) { c->tensors_on_device = 1; }
 static void tod_off(tb_config *c) { c->tensors_on_device = 0; }
 static void aod_on(tb_config *c) { c->augment_on_device = 1; }
 static void aod_off(tb_config *c) { c->augment_on_device = 0; }
+static void pin_on(tb_config *c) { c->pin_memory = 1, c->non_blocking = 1; }
+static void pin_off(tb_config *c) { c->pin_memory = 0, c->non_blocking = 0; }
 static void graphs_on(tb_config *c) { c->cuda_graphs = 1; }
 static void graphs_off(tb_config *c) { c->cuda_graphs = 0; }
 
 #define DEBUG_STAGE 7
 
 /* The GPU-only stages come last, so the CPU's stages, "all on" and
- * leave-one-out rows are those of the CPU stages alone. Pinned memory +
- * non_blocking (bench:pinned_memory) is no stage: the trainer refuses it
- * with --cuda-graphs (a replay reads the batch from fixed device buffers,
- * staged batches alternate between two buffers), and CUDA graphs remove
- * more of the step's overhead. */
+ * leave-one-out rows are those of the CPU stages alone. Pinned memory goes
+ * with non_blocking, as PyTorch recommends them (bench:pinned_memory times
+ * each); with CUDA graphs the trainer copies each staged batch into the
+ * graph's fixed inputs on the device (lib/train_device.c). */
 static const stage stages[] = {
     {"grads_to_none", gtn_on, gtn_off, NULL, -1, NULL},
     {"fused_gelu", gelu_on, gelu_off, NULL, -1, NULL},
@@ -98,6 +99,9 @@ static const stage stages[] = {
     {"augment_on_device", aod_on, aod_off,
      "n/a on the CPU backend: the CPU is the device, augmentation already runs where the "
      "model runs", -1, NULL},
+    {"pinned memory + non_blocking", pin_on, pin_off,
+     "n/a on the CPU backend: no copy to a device: batches are already where the kernels "
+     "read them", -1, NULL},
     {"cuda_graphs", graphs_on, graphs_off,
      "n/a on the CPU backend: no kernel launches to capture", DEBUG_STAGE,
      "a replay cannot read the loss on the host mid-step (--detect-anomaly)"},

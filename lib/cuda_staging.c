@@ -239,6 +239,29 @@ int tb_staging_put(tb_staging *st, int nparts, const void *const host[], const s
     return TB_OK;
 }
 
+int tb_staging_to_fixed(tb_staging *st, int nparts, void *dev[], void *const fixed[],
+                        const size_t bytes[])
+{
+    if (!st || !dev || !fixed || !bytes)
+        return TB_FAIL(TB_ERR_INVALID, "tb_staging_to_fixed: NULL argument");
+    if (nparts < 1 || nparts > TB_STAGING_MAX_PARTS)
+        return TB_FAIL(TB_ERR_INVALID, "tb_staging_to_fixed: %d parts (1..%d)", nparts,
+                       TB_STAGING_MAX_PARTS);
+    if (!st->passthrough)
+        TB_TRY(tb_cuda_bind(st->be));
+    for (int i = 0; i < nparts; i++) {
+        if (!fixed[i] || fixed[i] == dev[i])
+            continue;
+        if (st->passthrough)
+            TB_TRY(st->be->copy_d2d(st->be, fixed[i], dev[i], bytes[i], NULL));
+        else if (bytes[i])
+            TB_CHECK_CUDA(cudaMemcpyAsync(fixed[i], dev[i], bytes[i], cudaMemcpyDeviceToDevice,
+                                          compute_of(st)));
+        dev[i] = fixed[i];
+    }
+    return TB_OK;
+}
+
 /* ---------------------------------------------------------------------
  * destroy: keeps going after a failure, returns the first
  * ------------------------------------------------------------------- */

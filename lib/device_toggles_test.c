@@ -10,7 +10,9 @@
  * lib/cuda_staging.c) cannot run here: bench:selfcheck checks their slots,
  * and pinned vs pageable training, on a GPU. Also: the two staging flags
  * default off (PyTorch's pin_memory=False, non_blocking=False), and with
- * them off the CPU trainer still trains (no staging on the CPU).
+ * them off the CPU trainer still trains (no staging on the CPU); and
+ * tb_staging_to_fixed (--cuda-graphs with a staging) on a pass-through
+ * staging.
  *
  * Run: bazel test //lib:device_toggles_test
  */
@@ -21,6 +23,7 @@
 #include "datasets/dataset.h"
 #include "lib/backend.h"
 #include "lib/config.h"
+#include "lib/staging.h"
 #include "lib/train.h"
 
 static int failures;
@@ -106,6 +109,37 @@ static void test_staging_off(tb_backend *be, const tb_dataset *train, const tb_d
     trainer_destroy(t);
 }
 
+/* tb_staging_to_fixed where the staging passes through (the CPU): the
+ * parts asked for are copied into their fixed buffers and dev points there;
+ * a part without a fixed buffer keeps its pointer. On CUDA it is the
+ * trainer's --cuda-graphs path with a staging (unverified here). */
+static void test_staging_to_fixed(tb_backend *be)
+{
+    printf("tb_staging_to_fixed (pass-through)\n");
+    tb_staging *st = NULL;
+    tb_staging_cfg sc = {0};
+    float img[5] = {1.5f, -2, 3, 4.25f, 5}, img_fixed[5] = {0};
+    int32_t lab[3] = {7, 1, 9}, lab_fixed[3] = {0};
+    const void *host[2] = {img, lab};
+    size_t bytes[2] = {sizeof img, sizeof lab};
+    void *dev[2] = {0}, *fixed[2] = {img_fixed, NULL};
+    int ok = tb_staging_create(be, &sc, &st) == TB_OK &&
+             tb_staging_put(st, 2, host, bytes, dev) == TB_OK;
+    check(ok && dev[0] == img && dev[1] == lab, "put passes the host pointers through");
+    ok = ok && tb_staging_to_fixed(st, 2, dev, fixed, bytes) == TB_OK;
+    check(ok && dev[0] == img_fixed && !memcmp(img_fixed, img, sizeof img),
+          "a part with a fixed buffer is copied there, dev points to it");
+    check(ok && dev[1] == lab && lab_fixed[0] == 0, "a part without one keeps its pointer");
+    fixed[1] = lab_fixed;
+    ok = ok && tb_staging_to_fixed(st, 2, dev, fixed, bytes) == TB_OK;
+    check(ok && dev[1] == lab_fixed && !memcmp(lab_fixed, lab, sizeof lab),
+          "called again: the second part too; the first (already there) is left alone");
+    check(tb_staging_to_fixed(st, 0, dev, fixed, bytes) == TB_ERR_INVALID,
+          "0 parts: TB_ERR_INVALID");
+    tb_error_clear();
+    check(tb_staging_destroy(st) == TB_OK, "destroy");
+}
+
 int main(void)
 {
     tb_backend *be;
@@ -121,6 +155,7 @@ int main(void)
     for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++)
         test_refusal(be, train, test, &refusals[i]);
     test_staging_off(be, train, test);
+    test_staging_to_fixed(be);
     dataset_free(train);
     dataset_free(test);
     tb_backend_close(be);

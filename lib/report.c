@@ -1235,7 +1235,7 @@ static void sec_waterfall(doc *d, const tb_report_folder *f)
     doc_text(d, BK_P, "Each row adds one technique to all the rows above it; the speedup is "
                       "cumulative, against the training step with every technique off. "
                       "Techniques this device gives no meaning to (on the CPU: tensors and "
-                      "augmentation made on the device, CUDA graphs) are left out of every "
+                      "augmentation made on the device, pinned memory, CUDA graphs) are left out of every "
                       "row here, \"all on\" included; their rows are under \"Not applicable "
                       "on this device\" with the reason.");
     step_table(d, &f->waterfall, "stage", "switched on (cumulative)", "cumulative speedup [95% CI]");

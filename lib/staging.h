@@ -63,6 +63,18 @@ int tb_staging_create(tb_backend *be, const tb_staging_cfg *cfg, tb_staging **ou
 int tb_staging_put(tb_staging *st, int nparts, const void *const host[], const size_t bytes[],
                    void *dev[]);
 
+/* After a put, for a consumer that reads fixed device buffers (a CUDA
+ * graph's replay; PyTorch's CUDA-graphs recipe: static_input.copy_(batch)
+ * before g.replay()): for each part with fixed[i] != NULL and != dev[i],
+ * copies bytes[i] from dev[i] (as put set it) into fixed[i], device to
+ * device, and sets dev[i] = fixed[i]. CUDA: asynchronous on the compute
+ * stream, so ordered after the put's copy (also the side-stream one of
+ * pin_memory + non_blocking) and before work queued later; the host does
+ * not wait. Passing through: the backend's synchronous copy_d2d from the
+ * host pointer (host memory is the device's there). */
+int tb_staging_to_fixed(tb_staging *st, int nparts, void *dev[], void *const fixed[],
+                        const size_t bytes[]);
+
 /* 1 when put copies to a device, 0 when it passes host pointers through. */
 int tb_staging_copies(const tb_staging *st);
 

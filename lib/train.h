@@ -50,8 +50,9 @@ typedef struct tb_trainer {
     const int32_t *labels_in; /* (B) labels, or the staged labels */
     /* --pin-memory, --non-blocking (lib/train_device.c) */
     tb_staging *staging;      /* every batch goes through it on a backend with its own
-                                 device memory (CUDA); NULL on the CPU and with
-                                 --cuda-graphs, which replays fixed buffers */
+                                 device memory (CUDA); NULL on the CPU. With
+                                 --cuda-graphs, whose replays read x and labels,
+                                 the staged copies are copied into them */
     tb_tensor x_staged;       /* (B, C, H, W) view of the staged images */
     long steps;               /* optimizer steps so far, over all epochs */
     int step_epoch;           /* trainer_step's epoch, -1 before its first step */

@@ -23,6 +23,11 @@
  * --pin-memory / --non-blocking: a batch's parts (images or raw samples and
  * their augmentation parameters, labels) go to the device in one
  * tb_staging_put, so the pageable path waits once per batch, not per part.
+ * With --cuda-graphs too, the parts the graph reads are then copied device
+ * to device into the fixed t->x / t->labels on the compute stream
+ * (tb_staging_to_fixed; PyTorch's CUDA-graphs recipe copies each batch into
+ * the graph's static inputs the same way), so pinned memory and graphs
+ * compose; the copy costs one device-to-device pass over the batch.
  *
  * Tests: bazel test //lib:device_toggles_test (the CPU refusals; the CUDA
  * paths compile and link here and are unverified without a GPU:
@@ -65,19 +70,12 @@ int train_device_refuse(const tb_config *c, const tb_backend *be)
         return TB_FAIL(TB_ERR_INVALID, "--cuda-graphs with --detect-anomaly or --dropout: a "
                        "replay cannot read the loss on the host mid-step or draw a new "
                        "dropout mask (its seed is a captured kernel argument)");
-    if (c->cuda_graphs && (c->pin_memory || c->non_blocking))
-        return TB_FAIL(TB_ERR_INVALID, "--cuda-graphs with --pin-memory or --non-blocking: a "
-                       "replay reads the batch from fixed device buffers, staged batches "
-                       "alternate between two; time them apart (bench:pinned_memory, "
-                       "bench:cuda_graphs)");
     return TB_OK;
 }
 
 int train_staging_init(tb_trainer *t)
 {
     const tb_config *c = &t->cfg;
-    if (c->cuda_graphs)
-        return TB_OK;
     tb_staging_cfg sc = {.pin_memory = c->pin_memory, .non_blocking = c->non_blocking};
     TB_TRY(tb_staging_create(t->be, &sc, &t->staging));
     if (tb_staging_copies(t->staging))
@@ -176,6 +174,22 @@ static int upload_run(tb_trainer *t, upload *u)
     return TB_OK;
 }
 
+/* --cuda-graphs with a staging: the parts the graph reads (the images
+ * unless raw, the int32 labels unless made on the device) copied from the
+ * staging's alternating buffers into t->x / t->labels, whose addresses the
+ * capture baked in. */
+static int graph_inputs_fixed(tb_trainer *t, const tb_batch *b, upload *u, int lab)
+{
+    void *fixed[TB_STAGING_MAX_PARTS] = {0};
+    if (!t->cfg.cuda_graphs || !t->staging)
+        return TB_OK;
+    if (!b->raw)
+        fixed[0] = u->fixed[0];
+    if (!t->cfg.tensors_on_device)
+        fixed[lab] = u->fixed[lab];
+    return tb_staging_to_fixed(t->staging, u->n, u->dev, fixed, u->bytes);
+}
+
 /* --augment-on-device: the raw samples and each sample's (dy, dx, flip). */
 static void add_raw_parts(tb_trainer *t, const tb_batch *b, upload *u)
 {
@@ -235,6 +249,7 @@ int train_device_batch(tb_trainer *t, const tb_batch *b, const float *images)
         upload_add(&u, images, tensor_numel(&t->x) * sizeof(float), t->x.data);
     int lab = add_labels_part(t, b, &u);
     TB_TRY(upload_run(t, &u));
+    TB_TRY(graph_inputs_fixed(t, b, &u, lab));
     if (b->raw) {
         TB_TRY(augment_on_device(t, b, u.dev[0], u.dev[1]));
         t->x_in = &t->x;

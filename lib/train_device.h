@@ -20,9 +20,10 @@
  *                        (PyTorch's x = x.to(device, non_blocking=...)).
  *                        On a backend with its own device memory (CUDA) the
  *                        staging is used whatever the flags, so the pageable
- *                        baseline runs the same code as the pinned settings;
- *                        not with --cuda-graphs, whose replays read fixed
- *                        buffers (the combination is refused).
+ *                        baseline runs the same code as the pinned settings.
+ *                        With --cuda-graphs, whose replays read fixed
+ *                        buffers, the staged images and labels are then
+ *                        copied device to device into t->x / t->labels.
  * On a backend whose slots for these are NULL (the CPU; for the staging:
  * whose device memory is host memory) the trainer refuses each flag with
  * TB_ERR_UNSUPPORTED and the reason.
@@ -34,15 +35,13 @@
 
 /* TB_ERR_UNSUPPORTED "--<flag>: n/a on the CPU backend: <why>" when be
  * lacks a flag's slots; TB_ERR_INVALID for combinations a graph cannot
- * replay (--detect-anomaly, --dropout > 0 in a model with a dropout layer,
- * --pin-memory, --non-blocking). */
+ * replay (--detect-anomaly, --dropout > 0 in a model with a dropout layer). */
 int train_device_refuse(const tb_config *c, const tb_backend *be);
 
 /* The layers of c->model (lib/model.h's tb_spec_*). */
 const tb_layer_spec *train_model_spec(const tb_config *c);
 
-/* t->staging for a backend with its own device memory (not with
- * --cuda-graphs); none where device memory is host memory, and then
+/* t->staging for a backend with its own device memory; none where device memory is host memory, and then
  * --pin-memory and --non-blocking are TB_ERR_UNSUPPORTED with the reason. */
 int train_staging_init(tb_trainer *t);
 
@@ -53,12 +52,15 @@ void train_device_free(tb_trainer *t);
 
 /* Batch b to the device; sets t->x_in and t->labels_in to what the model
  * reads. images: b's images in t->x's layout (ignored for a raw batch).
- *   images       copied into t->x, or staged (t->x_in views the copy);
+ *   images       copied into t->x, or staged (t->x_in views the copy;
+ *                with --cuda-graphs the copy goes on into t->x);
  *   raw batch    (--augment-on-device, b->raw != NULL) the samples and
  *                their (dy, dx, flip) uploaded, then augment_u8 writes t->x
  *                in its layout;
  *   labels       int32 into t->labels or staged; with --tensors-on-device
- *                B bytes up and labels_u8_to_i32 into t->labels.
+ *                B bytes up and labels_u8_to_i32 into t->labels
+ *                (staged int32 labels go on into t->labels with
+ *                --cuda-graphs).
  * REQUIRES: tensor_set_batch(&t->x, b->size) done. */
 int train_device_batch(tb_trainer *t, const tb_batch *b, const float *images);
 
