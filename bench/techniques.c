@@ -32,9 +32,12 @@ const tb_technique_entry tb_techniques[] = {
     /* Issue 6's remaining step techniques. Default measured 2026-11-22:
      * tf32_step 3 s, debug_apis 4 s, profiler 6 s at load 1.5 (65-121 s at
      * load 10-12); host_syncs 165 s (load 1.6 -> 6), large_batch_optimizers
-     * 124-138 s and validation_frequency 98 s at load 6-7. host_syncs and
-     * validation_frequency train through train_epoch, which cost about 1 s
-     * an epoch here whatever the epoch's size. */
+     * 124-138 s at load 6-7 (on an idle machine, in one bench:all run:
+     * 4.6 s and 10.6 s: 2 threads on 2 loaded cores collapse). The "about
+     * 1 s an epoch whatever its size" seen then through train_epoch did not
+     * come back on an idle machine: 2-step epochs took 0.3 s, 46 ms between
+     * them (--trace). validation_frequency: 204 s idle since its default
+     * profile reaches 85% (5 seeds x 3 settings of 10-17 s fits). */
     {"tf32_step", "TF32 math vs fp32 on the training step (CPU: f32 computed without "
      "AVX512_BF16)", {10, 60, 20}},
     {"debug_apis", "debug APIs off: detect_anomaly on (baseline) vs off, training step",
@@ -43,8 +46,8 @@ const tb_technique_entry tb_techniques[] = {
     {"host_syncs", "loss read every step (.item()) vs every 10 / 50 steps", {150, 600, 75}},
     {"large_batch_optimizers", "LARS / LAMB / NovoGrad vs SGD / AdamW at a large batch: time, "
      "accuracy", {120, 900, 67}},
-    {"validation_frequency", "time to 85% accuracy validating every 1 / 2 / 5 epochs (default: "
-     "not reached, fit time)", {90, 3600, 30}},
+    {"validation_frequency", "time to 85% accuracy validating every 1 / 2 / 5 epochs",
+     {210, 3600, 30}},
     /* tiny measured 10-26 s each under load (tests); default like tf32_step's */
     {"mixed_precision", "autocast off / bf16 / fp16 on the training step (CPU fp16 n/a)",
      {15, 120, 10}},
