@@ -252,10 +252,13 @@ static int add_rows(tb_bench *bn, const gb_results *r, const ceil_case *cs)
         if (c->op == OP_GEMM) {
             row.rate = 2.0 * side * side * side / secs / 1e9;
             snprintf(row.note, sizeof row.note, "%s; rate = 2 n^3 / median time",
-                     c->math == TB_MATH_TF32 && !strcmp(bn->info.backend, "cpu")
-                         ? "on the CPU: fp32 data computed in bf16 (oneDNN fpmath mode), the "
-                           "nearest analogue of TF32"
-                         : "a ceiling, not compared with a baseline");
+                     c->math != TB_MATH_TF32 || strcmp(bn->info.backend, "cpu") != 0
+                         ? "a ceiling, not compared with a baseline"
+                     : strstr(bn->info.cpu_flags, "avx512_bf16")
+                         ? "on the CPU: oneDNN fpmath mode bf16 (fp32 data, bf16 multiplies), "
+                           "the nearest analogue of TF32"
+                         : "on the CPU: oneDNN fpmath mode bf16, which this CPU (no "
+                           "avx512_bf16) computes in fp32: expect the fp32 peak");
         } else {
             double moved = c->op == OP_D2D ? 2.0 * side : side;
             row.rate = moved / secs / 1e9;

@@ -25,6 +25,7 @@ typedef struct opb_case {
     tb_timed_op fn;
     void *arg;
     int warmups;               /* untimed calls first: 2 (the harness's), 1 or 0 */
+    int warmed;                /* of them made so far (before the first repetition) */
 } opb_case;
 
 /* The cases registered so far; they must outlive tb_bench_run. */

@@ -63,10 +63,11 @@ const tb_technique_entry tb_techniques[] = {
      {30, 420, 3}},
     {"fused_layernorm", "fused vs unfused layer norm, forward and backward, transformer shapes",
      {15, 90, 3}},
-    /* default with n = 8192 measured 466 s at load 1.3-1.9 (2026-11-22; 777 s at
-     * load 4-6): 20 calls of one 8192 GEMM at about 10.5 s each (20 s loaded)
-     * are most of it; up to 4096 it was 45 s idle, 214 s at load 4-7 */
-    {"tf32", "square GEMMs n = 256 .. 8192, fp32 vs TF32 math", {470, 600, 3}},
+    /* default with n = 8192: 373 s idle in bench:all (2026-11-22) while the
+     * warm-ups ran before every repetition, 216 s idle once they ran before
+     * the first only: 20 calls of one 8192 GEMM at about 9.3 s each (about
+     * twice that loaded) are most of it; up to 4096 it was 45 s idle */
+    {"tf32", "square GEMMs n = 256 .. 8192, fp32 vs TF32 math", {230, 600, 3}},
     {"fused_attention", "manual vs fused attention, T = 128 .. 4096, causal or not: time, memory",
      {90, 420, 6}},
     {"ddp_sweep", "DP (CPU threads / GPUs from one thread) vs DDP (MPI ranks 1..N, buckets, "

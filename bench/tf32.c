@@ -13,7 +13,8 @@
  * about 11 s on two idle CPU cores (twice that under load): there each
  * case makes one warm-up call instead of the harness's two (the first call
  * creates the oneDNN primitive and touches the output's pages; a second
- * would add 3 x 11 s), so 8192 costs 3 warm-ups + 3 x 5 repetitions + 2
+ * would add 3 x 11 s), so 8192 costs 3 warm-ups (before the first
+ * repetition only, bench/opbench.c) + 3 x 5 repetitions + 2
  * calls of the correctness check. tiny runs 256 and 512 for the tests.
  *
  * Writes results/<device>/tf32.csv and plots/<device>/tf32.* (GFLOP/s) and
