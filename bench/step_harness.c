@@ -357,33 +357,58 @@ static int add_row(step_run *r, const gb_results *g, int i)
     return tb_results_add(&r->b.res, &row);
 }
 
-/* Speedup over the baseline per setting, with its 95% interval. */
+#define MAX_PLOT_GROUPS 4
+
+/* Index of row's param_name among names[0..*n), added when new; -1 when
+ * there are already MAX_PLOT_GROUPS. */
+static int plot_group(const char *names[], size_t *n, const char *name)
+{
+    for (size_t g = 0; g < *n; g++)
+        if (strcmp(names[g], name) == 0)
+            return (int)g;
+    if (*n == MAX_PLOT_GROUPS)
+        return -1;
+    names[*n] = name;
+    return (int)(*n)++;
+}
+
+/* Speedup over the baseline per setting, with its 95% interval: one series
+ * per param_name, so rows that sweep different things (the waterfall's
+ * cumulative stages and its leave-one-out) are not joined by one line. */
 static int plot_speedups(step_run *r)
 {
-    size_t n = 0, cap = (size_t)r->tech->n_settings;
-    double *x = calloc(cap * 4, sizeof *x);
-    if (!x)
+    size_t cap = (size_t)r->tech->n_settings, ng = 0, count[MAX_PLOT_GROUPS] = {0};
+    const char *names[MAX_PLOT_GROUPS];
+    double *buf = calloc(cap * 4 * MAX_PLOT_GROUPS, sizeof *buf);
+    if (!buf)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory for the plot");
-    double *y = x + cap, *lo = y + cap, *hi = lo + cap;
     for (size_t i = 0; i < r->b.res.n; i++) {
         const tb_result_row *row = &r->b.res.rows[i];
-        if (isnan(row->speedup) || n >= cap)
+        int g = isnan(row->speedup) ? -1 : plot_group(names, &ng, row->param_name);
+        if (g < 0 || count[g] >= cap)
             continue;
-        x[n] = row->param_value, y[n] = row->speedup;
-        lo[n] = row->speedup_ci_low, hi[n++] = row->speedup_ci_high;
+        double *x = buf + (size_t)g * 4 * cap;
+        size_t k = count[g]++;
+        x[k] = row->param_value, x[cap + k] = row->speedup;
+        x[2 * cap + k] = row->speedup_ci_low, x[3 * cap + k] = row->speedup_ci_high;
+    }
+    tb_plot_series sp[MAX_PLOT_GROUPS];
+    for (size_t g = 0; g < ng; g++) {
+        const double *x = buf + g * 4 * cap;
+        sp[g] = (tb_plot_series){ng > 1 ? names[g] : "speedup", x, x + cap, x + 2 * cap,
+                                 x + 3 * cap, count[g]};
     }
     int rc = TB_OK;
-    if (n > 0) {
+    if (ng > 0) {
         char title[256], xl[96];
         snprintf(title, sizeof title, "%s: speedup over the technique off, %s (median, 95%% CI)",
                  r->tech->name, r->b.info.name);
         snprintf(xl, sizeof xl, "%s", r->tech->param_name);
-        tb_plot_series sp = {"speedup", x, y, lo, hi, n};
         tb_plot_hline one = {"no change", 1.0};
-        tb_plot p = {title, xl, "speedup (x)", 0, 0, &sp, 1, &one, 1, 0};
+        tb_plot p = {title, xl, "speedup (x)", 0, 0, sp, ng, &one, 1, 0};
         rc = tb_plot_render(&p, r->b.od.plots, r->tech->name, TB_PLOT_ALL);
     }
-    free(x);
+    free(buf);
     return rc;
 }
 

@@ -127,7 +127,7 @@ static void verdict_str(char *buf, size_t cap, const tb_result_row *r)
     else if (r->timing_verdict == TB_TIMING_WITHIN_NOISE && !isnan(r->noise_floor))
         snprintf(buf, cap, "within noise (noise floor ±%s%%)", pct);
     else if (r->timing_verdict == TB_TIMING_NA)
-        snprintf(buf, cap, "not compared (no baseline)");
+        snprintf(buf, cap, "no verdict (no baseline, or too few repetitions for an interval)");
     else
         snprintf(buf, cap, "%s", tb_timing_verdict_name(r->timing_verdict));
 }
