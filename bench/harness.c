@@ -293,13 +293,8 @@ out:
     return rc;
 }
 
-void tb_bench_timed_loop(tbb_state *st, tb_backend *be, tb_timed_op op, void *arg)
+void tb_bench_timed_iterations(tbb_state *st, tb_backend *be, tb_timed_op op, void *arg)
 {
-    for (int w = 0; w < 2; w++)
-        if (op(arg) != TB_OK || be->sync(be) != TB_OK) {
-            tbb_skip_with_error(st, tb_error_message());
-            return;
-        }
     while (tbb_keep_running(st)) {
         double s = 0;
         if (tb_bench_time_op(be, op, arg, &s) != TB_OK) {
@@ -308,6 +303,16 @@ void tb_bench_timed_loop(tbb_state *st, tb_backend *be, tb_timed_op op, void *ar
         }
         tbb_set_iteration_time(st, s);
     }
+}
+
+void tb_bench_timed_loop(tbb_state *st, tb_backend *be, tb_timed_op op, void *arg)
+{
+    for (int w = 0; w < 2; w++)
+        if (op(arg) != TB_OK || be->sync(be) != TB_OK) {
+            tbb_skip_with_error(st, tb_error_message());
+            return;
+        }
+    tb_bench_timed_iterations(st, be, op, arg);
 }
 
 int tb_bench_fail(const char *technique, int rc)

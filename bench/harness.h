@@ -101,6 +101,10 @@ int tb_bench_time_op(tb_backend *be, tb_timed_op op, void *arg, double *seconds)
  * A failing op ends the run with GB's skip-with-error and its message. */
 void tb_bench_timed_loop(tbb_state *st, tb_backend *be, tb_timed_op op, void *arg);
 
+/* tb_bench_timed_loop without the warm-up: the timed iterations only, for
+ * callers that warm up their own way (bench/opbench.c: once per case). */
+void tb_bench_timed_iterations(tbb_state *st, tb_backend *be, tb_timed_op op, void *arg);
+
 /* Prints the error chain and returns the exit code for status rc. */
 int tb_bench_fail(const char *technique, int rc);
 

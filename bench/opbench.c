@@ -23,14 +23,7 @@ static void bm_case(tbb_state *st, void *user)
             tbb_skip_with_error(st, tb_error_message());
             return;
         }
-    while (tbb_keep_running(st)) {
-        double s = 0;
-        if (tb_bench_time_op(c->be, c->fn, c->arg, &s) != TB_OK) {
-            tbb_skip_with_error(st, tb_error_message());
-            return;
-        }
-        tbb_set_iteration_time(st, s);
-    }
+    tb_bench_timed_iterations(st, c->be, c->fn, c->arg);
 }
 
 static int set_push(opb_set *set, opb_case *c)
