@@ -10,13 +10,13 @@
  * (unless --skip=ceilings): the bounds every technique is read against.
  * Each binary writes its own results atomically, so an interrupted run keeps
  * every technique it finished; after each one bench:all records it in
- * results/<device>/run_state.json (lib/resume.h), and `--resume` skips what
+ * results/<device>/run_state.json (lib/report/resume.h), and `--resume` skips what
  * is recorded there when the profile, threads and fingerprint are the same
  * (it refuses, saying what differs, otherwise). While techniques run, a
  * sampler records CPU load and frequency (and GPU clocks, temperature,
  * power and throttling through NVML) into results/<device>/telemetry.json.
  * At the end it writes REPORT.md, REPORT.html, summary.md and summary.tex
- * (lib/report.h).
+ * (lib/report/report.h).
  * Exit status: 0 when every technique succeeded, 1 when one failed, 130 when
  * interrupted, 2 on a bad flag or when --resume refuses.
  */
@@ -30,15 +30,15 @@
 #include <unistd.h>
 
 #include "bench/techniques.h"
-#include "lib/atomic_file.h"
-#include "lib/backend.h"
-#include "lib/fingerprint.h"
-#include "lib/flags.h"
-#include "lib/outdir.h"
-#include "lib/report.h"
-#include "lib/resume.h"
-#include "lib/status.h"
-#include "lib/telemetry.h"
+#include "lib/core/atomic_file.h"
+#include "lib/backend/backend.h"
+#include "lib/report/fingerprint.h"
+#include "lib/core/flags.h"
+#include "lib/core/outdir.h"
+#include "lib/report/report.h"
+#include "lib/report/resume.h"
+#include "lib/core/status.h"
+#include "lib/report/telemetry.h"
 
 /* Runs before the techniques: the ceilings they are read against. */
 #define CEILINGS "ceilings"

@@ -1,6 +1,6 @@
 /*
  * compare.c - `bazel run //bench:compare`: one table and side-by-side
- * figures from results folders of several machines (lib/compare.h).
+ * figures from results folders of several machines (lib/report/compare.h).
  *
  *   bazel run //bench:compare -- DIR... [--reference=DIR]
  *       [--price-per-hour=D1,D2 | --purchase-price=D1,D2] [--power=W1,W2]
@@ -19,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/compare.h"
-#include "lib/flags.h"
-#include "lib/outdir.h"
-#include "lib/status.h"
+#include "lib/report/compare.h"
+#include "lib/core/flags.h"
+#include "lib/core/outdir.h"
+#include "lib/core/status.h"
 
 static void resolve(const char *arg, char *out, size_t cap)
 {

@@ -1,6 +1,6 @@
 /*
  * ddp.c - the DDP worker: one MPI rank of a data-parallel training run of
- * the small CNN (or any model lib/config.h names), launched by mpirun.
+ * the small CNN (or any model lib/train/config.h names), launched by mpirun.
  *
  *   bazel run //bench:ddp -- --ranks=2 --max-steps=20 --dataset=synthetic
  * (bench/ddp_launch.sh runs mpirun with the right flags on this binary).
@@ -21,7 +21,7 @@
  * the same global batch whose batch norm sees each replica's share (micro-
  * batch B/N, accumulation N) ends at the same loss within 1e-4 relative.
  *
- * --sync-bn swaps the batch norms for SyncBatchNorm (lib/syncbn.h): then
+ * --sync-bn swaps the batch norms for SyncBatchNorm (lib/dist/syncbn.h): then
  * --verify's single-process run is the plain one at the same global batch
  * (batch norm over the whole batch), and the loss must match it within 1e-4.
  *
@@ -33,7 +33,7 @@
  * blocking all-reduce timed over message sizes 4 KiB .. max, each size
  * --busbw-reps times, the slowest rank's time per repetition).
  * --checkpoint=PATH: rank 0 alone writes weights and optimizer state at
- * the end (lib/checkpoint.h); every rank prints whether it wrote.
+ * the end (lib/train/checkpoint.h); every rank prints whether it wrote.
  *
  * Test hooks: --test-hang-rank=R / --test-exit-rank=R make rank R sleep or
  * exit(3) at step --test-fail-step; the job must fail, not hang.
@@ -46,14 +46,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/checkpoint.h"
-#include "lib/comm.h"
-#include "lib/config.h"
-#include "lib/ddp.h"
-#include "lib/flags.h"
-#include "lib/stats.h"
-#include "lib/syncbn.h"
-#include "lib/train.h"
+#include "lib/train/checkpoint.h"
+#include "lib/dist/comm.h"
+#include "lib/train/config.h"
+#include "lib/dist/ddp.h"
+#include "lib/core/flags.h"
+#include "lib/core/stats.h"
+#include "lib/dist/syncbn.h"
+#include "lib/train/train.h"
 
 typedef struct worker_flags {
     size_t bucket_bytes;

@@ -4,7 +4,7 @@
  *   tensors_on_device  per-step tensors made by device ops vs built on the
  *                      host and copied; with the toggle the labels travel as
  *                      the dataset's uint8 bytes and are widened to int32 on
- *                      the device (lib/train_device.c)
+ *                      the device (lib/train/train_device.c)
  *   augment_on_device  augmentation (crop, flip, normalize) on the device vs
  *                      in the loader workers; the kernel shares its per-pixel
  *                      math with datasets/augment.c (kernels/augment_math.h),
@@ -13,7 +13,7 @@
  *   cuda_graphs        CUDA graph capture and replay of the training step vs
  *                      kernel launches: forward, loss and backward captured
  *                      after three warm-up steps and replayed, the optimizer
- *                      outside the graph (lib/train_device.c)
+ *                      outside the graph (lib/train/train_device.c)
  * Baseline: the toggle off. On the CPU backend the "on" setting is an n/a row
  * with the entry's reason; the baseline step is still timed.
  *

@@ -10,13 +10,13 @@
  * the balanced run, showing the lighter rank's waiting; and N ranks with
  * SyncBatchNorm. The workers write per-step CSVs into a temporary folder
  * (rank 0 alone writes); this process reads them.
- * DP: lib/dp.h in this process, same global batch. On the CPU, 1..N replicas
+ * DP: lib/dist/dp.h in this process, same global batch. On the CPU, 1..N replicas
  * on threads (TB_DP_THREADS), each with its own CPU backend; on CUDA, 1..N
  * GPUs (N at most the GPUs there are) driven from this one thread
  * (TB_DP_ONE_THREAD), the model on the --device GPU. The other kind's rows
  * are n/a with the reason (on a machine without a GPU: "no GPU").
  * All-reduce bus bandwidth: the N-rank worker times the blocking all-reduce
- * over message sizes (lib/comm.h; busbw as nccl-tests defines it).
+ * over message sizes (lib/dist/comm.h; busbw as nccl-tests defines it).
  *
  * Step times are per step (the first step is warm-up and dropped), the
  * slowest rank's; medians with a bootstrap 95% interval over the steps.
@@ -43,10 +43,10 @@
 #include <unistd.h>
 
 #include "bench/harness.h"
-#include "lib/comm.h"
-#include "lib/dp.h"
-#include "lib/optim.h"
-#include "lib/plot.h"
+#include "lib/dist/comm.h"
+#include "lib/dist/dp.h"
+#include "lib/nn/optim.h"
+#include "lib/report/plot.h"
 
 #define MAX_STEPS 256
 #define LOSS_TOL 1e-4

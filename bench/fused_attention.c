@@ -13,7 +13,7 @@
  * was in use before one call (forward, or forward then backward), the
  * `saved` buffer kept between them included: 4 B H T^2 bytes for manual's
  * probabilities, 4 B H T for fused's logsumexp, plus what the op allocates
- * itself (lib/backend.h, attention_workspace); the note repeats what
+ * itself (lib/backend/backend.h, attention_workspace); the note repeats what
  * attention_workspace declares.
  *
  * Writes results/<device>/fused_attention.csv and plots/<device>/
@@ -33,7 +33,7 @@ static int attn_heads = 1;
 #define ATTN_D 64
 /* Relative to the largest manual value (tb_max_rel_err). Each variant is
  * within 5e-6 (out) and 1e-5 (gradients) of the float64 reference in
- * lib/cpu_attn_test.c; their difference within the sum, with margin for
+ * lib/backend/cpu/attention_test.c; their difference within the sum, with margin for
  * longer rows than the test's. */
 #define ATTN_TOL_FWD 2e-5
 #define ATTN_TOL_BWD 5e-5

@@ -11,13 +11,13 @@
  * bandwidth counts what a perfect kernel moves: forward reads x and writes
  * y (8 bytes an element), backward reads x and dy and writes dx (12);
  * copy reads and writes (8). Correctness: y and dx against the float64
- * reference (lib/attn_ref.h), and fused against unfused in the note.
+ * reference (lib/backend/ref/attention.h), and fused against unfused in the note.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "bench/opbench.h"
-#include "lib/attn_ref.h"
+#include "lib/backend/ref/attention.h"
 
 #define LN_EPS 1e-5f
 /* Relative to the largest reference value (tb_max_rel_err): a few fp32

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/json.h"
+#include "lib/core/json.h"
 
 /* Keys GB writes itself; any other numeric key of a row is a user counter. */
 static const char *const gb_own_keys[] = {

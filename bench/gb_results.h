@@ -2,7 +2,7 @@
  * gb_results.h - reads Google Benchmark's JSON output into per-run arrays.
  *
  * Why: tunebench takes the repetitions from Google Benchmark and computes
- * its own statistics (lib/stats.h); GB's own aggregates (mean, median,
+ * its own statistics (lib/core/stats.h); GB's own aggregates (mean, median,
  * stddev, cv) and its deprecated CSV are not used. This reader keeps only
  * the rows with run_type "iteration" (one per repetition), groups them by
  * run_name in the order the file first names them, and converts times to
@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/status.h"
+#include "lib/core/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -9,7 +9,7 @@
 #define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen */
 
 #include "bench/gb_results.h"
-#include "lib/testing.h"
+#include "lib/core/testing.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -37,7 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/status.h"
+#include "lib/core/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "bench/gb_results.h"
-#include "lib/testing.h"
+#include "lib/core/testing.h"
 
 #define NEAR(a, b, rel) (fabs((a) - (b)) <= (rel) * fabs(b))
 

@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "bench/harness.h"
-#include "lib/gelu_ref.h"
-#include "lib/plot.h"
+#include "lib/backend/ref/gelu.h"
+#include "lib/report/plot.h"
 
 /* The op one benchmark times, with its buffers. */
 typedef enum gelu_op { OP_COPY, OP_FWD, OP_BWD } gelu_op;

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/atomic_file.h"
+#include "lib/core/atomic_file.h"
 
 static const char *const profile_names[] = {"default", "full", "tiny", NULL};
 

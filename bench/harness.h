@@ -18,12 +18,12 @@
 
 #include "bench/gb_results.h"
 #include "bench/gbench_shim.h"
-#include "lib/backend.h"
-#include "lib/fingerprint.h"
-#include "lib/flags.h"
-#include "lib/outdir.h"
-#include "lib/results.h"
-#include "lib/stats.h"
+#include "lib/backend/backend.h"
+#include "lib/report/fingerprint.h"
+#include "lib/core/flags.h"
+#include "lib/core/outdir.h"
+#include "lib/report/results.h"
+#include "lib/core/stats.h"
 
 typedef enum tb_profile { TB_PROFILE_DEFAULT = 0, TB_PROFILE_FULL = 1, TB_PROFILE_TINY = 2 } tb_profile;
 

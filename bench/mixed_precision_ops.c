@@ -19,7 +19,7 @@
  * Writes results/<device>/mixed_precision_ops.csv and plots/<device>/
  * mixed_precision_ops_gemm.* and mixed_precision_ops_conv.* (speedups). Correctness: each low-precision output
  * against the fp32 output of the same inputs, tolerance by dtype
- * (TB_TOL_BF16, TB_TOL_F16 in lib/stats.h).
+ * (TB_TOL_BF16, TB_TOL_F16 in lib/core/stats.h).
  */
 #include <stdio.h>
 #include <stdlib.h>

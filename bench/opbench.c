@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/plot.h"
+#include "lib/report/plot.h"
 
 /* Google Benchmark calls this once per repetition, the repetitions of one
  * case back to back: the untimed warm-up calls (c->warmups: 2, the

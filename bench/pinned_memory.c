@@ -4,7 +4,7 @@
  * baseline, PyTorch's defaults), from page-locked memory (pin_memory=True),
  * and from page-locked memory without waiting for the copy, which then runs
  * on a side stream and overlaps compute (pin_memory=True,
- * non_blocking=True). The trainer stages every batch through lib/staging.h
+ * non_blocking=True). The trainer stages every batch through lib/backend/staging.h
  * (--pin-memory, --non-blocking). The bandwidth sweep over sizes is
  * bench:pinned_memory_bw.
  *

@@ -1,6 +1,6 @@
 /*
  * report.c - `bazel run //bench:report`: (re)writes REPORT.md, REPORT.html,
- * summary.md and summary.tex for results folders (lib/report.h).
+ * summary.md and summary.tex for results folders (lib/report/report.h).
  *
  *   bazel run //bench:report -- [--out-dir=ROOT] [--plots-dir=DIR] [RESULTS_DIR...]
  *
@@ -19,10 +19,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "lib/flags.h"
-#include "lib/outdir.h"
-#include "lib/report.h"
-#include "lib/status.h"
+#include "lib/core/flags.h"
+#include "lib/core/outdir.h"
+#include "lib/report/report.h"
+#include "lib/core/status.h"
 
 static void resolve(const char *arg, char *out, size_t cap)
 {

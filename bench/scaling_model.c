@@ -1,7 +1,7 @@
 /*
  * scaling_model.c - `bazel run //bench:scaling_model`: an alpha-beta MODEL
  * of data-parallel scaling efficiency from 1 to 1024 devices, ring and
- * tree all-reduce, with and without overlap (lib/scaling_model.h). It is a
+ * tree all-reduce, with and without overlap (lib/dist/scaling_model.h). It is a
  * prediction, not a measurement: every row says so in setting and note,
  * with its inputs, and so does the plot's title.
  *
@@ -30,8 +30,8 @@
 #include <unistd.h>
 
 #include "bench/harness.h"
-#include "lib/plot.h"
-#include "lib/scaling_model.h"
+#include "lib/report/plot.h"
+#include "lib/dist/scaling_model.h"
 
 #define MAX_LINKS 3
 #define MAX_DEV_EXP 10 /* 1 .. 1024 devices */

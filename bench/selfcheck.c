@@ -2,7 +2,7 @@
  * selfcheck.c - is this GPU's backend right? Runs every slot of the backend
  * table (memory, streams, events, every op, every conv algorithm conv_find
  * returns) against the plain CPU reference, one line per check, and a
- * summary (lib/selfcheck.h says what is checked and with which tolerance).
+ * summary (lib/selfcheck/selfcheck.h says what is checked and with which tolerance).
  *
  *   bazel run //bench:selfcheck                     # CUDA device 0
  *   bazel run //bench:selfcheck -- --device=cuda:1
@@ -17,10 +17,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/backend.h"
-#include "lib/flags.h"
-#include "lib/selfcheck.h"
-#include "lib/status.h"
+#include "lib/backend/backend.h"
+#include "lib/core/flags.h"
+#include "lib/selfcheck/selfcheck.h"
+#include "lib/core/status.h"
 
 static const char *const SUMMARY =
     "Runs every op of the backend table on the chosen device and on the plain CPU "

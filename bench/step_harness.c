@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/plot.h"
+#include "lib/report/plot.h"
 
 /* Per profile: the subset, the batch, how long each repetition and check
  * runs. The default keeps every sweep point and makes each one short. */

@@ -39,8 +39,8 @@
 #define TB_BENCH_STEP_HARNESS_H
 
 #include "bench/harness.h"
-#include "lib/config.h"
-#include "lib/train.h"
+#include "lib/train/config.h"
+#include "lib/train/train.h"
 
 typedef enum tb_step_metric {
     TB_METRIC_STEP = 0,   /* one optimizer step ("step time", ms) */

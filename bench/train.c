@@ -1,6 +1,6 @@
 /*
  * train.c - the training command: trains a model with every toggle of
- * lib/config.h settable from a flag, one progress line per epoch.
+ * lib/train/config.h settable from a flag, one progress line per epoch.
  *
  *   bazel run //bench:train -- --model=small_cnn --epochs=1 [toggles]
  *   bazel run //bench:train -- --help          (every toggle and its default)
@@ -13,11 +13,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/backend.h"
-#include "lib/config.h"
-#include "lib/flags.h"
-#include "lib/status.h"
-#include "lib/train.h"
+#include "lib/backend/backend.h"
+#include "lib/train/config.h"
+#include "lib/core/flags.h"
+#include "lib/core/status.h"
+#include "lib/train/train.h"
 
 static const char *summary =
     "Trains a model on Fashion-MNIST (or synthetic data) and evaluates it on the test set\n"

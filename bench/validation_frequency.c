@@ -34,8 +34,8 @@
 #include <stdio.h>
 
 #include "bench/harness.h"
-#include "lib/stats.h"
-#include "lib/train.h"
+#include "lib/core/stats.h"
+#include "lib/train/train.h"
 
 #define TARGET 0.85
 #define MAX_SEEDS 8

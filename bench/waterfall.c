@@ -9,7 +9,7 @@
  *
  *   bazel run //bench:waterfall -- [--device=cpu] [--profile=default|full|tiny]
  *
- * Stages are the training-step toggles lib/config.h has; a new toggle joins
+ * Stages are the training-step toggles lib/train/config.h has; a new toggle joins
  * by one line in `stages`. "debug APIs off" is on when --detect-anomaly is
  * off, so "all off" runs with anomaly detection (the technique off). Host
  * syncs (--loss-read-every) is no stage: trainer_step, which both parts
@@ -82,7 +82,7 @@ static void graphs_off(tb_config *c) { c->cuda_graphs = 0; }
  * leave-one-out rows are those of the CPU stages alone. Pinned memory goes
  * with non_blocking, as PyTorch recommends them (bench:pinned_memory times
  * each); with CUDA graphs the trainer copies each staged batch into the
- * graph's fixed inputs on the device (lib/train_device.c). */
+ * graph's fixed inputs on the device (lib/train/train_device.c). */
 static const stage stages[] = {
     {"grads_to_none", gtn_on, gtn_off, NULL, -1, NULL},
     {"fused_gelu", gelu_on, gelu_off, NULL, -1, NULL},

@@ -5,7 +5,7 @@
 #include "datasets/augment.h"
 
 #include "kernels/augment_math.h"
-#include "lib/rng.h"
+#include "lib/core/rng.h"
 
 tb_augment_cfg augment_train_defaults(const tb_dataset *ds)
 {

@@ -5,7 +5,7 @@
  * RandomCrop(size, padding=pad) with zero padding, RandomHorizontalFlip(),
  * ToTensor(), Normalize(mean, std). The crop offsets and the flip of a
  * sample are drawn from rng_make(seed, epoch, index, TB_RNG_AUGMENT) only
- * (lib/rng.h): the same sample in the same epoch gets the same bytes whatever
+ * (lib/core/rng.h): the same sample in the same epoch gets the same bytes whatever
  * thread or process builds it and in whatever order.
  *
  * Tests: bazel test //datasets:augment_test
@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "datasets/dataset.h"
-#include "lib/status.h"
+#include "lib/core/status.h"
 
 #ifdef __cplusplus
 extern "C" {

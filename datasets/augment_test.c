@@ -16,7 +16,7 @@
 
 #include "datasets/augment.h"
 #include "kernels/augment_math.h"
-#include "lib/testing.h"
+#include "lib/core/testing.h"
 
 /* The reference: torchvision's RandomCrop(padding=pad) then HFlip, then
  * ToTensor + Normalize, written the slow obvious way. */

@@ -9,7 +9,7 @@
  *     patterns plus noise, so a model trained on it converges. Its name starts
  *     with "synthetic-" and its `synthetic` flag is set: whatever reports
  *     results from it must say so.
- * The loader (lib/loader.h) turns a dataset into augmented float batches.
+ * The loader (lib/train/loader.h) turns a dataset into augmented float batches.
  *
  * Tests: bazel test //datasets:fashion_mnist_test //datasets:synthetic_test
  */
@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-#include "lib/status.h"
+#include "lib/core/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "datasets/dataset.h"
-#include "lib/testing.h"
+#include "lib/core/testing.h"
 
 static tb_dataset *open_or_report(tb_split split, long limit)
 {

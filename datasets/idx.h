@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/status.h"
+#include "lib/core/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -15,7 +15,7 @@
 
 #include "datasets/dataset.h"
 #include "datasets/idx.h"
-#include "lib/testing.h"
+#include "lib/core/testing.h"
 
 static char dir[512];
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 
 #include "datasets/dataset.h"
-#include "lib/rng.h"
+#include "lib/core/rng.h"
 
 #define SYNTH_GRID 4
 #define SYNTH_LO 32  /* cell intensities span [SYNTH_LO, SYNTH_LO + SYNTH_SPAN) */

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "datasets/dataset.h"
-#include "lib/testing.h"
+#include "lib/core/testing.h"
 
 static tb_dataset *make(int n, int c, int h, int w, uint64_t seed, tb_split split)
 {

@@ -1,10 +1,10 @@
 /*
  * attention.cu - multi-head attention kernels: the CUDA backend's
- * attention_fwd/bwd (lib/cuda_attn.c calls the launchers of attention.h).
+ * attention_fwd/bwd (lib/backend/cuda/attention.c calls the launchers of attention.h).
  *
- * Variants (tb_attn_variant), picked at run time by lib/cuda_attn.c:
+ * Variants (tb_attn_variant), picked at run time by lib/backend/cuda/attention.c:
  *   manual  eager PyTorch's softmax(q @ k^T * scale + mask) @ v: the GEMMs
- *           are cuBLAS strided-batched calls made by lib/cuda_attn.c (one
+ *           are cuBLAS strided-batched calls made by lib/backend/cuda/attention.c (one
  *           call for all B*H heads, as torch.bmm); this file holds the two
  *           row kernels between them: masked softmax in place on the
  *           materialized (B, H, T, T) scores, and softmax backward
@@ -26,8 +26,8 @@
  *           head dimension zero-padded to the template's (tiles 32 x 32;
  *           16 x 16 at 128 so shared memory stays under the 48 KB static
  *           limit and accumulators at 32 registers a thread: no spills).
- * The per-element math is shared with lib/cpu_attn.c and tested there
- * (lib/cpu_attn_test.c). Differences from the CPU: summation order and
+ * The per-element math is shared with lib/backend/cpu/attention.c and tested there
+ * (lib/backend/cpu/attention_test.c). Differences from the CPU: summation order and
  * FMA contraction: within float tolerance, not bitwise.
  *
  * Build check (no GPU needed): bazel build //kernels:attn_cuda; nvcc's
@@ -39,8 +39,8 @@
 
 #include "kernels/attention.h"
 #include "kernels/attn_math.h"
-#include "lib/cuda_check.h"
-#include "lib/status.h"
+#include "lib/backend/cuda/check.h"
+#include "lib/core/status.h"
 
 #define ATT_THREADS 128
 #define ATT_WARPS (ATT_THREADS / 32)

@@ -1,8 +1,8 @@
 /*
  * attention.h - launchers for kernels/attention.cu, callable from C without
- * CUDA headers (lib/cuda_attn.c: the CUDA backend's attention_* slots).
+ * CUDA headers (lib/backend/cuda/attention.c: the CUDA backend's attention_* slots).
  *
- * Tensors are contiguous (B, H, T, D) as lib/backend.h's tb_attn_desc says;
+ * Tensors are contiguous (B, H, T, D) as lib/backend/backend.h's tb_attn_desc says;
  * pointers are device memory; stream is a cudaStream_t; launches are
  * asynchronous. Returns TB_OK, TB_ERR_UNSUPPORTED (fused with D > 128:
  * the kernels keep a row of D in registers), or TB_ERR_CUDA with file and
@@ -11,7 +11,7 @@
 #ifndef TB_KERNELS_ATTENTION_H
 #define TB_KERNELS_ATTENTION_H
 
-#include "lib/backend.h"
+#include "lib/backend/backend.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,10 +37,10 @@ int tb_cuda_attn_softmax_fwd(float *p, long rows, int T, int causal, void *strea
 /* ds holds dP = dO V^T: becomes dS = P (dP - rowsum(P dP)) in place. */
 int tb_cuda_attn_softmax_bwd(const float *p, float *ds, long rows, int T, void *stream);
 
-/* ---- the CUDA backend's slots (lib/cuda_attn.c) ---- */
+/* ---- the CUDA backend's slots (lib/backend/cuda/attention.c) ---- */
 /* Stores layernorm_fwd/bwd and attention_workspace/fwd/bwd in be's table;
  * touches no device (the CUDA table test runs without a GPU). REQUIRES: be
- * is a CUDA backend (be->ctx a cuda_ctx, lib/backend_cuda.h). TB_OK. */
+ * is a CUDA backend (be->ctx a cuda_ctx, lib/backend/cuda/cuda.h). TB_OK. */
 int tb_cuda_install_attn_ops(tb_backend *be);
 
 #ifdef __cplusplus

@@ -1,9 +1,9 @@
 /*
  * attn_math.h - per-element attention math shared by the CPU backend
- * (lib/cpu_attn.c) and the CUDA kernels (kernels/attention.cu): masking,
+ * (lib/backend/cpu/attention.c) and the CUDA kernels (kernels/attention.cu): masking,
  * softmax weights, the online-softmax update, logsumexp and the softmax
- * backward. The CPU tests (lib/cpu_attn_test.c) run it against the double
- * reference (lib/attn_ref.c).
+ * backward. The CPU tests (lib/backend/cpu/attention_test.c) run it against the double
+ * reference (lib/backend/ref/attention.c).
  *
  * Online softmax (the fused variant): a query row keeps a running max m and
  * a running sum l of exp(s - m) over the key tiles seen so far, and an

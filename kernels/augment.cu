@@ -23,8 +23,8 @@
 #include "kernels/augment.h"
 #include "kernels/augment_math.h"
 #include "kernels/launch.cuh"
-#include "lib/cuda_check.h"
-#include "lib/status.h"
+#include "lib/backend/cuda/check.h"
+#include "lib/core/status.h"
 
 __global__ void augment_u8_kernel(tb_augment_desc d, const uint8_t *__restrict__ src,
                                   const int32_t *__restrict__ params, float *__restrict__ dst,

@@ -1,7 +1,7 @@
 /*
  * augment.h - launchers for kernels/augment.cu, callable from C without
- * CUDA headers (lib/cuda_graph.c calls them for the CUDA backend's
- * augment_u8 and labels_u8_to_i32 slots, lib/backend.h).
+ * CUDA headers (lib/backend/cuda/graph.c calls them for the CUDA backend's
+ * augment_u8 and labels_u8_to_i32 slots, lib/backend/backend.h).
  *
  * Pointers are device memory; stream is a cudaStream_t. Launches are
  * asynchronous; n == 0 launches nothing. Returns TB_OK or TB_ERR_CUDA with
@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "lib/backend.h"
+#include "lib/backend/backend.h"
 
 #ifdef __cplusplus
 extern "C" {

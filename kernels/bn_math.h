@@ -1,7 +1,7 @@
 /*
  * bn_math.h - per-element and per-channel batch-norm math, shared by the CPU
- * backend (lib/cpu_ops.c) and the CUDA kernels so that the CPU tests
- * (lib/cpu_ops_test.c) check the GPU's arithmetic.
+ * backend (lib/backend/cpu/ops.c) and the CUDA kernels so that the CPU tests
+ * (lib/backend/cpu/ops_test.c) check the GPU's arithmetic.
  *
  * Forward (training):  mean, var = batch statistics per channel (biased var)
  *                      invstd = 1 / sqrt(var + eps)

@@ -4,7 +4,7 @@
  *
  * Variants: one kernel per direction, the format chosen by a flag. The
  * per-element math is kernels/cast_math.h, shared with the CPU backend
- * (lib/cpu_cast.c), whose tests (lib/cast_test.c) check rounding to nearest
+ * (lib/backend/cpu/cast.c), whose tests (lib/backend/cpu/cast_test.c) check rounding to nearest
  * even, NaN, Inf, denormals and the largest finite values; it works on the
  * bits, so the GPU's result is bitwise the CPU's. Grid-stride loops
  * (kernels/launch.cuh); memory-bound, judge by effective bandwidth
@@ -18,8 +18,8 @@
 #include "kernels/cast.h"
 #include "kernels/cast_math.h"
 #include "kernels/launch.cuh"
-#include "lib/cuda_check.h"
-#include "lib/status.h"
+#include "lib/backend/cuda/check.h"
+#include "lib/core/status.h"
 
 __global__ void f32_to_lowp_kernel(int bf16, const float *__restrict__ x,
                                    uint16_t *__restrict__ y, size_t n)

@@ -1,7 +1,7 @@
 /*
  * cast.h - launchers for kernels/cast.cu, callable from C without CUDA
- * headers (lib/cuda_cast.c calls them for the CUDA backend's
- * cast_f32_to_lowp / cast_lowp_to_f32 slots, and lib/cuda_conv.c for its
+ * headers (lib/backend/cuda/cast.c calls them for the CUDA backend's
+ * cast_f32_to_lowp / cast_lowp_to_f32 slots, and lib/backend/cuda/conv.c for its
  * fp32 outputs of low-precision convolutions).
  *
  * Pointers are device memory; lowp is n uint16_t (bf16 or fp16 bits);

@@ -1,8 +1,8 @@
 /*
  * cast_math.h - per-element conversions between fp32 and the two 16-bit
- * float formats of mixed precision, shared by the CPU backend (lib/cpu_cast.c)
+ * float formats of mixed precision, shared by the CPU backend (lib/backend/cpu/cast.c)
  * and the CUDA kernels (kernels/cast.cu), so the CPU tests
- * (lib/cast_test.c) check the arithmetic the GPU runs.
+ * (lib/backend/cpu/cast_test.c) check the arithmetic the GPU runs.
  *
  *   bf16: the top 16 bits of an fp32 (8-bit exponent, 7-bit mantissa),
  *         rounded to nearest even; same range as fp32, denormals kept.

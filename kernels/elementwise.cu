@@ -4,7 +4,7 @@
  *
  * Variants: none at run time, one kernel per op. The per-element math is
  * kernels/elementwise_math.h (and kernels/rng_math.h for the dropout mask),
- * shared with the CPU backend (lib/cpu_ops.c) whose tests check it; the
+ * shared with the CPU backend (lib/backend/cpu/ops.c) whose tests check it; the
  * dropout mask is a pure function of (seed, offset + i), so the GPU draws
  * bitwise the CPU's mask.
  *
@@ -24,8 +24,8 @@
 #include "kernels/elementwise_math.h"
 #include "kernels/launch.cuh"
 #include "kernels/rng_math.h"
-#include "lib/cuda_check.h"
-#include "lib/status.h"
+#include "lib/backend/cuda/check.h"
+#include "lib/core/status.h"
 
 struct op_relu {
     __device__ float operator()(float x) const { return tb_relu_f(x); }

@@ -1,12 +1,12 @@
 /*
  * elementwise.h - launchers for kernels/elementwise.cu, callable from C
- * without CUDA headers (lib/cuda_ops.c calls them for the CUDA backend's
+ * without CUDA headers (lib/backend/cuda/ops.c calls them for the CUDA backend's
  * relu_fwd/bwd, add, axpby, bias_add and dropout_fwd/bwd slots).
  *
  * Pointers are device memory; stream is a cudaStream_t. Launches are
  * asynchronous. n == 0 (or rows/cols == 0) launches nothing. Returns TB_OK,
  * or TB_ERR_CUDA with file and line on the error chain when the launch
- * fails (e.g. no driver). Semantics are those of the slots in lib/backend.h.
+ * fails (e.g. no driver). Semantics are those of the slots in lib/backend/backend.h.
  */
 #ifndef TB_KERNELS_ELEMENTWISE_H
 #define TB_KERNELS_ELEMENTWISE_H

@@ -1,7 +1,7 @@
 /*
  * elementwise_math.h - per-element math of the simple element-wise ops,
- * shared by the CPU backend (lib/cpu_ops.c) and the CUDA kernels, so the
- * CPU tests (lib/cpu_ops_test.c) check the arithmetic the GPU runs.
+ * shared by the CPU backend (lib/backend/cpu/ops.c) and the CUDA kernels, so the
+ * CPU tests (lib/backend/cpu/ops_test.c) check the arithmetic the GPU runs.
  *
  * ReLU propagates NaN (x < 0 ? 0 : x), as PyTorch's clamp_min does, so
  * anomaly detection still sees a NaN after a ReLU. The non-finite test

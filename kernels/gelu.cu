@@ -10,7 +10,7 @@
  *                    x * 0.5 * (1 + erf(x * M_SQRT1_2)): five launches
  *                    forward, ten backward (the steps of kernels/gelu_math.h).
  * Both compute the per-element math of kernels/gelu_math.h, which the CPU
- * tests check (lib/gelu_cpu_test.c); on one device the two variants give
+ * tests check (lib/backend/cpu/gelu_test.c); on one device the two variants give
  * bitwise the same results.
  *
  * Every kernel is one grid-stride loop over float4 when all its pointers are
@@ -28,9 +28,9 @@
 
 #include "kernels/gelu.h"
 #include "kernels/gelu_math.h"
-#include "lib/backend.h"
-#include "lib/cuda_check.h"
-#include "lib/status.h"
+#include "lib/backend/backend.h"
+#include "lib/backend/cuda/check.h"
+#include "lib/core/status.h"
 
 #define TB_GELU_BLOCK 256
 /* Enough resident threads for any current GPU; the loops stride past it. */

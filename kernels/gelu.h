@@ -1,9 +1,9 @@
 /*
  * gelu.h - launchers for the CUDA GELU kernels (kernels/gelu.cu), callable
- * from C without CUDA headers: the CUDA backend (lib/backend_cuda.c) calls
+ * from C without CUDA headers: the CUDA backend (lib/backend/cuda/backend.c) calls
  * them for its gelu_fwd/gelu_bwd slots.
  *
- * variant is a tb_gelu_variant (lib/backend.h): TB_GELU_UNFUSED (0) runs
+ * variant is a tb_gelu_variant (lib/backend/backend.h): TB_GELU_UNFUSED (0) runs
  * separate kernels over the temporaries tmp1 and tmp2 (n floats each, device
  * memory, distinct from the other buffers), TB_GELU_FUSED (1) one kernel;
  * tmp1/tmp2 may be NULL for it. stream is a cudaStream_t (NULL: the legacy

@@ -22,9 +22,9 @@
 
 #include "kernels/gelu.h"
 #include "kernels/gelu_math.h"
-#include "lib/backend.h"
-#include "lib/gelu_ref.h"
-#include "lib/status.h"
+#include "lib/backend/backend.h"
+#include "lib/backend/ref/gelu.h"
+#include "lib/core/status.h"
 
 #define N 100003
 #define TOL 1e-6

@@ -1,7 +1,7 @@
 /*
- * gelu_math.h - the per-element GELU math that the CPU code (lib/gelu_cpu.c)
+ * gelu_math.h - the per-element GELU math that the CPU code (lib/backend/cpu/gelu.c)
  * and the CUDA kernels (kernels/gelu.cu) share, so that the CPU tests
- * (lib/gelu_cpu_test.c) prove the GPU's arithmetic without a GPU.
+ * (lib/backend/cpu/gelu_test.c) prove the GPU's arithmetic without a GPU.
  *
  * GELU here is the exact-erf form, PyTorch's default (approximate='none'):
  *   gelu(x)  = 0.5 x (1 + erf(x / sqrt2))
@@ -17,11 +17,11 @@
  * explicit fmaf (one rounding) on the host and on the GPU, division is IEEE
  * on both, and on the GPU the remaining multiplies and adds use
  * __fmul_rn/__fadd_rn so nvcc cannot contract them into FMAs that the host
- * would not do. The AVX-512 code in lib/gelu_cpu.c repeats these exact
+ * would not do. The AVX-512 code in lib/backend/cpu/gelu.c repeats these exact
  * operations with intrinsics (same coefficients, from the macros here), and
  * its test checks it bitwise against these scalar functions.
  *
- * Accuracy (measured by lib/gelu_cpu_test.c against double-precision libm
+ * Accuracy (measured by lib/backend/cpu/gelu_test.c against double-precision libm
  * over a dense grid):
  *   tb_erf_f:     rational approximation x P(x^2) / Q(x^2) on [-4, 4]
  *                 (the one XLA and Eigen use), saturating to +-1 beyond;
@@ -54,7 +54,7 @@
 
 /* Plain multiply and add that nvcc may not fuse into an FMA. On the host,
  * compile code that includes this header with -ffp-contract=off (GCC's
- * default in gnu11 mode is to fuse on FMA targets; lib/BUILD's GELU_COPTS). */
+ * default in gnu11 mode is to fuse on FMA targets; lib/backend/cpu/BUILD's GELU_COPTS). */
 #if defined(__CUDA_ARCH__)
 #define TB_MUL(a, b) __fmul_rn((a), (b))
 #define TB_ADD(a, b) __fadd_rn((a), (b))

@@ -1,6 +1,6 @@
 /*
  * layernorm.cu - layer norm forward and backward: the CUDA backend's
- * layernorm_fwd/bwd (lib/cuda_attn.c calls the launchers of layernorm.h).
+ * layernorm_fwd/bwd (lib/backend/cuda/attention.c calls the launchers of layernorm.h).
  *
  * Variants (tb_ln_variant), picked at run time:
  *   unfused  eager PyTorch's decomposition: one kernel per step, each a
@@ -11,7 +11,7 @@
  *   fused    apex FusedLayerNorm: one block per row computes the row's
  *            statistics and writes y (dx in the backward) in one launch;
  *            the backward adds one column kernel for dgamma/dbeta.
- * Both run kernels/layernorm_math.h's steps (shared with lib/cpu_attn.c and
+ * Both run kernels/layernorm_math.h's steps (shared with lib/backend/cpu/attention.c and
  * tested there). Row sums are in double with a fixed tree (each thread
  * strides the row, then xor-butterfly warp sums, then warp 0 sums the
  * warps), one function for both variants: fused and unfused give the same
@@ -25,8 +25,8 @@
 
 #include "kernels/layernorm.h"
 #include "kernels/layernorm_math.h"
-#include "lib/cuda_check.h"
-#include "lib/status.h"
+#include "lib/backend/cuda/check.h"
+#include "lib/core/status.h"
 
 #define LN_THREADS 256
 #define LN_WARPS (LN_THREADS / 32)
@@ -225,7 +225,7 @@ static int ln_fwd_unfused(const float *x, const float *gamma, const float *beta,
     return ln_pass<LN_ADD_COL>(y, NULL, NULL, beta, y, rows, cols, s);
 }
 
-/* native_layer_norm_backward's decomposition; lib/cpu_attn.c's order. */
+/* native_layer_norm_backward's decomposition; lib/backend/cpu/attention.c's order. */
 static int ln_bwd_unfused(const float *x, const float *dy, const float *gamma,
                           const float *mean, const float *rstd, int rows, int cols, float *dx,
                           float *dgamma, float *dbeta, int accumulate, float *xhat, float *g,

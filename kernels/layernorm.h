@@ -1,8 +1,8 @@
 /*
  * layernorm.h - launchers for kernels/layernorm.cu, callable from C without
- * CUDA headers (lib/cuda_attn.c: the CUDA backend's layernorm_fwd/bwd).
+ * CUDA headers (lib/backend/cuda/attention.c: the CUDA backend's layernorm_fwd/bwd).
  *
- * variant is a tb_ln_variant (lib/backend.h): TB_LN_UNFUSED (0) runs one
+ * variant is a tb_ln_variant (lib/backend/backend.h): TB_LN_UNFUSED (0) runs one
  * kernel per step over the temporaries tmp1, tmp2 (rows x cols floats each)
  * and rowtmp (2 rows floats, backward only); TB_LN_FUSED (1) runs one
  * kernel per row (plus one column kernel for dgamma/dbeta) and takes NULL

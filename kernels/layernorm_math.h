@@ -1,7 +1,7 @@
 /*
  * layernorm_math.h - per-element layer norm math shared by the CPU backend
- * (lib/cpu_attn.c) and the CUDA kernels (kernels/layernorm.cu), so the CPU
- * tests (lib/cpu_attn_test.c) check the arithmetic the GPU runs.
+ * (lib/backend/cpu/attention.c) and the CUDA kernels (kernels/layernorm.cu), so the CPU
+ * tests (lib/backend/cpu/attention_test.c) check the arithmetic the GPU runs.
  *
  * Forward, per row of `cols` values (F.layer_norm with an affine):
  *   mean = sum(x) / cols                      (sum in double, rounded once)

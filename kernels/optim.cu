@@ -3,7 +3,7 @@
  * of the "fused optimizer" technique (Adam(fused=True), apex's
  * multi-tensor apply).
  *
- * Variants (chosen by the caller, lib/cuda_optim.c, from opt_step's fused
+ * Variants (chosen by the caller, lib/backend/cuda/optim.c, from opt_step's fused
  * flag):
  *   per tensor  the baseline: one element-wise kernel per PyTorch in-place
  *               op, per tensor (opt_pass_kernel, tb_opt_pass picks the op):
@@ -13,7 +13,7 @@
  *               updates chunk b of a device table of {param, grad, state1,
  *               state2, n} chunks, every element read and written once.
  * Both use the per-element math of kernels/optim_math.h, shared with the CPU
- * backend (lib/cpu_ops.c) whose tests check it; they agree within float
+ * backend (lib/backend/cpu/ops.c) whose tests check it; they agree within float
  * rounding (nvcc may contract a multiply and an add into an FMA).
  *
  * Large-batch optimizers (LARS, LAMB, NovoGrad) need a norm per tensor
@@ -29,9 +29,9 @@
 #include "kernels/launch.cuh"
 #include "kernels/optim.h"
 #include "kernels/optim_math.h"
-#include "lib/backend.h"
-#include "lib/cuda_check.h"
-#include "lib/status.h"
+#include "lib/backend/backend.h"
+#include "lib/backend/cuda/check.h"
+#include "lib/core/status.h"
 
 /* No __restrict__: dst aliases a in the in-place passes. */
 __global__ void opt_pass_kernel(tb_opt_pass pass, float *dst, const float *a, const float *b,

@@ -1,6 +1,6 @@
 /*
  * optim.h - launchers for kernels/optim.cu, callable from C without CUDA
- * headers (lib/cuda_optim.c: the CUDA backend's opt_step).
+ * headers (lib/backend/cuda/optim.c: the CUDA backend's opt_step).
  *
  * Per tensor: tb_cuda_opt_pass runs one element-wise pass, one PyTorch
  * in-place op (kernels/optim_math.h's tb_opt_step_*), over n elements; the

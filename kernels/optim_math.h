@@ -1,7 +1,7 @@
 /*
  * optim_math.h - per-element optimizer math, shared by the CPU backend
- * (lib/cpu_ops.c) and the CUDA kernels, so that the CPU tests
- * (lib/cpu_ops_test.c) check the GPU's arithmetic.
+ * (lib/backend/cpu/ops.c) and the CUDA kernels, so that the CPU tests
+ * (lib/backend/cpu/ops_test.c) check the GPU's arithmetic.
  *
  * PyTorch semantics (torch.optim, foreach=False, dampening 0, nesterov off;
  * the large-batch optimizers at the end say whose semantics they follow):

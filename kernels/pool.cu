@@ -8,7 +8,7 @@
  * kernel each way; the layout only changes how a flat index splits into
  * (n, c, h, w).
  *
- * Same numbers as the CPU backend (lib/cpu_ops.c), bit for bit:
+ * Same numbers as the CPU backend (lib/backend/cpu/ops.c), bit for bit:
  *   forward: one thread per output; the window is visited row by row in
  *     the CPU's order; max keeps the first of equal values and takes any
  *     NaN it meets (PyTorch's rule); average sums in that order and divides
@@ -25,9 +25,9 @@
 
 #include "kernels/launch.cuh"
 #include "kernels/pool.h"
-#include "lib/backend.h"
-#include "lib/cuda_check.h"
-#include "lib/status.h"
+#include "lib/backend/backend.h"
+#include "lib/backend/cuda/check.h"
+#include "lib/core/status.h"
 
 /* Where (n, c, h, w) lives in a tensor of height hh and width ww. */
 __device__ size_t pool_index(const tb_pool_geom &g, int n, int c, int h, int w, int hh, int ww)

@@ -1,6 +1,6 @@
 /*
  * rng_math.h - the dropout mask as a pure function of (seed, index), shared
- * by the CPU backend (lib/cpu_ops.c), the reference (lib/ops_ref.c) and the
+ * by the CPU backend (lib/backend/cpu/ops.c), the reference (lib/backend/ref/ops.c) and the
  * CUDA kernels, so every backend and every thread count draws the same mask.
  *
  * For element i of a call with (seed, offset), the stream index is
@@ -15,7 +15,7 @@
  * The element is kept when the top 24 bits of the hash are >= p * 2^24:
  * probability 1 - p to within 2^-24; p == 0 keeps all, p == 1 drops all.
  *
- * Tested in lib/cpu_ops_test.c: the same mask for 1 and 2 threads and for
+ * Tested in lib/backend/cpu/ops_test.c: the same mask for 1 and 2 threads and for
  * a range split in two with offsets, and a kept fraction near 1 - p.
  */
 #ifndef TB_RNG_MATH_H

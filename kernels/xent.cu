@@ -6,7 +6,7 @@
  *   forward: one warp per row (8 rows a block). The row's max, then
  *     exp(z - max) with the sum in double, then probs = e / sum and
  *     loss = log(sum) - (z[label] - max), in double: the CPU backend's
- *     formula (lib/cpu_ops.c), accurate where probs[label] underflows.
+ *     formula (lib/backend/cpu/ops.c), accurate where probs[label] underflows.
  *     Warp reductions are xor butterflies, so every lane ends with the same
  *     value and the order is fixed: deterministic.
  *   backward: element-wise, kernels/elementwise_math.h's tb_xent_grad_f,
@@ -23,8 +23,8 @@
 #include "kernels/elementwise_math.h"
 #include "kernels/launch.cuh"
 #include "kernels/xent.h"
-#include "lib/cuda_check.h"
-#include "lib/status.h"
+#include "lib/backend/cuda/check.h"
+#include "lib/core/status.h"
 
 #define XENT_WARPS 8
 #define FULL_MASK 0xffffffffu

@@ -72,7 +72,7 @@ def cuda_library(name, srcs, hdrs, cu_hdrs = [], deps = [], allow_spill = []):
     hdrs: the launchers' public headers (the cc_library's hdrs; nvcc sees them too).
     cu_hdrs: what else the .cu files include (shared math headers, launch.cuh,
       //lib headers); nvcc only.
-    deps: the cc_library's deps; cudart and //lib:status are always added.
+    deps: the cc_library's deps; cudart and //lib/core:status are always added.
     The library is alwayslink and linkstatic, as object files from a rule need.
     """
     cuda_objects(
@@ -89,5 +89,5 @@ def cuda_library(name, srcs, hdrs, cu_hdrs = [], deps = [], allow_spill = []):
         alwayslink = 1,
         linkstatic = 1,
         target_compatible_with = CUDA_ONLY,
-        deps = deps + ["//lib:status", "@local_config//cuda:cudart"],
+        deps = deps + ["//lib/core:status", "@local_config//cuda:cudart"],
     )

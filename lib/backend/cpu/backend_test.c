@@ -1,0 +1,139 @@
+/*
+ * backend_test.c - the CPU backend's memory, copies, events, device
+ * info, and --device parsing.  bazel test //lib/backend/cpu:backend_cpu_test
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/backend/backend.h"
+#include "lib/core/testing.h"
+
+static void test_alloc_and_stats(tb_backend *be)
+{
+    void *a = NULL, *b = NULL;
+    size_t in_use = 0, peak = 0;
+    CHECK(be->dev_alloc(be, &a, 1000) == TB_OK && a, "alloc 1000");
+    CHECK(((uintptr_t)a % 64) == 0, "64-byte aligned");
+    CHECK(be->dev_alloc(be, &b, 3000) == TB_OK && b, "alloc 3000");
+    be->mem_stats(be, &in_use, &peak);
+    CHECK(in_use == 4000 && peak == 4000, "in_use %zu peak %zu, want 4000", in_use, peak);
+    CHECK(be->dev_free(be, b) == TB_OK, "free");
+    be->mem_stats(be, &in_use, &peak);
+    CHECK(in_use == 1000 && peak == 4000, "after free in_use %zu peak %zu", in_use, peak);
+    be->mem_reset_peak(be);
+    be->mem_stats(be, &in_use, &peak);
+    CHECK(peak == 1000, "reset peak %zu", peak);
+
+    be->mem_set_limit(be, 5000);
+    void *c = NULL;
+    int rc = be->dev_alloc(be, &c, 4500);
+    CHECK(rc == TB_ERR_DEVICE_OOM && c == NULL, "limit refuses 4500 more bytes (rc %d)", rc);
+    CHECK(strstr(tb_error_message(), "mem-limit") != NULL, "message names the limit: %s",
+          tb_error_message());
+    tb_error_clear();
+    be->mem_stats(be, &in_use, NULL);
+    CHECK(in_use == 1000, "refused allocation not counted (%zu)", in_use);
+    CHECK(be->dev_alloc(be, &c, 4000) == TB_OK, "4000 fits under the limit");
+    be->dev_free(be, c);
+    be->mem_set_limit(be, 0);
+    be->dev_free(be, a);
+    CHECK(be->dev_free(be, NULL) == TB_OK, "free(NULL)");
+}
+
+static void test_copies(tb_backend *be)
+{
+    /* Odd sizes and unaligned offsets, random contents. */
+    size_t sizes[] = {1, 7, 64, 4097, 1 << 20, (1 << 22) + 3};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t n = sizes[i];
+        unsigned char *h = NULL, *back = NULL, *d = NULL, *d2 = NULL;
+        be->host_alloc(be, (void **)&h, n + 1, 0);
+        be->host_alloc(be, (void **)&back, n, 1);
+        be->dev_alloc(be, (void **)&d, n);
+        be->dev_alloc(be, (void **)&d2, n);
+        srand((unsigned)n);
+        for (size_t j = 0; j < n + 1; j++)
+            h[j] = (unsigned char)rand();
+        CHECK(be->copy_h2d(be, d, h + 1, n, NULL) == TB_OK, "h2d");
+        CHECK(be->copy_d2d(be, d2, d, n, NULL) == TB_OK, "d2d");
+        CHECK(be->copy_d2h(be, back, d2, n, NULL) == TB_OK, "d2h");
+        CHECK(memcmp(back, h + 1, n) == 0, "round trip of %zu bytes", n);
+        CHECK(be->memset(be, d, 0xab, n, NULL) == TB_OK, "memset");
+        size_t bad = 0;
+        for (size_t j = 0; j < n; j++)
+            bad += d[j] != 0xab;
+        CHECK(bad == 0, "memset of %zu bytes: %zu wrong", n, bad);
+        be->dev_free(be, d);
+        be->dev_free(be, d2);
+        be->host_free(be, h, 0);
+        be->host_free(be, back, 1);
+    }
+}
+
+static void test_events(tb_backend *be)
+{
+    tb_event *a, *b;
+    tb_stream *s;
+    CHECK(be->stream_create(be, &s) == TB_OK, "stream");
+    CHECK(be->event_create(be, &a) == TB_OK && be->event_create(be, &b) == TB_OK, "events");
+    float ms = -1;
+    CHECK(be->event_elapsed_ms(be, a, b, &ms) == TB_ERR_INVALID, "unrecorded events refused");
+    tb_error_clear();
+    be->event_record(be, a, s);
+    volatile double x = 0;
+    for (int i = 0; i < 1000000; i++)
+        x += i;
+    be->event_record(be, b, s);
+    be->event_sync(be, b);
+    CHECK(be->event_elapsed_ms(be, a, b, &ms) == TB_OK && ms >= 0, "elapsed %f", ms);
+    be->event_destroy(be, a);
+    be->event_destroy(be, b);
+    be->stream_destroy(be, s);
+}
+
+static void test_device_info(tb_backend *be)
+{
+    tb_device_info info;
+    CHECK(be->device_info(be, &info) == TB_OK, "device_info");
+    CHECK(strcmp(info.backend, "cpu") == 0, "backend %s", info.backend);
+    CHECK(info.name[0] && info.total_mem > 0 && info.threads > 0, "name/mem/threads");
+    CHECK(strncmp(info.libs, "oneDNN ", 7) == 0, "libs %s", info.libs);
+    char slug[128];
+    tb_device_slug(&info, slug, sizeof slug);
+    CHECK(strncmp(slug, "cpu-", 4) == 0 && !strchr(slug, ' ') && !strchr(slug, '('), "slug %s", slug);
+    printf("device: %s, slug %s, flags [%s], %s\n", info.name, slug, info.cpu_flags, info.libs);
+}
+
+static void test_parse(void)
+{
+    tb_device_kind k;
+    int o;
+    CHECK(tb_device_parse("auto", &k, &o) == TB_OK && k == TB_DEVICE_AUTO, "auto");
+    CHECK(tb_device_parse("cpu", &k, &o) == TB_OK && k == TB_DEVICE_CPU, "cpu");
+    CHECK(tb_device_parse("cuda", &k, &o) == TB_OK && k == TB_DEVICE_CUDA && o == 0, "cuda");
+    CHECK(tb_device_parse("cuda:3", &k, &o) == TB_OK && k == TB_DEVICE_CUDA && o == 3, "cuda:3");
+    const char *bad[] = {"gpu", "cuda:", "cuda:x", "cuda:-1", "cudax", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(tb_device_parse(bad[i], &k, &o) == TB_ERR_INVALID, "'%s' refused", bad[i]);
+        CHECK(strstr(tb_error_message(), "--device=") != NULL, "message says what to use");
+        tb_error_clear();
+    }
+}
+
+int main(void)
+{
+    tb_backend *be = NULL;
+    if (tb_backend_open(TB_DEVICE_CPU, 0, 2, &be) != TB_OK) {
+        tb_error_print(stdout);
+        return 1;
+    }
+    test_alloc_and_stats(be);
+    test_copies(be);
+    test_events(be);
+    test_device_info(be);
+    test_parse();
+    tb_backend_close(be);
+    printf("%s\n", failures ? "FAILED" : "all backend_cpu checks passed");
+    return failures != 0;
+}

@@ -1,0 +1,333 @@
+/*
+ * cast_test.c - mixed precision on the CPU: the casts of kernels/cast_math.h
+ * (the code both backends run) and the CPU backend's low-precision slots.
+ *
+ *   casts: round to nearest even at ties and between, NaN (quiet, sign
+ *   kept), +-Inf, signed zeros, fp32 denormals (bf16 keeps them; fp16
+ *   flushes them), fp16 denormals, the largest finite values and the
+ *   overflow threshold (65520 -> Inf), every bf16 and fp16 bit pattern
+ *   round-tripping lowp -> f32 -> lowp, and the cast slots equal to the
+ *   header with 1 and 2 threads on a size above the one-thread cutoff;
+ *   gemm_lowp (bf16) and bf16 convolution, all three directions and both
+ *   layouts, against the fp32 reference at the bf16 tolerance; fp16 refused
+ *   with TB_ERR_UNSUPPORTED (oneDNN 2.6 has no CPU fp16).
+ * Prints which oneDNN implementation ran bf16 (this VM has no AVX512_BF16).
+ *
+ * Run: bazel test //lib/backend/cpu:cast_test
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cast_math.h"
+#include "lib/backend/backend.h"
+#include "lib/backend/ref/conv.h"
+#include "lib/core/status.h"
+#include "lib/core/testing.h"
+
+static float fbits(uint32_t u) { return tb_cast_bits_f32(u); }
+
+static void test_bf16_edges(void)
+{
+    struct { uint32_t in; uint16_t want; const char *what; } cases[] = {
+        {0x3f800000u, 0x3f80, "1.0"},
+        {0x3f808000u, 0x3f80, "tie to even (down)"},
+        {0x3f818000u, 0x3f82, "tie to even (up)"},
+        {0x3f808001u, 0x3f81, "just above a tie"},
+        {0x3f807fffu, 0x3f80, "just below a tie"},
+        {0x80000000u, 0x8000, "-0"},
+        {0x7f800000u, 0x7f80, "+Inf"},
+        {0xff800000u, 0xff80, "-Inf"},
+        {0x7f7fffffu, 0x7f80, "FLT_MAX rounds to Inf"},
+        {0x7f7f0000u, 0x7f7f, "bf16 max"},
+        {0x7f7f7fffu, 0x7f7f, "below the bf16 overflow tie"},
+        {0x00000001u, 0x0000, "smallest fp32 denormal -> 0"},
+        {0x00010000u, 0x0001, "bf16 denormal kept"},
+        {0x00018000u, 0x0002, "denormal tie to even"},
+        {0x807fffffu, 0x8080, "largest negative denormal rounds to -FLT_MIN"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint16_t got = tb_f32_to_bf16(fbits(cases[i].in));
+        CHECK(got == cases[i].want, "bf16(%08x) %s: got %04x want %04x", cases[i].in,
+              cases[i].what, got, cases[i].want);
+    }
+    uint16_t nan = tb_f32_to_bf16(fbits(0x7f800001u)); /* signalling, payload only in low bits */
+    CHECK((nan & 0x7f80) == 0x7f80 && (nan & 0x7f) != 0, "bf16 NaN stays NaN: %04x", nan);
+    nan = tb_f32_to_bf16(fbits(0xffc00000u));
+    CHECK(nan == 0xffc0, "bf16 -NaN keeps its sign: %04x", nan);
+    /* every pattern: exact widening, and back to the same bits (NaN: a NaN) */
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = tb_bf16_to_f32((uint16_t)h);
+        uint16_t back = tb_f32_to_bf16(f);
+        int is_nan = (h & 0x7f80) == 0x7f80 && (h & 0x7f);
+        if (is_nan)
+            CHECK(isnan(f) && (back & 0x7f80) == 0x7f80 && (back & 0x7f), "bf16 NaN %04x", h);
+        else if (back != h) {
+            CHECK(0, "bf16 round trip %04x -> %g -> %04x", h, (double)f, back);
+            break;
+        }
+    }
+}
+
+static void test_f16_edges(void)
+{
+    struct { float in; uint16_t want; const char *what; } cases[] = {
+        {1.0f, 0x3c00, "1.0"},
+        {-2.0f, 0xc000, "-2"},
+        {65504.0f, 0x7bff, "fp16 max"},
+        {65519.99f, 0x7bff, "just below the overflow tie"},
+        {65520.0f, 0x7c00, "overflow tie -> Inf"},
+        {1e30f, 0x7c00, "huge -> Inf"},
+        {-INFINITY, 0xfc00, "-Inf"},
+        {-0.0f, 0x8000, "-0"},
+        {6.103515625e-05f, 0x0400, "smallest normal 2^-14"},
+        {5.9604644775390625e-08f, 0x0001, "smallest denormal 2^-24"},
+        {2.98023223876953125e-08f, 0x0000, "2^-25 ties to even 0"},
+        {2.9802326e-08f, 0x0001, "just above 2^-25"},
+        {8.940696716308594e-08f, 0x0002, "1.5 * 2^-24 ties to even 2"},
+        {1e-45f, 0x0000, "fp32 denormal -> 0"},
+        {1.00048828125f, 0x3c00, "1 + 2^-11 ties to even (down)"},
+        {1.00146484375f, 0x3c02, "1 + 3 * 2^-11 ties to even (up)"},
+        {6.1e-05f, 0x03ff, "just below 2^-14: largest denormal"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint16_t got = tb_f32_to_f16(cases[i].in);
+        CHECK(got == cases[i].want, "fp16(%.9g) %s: got %04x want %04x", (double)cases[i].in,
+              cases[i].what, got, cases[i].want);
+    }
+    CHECK((tb_f32_to_f16(NAN) & 0x7e00) == 0x7e00, "fp16 NaN is a quiet NaN");
+    CHECK(tb_f32_to_f16(-NAN) & 0x8000, "fp16 -NaN keeps its sign");
+    CHECK(tb_f16_to_f32(0x7bff) == 65504.0f, "fp16 max widens exactly");
+    CHECK(tb_f16_to_f32(0x0001) == 5.9604644775390625e-08f, "fp16 denormal widens exactly");
+    CHECK(isinf(tb_f16_to_f32(0xfc00)) && tb_f16_to_f32(0xfc00) < 0, "fp16 -Inf");
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = tb_f16_to_f32((uint16_t)h);
+        uint16_t back = tb_f32_to_f16(f);
+        int is_nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+        if (is_nan)
+            CHECK(isnan(f) && (back & 0x7c00) == 0x7c00 && (back & 0x3ff), "fp16 NaN %04x", h);
+        else if (back != h) {
+            CHECK(0, "fp16 round trip %04x -> %g -> %04x", h, (double)f, back);
+            break;
+        }
+    }
+    /* round to nearest: the result is one of the two neighbours, the nearer */
+    uint64_t s = 12345;
+    for (int i = 0; i < 200000; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        float f = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0) * 70000.0f;
+        float r = tb_f16_to_f32(tb_f32_to_f16(f));
+        if (fabsf(f) >= 65520.0f)
+            continue;
+        float ulp = fabsf(f) < 6.103515625e-05f ? 5.9604644775390625e-08f
+                                                 : ldexpf(1.0f, ilogbf(fabsf(f)) - 10);
+        if (!(fabsf(r - f) <= 0.5f * ulp)) {
+            CHECK(0, "fp16 of %.9g is %.9g: more than half an ulp (%g)", (double)f, (double)r,
+                  (double)ulp);
+            break;
+        }
+    }
+}
+
+/* The slots equal the header, 1 and 2 threads, past the one-thread cutoff. */
+static void test_cast_slots(void)
+{
+    size_t n = 100003;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    uint16_t *lp = malloc(n * sizeof *lp);
+    uint64_t s = 7;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = fbits((uint32_t)(s >> 32)); /* any bit pattern: NaN, Inf, denormals */
+    }
+    for (int threads = 1; threads <= 2; threads++) {
+        tb_backend *be;
+        if (tb_backend_cpu_create(threads, &be) != TB_OK) {
+            tb_error_print(stdout);
+            exit(1);
+        }
+        for (int dt = TB_BF16; dt <= TB_F16; dt++) {
+            int rc = be->cast_f32_to_lowp(be, (tb_dtype)dt, x, lp, n);
+            CHECK(rc == TB_OK, "cast_f32_to_lowp dtype %d: %s", dt, tb_err_name(rc));
+            size_t bad = 0;
+            for (size_t i = 0; i < n; i++)
+                bad += lp[i] != (dt == TB_BF16 ? tb_f32_to_bf16(x[i]) : tb_f32_to_f16(x[i]));
+            CHECK(bad == 0, "cast_f32_to_lowp dtype %d threads %d: %zu differ", dt, threads, bad);
+            rc = be->cast_lowp_to_f32(be, (tb_dtype)dt, lp, y, n);
+            CHECK(rc == TB_OK, "cast_lowp_to_f32 dtype %d: %s", dt, tb_err_name(rc));
+            bad = 0;
+            for (size_t i = 0; i < n; i++) {
+                float want = dt == TB_BF16 ? tb_bf16_to_f32(lp[i]) : tb_f16_to_f32(lp[i]);
+                bad += memcmp(&want, &y[i], 4) != 0;
+            }
+            CHECK(bad == 0, "cast_lowp_to_f32 dtype %d threads %d: %zu differ", dt, threads, bad);
+        }
+        CHECK(be->cast_f32_to_lowp(be, TB_F32, x, lp, n) == TB_ERR_INVALID, "fp32 refused");
+        tb_error_clear();
+        tb_backend_close(be);
+    }
+    free(x);
+    free(y);
+    free(lp);
+}
+
+static float rnd(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(*s >> 40) / 8388608.0 - 1.0);
+}
+
+static double max_rel(const float *want, const float *got, size_t n)
+{
+    double scale = 0, err = 0;
+    for (size_t i = 0; i < n; i++) {
+        scale = fmax(scale, fabs(want[i]));
+        err = fmax(err, fabs((double)want[i] - got[i]));
+        if (!isfinite(got[i]))
+            return INFINITY;
+    }
+    return err / (scale > 0 ? scale : 1);
+}
+
+/* n random floats, and their bf16 copy. */
+static void rand_pair(size_t n, uint64_t *s, float **f, uint16_t **lp)
+{
+    *f = malloc(n * sizeof **f);
+    *lp = malloc(n * sizeof **lp);
+    for (size_t i = 0; i < n; i++) {
+        (*f)[i] = rnd(s);
+        (*lp)[i] = tb_f32_to_bf16((*f)[i]);
+    }
+}
+
+#define TOL_BF16 2e-2
+
+static void test_gemm_lowp(tb_backend *be)
+{
+    int m = 37, n = 65, k = 129;
+    uint64_t s = 99;
+    float *a, *b, *c = malloc((size_t)m * n * 4), *want = malloc((size_t)m * n * 4);
+    uint16_t *al, *bl;
+    rand_pair((size_t)m * k, &s, &a, &al);
+    rand_pair((size_t)k * n, &s, &b, &bl);
+    for (int beta = 0; beta <= 1; beta++) {
+        for (int i = 0; i < m * n; i++)
+            c[i] = want[i] = beta ? rnd(&s) : NAN;
+        tb_gemm_ref(0, 1, m, n, k, 1.0f, a, k, b, k, (float)beta, want, n); /* B stored n x k */
+        int rc = be->gemm_lowp(be, TB_BF16, 0, 1, m, n, k, 1.0f, al, k, bl, k, (float)beta, c, n);
+        if (rc != TB_OK) {
+            CHECK(0, "gemm_lowp bf16: %s: %s", tb_err_name(rc), tb_error_message());
+            tb_error_clear();
+            break;
+        }
+        double e = max_rel(want, c, (size_t)m * n);
+        printf("gemm_lowp bf16 NT %dx%dx%d beta=%d: max_rel_err %.2g (tol %g)\n", m, n, k, beta,
+               e, TOL_BF16);
+        CHECK(e <= TOL_BF16, "gemm_lowp bf16 beta %d: %.3g", beta, e);
+    }
+    int rc = be->gemm_lowp(be, TB_F16, 0, 1, m, n, k, 1.0f, al, k, bl, k, 0.0f, c, n);
+    CHECK(rc == TB_ERR_UNSUPPORTED, "gemm_lowp fp16 on the CPU is n/a: got %s", tb_err_name(rc));
+    printf("gemm_lowp fp16: %s\n", tb_error_message());
+    tb_error_clear();
+    free(a), free(b), free(al), free(bl), free(c), free(want);
+}
+
+static void conv_one(tb_backend *be, tb_conv_desc d)
+{
+    size_t nx = (size_t)d.n * d.c * d.h * d.w, nw = (size_t)d.k * d.c * d.r * d.s;
+    size_t ny = (size_t)d.n * d.k * tb_conv_out_h(&d) * tb_conv_out_w(&d);
+    uint64_t s = 5;
+    float *x, *w, *dy, *bias = malloc(d.k * 4);
+    uint16_t *xl, *wl, *dyl;
+    rand_pair(nx, &s, &x, &xl);
+    rand_pair(nw, &s, &w, &wl);
+    rand_pair(ny, &s, &dy, &dyl);
+    for (int i = 0; i < d.k; i++)
+        bias[i] = rnd(&s);
+    size_t most = nx > ny ? nx : ny;
+    most = most > nw ? most : nw;
+    float *want = malloc(most * 4), *got = malloc(most * 4), *wantb = malloc(d.k * 4),
+          *gotb = malloc(d.k * 4);
+    tb_conv_desc rd = d;
+    rd.dtype = TB_F32;
+    rd.math = TB_MATH_F32;
+    const char *lay = d.layout == TB_NHWC ? "nhwc" : "nchw";
+    for (int kind = 0; kind < 3; kind++) {
+        int algo;
+        int rc = be->conv_algo_default(be, &d, (tb_conv_kind)kind, &algo);
+        if (rc == TB_OK && kind == TB_CONV_FWD) {
+            tb_conv_ref_fwd(&rd, x, w, bias, want);
+            rc = be->conv_fwd(be, &d, algo, (const float *)xl, (const float *)wl, bias, got);
+        } else if (rc == TB_OK && kind == TB_CONV_BWD_DATA) {
+            tb_conv_ref_bwd_data(&rd, dy, w, want);
+            rc = be->conv_bwd_data(be, &d, algo, (const float *)dyl, (const float *)wl, got);
+        } else if (rc == TB_OK) {
+            tb_conv_ref_bwd_filter(&rd, x, dy, want, wantb, 0);
+            rc = be->conv_bwd_filter(be, &d, algo, (const float *)xl, (const float *)dyl, got,
+                                     gotb, 0);
+        }
+        if (rc != TB_OK) {
+            CHECK(0, "bf16 conv %s kind %d: %s: %s", lay, kind, tb_err_name(rc),
+                  tb_error_message());
+            tb_error_clear();
+            continue;
+        }
+        tb_conv_algo_perf perf[TB_MAX_CONV_ALGOS];
+        int found = 0;
+        const char *name = "?";
+        if (be->conv_find(be, &d, (tb_conv_kind)kind, perf, TB_MAX_CONV_ALGOS, &found) == TB_OK)
+            for (int i = 0; i < found; i++)
+                if (perf[i].algo == algo)
+                    name = perf[i].name;
+        tb_error_clear();
+        size_t n = kind == TB_CONV_FWD ? ny : kind == TB_CONV_BWD_DATA ? nx : nw;
+        double e = max_rel(want, got, n);
+        if (kind == TB_CONV_BWD_FILTER)
+            e = fmax(e, max_rel(wantb, gotb, (size_t)d.k));
+        printf("conv bf16 %s kind %d (%s): max_rel_err %.2g (tol %g)\n", lay, kind, name, e,
+               TOL_BF16);
+        CHECK(e <= TOL_BF16, "bf16 conv %s kind %d: %.3g", lay, kind, e);
+    }
+    free(x), free(w), free(dy), free(xl), free(wl), free(dyl), free(bias);
+    free(want), free(got), free(wantb), free(gotb);
+}
+
+static void test_conv_lowp(tb_backend *be)
+{
+    for (int lay = 0; lay < 2; lay++) {
+        tb_conv_desc d = {.n = 3, .c = 5, .h = 9, .w = 7, .k = 16, .r = 3, .s = 3, .stride = 1,
+                          .pad = 1, .layout = (tb_layout)lay, .dtype = TB_BF16,
+                          .math = TB_MATH_LOWP};
+        conv_one(be, d);
+    }
+    tb_conv_desc d = {.n = 2, .c = 4, .h = 8, .w = 8, .k = 8, .r = 3, .s = 3, .stride = 1,
+                      .pad = 1, .layout = TB_NCHW, .dtype = TB_F16, .math = TB_MATH_LOWP};
+    int algo;
+    int rc = be->conv_algo_default(be, &d, TB_CONV_FWD, &algo);
+    CHECK(rc == TB_ERR_UNSUPPORTED, "fp16 conv on the CPU is n/a: got %s", tb_err_name(rc));
+    tb_error_clear();
+    d.dtype = TB_BF16;
+    d.math = TB_MATH_F32;
+    rc = be->conv_algo_default(be, &d, TB_CONV_FWD, &algo);
+    CHECK(rc == TB_ERR_INVALID, "bf16 with F32 math refused: got %s", tb_err_name(rc));
+    tb_error_clear();
+}
+
+int main(void)
+{
+    test_bf16_edges();
+    test_f16_edges();
+    test_cast_slots();
+    tb_backend *be;
+    if (tb_backend_cpu_create(2, &be) != TB_OK) {
+        tb_error_print(stdout);
+        return 1;
+    }
+    test_gemm_lowp(be);
+    test_conv_lowp(be);
+    tb_backend_close(be);
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    return failures ? 1 : 0;
+}

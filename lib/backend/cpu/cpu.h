@@ -1,0 +1,37 @@
+/*
+ * cpu.h - what the CPU backend shares with the rest of lib/: its
+ * private state (for the CPU op files) and small CPU facts.
+ */
+#ifndef TB_BACKEND_CPU_H
+#define TB_BACKEND_CPU_H
+
+#include <stddef.h>
+
+typedef struct tb_cpu_ctx {
+    int threads;     /* OpenMP threads every CPU kernel uses */
+    size_t in_use;   /* bytes held through dev_alloc */
+    size_t peak;     /* high-water mark of in_use */
+    size_t limit;    /* 0 = none; see mem_set_limit */
+    void *dnnl;      /* lib/backend/cpu/dnnl.c: engine, stream, primitive cache */
+    void *ops;       /* lib/backend/cpu/ops.c: workspaces */
+} tb_cpu_ctx;
+
+/* CLOCK_MONOTONIC in seconds. */
+double tb_cpu_now_seconds(void);
+/* "model name" from /proc/cpuinfo, or "unknown CPU". */
+void tb_cpu_model_name(char *out, size_t cap);
+/* Space-separated SIMD features this CPU has, among those tunebench uses. */
+void tb_cpu_flags(char *out, size_t cap);
+int tb_cpu_has_avx512_fp16(void);
+
+/* Op families fill their slots of the CPU backend's table; each lives in its
+ * own file. REQUIRES: be->ctx is a tb_cpu_ctx. */
+struct tb_backend;
+int tb_cpu_install_dnnl_ops(struct tb_backend *be);  /* gemm, conv_*: lib/backend/cpu/dnnl.c */
+int tb_cpu_install_ops(struct tb_backend *be);       /* the rest: lib/backend/cpu/ops.c */
+int tb_cpu_install_attn_ops(struct tb_backend *be);  /* layernorm_*, attention_*: lib/backend/cpu/attention.c */
+int tb_cpu_install_cast_ops(struct tb_backend *be);  /* cast_*: lib/backend/cpu/cast.c */
+void tb_cpu_release_dnnl_ops(struct tb_backend *be); /* primitive caches */
+void tb_cpu_release_ops(struct tb_backend *be);
+
+#endif

@@ -1,0 +1,1199 @@
+/*
+ * dnnl.c - the CPU backend's GEMM and convolution, through oneDNN 2.6,
+ * and the CPU's convolution autotuner (the analogue of cudnn.benchmark).
+ *
+ * Fills the slots gemm, conv_algo_default, conv_find, conv_fwd,
+ * conv_bwd_data and conv_bwd_filter of the CPU backend's table
+ * (lib/backend/cpu/backend.c calls tb_cpu_install_dnnl_ops). Test:
+ *   bazel test //lib/backend/cpu:cpu_dnnl_test
+ *
+ * GEMM: one oneDNN matmul primitive per (transposes, m, n, k, leading
+ * dimensions, alpha, beta, math), cached. alpha is an output scale, beta a
+ * sum post-op: both are fixed when the primitive is created, so they are
+ * part of the key. TB_MATH_TF32 sets oneDNN's fpmath mode to bf16 (f32 data,
+ * bf16 multiplies where an implementation supports it): the CPU's nearest
+ * analogue of TF32. dnnl_sgemm would be simpler but has no fpmath mode.
+ * oneDNN only uses bf16 for it on CPUs with AVX512_BF16 (or AMX); the VM
+ * this was written on has AVX-512 with VNNI only, where oneDNN accepts the
+ * mode and computes in f32 (bitwise identical results; the test prints
+ * which case it sees).
+ *
+ * Convolution algorithms. An algorithm id is an index into the list of
+ * oneDNN implementations for the problem (the primitive descriptor iterator
+ * order), built in two parts:
+ *   1. the implementations that take x and y in the caller's layout
+ *      (nchw or nhwc) with weights in the layout each prefers;
+ *   2. then those that want blocked activations (format "any", e.g.
+ *      nChw16c), which are not already in part 1; their names get a
+ *      "+reorder" suffix.
+ * Any operand whose layout differs from the caller's (always the weights,
+ * unless an implementation takes oihw/ohwi; the activations in part 2) is
+ * reordered into and out of the caller's memory inside each conv_* call,
+ * and conv_find times the whole call: reorders included, just what training
+ * pays (one warm-up call, then the median of FIND_TIMED_RUNS (or the warm-up alone when it is
+ * FIND_CUTOFF times slower than the best so far), on scratch
+ * tensors of random values from be->dev_alloc). The default algorithm is the first non-`ref:` entry: oneDNN's own
+ * choice for the caller's layout, as cuDNN's heuristic is cuDNN's. The
+ * `ref:` entries (slow, for checking oneDNN itself) keep their ids but
+ * conv_find skips them. A conv bias does not change the list (a test
+ * checks that), so an id found without bias is valid with one.
+ *
+ * Primitives are cached by (desc, kind, algo, bias or not): creating one
+ * costs far more than a small convolution, and a changed batch size is a new
+ * desc, so it creates new ones (the autotuner benchmark shows that cost).
+ * Reorder buffers and oneDNN scratchpads ("user" scratchpad mode, so the
+ * size is known) live in one workspace shared by all primitives, grown to
+ * the largest need with be->dev_alloc (so --mem-limit counts it), as
+ * cuDNN's workspace is: cached entries for stale batch sizes then hold no
+ * big buffers. conv_find reports that need (scratchpad + reorder buffers)
+ * as each algorithm's workspace.
+ *
+ * Threads: oneDNN here runs on OpenMP and uses omp_get_max_threads() of the
+ * calling thread, so every entry point sets it to ctx->threads and restores
+ * it on the way out. Calls on one backend are serialized by a mutex: the
+ * cached buffers are shared, and oneDNN already uses every thread per call.
+ *
+ * Mixed precision (issue 5): bf16 with TB_MATH_LOWP. gemm_lowp is a matmul
+ * with bf16 A and B and an f32 C; a bf16 convolution takes its inputs in
+ * bf16 (fwd x, w; bwd data dy, w; bwd filter x, dy) and writes f32 outputs
+ * (y, dx, dw, dbias), which oneDNN's bf16 implementations do natively, so
+ * no cast follows. On CPUs without AVX512_BF16 (this VM) oneDNN 2.6 still
+ * runs bf16 through its avx512_core emulation (lib/backend/cpu/cast_test.c and
+ * bench:selfcheck show which implementations it picks). fp16 is
+ * TB_ERR_UNSUPPORTED: oneDNN 2.6 has no CPU fp16 convolution or matmul for
+ * training.
+ */
+#define _GNU_SOURCE
+#include <dnnl.h>
+#include <dnnl_debug.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lib/backend/backend.h"
+#include "lib/backend/cpu/cpu.h"
+
+/* Checks a dnnl_status_t; on failure records the call, file, line and
+ * oneDNN's status name, and returns TB_ERR_DNNL (or jumps to label). */
+#define TB_CHECK_DNNL(expr)                                                     \
+    do {                                                                        \
+        dnnl_status_t tb_dnnl_st_ = (expr);                                     \
+        if (tb_dnnl_st_ != dnnl_success)                                        \
+            return tb_error_push(TB_ERR_DNNL, __FILE__, __LINE__, "%s: %s",     \
+                                 #expr, dnnl_status2str(tb_dnnl_st_));          \
+    } while (0)
+
+#define TB_CHECK_DNNL_GOTO(rc, expr, label)                                     \
+    do {                                                                        \
+        dnnl_status_t tb_dnnl_st_ = (expr);                                     \
+        if (tb_dnnl_st_ != dnnl_success) {                                      \
+            (rc) = tb_error_push(TB_ERR_DNNL, __FILE__, __LINE__, "%s: %s",     \
+                                 #expr, dnnl_status2str(tb_dnnl_st_));          \
+            goto label;                                                         \
+        }                                                                       \
+    } while (0)
+
+#define CONV_CACHE_SIZE 64
+#define GEMM_CACHE_SIZE 32
+#define FIND_TIMED_RUNS 3
+#define FIND_CUTOFF 4.0f /* warm-ups this many times the best so far are not timed again */
+
+/* One operand of a convolution as the caller passes it (user, in the
+ * caller's layout) and as the implementation wants it (impl). When the two
+ * differ, reorder converts user -> impl before the call (inputs) or
+ * impl -> user after it (outputs), through the workspace at offset. */
+typedef struct conv_operand {
+    int arg;                  /* DNNL_ARG_SRC, ... */
+    int is_output;
+    dnnl_memory_t user;       /* data handle set on every call */
+    dnnl_memory_t impl;       /* == user when no reorder */
+    dnnl_primitive_t reorder; /* NULL when no reorder */
+    size_t offset;            /* impl's storage in the workspace when reordered */
+} conv_operand;
+
+typedef struct conv_entry {
+    int used;
+    unsigned long last_use;   /* for eviction: least recently used goes */
+    tb_conv_desc d;
+    tb_conv_kind kind;
+    int algo, has_bias;
+    char name[64];
+    dnnl_primitive_desc_t hint; /* forward pd a backward pd was made from */
+    dnnl_primitive_desc_t pd;
+    dnnl_primitive_t prim;
+    conv_operand op[3];       /* fwd: x w y; bwd data: dy w dx; bwd filter: x dy dw */
+    dnnl_memory_t bias;       /* bias or diff bias, in the caller's layout */
+    dnnl_memory_t scratch;    /* oneDNN scratchpad, at workspace offset 0 */
+    size_t ws_bytes;          /* scratchpad + reorder buffers */
+    float *acc_w, *acc_b;     /* bwd filter with accumulate: computed here, then added */
+} conv_entry;
+
+typedef struct gemm_entry {
+    int used;
+    unsigned long last_use;
+    int ta, tb, m, n, k, lda, ldb, ldc;
+    uint32_t alpha_bits, beta_bits;
+    tb_math math;
+    tb_dtype dtype;           /* of A and B; C is f32 */
+    dnnl_primitive_t prim;
+    dnnl_memory_t a, b, c, scratch;
+    size_t ws_bytes;          /* scratchpad, at workspace offset 0 */
+} gemm_entry;
+
+typedef struct dnnl_state {
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    pthread_mutex_t lock;
+    unsigned long clock;
+    void *ws;                 /* the shared workspace (see the file header) */
+    size_t ws_bytes;
+    conv_entry conv[CONV_CACHE_SIZE];
+    gemm_entry gemm[GEMM_CACHE_SIZE];
+} dnnl_state;
+
+static tb_cpu_ctx *ctx_of(tb_backend *be) { return (tb_cpu_ctx *)be->ctx; }
+static dnnl_state *state_of(tb_backend *be) { return (dnnl_state *)ctx_of(be)->dnnl; }
+
+/* ---- small helpers ---- */
+
+/* Sets the OpenMP thread count oneDNN will use; returns the old one. */
+static int threads_enter(tb_backend *be)
+{
+    int prev = omp_get_max_threads();
+    omp_set_num_threads(ctx_of(be)->threads);
+    return prev;
+}
+
+static void lock_enter(tb_backend *be, int *prev_threads)
+{
+    pthread_mutex_lock(&state_of(be)->lock);
+    *prev_threads = threads_enter(be);
+}
+
+static void lock_leave(tb_backend *be, int prev_threads)
+{
+    omp_set_num_threads(prev_threads);
+    pthread_mutex_unlock(&state_of(be)->lock);
+}
+
+static int check_math(tb_dtype dtype, tb_math math, const char *op)
+{
+    if (dtype == TB_F16)
+        return TB_FAIL(TB_ERR_UNSUPPORTED,
+                       "%s on the CPU backend: fp16 is n/a (oneDNN 2.6 has no CPU fp16 "
+                       "training kernels; use bf16)", op);
+    if (dtype != TB_F32 && dtype != TB_BF16)
+        return TB_FAIL(TB_ERR_INVALID, "%s: unknown dtype %d", op, (int)dtype);
+    if (math != TB_MATH_F32 && math != TB_MATH_TF32 && math != TB_MATH_LOWP)
+        return TB_FAIL(TB_ERR_INVALID, "%s: unknown math mode %d", op, (int)math);
+    if ((dtype == TB_BF16) != (math == TB_MATH_LOWP))
+        return TB_FAIL(TB_ERR_INVALID, "%s: dtype %d with math %d (bf16 goes with TB_MATH_LOWP, "
+                       "fp32 with F32 or TF32)", op, (int)dtype, (int)math);
+    return TB_OK;
+}
+
+static dnnl_data_type_t dnnl_dt(tb_dtype dtype) { return dtype == TB_BF16 ? dnnl_bf16 : dnnl_f32; }
+
+/* Attributes every primitive here gets: user scratchpad (its size is known
+ * and its memory counted) and bf16 fpmath for TB_MATH_TF32. */
+static int attr_create(dnnl_primitive_attr_t *attr, tb_math math)
+{
+    TB_CHECK_DNNL(dnnl_primitive_attr_create(attr));
+    int rc = TB_OK;
+    TB_CHECK_DNNL_GOTO(rc, dnnl_primitive_attr_set_scratchpad_mode(*attr,
+                                                                   dnnl_scratchpad_mode_user),
+                       out_destroy_attr);
+    if (math == TB_MATH_TF32)
+        TB_CHECK_DNNL_GOTO(rc, dnnl_primitive_attr_set_fpmath_mode(*attr, dnnl_fpmath_mode_bf16),
+                           out_destroy_attr);
+    return TB_OK;
+
+out_destroy_attr:
+    dnnl_primitive_attr_destroy(*attr);
+    *attr = NULL;
+    return rc;
+}
+
+#define WS_ALIGN 64
+
+static size_t ws_round(size_t bytes) { return (bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
+
+/* Grows the shared workspace to at least bytes; old contents are lost. */
+static int workspace_reserve(tb_backend *be, dnnl_state *st, size_t bytes)
+{
+    if (bytes <= st->ws_bytes)
+        return TB_OK;
+    if (st->ws)
+        be->dev_free(be, st->ws);
+    st->ws = NULL;
+    st->ws_bytes = 0;
+    TB_TRY(be->dev_alloc(be, &st->ws, bytes));
+    st->ws_bytes = bytes;
+    return TB_OK;
+}
+
+/* A memory object whose storage is set on every call (workspace or user's). */
+static int memory_unbound(dnnl_state *st, const dnnl_memory_desc_t *md, dnnl_memory_t *mem)
+{
+    TB_CHECK_DNNL(dnnl_memory_create(mem, md, st->engine, DNNL_MEMORY_NONE));
+    return TB_OK;
+}
+
+static void memory_destroy(dnnl_memory_t *m)
+{
+    if (*m)
+        dnnl_memory_destroy(*m);
+    *m = NULL;
+}
+
+static void primitive_destroy(dnnl_primitive_t *p)
+{
+    if (*p)
+        dnnl_primitive_destroy(*p);
+    *p = NULL;
+}
+
+static void pd_destroy(dnnl_primitive_desc_t *pd)
+{
+    if (*pd)
+        dnnl_primitive_desc_destroy(*pd);
+    *pd = NULL;
+}
+
+static void dev_free_ptr(tb_backend *be, void **p)
+{
+    if (*p)
+        be->dev_free(be, *p);
+    *p = NULL;
+}
+
+/* ---- GEMM ---- */
+
+static uint32_t float_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static void gemm_entry_destroy(gemm_entry *e)
+{
+    primitive_destroy(&e->prim);
+    memory_destroy(&e->a);
+    memory_destroy(&e->b);
+    memory_destroy(&e->c);
+    memory_destroy(&e->scratch);
+    memset(e, 0, sizeof *e);
+}
+
+/* A 2-D md of rows x cols where a stored transpose swaps the strides. */
+static int md_2d(dnnl_memory_desc_t *md, int rows, int cols, int ld, int transposed,
+                 dnnl_data_type_t dt)
+{
+    dnnl_dims_t dims = {rows, cols};
+    dnnl_dims_t strides = {transposed ? 1 : ld, transposed ? ld : 1};
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_strides(md, 2, dims, dt, strides));
+    return TB_OK;
+}
+
+static int gemm_attr_create(dnnl_primitive_attr_t *attr, float alpha, float beta, tb_math math)
+{
+    TB_TRY(attr_create(attr, math));
+    int rc = TB_OK;
+    dnnl_post_ops_t post = NULL;
+    if (alpha != 1.0f)
+        TB_CHECK_DNNL_GOTO(rc, dnnl_primitive_attr_set_output_scales(*attr, 1, 0, &alpha),
+                           out_destroy_attr);
+    if (beta == 0.0f)
+        return TB_OK;
+    TB_CHECK_DNNL_GOTO(rc, dnnl_post_ops_create(&post), out_destroy_attr);
+    TB_CHECK_DNNL_GOTO(rc, dnnl_post_ops_append_sum(post, beta), out_destroy_post);
+    TB_CHECK_DNNL_GOTO(rc, dnnl_primitive_attr_set_post_ops(*attr, post), out_destroy_post);
+    dnnl_post_ops_destroy(post);
+    return TB_OK;
+
+out_destroy_post:
+    dnnl_post_ops_destroy(post);
+out_destroy_attr:
+    dnnl_primitive_attr_destroy(*attr);
+    *attr = NULL;
+    return rc;
+}
+
+/* Creates the matmul primitive and its memory objects in e (key filled). */
+static int gemm_entry_create(dnnl_state *st, gemm_entry *e, float alpha,
+                             float beta)
+{
+    dnnl_memory_desc_t a_md, b_md, c_md;
+    TB_TRY(md_2d(&a_md, e->m, e->k, e->lda, e->ta, dnnl_dt(e->dtype)));
+    TB_TRY(md_2d(&b_md, e->k, e->n, e->ldb, e->tb, dnnl_dt(e->dtype)));
+    TB_TRY(md_2d(&c_md, e->m, e->n, e->ldc, 0, dnnl_f32));
+    dnnl_matmul_desc_t md;
+    TB_CHECK_DNNL(dnnl_matmul_desc_init(&md, &a_md, &b_md, NULL, &c_md));
+    dnnl_primitive_attr_t attr = NULL;
+    TB_TRY(gemm_attr_create(&attr, alpha, beta, e->math));
+    int rc = TB_OK;
+    dnnl_primitive_desc_t pd = NULL;
+    TB_CHECK_DNNL_GOTO(rc, dnnl_primitive_desc_create(&pd, &md, attr, st->engine, NULL),
+                       out_destroy_attr);
+    TB_CHECK_DNNL_GOTO(rc, dnnl_primitive_create(&e->prim, pd), out_destroy_pd);
+    TB_CHECK_DNNL_GOTO(rc, dnnl_memory_create(&e->a, &a_md, st->engine, DNNL_MEMORY_NONE),
+                       out_destroy_entry);
+    TB_CHECK_DNNL_GOTO(rc, dnnl_memory_create(&e->b, &b_md, st->engine, DNNL_MEMORY_NONE),
+                       out_destroy_entry);
+    TB_CHECK_DNNL_GOTO(rc, dnnl_memory_create(&e->c, &c_md, st->engine, DNNL_MEMORY_NONE),
+                       out_destroy_entry);
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    e->ws_bytes = dnnl_memory_desc_get_size(smd);
+    TB_TRY_GOTO(rc, memory_unbound(st, smd, &e->scratch), out_destroy_entry);
+    pd_destroy(&pd);
+    dnnl_primitive_attr_destroy(attr);
+    return TB_OK;
+
+out_destroy_entry:
+    gemm_entry_destroy(e);
+out_destroy_pd:
+    pd_destroy(&pd);
+out_destroy_attr:
+    dnnl_primitive_attr_destroy(attr);
+    return rc;
+}
+
+static int gemm_key_equal(const gemm_entry *e, const gemm_entry *k)
+{
+    return e->used && e->ta == k->ta && e->tb == k->tb && e->m == k->m && e->n == k->n &&
+           e->k == k->k && e->lda == k->lda && e->ldb == k->ldb && e->ldc == k->ldc &&
+           e->alpha_bits == k->alpha_bits && e->beta_bits == k->beta_bits &&
+           e->math == k->math && e->dtype == k->dtype;
+}
+
+/* The cached entry for key, created (evicting the least recently used) if
+ * missing. */
+static int gemm_lookup(dnnl_state *st, const gemm_entry *key, float alpha,
+                       float beta, gemm_entry **out)
+{
+    gemm_entry *victim = &st->gemm[0];
+    for (int i = 0; i < GEMM_CACHE_SIZE; i++) {
+        gemm_entry *e = &st->gemm[i];
+        if (gemm_key_equal(e, key)) {
+            e->last_use = ++st->clock;
+            *out = e;
+            return TB_OK;
+        }
+        if (!e->used || (victim->used && e->last_use < victim->last_use))
+            victim = e;
+    }
+    gemm_entry_destroy(victim);
+    *victim = *key;
+    TB_TRY(gemm_entry_create(st, victim, alpha, beta));
+    victim->used = 1;
+    victim->last_use = ++st->clock;
+    *out = victim;
+    return TB_OK;
+}
+
+static int gemm_check_args(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc)
+{
+    if (m <= 0 || n <= 0 || k <= 0)
+        return TB_FAIL(TB_ERR_INVALID, "gemm: m %d, n %d, k %d must all be > 0", m, n, k);
+    if (lda < (ta ? m : k) || ldb < (tb ? k : n) || ldc < n)
+        return TB_FAIL(TB_ERR_INVALID,
+                       "gemm: leading dimensions lda %d ldb %d ldc %d too small for m %d n %d "
+                       "k %d (trans %d %d)", lda, ldb, ldc, m, n, k, ta, tb);
+    return TB_OK;
+}
+
+static int gemm_run(tb_backend *be, gemm_entry *key, float alpha, const void *a,
+                    const void *b, float beta, float *c)
+{
+    dnnl_state *st = state_of(be);
+    gemm_entry *e;
+    TB_TRY(gemm_lookup(st, key, alpha, beta, &e));
+    TB_CHECK_DNNL(dnnl_memory_set_data_handle(e->a, (void *)a));
+    TB_CHECK_DNNL(dnnl_memory_set_data_handle(e->b, (void *)b));
+    TB_CHECK_DNNL(dnnl_memory_set_data_handle(e->c, c));
+    TB_TRY(workspace_reserve(be, st, e->ws_bytes));
+    TB_CHECK_DNNL(dnnl_memory_set_data_handle(e->scratch, e->ws_bytes ? st->ws : NULL));
+    dnnl_exec_arg_t args[] = {
+        {DNNL_ARG_SRC, e->a},
+        {DNNL_ARG_WEIGHTS, e->b},
+        {DNNL_ARG_DST, e->c},
+        {DNNL_ARG_SCRATCHPAD, e->scratch},
+    };
+    TB_CHECK_DNNL(dnnl_primitive_execute(e->prim, st->stream, 4, args));
+    TB_CHECK_DNNL(dnnl_stream_wait(st->stream));
+    return TB_OK;
+}
+
+static int cpu_gemm(tb_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                     const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                     int ldc, tb_math math)
+{
+    if (math == TB_MATH_LOWP)
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "gemm: TB_MATH_LOWP takes bf16 operands: use the "
+                       "gemm_lowp slot");
+    TB_TRY(check_math(TB_F32, math, "gemm"));
+    TB_TRY(gemm_check_args(trans_a, trans_b, m, n, k, lda, ldb, ldc));
+    gemm_entry key = {
+        .ta = !!trans_a, .tb = !!trans_b, .m = m, .n = n, .k = k,
+        .lda = lda, .ldb = ldb, .ldc = ldc,
+        .alpha_bits = float_bits(alpha), .beta_bits = float_bits(beta), .math = math,
+    };
+    int prev;
+    lock_enter(be, &prev);
+    int rc = gemm_run(be, &key, alpha, a, b, beta, c);
+    lock_leave(be, prev);
+    return rc;
+}
+
+static int cpu_gemm_lowp(tb_backend *be, tb_dtype dtype, int trans_a, int trans_b, int m, int n,
+                         int k, float alpha, const void *a, int lda, const void *b, int ldb,
+                         float beta, float *c, int ldc)
+{
+    if (dtype == TB_F32)
+        return TB_FAIL(TB_ERR_INVALID, "gemm_lowp: dtype fp32 (use gemm)");
+    TB_TRY(check_math(dtype, TB_MATH_LOWP, "gemm_lowp"));
+    TB_TRY(gemm_check_args(trans_a, trans_b, m, n, k, lda, ldb, ldc));
+    gemm_entry key = {
+        .ta = !!trans_a, .tb = !!trans_b, .m = m, .n = n, .k = k,
+        .lda = lda, .ldb = ldb, .ldc = ldc,
+        .alpha_bits = float_bits(alpha), .beta_bits = float_bits(beta),
+        .math = TB_MATH_LOWP, .dtype = dtype,
+    };
+    int prev;
+    lock_enter(be, &prev);
+    int rc = gemm_run(be, &key, alpha, a, b, beta, c);
+    lock_leave(be, prev);
+    return rc;
+}
+
+/* ---- convolution: describing the problem ---- */
+
+static int conv_check_desc(const tb_conv_desc *d, const char *op)
+{
+    TB_TRY(check_math(d->dtype, d->math, op));
+    if (d->layout != TB_NCHW && d->layout != TB_NHWC)
+        return TB_FAIL(TB_ERR_INVALID, "%s: unknown layout %d", op, (int)d->layout);
+    if (d->n <= 0 || d->c <= 0 || d->h <= 0 || d->w <= 0 || d->k <= 0 || d->r <= 0 ||
+        d->s <= 0 || d->stride <= 0 || d->pad < 0 || tb_conv_out_h(d) <= 0 ||
+        tb_conv_out_w(d) <= 0)
+        return TB_FAIL(TB_ERR_INVALID,
+                       "%s: bad shape n %d c %d h %d w %d k %d r %d s %d stride %d pad %d",
+                       op, d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->stride, d->pad);
+    return TB_OK;
+}
+
+/* The caller's memory descriptors for x, w, y and bias. */
+typedef struct conv_mds {
+    dnnl_memory_desc_t x, w, y, b;
+} conv_mds;
+
+/* Inputs of each direction in d->dtype, outputs f32 (lib/backend/backend.h). */
+static int conv_user_mds(const tb_conv_desc *d, tb_conv_kind kind, conv_mds *m)
+{
+    int nhwc = d->layout == TB_NHWC;
+    dnnl_data_type_t lp = dnnl_dt(d->dtype);
+    dnnl_data_type_t xt = kind == TB_CONV_BWD_DATA ? dnnl_f32 : lp;
+    dnnl_data_type_t wt = kind == TB_CONV_BWD_FILTER ? dnnl_f32 : lp;
+    dnnl_data_type_t yt = kind == TB_CONV_FWD ? dnnl_f32 : lp;
+    dnnl_dims_t x = {d->n, d->c, d->h, d->w};
+    dnnl_dims_t w = {d->k, d->c, d->r, d->s};
+    dnnl_dims_t y = {d->n, d->k, tb_conv_out_h(d), tb_conv_out_w(d)};
+    dnnl_dims_t b = {d->k};
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->x, 4, x, xt, nhwc ? dnnl_nhwc : dnnl_nchw));
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->w, 4, w, wt, nhwc ? dnnl_ohwi : dnnl_oihw));
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->y, 4, y, yt, nhwc ? dnnl_nhwc : dnnl_nchw));
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->b, 1, b, dnnl_f32, dnnl_x));
+    return TB_OK;
+}
+
+/* x, w, y mds of one direction: activations in the caller's layout
+ * (blocked == 0) or "any" (blocked == 1); weights "any". */
+static int conv_op_mds(const tb_conv_desc *d, tb_conv_kind kind, int blocked, conv_mds *m)
+{
+    TB_TRY(conv_user_mds(d, kind, m));
+    dnnl_dims_t wd = {d->k, d->c, d->r, d->s};
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->w, 4, wd, m->w.data_type,
+                                               dnnl_format_tag_any));
+    if (!blocked)
+        return TB_OK;
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->x, 4, m->x.dims, m->x.data_type,
+                                               dnnl_format_tag_any));
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->y, 4, m->y.dims, m->y.data_type,
+                                               dnnl_format_tag_any));
+    return TB_OK;
+}
+
+/* The op descs of one part of the algorithm list, and the forward desc a
+ * backward one is made from (its dtypes are the forward's: bf16 x and w). */
+static int conv_op_descs(const tb_conv_desc *d, tb_conv_kind kind, int has_bias, int blocked,
+                         dnnl_convolution_desc_t *fwd, dnnl_convolution_desc_t *op)
+{
+    conv_mds f, m;
+    TB_TRY(conv_op_mds(d, TB_CONV_FWD, blocked, &f));
+    TB_TRY(conv_op_mds(d, kind, blocked, &m));
+    dnnl_dims_t strides = {d->stride, d->stride}, pad = {d->pad, d->pad};
+    /* Right padding so the last window fits exactly, as oneDNN requires. */
+    dnnl_dims_t pad_r = {
+        (tb_conv_out_h(d) - 1) * d->stride + d->r - d->h - d->pad,
+        (tb_conv_out_w(d) - 1) * d->stride + d->s - d->w - d->pad,
+    };
+    const dnnl_memory_desc_t *b = has_bias ? &m.b : NULL;
+    TB_CHECK_DNNL(dnnl_convolution_forward_desc_init(fwd, dnnl_forward_training,
+                                                     dnnl_convolution_direct, &f.x, &f.w, b,
+                                                     &f.y, strides, pad, pad_r));
+    if (kind == TB_CONV_FWD)
+        *op = *fwd;
+    else if (kind == TB_CONV_BWD_DATA)
+        TB_CHECK_DNNL(dnnl_convolution_backward_data_desc_init(
+            op, dnnl_convolution_direct, &m.x, &m.w, &m.y, strides, pad, pad_r));
+    else
+        TB_CHECK_DNNL(dnnl_convolution_backward_weights_desc_init(
+            op, dnnl_convolution_direct, &m.x, &m.w, b, &m.y, strides, pad, pad_r));
+    return TB_OK;
+}
+
+/* The activation mds an implementation chose (x-side and y-side). */
+static void conv_pd_act_mds(const dnnl_primitive_desc_t pd, tb_conv_kind kind,
+                            const dnnl_memory_desc_t **x, const dnnl_memory_desc_t **y)
+{
+    *x = dnnl_primitive_desc_query_md(pd, kind == TB_CONV_BWD_DATA ? dnnl_query_diff_src_md
+                                                                   : dnnl_query_src_md, 0);
+    *y = dnnl_primitive_desc_query_md(pd, kind == TB_CONV_FWD ? dnnl_query_dst_md
+                                                              : dnnl_query_diff_dst_md, 0);
+}
+
+static const char *pd_impl_name(const dnnl_primitive_desc_t pd)
+{
+    const char *name = "?";
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name) != dnnl_success)
+        return "?";
+    return name;
+}
+
+static int is_ref_impl(const char *name) { return strncmp(name, "ref:", 4) == 0; }
+
+/* What walking the algorithm list collects: names of the first max entries,
+ * and the pd (plus its forward hint) of entry `want`, if want >= 0. */
+typedef struct conv_walk {
+    int want;
+    int max;
+    char (*names)[64];
+    int count;
+    dnnl_primitive_desc_t pd, hint;
+} conv_walk;
+
+/* Walks one part of the list; *done once `want` was found. */
+static int conv_walk_part(dnnl_state *st, const tb_conv_desc *d, tb_conv_kind kind,
+                          int has_bias, int blocked, dnnl_primitive_attr_t attr, conv_walk *w,
+                          int *done)
+{
+    dnnl_convolution_desc_t fwd, op;
+    TB_TRY(conv_op_descs(d, kind, has_bias, blocked, &fwd, &op));
+    conv_mds u;
+    TB_TRY(conv_user_mds(d, kind, &u));
+    int rc = TB_OK;
+    dnnl_primitive_desc_t hint = NULL;
+    if (kind != TB_CONV_FWD) {
+        dnnl_status_t s = dnnl_primitive_desc_create(&hint, &fwd, attr, st->engine, NULL);
+        if (s == dnnl_unimplemented)
+            return TB_OK; /* nothing for this part */
+        TB_CHECK_DNNL(s);
+    }
+    dnnl_primitive_desc_iterator_t it = NULL;
+    dnnl_status_t s = dnnl_primitive_desc_iterator_create(&it, &op, attr, st->engine, hint);
+    if (s == dnnl_unimplemented)
+        goto out_destroy_hint;
+    TB_CHECK_DNNL_GOTO(rc, s, out_destroy_hint);
+    do {
+        dnnl_primitive_desc_t pd = dnnl_primitive_desc_iterator_fetch(it);
+        if (!pd) {
+            rc = TB_FAIL(TB_ERR_DNNL, "dnnl_primitive_desc_iterator_fetch returned NULL");
+            goto out_destroy_iterator;
+        }
+        const dnnl_memory_desc_t *x, *y;
+        conv_pd_act_mds(pd, kind, &x, &y);
+        /* Part 2 holds only what part 1 does not: blocked activations. */
+        if (blocked && dnnl_memory_desc_equal(x, &u.x) && dnnl_memory_desc_equal(y, &u.y)) {
+            dnnl_primitive_desc_destroy(pd);
+            continue;
+        }
+        if (w->count < w->max)
+            snprintf(w->names[w->count], 64, "%s%s", pd_impl_name(pd),
+                     blocked ? "+reorder" : "");
+        if (w->count++ == w->want) {
+            w->pd = pd;
+            w->hint = hint;
+            hint = NULL;
+            *done = 1;
+            goto out_destroy_iterator;
+        }
+        dnnl_primitive_desc_destroy(pd);
+    } while (dnnl_primitive_desc_iterator_next(it) == dnnl_success);
+
+out_destroy_iterator:
+    dnnl_primitive_desc_iterator_destroy(it);
+out_destroy_hint:
+    pd_destroy(&hint);
+    return rc;
+}
+
+/* Walks the whole algorithm list (see the file header). */
+static int conv_walk_list(dnnl_state *st, const tb_conv_desc *d, tb_conv_kind kind,
+                          int has_bias, conv_walk *w)
+{
+    dnnl_primitive_attr_t attr;
+    TB_TRY(attr_create(&attr, d->math));
+    int rc = TB_OK, done = 0;
+    for (int blocked = 0; blocked < 2 && !done && rc == TB_OK; blocked++)
+        rc = conv_walk_part(st, d, kind, has_bias, blocked, attr, w, &done);
+    dnnl_primitive_attr_destroy(attr);
+    return rc;
+}
+
+/* For lib/backend/cpu/dnnl_test.c only (declared there): the names of the
+ * algorithm list, to check that a bias does not change it. */
+int tb_cpu_dnnl_algo_names(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
+                           int has_bias, char (*names)[64], int max, int *count);
+int tb_cpu_dnnl_algo_names(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
+                           int has_bias, char (*names)[64], int max, int *count)
+{
+    conv_walk w = {.want = -1, .max = max, .names = names};
+    int prev;
+    lock_enter(be, &prev);
+    int rc = conv_walk_list(state_of(be), d, kind, has_bias, &w);
+    lock_leave(be, prev);
+    *count = w.count;
+    return rc;
+}
+
+/* ---- convolution: cached primitives ---- */
+
+static void conv_entry_destroy(tb_backend *be, conv_entry *e)
+{
+    primitive_destroy(&e->prim);
+    for (int i = 0; i < 3; i++) {
+        conv_operand *o = &e->op[i];
+        primitive_destroy(&o->reorder);
+        if (o->impl != o->user)
+            memory_destroy(&o->impl);
+        memory_destroy(&o->user);
+        o->impl = NULL;
+    }
+    memory_destroy(&e->bias);
+    memory_destroy(&e->scratch);
+    dev_free_ptr(be, (void **)&e->acc_w);
+    dev_free_ptr(be, (void **)&e->acc_b);
+    pd_destroy(&e->pd);
+    pd_destroy(&e->hint);
+    memset(e, 0, sizeof *e);
+}
+
+/* Sets up operand o: user memory in the caller's layout, and when the
+ * implementation's md differs, a workspace slice at *ws_end (advanced) and
+ * a reorder between them. */
+static int conv_operand_init(dnnl_state *st, conv_operand *o, int arg, int is_output,
+                             const dnnl_memory_desc_t *user_md,
+                             const dnnl_memory_desc_t *impl_md, size_t *ws_end)
+{
+    o->arg = arg;
+    o->is_output = is_output;
+    TB_CHECK_DNNL(dnnl_memory_create(&o->user, user_md, st->engine, DNNL_MEMORY_NONE));
+    if (dnnl_memory_desc_equal(user_md, impl_md)) {
+        o->impl = o->user;
+        return TB_OK;
+    }
+    TB_TRY(memory_unbound(st, impl_md, &o->impl));
+    o->offset = *ws_end;
+    *ws_end += ws_round(dnnl_memory_desc_get_size(impl_md));
+    const dnnl_memory_desc_t *from = is_output ? impl_md : user_md;
+    const dnnl_memory_desc_t *to = is_output ? user_md : impl_md;
+    dnnl_primitive_desc_t rpd;
+    TB_CHECK_DNNL(dnnl_reorder_primitive_desc_create(&rpd, from, st->engine, to, st->engine,
+                                                     NULL));
+    dnnl_status_t s = dnnl_primitive_create(&o->reorder, rpd);
+    dnnl_primitive_desc_destroy(rpd);
+    TB_CHECK_DNNL(s);
+    return TB_OK;
+}
+
+/* The three operands of each kind: DNNL argument, output or not, and which
+ * of the caller's mds describes it. */
+static int conv_entry_operands(dnnl_state *st, conv_entry *e)
+{
+    conv_mds u;
+    TB_TRY(conv_user_mds(&e->d, e->kind, &u));
+    static const struct {
+        int arg[3], out[3];
+        dnnl_query_t q[3];
+    } kinds[3] = {
+        [TB_CONV_FWD] = {{DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, {0, 0, 1},
+                         {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md}},
+        [TB_CONV_BWD_DATA] = {{DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC},
+                              {0, 0, 1},
+                              {dnnl_query_diff_dst_md, dnnl_query_weights_md,
+                               dnnl_query_diff_src_md}},
+        [TB_CONV_BWD_FILTER] = {{DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS},
+                                {0, 0, 1},
+                                {dnnl_query_src_md, dnnl_query_diff_dst_md,
+                                 dnnl_query_diff_weights_md}},
+    };
+    const dnnl_memory_desc_t *user[3][3] = {
+        [TB_CONV_FWD] = {&u.x, &u.w, &u.y},
+        [TB_CONV_BWD_DATA] = {&u.y, &u.w, &u.x},
+        [TB_CONV_BWD_FILTER] = {&u.x, &u.y, &u.w},
+    };
+    for (int i = 0; i < 3; i++) {
+        const dnnl_memory_desc_t *impl = dnnl_primitive_desc_query_md(e->pd, kinds[e->kind].q[i], 0);
+        TB_TRY(conv_operand_init(st, &e->op[i], kinds[e->kind].arg[i], kinds[e->kind].out[i],
+                                 user[e->kind][i], impl, &e->ws_bytes));
+    }
+    if (e->has_bias && e->kind != TB_CONV_BWD_DATA)
+        TB_CHECK_DNNL(dnnl_memory_create(&e->bias, &u.b, st->engine, DNNL_MEMORY_NONE));
+    return TB_OK;
+}
+
+/* Creates entry e (key fields filled): pd, primitive, operands, scratchpad. */
+static int conv_entry_create(tb_backend *be, dnnl_state *st, conv_entry *e)
+{
+    conv_walk w = {.want = e->algo, .max = 0, .names = NULL};
+    int rc;
+    TB_TRY_GOTO(rc, conv_walk_list(st, &e->d, e->kind, e->has_bias, &w), out_destroy_entry);
+    if (!w.pd) {
+        rc = TB_FAIL(TB_ERR_INVALID, "convolution algorithm %d does not exist for this shape "
+                     "(%d algorithms); use conv_algo_default or conv_find", e->algo, w.count);
+        goto out_destroy_entry;
+    }
+    e->pd = w.pd;
+    e->hint = w.hint;
+    snprintf(e->name, sizeof e->name, "%s", pd_impl_name(e->pd));
+    TB_CHECK_DNNL_GOTO(rc, dnnl_primitive_create(&e->prim, e->pd), out_destroy_entry);
+    /* The scratchpad first in the workspace, then the reorder buffers. */
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(e->pd, dnnl_query_scratchpad_md, 0);
+    e->ws_bytes = ws_round(dnnl_memory_desc_get_size(smd));
+    TB_TRY_GOTO(rc, memory_unbound(st, smd, &e->scratch), out_destroy_entry);
+    TB_TRY_GOTO(rc, conv_entry_operands(st, e), out_destroy_entry);
+    return TB_OK;
+
+out_destroy_entry:
+    conv_entry_destroy(be, e);
+    return rc;
+}
+
+static int conv_key_equal(const conv_entry *e, const conv_entry *k)
+{
+    return e->used && memcmp(&e->d, &k->d, sizeof e->d) == 0 && e->kind == k->kind &&
+           e->algo == k->algo && e->has_bias == k->has_bias;
+}
+
+/* A key with every byte of the desc defined, so memcmp compares fields. */
+static conv_entry conv_key(const tb_conv_desc *d, tb_conv_kind kind, int algo, int has_bias)
+{
+    conv_entry key;
+    memset(&key, 0, sizeof key);
+    key.d.n = d->n, key.d.c = d->c, key.d.h = d->h, key.d.w = d->w;
+    key.d.k = d->k, key.d.r = d->r, key.d.s = d->s;
+    key.d.stride = d->stride, key.d.pad = d->pad;
+    key.d.layout = d->layout, key.d.dtype = d->dtype, key.d.math = d->math;
+    key.kind = kind;
+    key.algo = algo;
+    key.has_bias = has_bias;
+    return key;
+}
+
+/* Puts a created entry into the cache, evicting the least recently used. */
+static conv_entry *conv_cache_insert(tb_backend *be, dnnl_state *st, const conv_entry *e)
+{
+    conv_entry *victim = &st->conv[0];
+    for (int i = 0; i < CONV_CACHE_SIZE; i++) {
+        conv_entry *c = &st->conv[i];
+        if (!c->used || (victim->used && c->last_use < victim->last_use))
+            victim = c;
+    }
+    conv_entry_destroy(be, victim);
+    *victim = *e;
+    victim->used = 1;
+    victim->last_use = ++st->clock;
+    return victim;
+}
+
+static int conv_cached(dnnl_state *st, const conv_entry *key)
+{
+    for (int i = 0; i < CONV_CACHE_SIZE; i++)
+        if (conv_key_equal(&st->conv[i], key))
+            return 1;
+    return 0;
+}
+
+static int conv_lookup(tb_backend *be, dnnl_state *st, const conv_entry *key, conv_entry **out)
+{
+    for (int i = 0; i < CONV_CACHE_SIZE; i++) {
+        conv_entry *e = &st->conv[i];
+        if (conv_key_equal(e, key)) {
+            e->last_use = ++st->clock;
+            *out = e;
+            return TB_OK;
+        }
+    }
+    conv_entry fresh = *key;
+    TB_TRY(conv_entry_create(be, st, &fresh));
+    *out = conv_cache_insert(be, st, &fresh);
+    return TB_OK;
+}
+
+/* ---- convolution: running one ---- */
+
+static int conv_execute(tb_backend *be, dnnl_state *st, conv_entry *e, void *ptr[3],
+                        void *bias)
+{
+    TB_TRY(workspace_reserve(be, st, e->ws_bytes));
+    char *ws = st->ws;
+    TB_CHECK_DNNL(dnnl_memory_set_data_handle(e->scratch, e->ws_bytes ? ws : NULL));
+    for (int i = 0; i < 3; i++) {
+        TB_CHECK_DNNL(dnnl_memory_set_data_handle(e->op[i].user, ptr[i]));
+        if (e->op[i].reorder)
+            TB_CHECK_DNNL(dnnl_memory_set_data_handle(e->op[i].impl, ws + e->op[i].offset));
+    }
+    if (e->bias)
+        TB_CHECK_DNNL(dnnl_memory_set_data_handle(e->bias, bias));
+    for (int i = 0; i < 3; i++) {
+        conv_operand *o = &e->op[i];
+        if (o->reorder && !o->is_output) {
+            dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, o->user}, {DNNL_ARG_TO, o->impl}};
+            TB_CHECK_DNNL(dnnl_primitive_execute(o->reorder, st->stream, 2, args));
+        }
+    }
+    dnnl_exec_arg_t args[5];
+    int nargs = 0;
+    for (int i = 0; i < 3; i++)
+        args[nargs++] = (dnnl_exec_arg_t){e->op[i].arg, e->op[i].impl};
+    if (e->bias)
+        args[nargs++] = (dnnl_exec_arg_t){e->kind == TB_CONV_FWD ? DNNL_ARG_BIAS
+                                                                 : DNNL_ARG_DIFF_BIAS, e->bias};
+    args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->scratch};
+    TB_CHECK_DNNL(dnnl_primitive_execute(e->prim, st->stream, nargs, args));
+    for (int i = 0; i < 3; i++) {
+        conv_operand *o = &e->op[i];
+        if (o->reorder && o->is_output) {
+            dnnl_exec_arg_t rargs[] = {{DNNL_ARG_FROM, o->impl}, {DNNL_ARG_TO, o->user}};
+            TB_CHECK_DNNL(dnnl_primitive_execute(o->reorder, st->stream, 2, rargs));
+        }
+    }
+    TB_CHECK_DNNL(dnnl_stream_wait(st->stream));
+    return TB_OK;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void add_into(float *dst, const float *src, size_t n)
+{
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++)
+        dst[i] += src[i];
+}
+
+/* Backward filter; with accumulate, computes into scratch and adds. */
+static int conv_bwd_filter_run(tb_backend *be, dnnl_state *st, conv_entry *e, const float *x,
+                               const float *dy, float *dw, float *dbias, int accumulate)
+{
+    const tb_conv_desc *d = &e->d;
+    size_t nw = (size_t)d->k * d->c * d->r * d->s;
+    if (!accumulate)
+        return conv_execute(be, st, e, (void *[3]){(void *)x, (void *)dy, dw}, dbias);
+    if (!e->acc_w)
+        TB_TRY(be->dev_alloc(be, (void **)&e->acc_w, nw * sizeof(float)));
+    if (e->has_bias && !e->acc_b)
+        TB_TRY(be->dev_alloc(be, (void **)&e->acc_b, (size_t)d->k * sizeof(float)));
+    TB_TRY(conv_execute(be, st, e, (void *[3]){(void *)x, (void *)dy, e->acc_w}, e->acc_b));
+    add_into(dw, e->acc_w, nw);
+    if (e->has_bias)
+        add_into(dbias, e->acc_b, (size_t)d->k);
+    return TB_OK;
+}
+
+/* Looks up (or creates) the primitive and runs it; ptr as conv_execute. */
+static int conv_run(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind, int algo,
+                    void *ptr[3], void *bias, float *dbias, int accumulate)
+{
+    dnnl_state *st = state_of(be);
+    conv_entry key = conv_key(d, kind, algo, kind == TB_CONV_BWD_FILTER ? dbias != NULL
+                                                                        : bias != NULL);
+    conv_entry *e;
+    TB_TRY(conv_lookup(be, st, &key, &e));
+    if (kind == TB_CONV_BWD_FILTER)
+        return conv_bwd_filter_run(be, st, e, ptr[0], ptr[1], ptr[2], dbias, accumulate);
+    return conv_execute(be, st, e, ptr, bias);
+}
+
+static int conv_run_locked(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind, int algo,
+                           void *ptr[3], void *bias, float *dbias, int accumulate,
+                           const char *op)
+{
+    TB_TRY(conv_check_desc(d, op));
+    if (algo < 0)
+        return TB_FAIL(TB_ERR_INVALID, "%s: algorithm id %d < 0", op, algo);
+    int prev;
+    lock_enter(be, &prev);
+    int rc = conv_run(be, d, kind, algo, ptr, bias, dbias, accumulate);
+    lock_leave(be, prev);
+    return rc;
+}
+
+static int cpu_conv_fwd(tb_backend *be, const tb_conv_desc *d, int algo, const float *x,
+                         const float *w, const float *bias, float *y)
+{
+    return conv_run_locked(be, d, TB_CONV_FWD, algo, (void *[3]){(void *)x, (void *)w, y},
+                           (void *)bias, NULL, 0, "conv_fwd");
+}
+
+static int cpu_conv_bwd_data(tb_backend *be, const tb_conv_desc *d, int algo, const float *dy,
+                              const float *w, float *dx)
+{
+    return conv_run_locked(be, d, TB_CONV_BWD_DATA, algo,
+                           (void *[3]){(void *)dy, (void *)w, dx}, NULL, NULL, 0,
+                           "conv_bwd_data");
+}
+
+static int cpu_conv_bwd_filter(tb_backend *be, const tb_conv_desc *d, int algo,
+                                const float *x, const float *dy, float *dw, float *dbias,
+                                int accumulate)
+{
+    return conv_run_locked(be, d, TB_CONV_BWD_FILTER, algo,
+                           (void *[3]){(void *)x, (void *)dy, dw}, dbias, dbias, accumulate,
+                           "conv_bwd_filter");
+}
+
+/* ---- convolution: default algorithm and the autotuner ---- */
+
+static int cpu_conv_algo_default(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
+                                  int *algo)
+{
+    TB_TRY(conv_check_desc(d, "conv_algo_default"));
+    char names[TB_MAX_CONV_ALGOS][64];
+    conv_walk w = {.want = -1, .max = TB_MAX_CONV_ALGOS, .names = names};
+    int prev;
+    lock_enter(be, &prev);
+    int rc = conv_walk_list(state_of(be), d, kind, 0, &w);
+    lock_leave(be, prev);
+    TB_TRY(rc);
+    *algo = 0;
+    for (int i = 0; i < w.count && i < TB_MAX_CONV_ALGOS; i++)
+        if (!is_ref_impl(names[i])) {
+            *algo = i;
+            break;
+        }
+    return TB_OK;
+}
+
+/* Uniform [-1, 1): the autotuner never times zeros (some paths skip them). */
+static void fill_random(float *p, size_t n, uint64_t seed)
+{
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        p[i] = (float)((double)(s >> 40) / (double)(1ull << 23) - 1.0);
+    }
+}
+
+/* Scratch operands for timing: (x-side, w, y-side) in the caller's layout. */
+typedef struct find_buffers {
+    float *x, *w, *y;
+} find_buffers;
+
+static void find_buffers_free(tb_backend *be, find_buffers *b)
+{
+    dev_free_ptr(be, (void **)&b->x);
+    dev_free_ptr(be, (void **)&b->w);
+    dev_free_ptr(be, (void **)&b->y);
+}
+
+static int find_buffers_alloc(tb_backend *be, const tb_conv_desc *d, find_buffers *b)
+{
+    size_t nx = (size_t)d->n * d->c * d->h * d->w;
+    size_t nw = (size_t)d->k * d->c * d->r * d->s;
+    size_t ny = (size_t)d->n * d->k * tb_conv_out_h(d) * tb_conv_out_w(d);
+    int rc;
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&b->x, nx * sizeof(float)), out_free_buffers);
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&b->w, nw * sizeof(float)), out_free_buffers);
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&b->y, ny * sizeof(float)), out_free_buffers);
+    fill_random(b->x, nx, 1);
+    fill_random(b->w, nw, 2);
+    fill_random(b->y, ny, 3);
+    return TB_OK;
+
+out_free_buffers:
+    find_buffers_free(be, b);
+    return rc;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* One warm-up call, then the median of FIND_TIMED_RUNS timed calls. A
+ * warm-up slower than cutoff_ms (when > 0) is the result: that algorithm
+ * has lost already, and some take seconds (gemm:jit bwd-data on NHWC). */
+static int find_time_one(tb_backend *be, dnnl_state *st, conv_entry *e, find_buffers *b,
+                         float cutoff_ms, float *ms)
+{
+    void *ptr[3];
+    if (e->kind == TB_CONV_FWD)
+        memcpy(ptr, (void *[3]){b->x, b->w, b->y}, sizeof ptr);
+    else if (e->kind == TB_CONV_BWD_DATA)
+        memcpy(ptr, (void *[3]){b->y, b->w, b->x}, sizeof ptr);
+    else
+        memcpy(ptr, (void *[3]){b->x, b->y, b->w}, sizeof ptr);
+    float t[FIND_TIMED_RUNS];
+    double t0 = now_seconds();
+    TB_TRY(conv_execute(be, st, e, ptr, NULL));
+    *ms = (float)((now_seconds() - t0) * 1e3);
+    if (cutoff_ms > 0 && *ms > cutoff_ms)
+        return TB_OK;
+    for (int i = 0; i < FIND_TIMED_RUNS; i++) {
+        double t0 = now_seconds();
+        TB_TRY(conv_execute(be, st, e, ptr, NULL));
+        t[i] = (float)((now_seconds() - t0) * 1e3);
+    }
+    qsort(t, FIND_TIMED_RUNS, sizeof t[0], cmp_float);
+    *ms = t[FIND_TIMED_RUNS / 2];
+    return TB_OK;
+}
+
+static int cmp_perf(const void *a, const void *b)
+{
+    const tb_conv_algo_perf *x = a, *y = b;
+    /* Failed ones (ms < 0) last. */
+    if ((x->ms < 0) != (y->ms < 0))
+        return x->ms < 0 ? 1 : -1;
+    return (x->ms > y->ms) - (x->ms < y->ms);
+}
+
+/* Times every non-ref algorithm; the fastest one's primitive goes into the
+ * cache, ready for the conv_* call that will use it. */
+static int conv_find_run(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
+                         tb_conv_algo_perf *perf, int max, int *returned)
+{
+    dnnl_state *st = state_of(be);
+    char names[TB_MAX_CONV_ALGOS][64];
+    conv_walk w = {.want = -1, .max = TB_MAX_CONV_ALGOS, .names = names};
+    TB_TRY(conv_walk_list(st, d, kind, 0, &w));
+    find_buffers b = {0};
+    TB_TRY(find_buffers_alloc(be, d, &b));
+    int rc = TB_OK, n = 0;
+    conv_entry best = {0};
+    float best_ms = 0.0f;
+    for (int algo = 0; algo < w.count && algo < TB_MAX_CONV_ALGOS && n < max; algo++) {
+        if (is_ref_impl(names[algo]))
+            continue;
+        conv_entry e = conv_key(d, kind, algo, 0);
+        tb_conv_algo_perf *p = &perf[n++];
+        *p = (tb_conv_algo_perf){.algo = algo, .ms = -1.0f};
+        snprintf(p->name, sizeof p->name, "%s", names[algo]);
+        TB_TRY_GOTO(rc, conv_entry_create(be, st, &e), out_destroy_best);
+        p->workspace = e.ws_bytes;
+        rc = find_time_one(be, st, &e, &b, best.prim ? FIND_CUTOFF * best_ms : 0.0f, &p->ms);
+        if (rc != TB_OK) {
+            conv_entry_destroy(be, &e);
+            goto out_destroy_best;
+        }
+        if (best.prim && p->ms >= best_ms) {
+            conv_entry_destroy(be, &e);
+            continue;
+        }
+        conv_entry_destroy(be, &best);
+        best = e;
+        best_ms = p->ms;
+    }
+    qsort(perf, (size_t)n, sizeof perf[0], cmp_perf);
+    *returned = n;
+    if (best.prim && !conv_cached(st, &best)) {
+        conv_cache_insert(be, st, &best);
+        memset(&best, 0, sizeof best); /* the cache owns it now */
+    }
+
+out_destroy_best:
+    conv_entry_destroy(be, &best);
+    find_buffers_free(be, &b);
+    return rc;
+}
+
+static int cpu_conv_find(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
+                          tb_conv_algo_perf *perf, int max, int *returned)
+{
+    *returned = 0;
+    TB_TRY(conv_check_desc(d, "conv_find"));
+    if (max <= 0)
+        return TB_FAIL(TB_ERR_INVALID, "conv_find: max %d must be > 0", max);
+    int prev;
+    lock_enter(be, &prev);
+    int rc = conv_find_run(be, d, kind, perf, max, returned);
+    lock_leave(be, prev);
+    return rc;
+}
+
+/* ---- install / release ---- */
+
+int tb_cpu_install_dnnl_ops(tb_backend *be)
+{
+    tb_cpu_ctx *c = ctx_of(be);
+    dnnl_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return TB_FAIL(TB_ERR_NOMEM, "out of host memory for oneDNN state");
+    pthread_mutex_init(&st->lock, NULL);
+    c->dnnl = st;
+    int prev = threads_enter(be);
+    int rc = TB_OK;
+    /* oneDNN 2.6's implementation iterator consults its primitive cache and,
+     * after a hit, yields some implementations twice, so the list (and what
+     * an algorithm id means) would change once primitives exist. This file
+     * caches its own primitives; turn oneDNN's process-wide cache off. */
+    TB_CHECK_DNNL_GOTO(rc, dnnl_set_primitive_cache_capacity(0), out_release);
+    TB_CHECK_DNNL_GOTO(rc, dnnl_engine_create(&st->engine, dnnl_cpu, 0), out_release);
+    TB_CHECK_DNNL_GOTO(rc, dnnl_stream_create(&st->stream, st->engine,
+                                              dnnl_stream_default_flags), out_release);
+    omp_set_num_threads(prev);
+    be->gemm = cpu_gemm;
+    be->gemm_lowp = cpu_gemm_lowp;
+    be->conv_algo_default = cpu_conv_algo_default;
+    be->conv_find = cpu_conv_find;
+    be->conv_fwd = cpu_conv_fwd;
+    be->conv_bwd_data = cpu_conv_bwd_data;
+    be->conv_bwd_filter = cpu_conv_bwd_filter;
+    return TB_OK;
+
+out_release:
+    omp_set_num_threads(prev);
+    tb_cpu_release_dnnl_ops(be);
+    return rc;
+}
+
+void tb_cpu_release_dnnl_ops(tb_backend *be)
+{
+    if (!be || !be->ctx)
+        return;
+    dnnl_state *st = state_of(be);
+    if (!st)
+        return;
+    for (int i = 0; i < CONV_CACHE_SIZE; i++)
+        conv_entry_destroy(be, &st->conv[i]);
+    for (int i = 0; i < GEMM_CACHE_SIZE; i++)
+        gemm_entry_destroy(&st->gemm[i]);
+    dev_free_ptr(be, &st->ws);
+    if (st->stream)
+        dnnl_stream_destroy(st->stream);
+    if (st->engine)
+        dnnl_engine_destroy(st->engine);
+    pthread_mutex_destroy(&st->lock);
+    free(st);
+    ctx_of(be)->dnnl = NULL;
+}

@@ -1,0 +1,72 @@
+/*
+ * check.h - one checking macro per CUDA API, each recording file and
+ * line on the error chain (lib/core/status.h) and returning the tb_err code.
+ * Included only by files compiled when the CUDA toolkit is present
+ * (lib/backend/cuda/backend.c, kernels/ (.cu files)).
+ *
+ *   TB_CHECK_CUDA(cudaMalloc(&p, n));
+ *   TB_CHECK_LAUNCH();            after every kernel launch
+ *   TB_CHECK_CUBLAS(cublasSgemm(...));
+ *   TB_CHECK_CUDNN(cudnnConvolutionForward(...));
+ *   TB_CHECK_NCCL(ncclAllReduce(...));
+ * The _GOTO forms set rc and jump to a cleanup label instead of returning.
+ */
+#ifndef TB_CUDA_CHECK_H
+#define TB_CUDA_CHECK_H
+
+#include <cuda_runtime.h>
+
+#include "lib/core/status.h"
+
+#define TB_CHECK_CUDA(call)                                                    \
+    do {                                                                       \
+        cudaError_t tb_e_ = (call);                                            \
+        if (tb_e_ != cudaSuccess)                                              \
+            return tb_error_push(tb_e_ == cudaErrorMemoryAllocation            \
+                                     ? TB_ERR_DEVICE_OOM : TB_ERR_CUDA,        \
+                                 __FILE__, __LINE__, "%s failed: %s (%s, %d)", \
+                                 #call, cudaGetErrorString(tb_e_),             \
+                                 cudaGetErrorName(tb_e_), (int)tb_e_);         \
+    } while (0)
+
+#define TB_CHECK_CUDA_GOTO(rc, call, label)                                    \
+    do {                                                                       \
+        cudaError_t tb_e_ = (call);                                            \
+        if (tb_e_ != cudaSuccess) {                                            \
+            (rc) = tb_error_push(tb_e_ == cudaErrorMemoryAllocation            \
+                                     ? TB_ERR_DEVICE_OOM : TB_ERR_CUDA,        \
+                                 __FILE__, __LINE__, "%s failed: %s (%s, %d)", \
+                                 #call, cudaGetErrorString(tb_e_),             \
+                                 cudaGetErrorName(tb_e_), (int)tb_e_);         \
+            goto label;                                                        \
+        }                                                                      \
+    } while (0)
+
+/* After every <<<...>>> launch: catches bad configurations at once. */
+#define TB_CHECK_LAUNCH() TB_CHECK_CUDA(cudaGetLastError())
+
+#define TB_CHECK_CUBLAS(call)                                                  \
+    do {                                                                       \
+        int tb_s_ = (int)(call);                                               \
+        if (tb_s_ != 0)                                                        \
+            return tb_error_push(TB_ERR_CUBLAS, __FILE__, __LINE__,            \
+                                 "%s failed: cuBLAS status %d", #call, tb_s_); \
+    } while (0)
+
+#define TB_CHECK_CUDNN(call)                                                   \
+    do {                                                                       \
+        int tb_s_ = (int)(call);                                               \
+        if (tb_s_ != 0)                                                        \
+            return tb_error_push(TB_ERR_CUDNN, __FILE__, __LINE__,             \
+                                 "%s failed: cuDNN status %d", #call, tb_s_);  \
+    } while (0)
+
+#define TB_CHECK_NCCL(call)                                                    \
+    do {                                                                       \
+        int tb_s_ = (int)(call);                                               \
+        if (tb_s_ != 0)                                                        \
+            return tb_error_push(TB_ERR_NCCL, __FILE__, __LINE__,              \
+                                 "%s failed: NCCL result %d", #call, tb_s_);   \
+    } while (0)
+
+#endif

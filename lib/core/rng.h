@@ -1,0 +1,83 @@
+/*
+ * rng.h - a counter-based random number generator.
+ *
+ * Every random choice in tunebench's data path (shuffling, crops, flips,
+ * synthetic images) is a pure function of a few counters: (seed, epoch,
+ * sample index, stream). rng_make() hashes those into a key, and the numbers
+ * that follow are a splitmix64 sequence started at that key. Nothing depends
+ * on which thread or process draws them, or in what order samples are
+ * visited, which is what makes loader batches bitwise identical whatever
+ * num_workers is.
+ *
+ * Header only; no state outside the tb_rng value. Tested through
+ * datasets/augment_test.c and lib/train/loader_test.c.
+ */
+#ifndef TB_RNG_H
+#define TB_RNG_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Streams keep independent uses of the same (seed, epoch, index) apart. */
+typedef enum tb_rng_stream {
+    TB_RNG_SHUFFLE = 1,        /* epoch permutation; index is 0 */
+    TB_RNG_AUGMENT = 2,        /* crop offsets and flip of one sample */
+    TB_RNG_SYNTH_LABEL = 3,    /* synthetic dataset: label of a sample */
+    TB_RNG_SYNTH_NOISE = 4,    /* synthetic dataset: pixel noise of a sample */
+    TB_RNG_SYNTH_TEMPLATE = 5, /* synthetic dataset: class templates; index = class */
+} tb_rng_stream;
+
+typedef struct tb_rng {
+    uint64_t state;
+} tb_rng;
+
+#define TB_RNG_GOLDEN 0x9e3779b97f4a7c15ULL
+
+/* splitmix64's finalizer: a bijection on 64 bits with good avalanche. */
+static inline uint64_t rng_mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* The generator for one (seed, epoch, index, stream). Each counter goes
+ * through the finalizer in turn, so changing any one of them gives an
+ * unrelated sequence. */
+static inline tb_rng rng_make(uint64_t seed, uint64_t epoch, uint64_t index, uint64_t stream)
+{
+    uint64_t k = rng_mix64(seed + TB_RNG_GOLDEN);
+    k = rng_mix64(k + epoch * TB_RNG_GOLDEN + 1);
+    k = rng_mix64(k + index * TB_RNG_GOLDEN + 2);
+    k = rng_mix64(k + stream * TB_RNG_GOLDEN + 3);
+    tb_rng r = {k};
+    return r;
+}
+
+/* Next 64 random bits of this generator's sequence. */
+static inline uint64_t rng_next_u64(tb_rng *r)
+{
+    r->state += TB_RNG_GOLDEN;
+    return rng_mix64(r->state);
+}
+
+/* Uniform integer in [0, n). REQUIRES: n > 0. Multiply-shift on the high 32
+ * bits; the bias (below n / 2^32) does not matter for crops and shuffles. */
+static inline uint32_t rng_below(tb_rng *r, uint32_t n)
+{
+    return (uint32_t)(((rng_next_u64(r) >> 32) * (uint64_t)n) >> 32);
+}
+
+/* Uniform float in [0, 1) with 24 random bits. */
+static inline float rng_float01(tb_rng *r)
+{
+    return (float)(rng_next_u64(r) >> 40) * (1.0f / 16777216.0f);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

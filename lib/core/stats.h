@@ -1,0 +1,157 @@
+/*
+ * stats.h - the statistics behind every tunebench verdict.
+ *
+ * Timing: summaries of repetition times (median, quantiles, min/max, mean,
+ * stddev), a bootstrap 95% interval of a speedup (ratio of medians), and the
+ * faster / slower / within-noise verdict. Google Benchmark gives the
+ * repetitions; it has no intervals, so tunebench computes them here.
+ * Correctness: max abs/rel error and the exact / within tolerance / DIFFERS
+ * verdict for arrays or single values (a loss after N steps).
+ *
+ * The bootstrap is deterministic: it draws from a seeded splitmix64 stream,
+ * so the same samples and seed give the same interval on every run and
+ * machine (golden tests rely on it).
+ *
+ * Tests: lib/core/stats_test.c (bazel test //lib/core:stats_test).
+ */
+#ifndef TB_STATS_H
+#define TB_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/core/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- summaries ---- */
+
+typedef struct tb_summary {
+    size_t n;
+    double min, max, mean, median;
+    double stddev; /* sample standard deviation (n - 1); 0 when n == 1 */
+    double q25, q75;
+} tb_summary;
+
+/* REQUIRES: n > 0 (TB_ERR_INVALID otherwise). x is not modified. */
+int tb_stats_summary(const double *x, size_t n, tb_summary *out);
+int tb_stats_median(const double *x, size_t n, double *out);
+
+/* Quantile q in [0, 1] with linear interpolation between order statistics
+ * (Hyndman & Fan type 7, the default of R and NumPy): h = (n - 1) q,
+ * result = x[floor h] + (h - floor h) (x[floor h + 1] - x[floor h]). */
+int tb_stats_quantile(const double *x, size_t n, double q, double *out);
+/* Same on data already sorted ascending; no allocation. REQUIRES: n > 0. */
+double tb_stats_quantile_sorted(const double *sorted, size_t n, double q);
+
+double tb_stats_mean(const double *x, size_t n);   /* REQUIRES: n > 0 */
+double tb_stats_stddev(const double *x, size_t n); /* sample (n - 1); 0 when n < 2 */
+
+/* ---- speedup interval ---- */
+
+typedef struct tb_interval {
+    double point; /* median(baseline) / median(variant) */
+    double lo, hi;
+    double level; /* 0.95 */
+} tb_interval;
+
+typedef struct tb_bootstrap_opts {
+    int resamples; /* B; 0 means 2000 */
+    double level;  /* 0 means 0.95 */
+    uint64_t seed; /* 0 means TB_STATS_DEFAULT_SEED */
+} tb_bootstrap_opts;
+
+#define TB_STATS_DEFAULT_RESAMPLES 2000
+#define TB_STATS_DEFAULT_SEED 0x74756e6562656e63ull /* "tunebenc" */
+
+/* Speedup of variant over baseline with a percentile bootstrap interval:
+ * point = median(base) / median(var) (> 1: the variant is faster).
+ * Each of B resamples draws nb times with replacement from base and nv
+ * times from var and takes the ratio of the medians; lo and hi are the
+ * (1-level)/2 and (1+level)/2 quantiles (type 7) of the B ratios.
+ * REQUIRES: nb, nv > 0; all times > 0 (TB_ERR_INVALID otherwise).
+ * opts may be NULL for the defaults. */
+int tb_stats_speedup_ci(const double *base, size_t nb, const double *var, size_t nv,
+                        const tb_bootstrap_opts *opts, tb_interval *out);
+
+/* ---- timing verdict ---- */
+
+typedef enum tb_speed_verdict {
+    TB_SPEED_WITHIN_NOISE = 0,
+    TB_SPEED_FASTER = 1,
+    TB_SPEED_SLOWER = 2,
+} tb_speed_verdict;
+
+/* The noise floor from an A/A interval, i.e. tb_stats_speedup_ci of the
+ * baseline against a second timing of the baseline in the same run:
+ *   noise = max(0, aa.hi - 1, 1 - aa.lo),
+ * the farthest the A/A interval strays from 1. */
+double tb_stats_noise_floor(const tb_interval *aa);
+
+/* The rule, exactly:
+ *   "faster"        if speedup.lo > 1 + noise,
+ *   "slower"        if speedup.hi < 1 - noise,
+ *   "within noise"  otherwise (the interval reaches into [1 - noise, 1 + noise]).
+ * noise is tb_stats_noise_floor of the A/A interval (0 when there is none:
+ * then the plain test "interval excludes 1" remains). */
+tb_speed_verdict tb_stats_timing_verdict(const tb_interval *speedup, double noise);
+const char *tb_speed_verdict_name(tb_speed_verdict v); /* "faster", "slower", "within noise" */
+
+/* ---- correctness verdict ---- */
+
+typedef enum tb_match {
+    TB_MATCH_EXACT = 0,      /* bitwise equal */
+    TB_MATCH_WITHIN_TOL = 1, /* max relative error <= tol */
+    TB_MATCH_DIFFERS = 2,
+} tb_match;
+
+/* Default tolerances by storage type, for callers that compare against an
+ * fp32 reference: about 100 ulp of fp32, and a few ulp of bf16 / fp16. */
+#define TB_TOL_F32 1e-5
+#define TB_TOL_BF16 2e-2
+#define TB_TOL_F16 2e-3
+
+typedef struct tb_compare {
+    tb_match verdict;
+    double max_abs;     /* max_i |got_i - ref_i|; INFINITY on a NaN/Inf mismatch */
+    double max_rel;     /* tb_max_rel_err */
+    double tol;         /* the tolerance the verdict used */
+    size_t worst;       /* index with the largest |got - ref| */
+    size_t n;
+} tb_compare;
+
+/* max_i |got_i - ref_i|. A position where exactly one side is NaN, or where
+ * infinities differ, counts as INFINITY. NaN at the same position in both
+ * counts as 0. REQUIRES: n > 0. */
+double tb_max_abs_err(const float *ref, const float *got, size_t n);
+
+/* Relative error against the scale of the reference:
+ *   max_i |got_i - ref_i| / max_i |ref_i|
+ * (the infinity-norm relative error), so elements near zero do not turn
+ * rounding noise into huge ratios. For one value this is |got - ref| / |ref|.
+ * When every ref_i is 0: 0 if the error is 0, else INFINITY. */
+double tb_max_rel_err(const float *ref, const float *got, size_t n);
+
+/* Verdict: EXACT if the n floats are bitwise equal (memcmp; -0 and +0
+ * differ, equal NaN bit patterns match), WITHIN_TOL if tb_max_rel_err <= tol,
+ * else DIFFERS. REQUIRES: n > 0, tol >= 0. */
+int tb_compare_floats(const float *ref, const float *got, size_t n, double tol, tb_compare *out);
+
+/* Same for two loss values (doubles): EXACT if bitwise equal,
+ * WITHIN_TOL if |got - ref| / |ref| <= tol (ref == 0: |got| <= tol), else DIFFERS. */
+int tb_compare_values(double ref, double got, double tol, tb_compare *out);
+
+const char *tb_match_name(tb_match m); /* "exact", "within tolerance", "DIFFERS" */
+
+/* One line for tables, stating the tolerance: "exact",
+ * "within tolerance (max rel err 3.1e-07 <= tol 1e-05)",
+ * "DIFFERS (max rel err 0.02 > tol 1e-05, at index 17)".
+ * snprintf-style return. */
+int tb_compare_format(const tb_compare *c, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,110 @@
+/*
+ * dp.h - DataParallel (torch.nn.DataParallel): one process drives N devices.
+ *
+ * Each step, as PyTorch's DataParallel does: the batch goes to device 0 and
+ * is scattered from there (replica i gets its share), the weights are
+ * copied from device 0 to the others (replicate), the replicas' forwards
+ * run, their outputs are gathered onto device 0, the loss is computed there
+ * over the whole batch, each replica gets its slice of the output
+ * gradient, the backwards run, and the gradients are reduced onto device 0,
+ * where the caller's optimizer steps.
+ *
+ * The driver is written against the backend table only (lib/backend/backend.h):
+ * device-to-device traffic is copy_peer, the reduction is axpby on device
+ * 0. Replica i > 0 lives on a backend of the same kind as the main model's,
+ * opened by dp_create: a CPU backend of threads_per_replica threads, or
+ * the next CUDA device (cuda:d0, then the other ordinals in ascending
+ * order, as device_ids defaults to every GPU with output_device first).
+ * Two ways to run the replicas:
+ *   TB_DP_THREADS     one host thread per replica, each waiting for its
+ *                     device at the end of its forward and backward: the
+ *                     CPU DP, where the "devices" are threads (what
+ *                     bench:ddp_sweep measures on the CPU).
+ *   TB_DP_ONE_THREAD  the calling thread issues every replica's work in
+ *                     turn. On CUDA each GPU's work is queued on its own
+ *                     stream without waiting (copy_peer orders the streams
+ *                     with events), so N GPUs run at once from one thread;
+ *                     the host waits only where a DataParallel user's
+ *                     program does: the batch's copy to device 0
+ *                     (input.to(device) is synchronous from pageable
+ *                     memory) and reading the loss (loss.item()), which
+ *                     dp_step skips when loss is NULL. On the CPU the
+ *                     replicas run one after another: the same driver, so
+ *                     tests on the CPU exercise what drives the GPUs.
+ * Both give the same numbers (the same ops in the same order per device).
+ *
+ * Batch norm in each replica sees its share, as in DataParallel (and DDP
+ * without SyncBatchNorm). Only replica 0's running statistics are kept,
+ * as DataParallel keeps device 0's buffers.
+ *
+ * Test: bazel test //lib/dist:dp_test (both modes on 2 CPU backends).
+ */
+#ifndef TB_DP_H
+#define TB_DP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/nn/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tb_dp_mode {
+    TB_DP_THREADS = 0,    /* one host thread per replica */
+    TB_DP_ONE_THREAD = 1, /* the caller's thread issues every replica's work */
+} tb_dp_mode;
+
+typedef struct tb_dp_replica tb_dp_replica;
+
+/* Host wall time of each phase of the last step. TB_DP_ONE_THREAD on
+ * CUDA: the time to issue it (the devices run asynchronously), except
+ * where the host waits (scatter's copy to device 0; loss_read). */
+typedef struct tb_dp_times {
+    double replicate_s, scatter_s, forward_s, gather_loss_s, backward_s, reduce_s, loss_read_s;
+} tb_dp_times;
+
+/* Bytes copied between devices (copy_peer between different backends) in
+ * the last step, by phase. reduce: the replicas' gradients sent to device
+ * 0, (n - 1) * gradient bytes: gradients are what is reduced. */
+typedef struct tb_dp_bytes {
+    size_t scatter, replicate, gather, grad_scatter, reduce;
+} tb_dp_bytes;
+
+typedef struct tb_dp {
+    int n;                    /* replicas, >= 1 */
+    tb_dp_mode mode;
+    tb_model *main;           /* replica 0: the caller's model (borrowed) */
+    tb_dp_replica *reps;      /* (n) */
+    tb_xent loss;             /* on device 0, for the whole batch */
+    tb_tensor logits;         /* (B, classes, 1, 1) gathered on device 0 */
+    int32_t *labels;          /* (B) device 0 */
+    float *grad_stage;        /* (numel) device 0: one replica's gradients before the add */
+    tb_dp_times times;        /* of the last step */
+    tb_dp_bytes bytes;        /* of the last step */
+} tb_dp;
+
+/* n replicas of main (built from spec and opts, the same it was built from;
+ * opts->max_batch is the whole batch), run as mode says.
+ * threads_per_replica: kernel threads of each CPU replica's backend (0 =
+ * all cores; ignored on CUDA). Fails with TB_ERR_NO_DEVICE, naming the
+ * device, when a replica's device cannot be opened (fewer GPUs than n).
+ * REQUIRES: main outlives dp. */
+int dp_create(tb_model *main, const tb_layer_spec *spec, const tb_model_opts *opts, int n,
+              tb_dp_mode mode, int threads_per_replica, tb_dp **out);
+void dp_destroy(tb_dp *dp);
+
+/* One forward/backward of a batch of `batch` samples (host memory,
+ * normalized images (batch, C, H, W) and labels), with the loss scaled by
+ * loss_scale (1 / accumulation steps); gradients end in main's flat
+ * gradient buffer (written or accumulated per main's grad_accumulate).
+ * *loss: the batch's mean loss; loss NULL reads nothing (no host wait at
+ * the end of the step). REQUIRES: n <= batch <= opts->max_batch. */
+int dp_step(tb_dp *dp, const float *images, const int32_t *labels, int batch, float loss_scale,
+            float *loss);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,234 @@
+/*
+ * dp_test.c - DataParallel with 2 replicas on 2 CPU backends trains the
+ * small CNN for 3 steps, in both modes of the driver: replicas on threads
+ * (the CPU DP) and every replica issued from one thread (the driver that
+ * runs N GPUs on CUDA). Each matches one model trained on the same batches
+ * whose batch norm sees each replica's share (micro-batch B/2, accumulation
+ * 2): loss per step within 1e-4 relative, weights within 1e-5 absolute; the
+ * two modes match each other within the same tolerance. The bytes sent to
+ * device 0 for the reduction per step equal the gradient bytes, and the
+ * other copies carry what they should.
+ *   bazel test //lib/dist:dp_test
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/backend/backend.h"
+#include "lib/dist/dp.h"
+#include "lib/nn/optim.h"
+#include "lib/core/testing.h"
+
+#define B 32
+#define STEPS 3
+#define LOSS_TOL 1e-4
+#define W_TOL 1e-5
+
+static const tb_model_opts model_opts = {.in = {1, 28, 28}, .classes = 10, .max_batch = B,
+                                         .conv_bias = 1, .seed = 7};
+
+/* What a run leaves: the loss of each step and the final weights. */
+typedef struct run {
+    float loss[STEPS];
+    float *w;
+    size_t numel;
+    tb_dp_bytes bytes; /* of the last step */
+} run;
+
+static int setup(tb_backend **be, tb_model **m, tb_optim *opt, int max_batch)
+{
+    tb_model_opts o = model_opts;
+    o.max_batch = max_batch;
+    TB_TRY(tb_backend_cpu_create(1, be));
+    TB_TRY(model_build(*be, tb_spec_small_cnn, &o, m));
+    tb_opt_hparams hp = {.kind = TB_OPT_SGD, .lr = 0.05f, .momentum = 0.9f, .grad_scale = 1.0f};
+    tb_lr_schedule s = {.peak_lr = 0.05};
+    return optim_init(opt, *m, &hp, &s, 0);
+}
+
+static int keep_weights(const tb_model *m, run *out)
+{
+    out->numel = m->numel;
+    out->w = malloc(m->numel * sizeof(float));
+    if (!out->w)
+        return TB_FAIL(TB_ERR_NOMEM, "out of host memory");
+    memcpy(out->w, m->flat_w, m->numel * sizeof(float));
+    return TB_OK;
+}
+
+/* The reference: two micro-batches of B/2, loss scaled by 1/2 each. */
+static int ref_step(tb_model *m, tb_optim *opt, tb_tensor *x, int32_t *dl, const float *img,
+                    const int32_t *lab, float *loss)
+{
+    tb_backend *be = m->ctx.be;
+    TB_TRY(model_zero_grad(m, 1));
+    *loss = 0;
+    for (int k = 0; k < 2; k++) {
+        float l;
+        TB_TRY(tensor_from_host(x, img + (size_t)k * (B / 2) * 784));
+        TB_TRY(be->copy_h2d(be, dl, lab + k * (B / 2), B / 2 * sizeof(int32_t), NULL));
+        TB_TRY(model_forward_loss(m, x, dl, NULL));
+        TB_TRY(model_backward(m, 0.5f));
+        TB_TRY(xent_read_loss(&m->loss, &l));
+        *loss += 0.5f * l;
+    }
+    return optim_step(opt);
+}
+
+static int ref_run(const float *img, const int32_t *lab, run *out)
+{
+    tb_backend *be = NULL;
+    tb_model *m = NULL;
+    tb_optim opt = {0};
+    tb_tensor x = {0};
+    int32_t *dl = NULL;
+    int rc;
+    TB_TRY_GOTO(rc, setup(&be, &m, &opt, B / 2), out_free);
+    TB_TRY_GOTO(rc, tensor_alloc(be, B / 2, 1, 28, 28, &x), out_free);
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&dl, B / 2 * sizeof(int32_t)), out_free);
+    for (int step = 0; step < STEPS; step++)
+        TB_TRY_GOTO(rc, ref_step(m, &opt, &x, dl, img, lab, &out->loss[step]), out_free);
+    rc = keep_weights(m, out);
+out_free:
+    tensor_free(&x);
+    if (dl)
+        be->dev_free(be, dl);
+    optim_free(&opt);
+    model_destroy(m);
+    if (be)
+        tb_backend_close(be);
+    return rc;
+}
+
+/* One DP step; on step 1 without reading the loss (no host wait), read
+ * afterwards from the loss on device 0 instead. */
+static int dp_one_step(tb_dp *dp, tb_model *m, tb_optim *opt, const float *img,
+                       const int32_t *lab, int step, float *loss)
+{
+    TB_TRY(model_zero_grad(m, 1));
+    TB_TRY(dp_step(dp, img, lab, B, 1.0f, step == 1 ? NULL : loss));
+    if (step == 1)
+        TB_TRY(xent_read_loss(&dp->loss, loss));
+    return optim_step(opt);
+}
+
+static int dp_run(tb_dp_mode mode, const float *img, const int32_t *lab, run *out)
+{
+    tb_backend *be = NULL;
+    tb_model *m = NULL;
+    tb_optim opt = {0};
+    tb_dp *dp = NULL;
+    int rc;
+    TB_TRY_GOTO(rc, setup(&be, &m, &opt, B), out_free);
+    TB_TRY_GOTO(rc, dp_create(m, tb_spec_small_cnn, &model_opts, 2, mode, 1, &dp), out_free);
+    for (int step = 0; step < STEPS; step++)
+        TB_TRY_GOTO(rc, dp_one_step(dp, m, &opt, img, lab, step, &out->loss[step]), out_free);
+    out->bytes = dp->bytes;
+    rc = keep_weights(m, out);
+out_free:
+    dp_destroy(dp);
+    optim_free(&opt);
+    model_destroy(m);
+    if (be)
+        tb_backend_close(be);
+    return rc;
+}
+
+/* a against b: loss per step (relative) and weights (absolute). */
+static void compare(const char *what, const run *a, const run *b)
+{
+    for (int step = 0; step < STEPS; step++) {
+        double rel = fabs((double)a->loss[step] - b->loss[step]) / fabs((double)b->loss[step]);
+        printf("%s, step %d: loss %.8f vs %.8f, relative difference %.2e\n", what, step,
+               a->loss[step], b->loss[step], rel);
+        CHECK(rel <= LOSS_TOL, "%s, step %d: loss differs by %.2e > %g", what, step, rel, LOSS_TOL);
+    }
+    double max_abs = 0;
+    for (size_t i = 0; i < a->numel; i++)
+        max_abs = fmax(max_abs, fabs((double)a->w[i] - b->w[i]));
+    printf("%s: weights max abs difference %.3e after %d steps\n", what, max_abs, STEPS);
+    CHECK(max_abs <= W_TOL, "%s: weights differ by %.3e > %g", what, max_abs, W_TOL);
+}
+
+/* Per step with 2 replicas: the gradients (numel floats) go to device 0
+ * once; the weights out once; half the batch out; half the logits and
+ * their gradients each way. */
+static void check_bytes(const char *what, const run *r)
+{
+    size_t grad = r->numel * sizeof(float), half = B / 2;
+    printf("%s: bytes per step: reduce %zu (gradient bytes %zu), replicate %zu, scatter %zu, "
+           "gather %zu, grad scatter %zu\n", what, r->bytes.reduce, grad, r->bytes.replicate,
+           r->bytes.scatter, r->bytes.gather, r->bytes.grad_scatter);
+    CHECK(r->bytes.reduce == grad, "%s: %zu bytes reduced, the gradients are %zu", what,
+          r->bytes.reduce, grad);
+    CHECK(r->bytes.replicate == grad, "%s: %zu bytes replicated, the weights are %zu", what,
+          r->bytes.replicate, grad);
+    CHECK(r->bytes.scatter == half * 784 * sizeof(float), "%s: scatter sent %zu bytes", what,
+          r->bytes.scatter);
+    CHECK(r->bytes.gather == half * 10 * sizeof(float) &&
+          r->bytes.grad_scatter == half * 10 * sizeof(float),
+          "%s: gather %zu, grad scatter %zu bytes", what, r->bytes.gather, r->bytes.grad_scatter);
+}
+
+/* What the driver refuses: a batch smaller than the replicas; a peer copy
+ * from a backend of another kind. */
+static void check_refusals(const float *img, const int32_t *lab)
+{
+    tb_backend *be = NULL;
+    tb_model *m = NULL;
+    tb_optim opt = {0};
+    tb_dp *dp = NULL;
+    CHECK(setup(&be, &m, &opt, B) == TB_OK, "setup");
+    CHECK(dp_create(m, tb_spec_small_cnn, &model_opts, 2, TB_DP_ONE_THREAD, 1, &dp) == TB_OK,
+          "dp_create");
+    if (dp) {
+        CHECK(dp_step(dp, img, lab, 1, 1.0f, NULL) == TB_ERR_INVALID, "batch 1 on 2 replicas");
+        CHECK(dp_step(dp, img, lab, B + 1, 1.0f, NULL) == TB_ERR_INVALID, "batch past max_batch");
+        tb_error_clear();
+    }
+    tb_backend other = {.name = "other"};
+    float a = 1, b = 0;
+    if (be) {
+        CHECK(be->copy_peer(be, &b, &other, &a, sizeof a) == TB_ERR_INVALID,
+              "copy_peer from a non-CPU backend");
+        tb_error_clear();
+        CHECK(be->copy_peer(be, &b, be, &a, sizeof a) == TB_OK && b == 1.0f, "copy_peer");
+    }
+    dp_destroy(dp);
+    optim_free(&opt);
+    model_destroy(m);
+    if (be)
+        tb_backend_close(be);
+}
+
+int main(void)
+{
+    float *img = malloc((size_t)B * 784 * sizeof(float));
+    int32_t lab[B];
+    uint64_t s = 12345;
+    for (int i = 0; i < B * 784; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        img[i] = (float)((s >> 40) & 0xffff) / 32768.0f - 1.0f;
+    }
+    for (int i = 0; i < B; i++)
+        lab[i] = (i * 7 + 3) % 10;
+    run ref = {0}, threads = {0}, one = {0};
+    CHECK(ref_run(img, lab, &ref) == TB_OK, "reference run");
+    CHECK(dp_run(TB_DP_THREADS, img, lab, &threads) == TB_OK, "DP, replicas on threads");
+    CHECK(dp_run(TB_DP_ONE_THREAD, img, lab, &one) == TB_OK, "DP, one thread");
+    if (!failures) {
+        compare("DP threads vs reference", &threads, &ref);
+        compare("DP one thread vs reference", &one, &ref);
+        compare("DP one thread vs DP threads", &one, &threads);
+        check_bytes("DP threads", &threads);
+        check_bytes("DP one thread", &one);
+    }
+    check_refusals(img, lab);
+    free(ref.w);
+    free(threads.w);
+    free(one.w);
+    free(img);
+    printf("%s\n", failures ? "FAILED" : "PASSED");
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,50 @@
+/* amp.c - see amp.h. */
+#include "lib/nn/amp.h"
+
+int amp_buf_alloc(tb_layer *l, size_t n, void **buf)
+{
+    *buf = NULL;
+    if (!amp_on(l->ctx))
+        return TB_OK;
+    tb_backend *be = l->ctx->be;
+    int rc = be->dev_alloc(be, buf, n * TB_LOWP_BYTES);
+    if (rc != TB_OK)
+        return TB_FAIL(rc, "allocating low-precision copies of layer %s", l->name);
+    return TB_OK;
+}
+
+void amp_buf_free(tb_layer *l, void **buf)
+{
+    if (*buf)
+        l->ctx->be->dev_free(l->ctx->be, *buf);
+    *buf = NULL;
+}
+
+int amp_cast(tb_layer_ctx *ctx, const float *x, void *lowp, size_t n)
+{
+    return ctx->be->cast_f32_to_lowp(ctx->be, ctx->amp, x, lowp, n);
+}
+
+int amp_probe(tb_backend *be, tb_dtype dtype)
+{
+    if (dtype == TB_F32)
+        return TB_OK;
+    float one = 1.0f, *dev = NULL;
+    void *lowp = NULL;
+    int rc;
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&dev, sizeof one), out_free);
+    TB_TRY_GOTO(rc, be->dev_alloc(be, &lowp, 2 * TB_LOWP_BYTES), out_free);
+    TB_TRY_GOTO(rc, be->copy_h2d(be, dev, &one, sizeof one, NULL), out_free);
+    TB_TRY_GOTO(rc, be->cast_f32_to_lowp(be, dtype, dev, lowp, 1), out_free);
+    rc = be->gemm_lowp(be, dtype, 0, 0, 1, 1, 1, 1.0f, lowp, 1, lowp, 1, 0.0f, dev, 1);
+    if (rc != TB_OK)
+        rc = TB_FAIL(rc, "--amp=%s is not available on the %s backend",
+                     dtype == TB_F16 ? "fp16" : "bf16", be->name);
+
+out_free:
+    if (lowp)
+        be->dev_free(be, lowp);
+    if (dev)
+        be->dev_free(be, dev);
+    return rc;
+}

@@ -1,0 +1,57 @@
+/*
+ * amp.h - automatic mixed precision: the autocast policy of tunebench's
+ * layers, and the casts the low-precision layers share.
+ *
+ * Autocast policy (ctx->amp = TB_BF16 or TB_F16; TB_F32 = off), in the
+ * spirit of PyTorch's autocast op lists:
+ *   run in low precision (inputs cast, fp32 accumulation, fp32 outputs):
+ *     conv2d  forward: x and w cast; backward: dy cast, the forward's casts
+ *             of x (for dw) and w (for dx) reused; the backend's bf16/fp16
+ *             convolution (tb_conv_desc.dtype, TB_MATH_LOWP)
+ *     linear  the same with gemm_lowp (x W^T, dy^T x, dy W)
+ *   stay fp32 (PyTorch's "autocast to float32" list and the ops it leaves
+ *   alone): batch norm, softmax cross-entropy, reductions (sum, the loss
+ *   sum, count_nonfinite), GELU, ReLU, dropout, pooling, residual adds,
+ *   the optimizer; the master weights and their gradients are fp32.
+ * Unlike PyTorch, a low-precision layer's output is fp32 (the backend's
+ * contract, lib/backend/backend.h), so activations are stored in fp32 and the casts
+ * of x, w and dy are extra buffers: AMP here saves compute, not memory.
+ * fp16 needs dynamic loss scaling (lib/nn/loss_scaler.h, the trainer does it);
+ * bf16 has fp32's range and runs without, as in PyTorch.
+ *
+ * Tests: bazel test //lib/train:amp_test
+ */
+#ifndef TB_AMP_H
+#define TB_AMP_H
+
+#include <stddef.h>
+
+#include "lib/nn/layers.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bytes of one low-precision element (bf16 and fp16). */
+#define TB_LOWP_BYTES 2
+
+/* 1 when ctx's autocast is on. */
+static inline int amp_on(const tb_layer_ctx *ctx) { return ctx->amp != TB_F32; }
+
+/* Allocates a buffer of n low-precision elements for layer l (NULL with
+ * autocast off). Free it with amp_buf_free. */
+int amp_buf_alloc(tb_layer *l, size_t n, void **buf);
+void amp_buf_free(tb_layer *l, void **buf);
+
+/* lowp[0..n) = x[0..n) cast to ctx->amp. REQUIRES: amp_on(ctx). */
+int amp_cast(tb_layer_ctx *ctx, const float *x, void *lowp, size_t n);
+
+/* Checks that be can run autocast in dtype (a one-element gemm_lowp):
+ * TB_ERR_UNSUPPORTED with the backend's reason when it cannot (the CPU
+ * backend and fp16). TB_F32 always passes. */
+int amp_probe(tb_backend *be, tb_dtype dtype);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,164 @@
+/*
+ * layer_act.c - element-wise layers: ReLU, GELU (fused or unfused), dropout.
+ *
+ * ReLU keeps its output (relu_bwd masks on y > 0); GELU keeps its input
+ * (gelu' needs x); dropout keeps its mask. The GELU variant is read from
+ * ctx->gelu at every call, so one model runs either way (the fused GELU
+ * toggle). Dropout draws its mask from (ctx->dropout_seed, offset): each
+ * layer starts at its own offset region and moves on by the element count
+ * per forward, so masks never repeat and never depend on the thread count.
+ *
+ * Tests: bazel test //lib/nn:gradcheck_test
+ */
+#include "lib/nn/layers.h"
+
+typedef struct act_layer {
+    tb_layer base;
+    tb_tensor y;          /* (N, C, H, W) */
+    tb_tensor dx;         /* (N, C, H, W) */
+    const tb_tensor *x;   /* GELU: input of the last forward */
+    float p;              /* dropout probability */
+    uint8_t *mask;        /* dropout: (N, C, H, W) */
+    uint64_t offset;      /* dropout: next counter value */
+    int identity;         /* dropout ran as the identity (evaluation or p == 0) */
+} act_layer;
+
+static int act_alloc(tb_layer *l, int max_batch)
+{
+    act_layer *a = (act_layer *)l;
+    TB_TRY(layer_out_tensor(l, max_batch, &a->y));
+    return layer_tensor(l, max_batch, l->in, &a->dx);
+}
+
+static void act_release(tb_layer *l)
+{
+    act_layer *a = (act_layer *)l;
+    if (a->mask)
+        l->ctx->be->dev_free(l->ctx->be, a->mask);
+    tensor_free(&a->y);
+    tensor_free(&a->dx);
+}
+
+/* Sets the batch of y and dx-to-be for an input of n samples. */
+static int act_prepare(act_layer *a, int n)
+{
+    TB_TRY(tensor_set_batch(&a->y, n));
+    return tensor_set_batch(&a->dx, n);
+}
+
+/* ---- ReLU ---- */
+static int relu_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
+{
+    act_layer *a = (act_layer *)l;
+    TB_TRY(act_prepare(a, x->n));
+    TB_TRY(l->ctx->be->relu_fwd(l->ctx->be, x->data, a->y.data, tensor_numel(x)));
+    *y = &a->y;
+    return TB_OK;
+}
+
+static int relu_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
+{
+    act_layer *a = (act_layer *)l;
+    TB_TRY(l->ctx->be->relu_bwd(l->ctx->be, a->y.data, dy->data, a->dx.data, tensor_numel(dy)));
+    *dx = &a->dx;
+    return TB_OK;
+}
+
+static const tb_layer_vtbl relu_vtbl = {
+    .kind = "relu", .forward = relu_forward, .backward = relu_backward,
+    .alloc = act_alloc, .release = act_release,
+};
+
+int layer_relu_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)
+{
+    return layer_new(ctx, &relu_vtbl, sizeof(act_layer), in, in, out);
+}
+
+/* ---- GELU ---- */
+static int gelu_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
+{
+    act_layer *a = (act_layer *)l;
+    TB_TRY(act_prepare(a, x->n));
+    TB_TRY(l->ctx->be->gelu_fwd(l->ctx->be, l->ctx->gelu, x->data, a->y.data, tensor_numel(x)));
+    a->x = x;
+    *y = &a->y;
+    return TB_OK;
+}
+
+static int gelu_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
+{
+    act_layer *a = (act_layer *)l;
+    TB_TRY(l->ctx->be->gelu_bwd(l->ctx->be, l->ctx->gelu, a->x->data, dy->data, a->dx.data,
+                                tensor_numel(dy)));
+    *dx = &a->dx;
+    return TB_OK;
+}
+
+static const tb_layer_vtbl gelu_vtbl = {
+    .kind = "gelu", .forward = gelu_forward, .backward = gelu_backward,
+    .alloc = act_alloc, .release = act_release,
+};
+
+int layer_gelu_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)
+{
+    return layer_new(ctx, &gelu_vtbl, sizeof(act_layer), in, in, out);
+}
+
+/* ---- dropout ---- */
+static int dropout_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
+{
+    act_layer *a = (act_layer *)l;
+    tb_backend *be = l->ctx->be;
+    size_t n = tensor_numel(x);
+    TB_TRY(act_prepare(a, x->n));
+    a->identity = !l->ctx->training || a->p == 0.0f;
+    if (a->identity) {
+        *y = x;
+        return TB_OK;
+    }
+    TB_TRY(be->dropout_fwd(be, a->p, l->ctx->dropout_seed, a->offset, x->data, a->y.data,
+                           a->mask, n));
+    a->offset += n;
+    *y = &a->y;
+    return TB_OK;
+}
+
+static int dropout_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
+{
+    act_layer *a = (act_layer *)l;
+    if (a->identity) {
+        *dx = dy;
+        return TB_OK;
+    }
+    TB_TRY(l->ctx->be->dropout_bwd(l->ctx->be, a->p, a->mask, dy->data, a->dx.data,
+                                   tensor_numel(dy)));
+    *dx = &a->dx;
+    return TB_OK;
+}
+
+static int dropout_alloc(tb_layer *l, int max_batch)
+{
+    act_layer *a = (act_layer *)l;
+    TB_TRY(act_alloc(l, max_batch));
+    return l->ctx->be->dev_alloc(l->ctx->be, (void **)&a->mask,
+                                 (size_t)max_batch * shape_numel(l->in));
+}
+
+static const tb_layer_vtbl dropout_vtbl = {
+    .kind = "dropout", .forward = dropout_forward, .backward = dropout_backward,
+    .alloc = dropout_alloc, .release = act_release,
+};
+
+int layer_dropout_create(tb_layer_ctx *ctx, tb_shape in, float p, tb_layer **out)
+{
+    if (!(p >= 0.0f && p < 1.0f))
+        return TB_FAIL(TB_ERR_INVALID, "dropout probability %g not in [0, 1)", (double)p);
+    TB_TRY(layer_new(ctx, &dropout_vtbl, sizeof(act_layer), in, in, out));
+    act_layer *a = (act_layer *)*out;
+    a->p = p;
+    /* Each dropout layer of a model gets its own 2^40-element counter
+     * region, numbered in creation order: the same model built twice draws
+     * the same masks. */
+    a->offset = (uint64_t)ctx->dropout_layers++ << 40;
+    return TB_OK;
+}

@@ -1,0 +1,228 @@
+/*
+ * layer_attn.c - multi-head self-attention on token tensors (1, T, d), as
+ * nn.MultiheadAttention(d, heads) without dropout: one input projection
+ * (weight (3d, d), bias (3d): q, k, v rows in that order, head h at rows
+ * h*D of each, D = d / heads), attention, output projection (d, d), (d).
+ *
+ * The backend's attention wants contiguous (B, H, T, D) tensors, and the
+ * tokens arrive as (N*T, d) rows. Instead of a transpose, the projection
+ * GEMMs write one head at a time: slice j of the 3H (q, k, v) x heads
+ * slices is X W_j^T (N*T x D, dense), so q, k and v land as (H, N, T, D).
+ * Attention treats every (batch, head) pair alike, so that is an attention
+ * of "batch" H and "heads" N. The output projection reads the (H, N, T, D)
+ * result head by head (y = sum_h O_h Wo[:, hD:hD+D]^T, the GEMM's leading
+ * dimensions pick the columns). 3H + H GEMMs forward, twice that backward.
+ *
+ * The variant comes from ctx->attention at each call: TB_ATTN_MANUAL (the
+ * scores materialized, the default) or TB_ATTN_FUSED (tiled, online
+ * softmax). Non-causal. q, k, v, the attention output and its saved
+ * buffer are the layer's own memory (not layer_tensor): the forward needs
+ * them under no_grad too. fp32 only (autocast leaves this layer alone).
+ *
+ * Tests: bazel test //lib/train:transformer_test (float64 gradient check)
+ */
+#include <math.h>
+
+#include "lib/nn/layers.h"
+
+typedef struct mha_layer {
+    tb_layer base;
+    int tokens, dim, heads, head_dim;
+    tb_tensor y;        /* (N, 1, T, d) */
+    tb_tensor dx;       /* (N, 1, T, d) */
+    tb_tensor qkv;      /* 3H slices (N*T, D): q, k, v each (H, N, T, D) */
+    tb_tensor o;        /* (H, N, T, D) attention output */
+    tb_tensor dqkv;     /* as qkv */
+    tb_tensor dout;     /* as o */
+    float *saved;       /* attention_fwd's saved buffer for the largest batch */
+    const tb_tensor *x; /* (N, 1, T, d) input of the last forward */
+} mha_layer;
+
+#define MHA_W_IN 0
+#define MHA_B_IN 1
+#define MHA_W_OUT 2
+#define MHA_B_OUT 3
+
+static tb_attn_desc mha_desc(const mha_layer *a, int n)
+{
+    return (tb_attn_desc){.batch = a->heads, .heads = n, .seq = a->tokens,
+                          .head_dim = a->head_dim, .causal = 0,
+                          .scale = 1.0f / sqrtf((float)a->head_dim)};
+}
+
+/* Slice j (of 3H) of a qkv-shaped buffer at batch n. */
+static float *slice(const mha_layer *a, float *base, int n, int j)
+{
+    return base + (size_t)j * n * a->tokens * a->head_dim;
+}
+
+/* q, k, v slices: X W_j^T + b_j for each of the 3H slices. */
+static int mha_project_in(tb_layer *l, const tb_tensor *x)
+{
+    mha_layer *a = (mha_layer *)l;
+    tb_backend *be = l->ctx->be;
+    int rows = x->n * a->tokens, d = a->dim, hd = a->head_dim;
+    for (int j = 0; j < 3 * a->heads; j++) {
+        float *c = slice(a, a->qkv.data, x->n, j);
+        TB_TRY(be->gemm(be, 0, 1, rows, hd, d, 1.0f, x->data, d,
+                        l->params[MHA_W_IN].w + (size_t)j * hd * d, d, 0.0f, c, hd,
+                        l->ctx->math));
+        TB_TRY(be->bias_add(be, c, l->params[MHA_B_IN].w + (size_t)j * hd, rows, hd));
+    }
+    return TB_OK;
+}
+
+/* y = sum over heads of O_h Wo[:, hD:hD+D]^T, plus the bias. */
+static int mha_project_out(tb_layer *l, int n)
+{
+    mha_layer *a = (mha_layer *)l;
+    tb_backend *be = l->ctx->be;
+    int rows = n * a->tokens, d = a->dim, hd = a->head_dim;
+    for (int h = 0; h < a->heads; h++)
+        TB_TRY(be->gemm(be, 0, 1, rows, d, hd, 1.0f, slice(a, a->o.data, n, h), hd,
+                        l->params[MHA_W_OUT].w + (size_t)h * hd, d, h ? 1.0f : 0.0f, a->y.data,
+                        d, l->ctx->math));
+    return be->bias_add(be, a->y.data, l->params[MHA_B_OUT].w, rows, d);
+}
+
+static int mha_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
+{
+    mha_layer *a = (mha_layer *)l;
+    tb_backend *be = l->ctx->be;
+    int n = x->n;
+    tb_attn_desc desc = mha_desc(a, n);
+    TB_TRY(tensor_set_batch(&a->y, n));
+    TB_TRY(mha_project_in(l, x));
+    TB_TRY(be->attention_fwd(be, l->ctx->attention, &desc, slice(a, a->qkv.data, n, 0),
+                             slice(a, a->qkv.data, n, a->heads),
+                             slice(a, a->qkv.data, n, 2 * a->heads), a->o.data, a->saved));
+    TB_TRY(mha_project_out(l, n));
+    a->x = x;
+    *y = &a->y;
+    return TB_OK;
+}
+
+/* Output projection backward: its parameter gradients and dO. */
+static int mha_back_out(tb_layer *l, const tb_tensor *dy)
+{
+    mha_layer *a = (mha_layer *)l;
+    tb_backend *be = l->ctx->be;
+    int n = dy->n, rows = n * a->tokens, d = a->dim, hd = a->head_dim;
+    int acc = l->ctx->grad_accumulate;
+    for (int h = 0; h < a->heads; h++) {
+        TB_TRY(be->gemm(be, 1, 0, d, hd, rows, 1.0f, dy->data, d, slice(a, a->o.data, n, h), hd,
+                        acc ? 1.0f : 0.0f, l->params[MHA_W_OUT].g + (size_t)h * hd, d,
+                        l->ctx->math));
+        TB_TRY(be->gemm(be, 0, 0, rows, hd, d, 1.0f, dy->data, d,
+                        l->params[MHA_W_OUT].w + (size_t)h * hd, d, 0.0f,
+                        slice(a, a->dout.data, n, h), hd, l->ctx->math));
+    }
+    return be->bias_grad(be, dy->data, l->params[MHA_B_OUT].g, rows, d, acc);
+}
+
+/* Input projection backward from dq, dk, dv: parameter gradients and dx. */
+static int mha_back_in(tb_layer *l, int n)
+{
+    mha_layer *a = (mha_layer *)l;
+    tb_backend *be = l->ctx->be;
+    int rows = n * a->tokens, d = a->dim, hd = a->head_dim;
+    int acc = l->ctx->grad_accumulate;
+    for (int j = 0; j < 3 * a->heads; j++) {
+        const float *dz = slice(a, a->dqkv.data, n, j);
+        size_t w_at = (size_t)j * hd * d;
+        TB_TRY(be->gemm(be, 1, 0, hd, d, rows, 1.0f, dz, hd, a->x->data, d, acc ? 1.0f : 0.0f,
+                        l->params[MHA_W_IN].g + w_at, d, l->ctx->math));
+        TB_TRY(be->bias_grad(be, dz, l->params[MHA_B_IN].g + (size_t)j * hd, rows, hd, acc));
+        if (l->need_dx)
+            TB_TRY(be->gemm(be, 0, 0, rows, d, hd, 1.0f, dz, hd, l->params[MHA_W_IN].w + w_at, d,
+                            j ? 1.0f : 0.0f, a->dx.data, d, l->ctx->math));
+    }
+    return TB_OK;
+}
+
+static int mha_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
+{
+    mha_layer *a = (mha_layer *)l;
+    tb_backend *be = l->ctx->be;
+    int n = dy->n;
+    tb_attn_desc desc = mha_desc(a, n);
+    float *qkv = a->qkv.data, *dqkv = a->dqkv.data;
+    TB_TRY(mha_back_out(l, dy));
+    TB_TRY(be->attention_bwd(be, l->ctx->attention, &desc, slice(a, qkv, n, 0),
+                             slice(a, qkv, n, a->heads), slice(a, qkv, n, 2 * a->heads), a->o.data,
+                             a->dout.data, a->saved, slice(a, dqkv, n, 0),
+                             slice(a, dqkv, n, a->heads), slice(a, dqkv, n, 2 * a->heads)));
+    if (l->need_dx)
+        TB_TRY(tensor_set_batch(&a->dx, n));
+    TB_TRY(mha_back_in(l, n));
+    *dx = l->need_dx ? &a->dx : NULL;
+    return TB_OK;
+}
+
+/* The saved buffer for the larger of the two variants, so the toggle can
+ * change between steps. */
+static int mha_alloc_saved(mha_layer *a, int max_batch)
+{
+    tb_backend *be = a->base.ctx->be;
+    tb_attn_desc desc = mha_desc(a, max_batch);
+    size_t manual = 0, fused = 0;
+    TB_TRY(be->attention_workspace(be, TB_ATTN_MANUAL, &desc, &manual, NULL));
+    TB_TRY(be->attention_workspace(be, TB_ATTN_FUSED, &desc, &fused, NULL));
+    return be->dev_alloc(be, (void **)&a->saved, manual > fused ? manual : fused);
+}
+
+static int mha_alloc(tb_layer *l, int max_batch)
+{
+    mha_layer *a = (mha_layer *)l;
+    tb_backend *be = l->ctx->be;
+    tb_shape qkv = {3, a->tokens, a->dim};
+    TB_TRY(layer_out_tensor(l, max_batch, &a->y));
+    if (l->need_dx)
+        TB_TRY(layer_tensor(l, max_batch, l->in, &a->dx));
+    TB_TRY(tensor_alloc(be, max_batch, 3, a->tokens, a->dim, &a->qkv));
+    TB_TRY(tensor_alloc(be, max_batch, 1, a->tokens, a->dim, &a->o));
+    TB_TRY(layer_tensor(l, max_batch, qkv, &a->dqkv));
+    TB_TRY(layer_tensor(l, max_batch, l->in, &a->dout));
+    if (!a->saved)
+        TB_TRY(mha_alloc_saved(a, max_batch));
+    return TB_OK;
+}
+
+static void mha_release(tb_layer *l)
+{
+    mha_layer *a = (mha_layer *)l;
+    tensor_free(&a->y);
+    tensor_free(&a->dx);
+    tensor_free(&a->qkv);
+    tensor_free(&a->o);
+    tensor_free(&a->dqkv);
+    tensor_free(&a->dout);
+    if (a->saved)
+        l->ctx->be->dev_free(l->ctx->be, a->saved);
+    a->saved = NULL;
+}
+
+static const tb_layer_vtbl mha_vtbl = {
+    .kind = "mha", .forward = mha_forward, .backward = mha_backward,
+    .alloc = mha_alloc, .release = mha_release,
+};
+
+int layer_mha_create(tb_layer_ctx *ctx, tb_shape in, int heads, tb_layer **out)
+{
+    if (in.c != 1 || heads < 1 || in.w % heads)
+        return TB_FAIL(TB_ERR_INVALID, "mha: input (%d, %d, %d) is not (1, T, d) with d a "
+                       "multiple of %d heads", in.c, in.h, in.w, heads);
+    TB_TRY(layer_new(ctx, &mha_vtbl, sizeof(mha_layer), in, in, out));
+    mha_layer *a = (mha_layer *)*out;
+    a->tokens = in.h;
+    a->dim = in.w;
+    a->heads = heads;
+    a->head_dim = in.w / heads;
+    float bound = 1.0f / sqrtf((float)in.w);
+    size_t d = (size_t)in.w;
+    layer_add_param(*out, "weight", 3 * d * d, TB_INIT_UNIFORM, bound);
+    layer_add_param(*out, "bias", 3 * d, TB_INIT_UNIFORM, bound);
+    layer_add_param(*out, "weight", d * d, TB_INIT_UNIFORM, bound);
+    layer_add_param(*out, "bias", d, TB_INIT_UNIFORM, bound);
+    return TB_OK;
+}

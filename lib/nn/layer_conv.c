@@ -1,0 +1,162 @@
+/*
+ * layer_conv.c - 2-D convolution, square r x r filters, bias optional, NCHW
+ * or NHWC (ctx->layout; weights KCRS or KRSC to match), fp32 or autocast
+ * (ctx->amp, lib/nn/amp.h: x, w and dy cast to bf16/fp16, outputs fp32).
+ *
+ * The backend computes; this file builds the descriptor for the batch at
+ * hand and asks conv_algo_lookup (layers.c) for each direction's algorithm:
+ * the backend's default, or with the autotuner on the fastest one measured
+ * for exactly this descriptor (batch size included). Backward writes or
+ * adds the weight gradient as ctx->grad_accumulate says and skips the
+ * input gradient for the first layer of a model (nothing needs it).
+ *
+ * Tests: bazel test //lib/nn:gradcheck_test
+ */
+#include <math.h>
+
+#include "lib/nn/amp.h"
+#include "lib/nn/layers.h"
+
+typedef struct conv_layer {
+    tb_layer base;
+    int k, r, stride, pad, bias;
+    tb_tensor y;        /* (N, K, P, Q) */
+    tb_tensor dx;       /* (N, C, H, W) */
+    const tb_tensor *x; /* input of the last forward, (N, C, H, W) */
+    void *x_lowp;       /* (N, C, H, W) autocast copies: x, w of the last forward, */
+    void *w_lowp;       /* (K, C, R, S) reused by backward; */
+    void *dy_lowp;      /* (N, K, P, Q) the output gradient. NULL with AMP off */
+} conv_layer;
+
+static tb_conv_desc conv_desc(const conv_layer *cv, int n)
+{
+    tb_conv_desc d = {
+        .n = n, .c = cv->base.in.c, .h = cv->base.in.h, .w = cv->base.in.w,
+        .k = cv->k, .r = cv->r, .s = cv->r, .stride = cv->stride, .pad = cv->pad,
+        .layout = cv->base.ctx->layout, .dtype = TB_F32, .math = cv->base.ctx->math,
+    };
+    if (amp_on(cv->base.ctx)) {
+        d.dtype = cv->base.ctx->amp;
+        d.math = TB_MATH_LOWP;
+    }
+    return d;
+}
+
+/* The forward's inputs as the backend takes them: fp32, or their autocast
+ * copies (made here). */
+static int conv_inputs(conv_layer *cv, const tb_tensor *x, const float **xin, const float **win)
+{
+    tb_layer *l = &cv->base;
+    *xin = x->data;
+    *win = l->params[0].w;
+    if (!amp_on(l->ctx))
+        return TB_OK;
+    TB_TRY(amp_cast(l->ctx, x->data, cv->x_lowp, tensor_numel(x)));
+    TB_TRY(amp_cast(l->ctx, l->params[0].w, cv->w_lowp, l->params[0].n));
+    *xin = cv->x_lowp;
+    *win = cv->w_lowp;
+    return TB_OK;
+}
+
+static float *bias_of(conv_layer *cv, int grad)
+{
+    if (!cv->bias)
+        return NULL;
+    return grad ? cv->base.params[1].g : cv->base.params[1].w;
+}
+
+static int conv_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
+{
+    conv_layer *cv = (conv_layer *)l;
+    tb_backend *be = l->ctx->be;
+    tb_conv_desc d = conv_desc(cv, x->n);
+    int algo;
+    TB_TRY(conv_algo_lookup(l->ctx, &d, TB_CONV_FWD, &algo));
+    TB_TRY(tensor_set_batch(&cv->y, x->n));
+    const float *xin, *win;
+    TB_TRY(conv_inputs(cv, x, &xin, &win));
+    TB_TRY(be->conv_fwd(be, &d, algo, xin, win, bias_of(cv, 0), cv->y.data));
+    cv->x = x;
+    *y = &cv->y;
+    return TB_OK;
+}
+
+static int conv_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
+{
+    conv_layer *cv = (conv_layer *)l;
+    tb_backend *be = l->ctx->be;
+    tb_conv_desc d = conv_desc(cv, dy->n);
+    int algo;
+    const float *xin = cv->x->data, *win = l->params[0].w, *dyin = dy->data;
+    if (amp_on(l->ctx)) {
+        TB_TRY(amp_cast(l->ctx, dy->data, cv->dy_lowp, tensor_numel(dy)));
+        xin = cv->x_lowp;
+        win = cv->w_lowp;
+        dyin = cv->dy_lowp;
+    }
+    TB_TRY(conv_algo_lookup(l->ctx, &d, TB_CONV_BWD_FILTER, &algo));
+    TB_TRY(be->conv_bwd_filter(be, &d, algo, xin, dyin, l->params[0].g, bias_of(cv, 1),
+                               l->ctx->grad_accumulate));
+    *dx = NULL;
+    if (!l->need_dx)
+        return TB_OK;
+    TB_TRY(conv_algo_lookup(l->ctx, &d, TB_CONV_BWD_DATA, &algo));
+    TB_TRY(tensor_set_batch(&cv->dx, dy->n));
+    TB_TRY(be->conv_bwd_data(be, &d, algo, dyin, win, cv->dx.data));
+    *dx = &cv->dx;
+    return TB_OK;
+}
+
+static int conv_alloc(tb_layer *l, int max_batch)
+{
+    conv_layer *cv = (conv_layer *)l;
+    TB_TRY(layer_out_tensor(l, max_batch, &cv->y));
+    if (l->need_dx)
+        TB_TRY(layer_tensor(l, max_batch, l->in, &cv->dx));
+    TB_TRY(amp_buf_alloc(l, (size_t)max_batch * shape_numel(l->in), &cv->x_lowp));
+    TB_TRY(amp_buf_alloc(l, l->params[0].n, &cv->w_lowp));
+    return amp_buf_alloc(l, (size_t)max_batch * shape_numel(l->out), &cv->dy_lowp);
+}
+
+static void conv_release(tb_layer *l)
+{
+    conv_layer *cv = (conv_layer *)l;
+    tensor_free(&cv->y);
+    tensor_free(&cv->dx);
+    amp_buf_free(l, &cv->x_lowp);
+    amp_buf_free(l, &cv->w_lowp);
+    amp_buf_free(l, &cv->dy_lowp);
+}
+
+static const tb_layer_vtbl conv_vtbl = {
+    .kind = "conv2d",
+    .forward = conv_forward,
+    .backward = conv_backward,
+    .alloc = conv_alloc,
+    .release = conv_release,
+};
+
+int layer_conv2d_create(tb_layer_ctx *ctx, tb_shape in, int k, int r, int stride, int pad,
+                        int bias, tb_layer **out)
+{
+    if (k <= 0 || r <= 0 || stride <= 0 || pad < 0)
+        return TB_FAIL(TB_ERR_INVALID, "conv2d: bad k=%d r=%d stride=%d pad=%d", k, r, stride,
+                       pad);
+    tb_shape o = {k, (in.h + 2 * pad - r) / stride + 1, (in.w + 2 * pad - r) / stride + 1};
+    tb_layer *l;
+    TB_TRY(layer_new(ctx, &conv_vtbl, sizeof(conv_layer), in, o, &l));
+    conv_layer *cv = (conv_layer *)l;
+    cv->k = k;
+    cv->r = r;
+    cv->stride = stride;
+    cv->pad = pad;
+    cv->bias = bias;
+    /* PyTorch's default init: kaiming_uniform(a=sqrt(5)) gives 1/sqrt(fan_in)
+     * for the weight, and the bias uses the same bound. */
+    float bound = 1.0f / sqrtf((float)(in.c * r * r));
+    layer_add_param(l, "weight", (size_t)k * in.c * r * r, TB_INIT_UNIFORM, bound);
+    if (bias)
+        layer_add_param(l, "bias", (size_t)k, TB_INIT_UNIFORM, bound);
+    *out = l;
+    return TB_OK;
+}

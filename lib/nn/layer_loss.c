@@ -1,0 +1,81 @@
+/*
+ * layer_loss.c - softmax cross-entropy, the mean over the batch (PyTorch's
+ * CrossEntropyLoss with reduction='mean').
+ *
+ * The loss stays on the device as a sum (reduce_sum of the per-row losses);
+ * xent_read_loss copies it to the host. Keeping the read separate is what
+ * lets the "no needless host sync" technique read it every N steps.
+ *
+ * Tests: bazel test //lib/nn:gradcheck_test
+ */
+#include <string.h>
+
+#include "lib/nn/layers.h"
+
+int xent_init(tb_layer_ctx *ctx, int classes, int max_batch, tb_xent *x)
+{
+    memset(x, 0, sizeof *x);
+    x->ctx = ctx;
+    x->classes = classes;
+    x->cap_n = max_batch;
+    tb_backend *be = ctx->be;
+    size_t rows = (size_t)max_batch;
+    int rc;
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&x->probs, rows * classes * sizeof(float)), out_free);
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&x->row_loss, rows * sizeof(float)), out_free);
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&x->loss_sum, sizeof(float)), out_free);
+    TB_TRY_GOTO(rc, tensor_alloc(be, max_batch, classes, 1, 1, &x->dlogits), out_free);
+    return TB_OK;
+
+out_free:
+    xent_free(x);
+    return rc;
+}
+
+void xent_free(tb_xent *x)
+{
+    if (!x->ctx)
+        return;
+    tb_backend *be = x->ctx->be;
+    if (x->probs)
+        be->dev_free(be, x->probs);
+    if (x->row_loss)
+        be->dev_free(be, x->row_loss);
+    if (x->loss_sum)
+        be->dev_free(be, x->loss_sum);
+    tensor_free(&x->dlogits);
+    memset(x, 0, sizeof *x);
+}
+
+int xent_forward(tb_xent *x, const tb_tensor *logits, const int32_t *labels)
+{
+    tb_backend *be = x->ctx->be;
+    if (logits->n > x->cap_n || (int)tensor_sample_numel(logits) != x->classes)
+        return TB_FAIL(TB_ERR_INVALID, "xent: logits (%d, %zu) for a loss of %d classes, batch %d",
+                       logits->n, tensor_sample_numel(logits), x->classes, x->cap_n);
+    x->n = logits->n;
+    x->labels = (int32_t *)labels;
+    TB_TRY(be->softmax_xent_fwd(be, logits->data, labels, x->n, x->classes, x->probs,
+                                x->row_loss));
+    return be->reduce_sum(be, x->row_loss, (size_t)x->n, x->loss_sum);
+}
+
+int xent_backward(tb_xent *x, float scale, const tb_tensor **dlogits)
+{
+    tb_backend *be = x->ctx->be;
+    TB_TRY(tensor_set_batch(&x->dlogits, x->n));
+    TB_TRY(be->softmax_xent_bwd(be, x->probs, x->labels, x->n, x->classes, scale,
+                                x->dlogits.data));
+    *dlogits = &x->dlogits;
+    return TB_OK;
+}
+
+int xent_read_loss(tb_xent *x, float *mean_loss)
+{
+    tb_backend *be = x->ctx->be;
+    float sum = 0;
+    TB_TRY(be->sync(be));
+    TB_TRY(be->copy_d2h(be, &sum, x->loss_sum, sizeof sum, NULL));
+    *mean_loss = x->n > 0 ? sum / (float)x->n : 0.0f;
+    return TB_OK;
+}

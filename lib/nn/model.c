@@ -1,0 +1,490 @@
+/*
+ * model.c - building models from descriptions, flat parameter buffers,
+ * forward/backward through the whole network. See model.h.
+ */
+#include "lib/nn/model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/nn/tensor.h"
+
+/* splitmix64: parameter i's values are a function of (seed, i) only, so the
+ * same model built twice (a toggle and its baseline) starts identical. */
+static uint64_t init_next(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static float init_uniform01(uint64_t *state)
+{
+    return (float)(init_next(state) >> 40) * (1.0f / 16777216.0f);
+}
+
+const tb_layer_spec tb_spec_small_cnn[] = {
+    {TB_SPEC_CONV_BN_RELU, 16, 3, 1},
+    {TB_SPEC_MAXPOOL, 0, 2, 2},
+    {TB_SPEC_RESBLOCK, 16, 3, 1},
+    {TB_SPEC_CONV_BN_RELU, 32, 3, 2},
+    {TB_SPEC_RESBLOCK, 32, 3, 1},
+    {TB_SPEC_LINEAR, 64, 0, 0},
+    {TB_SPEC_GELU, 0, 0, 0},
+    {TB_SPEC_LINEAR, 0, 0, 0},
+    {TB_SPEC_END, 0, 0, 0},
+};
+
+const tb_layer_spec tb_spec_wide_cnn[] = {
+    {TB_SPEC_CONV_BN_RELU, 32, 3, 1},
+    {TB_SPEC_RESBLOCK, 32, 3, 1},
+    {TB_SPEC_AVGPOOL, 0, 2, 2},
+    {TB_SPEC_CONV_BN_RELU, 64, 3, 1},
+    {TB_SPEC_RESBLOCK, 64, 3, 1},
+    {TB_SPEC_CONV_BN_RELU, 128, 3, 2},
+    {TB_SPEC_RESBLOCK, 128, 3, 1},
+    {TB_SPEC_GLOBAL_AVGPOOL, 0, 0, 0},
+    {TB_SPEC_LINEAR, 128, 0, 0},
+    {TB_SPEC_GELU, 0, 0, 0},
+    {TB_SPEC_DROPOUT, 0, 0, 0},
+    {TB_SPEC_LINEAR, 0, 0, 0},
+    {TB_SPEC_END, 0, 0, 0},
+};
+
+const tb_layer_spec tb_spec_transformer[] = {
+    {TB_SPEC_TOKEN_LINEAR, 64, 0, 0},
+    {TB_SPEC_TBLOCK, 4, 128, 0},
+    {TB_SPEC_LAYERNORM, 0, 0, 0},
+    {TB_SPEC_TOKEN_MEAN, 0, 0, 0},
+    {TB_SPEC_LINEAR, 0, 0, 0},
+    {TB_SPEC_END, 0, 0, 0},
+};
+
+/* ---- a growing list of layers, destroyed on failure ---- */
+typedef struct layer_list {
+    tb_layer *items[64];
+    int n;
+} layer_list;
+
+static int list_push(layer_list *ls, tb_layer *l, const char *name, int index)
+{
+    if (ls->n == (int)(sizeof ls->items / sizeof ls->items[0])) {
+        layer_destroy(l);
+        return TB_FAIL(TB_ERR_INVALID, "model description has too many layers");
+    }
+    snprintf(l->name, sizeof l->name, "%s%d", name, index);
+    ls->items[ls->n++] = l;
+    return TB_OK;
+}
+
+static void list_clear(layer_list *ls)
+{
+    for (int i = 0; i < ls->n; i++)
+        layer_destroy(ls->items[i]);
+    ls->n = 0;
+}
+
+static tb_shape list_out(const layer_list *ls, tb_shape in)
+{
+    return ls->n ? ls->items[ls->n - 1]->out : in;
+}
+
+/* conv r x r (pad r/2) + BN + ReLU, appended to ls. */
+static int add_conv_bn_relu(tb_layer_ctx *ctx, layer_list *ls, tb_shape in, int k, int r,
+                            int stride, int relu, int bias, int index)
+{
+    tb_layer *l;
+    TB_TRY(layer_conv2d_create(ctx, in, k, r, stride, r / 2, bias, &l));
+    TB_TRY(list_push(ls, l, "conv", index));
+    TB_TRY(layer_batchnorm_create(ctx, l->out, &l));
+    TB_TRY(list_push(ls, l, "bn", index));
+    if (!relu)
+        return TB_OK;
+    TB_TRY(layer_relu_create(ctx, l->out, &l));
+    return list_push(ls, l, "relu", index);
+}
+
+/* conv-BN-ReLU-conv-BN plus the identity, then ReLU. */
+static int make_resblock(tb_layer_ctx *ctx, tb_shape in, const tb_layer_spec *s, int bias,
+                         int index, tb_layer **out)
+{
+    if (s->k != in.c || s->stride != 1)
+        return TB_FAIL(TB_ERR_INVALID, "resblock %d: k=%d stride=%d on %d channels; only the "
+                       "identity shortcut is built", index, s->k, s->stride, in.c);
+    layer_list path = {0};
+    int rc;
+    TB_TRY_GOTO(rc, add_conv_bn_relu(ctx, &path, in, s->k, s->r, 1, 1, bias, 1), out_clear);
+    TB_TRY_GOTO(rc, add_conv_bn_relu(ctx, &path, list_out(&path, in), s->k, s->r, 1, 0, bias, 2),
+                out_clear);
+    tb_layer *seq;
+    TB_TRY(layer_seq_create(ctx, path.items, path.n, &seq));
+    return layer_residual_create(ctx, seq, NULL, out);
+
+out_clear:
+    list_clear(&path);
+    return rc;
+}
+
+/* x + f(x) with f = the layers of path as a sequence; takes path's layers. */
+static int add_residual_seq(tb_layer_ctx *ctx, layer_list *path, tb_layer **out)
+{
+    tb_layer *seq;
+    int n = path->n;
+    path->n = 0;
+    TB_TRY(layer_seq_create(ctx, path->items, n, &seq));
+    return layer_add_residual_create(ctx, seq, out);
+}
+
+/* Pre-norm transformer block on (1, T, d): x + MHA(LN(x)), then
+ * x + Linear(GELU(Linear(LN(x)))), appended to ls as two residual adds. */
+static int add_tblock(tb_layer_ctx *ctx, layer_list *ls, tb_shape in, const tb_layer_spec *s,
+                      int index)
+{
+    layer_list p = {0};
+    tb_layer *l;
+    int rc;
+    TB_TRY_GOTO(rc, layer_layernorm_create(ctx, in, &l), out_clear);
+    TB_TRY_GOTO(rc, list_push(&p, l, "ln", 1), out_clear);
+    TB_TRY_GOTO(rc, layer_mha_create(ctx, in, s->k, &l), out_clear);
+    TB_TRY_GOTO(rc, list_push(&p, l, "mha", 1), out_clear);
+    TB_TRY(add_residual_seq(ctx, &p, &l));
+    TB_TRY(list_push(ls, l, "attn", index));
+    TB_TRY_GOTO(rc, layer_layernorm_create(ctx, in, &l), out_clear);
+    TB_TRY_GOTO(rc, list_push(&p, l, "ln", 2), out_clear);
+    TB_TRY_GOTO(rc, layer_token_linear_create(ctx, in, s->r, &l), out_clear);
+    TB_TRY_GOTO(rc, list_push(&p, l, "fc", 1), out_clear);
+    TB_TRY_GOTO(rc, layer_gelu_create(ctx, l->out, &l), out_clear);
+    TB_TRY_GOTO(rc, list_push(&p, l, "gelu", 1), out_clear);
+    TB_TRY_GOTO(rc, layer_token_linear_create(ctx, l->out, in.w, &l), out_clear);
+    TB_TRY_GOTO(rc, list_push(&p, l, "fc", 2), out_clear);
+    TB_TRY(add_residual_seq(ctx, &p, &l));
+    return list_push(ls, l, "mlp", index);
+
+out_clear:
+    list_clear(&p);
+    return rc;
+}
+
+/* The token-tensor kinds of add_spec. */
+static int add_token_spec(tb_layer_ctx *ctx, layer_list *ls, tb_shape in, const tb_layer_spec *s,
+                          int index)
+{
+    tb_layer *l = NULL;
+    switch (s->kind) {
+    case TB_SPEC_TOKEN_LINEAR:
+        TB_TRY(layer_token_linear_create(ctx, in, s->k, &l));
+        return list_push(ls, l, "embed", index);
+    case TB_SPEC_TBLOCK:
+        return add_tblock(ctx, ls, in, s, index);
+    case TB_SPEC_LAYERNORM:
+        TB_TRY(layer_layernorm_create(ctx, in, &l));
+        return list_push(ls, l, "ln", index);
+    case TB_SPEC_TOKEN_MEAN:
+        TB_TRY(layer_token_mean_create(ctx, in, &l));
+        return list_push(ls, l, "tokmean", index);
+    default:
+        break;
+    }
+    return TB_FAIL(TB_ERR_INVALID, "model description: unknown layer kind %d", (int)s->kind);
+}
+
+static int add_spec(tb_layer_ctx *ctx, layer_list *ls, tb_shape in, const tb_layer_spec *s,
+                    const tb_model_opts *o, int index)
+{
+    tb_layer *l = NULL;
+    switch (s->kind) {
+    case TB_SPEC_CONV_BN_RELU:
+        return add_conv_bn_relu(ctx, ls, in, s->k, s->r, s->stride, 1, o->conv_bias, index);
+    case TB_SPEC_RESBLOCK:
+        TB_TRY(make_resblock(ctx, in, s, o->conv_bias, index, &l));
+        return list_push(ls, l, "res", index);
+    case TB_SPEC_MAXPOOL:
+    case TB_SPEC_AVGPOOL: {
+        int max = s->kind == TB_SPEC_MAXPOOL;
+        TB_TRY(layer_pool_create(ctx, in, max ? TB_POOL_MAX : TB_POOL_AVG, s->r, s->stride, 0, &l));
+        return list_push(ls, l, max ? "maxpool" : "avgpool", index);
+    }
+    case TB_SPEC_GLOBAL_AVGPOOL:
+        TB_TRY(layer_global_avgpool_create(ctx, in, &l));
+        return list_push(ls, l, "gap", index);
+    case TB_SPEC_LINEAR:
+        TB_TRY(layer_linear_create(ctx, in, s->k ? s->k : o->classes, &l));
+        return list_push(ls, l, "fc", index);
+    case TB_SPEC_RELU:
+        TB_TRY(layer_relu_create(ctx, in, &l));
+        return list_push(ls, l, "relu", index);
+    case TB_SPEC_GELU:
+        TB_TRY(layer_gelu_create(ctx, in, &l));
+        return list_push(ls, l, "gelu", index);
+    case TB_SPEC_DROPOUT:
+        TB_TRY(layer_dropout_create(ctx, in, o->dropout, &l));
+        return list_push(ls, l, "dropout", index);
+    case TB_SPEC_END:
+        break;
+    default:
+        return add_token_spec(ctx, ls, in, s, index);
+    }
+    return TB_FAIL(TB_ERR_INVALID, "model description: unknown layer kind %d", (int)s->kind);
+}
+
+static int build_net(tb_model *m, const tb_layer_spec *spec, const tb_model_opts *o)
+{
+    layer_list ls = {0};
+    int rc;
+    for (int i = 0; spec[i].kind != TB_SPEC_END; i++)
+        TB_TRY_GOTO(rc, add_spec(&m->ctx, &ls, list_out(&ls, o->in), &spec[i], o, i), out_clear);
+    tb_shape out = list_out(&ls, o->in);
+    if (out.c != o->classes || out.h != 1 || out.w != 1) {
+        rc = TB_FAIL(TB_ERR_INVALID, "model ends in (%d, %d, %d), not %d classes", out.c, out.h,
+                     out.w, o->classes);
+        goto out_clear;
+    }
+    /* Nothing needs the gradient of the images. */
+    ls.items[0]->need_dx = ls.items[0]->nchildren > 0;
+    return layer_seq_create(&m->ctx, ls.items, ls.n, &m->net);
+
+out_clear:
+    list_clear(&ls);
+    return rc;
+}
+
+/* ---- parameters ---- */
+static void collect_one(tb_param *p, void *user)
+{
+    tb_model *m = user;
+    m->params[m->nparams++] = p;
+}
+
+static void count_params(tb_param *p, void *user)
+{
+    (void)p;
+    (*(int *)user)++;
+}
+
+/* Fills host with PyTorch's default init, from (seed, stream). A bias draws
+ * from its own stream beside its layer's weight (2k+1 for the k-th weight,
+ * 2k), so dropping a conv bias (conv_bias off) leaves every other parameter's
+ * initial values unchanged: the technique changes the model, not the dice. */
+static void params_init_host(tb_model *m, uint64_t seed, float *host)
+{
+    size_t at = 0;
+    uint64_t weights = 0; /* non-bias parameters seen so far */
+    for (int i = 0; i < m->nparams; i++) {
+        const tb_param *p = m->params[i];
+        int is_bias = strcmp(p->name, "bias") == 0;
+        uint64_t stream = is_bias ? 2 * (weights ? weights - 1 : 0) + 1 : 2 * weights++;
+        uint64_t r = seed * 0x100000001b3ull + stream * 0x9e3779b97f4a7c15ull;
+        init_next(&r);
+        for (size_t j = 0; j < p->n; j++) {
+            float v = p->init == TB_INIT_ONES ? 1.0f : 0.0f;
+            if (p->init == TB_INIT_UNIFORM)
+                v = (2.0f * init_uniform01(&r) - 1.0f) * p->bound;
+            host[at + j] = v;
+        }
+        at += p->n;
+    }
+}
+
+/* ---- layout of the parameters (channels last) ---- */
+
+/* (outer, c, hw) <-> (outer, hw, c) blocks: a conv weight (K, C, R*S), or a
+ * linear weight (out, C, H*W). */
+static void reorder_block(const float *src, float *dst, int outer, int c, int hw, int to_nhwc)
+{
+    for (int o = 0; o < outer; o++)
+        for (int ch = 0; ch < c; ch++)
+            for (int i = 0; i < hw; i++) {
+                size_t nchw = ((size_t)o * c + ch) * hw + i;
+                size_t nhwc = ((size_t)o * hw + i) * c + ch;
+                if (to_nhwc)
+                    dst[nhwc] = src[nchw];
+                else
+                    dst[nchw] = src[nhwc];
+            }
+}
+
+static void reorder_layer(const tb_model *m, const tb_layer *l, const float *src, float *dst,
+                          int to_nhwc)
+{
+    for (int i = 0; i < l->nchildren; i++)
+        reorder_layer(m, l->children[i], src, dst, to_nhwc);
+    int conv = !strcmp(l->vt->kind, "conv2d"), hw = l->in.h * l->in.w;
+    if (!conv && (strcmp(l->vt->kind, "linear") || hw == 1))
+        return;
+    const tb_param *p = &l->params[0];
+    size_t at = (size_t)(p->w - m->flat_w);
+    int outer = l->out.c, inner = conv ? (int)(p->n / ((size_t)l->out.c * l->in.c)) : hw;
+    reorder_block(src + at, dst + at, outer, l->in.c, inner, to_nhwc);
+}
+
+void model_params_reorder(const tb_model *m, const float *src, float *dst, int to_nhwc)
+{
+    memcpy(dst, src, m->numel * sizeof(float));
+    reorder_layer(m, m->net, src, dst, to_nhwc);
+}
+
+/* Initial values as in NCHW, then reordered for NHWC: same model either way. */
+static int params_upload_init(tb_model *m, uint64_t seed)
+{
+    tb_backend *be = m->ctx.be;
+    size_t bytes = m->numel * sizeof(float);
+    float *host = malloc(bytes), *nhwc = NULL;
+    int rc = TB_OK;
+    if (!host)
+        return TB_FAIL(TB_ERR_NOMEM, "out of host memory initializing parameters");
+    params_init_host(m, seed, host);
+    if (m->ctx.layout == TB_NHWC) {
+        nhwc = malloc(bytes);
+        if (!nhwc) {
+            rc = TB_FAIL(TB_ERR_NOMEM, "out of host memory initializing parameters");
+            goto out_free_host;
+        }
+        model_params_reorder(m, host, nhwc, 1);
+    }
+    rc = be->copy_h2d(be, m->flat_w, nhwc ? nhwc : host, bytes, NULL);
+    free(nhwc);
+
+out_free_host:
+    free(host);
+    return rc;
+}
+
+static int params_setup(tb_model *m, uint64_t seed)
+{
+    tb_backend *be = m->ctx.be;
+    int count = 0;
+    layer_for_each_param(m->net, count_params, &count);
+    m->params = calloc((size_t)count + 1, sizeof *m->params);
+    if (!m->params)
+        return TB_FAIL(TB_ERR_NOMEM, "out of host memory listing parameters");
+    layer_for_each_param(m->net, collect_one, m);
+    m->numel = layer_param_count(m->net);
+    size_t bytes = m->numel * sizeof(float);
+    TB_TRY(be->dev_alloc(be, (void **)&m->flat_w, bytes));
+    TB_TRY(be->dev_alloc(be, (void **)&m->flat_g, bytes));
+    TB_TRY(be->memset(be, m->flat_g, 0, bytes, NULL));
+    layer_params_bind(m->net, m->flat_w, m->flat_g);
+    return params_upload_init(m, seed);
+}
+
+int model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opts *o,
+                tb_model **out)
+{
+    *out = NULL;
+    if (o->max_batch <= 0 || o->classes <= 1)
+        return TB_FAIL(TB_ERR_INVALID, "model_build: batch %d, %d classes", o->max_batch,
+                       o->classes);
+    tb_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return TB_FAIL(TB_ERR_NOMEM, "out of host memory building a model");
+    m->ctx = (tb_layer_ctx){.be = be, .training = 1, .gelu = TB_GELU_UNFUSED,
+                            .math = TB_MATH_F32, .dropout_seed = o->seed,
+                            .layout = o->channels_last ? TB_NHWC : TB_NCHW, .amp = o->amp};
+    m->classes = o->classes;
+    m->max_batch = o->max_batch;
+    m->in = o->in;
+    int rc;
+    TB_TRY_GOTO(rc, build_net(m, spec, o), out_destroy);
+    if (o->checkpointing)
+        layer_acts_mark_checkpoints(m->net);
+    TB_TRY_GOTO(rc, params_setup(m, o->seed), out_destroy);
+    TB_TRY_GOTO(rc, layer_alloc(m->net, o->max_batch), out_destroy);
+    TB_TRY_GOTO(rc, layer_acts_ckpt_alloc(m->net), out_destroy);
+    TB_TRY_GOTO(rc, xent_init(&m->ctx, o->classes, o->max_batch, &m->loss), out_destroy);
+    *out = m;
+    return TB_OK;
+
+out_destroy:
+    model_destroy(m);
+    return rc;
+}
+
+void model_destroy(tb_model *m)
+{
+    if (!m)
+        return;
+    tb_backend *be = m->ctx.be;
+    xent_free(&m->loss);
+    layer_destroy(m->net);
+    layer_acts_free(&m->ctx);
+    if (m->flat_w)
+        be->dev_free(be, m->flat_w);
+    if (m->flat_g)
+        be->dev_free(be, m->flat_g);
+    conv_algo_cache_free(&m->ctx.algos);
+    free(m->params);
+    free(m);
+}
+
+int model_forward(tb_model *m, const tb_tensor *x, const tb_tensor **logits)
+{
+    if (x->c != m->in.c || x->h != m->in.h || x->w != m->in.w || x->n > m->max_batch)
+        return TB_FAIL(TB_ERR_INVALID, "model takes (<=%d, %d, %d, %d), got (%d, %d, %d, %d)",
+                       m->max_batch, m->in.c, m->in.h, m->in.w, x->n, x->c, x->h, x->w);
+    if (m->ctx.layout == TB_NHWC && x->c > 1 && x->layout != TB_NHWC)
+        return TB_FAIL(TB_ERR_INVALID, "channels-last model given an NCHW input of %d channels",
+                       x->c);
+    return layer_forward(m->net, x, logits);
+}
+
+int model_forward_loss(tb_model *m, const tb_tensor *x, const int32_t *labels,
+                       const tb_tensor **logits)
+{
+    const tb_tensor *out;
+    TB_TRY(model_forward(m, x, &out));
+    if (logits)
+        *logits = out;
+    return xent_forward(&m->loss, out, labels);
+}
+
+int model_backward(tb_model *m, float loss_scale)
+{
+    if (!m->ctx.training)
+        return TB_FAIL(TB_ERR_INVALID, "model_backward in evaluation mode");
+    if (m->ctx.acts.no_grad)
+        return TB_FAIL(TB_ERR_INVALID, "model_backward under no_grad");
+    const tb_tensor *d, *dx;
+    TB_TRY(xent_backward(&m->loss, loss_scale / (float)m->loss.n, &d));
+    TB_TRY(layer_backward(m->net, d, &dx));
+    m->ctx.grad_accumulate = 1;
+    return TB_OK;
+}
+
+int model_zero_grad(tb_model *m, int set_to_none)
+{
+    if (set_to_none) {
+        m->ctx.grad_accumulate = 0;
+        return TB_OK;
+    }
+    tb_backend *be = m->ctx.be;
+    TB_TRY(be->memset(be, m->flat_g, 0, m->numel * sizeof(float), NULL));
+    m->ctx.grad_accumulate = 1;
+    return TB_OK;
+}
+
+void model_train_mode(tb_model *m, int training) { m->ctx.training = training; }
+
+int model_set_no_grad(tb_model *m, int on)
+{
+    return layer_acts_no_grad(m->net, on);
+}
+
+static void print_layer(const tb_layer *l, FILE *f, int depth)
+{
+    size_t n = 0;
+    for (int i = 0; i < l->nparams; i++)
+        n += l->params[i].n;
+    fprintf(f, "%*s%-16s (%d, %d, %d)  %zu params\n", 2 * depth, "", l->name, l->out.c,
+            l->out.h, l->out.w, n);
+    for (int i = 0; i < l->nchildren; i++)
+        print_layer(l->children[i], f, depth + 1);
+}
+
+void model_print(const tb_model *m, FILE *f)
+{
+    for (int i = 0; i < m->net->nchildren; i++)
+        print_layer(m->net->children[i], f, 0);
+    fprintf(f, "total: %zu parameters in %d tensors\n", m->numel, m->nparams);
+}

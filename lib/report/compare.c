@@ -1,0 +1,642 @@
+/*
+ * compare.c - merges results folders of several machines; see compare.h.
+ *
+ * Test: bazel test //lib/report:compare_test
+ */
+#define _GNU_SOURCE
+#include "lib/report/compare.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/report/plot.h"
+
+double tb_compare_seconds(double v, const char *unit)
+{
+    if (!strcmp(unit, "s"))
+        return v;
+    if (!strcmp(unit, "ms"))
+        return v * 1e-3;
+    if (!strcmp(unit, "us"))
+        return v * 1e-6;
+    if (!strcmp(unit, "ns"))
+        return v * 1e-9;
+    return NAN;
+}
+
+/* ---- loading ---- */
+
+static int is_results_folder(const char *dir)
+{
+    char p[PATH_MAX + 32];
+    snprintf(p, sizeof p, "%s/fingerprint.json", dir);
+    if (access(p, R_OK) == 0)
+        return 1;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    struct dirent *e;
+    int csv = 0;
+    while (!csv && (e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        csv = n > 4 && !strcmp(e->d_name + n - 4, ".csv");
+    }
+    closedir(d);
+    return csv;
+}
+
+static int add_machine(tb_cmp_set *s, const char *dir)
+{
+    if (s->n == TB_COMPARE_MAX)
+        return TB_FAIL(TB_ERR_INVALID, "more than %d machines to compare", TB_COMPARE_MAX);
+    tb_cmp_machine *m = &s->m[s->n];
+    memset(m, 0, sizeof *m);
+    snprintf(m->dir, sizeof m->dir, "%s", dir);
+    TB_TRY(tb_report_load(dir, NULL, &m->f));
+    const char *name = m->f->have_fp ? tb_fingerprint_get(&m->f->fp, "device.name") : NULL;
+    const char *thr = m->f->have_fp ? tb_fingerprint_get(&m->f->fp, "device.threads") : NULL;
+    const char *be = m->f->have_fp ? tb_fingerprint_get(&m->f->fp, "device.backend") : NULL;
+    if (be && !strcmp(be, "cpu") && thr)
+        snprintf(m->label, sizeof m->label, "#%d %s (%s threads)", s->n + 1,
+                 name ? name : m->f->slug, thr);
+    else
+        snprintf(m->label, sizeof m->label, "#%d %s", s->n + 1, name ? name : m->f->slug);
+    m->price = NAN;
+    m->power_w = NAN;
+    s->n++;
+    return TB_OK;
+}
+
+int tb_compare_add_dir(tb_cmp_set *s, const char *dir)
+{
+    if (is_results_folder(dir))
+        return add_machine(s, dir);
+    char results[PATH_MAX + 16];
+    snprintf(results, sizeof results, "%s/results", dir);
+    DIR *d = opendir(results);
+    if (!d)
+        return TB_FAIL(TB_ERR_IO, "%s: neither a results folder nor a root holding results/",
+                       dir);
+    char names[TB_COMPARE_MAX][256];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && n < TB_COMPARE_MAX) {
+        char sub[PATH_MAX * 2];
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(sub, sizeof sub, "%s/%s", results, e->d_name);
+        char fp[PATH_MAX * 2 + 32];
+        snprintf(fp, sizeof fp, "%s/fingerprint.json", sub);
+        if (access(fp, R_OK) == 0 && strlen(e->d_name) < 256)
+            snprintf(names[n++], 256, "%s", e->d_name);
+    }
+    closedir(d);
+    if (n == 0)
+        return TB_FAIL(TB_ERR_IO, "%s holds no results folder", results);
+    qsort(names, (size_t)n, 256, (int (*)(const void *, const void *))strcmp);
+    for (int i = 0; i < n; i++) {
+        char sub[PATH_MAX * 2];
+        snprintf(sub, sizeof sub, "%s/%s", results, names[i]);
+        TB_TRY(add_machine(s, sub));
+    }
+    return TB_OK;
+}
+
+int tb_compare_set_prices(tb_cmp_set *s, tb_price_kind kind, const double *v, int n)
+{
+    if (n != s->n)
+        return TB_FAIL(TB_ERR_INVALID, "%d prices for %d machines: give one per machine, in "
+                       "order", n, s->n);
+    s->price_kind = kind;
+    for (int i = 0; i < n; i++)
+        s->m[i].price = v[i];
+    return TB_OK;
+}
+
+int tb_compare_set_power(tb_cmp_set *s, const double *v, int n)
+{
+    if (n != s->n)
+        return TB_FAIL(TB_ERR_INVALID, "%d power figures for %d machines: give one per machine, "
+                       "in order", n, s->n);
+    for (int i = 0; i < n; i++)
+        s->m[i].power_w = v[i];
+    return TB_OK;
+}
+
+void tb_compare_free(tb_cmp_set *s)
+{
+    for (int i = 0; i < s->n; i++)
+        tb_report_folder_free(s->m[i].f);
+    s->n = 0;
+}
+
+/* ---- lookups ---- */
+
+/* The rows of technique t on machine m, or NULL. */
+static const tb_results *tech_rows(const tb_cmp_machine *m, const char *t)
+{
+    for (int i = 0; i < m->f->ntech; i++)
+        if (!strcmp(m->f->tech[i], t))
+            return &m->f->rows[i];
+    return NULL;
+}
+
+static int same_point(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
+
+static const tb_result_row *find_row(const tb_results *res, const tb_result_row *like)
+{
+    for (size_t i = 0; res && i < res->n; i++) {
+        const tb_result_row *r = &res->rows[i];
+        if (!strcmp(r->setting, like->setting) && !strcmp(r->metric, like->metric) &&
+            same_point(r->param_value, like->param_value) && !isnan(r->median))
+            return r;
+    }
+    return NULL;
+}
+
+/* Techniques of every machine, reference first, each once. */
+static int all_techniques(const tb_cmp_set *s, char (*out)[32], int max)
+{
+    int n = 0;
+    for (int k = -1; k < s->n; k++) {
+        const tb_cmp_machine *m = &s->m[k < 0 ? s->reference : k];
+        for (int i = 0; i < m->f->ntech; i++) {
+            int seen = 0;
+            for (int j = 0; j < n; j++)
+                seen |= !strcmp(out[j], m->f->tech[i]);
+            if (!seen && n < max)
+                snprintf(out[n++], 32, "%s", m->f->tech[i]);
+        }
+    }
+    return n;
+}
+
+/* The comparison of one technique on one machine. */
+typedef struct cmp_cell {
+    tb_report_pick own;            /* the machine's own best */
+    const tb_result_row *at_ref;   /* the reference's best setting, timed here */
+    double vs_ref;                 /* reference median / this median; NaN when not comparable */
+} cmp_cell;
+
+static void compute_cell(const tb_cmp_set *s, int m, const char *tech, const tb_report_pick *ref,
+                         cmp_cell *c)
+{
+    const tb_results *res = tech_rows(&s->m[m], tech);
+    memset(c, 0, sizeof *c);
+    c->vs_ref = NAN;
+    if (!res) {
+        snprintf(c->own.technique, sizeof c->own.technique, "%s", tech);
+        return;
+    }
+    tb_report_pick_best(res, tech, &c->own);
+    const tb_result_row *like = ref->best ? ref->best : ref->baseline;
+    if (!like)
+        return;
+    c->at_ref = find_row(res, like);
+    if (c->at_ref)
+        c->vs_ref = tb_compare_seconds(like->median, like->unit) /
+                    tb_compare_seconds(c->at_ref->median, c->at_ref->unit);
+}
+
+/* ---- text ---- */
+
+static void speed_str(char *buf, size_t cap, double v)
+{
+    char n[32];
+    if (isnan(v)) {
+        snprintf(buf, cap, "n/a: not measured at the reference's setting and point");
+        return;
+    }
+    tb_report_num(n, sizeof n, v);
+    snprintf(buf, cap, "%s× the reference's speed", n);
+}
+
+static void own_str(char *buf, size_t cap, const cmp_cell *c)
+{
+    char sp[128];
+    if (!c->own.baseline) {
+        if (c->own.na)
+            tb_report_na(buf, cap, NULL, c->own.na->note);
+        else
+            snprintf(buf, cap, "n/a: not run on this machine");
+        return;
+    }
+    if (!c->own.best) {
+        if (c->own.na)
+            tb_report_na(buf, cap, c->own.na->setting, c->own.na->note);
+        else
+            snprintf(buf, cap, "n/a: no setting compared with the baseline");
+        return;
+    }
+    tb_report_speedup(sp, sizeof sp, c->own.best);
+    snprintf(buf, cap, "%s: %s (%s)", c->own.best->setting, sp,
+             tb_timing_verdict_name(c->own.best->timing_verdict));
+}
+
+/* samples/s per dollar or per watt for the row measured at the reference's
+ * setting; n/a with the reason otherwise. */
+static void cost_str(char *buf, size_t cap, const tb_cmp_set *s, int m, const cmp_cell *c,
+                     int per_watt)
+{
+    const tb_cmp_machine *mm = &s->m[m];
+    double div = per_watt ? mm->power_w : mm->price;
+    const char *r = c->at_ref ? c->at_ref->rate_unit : "";
+    char n[32];
+    if (isnan(div) || (!per_watt && s->price_kind == TB_PRICE_NONE)) {
+        snprintf(buf, cap, "n/a: no %s given", per_watt ? "--power" : "price");
+    } else if (!c->at_ref || strcmp(r, "samples/s") != 0 || isnan(c->at_ref->rate)) {
+        snprintf(buf, cap, "n/a: rate is %s, not samples/s", r[0] ? r : "not measured");
+    } else if (per_watt) {
+        tb_report_num(n, sizeof n, c->at_ref->rate / div);
+        snprintf(buf, cap, "%s samples/s per W", n);
+    } else if (s->price_kind == TB_PRICE_PER_HOUR) {
+        tb_report_num(n, sizeof n, c->at_ref->rate * 3600.0 / div);
+        snprintf(buf, cap, "%s samples per $", n);
+    } else {
+        tb_report_num(n, sizeof n, c->at_ref->rate / div);
+        snprintf(buf, cap, "%s samples/s per $ of purchase price", n);
+    }
+}
+
+/* ---- sections ---- */
+
+static void sec_machines(tb_doc *d, const tb_cmp_set *s)
+{
+    static const char *const h[6] = {"machine", "backend", "host", "results folder", "price",
+                                     "power"};
+    tb_doc_table(d, 6, h);
+    for (int i = 0; i < s->n; i++) {
+        const tb_cmp_machine *m = &s->m[i];
+        char label[240], price[64], power[64];
+        snprintf(label, sizeof label, "%s%s", m->label, i == s->reference ? " (reference)" : "");
+        const char *be = m->f->have_fp ? tb_fingerprint_get(&m->f->fp, "device.backend") : NULL;
+        const char *host = m->f->have_fp ? tb_fingerprint_get(&m->f->fp, "run.host") : NULL;
+        if (isnan(m->price))
+            snprintf(price, sizeof price, "n/a: not given");
+        else
+            snprintf(price, sizeof price, "$%.2f%s", m->price,
+                     s->price_kind == TB_PRICE_PER_HOUR ? " per hour" : " purchase");
+        if (isnan(m->power_w))
+            snprintf(power, sizeof power, "n/a: not given");
+        else
+            snprintf(power, sizeof power, "%.0f W", m->power_w);
+        const char *row[6] = {label, be ? be : "unknown", host ? host : "unknown", m->dir, price,
+                              power};
+        tb_doc_row(d, row);
+    }
+}
+
+static void sec_software(tb_doc *d, const tb_cmp_set *s)
+{
+    const tb_cmp_machine *ref = &s->m[s->reference];
+    int warned = 0;
+    for (int i = 0; i < s->n; i++) {
+        if (i == s->reference)
+            continue;
+        const tb_cmp_machine *m = &s->m[i];
+        if (!ref->f->have_fp || !m->f->have_fp) {
+            char t[600];
+            snprintf(t, sizeof t, "**Warning**: %s or the reference has no fingerprint.json; "
+                     "software stacks cannot be compared.", m->label);
+            tb_doc_para(d, t);
+            warned = 1;
+            continue;
+        }
+        char diff[4096] = "", t[4800];
+        int nd = 0;
+        if (tb_fingerprint_diff(&ref->f->fp, &m->f->fp, TB_FP_SOFTWARE, diff, sizeof diff,
+                                &nd) != TB_OK) {
+            tb_error_clear();
+            continue;
+        }
+        if (nd == 0)
+            continue;
+        for (char *p = diff; (p = strchr(p, '\n')) != NULL;)
+            *p = ';';
+        snprintf(t, sizeof t, "**Warning: software stacks differ** between %s and the reference "
+                 "(%d keys): %s A difference between these machines may come from the software, "
+                 "not the hardware.", m->label, nd, diff);
+        tb_doc_para(d, t);
+        warned = 1;
+    }
+    if (!warned)
+        tb_doc_para(d, "Software stacks: the same on every machine (libraries, runtime, driver, "
+                       "compiler, build flags, git revision, OS).");
+}
+
+static void sec_table(tb_doc *d, const tb_cmp_set *s, char (*tech)[32], int nt)
+{
+    int ncols = 2 + 2 * s->n;
+    const char **h = calloc((size_t)ncols, sizeof *h);
+    char (*hb)[260] = calloc((size_t)ncols, sizeof *hb);
+    const char **row = calloc((size_t)ncols, sizeof *row);
+    char (*cells)[400] = calloc((size_t)ncols, sizeof *cells);
+    if (!h || !hb || !row || !cells)
+        goto out_free;
+    h[0] = "technique";
+    h[1] = "reference's best: setting, metric, point";
+    for (int i = 0; i < s->n; i++) {
+        snprintf(hb[2 + 2 * i], 260, "%s: own best setting, speedup [95%% CI]", s->m[i].label);
+        snprintf(hb[3 + 2 * i], 260, "%s: speed at the reference's best", s->m[i].label);
+        h[2 + 2 * i] = hb[2 + 2 * i];
+        h[3 + 2 * i] = hb[3 + 2 * i];
+    }
+    tb_doc_table(d, ncols, h);
+    for (int t = 0; t < nt; t++) {
+        cmp_cell ref;
+        compute_cell(s, s->reference, tech[t], &(tb_report_pick){{0}}, &ref);
+        const tb_result_row *like = ref.own.best ? ref.own.best : ref.own.baseline;
+        snprintf(cells[0], 400, "%s", tech[t]);
+        if (like) {
+            char pt[64] = "no sweep";
+            if (like->param_name[0] && !isnan(like->param_value))
+                snprintf(pt, sizeof pt, "%s = %.0f", like->param_name, like->param_value);
+            snprintf(cells[1], 400, "%s, %s, %s", like->setting, like->metric, pt);
+        } else {
+            snprintf(cells[1], 400, "n/a: not timed on the reference");
+        }
+        for (int i = 0; i < s->n; i++) {
+            cmp_cell c;
+            compute_cell(s, i, tech[t], &ref.own, &c);
+            own_str(cells[2 + 2 * i], 400, &c);
+            speed_str(cells[3 + 2 * i], 400, c.vs_ref);
+        }
+        for (int c = 0; c < ncols; c++)
+            row[c] = cells[c];
+        tb_doc_row(d, row);
+    }
+out_free:
+    free(h);
+    free(hb);
+    free(row);
+    free(cells);
+}
+
+static void sec_costs(tb_doc *d, const tb_cmp_set *s, char (*tech)[32], int nt)
+{
+    static const char *const h[4] = {"technique", "machine", "per dollar", "per watt"};
+    tb_doc_table(d, 4, h);
+    for (int t = 0; t < nt; t++) {
+        cmp_cell ref;
+        compute_cell(s, s->reference, tech[t], &(tb_report_pick){{0}}, &ref);
+        for (int i = 0; i < s->n; i++) {
+            cmp_cell c;
+            char usd[200], w[200];
+            compute_cell(s, i, tech[t], &ref.own, &c);
+            cost_str(usd, sizeof usd, s, i, &c, 0);
+            cost_str(w, sizeof w, s, i, &c, 1);
+            const char *row[4] = {tech[t], s->m[i].label, usd, w};
+            tb_doc_row(d, row);
+        }
+    }
+}
+
+/* ---- figures ---- */
+
+enum { MAXPTS = 64 };
+
+typedef struct series_buf {
+    double x[MAXPTS], y[MAXPTS], lo[MAXPTS], hi[MAXPTS];
+    size_t n;
+} series_buf;
+
+/* Per machine, over the sweep of the reference's best setting: its speedup
+ * (vs_ref == 0) or its speed relative to the reference (vs_ref == 1). */
+static void collect(const tb_cmp_set *s, int m, const char *tech, const tb_result_row *like,
+                    int vs_ref, series_buf *b)
+{
+    const tb_results *res = tech_rows(&s->m[m], tech);
+    const tb_results *ref = tech_rows(&s->m[s->reference], tech);
+    b->n = 0;
+    for (size_t i = 0; res && i < res->n && b->n < MAXPTS; i++) {
+        const tb_result_row *r = &res->rows[i];
+        if (strcmp(r->setting, like->setting) || strcmp(r->metric, like->metric) ||
+            isnan(r->param_value) || isnan(r->median))
+            continue;
+        if (!vs_ref) {
+            if (isnan(r->speedup))
+                continue;
+            b->x[b->n] = r->param_value;
+            b->y[b->n] = r->speedup;
+            b->lo[b->n] = r->speedup_ci_low;
+            b->hi[b->n++] = r->speedup_ci_high;
+            continue;
+        }
+        const tb_result_row *rr = find_row(ref, r);
+        if (!rr)
+            continue;
+        double v = tb_compare_seconds(rr->median, rr->unit) / tb_compare_seconds(r->median, r->unit);
+        /* Interval from the two medians' intervals (conservative ends). */
+        b->x[b->n] = r->param_value;
+        b->y[b->n] = v;
+        b->lo[b->n] = tb_compare_seconds(rr->ci_low, rr->unit) /
+                      tb_compare_seconds(r->ci_high, r->unit);
+        b->hi[b->n++] = tb_compare_seconds(rr->ci_high, rr->unit) /
+                        tb_compare_seconds(r->ci_low, r->unit);
+    }
+}
+
+static int plot_one(tb_doc *d, const tb_cmp_set *s, const char *tech, const tb_result_row *like,
+                    int vs_ref, const char *plots)
+{
+    series_buf *b = calloc((size_t)s->n, sizeof *b);
+    tb_plot_series ser[TB_COMPARE_MAX];
+    if (!b)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory plotting %s", tech);
+    int ns = 0, rc = TB_OK;
+    for (int i = 0; i < s->n; i++) {
+        collect(s, i, tech, like, vs_ref, &b[i]);
+        if (b[i].n >= 2)
+            ser[ns++] = (tb_plot_series){s->m[i].label, b[i].x, b[i].y, b[i].lo, b[i].hi, b[i].n};
+    }
+    if (ns > 0) {
+        char name[96], title[300], ylab[200], png[PATH_MAX + 128], cap[600];
+        snprintf(name, sizeof name, "%s_compare_%s", tech, vs_ref ? "vs_reference" : "speedup");
+        if (vs_ref)
+            snprintf(title, sizeof title, "%s, %s (%s): speed relative to %s", tech,
+                     like->setting, like->metric, s->m[s->reference].label);
+        else
+            snprintf(title, sizeof title, "%s: %s over its baseline (%s), per machine", tech,
+                     like->setting, like->metric);
+        snprintf(ylab, sizeof ylab, "%s", vs_ref ? "reference time / this time (x)" : "speedup (x)");
+        tb_plot_hline one = {vs_ref ? "the reference" : "no change", 1.0};
+        tb_plot p = {title, like->param_name, ylab, 2, 0, ser, (size_t)ns, &one, 1, 0};
+        rc = tb_plot_render(&p, plots, name, TB_PLOT_ALL);
+        if (rc == TB_OK) {
+            snprintf(png, sizeof png, "%s/%s.png", plots, name);
+            char md[200];
+            snprintf(md, sizeof md, "plots/%s.png", name);
+            snprintf(cap, sizeof cap, "Figure `%s` (also `.svg` and `.pdf` in `plots/`): %s; "
+                     "error bars are 95%% intervals.", name, title);
+            tb_doc_figure(d, png, md, name, cap);
+        }
+    }
+    free(b);
+    return rc;
+}
+
+static int sec_plots(tb_doc *d, const tb_cmp_set *s, char (*tech)[32], int nt, const char *plots)
+{
+    for (int t = 0; t < nt; t++) {
+        cmp_cell ref;
+        compute_cell(s, s->reference, tech[t], &(tb_report_pick){{0}}, &ref);
+        const tb_result_row *like = ref.own.best;
+        if (!like || !like->param_name[0])
+            continue;
+        TB_TRY(plot_one(d, s, tech[t], like, 0, plots));
+        TB_TRY(plot_one(d, s, tech[t], like, 1, plots));
+    }
+    return TB_OK;
+}
+
+/* ---- compare.csv ---- */
+
+static void csv_str(FILE *f, const char *v)
+{
+    if (strpbrk(v, ",\"\n\r") || (v[0] == ' ') || (v[0] && v[strlen(v) - 1] == ' ')) {
+        fputc('"', f);
+        for (; *v; v++) {
+            if (*v == '"')
+                fputc('"', f);
+            fputc(*v, f);
+        }
+        fputc('"', f);
+    } else {
+        fputs(v, f);
+    }
+}
+
+static void csv_num(FILE *f, double v)
+{
+    char b[64];
+    tb_format_number(b, sizeof b, v);
+    fputs(b, f);
+}
+
+static const char *const csv_cols =
+    "technique,machine,device,is_reference,setting,metric,param_name,param_value,unit,median,"
+    "ci_low,ci_high,speedup,speedup_ci_low,speedup_ci_high,speed_vs_reference,own_best_setting,"
+    "own_best_speedup,rate,rate_unit,price_usd,price_kind,power_w,rate_per_dollar,rate_per_watt\n";
+
+static void csv_row(FILE *f, const tb_cmp_set *s, int m, const char *tech, const cmp_cell *c)
+{
+    const tb_cmp_machine *mm = &s->m[m];
+    const tb_result_row *r = c->at_ref;
+    csv_str(f, tech), fputc(',', f);
+    csv_str(f, mm->label), fputc(',', f);
+    csv_str(f, r ? r->device : ""), fputc(',', f);
+    fputs(m == s->reference ? "1," : "0,", f);
+    csv_str(f, r ? r->setting : ""), fputc(',', f);
+    csv_str(f, r ? r->metric : ""), fputc(',', f);
+    csv_str(f, r ? r->param_name : ""), fputc(',', f);
+    csv_num(f, r ? r->param_value : NAN), fputc(',', f);
+    csv_str(f, r ? r->unit : ""), fputc(',', f);
+    const double nan_ = NAN;
+    double v[6] = {r ? r->median : nan_, r ? r->ci_low : nan_, r ? r->ci_high : nan_,
+                   r ? r->speedup : nan_, r ? r->speedup_ci_low : nan_,
+                   r ? r->speedup_ci_high : nan_};
+    for (int i = 0; i < 6; i++)
+        csv_num(f, v[i]), fputc(',', f);
+    csv_num(f, c->vs_ref), fputc(',', f);
+    csv_str(f, c->own.best ? c->own.best->setting : ""), fputc(',', f);
+    csv_num(f, c->own.best ? c->own.best->speedup : nan_), fputc(',', f);
+    int samples = r && !strcmp(r->rate_unit, "samples/s");
+    csv_num(f, r ? r->rate : nan_), fputc(',', f);
+    csv_str(f, r ? r->rate_unit : ""), fputc(',', f);
+    csv_num(f, mm->price), fputc(',', f);
+    fputs(s->price_kind == TB_PRICE_PER_HOUR ? "per_hour," : s->price_kind == TB_PRICE_PURCHASE
+                                                                 ? "purchase,"
+                                                                 : ",", f);
+    csv_num(f, mm->power_w), fputc(',', f);
+    double per_usd = NAN;
+    if (samples && s->price_kind == TB_PRICE_PER_HOUR)
+        per_usd = r->rate * 3600.0 / mm->price;
+    else if (samples && s->price_kind == TB_PRICE_PURCHASE)
+        per_usd = r->rate / mm->price;
+    csv_num(f, per_usd), fputc(',', f);
+    csv_num(f, samples ? r->rate / mm->power_w : nan_);
+    fputc('\n', f);
+}
+
+static int write_csv(const tb_cmp_set *s, char (*tech)[32], int nt, const char *path)
+{
+    tb_atomic_file af;
+    int rc;
+    TB_TRY(tb_atomic_open(&af, path));
+    fputs(csv_cols, af.fp);
+    for (int t = 0; t < nt; t++) {
+        cmp_cell ref;
+        compute_cell(s, s->reference, tech[t], &(tb_report_pick){{0}}, &ref);
+        for (int i = 0; i < s->n; i++) {
+            cmp_cell c;
+            compute_cell(s, i, tech[t], &ref.own, &c);
+            csv_row(af.fp, s, i, tech[t], &c);
+        }
+    }
+    TB_TRY_GOTO(rc, tb_atomic_commit(&af), out_fail);
+    return TB_OK;
+out_fail:
+    return TB_FAIL(rc, "cannot write %s", path);
+}
+
+/* ---- the page ---- */
+
+int tb_compare_write(const tb_cmp_set *s, const char *out_dir)
+{
+    char plots[PATH_MAX + 16], path[PATH_MAX + 32];
+    char(*tech)[32] = calloc(TB_REPORT_MAX_TECH * TB_COMPARE_MAX, 32);
+    tb_doc *d = tb_doc_new();
+    int rc = TB_OK;
+    if (!tech || !d) {
+        rc = TB_FAIL(TB_ERR_NOMEM, "out of memory comparing machines");
+        goto out_free;
+    }
+    if (s->n < 1 || s->reference < 0 || s->reference >= s->n) {
+        rc = TB_FAIL(TB_ERR_INVALID, "nothing to compare");
+        goto out_free;
+    }
+    snprintf(plots, sizeof plots, "%s/plots", out_dir);
+    TB_TRY_GOTO(rc, tb_mkdir_p(plots), out_free);
+    int nt = all_techniques(s, tech, TB_REPORT_MAX_TECH * TB_COMPARE_MAX);
+
+    char title[400];
+    snprintf(title, sizeof title, "tunebench: %d machines compared, reference %s", s->n,
+             s->m[s->reference].label);
+    tb_doc_heading(d, 1, title);
+    tb_doc_para(d, "Each technique's speedup on each machine (over that machine's own baseline, "
+                   "with its 95% interval), and how fast each machine runs the reference "
+                   "machine's best setting: reference time divided by this machine's time at "
+                   "the same setting, metric and point (2× means twice as fast as the "
+                   "reference). The best setting of a machine follows the report's summary rule "
+                   "(REPORT.md of each folder).");
+    tb_doc_heading(d, 2, "Machines");
+    sec_machines(d, s);
+    sec_software(d, s);
+    tb_doc_heading(d, 2, "Per technique");
+    sec_table(d, s, tech, nt);
+    tb_doc_heading(d, 2, "Per dollar and per watt");
+    tb_doc_para(d, "For rows whose rate is in samples/s: with a price per hour, samples per "
+                   "dollar (rate × 3600 / price); with a purchase price, samples/s per dollar; "
+                   "with a power figure, samples/s per watt (samples per joule).");
+    sec_costs(d, s, tech, nt);
+    tb_doc_heading(d, 2, "Figures");
+    TB_TRY_GOTO(rc, sec_plots(d, s, tech, nt, plots), out_free);
+    tb_doc_para(d, "Files: `compare.csv` (every number above; columns in results/README.md), "
+                   "`COMPARE.md`, `COMPARE.html` (self-contained), `plots/` (PNG, SVG, PDF and "
+                   "gnuplot scripts).");
+    snprintf(path, sizeof path, "%s/compare.csv", out_dir);
+    TB_TRY_GOTO(rc, write_csv(s, tech, nt, path), out_free);
+    snprintf(path, sizeof path, "%s/COMPARE.md", out_dir);
+    TB_TRY_GOTO(rc, tb_doc_save_md(d, path), out_free);
+    snprintf(path, sizeof path, "%s/COMPARE.html", out_dir);
+    TB_TRY_GOTO(rc, tb_doc_save_html(d, title, path), out_free);
+out_free:
+    tb_doc_free(d);
+    free(tech);
+    return rc;
+}

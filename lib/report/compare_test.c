@@ -1,0 +1,163 @@
+/*
+ * compare_test.c - bench:compare's merge on two results folders built here
+ * (rows saved with lib/report/results.h, fingerprints that differ in one library):
+ * the merged CSV's rows and normalization, per-dollar and per-watt numbers
+ * for samples/s rates and n/a (with reason) for others, the software
+ * warning, the side-by-side figures, and a self-contained COMPARE.html.
+ *
+ * bazel test //lib/report:compare_test
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/report/compare.h"
+#include "lib/core/testing.h"
+
+static void row(tb_results *res, const char *tech, const char *setting, int base, double batch,
+                double ms, double speedup, const char *rate_unit)
+{
+    tb_result_row r;
+    tb_result_row_init(&r);
+    snprintf(r.technique, sizeof r.technique, "%s", tech);
+    snprintf(r.backend, sizeof r.backend, "cpu");
+    snprintf(r.device, sizeof r.device, "CPU");
+    snprintf(r.setting, sizeof r.setting, "%s", setting);
+    r.is_baseline = base;
+    snprintf(r.param_name, sizeof r.param_name, "batch");
+    r.param_value = batch;
+    snprintf(r.metric, sizeof r.metric, "step time");
+    snprintf(r.unit, sizeof r.unit, "ms");
+    r.reps = 5;
+    r.median = ms;
+    r.ci_low = ms * 0.98;
+    r.ci_high = ms * 1.02;
+    r.min = ms * 0.97;
+    r.max = ms * 1.05;
+    r.timing_verdict = base ? TB_TIMING_BASELINE : TB_TIMING_FASTER;
+    if (!base) {
+        r.speedup = speedup;
+        r.speedup_ci_low = speedup * 0.97;
+        r.speedup_ci_high = speedup * 1.03;
+    }
+    r.rate = strcmp(rate_unit, "samples/s") == 0 ? batch / (ms * 1e-3) : 10.0 / ms;
+    snprintf(r.rate_unit, sizeof r.rate_unit, "%s", rate_unit);
+    tb_results_add(res, &r);
+}
+
+/* One machine: root/results/<slug>/ with two techniques; scale: how many
+ * times slower than machine 1. */
+static void make_machine(const char *root, const char *slug, double scale, const char *onednn)
+{
+    char dir[4200], path[4300];
+    snprintf(dir, sizeof dir, "%s/results/%s", root, slug);
+    CHECK_OK(tb_mkdir_p(dir));
+    tb_results a, b;
+    tb_results_init(&a), tb_results_init(&b);
+    for (int i = 0; i < 2; i++) {
+        double batch = i ? 256 : 64;
+        row(&a, "loader", "workers=0", 1, batch, 40 * scale * (i + 1), NAN, "samples/s");
+        row(&a, "loader", "workers=4", 0, batch, 10 * scale * (i + 1), 4.0, "samples/s");
+        row(&b, "gelu", "unfused", 1, batch, 8 * scale, NAN, "GB/s");
+        row(&b, "gelu", "fused", 0, batch, 2 * scale, 4.0, "GB/s");
+    }
+    snprintf(path, sizeof path, "%s/loader.csv", dir);
+    CHECK_OK(tb_results_save_csv(&a, path));
+    snprintf(path, sizeof path, "%s/gelu.csv", dir);
+    CHECK_OK(tb_results_save_csv(&b, path));
+    tb_results_free(&a), tb_results_free(&b);
+    tb_fingerprint fp;
+    memset(&fp, 0, sizeof fp);
+    tb_fingerprint_set(&fp, "device.backend", "cpu");
+    tb_fingerprint_set(&fp, "device.name", "CPU");
+    tb_fingerprint_set_number(&fp, "device.threads", scale > 1 ? 1 : 2);
+    tb_fingerprint_set(&fp, "software.onednn", onednn);
+    snprintf(path, sizeof path, "%s/fingerprint.json", dir);
+    CHECK_OK(tb_fingerprint_save(&fp, path));
+}
+
+int main(void)
+{
+    const char *tmp = getenv("TEST_TMPDIR");
+    char r1[4096], r2[4096], out[4096], path[4200];
+    snprintf(r1, sizeof r1, "%s/cmp/run1", tmp ? tmp : "/tmp");
+    snprintf(r2, sizeof r2, "%s/cmp/run2", tmp ? tmp : "/tmp");
+    snprintf(out, sizeof out, "%s/cmp/out", tmp ? tmp : "/tmp");
+    make_machine(r1, "cpu-test", 1.0, "2.6.3");
+    make_machine(r2, "cpu-test", 2.0, "3.0.0");
+
+    static tb_cmp_set s;
+    CHECK_OK(tb_compare_add_dir(&s, r1));  /* a root holding results/ */
+    char sub[4200];
+    snprintf(sub, sizeof sub, "%s/results/cpu-test", r2);
+    CHECK_OK(tb_compare_add_dir(&s, sub)); /* a results folder itself */
+    CHECK(s.n == 2);
+    double price[2] = {2.0, 1.0}, power[2] = {200, 100}, bad[1] = {1};
+    CHECK(tb_compare_set_prices(&s, TB_PRICE_PER_HOUR, bad, 1) == TB_ERR_INVALID);
+    tb_error_clear();
+    CHECK_OK(tb_compare_set_prices(&s, TB_PRICE_PER_HOUR, price, 2));
+    CHECK_OK(tb_compare_set_power(&s, power, 2));
+    CHECK(strstr(s.m[0].label, "(2 threads)") && strstr(s.m[1].label, "(1 threads)"));
+    CHECK(tb_compare_seconds(1500, "us") == 1.5e-3 && isnan(tb_compare_seconds(1, "h")));
+    CHECK_OK(tb_compare_write(&s, out));
+    tb_compare_free(&s);
+
+    snprintf(path, sizeof path, "%s/compare.csv", out);
+    char *csv = slurp(path);
+    CHECK(csv);
+    if (csv) {
+        int lines = 0;
+        for (char *p = csv; *p; p++)
+            lines += *p == '\n';
+        CHECK(lines == 1 + 2 * 2); /* header + 2 techniques x 2 machines */
+        /* loader at the reference's best (workers=4, batch 256): machine 2
+         * is twice as slow: speed 0.5; 256 / 0.04 s = 6400 samples/s, per
+         * dollar 6400 * 3600 / 1 and per watt 6400 / 100 = 64. */
+        CHECK(strstr(csv, "loader,#2 CPU (1 threads),CPU,0,workers=4,step time,batch,256,ms,40,"));
+        CHECK(strstr(csv, ",0.5,workers=4,4,6400,samples/s,1,per_hour,100,23040000,64\n"));
+        CHECK(strstr(csv, "loader,#1 CPU (2 threads),CPU,1,workers=4,step time,batch,256,ms,20,"));
+        /* GB/s rows: no per-dollar or per-watt number */
+        CHECK(strstr(csv, ",GB/s,1,per_hour,100,,\n"));
+    }
+    free(csv);
+
+    snprintf(path, sizeof path, "%s/COMPARE.md", out);
+    char *md = slurp(path);
+    CHECK(md);
+    if (md) {
+        CHECK(strstr(md, "Warning: software stacks differ"));
+        CHECK(strstr(md, "software.onednn: 2.6.3 -> 3.0.0"));
+        CHECK(strstr(md, "| loader | workers=4, step time, batch = 256 | workers=4: 4.00× [3.88, "
+                         "4.12] (faster) | 1.00× the reference's speed | workers=4: 4.00× "
+                         "[3.88, 4.12] (faster) | 0.500× the reference's speed |"));
+        CHECK(strstr(md, "n/a: rate is GB/s, not samples/s"));
+        CHECK(strstr(md, "6400000 samples per $") == NULL); /* 2.3e7: per hour, machine 2 */
+        CHECK(strstr(md, "2.3e+07 samples per $"));
+        CHECK(strstr(md, "64.0 samples/s per W"));
+    }
+    free(md);
+    static const char *const figs[] = {"loader_compare_speedup", "loader_compare_vs_reference",
+                                       "gelu_compare_speedup"};
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 3; k++) {
+            static const char *const ext[3] = {"png", "svg", "pdf"};
+            snprintf(path, sizeof path, "%s/plots/%s.%s", out, figs[i], ext[k]);
+            CHECK(access(path, R_OK) == 0);
+        }
+    snprintf(path, sizeof path, "%s/COMPARE.html", out);
+    char *html = slurp(path);
+    CHECK(html);
+    if (html) {
+        CHECK(strstr(html, "src=\"data:image/png;base64,iVBORw0KGgo"));
+        CHECK(!strstr(html, "http://") && !strstr(html, "https://") && !strstr(html, "href="));
+    }
+    free(html);
+    if (failures) {
+        fprintf(stderr, "compare_test: %d failures\n", failures);
+        return 1;
+    }
+    printf("compare_test: ok\n");
+    return 0;
+}

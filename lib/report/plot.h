@@ -1,0 +1,73 @@
+/*
+ * plot.h - gnuplot figures: a small description in, a script plus PNG, SVG
+ * and PDF out.
+ *
+ * The gnuplot script (NAME.gp, and NAME.dat when the data is not inline) is
+ * kept in plots/<device>/ next to the images, so a figure can be restyled
+ * for a paper and re-rendered by hand:
+ *     cd plots/<device> && gnuplot NAME.gp
+ * tunebench renders each image to a temporary name and renames it into
+ * place (lib/core/atomic_file.h), so an interrupted run never leaves half a PNG.
+ * gnuplot comes from Debian's gnuplot-nox (pngcairo, svg, pdfcairo); the
+ * environment variable TB_GNUPLOT names another binary.
+ *
+ * Test: bazel test //lib/report:plot_test
+ */
+#ifndef TB_PLOT_H
+#define TB_PLOT_H
+
+#include <stddef.h>
+
+#include "lib/core/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tb_plot_format {
+    TB_PLOT_PNG = 1,
+    TB_PLOT_SVG = 2,
+    TB_PLOT_PDF = 4,
+    TB_PLOT_ALL = 7,
+} tb_plot_format;
+
+/* One line of points. A NaN y (an n/a point) leaves a gap. */
+typedef struct tb_plot_series {
+    const char *name;         /* legend entry */
+    const double *x, *y;      /* n points each */
+    const double *y_low, *y_high; /* error bars (e.g. the 95% interval): both or NULL */
+    size_t n;
+} tb_plot_series;
+
+/* A horizontal reference line, e.g. the copy-bandwidth ceiling. */
+typedef struct tb_plot_hline {
+    const char *name;
+    double y;
+} tb_plot_hline;
+
+typedef struct tb_plot {
+    const char *title;
+    const char *x_label, *y_label; /* with units: "elements", "GB/s" */
+    int x_log, y_log;         /* 0: linear axis; otherwise the log base (2, 10) */
+    const tb_plot_series *series;
+    size_t n_series;
+    const tb_plot_hline *hlines; /* may be NULL */
+    size_t n_hlines;
+    int data_file;            /* 0: data inline in NAME.gp; 1: in NAME.dat beside it */
+} tb_plot;
+
+/* Writes dir/NAME.gp (and dir/NAME.dat) atomically.
+ * REQUIRES: dir exists; name made of [A-Za-z0-9._-]; at least one series;
+ * every series has n >= 1 points. */
+int tb_plot_write_script(const tb_plot *p, const char *dir, const char *name);
+
+/* Writes the script, runs gnuplot on it in dir and puts NAME.png / .svg /
+ * .pdf (formats: a mask of tb_plot_format) into place. Fails with
+ * TB_ERR_IO naming the install command when gnuplot is missing, and with
+ * gnuplot's stderr when it fails; earlier images are then left as they were. */
+int tb_plot_render(const tb_plot *p, const char *dir, const char *name, unsigned formats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

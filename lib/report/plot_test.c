@@ -1,0 +1,203 @@
+/*
+ * plot_test.c - renders a real plot with gnuplot and checks the files.
+ *
+ * Checks: the script is kept next to the images; PNG has the PNG signature
+ * and a plausible size, SVG starts with <?xml or <svg, PDF with %PDF; the
+ * .dat variant works; no temporaries are left; a missing gnuplot names the
+ * install command; a failing gnuplot's stderr reaches the error and leaves
+ * the earlier images intact; bad arguments are refused.
+ *
+ * Run: bazel test //lib/report:plot_test   (needs gnuplot-nox)
+ */
+#define _GNU_SOURCE
+#include "lib/report/plot.h"
+#include "lib/core/testing.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[256];
+
+/* First bytes of dir/file into buf; returns the file size or -1. */
+static long head(const char *file, char *buf, size_t cap)
+{
+    char path[512];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "rb");
+    if (!f || stat(path, &st) != 0) {
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return (long)st.st_size;
+}
+
+static int count_temps(void)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        n += strstr(e->d_name, ".tmp.") != NULL;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+#define NPTS 9
+static double xs[NPTS], fused[NPTS], unfused[NPTS], lo[NPTS], hi[NPTS];
+static tb_plot_series series[2];
+static tb_plot_hline ceiling = {"copy bandwidth (22.1 GB/s)", 22.1};
+
+/* GELU-like bandwidth curves over 2^10..2^26 elements, one n/a point. */
+static tb_plot make_plot(int data_file)
+{
+    for (int i = 0; i < NPTS; i++) {
+        xs[i] = ldexp(1.0, 10 + 2 * i);
+        fused[i] = 20.0 * (1 - exp(-(double)(i + 1) / 2));
+        unfused[i] = fused[i] / 4;
+        lo[i] = fused[i] * 0.95;
+        hi[i] = fused[i] * 1.05;
+    }
+    unfused[3] = NAN;
+    series[0] = (tb_plot_series){"fused (1 pass)", xs, fused, lo, hi, NPTS};
+    series[1] = (tb_plot_series){"unfused (5 passes), it's slower", xs, unfused, NULL, NULL, NPTS};
+    return (tb_plot){
+        .title = "GELU forward: effective bandwidth",
+        .x_label = "elements",
+        .y_label = "GB/s",
+        .x_log = 2,
+        .series = series,
+        .n_series = 2,
+        .hlines = &ceiling,
+        .n_hlines = 1,
+        .data_file = data_file,
+    };
+}
+
+static void check_images(const char *name)
+{
+    char buf[64], file[128];
+    snprintf(file, sizeof file, "%s.png", name);
+    long size = head(file, buf, sizeof buf);
+    CHECK(size > 0 && memcmp(buf, "\x89PNG\r\n\x1a\n", 8) == 0, "%s has the PNG signature", file);
+    CHECK(size > 10000 && size < 5000000, "%s size plausible (%ld bytes)", file, size);
+    snprintf(file, sizeof file, "%s.svg", name);
+    size = head(file, buf, sizeof buf);
+    CHECK(size > 1000 && (strncmp(buf, "<?xml", 5) == 0 || strncmp(buf, "<svg", 4) == 0),
+          "%s starts with <?xml or <svg (%ld bytes)", file, size);
+    snprintf(file, sizeof file, "%s.pdf", name);
+    size = head(file, buf, sizeof buf);
+    CHECK(size > 1000 && strncmp(buf, "%PDF", 4) == 0, "%s starts with %%PDF (%ld bytes)", file,
+          size);
+}
+
+static void test_render(void)
+{
+    char buf[8192];
+    printf("render inline-data plot\n");
+    tb_plot p = make_plot(0);
+    int rc = tb_plot_render(&p, dir, "gelu", TB_PLOT_ALL);
+    CHECK(rc == TB_OK, "rendered (%s)", rc ? tb_error_message() : "ok");
+    check_images("gelu");
+    CHECK(head("gelu.gp", buf, sizeof buf) > 0 && strstr(buf, "$s0 << EOD") &&
+              strstr(buf, "set logscale x 2") && strstr(buf, "'unfused (5 passes), it''s slower'"),
+          "gelu.gp kept, with datablocks, log x and escaped titles");
+    CHECK(strstr(buf, "NaN\n") != NULL, "the n/a point is NaN (a gap in the line)");
+    CHECK(count_temps() == 0, "no temporaries left");
+
+    printf("render with a .dat file, PNG only\n");
+    p = make_plot(1);
+    rc = tb_plot_render(&p, dir, "gelu_dat", TB_PLOT_PNG);
+    CHECK(rc == TB_OK, "rendered (%s)", rc ? tb_error_message() : "ok");
+    CHECK(head("gelu_dat.png", buf, sizeof buf) > 10000, "gelu_dat.png written");
+    CHECK(head("gelu_dat.svg", buf, sizeof buf) < 0, "no SVG when not asked");
+    CHECK(head("gelu_dat.dat", buf, sizeof buf) > 0 && strstr(buf, "# fused (1 pass)"),
+          "gelu_dat.dat kept");
+    CHECK(count_temps() == 0, "no temporaries left");
+}
+
+/* One point (a toggle with one setting compared): the x range is centred
+ * on it with one tick, not gnuplot's +-1.5% with ticks like 0.985. */
+static void test_single_x(void)
+{
+    char buf[8192];
+    printf("render a one-point plot\n");
+    static double x1[1] = {1}, y1[1] = {1.2}, l1[1] = {1.1}, h1[1] = {1.3};
+    tb_plot_series s = {"speedup", x1, y1, l1, h1, 1};
+    tb_plot p = {"one point", "tf32", "speedup (x)", 0, 0, &s, 1, NULL, 0, 0};
+    CHECK(tb_plot_render(&p, dir, "one", TB_PLOT_PNG) == TB_OK, "rendered");
+    CHECK(head("one.gp", buf, sizeof buf) > 0 && strstr(buf, "set xrange [0:2]\nset xtics (1)\n"),
+          "one.gp centres the point with one tick");
+    CHECK(head("gelu.gp", buf, sizeof buf) > 0 && !strstr(buf, "set xtics ("),
+          "a sweep keeps gnuplot's own range");
+}
+
+static void test_failures(void)
+{
+    char before[64], after[64];
+    printf("failures are clear and keep earlier images\n");
+    tb_plot p = make_plot(0);
+    long size_before = head("gelu.png", before, sizeof before);
+
+    setenv("TB_GNUPLOT", "/nonexistent/gnuplot", 1);
+    tb_error_clear();
+    int rc = tb_plot_render(&p, dir, "gelu", TB_PLOT_ALL);
+    char chain[4096] = "";
+    FILE *f = fmemopen(chain, sizeof chain - 1, "w");
+    tb_error_print(f);
+    fclose(f);
+    CHECK(rc == TB_ERR_IO && strstr(chain, "apt-get install gnuplot-nox"),
+          "a missing gnuplot says what to install:\n%s", chain);
+
+    /* sh reading a gnuplot script fails with messages on stderr. */
+    setenv("TB_GNUPLOT", "sh", 1);
+    tb_error_clear();
+    chain[0] = '\0';
+    rc = tb_plot_render(&p, dir, "gelu", TB_PLOT_ALL);
+    f = fmemopen(chain, sizeof chain - 1, "w");
+    tb_error_print(f);
+    fclose(f);
+    CHECK(rc == TB_ERR_IO && strstr(chain, "gnuplot failed") && strstr(chain, "gelu.gp"),
+          "a failing gnuplot's stderr is in the error:\n%s", chain);
+    unsetenv("TB_GNUPLOT");
+    tb_error_clear();
+    long size_after = head("gelu.png", after, sizeof after);
+    CHECK(size_after == size_before && memcmp(before, after, 8) == 0, "earlier gelu.png intact");
+    CHECK(count_temps() == 0, "no temporaries left");
+
+    CHECK(tb_plot_render(&p, dir, "../escape", TB_PLOT_PNG) == TB_ERR_INVALID, "bad name refused");
+    p.n_series = 0;
+    CHECK(tb_plot_render(&p, dir, "empty", TB_PLOT_PNG) == TB_ERR_INVALID, "no series refused");
+    tb_error_clear();
+}
+
+int main(void)
+{
+    tb_test_verbose = 1; /* a checklist: every check printed */
+    const char *base = getenv("TEST_TMPDIR");
+    snprintf(dir, sizeof dir, "%s/plot_XXXXXX", base ? base : "/tmp");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    if (system("gnuplot --version >/dev/null 2>&1") != 0) {
+        printf("FAILED: gnuplot not on PATH; install it with: apt-get install gnuplot-nox\n");
+        return 1;
+    }
+    test_render();
+    test_single_x();
+    test_failures();
+    printf("images in %s\n", dir);
+    printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
+    return failures != 0;
+}

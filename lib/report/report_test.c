@@ -1,0 +1,423 @@
+/*
+ * report_test.c - the report on a results folder built here: rows made in
+ * memory and saved with lib/report/results.h, a fingerprint, and a real PNG
+ * rendered by lib/report/plot.h (gnuplot). Checks:
+ *   - the summary rule (metric, point, best setting);
+ *   - REPORT.html embeds every image as a data: URI and references nothing
+ *     outside itself (no http(s), no href, no external src, no <link>/<script>);
+ *   - every time and speedup in the tables has its unit and 95% interval;
+ *   - every n/a carries its reason: on each line of REPORT.md, and in each
+ *     cell of the summary (a technique whose other settings are n/a on this
+ *     backend shows their reason, not a blank);
+ *   - settings that are their own point (tf32 = 0 against 1) are all shown
+ *     in their technique's section;
+ *   - the waterfall and time-to-accuracy sections say "not measured in this
+ *     run" without their CSVs and show tables with them;
+ *   - summary.md / summary.tex match golden files byte for byte
+ *     (lib/report/testdata/report_summary_golden.{md,tex}; regenerate with
+ *     TB_UPDATE_GOLDEN=/path/to/lib/report/testdata).
+ *
+ * bazel test //lib/report:report_test
+ */
+#include <math.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/report/plot.h"
+#include "lib/report/report.h"
+#include "lib/core/testing.h"
+
+/* A timed row with a median, interval, speedup and correctness. */
+static void timed(tb_result_row *r, const char *tech, const char *setting, int base,
+                  const char *pname, double pval, const char *metric, double median, double sp)
+{
+    tb_result_row_init(r);
+    snprintf(r->technique, sizeof r->technique, "%s", tech);
+    snprintf(r->backend, sizeof r->backend, "cpu");
+    snprintf(r->device, sizeof r->device, "Test CPU");
+    snprintf(r->setting, sizeof r->setting, "%s", setting);
+    r->is_baseline = base;
+    snprintf(r->param_name, sizeof r->param_name, "%s", pname);
+    r->param_value = pval;
+    snprintf(r->metric, sizeof r->metric, "%s", metric);
+    snprintf(r->unit, sizeof r->unit, "ms");
+    r->reps = 5;
+    r->median = median;
+    r->ci_low = median * 0.97;
+    r->ci_high = median * 1.04;
+    r->min = median * 0.95;
+    r->max = median * 1.1;
+    r->noise_floor = 0.02;
+    if (base) {
+        r->timing_verdict = TB_TIMING_BASELINE;
+    } else {
+        r->speedup = sp;
+        r->speedup_ci_low = sp * 0.95;
+        r->speedup_ci_high = sp * 1.05;
+        r->timing_verdict = sp > 1.1 ? TB_TIMING_FASTER : sp < 0.9 ? TB_TIMING_SLOWER
+                                                                   : TB_TIMING_WITHIN_NOISE;
+    }
+    r->correctness = TB_CORRECT_WITHIN_TOL;
+    snprintf(r->checked_against, sizeof r->checked_against, "float64 reference");
+    r->tolerance = 1e-5;
+    r->max_rel_err = 2e-7;
+}
+
+static void build_alpha(tb_results *res)
+{
+    tb_result_row r;
+    static const double sizes[2] = {1024, 4096};
+    for (int i = 0; i < 2; i++) {
+        double n = sizes[i];
+        timed(&r, "alpha", "off", 1, "elements", n, "fwd time", 2.0 * n / 1024, 1);
+        r.rate = 4.0 * n / (r.median * 1e-3) / 1e9;
+        snprintf(r.rate_unit, sizeof r.rate_unit, "GB/s");
+        snprintf(r.ceiling_name, sizeof r.ceiling_name, "copy bandwidth");
+        r.ceiling_rate = 20;
+        r.fraction_of_ceiling = r.rate / 20;
+        tb_results_add(res, &r);
+        timed(&r, "alpha", "on", 0, "elements", n, "fwd time", n / 1024, i ? 2.0 : 5.0);
+        tb_results_add(res, &r);
+        timed(&r, "alpha", "half", 0, "elements", n, "fwd time", 1.5 * n / 1024, i ? 1.33 : 9.0);
+        r.correctness = TB_CORRECT_EXACT;
+        snprintf(r.checked_against, sizeof r.checked_against, "baseline");
+        r.tolerance = NAN;
+        r.max_rel_err = 0;
+        tb_results_add(res, &r);
+    }
+}
+
+static void build_beta(tb_results *res)
+{
+    tb_result_row r;
+    timed(&r, "beta", "memset", 1, "", NAN, "zero time", 1.0, 1);
+    tb_results_add(res, &r);
+    timed(&r, "beta", "none", 0, "", NAN, "zero time", 0.5, 2.0);
+    tb_results_add(res, &r);
+    timed(&r, "beta", "memset", 1, "", NAN, "step time", 10.0, 1);
+    tb_results_add(res, &r);
+    timed(&r, "beta", "none", 0, "", NAN, "step time", 9.9, 1.01);
+    r.correctness = TB_CORRECT_DIFFERS;
+    r.max_rel_err = 0.5;
+    tb_results_add(res, &r);
+    tb_results_add_na(res, "beta", "cpu", "Test CPU", "pinned", "step time",
+                      "no copy to a device on the CPU backend");
+}
+
+static void build_gamma(tb_results *res)
+{
+    tb_results_add_na(res, "gamma", "cpu", "Test CPU", "graphs", "step time",
+                      "CUDA graphs need a GPU");
+}
+
+/* The baseline timed, the only other setting n/a here (pinned memory on
+ * the CPU), with a note that itself begins with "n/a". */
+static void build_delta(tb_results *res)
+{
+    tb_result_row r;
+    timed(&r, "delta", "pageable", 1, "pinned", 0, "step time", 20.0, 1);
+    tb_results_add(res, &r);
+    tb_results_add_na(res, "delta", "cpu", "Test CPU", "pinned", "step time",
+                      "n/a on the CPU backend: no copy to a device");
+}
+
+/* Each setting its own point: the baseline at tf32 = 0, tf32 at 1. */
+static void build_epsilon(tb_results *res)
+{
+    tb_result_row r;
+    timed(&r, "epsilon", "fp32", 1, "tf32", 0, "step time", 8.0, 1);
+    tb_results_add(res, &r);
+    timed(&r, "epsilon", "tf32", 0, "tf32", 1, "step time", 4.0, 2.0);
+    tb_results_add(res, &r);
+}
+
+static int save(const tb_results *res, const char *dir, const char *name)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s.csv", dir, name);
+    return tb_results_save_csv(res, path);
+}
+
+static void make_folder(const char *root, char *rdir, char *pdir)
+{
+    sprintf(rdir, "%s/results/test-cpu", root);
+    sprintf(pdir, "%s/plots/test-cpu", root);
+    CHECK_OK(tb_mkdir_p(rdir));
+    CHECK_OK(tb_mkdir_p(pdir));
+    tb_results a, b, g, c, dl, e;
+    tb_results_init(&a), tb_results_init(&b), tb_results_init(&g), tb_results_init(&c);
+    tb_results_init(&dl), tb_results_init(&e);
+    build_alpha(&a);
+    build_beta(&b);
+    build_gamma(&g);
+    build_delta(&dl);
+    build_epsilon(&e);
+    tb_result_row r;
+    timed(&r, "ceilings", "copy bandwidth", 0, "bytes", 268435456, "copy time", 25, NAN);
+    r.timing_verdict = TB_TIMING_NA;
+    r.correctness = TB_CORRECT_NA;
+    r.rate = 21.5;
+    snprintf(r.rate_unit, sizeof r.rate_unit, "GB/s");
+    snprintf(r.note, sizeof r.note, "rate = bytes read + written / median time");
+    tb_results_add(&c, &r);
+    tb_results_add_na(&c, "ceilings", "cpu", "Test CPU", "h2d pinned bandwidth", "transfer time",
+                      "no device copy on the CPU backend");
+    CHECK_OK(save(&a, rdir, "alpha"));
+    CHECK_OK(save(&b, rdir, "beta"));
+    CHECK_OK(save(&g, rdir, "gamma"));
+    CHECK_OK(save(&c, rdir, "ceilings"));
+    CHECK_OK(save(&dl, rdir, "delta"));
+    CHECK_OK(save(&e, rdir, "epsilon"));
+    tb_results_free(&a), tb_results_free(&b), tb_results_free(&g), tb_results_free(&c);
+    tb_results_free(&dl), tb_results_free(&e);
+
+    tb_fingerprint fp;
+    memset(&fp, 0, sizeof fp);
+    tb_fingerprint_set(&fp, "device.name", "Test CPU");
+    tb_fingerprint_set(&fp, "device.backend", "cpu");
+    tb_fingerprint_set_number(&fp, "device.threads", 2);
+    tb_fingerprint_set(&fp, "cpu.frequency", "n/a (not exposed by this machine)");
+    char path[4200];
+    sprintf(path, "%s/fingerprint.json", rdir);
+    CHECK_OK(tb_fingerprint_save(&fp, path));
+
+    /* A real figure, PNG only, named after technique alpha. */
+    double x[2] = {1024, 4096}, y[2] = {1, 2};
+    tb_plot_series s = {"on", x, y, NULL, NULL, 2};
+    tb_plot p = {"alpha", "elements", "speedup (x)", 2, 0, &s, 1, NULL, 0, 0};
+    CHECK_OK(tb_plot_render(&p, pdir, "alpha_speedup", TB_PLOT_PNG));
+}
+
+static void test_pick(const char *rdir)
+{
+    tb_results a, b;
+    tb_results_init(&a), tb_results_init(&b);
+    build_alpha(&a);
+    build_beta(&b);
+    tb_report_pick p;
+    tb_report_pick_best(&a, "alpha", &p);
+    /* Largest point (4096), best median speedup there ("on", 2.0 > 1.33),
+     * although "half" is faster at the small point. */
+    CHECK(p.baseline && p.best);
+    if (p.best) {
+        CHECK(p.best->param_value == 4096);
+        CHECK(!strcmp(p.best->setting, "on"));
+    }
+    tb_report_pick_best(&b, "beta", &p);
+    CHECK(p.best && !strcmp(p.best->metric, "step time")); /* step time wins over the first metric */
+    tb_results_free(&a), tb_results_free(&b);
+    (void)rdir;
+}
+
+/* Every "n/a" in the Markdown is followed by its reason: "n/a: why" or
+ * "n/a (why)" somewhere on the same line. */
+static void check_na_reasons(const char *md)
+{
+    const char *line = md;
+    while (line && *line) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
+        if (strstr(buf, "n/a")) {
+            int has_reason = 0;
+            for (const char *p = buf; (p = strstr(p, "n/a")) != NULL; p += 3)
+                if ((p[3] == ':' || (p[3] == ' ' && p[4] == '(')) && p[5] && p[5] != '|')
+                    has_reason = 1;
+            if (!has_reason)
+                fprintf(stderr, "n/a without a reason: %s\n", buf);
+            CHECK(has_reason);
+        }
+        line = end ? end + 1 : NULL;
+    }
+}
+
+static int matches(const char *re, const char *s)
+{
+    regex_t r;
+    if (regcomp(&r, re, REG_EXTENDED | REG_NOSUB) != 0)
+        return 0;
+    int ok = regexec(&r, s, 0, NULL, 0) == 0;
+    regfree(&r);
+    return ok;
+}
+
+#define NUM "-?[0-9]+(\\.[0-9]+)?(e[-+][0-9]+)?"
+#define TIME NUM " (ms|us|s) \\[" NUM ", " NUM "\\]"
+#define SPEEDUP NUM "× \\[" NUM ", " NUM "\\]"
+
+/* Summary rows of summary.md: the baseline and best cells are "setting:
+ * TIME", the speedup cell "SPEEDUP", unless the row is n/a with a reason. */
+static void check_units(const char *md)
+{
+    int rows = 0;
+    for (const char *line = strstr(md, "\n| "); line; line = strstr(line + 1, "\n| ")) {
+        char buf[4096], *cell[8];
+        const char *end = strchr(line + 1, '\n');
+        snprintf(buf, sizeof buf, "%.*s", (int)(end ? end - line - 1 : (long)strlen(line + 1)),
+                 line + 1);
+        if (strstr(buf, "| technique |") == buf || strstr(buf, "| --- |") == buf)
+            continue;
+        int n = 0;
+        for (char *t = strtok(buf, "|"); t && n < 8; t = strtok(NULL, "|")) {
+            while (*t == ' ')
+                t++;
+            size_t l = strlen(t);
+            while (l && t[l - 1] == ' ')
+                t[--l] = '\0';
+            cell[n++] = t;
+        }
+        CHECK(n == 7);
+        if (n != 7)
+            continue;
+        rows++;
+        for (int c = 0; c < n; c++)
+            if (strstr(cell[c], "n/a") && !matches("n/a(: | \\()[^ ]", cell[c])) {
+                fprintf(stderr, "summary cell n/a without a reason: %s\n", cell[c]);
+                failures++;
+            }
+        if (!strncmp(cell[4], "n/a", 3))
+            continue;
+        if (!matches("^[a-z0-9]+: " TIME "$", cell[2]) || !matches("^[a-z0-9]+: " TIME "$", cell[3]) ||
+            !matches("^" SPEEDUP "$", cell[4])) {
+            fprintf(stderr, "number without unit or interval in: %s | %s | %s\n", cell[2],
+                    cell[3], cell[4]);
+            failures++;
+        }
+    }
+    CHECK(rows == 5);
+    CHECK(!strstr(md, "none compared"));
+}
+
+static void check_html(const char *html)
+{
+    CHECK(strstr(html, "<img alt=\"figure alpha_speedup\" src=\"data:image/png;base64,iVBORw0KGgo"));
+    CHECK(!strstr(html, "http://"));
+    CHECK(!strstr(html, "https://"));
+    CHECK(!strstr(html, "href="));
+    CHECK(!strstr(html, "<link"));
+    CHECK(!strstr(html, "<script"));
+    CHECK(!strstr(html, "url("));
+    for (const char *p = html; (p = strstr(p, "src=\"")) != NULL; p += 5)
+        CHECK(!strncmp(p + 5, "data:", 5));
+}
+
+static void check_golden(const char *rdir, const char *name, const char *golden)
+{
+    char path[4200], gpath[4200];
+    snprintf(path, sizeof path, "%s/%s", rdir, name);
+    const char *update = getenv("TB_UPDATE_GOLDEN");
+    char *got = slurp(path);
+    CHECK(got);
+    if (update && got) {
+        snprintf(gpath, sizeof gpath, "%s/%s", update, golden);
+        FILE *f = fopen(gpath, "wb");
+        CHECK(f && fputs(got, f) >= 0 && fclose(f) == 0);
+        free(got);
+        return;
+    }
+    snprintf(gpath, sizeof gpath, "lib/report/testdata/%s", golden);
+    char *want = slurp(gpath);
+    CHECK(want);
+    if (got && want && strcmp(got, want) != 0) {
+        fprintf(stderr, "%s differs from %s:\n--- got\n%s\n--- want\n%s\n", name, gpath, got, want);
+        failures++;
+    }
+    free(got);
+    free(want);
+}
+
+/* Waterfall and time to accuracy: absent, then present. */
+static void test_optional_sections(const char *rdir, const char *pdir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/REPORT.md", rdir);
+    char *md = slurp(path);
+    CHECK(md && strstr(md, "Not measured in this run: `waterfall.csv` is absent"));
+    CHECK(md && strstr(md, "Not measured in this run: `time_to_accuracy.csv` is absent"));
+    free(md);
+
+    tb_results w, t;
+    tb_results_init(&w), tb_results_init(&t);
+    tb_result_row r;
+    timed(&r, "waterfall", "all off", 1, "stage", 0, "step time", 10, 1);
+    tb_results_add(&w, &r);
+    timed(&r, "waterfall", "+ fused GELU", 0, "stage", 1, "step time", 8, 1.25);
+    tb_results_add(&w, &r);
+    timed(&r, "waterfall", "all on", 0, "leave-one-out", 0, "step time", 8, 1.25);
+    tb_results_add(&w, &r);
+    timed(&r, "waterfall", "all on but fused GELU", 0, "leave-one-out", 1, "step time", 10, 1.0);
+    tb_results_add(&w, &r);
+    timed(&r, "time_to_accuracy", "baseline", 1, "target accuracy", 0.85, "time to accuracy", 60, 1);
+    snprintf(r.unit, sizeof r.unit, "s");
+    tb_results_add(&t, &r);
+    tb_results_add_na(&t, "time_to_accuracy", "cpu", "Test CPU", "all techniques",
+                      "time to accuracy", "did not reach 85% in 3 epochs");
+    CHECK_OK(save(&w, rdir, "waterfall"));
+    CHECK_OK(save(&t, rdir, "time_to_accuracy"));
+    tb_results_free(&w), tb_results_free(&t);
+    CHECK_OK(tb_report_write_dir(rdir, pdir));
+    md = slurp(path);
+    CHECK(md && !strstr(md, "Not measured in this run: `waterfall.csv`"));
+    CHECK(md && strstr(md, "| + fused GELU | 8.00 ms [7.76, 8.32] | 1.25× [1.19, 1.31] |"));
+    CHECK(md && strstr(md, "| all on but fused GELU |"));
+    CHECK(md && strstr(md, "n/a: did not reach 85% in 3 epochs"));
+    /* the special CSVs are not techniques in the summary */
+    CHECK(md && !strstr(md, "| waterfall | "));
+    if (md)
+        check_na_reasons(md);
+    free(md);
+}
+
+int main(void)
+{
+    const char *tmp = getenv("TEST_TMPDIR");
+    char root[4096], rdir[4200], pdir[4200], path[4300];
+    snprintf(root, sizeof root, "%s/report_test", tmp ? tmp : "/tmp");
+    make_folder(root, rdir, pdir);
+    test_pick(rdir);
+    CHECK_OK(tb_report_write_dir(rdir, NULL)); /* plots found as the sibling folder */
+
+    snprintf(path, sizeof path, "%s/REPORT.html", rdir);
+    char *html = slurp(path);
+    CHECK(html);
+    if (html)
+        check_html(html);
+    free(html);
+    snprintf(path, sizeof path, "%s/REPORT.md", rdir);
+    char *md = slurp(path);
+    CHECK(md);
+    if (md) {
+        check_na_reasons(md);
+        CHECK(strstr(md, "](../../plots/test-cpu/alpha_speedup.png)"));
+        CHECK(strstr(md, "| gamma | step time | n/a: nothing was timed | "
+                         "graphs: n/a: CUDA graphs need a GPU |"));
+        /* the other setting's reason in the summary, its leading "n/a" not doubled */
+        CHECK(strstr(md, "| delta | step time | pageable: 20.0 ms [19.4, 20.8] | "
+                         "pinned: n/a: on the CPU backend: no copy to a device |"));
+        CHECK(!strstr(md, "n/a: n/a"));
+        CHECK(strstr(md, "Not timed: **pinned** (step time), n/a: on the CPU backend: no copy"));
+        /* settings that are their own point: both rows in the section */
+        CHECK(strstr(md, "| epsilon | step time, tf32 = 0 vs tf32 = 1 |"));
+        CHECK(strstr(md, "| tf32 | step time | 4.00 ms [3.88, 4.16] | 2.00× [1.90, 2.10] |"));
+        CHECK(strstr(md, "| copy bandwidth | bytes = 268435456 | 21.5 GB/s [20.7, 22.2] |"));
+    }
+    free(md);
+    snprintf(path, sizeof path, "%s/summary.md", rdir);
+    char *sum = slurp(path);
+    CHECK(sum);
+    if (sum)
+        check_units(sum);
+    free(sum);
+    check_golden(rdir, "summary.md", "report_summary_golden.md");
+    check_golden(rdir, "summary.tex", "report_summary_golden.tex");
+    test_optional_sections(rdir, pdir);
+    if (failures) {
+        fprintf(stderr, "report_test: %d failures\n", failures);
+        return 1;
+    }
+    printf("report_test: ok\n");
+    return 0;
+}

@@ -1,0 +1,125 @@
+/*
+ * dist.c - selfcheck's step checks of how data reaches the
+ * device(s): DataParallel over 2 GPUs against the same driver on 2 CPU
+ * backends, and --pin-memory / --non-blocking against pageable copies on
+ * the same backend. Entries of sc_step_checks[] (lib/selfcheck/train.c).
+ *
+ *   bazel run //bench:selfcheck -- --device=cuda:0
+ *   bazel test //lib/selfcheck:selfcheck_test
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "lib/backend/backend.h"
+#include "lib/train/config.h"
+#include "lib/dist/dp.h"
+#include "lib/selfcheck/internal.h"
+#include "lib/core/status.h"
+#include "lib/train/train.h"
+
+/* DataParallel over 2 GPUs from one thread (lib/dist/dp.h, TB_DP_ONE_THREAD):
+ * the model on the device under test, its replica on the other GPU, the
+ * copies between them copy_peer; against the same driver on 2 CPU
+ * backends. 3 SGD steps of batch 32, small CNN, seed 7, synthetic batch. */
+#define DP_CHECK_B 32
+#define DP_CHECK_STEPS 3
+
+typedef struct dp_batch {
+    float img[DP_CHECK_B * 784];
+    int32_t lab[DP_CHECK_B];
+} dp_batch;
+
+static int dp_check_loss(tb_backend *be, const void *arg, double *loss)
+{
+    const dp_batch *batch = arg;
+    tb_model_opts o = {.in = {1, 28, 28}, .classes = 10, .max_batch = DP_CHECK_B,
+                       .conv_bias = 1, .seed = 7};
+    tb_opt_hparams hp = {.kind = TB_OPT_SGD, .lr = 0.05f, .momentum = 0.9f, .grad_scale = 1.0f};
+    tb_lr_schedule sch = {.peak_lr = 0.05};
+    tb_model *m = NULL;
+    tb_optim opt = {0};
+    tb_dp *dp = NULL;
+    float l = 0;
+    int rc;
+    TB_TRY_GOTO(rc, model_build(be, tb_spec_small_cnn, &o, &m), out_free);
+    TB_TRY_GOTO(rc, optim_init(&opt, m, &hp, &sch, 0), out_free);
+    TB_TRY_GOTO(rc, dp_create(m, tb_spec_small_cnn, &o, 2, TB_DP_ONE_THREAD, 0, &dp), out_free);
+    for (int step = 0; step < DP_CHECK_STEPS; step++) {
+        TB_TRY_GOTO(rc, model_zero_grad(m, 1), out_free);
+        TB_TRY_GOTO(rc, dp_step(dp, batch->img, batch->lab, DP_CHECK_B, 1.0f, &l), out_free);
+        TB_TRY_GOTO(rc, optim_step(&opt), out_free);
+    }
+    *loss = l;
+out_free:
+    dp_destroy(dp);
+    optim_free(&opt);
+    model_destroy(m);
+    return rc;
+}
+
+/* TB_ERR_UNSUPPORTED (n/a), saying why, unless be is a GPU and a second
+ * one is there. */
+static int dp_check_usable(tb_backend *be)
+{
+    const char *why = NULL;
+    int count = tb_cuda_device_count(&why);
+    if (count == 0)
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "needs 2 GPUs: no GPU (%s)", why ? why : "none found");
+    if (count == 1)
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "needs 2 GPUs, this machine has 1");
+    tb_device_kind kind;
+    int ord;
+    if (tb_device_parse(be->name, &kind, &ord) != TB_OK || kind != TB_DEVICE_CUDA) {
+        tb_error_clear();
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "the backend under test is %s: run with "
+                       "--device=cuda to check DataParallel on %d GPUs", be->name, count);
+    }
+    return TB_OK;
+}
+
+int sc_step_dp_two_gpus(tb_backend *be, double *got, double *ref)
+{
+    dp_batch batch;
+    uint64_t s = 12345;
+    TB_TRY(dp_check_usable(be));
+    for (int i = 0; i < DP_CHECK_B * 784; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        batch.img[i] = (float)((s >> 40) & 0xffff) / 32768.0f - 1.0f;
+    }
+    for (int i = 0; i < DP_CHECK_B; i++)
+        batch.lab[i] = (i * 7 + 3) % 10;
+    return sc_on_be_and_cpu(be, dp_check_loss, &batch, got, ref);
+}
+
+/* --pin-memory and --non-blocking change how each batch reaches the
+ * device, not its bytes: the loss after the steps is pageable's on the same
+ * backend, bitwise. Pageable runs twice: on a backend whose training does
+ * not repeat bitwise (a non-deterministic algorithm) the comparison could
+ * not tell a bad copy from that, and the check says so instead. */
+static void tweak_pageable(tb_config *c) { (void)c; }
+static void tweak_pinned(tb_config *c) { c->pin_memory = 1; }
+static void tweak_pinned_async(tb_config *c) { c->pin_memory = 1; c->non_blocking = 1; }
+
+static int staged_vs_pageable(tb_backend *be, void (*tweak)(tb_config *), double *got,
+                              double *ref)
+{
+    double again;
+    TB_TRY(sc_step_loss(be, tweak, got)); /* first: refused at once where n/a */
+    TB_TRY(sc_step_loss(be, tweak_pageable, ref));
+    TB_TRY(sc_step_loss(be, tweak_pageable, &again));
+    if (memcmp(ref, &again, sizeof again) != 0)
+        return TB_FAIL(TB_ERR_NUMERIC, "two pageable runs on %s gave losses %.9g and %.9g: its "
+                       "training does not repeat bitwise (a non-deterministic algorithm?), so "
+                       "pinned vs pageable cannot be compared bitwise", be->name, *ref, again);
+    return TB_OK;
+}
+
+int sc_step_pinned(tb_backend *be, double *got, double *ref)
+{
+    return staged_vs_pageable(be, tweak_pinned, got, ref);
+}
+
+int sc_step_pinned_async(tb_backend *be, double *got, double *ref)
+{
+    return staged_vs_pageable(be, tweak_pinned_async, got, ref);
+}

@@ -1,0 +1,284 @@
+/*
+ * selfcheck_test.c - tests the selfcheck walk (lib/selfcheck/selfcheck.c) itself.
+ *
+ *   bazel test //lib/selfcheck:selfcheck_test             # the walk, coverage, broken ops
+ *   bazel test //bench:selfcheck_binary_test    # bench:selfcheck's exit codes
+ *
+ * What it checks:
+ *  1. The generated op table (lib/backend/optable.h) matches struct tb_backend:
+ *     known slots are there with the right kind, and reading a slot through
+ *     it gives the member's value.
+ *  2. Coverage: every op slot has a selfcheck case, every runtime slot is
+ *     listed as not an op (a new slot in lib/backend/backend.h fails this until
+ *     lib/selfcheck/selfcheck.c checks it; the message names the slot).
+ *  3. The walk on the CPU backend's fast paths against the plain reference:
+ *     no failure, the slots backend.h lets the CPU leave NULL reported n/a,
+ *     and the pinned-memory step checks n/a with the CPU's reason.
+ *  4. Broken ops are caught: a relu_fwd that leaks negatives, one that
+ *     leaves an element unwritten, a conv_fwd off by 1e-3 in one element, a
+ *     dropout_fwd whose mask flips one bit, an op slot set to NULL, and an
+ *     op returning TB_ERR_UNSUPPORTED for its fp32 case: each is a FAIL line
+ *     for that slot.
+ * With --selfcheck-binary=PATH it instead runs bench:selfcheck: the default
+ * (--device=cuda) exits 0 saying there is nothing to check when no GPU is
+ * usable; --device=auto exits 0 with the summary (the CPU, or the GPU);
+ * --help exits 0; a bad --device exits 2.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "lib/backend/backend.h"
+#include "lib/backend/optable.h"
+#include "lib/selfcheck/selfcheck.h"
+#include "lib/core/status.h"
+#include "lib/core/testing.h"
+
+/* ---- 1. the generated table ---- */
+
+static void test_optable(tb_backend *be)
+{
+    const tb_slot_info *relu = tb_optable_find("relu_fwd");
+    const tb_slot_info *alloc = tb_optable_find("dev_alloc");
+    const tb_slot_info *opt = tb_optable_find("opt_step");
+    CHECK(relu && relu->kind == TB_SLOT_OP && strcmp(relu->section, "element-wise ops") == 0,
+          "relu_fwd missing from the op table or not an element-wise op");
+    CHECK(alloc && alloc->kind == TB_SLOT_RUNTIME, "dev_alloc missing or not a runtime slot");
+    CHECK(opt && opt->kind == TB_SLOT_OP, "opt_step missing or not an op");
+    CHECK(!tb_optable_find("name") && !tb_optable_find("ctx"),
+          "data members of tb_backend listed as slots");
+    CHECK(tb_optable_find("destroy") != NULL, "destroy missing");
+    if (relu)
+        CHECK(tb_slot_get(be, relu) == (tb_slot_fn)be->relu_fwd,
+              "tb_slot_get(relu_fwd) is not be->relu_fwd");
+    if (alloc)
+        CHECK(tb_slot_get(be, alloc) == (tb_slot_fn)be->dev_alloc,
+              "tb_slot_get(dev_alloc) is not be->dev_alloc");
+    int ops = 0;
+    for (size_t i = 0; i < tb_optable_count; i++)
+        ops += tb_optable[i].kind == TB_SLOT_OP;
+    printf("optable: %zu slots of struct tb_backend, %d ops, %zu runtime\n", tb_optable_count, ops,
+           tb_optable_count - (size_t)ops);
+}
+
+/* ---- 2. coverage ---- */
+
+static void test_coverage(void)
+{
+    int problems = tb_selfcheck_coverage(stdout);
+    CHECK(problems == 0, "%d slots of lib/backend/backend.h without a selfcheck case (listed above)",
+          problems);
+    printf("coverage: %d problems\n", problems);
+}
+
+/* ---- 3. the walk on the CPU fast paths ---- */
+
+/* Runs the walk with its lines in a memory buffer (echoed to stdout). */
+static char *walk(tb_backend *be, const char *filter, tb_selfcheck_counts *counts)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) {
+        CHECK(0, "open_memstream failed");
+        return NULL;
+    }
+    tb_selfcheck_opts o = {.out = f, .filter = filter};
+    int rc = tb_selfcheck_run(be, &o, counts);
+    fclose(f);
+    CHECK(rc == TB_OK, "tb_selfcheck_run returned %s: %s", tb_err_name(rc), tb_error_message());
+    fputs(text, stdout);
+    return text;
+}
+
+static void test_cpu_walk(tb_backend *be)
+{
+    tb_selfcheck_counts c;
+    char *text = walk(be, NULL, &c);
+    CHECK(c.failed == 0, "the CPU fast paths failed %d checks against the reference", c.failed);
+    CHECK(c.passed >= 100, "only %d checks passed", c.passed);
+    CHECK(text && strstr(text, "n/a  mem_empty_cache: NULL on cpu"),
+          "mem_empty_cache (NULL on the CPU, allowed) not reported n/a");
+    CHECK(text && strstr(text, "PASS conv_fwd NCHW 2x3x7x7 k5 3x3 s1 p1 bias algo=default:"),
+          "no conv_fwd line for the default algorithm");
+    CHECK(text && strstr(text, "n/a  step pin-memory (vs pageable, same backend): --pin-memory: "
+                               "n/a on the CPU backend: no copy to a device"),
+          "the pin-memory step check is not n/a on the CPU with its reason");
+    CHECK(text && strstr(text, "n/a  step pin-memory non-blocking (vs pageable, same backend): "
+                               "--pin-memory: n/a on the CPU backend"),
+          "the pin-memory non-blocking step check is not n/a on the CPU with its reason");
+    char want[64];
+    snprintf(want, sizeof want, "selfcheck: %d passed, %d failed, %d n/a\n", c.passed, c.failed,
+             c.na);
+    CHECK(text && strstr(text, want), "summary line missing or wrong (want \"%s\")", want);
+    printf("cpu walk: %d passed, %d failed, %d n/a\n", c.passed, c.failed, c.na);
+    free(text);
+}
+
+/* ---- 4. broken ops ---- */
+
+static int (*real_conv_fwd)(tb_backend *, const tb_conv_desc *, int, const float *,
+                            const float *, const float *, float *);
+static int (*real_dropout_fwd)(tb_backend *, float, uint64_t, uint64_t, const float *, float *,
+                               uint8_t *, size_t);
+
+static int leaky_relu(tb_backend *be, const float *x, float *y, size_t n)
+{
+    (void)be;
+    for (size_t i = 0; i < n; i++)
+        y[i] = x[i] > 0 ? x[i] : 0.01f * x[i];
+    return TB_OK;
+}
+
+static int relu_skips_last(tb_backend *be, const float *x, float *y, size_t n)
+{
+    (void)be;
+    for (size_t i = 0; i + 1 < n; i++)
+        y[i] = x[i] > 0 ? x[i] : 0.0f;
+    return TB_OK;
+}
+
+static int conv_fwd_off(tb_backend *be, const tb_conv_desc *d, int algo, const float *x,
+                        const float *w, const float *bias, float *y)
+{
+    int rc = real_conv_fwd(be, d, algo, x, w, bias, y);
+    y[3] *= 1.001f; /* 1e-3 relative: 100x the conv tolerance */
+    return rc;
+}
+
+static int dropout_flips_bit(tb_backend *be, float p, uint64_t seed, uint64_t offset,
+                             const float *x, float *y, uint8_t *mask, size_t n)
+{
+    int rc = real_dropout_fwd(be, p, seed, offset, x, y, mask, n);
+    mask[n / 2] ^= 1;
+    return rc;
+}
+
+static int add_unsupported(tb_backend *be, const float *a, const float *b, float *y, size_t n)
+{
+    (void)be, (void)a, (void)b, (void)y, (void)n;
+    return TB_FAIL(TB_ERR_UNSUPPORTED, "add: not on this backend (deliberately broken)");
+}
+
+/* Runs the walk on slot only with be's copy whose slot is f: it must fail. */
+static void expect_caught(tb_backend *be, const char *slot, tb_slot_fn f, const char *what)
+{
+    tb_backend broken = *be; /* shares ctx; never destroyed */
+    const tb_slot_info *s = tb_optable_find(slot);
+    if (!s) {
+        CHECK(0, "no slot %s", slot);
+        return;
+    }
+    tb_slot_set(&broken, s, f);
+    tb_selfcheck_counts c;
+    char *text = walk(&broken, slot, &c);
+    char case_line[64], slot_line[64]; /* "FAIL relu_fwd n=3: ..." or "FAIL bias_add: NULL" */
+    snprintf(case_line, sizeof case_line, "FAIL %s ", slot);
+    snprintf(slot_line, sizeof slot_line, "FAIL %s:", slot);
+    int named = text && (strstr(text, case_line) || strstr(text, slot_line));
+    CHECK(c.failed > 0 && named, "%s (%s) was not caught: %d failed", slot, what, c.failed);
+    printf("broken %s (%s): caught, %d of %d checks failed\n", slot, what, c.failed,
+           c.failed + c.passed);
+    free(text);
+}
+
+static void test_broken_ops(tb_backend *be)
+{
+    real_conv_fwd = be->conv_fwd;
+    real_dropout_fwd = be->dropout_fwd;
+    expect_caught(be, "relu_fwd", (tb_slot_fn)leaky_relu, "leaky for negatives");
+    expect_caught(be, "relu_fwd", (tb_slot_fn)relu_skips_last, "last element unwritten");
+    expect_caught(be, "conv_fwd", (tb_slot_fn)conv_fwd_off, "one element off by 1e-3");
+    expect_caught(be, "dropout_fwd", (tb_slot_fn)dropout_flips_bit, "one mask bit flipped");
+    expect_caught(be, "bias_add", NULL, "NULL where backend.h does not allow it");
+    expect_caught(be, "add", (tb_slot_fn)add_unsupported, "TB_ERR_UNSUPPORTED for fp32");
+}
+
+/* ---- the binary (bench:selfcheck_binary_test) ---- */
+
+/* Runs cmd; returns its exit status (-1 if it did not exit) and its stdout. */
+static int run(const char *cmd, char *out, size_t cap)
+{
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t len = 0, got;
+    while (len + 1 < cap && (got = fread(out + len, 1, cap - 1 - len, p)) > 0)
+        len += got;
+    out[len] = 0;
+    char sink[4096];
+    while (fread(sink, 1, sizeof sink, p) > 0)
+        ;
+    int st = pclose(p);
+    printf("$ %s  -> exit %d\n", cmd, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int test_binary(const char *bin)
+{
+    static char out[1 << 20];
+    char cmd[4096];
+    const char *why = NULL;
+    int gpus = tb_cuda_device_count(&why);
+
+    snprintf(cmd, sizeof cmd, "%s", bin);
+    int st = run(cmd, out, sizeof out);
+    if (gpus == 0) {
+        CHECK(st == 0, "default run without a GPU exited %d, want 0", st);
+        CHECK(strstr(out, "selfcheck: no CUDA device (") && strstr(out, "); nothing to check\n"),
+              "no 'nothing to check' line without a GPU; got:\n%s", out);
+    } else {
+        CHECK(st == 0 && strstr(out, "selfcheck: ") && strstr(out, " 0 failed, "),
+              "default run on the GPU: exit %d; got:\n%s", st, out);
+    }
+
+    snprintf(cmd, sizeof cmd, "%s --device=auto 2>&1", bin);
+    st = run(cmd, out, sizeof out);
+    CHECK(st == 0, "--device=auto exited %d, want 0; output:\n%s", st, out);
+    CHECK(strstr(out, " 0 failed, ") && strstr(out, "selfcheck: "),
+          "--device=auto: no summary line with 0 failed; output:\n%s", out);
+    if (gpus == 0)
+        CHECK(strstr(out, "using the CPU backend"), "--device=auto did not say it fell back");
+    const char *sum = strstr(out, "selfcheck: ");
+    while (sum && strstr(sum + 1, "selfcheck: "))
+        sum = strstr(sum + 1, "selfcheck: ");
+    if (sum)
+        printf("  %.*s", (int)strcspn(sum, "\n") + 1, sum);
+
+    snprintf(cmd, sizeof cmd, "%s --help", bin);
+    st = run(cmd, out, sizeof out);
+    CHECK(st == 0 && strstr(out, "--device"), "--help exited %d or lists no --device", st);
+
+    snprintf(cmd, sizeof cmd, "%s --device=tpu 2>&1", bin);
+    st = run(cmd, out, sizeof out);
+    CHECK(st == 2 && strstr(out, "unknown device"), "--device=tpu exited %d, want 2:\n%s", st,
+          out);
+    return failures;
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], "--selfcheck-binary=", 19) == 0) {
+            int f = test_binary(argv[i] + 19);
+            printf("%s\n", f ? "FAILED" : "PASSED");
+            return f ? 1 : 0;
+        }
+
+    tb_backend *be = NULL;
+    int rc = tb_backend_cpu_create(2, &be);
+    if (rc != TB_OK) {
+        tb_error_print(stdout);
+        return 1;
+    }
+    test_optable(be);
+    test_coverage();
+    test_cpu_walk(be);
+    test_broken_ops(be);
+    tb_backend_close(be);
+    printf("%s\n", failures ? "FAILED" : "PASSED");
+    return failures ? 1 : 0;
+}

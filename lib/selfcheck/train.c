@@ -1,0 +1,117 @@
+/*
+ * train.c - selfcheck's training step checks: one entry per
+ * toggle setting in sc_step_checks[], the same few optimizer steps on the
+ * backend under test and on the CPU backend, compared by the loss after
+ * them (lib/selfcheck/selfcheck.h, tb_step_check). The checks that need two devices
+ * or compare two copy paths are in lib/selfcheck/dist.c.
+ *
+ *   bazel run //bench:selfcheck -- --device=cpu
+ *   bazel test //lib/selfcheck:selfcheck_test
+ */
+#include <stddef.h>
+
+#include "lib/backend/backend.h"
+#include "lib/train/config.h"
+#include "lib/selfcheck/internal.h"
+#include "lib/core/status.h"
+#include "lib/train/train.h"
+
+/* The default step config: 4 steps of batch 32 on 256 synthetic samples,
+ * small CNN, seed 7; the loss is the epoch's mean loss, or with evaluate
+ * the test loss after the steps. */
+#define STEP_TOL 1e-3
+#define STEP_WHY "4 fp32 steps; conv/gemm algorithms and reduction orders differ by backend"
+
+static int run_loss(tb_backend *be, void (*tweak)(tb_config *), int evaluate, double *loss)
+{
+    tb_config c;
+    config_defaults(&c);
+    c.dataset = TB_DATA_SYNTHETIC;
+    c.data_limit = 256;
+    c.test_limit = 64;
+    c.batch_size = 32;
+    c.max_steps = 4;
+    c.lr = 0.01;
+    c.seed = 7;
+    tweak(&c);
+    TB_TRY(config_validate(&c));
+    tb_trainer *t;
+    tb_epoch_stats es;
+    tb_eval_stats ev;
+    TB_TRY(trainer_create(&c, be, &t));
+    int rc = train_epoch(t, 0, &es);
+    *loss = es.mean_loss;
+    if (rc == TB_OK && evaluate) {
+        rc = trainer_evaluate(t, &ev);
+        *loss = ev.mean_loss;
+    }
+    trainer_destroy(t);
+    return rc;
+}
+
+int sc_step_loss(tb_backend *be, void (*tweak)(tb_config *), double *loss)
+{
+    return run_loss(be, tweak, 0, loss);
+}
+
+int sc_on_be_and_cpu(tb_backend *be, int (*loss_of)(tb_backend *, const void *, double *),
+                     const void *arg, double *got, double *ref)
+{
+    tb_backend *cpu;
+    TB_TRY(tb_backend_open(TB_DEVICE_CPU, 0, 0, &cpu));
+    int rc = loss_of(be, arg, got);
+    if (rc == TB_OK)
+        rc = loss_of(cpu, arg, ref);
+    tb_backend_close(cpu);
+    return rc;
+}
+
+typedef struct step_run {
+    void (*tweak)(tb_config *);
+    int evaluate;
+} step_run;
+
+static int step_run_loss(tb_backend *be, const void *arg, double *loss)
+{
+    const step_run *r = arg;
+    return run_loss(be, r->tweak, r->evaluate, loss);
+}
+
+/* step_<id>: the default config changed by stmt, on be and on the CPU. */
+#define STEP_CHECK(id, evaluate, stmt)                                                  \
+    static void tweak_##id(tb_config *c) { (void)c; stmt; }                             \
+    static int step_##id(tb_backend *be, double *got, double *ref)                      \
+    {                                                                                   \
+        static const step_run run = {tweak_##id, evaluate};                             \
+        return sc_on_be_and_cpu(be, step_run_loss, &run, got, ref);                     \
+    }
+
+STEP_CHECK(default, 0, (void)0)
+STEP_CHECK(lars, 0, c->optimizer = TB_OPT_LARS; c->lr = 1.0)
+STEP_CHECK(lars_fused, 0, c->optimizer = TB_OPT_LARS; c->lr = 1.0; c->fused_optimizer = 1)
+STEP_CHECK(lamb, 0, c->optimizer = TB_OPT_LAMB; c->lr = 0.005)
+STEP_CHECK(novograd_fused, 0, c->optimizer = TB_OPT_NOVOGRAD; c->fused_optimizer = 1)
+STEP_CHECK(anomaly, 0, c->detect_anomaly = 1)
+STEP_CHECK(loss_read, 0, c->loss_read_every = 3)
+STEP_CHECK(checkpointing, 0, c->checkpointing = 1)
+/* --eval-no-grad changes evaluation only: the test loss after the steps. */
+STEP_CHECK(eval_no_grad, 1, c->eval_no_grad = 1)
+
+#define STAGED_WHY "the copy does not change the data: bitwise equal"
+
+const tb_step_check sc_step_checks[] = {
+    {"default config", STEP_TOL, STEP_WHY, step_default},
+    {"optimizer=lars", STEP_TOL, STEP_WHY, step_lars},
+    {"optimizer=lars fused-optimizer", STEP_TOL, STEP_WHY, step_lars_fused},
+    {"optimizer=lamb", STEP_TOL, STEP_WHY, step_lamb},
+    {"optimizer=novograd fused-optimizer", STEP_TOL, STEP_WHY, step_novograd_fused},
+    {"detect-anomaly", STEP_TOL, STEP_WHY, step_anomaly},
+    {"loss-read-every=3", STEP_TOL, STEP_WHY, step_loss_read},
+    {"checkpointing", STEP_TOL, STEP_WHY, step_checkpointing},
+    {"eval-no-grad (test loss)", STEP_TOL, STEP_WHY, step_eval_no_grad},
+    {"DataParallel on 2 GPUs, one thread", STEP_TOL, STEP_WHY, sc_step_dp_two_gpus},
+    {"pin-memory (vs pageable, same backend)", 0, STAGED_WHY, sc_step_pinned, "pageable"},
+    {"pin-memory non-blocking (vs pageable, same backend)", 0, STAGED_WHY,
+     sc_step_pinned_async, "pageable"},
+    {NULL, 0.0, NULL, NULL, NULL},
+};

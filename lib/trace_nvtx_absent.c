@@ -1,7 +1,0 @@
-/* trace_nvtx_absent.c - NVTX ranges without the CUDA toolkit: nothing to
- * tell (lib/trace.h). */
-#include "lib/trace.h"
-
-void tb_nvtx_push(const char *name) { (void)name; }
-
-void tb_nvtx_pop(void) {}

@@ -1,0 +1,239 @@
+/*
+ * amp_test.c - mixed precision (--amp) in the trainer, on the CPU backend.
+ *
+ * Regular suite (//lib/train:amp_test):
+ *   bf16 vs fp32, small CNN, 50 SGD steps at batch 32 on 2048 Fashion-MNIST
+ *   samples (lr 0.01, as train_test): the last step's loss is finite and
+ *   within 5e-2 relative of fp32's (bf16 keeps 8 mantissa bits, ~4e-3 per
+ *   rounding; 50 steps of SGD amplify that as they amplify any rounding
+ *   difference, see train_test's autotuner note; measured 1.4e-2).
+ *   --amp=fp16 on the CPU: trainer creation fails with TB_ERR_UNSUPPORTED
+ *   naming fp16 (oneDNN 2.6 has no CPU fp16 training), exit code 2.
+ *   The loss scaler's wiring (the CPU has no fp16, so it is driven on bf16
+ *   through trainer_enable_loss_scaling): with the default scale 65536 the
+ *   loss after 10 steps equals the unscaled run's within 1e-6 (scaling by a
+ *   power of two is exact until something overflows), no step skipped; a
+ *   step with scale = Inf makes the gradients Inf/NaN: it is skipped
+ *   (parameters bitwise unchanged) and counted; the next step at scale 1024
+ *   runs. (FLT_MAX does not overflow them: batch norm sums in double.) The
+ *   backoff and growth rule itself is loss_scaler_test's.
+ *   Untested here: an fp16 training run (needs a GPU).
+ * Manual (//lib/train:amp_epoch_test, --full): one full epoch of Fashion-MNIST at
+ *   batch 256, fp32 and bf16: bf16's final epoch loss within 2% and its
+ *   test accuracy within 1 point of fp32's.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/train/config.h"
+#include "lib/train/train.h"
+
+#define STEPS 50
+#define TOL_BF16 5e-2
+
+static int failures;
+
+static void check(int ok, const char *what)
+{
+    printf("  %-76s %s\n", what, ok ? "ok" : "FAIL");
+    failures += !ok;
+}
+
+static double rel_diff(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
+
+static void base_config(tb_config *c)
+{
+    config_defaults(c);
+    c->device = "cpu";
+    c->batch_size = 32;
+    c->max_steps = STEPS;
+    c->data_limit = 2048;
+    c->test_limit = 1000;
+    c->seed = 5;
+    c->lr = 0.01;
+}
+
+/* One epoch (max_steps of it); *loss is the last step's. */
+static int run(tb_backend *be, tb_config *c, int scaling, float *loss)
+{
+    TB_TRY(config_validate(c));
+    tb_trainer *t;
+    TB_TRY(trainer_create(c, be, &t));
+    int rc;
+    if (scaling)
+        TB_TRY_GOTO(rc, trainer_enable_loss_scaling(t), out_destroy);
+    tb_epoch_stats es;
+    TB_TRY_GOTO(rc, train_epoch(t, 0, &es), out_destroy);
+    *loss = es.last_loss;
+    if (scaling && t->scaler.skipped_steps != 0)
+        rc = TB_FAIL(TB_ERR_INTERNAL, "%ld steps skipped at scale %g", t->scaler.skipped_steps,
+                     (double)t->scaler.scale);
+
+out_destroy:
+    trainer_destroy(t);
+    return rc;
+}
+
+static int check_bf16(tb_backend *be)
+{
+    tb_config c;
+    float f32, bf16;
+    base_config(&c);
+    TB_TRY(run(be, &c, 0, &f32));
+    c.amp_dtype = TB_AMP_BF16;
+    TB_TRY(run(be, &c, 0, &bf16));
+    char what[160];
+    double d = rel_diff(bf16, f32);
+    snprintf(what, sizeof what, "bf16: loss at step %d %.6g vs fp32 %.6g, rel diff %.1e <= %.0e",
+             STEPS, bf16, f32, d, TOL_BF16);
+    check(isfinite(bf16) && d <= TOL_BF16, what);
+    return TB_OK;
+}
+
+static int check_fp16_refused(tb_backend *be)
+{
+    tb_config c;
+    base_config(&c);
+    c.amp_dtype = TB_AMP_FP16;
+    TB_TRY(config_validate(&c));
+    tb_trainer *t = NULL;
+    tb_error_clear();
+    int rc = trainer_create(&c, be, &t);
+    char what[200];
+    snprintf(what, sizeof what, "fp16 on the CPU refused: %s, exit %d", tb_err_name(rc),
+             tb_exit_code(rc));
+    check(rc == TB_ERR_UNSUPPORTED && tb_exit_code(rc) == 2 && !t, what);
+    const char *msg = tb_error_message();
+    printf("    (%s)\n", msg);
+    check(strstr(msg, "fp16") != NULL, "the reason names fp16");
+    tb_error_clear();
+    trainer_destroy(t);
+    return TB_OK;
+}
+
+/* Scale 65536 on bf16: the same training as without scaling. */
+static int check_scaler_exact(tb_backend *be)
+{
+    tb_config c;
+    float plain, scaled;
+    base_config(&c);
+    c.max_steps = 10;
+    c.amp_dtype = TB_AMP_BF16;
+    TB_TRY(run(be, &c, 0, &plain));
+    TB_TRY(run(be, &c, 1, &scaled));
+    char what[160];
+    double d = rel_diff(scaled, plain);
+    snprintf(what, sizeof what, "bf16 with loss scale 65536: loss %.7g vs %.7g, rel diff %.1e "
+             "<= 1e-6, none skipped", scaled, plain, d);
+    check(d <= 1e-6, what);
+    return TB_OK;
+}
+
+/* A scale that overflows the gradients: the step is skipped. */
+static int check_scaler_skip(tb_backend *be)
+{
+    tb_config c;
+    base_config(&c);
+    c.amp_dtype = TB_AMP_BF16;
+    TB_TRY(config_validate(&c));
+    tb_trainer *t;
+    TB_TRY(trainer_create(&c, be, &t));
+    size_t bytes = 0;
+    float *before = NULL, *after = NULL, loss;
+    int rc;
+    TB_TRY_GOTO(rc, trainer_enable_loss_scaling(t), out_destroy);
+    bytes = t->model->numel * sizeof(float);
+    before = malloc(bytes);
+    after = malloc(bytes);
+    if (!before || !after) {
+        rc = TB_FAIL(TB_ERR_NOMEM, "params copies");
+        goto out_destroy;
+    }
+    TB_TRY_GOTO(rc, be->copy_d2h(be, before, t->model->flat_w, bytes, NULL), out_destroy);
+    t->scaler.scale = INFINITY;
+    TB_TRY_GOTO(rc, trainer_step(t, &loss), out_destroy);
+    TB_TRY_GOTO(rc, trainer_sync(t), out_destroy);
+    TB_TRY_GOTO(rc, be->copy_d2h(be, after, t->model->flat_w, bytes, NULL), out_destroy);
+    char what[160];
+    snprintf(what, sizeof what, "scale Inf: step skipped (%ld skipped), params unchanged",
+             t->scaler.skipped_steps);
+    check(t->scaler.skipped_steps == 1 && !memcmp(before, after, bytes), what);
+    t->scaler.scale = 1024.0f;
+    TB_TRY_GOTO(rc, trainer_step(t, &loss), out_destroy);
+    TB_TRY_GOTO(rc, trainer_sync(t), out_destroy);
+    TB_TRY_GOTO(rc, be->copy_d2h(be, after, t->model->flat_w, bytes, NULL), out_destroy);
+    snprintf(what, sizeof what, "then at scale 1024: stepped (skipped %ld in all), params "
+             "changed, loss %.4g", t->scaler.skipped_steps, loss);
+    check(t->scaler.skipped_steps == 1 && memcmp(before, after, bytes) != 0 && isfinite(loss),
+          what);
+
+out_destroy:
+    free(before);
+    free(after);
+    trainer_destroy(t);
+    return rc;
+}
+
+/* --full: one epoch, fp32 vs bf16 (batch 256, the recipe). */
+static int check_epoch(tb_backend *be)
+{
+    float loss[2];
+    double acc[2];
+    for (int i = 0; i < 2; i++) {
+        tb_config c;
+        config_defaults(&c);
+        c.device = "cpu";
+        c.amp_dtype = i ? TB_AMP_BF16 : TB_AMP_OFF;
+        TB_TRY(config_validate(&c));
+        tb_trainer *t;
+        TB_TRY(trainer_create(&c, be, &t));
+        tb_epoch_stats es;
+        tb_eval_stats ev;
+        int rc;
+        TB_TRY_GOTO(rc, train_epoch(t, 0, &es), out_destroy);
+        TB_TRY_GOTO(rc, trainer_evaluate(t, &ev), out_destroy);
+        loss[i] = (float)es.mean_loss;
+        acc[i] = ev.accuracy;
+        printf("  %s: epoch loss %.5f, last step %.5f, test accuracy %.2f%%, %.1f s\n",
+               i ? "bf16" : "fp32", es.mean_loss, es.last_loss, 100 * ev.accuracy, es.seconds);
+    out_destroy:
+        trainer_destroy(t);
+        TB_TRY(rc);
+    }
+    char what[160];
+    double d = rel_diff(loss[1], loss[0]);
+    snprintf(what, sizeof what, "bf16 epoch loss within 2%% of fp32's (%.2f%%)", 100 * d);
+    check(d <= 0.02, what);
+    snprintf(what, sizeof what, "bf16 test accuracy within 1 point of fp32's (%+.2f)",
+             100 * (acc[1] - acc[0]));
+    check(fabs(acc[1] - acc[0]) <= 0.01, what);
+    return TB_OK;
+}
+
+int main(int argc, char **argv)
+{
+    int full = argc > 1 && !strcmp(argv[1], "--full");
+    tb_backend *be;
+    if (tb_backend_cpu_create(0, &be) != TB_OK) {
+        tb_error_print(stderr);
+        return 1;
+    }
+    int rc = TB_OK;
+    if (full) {
+        TB_TRY_GOTO(rc, check_epoch(be), out);
+        goto out;
+    }
+    TB_TRY_GOTO(rc, check_fp16_refused(be), out);
+    TB_TRY_GOTO(rc, check_scaler_skip(be), out);
+    TB_TRY_GOTO(rc, check_scaler_exact(be), out);
+    TB_TRY_GOTO(rc, check_bf16(be), out);
+
+out:
+    if (rc != TB_OK)
+        tb_error_print(stderr);
+    tb_backend_close(be);
+    printf("%s\n", rc == TB_OK && !failures ? "PASS" : "FAIL");
+    return rc == TB_OK && !failures ? 0 : 1;
+}

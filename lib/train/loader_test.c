@@ -1,0 +1,408 @@
+/*
+ * loader_test.c - the data loader. Checks:
+ *   - with 0 workers: every sample exactly once per epoch, labels follow
+ *     their samples, batch sizes (the last one partial), epochs reshuffled,
+ *     shuffle off keeps order, drop_last drops the partial batch;
+ *   - bitwise-identical batches for num_workers 1,2,3 x prefetch 1,2,4 x
+ *     persistent on/off x threads/processes over 2 epochs of 1000 samples;
+ *   - a caller-supplied allocator is used and balanced (threads: slots;
+ *     processes: the copy-out buffer), with the same batch bytes;
+ *   - destroying mid-epoch and restarting an epoch mid-way are clean;
+ *   - an error injected in a worker comes back as a status naming the batch,
+ *     and a worker process that dies gives an error instead of a hang;
+ *   - bad configurations are refused.
+ * Run: bazel test //lib/train:loader_test   (valgrind: see datasets/BUILD notes)
+ */
+#include "lib/train/loader.h"
+#include "lib/core/testing.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N_SAMPLES 1000
+#define BATCH 64
+#define EPOCHS 2
+#define CHW 784
+
+static tb_dataset *ds;
+
+/* Everything one run produced, epoch by epoch, in batch order. */
+typedef struct run_out {
+    int nbatches[EPOCHS];
+    int sizes[EPOCHS][N_SAMPLES / BATCH + 2];
+    float *images;  /* (EPOCHS, N_SAMPLES, CHW) */
+    int32_t labels[EPOCHS][N_SAMPLES];
+    int32_t ids[EPOCHS][N_SAMPLES];
+} run_out;
+
+static run_out ref;
+
+static tb_loader_cfg base_cfg(void)
+{
+    tb_loader_cfg cfg = loader_default_cfg();
+    cfg.batch_size = BATCH;
+    cfg.seed = 1234;
+    cfg.augment = augment_train_defaults(ds);
+    return cfg;
+}
+
+/* Runs EPOCHS epochs into out; returns a tb_err (chain printed). */
+static int run(const tb_loader_cfg *cfg, run_out *out)
+{
+    tb_loader *ld;
+    int rc = loader_create(cfg, ds, &ld);
+    if (rc != TB_OK) {
+        tb_error_print(stdout);
+        return rc;
+    }
+    for (int e = 0; e < EPOCHS && rc == TB_OK; e++) {
+        rc = loader_epoch_begin(ld, e);
+        int nb = 0, at = 0, more;
+        tb_batch b;
+        while (rc == TB_OK && (more = loader_next_batch(ld, &b)) == 1) {
+            if (b.index != nb || b.epoch != e || b.c != 1 || b.h != 28 || b.w != 28 ||
+                at + b.size > N_SAMPLES) {
+                printf("  bad batch header: index %d (want %d) epoch %d size %d\n", b.index, nb,
+                       b.epoch, b.size);
+                rc = TB_ERR_INTERNAL;
+                break;
+            }
+            out->sizes[e][nb] = b.size;
+            memcpy(out->images + ((size_t)e * N_SAMPLES + at) * CHW, b.images,
+                   (size_t)b.size * CHW * sizeof(float));
+            memcpy(&out->labels[e][at], b.labels, (size_t)b.size * sizeof(int32_t));
+            memcpy(&out->ids[e][at], b.sample_ids, (size_t)b.size * sizeof(int32_t));
+            at += b.size;
+            nb++;
+        }
+        if (rc == TB_OK && more < 0) {
+            tb_error_print(stdout);
+            rc = -more;
+        }
+        out->nbatches[e] = nb;
+        if (rc == TB_OK)
+            rc = loader_epoch_end(ld);
+    }
+    tb_loader_stats st;
+    loader_get_stats(ld, &st);
+    if (rc == TB_OK && (st.batches != out->nbatches[0] + out->nbatches[1] || st.wait_s < 0))
+        rc = TB_ERR_INTERNAL;
+    loader_destroy(ld);
+    return rc;
+}
+
+static int same_as_ref(const run_out *o)
+{
+    for (int e = 0; e < EPOCHS; e++) {
+        if (o->nbatches[e] != ref.nbatches[e] ||
+            memcmp(o->sizes[e], ref.sizes[e], sizeof ref.sizes[e]) != 0 ||
+            memcmp(o->labels[e], ref.labels[e], sizeof ref.labels[e]) != 0 ||
+            memcmp(o->ids[e], ref.ids[e], sizeof ref.ids[e]) != 0)
+            return 0;
+    }
+    return memcmp(o->images, ref.images, (size_t)EPOCHS * N_SAMPLES * CHW * sizeof(float)) == 0;
+}
+
+static void run_out_init(run_out *o)
+{
+    float *keep = o->images;
+    memset(o, 0, sizeof *o);
+    o->images = keep;
+    memset(o->images, 0xff, (size_t)EPOCHS * N_SAMPLES * CHW * sizeof(float));
+}
+
+static void test_reference(void)
+{
+    printf("0 workers: each sample once per epoch, labels follow samples, sizes, reshuffle\n");
+    tb_loader_cfg cfg = base_cfg();
+    run_out_init(&ref);
+    CHECK(run(&cfg, &ref) == TB_OK, "reference run failed");
+    for (int e = 0; e < EPOCHS; e++) {
+        int seen[N_SAMPLES] = {0}, bad_label = 0;
+        for (int i = 0; i < N_SAMPLES; i++) {
+            int id = ref.ids[e][i];
+            if (id >= 0 && id < N_SAMPLES)
+                seen[id]++;
+            bad_label += ref.labels[e][i] != ds->labels[id];
+        }
+        int once = 0;
+        for (int i = 0; i < N_SAMPLES; i++)
+            once += seen[i] == 1;
+        CHECK(once == N_SAMPLES, "epoch %d: %d of %d samples seen exactly once", e, once, N_SAMPLES);
+        CHECK(bad_label == 0, "epoch %d: %d labels do not match their sample", e, bad_label);
+        CHECK(ref.nbatches[e] == 16 && ref.sizes[e][0] == 64 && ref.sizes[e][15] == 1000 - 15 * 64,
+              "epoch %d: %d batches, last %d", e, ref.nbatches[e], ref.sizes[e][15]);
+    }
+    CHECK(memcmp(ref.ids[0], ref.ids[1], sizeof ref.ids[0]) != 0, "epochs 0 and 1 same order");
+    /* The first sample of batch 0 is sample ids[0][0] augmented for epoch 0. */
+    float one[CHW];
+    augment_sample(&cfg.augment, ds, cfg.seed, 0, ref.ids[0][0], one);
+    CHECK(memcmp(one, ref.images, sizeof one) == 0, "batch 0 sample 0 is not its augmentation");
+
+    printf("shuffle off keeps dataset order; drop_last drops the partial batch\n");
+    tb_loader_cfg c2 = base_cfg();
+    c2.shuffle = 0;
+    c2.drop_last = 1;
+    run_out o;
+    o.images = malloc((size_t)EPOCHS * N_SAMPLES * CHW * sizeof(float));
+    run_out_init(&o);
+    CHECK(run(&c2, &o) == TB_OK, "run failed");
+    int in_order = 1;
+    for (int i = 0; i < 15 * 64; i++)
+        in_order &= o.ids[0][i] == i && o.ids[1][i] == i;
+    CHECK(in_order, "shuffle off reordered samples");
+    CHECK(o.nbatches[0] == 15 && o.nbatches[1] == 15 && o.sizes[0][14] == 64,
+          "drop_last: %d batches", o.nbatches[0]);
+    free(o.images);
+}
+
+static void test_matrix(void)
+{
+    printf("bitwise-identical batches: workers 1..3 x prefetch 1,2,4 x persistent x mode\n");
+    run_out o;
+    o.images = malloc((size_t)EPOCHS * N_SAMPLES * CHW * sizeof(float));
+    int configs = 0;
+    for (int mode = 0; mode <= 1; mode++)
+        for (int workers = 1; workers <= 3; workers++)
+            for (int pf = 1; pf <= 4; pf *= 2)
+                for (int pers = 0; pers <= 1; pers++) {
+                    tb_loader_cfg cfg = base_cfg();
+                    cfg.num_workers = workers;
+                    cfg.prefetch_factor = pf;
+                    cfg.persistent_workers = pers;
+                    cfg.mode = (tb_worker_mode)mode;
+                    run_out_init(&o);
+                    int rc = run(&cfg, &o);
+                    CHECK(rc == TB_OK, "%s workers=%d prefetch=%d persistent=%d: rc %d",
+                          loader_mode_name(cfg.mode), workers, pf, pers, rc);
+                    CHECK(rc != TB_OK || same_as_ref(&o),
+                          "%s workers=%d prefetch=%d persistent=%d: batches differ from 0 workers",
+                          loader_mode_name(cfg.mode), workers, pf, pers);
+                    configs++;
+                }
+    printf("  %d configurations x %d epochs identical to num_workers=0\n", configs, EPOCHS);
+    free(o.images);
+}
+
+typedef struct counting_alloc {
+    int allocs, frees;
+} counting_alloc;
+
+static int count_alloc(void *user, void **p, size_t bytes)
+{
+    ((counting_alloc *)user)->allocs++;
+    *p = malloc(bytes);
+    return *p ? TB_OK : TB_FAIL(TB_ERR_NOMEM, "test allocator");
+}
+
+static void count_free(void *user, void *p)
+{
+    ((counting_alloc *)user)->frees++;
+    free(p);
+}
+
+static void test_allocator(void)
+{
+    printf("caller's allocator: used, balanced, same bytes (threads, processes, 0 workers)\n");
+    run_out o;
+    o.images = malloc((size_t)EPOCHS * N_SAMPLES * CHW * sizeof(float));
+    int workers[3] = {0, 2, 2};
+    tb_worker_mode modes[3] = {TB_WORKERS_THREADS, TB_WORKERS_THREADS, TB_WORKERS_PROCESSES};
+    for (int k = 0; k < 3; k++) {
+        counting_alloc ca = {0, 0};
+        tb_host_allocator a = {count_alloc, count_free, &ca};
+        tb_loader_cfg cfg = base_cfg();
+        cfg.num_workers = workers[k];
+        cfg.mode = modes[k];
+        cfg.persistent_workers = 1;
+        cfg.allocator = &a;
+        run_out_init(&o);
+        int rc = run(&cfg, &o);
+        CHECK(rc == TB_OK && same_as_ref(&o), "%s workers=%d: rc %d or batches differ",
+              loader_mode_name(modes[k]), workers[k], rc);
+        CHECK(ca.allocs >= 1 && ca.allocs == ca.frees, "%s workers=%d: %d allocs, %d frees",
+              loader_mode_name(modes[k]), workers[k], ca.allocs, ca.frees);
+    }
+    free(o.images);
+}
+
+static void test_mid_epoch(void)
+{
+    printf("destroy mid-epoch and restart an epoch mid-way, every mode\n");
+    for (int mode = 0; mode <= 1; mode++)
+        for (int pers = 0; pers <= 1; pers++) {
+            tb_loader_cfg cfg = base_cfg();
+            cfg.num_workers = 3;
+            cfg.prefetch_factor = 2;
+            cfg.persistent_workers = pers;
+            cfg.mode = (tb_worker_mode)mode;
+            tb_loader *ld;
+            if (loader_create(&cfg, ds, &ld) != TB_OK) {
+                failures++;
+                tb_error_print(stdout);
+                continue;
+            }
+            tb_batch b;
+            /* Epoch 1 abandoned after 3 batches, then epoch 0 from the start
+             * must equal the reference, then destroy mid-way through epoch 1. */
+            int ok = loader_epoch_begin(ld, 1) == TB_OK;
+            for (int i = 0; i < 3 && ok; i++)
+                ok = loader_next_batch(ld, &b) == 1;
+            ok = ok && loader_epoch_begin(ld, 0) == TB_OK;
+            for (int i = 0; i < ref.nbatches[0] && ok; i++) {
+                ok = loader_next_batch(ld, &b) == 1 && b.index == i &&
+                     memcmp(b.images, ref.images + (size_t)i * BATCH * CHW,
+                            (size_t)b.size * CHW * sizeof(float)) == 0;
+            }
+            ok = ok && loader_next_batch(ld, &b) == 0;
+            ok = ok && loader_epoch_begin(ld, 1) == TB_OK && loader_next_batch(ld, &b) == 1;
+            CHECK(ok, "%s persistent=%d: restart mid-epoch went wrong", loader_mode_name(cfg.mode),
+                  pers);
+            loader_destroy(ld); /* mid-epoch: workers busy or blocked on full slots */
+        }
+}
+
+static void test_errors(void)
+{
+    printf("an error injected in a worker comes back as a status naming the batch\n");
+    int workers[5] = {0, 2, 2, 2, 2};
+    int modes[5] = {0, 0, 0, 1, 1};
+    int pers[5] = {0, 0, 1, 0, 1};
+    for (int k = 0; k < 5; k++) {
+        tb_loader_cfg cfg = base_cfg();
+        cfg.num_workers = workers[k];
+        cfg.mode = (tb_worker_mode)modes[k];
+        cfg.persistent_workers = pers[k];
+        cfg.test_fail_batch = 5;
+        tb_loader *ld;
+        if (loader_create(&cfg, ds, &ld) != TB_OK) {
+            failures++;
+            continue;
+        }
+        tb_error_clear();
+        tb_batch b;
+        int got = 0, rc = loader_epoch_begin(ld, 0);
+        while (rc == TB_OK && (rc = loader_next_batch(ld, &b)) == 1) {
+            got++;
+            rc = TB_OK;
+        }
+        CHECK(got == 5 && rc == -TB_ERR_NOMEM, "%s workers=%d persistent=%d: %d batches, rc %d",
+              loader_mode_name(cfg.mode), workers[k], pers[k], got, rc);
+        CHECK(strstr(tb_error_message(), "batch 5") && strstr(tb_error_message(), "injected"),
+              "message: %s", tb_error_message());
+        if (k == 3)
+            printf("    %s\n", tb_error_message());
+        CHECK(loader_epoch_end(ld) == TB_OK, "epoch_end after an error");
+        loader_destroy(ld);
+    }
+
+    printf("a worker process that dies gives an error, not a hang\n");
+    for (int p = 0; p <= 1; p++) {
+        tb_loader_cfg cfg = base_cfg();
+        cfg.num_workers = 2;
+        cfg.mode = TB_WORKERS_PROCESSES;
+        cfg.persistent_workers = p;
+        cfg.test_crash_batch = 4;
+        tb_loader *ld;
+        if (loader_create(&cfg, ds, &ld) != TB_OK) {
+            failures++;
+            continue;
+        }
+        tb_error_clear();
+        tb_batch b;
+        int got = 0, rc = loader_epoch_begin(ld, 0);
+        while (rc == TB_OK && (rc = loader_next_batch(ld, &b)) == 1) {
+            got++;
+            rc = TB_OK;
+        }
+        CHECK(got == 4 && rc == -TB_ERR_INTERNAL, "persistent=%d: %d batches, rc %d", p, got, rc);
+        CHECK(strstr(tb_error_message(), "exited with status 3") != NULL, "message: %s",
+              tb_error_message());
+        if (p)
+            printf("    %s\n", tb_error_message());
+        loader_destroy(ld);
+    }
+}
+
+static void test_invalid(void)
+{
+    printf("bad configurations are refused\n");
+    tb_loader *ld = NULL;
+    tb_loader_cfg cfg = base_cfg();
+    cfg.batch_size = 0;
+    CHECK(loader_create(&cfg, ds, &ld) == TB_ERR_INVALID && !ld, "batch_size 0 accepted");
+    cfg = base_cfg();
+    cfg.num_workers = 2;
+    cfg.prefetch_factor = 0;
+    CHECK(loader_create(&cfg, ds, &ld) == TB_ERR_INVALID && !ld, "prefetch 0 accepted");
+    cfg = base_cfg();
+    cfg.augment.pad = 100;
+    CHECK(loader_create(&cfg, ds, &ld) == TB_ERR_INVALID && !ld, "pad 100 accepted");
+    cfg = base_cfg();
+    if (loader_create(&cfg, ds, &ld) == TB_OK) {
+        tb_batch b;
+        CHECK(loader_next_batch(ld, &b) == -TB_ERR_INVALID, "next_batch outside an epoch");
+        loader_destroy(ld);
+    }
+}
+
+/* raw_u8 (--augment-on-device): each sample's dataset bytes, unaugmented,
+ * with the same order, labels and ids as the float batches, for 0 workers,
+ * 2 threads and 2 processes. */
+static void test_raw_u8(void)
+{
+    printf("raw_u8: dataset bytes + sample ids, same order as float batches, every worker mode\n");
+    const int workers[3] = {0, 2, 2};
+    const tb_worker_mode modes[3] = {TB_WORKERS_THREADS, TB_WORKERS_THREADS, TB_WORKERS_PROCESSES};
+    for (int m = 0; m < 3; m++) {
+        tb_loader_cfg cfg = base_cfg();
+        cfg.raw_u8 = 1;
+        cfg.num_workers = workers[m];
+        cfg.mode = modes[m];
+        tb_loader *ld;
+        if (loader_create(&cfg, ds, &ld) != TB_OK) {
+            CHECK(0, "loader_create: %s", tb_error_message());
+            tb_error_clear();
+            continue;
+        }
+        int bad = 0, pos = 0, rc = 0, null_images = 1;
+        if (loader_epoch_begin(ld, 0) == TB_OK) {
+            tb_batch b;
+            while ((rc = loader_next_batch(ld, &b)) == 1) {
+                null_images &= b.images == NULL && b.raw != NULL;
+                for (int k = 0; k < b.size; k++, pos++) {
+                    int id = b.sample_ids[k];
+                    bad += id != ref.ids[0][pos] || b.labels[k] != ref.labels[0][pos];
+                    bad += memcmp(b.raw + (size_t)k * CHW, ds->images + (size_t)id * CHW, CHW) != 0;
+                }
+            }
+            loader_epoch_end(ld);
+        }
+        CHECK(rc == 0 && pos == N_SAMPLES && bad == 0 && null_images,
+              "raw_u8 workers=%d %s: rc %d, %d samples, %d mismatches", workers[m],
+              loader_mode_name(modes[m]), rc, pos, bad);
+        loader_destroy(ld);
+    }
+}
+
+int main(void)
+{
+    tb_synthetic_cfg sc = {.n = N_SAMPLES, .c = 1, .h = 28, .w = 28, .seed = 99, .noise = -1};
+    if (dataset_synthetic_create(&sc, &ds) != TB_OK) {
+        tb_error_print(stdout);
+        return 1;
+    }
+    ref.images = malloc((size_t)EPOCHS * N_SAMPLES * CHW * sizeof(float));
+    test_reference();
+    test_matrix();
+    test_allocator();
+    test_mid_epoch();
+    test_errors();
+    test_invalid();
+    test_raw_u8();
+    free(ref.images);
+    dataset_free(ds);
+    printf(failures ? "loader_test: %d FAILED\n" : "loader_test: all passed\n", failures);
+    return failures != 0;
+}

@@ -1,0 +1,628 @@
+/* train.c - see train.h. */
+#include "lib/train/train.h"
+
+#include "lib/nn/amp.h"
+#include "lib/train/train_device.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xmmintrin.h>
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Sets or clears FTZ and DAZ (MXCSR bits 15 and 6) on the calling thread
+ * and on every OpenMP thread the CPU kernels use: MXCSR is per thread.
+ * Denormal operands cost ~100 cycles each; small CNN gradients produce
+ * them after a few hundred steps, and the epoch runs 2x slower. */
+static int denormals_set(tb_backend *be, int flush)
+{
+    tb_device_info info;
+    TB_TRY(be->device_info(be, &info));
+    int threads = info.threads > 0 ? info.threads : 1;
+    const unsigned bits = 0x8040;
+#pragma omp parallel num_threads(threads)
+    _mm_setcsr(flush ? (_mm_getcsr() | bits) : (_mm_getcsr() & ~bits));
+    return TB_OK;
+}
+
+/* ---- datasets ---- */
+
+static int open_synthetic(const tb_config *cfg, tb_split split, tb_dataset **out)
+{
+    int wide = cfg->model == TB_MODEL_WIDE_CNN;
+    long long limit = split == TB_SPLIT_TRAIN ? cfg->data_limit : cfg->test_limit;
+    tb_synthetic_cfg sc = {
+        .n = (int)(limit > 0 ? limit : split == TB_SPLIT_TRAIN ? 50000 : 10000),
+        .c = wide ? 3 : 1, .h = wide ? 32 : 28, .w = wide ? 32 : 28,
+        .num_classes = 10, .seed = (uint64_t)cfg->seed, .noise = -1, .split = split,
+    };
+    return dataset_synthetic_create(&sc, out);
+}
+
+static int open_split(const tb_config *cfg, tb_split split, tb_dataset **out)
+{
+    if (cfg->dataset == TB_DATA_SYNTHETIC)
+        return open_synthetic(cfg, split, out);
+    long long limit = split == TB_SPLIT_TRAIN ? cfg->data_limit : cfg->test_limit;
+    return dataset_open_fashion_mnist(cfg->data_dir, split, (long)limit, out);
+}
+
+/* ---- building ---- */
+
+static int make_loader(tb_trainer *t, const tb_dataset *ds, int train, tb_loader **out)
+{
+    const tb_config *c = &t->cfg;
+    tb_loader_cfg lc = loader_default_cfg();
+    lc.batch_size = c->batch_size;
+    lc.shuffle = train;
+    lc.drop_last = 0;
+    lc.seed = (uint64_t)c->seed;
+    lc.num_workers = c->workers;
+    lc.prefetch_factor = c->prefetch_factor;
+    lc.persistent_workers = c->persistent_workers;
+    lc.mode = (tb_worker_mode)c->worker_mode;
+    lc.augment = train && c->augment ? augment_train_defaults(ds) : augment_eval_defaults();
+    lc.raw_u8 = train && c->augment_on_device;
+    return loader_create(&lc, ds, out);
+}
+
+/* --amp's autocast dtype (TB_F32: off). */
+static tb_dtype amp_dtype_of(const tb_config *c)
+{
+    return c->amp_dtype == TB_AMP_BF16 ? TB_BF16 : c->amp_dtype == TB_AMP_FP16 ? TB_F16 : TB_F32;
+}
+
+const tb_layer_spec *train_model_spec(const tb_config *c)
+{
+    return c->model == TB_MODEL_WIDE_CNN      ? tb_spec_wide_cnn
+           : c->model == TB_MODEL_TRANSFORMER ? tb_spec_transformer
+                                              : tb_spec_small_cnn;
+}
+
+static int make_model(tb_trainer *t)
+{
+    const tb_config *c = &t->cfg;
+    const tb_dataset *ds = t->train_ds;
+    tb_model_opts mo = {
+        .in = {ds->c, ds->h, ds->w}, .classes = ds->num_classes, .max_batch = c->batch_size,
+        .conv_bias = c->conv_bias, .dropout = (float)c->dropout, .seed = (uint64_t)c->seed,
+        .channels_last = c->channels_last, .amp = amp_dtype_of(c),
+    };
+    const tb_layer_spec *spec = train_model_spec(c);
+    mo.checkpointing = c->checkpointing;
+    TB_TRY(model_build(t->be, spec, &mo, &t->model));
+    t->model->ctx.gelu = c->fused_gelu ? TB_GELU_FUSED : TB_GELU_UNFUSED;
+    t->model->ctx.conv_autotune = c->conv_autotune;
+    t->model->ctx.layernorm = c->fused_layernorm ? TB_LN_FUSED : TB_LN_UNFUSED;
+    t->model->ctx.attention = c->fused_attention ? TB_ATTN_FUSED : TB_ATTN_MANUAL;
+    t->model->ctx.math = c->tf32 ? TB_MATH_TF32 : TB_MATH_F32;
+    return TB_OK;
+}
+
+int trainer_enable_loss_scaling(tb_trainer *t)
+{
+    if (t->loss_scaling)
+        return TB_OK;
+    TB_TRY(loss_scaler_init(&t->scaler, t->be));
+    t->loss_scaling = 1;
+    return TB_OK;
+}
+
+/* The device batch, and its host staging when channels last converts it. */
+static int make_batch_buffers(tb_trainer *t)
+{
+    const tb_config *c = &t->cfg;
+    const tb_dataset *ds = t->train_ds;
+    TB_TRY(tensor_alloc(t->be, c->batch_size, ds->c, ds->h, ds->w, &t->x));
+    if (c->channels_last)
+        t->x.layout = TB_NHWC;
+    if (c->channels_last && ds->c > 1) {
+        t->x_nhwc_host = malloc((size_t)c->batch_size * ds->c * ds->h * ds->w * sizeof(float));
+        if (!t->x_nhwc_host)
+            return TB_FAIL(TB_ERR_NOMEM, "out of host memory for the channels-last batch");
+    }
+    TB_TRY(t->be->dev_alloc(t->be, (void **)&t->labels, (size_t)c->batch_size * sizeof(int32_t)));
+    t->x_in = &t->x;
+    t->labels_in = t->labels;
+    return TB_OK;
+}
+
+static int make_optim(tb_trainer *t)
+{
+    const tb_config *c = &t->cfg;
+    tb_opt_hparams hp = {
+        .kind = (tb_opt_kind)c->optimizer, .lr = (float)c->lr, .momentum = (float)c->momentum,
+        .weight_decay = (float)c->weight_decay, .beta1 = (float)c->beta1,
+        .beta2 = (float)c->beta2, .eps = (float)c->eps, .trust_coef = (float)c->trust_coef,
+        .grad_scale = 1.0f,
+    };
+    tb_lr_schedule s = {.peak_lr = config_peak_lr(c), .warmup_steps = c->warmup_steps};
+    return optim_init(&t->opt, t->model, &hp, &s, c->fused_optimizer);
+}
+
+/* Device buffers and state of issue 5's trainer toggles. */
+static int make_toggles(tb_trainer *t)
+{
+    const tb_config *c = &t->cfg;
+    tb_backend *be = t->be;
+    if (c->loss_read_every > 1) {
+        TB_TRY(be->dev_alloc(be, (void **)&t->loss_acc, sizeof(float)));
+        TB_TRY(be->memset(be, t->loss_acc, 0, sizeof(float), NULL));
+    }
+    if (c->detect_anomaly) {
+        TB_TRY(be->dev_alloc(be, (void **)&t->anomaly_count, sizeof(float)));
+        t->model->ctx.detect_anomaly = 1;
+        t->model->ctx.anomaly_count = t->anomaly_count;
+    }
+    if (c->trace) {
+        t->trace = calloc(1, sizeof *t->trace);
+        if (!t->trace)
+            return TB_FAIL(TB_ERR_NOMEM, "out of host memory for the step trace");
+        TB_TRY(trace_init(t->trace, be));
+    }
+    return TB_OK;
+}
+
+static int trainer_build(tb_trainer *t)
+{
+    const tb_config *c = &t->cfg;
+    /* --amp=fp16 on the CPU stops here, with the backend's reason */
+    TB_TRY(amp_probe(t->be, amp_dtype_of(c)));
+    TB_TRY(train_device_refuse(c, t->be));
+    TB_TRY(train_staging_init(t));
+    TB_TRY(make_loader(t, t->train_ds, 1, &t->train_ld));
+    TB_TRY(make_loader(t, t->test_ds, 0, &t->test_ld));
+    TB_TRY(make_model(t));
+    TB_TRY(make_optim(t));
+    TB_TRY(make_toggles(t));
+    if (c->amp_dtype == TB_AMP_FP16)
+        TB_TRY(trainer_enable_loss_scaling(t));
+    TB_TRY(make_batch_buffers(t));
+    return train_device_init(t);
+}
+
+static int check_splits(const tb_dataset *a, const tb_dataset *b)
+{
+    if (a->c != b->c || a->h != b->h || a->w != b->w || a->num_classes != b->num_classes)
+        return TB_FAIL(TB_ERR_DATA, "train (%s) and test (%s) sets differ in shape or classes",
+                       a->name, b->name);
+    return TB_OK;
+}
+
+int trainer_create_with_data(const tb_config *cfg, tb_backend *be, const tb_dataset *train,
+                             const tb_dataset *test, tb_trainer **out)
+{
+    *out = NULL;
+    TB_TRY(check_splits(train, test));
+    tb_trainer *t = calloc(1, sizeof *t);
+    if (!t)
+        return TB_FAIL(TB_ERR_NOMEM, "out of host memory creating a trainer");
+    t->cfg = *cfg;
+    t->be = be;
+    t->step_epoch = -1;
+    t->train_ds = train;
+    t->test_ds = test;
+    int rc;
+    TB_TRY_GOTO(rc, denormals_set(be, cfg->flush_denormal), out_destroy);
+    TB_TRY_GOTO(rc, trainer_build(t), out_destroy);
+    *out = t;
+    return TB_OK;
+
+out_destroy:
+    trainer_destroy(t);
+    return rc;
+}
+
+int trainer_create(const tb_config *cfg, tb_backend *be, tb_trainer **out)
+{
+    *out = NULL;
+    tb_dataset *train = NULL, *test = NULL;
+    int rc;
+    TB_TRY_GOTO(rc, open_split(cfg, TB_SPLIT_TRAIN, &train), out_free_data);
+    TB_TRY_GOTO(rc, open_split(cfg, TB_SPLIT_TEST, &test), out_free_data);
+    TB_TRY_GOTO(rc, trainer_create_with_data(cfg, be, train, test, out), out_free_data);
+    (*out)->owned_train = train;
+    (*out)->owned_test = test;
+    return TB_OK;
+
+out_free_data:
+    dataset_free(train);
+    dataset_free(test);
+    return rc;
+}
+
+void trainer_destroy(tb_trainer *t)
+{
+    if (!t)
+        return;
+    /* waits for the staged copies before the buffers they read go; its
+     * status is lost here, as dev_free's below: a failing device has
+     * failed a step already */
+    (void)tb_staging_destroy(t->staging);
+    loader_destroy(t->train_ld);
+    loader_destroy(t->test_ld);
+    if (t->opt.be)
+        optim_free(&t->opt);
+    model_destroy(t->model);
+    tensor_free(&t->x);
+    if (t->labels)
+        t->be->dev_free(t->be, t->labels);
+    if (t->loss_acc)
+        t->be->dev_free(t->be, t->loss_acc);
+    if (t->anomaly_count)
+        t->be->dev_free(t->be, t->anomaly_count);
+    if (t->trace)
+        trace_free(t->trace);
+    free(t->trace);
+    loss_scaler_free(&t->scaler);
+    free(t->x_nhwc_host);
+    train_device_free(t);
+    dataset_free(t->owned_train);
+    dataset_free(t->owned_test);
+    free(t);
+}
+
+/* ---- training ---- */
+
+/* A loader batch to the device (lib/train/train_device.c): t->x_in and
+ * t->labels_in are what the model then reads. */
+static int batch_to_device(tb_trainer *t, const tb_batch *b)
+{
+    TB_TRY(tensor_set_batch(&t->x, b->size));
+    const float *images = b->images;
+    if (!b->raw && t->x_nhwc_host) {
+        tensor_host_nchw_to_nhwc(b->images, t->x_nhwc_host, b->size, t->x.c, t->x.h, t->x.w);
+        images = t->x_nhwc_host;
+    }
+    return train_device_batch(t, b, images);
+}
+
+/* --trace phases; no-ops when tracing is off. */
+static void phase_begin(tb_trainer *t, tb_phase p)
+{
+    if (t->trace)
+        trace_begin(t->trace, p);
+}
+
+static int phase_end(tb_trainer *t, tb_phase p)
+{
+    return t->trace ? trace_end(t->trace, p) : TB_OK;
+}
+
+/* --detect-anomaly: the loss's per-row values (the layers check themselves). */
+static int anomaly_check_loss(tb_trainer *t)
+{
+    tb_backend *be = t->be;
+    float bad;
+    TB_TRY(be->count_nonfinite(be, t->model->loss.row_loss, (size_t)t->model->loss.n,
+                               t->anomaly_count));
+    TB_TRY(be->copy_d2h(be, &bad, t->anomaly_count, sizeof bad, NULL));
+    if (bad > 0)
+        return TB_FAIL(TB_ERR_NUMERIC, "anomaly: forward of the loss (softmax cross-entropy) "
+                       "produced %.0f NaN/Inf values", (double)bad);
+    return TB_OK;
+}
+
+/* Copy, forward, loss, backward. read: *loss is the batch's mean loss, read
+ * from the device (a host sync); otherwise the batch's loss sum is added to
+ * t->loss_acc on the device and *loss is 0. */
+static int micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, int read, float *loss)
+{
+    phase_begin(t, TB_PHASE_COPY);
+    TB_TRY(batch_to_device(t, b));
+    TB_TRY(phase_end(t, TB_PHASE_COPY));
+    phase_begin(t, TB_PHASE_FORWARD);
+    if (t->cfg.cuda_graphs) /* forward and backward: one replay (lib/train/train_device.c) */
+        TB_TRY(train_graph_fwd_bwd(t, b->size, loss_scale));
+    else
+        TB_TRY(model_forward_loss(t->model, t->x_in, t->labels_in, NULL));
+    if (t->cfg.detect_anomaly)
+        TB_TRY(anomaly_check_loss(t));
+    TB_TRY(phase_end(t, TB_PHASE_FORWARD));
+    phase_begin(t, TB_PHASE_BACKWARD);
+    if (!t->cfg.cuda_graphs)
+        TB_TRY(model_backward(t->model, loss_scale));
+    TB_TRY(phase_end(t, TB_PHASE_BACKWARD));
+    *loss = 0;
+    if (read)
+        return xent_read_loss(&t->model->loss, loss);
+    return t->be->axpby(t->be, 1.0f, t->model->loss.loss_sum, 1.0f, t->loss_acc, 1);
+}
+
+int train_micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, float *loss)
+{
+    return micro_batch(t, b, loss_scale, 1, loss);
+}
+
+/* --loss-read-every=N: the one host read of the loss sums accumulated on
+ * the device since the last one. */
+static int loss_flush(tb_trainer *t, tb_epoch_stats *st, double *loss_sum)
+{
+    if (!t->loss_acc || t->loss_unread_steps == 0)
+        return TB_OK;
+    float sum;
+    TB_TRY(t->be->copy_d2h(t->be, &sum, t->loss_acc, sizeof sum, NULL));
+    TB_TRY(t->be->memset(t->be, t->loss_acc, 0, sizeof(float), NULL));
+    *loss_sum += sum;
+    st->last_loss = t->loss_unread_images ? sum / (float)t->loss_unread_images : 0;
+    t->loss_unread_steps = 0;
+    t->loss_unread_images = 0;
+    return TB_OK;
+}
+
+/* What backward multiplies the loss by: the loss scale when scaling. */
+static float loss_scale_of(const tb_trainer *t)
+{
+    return t->loss_scaling ? t->scaler.scale : 1.0f;
+}
+
+/* The optimizer step; with loss scaling, it unscales the gradients
+ * (grad_scale) and is skipped when they hold Inf/NaN (GradScaler.step). */
+static int optimizer_step(tb_trainer *t)
+{
+    if (!t->loss_scaling)
+        return optim_step(&t->opt);
+    int skip;
+    t->opt.hp.grad_scale = t->scaler.scale;
+    TB_TRY(loss_scaler_update(&t->scaler, t->model->flat_g, t->model->numel, &skip));
+    return skip ? TB_OK : optim_step(&t->opt);
+}
+
+/* Next batch: 1 got one, 0 end of epoch, else a tb_err. */
+static int next_batch(tb_loader *ld, tb_batch *b, int *got)
+{
+    int rc = loader_next_batch(ld, b);
+    if (rc < 0)
+        return -rc;
+    *got = rc;
+    return TB_OK;
+}
+
+/* One optimizer step over up to accum_steps micro-batches; *micro says how
+ * many the loader still had (0: the epoch was already over). */
+static int train_step(tb_trainer *t, tb_epoch_stats *st, double *loss_sum, int *micro)
+{
+    int accum = t->cfg.accum_steps, read = t->loss_acc == NULL;
+    float step_loss = 0;
+    if (t->trace)
+        t->trace->step = t->steps;
+    TB_TRY(model_zero_grad(t->model, t->cfg.grads_to_none));
+    for (*micro = 0; *micro < accum; (*micro)++) {
+        tb_batch b;
+        int got;
+        phase_begin(t, TB_PHASE_DATA);
+        TB_TRY(next_batch(t->train_ld, &b, &got));
+        TB_TRY(phase_end(t, TB_PHASE_DATA));
+        if (!got)
+            break;
+        float loss;
+        TB_TRY(micro_batch(t, &b, loss_scale_of(t) / (float)accum, read, &loss));
+        step_loss += loss;
+        *loss_sum += (double)loss * b.size;
+        st->images += b.size;
+        t->loss_unread_images += read ? 0 : b.size;
+    }
+    if (*micro == 0)
+        return TB_OK;
+    phase_begin(t, TB_PHASE_OPTIMIZER);
+    TB_TRY(optimizer_step(t));
+    TB_TRY(phase_end(t, TB_PHASE_OPTIMIZER));
+    if (read)
+        st->last_loss = step_loss / (float)*micro;
+    st->steps++;
+    t->steps++;
+    if (!read && ++t->loss_unread_steps >= t->cfg.loss_read_every)
+        TB_TRY(loss_flush(t, st, loss_sum));
+    return TB_OK;
+}
+
+int train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    st->epoch = epoch;
+    model_train_mode(t->model, 1);
+    loader_reset_stats(t->train_ld);
+    double t0 = now_seconds(), loss_sum = 0;
+    TB_TRY(loader_epoch_begin(t->train_ld, epoch));
+    for (;;) {
+        int micro;
+        TB_TRY(train_step(t, st, &loss_sum, &micro));
+        if (micro < t->cfg.accum_steps)
+            break;
+        if (t->cfg.max_steps > 0 && st->steps >= t->cfg.max_steps)
+            break;
+        if (t->deadline > 0 && now_seconds() >= t->deadline) {
+            t->timed_out = 1;
+            break;
+        }
+    }
+    TB_TRY(loss_flush(t, st, &loss_sum));
+    TB_TRY(loader_epoch_end(t->train_ld));
+    TB_TRY(t->be->sync(t->be));
+    st->seconds = now_seconds() - t0;
+    st->mean_loss = st->images ? loss_sum / (double)st->images : 0;
+    st->images_per_s = st->seconds > 0 ? (double)st->images / st->seconds : 0;
+    tb_loader_stats ls;
+    loader_get_stats(t->train_ld, &ls);
+    st->loader_wait_s = ls.wait_s;
+    return TB_OK;
+}
+
+/* The next training batch for trainer_step, beginning an epoch whenever
+ * the previous one ran out. */
+static int step_next_batch(tb_trainer *t, tb_batch *b)
+{
+    for (int tries = 0; tries < 2; tries++) {
+        int got = 0;
+        if (t->step_epoch >= 0)
+            TB_TRY(next_batch(t->train_ld, b, &got));
+        if (got)
+            return TB_OK;
+        if (t->step_epoch >= 0)
+            TB_TRY(loader_epoch_end(t->train_ld));
+        t->step_epoch++;
+        TB_TRY(loader_epoch_begin(t->train_ld, t->step_epoch));
+    }
+    return TB_FAIL(TB_ERR_DATA, "the training loader has no batches (empty dataset?)");
+}
+
+int trainer_step(tb_trainer *t, float *loss)
+{
+    int accum = t->cfg.accum_steps;
+    float sum = 0;
+    model_train_mode(t->model, 1);
+    TB_TRY(model_zero_grad(t->model, t->cfg.grads_to_none));
+    for (int m = 0; m < accum; m++) {
+        tb_batch b;
+        float l;
+        TB_TRY(step_next_batch(t, &b));
+        TB_TRY(train_micro_batch(t, &b, loss_scale_of(t) / (float)accum, &l));
+        sum += l;
+    }
+    TB_TRY(optimizer_step(t));
+    t->steps++;
+    *loss = sum / (float)accum;
+    return TB_OK;
+}
+
+int trainer_sync(tb_trainer *t)
+{
+    return t->be->sync(t->be);
+}
+
+/* ---- fitting: validation every N epochs, target accuracy, time limit ---- */
+
+static int fit_evaluate(tb_trainer *t, tb_fit_stats *st, double t0, tb_eval_stats *ev)
+{
+    TB_TRY(trainer_evaluate(t, ev));
+    st->evaluations++;
+    st->eval_s += ev->seconds;
+    st->last_accuracy = ev->accuracy;
+    if (ev->accuracy > st->best_accuracy)
+        st->best_accuracy = ev->accuracy;
+    double target = t->cfg.target_accuracy;
+    if (target > 0 && ev->accuracy >= target && !st->reached_target) {
+        st->reached_target = 1;
+        st->time_to_target_s = now_seconds() - t0;
+    }
+    return TB_OK;
+}
+
+int trainer_fit(tb_trainer *t, tb_fit_stats *st, tb_fit_epoch_fn on_epoch, void *user)
+{
+    const tb_config *c = &t->cfg;
+    memset(st, 0, sizeof *st);
+    st->time_to_target_s = -1;
+    st->stopped_by = "epochs";
+    double t0 = now_seconds();
+    t->deadline = c->max_time > 0 ? t0 + c->max_time : 0;
+    t->timed_out = 0;
+    for (int e = 0; e < c->epochs; e++) {
+        tb_epoch_stats es;
+        tb_eval_stats ev;
+        TB_TRY(train_epoch(t, e, &es));
+        st->epochs++;
+        st->train_s += es.seconds;
+        int last = e + 1 == c->epochs || t->timed_out;
+        int due = (c->val_every > 0 && (e + 1) % c->val_every == 0) || last;
+        if (due)
+            TB_TRY(fit_evaluate(t, st, t0, &ev));
+        if (on_epoch)
+            on_epoch(&es, due ? &ev : NULL, user);
+        if (st->reached_target) {
+            st->stopped_by = "target";
+            break;
+        }
+        if (t->timed_out || (t->deadline > 0 && now_seconds() >= t->deadline)) {
+            st->stopped_by = "time";
+            if (!due) { /* end with an accuracy */
+                TB_TRY(fit_evaluate(t, st, t0, &ev));
+                if (st->reached_target)
+                    st->stopped_by = "target";
+            }
+            break;
+        }
+    }
+    st->total_s = now_seconds() - t0;
+    t->deadline = 0;
+    return TB_OK;
+}
+
+int trainer_write_trace(tb_trainer *t)
+{
+    return t->trace ? trace_write(t->trace, t->cfg.trace) : TB_OK;
+}
+
+/* ---- evaluation ---- */
+
+static long count_correct(const float *logits, const int32_t *labels, int n, int classes)
+{
+    long correct = 0;
+    for (int i = 0; i < n; i++) {
+        const float *row = logits + (size_t)i * classes;
+        int best = 0;
+        for (int k = 1; k < classes; k++)
+            if (row[k] > row[best])
+                best = k;
+        correct += best == labels[i];
+    }
+    return correct;
+}
+
+static int eval_batch(tb_trainer *t, const tb_batch *b, float *host_logits, tb_eval_stats *st)
+{
+    const tb_tensor *logits;
+    float loss;
+    TB_TRY(batch_to_device(t, b));
+    TB_TRY(model_forward_loss(t->model, t->x_in, t->labels_in, &logits));
+    TB_TRY(xent_read_loss(&t->model->loss, &loss));
+    TB_TRY(tensor_to_host(logits, host_logits));
+    st->correct += count_correct(host_logits, b->labels, b->size, t->model->classes);
+    st->images += b->size;
+    st->mean_loss += (double)loss * b->size;
+    return TB_OK;
+}
+
+int trainer_evaluate(tb_trainer *t, tb_eval_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    double t0 = now_seconds();
+    size_t bytes = (size_t)t->cfg.batch_size * t->model->classes * sizeof(float);
+    float *host_logits = malloc(bytes);
+    if (!host_logits)
+        return TB_FAIL(TB_ERR_NOMEM, "out of host memory for evaluation logits");
+    int rc, got;
+    model_train_mode(t->model, 0);
+    /* --eval-no-grad: the training activations are freed for the loop */
+    TB_TRY_GOTO(rc, model_set_no_grad(t->model, t->cfg.eval_no_grad), out_free_logits);
+    TB_TRY_GOTO(rc, t->be->mem_reset_peak(t->be), out_free_logits);
+    TB_TRY_GOTO(rc, loader_epoch_begin(t->test_ld, 0), out_free_logits);
+    for (;;) {
+        tb_batch b;
+        TB_TRY_GOTO(rc, next_batch(t->test_ld, &b, &got), out_free_logits);
+        if (!got)
+            break;
+        TB_TRY_GOTO(rc, eval_batch(t, &b, host_logits, st), out_free_logits);
+    }
+    TB_TRY_GOTO(rc, loader_epoch_end(t->test_ld), out_free_logits);
+    TB_TRY_GOTO(rc, t->be->mem_stats(t->be, NULL, &st->mem_peak), out_free_logits);
+    st->accuracy = st->images ? (double)st->correct / (double)st->images : 0;
+    st->mean_loss = st->images ? st->mean_loss / (double)st->images : 0;
+    st->seconds = now_seconds() - t0;
+
+out_free_logits:
+    if (t->cfg.eval_no_grad) {
+        int rc2 = model_set_no_grad(t->model, 0);
+        rc = rc != TB_OK ? rc : rc2;
+    }
+    model_train_mode(t->model, 1);
+    free(host_logits);
+    return rc;
+}

@@ -1,0 +1,176 @@
+/*
+ * train.h - training and evaluation: one step, one epoch, the test set.
+ *
+ * A trainer ties together what a tb_config asks for: the datasets, a loader
+ * for each split (PyTorch DataLoader knobs), the model, the optimizer, and
+ * the device buffers a batch is copied into. One optimizer step is
+ * accum_steps micro-batches: zero_grad (memset or set_to_none), then for
+ * each micro-batch copy, forward, loss, backward (gradients accumulate,
+ * the loss scaled by 1/accum_steps), then the optimizer. The last step of
+ * an epoch may hold fewer micro-batches.
+ *
+ * Use:
+ *   tb_trainer *t;  TB_TRY(trainer_create(&cfg, be, &t));
+ *   for e in 0..epochs-1: train_epoch(t, e, &es); trainer_evaluate(t, &ev);
+ *   trainer_destroy(t);
+ *
+ * Tests: bazel test //lib/train:train_test
+ */
+#ifndef TB_TRAIN_H
+#define TB_TRAIN_H
+
+#include <stdint.h>
+
+#include "datasets/dataset.h"
+#include "lib/backend/backend.h"
+#include "lib/train/config.h"
+#include "lib/train/loader.h"
+#include "lib/nn/loss_scaler.h"
+#include "lib/nn/model.h"
+#include "lib/nn/optim.h"
+#include "lib/backend/staging.h"
+#include "lib/train/trace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tb_trainer {
+    tb_config cfg;            /* validated copy */
+    tb_backend *be;           /* borrowed */
+    const tb_dataset *train_ds, *test_ds;
+    tb_dataset *owned_train, *owned_test; /* freed by trainer_destroy */
+    tb_loader *train_ld, *test_ld;
+    tb_model *model;
+    tb_optim opt;
+    tb_tensor x;              /* (B, C, H, W) the batch on the device */
+    int32_t *labels;          /* (B) on the device */
+    /* What the model reads: x and labels, or the staged copies */
+    const tb_tensor *x_in;    /* &x, or &x_staged */
+    const int32_t *labels_in; /* (B) labels, or the staged labels */
+    /* --pin-memory, --non-blocking (lib/train/train_device.c) */
+    tb_staging *staging;      /* every batch goes through it on a backend with its own
+                                 device memory (CUDA); NULL on the CPU. With
+                                 --cuda-graphs, whose replays read x and labels,
+                                 the staged copies are copied into them */
+    tb_tensor x_staged;       /* (B, C, H, W) view of the staged images */
+    long steps;               /* optimizer steps so far, over all epochs */
+    int step_epoch;           /* trainer_step's epoch, -1 before its first step */
+    /* issue 5's toggles */
+    float *loss_acc;          /* (1) device: loss sums not read yet (--loss-read-every > 1) */
+    int loss_unread_steps;    /* steps accumulated in loss_acc since the last read */
+    long loss_unread_images;
+    float *anomaly_count;     /* (1) device counter of --detect-anomaly's checks */
+    tb_trace *trace;          /* --trace: the step timeline; NULL when off */
+    double deadline;          /* --max-time: CLOCK_MONOTONIC seconds; 0 = none */
+    int timed_out;            /* train_epoch stopped at the deadline */
+    /* --channels-last and --amp */
+    float *x_nhwc_host;       /* (B, H, W, C) host staging of the NHWC batch; NULL
+                                 when not needed (NCHW, or one channel) */
+    tb_loss_scaler scaler;    /* dynamic loss scaling (GradScaler) */
+    int loss_scaling;         /* 1: every step scales the loss by scaler.scale,
+                                 unscales in the optimizer (grad_scale) and skips
+                                 steps whose gradients hold Inf/NaN */
+    /* --tensors-on-device, --augment-on-device, --cuda-graphs (lib/train/train_device.c) */
+    uint8_t *labels_u8;       /* (B) device: the labels as the dataset stores them */
+    uint8_t *labels_u8_host;  /* (B) */
+    uint8_t *x_u8;            /* (B, C, H, W) device: raw samples to augment */
+    int32_t *aug_params;      /* (B, 3) device: each sample's (dy, dx, flip) */
+    int32_t *aug_params_host; /* (B, 3) */
+    tb_graph *graph;          /* the captured forward + backward; NULL before */
+    float graph_scale;        /* the loss scale captured in it */
+    int graph_warm;           /* warm-up micro-batches run before the capture */
+} tb_trainer;
+
+typedef struct tb_epoch_stats {
+    int epoch;
+    long steps;               /* optimizer steps in this epoch */
+    long images;              /* training samples seen */
+    double mean_loss;         /* over the epoch's micro-batches, sample-weighted */
+    float last_loss;          /* mean loss of the last step's micro-batches; with
+                                 --loss-read-every=N, of the steps since the last read */
+    double seconds;           /* wall time of the epoch (training only) */
+    double images_per_s;
+    double loader_wait_s;     /* time spent waiting for (or building) batches */
+} tb_epoch_stats;
+
+typedef struct tb_eval_stats {
+    long images;
+    long correct;
+    double accuracy;          /* correct / images */
+    double mean_loss;
+    double seconds;
+    size_t mem_peak;          /* bytes in use at the evaluation's peak (be->mem_stats,
+                                 reset at its start; --eval-no-grad lowers it) */
+} tb_eval_stats;
+
+/* Opens the datasets cfg names (Fashion-MNIST from cfg->data_dir, or
+ * synthetic data shaped for cfg->model) and builds everything.
+ * REQUIRES: cfg passed config_validate. be is borrowed.
+ * Errors: the datasets' (TB_ERR_IO, TB_ERR_DATA naming the file), the
+ * model's, TB_ERR_DEVICE_OOM. */
+int trainer_create(const tb_config *cfg, tb_backend *be, tb_trainer **out);
+
+/* The same over datasets the caller owns (they must outlive the trainer),
+ * so tests can build several trainers over one copy of the data. */
+int trainer_create_with_data(const tb_config *cfg, tb_backend *be, const tb_dataset *train,
+                             const tb_dataset *test, tb_trainer **out);
+
+void trainer_destroy(tb_trainer *t);
+
+/* Turns dynamic loss scaling on. --amp=fp16 does at creation, as PyTorch
+ * recipes pair fp16 with GradScaler; bf16 and fp32 run without, and tests
+ * use this to drive the scaler's wiring on a backend without fp16. */
+int trainer_enable_loss_scaling(tb_trainer *t);
+
+/* Copies one batch to the device, forward, loss, backward with the loss
+ * scaled by loss_scale. *loss is its mean loss (read from the device). */
+int train_micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, float *loss);
+
+/* One epoch (or cfg->max_steps steps of it) in training mode. */
+int train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st);
+
+/* One optimizer step for benchmarks: accum_steps micro-batches pulled from
+ * the training loader, which starts its next epoch transparently when it
+ * runs out (so a step is always accum_steps full-or-last batches; no epoch
+ * statistics). *loss is the step's mean micro-batch loss. Work may still be
+ * queued on the device when it returns: trainer_sync waits for it.
+ * REQUIRES: not mixed with train_epoch on the same trainer (both drive the
+ * training loader's epochs). */
+int trainer_step(tb_trainer *t, float *loss);
+
+/* Waits until the device has finished every step queued so far. */
+int trainer_sync(tb_trainer *t);
+
+/* Training with validation (Lightning's check_val_every_n_epoch, max_time,
+ * early stopping at a target): up to cfg->epochs epochs, evaluating after
+ * every cfg->val_every-th epoch and after the last one; stops early when an
+ * evaluation reaches cfg->target_accuracy (> 0) or when cfg->max_time (> 0)
+ * seconds of training and evaluation have passed (checked between steps;
+ * the test set is then evaluated once more). */
+typedef struct tb_fit_stats {
+    int epochs;               /* epochs trained (the last one maybe cut short) */
+    int evaluations;
+    double last_accuracy, best_accuracy;
+    int reached_target;
+    double time_to_target_s;  /* wall time from the start to the evaluation that
+                                 reached the target; < 0 when not reached */
+    const char *stopped_by;   /* "epochs", "target" or "time" */
+    double train_s, eval_s, total_s;
+} tb_fit_stats;
+
+/* on_epoch, when not NULL, sees each epoch's stats and its evaluation
+ * (NULL when that epoch was not evaluated). */
+typedef void (*tb_fit_epoch_fn)(const tb_epoch_stats *es, const tb_eval_stats *ev, void *user);
+int trainer_fit(tb_trainer *t, tb_fit_stats *st, tb_fit_epoch_fn on_epoch, void *user);
+
+/* Writes the --trace timeline collected so far (no-op when off). */
+int trainer_write_trace(tb_trainer *t);
+
+/* The whole test set in evaluation mode. */
+int trainer_evaluate(tb_trainer *t, tb_eval_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
