@@ -15,6 +15,7 @@
 #ifndef TB_RNG_H
 #define TB_RNG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -75,6 +76,38 @@ static inline uint32_t rng_below(tb_rng *r, uint32_t n)
 static inline float rng_float01(tb_rng *r)
 {
     return (float)(rng_next_u64(r) >> 40) * (1.0f / 16777216.0f);
+}
+
+/* A plain splitmix64 stream started at seed: for test inputs, benchmark
+ * operands and parameter initialisation, where no counters are needed. */
+static inline tb_rng tb_rng_seeded(uint64_t seed)
+{
+    tb_rng r = {seed};
+    return r;
+}
+
+/* Uniform double in [0, 1) with 53 random bits. */
+static inline double tb_rng_double01(tb_rng *r)
+{
+    return (double)(rng_next_u64(r) >> 11) * 0x1.0p-53;
+}
+
+/* Uniform in [lo, hi). */
+static inline double tb_rng_uniform(tb_rng *r, double lo, double hi)
+{
+    return lo + (hi - lo) * tb_rng_double01(r);
+}
+
+/* x[0..n) uniform in [lo, hi) from the stream started at seed, with no
+ * exact zeros (a zero hides a missing multiply): a zero draw becomes
+ * (hi - lo) / 4. The one random fill of tests and benchmarks. */
+static inline void tb_rng_fill(float *x, size_t n, uint64_t seed, double lo, double hi)
+{
+    tb_rng r = tb_rng_seeded(seed);
+    for (size_t i = 0; i < n; i++) {
+        float v = (float)tb_rng_uniform(&r, lo, hi);
+        x[i] = v != 0.0f ? v : (float)((hi - lo) / 4);
+    }
 }
 
 #ifdef __cplusplus
