@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/report/cells.h"
+#include "lib/report/doc.h"
 #include "lib/report/plot.h"
 
 double tb_compare_seconds(double v, const char *unit)
@@ -145,8 +147,6 @@ static const tb_results *tech_rows(const tb_cmp_machine *m, const char *t)
             return &m->f->rows[i];
     return NULL;
 }
-
-static int same_point(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
 
 static const tb_result_row *find_row(const tb_results *res, const tb_result_row *like)
 {

@@ -1,0 +1,177 @@
+/*
+ * doc.c - the document model: a page built once as a list of blocks
+ * (headings, paragraphs, tables, figures), then written by the Markdown
+ * and HTML writers (markdown.c, html.c); see doc.h.
+ *
+ * Test: bazel test //lib/report:report_test //lib/report:compare_test
+ */
+#define _GNU_SOURCE
+#include "lib/report/doc.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/core/atomic_file.h"
+#include "lib/report/doc_blocks.h"
+#include "lib/report/html.h"
+#include "lib/report/markdown.h"
+
+/* ---- the document model ---- */
+
+static block *doc_add(doc *d, block_kind kind)
+{
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 64;
+        block *p = realloc(d->b, cap * sizeof *p);
+        if (!p) {
+            d->oom = 1;
+            return NULL;
+        }
+        d->b = p;
+        d->cap = cap;
+    }
+    block *b = &d->b[d->n++];
+    memset(b, 0, sizeof *b);
+    b->kind = kind;
+    return b;
+}
+
+static char *vfmt(doc *d, const char *fmt, va_list ap)
+{
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0) {
+        d->oom = 1;
+        return NULL;
+    }
+    return s;
+}
+
+void tb_doc_text(doc *d, block_kind kind, const char *fmt, ...)
+{
+    block *b = doc_add(d, kind);
+    if (!b)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    b->text = vfmt(d, fmt, ap);
+    va_end(ap);
+}
+
+static void doc_table(doc *d, int ncols, const char *const *header)
+{
+    block *b = doc_add(d, BK_TABLE);
+    if (!b)
+        return;
+    b->ncols = ncols;
+    b->cells = calloc((size_t)ncols, sizeof *b->cells);
+    if (!b->cells) {
+        d->oom = 1;
+        return;
+    }
+    for (int c = 0; c < ncols; c++)
+        if (!(b->cells[c] = strdup(header[c])))
+            d->oom = 1;
+}
+
+/* Appends a row to the last block, which must be a table. */
+static void doc_row(doc *d, const char *const *cells)
+{
+    block *b = d->n ? &d->b[d->n - 1] : NULL;
+    if (!b || b->kind != BK_TABLE || !b->cells)
+        return;
+    size_t k = (size_t)(b->nrows + 2) * (size_t)b->ncols;
+    char **p = realloc(b->cells, k * sizeof *p);
+    if (!p) {
+        d->oom = 1;
+        return;
+    }
+    b->cells = p;
+    for (int c = 0; c < b->ncols; c++)
+        if (!(p[(size_t)(b->nrows + 1) * (size_t)b->ncols + (size_t)c] = strdup(cells[c] ? cells[c] : "")))
+            d->oom = 1;
+    b->nrows++;
+}
+
+static void doc_img(doc *d, const char *png, const char *md_src, const char *alt,
+                    const char *caption)
+{
+    block *b = doc_add(d, BK_IMG);
+    if (!b)
+        return;
+    b->png = strdup(png);
+    b->md_src = strdup(md_src);
+    b->alt = strdup(alt);
+    b->text = strdup(caption);
+    if (!b->png || !b->md_src || !b->alt || !b->text)
+        d->oom = 1;
+}
+
+void tb_doc_clear(doc *d)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        block *b = &d->b[i];
+        free(b->text);
+        free(b->png);
+        free(b->md_src);
+        free(b->alt);
+        if (b->cells)
+            for (int k = 0; k < (b->nrows + 1) * b->ncols; k++)
+                free(b->cells[k]);
+        free(b->cells);
+    }
+    free(d->b);
+}
+
+/* ---- the document model, for other pages (lib/report/compare.c) ---- */
+
+tb_doc *tb_doc_new(void) { return calloc(1, sizeof(tb_doc)); }
+
+void tb_doc_heading(tb_doc *d, int level, const char *text)
+{
+    tb_doc_text(d, level <= 1 ? BK_H1 : level == 2 ? BK_H2 : BK_H3, "%s", text);
+}
+
+void tb_doc_para(tb_doc *d, const char *text) { tb_doc_text(d, BK_P, "%s", text); }
+
+void tb_doc_table(tb_doc *d, int ncols, const char *const *header) { doc_table(d, ncols, header); }
+
+void tb_doc_row(tb_doc *d, const char *const *cells) { doc_row(d, cells); }
+
+void tb_doc_figure(tb_doc *d, const char *png, const char *md_src, const char *alt,
+                   const char *caption)
+{
+    doc_img(d, png, md_src, alt, caption);
+}
+
+static int save_doc(const char *path, const tb_doc *d, const char *title, int html)
+{
+    if (d->oom)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory building %s", path);
+    tb_atomic_file af;
+    int rc;
+    TB_TRY(tb_atomic_open(&af, path));
+    TB_TRY_GOTO(rc, html ? tb_html_write(d, title, af.fp) : tb_md_write(d, af.fp), out_abort);
+    TB_TRY_GOTO(rc, tb_atomic_commit(&af), out_fail);
+    return TB_OK;
+out_abort:
+    tb_atomic_abort(&af);
+out_fail:
+    return TB_FAIL(rc, "cannot write %s", path);
+}
+
+int tb_doc_save_md(const tb_doc *d, const char *path) { return save_doc(path, d, NULL, 0); }
+
+int tb_doc_save_html(const tb_doc *d, const char *title, const char *path)
+{
+    return save_doc(path, d, title, 1);
+}
+
+void tb_doc_free(tb_doc *d)
+{
+    if (!d)
+        return;
+    tb_doc_clear(d);
+    free(d);
+}
