@@ -171,6 +171,20 @@ int tb_atomic_write(const char *path, const void *buf, size_t len)
     return tb_atomic_commit(&af);
 }
 
+int tb_atomic_write_with(const char *path, tb_atomic_writer write, const void *arg)
+{
+    tb_atomic_file af;
+    int rc;
+    TB_TRY(tb_atomic_open(&af, path));
+    TB_TRY_GOTO(rc, write(arg, af.fp), out_abort);
+    TB_TRY_GOTO(rc, tb_atomic_commit(&af), out_fail);
+    return TB_OK;
+out_abort:
+    tb_atomic_abort(&af);
+out_fail:
+    return TB_FAIL(rc, "cannot write %s", path);
+}
+
 int tb_atomic_copy(const char *src, const char *dst)
 {
     int rc = TB_OK;

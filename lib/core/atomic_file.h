@@ -58,6 +58,15 @@ void tb_atomic_abort(tb_atomic_file *af);
 /* Writes a whole buffer to path atomically. */
 int tb_atomic_write(const char *path, const void *buf, size_t len);
 
+/* Writes the whole of one file to f from arg; a status. */
+typedef int (*tb_atomic_writer)(const void *arg, FILE *f);
+
+/* Writes path atomically with write(arg, f): committed when write returns
+ * TB_OK, else the temporary is removed and the old file is left as it was.
+ * For every file tunebench builds with fprintf (CSV, JSON, Markdown).
+ * The error names path. */
+int tb_atomic_write_with(const char *path, tb_atomic_writer write, const void *arg);
+
 /* Copies src to dst atomically (dst's directory must exist). For keeping a
  * file another program wrote, e.g. Google Benchmark's JSON. */
 int tb_atomic_copy(const char *src, const char *dst);

@@ -87,6 +87,35 @@ static void test_abort_keeps_old(void)
     CHECK(count_temps(root) == 0, "temporary removed");
 }
 
+static int write_line(const void *arg, FILE *f)
+{
+    fprintf(f, "%s\n", (const char *)arg);
+    return TB_OK;
+}
+
+static int write_half_then_fail(const void *arg, FILE *f)
+{
+    fputs((const char *)arg, f);
+    return TB_FAIL(TB_ERR_DATA, "the writer gave up");
+}
+
+static void test_write_with(void)
+{
+    char path[PATH_MAX], buf[256];
+    printf("write_with commits what the writer wrote, or nothing when it fails\n");
+    snprintf(path, sizeof path, "%s/w.csv", root);
+    CHECK(tb_atomic_write_with(path, write_line, "first") == TB_OK, "write");
+    read_small(path, buf, sizeof buf);
+    CHECK(strcmp(buf, "first\n") == 0, "content (got '%s')", buf);
+    int rc = tb_atomic_write_with(path, write_half_then_fail, "half a ro");
+    CHECK(rc == TB_ERR_DATA && tb_error_depth() == 2 && strstr(tb_error_message(), "w.csv"),
+          "the writer's error, then the path (%s)", tb_error_message());
+    tb_error_clear();
+    read_small(path, buf, sizeof buf);
+    CHECK(strcmp(buf, "first\n") == 0, "old content intact");
+    CHECK(count_temps(root) == 0, "temporary removed");
+}
+
 /* A child starts a write, tells the parent, and is killed mid-write. */
 static void test_killed_writer(void)
 {
@@ -239,6 +268,7 @@ int main(void)
     }
     test_commit_replaces();
     test_abort_keeps_old();
+    test_write_with();
     test_killed_writer();
     test_errors_name_path();
     test_mkdir_and_copy();

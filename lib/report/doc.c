@@ -145,20 +145,25 @@ void tb_doc_figure(tb_doc *d, const char *png, const char *md_src, const char *a
     doc_img(d, png, md_src, alt, caption);
 }
 
+/* A page to save: the doc, and its title when written as HTML. */
+typedef struct page {
+    const tb_doc *d;
+    const char *title;
+    int html;
+} page;
+
+static int write_page(const void *arg, FILE *f)
+{
+    const page *p = arg;
+    return p->html ? tb_html_write(p->d, p->title, f) : tb_md_write(p->d, f);
+}
+
 static int save_doc(const char *path, const tb_doc *d, const char *title, int html)
 {
     if (d->oom)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory building %s", path);
-    tb_atomic_file af;
-    int rc;
-    TB_TRY(tb_atomic_open(&af, path));
-    TB_TRY_GOTO(rc, html ? tb_html_write(d, title, af.fp) : tb_md_write(d, af.fp), out_abort);
-    TB_TRY_GOTO(rc, tb_atomic_commit(&af), out_fail);
-    return TB_OK;
-out_abort:
-    tb_atomic_abort(&af);
-out_fail:
-    return TB_FAIL(rc, "cannot write %s", path);
+    page p = {d, title, html};
+    return tb_atomic_write_with(path, write_page, &p);
 }
 
 int tb_doc_save_md(const tb_doc *d, const char *path) { return save_doc(path, d, NULL, 0); }

@@ -550,50 +550,45 @@ static void build_doc(doc *d, const tb_report_folder *f, const tb_report_pick *p
 
 /* ---- writing ---- */
 
-typedef int (*doc_writer)(const doc *d, const tb_report_folder *f, const tb_report_pick *p, FILE *out);
+/* What the four files are written from. */
+typedef struct report_src {
+    const doc *d;
+    const tb_report_folder *f;
+    const tb_report_pick *p;
+} report_src;
 
-static int w_md(const doc *d, const tb_report_folder *f, const tb_report_pick *p, FILE *out)
+static int w_md(const void *arg, FILE *out)
 {
-    (void)f, (void)p;
-    return tb_md_write(d, out);
+    const report_src *s = arg;
+    return tb_md_write(s->d, out);
 }
 
-static int w_html(const doc *d, const tb_report_folder *f, const tb_report_pick *p, FILE *out)
+static int w_html(const void *arg, FILE *out)
 {
-    (void)p;
+    const report_src *s = arg;
     char title[256];
-    snprintf(title, sizeof title, "tunebench report: %s", device_name(f));
-    return tb_html_write(d, title, out);
+    snprintf(title, sizeof title, "tunebench report: %s", device_name(s->f));
+    return tb_html_write(s->d, title, out);
 }
 
-static int w_sum_md(const doc *d, const tb_report_folder *f, const tb_report_pick *p, FILE *out)
+static int w_sum_md(const void *arg, FILE *out)
 {
-    (void)d;
-    fprintf(out, "# tunebench summary: %s\n\n", device_name(f));
-    return tb_report_summary_md(p, (size_t)f->ntech, out);
+    const report_src *s = arg;
+    fprintf(out, "# tunebench summary: %s\n\n", device_name(s->f));
+    return tb_report_summary_md(s->p, (size_t)s->f->ntech, out);
 }
 
-static int w_sum_tex(const doc *d, const tb_report_folder *f, const tb_report_pick *p, FILE *out)
+static int w_sum_tex(const void *arg, FILE *out)
 {
-    (void)d;
-    return tb_report_summary_tex(p, (size_t)f->ntech, device_name(f), out);
+    const report_src *s = arg;
+    return tb_report_summary_tex(s->p, (size_t)s->f->ntech, device_name(s->f), out);
 }
 
-static int write_one(const doc *d, const tb_report_folder *f, const tb_report_pick *p,
-                     const char *name, doc_writer w)
+static int write_one(const report_src *s, const char *name, tb_atomic_writer w)
 {
     char path[PATH_MAX + 64];
-    tb_atomic_file af;
-    int rc;
-    TB_TRY(tb_outdir_join(f->results_dir, name, path, sizeof path));
-    TB_TRY(tb_atomic_open(&af, path));
-    TB_TRY_GOTO(rc, w(d, f, p, af.fp), out_abort);
-    TB_TRY_GOTO(rc, tb_atomic_commit(&af), out_fail);
-    return TB_OK;
-out_abort:
-    tb_atomic_abort(&af);
-out_fail:
-    return TB_FAIL(rc, "cannot write %s", path);
+    TB_TRY(tb_outdir_join(s->f->results_dir, name, path, sizeof path));
+    return tb_atomic_write_with(path, w, s);
 }
 
 int tb_report_write(const tb_report_folder *f)
@@ -602,16 +597,17 @@ int tb_report_write(const tb_report_folder *f)
     for (int t = 0; t < f->ntech; t++)
         tb_report_pick_best(&f->rows[t], f->tech[t], &picks[t]);
     doc d = {0};
+    report_src src = {&d, f, picks};
     int rc = TB_OK;
     build_doc(&d, f, picks);
     if (d.oom) {
         rc = TB_FAIL(TB_ERR_NOMEM, "out of memory building the report");
         goto out_free;
     }
-    TB_TRY_GOTO(rc, write_one(&d, f, picks, "REPORT.md", w_md), out_free);
-    TB_TRY_GOTO(rc, write_one(&d, f, picks, "REPORT.html", w_html), out_free);
-    TB_TRY_GOTO(rc, write_one(&d, f, picks, "summary.md", w_sum_md), out_free);
-    TB_TRY_GOTO(rc, write_one(&d, f, picks, "summary.tex", w_sum_tex), out_free);
+    TB_TRY_GOTO(rc, write_one(&src, "REPORT.md", w_md), out_free);
+    TB_TRY_GOTO(rc, write_one(&src, "REPORT.html", w_html), out_free);
+    TB_TRY_GOTO(rc, write_one(&src, "summary.md", w_sum_md), out_free);
+    TB_TRY_GOTO(rc, write_one(&src, "summary.tex", w_sum_tex), out_free);
 out_free:
     tb_doc_clear(&d);
     return rc;

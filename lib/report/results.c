@@ -297,31 +297,18 @@ int tb_results_write_json(const tb_results *res, FILE *f)
     return TB_OK;
 }
 
-typedef int (*writer_fn)(const tb_results *, FILE *);
+static int write_csv(const void *res, FILE *f) { return tb_results_write_csv(res, f); }
 
-static int save_with(const tb_results *res, const char *path, writer_fn write)
-{
-    tb_atomic_file af;
-    int rc;
-    TB_TRY(tb_atomic_open(&af, path));
-    TB_TRY_GOTO(rc, write(res, af.fp), out_abort);
-    TB_TRY_GOTO(rc, tb_atomic_commit(&af), out_fail);
-    return TB_OK;
-
-out_abort:
-    tb_atomic_abort(&af);
-out_fail:
-    return TB_FAIL(rc, "cannot save results to %s", path);
-}
+static int write_json(const void *res, FILE *f) { return tb_results_write_json(res, f); }
 
 int tb_results_save_csv(const tb_results *res, const char *path)
 {
-    return save_with(res, path, tb_results_write_csv);
+    return tb_atomic_write_with(path, write_csv, res);
 }
 
 int tb_results_save_json(const tb_results *res, const char *path)
 {
-    return save_with(res, path, tb_results_write_json);
+    return tb_atomic_write_with(path, write_json, res);
 }
 
 /* ---- reading ---- */

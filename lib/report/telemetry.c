@@ -425,16 +425,9 @@ int tb_telemetry_write_json(const tb_telemetry *t, FILE *f)
     return TB_OK;
 }
 
+static int write_json(const void *t, FILE *f) { return tb_telemetry_write_json(t, f); }
+
 int tb_telemetry_save(const tb_telemetry *t, const char *path)
 {
-    tb_atomic_file af;
-    int rc;
-    TB_TRY(tb_atomic_open(&af, path));
-    TB_TRY_GOTO(rc, tb_telemetry_write_json(t, af.fp), out_abort);
-    TB_TRY_GOTO(rc, tb_atomic_commit(&af), out_fail);
-    return TB_OK;
-out_abort:
-    tb_atomic_abort(&af);
-out_fail:
-    return TB_FAIL(rc, "cannot save telemetry to %s", path);
+    return tb_atomic_write_with(path, write_json, t);
 }
