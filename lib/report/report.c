@@ -74,6 +74,21 @@ static void sec_header(doc *d, const tb_report_folder *f)
     tb_doc_text(d, BK_LEAD, "%s", newcomer);
 }
 
+/* A section's heading, then, when its input is absent, the paragraph that
+ * says so and how to measure it. Returns whether the input is there. */
+static int sec_begin(doc *d, const char *heading, int have, const char *absent)
+{
+    tb_doc_text(d, BK_H2, "%s", heading);
+    if (!have)
+        tb_doc_text(d, BK_P, "%s", absent);
+    return have;
+}
+
+static int has_prefix(const char *s, const char *prefix)
+{
+    return !strncmp(s, prefix, strlen(prefix));
+}
+
 static int plot_owner(const tb_report_folder *f, const char *plot)
 {
     int best = -1;
@@ -104,6 +119,14 @@ static void add_figure(doc *d, const tb_report_folder *f, const char *name)
     char alt[200];
     snprintf(alt, sizeof alt, "figure %s", name);
     tb_doc_figure(d, png, md, alt, cap);
+}
+
+/* Every figure whose name begins with prefix (waterfall_*, time_to_accuracy_*). */
+static void add_figures_named(doc *d, const tb_report_folder *f, const char *prefix)
+{
+    for (int i = 0; i < f->nplots; i++)
+        if (has_prefix(f->plots[i], prefix))
+            add_figure(d, f, f->plots[i]);
 }
 
 static const char *const tech_header[7] = {
@@ -224,13 +247,10 @@ static void ceilings_match(const tb_report_folder *f, const tb_result_row *r, ch
 
 static void sec_ceilings(doc *d, const tb_report_folder *f, const tb_report_pick *picks)
 {
-    tb_doc_text(d, BK_H2, "Ceilings: the fastest this device goes");
-    if (!f->have_ceilings) {
-        tb_doc_text(d, BK_P,
-                 "Not measured in this run: `ceilings.csv` is absent. `bazel run //bench:all` "
-                 "measures them first; alone: `bazel run //bench:ceilings`.");
+    if (!sec_begin(d, "Ceilings: the fastest this device goes", f->have_ceilings,
+                   "Not measured in this run: `ceilings.csv` is absent. `bazel run //bench:all` "
+                   "measures them first; alone: `bazel run //bench:ceilings`."))
         return;
-    }
     static const char *const h[5] = {"ceiling", "measured at", "rate [95% CI]",
                                      "time per call: median [95% CI]", "how it was measured, or why not"};
     tb_doc_text(d, BK_P, "Measured in the same run, on the same device, with the same threads.");
@@ -312,15 +332,12 @@ static void step_table(doc *d, const tb_results *res, const char *kind, const ch
 
 static void sec_waterfall(doc *d, const tb_report_folder *f)
 {
-    tb_doc_text(d, BK_H2, "Waterfall: techniques switched on one after another");
-    if (!f->have_waterfall) {
-        tb_doc_text(d, BK_P,
-                 "Not measured in this run: `waterfall.csv` is absent. It comes from "
-                 "`bazel run //bench:waterfall`, which times the training step with the "
-                 "techniques switched on one after another (cumulative speedup) and with all on "
-                 "but one (leave-one-out, to show which matter and which interact).");
+    if (!sec_begin(d, "Waterfall: techniques switched on one after another", f->have_waterfall,
+                   "Not measured in this run: `waterfall.csv` is absent. It comes from "
+                   "`bazel run //bench:waterfall`, which times the training step with the "
+                   "techniques switched on one after another (cumulative speedup) and with all "
+                   "on but one (leave-one-out, to show which matter and which interact)."))
         return;
-    }
     tb_doc_text(d, BK_P, "Each row adds one technique to all the rows above it; the speedup is "
                       "cumulative, against the training step with every technique off. "
                       "Techniques this device gives no meaning to (on the CPU: tensors and "
@@ -332,30 +349,23 @@ static void sec_waterfall(doc *d, const tb_report_folder *f)
                       "whose removal costs little matters little here; one whose removal costs "
                       "more than its own step above interacts with the others.");
     step_table(d, &f->waterfall, "leave-one-out", "configuration", "speedup over all off [95% CI]");
-    for (int i = 0; i < f->nplots; i++)
-        if (!strncmp(f->plots[i], TB_REPORT_WATERFALL, strlen(TB_REPORT_WATERFALL)))
-            add_figure(d, f, f->plots[i]);
+    add_figures_named(d, f, TB_REPORT_WATERFALL);
 }
 
 static void sec_tta(doc *d, const tb_report_folder *f)
 {
-    tb_doc_text(d, BK_H2, "Time to 85%% test accuracy (Fashion-MNIST)");
-    if (!f->have_tta) {
-        tb_doc_text(d, BK_P,
-                 "Not measured in this run: `time_to_accuracy.csv` is absent. It comes from "
-                 "`bazel run //bench:waterfall`: wall time until the test accuracy first reaches "
-                 "85%%, for the baseline and all techniques together (default profile) and for "
-                 "each technique alone (full profile). Unlike step time it cannot be gamed: a "
-                 "technique that speeds up steps but slows learning shows here.");
+    if (!sec_begin(d, "Time to 85% test accuracy (Fashion-MNIST)", f->have_tta,
+                   "Not measured in this run: `time_to_accuracy.csv` is absent. It comes from "
+                   "`bazel run //bench:waterfall`: wall time until the test accuracy first "
+                   "reaches 85%, for the baseline and all techniques together (default profile) "
+                   "and for each technique alone (full profile). Unlike step time it cannot be "
+                   "gamed: a technique that speeds up steps but slows learning shows here."))
         return;
-    }
     tb_doc_text(d, BK_P, "Wall time from the start of training until the test accuracy first "
                       "reaches the target; the speedup is against the baseline (every "
                       "technique off).");
     step_table(d, &f->tta, NULL, "configuration", "speedup [95% CI]");
-    for (int i = 0; i < f->nplots; i++)
-        if (!strncmp(f->plots[i], TB_REPORT_TTA, strlen(TB_REPORT_TTA)))
-            add_figure(d, f, f->plots[i]);
+    add_figures_named(d, f, TB_REPORT_TTA);
 }
 
 static void add_na_rows(doc *d, const tb_results *res, int *any)
@@ -444,13 +454,11 @@ static void telemetry_row(doc *d, const tb_json *s, int gpu, double cpus)
 
 static void sec_telemetry(doc *d, const tb_report_folder *f)
 {
-    tb_doc_text(d, BK_H2, "What the machine was doing (telemetry)");
     const tb_json *t = f->telemetry;
-    if (!t) {
-        tb_doc_text(d, BK_P, "Not recorded in this run: `telemetry.json` is absent (bench:all "
-                          "records it; a technique binary run alone does not).");
+    if (!sec_begin(d, "What the machine was doing (telemetry)", t != NULL,
+                   "Not recorded in this run: `telemetry.json` is absent (bench:all records it; "
+                   "a technique binary run alone does not)."))
         return;
-    }
     const tb_json *segs = tb_json_get(t, "segments");
     int gpu = 0;
     for (size_t i = 0; segs && i < segs->len; i++)
@@ -485,11 +493,9 @@ static void sec_telemetry(doc *d, const tb_report_folder *f)
 
 static void sec_fingerprint(doc *d, const tb_report_folder *f)
 {
-    tb_doc_text(d, BK_H2, "Environment fingerprint");
-    if (!f->have_fp) {
-        tb_doc_text(d, BK_P, "Not recorded: `fingerprint.json` is absent.");
+    if (!sec_begin(d, "Environment fingerprint", f->have_fp,
+                   "Not recorded: `fingerprint.json` is absent."))
         return;
-    }
     tb_doc_text(d, BK_P, "From `fingerprint.json`: what these numbers were measured with. A value "
                       "the machine does not expose reads \"n/a (the reason)\".");
     static const char *const h[2] = {"key", "value"};
@@ -535,8 +541,8 @@ static void build_doc(doc *d, const tb_report_folder *f, const tb_report_pick *p
     int other = 0;
     for (int i = 0; i < f->nplots; i++) {
         const char *p = f->plots[i];
-        if (plot_owner(f, p) >= 0 || !strncmp(p, TB_REPORT_WATERFALL, strlen(TB_REPORT_WATERFALL)) ||
-            !strncmp(p, TB_REPORT_TTA, strlen(TB_REPORT_TTA)))
+        if (plot_owner(f, p) >= 0 || has_prefix(p, TB_REPORT_WATERFALL) ||
+            has_prefix(p, TB_REPORT_TTA))
             continue;
         if (!other++)
             tb_doc_text(d, BK_H2, "Other figures");
