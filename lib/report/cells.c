@@ -11,8 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* ---- numbers ---- */
-
 void tb_report_num(char *buf, size_t cap, double v)
 {
     double a = fabs(v);

@@ -18,8 +18,6 @@
 #include "lib/report/html.h"
 #include "lib/report/markdown.h"
 
-/* ---- the document model ---- */
-
 static block *doc_add(doc *d, block_kind kind)
 {
     if (d->n == d->cap) {
@@ -59,7 +57,7 @@ void tb_doc_text(doc *d, block_kind kind, const char *fmt, ...)
     va_end(ap);
 }
 
-static void doc_table(doc *d, int ncols, const char *const *header)
+void tb_doc_table(tb_doc *d, int ncols, const char *const *header)
 {
     block *b = doc_add(d, BK_TABLE);
     if (!b)
@@ -76,7 +74,7 @@ static void doc_table(doc *d, int ncols, const char *const *header)
 }
 
 /* Appends a row to the last block, which must be a table. */
-static void doc_row(doc *d, const char *const *cells)
+void tb_doc_row(tb_doc *d, const char *const *cells)
 {
     block *b = d->n ? &d->b[d->n - 1] : NULL;
     if (!b || b->kind != BK_TABLE || !b->cells)
@@ -89,13 +87,14 @@ static void doc_row(doc *d, const char *const *cells)
     }
     b->cells = p;
     for (int c = 0; c < b->ncols; c++)
-        if (!(p[(size_t)(b->nrows + 1) * (size_t)b->ncols + (size_t)c] = strdup(cells[c] ? cells[c] : "")))
+        if (!(p[(size_t)(b->nrows + 1) * (size_t)b->ncols + (size_t)c] =
+                  strdup(cells[c] ? cells[c] : "")))
             d->oom = 1;
     b->nrows++;
 }
 
-static void doc_img(doc *d, const char *png, const char *md_src, const char *alt,
-                    const char *caption)
+void tb_doc_figure(tb_doc *d, const char *png, const char *md_src, const char *alt,
+                   const char *caption)
 {
     block *b = doc_add(d, BK_IMG);
     if (!b)
@@ -124,8 +123,6 @@ void tb_doc_clear(doc *d)
     free(d->b);
 }
 
-/* ---- the document model, for other pages (lib/report/compare.c) ---- */
-
 tb_doc *tb_doc_new(void) { return calloc(1, sizeof(tb_doc)); }
 
 void tb_doc_heading(tb_doc *d, int level, const char *text)
@@ -134,16 +131,6 @@ void tb_doc_heading(tb_doc *d, int level, const char *text)
 }
 
 void tb_doc_para(tb_doc *d, const char *text) { tb_doc_text(d, BK_P, "%s", text); }
-
-void tb_doc_table(tb_doc *d, int ncols, const char *const *header) { doc_table(d, ncols, header); }
-
-void tb_doc_row(tb_doc *d, const char *const *cells) { doc_row(d, cells); }
-
-void tb_doc_figure(tb_doc *d, const char *png, const char *md_src, const char *alt,
-                   const char *caption)
-{
-    doc_img(d, png, md_src, alt, caption);
-}
 
 /* A page to save: the doc, and its title when written as HTML. */
 typedef struct page {

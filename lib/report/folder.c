@@ -12,8 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- loading a folder ---- */
-
 int tb_report_has_suffix(const char *s, const char *suf)
 {
     size_t n = strlen(s), m = strlen(suf);

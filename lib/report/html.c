@@ -11,8 +11,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* ---- HTML writer ---- */
-
 void tb_report_html_escape(FILE *f, const char *s)
 {
     for (; *s; s++) {

@@ -6,8 +6,6 @@
  */
 #include "lib/report/markdown.h"
 
-/* ---- Markdown writer ---- */
-
 static void md_cell(FILE *f, const char *s)
 {
     for (; *s; s++) {

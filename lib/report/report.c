@@ -65,11 +65,11 @@ static void sec_header(doc *d, const tb_report_folder *f)
 {
     tb_doc_text(d, BK_H1, "tunebench report: %s", device_name(f));
     tb_doc_text(d, BK_P,
-             "Measured on host `%s` at %s (UTC), git revision `%s`, %s backend with %s threads. "
-             "Results in `results/%s/`, figures in `plots/%s/`.",
-             fp_get(f, "run.host", "unknown"), fp_get(f, "run.time_utc", "an unrecorded time"),
-             fp_get(f, "git.revision", "unknown"), fp_get(f, "device.backend", "unknown"),
-             fp_get(f, "device.threads", "an unrecorded number of"), f->slug, f->slug);
+                "Measured on host `%s` at %s (UTC), git revision `%s`, %s backend with %s threads. "
+                "Results in `results/%s/`, figures in `plots/%s/`.",
+                fp_get(f, "run.host", "unknown"), fp_get(f, "run.time_utc", "an unrecorded time"),
+                fp_get(f, "git.revision", "unknown"), fp_get(f, "device.backend", "unknown"),
+                fp_get(f, "device.threads", "an unrecorded number of"), f->slug, f->slug);
     tb_doc_text(d, BK_H2, "How to read this report");
     tb_doc_text(d, BK_LEAD, "%s", newcomer);
 }
@@ -188,19 +188,19 @@ static void sec_technique(doc *d, const tb_report_folder *f, int t, const tb_rep
             timed += is_timed(&res->rows[i]);
         if (!p->best && !p->swept)
             tb_doc_text(d, BK_P,
-                     "Every timed setting (one point only). The full run, %zu timed row%s, is "
-                     "in `%s.csv`.",
-                     timed, timed == 1 ? "" : "s", f->tech[t]);
+                        "Every timed setting (one point only). The full run, %zu timed row%s, is "
+                        "in `%s.csv`.",
+                        timed, timed == 1 ? "" : "s", f->tech[t]);
         else if (own_points)
             tb_doc_text(d, BK_P,
-                     "Every setting measured as %s, each at its own `%s`. The full sweep, %zu "
-                     "timed row%s, is in `%s.csv` and in the figures.",
-                     b->metric, b->param_name, timed, timed == 1 ? "" : "s", f->tech[t]);
+                        "Every setting measured as %s, each at its own `%s`. The full sweep, %zu "
+                        "timed row%s, is in `%s.csv` and in the figures.",
+                        b->metric, b->param_name, timed, timed == 1 ? "" : "s", f->tech[t]);
         else
             tb_doc_text(d, BK_P,
-                     "Every setting at %s (the summary's point). The full sweep, %zu timed "
-                     "row%s, is in `%s.csv` and in the figures.",
-                     pt, timed, timed == 1 ? "" : "s", f->tech[t]);
+                        "Every setting at %s (the summary's point). The full sweep, %zu timed "
+                        "row%s, is in `%s.csv` and in the figures.",
+                        pt, timed, timed == 1 ? "" : "s", f->tech[t]);
         tb_doc_table(d, 7, tech_header);
         for (size_t i = 0; i < res->n; i++) {
             const tb_result_row *r = &res->rows[i];
@@ -464,13 +464,15 @@ static void sec_telemetry(doc *d, const tb_report_folder *f)
     for (size_t i = 0; segs && i < segs->len; i++)
         gpu |= tb_json_get_number(tb_json_at(segs, i), "gpu_samples", 0) > 0;
     tb_doc_text(d, BK_P,
-             "Sampled every %.0f ms while each technique ran. CPU frequency: %s. GPU: %s.%s "
-             "A load average above the number of CPUs means other jobs shared the machine: read "
-             "those numbers with care.",
-             tb_json_get_number(t, "period_ms", NAN), tb_json_get_string(t, "cpu_frequency", "?"),
-             tb_json_get_string(t, "gpu", "unknown"),
-             gpu ? " A GPU sample counts as throttled when NVML reports a power or thermal reason."
-                 : "");
+                "Sampled every %.0f ms while each technique ran. CPU frequency: %s. GPU: %s.%s "
+                "A load average above the number of CPUs means other jobs shared the machine: "
+                "read those numbers with care.",
+                tb_json_get_number(t, "period_ms", NAN),
+                tb_json_get_string(t, "cpu_frequency", "?"),
+                tb_json_get_string(t, "gpu", "unknown"),
+                gpu ? " A GPU sample counts as throttled when NVML reports a power or thermal "
+                      "reason."
+                    : "");
     static const char *const h[9] = {"segment", "duration", "load average (1 min) before → after",
                                      "CPU busy (all cores)", "GPU SM clock", "GPU temperature max",
                                      "GPU power max", "throttled samples", "warning"};
@@ -517,14 +519,14 @@ static void sec_files(doc *d, const tb_report_folder *f)
 {
     tb_doc_text(d, BK_H2, "Files");
     tb_doc_text(d, BK_P,
-             "In `results/%s/`: `<technique>.csv` and `.json` (every row; columns in "
-             "results/README.md), `<technique>.gbench.json` (Google Benchmark's own output: "
-             "its `tools/compare.py benchmarks A.gbench.json B.gbench.json` compares two runs), "
-             "`fingerprint.json`, `telemetry.json`, `summary.tex` (this summary as a LaTeX "
-             "booktabs table) and `summary.md`. In `plots/%s/`: every figure as PNG, SVG and "
-             "PDF with its gnuplot script. To compare machines: `bazel run //bench:compare -- "
-             "DIR1 DIR2`.",
-             f->slug, f->slug);
+                "In `results/%s/`: `<technique>.csv` and `.json` (every row; columns in "
+                "results/README.md), `<technique>.gbench.json` (Google Benchmark's own output: "
+                "its `tools/compare.py benchmarks A.gbench.json B.gbench.json` compares two runs), "
+                "`fingerprint.json`, `telemetry.json`, `summary.tex` (this summary as a LaTeX "
+                "booktabs table) and `summary.md`. In `plots/%s/`: every figure as PNG, SVG and "
+                "PDF with its gnuplot script. To compare machines: `bazel run //bench:compare -- "
+                "DIR1 DIR2`.",
+                f->slug, f->slug);
 }
 
 static void build_doc(doc *d, const tb_report_folder *f, const tb_report_pick *picks)
