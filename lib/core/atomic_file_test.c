@@ -260,12 +260,8 @@ static void test_outdir(void)
 int main(void)
 {
     tb_test_verbose = 1; /* a checklist: every check printed */
-    const char *base = getenv("TEST_TMPDIR");
-    snprintf(root, sizeof root, "%s/atomic_XXXXXX", base ? base : "/tmp");
-    if (!mkdtemp(root)) {
-        perror("mkdtemp");
+    if (tb_test_tmpdir(root, sizeof root, "atomic") != 0)
         return 1;
-    }
     test_commit_replaces();
     test_abort_keeps_old();
     test_write_with();

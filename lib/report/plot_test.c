@@ -184,12 +184,8 @@ static void test_failures(void)
 int main(void)
 {
     tb_test_verbose = 1; /* a checklist: every check printed */
-    const char *base = getenv("TEST_TMPDIR");
-    snprintf(dir, sizeof dir, "%s/plot_XXXXXX", base ? base : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    if (tb_test_tmpdir(dir, sizeof dir, "plot") != 0)
         return 1;
-    }
     if (system("gnuplot --version >/dev/null 2>&1") != 0) {
         printf("FAILED: gnuplot not on PATH; install it with: apt-get install gnuplot-nox\n");
         return 1;
