@@ -14,22 +14,19 @@
 #include <string.h>
 
 #include "lib/core/atomic_file.h"
+#include "lib/core/grow.h"
 #include "lib/report/doc_blocks.h"
 #include "lib/report/html.h"
 #include "lib/report/markdown.h"
 
 static block *doc_add(doc *d, block_kind kind)
 {
-    if (d->n == d->cap) {
-        size_t cap = d->cap ? 2 * d->cap : 64;
-        block *p = realloc(d->b, cap * sizeof *p);
-        if (!p) {
-            d->oom = 1;
-            return NULL;
-        }
-        d->b = p;
-        d->cap = cap;
+    block *p = tb_grow(d->b, &d->cap, d->n, sizeof *p, 64);
+    if (!p) {
+        d->oom = 1;
+        return NULL;
     }
+    d->b = p;
     block *b = &d->b[d->n++];
     memset(b, 0, sizeof *b);
     b->kind = kind;

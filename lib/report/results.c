@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "lib/core/atomic_file.h"
+#include "lib/core/grow.h"
 #include "lib/core/json.h"
 
 typedef enum col_kind { COL_STR, COL_NUM, COL_INT, COL_BOOL, COL_TIMING, COL_CORRECT } col_kind;
@@ -117,14 +118,10 @@ void tb_results_free(tb_results *res)
 
 int tb_results_add(tb_results *res, const tb_result_row *row)
 {
-    if (res->n == res->cap) {
-        size_t cap = res->cap ? 2 * res->cap : 16;
-        tb_result_row *rows = realloc(res->rows, cap * sizeof *rows);
-        if (!rows)
-            return TB_FAIL(TB_ERR_NOMEM, "cannot grow results to %zu rows", cap);
-        res->rows = rows;
-        res->cap = cap;
-    }
+    tb_result_row *rows = tb_grow(res->rows, &res->cap, res->n, sizeof *rows, 16);
+    if (!rows)
+        return TB_FAIL(TB_ERR_NOMEM, "cannot grow results beyond %zu rows", res->cap);
+    res->rows = rows;
     res->rows[res->n++] = *row;
     return TB_OK;
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "lib/core/atomic_file.h"
+#include "lib/core/grow.h"
 #include "lib/core/json.h"
 #include "lib/backend/nvml_dl.h"
 
@@ -49,7 +50,8 @@ struct tb_telemetry {
     tm_sample *samples;
     size_t n, cap;
     tm_segment *segs;
-    int nseg, segcap;
+    int nseg;
+    size_t segcap;
     char freq_why[160];       /* "" when the frequency is exposed */
     char gpu_why[160];        /* "" when NVML answered or no GPU was asked for */
 };
@@ -166,17 +168,13 @@ static void take_sample(tb_telemetry *t)
     pthread_mutex_lock(&t->mu);
     s.t = now_s() - t->t_start;
     s.seg = t->nseg - 1;
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 1024;
-        tm_sample *p = realloc(t->samples, cap * sizeof *p);
-        if (!p) {
-            /* Out of memory for telemetry: drop the sample, keep the run going. */
-            pthread_mutex_unlock(&t->mu);
-            return;
-        }
-        t->samples = p;
-        t->cap = cap;
+    tm_sample *p = tb_grow(t->samples, &t->cap, t->n, sizeof *p, 1024);
+    if (!p) {
+        /* Out of memory for telemetry: drop the sample, keep the run going. */
+        pthread_mutex_unlock(&t->mu);
+        return;
     }
+    t->samples = p;
     t->samples[t->n++] = s;
     pthread_mutex_unlock(&t->mu);
 }
@@ -197,14 +195,10 @@ static void *sampler(void *arg)
 
 static int open_segment(tb_telemetry *t, const char *label)
 {
-    if (t->nseg == t->segcap) {
-        int cap = t->segcap ? 2 * t->segcap : 16;
-        tm_segment *p = realloc(t->segs, (size_t)cap * sizeof *p);
-        if (!p)
-            return TB_FAIL(TB_ERR_NOMEM, "telemetry: out of memory for segments");
-        t->segs = p;
-        t->segcap = cap;
-    }
+    tm_segment *p = tb_grow(t->segs, &t->segcap, (size_t)t->nseg, sizeof *p, 16);
+    if (!p)
+        return TB_FAIL(TB_ERR_NOMEM, "telemetry: out of memory for segments");
+    t->segs = p;
     tm_segment *s = &t->segs[t->nseg++];
     memset(s, 0, sizeof *s);
     snprintf(s->label, sizeof s->label, "%s", label);
