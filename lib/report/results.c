@@ -202,7 +202,7 @@ static int parse_number(const char *s, double *out)
 /* RFC 4180: quote a field that holds a comma, quote, CR or LF; double the
  * quotes inside. Leading/trailing spaces are quoted too, since some readers
  * strip them. */
-static void csv_put_string(FILE *f, const char *s)
+void tb_results_put_csv_string(FILE *f, const char *s)
 {
     size_t len = strlen(s);
     int quote = strpbrk(s, ",\"\r\n") != NULL ||
@@ -259,7 +259,7 @@ int tb_results_write_csv(const tb_results *res, FILE *f)
         for (size_t i = 0; i < NCOLS; i++) {
             if (i)
                 fputc(',', f);
-            csv_put_string(f, field_text(&res->rows[r], &columns[i], num, sizeof num));
+            tb_results_put_csv_string(f, field_text(&res->rows[r], &columns[i], num, sizeof num));
         }
         fputc('\n', f);
     }
