@@ -237,6 +237,17 @@ static int mkdir_one(const char *path)
     return TB_OK;
 }
 
+long tb_read_head(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return (long)n;
+}
+
 int tb_mkdir_p(const char *path)
 {
     char buf[PATH_MAX];

@@ -82,6 +82,12 @@ int tb_atomic_reserve(const char *path, char *tmp, size_t cap);
  * REQUIRES: tmp and path in the same directory. */
 int tb_atomic_publish(const char *tmp, const char *path);
 
+/* The first cap - 1 bytes of path into buf, NUL-terminated (a /proc or
+ * /sys file, or what a test wants to look at). Returns how many bytes were
+ * read, or -1 when path cannot be opened; never pushes an error.
+ * REQUIRES: cap >= 1. */
+long tb_read_head(const char *path, char *buf, size_t cap);
+
 /* mkdir -p: creates path and any missing parents with mode 0755. An
  * existing directory is fine; an existing non-directory is an error. */
 int tb_mkdir_p(const char *path);

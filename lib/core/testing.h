@@ -17,6 +17,7 @@
  *                            when it cannot be read).
  *   tb_test_slurp(dir, name) slurp(dir/name), and a CHECK that it was read.
  *   tb_test_tmpdir(dir, cap, name)  a fresh folder for the test's files.
+ *   tb_test_count_temps(dir) atomic-write temporaries left in dir.
  *
  * Output goes to stdout, errors included, so a failure and its cause stay
  * together in the test log.
@@ -24,9 +25,11 @@
 #ifndef TB_TESTING_H
 #define TB_TESTING_H
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lib/core/status.h"
 
@@ -111,6 +114,21 @@ static int tb_test_tmpdir(char *dir, size_t cap, const char *name)
         return -1;
     }
     return 0;
+}
+
+/* Entries in dir whose name holds ".tmp.": temporaries that an atomic
+ * write (lib/core/atomic_file.h) left behind. */
+__attribute__((unused))
+static int tb_test_count_temps(const char *dir)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        n += strstr(e->d_name, ".tmp.") != NULL;
+    if (d)
+        closedir(d);
+    return n;
 }
 
 #endif

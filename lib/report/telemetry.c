@@ -103,22 +103,11 @@ int tb_telemetry_is_throttled(int64_t reasons)
     return (reasons & mask) != 0;
 }
 
-static int read_small_file(const char *path, char *buf, size_t cap)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, cap - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return n > 0 ? 0 : -1;
-}
-
 static double read_loadavg(void)
 {
     char buf[128];
     double v;
-    if (read_small_file("/proc/loadavg", buf, sizeof buf) != 0)
+    if (tb_read_head("/proc/loadavg", buf, sizeof buf) <= 0)
         return NAN;
     if (tb_telemetry_parse_loadavg(buf, &v) != TB_OK) {
         tb_error_clear();
@@ -130,7 +119,7 @@ static double read_loadavg(void)
 static double read_cpu_mhz(void)
 {
     char buf[64];
-    if (read_small_file(FREQ_PATH, buf, sizeof buf) != 0)
+    if (tb_read_head(FREQ_PATH, buf, sizeof buf) <= 0)
         return NAN;
     return strtod(buf, NULL) / 1000.0; /* kHz */
 }
@@ -140,7 +129,7 @@ static double read_cpu_util(tb_telemetry *t)
 {
     char buf[512];
     uint64_t busy, total;
-    if (read_small_file("/proc/stat", buf, sizeof buf) != 0)
+    if (tb_read_head("/proc/stat", buf, sizeof buf) <= 0)
         return NAN;
     if (tb_telemetry_parse_stat(buf, &busy, &total) != TB_OK) {
         tb_error_clear();
