@@ -171,6 +171,20 @@ int tb_atomic_write(const char *path, const void *buf, size_t len)
     return tb_atomic_commit(&af);
 }
 
+int tb_atomic_write_with(const char *path, tb_atomic_writer write, const void *arg)
+{
+    tb_atomic_file af;
+    int rc;
+    TB_TRY(tb_atomic_open(&af, path));
+    TB_TRY_GOTO(rc, write(arg, af.fp), out_abort);
+    TB_TRY_GOTO(rc, tb_atomic_commit(&af), out_fail);
+    return TB_OK;
+out_abort:
+    tb_atomic_abort(&af);
+out_fail:
+    return TB_FAIL(rc, "cannot write %s", path);
+}
+
 int tb_atomic_copy(const char *src, const char *dst)
 {
     int rc = TB_OK;
@@ -221,6 +235,17 @@ static int mkdir_one(const char *path)
     if (!S_ISDIR(st.st_mode))
         return TB_FAIL(TB_ERR_IO, "cannot create directory %s: a file of that name exists", path);
     return TB_OK;
+}
+
+long tb_read_head(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return (long)n;
 }
 
 int tb_mkdir_p(const char *path)

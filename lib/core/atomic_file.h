@@ -58,6 +58,15 @@ void tb_atomic_abort(tb_atomic_file *af);
 /* Writes a whole buffer to path atomically. */
 int tb_atomic_write(const char *path, const void *buf, size_t len);
 
+/* Writes the whole of one file to f from arg; a status. */
+typedef int (*tb_atomic_writer)(const void *arg, FILE *f);
+
+/* Writes path atomically with write(arg, f): committed when write returns
+ * TB_OK, else the temporary is removed and the old file is left as it was.
+ * For every file tunebench builds with fprintf (CSV, JSON, Markdown).
+ * The error names path. */
+int tb_atomic_write_with(const char *path, tb_atomic_writer write, const void *arg);
+
 /* Copies src to dst atomically (dst's directory must exist). For keeping a
  * file another program wrote, e.g. Google Benchmark's JSON. */
 int tb_atomic_copy(const char *src, const char *dst);
@@ -72,6 +81,12 @@ int tb_atomic_reserve(const char *path, char *tmp, size_t cap);
  * On failure removes tmp and leaves path intact.
  * REQUIRES: tmp and path in the same directory. */
 int tb_atomic_publish(const char *tmp, const char *path);
+
+/* The first cap - 1 bytes of path into buf, NUL-terminated (a /proc or
+ * /sys file, or what a test wants to look at). Returns how many bytes were
+ * read, or -1 when path cannot be opened; never pushes an error.
+ * REQUIRES: cap >= 1. */
+long tb_read_head(const char *path, char *buf, size_t cap);
 
 /* mkdir -p: creates path and any missing parents with mode 0755. An
  * existing directory is fine; an existing non-directory is an error. */

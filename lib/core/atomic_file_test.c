@@ -12,7 +12,6 @@
 #include "lib/core/outdir.h"
 #include "lib/core/testing.h"
 
-#include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,31 +20,6 @@
 #include <unistd.h>
 
 static char root[2048]; /* short enough that root + a file name fits PATH_MAX */
-
-/* Reads a whole small file into buf; returns its length or -1. */
-static long read_small(const char *path, char *buf, size_t cap)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, cap - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return (long)n;
-}
-
-/* Entries in dir whose name contains ".tmp.". */
-static int count_temps(const char *dir)
-{
-    int n = 0;
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL)
-        n += strstr(e->d_name, ".tmp.") != NULL;
-    if (d)
-        closedir(d);
-    return n;
-}
 
 static void test_commit_replaces(void)
 {
@@ -56,18 +30,18 @@ static void test_commit_replaces(void)
     tb_atomic_file af;
     CHECK(tb_atomic_open(&af, path) == TB_OK, "open");
     fprintf(af.fp, "new,%d\n", 42);
-    read_small(path, buf, sizeof buf);
+    tb_read_head(path, buf, sizeof buf);
     CHECK(strcmp(buf, "old\n") == 0, "old content visible until commit");
-    CHECK(count_temps(root) == 1, "one temporary during the write");
+    CHECK(tb_test_count_temps(root) == 1, "one temporary during the write");
     CHECK(tb_atomic_commit(&af) == TB_OK, "commit");
-    read_small(path, buf, sizeof buf);
+    tb_read_head(path, buf, sizeof buf);
     CHECK(strcmp(buf, "new,42\n") == 0, "new content after commit (got '%s')", buf);
-    CHECK(count_temps(root) == 0, "no temporary left");
+    CHECK(tb_test_count_temps(root) == 0, "no temporary left");
     struct stat st;
     stat(path, &st);
     CHECK((st.st_mode & 0777) == 0644, "mode 0644 (got %o)", st.st_mode & 0777);
     tb_atomic_abort(&af); /* after commit: a no-op */
-    read_small(path, buf, sizeof buf);
+    tb_read_head(path, buf, sizeof buf);
     CHECK(strcmp(buf, "new,42\n") == 0, "abort after commit changes nothing");
 }
 
@@ -82,9 +56,38 @@ static void test_abort_keeps_old(void)
     fprintf(af.fp, "half a ro");
     tb_atomic_abort(&af);
     tb_atomic_abort(&af); /* twice is fine */
-    read_small(path, buf, sizeof buf);
+    tb_read_head(path, buf, sizeof buf);
     CHECK(strcmp(buf, "keep me\n") == 0, "old content intact");
-    CHECK(count_temps(root) == 0, "temporary removed");
+    CHECK(tb_test_count_temps(root) == 0, "temporary removed");
+}
+
+static int write_line(const void *arg, FILE *f)
+{
+    fprintf(f, "%s\n", (const char *)arg);
+    return TB_OK;
+}
+
+static int write_half_then_fail(const void *arg, FILE *f)
+{
+    fputs((const char *)arg, f);
+    return TB_FAIL(TB_ERR_DATA, "the writer gave up");
+}
+
+static void test_write_with(void)
+{
+    char path[PATH_MAX], buf[256];
+    printf("write_with commits what the writer wrote, or nothing when it fails\n");
+    snprintf(path, sizeof path, "%s/w.csv", root);
+    CHECK(tb_atomic_write_with(path, write_line, "first") == TB_OK, "write");
+    tb_read_head(path, buf, sizeof buf);
+    CHECK(strcmp(buf, "first\n") == 0, "content (got '%s')", buf);
+    int rc = tb_atomic_write_with(path, write_half_then_fail, "half a ro");
+    CHECK(rc == TB_ERR_DATA && tb_error_depth() == 2 && strstr(tb_error_message(), "w.csv"),
+          "the writer's error, then the path (%s)", tb_error_message());
+    tb_error_clear();
+    tb_read_head(path, buf, sizeof buf);
+    CHECK(strcmp(buf, "first\n") == 0, "old content intact");
+    CHECK(tb_test_count_temps(root) == 0, "temporary removed");
 }
 
 /* A child starts a write, tells the parent, and is killed mid-write. */
@@ -120,19 +123,19 @@ static void test_killed_writer(void)
     close(ready[0]);
     close(ready[1]);
     CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "child died of SIGKILL");
-    read_small(path, buf, sizeof buf);
+    tb_read_head(path, buf, sizeof buf);
     CHECK(strcmp(buf, "before\n") == 0, "old content intact (got '%.20s')", buf);
-    CHECK(count_temps(root) == 1, "the dead writer's temporary is left over");
+    CHECK(tb_test_count_temps(root) == 1, "the dead writer's temporary is left over");
     int removed = -1;
     CHECK(tb_atomic_sweep_stale(root, &removed) == TB_OK && removed == 1,
           "sweep removes it (removed %d)", removed);
-    CHECK(count_temps(root) == 0, "no temporary left");
+    CHECK(tb_test_count_temps(root) == 0, "no temporary left");
 
     /* A live writer's temporary must survive a sweep. */
     tb_atomic_file af;
     tb_atomic_open(&af, path);
     tb_atomic_sweep_stale(root, &removed);
-    CHECK(removed == 0 && count_temps(root) == 1, "a live writer's temporary is kept");
+    CHECK(removed == 0 && tb_test_count_temps(root) == 1, "a live writer's temporary is kept");
     tb_atomic_abort(&af);
 }
 
@@ -177,7 +180,7 @@ static void test_mkdir_and_copy(void)
     snprintf(dst, sizeof dst, "%s/results/cpu-test/gelu.gbench.json", root);
     tb_atomic_write(src, "{\"benchmarks\": []}\n", 19);
     CHECK(tb_atomic_copy(src, dst) == TB_OK, "copy");
-    read_small(dst, buf, sizeof buf);
+    tb_read_head(dst, buf, sizeof buf);
     CHECK(strcmp(buf, "{\"benchmarks\": []}\n") == 0, "copy has the same bytes");
 }
 
@@ -192,7 +195,7 @@ static void test_reserve_publish(void)
     fclose(f);
     CHECK(access(path, F_OK) != 0, "final name absent before publish");
     CHECK(tb_atomic_publish(tmp, path) == TB_OK, "publish");
-    read_small(path, buf, sizeof buf);
+    tb_read_head(path, buf, sizeof buf);
     CHECK(strcmp(buf, "png") == 0 && access(tmp, F_OK) != 0, "renamed into place");
 }
 
@@ -231,14 +234,11 @@ static void test_outdir(void)
 int main(void)
 {
     tb_test_verbose = 1; /* a checklist: every check printed */
-    const char *base = getenv("TEST_TMPDIR");
-    snprintf(root, sizeof root, "%s/atomic_XXXXXX", base ? base : "/tmp");
-    if (!mkdtemp(root)) {
-        perror("mkdtemp");
+    if (tb_test_tmpdir(root, sizeof root, "atomic") != 0)
         return 1;
-    }
     test_commit_replaces();
     test_abort_keeps_old();
+    test_write_with();
     test_killed_writer();
     test_errors_name_path();
     test_mkdir_and_copy();

@@ -15,6 +15,9 @@
  *   failures, checks         failed and run checks, for main to report.
  *   slurp(path)              the whole file as a string (malloc'ed; NULL
  *                            when it cannot be read).
+ *   tb_test_slurp(dir, name) slurp(dir/name), and a CHECK that it was read.
+ *   tb_test_tmpdir(dir, cap, name)  a fresh folder for the test's files.
+ *   tb_test_count_temps(dir) atomic-write temporaries left in dir.
  *
  * Output goes to stdout, errors included, so a failure and its cause stay
  * together in the test log.
@@ -22,9 +25,11 @@
 #ifndef TB_TESTING_H
 #define TB_TESTING_H
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lib/core/status.h"
 
@@ -84,6 +89,46 @@ static char *slurp(const char *path)
 out_close:
     fclose(f);
     return s;
+}
+
+/* slurp(dir/name), counted as a check that it could be read. */
+__attribute__((unused))
+static char *tb_test_slurp(const char *dir, const char *name)
+{
+    char path[4352];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *s = slurp(path);
+    CHECK(s, "%s is readable", path);
+    return s;
+}
+
+/* A fresh directory $TEST_TMPDIR/<name>_XXXXXX (under /tmp without
+ * TEST_TMPDIR) in dir; 0, or -1 with the reason printed. */
+__attribute__((unused))
+static int tb_test_tmpdir(char *dir, size_t cap, const char *name)
+{
+    const char *base = getenv("TEST_TMPDIR");
+    snprintf(dir, cap, "%s/%s_XXXXXX", base && base[0] ? base : "/tmp", name);
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return -1;
+    }
+    return 0;
+}
+
+/* Entries in dir whose name holds ".tmp.": temporaries that an atomic
+ * write (lib/core/atomic_file.h) left behind. */
+__attribute__((unused))
+static int tb_test_count_temps(const char *dir)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        n += strstr(e->d_name, ".tmp.") != NULL;
+    if (d)
+        closedir(d);
+    return n;
 }
 
 #endif

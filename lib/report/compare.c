@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/report/cells.h"
+#include "lib/report/doc.h"
 #include "lib/report/plot.h"
 
 double tb_compare_seconds(double v, const char *unit)
@@ -145,8 +147,6 @@ static const tb_results *tech_rows(const tb_cmp_machine *m, const char *t)
             return &m->f->rows[i];
     return NULL;
 }
-
-static int same_point(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
 
 static const tb_result_row *find_row(const tb_results *res, const tb_result_row *like)
 {
@@ -496,21 +496,6 @@ static int sec_plots(tb_doc *d, const tb_cmp_set *s, char (*tech)[32], int nt, c
 
 /* ---- compare.csv ---- */
 
-static void csv_str(FILE *f, const char *v)
-{
-    if (strpbrk(v, ",\"\n\r") || (v[0] == ' ') || (v[0] && v[strlen(v) - 1] == ' ')) {
-        fputc('"', f);
-        for (; *v; v++) {
-            if (*v == '"')
-                fputc('"', f);
-            fputc(*v, f);
-        }
-        fputc('"', f);
-    } else {
-        fputs(v, f);
-    }
-}
-
 static void csv_num(FILE *f, double v)
 {
     char b[64];
@@ -527,15 +512,15 @@ static void csv_row(FILE *f, const tb_cmp_set *s, int m, const char *tech, const
 {
     const tb_cmp_machine *mm = &s->m[m];
     const tb_result_row *r = c->at_ref;
-    csv_str(f, tech), fputc(',', f);
-    csv_str(f, mm->label), fputc(',', f);
-    csv_str(f, r ? r->device : ""), fputc(',', f);
+    tb_results_put_csv_string(f, tech), fputc(',', f);
+    tb_results_put_csv_string(f, mm->label), fputc(',', f);
+    tb_results_put_csv_string(f, r ? r->device : ""), fputc(',', f);
     fputs(m == s->reference ? "1," : "0,", f);
-    csv_str(f, r ? r->setting : ""), fputc(',', f);
-    csv_str(f, r ? r->metric : ""), fputc(',', f);
-    csv_str(f, r ? r->param_name : ""), fputc(',', f);
+    tb_results_put_csv_string(f, r ? r->setting : ""), fputc(',', f);
+    tb_results_put_csv_string(f, r ? r->metric : ""), fputc(',', f);
+    tb_results_put_csv_string(f, r ? r->param_name : ""), fputc(',', f);
     csv_num(f, r ? r->param_value : NAN), fputc(',', f);
-    csv_str(f, r ? r->unit : ""), fputc(',', f);
+    tb_results_put_csv_string(f, r ? r->unit : ""), fputc(',', f);
     const double nan_ = NAN;
     double v[6] = {r ? r->median : nan_, r ? r->ci_low : nan_, r ? r->ci_high : nan_,
                    r ? r->speedup : nan_, r ? r->speedup_ci_low : nan_,
@@ -543,11 +528,11 @@ static void csv_row(FILE *f, const tb_cmp_set *s, int m, const char *tech, const
     for (int i = 0; i < 6; i++)
         csv_num(f, v[i]), fputc(',', f);
     csv_num(f, c->vs_ref), fputc(',', f);
-    csv_str(f, c->own.best ? c->own.best->setting : ""), fputc(',', f);
+    tb_results_put_csv_string(f, c->own.best ? c->own.best->setting : ""), fputc(',', f);
     csv_num(f, c->own.best ? c->own.best->speedup : nan_), fputc(',', f);
     int samples = r && !strcmp(r->rate_unit, "samples/s");
     csv_num(f, r ? r->rate : nan_), fputc(',', f);
-    csv_str(f, r ? r->rate_unit : ""), fputc(',', f);
+    tb_results_put_csv_string(f, r ? r->rate_unit : ""), fputc(',', f);
     csv_num(f, mm->price), fputc(',', f);
     fputs(s->price_kind == TB_PRICE_PER_HOUR ? "per_hour," : s->price_kind == TB_PRICE_PURCHASE
                                                                  ? "purchase,"

@@ -14,28 +14,15 @@
 #include <unistd.h>
 
 #include "lib/report/compare.h"
+#include "lib/report/results_testing.h"
 #include "lib/core/testing.h"
 
 static void row(tb_results *res, const char *tech, const char *setting, int base, double batch,
                 double ms, double speedup, const char *rate_unit)
 {
     tb_result_row r;
-    tb_result_row_init(&r);
-    snprintf(r.technique, sizeof r.technique, "%s", tech);
-    snprintf(r.backend, sizeof r.backend, "cpu");
-    snprintf(r.device, sizeof r.device, "CPU");
-    snprintf(r.setting, sizeof r.setting, "%s", setting);
-    r.is_baseline = base;
-    snprintf(r.param_name, sizeof r.param_name, "batch");
-    r.param_value = batch;
-    snprintf(r.metric, sizeof r.metric, "step time");
-    snprintf(r.unit, sizeof r.unit, "ms");
-    r.reps = 5;
-    r.median = ms;
-    r.ci_low = ms * 0.98;
-    r.ci_high = ms * 1.02;
-    r.min = ms * 0.97;
-    r.max = ms * 1.05;
+    tb_test_timed_row(&r, tech, "CPU", setting, base, "batch", batch, "step time", 5, ms,
+                      (tb_test_spread){0.98, 1.02, 0.97, 1.05});
     r.timing_verdict = base ? TB_TIMING_BASELINE : TB_TIMING_FASTER;
     if (!base) {
         r.speedup = speedup;
@@ -104,9 +91,7 @@ int main(void)
     CHECK_OK(tb_compare_write(&s, out));
     tb_compare_free(&s);
 
-    snprintf(path, sizeof path, "%s/compare.csv", out);
-    char *csv = slurp(path);
-    CHECK(csv);
+    char *csv = tb_test_slurp(out, "compare.csv");
     if (csv) {
         int lines = 0;
         for (char *p = csv; *p; p++)
@@ -123,9 +108,7 @@ int main(void)
     }
     free(csv);
 
-    snprintf(path, sizeof path, "%s/COMPARE.md", out);
-    char *md = slurp(path);
-    CHECK(md);
+    char *md = tb_test_slurp(out, "COMPARE.md");
     if (md) {
         CHECK(strstr(md, "Warning: software stacks differ"));
         CHECK(strstr(md, "software.onednn: 2.6.3 -> 3.0.0"));
@@ -146,9 +129,7 @@ int main(void)
             snprintf(path, sizeof path, "%s/plots/%s.%s", out, figs[i], ext[k]);
             CHECK(access(path, R_OK) == 0);
         }
-    snprintf(path, sizeof path, "%s/COMPARE.html", out);
-    char *html = slurp(path);
-    CHECK(html);
+    char *html = tb_test_slurp(out, "COMPARE.html");
     if (html) {
         CHECK(strstr(html, "src=\"data:image/png;base64,iVBORw0KGgo"));
         CHECK(!strstr(html, "http://") && !strstr(html, "https://") && !strstr(html, "href="));

@@ -448,19 +448,11 @@ int tb_fingerprint_write_json(const tb_fingerprint *fp, FILE *f)
     return TB_OK;
 }
 
+static int write_json(const void *fp, FILE *f) { return tb_fingerprint_write_json(fp, f); }
+
 int tb_fingerprint_save(const tb_fingerprint *fp, const char *path)
 {
-    tb_atomic_file af;
-    int rc;
-    TB_TRY(tb_atomic_open(&af, path));
-    TB_TRY_GOTO(rc, tb_fingerprint_write_json(fp, af.fp), out_abort);
-    TB_TRY_GOTO(rc, tb_atomic_commit(&af), out_fail);
-    return TB_OK;
-
-out_abort:
-    tb_atomic_abort(&af);
-out_fail:
-    return TB_FAIL(rc, "cannot save the fingerprint to %s", path);
+    return tb_atomic_write_with(path, write_json, fp);
 }
 
 /* ---- JSON in: a two-level object of scalars (lib/json parses) ---- */

@@ -168,12 +168,8 @@ int main(void)
     tb_test_verbose = 1; /* a checklist: every check printed */
     tb_fingerprint *fp = malloc(sizeof *fp);
     char dir[256];
-    const char *base = getenv("TEST_TMPDIR");
-    snprintf(dir, sizeof dir, "%s/fp_XXXXXX", base ? base : "/tmp");
-    if (!fp || !mkdtemp(dir)) {
-        perror("setup");
+    if (!fp || tb_test_tmpdir(dir, sizeof dir, "fp") != 0)
         return 1;
-    }
     printf("collect\n");
     int rc = collect(fp);
     CHECK(rc == TB_OK, "collected %d entries", fp->n);

@@ -11,9 +11,9 @@
  */
 #define _GNU_SOURCE
 #include "lib/report/plot.h"
+#include "lib/core/atomic_file.h"
 #include "lib/core/testing.h"
 
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,28 +29,9 @@ static long head(const char *file, char *buf, size_t cap)
     char path[512];
     struct stat st;
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    FILE *f = fopen(path, "rb");
-    if (!f || stat(path, &st) != 0) {
-        if (f)
-            fclose(f);
+    if (stat(path, &st) != 0 || tb_read_head(path, buf, cap) < 0)
         return -1;
-    }
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
     return (long)st.st_size;
-}
-
-static int count_temps(void)
-{
-    int n = 0;
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL)
-        n += strstr(e->d_name, ".tmp.") != NULL;
-    if (d)
-        closedir(d);
-    return n;
 }
 
 #define NPTS 9
@@ -113,7 +94,7 @@ static void test_render(void)
               strstr(buf, "set logscale x 2") && strstr(buf, "'unfused (5 passes), it''s slower'"),
           "gelu.gp kept, with datablocks, log x and escaped titles");
     CHECK(strstr(buf, "NaN\n") != NULL, "the n/a point is NaN (a gap in the line)");
-    CHECK(count_temps() == 0, "no temporaries left");
+    CHECK(tb_test_count_temps(dir) == 0, "no temporaries left");
 
     printf("render with a .dat file, PNG only\n");
     p = make_plot(1);
@@ -123,7 +104,7 @@ static void test_render(void)
     CHECK(head("gelu_dat.svg", buf, sizeof buf) < 0, "no SVG when not asked");
     CHECK(head("gelu_dat.dat", buf, sizeof buf) > 0 && strstr(buf, "# fused (1 pass)"),
           "gelu_dat.dat kept");
-    CHECK(count_temps() == 0, "no temporaries left");
+    CHECK(tb_test_count_temps(dir) == 0, "no temporaries left");
 }
 
 /* One point (a toggle with one setting compared): the x range is centred
@@ -173,7 +154,7 @@ static void test_failures(void)
     tb_error_clear();
     long size_after = head("gelu.png", after, sizeof after);
     CHECK(size_after == size_before && memcmp(before, after, 8) == 0, "earlier gelu.png intact");
-    CHECK(count_temps() == 0, "no temporaries left");
+    CHECK(tb_test_count_temps(dir) == 0, "no temporaries left");
 
     CHECK(tb_plot_render(&p, dir, "../escape", TB_PLOT_PNG) == TB_ERR_INVALID, "bad name refused");
     p.n_series = 0;
@@ -184,12 +165,8 @@ static void test_failures(void)
 int main(void)
 {
     tb_test_verbose = 1; /* a checklist: every check printed */
-    const char *base = getenv("TEST_TMPDIR");
-    snprintf(dir, sizeof dir, "%s/plot_XXXXXX", base ? base : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    if (tb_test_tmpdir(dir, sizeof dir, "plot") != 0)
         return 1;
-    }
     if (system("gnuplot --version >/dev/null 2>&1") != 0) {
         printf("FAILED: gnuplot not on PATH; install it with: apt-get install gnuplot-nox\n");
         return 1;

@@ -27,28 +27,15 @@
 
 #include "lib/report/plot.h"
 #include "lib/report/report.h"
+#include "lib/report/results_testing.h"
 #include "lib/core/testing.h"
 
 /* A timed row with a median, interval, speedup and correctness. */
 static void timed(tb_result_row *r, const char *tech, const char *setting, int base,
                   const char *pname, double pval, const char *metric, double median, double sp)
 {
-    tb_result_row_init(r);
-    snprintf(r->technique, sizeof r->technique, "%s", tech);
-    snprintf(r->backend, sizeof r->backend, "cpu");
-    snprintf(r->device, sizeof r->device, "Test CPU");
-    snprintf(r->setting, sizeof r->setting, "%s", setting);
-    r->is_baseline = base;
-    snprintf(r->param_name, sizeof r->param_name, "%s", pname);
-    r->param_value = pval;
-    snprintf(r->metric, sizeof r->metric, "%s", metric);
-    snprintf(r->unit, sizeof r->unit, "ms");
-    r->reps = 5;
-    r->median = median;
-    r->ci_low = median * 0.97;
-    r->ci_high = median * 1.04;
-    r->min = median * 0.95;
-    r->max = median * 1.1;
+    tb_test_timed_row(r, tech, "Test CPU", setting, base, pname, pval, metric, 5, median,
+                      (tb_test_spread){0.97, 1.04, 0.95, 1.1});
     r->noise_floor = 0.02;
     if (base) {
         r->timing_verdict = TB_TIMING_BASELINE;
@@ -374,21 +361,17 @@ static void test_optional_sections(const char *rdir, const char *pdir)
 int main(void)
 {
     const char *tmp = getenv("TEST_TMPDIR");
-    char root[4096], rdir[4200], pdir[4200], path[4300];
+    char root[4096], rdir[4200], pdir[4200];
     snprintf(root, sizeof root, "%s/report_test", tmp ? tmp : "/tmp");
     make_folder(root, rdir, pdir);
     test_pick(rdir);
     CHECK_OK(tb_report_write_dir(rdir, NULL)); /* plots found as the sibling folder */
 
-    snprintf(path, sizeof path, "%s/REPORT.html", rdir);
-    char *html = slurp(path);
-    CHECK(html);
+    char *html = tb_test_slurp(rdir, "REPORT.html");
     if (html)
         check_html(html);
     free(html);
-    snprintf(path, sizeof path, "%s/REPORT.md", rdir);
-    char *md = slurp(path);
-    CHECK(md);
+    char *md = tb_test_slurp(rdir, "REPORT.md");
     if (md) {
         check_na_reasons(md);
         CHECK(strstr(md, "](../../plots/test-cpu/alpha_speedup.png)"));
@@ -405,9 +388,7 @@ int main(void)
         CHECK(strstr(md, "| copy bandwidth | bytes = 268435456 | 21.5 GB/s [20.7, 22.2] |"));
     }
     free(md);
-    snprintf(path, sizeof path, "%s/summary.md", rdir);
-    char *sum = slurp(path);
-    CHECK(sum);
+    char *sum = tb_test_slurp(rdir, "summary.md");
     if (sum)
         check_units(sum);
     free(sum);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "lib/core/atomic_file.h"
+#include "lib/core/grow.h"
 #include "lib/core/json.h"
 
 typedef enum col_kind { COL_STR, COL_NUM, COL_INT, COL_BOOL, COL_TIMING, COL_CORRECT } col_kind;
@@ -117,14 +118,10 @@ void tb_results_free(tb_results *res)
 
 int tb_results_add(tb_results *res, const tb_result_row *row)
 {
-    if (res->n == res->cap) {
-        size_t cap = res->cap ? 2 * res->cap : 16;
-        tb_result_row *rows = realloc(res->rows, cap * sizeof *rows);
-        if (!rows)
-            return TB_FAIL(TB_ERR_NOMEM, "cannot grow results to %zu rows", cap);
-        res->rows = rows;
-        res->cap = cap;
-    }
+    tb_result_row *rows = tb_grow(res->rows, &res->cap, res->n, sizeof *rows, 16);
+    if (!rows)
+        return TB_FAIL(TB_ERR_NOMEM, "cannot grow results beyond %zu rows", res->cap);
+    res->rows = rows;
     res->rows[res->n++] = *row;
     return TB_OK;
 }
@@ -205,7 +202,7 @@ static int parse_number(const char *s, double *out)
 /* RFC 4180: quote a field that holds a comma, quote, CR or LF; double the
  * quotes inside. Leading/trailing spaces are quoted too, since some readers
  * strip them. */
-static void csv_put_string(FILE *f, const char *s)
+void tb_results_put_csv_string(FILE *f, const char *s)
 {
     size_t len = strlen(s);
     int quote = strpbrk(s, ",\"\r\n") != NULL ||
@@ -262,7 +259,7 @@ int tb_results_write_csv(const tb_results *res, FILE *f)
         for (size_t i = 0; i < NCOLS; i++) {
             if (i)
                 fputc(',', f);
-            csv_put_string(f, field_text(&res->rows[r], &columns[i], num, sizeof num));
+            tb_results_put_csv_string(f, field_text(&res->rows[r], &columns[i], num, sizeof num));
         }
         fputc('\n', f);
     }
@@ -297,31 +294,18 @@ int tb_results_write_json(const tb_results *res, FILE *f)
     return TB_OK;
 }
 
-typedef int (*writer_fn)(const tb_results *, FILE *);
+static int write_csv(const void *res, FILE *f) { return tb_results_write_csv(res, f); }
 
-static int save_with(const tb_results *res, const char *path, writer_fn write)
-{
-    tb_atomic_file af;
-    int rc;
-    TB_TRY(tb_atomic_open(&af, path));
-    TB_TRY_GOTO(rc, write(res, af.fp), out_abort);
-    TB_TRY_GOTO(rc, tb_atomic_commit(&af), out_fail);
-    return TB_OK;
-
-out_abort:
-    tb_atomic_abort(&af);
-out_fail:
-    return TB_FAIL(rc, "cannot save results to %s", path);
-}
+static int write_json(const void *res, FILE *f) { return tb_results_write_json(res, f); }
 
 int tb_results_save_csv(const tb_results *res, const char *path)
 {
-    return save_with(res, path, tb_results_write_csv);
+    return tb_atomic_write_with(path, write_csv, res);
 }
 
 int tb_results_save_json(const tb_results *res, const char *path)
 {
-    return save_with(res, path, tb_results_write_json);
+    return tb_atomic_write_with(path, write_json, res);
 }
 
 /* ---- reading ---- */

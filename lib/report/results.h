@@ -113,6 +113,11 @@ const char *tb_correctness_name(tb_correctness c);
  * REQUIRES: cap >= 32. */
 void tb_format_number(char *buf, size_t cap, double v);
 
+/* Writes s as one CSV field (RFC 4180): quoted when it holds a comma,
+ * quote, CR or LF, or begins or ends with a space; quotes inside doubled.
+ * For every CSV tunebench writes (compare.csv too). */
+void tb_results_put_csv_string(FILE *f, const char *s);
+
 /* Writes header + rows as CSV (RFC 4180 quoting, LF line ends) to f. */
 int tb_results_write_csv(const tb_results *res, FILE *f);
 /* Same, as {"schema": ..., "rows": [{column: value, ...}]}. */

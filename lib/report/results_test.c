@@ -24,6 +24,7 @@
 
 #include "lib/core/atomic_file.h"
 #include "lib/core/testing.h"
+#include "lib/report/results_testing.h"
 
 #define GOLDEN "lib/report/testdata/results_golden.csv"
 
@@ -34,22 +35,8 @@ static tb_result_row gelu_row(const char *setting, int baseline, double elements
                               const char *metric, double median)
 {
     tb_result_row r;
-    tb_result_row_init(&r);
-    snprintf(r.technique, sizeof r.technique, "gelu");
-    snprintf(r.backend, sizeof r.backend, "cpu");
-    snprintf(r.device, sizeof r.device, "%s", DEVICE);
-    snprintf(r.setting, sizeof r.setting, "%s", setting);
-    r.is_baseline = baseline;
-    snprintf(r.param_name, sizeof r.param_name, "elements");
-    r.param_value = elements;
-    snprintf(r.metric, sizeof r.metric, "%s", metric);
-    snprintf(r.unit, sizeof r.unit, "ms");
-    r.reps = 10;
-    r.median = median;
-    r.ci_low = median * 0.99;
-    r.ci_high = median * 1.01;
-    r.min = median * 0.98;
-    r.max = median * 1.05;
+    tb_test_timed_row(&r, "gelu", DEVICE, setting, baseline, "elements", elements, metric, 10,
+                      median, (tb_test_spread){0.99, 1.01, 0.98, 1.05});
     r.noise_floor = 0.012;
     r.correctness = TB_CORRECT_WITHIN_TOL;
     snprintf(r.checked_against, sizeof r.checked_against, "float64 reference");
@@ -287,12 +274,8 @@ int main(void)
     tb_test_verbose = 1; /* a checklist: every check printed */
     tb_results res;
     char dir[256];
-    const char *base = getenv("TEST_TMPDIR");
-    snprintf(dir, sizeof dir, "%s/results_XXXXXX", base ? base : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    if (tb_test_tmpdir(dir, sizeof dir, "results") != 0)
         return 1;
-    }
     /* bazel run starts in the runfiles tree; the golden file is there too. */
     tb_results_init(&res);
     if (build_rows(&res) != TB_OK) {

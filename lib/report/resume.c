@@ -40,8 +40,9 @@ int tb_run_state_mark_done(tb_run_state *s, const char *technique)
     return TB_OK;
 }
 
-static int write_state(const tb_run_state *s, FILE *f)
+static int write_state(const void *arg, FILE *f)
 {
+    const tb_run_state *s = arg;
     fprintf(f, "{\n  \"schema\": \"%s\",\n  \"profile\": ", TB_RUN_STATE_SCHEMA);
     tb_json_write_string(f, s->profile);
     fprintf(f, ",\n  \"threads\": %d,\n  \"complete\": %s,\n  \"done\": [", s->threads,
@@ -60,16 +61,7 @@ int tb_run_state_save(const tb_run_state *s, const char *dir)
     TB_TRY(tb_outdir_join(dir, TB_RUN_STATE_FP_FILE, path, sizeof path));
     TB_TRY(tb_fingerprint_save(&s->fp, path));
     TB_TRY(tb_outdir_join(dir, TB_RUN_STATE_FILE, path, sizeof path));
-    tb_atomic_file af;
-    int rc;
-    TB_TRY(tb_atomic_open(&af, path));
-    TB_TRY_GOTO(rc, write_state(s, af.fp), out_abort);
-    TB_TRY_GOTO(rc, tb_atomic_commit(&af), out_fail);
-    return TB_OK;
-out_abort:
-    tb_atomic_abort(&af);
-out_fail:
-    return TB_FAIL(rc, "cannot save %s", path);
+    return tb_atomic_write_with(path, write_state, s);
 }
 
 static int parse_state(const tb_json *root, const char *path, tb_run_state *s)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "lib/core/atomic_file.h"
+#include "lib/core/grow.h"
 #include "lib/core/json.h"
 #include "lib/backend/nvml_dl.h"
 
@@ -49,7 +50,8 @@ struct tb_telemetry {
     tm_sample *samples;
     size_t n, cap;
     tm_segment *segs;
-    int nseg, segcap;
+    int nseg;
+    size_t segcap;
     char freq_why[160];       /* "" when the frequency is exposed */
     char gpu_why[160];        /* "" when NVML answered or no GPU was asked for */
 };
@@ -101,22 +103,11 @@ int tb_telemetry_is_throttled(int64_t reasons)
     return (reasons & mask) != 0;
 }
 
-static int read_small_file(const char *path, char *buf, size_t cap)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, cap - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return n > 0 ? 0 : -1;
-}
-
 static double read_loadavg(void)
 {
     char buf[128];
     double v;
-    if (read_small_file("/proc/loadavg", buf, sizeof buf) != 0)
+    if (tb_read_head("/proc/loadavg", buf, sizeof buf) <= 0)
         return NAN;
     if (tb_telemetry_parse_loadavg(buf, &v) != TB_OK) {
         tb_error_clear();
@@ -128,7 +119,7 @@ static double read_loadavg(void)
 static double read_cpu_mhz(void)
 {
     char buf[64];
-    if (read_small_file(FREQ_PATH, buf, sizeof buf) != 0)
+    if (tb_read_head(FREQ_PATH, buf, sizeof buf) <= 0)
         return NAN;
     return strtod(buf, NULL) / 1000.0; /* kHz */
 }
@@ -138,7 +129,7 @@ static double read_cpu_util(tb_telemetry *t)
 {
     char buf[512];
     uint64_t busy, total;
-    if (read_small_file("/proc/stat", buf, sizeof buf) != 0)
+    if (tb_read_head("/proc/stat", buf, sizeof buf) <= 0)
         return NAN;
     if (tb_telemetry_parse_stat(buf, &busy, &total) != TB_OK) {
         tb_error_clear();
@@ -166,17 +157,13 @@ static void take_sample(tb_telemetry *t)
     pthread_mutex_lock(&t->mu);
     s.t = now_s() - t->t_start;
     s.seg = t->nseg - 1;
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 1024;
-        tm_sample *p = realloc(t->samples, cap * sizeof *p);
-        if (!p) {
-            /* Out of memory for telemetry: drop the sample, keep the run going. */
-            pthread_mutex_unlock(&t->mu);
-            return;
-        }
-        t->samples = p;
-        t->cap = cap;
+    tm_sample *p = tb_grow(t->samples, &t->cap, t->n, sizeof *p, 1024);
+    if (!p) {
+        /* Out of memory for telemetry: drop the sample, keep the run going. */
+        pthread_mutex_unlock(&t->mu);
+        return;
     }
+    t->samples = p;
     t->samples[t->n++] = s;
     pthread_mutex_unlock(&t->mu);
 }
@@ -197,14 +184,10 @@ static void *sampler(void *arg)
 
 static int open_segment(tb_telemetry *t, const char *label)
 {
-    if (t->nseg == t->segcap) {
-        int cap = t->segcap ? 2 * t->segcap : 16;
-        tm_segment *p = realloc(t->segs, (size_t)cap * sizeof *p);
-        if (!p)
-            return TB_FAIL(TB_ERR_NOMEM, "telemetry: out of memory for segments");
-        t->segs = p;
-        t->segcap = cap;
-    }
+    tm_segment *p = tb_grow(t->segs, &t->segcap, (size_t)t->nseg, sizeof *p, 16);
+    if (!p)
+        return TB_FAIL(TB_ERR_NOMEM, "telemetry: out of memory for segments");
+    t->segs = p;
     tm_segment *s = &t->segs[t->nseg++];
     memset(s, 0, sizeof *s);
     snprintf(s->label, sizeof s->label, "%s", label);
@@ -425,16 +408,9 @@ int tb_telemetry_write_json(const tb_telemetry *t, FILE *f)
     return TB_OK;
 }
 
+static int write_json(const void *t, FILE *f) { return tb_telemetry_write_json(t, f); }
+
 int tb_telemetry_save(const tb_telemetry *t, const char *path)
 {
-    tb_atomic_file af;
-    int rc;
-    TB_TRY(tb_atomic_open(&af, path));
-    TB_TRY_GOTO(rc, tb_telemetry_write_json(t, af.fp), out_abort);
-    TB_TRY_GOTO(rc, tb_atomic_commit(&af), out_fail);
-    return TB_OK;
-out_abort:
-    tb_atomic_abort(&af);
-out_fail:
-    return TB_FAIL(rc, "cannot save telemetry to %s", path);
+    return tb_atomic_write_with(path, write_json, t);
 }

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "lib/core/atomic_file.h"
+#include "lib/core/grow.h"
 #include "lib/core/status.h"
 
 const char *const tb_phase_names[] = {"data", "copy", "forward", "backward", "optimizer",
@@ -45,14 +46,10 @@ int trace_end(tb_trace *tr, tb_phase p)
         TB_TRY(tr->be->sync(tr->be));
     double end = mono_seconds();
     tb_nvtx_pop();
-    if (tr->n == tr->cap) {
-        size_t cap = tr->cap ? 2 * tr->cap : 256;
-        tb_trace_event *ev = realloc(tr->ev, cap * sizeof *ev);
-        if (!ev)
-            return TB_FAIL(TB_ERR_NOMEM, "out of host memory for %zu trace events", cap);
-        tr->ev = ev;
-        tr->cap = cap;
-    }
+    tb_trace_event *ev = tb_grow(tr->ev, &tr->cap, tr->n, sizeof *ev, 256);
+    if (!ev)
+        return TB_FAIL(TB_ERR_NOMEM, "out of host memory for over %zu trace events", tr->cap);
+    tr->ev = ev;
     tr->ev[tr->n++] = (tb_trace_event){
         .phase = p, .step = tr->step,
         .ts_us = 1e6 * (tr->open_at[p] - tr->t0), .dur_us = 1e6 * (end - tr->open_at[p]),

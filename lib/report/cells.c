@@ -1,0 +1,154 @@
+/*
+ * cells.c - a result row's numbers as the report's cells print them
+ * (times, speedups, rates with their intervals, verdicts, correctness, the
+ * sweep point, n/a reasons); see cells.h.
+ *
+ * Test: bazel test //lib/report:report_test
+ */
+#include "lib/report/cells.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+void tb_report_num(char *buf, size_t cap, double v)
+{
+    double a = fabs(v);
+    if (isnan(v) || isinf(v))
+        snprintf(buf, cap, "n/a");
+    else if (a == 0)
+        snprintf(buf, cap, "0");
+    else if (a >= 1e6 || a < 1e-3)
+        snprintf(buf, cap, "%.3g", v);
+    else if (a >= 100)
+        snprintf(buf, cap, "%.0f", v);
+    else if (a >= 10)
+        snprintf(buf, cap, "%.1f", v);
+    else if (a >= 1)
+        snprintf(buf, cap, "%.2f", v);
+    else {
+        int digits = 2 - (int)floor(log10(a)); /* 3 significant digits */
+        snprintf(buf, cap, "%.*f", digits, v);
+    }
+}
+
+static void num_interval(char *buf, size_t cap, double v, double lo, double hi, const char *unit,
+                         const char *sep)
+{
+    char a[32], b[32], c[32];
+    tb_report_num(a, sizeof a, v);
+    if (isnan(lo) || isnan(hi)) {
+        snprintf(buf, cap, "%s%s%s [interval n/a: too few repetitions]", a, sep, unit);
+        return;
+    }
+    tb_report_num(b, sizeof b, lo);
+    tb_report_num(c, sizeof c, hi);
+    snprintf(buf, cap, "%s%s%s [%s, %s]", a, sep, unit, b, c);
+}
+
+void tb_report_speedup(char *buf, size_t cap, const tb_result_row *r)
+{
+    if (isnan(r->speedup)) {
+        snprintf(buf, cap, "%s", "");
+        return;
+    }
+    num_interval(buf, cap, r->speedup, r->speedup_ci_low, r->speedup_ci_high, "×", "");
+}
+
+void tb_report_time(char *buf, size_t cap, const tb_result_row *r)
+{
+    if (isnan(r->median)) {
+        snprintf(buf, cap, "%s", "");
+        return;
+    }
+    num_interval(buf, cap, r->median, r->ci_low, r->ci_high, r->unit, " ");
+}
+
+void tb_report_na(char *buf, size_t cap, const char *prefix, const char *note)
+{
+    /* Some binaries write their note as "n/a on the CPU backend: why"; drop
+     * that leading "n/a" so the cell does not say it twice. */
+    if (note && !strncmp(note, "n/a", 3)) {
+        note += 3;
+        while (*note == ':' || *note == ' ')
+            note++;
+    }
+    if (!note || !note[0])
+        note = "no reason recorded (a bug in the technique that wrote the row)";
+    snprintf(buf, cap, "%s%sn/a: %s", prefix ? prefix : "", prefix && prefix[0] ? ": " : "", note);
+}
+
+/* The rate's interval follows from the time's: rate = work / time. */
+void tb_report_rate(char *buf, size_t cap, const tb_result_row *r)
+{
+    if (isnan(r->rate)) {
+        snprintf(buf, cap, "%s", "");
+        return;
+    }
+    double lo = NAN, hi = NAN;
+    if (!isnan(r->ci_low) && !isnan(r->ci_high) && r->ci_low > 0) {
+        lo = r->rate * r->median / r->ci_high;
+        hi = r->rate * r->median / r->ci_low;
+    }
+    num_interval(buf, cap, r->rate, lo, hi, r->rate_unit, " ");
+}
+
+void tb_report_ceiling(char *buf, size_t cap, const tb_result_row *r)
+{
+    if (!r->ceiling_name[0] || isnan(r->fraction_of_ceiling)) {
+        snprintf(buf, cap, "%s", "");
+        return;
+    }
+    char c[32], pct[32];
+    tb_report_num(c, sizeof c, r->ceiling_rate);
+    tb_report_num(pct, sizeof pct, 100.0 * r->fraction_of_ceiling);
+    snprintf(buf, cap, "%s%% of %s (%s %s)", pct, r->ceiling_name, c, r->rate_unit);
+}
+
+void tb_report_verdict(char *buf, size_t cap, const tb_result_row *r)
+{
+    char pct[32];
+    tb_report_num(pct, sizeof pct, 100.0 * r->noise_floor);
+    if (r->timing_verdict == TB_TIMING_WITHIN_NOISE && !isnan(r->noise_floor) &&
+        r->noise_floor > 0.5)
+        snprintf(buf, cap, "within noise (noise floor ±%s%%: too noisy to tell; rerun on an "
+                 "idle machine)", pct);
+    else if (r->timing_verdict == TB_TIMING_WITHIN_NOISE && !isnan(r->noise_floor))
+        snprintf(buf, cap, "within noise (noise floor ±%s%%)", pct);
+    else if (r->timing_verdict == TB_TIMING_NA)
+        snprintf(buf, cap, "no verdict (no baseline, or too few repetitions for an interval)");
+    else
+        snprintf(buf, cap, "%s", tb_timing_verdict_name(r->timing_verdict));
+}
+
+void tb_report_correctness(char *buf, size_t cap, const tb_result_row *r)
+{
+    char e[32], t[32];
+    tb_report_num(e, sizeof e, r->max_rel_err);
+    tb_report_num(t, sizeof t, r->tolerance);
+    const char *against = r->checked_against[0] ? r->checked_against : "baseline";
+    switch (r->correctness) {
+    case TB_CORRECT_EXACT: snprintf(buf, cap, "exact (bitwise, vs %s)", against); break;
+    case TB_CORRECT_WITHIN_TOL:
+        snprintf(buf, cap, "within tolerance (max rel err %s ≤ %s, vs %s)", e, t, against);
+        break;
+    case TB_CORRECT_DIFFERS:
+        snprintf(buf, cap, "DIFFERS (max rel err %s > %s, vs %s)", e, t, against);
+        break;
+    default: snprintf(buf, cap, "not checked"); break;
+    }
+}
+
+void tb_report_point(char *buf, size_t cap, const tb_result_row *r)
+{
+    char v[32];
+    if (!r->param_name[0] || isnan(r->param_value)) {
+        snprintf(buf, cap, "(no sweep)");
+        return;
+    }
+    if (r->param_value == floor(r->param_value) && fabs(r->param_value) < 1e15)
+        snprintf(v, sizeof v, "%.0f", r->param_value);
+    else
+        tb_report_num(v, sizeof v, r->param_value);
+    snprintf(buf, cap, "%s = %s", r->param_name, v);
+}

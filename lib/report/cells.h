@@ -1,0 +1,63 @@
+/*
+ * cells.h - a result row's numbers as text, the way the tables of the
+ * report (report.c, summary.c) and of the comparison (compare.c) print
+ * them: times, speedups and rates with their 95% intervals, verdicts,
+ * correctness, the sweep point, and the reason of an n/a row.
+ * Private to lib/report.
+ *
+ * Test: bazel test //lib/report:report_test
+ */
+#ifndef TB_REPORT_CELLS_H
+#define TB_REPORT_CELLS_H
+
+#include <math.h>
+#include <stddef.h>
+
+#include "lib/report/results.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A number as the report prints it: 3 significant digits, no exponent
+ * between 1e-3 and 1e6 ("0.0123", "12.3", "1234"), "%.3g" outside. */
+void tb_report_num(char *buf, size_t cap, double v);
+
+/* "1.93× [1.50, 2.08]" from a row's speedup columns; "" when absent. */
+void tb_report_speedup(char *buf, size_t cap, const tb_result_row *r);
+
+/* "setting: n/a: why" (prefix NULL: "n/a: why") from an n/a row's note;
+ * a note that itself begins with "n/a" is not repeated, an empty one is
+ * reported as a bug of whatever wrote the row. */
+void tb_report_na(char *buf, size_t cap, const char *prefix, const char *note);
+
+/* "12.3 us [11.9, 13.0]" from a row's median and interval. */
+void tb_report_time(char *buf, size_t cap, const tb_result_row *r);
+
+/* "812 samples/s [790, 830]": the rate, its interval derived from the
+ * time's; "" when the row has no rate. */
+void tb_report_rate(char *buf, size_t cap, const tb_result_row *r);
+
+/* "41.2% of dram_read (12.3 GB/s)"; "" when the row names no ceiling. */
+void tb_report_ceiling(char *buf, size_t cap, const tb_result_row *r);
+
+/* faster / slower / within noise (with the noise floor) / no verdict. */
+void tb_report_verdict(char *buf, size_t cap, const tb_result_row *r);
+
+/* exact / within tolerance / DIFFERS (with the error, the tolerance and
+ * what the row was checked against) / not checked. */
+void tb_report_correctness(char *buf, size_t cap, const tb_result_row *r);
+
+/* "batch = 64" (an integer value without decimals), or "(no sweep)". */
+void tb_report_point(char *buf, size_t cap, const tb_result_row *r);
+
+/* A row with a median was timed; an n/a row was not. */
+static inline int is_timed(const tb_result_row *r) { return !isnan(r->median); }
+
+/* Two sweep points are the same; NaN (no sweep) equals NaN. */
+static inline int same_point(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,142 @@
+/*
+ * folder.c - loads a results folder (its CSVs, fingerprint.json,
+ * telemetry.json and the PNGs beside it) for the report; see report.h.
+ *
+ * Test: bazel test //lib/report:report_test
+ */
+#include "lib/report/folder.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int tb_report_has_suffix(const char *s, const char *suf)
+{
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && !strcmp(s + n - m, suf);
+}
+
+static int cmp_name(const void *a, const void *b) { return strcmp(a, b); }
+
+static int load_csv(tb_report_folder *f, const char *name)
+{
+    char path[PATH_MAX + 160], id[160];
+    snprintf(id, sizeof id, "%.*s", (int)(strlen(name) - 4), name);
+    TB_TRY(tb_outdir_join(f->results_dir, name, path, sizeof path));
+    tb_results *dst;
+    if (!strcmp(id, TB_REPORT_CEILINGS))
+        dst = &f->ceilings, f->have_ceilings = 1;
+    else if (!strcmp(id, TB_REPORT_WATERFALL))
+        dst = &f->waterfall, f->have_waterfall = 1;
+    else if (!strcmp(id, TB_REPORT_TTA))
+        dst = &f->tta, f->have_tta = 1;
+    else if (f->ntech < TB_REPORT_MAX_TECH && strlen(id) < sizeof f->tech[0]) {
+        snprintf(f->tech[f->ntech], sizeof f->tech[0], "%s", id);
+        dst = &f->rows[f->ntech++];
+    } else
+        return TB_FAIL(TB_ERR_DATA, "%s: too many technique CSVs (or a name over 31 bytes)", path);
+    return tb_results_read_csv(path, dst);
+}
+
+static int list_dir(const char *dir, const char *suffix, char (*names)[160], int max, int *n)
+{
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return TB_OK;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || !tb_report_has_suffix(e->d_name, suffix) || strstr(e->d_name, ".tmp."))
+            continue;
+        if (*n < max && strlen(e->d_name) < 160)
+            snprintf(names[(*n)++], 160, "%s", e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)*n, 160, cmp_name);
+    return TB_OK;
+}
+
+/* <root>/results/<slug> -> <root>/plots/<slug> */
+void tb_report_sibling_plots_dir(const char *results_dir, const char *slug, char *out, size_t cap)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", results_dir);
+    char *slash = strrchr(tmp, '/');
+    if (slash)
+        *slash = '\0';
+    char *parent = strrchr(tmp, '/');
+    const char *root = tmp;
+    if (parent) {
+        *parent = '\0';
+        if (!tmp[0])
+            root = "/";
+    } else {
+        root = slash ? "." : "..";
+    }
+    snprintf(out, cap, "%s/plots/%s", root, slug);
+}
+
+int tb_report_load(const char *results_dir, const char *plots_dir, tb_report_folder **out)
+{
+    *out = NULL;
+    tb_report_folder *f = calloc(1, sizeof *f);
+    char (*names)[160] = calloc(TB_REPORT_MAX_PLOTS, 160);
+    int rc = TB_OK, n = 0;
+    if (!f || !names) {
+        rc = TB_FAIL(TB_ERR_NOMEM, "out of memory loading %s", results_dir);
+        goto out_fail;
+    }
+    snprintf(f->results_dir, sizeof f->results_dir, "%s", results_dir);
+    size_t len = strlen(f->results_dir);
+    while (len > 1 && f->results_dir[len - 1] == '/')
+        f->results_dir[--len] = '\0';
+    const char *base = strrchr(f->results_dir, '/');
+    snprintf(f->slug, sizeof f->slug, "%s", base ? base + 1 : f->results_dir);
+    if (plots_dir)
+        snprintf(f->plots_dir, sizeof f->plots_dir, "%s", plots_dir);
+    else
+        tb_report_sibling_plots_dir(f->results_dir, f->slug, f->plots_dir, sizeof f->plots_dir);
+    struct stat st;
+    if (stat(f->results_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        rc = TB_FAIL(TB_ERR_IO, "%s is not a results folder (it does not exist)", results_dir);
+        goto out_fail;
+    }
+    TB_TRY_GOTO(rc, list_dir(f->results_dir, ".csv", names, TB_REPORT_MAX_PLOTS, &n), out_fail);
+    for (int i = 0; i < n; i++)
+        TB_TRY_GOTO(rc, load_csv(f, names[i]), out_fail);
+    char path[PATH_MAX + 64];
+    TB_TRY_GOTO(rc, tb_outdir_join(f->results_dir, "fingerprint.json", path, sizeof path), out_fail);
+    if (access(path, R_OK) == 0) {
+        TB_TRY_GOTO(rc, tb_fingerprint_load(path, &f->fp), out_fail);
+        f->have_fp = 1;
+    }
+    TB_TRY_GOTO(rc, tb_outdir_join(f->results_dir, "telemetry.json", path, sizeof path), out_fail);
+    if (access(path, R_OK) == 0)
+        TB_TRY_GOTO(rc, tb_json_parse_file(path, 0, &f->telemetry), out_fail);
+    TB_TRY_GOTO(rc, list_dir(f->plots_dir, ".png", names, TB_REPORT_MAX_PLOTS, &n), out_fail);
+    for (int i = 0; i < n; i++)
+        snprintf(f->plots[f->nplots++], sizeof f->plots[0], "%.*s", (int)(strlen(names[i]) - 4),
+                 names[i]);
+    free(names);
+    *out = f;
+    return TB_OK;
+out_fail:
+    free(names);
+    tb_report_folder_free(f);
+    return rc;
+}
+
+void tb_report_folder_free(tb_report_folder *f)
+{
+    if (!f)
+        return;
+    for (int i = 0; i < f->ntech; i++)
+        tb_results_free(&f->rows[i]);
+    tb_results_free(&f->ceilings);
+    tb_results_free(&f->waterfall);
+    tb_results_free(&f->tta);
+    tb_json_free(f->telemetry);
+    free(f);
+}

@@ -1,0 +1,68 @@
+/*
+ * latex.c - the LaTeX writer: the summary table as summary.tex (booktabs);
+ * see summary.h.
+ *
+ * Test: bazel test //lib/report:report_test (golden: testdata/report_summary_golden.tex)
+ */
+#include <string.h>
+
+#include "lib/report/summary.h"
+
+static void tex_escape(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': case '%': case '$': case '#': case '_': case '{': case '}':
+            fputc('\\', f);
+            fputc(*s, f);
+            break;
+        case '<': fputs("$<$", f); break;
+        case '>': fputs("$>$", f); break;
+        case '~': fputs("\\textasciitilde{}", f); break;
+        case '^': fputs("\\textasciicircum{}", f); break;
+        case '\\': fputs("\\textbackslash{}", f); break;
+        default:
+            if (!strncmp(s, "×", strlen("×"))) {
+                fputs("$\\times$", f);
+                s += strlen("×") - 1;
+            } else if (!strncmp(s, "≤", strlen("≤"))) {
+                fputs("$\\le$", f);
+                s += strlen("≤") - 1;
+            } else if (!strncmp(s, "±", strlen("±"))) {
+                fputs("$\\pm$", f);
+                s += strlen("±") - 1;
+            } else {
+                fputc(*s, f);
+            }
+        }
+    }
+}
+
+int tb_report_summary_tex(const tb_report_pick *picks, size_t n, const char *device, FILE *f)
+{
+    fputs("% tunebench summary table, written by bench:report (lib/report/report.c).\n"
+          "% Needs \\usepackage{booktabs}. One row per technique; the rule is in REPORT.md.\n"
+          "% table* spans both columns of a two-column paper; use table in one column.\n"
+          "\\begin{table*}[t]\n\\centering\n\\small\n", f);
+    fputs("\\caption{Speedup of each technique over its baseline on ", f);
+    tex_escape(f, device);
+    fputs(" (median of the repetitions, 95\\% bootstrap interval).}\n"
+          "\\label{tab:tunebench-summary}\n"
+          "\\begin{tabular}{@{}l p{2.3cm} p{2.6cm} p{2.6cm} p{2.2cm} p{2.1cm} p{3.4cm}@{}}\n"
+          "\\toprule\n", f);
+    static const char *const tex_header[SUM_COLS] = {
+        "Technique", "Measured at", "Baseline", "Best setting", "Speedup [95\\% CI]", "Verdict",
+        "Correctness"};
+    for (int c = 0; c < SUM_COLS; c++)
+        fprintf(f, "%s%s", tex_header[c], c + 1 < SUM_COLS ? " & " : " \\\\\n\\midrule\n");
+    for (size_t i = 0; i < n; i++) {
+        char cells[SUM_COLS][320];
+        tb_report_summary_cells(&picks[i], cells);
+        for (int c = 0; c < SUM_COLS; c++) {
+            tex_escape(f, cells[c]);
+            fputs(c + 1 < SUM_COLS ? " & " : " \\\\\n", f);
+        }
+    }
+    fputs("\\bottomrule\n\\end{tabular}\n\\end{table*}\n", f);
+    return ferror(f) ? TB_FAIL(TB_ERR_IO, "cannot write the LaTeX table") : TB_OK;
+}

@@ -1,0 +1,218 @@
+/*
+ * summary.c - the summary rule (which row of a technique the summary
+ * shows) and the summary table built from it; see summary.h.
+ *
+ * Test: bazel test //lib/report:report_test
+ */
+#include "lib/report/summary.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "lib/report/cells.h"
+#include "lib/report/doc_blocks.h"
+#include "lib/report/markdown.h"
+
+/* ---- the summary rule ---- */
+
+/* The larger of two points; NaN (no sweep) ranks below any value. */
+static int point_above(double a, double b)
+{
+    if (isnan(a))
+        return 0;
+    return isnan(b) || a > b;
+}
+
+static const char *pick_metric(const tb_results *res, const char *technique)
+{
+    const char *first = NULL;
+    for (size_t i = 0; i < res->n; i++) {
+        const tb_result_row *r = &res->rows[i];
+        if (strcmp(r->technique, technique) != 0 || !is_timed(r) || !r->is_baseline)
+            continue;
+        if (!strcmp(r->metric, "step time"))
+            return r->metric;
+        if (!first)
+            first = r->metric;
+    }
+    return first;
+}
+
+void tb_report_pick_best(const tb_results *res, const char *technique, tb_report_pick *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->technique, sizeof out->technique, "%s", technique);
+    for (size_t i = 0; i < res->n && !out->na; i++)
+        if (!strcmp(res->rows[i].technique, technique) && !is_timed(&res->rows[i]))
+            out->na = &res->rows[i];
+    const char *metric = pick_metric(res, technique);
+    if (!metric)
+        return;
+    /* The largest point with a baseline and a non-baseline speedup. */
+    double point = NAN;
+    int found = 0;
+    for (size_t i = 0; i < res->n; i++) {
+        const tb_result_row *r = &res->rows[i];
+        if (strcmp(r->technique, technique) || strcmp(r->metric, metric) || r->is_baseline ||
+            isnan(r->speedup))
+            continue;
+        if (!found || point_above(r->param_value, point)) {
+            point = r->param_value;
+            found = 1;
+        }
+    }
+    for (size_t i = 0; i < res->n; i++) {
+        const tb_result_row *r = &res->rows[i];
+        if (strcmp(r->technique, technique) || strcmp(r->metric, metric) || !is_timed(r))
+            continue;
+        if (found && !same_point(r->param_value, point))
+            continue;
+        if (r->is_baseline && !out->baseline)
+            out->baseline = r;
+        else if (!r->is_baseline && !isnan(r->speedup) &&
+                 (!out->best || r->speedup > out->best->speedup))
+            out->best = r;
+    }
+    if (found && !out->baseline) {
+        /* A sweep of settings (workers=0,1,2.., "no bias"), each its own point,
+         * compared with a baseline at another point: the best over all of
+         * them, beside the baseline they were compared with. */
+        out->best = NULL;
+        for (size_t i = 0; i < res->n; i++) {
+            const tb_result_row *r = &res->rows[i];
+            if (strcmp(r->technique, technique) || strcmp(r->metric, metric) || !is_timed(r))
+                continue;
+            if (!r->is_baseline && !isnan(r->speedup) &&
+                (!out->best || r->speedup > out->best->speedup))
+                out->best = r;
+        }
+        /* Several baselines (per-tensor SGD and per-tensor AdamW): the one
+         * the best was compared with is the one whose median its speedup
+         * implies (speedup = baseline median / its median). */
+        double want = out->best ? out->best->median * out->best->speedup : NAN, gap = INFINITY;
+        for (size_t i = 0; i < res->n; i++) {
+            const tb_result_row *r = &res->rows[i];
+            if (strcmp(r->technique, technique) || strcmp(r->metric, metric) || !is_timed(r) ||
+                !r->is_baseline)
+                continue;
+            double g = isnan(want) ? 0 : fabs(r->median - want);
+            if (!out->baseline || g < gap) {
+                out->baseline = r;
+                gap = g;
+            }
+        }
+    }
+    if (!found) /* baseline timed, nothing compared with it: show the largest point */
+        for (size_t i = 0; i < res->n; i++) {
+            const tb_result_row *r = &res->rows[i];
+            if (!strcmp(r->technique, technique) && !strcmp(r->metric, metric) &&
+                r->is_baseline && is_timed(r) &&
+                (out->baseline == r || point_above(r->param_value, out->baseline->param_value)))
+                out->baseline = r;
+        }
+    for (size_t i = 0; out->baseline && i < res->n; i++) {
+        const tb_result_row *r = &res->rows[i];
+        if (!strcmp(r->technique, technique) && !strcmp(r->metric, metric) && r->is_baseline &&
+            is_timed(r) && !same_point(r->param_value, out->baseline->param_value))
+            out->swept = 1;
+    }
+}
+
+/* ---- summary table ---- */
+
+static const char *summary_rule =
+    "One row per technique. **Measurement**: the whole training step (`step time`) when the "
+    "technique measures it, otherwise the first metric it lists. **Point**: the largest swept "
+    "size where the baseline and another setting were both timed, the one closest to real "
+    "training. **Best setting**: the setting with the largest median speedup there. Every other "
+    "setting and size is in the technique's section below and in its CSV.";
+
+/* "step time, elements = 4096": where the summary compares. A baseline
+ * and best setting at different points (a setting that is its own point,
+ * tf32 = 0 against tf32 = 1) show both; with nothing compared, the point
+ * is shown only when the baseline was timed at several (a lone "on = 0"
+ * says nothing). */
+static void summary_point(const tb_report_pick *p, char *buf, size_t cap)
+{
+    const tb_result_row *b = p->baseline, *x = p->best;
+    char pt[96], pt2[96];
+    tb_report_point(pt, sizeof pt, b);
+    if (x && !same_point(b->param_value, x->param_value)) {
+        tb_report_point(pt2, sizeof pt2, x);
+        snprintf(buf, cap, "%s, %s vs %s", b->metric, pt, pt2);
+    } else if (x || p->swept) {
+        snprintf(buf, cap, "%s, %s", b->metric, pt);
+    } else {
+        snprintf(buf, cap, "%s", b->metric);
+    }
+}
+
+void tb_report_summary_cells(const tb_report_pick *p, char cells[SUM_COLS][320])
+{
+    char bt[96], best[160];
+    static const char *not_timed = "n/a: nothing was timed";
+    static const char *nothing = "n/a: nothing timed to compare with";
+    for (int c = 0; c < SUM_COLS; c++)
+        cells[c][0] = '\0';
+    snprintf(cells[0], 320, "%s", p->technique);
+    if (!p->baseline) {
+        snprintf(cells[1], 320, "%s", p->na ? p->na->metric : "");
+        snprintf(cells[2], 320, "%s", not_timed);
+        if (p->na)
+            tb_report_na(cells[3], 320, p->na->setting, p->na->note);
+        else
+            snprintf(cells[3], 320, "n/a: the CSV has no rows");
+        for (int c = 4; c < SUM_COLS; c++)
+            snprintf(cells[c], 320, "%s", not_timed);
+        return;
+    }
+    const tb_result_row *b = p->baseline;
+    summary_point(p, cells[1], 320);
+    tb_report_time(bt, sizeof bt, b);
+    snprintf(cells[2], 320, "%s: %s", b->setting, bt);
+    if (!p->best) {
+        /* The other settings have no meaning here (pinned memory on the
+         * CPU): their reason, not a blank. */
+        if (p->na)
+            tb_report_na(cells[3], 320, p->na->setting, p->na->note);
+        else
+            snprintf(cells[3], 320, "n/a: no other setting was timed against the baseline");
+        snprintf(cells[4], 320, "%s", nothing);
+        snprintf(cells[5], 320, "%s", nothing);
+        tb_report_correctness(cells[6], 320, b);
+        return;
+    }
+    tb_report_time(bt, sizeof bt, p->best);
+    snprintf(best, sizeof best, "%s: %s", p->best->setting, bt);
+    snprintf(cells[3], 320, "%s", best);
+    tb_report_speedup(cells[4], 320, p->best);
+    tb_report_verdict(cells[5], 320, p->best);
+    tb_report_correctness(cells[6], 320, p->best);
+}
+
+static const char *const summary_header[SUM_COLS] = {
+    "technique", "measured at", "baseline: median [95% CI]", "best setting: median [95% CI]",
+    "speedup [95% CI]", "verdict", "correctness (tolerance)"};
+
+void tb_report_summary_doc(doc *d, const tb_report_pick *picks, size_t n)
+{
+    tb_doc_text(d, BK_P, "%s", summary_rule);
+    tb_doc_table(d, SUM_COLS, summary_header);
+    for (size_t i = 0; i < n; i++) {
+        char cells[SUM_COLS][320];
+        const char *row[SUM_COLS];
+        tb_report_summary_cells(&picks[i], cells);
+        for (int c = 0; c < SUM_COLS; c++)
+            row[c] = cells[c];
+        tb_doc_row(d, row);
+    }
+}
+
+int tb_report_summary_md(const tb_report_pick *picks, size_t n, FILE *f)
+{
+    doc d = {0};
+    tb_report_summary_doc(&d, picks, n);
+    int rc = d.oom ? TB_FAIL(TB_ERR_NOMEM, "out of memory building the summary") : tb_md_write(&d, f);
+    tb_doc_clear(&d);
+    return rc;
+}

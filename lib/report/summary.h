@@ -1,0 +1,57 @@
+/*
+ * summary.h - the summary: one row per technique, picked by the summary
+ * rule (stated in report.h and in the report itself), as a Markdown table
+ * (summary.c) and as a LaTeX booktabs table (latex.c).
+ *
+ * Test: bazel test //lib/report:report_test (goldens:
+ * testdata/report_summary_golden.md and .tex)
+ */
+#ifndef TB_REPORT_SUMMARY_H
+#define TB_REPORT_SUMMARY_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "lib/report/doc.h"
+#include "lib/report/results.h"
+#include "lib/core/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What the summary shows for one technique. Pointers point into the
+ * tb_results the pick was made from. */
+typedef struct tb_report_pick {
+    char technique[32];
+    const tb_result_row *baseline; /* baseline row at the chosen point; NULL if none timed */
+    const tb_result_row *best;     /* best non-baseline row there; NULL if none has a speedup */
+    const tb_result_row *na;       /* the first n/a row, if any (its note is the reason) */
+    int swept;                     /* the baseline was timed at more than one point */
+} tb_report_pick;
+
+/* Applies the summary rule to one technique's rows. Never fails; a
+ * technique with no timed rows gets baseline = best = NULL and na set (or
+ * NULL when it has no rows at all). */
+void tb_report_pick_best(const tb_results *rows, const char *technique, tb_report_pick *out);
+
+/* The summary table alone: picks[n] as a Markdown table (with the rule as
+ * a sentence above it) and as a LaTeX booktabs table (a complete
+ * table environment; needs \usepackage{booktabs}). */
+int tb_report_summary_md(const tb_report_pick *picks, size_t n, FILE *f);
+int tb_report_summary_tex(const tb_report_pick *picks, size_t n, const char *device, FILE *f);
+
+/* ---- for the writers in lib/report ---- */
+
+/* The summary cells of one pick: technique, measured at, baseline, best,
+ * speedup, verdict, correctness. */
+enum { SUM_COLS = 7 };
+void tb_report_summary_cells(const tb_report_pick *p, char cells[SUM_COLS][320]);
+
+/* The rule as a paragraph, then the summary table, appended to d. */
+void tb_report_summary_doc(tb_doc *d, const tb_report_pick *picks, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
