@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "lib/backend/backend.h"
+#include "lib/core/rng.h"
 #include "lib/nn/layers.h"
 #include "lib/nn/tensor.h"
 
@@ -39,11 +40,10 @@
 static int failures;
 
 /* ---- random numbers (the test's own; fixed seed) ---- */
-static uint64_t rng_state = 0x1234567887654321ull;
+static tb_rng rng = {0x1234567887654321ull};
 static double urand(void) /* [-1, 1) */
 {
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng_state >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+    return tb_rng_uniform(&rng, -1, 1);
 }
 
 /* ---- float64 references ---- */

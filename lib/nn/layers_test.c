@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/rng.h"
 #include "lib/train/config.h"
 #include "lib/nn/model.h"
 #include "lib/nn/optim.h"
@@ -32,11 +33,10 @@ static void check(int ok, const char *what)
     failures += !ok;
 }
 
-static uint64_t seed = 99;
-static float urand(void)
+static tb_rng rng = {99};
+static float urand(void) /* [-1, 1) */
 {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((double)(seed >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    return (float)tb_rng_uniform(&rng, -1, 1);
 }
 
 typedef struct fixture {

@@ -35,6 +35,7 @@
 #include "lib/backend/backend.h"
 #include "lib/train/config.h"
 #include "lib/nn/layers.h"
+#include "lib/core/rng.h"
 #include "lib/train/loader.h"
 #include "lib/nn/tensor.h"
 #include "lib/train/train.h"
@@ -63,11 +64,10 @@ static void check(int ok, const char *what)
     failures += !ok;
 }
 
-static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+static tb_rng rng = {0x2545f4914f6cdd1dull};
 static double urand(void) /* [-1, 1) */
 {
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng_state >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+    return tb_rng_uniform(&rng, -1, 1);
 }
 
 /* ---- cases and their float64 references ---- */
