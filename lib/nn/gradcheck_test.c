@@ -31,13 +31,12 @@
 #include "lib/core/rng.h"
 #include "lib/nn/layers.h"
 #include "lib/nn/tensor.h"
+#include "lib/nn/nn_testing.h"
 
 #define FD_H 1e-6
 #define TOL_FWD 1e-5
 #define TOL_GRAD 1e-4
 #define MAX_P 8
-
-static int failures;
 
 /* ---- random numbers (the test's own; fixed seed) ---- */
 static tb_rng rng = {0x1234567887654321ull};
@@ -239,6 +238,7 @@ static double compare(const char *what, const char *layer, const float *a, const
     int bad = !(rel <= tol);
     printf("  %-22s %-12s rel err %.2e (tol %.0e, |ref| %.3g)%s\n", layer, what, rel, tol, mag,
            bad ? "  FAIL" : "");
+    checks++;
     failures += bad;
     return rel;
 }
@@ -372,6 +372,7 @@ static int run_case(tb_layer_ctx *ctx, tb_layer *l, gc_case *c, double x_min_abs
         int bad = fabs(rate - c->p) > 5 * sd;
         printf("  %-22s drop rate %.3f (p %.2f, 5 sd %.3f)%s\n", c->name, rate, (double)c->p,
                5 * sd, bad ? "  FAIL" : "");
+        checks++;
         failures += bad;
     }
     for (int k = 0; k < s.np; k++)
@@ -528,22 +529,17 @@ static int run_all(tb_layer_ctx *ctx)
     return check_xent(ctx, 6, 10);
 }
 
-int main(void)
+static int run(tb_backend *be, void *arg)
 {
-    tb_backend *be;
-    if (tb_backend_cpu_create(2, &be) != TB_OK) {
-        tb_error_print(stderr);
-        return 1;
-    }
+    (void)arg;
     tb_layer_ctx ctx = {.be = be, .training = 1, .math = TB_MATH_F32, .dropout_seed = 7};
-    printf("gradcheck: fp32 layers on the CPU backend vs float64 references\n");
     int rc = run_all(&ctx);
     conv_algo_cache_free(&ctx.algos);
-    tb_backend_close(be);
-    if (rc != TB_OK) {
-        tb_error_print(stderr);
-        return 1;
-    }
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return rc;
+}
+
+int main(void)
+{
+    return tb_test_main_cpu(2, "gradcheck: fp32 layers on the CPU backend vs float64 references",
+                            run, NULL);
 }

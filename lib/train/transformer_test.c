@@ -39,6 +39,7 @@
 #include "lib/train/loader.h"
 #include "lib/nn/tensor.h"
 #include "lib/train/train.h"
+#include "lib/nn/nn_testing.h"
 
 #define FD_H 1e-6
 #define TOL_FWD 1e-5
@@ -55,14 +56,6 @@
  * changes (~1e-1). The parameters must differ at all: the toggle reached
  * the layers. */
 #define TOL_TRAIN 1e-3
-
-static int failures;
-
-static void check(int ok, const char *what)
-{
-    printf("  %-70s %s\n", what, ok ? "ok" : "FAIL");
-    failures += !ok;
-}
 
 static tb_rng rng = {0x2545f4914f6cdd1dull};
 static double urand(void) /* [-1, 1) */
@@ -307,15 +300,15 @@ static void report(const tf_case *c, gc_bufs *b)
     char what[128];
     double e = rel_err(b->yf, b->y_ref, b->ny);
     snprintf(what, sizeof what, "%s: forward rel err %.1e <= %.0e", c->name, e, TOL_FWD);
-    check(e <= TOL_FWD, what);
+    CHECK_WHAT(e <= TOL_FWD, what);
     e = fd_err(c, b, b->x, b->nx, b->dxf);
     snprintf(what, sizeof what, "%s: dx rel err %.1e <= %.0e", c->name, e, TOL_GRAD);
-    check(e <= TOL_GRAD, what);
+    CHECK_WHAT(e <= TOL_GRAD, what);
     size_t at = 0;
     for (int i = 0; i < b->nparams; i++) {
         e = fd_err(c, b, b->p[i], b->np[i], b->pgf + at);
         snprintf(what, sizeof what, "%s: dparam%d rel err %.1e <= %.0e", c->name, i, e, TOL_GRAD);
-        check(e <= TOL_GRAD, what);
+        CHECK_WHAT(e <= TOL_GRAD, what);
         at += b->np[i];
     }
 }
@@ -424,12 +417,12 @@ static int check_training(tb_backend *be)
     TB_TRY_GOTO(rc, train_loss(be, train, test, STEPS, 1, &fused, &p_fused, &n), out_free);
     snprintf(what, sizeof what, "transformer trains: loss step 1 %.4f -> step %d %.4f (< 0.6x)",
              first, STEPS, manual);
-    check(isfinite(manual) && manual < 0.6f * first, what);
+    CHECK_WHAT(isfinite(manual) && manual < 0.6f * first, what);
     double d = fabs((double)fused - manual) / fabs((double)manual);
     snprintf(what, sizeof what, "fused attn+LN: loss %.6f, rel diff %.1e <= %.0e", fused, d,
              TOL_TRAIN);
-    check(d <= TOL_TRAIN, what);
-    check(memcmp(p_manual, p_fused, n * sizeof(float)) != 0,
+    CHECK_WHAT(d <= TOL_TRAIN, what);
+    CHECK_WHAT(memcmp(p_manual, p_fused, n * sizeof(float)) != 0,
           "fused attn+LN: parameters differ from manual (the toggle is applied)");
 
 out_free:
@@ -441,22 +434,16 @@ out_free:
     return rc;
 }
 
+static int run(tb_backend *be, void *arg)
+{
+    (void)arg;
+    TB_TRY(check_layers(be));
+    return check_training(be);
+}
+
 int main(void)
 {
-    tb_backend *be;
-    if (tb_backend_cpu_create(2, &be) != TB_OK) {
-        tb_error_print(stderr);
-        return 1;
-    }
-    printf("transformer_test: layers vs float64 and finite differences; 50 training steps\n");
-    int rc = check_layers(be);
-    if (rc == TB_OK)
-        rc = check_training(be);
-    tb_backend_close(be);
-    if (rc != TB_OK) {
-        tb_error_print(stderr);
-        return 1;
-    }
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return tb_test_main_cpu(
+        2, "transformer_test: layers vs float64 and finite differences; 50 training steps", run,
+        NULL);
 }
