@@ -179,21 +179,13 @@ static int check_epoch(tb_backend *be)
         config_defaults(&c);
         c.device = "cpu";
         c.amp_dtype = i ? TB_AMP_BF16 : TB_AMP_OFF;
-        TB_TRY(config_validate(&c));
-        tb_trainer *t;
-        TB_TRY(trainer_create(&c, be, &t));
         tb_epoch_stats es;
         tb_eval_stats ev;
-        int rc;
-        TB_TRY_GOTO(rc, train_epoch(t, 0, &es), out_destroy);
-        TB_TRY_GOTO(rc, trainer_evaluate(t, &ev), out_destroy);
+        TB_TRY(tb_trainer_one_epoch(&c, be, NULL, NULL, &es, &ev));
         loss[i] = (float)es.mean_loss;
         acc[i] = ev.accuracy;
         printf("  %s: epoch loss %.5f, last step %.5f, test accuracy %.2f%%, %.1f s\n",
                i ? "bf16" : "fp32", es.mean_loss, es.last_loss, 100 * ev.accuracy, es.seconds);
-    out_destroy:
-        trainer_destroy(t);
-        TB_TRY(rc);
     }
     char what[160];
     double d = rel_diff(loss[1], loss[0]);

@@ -313,14 +313,10 @@ out_free:
 
 static int train_loss(tb_backend *be, tb_config *c, float *loss)
 {
-    TB_TRY(config_validate(c));
-    tb_trainer *t;
-    TB_TRY(trainer_create(c, be, &t));
     tb_epoch_stats es;
-    int rc = train_epoch(t, 0, &es);
+    TB_TRY(tb_trainer_one_epoch(c, be, NULL, NULL, &es, NULL));
     *loss = es.last_loss;
-    trainer_destroy(t);
-    return rc;
+    return TB_OK;
 }
 
 static int check_training(tb_backend *be, int model, int dataset)

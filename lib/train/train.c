@@ -632,3 +632,22 @@ out_free_logits:
     free(host_logits);
     return rc;
 }
+
+int tb_trainer_one_epoch(tb_config *cfg, tb_backend *be, const tb_dataset *train,
+                         const tb_dataset *test, tb_epoch_stats *es, tb_eval_stats *ev)
+{
+    TB_TRY(config_validate(cfg));
+    tb_trainer *t;
+    if (train)
+        TB_TRY(trainer_create_with_data(cfg, be, train, test, &t));
+    else
+        TB_TRY(trainer_create(cfg, be, &t));
+    int rc;
+    TB_TRY_GOTO(rc, train_epoch(t, 0, es), out_destroy);
+    if (ev)
+        TB_TRY_GOTO(rc, trainer_evaluate(t, ev), out_destroy);
+
+out_destroy:
+    trainer_destroy(t);
+    return rc;
+}

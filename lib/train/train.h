@@ -181,6 +181,15 @@ int trainer_write_trace(tb_trainer *t);
 /* The whole test set in evaluation mode. */
 int trainer_evaluate(tb_trainer *t, tb_eval_stats *st);
 
+/* For checks and one-off runs that want only the statistics: builds a
+ * trainer for cfg, trains epoch 0 (*es), evaluates the test set when ev is
+ * not NULL (*ev), and destroys the trainer. cfg is validated here (its
+ * recipe values are resolved in place). train and test: datasets the caller
+ * owns, or both NULL for those cfg names (as trainer_create).
+ * Errors: config_validate's, the trainer's, train_epoch's, trainer_evaluate's. */
+int tb_trainer_one_epoch(tb_config *cfg, tb_backend *be, const tb_dataset *train,
+                         const tb_dataset *test, tb_epoch_stats *es, tb_eval_stats *ev);
+
 #ifdef __cplusplus
 }
 #endif

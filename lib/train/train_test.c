@@ -199,22 +199,14 @@ static int check_accumulation(tb_backend *be, const tb_dataset *train, const tb_
     c.accum_steps = 2;
     c.warmup_steps = 10;
     c.max_steps = 0;
-    TB_TRY(config_validate(&c));
-    tb_trainer *t;
-    TB_TRY(trainer_create_with_data(&c, be, train, test, &t));
     tb_epoch_stats es;
     tb_eval_stats ev;
-    int rc;
-    TB_TRY_GOTO(rc, train_epoch(t, 0, &es), out_destroy);
-    TB_TRY_GOTO(rc, trainer_evaluate(t, &ev), out_destroy);
+    TB_TRY(tb_trainer_one_epoch(&c, be, train, test, &es, &ev));
     char what[128];
     snprintf(what, sizeof what, "accum_steps=2: %ld steps for %ld images, test acc %.1f%%",
              es.steps, es.images, 100 * ev.accuracy);
     CHECK_WHAT(es.steps == (train->n + 31) / 32 && ev.accuracy > 0.3, what);
-
-out_destroy:
-    trainer_destroy(t);
-    return rc;
+    return TB_OK;
 }
 
 /* LARS through the trainer: every hyper-parameter of the config reaches the
@@ -284,22 +276,14 @@ static void check_config(void)
 /* One full epoch on all of Fashion-MNIST; prints the progress line. */
 static int full_epoch(tb_backend *be, const char *name, tb_config *c)
 {
-    TB_TRY(config_validate(c));
-    tb_trainer *t;
-    TB_TRY(trainer_create(c, be, &t));
     tb_epoch_stats es;
     tb_eval_stats ev;
-    int rc;
-    TB_TRY_GOTO(rc, train_epoch(t, 0, &es), out_destroy);
-    TB_TRY_GOTO(rc, trainer_evaluate(t, &ev), out_destroy);
+    TB_TRY(tb_trainer_one_epoch(c, be, NULL, NULL, &es, &ev));
     char what[160];
     snprintf(what, sizeof what, "%s: loss %.4f, test acc %.2f%% >= 85%%, %.0f images/s, %.1f s",
              name, es.mean_loss, 100 * ev.accuracy, es.images_per_s, es.seconds);
     CHECK_WHAT(ev.accuracy >= 0.85, what);
-
-out_destroy:
-    trainer_destroy(t);
-    return rc;
+    return TB_OK;
 }
 
 static int run_full(tb_backend *be)
