@@ -100,6 +100,17 @@ typedef struct tb_comm_ops {
     void (*destroy)(tb_comm *c);
 } tb_comm_ops;
 
+/* The ops table of a transport whose functions are PREFIX_allreduce_sum,
+ * PREFIX_iallreduce_sum, PREFIX_test, ... PREFIX_destroy:
+ *   static const tb_comm_ops mpi_ops = TB_COMM_OPS("mpi", mpi); */
+#define TB_COMM_OPS(NAME, PREFIX)                                                         \
+    {                                                                                     \
+        .name = NAME, .allreduce_sum = PREFIX##_allreduce_sum,                            \
+        .iallreduce_sum = PREFIX##_iallreduce_sum, .test = PREFIX##_test,                 \
+        .wait = PREFIX##_wait, .bcast = PREFIX##_bcast, .barrier = PREFIX##_barrier,      \
+        .destroy = PREFIX##_destroy,                                                      \
+    }
+
 struct tb_comm {
     const tb_comm_ops *ops;
     int rank, size;

@@ -236,16 +236,7 @@ static void mpi_destroy(tb_comm *c)
     free(c);
 }
 
-static const tb_comm_ops mpi_ops = {
-    .name = "mpi",
-    .allreduce_sum = mpi_allreduce_sum,
-    .iallreduce_sum = mpi_iallreduce_sum,
-    .test = mpi_test,
-    .wait = mpi_wait,
-    .bcast = mpi_bcast,
-    .barrier = mpi_barrier,
-    .destroy = mpi_destroy,
-};
+static const tb_comm_ops mpi_ops = TB_COMM_OPS("mpi", mpi);
 
 static int mpi_start(int *argc, char ***argv, int *initialized_here)
 {

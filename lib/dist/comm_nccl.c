@@ -185,16 +185,7 @@ static void nccl_destroy(tb_comm *c)
     free(c);
 }
 
-static const tb_comm_ops nccl_ops = {
-    .name = "nccl",
-    .allreduce_sum = nccl_allreduce_sum,
-    .iallreduce_sum = nccl_iallreduce_sum,
-    .test = nccl_test,
-    .wait = nccl_wait,
-    .bcast = nccl_bcast,
-    .barrier = nccl_barrier,
-    .destroy = nccl_destroy,
-};
+static const tb_comm_ops nccl_ops = TB_COMM_OPS("nccl", nccl);
 
 static int nccl_bootstrap(tb_comm *mpi, nccl_state *s)
 {
