@@ -176,6 +176,11 @@ double comm_busbw(size_t bytes, double seconds, int ranks);
 /* CLOCK_MONOTONIC in seconds. */
 double comm_now(void);
 
+/* For implementations: req now carries an all-reduce of n floats started
+ * at this moment (active, bytes, start time), counted in c's stats, and
+ * the watchdog watches what. */
+void tb_comm_req_started(tb_comm *c, tb_comm_req *req, size_t n, const char *what);
+
 /* Watchdog bookkeeping for implementations (comm_nccl.c uses it too):
  * an operation started / one completed. */
 void comm_watch_begin(const char *what);
