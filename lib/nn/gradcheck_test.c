@@ -130,18 +130,6 @@ static void pool_ref(int n, tb_shape in, int max, int win, int stride, int pad, 
             }
 }
 
-static void linear_ref(int n, int in_f, int out_f, const double *x, const double *w,
-                       const double *b, double *y)
-{
-    for (int i = 0; i < n; i++)
-        for (int o = 0; o < out_f; o++) {
-            double s = b[o];
-            for (int j = 0; j < in_f; j++)
-                s += x[i * in_f + j] * w[o * in_f + j];
-            y[i * out_f + o] = s;
-        }
-}
-
 /* relu(bn2(conv2(relu(bn1(conv1(x))))) + x), no conv bias. Parameters in
  * layer_for_each_param order: conv1.w, bn1.g, bn1.b, conv2.w, bn2.g, bn2.b */
 static void resblock_ref(const gc_case *c, const double *x, double *const *p, double *y)
@@ -187,7 +175,7 @@ static void ref_forward(const gc_case *c, const double *x, double *const *p, dou
         pool_ref(c->n, c->in, c->kind == REF_MAXPOOL, c->r, c->stride, c->pad, x, y);
         break;
     case REF_LINEAR:
-        linear_ref(c->n, (int)shape_numel(c->in), c->out.c, x, p[0], p[1], y);
+        tb_linear_ref_f64(c->n, (int)shape_numel(c->in), c->out.c, x, p[0], p[1], y);
         break;
     case REF_RESBLOCK: resblock_ref(c, x, p, y); break;
     }

@@ -73,19 +73,6 @@ typedef struct tf_case {
     int variant;           /* tb_ln_variant / tb_attn_variant */
 } tf_case;
 
-/* y(rows x out) = x W^T + b */
-static void tlin_ref(int rows, int in_f, int out_f, const double *x, const double *w,
-                     const double *b, double *y)
-{
-    for (int r = 0; r < rows; r++)
-        for (int o = 0; o < out_f; o++) {
-            double s = b[o];
-            for (int i = 0; i < in_f; i++)
-                s += x[(size_t)r * in_f + i] * w[(size_t)o * in_f + i];
-            y[(size_t)r * out_f + o] = s;
-        }
-}
-
 static void tmean_ref(const tf_case *c, const double *x, double *y)
 {
     for (int n = 0; n < c->n; n++)
@@ -112,7 +99,7 @@ static void mha_ref(const tf_case *c, const double *x, double *const *p, double 
     int n = c->n, t = c->tokens, d = c->dim, h = c->k, hd = d / h, rows = n * t;
     size_t sz = (size_t)rows * d;
     double *qkv = malloc(3 * sz * sizeof(double)), *bhtd = malloc(4 * sz * sizeof(double));
-    tlin_ref(rows, d, 3 * d, x, p[0], p[1], qkv);
+    tb_linear_ref_f64(rows, d, 3 * d, x, p[0], p[1], qkv);
     for (int s = 0; s < 3; s++)
         for (int b = 0; b < n; b++)
             for (int hh = 0; hh < h; hh++)
@@ -131,7 +118,7 @@ static void mha_ref(const tf_case *c, const double *x, double *const *p, double 
                 for (int e = 0; e < hd; e++)
                     qkv[((size_t)b * t + tt) * d + hh * hd + e] =
                         o[(((size_t)b * h + hh) * t + tt) * hd + e];
-    tlin_ref(rows, d, d, qkv, p[2], p[3], y);
+    tb_linear_ref_f64(rows, d, d, qkv, p[2], p[3], y);
     free(qkv);
     free(bhtd);
 }
@@ -141,7 +128,7 @@ static void ref_forward(const tf_case *c, const double *x, double *const *p, dou
     int rows = c->n * c->tokens;
     switch (c->kind) {
     case REF_TLIN:
-        tlin_ref(rows, c->dim, c->k, x, p[0], p[1], y);
+        tb_linear_ref_f64(rows, c->dim, c->k, x, p[0], p[1], y);
         break;
     case REF_TMEAN:
         tmean_ref(c, x, y);
@@ -153,7 +140,7 @@ static void ref_forward(const tf_case *c, const double *x, double *const *p, dou
         mha_ref(c, x, p, y);
         break;
     case REF_ADDRES:
-        tlin_ref(rows, c->dim, c->dim, x, p[0], p[1], y);
+        tb_linear_ref_f64(rows, c->dim, c->dim, x, p[0], p[1], y);
         for (size_t i = 0; i < (size_t)rows * c->dim; i++)
             y[i] += x[i];
         break;
