@@ -100,17 +100,7 @@ static void ctx_close(tb_step_ctx *c)
 
 int tb_step_next_batch(tb_step_ctx *c, tb_batch *b)
 {
-    for (int tries = 0; tries < 2; tries++) {
-        int rc = c->epoch >= 0 ? loader_next_batch(c->t->train_ld, b) : 0;
-        if (rc < 0)
-            return -rc;
-        if (rc == 1)
-            return TB_OK;
-        if (c->epoch >= 0)
-            TB_TRY(loader_epoch_end(c->t->train_ld));
-        TB_TRY(loader_epoch_begin(c->t->train_ld, ++c->epoch));
-    }
-    return TB_FAIL(TB_ERR_DATA, "the training loader has no batches");
+    return tb_trainer_next_batch(c->t, b);
 }
 
 /* One unit of the metric: the setting's own, or a step, or an epoch. */

@@ -73,7 +73,7 @@ static int run_epochs(tb_trainer *t)
 static int print_header(tb_backend *be, const tb_config *cfg)
 {
     tb_device_info info;
-    char desc[512];
+    char desc[TB_CONFIG_DESC_CAP];
     TB_TRY(be->device_info(be, &info));
     config_describe(cfg, desc, sizeof desc);
     printf("device %s (%s, %d threads)\n%s\n", info.backend, info.name, info.threads, desc);

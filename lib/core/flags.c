@@ -101,6 +101,17 @@ static void expected(const tb_flag *f, char *out, size_t cap)
         len += (size_t)snprintf(out + len, cap - len, " %s", f->choices[i]);
 }
 
+int tb_flag_set(const tb_flag *f, const char *text)
+{
+    if (set_value(f, text) != 0) {
+        char want[256];
+        expected(f, want, sizeof want);
+        return TB_FAIL(TB_ERR_INVALID, "bad value '%s' for --%s: expected %s", text, f->name,
+                       want);
+    }
+    return TB_OK;
+}
+
 int tb_flags_parse(const tb_flag *flags, size_t nflags, int *argc, char **argv,
                    const char *pass_prefix, int *help_asked)
 {
@@ -144,12 +155,7 @@ int tb_flags_parse(const tb_flag *flags, size_t nflags, int *argc, char **argv,
                 return TB_FAIL(TB_ERR_INVALID, "flag --%s needs a value", f->name);
             value = argv[++i];
         }
-        if (set_value(f, value) != 0) {
-            char want[256];
-            expected(f, want, sizeof want);
-            return TB_FAIL(TB_ERR_INVALID, "bad value '%s' for --%s: expected %s", value,
-                           f->name, want);
-        }
+        TB_TRY(tb_flag_set(f, value));
     }
     argv[out] = NULL;
     *argc = out;

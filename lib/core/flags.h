@@ -41,6 +41,11 @@ typedef struct tb_flag {
 int tb_flags_parse(const tb_flag *flags, size_t nflags, int *argc, char **argv,
                    const char *pass_prefix, int *help_asked);
 
+/* Sets f's value from text as `--name=text` would (a string flag then points
+ * at text, which must outlive it). TB_OK, or TB_ERR_INVALID naming the flag
+ * and what it expects. */
+int tb_flag_set(const tb_flag *f, const char *text);
+
 /* Prints "usage: PROG [flags]", the summary, and one line per flag with
  * its current value (the default, before parsing). */
 void tb_flags_usage(FILE *f, const char *prog, const char *summary, const tb_flag *flags,

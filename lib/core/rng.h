@@ -10,7 +10,8 @@
  * num_workers is.
  *
  * Header only; no state outside the tb_rng value. Tested through
- * datasets/augment_test.c and lib/train/loader_test.c.
+ * datasets/augment_test.c and lib/train/loader_test.c, and (tb_rng_index)
+ * the bootstrap intervals of lib/core/stats_test.c.
  */
 #ifndef TB_RNG_H
 #define TB_RNG_H
@@ -84,6 +85,13 @@ static inline tb_rng tb_rng_seeded(uint64_t seed)
 {
     tb_rng r = {seed};
     return r;
+}
+
+/* Uniform index in [0, n) from all 64 bits (multiply-shift): the bias is
+ * below n / 2^64. For resampling and picking among many. REQUIRES: n > 0. */
+static inline size_t tb_rng_index(tb_rng *r, size_t n)
+{
+    return (size_t)(((unsigned __int128)rng_next_u64(r) * n) >> 64);
 }
 
 /* Uniform double in [0, 1) with 53 random bits. */

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/rng.h"
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -94,28 +96,11 @@ int tb_stats_summary(const double *x, size_t n, tb_summary *out)
 
 /* ---- bootstrap ---- */
 
-/* splitmix64: tiny, fast, and identical everywhere, which is what a
- * reproducible interval needs (rand() differs between libcs). */
-static uint64_t splitmix64_next(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform index in [0, n): multiply-shift; the bias is below 2^-50 for the
- * sample sizes used here. */
-static size_t rng_index(uint64_t *state, size_t n)
-{
-    return (size_t)(((unsigned __int128)splitmix64_next(state) * n) >> 64);
-}
-
 /* Median of n draws with replacement from x; scratch holds n doubles. */
-static double resample_median(const double *x, size_t n, double *scratch, uint64_t *rng)
+static double resample_median(const double *x, size_t n, double *scratch, tb_rng *rng)
 {
     for (size_t i = 0; i < n; i++)
-        scratch[i] = x[rng_index(rng, n)];
+        scratch[i] = x[tb_rng_index(rng, n)];
     qsort(scratch, n, sizeof *scratch, cmp_double);
     return tb_stats_quantile_sorted(scratch, n, 0.5);
 }
@@ -137,7 +122,9 @@ int tb_stats_speedup_ci(const double *base, size_t nb, const double *var, size_t
     TB_TRY(check_times(var, nv, "variant"));
     int B = opts && opts->resamples > 0 ? opts->resamples : TB_STATS_DEFAULT_RESAMPLES;
     double level = opts && opts->level > 0 ? opts->level : 0.95;
-    uint64_t rng = opts && opts->seed ? opts->seed : TB_STATS_DEFAULT_SEED;
+    /* splitmix64 (lib/core/rng.h), identical everywhere, which is what a
+     * reproducible interval needs (rand() differs between libcs) */
+    tb_rng rng = tb_rng_seeded(opts && opts->seed ? opts->seed : TB_STATS_DEFAULT_SEED);
     if (level >= 1)
         return TB_FAIL(TB_ERR_INVALID, "interval level %g must be below 1", level);
 

@@ -5,6 +5,7 @@
  * the correctness verdicts.
  * Run: bazel test //lib/core:stats_test
  */
+#include "lib/core/rng.h"
 #include "lib/core/stats.h"
 #include "lib/core/testing.h"
 
@@ -43,11 +44,9 @@ static void test_summary(void)
 /* Deterministic pseudo-noise around center: +-spread (fraction). */
 static void make_times(double *t, int n, double center, double spread, unsigned seed)
 {
-    for (int i = 0; i < n; i++) {
-        seed = seed * 1103515245u + 12345u;
-        double u = (double)((seed >> 8) & 0xffff) / 65535.0; /* [0, 1] */
-        t[i] = center * (1 + spread * (2 * u - 1));
-    }
+    tb_rng r = tb_rng_seeded(seed);
+    for (int i = 0; i < n; i++)
+        t[i] = center * (1 + spread * tb_rng_uniform(&r, -1, 1));
 }
 
 static void print_interval(const char *what, const tb_interval *iv)

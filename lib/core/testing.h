@@ -10,9 +10,12 @@
  *                            pending error chain of lib/core/status.h, which it
  *                            clears so the next failure prints only its own.
  *   CHECK_OK(expr)           CHECK that expr returns TB_OK.
+ *   CHECK_WHAT(cond, what)   CHECK with a message built beforehand.
  *   tb_test_verbose = 1;     also prints "  ok: message" for every check
  *                            that passes (tests that read as a checklist).
  *   failures, checks         failed and run checks, for main to report.
+ *   return tb_test_exit(rc); the end of main: rc's error chain, PASS or FAIL
+ *                            with the counts, and the exit status.
  *   slurp(path)              the whole file as a string (malloc'ed; NULL
  *                            when it cannot be read).
  *   tb_test_slurp(dir, name) slurp(dir/name), and a CHECK that it was read.
@@ -68,6 +71,21 @@ static void tb_check(int ok, const char *file, int line, const char *expr, const
 
 #define CHECK(cond, ...) tb_check(!!(cond), __FILE__, __LINE__, #cond, " " __VA_ARGS__)
 #define CHECK_OK(expr) CHECK((expr) == TB_OK, "%s returned an error", #expr)
+#define CHECK_WHAT(cond, what) CHECK(cond, "%s", what)
+
+/* rc: TB_OK, or the status that stopped the test before its checks ran out
+ * (its error chain is printed). Exit status 0 only when rc is TB_OK and no
+ * check failed. */
+__attribute__((unused))
+static int tb_test_exit(int rc)
+{
+    if (rc != TB_OK)
+        tb_error_print(stdout);
+    int ok = rc == TB_OK && !failures;
+    printf("%s: %d checks, %d failed%s\n", ok ? "PASS" : "FAIL", checks, failures,
+           rc != TB_OK ? ", stopped by an error" : "");
+    return ok ? 0 : 1;
+}
 
 __attribute__((unused))
 static char *slurp(const char *path)

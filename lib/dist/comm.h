@@ -100,6 +100,17 @@ typedef struct tb_comm_ops {
     void (*destroy)(tb_comm *c);
 } tb_comm_ops;
 
+/* The ops table of a transport whose functions are PREFIX_allreduce_sum,
+ * PREFIX_iallreduce_sum, PREFIX_test, ... PREFIX_destroy:
+ *   static const tb_comm_ops mpi_ops = TB_COMM_OPS("mpi", mpi); */
+#define TB_COMM_OPS(NAME, PREFIX)                                                         \
+    {                                                                                     \
+        .name = NAME, .allreduce_sum = PREFIX##_allreduce_sum,                            \
+        .iallreduce_sum = PREFIX##_iallreduce_sum, .test = PREFIX##_test,                 \
+        .wait = PREFIX##_wait, .bcast = PREFIX##_bcast, .barrier = PREFIX##_barrier,      \
+        .destroy = PREFIX##_destroy,                                                      \
+    }
+
 struct tb_comm {
     const tb_comm_ops *ops;
     int rank, size;
@@ -164,6 +175,11 @@ double comm_busbw(size_t bytes, double seconds, int ranks);
 
 /* CLOCK_MONOTONIC in seconds. */
 double comm_now(void);
+
+/* For implementations: req now carries an all-reduce of n floats started
+ * at this moment (active, bytes, start time), counted in c's stats, and
+ * the watchdog watches what. */
+void tb_comm_req_started(tb_comm *c, tb_comm_req *req, size_t n, const char *what);
 
 /* Watchdog bookkeeping for implementations (comm_nccl.c uses it too):
  * an operation started / one completed. */

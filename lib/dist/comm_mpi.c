@@ -32,6 +32,17 @@ double comm_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+void tb_comm_req_started(tb_comm *c, tb_comm_req *req, size_t n, const char *what)
+{
+    comm_watch_begin(what);
+    req->active = 1;
+    req->bytes = n * sizeof(float);
+    req->t_start = comm_now();
+    req->t_end = 0;
+    c->stats.allreduce_bytes += req->bytes;
+    c->stats.allreduce_calls++;
+}
+
 int tb_mpi_fail(int mpi_rc, const char *file, int line, const char *expr)
 {
     char msg[MPI_MAX_ERROR_STRING];
@@ -158,13 +169,7 @@ static int mpi_iallreduce_sum(tb_comm *c, float *buf, size_t n, tb_comm_req *req
         return TB_FAIL(TB_ERR_INVALID, "all-reduce started on a request still in flight");
     TB_TRY(check_count(n, "all-reduce"));
     TB_CHECK_MPI(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, c->mpi, &req->mpi));
-    comm_watch_begin("MPI_Iallreduce");
-    req->active = 1;
-    req->bytes = n * sizeof(float);
-    req->t_start = comm_now();
-    req->t_end = 0;
-    c->stats.allreduce_bytes += req->bytes;
-    c->stats.allreduce_calls++;
+    tb_comm_req_started(c, req, n, "MPI_Iallreduce");
     return TB_OK;
 }
 
@@ -236,16 +241,7 @@ static void mpi_destroy(tb_comm *c)
     free(c);
 }
 
-static const tb_comm_ops mpi_ops = {
-    .name = "mpi",
-    .allreduce_sum = mpi_allreduce_sum,
-    .iallreduce_sum = mpi_iallreduce_sum,
-    .test = mpi_test,
-    .wait = mpi_wait,
-    .bcast = mpi_bcast,
-    .barrier = mpi_barrier,
-    .destroy = mpi_destroy,
-};
+static const tb_comm_ops mpi_ops = TB_COMM_OPS("mpi", mpi);
 
 static int mpi_start(int *argc, char ***argv, int *initialized_here)
 {

@@ -91,15 +91,9 @@ static int nccl_iallreduce_sum(tb_comm *c, float *buf, size_t n, tb_comm_req *re
     TB_TRY(side_after_compute(s));
     TB_CHECK_NCCL(ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, s->comm, s->side));
     TB_CHECK_CUDA(cudaEventRecord(done, s->side));
-    comm_watch_begin("ncclAllReduce");
     req->done_event = done;
     req->mpi = MPI_REQUEST_NULL;
-    req->active = 1;
-    req->bytes = n * sizeof(float);
-    req->t_start = comm_now();
-    req->t_end = 0;
-    c->stats.allreduce_bytes += req->bytes;
-    c->stats.allreduce_calls++;
+    tb_comm_req_started(c, req, n, "ncclAllReduce");
     return TB_OK;
 }
 
@@ -185,16 +179,7 @@ static void nccl_destroy(tb_comm *c)
     free(c);
 }
 
-static const tb_comm_ops nccl_ops = {
-    .name = "nccl",
-    .allreduce_sum = nccl_allreduce_sum,
-    .iallreduce_sum = nccl_iallreduce_sum,
-    .test = nccl_test,
-    .wait = nccl_wait,
-    .bcast = nccl_bcast,
-    .barrier = nccl_barrier,
-    .destroy = nccl_destroy,
-};
+static const tb_comm_ops nccl_ops = TB_COMM_OPS("nccl", nccl);
 
 static int nccl_bootstrap(tb_comm *mpi, nccl_state *s)
 {

@@ -17,6 +17,7 @@
 
 #include "lib/backend/backend.h"
 #include "lib/dist/dp.h"
+#include "lib/core/rng.h"
 #include "lib/nn/optim.h"
 #include "lib/core/testing.h"
 
@@ -206,11 +207,7 @@ int main(void)
 {
     float *img = malloc((size_t)B * 784 * sizeof(float));
     int32_t lab[B];
-    uint64_t s = 12345;
-    for (int i = 0; i < B * 784; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        img[i] = (float)((s >> 40) & 0xffff) / 32768.0f - 1.0f;
-    }
+    tb_rng_fill(img, (size_t)B * 784, 12345, -1, 1);
     for (int i = 0; i < B; i++)
         lab[i] = (i * 7 + 3) % 10;
     run ref = {0}, threads = {0}, one = {0};

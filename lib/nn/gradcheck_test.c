@@ -28,22 +28,21 @@
 #include <string.h>
 
 #include "lib/backend/backend.h"
+#include "lib/core/rng.h"
 #include "lib/nn/layers.h"
 #include "lib/nn/tensor.h"
+#include "lib/nn/nn_testing.h"
 
 #define FD_H 1e-6
 #define TOL_FWD 1e-5
 #define TOL_GRAD 1e-4
 #define MAX_P 8
 
-static int failures;
-
 /* ---- random numbers (the test's own; fixed seed) ---- */
-static uint64_t rng_state = 0x1234567887654321ull;
+static tb_rng rng = {0x1234567887654321ull};
 static double urand(void) /* [-1, 1) */
 {
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng_state >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+    return tb_rng_uniform(&rng, -1, 1);
 }
 
 /* ---- float64 references ---- */
@@ -131,18 +130,6 @@ static void pool_ref(int n, tb_shape in, int max, int win, int stride, int pad, 
             }
 }
 
-static void linear_ref(int n, int in_f, int out_f, const double *x, const double *w,
-                       const double *b, double *y)
-{
-    for (int i = 0; i < n; i++)
-        for (int o = 0; o < out_f; o++) {
-            double s = b[o];
-            for (int j = 0; j < in_f; j++)
-                s += x[i * in_f + j] * w[o * in_f + j];
-            y[i * out_f + o] = s;
-        }
-}
-
 /* relu(bn2(conv2(relu(bn1(conv1(x))))) + x), no conv bias. Parameters in
  * layer_for_each_param order: conv1.w, bn1.g, bn1.b, conv2.w, bn2.g, bn2.b */
 static void resblock_ref(const gc_case *c, const double *x, double *const *p, double *y)
@@ -188,7 +175,7 @@ static void ref_forward(const gc_case *c, const double *x, double *const *p, dou
         pool_ref(c->n, c->in, c->kind == REF_MAXPOOL, c->r, c->stride, c->pad, x, y);
         break;
     case REF_LINEAR:
-        linear_ref(c->n, (int)shape_numel(c->in), c->out.c, x, p[0], p[1], y);
+        tb_linear_ref_f64(c->n, (int)shape_numel(c->in), c->out.c, x, p[0], p[1], y);
         break;
     case REF_RESBLOCK: resblock_ref(c, x, p, y); break;
     }
@@ -239,6 +226,7 @@ static double compare(const char *what, const char *layer, const float *a, const
     int bad = !(rel <= tol);
     printf("  %-22s %-12s rel err %.2e (tol %.0e, |ref| %.3g)%s\n", layer, what, rel, tol, mag,
            bad ? "  FAIL" : "");
+    checks++;
     failures += bad;
     return rel;
 }
@@ -372,6 +360,7 @@ static int run_case(tb_layer_ctx *ctx, tb_layer *l, gc_case *c, double x_min_abs
         int bad = fabs(rate - c->p) > 5 * sd;
         printf("  %-22s drop rate %.3f (p %.2f, 5 sd %.3f)%s\n", c->name, rate, (double)c->p,
                5 * sd, bad ? "  FAIL" : "");
+        checks++;
         failures += bad;
     }
     for (int k = 0; k < s.np; k++)
@@ -528,22 +517,17 @@ static int run_all(tb_layer_ctx *ctx)
     return check_xent(ctx, 6, 10);
 }
 
-int main(void)
+static int run(tb_backend *be, void *arg)
 {
-    tb_backend *be;
-    if (tb_backend_cpu_create(2, &be) != TB_OK) {
-        tb_error_print(stderr);
-        return 1;
-    }
+    (void)arg;
     tb_layer_ctx ctx = {.be = be, .training = 1, .math = TB_MATH_F32, .dropout_seed = 7};
-    printf("gradcheck: fp32 layers on the CPU backend vs float64 references\n");
     int rc = run_all(&ctx);
     conv_algo_cache_free(&ctx.algos);
-    tb_backend_close(be);
-    if (rc != TB_OK) {
-        tb_error_print(stderr);
-        return 1;
-    }
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return rc;
+}
+
+int main(void)
+{
+    return tb_test_main_cpu(2, "gradcheck: fp32 layers on the CPU backend vs float64 references",
+                            run, NULL);
 }

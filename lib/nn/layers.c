@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/grow.h"
+
 int layer_new(tb_layer_ctx *ctx, const tb_layer_vtbl *vt, size_t size, tb_shape in,
               tb_shape out, tb_layer **l)
 {
@@ -133,19 +135,6 @@ static int desc_equal(const tb_conv_desc *a, const tb_conv_desc *b)
            a->layout == b->layout && a->dtype == b->dtype && a->math == b->math;
 }
 
-static int cache_grow(tb_conv_algo_cache *c)
-{
-    if (c->count < c->cap)
-        return TB_OK;
-    int cap = c->cap ? 2 * c->cap : 16;
-    tb_conv_algo_entry *e = realloc(c->entries, (size_t)cap * sizeof *e);
-    if (!e)
-        return TB_FAIL(TB_ERR_NOMEM, "out of host memory growing the conv algorithm cache");
-    c->entries = e;
-    c->cap = cap;
-    return TB_OK;
-}
-
 /* The autotuner: time every usable algorithm once and keep the fastest. */
 static int conv_algo_tune(tb_layer_ctx *ctx, const tb_conv_desc *d, tb_conv_kind kind,
                           tb_conv_algo_entry *e)
@@ -177,7 +166,12 @@ int conv_algo_lookup(tb_layer_ctx *ctx, const tb_conv_desc *d, tb_conv_kind kind
             return TB_OK;
         }
     }
-    TB_TRY(cache_grow(c));
+    size_t cap = (size_t)c->cap;
+    tb_conv_algo_entry *grown = tb_grow(c->entries, &cap, (size_t)c->count, sizeof *grown, 16);
+    if (!grown)
+        return TB_FAIL(TB_ERR_NOMEM, "out of host memory growing the conv algorithm cache");
+    c->entries = grown;
+    c->cap = (int)cap;
     tb_conv_algo_entry e = {.desc = *d, .kind = kind, .ms = -1};
     if (ctx->conv_autotune)
         TB_TRY(conv_algo_tune(ctx, d, kind, &e));

@@ -18,25 +18,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/rng.h"
 #include "lib/train/config.h"
 #include "lib/nn/model.h"
 #include "lib/nn/optim.h"
+#include "lib/nn/nn_testing.h"
 
 #define BATCH 4
 
-static int failures;
-
-static void check(int ok, const char *what)
+static tb_rng rng = {99};
+static float urand(void) /* [-1, 1) */
 {
-    printf("  %-66s %s\n", what, ok ? "ok" : "FAIL");
-    failures += !ok;
-}
-
-static uint64_t seed = 99;
-static float urand(void)
-{
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((double)(seed >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    return (float)tb_rng_uniform(&rng, -1, 1);
 }
 
 typedef struct fixture {
@@ -92,7 +85,7 @@ static int check_zero_grad(fixture *f)
     TB_TRY(grads_after(f, 1, 1, g2));
     TB_TRY(grads_after(f, 1, 0, g1));
     TB_TRY(grads_after(f, 0, 0, g3));
-    check(memcmp(g1, g2, n * sizeof(float)) == 0,
+    CHECK_WHAT(memcmp(g1, g2, n * sizeof(float)) == 0,
           "set_to_none + backward == memset + backward, bitwise");
     double worst = 0, mag = 0;
     for (size_t i = 0; i < n; i++) {
@@ -102,7 +95,7 @@ static int check_zero_grad(fixture *f)
     char what[128];
     snprintf(what, sizeof what, "second backward accumulates: |g - 2 g1| / |g1| = %.1e <= 1e-6",
              worst / mag);
-    check(mag > 0 && worst / mag <= 1e-6, what);
+    CHECK_WHAT(mag > 0 && worst / mag <= 1e-6, what);
     free(g1);
     free(g2);
     free(g3);
@@ -122,7 +115,7 @@ static int check_autotune_cache(fixture *f)
     tb_layer_ctx *ctx = &f->m->ctx;
     ctx->conv_autotune = 0;
     TB_TRY(forward_batch(f, BATCH, &y));
-    check(ctx->algos.tunings == 0, "autotuner off: conv_find never called");
+    CHECK_WHAT(ctx->algos.tunings == 0, "autotuner off: conv_find never called");
     conv_algo_cache_free(&ctx->algos);
     ctx->conv_autotune = 1;
     TB_TRY(forward_batch(f, BATCH, &y));
@@ -134,7 +127,7 @@ static int check_autotune_cache(fixture *f)
     char what[128];
     snprintf(what, sizeof what, "autotuner: %d shapes tuned, +%d on repeat, +%d for batch 2",
              first, again - first, other - again);
-    check(first > 0 && again == first && other == 2 * first, what);
+    CHECK_WHAT(first > 0 && again == first && other == 2 * first, what);
     ctx->conv_autotune = 0;
     return TB_OK;
 }
@@ -161,7 +154,7 @@ static int check_partial_batch(fixture *f)
     char what[128];
     snprintf(what, sizeof what, "eval: batch 2 == first rows of batch %d (rel %.1e <= 1e-5)",
              BATCH, worst);
-    check(worst <= 1e-5, what);
+    CHECK_WHAT(worst <= 1e-5, what);
     return TB_OK;
 }
 
@@ -208,7 +201,7 @@ static int check_bn_running_stats(tb_backend *be)
     }
     char what[128];
     snprintf(what, sizeof what, "batchnorm running stats (momentum 0.1, unbiased): err %.1e", worst);
-    check(worst < 1e-5, what);
+    CHECK_WHAT(worst < 1e-5, what);
     tensor_free(&x);
     layer_destroy(l);
     be->dev_free(be, w);
@@ -233,7 +226,7 @@ static int check_flat_buffers(fixture *with_bias, tb_backend *be)
         contiguous &= m->params[i]->w == m->flat_w + at && m->params[i]->g == m->flat_g + at;
         at += m->params[i]->n;
     }
-    check(contiguous && at == m->numel, "parameters are consecutive views of the flat buffers");
+    CHECK_WHAT(contiguous && at == m->numel, "parameters are consecutive views of the flat buffers");
     fixture nb;
     TB_TRY(fixture_init(&nb, be, 0));
     size_t biases = 0;
@@ -241,7 +234,7 @@ static int check_flat_buffers(fixture *with_bias, tb_backend *be)
     char what[128];
     snprintf(what, sizeof what, "conv_bias=0: %zu -> %zu parameters (%zu conv biases gone)",
              m->numel, nb.m->numel, biases);
-    check(nb.m->numel + biases == m->numel, what);
+    CHECK_WHAT(nb.m->numel + biases == m->numel, what);
     fixture_free(&nb);
     return TB_OK;
 }
@@ -249,7 +242,7 @@ static int check_flat_buffers(fixture *with_bias, tb_backend *be)
 static void check_schedule(void)
 {
     tb_lr_schedule s = {.peak_lr = 0.4, .warmup_steps = 4};
-    check(fabs(lr_at_step(&s, 1) - 0.1) < 1e-12 && fabs(lr_at_step(&s, 4) - 0.4) < 1e-12 &&
+    CHECK_WHAT(fabs(lr_at_step(&s, 1) - 0.1) < 1e-12 && fabs(lr_at_step(&s, 4) - 0.4) < 1e-12 &&
               fabs(lr_at_step(&s, 100) - 0.4) < 1e-12,
           "warm-up: 0.1, ..., 0.4 over 4 steps, then constant");
     tb_config c;
@@ -258,11 +251,12 @@ static void check_schedule(void)
     c.batch_size = 512;
     c.accum_steps = 2;
     c.lr_base_batch = 256;
-    check(fabs(config_peak_lr(&c) - 0.4) < 1e-12, "linear scaling: lr 0.1 at 256 -> 0.4 at 512x2");
+    CHECK_WHAT(fabs(config_peak_lr(&c) - 0.4) < 1e-12, "linear scaling: lr 0.1 at 256 -> 0.4 at 512x2");
 }
 
-static int run(tb_backend *be)
+static int run(tb_backend *be, void *arg)
 {
+    (void)arg;
     fixture f;
     int rc;
     TB_TRY_GOTO(rc, fixture_init(&f, be, 1), out_free);
@@ -280,18 +274,7 @@ out_free:
 
 int main(void)
 {
-    tb_backend *be;
-    if (tb_backend_cpu_create(2, &be) != TB_OK) {
-        tb_error_print(stderr);
-        return 1;
-    }
-    printf("layers_test: zero_grad modes, autotuner cache, batches, flat buffers, schedule\n");
-    int rc = run(be);
-    tb_backend_close(be);
-    if (rc != TB_OK) {
-        tb_error_print(stderr);
-        return 1;
-    }
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return tb_test_main_cpu(
+        2, "layers_test: zero_grad modes, autotuner cache, batches, flat buffers, schedule", run,
+        NULL);
 }

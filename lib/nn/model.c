@@ -8,22 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/rng.h"
 #include "lib/nn/tensor.h"
-
-/* splitmix64: parameter i's values are a function of (seed, i) only, so the
- * same model built twice (a toggle and its baseline) starts identical. */
-static uint64_t init_next(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static float init_uniform01(uint64_t *state)
-{
-    return (float)(init_next(state) >> 40) * (1.0f / 16777216.0f);
-}
 
 const tb_layer_spec tb_spec_small_cnn[] = {
     {TB_SPEC_CONV_BN_RELU, 16, 3, 1},
@@ -275,12 +261,14 @@ static void params_init_host(tb_model *m, uint64_t seed, float *host)
         const tb_param *p = m->params[i];
         int is_bias = strcmp(p->name, "bias") == 0;
         uint64_t stream = is_bias ? 2 * (weights ? weights - 1 : 0) + 1 : 2 * weights++;
-        uint64_t r = seed * 0x100000001b3ull + stream * 0x9e3779b97f4a7c15ull;
-        init_next(&r);
+        /* a splitmix64 stream per (seed, stream): a parameter's values do not
+         * depend on the parameters before it */
+        tb_rng r = tb_rng_seeded(seed * 0x100000001b3ull + stream * TB_RNG_GOLDEN);
+        rng_next_u64(&r);
         for (size_t j = 0; j < p->n; j++) {
             float v = p->init == TB_INIT_ONES ? 1.0f : 0.0f;
             if (p->init == TB_INIT_UNIFORM)
-                v = (2.0f * init_uniform01(&r) - 1.0f) * p->bound;
+                v = (2.0f * rng_float01(&r) - 1.0f) * p->bound;
             host[at + j] = v;
         }
         at += p->n;

@@ -14,6 +14,7 @@
 #include "lib/train/config.h"
 #include "lib/dist/dp.h"
 #include "lib/selfcheck/internal.h"
+#include "lib/core/rng.h"
 #include "lib/core/status.h"
 #include "lib/train/train.h"
 
@@ -80,12 +81,8 @@ static int dp_check_usable(tb_backend *be)
 int sc_step_dp_two_gpus(tb_backend *be, double *got, double *ref)
 {
     dp_batch batch;
-    uint64_t s = 12345;
     TB_TRY(dp_check_usable(be));
-    for (int i = 0; i < DP_CHECK_B * 784; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        batch.img[i] = (float)((s >> 40) & 0xffff) / 32768.0f - 1.0f;
-    }
+    tb_rng_fill(batch.img, (size_t)DP_CHECK_B * 784, 12345, -1, 1);
     for (int i = 0; i < DP_CHECK_B; i++)
         batch.lab[i] = (i * 7 + 3) % 10;
     return sc_on_be_and_cpu(be, dp_check_loss, &batch, got, ref);

@@ -62,6 +62,7 @@
 #include <stdio.h>
 
 #include "lib/backend/backend.h"
+#include "lib/core/rng.h"
 #include "lib/train/config.h"
 #include "lib/selfcheck/selfcheck.h"
 #include "lib/core/status.h"
@@ -81,7 +82,7 @@
 typedef struct sc_ctx {
     tb_backend *be;
     FILE *out;
-    uint64_t rng;
+    tb_rng rng;               /* every input of the run, from --seed */
     tb_selfcheck_counts *counts;
     const char *slot;
     void *dev[SC_MAX_BUFS];
@@ -118,7 +119,8 @@ typedef struct sc_expect {
 } sc_expect;
 
 /* ---- inputs (lib/selfcheck/case.c) ---- */
-uint64_t sc_next(sc_ctx *sc);
+/* x[0..n) uniform in [lo, hi], never exactly 0, from the run's stream.
+ * Raw draws: rng_next_u64(&sc->rng). */
 void sc_fill(sc_ctx *sc, float *x, size_t n, float lo, float hi);
 
 /* ---- buffers, all freed by sc_release; host ones 0xff-filled, device

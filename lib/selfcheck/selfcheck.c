@@ -302,10 +302,10 @@ int tb_selfcheck_run(tb_backend *be, const tb_selfcheck_opts *opts, tb_selfcheck
     if (!o.out)
         o.out = stdout;
     memset(counts, 0, sizeof *counts);
-    sc_ctx sc = {.be = be, .out = o.out, .rng = o.seed ? o.seed : SC_DEFAULT_SEED,
+    sc_ctx sc = {.be = be, .out = o.out, .rng = tb_rng_seeded(o.seed ? o.seed : SC_DEFAULT_SEED),
                  .counts = counts};
     fprintf(o.out, "selfcheck: %s:%d against the plain CPU reference, %zu slots, seed 0x%llx%s%s\n",
-            be->name, be->device, tb_optable_count, (unsigned long long)sc.rng,
+            be->name, be->device, tb_optable_count, (unsigned long long)sc.rng.state,
             o.filter ? ", only slots matching " : "", o.filter ? o.filter : "");
     if (runtime_slots_present(&sc, &o)) {
         for (size_t i = 0; i < N_RUNTIME_CHECKS; i++)

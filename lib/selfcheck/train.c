@@ -34,19 +34,11 @@ static int run_loss(tb_backend *be, void (*tweak)(tb_config *), int evaluate, do
     c.lr = 0.01;
     c.seed = 7;
     tweak(&c);
-    TB_TRY(config_validate(&c));
-    tb_trainer *t;
     tb_epoch_stats es;
     tb_eval_stats ev;
-    TB_TRY(trainer_create(&c, be, &t));
-    int rc = train_epoch(t, 0, &es);
-    *loss = es.mean_loss;
-    if (rc == TB_OK && evaluate) {
-        rc = trainer_evaluate(t, &ev);
-        *loss = ev.mean_loss;
-    }
-    trainer_destroy(t);
-    return rc;
+    TB_TRY(tb_trainer_one_epoch(&c, be, NULL, NULL, &es, evaluate ? &ev : NULL));
+    *loss = evaluate ? ev.mean_loss : es.mean_loss;
+    return TB_OK;
 }
 
 int sc_step_loss(tb_backend *be, void (*tweak)(tb_config *), double *loss)

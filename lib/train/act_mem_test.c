@@ -23,14 +23,7 @@
 #include "lib/backend/backend.h"
 #include "lib/train/config.h"
 #include "lib/train/train.h"
-
-static int failures;
-
-static void check(int ok, const char *what)
-{
-    printf("  %-72s %s\n", what, ok ? "ok" : "FAIL");
-    failures += !ok;
-}
+#include "lib/core/testing.h"
 
 typedef struct data_pair {
     tb_dataset *train, *test;
@@ -90,7 +83,7 @@ static void test_no_grad(tb_backend *be, const data_pair *d, const char *name)
     if (make(&c, be, d, &a) != TB_OK || make(&c, be, d, &b) != TB_OK ||
         train_epoch(a, 0, &es) != TB_OK || train_epoch(b, 0, &es) != TB_OK ||
         trainer_evaluate(a, &ev0) != TB_OK) {
-        check(0, tb_error_message());
+        CHECK_WHAT(0, tb_error_message());
         return;
     }
     a->cfg.eval_no_grad = 1;
@@ -98,18 +91,18 @@ static void test_no_grad(tb_backend *be, const data_pair *d, const char *name)
     a->cfg.eval_no_grad = 0;
     rc = rc == TB_OK ? trainer_evaluate(b, &ev2) : rc;
     snprintf(what, sizeof what, "%s no_grad eval: accuracy and loss bitwise equal", name);
-    check(rc == TB_OK && ev0.accuracy == ev1.accuracy && ev0.mean_loss == ev1.mean_loss &&
+    CHECK_WHAT(rc == TB_OK && ev0.accuracy == ev1.accuracy && ev0.mean_loss == ev1.mean_loss &&
               ev0.correct == ev1.correct && ev2.mean_loss == ev0.mean_loss, what);
     printf("    eval peak (two trainers alive): %.2f MiB keeping activations, %.2f MiB under "
            "no_grad\n",
            ev0.mem_peak / 1048576.0, ev1.mem_peak / 1048576.0);
     snprintf(what, sizeof what, "%s no_grad eval: lower peak memory", name);
-    check(ev1.mem_peak < ev0.mem_peak, what);
+    CHECK_WHAT(ev1.mem_peak < ev0.mem_peak, what);
 
     float *l0 = eval_logits(a, 0), *l1 = eval_logits(a, 1);
     size_t n = (size_t)a->x.n * a->model->classes;
     snprintf(what, sizeof what, "%s no_grad forward: logits bitwise equal (%zu values)", name, n);
-    check(l0 && l1 && !memcmp(l0, l1, n * sizeof *l0), what);
+    CHECK_WHAT(l0 && l1 && !memcmp(l0, l1, n * sizeof *l0), what);
     free(l0);
     free(l1);
 
@@ -119,7 +112,7 @@ static void test_no_grad(tb_backend *be, const data_pair *d, const char *name)
     float *wa = rc == TB_OK ? host_copy(be, a->model->flat_w, a->model->numel) : NULL;
     float *wb = rc == TB_OK ? host_copy(be, b->model->flat_w, b->model->numel) : NULL;
     snprintf(what, sizeof what, "%s training after a no_grad eval: weights bitwise equal", name);
-    check(wa && wb && !memcmp(wa, wb, a->model->numel * sizeof *wa), what);
+    CHECK_WHAT(wa && wb && !memcmp(wa, wb, a->model->numel * sizeof *wa), what);
     free(wa);
     free(wb);
     trainer_destroy(a);
@@ -169,19 +162,19 @@ static void test_checkpointing(tb_backend *be, const data_pair *d, const char *n
     int rc = ckpt_train(be, d, d->batch, 0, 1, &off);
     rc = rc == TB_OK ? ckpt_train(be, d, d->batch, 1, 1, &on) : rc;
     if (rc != TB_OK)
-        check(0, tb_error_message());
+        CHECK_WHAT(0, tb_error_message());
     size_t bytes = off.numel * sizeof(float);
     snprintf(what, sizeof what, "%s checkpointing: gradients of the 3rd step bitwise equal", name);
-    check(rc == TB_OK && !memcmp(off.g, on.g, bytes), what);
+    CHECK_WHAT(rc == TB_OK && !memcmp(off.g, on.g, bytes), what);
     snprintf(what, sizeof what, "%s checkpointing: weights after 3 steps bitwise equal", name);
-    check(rc == TB_OK && !memcmp(off.w, on.w, bytes), what);
+    CHECK_WHAT(rc == TB_OK && !memcmp(off.w, on.w, bytes), what);
     snprintf(what, sizeof what, "%s checkpointing: evaluation (running stats) equal", name);
-    check(rc == TB_OK && off.ev.mean_loss == on.ev.mean_loss, what);
+    CHECK_WHAT(rc == TB_OK && off.ev.mean_loss == on.ev.mean_loss, what);
     printf("    batch %d: %.2f -> %.2f MiB allocated, peak %.2f -> %.2f MiB\n",
            d->batch, off.in_use / 1048576.0, on.in_use / 1048576.0, off.peak / 1048576.0,
            on.peak / 1048576.0);
     snprintf(what, sizeof what, "%s checkpointing: lower peak memory", name);
-    check(rc == TB_OK && on.peak < off.peak, what);
+    CHECK_WHAT(rc == TB_OK && on.peak < off.peak, what);
     free(off.w), free(off.g), free(on.w), free(on.g);
     tb_error_clear();
 }
@@ -192,7 +185,7 @@ static void report_batch256(tb_backend *be, const data_pair *d)
     ckpt_run off, on;
     int rc = ckpt_train(be, d, 256, 0, 0, &off);
     rc = rc == TB_OK ? ckpt_train(be, d, 256, 1, 0, &on) : rc;
-    check(rc == TB_OK && on.peak < off.peak, "small_cnn batch 256: checkpointing lowers the peak");
+    CHECK_WHAT(rc == TB_OK && on.peak < off.peak, "small_cnn batch 256: checkpointing lowers the peak");
     printf("    small_cnn batch 256 training peak: %.2f MiB without, %.2f MiB with "
            "checkpointing (saves %.2f MiB, %.1f%%)\n", off.peak / 1048576.0,
            on.peak / 1048576.0, ((double)off.peak - (double)on.peak) / 1048576.0,
@@ -215,6 +208,7 @@ static int make_data(int model, int batch, int c, int hw, int n_train, data_pair
 
 int main(void)
 {
+    tb_test_verbose = 1;
     tb_backend *be;
     data_pair small = {0}, wide = {0}, big = {0};
     if (tb_backend_open(TB_DEVICE_CPU, 0, 2, &be) != TB_OK ||
@@ -233,6 +227,5 @@ int main(void)
         dataset_free(all[i]->test);
     }
     tb_backend_close(be);
-    printf(failures ? "FAILED: %d checks\n" : "all activation memory checks passed\n", failures);
-    return failures ? 1 : 0;
+    return tb_test_exit(TB_OK);
 }

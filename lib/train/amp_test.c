@@ -29,17 +29,10 @@
 
 #include "lib/train/config.h"
 #include "lib/train/train.h"
+#include "lib/nn/nn_testing.h"
 
 #define STEPS 50
 #define TOL_BF16 5e-2
-
-static int failures;
-
-static void check(int ok, const char *what)
-{
-    printf("  %-76s %s\n", what, ok ? "ok" : "FAIL");
-    failures += !ok;
-}
 
 static double rel_diff(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
 
@@ -88,7 +81,7 @@ static int check_bf16(tb_backend *be)
     double d = rel_diff(bf16, f32);
     snprintf(what, sizeof what, "bf16: loss at step %d %.6g vs fp32 %.6g, rel diff %.1e <= %.0e",
              STEPS, bf16, f32, d, TOL_BF16);
-    check(isfinite(bf16) && d <= TOL_BF16, what);
+    CHECK_WHAT(isfinite(bf16) && d <= TOL_BF16, what);
     return TB_OK;
 }
 
@@ -104,10 +97,10 @@ static int check_fp16_refused(tb_backend *be)
     char what[200];
     snprintf(what, sizeof what, "fp16 on the CPU refused: %s, exit %d", tb_err_name(rc),
              tb_exit_code(rc));
-    check(rc == TB_ERR_UNSUPPORTED && tb_exit_code(rc) == 2 && !t, what);
+    CHECK_WHAT(rc == TB_ERR_UNSUPPORTED && tb_exit_code(rc) == 2 && !t, what);
     const char *msg = tb_error_message();
     printf("    (%s)\n", msg);
-    check(strstr(msg, "fp16") != NULL, "the reason names fp16");
+    CHECK_WHAT(strstr(msg, "fp16") != NULL, "the reason names fp16");
     tb_error_clear();
     trainer_destroy(t);
     return TB_OK;
@@ -127,7 +120,7 @@ static int check_scaler_exact(tb_backend *be)
     double d = rel_diff(scaled, plain);
     snprintf(what, sizeof what, "bf16 with loss scale 65536: loss %.7g vs %.7g, rel diff %.1e "
              "<= 1e-6, none skipped", scaled, plain, d);
-    check(d <= 1e-6, what);
+    CHECK_WHAT(d <= 1e-6, what);
     return TB_OK;
 }
 
@@ -159,14 +152,14 @@ static int check_scaler_skip(tb_backend *be)
     char what[160];
     snprintf(what, sizeof what, "scale Inf: step skipped (%ld skipped), params unchanged",
              t->scaler.skipped_steps);
-    check(t->scaler.skipped_steps == 1 && !memcmp(before, after, bytes), what);
+    CHECK_WHAT(t->scaler.skipped_steps == 1 && !memcmp(before, after, bytes), what);
     t->scaler.scale = 1024.0f;
     TB_TRY_GOTO(rc, trainer_step(t, &loss), out_destroy);
     TB_TRY_GOTO(rc, trainer_sync(t), out_destroy);
     TB_TRY_GOTO(rc, be->copy_d2h(be, after, t->model->flat_w, bytes, NULL), out_destroy);
     snprintf(what, sizeof what, "then at scale 1024: stepped (skipped %ld in all), params "
              "changed, loss %.4g", t->scaler.skipped_steps, loss);
-    check(t->scaler.skipped_steps == 1 && memcmp(before, after, bytes) != 0 && isfinite(loss),
+    CHECK_WHAT(t->scaler.skipped_steps == 1 && memcmp(before, after, bytes) != 0 && isfinite(loss),
           what);
 
 out_destroy:
@@ -186,54 +179,36 @@ static int check_epoch(tb_backend *be)
         config_defaults(&c);
         c.device = "cpu";
         c.amp_dtype = i ? TB_AMP_BF16 : TB_AMP_OFF;
-        TB_TRY(config_validate(&c));
-        tb_trainer *t;
-        TB_TRY(trainer_create(&c, be, &t));
         tb_epoch_stats es;
         tb_eval_stats ev;
-        int rc;
-        TB_TRY_GOTO(rc, train_epoch(t, 0, &es), out_destroy);
-        TB_TRY_GOTO(rc, trainer_evaluate(t, &ev), out_destroy);
+        TB_TRY(tb_trainer_one_epoch(&c, be, NULL, NULL, &es, &ev));
         loss[i] = (float)es.mean_loss;
         acc[i] = ev.accuracy;
         printf("  %s: epoch loss %.5f, last step %.5f, test accuracy %.2f%%, %.1f s\n",
                i ? "bf16" : "fp32", es.mean_loss, es.last_loss, 100 * ev.accuracy, es.seconds);
-    out_destroy:
-        trainer_destroy(t);
-        TB_TRY(rc);
     }
     char what[160];
     double d = rel_diff(loss[1], loss[0]);
     snprintf(what, sizeof what, "bf16 epoch loss within 2%% of fp32's (%.2f%%)", 100 * d);
-    check(d <= 0.02, what);
+    CHECK_WHAT(d <= 0.02, what);
     snprintf(what, sizeof what, "bf16 test accuracy within 1 point of fp32's (%+.2f)",
              100 * (acc[1] - acc[0]));
-    check(fabs(acc[1] - acc[0]) <= 0.01, what);
+    CHECK_WHAT(fabs(acc[1] - acc[0]) <= 0.01, what);
     return TB_OK;
+}
+
+static int run_checks(tb_backend *be, void *full)
+{
+    if (*(int *)full)
+        return check_epoch(be);
+    TB_TRY(check_fp16_refused(be));
+    TB_TRY(check_scaler_skip(be));
+    TB_TRY(check_scaler_exact(be));
+    return check_bf16(be);
 }
 
 int main(int argc, char **argv)
 {
     int full = argc > 1 && !strcmp(argv[1], "--full");
-    tb_backend *be;
-    if (tb_backend_cpu_create(0, &be) != TB_OK) {
-        tb_error_print(stderr);
-        return 1;
-    }
-    int rc = TB_OK;
-    if (full) {
-        TB_TRY_GOTO(rc, check_epoch(be), out);
-        goto out;
-    }
-    TB_TRY_GOTO(rc, check_fp16_refused(be), out);
-    TB_TRY_GOTO(rc, check_scaler_skip(be), out);
-    TB_TRY_GOTO(rc, check_scaler_exact(be), out);
-    TB_TRY_GOTO(rc, check_bf16(be), out);
-
-out:
-    if (rc != TB_OK)
-        tb_error_print(stderr);
-    tb_backend_close(be);
-    printf("%s\n", rc == TB_OK && !failures ? "PASS" : "FAIL");
-    return rc == TB_OK && !failures ? 0 : 1;
+    return tb_test_main_cpu(0, NULL, run_checks, &full);
 }

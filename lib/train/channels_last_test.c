@@ -64,19 +64,12 @@
 #include "lib/nn/model.h"
 #include "lib/nn/tensor.h"
 #include "lib/train/train.h"
+#include "lib/nn/nn_testing.h"
 
 #define TOL 1e-5
 #define BATCH 8
 #define STEPS 5
 #define MAX_OUTPUTS 256
-
-static int failures;
-
-static void check(int ok, const char *what)
-{
-    printf("  %-72s %s\n", what, ok ? "ok" : "FAIL");
-    failures += !ok;
-}
 
 static double rel_diff(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
 
@@ -290,25 +283,25 @@ static int check_model(tb_backend *be, const char *name, const tb_layer_spec *sp
     TB_TRY_GOTO(rc, run_side(be, spec, &o, images, labels, &b), out_free);
     char what[160];
     snprintf(what, sizeof what, "%s: initial parameters equal (NHWC mapped back)", name);
-    check(memcmp(a.w, b.w, a.m->numel * sizeof(float)) == 0, what);
+    CHECK_WHAT(memcmp(a.w, b.w, a.m->numel * sizeof(float)) == 0, what);
     double dl = rel_diff(b.loss, a.loss), dg = grads_rel_err(a.m, b.g, a.g);
     snprintf(what, sizeof what, "%s: loss %.7g vs %.7g, rel diff %.1e <= %.0e", name, b.loss,
              a.loss, dl, TOL);
-    check(dl <= TOL, what);
+    CHECK_WHAT(dl <= TOL, what);
     fwd_diff f;
     TB_TRY_GOTO(rc, compare_outputs(a.m, b.m, &f), out_free);
     snprintf(what, sizeof what, "%s: every layer's output, rel err %.1e (%s) <= %.0e", name,
              f.worst, f.worst_at, TOL);
-    check(f.worst <= TOL, what);
+    CHECK_WHAT(f.worst <= TOL, what);
     if (f.flips == 0) {
         snprintf(what, sizeof what, "%s: gradients (NHWC mapped back), rel err %.1e <= %.0e",
                  name, dg, TOL);
-        check(dg <= TOL, what);
+        CHECK_WHAT(dg <= TOL, what);
         goto out_free;
     }
     snprintf(what, sizeof what, "%s: %ld ReLU outputs zero in one layout only, all at rounding "
              "level (%.1e of the max, %s) <= %.0e", name, f.flips, f.flip_worst, f.flip_at, TOL);
-    check(f.flip_worst <= TOL, what);
+    CHECK_WHAT(f.flip_worst <= TOL, what);
     printf("    so gradients not compared: a ReLU's gradient jumps at 0 (rel err %.1e)\n", dg);
 
 out_free:
@@ -320,14 +313,10 @@ out_free:
 
 static int train_loss(tb_backend *be, tb_config *c, float *loss)
 {
-    TB_TRY(config_validate(c));
-    tb_trainer *t;
-    TB_TRY(trainer_create(c, be, &t));
     tb_epoch_stats es;
-    int rc = train_epoch(t, 0, &es);
+    TB_TRY(tb_trainer_one_epoch(c, be, NULL, NULL, &es, NULL));
     *loss = es.last_loss;
-    trainer_destroy(t);
-    return rc;
+    return TB_OK;
 }
 
 static int check_training(tb_backend *be, int model, int dataset)
@@ -351,33 +340,24 @@ static int check_training(tb_backend *be, int model, int dataset)
     double d = rel_diff(nhwc, base);
     snprintf(what, sizeof what, "%s: loss after %d steps %.7g vs %.7g, rel diff %.1e <= %.0e",
              tb_model_names[model], STEPS, nhwc, base, d, TOL);
-    check(d <= TOL, what);
+    CHECK_WHAT(d <= TOL, what);
     return TB_OK;
+}
+
+static int run(tb_backend *be, void *arg)
+{
+    (void)arg;
+    TB_TRY(check_model(be, "small_cnn", tb_spec_small_cnn, (tb_shape){1, 28, 28}, 12345));
+    TB_TRY(check_model(be, "wide_cnn on 3x16x16", tb_spec_wide_cnn, (tb_shape){3, 16, 16},
+                       12345));
+    TB_TRY(check_model(be, "wide_cnn 3x32x32", tb_spec_wide_cnn, (tb_shape){3, 32, 32}, 12345));
+    TB_TRY(check_model(be, "wide_cnn 3x32x32, images seed 1", tb_spec_wide_cnn,
+                       (tb_shape){3, 32, 32}, 1));
+    TB_TRY(check_training(be, TB_MODEL_SMALL_CNN, TB_DATA_FASHION_MNIST));
+    return check_training(be, TB_MODEL_WIDE_CNN, TB_DATA_SYNTHETIC);
 }
 
 int main(void)
 {
-    tb_backend *be;
-    if (tb_backend_cpu_create(0, &be) != TB_OK) {
-        tb_error_print(stderr);
-        return 1;
-    }
-    int rc = TB_OK;
-    TB_TRY_GOTO(rc, check_model(be, "small_cnn", tb_spec_small_cnn, (tb_shape){1, 28, 28},
-                                12345), out);
-    TB_TRY_GOTO(rc, check_model(be, "wide_cnn on 3x16x16", tb_spec_wide_cnn,
-                                (tb_shape){3, 16, 16}, 12345), out);
-    TB_TRY_GOTO(rc, check_model(be, "wide_cnn 3x32x32", tb_spec_wide_cnn, (tb_shape){3, 32, 32},
-                                12345), out);
-    TB_TRY_GOTO(rc, check_model(be, "wide_cnn 3x32x32, images seed 1", tb_spec_wide_cnn,
-                                (tb_shape){3, 32, 32}, 1), out);
-    TB_TRY_GOTO(rc, check_training(be, TB_MODEL_SMALL_CNN, TB_DATA_FASHION_MNIST), out);
-    TB_TRY_GOTO(rc, check_training(be, TB_MODEL_WIDE_CNN, TB_DATA_SYNTHETIC), out);
-
-out:
-    if (rc != TB_OK)
-        tb_error_print(stderr);
-    tb_backend_close(be);
-    printf("%s\n", rc == TB_OK && !failures ? "PASS" : "FAIL");
-    return rc == TB_OK && !failures ? 0 : 1;
+    return tb_test_main_cpu(0, NULL, run, NULL);
 }

@@ -2,6 +2,7 @@
 #include "lib/train/config.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "lib/core/status.h"
 
@@ -12,130 +13,101 @@ static const char *const worker_mode_names[] = {"threads", "processes", NULL};
 /* in tb_amp_dtype order */
 const char *const tb_amp_names[] = {"off", "bf16", "fp16", NULL};
 
-void config_defaults(tb_config *cfg)
+/* One row per field of tb_config: its flag, its default as the command line
+ * would write it, and its help. config_defaults, config_flags and
+ * config_describe all read this table, so a toggle added here is parsed,
+ * defaulted and described. A string field with default "" stays NULL. */
+typedef struct config_field {
+    tb_flag_kind kind;
+    const char *name;              /* the flag, without "--" */
+    size_t offset;                 /* of the field in tb_config */
+    const char *def;
+    const char *const *choices;    /* TB_FLAG_CHOICE only */
+    const char *help;
+} config_field;
+
+#define ROW(kind, nm, field, def, choices, help) \
+    {TB_FLAG_##kind, nm, offsetof(tb_config, field), def, choices, help}
+
+static const config_field fields[] = {
+    ROW(STRING, "device", device, "auto", NULL, "auto, cpu, cuda or cuda:N"),
+    ROW(INT, "threads", threads, "0", NULL, "CPU kernel threads, 0 = all cores"),
+    ROW(BOOL, "flush-denormal", flush_denormal, "false", NULL, "flush denormal floats to zero on CPU threads (torch.set_flush_denormal)"),
+    ROW(INT, "epochs", epochs, "1", NULL, "training epochs"),
+    ROW(INT, "max-steps", max_steps, "0", NULL, "stop each epoch after N optimizer steps, 0 = no limit"),
+    ROW(LONG, "seed", seed, "0", NULL, "seed of initialization, shuffling, augmentation, dropout"),
+    ROW(CHOICE, "dataset", dataset, "fashion_mnist", tb_dataset_names, "training data (synthetic is labeled so in results)"),
+    ROW(STRING, "data-dir", data_dir, "", NULL, "Fashion-MNIST directory; empty = $TB_DATA_DIR or /usr/share/datasets/fashion-mnist"),
+    ROW(LONG, "data-limit", data_limit, "0", NULL, "use the first N training samples, 0 = all"),
+    ROW(LONG, "test-limit", test_limit, "0", NULL, "use the first N test samples, 0 = all"),
+    ROW(BOOL, "augment", augment, "false", NULL, "random crop (padding 2/4) and horizontal flip for training"),
+    ROW(INT, "batch-size", batch_size, "256", NULL, "samples per micro-batch"),
+    ROW(INT, "workers", workers, "0", NULL, "loader workers (DataLoader num_workers)"),
+    ROW(INT, "prefetch-factor", prefetch_factor, "2", NULL, "batches queued per worker (prefetch_factor)"),
+    ROW(BOOL, "persistent-workers", persistent_workers, "false", NULL, "keep workers across epochs (persistent_workers)"),
+    ROW(CHOICE, "worker-mode", worker_mode, "threads", worker_mode_names, "loader workers are threads or processes"),
+    ROW(BOOL, "pin-memory", pin_memory, "false", NULL, "copy each batch to the device from page-locked host buffers (DataLoader pin_memory; CUDA only, n/a on the CPU)"),
+    ROW(BOOL, "non-blocking", non_blocking, "false", NULL, "do not wait for the batch copy (.to(device, non_blocking=True)); with --pin-memory it runs on a side stream and overlaps compute (CUDA only, n/a on the CPU)"),
+    ROW(CHOICE, "model", model, "small_cnn", tb_model_names, "small_cnn (1x28x28), wide_cnn (3x32x32) or transformer (1x28x28 as 28 tokens)"),
+    ROW(BOOL, "conv-bias", conv_bias, "true", NULL, "bias on convolutions followed by batch norm (nn.Conv2d bias=True)"),
+    ROW(BOOL, "fused-gelu", fused_gelu, "false", NULL, "one-pass GELU instead of eager's five passes"),
+    ROW(BOOL, "conv-autotune", conv_autotune, "false", NULL, "time every conv algorithm per shape, keep the fastest (cudnn.benchmark)"),
+    ROW(DOUBLE, "dropout", dropout, "0.1", NULL, "dropout probability in the wide model's head"),
+    ROW(CHOICE, "optimizer", optimizer, "sgd", tb_optimizer_names, "sgd (momentum), adamw, or the large-batch lars, lamb, novograd"),
+    ROW(DOUBLE, "lr", lr, "-1", NULL, "peak learning rate; -1 = recipe value (sgd 0.05, adamw 0.002, lars 1, lamb 0.005, novograd 0.01)"),
+    ROW(DOUBLE, "momentum", momentum, "0.9", NULL, "SGD and LARS momentum"),
+    ROW(DOUBLE, "weight-decay", weight_decay, "-1", NULL, "weight decay; -1 = recipe value (sgd 5e-4, adamw 0.01, lars 5e-4, lamb 0.01, novograd 1e-3)"),
+    ROW(DOUBLE, "beta1", beta1, "0.9", NULL, "AdamW / LAMB / NovoGrad beta1"),
+    ROW(DOUBLE, "beta2", beta2, "0.999", NULL, "AdamW / LAMB / NovoGrad beta2"),
+    ROW(DOUBLE, "eps", eps, "1e-8", NULL, "AdamW / LAMB / NovoGrad / LARS epsilon"),
+    ROW(BOOL, "fused-optimizer", fused_optimizer, "false", NULL, "one pass over all parameters (fused=True)"),
+    ROW(BOOL, "grads-to-none", grads_to_none, "true", NULL, "zero_grad(set_to_none=True): first backward writes, no memset"),
+    ROW(INT, "accum-steps", accum_steps, "1", NULL, "micro-batches of gradient accumulation per optimizer step"),
+    ROW(INT, "warmup-steps", warmup_steps, "0", NULL, "linear learning-rate warm-up steps"),
+    ROW(INT, "lr-base-batch", lr_base_batch, "0", NULL, "> 0: scale lr by batch*accum/this (linear scaling rule)"),
+    ROW(DOUBLE, "trust-coef", trust_coef, "0.001", NULL, "LARS trust coefficient (eta)"),
+    ROW(CHOICE, "amp", amp_dtype, "off", tb_amp_names, "mixed precision (autocast, lib/nn/amp.h): conv and linear in bf16 or fp16 with fp32 accumulation, the rest fp32; fp16 adds dynamic loss scaling (GradScaler); CPU: bf16 only (oneDNN 2.6 has no CPU fp16)"),
+    ROW(BOOL, "channels-last", channels_last, "false", NULL, "NHWC activations and KRSC conv weights (memory_format=torch.channels_last)"),
+    ROW(BOOL, "tf32", tf32, "false", NULL, "gemm and convolution in TF32 math (allow_tf32): cuBLAS/cuDNN tensor-core TF32 on CUDA; on the CPU oneDNN's bf16 fpmath mode, which computes in f32 anyway on CPUs without AVX512_BF16 (this VM)"),
+    ROW(BOOL, "fused-attention", fused_attention, "false", NULL, "transformer: tiled attention with online softmax (scaled_dot_product_attention) instead of materialized scores"),
+    ROW(BOOL, "fused-layernorm", fused_layernorm, "false", NULL, "transformer: one-pass layer norm (apex FusedLayerNorm)"),
+    ROW(BOOL, "checkpointing", checkpointing, "false", NULL, "recompute cheap layers (BN+ReLU, GELU, pooling) in backward instead of storing them"),
+    ROW(BOOL, "detect-anomaly", detect_anomaly, "false", NULL, "NaN/Inf check after every op, forward and backward (autograd.detect_anomaly)"),
+    ROW(INT, "loss-read-every", loss_read_every, "1", NULL, "copy the loss to the host every N steps (1 = every step, .item())"),
+    ROW(BOOL, "eval-no-grad", eval_no_grad, "false", NULL, "evaluate under no_grad: no activations kept for backward"),
+    ROW(INT, "val-every", val_every, "1", NULL, "evaluate every N epochs (0 = only after the last); check_val_every_n_epoch"),
+    ROW(DOUBLE, "target-accuracy", target_accuracy, "0", NULL, "> 0: stop when an evaluation reaches this accuracy (e.g. 0.85)"),
+    ROW(DOUBLE, "max-time", max_time, "0", NULL, "> 0: stop training after this many seconds"),
+    ROW(STRING, "trace", trace, "", NULL, "write each step's phases as a Chrome trace JSON (Perfetto) to this path"),
+    ROW(BOOL, "tensors-on-device", tensors_on_device, "false", NULL, "create tensors (one-hot labels, masks) with device ops instead of on the host + copy"),
+    ROW(BOOL, "augment-on-device", augment_on_device, "false", NULL, "crop + flip + normalize on the device instead of in the loader"),
+    ROW(BOOL, "cuda-graphs", cuda_graphs, "false", NULL, "capture one training step as a CUDA graph and replay it (CUDA only)"),
+};
+#define N_FIELDS (sizeof fields / sizeof fields[0])
+
+static tb_flag flag_of(tb_config *cfg, const config_field *f)
 {
-    *cfg = (tb_config){
-        .device = "auto",
-        .threads = 0,
-        .flush_denormal = 0,
-        .epochs = 1,
-        .max_steps = 0,
-        .seed = 0,
-        .dataset = TB_DATA_FASHION_MNIST,
-        .data_dir = NULL,
-        .data_limit = 0,
-        .test_limit = 0,
-        .augment = 0,
-        .batch_size = 256,
-        .workers = 0,
-        .prefetch_factor = 2,
-        .persistent_workers = 0,
-        .worker_mode = 0,
-        .pin_memory = 0,
-        .non_blocking = 0,
-        .model = TB_MODEL_SMALL_CNN,
-        .conv_bias = 1,
-        .fused_gelu = 0,
-        .conv_autotune = 0,
-        .dropout = 0.1,
-        .optimizer = TB_OPT_SGD,
-        .lr = -1,
-        .momentum = 0.9,
-        .weight_decay = -1,
-        .beta1 = 0.9,
-        .beta2 = 0.999,
-        .eps = 1e-8,
-        .fused_optimizer = 0,
-        .grads_to_none = 1,
-        .accum_steps = 1,
-        .warmup_steps = 0,
-        .lr_base_batch = 0,
-        .amp_dtype = TB_AMP_OFF,
-        .channels_last = 0,
-        .tf32 = 0,
-        .checkpointing = 0,
-        .detect_anomaly = 0,
-        .loss_read_every = 1,
-        .eval_no_grad = 0,
-        .trust_coef = 0.001,
-        .fused_attention = 0,
-        .fused_layernorm = 0,
-        .val_every = 1,
-        .target_accuracy = 0,
-        .max_time = 0,
-        .trace = NULL,
-        .tensors_on_device = 0,
-        .augment_on_device = 0,
-        .cuda_graphs = 0,
-    };
+    tb_flag flag = {f->name, f->kind, (char *)cfg + f->offset, f->help, f->choices};
+    return flag;
 }
 
-#define FLAG(nm, kind, field, help) {nm, kind, &cfg->field, help, NULL}
-#define CHOICE(nm, field, names, help) {nm, TB_FLAG_CHOICE, &cfg->field, help, names}
+void config_defaults(tb_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    for (size_t i = 0; i < N_FIELDS; i++) {
+        tb_flag flag = flag_of(cfg, &fields[i]);
+        /* the table's own defaults parse (config_test checks the values) */
+        if (fields[i].def[0])
+            (void)tb_flag_set(&flag, fields[i].def);
+    }
+}
 
 const tb_flag *config_flags(tb_config *cfg, size_t *n)
 {
-    static tb_flag table[72];
-    const tb_flag flags[] = {
-        FLAG("device", TB_FLAG_STRING, device, "auto, cpu, cuda or cuda:N"),
-        FLAG("threads", TB_FLAG_INT, threads, "CPU kernel threads, 0 = all cores"),
-        FLAG("flush-denormal", TB_FLAG_BOOL, flush_denormal, "flush denormal floats to zero on CPU threads (torch.set_flush_denormal)"),
-        FLAG("epochs", TB_FLAG_INT, epochs, "training epochs"),
-        FLAG("max-steps", TB_FLAG_INT, max_steps, "stop each epoch after N optimizer steps, 0 = no limit"),
-        FLAG("seed", TB_FLAG_LONG, seed, "seed of initialization, shuffling, augmentation, dropout"),
-        CHOICE("dataset", dataset, tb_dataset_names, "training data (synthetic is labeled so in results)"),
-        FLAG("data-dir", TB_FLAG_STRING, data_dir, "Fashion-MNIST directory; empty = $TB_DATA_DIR or /usr/share/datasets/fashion-mnist"),
-        FLAG("data-limit", TB_FLAG_LONG, data_limit, "use the first N training samples, 0 = all"),
-        FLAG("test-limit", TB_FLAG_LONG, test_limit, "use the first N test samples, 0 = all"),
-        FLAG("augment", TB_FLAG_BOOL, augment, "random crop (padding 2/4) and horizontal flip for training"),
-        FLAG("batch-size", TB_FLAG_INT, batch_size, "samples per micro-batch"),
-        FLAG("workers", TB_FLAG_INT, workers, "loader workers (DataLoader num_workers)"),
-        FLAG("prefetch-factor", TB_FLAG_INT, prefetch_factor, "batches queued per worker (prefetch_factor)"),
-        FLAG("persistent-workers", TB_FLAG_BOOL, persistent_workers, "keep workers across epochs (persistent_workers)"),
-        CHOICE("worker-mode", worker_mode, worker_mode_names, "loader workers are threads or processes"),
-        FLAG("pin-memory", TB_FLAG_BOOL, pin_memory, "copy each batch to the device from page-locked host buffers (DataLoader pin_memory; CUDA only, n/a on the CPU)"),
-        FLAG("non-blocking", TB_FLAG_BOOL, non_blocking, "do not wait for the batch copy (.to(device, non_blocking=True)); with --pin-memory it runs on a side stream and overlaps compute (CUDA only, n/a on the CPU)"),
-        CHOICE("model", model, tb_model_names, "small_cnn (1x28x28), wide_cnn (3x32x32) or transformer (1x28x28 as 28 tokens)"),
-        FLAG("conv-bias", TB_FLAG_BOOL, conv_bias, "bias on convolutions followed by batch norm (nn.Conv2d bias=True)"),
-        FLAG("fused-gelu", TB_FLAG_BOOL, fused_gelu, "one-pass GELU instead of eager's five passes"),
-        FLAG("conv-autotune", TB_FLAG_BOOL, conv_autotune, "time every conv algorithm per shape, keep the fastest (cudnn.benchmark)"),
-        FLAG("dropout", TB_FLAG_DOUBLE, dropout, "dropout probability in the wide model's head"),
-        CHOICE("optimizer", optimizer, tb_optimizer_names, "sgd (momentum), adamw, or the large-batch lars, lamb, novograd"),
-        FLAG("lr", TB_FLAG_DOUBLE, lr, "peak learning rate; -1 = recipe value (sgd 0.05, adamw 0.002, lars 1, lamb 0.005, novograd 0.01)"),
-        FLAG("momentum", TB_FLAG_DOUBLE, momentum, "SGD and LARS momentum"),
-        FLAG("weight-decay", TB_FLAG_DOUBLE, weight_decay, "weight decay; -1 = recipe value (sgd 5e-4, adamw 0.01, lars 5e-4, lamb 0.01, novograd 1e-3)"),
-        FLAG("beta1", TB_FLAG_DOUBLE, beta1, "AdamW / LAMB / NovoGrad beta1"),
-        FLAG("beta2", TB_FLAG_DOUBLE, beta2, "AdamW / LAMB / NovoGrad beta2"),
-        FLAG("eps", TB_FLAG_DOUBLE, eps, "AdamW / LAMB / NovoGrad / LARS epsilon"),
-        FLAG("fused-optimizer", TB_FLAG_BOOL, fused_optimizer, "one pass over all parameters (fused=True)"),
-        FLAG("grads-to-none", TB_FLAG_BOOL, grads_to_none, "zero_grad(set_to_none=True): first backward writes, no memset"),
-        FLAG("accum-steps", TB_FLAG_INT, accum_steps, "micro-batches of gradient accumulation per optimizer step"),
-        FLAG("warmup-steps", TB_FLAG_INT, warmup_steps, "linear learning-rate warm-up steps"),
-        FLAG("lr-base-batch", TB_FLAG_INT, lr_base_batch, "> 0: scale lr by batch*accum/this (linear scaling rule)"),
-        FLAG("trust-coef", TB_FLAG_DOUBLE, trust_coef, "LARS trust coefficient (eta)"),
-        CHOICE("amp", amp_dtype, tb_amp_names, "mixed precision (autocast, lib/nn/amp.h): conv and linear in bf16 or fp16 with fp32 accumulation, the rest fp32; fp16 adds dynamic loss scaling (GradScaler); CPU: bf16 only (oneDNN 2.6 has no CPU fp16)"),
-        FLAG("channels-last", TB_FLAG_BOOL, channels_last, "NHWC activations and KRSC conv weights (memory_format=torch.channels_last)"),
-        FLAG("tf32", TB_FLAG_BOOL, tf32, "gemm and convolution in TF32 math (allow_tf32): cuBLAS/cuDNN tensor-core TF32 on CUDA; on the CPU oneDNN's bf16 fpmath mode, which computes in f32 anyway on CPUs without AVX512_BF16 (this VM)"),
-        FLAG("fused-attention", TB_FLAG_BOOL, fused_attention, "transformer: tiled attention with online softmax (scaled_dot_product_attention) instead of materialized scores"),
-        FLAG("fused-layernorm", TB_FLAG_BOOL, fused_layernorm, "transformer: one-pass layer norm (apex FusedLayerNorm)"),
-        FLAG("checkpointing", TB_FLAG_BOOL, checkpointing, "recompute cheap layers (BN+ReLU, GELU, pooling) in backward instead of storing them"),
-        FLAG("detect-anomaly", TB_FLAG_BOOL, detect_anomaly, "NaN/Inf check after every op, forward and backward (autograd.detect_anomaly)"),
-        FLAG("loss-read-every", TB_FLAG_INT, loss_read_every, "copy the loss to the host every N steps (1 = every step, .item())"),
-        FLAG("eval-no-grad", TB_FLAG_BOOL, eval_no_grad, "evaluate under no_grad: no activations kept for backward"),
-        FLAG("val-every", TB_FLAG_INT, val_every, "evaluate every N epochs (0 = only after the last); check_val_every_n_epoch"),
-        FLAG("target-accuracy", TB_FLAG_DOUBLE, target_accuracy, "> 0: stop when an evaluation reaches this accuracy (e.g. 0.85)"),
-        FLAG("max-time", TB_FLAG_DOUBLE, max_time, "> 0: stop training after this many seconds"),
-        FLAG("trace", TB_FLAG_STRING, trace, "write each step's phases as a Chrome trace JSON (Perfetto) to this path"),
-        FLAG("tensors-on-device", TB_FLAG_BOOL, tensors_on_device, "create tensors (one-hot labels, masks) with device ops instead of on the host + copy"),
-        FLAG("augment-on-device", TB_FLAG_BOOL, augment_on_device, "crop + flip + normalize on the device instead of in the loader"),
-        FLAG("cuda-graphs", TB_FLAG_BOOL, cuda_graphs, "capture one training step as a CUDA graph and replay it (CUDA only)"),
-    };
-    size_t count = sizeof flags / sizeof flags[0];
-    _Static_assert(sizeof flags / sizeof flags[0] <= sizeof table / sizeof table[0],
-                   "grow table");
-    for (size_t i = 0; i < count; i++)
-        table[i] = flags[i];
-    *n = count;
+    static tb_flag table[N_FIELDS];
+    for (size_t i = 0; i < N_FIELDS; i++)
+        table[i] = flag_of(cfg, &fields[i]);
+    *n = N_FIELDS;
     return table;
 }
 
@@ -196,16 +168,15 @@ double config_peak_lr(const tb_config *cfg)
 
 void config_describe(const tb_config *cfg, char *out, size_t cap)
 {
-    snprintf(out, cap,
-             "model=%s dataset=%s batch=%d workers=%d prefetch=%d persistent=%d mode=%s "
-             "pin_memory=%d non_blocking=%d "
-             "flush_denormal=%d conv_autotune=%d grads_to_none=%d fused_gelu=%d fused_optimizer=%d conv_bias=%d "
-             "optimizer=%s lr=%g accum=%d amp=%s channels_last=%d seed=%lld",
-             tb_model_names[cfg->model], tb_dataset_names[cfg->dataset], cfg->batch_size,
-             cfg->workers, cfg->prefetch_factor, cfg->persistent_workers,
-             worker_mode_names[cfg->worker_mode], cfg->pin_memory, cfg->non_blocking,
-             cfg->flush_denormal, cfg->conv_autotune, cfg->grads_to_none,
-             cfg->fused_gelu, cfg->fused_optimizer, cfg->conv_bias,
-             tb_optimizer_names[cfg->optimizer], config_peak_lr(cfg), cfg->accum_steps,
-             tb_amp_names[cfg->amp_dtype], cfg->channels_last, cfg->seed);
+    /* not through config_flags: its static table may be the caller's */
+    tb_config copy = *cfg;
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < N_FIELDS && used < cap; i++) {
+        tb_flag flag = flag_of(&copy, &fields[i]);
+        char value[256];
+        tb_flag_value_str(&flag, value, sizeof value);
+        int w = snprintf(out + used, cap - used, "%s%s=%s", i ? " " : "", flag.name, value);
+        used += w > 0 ? (size_t)w : 0;
+    }
 }

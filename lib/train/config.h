@@ -23,7 +23,7 @@
  *   size_t n;  const tb_flag *flags = config_flags(&cfg, &n);
  *   tb_flags_parse(flags, n, &argc, argv, NULL, &help);  config_validate(&cfg);
  *
- * Tests: bazel test //lib/train:train_test (config_defaults_check)
+ * Tests: bazel test //lib/train:config_test
  */
 #ifndef TB_CONFIG_H
 #define TB_CONFIG_H
@@ -118,7 +118,7 @@ typedef struct tb_config {
 void config_defaults(tb_config *cfg);
 
 /* The flag table over cfg's fields (static storage, rebuilt per call; cfg
- * must outlive its use). Every toggle of this issue has one entry. */
+ * must outlive its use). Every field of tb_config has one entry. */
 const tb_flag *config_flags(tb_config *cfg, size_t *n);
 
 /* Checks ranges and combinations; TB_ERR_INVALID naming the flag. Resolves
@@ -133,7 +133,12 @@ extern const char *const tb_dataset_names[]; /* "fashion_mnist", "synthetic" */
 extern const char *const tb_optimizer_names[]; /* "sgd", "adamw", "lars", "lamb", "novograd" */
 extern const char *const tb_amp_names[];       /* "off", "bf16", "fp16" */
 
-/* One line naming every toggle and its value, for logs and result files. */
+/* One line naming every flag of config_flags and its value, in the table's
+ * order: "device=auto threads=0 ... cuda-graphs=false", for logs. Cut to
+ * cap - 1 characters; TB_CONFIG_DESC_CAP holds any whole line (values of
+ * string flags past 255 characters are cut). Leaves config_flags' table
+ * alone. REQUIRES: cap > 0. */
+#define TB_CONFIG_DESC_CAP 4096
 void config_describe(const tb_config *cfg, char *out, size_t cap);
 
 #ifdef __cplusplus

@@ -25,14 +25,7 @@
 #include "lib/train/config.h"
 #include "lib/backend/staging.h"
 #include "lib/train/train.h"
-
-static int failures;
-
-static void check(int ok, const char *what)
-{
-    printf("  %-76s %s\n", what, ok ? "ok" : "FAIL");
-    failures += !ok;
-}
+#include "lib/core/testing.h"
 
 typedef struct refusal {
     const char *flag;
@@ -67,18 +60,18 @@ static void test_refusal(tb_backend *be, const tb_dataset *train, const tb_datas
     char what[160];
     printf("%s\n", r->flag);
     snprintf(what, sizeof what, "%s parses (it is in the config flag table)", r->flag);
-    check(tb_flags_parse(flags, n, &argc, argv, NULL, &help) == TB_OK, what);
-    check(config_validate(&c) == TB_OK, "config_validate accepts it (no \"not implemented\")");
+    CHECK_WHAT(tb_flags_parse(flags, n, &argc, argv, NULL, &help) == TB_OK, what);
+    CHECK_WHAT(config_validate(&c) == TB_OK, "config_validate accepts it (no \"not implemented\")");
     tb_error_clear();
     tb_trainer *t = NULL;
     int rc = trainer_create_with_data(&c, be, train, test, &t);
     snprintf(what, sizeof what, "trainer_create: %s (want TB_ERR_UNSUPPORTED)", tb_err_name(rc));
-    check(rc == TB_ERR_UNSUPPORTED && t == NULL, what);
+    CHECK_WHAT(rc == TB_ERR_UNSUPPORTED && t == NULL, what);
     const char *msg = tb_error_message();
     printf("    message: %s\n", msg);
-    check(strstr(msg, r->flag) != NULL && strstr(msg, r->why) != NULL,
+    CHECK_WHAT(strstr(msg, r->flag) != NULL && strstr(msg, r->why) != NULL,
           "the message names the flag and the reason");
-    check(tb_exit_code(rc) != 0, "a bench program exits non-zero with it");
+    CHECK_WHAT(tb_exit_code(rc) != 0, "a bench program exits non-zero with it");
     tb_error_clear();
     trainer_destroy(t);
 }
@@ -90,19 +83,19 @@ static void test_staging_off(tb_backend *be, const tb_dataset *train, const tb_d
     tb_config c;
     config_defaults(&c);
     printf("--pin-memory / --non-blocking off\n");
-    check(!c.pin_memory && !c.non_blocking, "both default off (PyTorch's defaults)");
+    CHECK_WHAT(!c.pin_memory && !c.non_blocking, "both default off (PyTorch's defaults)");
     c.device = "cpu";
     c.dataset = TB_DATA_SYNTHETIC;
     c.batch_size = 32;
-    check(config_validate(&c) == TB_OK, "config_validate");
+    CHECK_WHAT(config_validate(&c) == TB_OK, "config_validate");
     tb_trainer *t = NULL;
     float loss = 0;
     int rc = trainer_create_with_data(&c, be, train, test, &t);
-    check(rc == TB_OK && t && !t->staging, "trainer_create: no staging on the CPU");
+    CHECK_WHAT(rc == TB_OK && t && !t->staging, "trainer_create: no staging on the CPU");
     if (rc == TB_OK) {
         rc = trainer_step(t, &loss);
-        check(rc == TB_OK && isfinite(loss) && loss > 0, "a step trains (finite, positive loss)");
-        check(t->x_in == &t->x && t->labels_in == t->labels,
+        CHECK_WHAT(rc == TB_OK && isfinite(loss) && loss > 0, "a step trains (finite, positive loss)");
+        CHECK_WHAT(t->x_in == &t->x && t->labels_in == t->labels,
               "the model read the trainer's own batch buffers");
     }
     tb_error_clear();
@@ -125,23 +118,24 @@ static void test_staging_to_fixed(tb_backend *be)
     void *dev[2] = {0}, *fixed[2] = {img_fixed, NULL};
     int ok = tb_staging_create(be, &sc, &st) == TB_OK &&
              tb_staging_put(st, 2, host, bytes, dev) == TB_OK;
-    check(ok && dev[0] == img && dev[1] == lab, "put passes the host pointers through");
+    CHECK_WHAT(ok && dev[0] == img && dev[1] == lab, "put passes the host pointers through");
     ok = ok && tb_staging_to_fixed(st, 2, dev, fixed, bytes) == TB_OK;
-    check(ok && dev[0] == img_fixed && !memcmp(img_fixed, img, sizeof img),
+    CHECK_WHAT(ok && dev[0] == img_fixed && !memcmp(img_fixed, img, sizeof img),
           "a part with a fixed buffer is copied there, dev points to it");
-    check(ok && dev[1] == lab && lab_fixed[0] == 0, "a part without one keeps its pointer");
+    CHECK_WHAT(ok && dev[1] == lab && lab_fixed[0] == 0, "a part without one keeps its pointer");
     fixed[1] = lab_fixed;
     ok = ok && tb_staging_to_fixed(st, 2, dev, fixed, bytes) == TB_OK;
-    check(ok && dev[1] == lab_fixed && !memcmp(lab_fixed, lab, sizeof lab),
+    CHECK_WHAT(ok && dev[1] == lab_fixed && !memcmp(lab_fixed, lab, sizeof lab),
           "called again: the second part too; the first (already there) is left alone");
-    check(tb_staging_to_fixed(st, 0, dev, fixed, bytes) == TB_ERR_INVALID,
+    CHECK_WHAT(tb_staging_to_fixed(st, 0, dev, fixed, bytes) == TB_ERR_INVALID,
           "0 parts: TB_ERR_INVALID");
     tb_error_clear();
-    check(tb_staging_destroy(st) == TB_OK, "destroy");
+    CHECK_WHAT(tb_staging_destroy(st) == TB_OK, "destroy");
 }
 
 int main(void)
 {
+    tb_test_verbose = 1;
     tb_backend *be;
     tb_dataset *train = NULL, *test = NULL;
     tb_synthetic_cfg sc = {.n = 64, .c = 1, .h = 28, .w = 28, .num_classes = 10, .seed = 1,
@@ -159,6 +153,5 @@ int main(void)
     dataset_free(train);
     dataset_free(test);
     tb_backend_close(be);
-    printf(failures ? "FAILED: %d checks\n" : "all device toggle checks passed\n", failures);
-    return failures ? 1 : 0;
+    return tb_test_exit(TB_OK);
 }

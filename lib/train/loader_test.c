@@ -263,6 +263,27 @@ static void test_mid_epoch(void)
         }
 }
 
+/* Epoch 0 of a loader for cfg, whose workers fail on purpose, up to the
+ * failure: *got batches came, *rc is what next_batch (or epoch_begin) said
+ * last. 0 when the loader could not be created (a failed check). */
+static int run_failing_epoch(const tb_loader_cfg *cfg, const tb_dataset *ds, tb_loader **ld,
+                             int *got, int *rc)
+{
+    int created = loader_create(cfg, ds, ld) == TB_OK;
+    CHECK(created, "loader_create");
+    if (!created)
+        return 0;
+    tb_error_clear();
+    tb_batch b;
+    *got = 0;
+    *rc = loader_epoch_begin(*ld, 0);
+    while (*rc == TB_OK && (*rc = loader_next_batch(*ld, &b)) == 1) {
+        (*got)++;
+        *rc = TB_OK;
+    }
+    return 1;
+}
+
 static void test_errors(void)
 {
     printf("an error injected in a worker comes back as a status naming the batch\n");
@@ -276,17 +297,9 @@ static void test_errors(void)
         cfg.persistent_workers = pers[k];
         cfg.test_fail_batch = 5;
         tb_loader *ld;
-        if (loader_create(&cfg, ds, &ld) != TB_OK) {
-            failures++;
+        int got, rc;
+        if (!run_failing_epoch(&cfg, ds, &ld, &got, &rc))
             continue;
-        }
-        tb_error_clear();
-        tb_batch b;
-        int got = 0, rc = loader_epoch_begin(ld, 0);
-        while (rc == TB_OK && (rc = loader_next_batch(ld, &b)) == 1) {
-            got++;
-            rc = TB_OK;
-        }
         CHECK(got == 5 && rc == -TB_ERR_NOMEM, "%s workers=%d persistent=%d: %d batches, rc %d",
               loader_mode_name(cfg.mode), workers[k], pers[k], got, rc);
         CHECK(strstr(tb_error_message(), "batch 5") && strstr(tb_error_message(), "injected"),
@@ -305,17 +318,9 @@ static void test_errors(void)
         cfg.persistent_workers = p;
         cfg.test_crash_batch = 4;
         tb_loader *ld;
-        if (loader_create(&cfg, ds, &ld) != TB_OK) {
-            failures++;
+        int got, rc;
+        if (!run_failing_epoch(&cfg, ds, &ld, &got, &rc))
             continue;
-        }
-        tb_error_clear();
-        tb_batch b;
-        int got = 0, rc = loader_epoch_begin(ld, 0);
-        while (rc == TB_OK && (rc = loader_next_batch(ld, &b)) == 1) {
-            got++;
-            rc = TB_OK;
-        }
         CHECK(got == 4 && rc == -TB_ERR_INTERNAL, "persistent=%d: %d batches, rc %d", p, got, rc);
         CHECK(strstr(tb_error_message(), "exited with status 3") != NULL, "message: %s",
               tb_error_message());

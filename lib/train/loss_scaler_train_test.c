@@ -35,7 +35,7 @@
 #include <string.h>
 
 #include "lib/train/config.h"
-#include "lib/core/testing.h"
+#include "lib/nn/nn_testing.h"
 #include "lib/train/train.h"
 
 #define EXACT_STEPS 5
@@ -271,24 +271,16 @@ out_free:
     return rc;
 }
 
+static int run(tb_backend *be, void *arg)
+{
+    (void)arg;
+    TB_TRY(check_overflow_skip(be));
+    TB_TRY(check_growth(be));
+    TB_TRY(check_exact(be, TB_OPT_SGD));
+    return check_exact(be, TB_OPT_ADAMW);
+}
+
 int main(void)
 {
-    tb_test_verbose = 1;
-    tb_backend *be;
-    if (tb_backend_cpu_create(0, &be) != TB_OK) {
-        tb_error_print(stderr);
-        return 1;
-    }
-    int rc = TB_OK;
-    TB_TRY_GOTO(rc, check_overflow_skip(be), out);
-    TB_TRY_GOTO(rc, check_growth(be), out);
-    TB_TRY_GOTO(rc, check_exact(be, TB_OPT_SGD), out);
-    TB_TRY_GOTO(rc, check_exact(be, TB_OPT_ADAMW), out);
-
-out:
-    if (rc != TB_OK)
-        tb_error_print(stderr);
-    tb_backend_close(be);
-    printf("%s\n", rc == TB_OK && !failures ? "PASS" : "FAIL");
-    return rc == TB_OK && !failures ? 0 : 1;
+    return tb_test_main_cpu(0, NULL, run, NULL);
 }

@@ -24,14 +24,7 @@
 #include "lib/train/config.h"
 #include "lib/core/json.h"
 #include "lib/train/train.h"
-
-static int failures;
-
-static void check(int ok, const char *what)
-{
-    printf("  %-72s %s\n", what, ok ? "ok" : "FAIL");
-    failures += !ok;
-}
+#include "lib/core/testing.h"
 
 static const tb_dataset *g_train, *g_test;
 
@@ -71,7 +64,7 @@ static void anomaly_case(tb_backend *be, int leaf, int backward)
     c.detect_anomaly = 1;
     tb_trainer *t;
     if (make(&c, be, &t) != TB_OK) {
-        check(0, tb_error_message());
+        CHECK_WHAT(0, tb_error_message());
         return;
     }
     int k = leaf;
@@ -87,7 +80,7 @@ static void anomaly_case(tb_backend *be, int leaf, int backward)
     const char *msg = tb_error_message();
     snprintf(what, sizeof what, "NaN in %s %s: TB_ERR_NUMERIC naming it", name,
              backward ? "backward" : "forward");
-    check(l && rc == TB_ERR_NUMERIC && strstr(msg, want) != NULL, what);
+    CHECK_WHAT(l && rc == TB_ERR_NUMERIC && strstr(msg, want) != NULL, what);
     if (rc != TB_ERR_NUMERIC || !strstr(msg, want))
         printf("    got rc %d: %s\n", rc, msg);
     tb_error_clear();
@@ -104,7 +97,7 @@ static void test_anomaly(tb_backend *be)
     int rc = make(&c, be, &t);
     if (rc == TB_OK)
         rc = train_epoch(t, 0, &es);
-    check(rc == TB_OK, "detect-anomaly: a clean run passes every check");
+    CHECK_WHAT(rc == TB_OK, "detect-anomaly: a clean run passes every check");
     tb_error_clear();
     trainer_destroy(t);
     anomaly_case(be, 1, 0);
@@ -139,12 +132,12 @@ static void test_loss_read(tb_backend *be)
     size_t n1 = 0, n3 = 0;
     int ok = run_loss_read(be, 1, &l1, &w1, &n1) == TB_OK &&
              run_loss_read(be, 3, &l3, &w3, &n3) == TB_OK;
-    check(ok, "loss-read-every 1 and 3 train");
+    CHECK_WHAT(ok, "loss-read-every 1 and 3 train");
     if (ok) {
         char what[160];
         snprintf(what, sizeof what, "loss-read-every=3: epoch loss %.7f vs %.7f (1e-6 rel)", l3, l1);
-        check(fabs(l3 - l1) <= 1e-6 * fabs(l1) && l1 > 0, what);
-        check(n1 == n3 && memcmp(w1, w3, n1 * sizeof(float)) == 0,
+        CHECK_WHAT(fabs(l3 - l1) <= 1e-6 * fabs(l1) && l1 > 0, what);
+        CHECK_WHAT(n1 == n3 && memcmp(w1, w3, n1 * sizeof(float)) == 0,
               "loss-read-every=3: weights bitwise equal to every step");
     }
     free(w1);
@@ -167,13 +160,13 @@ static void test_trace(tb_backend *be)
         rc = train_epoch(t, 0, &es);
     if (rc == TB_OK)
         rc = trainer_write_trace(t);
-    check(rc == TB_OK, "trace: 4 steps traced and written");
+    CHECK_WHAT(rc == TB_OK, "trace: 4 steps traced and written");
     trainer_destroy(t);
     tb_json *root = NULL;
     rc = tb_json_parse_file(path, 0, &root);
-    check(rc == TB_OK, "trace: valid JSON");
+    CHECK_WHAT(rc == TB_OK, "trace: valid JSON");
     const tb_json *ev = root ? tb_json_get(root, "traceEvents") : NULL;
-    check(ev && ev->type == TB_JSON_ARRAY, "trace: has a traceEvents array");
+    CHECK_WHAT(ev && ev->type == TB_JSON_ARRAY, "trace: has a traceEvents array");
     int count[TB_PHASE_COUNT] = {0}, well_formed = 1;
     for (size_t i = 0; ev && i < ev->len; i++) {
         const tb_json *e = tb_json_at(ev, i);
@@ -186,8 +179,8 @@ static void test_trace(tb_backend *be)
         for (int p = 0; p < TB_PHASE_COUNT; p++)
             count[p] += strcmp(name, tb_phase_names[p]) == 0;
     }
-    check(well_formed, "trace: every event has ph X, ts, dur, pid, tid");
-    check(count[TB_PHASE_DATA] == 4 && count[TB_PHASE_COPY] == 4 &&
+    CHECK_WHAT(well_formed, "trace: every event has ph X, ts, dur, pid, tid");
+    CHECK_WHAT(count[TB_PHASE_DATA] == 4 && count[TB_PHASE_COPY] == 4 &&
               count[TB_PHASE_FORWARD] == 4 && count[TB_PHASE_BACKWARD] == 4 &&
               count[TB_PHASE_OPTIMIZER] == 4 && count[TB_PHASE_ALLREDUCE] == 0,
           "trace: one data, copy, forward, backward, optimizer event per step (no DDP)");
@@ -215,22 +208,23 @@ static void test_fit(tb_backend *be)
 {
     tb_fit_stats st;
     int rc = fit(be, 3, 2, 0, 0, &st);
-    check(rc == TB_OK && st.epochs == 3 && st.evaluations == 2 && !strcmp(st.stopped_by, "epochs"),
+    CHECK_WHAT(rc == TB_OK && st.epochs == 3 && st.evaluations == 2 && !strcmp(st.stopped_by, "epochs"),
           "val-every=2 over 3 epochs: evaluated after epochs 2 and 3");
     rc = fit(be, 3, 0, 0, 0, &st);
-    check(rc == TB_OK && st.evaluations == 1, "val-every=0: evaluated after the last epoch only");
+    CHECK_WHAT(rc == TB_OK && st.evaluations == 1, "val-every=0: evaluated after the last epoch only");
     rc = fit(be, 3, 1, 0.01, 0, &st);
-    check(rc == TB_OK && st.epochs == 1 && st.reached_target && st.time_to_target_s >= 0 &&
+    CHECK_WHAT(rc == TB_OK && st.epochs == 1 && st.reached_target && st.time_to_target_s >= 0 &&
               !strcmp(st.stopped_by, "target"),
           "target-accuracy=0.01: stops after the first evaluation, time to target set");
     rc = fit(be, 3, 5, 0, 1e-9, &st);
-    check(rc == TB_OK && st.epochs == 1 && st.evaluations == 1 && !strcmp(st.stopped_by, "time"),
+    CHECK_WHAT(rc == TB_OK && st.epochs == 1 && st.evaluations == 1 && !strcmp(st.stopped_by, "time"),
           "max-time: stops in the first epoch and evaluates once");
     tb_error_clear();
 }
 
 int main(void)
 {
+    tb_test_verbose = 1;
     tb_backend *be;
     tb_dataset *train = NULL, *test = NULL;
     tb_synthetic_cfg sc = {.n = 256, .c = 1, .h = 28, .w = 28, .num_classes = 10, .seed = 1,
@@ -251,6 +245,5 @@ int main(void)
     dataset_free(train);
     dataset_free(test);
     tb_backend_close(be);
-    printf(failures ? "FAILED: %d checks\n" : "all toggle checks passed\n", failures);
-    return failures ? 1 : 0;
+    return tb_test_exit(TB_OK);
 }

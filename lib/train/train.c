@@ -385,11 +385,42 @@ static int next_batch(tb_loader *ld, tb_batch *b, int *got)
     return TB_OK;
 }
 
-/* One optimizer step over up to accum_steps micro-batches; *micro says how
- * many the loader still had (0: the epoch was already over). */
-static int train_step(tb_trainer *t, tb_epoch_stats *st, double *loss_sum, int *micro)
+/* The next training batch. roll_over: when the loader's epoch has run out
+ * (or none has begun), the next one begins, so *got is always 1; else *got
+ * is 0 at the end of the epoch the caller began. */
+static int fetch_train_batch(tb_trainer *t, int roll_over, tb_batch *b, int *got)
 {
-    int accum = t->cfg.accum_steps, read = t->loss_acc == NULL;
+    *got = 0;
+    if (!roll_over || t->step_epoch >= 0)
+        TB_TRY(next_batch(t->train_ld, b, got));
+    if (*got || !roll_over)
+        return TB_OK;
+    if (t->step_epoch >= 0)
+        TB_TRY(loader_epoch_end(t->train_ld));
+    TB_TRY(loader_epoch_begin(t->train_ld, ++t->step_epoch));
+    TB_TRY(next_batch(t->train_ld, b, got));
+    if (!*got)
+        return TB_FAIL(TB_ERR_DATA, "the training loader has no batches (empty dataset?)");
+    return TB_OK;
+}
+
+int tb_trainer_next_batch(tb_trainer *t, tb_batch *b)
+{
+    int got;
+    return fetch_train_batch(t, 1, b, &got);
+}
+
+/* One optimizer step over up to accum_steps micro-batches (fewer only at
+ * the end of the epoch when !roll_over); *micro says how many the loader
+ * still had (0: the epoch was already over, no step). read: every
+ * micro-batch's loss is read from the device (st->last_loss is the step's
+ * mean); otherwise the sums accumulate on the device until
+ * --loss-read-every steps have passed. The step's images and its loss
+ * (mean loss x batch size, read ones only) add to st->images and *loss_sum. */
+static int step(tb_trainer *t, int roll_over, int read, tb_epoch_stats *st, double *loss_sum,
+                int *micro)
+{
+    int accum = t->cfg.accum_steps;
     float step_loss = 0;
     if (t->trace)
         t->trace->step = t->steps;
@@ -398,7 +429,7 @@ static int train_step(tb_trainer *t, tb_epoch_stats *st, double *loss_sum, int *
         tb_batch b;
         int got;
         phase_begin(t, TB_PHASE_DATA);
-        TB_TRY(next_batch(t->train_ld, &b, &got));
+        TB_TRY(fetch_train_batch(t, roll_over, &b, &got));
         TB_TRY(phase_end(t, TB_PHASE_DATA));
         if (!got)
             break;
@@ -430,10 +461,11 @@ int train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st)
     model_train_mode(t->model, 1);
     loader_reset_stats(t->train_ld);
     double t0 = now_seconds(), loss_sum = 0;
+    int read = t->loss_acc == NULL;
     TB_TRY(loader_epoch_begin(t->train_ld, epoch));
     for (;;) {
         int micro;
-        TB_TRY(train_step(t, st, &loss_sum, &micro));
+        TB_TRY(step(t, 0, read, st, &loss_sum, &micro));
         if (micro < t->cfg.accum_steps)
             break;
         if (t->cfg.max_steps > 0 && st->steps >= t->cfg.max_steps)
@@ -455,40 +487,14 @@ int train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st)
     return TB_OK;
 }
 
-/* The next training batch for trainer_step, beginning an epoch whenever
- * the previous one ran out. */
-static int step_next_batch(tb_trainer *t, tb_batch *b)
-{
-    for (int tries = 0; tries < 2; tries++) {
-        int got = 0;
-        if (t->step_epoch >= 0)
-            TB_TRY(next_batch(t->train_ld, b, &got));
-        if (got)
-            return TB_OK;
-        if (t->step_epoch >= 0)
-            TB_TRY(loader_epoch_end(t->train_ld));
-        t->step_epoch++;
-        TB_TRY(loader_epoch_begin(t->train_ld, t->step_epoch));
-    }
-    return TB_FAIL(TB_ERR_DATA, "the training loader has no batches (empty dataset?)");
-}
-
 int trainer_step(tb_trainer *t, float *loss)
 {
-    int accum = t->cfg.accum_steps;
-    float sum = 0;
+    tb_epoch_stats st = {0};
+    double loss_sum = 0;
+    int micro;
     model_train_mode(t->model, 1);
-    TB_TRY(model_zero_grad(t->model, t->cfg.grads_to_none));
-    for (int m = 0; m < accum; m++) {
-        tb_batch b;
-        float l;
-        TB_TRY(step_next_batch(t, &b));
-        TB_TRY(train_micro_batch(t, &b, loss_scale_of(t) / (float)accum, &l));
-        sum += l;
-    }
-    TB_TRY(optimizer_step(t));
-    t->steps++;
-    *loss = sum / (float)accum;
+    TB_TRY(step(t, 1, 1, &st, &loss_sum, &micro));
+    *loss = st.last_loss;
     return TB_OK;
 }
 
@@ -624,5 +630,24 @@ out_free_logits:
     }
     model_train_mode(t->model, 1);
     free(host_logits);
+    return rc;
+}
+
+int tb_trainer_one_epoch(tb_config *cfg, tb_backend *be, const tb_dataset *train,
+                         const tb_dataset *test, tb_epoch_stats *es, tb_eval_stats *ev)
+{
+    TB_TRY(config_validate(cfg));
+    tb_trainer *t;
+    if (train)
+        TB_TRY(trainer_create_with_data(cfg, be, train, test, &t));
+    else
+        TB_TRY(trainer_create(cfg, be, &t));
+    int rc;
+    TB_TRY_GOTO(rc, train_epoch(t, 0, es), out_destroy);
+    if (ev)
+        TB_TRY_GOTO(rc, trainer_evaluate(t, ev), out_destroy);
+
+out_destroy:
+    trainer_destroy(t);
     return rc;
 }

@@ -55,7 +55,8 @@ typedef struct tb_trainer {
                                  the staged copies are copied into them */
     tb_tensor x_staged;       /* (B, C, H, W) view of the staged images */
     long steps;               /* optimizer steps so far, over all epochs */
-    int step_epoch;           /* trainer_step's epoch, -1 before its first step */
+    int step_epoch;           /* the training loader's epoch under tb_trainer_next_batch
+                                 (trainer_step), -1 before its first batch */
     /* issue 5's toggles */
     float *loss_acc;          /* (1) device: loss sums not read yet (--loss-read-every > 1) */
     int loss_unread_steps;    /* steps accumulated in loss_acc since the last read */
@@ -133,11 +134,21 @@ int train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st);
 /* One optimizer step for benchmarks: accum_steps micro-batches pulled from
  * the training loader, which starts its next epoch transparently when it
  * runs out (so a step is always accum_steps full-or-last batches; no epoch
- * statistics). *loss is the step's mean micro-batch loss. Work may still be
+ * statistics). *loss is the step's mean micro-batch loss, read from the
+ * device every step whatever --loss-read-every says. The step runs the same
+ * phases (and --trace timeline) as a step of train_epoch. Work may still be
  * queued on the device when it returns: trainer_sync waits for it.
  * REQUIRES: not mixed with train_epoch on the same trainer (both drive the
  * training loader's epochs). */
 int trainer_step(tb_trainer *t, float *loss);
+
+/* The next training batch for code that runs its own steps (a benchmark
+ * that cuts batches, say): the loader's next epoch begins whenever the
+ * previous one runs out, as in trainer_step, whose epochs it shares.
+ * REQUIRES: not mixed with train_epoch on the same trainer. *b stays valid
+ * until the next call (the loader's batch memory).
+ * Errors: the loader's; TB_ERR_DATA when the training set has no batches. */
+int tb_trainer_next_batch(tb_trainer *t, tb_batch *b);
 
 /* Waits until the device has finished every step queued so far. */
 int trainer_sync(tb_trainer *t);
@@ -169,6 +180,15 @@ int trainer_write_trace(tb_trainer *t);
 
 /* The whole test set in evaluation mode. */
 int trainer_evaluate(tb_trainer *t, tb_eval_stats *st);
+
+/* For checks and one-off runs that want only the statistics: builds a
+ * trainer for cfg, trains epoch 0 (*es), evaluates the test set when ev is
+ * not NULL (*ev), and destroys the trainer. cfg is validated here (its
+ * recipe values are resolved in place). train and test: datasets the caller
+ * owns, or both NULL for those cfg names (as trainer_create).
+ * Errors: config_validate's, the trainer's, train_epoch's, trainer_evaluate's. */
+int tb_trainer_one_epoch(tb_config *cfg, tb_backend *be, const tb_dataset *train,
+                         const tb_dataset *test, tb_epoch_stats *es, tb_eval_stats *ev);
 
 #ifdef __cplusplus
 }

@@ -36,18 +36,11 @@
 #include "lib/train/config.h"
 #include "lib/train/loader.h"
 #include "lib/train/train.h"
+#include "lib/nn/nn_testing.h"
 
 #define STEPS 50
 #define TOL_FUSED 1e-5
 #define TOL_AUTOTUNE 5e-2
-
-static int failures;
-
-static void check(int ok, const char *what)
-{
-    printf("  %-64s %s\n", what, ok ? "ok" : "FAIL");
-    failures += !ok;
-}
 
 typedef struct run_result {
     float loss;             /* mean loss of step STEPS's batch */
@@ -102,7 +95,7 @@ static void compare_bitwise(const char *name, const run_result *base, const run_
     int same = memcmp(&base->loss, &r->loss, sizeof(float)) == 0 &&
                memcmp(base->params, r->params, base->numel * sizeof(float)) == 0;
     snprintf(what, sizeof what, "%s: loss %.9g, bitwise equal loss and params", name, r->loss);
-    check(same, what);
+    CHECK_WHAT(same, what);
 }
 
 static void compare_tol(const char *name, const run_result *base, const run_result *r, double tol)
@@ -110,7 +103,7 @@ static void compare_tol(const char *name, const run_result *base, const run_resu
     char what[128];
     double d = rel_diff(r->loss, base->loss);
     snprintf(what, sizeof what, "%s: loss %.9g, rel diff %.2e <= %.0e", name, r->loss, d, tol);
-    check(d <= tol, what);
+    CHECK_WHAT(d <= tol, what);
 }
 
 typedef struct variant {
@@ -177,7 +170,7 @@ static int check_toggles(tb_backend *be, const tb_dataset *train, const tb_datas
     TB_TRY(train_steps(be, &s, train, test, &other));
     printf("  (another seed lands at rel diff %.2e: the autotuner tolerance separates)\n",
            rel_diff(other.loss, base.loss));
-    check(rel_diff(other.loss, base.loss) > TOL_AUTOTUNE, "another seed differs by more than the autotuner tolerance");
+    CHECK_WHAT(rel_diff(other.loss, base.loss) > TOL_AUTOTUNE, "another seed differs by more than the autotuner tolerance");
     free(base.params);
     free(other.params);
     return TB_OK;
@@ -206,22 +199,14 @@ static int check_accumulation(tb_backend *be, const tb_dataset *train, const tb_
     c.accum_steps = 2;
     c.warmup_steps = 10;
     c.max_steps = 0;
-    TB_TRY(config_validate(&c));
-    tb_trainer *t;
-    TB_TRY(trainer_create_with_data(&c, be, train, test, &t));
     tb_epoch_stats es;
     tb_eval_stats ev;
-    int rc;
-    TB_TRY_GOTO(rc, train_epoch(t, 0, &es), out_destroy);
-    TB_TRY_GOTO(rc, trainer_evaluate(t, &ev), out_destroy);
+    TB_TRY(tb_trainer_one_epoch(&c, be, train, test, &es, &ev));
     char what[128];
     snprintf(what, sizeof what, "accum_steps=2: %ld steps for %ld images, test acc %.1f%%",
              es.steps, es.images, 100 * ev.accuracy);
-    check(es.steps == (train->n + 31) / 32 && ev.accuracy > 0.3, what);
-
-out_destroy:
-    trainer_destroy(t);
-    return rc;
+    CHECK_WHAT(es.steps == (train->n + 31) / 32 && ev.accuracy > 0.3, what);
+    return TB_OK;
 }
 
 /* LARS through the trainer: every hyper-parameter of the config reaches the
@@ -242,7 +227,7 @@ static int check_lars(tb_backend *be, const tb_dataset *train, const tb_dataset 
     tb_trainer *t;
     TB_TRY(trainer_create_with_data(&c, be, train, test, &t));
     const tb_opt_hparams *hp = &t->opt.hp;
-    check(hp->kind == TB_OPT_LARS && hp->trust_coef == (float)c.trust_coef &&
+    CHECK_WHAT(hp->kind == TB_OPT_LARS && hp->trust_coef == (float)c.trust_coef &&
               hp->momentum == (float)c.momentum && hp->weight_decay == (float)c.weight_decay &&
               hp->eps == (float)c.eps,
           "lars: trust_coef, momentum, weight decay, eps reach the optimizer");
@@ -254,7 +239,7 @@ static int check_lars(tb_backend *be, const tb_dataset *train, const tb_dataset 
     char what[128];
     snprintf(what, sizeof what, "lars lr 1: test acc %.1f%% > 50%% after %ld steps",
              100 * ev.accuracy, es.steps);
-    check(ev.accuracy > 0.5, what);
+    CHECK_WHAT(ev.accuracy > 0.5, what);
 
 out_destroy:
     trainer_destroy(t);
@@ -265,10 +250,10 @@ static void check_config(void)
 {
     tb_config c;
     config_defaults(&c);
-    check(c.workers == 0 && c.prefetch_factor == 2 && !c.persistent_workers &&
+    CHECK_WHAT(c.workers == 0 && c.prefetch_factor == 2 && !c.persistent_workers &&
               c.worker_mode == TB_WORKERS_THREADS,
           "defaults: num_workers=0 prefetch_factor=2 persistent_workers=False");
-    check(!c.conv_autotune && c.grads_to_none && !c.fused_optimizer && c.conv_bias &&
+    CHECK_WHAT(!c.conv_autotune && c.grads_to_none && !c.fused_optimizer && c.conv_bias &&
               !c.fused_gelu && !c.flush_denormal && c.accum_steps == 1,
           "defaults: benchmark=False set_to_none=True fused=False bias=True");
     size_t n;
@@ -277,36 +262,28 @@ static void check_config(void)
     char *argv[] = {a0, a1, NULL};
     int argc = 2, help;
     int rc = tb_flags_parse(flags, n, &argc, argv, NULL, &help);
-    check(rc == TB_ERR_INVALID, "--workers=many is refused");
+    CHECK_WHAT(rc == TB_ERR_INVALID, "--workers=many is refused");
     tb_error_clear();
     c.prefetch_factor = 0;
-    check(config_validate(&c) == TB_ERR_INVALID, "--prefetch-factor=0 is refused");
+    CHECK_WHAT(config_validate(&c) == TB_ERR_INVALID, "--prefetch-factor=0 is refused");
     tb_error_clear();
     config_defaults(&c);
     c.amp_dtype = 7;
-    check(config_validate(&c) == TB_ERR_INVALID, "--amp outside off/bf16/fp16 is refused");
+    CHECK_WHAT(config_validate(&c) == TB_ERR_INVALID, "--amp outside off/bf16/fp16 is refused");
     tb_error_clear();
 }
 
 /* One full epoch on all of Fashion-MNIST; prints the progress line. */
 static int full_epoch(tb_backend *be, const char *name, tb_config *c)
 {
-    TB_TRY(config_validate(c));
-    tb_trainer *t;
-    TB_TRY(trainer_create(c, be, &t));
     tb_epoch_stats es;
     tb_eval_stats ev;
-    int rc;
-    TB_TRY_GOTO(rc, train_epoch(t, 0, &es), out_destroy);
-    TB_TRY_GOTO(rc, trainer_evaluate(t, &ev), out_destroy);
+    TB_TRY(tb_trainer_one_epoch(c, be, NULL, NULL, &es, &ev));
     char what[160];
     snprintf(what, sizeof what, "%s: loss %.4f, test acc %.2f%% >= 85%%, %.0f images/s, %.1f s",
              name, es.mean_loss, 100 * ev.accuracy, es.images_per_s, es.seconds);
-    check(ev.accuracy >= 0.85, what);
-
-out_destroy:
-    trainer_destroy(t);
-    return rc;
+    CHECK_WHAT(ev.accuracy >= 0.85, what);
+    return TB_OK;
 }
 
 static int run_full(tb_backend *be)
@@ -347,22 +324,16 @@ out_free:
     return rc;
 }
 
+static int run(tb_backend *be, void *full)
+{
+    return *(int *)full ? run_full(be) : run_quick(be);
+}
+
 int main(int argc, char **argv)
 {
     int full = argc > 1 && strcmp(argv[1], "--full") == 0;
-    tb_backend *be;
-    if (tb_backend_cpu_create(2, &be) != TB_OK) {
-        tb_error_print(stderr);
-        return 1;
-    }
-    printf("train_test: %s\n", full ? "one full epoch, >= 85% test accuracy"
-                                     : "toggles vs baseline after 50 steps on a subset");
-    int rc = full ? run_full(be) : run_quick(be);
-    tb_backend_close(be);
-    if (rc != TB_OK) {
-        tb_error_print(stderr);
-        return 1;
-    }
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return tb_test_main_cpu(2,
+                            full ? "train_test: one full epoch, >= 85% test accuracy"
+                                 : "train_test: toggles vs baseline after 50 steps on a subset",
+                            run, &full);
 }

@@ -35,9 +35,11 @@
 #include "lib/backend/backend.h"
 #include "lib/train/config.h"
 #include "lib/nn/layers.h"
+#include "lib/core/rng.h"
 #include "lib/train/loader.h"
 #include "lib/nn/tensor.h"
 #include "lib/train/train.h"
+#include "lib/nn/nn_testing.h"
 
 #define FD_H 1e-6
 #define TOL_FWD 1e-5
@@ -55,19 +57,10 @@
  * the layers. */
 #define TOL_TRAIN 1e-3
 
-static int failures;
-
-static void check(int ok, const char *what)
-{
-    printf("  %-70s %s\n", what, ok ? "ok" : "FAIL");
-    failures += !ok;
-}
-
-static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+static tb_rng rng = {0x2545f4914f6cdd1dull};
 static double urand(void) /* [-1, 1) */
 {
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng_state >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+    return tb_rng_uniform(&rng, -1, 1);
 }
 
 /* ---- cases and their float64 references ---- */
@@ -79,19 +72,6 @@ typedef struct tf_case {
     int n, tokens, dim, k; /* k: token linear outputs, or heads */
     int variant;           /* tb_ln_variant / tb_attn_variant */
 } tf_case;
-
-/* y(rows x out) = x W^T + b */
-static void tlin_ref(int rows, int in_f, int out_f, const double *x, const double *w,
-                     const double *b, double *y)
-{
-    for (int r = 0; r < rows; r++)
-        for (int o = 0; o < out_f; o++) {
-            double s = b[o];
-            for (int i = 0; i < in_f; i++)
-                s += x[(size_t)r * in_f + i] * w[(size_t)o * in_f + i];
-            y[(size_t)r * out_f + o] = s;
-        }
-}
 
 static void tmean_ref(const tf_case *c, const double *x, double *y)
 {
@@ -119,7 +99,7 @@ static void mha_ref(const tf_case *c, const double *x, double *const *p, double 
     int n = c->n, t = c->tokens, d = c->dim, h = c->k, hd = d / h, rows = n * t;
     size_t sz = (size_t)rows * d;
     double *qkv = malloc(3 * sz * sizeof(double)), *bhtd = malloc(4 * sz * sizeof(double));
-    tlin_ref(rows, d, 3 * d, x, p[0], p[1], qkv);
+    tb_linear_ref_f64(rows, d, 3 * d, x, p[0], p[1], qkv);
     for (int s = 0; s < 3; s++)
         for (int b = 0; b < n; b++)
             for (int hh = 0; hh < h; hh++)
@@ -138,7 +118,7 @@ static void mha_ref(const tf_case *c, const double *x, double *const *p, double 
                 for (int e = 0; e < hd; e++)
                     qkv[((size_t)b * t + tt) * d + hh * hd + e] =
                         o[(((size_t)b * h + hh) * t + tt) * hd + e];
-    tlin_ref(rows, d, d, qkv, p[2], p[3], y);
+    tb_linear_ref_f64(rows, d, d, qkv, p[2], p[3], y);
     free(qkv);
     free(bhtd);
 }
@@ -148,7 +128,7 @@ static void ref_forward(const tf_case *c, const double *x, double *const *p, dou
     int rows = c->n * c->tokens;
     switch (c->kind) {
     case REF_TLIN:
-        tlin_ref(rows, c->dim, c->k, x, p[0], p[1], y);
+        tb_linear_ref_f64(rows, c->dim, c->k, x, p[0], p[1], y);
         break;
     case REF_TMEAN:
         tmean_ref(c, x, y);
@@ -160,7 +140,7 @@ static void ref_forward(const tf_case *c, const double *x, double *const *p, dou
         mha_ref(c, x, p, y);
         break;
     case REF_ADDRES:
-        tlin_ref(rows, c->dim, c->dim, x, p[0], p[1], y);
+        tb_linear_ref_f64(rows, c->dim, c->dim, x, p[0], p[1], y);
         for (size_t i = 0; i < (size_t)rows * c->dim; i++)
             y[i] += x[i];
         break;
@@ -307,15 +287,15 @@ static void report(const tf_case *c, gc_bufs *b)
     char what[128];
     double e = rel_err(b->yf, b->y_ref, b->ny);
     snprintf(what, sizeof what, "%s: forward rel err %.1e <= %.0e", c->name, e, TOL_FWD);
-    check(e <= TOL_FWD, what);
+    CHECK_WHAT(e <= TOL_FWD, what);
     e = fd_err(c, b, b->x, b->nx, b->dxf);
     snprintf(what, sizeof what, "%s: dx rel err %.1e <= %.0e", c->name, e, TOL_GRAD);
-    check(e <= TOL_GRAD, what);
+    CHECK_WHAT(e <= TOL_GRAD, what);
     size_t at = 0;
     for (int i = 0; i < b->nparams; i++) {
         e = fd_err(c, b, b->p[i], b->np[i], b->pgf + at);
         snprintf(what, sizeof what, "%s: dparam%d rel err %.1e <= %.0e", c->name, i, e, TOL_GRAD);
-        check(e <= TOL_GRAD, what);
+        CHECK_WHAT(e <= TOL_GRAD, what);
         at += b->np[i];
     }
 }
@@ -424,12 +404,12 @@ static int check_training(tb_backend *be)
     TB_TRY_GOTO(rc, train_loss(be, train, test, STEPS, 1, &fused, &p_fused, &n), out_free);
     snprintf(what, sizeof what, "transformer trains: loss step 1 %.4f -> step %d %.4f (< 0.6x)",
              first, STEPS, manual);
-    check(isfinite(manual) && manual < 0.6f * first, what);
+    CHECK_WHAT(isfinite(manual) && manual < 0.6f * first, what);
     double d = fabs((double)fused - manual) / fabs((double)manual);
     snprintf(what, sizeof what, "fused attn+LN: loss %.6f, rel diff %.1e <= %.0e", fused, d,
              TOL_TRAIN);
-    check(d <= TOL_TRAIN, what);
-    check(memcmp(p_manual, p_fused, n * sizeof(float)) != 0,
+    CHECK_WHAT(d <= TOL_TRAIN, what);
+    CHECK_WHAT(memcmp(p_manual, p_fused, n * sizeof(float)) != 0,
           "fused attn+LN: parameters differ from manual (the toggle is applied)");
 
 out_free:
@@ -441,22 +421,16 @@ out_free:
     return rc;
 }
 
+static int run(tb_backend *be, void *arg)
+{
+    (void)arg;
+    TB_TRY(check_layers(be));
+    return check_training(be);
+}
+
 int main(void)
 {
-    tb_backend *be;
-    if (tb_backend_cpu_create(2, &be) != TB_OK) {
-        tb_error_print(stderr);
-        return 1;
-    }
-    printf("transformer_test: layers vs float64 and finite differences; 50 training steps\n");
-    int rc = check_layers(be);
-    if (rc == TB_OK)
-        rc = check_training(be);
-    tb_backend_close(be);
-    if (rc != TB_OK) {
-        tb_error_print(stderr);
-        return 1;
-    }
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return tb_test_main_cpu(
+        2, "transformer_test: layers vs float64 and finite differences; 50 training steps", run,
+        NULL);
 }
