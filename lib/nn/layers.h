@@ -93,7 +93,7 @@ typedef struct tb_layer_ctx {
                             (after a set_to_none zero_grad); 1: adds to them */
     tb_gelu_variant gelu;
     int conv_autotune;   /* 0: conv_algo_default; 1: conv_find once per shape */
-    tb_math math;        /* GEMM/conv math mode (TF32 is issue 5's toggle) */
+    tb_math math;        /* GEMM/conv math mode (--tf32 sets TB_MATH_TF32) */
     uint64_t dropout_seed;
     int dropout_layers;  /* dropout layers created so far (their mask regions) */
     tb_conv_algo_cache algos;

@@ -11,7 +11,7 @@
  *                     on the same inputs; BN's running statistics are not
  *                     updated twice: evaluation is equal too); lower memory
  * It prints the small CNN's memory at batch 256 with and without
- * checkpointing (the number issue 5 asks for).
+ * checkpointing (what a user weighing checkpointing wants to know).
  *
  * Run: bazel test //lib/train:act_mem_test
  */
@@ -179,7 +179,7 @@ static void test_checkpointing(tb_backend *be, const data_pair *d, const char *n
     tb_error_clear();
 }
 
-/* The number for issue 5's note: the small CNN at batch 256, one step. */
+/* Memory with and without checkpointing: the small CNN at batch 256, one step. */
 static void report_batch256(tb_backend *be, const data_pair *d)
 {
     ckpt_run off, on;

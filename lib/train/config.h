@@ -10,13 +10,8 @@
  * plain PyTorch code does. Training hyper-parameters default to the recipe
  * that gets the small CNN to 85% on Fashion-MNIST in one epoch (SGD,
  * momentum 0.9, lr 0.05, batch 256); PyTorch has no defaults to copy there
- * that would train. The baseline of a sweep (issue 6) is the technique off,
- * whatever the default.
- *
- * Issue 5's toggles (AMP dtype, channels last, TF32, checkpointing, anomaly
- * detection, loss read interval, ...) have their fields below already, at
- * their "off" values; their flags join the table when the library does
- * them, and config_validate refuses any other value until then.
+ * that would train. The baseline of a sweep is the technique off, whatever
+ * the default.
  *
  * Use:
  *   tb_config cfg;  config_defaults(&cfg);
@@ -94,7 +89,7 @@ typedef struct tb_config {
     int lr_base_batch;        /* > 0: lr scaled by batch * accum / lr_base_batch (linear rule) */
     double trust_coef;        /* LARS eta (0.001) */
 
-    /* ---- issue 5: present at their "off" values, no flags yet ---- */
+    /* ---- precision, layout, memory and the step's debugging aids ---- */
     int amp_dtype;            /* tb_amp_dtype */
     int channels_last;        /* NHWC activations */
     int tf32;                 /* TB_MATH_TF32 for GEMM and convolution */
@@ -102,7 +97,7 @@ typedef struct tb_config {
     int detect_anomaly;       /* NaN/Inf check after every op */
     int loss_read_every;      /* read the loss every N steps (1 = every step) */
     int eval_no_grad;         /* evaluation keeps no activations for backward */
-    /* ---- issue 5: the remaining toggles (lib/train/train.c, lib/nn/model.c) ---- */
+    /* ---- the transformer's fused ops, validation, tracing, device-side data ---- */
     int fused_attention;      /* tb_attn_variant of the transformer's attention */
     int fused_layernorm;      /* tb_ln_variant of its layer norms */
     int val_every;            /* evaluate every N epochs (0 = never); the last epoch always */

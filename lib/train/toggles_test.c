@@ -1,6 +1,6 @@
 /*
- * toggles_test.c - issue 5's trainer toggles on the CPU backend, on small
- * synthetic data:
+ * toggles_test.c - the trainer's debugging and pacing toggles on the CPU
+ * backend, on small synthetic data:
  *   --detect-anomaly   no false alarm on a clean run; a NaN injected into
  *                      one layer's forward output (or backward input
  *                      gradient) stops the step with TB_ERR_NUMERIC naming

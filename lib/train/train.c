@@ -147,7 +147,8 @@ static int make_optim(tb_trainer *t)
     return optim_init(&t->opt, t->model, &hp, &s, c->fused_optimizer);
 }
 
-/* Device buffers and state of issue 5's trainer toggles. */
+/* Device buffers and state of the trainer's toggles (loss read interval,
+ * anomaly detection, device-side data, CUDA graphs). */
 static int make_toggles(tb_trainer *t)
 {
     const tb_config *c = &t->cfg;

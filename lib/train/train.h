@@ -57,7 +57,7 @@ typedef struct tb_trainer {
     long steps;               /* optimizer steps so far, over all epochs */
     int step_epoch;           /* the training loader's epoch under tb_trainer_next_batch
                                  (trainer_step), -1 before its first batch */
-    /* issue 5's toggles */
+    /* toggles' state: deferred loss reads, anomaly checks, device-side data */
     float *loss_acc;          /* (1) device: loss sums not read yet (--loss-read-every > 1) */
     int loss_unread_steps;    /* steps accumulated in loss_acc since the last read */
     long loss_unread_images;

@@ -1,5 +1,5 @@
 /*
- * train_device.h - private to the trainer (lib/train/train.c): issue 5's
+ * train_device.h - private to the trainer (lib/train/train.c): the
  * device-side toggles, lib/train/train_device.c.
  *   --tensors-on-device  the labels cross the bus as the dataset's bytes
  *                        (B uint8) and are widened to int32 by a device op
