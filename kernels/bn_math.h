@@ -1,6 +1,6 @@
 /*
  * bn_math.h - per-element and per-channel batch-norm math, shared by the CPU
- * backend (lib/backend/cpu/ops.c) and the CUDA kernels so that the CPU tests
+ * backend (lib/backend/cpu/batchnorm.c) and the CUDA kernels so that the CPU tests
  * (lib/backend/cpu/ops_test.c) check the GPU's arithmetic.
  *
  * Forward (training):  mean, var = batch statistics per channel (biased var)

@@ -4,7 +4,7 @@
  *
  * Variants: none at run time, one kernel per op. The per-element math is
  * kernels/elementwise_math.h (and kernels/rng_math.h for the dropout mask),
- * shared with the CPU backend (lib/backend/cpu/ops.c) whose tests check it; the
+ * shared with the CPU backend (lib/backend/cpu/elementwise.c) whose tests check it; the
  * dropout mask is a pure function of (seed, offset + i), so the GPU draws
  * bitwise the CPU's mask.
  *

@@ -1,6 +1,6 @@
 /*
  * elementwise_math.h - per-element math of the simple element-wise ops,
- * shared by the CPU backend (lib/backend/cpu/ops.c) and the CUDA kernels, so the
+ * shared by the CPU backend (lib/backend/cpu/elementwise.c) and the CUDA kernels, so the
  * CPU tests (lib/backend/cpu/ops_test.c) check the arithmetic the GPU runs.
  *
  * ReLU propagates NaN (x < 0 ? 0 : x), as PyTorch's clamp_min does, so

@@ -1,6 +1,6 @@
 /*
  * optim_math.h - per-element optimizer math, shared by the CPU backend
- * (lib/backend/cpu/ops.c) and the CUDA kernels, so that the CPU tests
+ * (lib/backend/cpu/optim.c) and the CUDA kernels, so that the CPU tests
  * (lib/backend/cpu/ops_test.c) check the GPU's arithmetic.
  *
  * PyTorch semantics (torch.optim, foreach=False, dampening 0, nesterov off;

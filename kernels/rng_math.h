@@ -1,6 +1,6 @@
 /*
  * rng_math.h - the dropout mask as a pure function of (seed, index), shared
- * by the CPU backend (lib/backend/cpu/ops.c), the reference (lib/backend/ref/ops.c) and the
+ * by the CPU backend (lib/backend/cpu/dropout.c), the reference (lib/backend/ref/ops.c) and the
  * CUDA kernels, so every backend and every thread count draws the same mask.
  *
  * For element i of a call with (seed, offset), the stream index is

@@ -13,7 +13,7 @@ typedef struct tb_cpu_ctx {
     size_t peak;     /* high-water mark of in_use */
     size_t limit;    /* 0 = none; see mem_set_limit */
     void *dnnl;      /* lib/backend/cpu/dnnl.c: engine, stream, primitive cache */
-    void *ops;       /* lib/backend/cpu/ops.c: workspaces */
+    void *ops;       /* lib/backend/cpu/ops_common.h: workspaces */
 } tb_cpu_ctx;
 
 /* CLOCK_MONOTONIC in seconds. */
@@ -28,7 +28,7 @@ int tb_cpu_has_avx512_fp16(void);
  * own file. REQUIRES: be->ctx is a tb_cpu_ctx. */
 struct tb_backend;
 int tb_cpu_install_dnnl_ops(struct tb_backend *be);  /* gemm, conv_*: lib/backend/cpu/dnnl.c */
-int tb_cpu_install_ops(struct tb_backend *be);       /* the rest: lib/backend/cpu/ops.c */
+int tb_cpu_install_ops(struct tb_backend *be);       /* the rest: lib/backend/cpu/ops_common.c */
 int tb_cpu_install_attn_ops(struct tb_backend *be);  /* layernorm_*, attention_*: lib/backend/cpu/attention.c */
 int tb_cpu_install_cast_ops(struct tb_backend *be);  /* cast_*: lib/backend/cpu/cast.c */
 void tb_cpu_release_dnnl_ops(struct tb_backend *be); /* primitive caches */

@@ -1,5 +1,6 @@
 /*
- * ops_test.c - checks the CPU backend's own kernels (lib/backend/cpu/ops.c)
+ * ops_test.c - checks the CPU backend's own kernels (the files
+ * lib/backend/cpu/ops_common.c lists)
  * against the plain reference (lib/backend/ref/ops.c), and the reference's
  * backward passes against finite differences in double.
  *

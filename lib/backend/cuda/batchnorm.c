@@ -44,7 +44,7 @@ struct cuda_bn_cache {
     bn_entry e[2]; /* by layout */
 };
 
-/* The CPU backend's rules (lib/backend/cpu/ops.c bn_check). */
+/* The CPU backend's rules (lib/backend/cpu/batchnorm.c bn_check). */
 static int bn_check(const tb_bn_desc *d, int training)
 {
     if (d->n < 1 || d->c < 1 || d->hw < 1 || (d->layout != TB_NCHW && d->layout != TB_NHWC))

@@ -4,7 +4,7 @@
  *
  *   fused == 0  PyTorch's for-loop optimizers (foreach=False): per tensor,
  *               one kernel per in-place op, the same passes in the same
- *               order as the CPU backend's (lib/backend/cpu/ops.c sgd_tensor,
+ *               order as the CPU backend's (lib/backend/cpu/optim.c sgd_tensor,
  *               adamw_tensor). Temporaries (unscaled gradient, AdamW's
  *               denominator) live in a grow-only scratch buffer.
  *   fused == 1  ONE kernel for all tensors: the tensors are cut into chunks
@@ -31,7 +31,7 @@
 
 static void *stream_of(tb_backend *be) { return (void *)tb_cuda_ctx(be)->compute; }
 
-/* The CPU backend's argument rules (lib/backend/cpu/ops.c opt_check). */
+/* The CPU backend's argument rules (lib/backend/cpu/optim.c opt_check). */
 static int opt_check(const tb_opt_hparams *hp, const tb_param_view *tensors, int count)
 {
     if (count < 0 || (count > 0 && !tensors))
