@@ -58,10 +58,11 @@
 #include "kernels/attn_math.h"
 #include "kernels/layernorm_math.h"
 #include "lib/backend/backend.h"
+#include "lib/backend/checks.h"
 #include "lib/backend/cpu/cpu.h"
+#include "lib/backend/cpu/ops_common.h"
 #include "lib/core/status.h"
 
-#define PAR_MIN ((size_t)16384) /* elements below which one thread is faster */
 #define LN_COL_BLOCK 64         /* dgamma/dbeta columns per task */
 #define ATTN_BQ 64              /* query rows per tile */
 #define ATTN_BK 64              /* keys per tile */
@@ -72,29 +73,10 @@
 
 typedef float v16f __attribute__((vector_size(64)));
 
-static int threads_of(tb_backend *be) { return ((tb_cpu_ctx *)be->ctx)->threads; }
-
 /* ================================================================ layer norm */
 
-/* Sum of n floats in double. One function for both variants, so their row
- * statistics are the same bits. */
-static double sum_f64(const float *x, int n)
-{
-    double s = 0.0;
-#pragma omp simd reduction(+ : s)
-    for (int i = 0; i < n; i++)
-        s += x[i];
-    return s;
-}
-
-static int ln_check(const char *op, const float *x, const float *gamma, int rows, int cols)
-{
-    if (rows < 0 || cols < 1)
-        return TB_FAIL(TB_ERR_INVALID, "%s: rows %d, cols %d", op, rows, cols);
-    if (rows > 0 && (!x || !gamma))
-        return TB_FAIL(TB_ERR_INVALID, "%s: NULL input or gamma", op);
-    return TB_OK;
-}
+/* Row sums use ops_common.h's sum_f64, one function for both variants, so
+ * their row statistics are the same bits. */
 
 /* ---- fused: one row at a time ---- */
 
@@ -315,13 +297,11 @@ static int cpu_layernorm_fwd(tb_backend *be, tb_ln_variant variant, const float 
                              const float *gamma, const float *beta, float eps, int rows, int cols,
                              float *y, float *save_mean, float *save_rstd)
 {
-    TB_TRY(ln_check("layernorm_fwd", x, gamma, rows, cols));
+    TB_TRY(tb_check_layernorm("layernorm_fwd", variant, x, gamma, rows, cols));
     if (!(eps > 0.0f))
         return TB_FAIL(TB_ERR_INVALID, "layernorm_fwd: eps %g", (double)eps);
     if (variant == TB_LN_UNFUSED)
         return ln_fwd_unfused(be, x, gamma, beta, eps, rows, cols, y, save_mean, save_rstd);
-    if (variant != TB_LN_FUSED)
-        return TB_FAIL(TB_ERR_INVALID, "layernorm_fwd: unknown variant %d", (int)variant);
     int t = threads_of(be);
 #pragma omp parallel for num_threads(t) schedule(static) if ((size_t)rows * cols >= PAR_MIN)
     for (int r = 0; r < rows; r++) {
@@ -336,12 +316,10 @@ static int cpu_layernorm_bwd(tb_backend *be, tb_ln_variant variant, const float 
                              const float *save_rstd, int rows, int cols, float *dx,
                              float *dgamma, float *dbeta, int accumulate)
 {
-    TB_TRY(ln_check("layernorm_bwd", x, gamma, rows, cols));
+    TB_TRY(tb_check_layernorm("layernorm_bwd", variant, x, gamma, rows, cols));
     if (variant == TB_LN_UNFUSED)
         return ln_bwd_unfused(be, x, dy, gamma, save_mean, save_rstd, rows, cols, dx, dgamma,
                               dbeta, accumulate);
-    if (variant != TB_LN_FUSED)
-        return TB_FAIL(TB_ERR_INVALID, "layernorm_bwd: unknown variant %d", (int)variant);
     int t = threads_of(be);
 #pragma omp parallel for num_threads(t) schedule(static) if ((size_t)rows * cols >= PAR_MIN)
     for (int r = 0; r < rows; r++) {
@@ -353,19 +331,6 @@ static int cpu_layernorm_bwd(tb_backend *be, tb_ln_variant variant, const float 
 }
 
 /* ================================================================ attention */
-
-static int attn_check(const char *op, tb_attn_variant variant, const tb_attn_desc *d)
-{
-    if (!d || d->batch < 1 || d->heads < 1 || d->seq < 1 || d->head_dim < 1)
-        return TB_FAIL(TB_ERR_INVALID, "%s: B %d, H %d, T %d, D %d (all must be >= 1)", op,
-                       d ? d->batch : 0, d ? d->heads : 0, d ? d->seq : 0,
-                       d ? d->head_dim : 0);
-    if (variant != TB_ATTN_MANUAL && variant != TB_ATTN_FUSED)
-        return TB_FAIL(TB_ERR_INVALID, "%s: unknown variant %d", op, (int)variant);
-    if (!isfinite(d->scale))
-        return TB_FAIL(TB_ERR_INVALID, "%s: scale %g", op, (double)d->scale);
-    return TB_OK;
-}
 
 static size_t attn_heads(const tb_attn_desc *d) { return (size_t)d->batch * d->heads; }
 
@@ -787,7 +752,7 @@ static int cpu_attention_workspace(tb_backend *be, tb_attn_variant variant,
                                    const tb_attn_desc *d, size_t *saved_bytes,
                                    size_t *temp_bytes)
 {
-    TB_TRY(attn_check("attention_workspace", variant, d));
+    TB_TRY(tb_check_attention("attention_workspace", variant, d));
     size_t rows = attn_heads(d) * d->seq;
     size_t saved = sizeof(float) * rows * (variant == TB_ATTN_MANUAL ? (size_t)d->seq : 1);
     size_t temp = variant == TB_ATTN_MANUAL
@@ -804,7 +769,7 @@ static int cpu_attention_fwd(tb_backend *be, tb_attn_variant variant, const tb_a
                              const float *q, const float *k, const float *v, float *out,
                              float *saved)
 {
-    TB_TRY(attn_check("attention_fwd", variant, d));
+    TB_TRY(tb_check_attention("attention_fwd", variant, d));
     if (variant == TB_ATTN_MANUAL)
         return attn_fwd_manual(be, d, q, k, v, out, saved);
     return attn_fwd_fused(be, d, q, k, v, out, saved);
@@ -815,7 +780,7 @@ static int cpu_attention_bwd(tb_backend *be, tb_attn_variant variant, const tb_a
                              const float *dout, const float *saved, float *dq, float *dk,
                              float *dv)
 {
-    TB_TRY(attn_check("attention_bwd", variant, d));
+    TB_TRY(tb_check_attention("attention_bwd", variant, d));
     if (variant == TB_ATTN_MANUAL)
         return attn_bwd_manual(be, d, q, k, v, dout, saved, dq, dk, dv);
     return attn_bwd_fused(be, d, q, k, v, out, dout, saved, dq, dk, dv);

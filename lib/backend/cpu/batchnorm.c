@@ -12,22 +12,11 @@
 
 #include "kernels/bn_math.h"
 #include "lib/backend/backend.h"
+#include "lib/backend/checks.h"
 #include "lib/backend/cpu/ops_common.h"
 #include "lib/core/status.h"
 
 #define BN_ROW_CHUNKS ((size_t)64) /* NHWC batch norm: fixed row chunks of the sums */
-
-static int bn_check(const tb_bn_desc *d, int training)
-{
-    if (d->n < 1 || d->c < 1 || d->hw < 1 || (d->layout != TB_NCHW && d->layout != TB_NHWC))
-        return TB_FAIL(TB_ERR_INVALID, "batch norm: bad shape n=%d c=%d hw=%d layout=%d", d->n,
-                       d->c, d->hw, (int)d->layout);
-    if (training && (size_t)d->n * d->hw < 2)
-        return TB_FAIL(TB_ERR_INVALID,
-                       "batch norm: training needs more than 1 value per channel (n=%d hw=%d)",
-                       d->n, d->hw);
-    return TB_OK;
-}
 
 /* Batch statistics done: rounds them, saves mean and invstd, moves the
  * running statistics. */
@@ -156,7 +145,7 @@ static int cpu_bn_fwd_train(tb_backend *be, const tb_bn_desc *d, const float *x,
                             const float *beta, float *y, float *running_mean, float *running_var,
                             float *save_mean, float *save_invstd)
 {
-    TB_TRY(bn_check(d, 1));
+    TB_TRY(tb_check_bn(d, 1));
     int t = threads_of(be);
     size_t total = (size_t)d->n * d->c * d->hw;
     if (d->layout == TB_NCHW) {
@@ -174,7 +163,7 @@ static int cpu_bn_fwd_infer(tb_backend *be, const tb_bn_desc *d, const float *x,
                             const float *beta, const float *running_mean, const float *running_var,
                             float *y)
 {
-    TB_TRY(bn_check(d, 0));
+    TB_TRY(tb_check_bn(d, 0));
     int t = threads_of(be), C = d->c;
     size_t hw = (size_t)d->hw, total = (size_t)d->n * C * hw;
     float *inv;
@@ -300,7 +289,7 @@ static int cpu_bn_bwd(tb_backend *be, const tb_bn_desc *d, const float *x, const
                       const float *gamma, const float *save_mean, const float *save_invstd,
                       float *dx, float *dgamma, float *dbeta, int accumulate)
 {
-    TB_TRY(bn_check(d, 1));
+    TB_TRY(tb_check_bn(d, 1));
     int t = threads_of(be);
     size_t total = (size_t)d->n * d->c * d->hw;
     bn_grads gr = {dx, dgamma, dbeta, accumulate};

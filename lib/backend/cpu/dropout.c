@@ -8,6 +8,7 @@
 #include "kernels/elementwise_math.h"
 #include "kernels/rng_math.h"
 #include "lib/backend/backend.h"
+#include "lib/backend/checks.h"
 #include "lib/backend/cpu/ops_common.h"
 #include "lib/core/status.h"
 
@@ -37,8 +38,7 @@ static void dropout_range(uint64_t seed, uint64_t offset, uint32_t thr, float sc
 static int cpu_dropout_fwd(tb_backend *be, float p, uint64_t seed, uint64_t offset, const float *x,
                            float *y, uint8_t *mask, size_t n)
 {
-    if (!(p >= 0.0f && p <= 1.0f))
-        return TB_FAIL(TB_ERR_INVALID, "dropout probability %g is outside [0, 1]", (double)p);
+    TB_TRY(tb_check_dropout(p));
     int t = threads_of(be);
     uint32_t thr = tb_dropout_threshold(p);
     float scale = tb_dropout_scale(p);
@@ -54,8 +54,7 @@ static int cpu_dropout_fwd(tb_backend *be, float p, uint64_t seed, uint64_t offs
 static int cpu_dropout_bwd(tb_backend *be, float p, const uint8_t *mask, const float *dy, float *dx,
                            size_t n)
 {
-    if (!(p >= 0.0f && p <= 1.0f))
-        return TB_FAIL(TB_ERR_INVALID, "dropout probability %g is outside [0, 1]", (double)p);
+    TB_TRY(tb_check_dropout(p));
     int t = threads_of(be);
     float scale = tb_dropout_scale(p);
 #pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)

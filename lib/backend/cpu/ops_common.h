@@ -1,7 +1,8 @@
 /*
  * ops_common.h - private to the CPU backend's own-kernel op files
- * (elementwise.c, reduce.c, dropout.c, batchnorm.c, pool.c, xent.c, optim.c):
- * their thread count, their static split of work and their scratch memory.
+ * (elementwise.c, reduce.c, dropout.c, batchnorm.c, pool.c, xent.c, optim.c,
+ * attention.c): their thread count, their static split of work, their
+ * ordered double sums and their scratch memory.
  *
  * Speed: OpenMP with ctx->threads threads and a static schedule; the inner
  * loops are `omp simd` so GCC vectorizes them at -O2 for the baseline
@@ -87,7 +88,7 @@ static inline void thread_range(size_t n, size_t *lo, size_t *hi)
     *hi = n * (id + 1) / nt;
 }
 
-/* Sum of x[0, n) in double, in order (reduce_sum, batch norm). */
+/* Sum of x[0, n) in double (reduce_sum, batch norm, layer norm). */
 static inline double sum_f64(const float *x, size_t n)
 {
     double s = 0.0;

@@ -9,6 +9,7 @@
 
 #include "kernels/optim_math.h"
 #include "lib/backend/backend.h"
+#include "lib/backend/checks.h"
 #include "lib/backend/cpu/ops_common.h"
 #include "lib/core/status.h"
 
@@ -196,27 +197,6 @@ static int opt_fused(tb_backend *be, const tb_opt_hparams *hp, const tb_param_vi
     return TB_OK;
 }
 
-static int opt_check(const tb_opt_hparams *hp, const tb_param_view *tensors, int count)
-{
-    if (count < 0 || (count > 0 && !tensors))
-        return TB_FAIL(TB_ERR_INVALID, "opt_step: %d tensors", count);
-    if (hp->step < 1 || !(hp->grad_scale > 0.0f) || isinf(hp->grad_scale))
-        return TB_FAIL(TB_ERR_INVALID, "opt_step: step %d (1-based), grad_scale %g", hp->step,
-                       (double)hp->grad_scale);
-    if (hp->kind >= TB_OPT_LARS) /* lb_check */
-        return TB_OK;
-    int need1 = hp->kind == TB_OPT_ADAMW || hp->momentum != 0.0f;
-    int need2 = hp->kind == TB_OPT_ADAMW;
-    for (int i = 0; i < count; i++) {
-        const tb_param_view *tv = &tensors[i];
-        if (tv->n && (!tv->param || !tv->grad || (need1 && !tv->state1) ||
-                      (need2 && !tv->state2)))
-            return TB_FAIL(TB_ERR_INVALID, "opt_step: tensor %d lacks a buffer this optimizer "
-                           "needs", i);
-    }
-    return TB_OK;
-}
-
 /* ---- large-batch optimizers (LARS, LAMB, NovoGrad; kernels/optim_math.h).
  * Every tensor is cut into chunks of LB_CHUNK elements; phase 1 reduces
  * each chunk's sums of squares into two doubles, the chunks of a tensor are
@@ -358,29 +338,9 @@ static int lb_run(tb_backend *be, const lb_coefs *k, const tb_param_view *tensor
     return TB_OK;
 }
 
-static int lb_check(const tb_opt_hparams *hp, const tb_param_view *tensors, int count)
-{
-    int need1 = hp->kind != TB_OPT_LARS || hp->momentum != 0.0f;
-    int need2 = hp->kind == TB_OPT_LAMB, need_ts = hp->kind == TB_OPT_NOVOGRAD;
-    /* trust_coef 0 would freeze every tensor with a nonzero norm (trust 0)
-     * and step only the zero-norm ones: a LARS that silently never learns */
-    if (hp->kind == TB_OPT_LARS && !(hp->trust_coef > 0.0f && isfinite(hp->trust_coef)))
-        return TB_FAIL(TB_ERR_INVALID, "opt_step: LARS trust_coef %g must be finite and > 0 "
-                       "(set tb_opt_hparams.trust_coef, e.g. 0.001)", (double)hp->trust_coef);
-    for (int i = 0; i < count; i++) {
-        const tb_param_view *tv = &tensors[i];
-        if (tv->n && (!tv->param || !tv->grad || (need1 && !tv->state1) ||
-                      (need2 && !tv->state2) || (need_ts && !tv->tensor_state)))
-            return TB_FAIL(TB_ERR_INVALID, "opt_step: tensor %d lacks a buffer this optimizer "
-                           "needs", i);
-    }
-    return TB_OK;
-}
-
 static int opt_large_batch(tb_backend *be, const tb_opt_hparams *hp,
                            const tb_param_view *tensors, int count, int fused)
 {
-    TB_TRY(lb_check(hp, tensors, count));
     lb_coefs k = {.kind = hp->kind};
     k.lars = tb_lars_coef_make(hp->lr, hp->momentum, hp->weight_decay, hp->trust_coef, hp->eps,
                                hp->step, hp->grad_scale);
@@ -398,9 +358,7 @@ static int opt_large_batch(tb_backend *be, const tb_opt_hparams *hp,
 static int cpu_opt_step(tb_backend *be, const tb_opt_hparams *hp, const tb_param_view *tensors,
                         int count, int fused)
 {
-    if (hp->kind < TB_OPT_SGD || hp->kind > TB_OPT_NOVOGRAD)
-        return TB_FAIL(TB_ERR_INVALID, "opt_step: unknown optimizer %d", (int)hp->kind);
-    TB_TRY(opt_check(hp, tensors, count));
+    TB_TRY(tb_check_opt_step(hp, tensors, count));
     if (hp->kind >= TB_OPT_LARS)
         return opt_large_batch(be, hp, tensors, count, fused);
     tb_sgd_coef sgd = tb_sgd_coef_make(hp->lr, hp->momentum, hp->weight_decay, hp->step,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/backend/backend.h"
+#include "lib/backend/checks.h"
 #include "lib/backend/cpu/ops_common.h"
 #include "lib/core/status.h"
 
@@ -18,21 +19,7 @@ typedef struct pool_geom {
 
 static int pool_check(const tb_pool_desc *d, pool_geom *g)
 {
-    if (d->n < 1 || d->c < 1 || d->h < 1 || d->w < 1 || d->window < 1 || d->stride < 1 ||
-        d->pad < 0 || (d->layout != TB_NCHW && d->layout != TB_NHWC) ||
-        (d->kind != TB_POOL_MAX && d->kind != TB_POOL_AVG))
-        return TB_FAIL(TB_ERR_INVALID, "pooling: bad descriptor n=%d c=%d h=%d w=%d window=%d "
-                       "stride=%d pad=%d", d->n, d->c, d->h, d->w, d->window, d->stride, d->pad);
-    if (2 * d->pad > d->window)
-        return TB_FAIL(TB_ERR_INVALID, "pooling: pad %d is more than half the window %d",
-                       d->pad, d->window);
-    if (d->h + 2 * d->pad < d->window || d->w + 2 * d->pad < d->window)
-        return TB_FAIL(TB_ERR_INVALID, "pooling: window %d larger than the padded %dx%d input",
-                       d->window, d->h, d->w);
-    if ((double)d->n * d->c * d->h * d->w > (double)INT32_MAX)
-        return TB_FAIL(TB_ERR_INVALID, "pooling: input too large for int32 argmax indices");
-    g->P = (d->h + 2 * d->pad - d->window) / d->stride + 1;
-    g->Q = (d->w + 2 * d->pad - d->window) / d->stride + 1;
+    TB_TRY(tb_check_pool(d, &g->P, &g->Q));
     g->area = (float)d->window * (float)d->window;
     return TB_OK;
 }

@@ -7,13 +7,13 @@
 
 #include "kernels/elementwise_math.h"
 #include "lib/backend/backend.h"
+#include "lib/backend/checks.h"
 #include "lib/backend/cpu/ops_common.h"
 #include "lib/core/status.h"
 
 static int xent_check(const int32_t *labels, int rows, int classes)
 {
-    if (rows < 0 || classes < 1)
-        return TB_FAIL(TB_ERR_INVALID, "softmax cross-entropy: rows %d, classes %d", rows, classes);
+    TB_TRY(tb_check_xent(rows, classes));
     for (int r = 0; r < rows; r++)
         if (labels[r] < 0 || labels[r] >= classes)
             return TB_FAIL(TB_ERR_INVALID, "softmax cross-entropy: label %d of row %d is not in "

@@ -30,6 +30,7 @@
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 #include "lib/backend/backend.h"
+#include "lib/backend/checks.h"
 #include "lib/backend/cuda/cuda.h"
 #include "lib/backend/cuda/check.h"
 #include "lib/core/status.h"
@@ -44,16 +45,10 @@ struct cuda_bn_cache {
     bn_entry e[2]; /* by layout */
 };
 
-/* The CPU backend's rules (lib/backend/cpu/batchnorm.c bn_check). */
+/* lib/backend/checks.h's rules, and cuDNN's minimum eps. */
 static int bn_check(const tb_bn_desc *d, int training)
 {
-    if (d->n < 1 || d->c < 1 || d->hw < 1 || (d->layout != TB_NCHW && d->layout != TB_NHWC))
-        return TB_FAIL(TB_ERR_INVALID, "batch norm: bad shape n=%d c=%d hw=%d layout=%d", d->n,
-                       d->c, d->hw, (int)d->layout);
-    if (training && (size_t)d->n * d->hw < 2)
-        return TB_FAIL(TB_ERR_INVALID,
-                       "batch norm: training needs more than 1 value per channel (n=%d hw=%d)",
-                       d->n, d->hw);
+    TB_TRY(tb_check_bn(d, training));
     if (!(d->eps >= CUDNN_BN_MIN_EPSILON))
         return TB_FAIL(TB_ERR_INVALID, "batch norm: eps %g is below cuDNN's minimum %g",
                        (double)d->eps, (double)CUDNN_BN_MIN_EPSILON);

@@ -11,22 +11,16 @@
 #include "kernels/elementwise_math.h"
 #include "kernels/rng_math.h"
 #include "lib/backend/backend.h"
+#include "lib/backend/checks.h"
 #include "lib/backend/cuda/cuda.h"
 #include "lib/core/status.h"
 
 static void *stream_of(tb_backend *be) { return (void *)tb_cuda_ctx(be)->compute; }
 
-static int dropout_check(float p)
-{
-    if (!(p >= 0.0f && p <= 1.0f))
-        return TB_FAIL(TB_ERR_INVALID, "dropout probability %g is outside [0, 1]", (double)p);
-    return TB_OK;
-}
-
 static int cuda_dropout_fwd(tb_backend *be, float p, uint64_t seed, uint64_t offset,
                             const float *x, float *y, uint8_t *mask, size_t n)
 {
-    TB_TRY(dropout_check(p));
+    TB_TRY(tb_check_dropout(p));
     TB_TRY(tb_cuda_bind(be));
     return tb_cuda_dropout_fwd(seed, offset, tb_dropout_threshold(p), tb_dropout_scale(p), x, y,
                                mask, n, stream_of(be));
@@ -35,7 +29,7 @@ static int cuda_dropout_fwd(tb_backend *be, float p, uint64_t seed, uint64_t off
 static int cuda_dropout_bwd(tb_backend *be, float p, const uint8_t *mask, const float *dy,
                             float *dx, size_t n)
 {
-    TB_TRY(dropout_check(p));
+    TB_TRY(tb_check_dropout(p));
     TB_TRY(tb_cuda_bind(be));
     return tb_cuda_dropout_bwd(tb_dropout_scale(p), mask, dy, dx, n, stream_of(be));
 }

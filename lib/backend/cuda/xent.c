@@ -9,23 +9,16 @@
 
 #include "kernels/xent.h"
 #include "lib/backend/backend.h"
+#include "lib/backend/checks.h"
 #include "lib/backend/cuda/cuda.h"
 #include "lib/core/status.h"
 
 static void *stream_of(tb_backend *be) { return (void *)tb_cuda_ctx(be)->compute; }
 
-static int xent_check(int rows, int classes)
-{
-    if (rows < 0 || classes < 1)
-        return TB_FAIL(TB_ERR_INVALID, "softmax cross-entropy: rows %d, classes %d", rows,
-                       classes);
-    return TB_OK;
-}
-
 static int cuda_softmax_xent_fwd(tb_backend *be, const float *logits, const int32_t *labels,
                                  int rows, int classes, float *probs, float *loss)
 {
-    TB_TRY(xent_check(rows, classes));
+    TB_TRY(tb_check_xent(rows, classes));
     TB_TRY(tb_cuda_bind(be));
     return tb_cuda_softmax_xent_fwd(logits, labels, rows, classes, probs, loss, stream_of(be));
 }
@@ -33,7 +26,7 @@ static int cuda_softmax_xent_fwd(tb_backend *be, const float *logits, const int3
 static int cuda_softmax_xent_bwd(tb_backend *be, const float *probs, const int32_t *labels,
                                  int rows, int classes, float scale, float *dlogits)
 {
-    TB_TRY(xent_check(rows, classes));
+    TB_TRY(tb_check_xent(rows, classes));
     TB_TRY(tb_cuda_bind(be));
     return tb_cuda_softmax_xent_bwd(probs, labels, rows, classes, scale, dlogits, stream_of(be));
 }
