@@ -25,13 +25,7 @@
 
 #include <math.h>
 
-#ifndef TB_HD
-#ifdef __CUDACC__
-#define TB_HD __host__ __device__ inline
-#else
-#define TB_HD static inline
-#endif
-#endif
+#include "kernels/host_device.h"
 
 TB_HD float tb_bn_invstd_f(float var, float eps) { return 1.0f / sqrtf(var + eps); }
 

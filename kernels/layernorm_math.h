@@ -18,7 +18,7 @@
  * The fused and unfused variants run these same steps; the unfused one
  * stores each step's result to memory (one pass each), the fused one keeps
  * them in registers. Every multiply and add goes through TB_MUL / TB_ADD
- * (kernels/gelu_math.h) so nvcc does not contract them into FMAs; on the
+ * (kernels/host_device.h) so nvcc does not contract them into FMAs; on the
  * host GCC may still contract the fused path's steps, so fused and unfused
  * agree within an ulp or two per step, not bitwise.
  *
@@ -30,7 +30,7 @@
 
 #include <math.h>
 
-#include "kernels/gelu_math.h" /* TB_HD, TB_MUL, TB_ADD */
+#include "kernels/host_device.h"
 
 /* x - mean */
 TB_HD float tb_ln_center_f(float x, float mean) { return TB_ADD(x, -mean); }

@@ -29,13 +29,7 @@
 
 #include <math.h>
 
-#ifndef TB_HD
-#ifdef __CUDACC__
-#define TB_HD __host__ __device__ inline
-#else
-#define TB_HD static inline
-#endif
-#endif
+#include "kernels/host_device.h"
 
 /* ---- the steps: one PyTorch in-place op each ---- */
 TB_HD float tb_opt_step_mul(float a, float k) { return a * k; }                      /* a.mul_(k) */

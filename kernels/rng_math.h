@@ -23,13 +23,7 @@
 
 #include <stdint.h>
 
-#ifndef TB_HD
-#ifdef __CUDACC__
-#define TB_HD __host__ __device__ inline
-#else
-#define TB_HD static inline
-#endif
-#endif
+#include "kernels/host_device.h"
 
 /* A bijection on 32 bits with low bias (C. Wellons, "hash prospector"). */
 TB_HD uint32_t tb_hash32(uint32_t x)
