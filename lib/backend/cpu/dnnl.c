@@ -75,6 +75,7 @@
 
 #include "lib/backend/backend.h"
 #include "lib/backend/cpu/cpu.h"
+#include "lib/core/rng.h"
 
 /* Checks a dnnl_status_t; on failure records the call, file, line and
  * oneDNN's status name, and returns TB_ERR_DNNL (or jumps to label). */
@@ -993,16 +994,6 @@ static int cpu_conv_algo_default(tb_backend *be, const tb_conv_desc *d, tb_conv_
     return TB_OK;
 }
 
-/* Uniform [-1, 1): the autotuner never times zeros (some paths skip them). */
-static void fill_random(float *p, size_t n, uint64_t seed)
-{
-    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
-    for (size_t i = 0; i < n; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        p[i] = (float)((double)(s >> 40) / (double)(1ull << 23) - 1.0);
-    }
-}
-
 /* Scratch operands for timing: (x-side, w, y-side) in the caller's layout. */
 typedef struct find_buffers {
     float *x, *w, *y;
@@ -1024,9 +1015,10 @@ static int find_buffers_alloc(tb_backend *be, const tb_conv_desc *d, find_buffer
     TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&b->x, nx * sizeof(float)), out_free_buffers);
     TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&b->w, nw * sizeof(float)), out_free_buffers);
     TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&b->y, ny * sizeof(float)), out_free_buffers);
-    fill_random(b->x, nx, 1);
-    fill_random(b->w, nw, 2);
-    fill_random(b->y, ny, 3);
+    /* the autotuner never times zeros (some paths skip them) */
+    tb_rng_fill(b->x, nx, 1, -1.0, 1.0);
+    tb_rng_fill(b->w, nw, 2, -1.0, 1.0);
+    tb_rng_fill(b->y, ny, 3, -1.0, 1.0);
     return TB_OK;
 
 out_free_buffers:
