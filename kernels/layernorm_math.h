@@ -32,6 +32,19 @@
 
 #include "kernels/host_device.h"
 
+/* The unfused variant's passes, one element-wise step each over a
+ * (rows x cols) tensor: element (r, c) of a and b, row[r], col[c]. */
+typedef enum tb_ln_pass {
+    TB_LN_PASS_CENTER,    /* out = a - row[r] */
+    TB_LN_PASS_SQUARE,    /* out = a * a */
+    TB_LN_PASS_SCALE_ROW, /* out = a * row[r] */
+    TB_LN_PASS_MUL_COL,   /* out = a * col[c] */
+    TB_LN_PASS_ADD_COL,   /* out = a + col[c] */
+    TB_LN_PASS_MUL,       /* out = a * b */
+    TB_LN_PASS_SUB_ROW,   /* out = a - row[r] (same op as CENTER) */
+    TB_LN_PASS_SUB,       /* out = a - b */
+} tb_ln_pass;
+
 /* x - mean */
 TB_HD float tb_ln_center_f(float x, float mean) { return TB_ADD(x, -mean); }
 

@@ -163,53 +163,42 @@ static void ln_param_grad(int t, const float *x, const float *dy, const float *p
 
 /* ---- unfused: one pass over the tensor per step ---- */
 
-typedef enum ln_pass {
-    LN_CENTER,    /* out = a - row[r] */
-    LN_SQUARE,    /* out = a * a */
-    LN_SCALE_ROW, /* out = a * row[r] */
-    LN_MUL_COL,   /* out = a * col[c] */
-    LN_ADD_COL,   /* out = a + col[c] */
-    LN_MUL,       /* out = a * b */
-    LN_SUB_ROW,   /* out = a - row[r] (same op as LN_CENTER) */
-    LN_SUB,       /* out = a - b */
-} ln_pass;
-
-static void ln_pass_row(ln_pass k, const float *a, const float *b, float rv, const float *col,
+static void ln_pass_row(tb_ln_pass k, const float *a, const float *b, float rv, const float *col,
                         float *out, int cols)
 {
     switch (k) {
-    case LN_CENTER:
-    case LN_SUB_ROW:
+    case TB_LN_PASS_CENTER:
+    case TB_LN_PASS_SUB_ROW:
 #pragma omp simd
         for (int c = 0; c < cols; c++)
             out[c] = tb_ln_center_f(a[c], rv);
         break;
-    case LN_SQUARE:
+    case TB_LN_PASS_SQUARE:
 #pragma omp simd
         for (int c = 0; c < cols; c++)
             out[c] = tb_ln_square_f(a[c]);
         break;
-    case LN_SCALE_ROW:
+    case TB_LN_PASS_SCALE_ROW:
 #pragma omp simd
         for (int c = 0; c < cols; c++)
             out[c] = tb_ln_normalize_f(a[c], rv);
         break;
-    case LN_MUL_COL:
+    case TB_LN_PASS_MUL_COL:
 #pragma omp simd
         for (int c = 0; c < cols; c++)
             out[c] = TB_MUL(a[c], col[c]);
         break;
-    case LN_ADD_COL:
+    case TB_LN_PASS_ADD_COL:
 #pragma omp simd
         for (int c = 0; c < cols; c++)
             out[c] = TB_ADD(a[c], col[c]);
         break;
-    case LN_MUL:
+    case TB_LN_PASS_MUL:
 #pragma omp simd
         for (int c = 0; c < cols; c++)
             out[c] = TB_MUL(a[c], b[c]);
         break;
-    case LN_SUB:
+    case TB_LN_PASS_SUB:
 #pragma omp simd
         for (int c = 0; c < cols; c++)
             out[c] = TB_ADD(a[c], -b[c]);
@@ -218,7 +207,7 @@ static void ln_pass_row(ln_pass k, const float *a, const float *b, float rv, con
 }
 
 /* One element-wise pass over rows x cols; row is per-row (may be NULL). */
-static void ln_pass_all(int t, ln_pass k, const float *a, const float *b, const float *row,
+static void ln_pass_all(int t, tb_ln_pass k, const float *a, const float *b, const float *row,
                         const float *col, float *out, int rows, int cols)
 {
 #pragma omp parallel for num_threads(t) schedule(static) if ((size_t)rows * cols >= PAR_MIN)
@@ -244,15 +233,15 @@ static int ln_fwd_unfused(tb_backend *be, const float *x, const float *gamma, co
     float *xc, *tmp;
     TB_TRY(be->dev_alloc(be, (void **)&xc, n * sizeof(float)));
     TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&tmp, n * sizeof(float)), out_free_xc);
-    ln_row_means(t, x, mean, rows, cols);                                 /* mean */
-    ln_pass_all(t, LN_CENTER, x, NULL, mean, NULL, xc, rows, cols);       /* xc = x - mean */
-    ln_pass_all(t, LN_SQUARE, xc, NULL, NULL, NULL, tmp, rows, cols);     /* xc * xc */
-    ln_row_means(t, tmp, rstd, rows, cols);                               /* var */
-    for (int r = 0; r < rows; r++)                                        /* rsqrt(var + eps) */
+    ln_row_means(t, x, mean, rows, cols);                                     /* mean */
+    ln_pass_all(t, TB_LN_PASS_CENTER, x, NULL, mean, NULL, xc, rows, cols);   /* xc = x - mean */
+    ln_pass_all(t, TB_LN_PASS_SQUARE, xc, NULL, NULL, NULL, tmp, rows, cols); /* xc * xc */
+    ln_row_means(t, tmp, rstd, rows, cols);                                   /* var */
+    for (int r = 0; r < rows; r++)                                            /* rsqrt(var + eps) */
         rstd[r] = tb_ln_rstd_f(rstd[r], eps);
-    ln_pass_all(t, LN_SCALE_ROW, xc, NULL, rstd, NULL, tmp, rows, cols);  /* xhat */
-    ln_pass_all(t, LN_MUL_COL, tmp, NULL, NULL, gamma, y, rows, cols);    /* * gamma */
-    ln_pass_all(t, LN_ADD_COL, y, NULL, NULL, beta, y, rows, cols);       /* + beta */
+    ln_pass_all(t, TB_LN_PASS_SCALE_ROW, xc, NULL, rstd, NULL, tmp, rows, cols); /* xhat */
+    ln_pass_all(t, TB_LN_PASS_MUL_COL, tmp, NULL, NULL, gamma, y, rows, cols);   /* * gamma */
+    ln_pass_all(t, TB_LN_PASS_ADD_COL, y, NULL, NULL, beta, y, rows, cols);      /* + beta */
     rc = be->dev_free(be, tmp);
 out_free_xc:;
     int rc2 = be->dev_free(be, xc);
@@ -272,18 +261,18 @@ static int ln_bwd_unfused(tb_backend *be, const float *x, const float *dy, const
     TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&rowv, 2 * (size_t)rows * sizeof(float) + 1),
                 out_free_g);
     float *a = rowv, *c = rowv + rows;
-    ln_pass_all(t, LN_CENTER, x, NULL, mean, NULL, xhat, rows, cols);     /* x - mean */
-    ln_pass_all(t, LN_SCALE_ROW, xhat, NULL, rstd, NULL, xhat, rows, cols); /* xhat */
-    ln_pass_all(t, LN_MUL, dy, xhat, NULL, NULL, dx, rows, cols);         /* dy * xhat */
+    ln_pass_all(t, TB_LN_PASS_CENTER, x, NULL, mean, NULL, xhat, rows, cols);       /* x - mean */
+    ln_pass_all(t, TB_LN_PASS_SCALE_ROW, xhat, NULL, rstd, NULL, xhat, rows, cols); /* xhat */
+    ln_pass_all(t, TB_LN_PASS_MUL, dy, xhat, NULL, NULL, dx, rows, cols);           /* dy * xhat */
     ln_param_grad(t, x, dy, dx, mean, rstd, rows, cols, dgamma, dbeta, accumulate);
-    ln_pass_all(t, LN_MUL_COL, dy, NULL, NULL, gamma, g, rows, cols);     /* g = dy * gamma */
-    ln_row_means(t, g, a, rows, cols);                                    /* a = mean(g) */
-    ln_pass_all(t, LN_MUL, g, xhat, NULL, NULL, dx, rows, cols);          /* g * xhat */
-    ln_row_means(t, dx, c, rows, cols);                                   /* c = mean(g xhat) */
-    ln_pass_all(t, LN_SUB_ROW, g, NULL, a, NULL, g, rows, cols);          /* g - a */
-    ln_pass_all(t, LN_SCALE_ROW, xhat, NULL, c, NULL, dx, rows, cols);    /* xhat * c */
-    ln_pass_all(t, LN_SUB, g, dx, NULL, NULL, g, rows, cols);             /* (g - a) - xhat c */
-    ln_pass_all(t, LN_SCALE_ROW, g, NULL, rstd, NULL, dx, rows, cols);    /* * rstd */
+    ln_pass_all(t, TB_LN_PASS_MUL_COL, dy, NULL, NULL, gamma, g, rows, cols); /* g = dy * gamma */
+    ln_row_means(t, g, a, rows, cols); /* a = mean(g) */
+    ln_pass_all(t, TB_LN_PASS_MUL, g, xhat, NULL, NULL, dx, rows, cols); /* g * xhat */
+    ln_row_means(t, dx, c, rows, cols); /* c = mean(g xhat) */
+    ln_pass_all(t, TB_LN_PASS_SUB_ROW, g, NULL, a, NULL, g, rows, cols); /* g - a */
+    ln_pass_all(t, TB_LN_PASS_SCALE_ROW, xhat, NULL, c, NULL, dx, rows, cols); /* xhat * c */
+    ln_pass_all(t, TB_LN_PASS_SUB, g, dx, NULL, NULL, g, rows, cols); /* (g - a) - xhat c */
+    ln_pass_all(t, TB_LN_PASS_SCALE_ROW, g, NULL, rstd, NULL, dx, rows, cols); /* * rstd */
     rc = be->dev_free(be, rowv);
 out_free_g:;
     int rc2 = be->dev_free(be, g);
