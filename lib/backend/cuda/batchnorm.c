@@ -118,6 +118,15 @@ int tb_cuda_bn_release(tb_backend *be)
     return rc;
 }
 
+/* The checks, the device, and the descriptors of d's shape: what every
+ * slot does first. */
+static int bn_prepare(tb_backend *be, const tb_bn_desc *d, int training, bn_entry **e)
+{
+    TB_TRY(bn_check(d, training));
+    TB_TRY(tb_cuda_bind(be));
+    return entry_get(be, d, e);
+}
+
 static int cuda_bn_fwd_train(tb_backend *be, const tb_bn_desc *d, const float *x,
                              const float *gamma, const float *beta, float *y, float *running_mean,
                              float *running_var, float *save_mean, float *save_invstd)
@@ -125,9 +134,7 @@ static int cuda_bn_fwd_train(tb_backend *be, const tb_bn_desc *d, const float *x
     const float one = 1.0f, zero = 0.0f;
     bn_entry *e;
 
-    TB_TRY(bn_check(d, 1));
-    TB_TRY(tb_cuda_bind(be));
-    TB_TRY(entry_get(be, d, &e));
+    TB_TRY(bn_prepare(be, d, 1, &e));
     TB_CHECK_CUDNN(cudnnBatchNormalizationForwardTraining(
         tb_cuda_ctx(be)->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, e->x, x, e->x, y, e->param,
         gamma, beta, (double)d->momentum, running_mean, running_var, (double)d->eps, save_mean,
@@ -142,9 +149,7 @@ static int cuda_bn_fwd_infer(tb_backend *be, const tb_bn_desc *d, const float *x
     const float one = 1.0f, zero = 0.0f;
     bn_entry *e;
 
-    TB_TRY(bn_check(d, 0));
-    TB_TRY(tb_cuda_bind(be));
-    TB_TRY(entry_get(be, d, &e));
+    TB_TRY(bn_prepare(be, d, 0, &e));
     TB_CHECK_CUDNN(cudnnBatchNormalizationForwardInference(
         tb_cuda_ctx(be)->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, e->x, x, e->x, y, e->param,
         gamma, beta, running_mean, running_var, (double)d->eps));
@@ -158,9 +163,7 @@ static int cuda_bn_bwd(tb_backend *be, const tb_bn_desc *d, const float *x, cons
     const float one = 1.0f, zero = 0.0f, param_beta = accumulate ? 1.0f : 0.0f;
     bn_entry *e;
 
-    TB_TRY(bn_check(d, 1));
-    TB_TRY(tb_cuda_bind(be));
-    TB_TRY(entry_get(be, d, &e));
+    TB_TRY(bn_prepare(be, d, 1, &e));
     /* cuDNN writes dgamma and dbeta through separate pointers of one
      * descriptor: the slot's two buffers. */
     TB_CHECK_CUDNN(cudnnBatchNormalizationBackward(
