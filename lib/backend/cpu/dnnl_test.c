@@ -1,6 +1,6 @@
 /*
  * dnnl_test.c - the CPU backend's oneDNN GEMM and convolution
- * (lib/backend/cpu/dnnl.c) against the plain reference (lib/backend/ref/conv.c).
+ * (lib/backend/cpu/gemm.c, conv.c) against the plain reference (lib/backend/ref/conv.c).
  *   bazel test //lib/backend/cpu:cpu_dnnl_test
  *
  * Runs on a minimal table (only the dnnl slots and a counting dev_alloc),
