@@ -79,6 +79,22 @@ __device__ __forceinline__ void att_load(float (*dst)[LD], const float *src, int
 
 /* ---------------------------------------------------------------- fused forward */
 
+template <int DPT>
+__device__ __forceinline__ void att_zero(float (&acc)[DPT])
+{
+#pragma unroll
+    for (int x = 0; x < DPT; x++)
+        acc[x] = 0.0f;
+}
+
+/* Keys a query tile [q0, q0 + BQ) attends to are [0, att_key_end): all T,
+ * or under the causal mask none past the tile's last row. */
+template <int BQ>
+__device__ __forceinline__ int att_key_end(int causal, int q0, int T)
+{
+    return causal && q0 + BQ < T ? q0 + BQ : T;
+}
+
 /* acc[x] += sum over j < N of w[j] * tile[j][sub + TPR x]: this thread's
  * columns of one row of (weights x tile). */
 template <int DPT, int TPR, int N, int LD>
@@ -131,10 +147,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
         l_s[tid] = 0.0f;
     }
     float acc[DPT];
-#pragma unroll
-    for (int x = 0; x < DPT; x++)
-        acc[x] = 0.0f;
-    const int kend = causal && q0 + BQ < T ? q0 + BQ : T;
+    att_zero(acc);
+    const int kend = att_key_end<BQ>(causal, q0, T);
     for (int k0 = 0; k0 < kend; k0 += BK) {
         __syncthreads(); /* the previous tile's readers are done */
         att_load<BK, MAXD, MAXD + 1>(Ks, k, k0, T, D);
@@ -313,10 +327,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
     att_load<BQ, MAXD, MAXD + 1>(dOs, dout, q0, T, D);
     att_load_rows<BQ>(lse_s, rd_s, lse, rowdot, q0, T);
     float acc[DPT];
-#pragma unroll
-    for (int x = 0; x < DPT; x++)
-        acc[x] = 0.0f;
-    const int kend = causal && q0 + BQ < T ? q0 + BQ : T;
+    att_zero(acc);
+    const int kend = att_key_end<BQ>(causal, q0, T);
     for (int k0 = 0; k0 < kend; k0 += BK) {
         __syncthreads();
         att_load<BK, MAXD, MAXD + 1>(Ks, k, k0, T, D);
