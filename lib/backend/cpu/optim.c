@@ -213,13 +213,6 @@ typedef struct lb_chunk {
     size_t a, b;              /* elements [a, b) of it */
 } lb_chunk;
 
-typedef struct lb_coefs {
-    tb_opt_kind kind;
-    tb_lars_coef lars;
-    tb_lamb_coef lamb;
-    tb_novograd_coef novo;
-} lb_coefs;
-
 static int lb_workspace(tb_backend *be, size_t nchunks, int count, lb_chunk **ch, double **part,
                         float **scal)
 {
@@ -240,7 +233,7 @@ static int lb_workspace(tb_backend *be, size_t nchunks, int count, lb_chunk **ch
     return TB_OK;
 }
 
-static void lb_phase1(const lb_coefs *k, const tb_param_view *tv, size_t a, size_t b,
+static void lb_phase1(const tb_lb_coefs *k, const tb_param_view *tv, size_t a, size_t b,
                       double *out)
 {
     double s0 = 0.0, s1 = 0.0;
@@ -267,7 +260,7 @@ static void lb_phase1(const lb_coefs *k, const tb_param_view *tv, size_t a, size
 }
 
 /* The per-tensor scalar from its norms; NovoGrad's tensor state advances. */
-static float lb_scalar(const lb_coefs *k, const tb_param_view *tv, double s0, double s1)
+static float lb_scalar(const tb_lb_coefs *k, const tb_param_view *tv, double s0, double s1)
 {
     float w_norm = (float)sqrt(s0), o_norm = (float)sqrt(s1);
     if (k->kind == TB_OPT_LARS)
@@ -279,7 +272,7 @@ static float lb_scalar(const lb_coefs *k, const tb_param_view *tv, double s0, do
     return tb_novograd_denom(&k->novo, v);
 }
 
-static void lb_phase2(const lb_coefs *k, float scalar, const tb_param_view *tv, size_t a,
+static void lb_phase2(const tb_lb_coefs *k, float scalar, const tb_param_view *tv, size_t a,
                       size_t b)
 {
     float *p = tv->param, *s1 = tv->state1, *s2 = tv->state2;
@@ -303,7 +296,7 @@ static void lb_phase2(const lb_coefs *k, float scalar, const tb_param_view *tv, 
 }
 
 /* Both phases over tensors[0..count). */
-static int lb_run(tb_backend *be, const lb_coefs *k, const tb_param_view *tensors, int count)
+static int lb_run(tb_backend *be, const tb_lb_coefs *k, const tb_param_view *tensors, int count)
 {
     size_t nchunks = 0, c = 0, total = 0;
     for (int i = 0; i < count; i++) {
@@ -341,13 +334,7 @@ static int lb_run(tb_backend *be, const lb_coefs *k, const tb_param_view *tensor
 static int opt_large_batch(tb_backend *be, const tb_opt_hparams *hp,
                            const tb_param_view *tensors, int count, int fused)
 {
-    lb_coefs k = {.kind = hp->kind};
-    k.lars = tb_lars_coef_make(hp->lr, hp->momentum, hp->weight_decay, hp->trust_coef, hp->eps,
-                               hp->step, hp->grad_scale);
-    k.lamb = tb_lamb_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2, hp->eps,
-                               hp->step, hp->grad_scale);
-    k.novo = tb_novograd_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2, hp->eps,
-                                   hp->step, hp->grad_scale);
+    tb_lb_coefs k = tb_lb_coefs_make(hp);
     if (fused)
         return lb_run(be, &k, tensors, count);
     for (int i = 0; i < count; i++)
@@ -361,10 +348,9 @@ static int cpu_opt_step(tb_backend *be, const tb_opt_hparams *hp, const tb_param
     TB_TRY(tb_check_opt_step(hp, tensors, count));
     if (hp->kind >= TB_OPT_LARS)
         return opt_large_batch(be, hp, tensors, count, fused);
-    tb_sgd_coef sgd = tb_sgd_coef_make(hp->lr, hp->momentum, hp->weight_decay, hp->step,
-                                       hp->grad_scale);
-    tb_adamw_coef adamw = tb_adamw_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2,
-                                             hp->eps, hp->step, hp->grad_scale);
+    tb_sgd_coef sgd;
+    tb_adamw_coef adamw;
+    tb_opt_coefs_make(hp, &sgd, &adamw);
     if (fused)
         return opt_fused(be, hp, tensors, count, &sgd, &adamw);
     for (int i = 0; i < count; i++) {

@@ -212,13 +212,7 @@ static int opt_large_batch(tb_backend *be, const tb_opt_hparams *hp,
     if (nchunks > (size_t)INT32_MAX / 2)
         return TB_FAIL(TB_ERR_INVALID, "opt_step: %zu chunks are more than one launch takes",
                        nchunks);
-    tb_lb_coefs k = {.kind = (int)hp->kind};
-    k.lars = tb_lars_coef_make(hp->lr, hp->momentum, hp->weight_decay, hp->trust_coef, hp->eps,
-                               hp->step, hp->grad_scale);
-    k.lamb = tb_lamb_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2, hp->eps,
-                               hp->step, hp->grad_scale);
-    k.novo = tb_novograd_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2, hp->eps,
-                                   hp->step, hp->grad_scale);
+    tb_lb_coefs k = tb_lb_coefs_make(hp);
     TB_TRY(chunks_build(be, tensors, count, nchunks));
     TB_TRY(chunks_upload(be, nchunks, &dev));
     TB_TRY(tb_cuda_scratch_get(be, &tb_cuda_ctx(be)->opt_tmp,
@@ -245,10 +239,9 @@ static int cuda_opt_step(tb_backend *be, const tb_opt_hparams *hp, const tb_para
     TB_TRY(tb_cuda_bind(be));
     if (hp->kind >= TB_OPT_LARS)
         return opt_large_batch(be, hp, tensors, count, fused);
-    tb_sgd_coef sgd = tb_sgd_coef_make(hp->lr, hp->momentum, hp->weight_decay, hp->step,
-                                       hp->grad_scale);
-    tb_adamw_coef adamw = tb_adamw_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2,
-                                             hp->eps, hp->step, hp->grad_scale);
+    tb_sgd_coef sgd;
+    tb_adamw_coef adamw;
+    tb_opt_coefs_make(hp, &sgd, &adamw);
     if (fused)
         return opt_fused(be, hp, tensors, count, &sgd, &adamw);
     return opt_per_tensor(be, hp, tensors, count, &sgd, &adamw);
