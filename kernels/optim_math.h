@@ -301,12 +301,19 @@ TB_HD tb_lb_coefs tb_lb_coefs_make(const tb_opt_hparams *hp)
     return k;
 }
 
-/* SGD's and AdamW's coefficients (both; the caller uses hp->kind's). */
-TB_HD void tb_opt_coefs_make(const tb_opt_hparams *hp, tb_sgd_coef *sgd, tb_adamw_coef *adamw)
+/* SGD's and AdamW's coefficients, both; hp->kind picks. */
+typedef struct tb_opt_coefs {
+    tb_sgd_coef sgd;
+    tb_adamw_coef adamw;
+} tb_opt_coefs;
+
+TB_HD tb_opt_coefs tb_opt_coefs_make(const tb_opt_hparams *hp)
 {
-    *sgd = tb_sgd_coef_make(hp->lr, hp->momentum, hp->weight_decay, hp->step, hp->grad_scale);
-    *adamw = tb_adamw_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2, hp->eps,
-                                hp->step, hp->grad_scale);
+    tb_opt_coefs k;
+    k.sgd = tb_sgd_coef_make(hp->lr, hp->momentum, hp->weight_decay, hp->step, hp->grad_scale);
+    k.adamw = tb_adamw_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2, hp->eps,
+                                 hp->step, hp->grad_scale);
+    return k;
 }
 
 #endif

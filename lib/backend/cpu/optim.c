@@ -348,16 +348,14 @@ static int cpu_opt_step(tb_backend *be, const tb_opt_hparams *hp, const tb_param
     TB_TRY(tb_check_opt_step(hp, tensors, count));
     if (hp->kind >= TB_OPT_LARS)
         return opt_large_batch(be, hp, tensors, count, fused);
-    tb_sgd_coef sgd;
-    tb_adamw_coef adamw;
-    tb_opt_coefs_make(hp, &sgd, &adamw);
+    tb_opt_coefs k = tb_opt_coefs_make(hp);
     if (fused)
-        return opt_fused(be, hp, tensors, count, &sgd, &adamw);
+        return opt_fused(be, hp, tensors, count, &k.sgd, &k.adamw);
     for (int i = 0; i < count; i++) {
         if (hp->kind == TB_OPT_SGD)
-            TB_TRY(sgd_tensor(be, &sgd, &tensors[i]));
+            TB_TRY(sgd_tensor(be, &k.sgd, &tensors[i]));
         else
-            TB_TRY(adamw_tensor(be, &adamw, &tensors[i]));
+            TB_TRY(adamw_tensor(be, &k.adamw, &tensors[i]));
     }
     return TB_OK;
 }

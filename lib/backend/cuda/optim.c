@@ -239,12 +239,10 @@ static int cuda_opt_step(tb_backend *be, const tb_opt_hparams *hp, const tb_para
     TB_TRY(tb_cuda_bind(be));
     if (hp->kind >= TB_OPT_LARS)
         return opt_large_batch(be, hp, tensors, count, fused);
-    tb_sgd_coef sgd;
-    tb_adamw_coef adamw;
-    tb_opt_coefs_make(hp, &sgd, &adamw);
+    tb_opt_coefs k = tb_opt_coefs_make(hp);
     if (fused)
-        return opt_fused(be, hp, tensors, count, &sgd, &adamw);
-    return opt_per_tensor(be, hp, tensors, count, &sgd, &adamw);
+        return opt_fused(be, hp, tensors, count, &k.sgd, &k.adamw);
+    return opt_per_tensor(be, hp, tensors, count, &k.sgd, &k.adamw);
 }
 
 void tb_cuda_optim_release(tb_backend *be)
