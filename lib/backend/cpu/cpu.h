@@ -1,6 +1,8 @@
 /*
- * cpu.h - what the CPU backend shares with the rest of lib/: its
- * private state (for the CPU op files) and small CPU facts.
+ * cpu.h - private to the CPU backend (lib/backend/cpu/, visible to
+ * //lib/backend/... only): its state (for the op family files), the
+ * installers of those families and small CPU facts. The rest of the tree
+ * reaches the backend through lib/backend/backend.h.
  */
 #ifndef TB_BACKEND_CPU_H
 #define TB_BACKEND_CPU_H
@@ -27,7 +29,7 @@ int tb_cpu_has_avx512_fp16(void);
 /* Op families fill their slots of the CPU backend's table; each lives in its
  * own file. REQUIRES: be->ctx is a tb_cpu_ctx. */
 struct tb_backend;
-int tb_cpu_install_dnnl_ops(struct tb_backend *be);  /* gemm, conv_*: lib/backend/cpu/dnnl.c */
+int tb_cpu_install_dnnl_ops(struct tb_backend *be);  /* gemm.c, conv.c: lib/backend/cpu/dnnl.c */
 int tb_cpu_install_ops(struct tb_backend *be);       /* the rest: lib/backend/cpu/ops_common.c */
 int tb_cpu_install_attn_ops(struct tb_backend *be);  /* layernorm_*, attention_*: lib/backend/cpu/attention.c */
 int tb_cpu_install_cast_ops(struct tb_backend *be);  /* cast_*: lib/backend/cpu/cast.c */

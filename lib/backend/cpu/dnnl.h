@@ -8,7 +8,7 @@
  * it on the way out. Calls on one backend are serialized by a mutex: the
  * cached buffers are shared, and oneDNN already uses every thread per call.
  *
- * Mixed precision (issue 5): bf16 with TB_MATH_LOWP. gemm_lowp is a matmul
+ * Mixed precision: bf16 with TB_MATH_LOWP. gemm_lowp is a matmul
  * with bf16 A and B and an f32 C; a bf16 convolution takes its inputs in
  * bf16 (fwd x, w; bwd data dy, w; bwd filter x, dy) and writes f32 outputs
  * (y, dx, dw, dbias), which oneDNN's bf16 implementations do natively, so
