@@ -521,7 +521,7 @@ void tb_backend_cuda_fill_table(tb_backend *be)
     tb_cuda_install_alloc(be);
     tb_cuda_install_gemm(be);
     tb_cuda_install_conv(be);
-    tb_cuda_install_bn(be);
+    tb_cuda_install_batchnorm(be);
     tb_cuda_install_elementwise(be);
     tb_cuda_install_gelu(be);
     tb_cuda_install_reduce(be);

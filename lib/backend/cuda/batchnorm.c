@@ -173,7 +173,7 @@ static int cuda_bn_bwd(tb_backend *be, const tb_bn_desc *d, const float *x, cons
     return TB_OK;
 }
 
-void tb_cuda_install_bn(tb_backend *be)
+void tb_cuda_install_batchnorm(tb_backend *be)
 {
     be->bn_fwd_train = cuda_bn_fwd_train;
     be->bn_fwd_infer = cuda_bn_fwd_infer;

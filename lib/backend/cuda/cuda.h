@@ -123,7 +123,7 @@ int tb_cuda_scratch_get(tb_backend *be, cuda_scratch *s, size_t bytes, void **p)
 void tb_cuda_install_alloc(tb_backend *be);
 void tb_cuda_install_gemm(tb_backend *be);
 void tb_cuda_install_conv(tb_backend *be);
-void tb_cuda_install_bn(tb_backend *be);
+void tb_cuda_install_batchnorm(tb_backend *be);
 void tb_cuda_install_elementwise(tb_backend *be);
 void tb_cuda_install_gelu(tb_backend *be);
 void tb_cuda_install_reduce(tb_backend *be);
