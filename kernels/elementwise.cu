@@ -28,15 +28,6 @@
 #include "lib/backend/cuda/check.h"
 #include "lib/core/status.h"
 
-struct op_relu {
-    __device__ float operator()(float x) const { return tb_relu_f(x); }
-};
-struct op_relu_bwd {
-    __device__ float operator()(float y, float dy) const { return tb_relu_bwd_f(y, dy); }
-};
-struct op_add {
-    __device__ float operator()(float a, float b) const { return tb_add_f(a, b); }
-};
 struct op_scale {
     float alpha;
     __device__ float operator()(float x) const { return alpha * x; }
@@ -75,17 +66,17 @@ __global__ void dropout_bwd_kernel(float scale, const uint8_t *mask, const float
 
 extern "C" int tb_cuda_relu_fwd(const float *x, float *y, size_t n, void *stream)
 {
-    return tb_launch_unary(x, y, n, op_relu{}, stream);
+    return tb_launch_unary(x, y, n, tb_fn1<tb_relu_f>{}, stream);
 }
 
 extern "C" int tb_cuda_relu_bwd(const float *y, const float *dy, float *dx, size_t n, void *stream)
 {
-    return tb_launch_binary(y, dy, dx, n, op_relu_bwd{}, stream);
+    return tb_launch_binary(y, dy, dx, n, tb_fn2<tb_relu_bwd_f>{}, stream);
 }
 
 extern "C" int tb_cuda_add(const float *a, const float *b, float *y, size_t n, void *stream)
 {
-    return tb_launch_binary(a, b, y, n, op_add{}, stream);
+    return tb_launch_binary(a, b, y, n, tb_fn2<tb_add_f>{}, stream);
 }
 
 extern "C" int tb_cuda_axpby(float alpha, const float *x, float beta, float *y, size_t n,

@@ -34,12 +34,12 @@
 #include "lib/core/status.h"
 
 /* ---- per-element ops, as functors so one kernel template serves all ---- */
-struct op_gelu_fwd {
-    __device__ float operator()(float x) const { return tb_gelu_fwd_f(x); }
-};
-struct op_gelu_bwd {
-    __device__ float operator()(float x, float dy) const { return tb_gelu_bwd_f(x, dy); }
-};
+typedef tb_fn1<tb_gelu_fwd_f> op_gelu_fwd;
+typedef tb_fn2<tb_gelu_bwd_f> op_gelu_bwd;
+typedef tb_fn1<tb_gelu_step_erf> op_erf;
+typedef tb_fn1<tb_gelu_step_exp_neg> op_exp_neg;
+typedef tb_fn2<tb_gelu_step_mul> op_mul;
+typedef tb_fn2<tb_gelu_step_add> op_add;
 struct op_scale {
     float k;
     __device__ float operator()(float a) const { return tb_gelu_step_scale(a, k); }
@@ -47,18 +47,6 @@ struct op_scale {
 struct op_add_scalar {
     float k;
     __device__ float operator()(float a) const { return tb_gelu_step_add_scalar(a, k); }
-};
-struct op_erf {
-    __device__ float operator()(float a) const { return tb_gelu_step_erf(a); }
-};
-struct op_exp_neg {
-    __device__ float operator()(float a) const { return tb_gelu_step_exp_neg(a); }
-};
-struct op_mul {
-    __device__ float operator()(float a, float b) const { return tb_gelu_step_mul(a, b); }
-};
-struct op_add {
-    __device__ float operator()(float a, float b) const { return tb_gelu_step_add(a, b); }
 };
 
 /* Eager PyTorch's forward: t = x * M_SQRT1_2; t = erf(t); t = t + 1;
@@ -80,16 +68,16 @@ static int gelu_fwd_unfused(const float *x, float *y, size_t n, float *t1, float
 static int gelu_bwd_unfused(const float *x, const float *dy, float *dx, size_t n, float *t1,
                             float *t2, cudaStream_t s)
 {
-    TB_TRY(tb_launch_unary(x, t1, n, op_scale{TB_GELU_SQRT1_2}, s));      /* t1 = x / sqrt2     */
-    TB_TRY(tb_launch_unary(t1, t2, n, op_erf{}, s));                      /* t2 = erf(t1)       */
-    TB_TRY(tb_launch_unary(t2, t2, n, op_add_scalar{1.0f}, s));           /* t2 = t2 + 1        */
-    TB_TRY(tb_launch_unary(t2, t2, n, op_scale{0.5f}, s));                /* t2 = Phi(x)        */
-    TB_TRY(tb_launch_binary(t1, t1, t1, n, op_mul{}, s));                 /* t1 = x^2 / 2       */
-    TB_TRY(tb_launch_unary(t1, t1, n, op_exp_neg{}, s));                  /* t1 = exp(-x^2 / 2) */
-    TB_TRY(tb_launch_binary(t1, x, t1, n, op_mul{}, s));                  /* t1 = t1 * x        */
+    TB_TRY(tb_launch_unary(x, t1, n, op_scale{TB_GELU_SQRT1_2}, s));     /* t1 = x / sqrt2     */
+    TB_TRY(tb_launch_unary(t1, t2, n, op_erf{}, s));                     /* t2 = erf(t1)       */
+    TB_TRY(tb_launch_unary(t2, t2, n, op_add_scalar{1.0f}, s));          /* t2 = t2 + 1        */
+    TB_TRY(tb_launch_unary(t2, t2, n, op_scale{0.5f}, s));               /* t2 = Phi(x)        */
+    TB_TRY(tb_launch_binary(t1, t1, t1, n, op_mul{}, s));                /* t1 = x^2 / 2       */
+    TB_TRY(tb_launch_unary(t1, t1, n, op_exp_neg{}, s));                 /* t1 = exp(-x^2 / 2) */
+    TB_TRY(tb_launch_binary(t1, x, t1, n, op_mul{}, s));                 /* t1 = t1 * x        */
     TB_TRY(tb_launch_unary(t1, t1, n, op_scale{TB_GELU_INV_SQRT_2PI}, s)); /* t1 = x phi(x)     */
-    TB_TRY(tb_launch_binary(t2, t1, t2, n, op_add{}, s));                 /* t2 = gelu'(x)      */
-    TB_TRY(tb_launch_binary(dy, t2, dx, n, op_mul{}, s));                 /* dx = dy * gelu'(x) */
+    TB_TRY(tb_launch_binary(t2, t1, t2, n, op_add{}, s));                /* t2 = gelu'(x)      */
+    TB_TRY(tb_launch_binary(dy, t2, dx, n, op_mul{}, s));                /* dx = dy * gelu'(x) */
     return TB_OK;
 }
 

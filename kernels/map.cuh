@@ -59,6 +59,17 @@ __global__ void tb_map_binary_kernel(const float *a, const float *b, float *out,
         out[i] = op(a[i], b[i]);
 }
 
+/* Functors for the map kernels from the plain per-element functions of the
+ * kernels/ *_math.h headers: tb_fn1<tb_relu_f>{}, tb_fn2<tb_add_f>{}. */
+template <float (*F)(float)>
+struct tb_fn1 {
+    __device__ float operator()(float x) const { return F(x); }
+};
+template <float (*F)(float, float)>
+struct tb_fn2 {
+    __device__ float operator()(float a, float b) const { return F(a, b); }
+};
+
 /* out = op(a) on stream; nothing launched for n == 0. */
 template <class Op>
 static int tb_launch_unary(const float *a, float *out, size_t n, Op op, void *stream)
