@@ -79,6 +79,50 @@ __device__ __forceinline__ void att_load(float (*dst)[LD], const float *src, int
 
 /* ---------------------------------------------------------------- fused forward */
 
+template <int DPT>
+__device__ __forceinline__ void att_zero(float (&acc)[DPT])
+{
+#pragma unroll
+    for (int x = 0; x < DPT; x++)
+        acc[x] = 0.0f;
+}
+
+/* Keys a query tile [q0, q0 + BQ) attends to are [0, att_key_end): all T,
+ * or under the causal mask none past the tile's last row. */
+template <int BQ>
+__device__ __forceinline__ int att_key_end(int causal, int q0, int T)
+{
+    return causal && q0 + BQ < T ? q0 + BQ : T;
+}
+
+/* acc[x] += sum over j < N of w[j] * tile[j][sub + TPR x]: this thread's
+ * columns of one row of (weights x tile). */
+template <int DPT, int TPR, int N, int LD>
+__device__ __forceinline__ void att_acc_row(float (&acc)[DPT], const float *w,
+                                            const float (*tile)[LD], int sub)
+{
+    for (int j = 0; j < N; j++) {
+        const float p = w[j];
+#pragma unroll
+        for (int x = 0; x < DPT; x++)
+            acc[x] += p * tile[j][sub + TPR * x];
+    }
+}
+
+/* This thread's columns (< D) of one output row: acc[x] / f when DIV,
+ * acc[x] * f otherwise. */
+template <bool DIV, int DPT, int TPR>
+__device__ __forceinline__ void att_store_row(float *dst, const float (&acc)[DPT], float f,
+                                              int sub, int D)
+{
+#pragma unroll
+    for (int x = 0; x < DPT; x++) {
+        int d = sub + TPR * x;
+        if (d < D)
+            dst[d] = DIV ? acc[x] / f : acc[x] * f;
+    }
+}
+
 template <int MAXD>
 __global__ void __launch_bounds__(ATT_THREADS)
     attn_fwd_kernel(const float *q, const float *k, const float *v, float *out, float *lse,
@@ -103,10 +147,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
         l_s[tid] = 0.0f;
     }
     float acc[DPT];
-#pragma unroll
-    for (int x = 0; x < DPT; x++)
-        acc[x] = 0.0f;
-    const int kend = causal && q0 + BQ < T ? q0 + BQ : T;
+    att_zero(acc);
+    const int kend = att_key_end<BQ>(causal, q0, T);
     for (int k0 = 0; k0 < kend; k0 += BK) {
         __syncthreads(); /* the previous tile's readers are done */
         att_load<BK, MAXD, MAXD + 1>(Ks, k, k0, T, D);
@@ -142,22 +184,12 @@ __global__ void __launch_bounds__(ATT_THREADS)
 #pragma unroll
         for (int x = 0; x < DPT; x++)
             acc[x] *= al;
-        for (int j = 0; j < BK; j++) {
-            const float p = Ss[row][j];
-#pragma unroll
-            for (int x = 0; x < DPT; x++)
-                acc[x] += p * Vs[j][sub + TPR * x];
-        }
+        att_acc_row<DPT, TPR, BK, MAXD>(acc, Ss[row], Vs, sub);
     }
     const int i = q0 + row;
     if (i < T) {
         const float l = l_s[row];
-#pragma unroll
-        for (int x = 0; x < DPT; x++) {
-            int d = sub + TPR * x;
-            if (d < D)
-                out[(size_t)i * D + d] = acc[x] / l;
-        }
+        att_store_row<true, DPT, TPR>(out + (size_t)i * D, acc, l, sub, D);
         if (sub == 0)
             lse[i] = tb_attn_lse_f(m_s[row], l);
     }
@@ -295,10 +327,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
     att_load<BQ, MAXD, MAXD + 1>(dOs, dout, q0, T, D);
     att_load_rows<BQ>(lse_s, rd_s, lse, rowdot, q0, T);
     float acc[DPT];
-#pragma unroll
-    for (int x = 0; x < DPT; x++)
-        acc[x] = 0.0f;
-    const int kend = causal && q0 + BQ < T ? q0 + BQ : T;
+    att_zero(acc);
+    const int kend = att_key_end<BQ>(causal, q0, T);
     for (int k0 = 0; k0 < kend; k0 += BK) {
         __syncthreads();
         att_load<BK, MAXD, MAXD + 1>(Ks, k, k0, T, D);
@@ -307,22 +337,11 @@ __global__ void __launch_bounds__(ATT_THREADS)
         att_bwd_tile<MAXD, BQ, BK>(Qs, dOs, Ks, Vs, lse_s, rd_s, NULL, dSs, q0, k0, T, causal,
                                    scale);
         __syncthreads();
-        for (int c = 0; c < BK; c++) {
-            const float ds = dSs[row][c];
-#pragma unroll
-            for (int x = 0; x < DPT; x++)
-                acc[x] += ds * Ks[c][sub + TPR * x];
-        }
+        att_acc_row<DPT, TPR, BK, MAXD + 1>(acc, dSs[row], Ks, sub);
     }
     const int i = q0 + row;
-    if (i < T) {
-#pragma unroll
-        for (int x = 0; x < DPT; x++) {
-            int d = sub + TPR * x;
-            if (d < D)
-                dq[(size_t)i * D + d] = acc[x] * scale;
-        }
-    }
+    if (i < T)
+        att_store_row<false, DPT, TPR>(dq + (size_t)i * D, acc, scale, sub, D);
 }
 
 /* ---------------------------------------------------------------- manual: row kernels */

@@ -37,12 +37,6 @@ int tb_cuda_attn_softmax_fwd(float *p, long rows, int T, int causal, void *strea
 /* ds holds dP = dO V^T: becomes dS = P (dP - rowsum(P dP)) in place. */
 int tb_cuda_attn_softmax_bwd(const float *p, float *ds, long rows, int T, void *stream);
 
-/* ---- the CUDA backend's slots (lib/backend/cuda/attention.c) ---- */
-/* Stores layernorm_fwd/bwd and attention_workspace/fwd/bwd in be's table;
- * touches no device (the CUDA table test runs without a GPU). REQUIRES: be
- * is a CUDA backend (be->ctx a cuda_ctx, lib/backend/cuda/cuda.h). TB_OK. */
-int tb_cuda_install_attn_ops(tb_backend *be);
-
 #ifdef __cplusplus
 }
 #endif

@@ -27,7 +27,8 @@
 
 #include <math.h>
 
-#include "kernels/gelu_math.h" /* TB_HD, tb_exp_neg_f */
+#include "kernels/gelu_math.h" /* tb_exp_neg_f */
+#include "kernels/host_device.h"
 
 /* Score of query i and key j: scale * dot, or -inf where the causal mask
  * hides key j (j > i). */

@@ -12,7 +12,7 @@
  * Normalization is one multiply and one add per pixel,
  * x * scale + bias with scale = 1/(255 std), bias = -mean/std
  * (tb_augment_norm); the multiply and the add are rounded separately on
- * both sides (TB_AUG_MUL/TB_AUG_ADD: __fmul_rn/__fadd_rn on the device, so
+ * both sides (TB_MUL/TB_ADD of kernels/host_device.h: __fmul_rn/__fadd_rn on the device, so
  * nvcc cannot contract them into an FMA that the host does not do).
  *
  * Tests: bazel test //datasets:augment_test (the refactor left
@@ -24,21 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#ifndef TB_HD
-#ifdef __CUDACC__
-#define TB_HD __host__ __device__ inline
-#else
-#define TB_HD static inline
-#endif
-#endif
+#include "kernels/host_device.h"
 
-#if defined(__CUDA_ARCH__)
-#define TB_AUG_MUL(a, b) __fmul_rn((a), (b))
-#define TB_AUG_ADD(a, b) __fadd_rn((a), (b))
-#else
-#define TB_AUG_MUL(a, b) ((a) * (b))
-#define TB_AUG_ADD(a, b) ((a) + (b))
-#endif
 
 /* (x/255 - mean)/std folded into x * scale + bias; normalize == 0: x/255. */
 TB_HD void tb_augment_norm(int normalize, float mean, float std, float *scale, float *bias)
@@ -68,7 +55,7 @@ TB_HD float tb_augment_pixel(const uint8_t *src, int h, int w, int pad, int dy, 
     int sx = tb_augment_src_x(x, w, pad, dx, flip);
     if (sy < 0 || sy >= h || sx < 0 || sx >= w)
         return bias;
-    return TB_AUG_ADD(TB_AUG_MUL((float)src[(size_t)sy * w + sx], scale), bias);
+    return TB_ADD(TB_MUL((float)src[(size_t)sy * w + sx], scale), bias);
 }
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * bn_math.h - per-element and per-channel batch-norm math, shared by the CPU
- * backend (lib/backend/cpu/ops.c) and the CUDA kernels so that the CPU tests
+ * backend (lib/backend/cpu/batchnorm.c) and the CUDA kernels so that the CPU tests
  * (lib/backend/cpu/ops_test.c) check the GPU's arithmetic.
  *
  * Forward (training):  mean, var = batch statistics per channel (biased var)
@@ -25,13 +25,7 @@
 
 #include <math.h>
 
-#ifndef TB_HD
-#ifdef __CUDACC__
-#define TB_HD __host__ __device__ inline
-#else
-#define TB_HD static inline
-#endif
-#endif
+#include "kernels/host_device.h"
 
 TB_HD float tb_bn_invstd_f(float var, float eps) { return 1.0f / sqrtf(var + eps); }
 

@@ -25,13 +25,7 @@
 
 /* Same tokens as kernels/gelu_math.h: identical redefinitions are legal C,
  * so either header may come first. */
-#ifndef TB_HD
-#ifdef __CUDACC__
-#define TB_HD __host__ __device__ inline
-#else
-#define TB_HD static inline
-#endif
-#endif
+#include "kernels/host_device.h"
 
 TB_HD uint32_t tb_cast_f32_bits(float f)
 {

@@ -4,7 +4,7 @@
  *
  * Variants: none at run time, one kernel per op. The per-element math is
  * kernels/elementwise_math.h (and kernels/rng_math.h for the dropout mask),
- * shared with the CPU backend (lib/backend/cpu/ops.c) whose tests check it; the
+ * shared with the CPU backend (lib/backend/cpu/elementwise.c) whose tests check it; the
  * dropout mask is a pure function of (seed, offset + i), so the GPU draws
  * bitwise the CPU's mask.
  *
@@ -23,19 +23,11 @@
 #include "kernels/elementwise.h"
 #include "kernels/elementwise_math.h"
 #include "kernels/launch.cuh"
+#include "kernels/map.cuh"
 #include "kernels/rng_math.h"
 #include "lib/backend/cuda/check.h"
 #include "lib/core/status.h"
 
-struct op_relu {
-    __device__ float operator()(float x) const { return tb_relu_f(x); }
-};
-struct op_relu_bwd {
-    __device__ float operator()(float y, float dy) const { return tb_relu_bwd_f(y, dy); }
-};
-struct op_add {
-    __device__ float operator()(float a, float b) const { return tb_add_f(a, b); }
-};
 struct op_scale {
     float alpha;
     __device__ float operator()(float x) const { return alpha * x; }
@@ -44,47 +36,6 @@ struct op_axpby {
     float alpha, beta;
     __device__ float operator()(float x, float y) const { return tb_axpby_f(alpha, x, beta, y); }
 };
-
-template <class Op>
-__global__ void unary_kernel(const float *a, float *out, size_t n, int vec4, Op op)
-{
-    size_t head = 0;
-    if (vec4) {
-        size_t n4 = n / 4;
-        const float4 *a4 = (const float4 *)a;
-        float4 *o4 = (float4 *)out;
-        TB_GRID_STRIDE(i, n4)
-        {
-            float4 v = a4[i];
-            o4[i] = make_float4(op(v.x), op(v.y), op(v.z), op(v.w));
-        }
-        head = n4 * 4;
-    }
-    size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (size_t i = head + tid; i < n; i += (size_t)gridDim.x * blockDim.x)
-        out[i] = op(a[i]);
-}
-
-template <class Op>
-__global__ void binary_kernel(const float *a, const float *b, float *out, size_t n, int vec4, Op op)
-{
-    size_t head = 0;
-    if (vec4) {
-        size_t n4 = n / 4;
-        const float4 *a4 = (const float4 *)a;
-        const float4 *b4 = (const float4 *)b;
-        float4 *o4 = (float4 *)out;
-        TB_GRID_STRIDE(i, n4)
-        {
-            float4 u = a4[i], v = b4[i];
-            o4[i] = make_float4(op(u.x, v.x), op(u.y, v.y), op(u.z, v.z), op(u.w, v.w));
-        }
-        head = n4 * 4;
-    }
-    size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (size_t i = head + tid; i < n; i += (size_t)gridDim.x * blockDim.x)
-        out[i] = op(a[i], b[i]);
-}
 
 __global__ void bias_add_kernel(float *y, const float *bias, size_t rows, size_t cols)
 {
@@ -113,52 +64,27 @@ __global__ void dropout_bwd_kernel(float scale, const uint8_t *mask, const float
 
 /* ---- launchers ---- */
 
-template <class Op>
-static int launch_unary(const float *a, float *out, size_t n, Op op, void *stream)
-{
-    if (n == 0)
-        return TB_OK;
-    int vec4 = tb_aligned16(a) && tb_aligned16(out);
-    unary_kernel<<<tb_grid_for(vec4 ? n / 4 + n % 4 : n), TB_BLOCK, 0, (cudaStream_t)stream>>>(
-        a, out, n, vec4, op);
-    TB_CHECK_LAUNCH();
-    return TB_OK;
-}
-
-template <class Op>
-static int launch_binary(const float *a, const float *b, float *out, size_t n, Op op,
-                         void *stream)
-{
-    if (n == 0)
-        return TB_OK;
-    int vec4 = tb_aligned16(a) && tb_aligned16(b) && tb_aligned16(out);
-    binary_kernel<<<tb_grid_for(vec4 ? n / 4 + n % 4 : n), TB_BLOCK, 0, (cudaStream_t)stream>>>(
-        a, b, out, n, vec4, op);
-    TB_CHECK_LAUNCH();
-    return TB_OK;
-}
-
 extern "C" int tb_cuda_relu_fwd(const float *x, float *y, size_t n, void *stream)
 {
-    return launch_unary(x, y, n, op_relu{}, stream);
+    return tb_launch_unary(x, y, n, tb_fn1<tb_relu_f>{}, stream);
 }
 
 extern "C" int tb_cuda_relu_bwd(const float *y, const float *dy, float *dx, size_t n, void *stream)
 {
-    return launch_binary(y, dy, dx, n, op_relu_bwd{}, stream);
+    return tb_launch_binary(y, dy, dx, n, tb_fn2<tb_relu_bwd_f>{}, stream);
 }
 
 extern "C" int tb_cuda_add(const float *a, const float *b, float *y, size_t n, void *stream)
 {
-    return launch_binary(a, b, y, n, op_add{}, stream);
+    return tb_launch_binary(a, b, y, n, tb_fn2<tb_add_f>{}, stream);
 }
 
 extern "C" int tb_cuda_axpby(float alpha, const float *x, float beta, float *y, size_t n,
                              void *stream)
 {
     if (beta == 0.0f)
-        return launch_unary(x, y, n, op_scale{alpha}, stream);
-    return launch_binary(x, y, y, n, op_axpby{alpha, beta}, stream);
+        return tb_launch_unary(x, y, n, op_scale{alpha}, stream);
+    return tb_launch_binary(x, y, y, n, op_axpby{alpha, beta}, stream);
 }
 
 extern "C" int tb_cuda_bias_add(float *y, const float *bias, size_t rows, size_t cols,

@@ -1,7 +1,8 @@
 /*
  * elementwise.h - launchers for kernels/elementwise.cu, callable from C
- * without CUDA headers (lib/backend/cuda/ops.c calls them for the CUDA backend's
- * relu_fwd/bwd, add, axpby, bias_add and dropout_fwd/bwd slots).
+ * without CUDA headers (lib/backend/cuda/elementwise.c and dropout.c call
+ * them for the CUDA backend's relu_fwd/bwd, add, axpby, bias_add and
+ * dropout_fwd/bwd slots).
  *
  * Pointers are device memory; stream is a cudaStream_t. Launches are
  * asynchronous. n == 0 (or rows/cols == 0) launches nothing. Returns TB_OK,

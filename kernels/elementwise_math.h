@@ -1,6 +1,6 @@
 /*
  * elementwise_math.h - per-element math of the simple element-wise ops,
- * shared by the CPU backend (lib/backend/cpu/ops.c) and the CUDA kernels, so the
+ * shared by the CPU backend (lib/backend/cpu/elementwise.c) and the CUDA kernels, so the
  * CPU tests (lib/backend/cpu/ops_test.c) check the arithmetic the GPU runs.
  *
  * ReLU propagates NaN (x < 0 ? 0 : x), as PyTorch's clamp_min does, so
@@ -18,13 +18,7 @@
 
 /* Same tokens as kernels/gelu_math.h: identical redefinitions are legal C,
  * so either header may come first. */
-#ifndef TB_HD
-#ifdef __CUDACC__
-#define TB_HD __host__ __device__ inline
-#else
-#define TB_HD static inline
-#endif
-#endif
+#include "kernels/host_device.h"
 
 TB_HD float tb_relu_f(float x) { return x < 0.0f ? 0.0f : x; }
 

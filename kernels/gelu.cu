@@ -28,21 +28,18 @@
 
 #include "kernels/gelu.h"
 #include "kernels/gelu_math.h"
+#include "kernels/map.cuh"
 #include "lib/backend/backend.h"
 #include "lib/backend/cuda/check.h"
 #include "lib/core/status.h"
 
-#define TB_GELU_BLOCK 256
-/* Enough resident threads for any current GPU; the loops stride past it. */
-#define TB_GELU_MAX_BLOCKS 4096
-
 /* ---- per-element ops, as functors so one kernel template serves all ---- */
-struct op_gelu_fwd {
-    __device__ float operator()(float x) const { return tb_gelu_fwd_f(x); }
-};
-struct op_gelu_bwd {
-    __device__ float operator()(float x, float dy) const { return tb_gelu_bwd_f(x, dy); }
-};
+typedef tb_fn1<tb_gelu_fwd_f> op_gelu_fwd;
+typedef tb_fn2<tb_gelu_bwd_f> op_gelu_bwd;
+typedef tb_fn1<tb_gelu_step_erf> op_erf;
+typedef tb_fn1<tb_gelu_step_exp_neg> op_exp_neg;
+typedef tb_fn2<tb_gelu_step_mul> op_mul;
+typedef tb_fn2<tb_gelu_step_add> op_add;
 struct op_scale {
     float k;
     __device__ float operator()(float a) const { return tb_gelu_step_scale(a, k); }
@@ -51,107 +48,17 @@ struct op_add_scalar {
     float k;
     __device__ float operator()(float a) const { return tb_gelu_step_add_scalar(a, k); }
 };
-struct op_erf {
-    __device__ float operator()(float a) const { return tb_gelu_step_erf(a); }
-};
-struct op_exp_neg {
-    __device__ float operator()(float a) const { return tb_gelu_step_exp_neg(a); }
-};
-struct op_mul {
-    __device__ float operator()(float a, float b) const { return tb_gelu_step_mul(a, b); }
-};
-struct op_add {
-    __device__ float operator()(float a, float b) const { return tb_gelu_step_add(a, b); }
-};
-
-/* ---- kernels ----
- * No __restrict__: the unfused chain runs some steps in place (out == a). */
-template <class Op>
-__global__ void gelu_unary_kernel(const float *a, float *out, size_t n, int vec4, Op op)
-{
-    size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    size_t head = 0;
-    if (vec4) {
-        size_t n4 = n / 4;
-        const float4 *a4 = (const float4 *)a;
-        float4 *o4 = (float4 *)out;
-        for (size_t i = tid; i < n4; i += stride) {
-            float4 v = a4[i];
-            o4[i] = make_float4(op(v.x), op(v.y), op(v.z), op(v.w));
-        }
-        head = n4 * 4;
-    }
-    for (size_t i = head + tid; i < n; i += stride)
-        out[i] = op(a[i]);
-}
-
-template <class Op>
-__global__ void gelu_binary_kernel(const float *a, const float *b, float *out, size_t n,
-                                   int vec4, Op op)
-{
-    size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    size_t head = 0;
-    if (vec4) {
-        size_t n4 = n / 4;
-        const float4 *a4 = (const float4 *)a;
-        const float4 *b4 = (const float4 *)b;
-        float4 *o4 = (float4 *)out;
-        for (size_t i = tid; i < n4; i += stride) {
-            float4 u = a4[i], v = b4[i];
-            o4[i] = make_float4(op(u.x, v.x), op(u.y, v.y), op(u.z, v.z), op(u.w, v.w));
-        }
-        head = n4 * 4;
-    }
-    for (size_t i = head + tid; i < n; i += stride)
-        out[i] = op(a[i], b[i]);
-}
-
-/* ---- launch helpers ---- */
-
-static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
-/* Blocks for `items` threads' worth of work, capped (grid-stride covers the rest). */
-static unsigned grid_for(size_t items)
-{
-    size_t blocks = (items + TB_GELU_BLOCK - 1) / TB_GELU_BLOCK;
-    return (unsigned)(blocks < TB_GELU_MAX_BLOCKS ? blocks : TB_GELU_MAX_BLOCKS);
-}
-
-/* REQUIRES: n > 0 */
-template <class Op>
-static int launch_unary(const float *a, float *out, size_t n, Op op, cudaStream_t s)
-{
-    int vec4 = aligned16(a) && aligned16(out);
-    gelu_unary_kernel<<<grid_for(vec4 ? n / 4 + n % 4 : n), TB_GELU_BLOCK, 0, s>>>(a, out, n,
-                                                                                  vec4, op);
-    TB_CHECK_LAUNCH();
-    return TB_OK;
-}
-
-/* REQUIRES: n > 0 */
-template <class Op>
-static int launch_binary(const float *a, const float *b, float *out, size_t n, Op op,
-                         cudaStream_t s)
-{
-    int vec4 = aligned16(a) && aligned16(b) && aligned16(out);
-    gelu_binary_kernel<<<grid_for(vec4 ? n / 4 + n % 4 : n), TB_GELU_BLOCK, 0, s>>>(
-        a, b, out, n, vec4, op);
-    TB_CHECK_LAUNCH();
-    return TB_OK;
-}
 
 /* Eager PyTorch's forward: t = x * M_SQRT1_2; t = erf(t); t = t + 1;
  * u = x * 0.5; y = u * t. Temporaries ping-pong; y is written last. */
 static int gelu_fwd_unfused(const float *x, float *y, size_t n, float *t1, float *t2,
                             cudaStream_t s)
 {
-    TB_TRY(launch_unary(x, t1, n, op_scale{TB_GELU_SQRT1_2}, s));
-    TB_TRY(launch_unary(t1, t2, n, op_erf{}, s));
-    TB_TRY(launch_unary(t2, t1, n, op_add_scalar{1.0f}, s));
-    TB_TRY(launch_unary(x, t2, n, op_scale{0.5f}, s));
-    TB_TRY(launch_binary(t2, t1, y, n, op_mul{}, s));
+    TB_TRY(tb_launch_unary(x, t1, n, op_scale{TB_GELU_SQRT1_2}, s));
+    TB_TRY(tb_launch_unary(t1, t2, n, op_erf{}, s));
+    TB_TRY(tb_launch_unary(t2, t1, n, op_add_scalar{1.0f}, s));
+    TB_TRY(tb_launch_unary(x, t2, n, op_scale{0.5f}, s));
+    TB_TRY(tb_launch_binary(t2, t1, y, n, op_mul{}, s));
     return TB_OK;
 }
 
@@ -161,16 +68,16 @@ static int gelu_fwd_unfused(const float *x, float *y, size_t n, float *t1, float
 static int gelu_bwd_unfused(const float *x, const float *dy, float *dx, size_t n, float *t1,
                             float *t2, cudaStream_t s)
 {
-    TB_TRY(launch_unary(x, t1, n, op_scale{TB_GELU_SQRT1_2}, s));      /* t1 = x / sqrt2     */
-    TB_TRY(launch_unary(t1, t2, n, op_erf{}, s));                      /* t2 = erf(t1)       */
-    TB_TRY(launch_unary(t2, t2, n, op_add_scalar{1.0f}, s));           /* t2 = t2 + 1        */
-    TB_TRY(launch_unary(t2, t2, n, op_scale{0.5f}, s));                /* t2 = Phi(x)        */
-    TB_TRY(launch_binary(t1, t1, t1, n, op_mul{}, s));                 /* t1 = x^2 / 2       */
-    TB_TRY(launch_unary(t1, t1, n, op_exp_neg{}, s));                  /* t1 = exp(-x^2 / 2) */
-    TB_TRY(launch_binary(t1, x, t1, n, op_mul{}, s));                  /* t1 = t1 * x        */
-    TB_TRY(launch_unary(t1, t1, n, op_scale{TB_GELU_INV_SQRT_2PI}, s)); /* t1 = x phi(x)     */
-    TB_TRY(launch_binary(t2, t1, t2, n, op_add{}, s));                 /* t2 = gelu'(x)      */
-    TB_TRY(launch_binary(dy, t2, dx, n, op_mul{}, s));                 /* dx = dy * gelu'(x) */
+    TB_TRY(tb_launch_unary(x, t1, n, op_scale{TB_GELU_SQRT1_2}, s));     /* t1 = x / sqrt2     */
+    TB_TRY(tb_launch_unary(t1, t2, n, op_erf{}, s));                     /* t2 = erf(t1)       */
+    TB_TRY(tb_launch_unary(t2, t2, n, op_add_scalar{1.0f}, s));          /* t2 = t2 + 1        */
+    TB_TRY(tb_launch_unary(t2, t2, n, op_scale{0.5f}, s));               /* t2 = Phi(x)        */
+    TB_TRY(tb_launch_binary(t1, t1, t1, n, op_mul{}, s));                /* t1 = x^2 / 2       */
+    TB_TRY(tb_launch_unary(t1, t1, n, op_exp_neg{}, s));                 /* t1 = exp(-x^2 / 2) */
+    TB_TRY(tb_launch_binary(t1, x, t1, n, op_mul{}, s));                 /* t1 = t1 * x        */
+    TB_TRY(tb_launch_unary(t1, t1, n, op_scale{TB_GELU_INV_SQRT_2PI}, s)); /* t1 = x phi(x)     */
+    TB_TRY(tb_launch_binary(t2, t1, t2, n, op_add{}, s));                /* t2 = gelu'(x)      */
+    TB_TRY(tb_launch_binary(dy, t2, dx, n, op_mul{}, s));                /* dx = dy * gelu'(x) */
     return TB_OK;
 }
 
@@ -194,7 +101,7 @@ extern "C" int tb_cuda_gelu_fwd(int variant, const float *x, float *y, size_t n,
         return TB_OK;
     cudaStream_t s = (cudaStream_t)stream;
     if (variant == TB_GELU_FUSED)
-        return launch_unary(x, y, n, op_gelu_fwd{}, s);
+        return tb_launch_unary(x, y, n, op_gelu_fwd{}, s);
     return gelu_fwd_unfused(x, y, n, tmp1, tmp2, s);
 }
 
@@ -206,6 +113,6 @@ extern "C" int tb_cuda_gelu_bwd(int variant, const float *x, const float *dy, fl
         return TB_OK;
     cudaStream_t s = (cudaStream_t)stream;
     if (variant == TB_GELU_FUSED)
-        return launch_binary(x, dy, dx, n, op_gelu_bwd{}, s);
+        return tb_launch_binary(x, dy, dx, n, op_gelu_bwd{}, s);
     return gelu_bwd_unfused(x, dy, dx, n, tmp1, tmp2, s);
 }

@@ -25,6 +25,7 @@
 #include "lib/backend/backend.h"
 #include "lib/backend/ref/gelu.h"
 #include "lib/core/status.h"
+#include "lib/core/rng.h"
 
 #define N 100003
 #define TOL 1e-6
@@ -70,13 +71,6 @@ static void test_no_device(void)
     tb_error_clear();
 }
 
-static void fill(float *x, size_t n, uint64_t seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-        x[i] = (float)((double)(seed >> 11) * 0x1.0p-53 * 16.0 - 8.0);
-    }
-}
 
 /* Runs both variants at offset off floats into the device buffers. */
 static int run_device(size_t off, float *hx, float *hdy, float *out[4])
@@ -122,8 +116,8 @@ static void test_device(void)
         CHECK(0, "out of memory");
         goto out_free;
     }
-    fill(hx, N, 1);
-    fill(hdy, N, 2);
+    tb_rng_fill(hx, N, 1, -8.0, 8.0);
+    tb_rng_fill(hdy, N, 2, -8.0, 8.0);
     for (size_t off = 0; off <= 1; off++) {
         if (run_device(off, hx, hdy, out) != TB_OK) {
             tb_error_print(stdout);

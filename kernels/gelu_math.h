@@ -46,22 +46,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifdef __CUDACC__
-#define TB_HD __host__ __device__ inline
-#else
-#define TB_HD static inline
-#endif
-
-/* Plain multiply and add that nvcc may not fuse into an FMA. On the host,
- * compile code that includes this header with -ffp-contract=off (GCC's
- * default in gnu11 mode is to fuse on FMA targets; lib/backend/cpu/BUILD's GELU_COPTS). */
-#if defined(__CUDA_ARCH__)
-#define TB_MUL(a, b) __fmul_rn((a), (b))
-#define TB_ADD(a, b) __fadd_rn((a), (b))
-#else
-#define TB_MUL(a, b) ((a) * (b))
-#define TB_ADD(a, b) ((a) + (b))
-#endif
+#include "kernels/host_device.h" /* TB_HD; TB_MUL, TB_ADD: no FMA contraction */
 
 #define TB_GELU_SQRT1_2 0.70710678118654752440f      /* 1/sqrt(2) */
 #define TB_GELU_INV_SQRT_2PI 0.39894228040143267794f /* 1/sqrt(2 pi) */

@@ -122,16 +122,6 @@ __global__ void ln_param_grad_kernel(const float *x, const float *dy, const floa
 
 /* ---------------------------------------------------------------- unfused */
 
-enum ln_pass {
-    LN_CENTER,    /* out = a - row[r] */
-    LN_SQUARE,    /* out = a * a */
-    LN_SCALE_ROW, /* out = a * row[r] */
-    LN_MUL_COL,   /* out = a * col[c] */
-    LN_ADD_COL,   /* out = a + col[c] */
-    LN_MUL,       /* out = a * b */
-    LN_SUB,       /* out = a - b */
-};
-
 template <int PASS>
 __global__ void ln_pass_kernel(const float *a, const float *b, const float *row,
                                const float *col, float *out, size_t n, int cols)
@@ -142,12 +132,13 @@ __global__ void ln_pass_kernel(const float *a, const float *b, const float *row,
         int c = (int)(i % cols);
         float v;
         switch (PASS) {
-        case LN_CENTER: v = tb_ln_center_f(a[i], row[r]); break;
-        case LN_SQUARE: v = tb_ln_square_f(a[i]); break;
-        case LN_SCALE_ROW: v = tb_ln_normalize_f(a[i], row[r]); break;
-        case LN_MUL_COL: v = TB_MUL(a[i], col[c]); break;
-        case LN_ADD_COL: v = TB_ADD(a[i], col[c]); break;
-        case LN_MUL: v = TB_MUL(a[i], b[i]); break;
+        case TB_LN_PASS_CENTER:
+        case TB_LN_PASS_SUB_ROW: v = tb_ln_center_f(a[i], row[r]); break;
+        case TB_LN_PASS_SQUARE: v = tb_ln_square_f(a[i]); break;
+        case TB_LN_PASS_SCALE_ROW: v = tb_ln_normalize_f(a[i], row[r]); break;
+        case TB_LN_PASS_MUL_COL: v = TB_MUL(a[i], col[c]); break;
+        case TB_LN_PASS_ADD_COL: v = TB_ADD(a[i], col[c]); break;
+        case TB_LN_PASS_MUL: v = TB_MUL(a[i], b[i]); break;
         default: v = TB_ADD(a[i], -b[i]); break;
         }
         out[i] = v;
@@ -215,14 +206,14 @@ static int ln_fwd_unfused(const float *x, const float *gamma, const float *beta,
                           float *tmp, cudaStream_t s)
 {
     TB_TRY(ln_row_mean(x, mean, rows, cols, s));
-    TB_TRY(ln_pass<LN_CENTER>(x, NULL, mean, NULL, xc, rows, cols, s));
-    TB_TRY(ln_pass<LN_SQUARE>(xc, NULL, NULL, NULL, tmp, rows, cols, s));
+    TB_TRY(ln_pass<TB_LN_PASS_CENTER>(x, NULL, mean, NULL, xc, rows, cols, s));
+    TB_TRY(ln_pass<TB_LN_PASS_SQUARE>(xc, NULL, NULL, NULL, tmp, rows, cols, s));
     TB_TRY(ln_row_mean(tmp, rstd, rows, cols, s));
     ln_rstd_kernel<<<(rows + 255) / 256, 256, 0, s>>>(rstd, eps, rows);
     TB_CHECK_LAUNCH();
-    TB_TRY(ln_pass<LN_SCALE_ROW>(xc, NULL, rstd, NULL, tmp, rows, cols, s));
-    TB_TRY(ln_pass<LN_MUL_COL>(tmp, NULL, NULL, gamma, y, rows, cols, s));
-    return ln_pass<LN_ADD_COL>(y, NULL, NULL, beta, y, rows, cols, s);
+    TB_TRY(ln_pass<TB_LN_PASS_SCALE_ROW>(xc, NULL, rstd, NULL, tmp, rows, cols, s));
+    TB_TRY(ln_pass<TB_LN_PASS_MUL_COL>(tmp, NULL, NULL, gamma, y, rows, cols, s));
+    return ln_pass<TB_LN_PASS_ADD_COL>(y, NULL, NULL, beta, y, rows, cols, s);
 }
 
 /* native_layer_norm_backward's decomposition; lib/backend/cpu/attention.c's order. */
@@ -232,18 +223,18 @@ static int ln_bwd_unfused(const float *x, const float *dy, const float *gamma,
                           float *rowtmp, cudaStream_t s)
 {
     float *a = rowtmp, *c = rowtmp + rows;
-    TB_TRY(ln_pass<LN_CENTER>(x, NULL, mean, NULL, xhat, rows, cols, s));
-    TB_TRY(ln_pass<LN_SCALE_ROW>(xhat, NULL, rstd, NULL, xhat, rows, cols, s));
-    TB_TRY(ln_pass<LN_MUL>(dy, xhat, NULL, NULL, dx, rows, cols, s));
+    TB_TRY(ln_pass<TB_LN_PASS_CENTER>(x, NULL, mean, NULL, xhat, rows, cols, s));
+    TB_TRY(ln_pass<TB_LN_PASS_SCALE_ROW>(xhat, NULL, rstd, NULL, xhat, rows, cols, s));
+    TB_TRY(ln_pass<TB_LN_PASS_MUL>(dy, xhat, NULL, NULL, dx, rows, cols, s));
     TB_TRY(ln_param_grad(x, dy, dx, mean, rstd, rows, cols, dgamma, dbeta, accumulate, s));
-    TB_TRY(ln_pass<LN_MUL_COL>(dy, NULL, NULL, gamma, g, rows, cols, s));
+    TB_TRY(ln_pass<TB_LN_PASS_MUL_COL>(dy, NULL, NULL, gamma, g, rows, cols, s));
     TB_TRY(ln_row_mean(g, a, rows, cols, s));
-    TB_TRY(ln_pass<LN_MUL>(g, xhat, NULL, NULL, dx, rows, cols, s));
+    TB_TRY(ln_pass<TB_LN_PASS_MUL>(g, xhat, NULL, NULL, dx, rows, cols, s));
     TB_TRY(ln_row_mean(dx, c, rows, cols, s));
-    TB_TRY(ln_pass<LN_CENTER>(g, NULL, a, NULL, g, rows, cols, s));
-    TB_TRY(ln_pass<LN_SCALE_ROW>(xhat, NULL, c, NULL, dx, rows, cols, s));
-    TB_TRY(ln_pass<LN_SUB>(g, dx, NULL, NULL, g, rows, cols, s));
-    return ln_pass<LN_SCALE_ROW>(g, NULL, rstd, NULL, dx, rows, cols, s);
+    TB_TRY(ln_pass<TB_LN_PASS_CENTER>(g, NULL, a, NULL, g, rows, cols, s));
+    TB_TRY(ln_pass<TB_LN_PASS_SCALE_ROW>(xhat, NULL, c, NULL, dx, rows, cols, s));
+    TB_TRY(ln_pass<TB_LN_PASS_SUB>(g, dx, NULL, NULL, g, rows, cols, s));
+    return ln_pass<TB_LN_PASS_SCALE_ROW>(g, NULL, rstd, NULL, dx, rows, cols, s);
 }
 
 extern "C" int tb_cuda_layernorm_fwd(int variant, const float *x, const float *gamma,

@@ -18,7 +18,7 @@
  * The fused and unfused variants run these same steps; the unfused one
  * stores each step's result to memory (one pass each), the fused one keeps
  * them in registers. Every multiply and add goes through TB_MUL / TB_ADD
- * (kernels/gelu_math.h) so nvcc does not contract them into FMAs; on the
+ * (kernels/host_device.h) so nvcc does not contract them into FMAs; on the
  * host GCC may still contract the fused path's steps, so fused and unfused
  * agree within an ulp or two per step, not bitwise.
  *
@@ -30,7 +30,20 @@
 
 #include <math.h>
 
-#include "kernels/gelu_math.h" /* TB_HD, TB_MUL, TB_ADD */
+#include "kernels/host_device.h"
+
+/* The unfused variant's passes, one element-wise step each over a
+ * (rows x cols) tensor: element (r, c) of a and b, row[r], col[c]. */
+typedef enum tb_ln_pass {
+    TB_LN_PASS_CENTER,    /* out = a - row[r] */
+    TB_LN_PASS_SQUARE,    /* out = a * a */
+    TB_LN_PASS_SCALE_ROW, /* out = a * row[r] */
+    TB_LN_PASS_MUL_COL,   /* out = a * col[c] */
+    TB_LN_PASS_ADD_COL,   /* out = a + col[c] */
+    TB_LN_PASS_MUL,       /* out = a * b */
+    TB_LN_PASS_SUB_ROW,   /* out = a - row[r] (same op as CENTER) */
+    TB_LN_PASS_SUB,       /* out = a - b */
+} tb_ln_pass;
 
 /* x - mean */
 TB_HD float tb_ln_center_f(float x, float mean) { return TB_ADD(x, -mean); }

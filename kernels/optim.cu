@@ -13,7 +13,7 @@
  *               updates chunk b of a device table of {param, grad, state1,
  *               state2, n} chunks, every element read and written once.
  * Both use the per-element math of kernels/optim_math.h, shared with the CPU
- * backend (lib/backend/cpu/ops.c) whose tests check it; they agree within float
+ * backend (lib/backend/cpu/optim.c) whose tests check it; they agree within float
  * rounding (nvcc may contract a multiply and an add into an FMA).
  *
  * Large-batch optimizers (LARS, LAMB, NovoGrad) need a norm per tensor

@@ -70,13 +70,6 @@ int tb_cuda_opt_fused(tb_opt_fused_kind kind, const tb_sgd_coef *sgd, const tb_a
  * Per tensor: the caller launches the three for one tensor's chunks at a
  * time (chunks and partial offset alike); fused: once over all. No atomics:
  * the result does not depend on scheduling. */
-typedef struct tb_lb_coefs {
-    int kind;                 /* tb_opt_kind: TB_OPT_LARS, TB_OPT_LAMB, TB_OPT_NOVOGRAD */
-    tb_lars_coef lars;
-    tb_lamb_coef lamb;
-    tb_novograd_coef novo;
-} tb_lb_coefs;
-
 /* partial: 2 * nchunks floats; scalars: one float per tensor index. */
 int tb_cuda_opt_lb(const tb_lb_coefs *k, const tb_opt_chunk *chunks, int nchunks, float *partial,
                    float *scalars, void *stream);

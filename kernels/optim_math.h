@@ -1,6 +1,6 @@
 /*
  * optim_math.h - per-element optimizer math, shared by the CPU backend
- * (lib/backend/cpu/ops.c) and the CUDA kernels, so that the CPU tests
+ * (lib/backend/cpu/optim.c) and the CUDA kernels, so that the CPU tests
  * (lib/backend/cpu/ops_test.c) check the GPU's arithmetic.
  *
  * PyTorch semantics (torch.optim, foreach=False, dampening 0, nesterov off;
@@ -29,13 +29,8 @@
 
 #include <math.h>
 
-#ifndef TB_HD
-#ifdef __CUDACC__
-#define TB_HD __host__ __device__ inline
-#else
-#define TB_HD static inline
-#endif
-#endif
+#include "kernels/host_device.h"
+#include "lib/backend/backend.h" /* tb_opt_hparams */
 
 /* ---- the steps: one PyTorch in-place op each ---- */
 TB_HD float tb_opt_step_mul(float a, float k) { return a * k; }                      /* a.mul_(k) */
@@ -281,6 +276,44 @@ TB_HD void tb_novograd_elem(const tb_novograd_coef *k, float denom, float *p, fl
     d = tb_opt_step_add(d, *p, k->weight_decay);
     *m = tb_opt_step_add(tb_opt_step_mul(*m, k->beta1), d, 1.0f);
     *p = tb_opt_step_add(*p, *m, k->neg_lr);
+}
+
+/* ---- one opt_step's coefficients from its hyperparameters (both backends) ---- */
+
+/* The large-batch optimizers' coefficients, all three; kind picks. */
+typedef struct tb_lb_coefs {
+    int kind;                 /* tb_opt_kind: TB_OPT_LARS, TB_OPT_LAMB, TB_OPT_NOVOGRAD */
+    tb_lars_coef lars;
+    tb_lamb_coef lamb;
+    tb_novograd_coef novo;
+} tb_lb_coefs;
+
+TB_HD tb_lb_coefs tb_lb_coefs_make(const tb_opt_hparams *hp)
+{
+    tb_lb_coefs k;
+    k.kind = (int)hp->kind;
+    k.lars = tb_lars_coef_make(hp->lr, hp->momentum, hp->weight_decay, hp->trust_coef, hp->eps,
+                               hp->step, hp->grad_scale);
+    k.lamb = tb_lamb_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2, hp->eps,
+                               hp->step, hp->grad_scale);
+    k.novo = tb_novograd_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2, hp->eps,
+                                   hp->step, hp->grad_scale);
+    return k;
+}
+
+/* SGD's and AdamW's coefficients, both; hp->kind picks. */
+typedef struct tb_opt_coefs {
+    tb_sgd_coef sgd;
+    tb_adamw_coef adamw;
+} tb_opt_coefs;
+
+TB_HD tb_opt_coefs tb_opt_coefs_make(const tb_opt_hparams *hp)
+{
+    tb_opt_coefs k;
+    k.sgd = tb_sgd_coef_make(hp->lr, hp->momentum, hp->weight_decay, hp->step, hp->grad_scale);
+    k.adamw = tb_adamw_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2, hp->eps,
+                                 hp->step, hp->grad_scale);
+    return k;
 }
 
 #endif

@@ -8,7 +8,7 @@
  * kernel each way; the layout only changes how a flat index splits into
  * (n, c, h, w).
  *
- * Same numbers as the CPU backend (lib/backend/cpu/ops.c), bit for bit:
+ * Same numbers as the CPU backend (lib/backend/cpu/pool.c), bit for bit:
  *   forward: one thread per output; the window is visited row by row in
  *     the CPU's order; max keeps the first of equal values and takes any
  *     NaN it meets (PyTorch's rule); average sums in that order and divides

@@ -1,8 +1,8 @@
 /*
  * pool.h - launchers for kernels/pool.cu, callable from C without CUDA
- * headers (lib/backend/cuda/ops.c: the CUDA backend's pool_fwd and pool_bwd).
+ * headers (lib/backend/cuda/pool.c: the CUDA backend's pool_fwd and pool_bwd).
  *
- * g describes a problem already checked by the caller (lib/backend/cuda/ops.c
+ * g describes a problem already checked by the caller (lib/backend/cuda/pool.c
  * applies the CPU backend's rules: window fits the padded input, pad at
  * most half the window, indices fit int32). kind and layout take the
  * values of tb_pool_kind and tb_layout (lib/backend/backend.h). Pointers are device

@@ -14,7 +14,7 @@
  *       do not change with the GPU.
  *   bias_grad  one block per 32 columns; its 8 thread rows each sum every
  *       8th row of dy in order, in double, then a fixed tree over the 8.
- * Summing in double matches the CPU backend (lib/backend/cpu/ops.c), which also sums
+ * Summing in double matches the CPU backend (lib/backend/cpu/reduce.c), which also sums
  * in double; the per-element test is kernels/elementwise_math.h's
  * tb_nonfinite_f, checked by the CPU tests.
  *

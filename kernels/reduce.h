@@ -1,6 +1,6 @@
 /*
  * reduce.h - launchers for kernels/reduce.cu, callable from C without CUDA
- * headers (lib/backend/cuda/ops.c: the reduce_sum, count_nonfinite and bias_grad
+ * headers (lib/backend/cuda/reduce.c: the reduce_sum, count_nonfinite and bias_grad
  * slots of the CUDA backend).
  *
  * Deterministic: the summation order depends on the sizes only, never on

@@ -1,6 +1,6 @@
 /*
  * rng_math.h - the dropout mask as a pure function of (seed, index), shared
- * by the CPU backend (lib/backend/cpu/ops.c), the reference (lib/backend/ref/ops.c) and the
+ * by the CPU backend (lib/backend/cpu/dropout.c), the reference (lib/backend/ref/ops.c) and the
  * CUDA kernels, so every backend and every thread count draws the same mask.
  *
  * For element i of a call with (seed, offset), the stream index is
@@ -23,13 +23,7 @@
 
 #include <stdint.h>
 
-#ifndef TB_HD
-#ifdef __CUDACC__
-#define TB_HD __host__ __device__ inline
-#else
-#define TB_HD static inline
-#endif
-#endif
+#include "kernels/host_device.h"
 
 /* A bijection on 32 bits with low bias (C. Wellons, "hash prospector"). */
 TB_HD uint32_t tb_hash32(uint32_t x)

@@ -6,7 +6,7 @@
  *   forward: one warp per row (8 rows a block). The row's max, then
  *     exp(z - max) with the sum in double, then probs = e / sum and
  *     loss = log(sum) - (z[label] - max), in double: the CPU backend's
- *     formula (lib/backend/cpu/ops.c), accurate where probs[label] underflows.
+ *     formula (lib/backend/cpu/xent.c), accurate where probs[label] underflows.
  *     Warp reductions are xor butterflies, so every lane ends with the same
  *     value and the order is fixed: deterministic.
  *   backward: element-wise, kernels/elementwise_math.h's tb_xent_grad_f,

@@ -1,6 +1,6 @@
 /*
  * xent.h - launchers for kernels/xent.cu, callable from C without CUDA
- * headers (lib/backend/cuda/ops.c: the CUDA backend's softmax_xent_fwd/bwd).
+ * headers (lib/backend/cuda/xent.c: the CUDA backend's softmax_xent_fwd/bwd).
  *
  * Labels live in device memory, so they cannot be checked on the host
  * without a sync: a label outside [0, classes) gives that row a NaN loss

@@ -15,7 +15,8 @@
  * status (lib/core/status.h).
  *
  * Slots may be NULL only where the op has no meaning on that backend; the
- * op table test (lib/backend_table_test.c) lists which ones.
+ * CUDA table test (lib/backend/cuda/table_test.c) checks that it fills
+ * every one.
  */
 #ifndef TB_BACKEND_H
 #define TB_BACKEND_H

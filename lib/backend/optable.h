@@ -38,7 +38,8 @@ typedef struct tb_slot_info {
 /* Any slot's value, type-erased: only compared with NULL or stored back. */
 typedef void (*tb_slot_fn)(void);
 
-/* Every slot, in declaration order (generated: lib/optable.c). */
+/* Every slot, in declaration order (generated from backend.h by the
+ * :optable_gen rule of lib/backend/BUILD). */
 extern const tb_slot_info tb_optable[];
 extern const size_t tb_optable_count;
 

@@ -10,7 +10,7 @@
  *
  * One checking macro per API lives with the code that uses that API:
  * TB_CHECK_IO here, TB_CHECK_CUDA / _CUBLAS / _CUDNN / _NCCL in
- * lib/backend/cuda/check.h, TB_CHECK_MPI with the MPI code, TB_CHECK_DNNL in lib/backend/cpu/dnnl.c.
+ * lib/backend/cuda/check.h, TB_CHECK_MPI with the MPI code, TB_CHECK_DNNL in lib/backend/cpu/dnnl.h.
  */
 #ifndef TB_STATUS_H
 #define TB_STATUS_H

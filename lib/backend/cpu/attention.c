@@ -58,10 +58,11 @@
 #include "kernels/attn_math.h"
 #include "kernels/layernorm_math.h"
 #include "lib/backend/backend.h"
+#include "lib/backend/checks.h"
 #include "lib/backend/cpu/cpu.h"
+#include "lib/backend/cpu/ops_common.h"
 #include "lib/core/status.h"
 
-#define PAR_MIN ((size_t)16384) /* elements below which one thread is faster */
 #define LN_COL_BLOCK 64         /* dgamma/dbeta columns per task */
 #define ATTN_BQ 64              /* query rows per tile */
 #define ATTN_BK 64              /* keys per tile */
@@ -72,29 +73,10 @@
 
 typedef float v16f __attribute__((vector_size(64)));
 
-static int threads_of(tb_backend *be) { return ((tb_cpu_ctx *)be->ctx)->threads; }
-
 /* ================================================================ layer norm */
 
-/* Sum of n floats in double. One function for both variants, so their row
- * statistics are the same bits. */
-static double sum_f64(const float *x, int n)
-{
-    double s = 0.0;
-#pragma omp simd reduction(+ : s)
-    for (int i = 0; i < n; i++)
-        s += x[i];
-    return s;
-}
-
-static int ln_check(const char *op, const float *x, const float *gamma, int rows, int cols)
-{
-    if (rows < 0 || cols < 1)
-        return TB_FAIL(TB_ERR_INVALID, "%s: rows %d, cols %d", op, rows, cols);
-    if (rows > 0 && (!x || !gamma))
-        return TB_FAIL(TB_ERR_INVALID, "%s: NULL input or gamma", op);
-    return TB_OK;
-}
+/* Row sums use ops_common.h's sum_f64, one function for both variants, so
+ * their row statistics are the same bits. */
 
 /* ---- fused: one row at a time ---- */
 
@@ -181,53 +163,42 @@ static void ln_param_grad(int t, const float *x, const float *dy, const float *p
 
 /* ---- unfused: one pass over the tensor per step ---- */
 
-typedef enum ln_pass {
-    LN_CENTER,    /* out = a - row[r] */
-    LN_SQUARE,    /* out = a * a */
-    LN_SCALE_ROW, /* out = a * row[r] */
-    LN_MUL_COL,   /* out = a * col[c] */
-    LN_ADD_COL,   /* out = a + col[c] */
-    LN_MUL,       /* out = a * b */
-    LN_SUB_ROW,   /* out = a - row[r] (same op as LN_CENTER) */
-    LN_SUB,       /* out = a - b */
-} ln_pass;
-
-static void ln_pass_row(ln_pass k, const float *a, const float *b, float rv, const float *col,
+static void ln_pass_row(tb_ln_pass k, const float *a, const float *b, float rv, const float *col,
                         float *out, int cols)
 {
     switch (k) {
-    case LN_CENTER:
-    case LN_SUB_ROW:
+    case TB_LN_PASS_CENTER:
+    case TB_LN_PASS_SUB_ROW:
 #pragma omp simd
         for (int c = 0; c < cols; c++)
             out[c] = tb_ln_center_f(a[c], rv);
         break;
-    case LN_SQUARE:
+    case TB_LN_PASS_SQUARE:
 #pragma omp simd
         for (int c = 0; c < cols; c++)
             out[c] = tb_ln_square_f(a[c]);
         break;
-    case LN_SCALE_ROW:
+    case TB_LN_PASS_SCALE_ROW:
 #pragma omp simd
         for (int c = 0; c < cols; c++)
             out[c] = tb_ln_normalize_f(a[c], rv);
         break;
-    case LN_MUL_COL:
+    case TB_LN_PASS_MUL_COL:
 #pragma omp simd
         for (int c = 0; c < cols; c++)
             out[c] = TB_MUL(a[c], col[c]);
         break;
-    case LN_ADD_COL:
+    case TB_LN_PASS_ADD_COL:
 #pragma omp simd
         for (int c = 0; c < cols; c++)
             out[c] = TB_ADD(a[c], col[c]);
         break;
-    case LN_MUL:
+    case TB_LN_PASS_MUL:
 #pragma omp simd
         for (int c = 0; c < cols; c++)
             out[c] = TB_MUL(a[c], b[c]);
         break;
-    case LN_SUB:
+    case TB_LN_PASS_SUB:
 #pragma omp simd
         for (int c = 0; c < cols; c++)
             out[c] = TB_ADD(a[c], -b[c]);
@@ -236,7 +207,7 @@ static void ln_pass_row(ln_pass k, const float *a, const float *b, float rv, con
 }
 
 /* One element-wise pass over rows x cols; row is per-row (may be NULL). */
-static void ln_pass_all(int t, ln_pass k, const float *a, const float *b, const float *row,
+static void ln_pass_all(int t, tb_ln_pass k, const float *a, const float *b, const float *row,
                         const float *col, float *out, int rows, int cols)
 {
 #pragma omp parallel for num_threads(t) schedule(static) if ((size_t)rows * cols >= PAR_MIN)
@@ -262,15 +233,15 @@ static int ln_fwd_unfused(tb_backend *be, const float *x, const float *gamma, co
     float *xc, *tmp;
     TB_TRY(be->dev_alloc(be, (void **)&xc, n * sizeof(float)));
     TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&tmp, n * sizeof(float)), out_free_xc);
-    ln_row_means(t, x, mean, rows, cols);                                 /* mean */
-    ln_pass_all(t, LN_CENTER, x, NULL, mean, NULL, xc, rows, cols);       /* xc = x - mean */
-    ln_pass_all(t, LN_SQUARE, xc, NULL, NULL, NULL, tmp, rows, cols);     /* xc * xc */
-    ln_row_means(t, tmp, rstd, rows, cols);                               /* var */
-    for (int r = 0; r < rows; r++)                                        /* rsqrt(var + eps) */
+    ln_row_means(t, x, mean, rows, cols);                                     /* mean */
+    ln_pass_all(t, TB_LN_PASS_CENTER, x, NULL, mean, NULL, xc, rows, cols);   /* xc = x - mean */
+    ln_pass_all(t, TB_LN_PASS_SQUARE, xc, NULL, NULL, NULL, tmp, rows, cols); /* xc * xc */
+    ln_row_means(t, tmp, rstd, rows, cols);                                   /* var */
+    for (int r = 0; r < rows; r++)                                            /* rsqrt(var + eps) */
         rstd[r] = tb_ln_rstd_f(rstd[r], eps);
-    ln_pass_all(t, LN_SCALE_ROW, xc, NULL, rstd, NULL, tmp, rows, cols);  /* xhat */
-    ln_pass_all(t, LN_MUL_COL, tmp, NULL, NULL, gamma, y, rows, cols);    /* * gamma */
-    ln_pass_all(t, LN_ADD_COL, y, NULL, NULL, beta, y, rows, cols);       /* + beta */
+    ln_pass_all(t, TB_LN_PASS_SCALE_ROW, xc, NULL, rstd, NULL, tmp, rows, cols); /* xhat */
+    ln_pass_all(t, TB_LN_PASS_MUL_COL, tmp, NULL, NULL, gamma, y, rows, cols);   /* * gamma */
+    ln_pass_all(t, TB_LN_PASS_ADD_COL, y, NULL, NULL, beta, y, rows, cols);      /* + beta */
     rc = be->dev_free(be, tmp);
 out_free_xc:;
     int rc2 = be->dev_free(be, xc);
@@ -290,18 +261,18 @@ static int ln_bwd_unfused(tb_backend *be, const float *x, const float *dy, const
     TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&rowv, 2 * (size_t)rows * sizeof(float) + 1),
                 out_free_g);
     float *a = rowv, *c = rowv + rows;
-    ln_pass_all(t, LN_CENTER, x, NULL, mean, NULL, xhat, rows, cols);     /* x - mean */
-    ln_pass_all(t, LN_SCALE_ROW, xhat, NULL, rstd, NULL, xhat, rows, cols); /* xhat */
-    ln_pass_all(t, LN_MUL, dy, xhat, NULL, NULL, dx, rows, cols);         /* dy * xhat */
+    ln_pass_all(t, TB_LN_PASS_CENTER, x, NULL, mean, NULL, xhat, rows, cols);       /* x - mean */
+    ln_pass_all(t, TB_LN_PASS_SCALE_ROW, xhat, NULL, rstd, NULL, xhat, rows, cols); /* xhat */
+    ln_pass_all(t, TB_LN_PASS_MUL, dy, xhat, NULL, NULL, dx, rows, cols);           /* dy * xhat */
     ln_param_grad(t, x, dy, dx, mean, rstd, rows, cols, dgamma, dbeta, accumulate);
-    ln_pass_all(t, LN_MUL_COL, dy, NULL, NULL, gamma, g, rows, cols);     /* g = dy * gamma */
-    ln_row_means(t, g, a, rows, cols);                                    /* a = mean(g) */
-    ln_pass_all(t, LN_MUL, g, xhat, NULL, NULL, dx, rows, cols);          /* g * xhat */
-    ln_row_means(t, dx, c, rows, cols);                                   /* c = mean(g xhat) */
-    ln_pass_all(t, LN_SUB_ROW, g, NULL, a, NULL, g, rows, cols);          /* g - a */
-    ln_pass_all(t, LN_SCALE_ROW, xhat, NULL, c, NULL, dx, rows, cols);    /* xhat * c */
-    ln_pass_all(t, LN_SUB, g, dx, NULL, NULL, g, rows, cols);             /* (g - a) - xhat c */
-    ln_pass_all(t, LN_SCALE_ROW, g, NULL, rstd, NULL, dx, rows, cols);    /* * rstd */
+    ln_pass_all(t, TB_LN_PASS_MUL_COL, dy, NULL, NULL, gamma, g, rows, cols); /* g = dy * gamma */
+    ln_row_means(t, g, a, rows, cols); /* a = mean(g) */
+    ln_pass_all(t, TB_LN_PASS_MUL, g, xhat, NULL, NULL, dx, rows, cols); /* g * xhat */
+    ln_row_means(t, dx, c, rows, cols); /* c = mean(g xhat) */
+    ln_pass_all(t, TB_LN_PASS_SUB_ROW, g, NULL, a, NULL, g, rows, cols); /* g - a */
+    ln_pass_all(t, TB_LN_PASS_SCALE_ROW, xhat, NULL, c, NULL, dx, rows, cols); /* xhat * c */
+    ln_pass_all(t, TB_LN_PASS_SUB, g, dx, NULL, NULL, g, rows, cols); /* (g - a) - xhat c */
+    ln_pass_all(t, TB_LN_PASS_SCALE_ROW, g, NULL, rstd, NULL, dx, rows, cols); /* * rstd */
     rc = be->dev_free(be, rowv);
 out_free_g:;
     int rc2 = be->dev_free(be, g);
@@ -315,13 +286,11 @@ static int cpu_layernorm_fwd(tb_backend *be, tb_ln_variant variant, const float 
                              const float *gamma, const float *beta, float eps, int rows, int cols,
                              float *y, float *save_mean, float *save_rstd)
 {
-    TB_TRY(ln_check("layernorm_fwd", x, gamma, rows, cols));
+    TB_TRY(tb_check_layernorm("layernorm_fwd", variant, x, gamma, rows, cols));
     if (!(eps > 0.0f))
         return TB_FAIL(TB_ERR_INVALID, "layernorm_fwd: eps %g", (double)eps);
     if (variant == TB_LN_UNFUSED)
         return ln_fwd_unfused(be, x, gamma, beta, eps, rows, cols, y, save_mean, save_rstd);
-    if (variant != TB_LN_FUSED)
-        return TB_FAIL(TB_ERR_INVALID, "layernorm_fwd: unknown variant %d", (int)variant);
     int t = threads_of(be);
 #pragma omp parallel for num_threads(t) schedule(static) if ((size_t)rows * cols >= PAR_MIN)
     for (int r = 0; r < rows; r++) {
@@ -336,12 +305,10 @@ static int cpu_layernorm_bwd(tb_backend *be, tb_ln_variant variant, const float 
                              const float *save_rstd, int rows, int cols, float *dx,
                              float *dgamma, float *dbeta, int accumulate)
 {
-    TB_TRY(ln_check("layernorm_bwd", x, gamma, rows, cols));
+    TB_TRY(tb_check_layernorm("layernorm_bwd", variant, x, gamma, rows, cols));
     if (variant == TB_LN_UNFUSED)
         return ln_bwd_unfused(be, x, dy, gamma, save_mean, save_rstd, rows, cols, dx, dgamma,
                               dbeta, accumulate);
-    if (variant != TB_LN_FUSED)
-        return TB_FAIL(TB_ERR_INVALID, "layernorm_bwd: unknown variant %d", (int)variant);
     int t = threads_of(be);
 #pragma omp parallel for num_threads(t) schedule(static) if ((size_t)rows * cols >= PAR_MIN)
     for (int r = 0; r < rows; r++) {
@@ -353,19 +320,6 @@ static int cpu_layernorm_bwd(tb_backend *be, tb_ln_variant variant, const float 
 }
 
 /* ================================================================ attention */
-
-static int attn_check(const char *op, tb_attn_variant variant, const tb_attn_desc *d)
-{
-    if (!d || d->batch < 1 || d->heads < 1 || d->seq < 1 || d->head_dim < 1)
-        return TB_FAIL(TB_ERR_INVALID, "%s: B %d, H %d, T %d, D %d (all must be >= 1)", op,
-                       d ? d->batch : 0, d ? d->heads : 0, d ? d->seq : 0,
-                       d ? d->head_dim : 0);
-    if (variant != TB_ATTN_MANUAL && variant != TB_ATTN_FUSED)
-        return TB_FAIL(TB_ERR_INVALID, "%s: unknown variant %d", op, (int)variant);
-    if (!isfinite(d->scale))
-        return TB_FAIL(TB_ERR_INVALID, "%s: scale %g", op, (double)d->scale);
-    return TB_OK;
-}
 
 static size_t attn_heads(const tb_attn_desc *d) { return (size_t)d->batch * d->heads; }
 
@@ -787,7 +741,7 @@ static int cpu_attention_workspace(tb_backend *be, tb_attn_variant variant,
                                    const tb_attn_desc *d, size_t *saved_bytes,
                                    size_t *temp_bytes)
 {
-    TB_TRY(attn_check("attention_workspace", variant, d));
+    TB_TRY(tb_check_attention("attention_workspace", variant, d));
     size_t rows = attn_heads(d) * d->seq;
     size_t saved = sizeof(float) * rows * (variant == TB_ATTN_MANUAL ? (size_t)d->seq : 1);
     size_t temp = variant == TB_ATTN_MANUAL
@@ -804,7 +758,7 @@ static int cpu_attention_fwd(tb_backend *be, tb_attn_variant variant, const tb_a
                              const float *q, const float *k, const float *v, float *out,
                              float *saved)
 {
-    TB_TRY(attn_check("attention_fwd", variant, d));
+    TB_TRY(tb_check_attention("attention_fwd", variant, d));
     if (variant == TB_ATTN_MANUAL)
         return attn_fwd_manual(be, d, q, k, v, out, saved);
     return attn_fwd_fused(be, d, q, k, v, out, saved);
@@ -815,7 +769,7 @@ static int cpu_attention_bwd(tb_backend *be, tb_attn_variant variant, const tb_a
                              const float *dout, const float *saved, float *dq, float *dk,
                              float *dv)
 {
-    TB_TRY(attn_check("attention_bwd", variant, d));
+    TB_TRY(tb_check_attention("attention_bwd", variant, d));
     if (variant == TB_ATTN_MANUAL)
         return attn_bwd_manual(be, d, q, k, v, dout, saved, dq, dk, dv);
     return attn_bwd_fused(be, d, q, k, v, out, dout, saved, dq, dk, dv);

@@ -32,6 +32,7 @@
 #include "lib/backend/backend.h"
 #include "lib/core/status.h"
 #include "lib/core/testing.h"
+#include "lib/core/rng.h"
 
 #define TRY(expr)                                                      \
     do {                                                               \
@@ -63,21 +64,20 @@ static void *xmalloc(size_t bytes)
     return p;
 }
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t next_seed = 1; /* each array its own stream */
+static tb_rng rng = {0x9e3779b97f4a7c15ull}; /* tb_rng_seeded(0x9e3779b97f4a7c15) */
 
-/* Uniform in [-a, a], never exactly zero. */
+/* Uniform in [-a, a), never exactly zero. */
 static double urand(double a)
 {
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    double u = ((rng_state >> 11) + 0.5) / 9007199254740992.0; /* (0, 1) */
-    return a * (2.0 * u - 1.0);
+    double u = tb_rng_uniform(&rng, -a, a);
+    return u != 0.0 ? u : a / 2;
 }
 
 static float *rand_floats(size_t n, double a)
 {
     float *p = xmalloc(n * sizeof *p);
-    for (size_t i = 0; i < n; i++)
-        p[i] = (float)urand(a);
+    tb_rng_fill(p, n, next_seed++, -a, a);
     return p;
 }
 

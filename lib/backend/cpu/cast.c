@@ -14,24 +14,16 @@
 
 #include "kernels/cast_math.h"
 #include "lib/backend/backend.h"
+#include "lib/backend/checks.h"
 #include "lib/backend/cpu/cpu.h"
 #include "lib/core/status.h"
 
 #define CAST_PAR_MIN 32768
 
-static int cast_check(tb_dtype dtype, const void *a, const void *b, size_t n, const char *op)
-{
-    if (dtype != TB_BF16 && dtype != TB_F16)
-        return TB_FAIL(TB_ERR_INVALID, "%s: dtype %d is not bf16 or fp16", op, (int)dtype);
-    if (n > 0 && (!a || !b))
-        return TB_FAIL(TB_ERR_INVALID, "%s: NULL buffer for %zu elements", op, n);
-    return TB_OK;
-}
-
 static int cpu_cast_f32_to_lowp(tb_backend *be, tb_dtype dtype, const float *x, void *lowp,
                                 size_t n)
 {
-    TB_TRY(cast_check(dtype, x, lowp, n, "cast_f32_to_lowp"));
+    TB_TRY(tb_check_cast(dtype, x, lowp, n, "cast_f32_to_lowp"));
     int t = ((tb_cpu_ctx *)be->ctx)->threads;
     uint16_t *y = lowp;
     if (dtype == TB_BF16) {
@@ -49,7 +41,7 @@ static int cpu_cast_f32_to_lowp(tb_backend *be, tb_dtype dtype, const float *x, 
 static int cpu_cast_lowp_to_f32(tb_backend *be, tb_dtype dtype, const void *lowp, float *y,
                                 size_t n)
 {
-    TB_TRY(cast_check(dtype, lowp, y, n, "cast_lowp_to_f32"));
+    TB_TRY(tb_check_cast(dtype, lowp, y, n, "cast_lowp_to_f32"));
     int t = ((tb_cpu_ctx *)be->ctx)->threads;
     const uint16_t *x = lowp;
     if (dtype == TB_BF16) {

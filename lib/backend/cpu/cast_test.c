@@ -26,6 +26,7 @@
 #include "lib/backend/ref/conv.h"
 #include "lib/core/status.h"
 #include "lib/core/testing.h"
+#include "lib/core/rng.h"
 
 static float fbits(uint32_t u) { return tb_cast_bits_f32(u); }
 
@@ -114,10 +115,9 @@ static void test_f16_edges(void)
         }
     }
     /* round to nearest: the result is one of the two neighbours, the nearer */
-    uint64_t s = 12345;
+    tb_rng r = tb_rng_seeded(12345);
     for (int i = 0; i < 200000; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        float f = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0) * 70000.0f;
+        float f = (float)tb_rng_uniform(&r, -1.0, 1.0) * 70000.0f;
         float r = tb_f16_to_f32(tb_f32_to_f16(f));
         if (fabsf(f) >= 65520.0f)
             continue;
@@ -137,11 +137,9 @@ static void test_cast_slots(void)
     size_t n = 100003;
     float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
     uint16_t *lp = malloc(n * sizeof *lp);
-    uint64_t s = 7;
-    for (size_t i = 0; i < n; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        x[i] = fbits((uint32_t)(s >> 32)); /* any bit pattern: NaN, Inf, denormals */
-    }
+    tb_rng r = tb_rng_seeded(7);
+    for (size_t i = 0; i < n; i++)
+        x[i] = fbits((uint32_t)(rng_next_u64(&r) >> 32)); /* any bit pattern: NaN, Inf, denormals */
     for (int threads = 1; threads <= 2; threads++) {
         tb_backend *be;
         if (tb_backend_cpu_create(threads, &be) != TB_OK) {
@@ -173,11 +171,7 @@ static void test_cast_slots(void)
     free(lp);
 }
 
-static float rnd(uint64_t *s)
-{
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((double)(*s >> 40) / 8388608.0 - 1.0);
-}
+static float rnd(tb_rng *r) { return (float)tb_rng_uniform(r, -1.0, 1.0); }
 
 static double max_rel(const float *want, const float *got, size_t n)
 {
@@ -192,7 +186,7 @@ static double max_rel(const float *want, const float *got, size_t n)
 }
 
 /* n random floats, and their bf16 copy. */
-static void rand_pair(size_t n, uint64_t *s, float **f, uint16_t **lp)
+static void rand_pair(size_t n, tb_rng *s, float **f, uint16_t **lp)
 {
     *f = malloc(n * sizeof **f);
     *lp = malloc(n * sizeof **lp);
@@ -207,7 +201,7 @@ static void rand_pair(size_t n, uint64_t *s, float **f, uint16_t **lp)
 static void test_gemm_lowp(tb_backend *be)
 {
     int m = 37, n = 65, k = 129;
-    uint64_t s = 99;
+    tb_rng s = tb_rng_seeded(99);
     float *a, *b, *c = malloc((size_t)m * n * 4), *want = malloc((size_t)m * n * 4);
     uint16_t *al, *bl;
     rand_pair((size_t)m * k, &s, &a, &al);
@@ -238,7 +232,7 @@ static void conv_one(tb_backend *be, tb_conv_desc d)
 {
     size_t nx = (size_t)d.n * d.c * d.h * d.w, nw = (size_t)d.k * d.c * d.r * d.s;
     size_t ny = (size_t)d.n * d.k * tb_conv_out_h(&d) * tb_conv_out_w(&d);
-    uint64_t s = 5;
+    tb_rng s = tb_rng_seeded(5);
     float *x, *w, *dy, *bias = malloc(d.k * 4);
     uint16_t *xl, *wl, *dyl;
     rand_pair(nx, &s, &x, &xl);

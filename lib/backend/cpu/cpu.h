@@ -1,6 +1,8 @@
 /*
- * cpu.h - what the CPU backend shares with the rest of lib/: its
- * private state (for the CPU op files) and small CPU facts.
+ * cpu.h - private to the CPU backend (lib/backend/cpu/, visible to
+ * //lib/backend/... only): its state (for the op family files), the
+ * installers of those families and small CPU facts. The rest of the tree
+ * reaches the backend through lib/backend/backend.h.
  */
 #ifndef TB_BACKEND_CPU_H
 #define TB_BACKEND_CPU_H
@@ -13,7 +15,7 @@ typedef struct tb_cpu_ctx {
     size_t peak;     /* high-water mark of in_use */
     size_t limit;    /* 0 = none; see mem_set_limit */
     void *dnnl;      /* lib/backend/cpu/dnnl.c: engine, stream, primitive cache */
-    void *ops;       /* lib/backend/cpu/ops.c: workspaces */
+    void *ops;       /* lib/backend/cpu/ops_common.h: workspaces */
 } tb_cpu_ctx;
 
 /* CLOCK_MONOTONIC in seconds. */
@@ -27,8 +29,8 @@ int tb_cpu_has_avx512_fp16(void);
 /* Op families fill their slots of the CPU backend's table; each lives in its
  * own file. REQUIRES: be->ctx is a tb_cpu_ctx. */
 struct tb_backend;
-int tb_cpu_install_dnnl_ops(struct tb_backend *be);  /* gemm, conv_*: lib/backend/cpu/dnnl.c */
-int tb_cpu_install_ops(struct tb_backend *be);       /* the rest: lib/backend/cpu/ops.c */
+int tb_cpu_install_dnnl_ops(struct tb_backend *be);  /* gemm.c, conv.c: lib/backend/cpu/dnnl.c */
+int tb_cpu_install_ops(struct tb_backend *be);       /* the rest: lib/backend/cpu/ops_common.c */
 int tb_cpu_install_attn_ops(struct tb_backend *be);  /* layernorm_*, attention_*: lib/backend/cpu/attention.c */
 int tb_cpu_install_cast_ops(struct tb_backend *be);  /* cast_*: lib/backend/cpu/cast.c */
 void tb_cpu_release_dnnl_ops(struct tb_backend *be); /* primitive caches */

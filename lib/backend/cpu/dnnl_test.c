@@ -1,6 +1,6 @@
 /*
  * dnnl_test.c - the CPU backend's oneDNN GEMM and convolution
- * (lib/backend/cpu/dnnl.c) against the plain reference (lib/backend/ref/conv.c).
+ * (lib/backend/cpu/gemm.c, conv.c) against the plain reference (lib/backend/ref/conv.c).
  *   bazel test //lib/backend/cpu:cpu_dnnl_test
  *
  * Runs on a minimal table (only the dnnl slots and a counting dev_alloc),
@@ -27,6 +27,7 @@
 #include "lib/backend/cpu/cpu.h"
 #include "lib/backend/ref/conv.h"
 #include "lib/core/testing.h"
+#include "lib/core/rng.h"
 
 int tb_cpu_dnnl_algo_names(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
                            int has_bias, char (*names)[64], int max, int *count);
@@ -88,23 +89,14 @@ static void backend_free(tb_backend *be)
 
 /* ---- data ---- */
 
-static unsigned long long rng_state = 12345;
+static uint64_t next_seed = 12345; /* each array its own stream */
 
-static float uniform(void)
-{
-    float v;
-    do {
-        rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-        v = (float)((double)(rng_state >> 40) / (double)(1ull << 23) - 1.0);
-    } while (v == 0.0f);
-    return v;
-}
-
+/* Uniform in [-1, 1), no zeros. */
 static float *random_floats(size_t n)
 {
     float *p = malloc(n * sizeof *p);
-    for (size_t i = 0; i < n; i++)
-        p[i] = uniform();
+    if (p)
+        tb_rng_fill(p, n, next_seed++, -1.0, 1.0);
     return p;
 }
 

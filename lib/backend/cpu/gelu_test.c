@@ -34,6 +34,7 @@
 #include "lib/backend/ref/gelu.h"
 #include "lib/core/status.h"
 #include "lib/core/testing.h"
+#include "lib/core/rng.h"
 
 #define FWD_TOL 1e-6
 #define BWD_TOL 1e-6
@@ -44,17 +45,11 @@
 
 /* ---- inputs ---- */
 
-static uint64_t rng_state = 0x243f6a8885a308d3ULL;
+static tb_rng rng = {0x243f6a8885a308d3ULL}; /* tb_rng_seeded(0x243f6a8885a308d3) */
 
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
+static uint64_t rng_next(void) { return rng_next_u64(&rng); }
 
-static double rng_uniform(void) { return (double)(rng_next() >> 11) * 0x1.0p-53; }
+static double rng_uniform(void) { return tb_rng_double01(&rng); }
 
 static float rng_normal(void)
 {

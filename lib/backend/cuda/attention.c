@@ -27,6 +27,7 @@
 #include "kernels/attention.h"
 #include "kernels/layernorm.h"
 #include "lib/backend/backend.h"
+#include "lib/backend/checks.h"
 #include "lib/backend/cuda/cuda.h"
 #include "lib/backend/cuda/check.h"
 #include "lib/core/status.h"
@@ -34,18 +35,6 @@
 static void *stream_of(tb_backend *be) { return (void *)tb_cuda_ctx(be)->compute; }
 
 /* ---------------------------------------------------------------- layer norm */
-
-static int ln_check(const char *op, tb_ln_variant variant, const float *x, const float *gamma,
-                    int rows, int cols)
-{
-    if (rows < 0 || cols < 1)
-        return TB_FAIL(TB_ERR_INVALID, "%s: rows %d, cols %d", op, rows, cols);
-    if (rows > 0 && (!x || !gamma))
-        return TB_FAIL(TB_ERR_INVALID, "%s: NULL input or gamma", op);
-    if (variant != TB_LN_UNFUSED && variant != TB_LN_FUSED)
-        return TB_FAIL(TB_ERR_INVALID, "%s: unknown variant %d", op, (int)variant);
-    return TB_OK;
-}
 
 /* Two rows x cols temporaries and, when rowtmp, 2 rows floats. */
 typedef struct ln_temps {
@@ -85,7 +74,7 @@ static int cuda_layernorm_fwd(tb_backend *be, tb_ln_variant variant, const float
                               const float *gamma, const float *beta, float eps, int rows,
                               int cols, float *y, float *save_mean, float *save_rstd)
 {
-    TB_TRY(ln_check("layernorm_fwd", variant, x, gamma, rows, cols));
+    TB_TRY(tb_check_layernorm("layernorm_fwd", variant, x, gamma, rows, cols));
     if (!(eps > 0.0f))
         return TB_FAIL(TB_ERR_INVALID, "layernorm_fwd: eps %g", (double)eps);
     if (rows == 0)
@@ -106,7 +95,7 @@ static int cuda_layernorm_bwd(tb_backend *be, tb_ln_variant variant, const float
                               const float *save_rstd, int rows, int cols, float *dx,
                               float *dgamma, float *dbeta, int accumulate)
 {
-    TB_TRY(ln_check("layernorm_bwd", variant, x, gamma, rows, cols));
+    TB_TRY(tb_check_layernorm("layernorm_bwd", variant, x, gamma, rows, cols));
     TB_TRY(tb_cuda_bind(be));
     if (variant == TB_LN_FUSED || rows == 0)
         return tb_cuda_layernorm_bwd((int)variant, x, dy, gamma, save_mean, save_rstd, rows,
@@ -123,14 +112,7 @@ static int cuda_layernorm_bwd(tb_backend *be, tb_ln_variant variant, const float
 
 static int attn_check(const char *op, tb_attn_variant variant, const tb_attn_desc *d)
 {
-    if (!d || d->batch < 1 || d->heads < 1 || d->seq < 1 || d->head_dim < 1)
-        return TB_FAIL(TB_ERR_INVALID, "%s: B %d, H %d, T %d, D %d (all must be >= 1)", op,
-                       d ? d->batch : 0, d ? d->heads : 0, d ? d->seq : 0,
-                       d ? d->head_dim : 0);
-    if (variant != TB_ATTN_MANUAL && variant != TB_ATTN_FUSED)
-        return TB_FAIL(TB_ERR_INVALID, "%s: unknown variant %d", op, (int)variant);
-    if (!isfinite(d->scale))
-        return TB_FAIL(TB_ERR_INVALID, "%s: scale %g", op, (double)d->scale);
+    TB_TRY(tb_check_attention(op, variant, d));
     if ((long long)d->batch * d->heads > 0x7fffffffLL)
         return TB_FAIL(TB_ERR_UNSUPPORTED, "%s: B*H = %lld heads exceed cuBLAS's batch count",
                        op, (long long)d->batch * d->heads);

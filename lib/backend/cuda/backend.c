@@ -11,8 +11,8 @@
  *
  * What lives here: creation and destruction, the table (filled by
  * tb_backend_cuda_fill_table, which touches no device), copies, memset,
- * streams, events, device info and GELU. The other op families live in
- * lib/cuda_*.c (listed in lib/backend/cuda/cuda.h), memory in lib/backend/cuda/alloc.c.
+ * streams, events and device info. The op families live in a file each
+ * (listed in lib/backend/cuda/cuda.h), memory in lib/backend/cuda/alloc.c.
  *
  * Ordering: every op runs on the backend's own compute stream, created
  * non-blocking so that it never serializes with the legacy default stream.
@@ -38,9 +38,7 @@
 #include <cudnn.h>
 #include <nccl.h>
 
-#include "kernels/gelu.h"
 #include "lib/backend/backend.h"
-#include "kernels/attention.h"
 #include "lib/backend/cuda/cuda.h"
 #include "lib/backend/cuda/check.h"
 #include "lib/backend/nvml_dl.h"
@@ -415,62 +413,6 @@ static int cuda_device_info(tb_backend *be, tb_device_info *info)
 }
 
 /* ---------------------------------------------------------------------
- * Element-wise ops
- * ------------------------------------------------------------------- */
-
-/* The unfused variant materializes intermediates as eager PyTorch does;
- * they come from this backend's allocator (so peak memory shows them) and
- * are kept between calls, grown when n grows. */
-static int gelu_scratch(tb_backend *be, size_t n, float **t1, float **t2)
-{
-    cuda_ctx *c = ctx_of(be);
-
-    if (c->gelu_tmp_n < n) {
-        /* cudaFree waits for queued kernels that may still read them. */
-        TB_TRY(tb_cuda_dev_free(be, c->gelu_tmp1));
-        TB_TRY(tb_cuda_dev_free(be, c->gelu_tmp2));
-        c->gelu_tmp1 = c->gelu_tmp2 = NULL;
-        c->gelu_tmp_n = 0;
-        TB_TRY(tb_cuda_dev_alloc(be, (void **)&c->gelu_tmp1, n * sizeof(float)));
-        TB_TRY(tb_cuda_dev_alloc(be, (void **)&c->gelu_tmp2, n * sizeof(float)));
-        c->gelu_tmp_n = n;
-    }
-    *t1 = c->gelu_tmp1;
-    *t2 = c->gelu_tmp2;
-    return TB_OK;
-}
-
-static int gelu_prepare(tb_backend *be, tb_gelu_variant v, size_t n, float **t1, float **t2)
-{
-    *t1 = *t2 = NULL;
-    if (v != TB_GELU_FUSED && v != TB_GELU_UNFUSED)
-        return TB_FAIL(TB_ERR_INVALID, "unknown GELU variant %d", (int)v);
-    TB_TRY(tb_cuda_bind(be));
-    if (v == TB_GELU_UNFUSED && n > 0)
-        TB_TRY(gelu_scratch(be, n, t1, t2));
-    return TB_OK;
-}
-
-static int cuda_gelu_fwd(tb_backend *be, tb_gelu_variant v, const float *x, float *y, size_t n)
-{
-    float *t1, *t2;
-
-    TB_TRY(gelu_prepare(be, v, n, &t1, &t2));
-    TB_TRY(tb_cuda_gelu_fwd((int)v, x, y, n, t1, t2, ctx_of(be)->compute));
-    return TB_OK;
-}
-
-static int cuda_gelu_bwd(tb_backend *be, tb_gelu_variant v, const float *x, const float *dy,
-                         float *dx, size_t n)
-{
-    float *t1, *t2;
-
-    TB_TRY(gelu_prepare(be, v, n, &t1, &t2));
-    TB_TRY(tb_cuda_gelu_bwd((int)v, x, dy, dx, n, t1, t2, ctx_of(be)->compute));
-    return TB_OK;
-}
-
-/* ---------------------------------------------------------------------
  * Creation and destruction
  * ------------------------------------------------------------------- */
 
@@ -576,13 +518,16 @@ void tb_backend_cuda_fill_table(tb_backend *be)
     be->sync = cuda_sync;
     be->device_info = cuda_device_info;
     be->destroy = cuda_destroy;
-    be->gelu_fwd = cuda_gelu_fwd;
-    be->gelu_bwd = cuda_gelu_bwd;
     tb_cuda_install_alloc(be);
     tb_cuda_install_gemm(be);
     tb_cuda_install_conv(be);
-    tb_cuda_install_bn(be);
-    tb_cuda_install_ops(be);
+    tb_cuda_install_batchnorm(be);
+    tb_cuda_install_elementwise(be);
+    tb_cuda_install_gelu(be);
+    tb_cuda_install_reduce(be);
+    tb_cuda_install_dropout(be);
+    tb_cuda_install_pool(be);
+    tb_cuda_install_xent(be);
     tb_cuda_install_optim(be);
     tb_cuda_install_cast(be);
     tb_cuda_install_graph(be);

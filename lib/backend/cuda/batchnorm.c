@@ -30,6 +30,7 @@
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 #include "lib/backend/backend.h"
+#include "lib/backend/checks.h"
 #include "lib/backend/cuda/cuda.h"
 #include "lib/backend/cuda/check.h"
 #include "lib/core/status.h"
@@ -44,16 +45,10 @@ struct cuda_bn_cache {
     bn_entry e[2]; /* by layout */
 };
 
-/* The CPU backend's rules (lib/backend/cpu/ops.c bn_check). */
+/* lib/backend/checks.h's rules, and cuDNN's minimum eps. */
 static int bn_check(const tb_bn_desc *d, int training)
 {
-    if (d->n < 1 || d->c < 1 || d->hw < 1 || (d->layout != TB_NCHW && d->layout != TB_NHWC))
-        return TB_FAIL(TB_ERR_INVALID, "batch norm: bad shape n=%d c=%d hw=%d layout=%d", d->n,
-                       d->c, d->hw, (int)d->layout);
-    if (training && (size_t)d->n * d->hw < 2)
-        return TB_FAIL(TB_ERR_INVALID,
-                       "batch norm: training needs more than 1 value per channel (n=%d hw=%d)",
-                       d->n, d->hw);
+    TB_TRY(tb_check_bn(d, training));
     if (!(d->eps >= CUDNN_BN_MIN_EPSILON))
         return TB_FAIL(TB_ERR_INVALID, "batch norm: eps %g is below cuDNN's minimum %g",
                        (double)d->eps, (double)CUDNN_BN_MIN_EPSILON);
@@ -123,6 +118,15 @@ int tb_cuda_bn_release(tb_backend *be)
     return rc;
 }
 
+/* The checks, the device, and the descriptors of d's shape: what every
+ * slot does first. */
+static int bn_prepare(tb_backend *be, const tb_bn_desc *d, int training, bn_entry **e)
+{
+    TB_TRY(bn_check(d, training));
+    TB_TRY(tb_cuda_bind(be));
+    return entry_get(be, d, e);
+}
+
 static int cuda_bn_fwd_train(tb_backend *be, const tb_bn_desc *d, const float *x,
                              const float *gamma, const float *beta, float *y, float *running_mean,
                              float *running_var, float *save_mean, float *save_invstd)
@@ -130,9 +134,7 @@ static int cuda_bn_fwd_train(tb_backend *be, const tb_bn_desc *d, const float *x
     const float one = 1.0f, zero = 0.0f;
     bn_entry *e;
 
-    TB_TRY(bn_check(d, 1));
-    TB_TRY(tb_cuda_bind(be));
-    TB_TRY(entry_get(be, d, &e));
+    TB_TRY(bn_prepare(be, d, 1, &e));
     TB_CHECK_CUDNN(cudnnBatchNormalizationForwardTraining(
         tb_cuda_ctx(be)->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, e->x, x, e->x, y, e->param,
         gamma, beta, (double)d->momentum, running_mean, running_var, (double)d->eps, save_mean,
@@ -147,9 +149,7 @@ static int cuda_bn_fwd_infer(tb_backend *be, const tb_bn_desc *d, const float *x
     const float one = 1.0f, zero = 0.0f;
     bn_entry *e;
 
-    TB_TRY(bn_check(d, 0));
-    TB_TRY(tb_cuda_bind(be));
-    TB_TRY(entry_get(be, d, &e));
+    TB_TRY(bn_prepare(be, d, 0, &e));
     TB_CHECK_CUDNN(cudnnBatchNormalizationForwardInference(
         tb_cuda_ctx(be)->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, e->x, x, e->x, y, e->param,
         gamma, beta, running_mean, running_var, (double)d->eps));
@@ -163,9 +163,7 @@ static int cuda_bn_bwd(tb_backend *be, const tb_bn_desc *d, const float *x, cons
     const float one = 1.0f, zero = 0.0f, param_beta = accumulate ? 1.0f : 0.0f;
     bn_entry *e;
 
-    TB_TRY(bn_check(d, 1));
-    TB_TRY(tb_cuda_bind(be));
-    TB_TRY(entry_get(be, d, &e));
+    TB_TRY(bn_prepare(be, d, 1, &e));
     /* cuDNN writes dgamma and dbeta through separate pointers of one
      * descriptor: the slot's two buffers. */
     TB_CHECK_CUDNN(cudnnBatchNormalizationBackward(
@@ -175,7 +173,7 @@ static int cuda_bn_bwd(tb_backend *be, const tb_bn_desc *d, const float *x, cons
     return TB_OK;
 }
 
-void tb_cuda_install_bn(tb_backend *be)
+void tb_cuda_install_batchnorm(tb_backend *be)
 {
     be->bn_fwd_train = cuda_bn_fwd_train;
     be->bn_fwd_infer = cuda_bn_fwd_infer;

@@ -9,22 +9,14 @@
 
 #include "kernels/cast.h"
 #include "lib/backend/backend.h"
+#include "lib/backend/checks.h"
 #include "lib/backend/cuda/cuda.h"
 #include "lib/core/status.h"
-
-static int cast_check(tb_dtype dtype, const void *a, const void *b, size_t n, const char *op)
-{
-    if (dtype != TB_BF16 && dtype != TB_F16)
-        return TB_FAIL(TB_ERR_INVALID, "%s: dtype %d is not bf16 or fp16", op, (int)dtype);
-    if (n > 0 && (!a || !b))
-        return TB_FAIL(TB_ERR_INVALID, "%s: NULL buffer for %zu elements", op, n);
-    return TB_OK;
-}
 
 static int cuda_cast_f32_to_lowp(tb_backend *be, tb_dtype dtype, const float *x, void *lowp,
                                  size_t n)
 {
-    TB_TRY(cast_check(dtype, x, lowp, n, "cast_f32_to_lowp"));
+    TB_TRY(tb_check_cast(dtype, x, lowp, n, "cast_f32_to_lowp"));
     TB_TRY(tb_cuda_bind(be));
     return tb_cuda_cast_f32_to_lowp(dtype == TB_BF16, x, lowp, n,
                                     (void *)tb_cuda_ctx(be)->compute);
@@ -33,7 +25,7 @@ static int cuda_cast_f32_to_lowp(tb_backend *be, tb_dtype dtype, const float *x,
 static int cuda_cast_lowp_to_f32(tb_backend *be, tb_dtype dtype, const void *lowp, float *y,
                                  size_t n)
 {
-    TB_TRY(cast_check(dtype, lowp, y, n, "cast_lowp_to_f32"));
+    TB_TRY(tb_check_cast(dtype, lowp, y, n, "cast_lowp_to_f32"));
     TB_TRY(tb_cuda_bind(be));
     return tb_cuda_cast_lowp_to_f32(dtype == TB_BF16, lowp, y, n,
                                     (void *)tb_cuda_ctx(be)->compute);

@@ -296,6 +296,18 @@ static int ws_bytes(tb_backend *be, conv_entry *e, tb_conv_kind kind, int algo, 
     return TB_OK;
 }
 
+/* out[0..n) from the results of the kind's cuDNN query (f, bd or bf). */
+static void perfs_of(tb_conv_kind kind, int n, const cudnnConvolutionFwdAlgoPerf_t *f,
+                     const cudnnConvolutionBwdDataAlgoPerf_t *bd,
+                     const cudnnConvolutionBwdFilterAlgoPerf_t *bf, conv_perf *out)
+{
+    for (int i = 0; i < n; i++)
+        out[i] = kind == TB_CONV_FWD ? (conv_perf){f[i].algo, f[i].status, f[i].time, f[i].memory}
+               : kind == TB_CONV_BWD_DATA
+                   ? (conv_perf){bd[i].algo, bd[i].status, bd[i].time, bd[i].memory}
+                   : (conv_perf){bf[i].algo, bf[i].status, bf[i].time, bf[i].memory};
+}
+
 static int heuristic(cudnnHandle_t h, const conv_entry *e, tb_conv_kind kind, conv_perf *out,
                      int *n)
 {
@@ -314,11 +326,7 @@ static int heuristic(cudnnHandle_t h, const conv_entry *e, tb_conv_kind kind, co
     else
         TB_CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, e->x, e->y, e->conv,
                                                                      e->w, want, n, bf));
-    for (int i = 0; i < *n; i++)
-        out[i] = kind == TB_CONV_FWD ? (conv_perf){f[i].algo, f[i].status, f[i].time, f[i].memory}
-               : kind == TB_CONV_BWD_DATA
-                   ? (conv_perf){bd[i].algo, bd[i].status, bd[i].time, bd[i].memory}
-                   : (conv_perf){bf[i].algo, bf[i].status, bf[i].time, bf[i].memory};
+    perfs_of(kind, *n, f, bd, bf, out);
     return TB_OK;
 }
 
@@ -349,11 +357,7 @@ static int find_ex(cudnnHandle_t h, const conv_entry *e, tb_conv_kind kind, cons
         TB_CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(h, e->x, b->x, e->y, b->y,
                                                                      e->conv, e->w, b->w, want,
                                                                      n, bf, b->ws, b->ws_bytes));
-    for (int i = 0; i < *n; i++)
-        out[i] = kind == TB_CONV_FWD ? (conv_perf){f[i].algo, f[i].status, f[i].time, f[i].memory}
-               : kind == TB_CONV_BWD_DATA
-                   ? (conv_perf){bd[i].algo, bd[i].status, bd[i].time, bd[i].memory}
-                   : (conv_perf){bf[i].algo, bf[i].status, bf[i].time, bf[i].memory};
+    perfs_of(kind, *n, f, bd, bf, out);
     return TB_OK;
 }
 

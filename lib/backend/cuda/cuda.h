@@ -1,19 +1,27 @@
 /*
  * cuda.h - private to the CUDA backend: its state (cuda_ctx) and the
  * functions its files share. Included only by files compiled where the CUDA
- * toolkit was found (lib/backend/cuda/backend.c, lib/cuda_*.c, lib/backend/cuda/table_test.c).
+ * toolkit was found: the files of lib/backend/cuda/ and, for tb_cuda_bind,
+ * tb_cuda_owns and the compute stream, lib/dist/comm_nccl.c.
  *
- * The backend is split by op family, one file each:
- *   lib/backend/cuda/backend.c   creation, copies, streams, events, device info, GELU
- *   lib/backend/cuda/alloc.c     the caching device allocator (dev_alloc, mem_*)
- *   lib/backend/cuda/gemm.c      gemm on cuBLAS
- *   lib/backend/cuda/conv.c      conv_* on cuDNN (descriptor cache, autotuner)
- *   lib/backend/cuda/batchnorm.c        bn_* on cuDNN
- *   lib/backend/cuda/ops.c       element-wise, reductions, pooling, loss, dropout
- *                        (own kernels in kernels/)
- *   lib/backend/cuda/optim.c     opt_step, per tensor and fused (kernels/optim.cu)
- *   lib/backend/cuda/staging.c   host batches to the device (lib/backend/staging.h)
- *   lib/backend/cuda/graph.c     graph capture, augmentation and labels on the device
+ * The backend is split by op family, one file each; a family that the CPU
+ * backend also has lives in a file of the same name in lib/backend/cpu/:
+ *   backend.c      creation, copies, streams, events, device info
+ *   alloc.c        the caching device allocator (dev_alloc, mem_*)
+ *   elementwise.c  relu_*, add, axpby, bias_add (kernels/elementwise.cu)
+ *   gelu.c         gelu_* (kernels/gelu.cu)
+ *   reduce.c       bias_grad, reduce_sum, count_nonfinite (kernels/reduce.cu)
+ *   dropout.c      dropout_* (kernels/elementwise.cu)
+ *   pool.c         pool_* (kernels/pool.cu)
+ *   xent.c         softmax_xent_* (kernels/xent.cu)
+ *   batchnorm.c    bn_* on cuDNN
+ *   optim.c        opt_step, per tensor and fused (kernels/optim.cu)
+ *   cast.c         cast_* (kernels/cast.cu)
+ *   attention.c    layernorm_*, attention_* (kernels/attention.cu, layernorm.cu)
+ *   gemm.c         gemm on cuBLAS
+ *   conv.c         conv_* on cuDNN (descriptor cache, autotuner)
+ *   staging.c      host batches to the device (lib/backend/staging.h)
+ *   graph.c        graph capture, augmentation and labels on the device
  * Each family file has a tb_cuda_install_<family>(be) that only stores
  * function pointers: filling the table touches no device, so the table
  * test (lib/backend/cuda/table_test.c) runs without a GPU.
@@ -115,11 +123,19 @@ int tb_cuda_scratch_get(tb_backend *be, cuda_scratch *s, size_t bytes, void **p)
 void tb_cuda_install_alloc(tb_backend *be);
 void tb_cuda_install_gemm(tb_backend *be);
 void tb_cuda_install_conv(tb_backend *be);
-void tb_cuda_install_bn(tb_backend *be);
-void tb_cuda_install_ops(tb_backend *be);
+void tb_cuda_install_batchnorm(tb_backend *be);
+void tb_cuda_install_elementwise(tb_backend *be);
+void tb_cuda_install_gelu(tb_backend *be);
+void tb_cuda_install_reduce(tb_backend *be);
+void tb_cuda_install_dropout(tb_backend *be);
+void tb_cuda_install_pool(tb_backend *be);
+void tb_cuda_install_xent(tb_backend *be);
 void tb_cuda_install_optim(tb_backend *be);
 void tb_cuda_install_cast(tb_backend *be);  /* lib/backend/cuda/cast.c */
 void tb_cuda_install_graph(tb_backend *be); /* lib/backend/cuda/graph.c */
+/* layernorm_fwd/bwd and attention_workspace/fwd/bwd (lib/backend/cuda/attention.c).
+ * TB_OK. */
+int tb_cuda_install_attn_ops(tb_backend *be);
 
 /* Called by destroy, in this order, each keeping going after a failure and
  * returning the first: descriptors, then every device segment. */

@@ -4,7 +4,7 @@
  *
  *   fused == 0  PyTorch's for-loop optimizers (foreach=False): per tensor,
  *               one kernel per in-place op, the same passes in the same
- *               order as the CPU backend's (lib/backend/cpu/ops.c sgd_tensor,
+ *               order as the CPU backend's (lib/backend/cpu/optim.c sgd_tensor,
  *               adamw_tensor). Temporaries (unscaled gradient, AdamW's
  *               denominator) live in a grow-only scratch buffer.
  *   fused == 1  ONE kernel for all tensors: the tensors are cut into chunks
@@ -25,39 +25,12 @@
 #include "kernels/optim.h"
 #include "kernels/optim_math.h"
 #include "lib/backend/backend.h"
+#include "lib/backend/checks.h"
 #include "lib/backend/cuda/cuda.h"
 #include "lib/backend/cuda/check.h"
 #include "lib/core/status.h"
 
 static void *stream_of(tb_backend *be) { return (void *)tb_cuda_ctx(be)->compute; }
-
-/* The CPU backend's argument rules (lib/backend/cpu/ops.c opt_check). */
-static int opt_check(const tb_opt_hparams *hp, const tb_param_view *tensors, int count)
-{
-    if (count < 0 || (count > 0 && !tensors))
-        return TB_FAIL(TB_ERR_INVALID, "opt_step: %d tensors", count);
-    if (hp->step < 1 || !(hp->grad_scale > 0.0f) || isinf(hp->grad_scale))
-        return TB_FAIL(TB_ERR_INVALID, "opt_step: step %d (1-based), grad_scale %g", hp->step,
-                       (double)hp->grad_scale);
-    int lb = hp->kind >= TB_OPT_LARS;
-    int need1 = hp->kind == TB_OPT_ADAMW || (lb && hp->kind != TB_OPT_LARS) ||
-                hp->momentum != 0.0f;
-    int need2 = hp->kind == TB_OPT_ADAMW || hp->kind == TB_OPT_LAMB;
-    int need_ts = hp->kind == TB_OPT_NOVOGRAD;
-    /* trust_coef 0 would freeze every tensor with a nonzero norm (trust 0)
-     * and step only the zero-norm ones: a LARS that silently never learns */
-    if (hp->kind == TB_OPT_LARS && !(hp->trust_coef > 0.0f && isfinite(hp->trust_coef)))
-        return TB_FAIL(TB_ERR_INVALID, "opt_step: LARS trust_coef %g must be finite and > 0 "
-                       "(set tb_opt_hparams.trust_coef, e.g. 0.001)", (double)hp->trust_coef);
-    for (int i = 0; i < count; i++) {
-        const tb_param_view *tv = &tensors[i];
-        if (tv->n && (!tv->param || !tv->grad || (need1 && !tv->state1) ||
-                      (need2 && !tv->state2) || (need_ts && !tv->tensor_state)))
-            return TB_FAIL(TB_ERR_INVALID, "opt_step: tensor %d lacks a buffer this optimizer "
-                           "needs", i);
-    }
-    return TB_OK;
-}
 
 /* ---------------------------------------------------------------- per tensor */
 
@@ -239,13 +212,7 @@ static int opt_large_batch(tb_backend *be, const tb_opt_hparams *hp,
     if (nchunks > (size_t)INT32_MAX / 2)
         return TB_FAIL(TB_ERR_INVALID, "opt_step: %zu chunks are more than one launch takes",
                        nchunks);
-    tb_lb_coefs k = {.kind = (int)hp->kind};
-    k.lars = tb_lars_coef_make(hp->lr, hp->momentum, hp->weight_decay, hp->trust_coef, hp->eps,
-                               hp->step, hp->grad_scale);
-    k.lamb = tb_lamb_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2, hp->eps,
-                               hp->step, hp->grad_scale);
-    k.novo = tb_novograd_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2, hp->eps,
-                                   hp->step, hp->grad_scale);
+    tb_lb_coefs k = tb_lb_coefs_make(hp);
     TB_TRY(chunks_build(be, tensors, count, nchunks));
     TB_TRY(chunks_upload(be, nchunks, &dev));
     TB_TRY(tb_cuda_scratch_get(be, &tb_cuda_ctx(be)->opt_tmp,
@@ -268,19 +235,14 @@ static int opt_large_batch(tb_backend *be, const tb_opt_hparams *hp,
 static int cuda_opt_step(tb_backend *be, const tb_opt_hparams *hp, const tb_param_view *tensors,
                          int count, int fused)
 {
-    if (hp->kind < TB_OPT_SGD || hp->kind > TB_OPT_NOVOGRAD)
-        return TB_FAIL(TB_ERR_INVALID, "opt_step: unknown optimizer %d", (int)hp->kind);
-    TB_TRY(opt_check(hp, tensors, count));
+    TB_TRY(tb_check_opt_step(hp, tensors, count));
     TB_TRY(tb_cuda_bind(be));
     if (hp->kind >= TB_OPT_LARS)
         return opt_large_batch(be, hp, tensors, count, fused);
-    tb_sgd_coef sgd = tb_sgd_coef_make(hp->lr, hp->momentum, hp->weight_decay, hp->step,
-                                       hp->grad_scale);
-    tb_adamw_coef adamw = tb_adamw_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2,
-                                             hp->eps, hp->step, hp->grad_scale);
+    tb_opt_coefs k = tb_opt_coefs_make(hp);
     if (fused)
-        return opt_fused(be, hp, tensors, count, &sgd, &adamw);
-    return opt_per_tensor(be, hp, tensors, count, &sgd, &adamw);
+        return opt_fused(be, hp, tensors, count, &k.sgd, &k.adamw);
+    return opt_per_tensor(be, hp, tensors, count, &k.sgd, &k.adamw);
 }
 
 void tb_cuda_optim_release(tb_backend *be)

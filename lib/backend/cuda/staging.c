@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "lib/backend/cuda/cuda.h"
+#include "lib/backend/cuda/staging_pass.h"
 #include "lib/backend/cuda/check.h"
 #include "lib/backend/staging.h"
 #include "lib/core/status.h"
@@ -242,19 +243,14 @@ int tb_staging_put(tb_staging *st, int nparts, const void *const host[], const s
 int tb_staging_to_fixed(tb_staging *st, int nparts, void *dev[], void *const fixed[],
                         const size_t bytes[])
 {
-    if (!st || !dev || !fixed || !bytes)
-        return TB_FAIL(TB_ERR_INVALID, "tb_staging_to_fixed: NULL argument");
-    if (nparts < 1 || nparts > TB_STAGING_MAX_PARTS)
-        return TB_FAIL(TB_ERR_INVALID, "tb_staging_to_fixed: %d parts (1..%d)", nparts,
-                       TB_STAGING_MAX_PARTS);
-    if (!st->passthrough)
-        TB_TRY(tb_cuda_bind(st->be));
+    TB_TRY(staging_fixed_args(st, nparts, dev, fixed, bytes));
+    if (st->passthrough)
+        return staging_pass_to_fixed(st->be, nparts, dev, fixed, bytes);
+    TB_TRY(tb_cuda_bind(st->be));
     for (int i = 0; i < nparts; i++) {
         if (!fixed[i] || fixed[i] == dev[i])
             continue;
-        if (st->passthrough)
-            TB_TRY(st->be->copy_d2d(st->be, fixed[i], dev[i], bytes[i], NULL));
-        else if (bytes[i])
+        if (bytes[i])
             TB_CHECK_CUDA(cudaMemcpyAsync(fixed[i], dev[i], bytes[i], cudaMemcpyDeviceToDevice,
                                           compute_of(st)));
         dev[i] = fixed[i];

@@ -6,6 +6,7 @@
  */
 #include <stdlib.h>
 
+#include "lib/backend/cuda/staging_pass.h"
 #include "lib/backend/staging.h"
 
 struct tb_staging {
@@ -39,18 +40,8 @@ int tb_staging_put(tb_staging *st, int nparts, const void *const host[], const s
 int tb_staging_to_fixed(tb_staging *st, int nparts, void *dev[], void *const fixed[],
                         const size_t bytes[])
 {
-    if (!st || !dev || !fixed || !bytes)
-        return TB_FAIL(TB_ERR_INVALID, "tb_staging_to_fixed: NULL argument");
-    if (nparts < 1 || nparts > TB_STAGING_MAX_PARTS)
-        return TB_FAIL(TB_ERR_INVALID, "tb_staging_to_fixed: %d parts (1..%d)", nparts,
-                       TB_STAGING_MAX_PARTS);
-    for (int i = 0; i < nparts; i++) {
-        if (!fixed[i] || fixed[i] == dev[i])
-            continue;
-        TB_TRY(st->be->copy_d2d(st->be, fixed[i], dev[i], bytes[i], NULL));
-        dev[i] = fixed[i];
-    }
-    return TB_OK;
+    TB_TRY(staging_fixed_args(st, nparts, dev, fixed, bytes));
+    return staging_pass_to_fixed(st->be, nparts, dev, fixed, bytes);
 }
 
 int tb_staging_copies(const tb_staging *st)

@@ -2,7 +2,7 @@
  * conv.h - plain reference convolution (forward, backward-data,
  * backward-filter) and GEMM: straight C loops with double accumulators.
  *
- * They are the oracle the fast paths (oneDNN in lib/backend/cpu/dnnl.c, cuDNN and
+ * They are the oracle the fast paths (oneDNN in lib/backend/cpu/conv.c, cuDNN and
  * cuBLAS on the GPU) are tested against, and nothing else: they are slow on
  * purpose, so that they are obviously right. Layouts follow lib/backend/backend.h:
  * x (N,C,H,W) or (N,H,W,C); w (K,C,R,S) or (K,R,S,C); y (N,K,P,Q) or

@@ -1,6 +1,6 @@
 /*
- * ops.h - plain C reference of every op of lib/backend/cpu/ops.c: simple loops,
- * one thread, sums in double. The oracle of lib/backend/cpu/ops_test.c and of
+ * ops.h - plain C reference of every op of the CPU own-kernel families
+ * (lib/backend/cpu/ops_common.c lists them): simple loops, one thread, sums in double. The oracle of lib/backend/cpu/ops_test.c and of
  * bench:selfcheck (CUDA against this), and the float64 ops that layer
  * tests use for finite-difference gradient checks. Slow on purpose.
  *

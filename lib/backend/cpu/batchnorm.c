@@ -1,0 +1,310 @@
+/*
+ * batchnorm.c - the CPU backend's batch norm: bn_fwd_train, bn_fwd_infer, bn_bwd,
+ * NCHW and NHWC (kernels/bn_math.h).
+ *
+ * Determinism (fixed splits, see ops_common.h):
+ *   NCHW   one thread owns each channel and sums its rows in order, in double
+ *   NHWC   BN_ROW_CHUNKS fixed row ranges, partial sums in double, added in
+ *          chunk order
+ */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/bn_math.h"
+#include "lib/backend/backend.h"
+#include "lib/backend/checks.h"
+#include "lib/backend/cpu/ops_common.h"
+#include "lib/core/status.h"
+
+#define BN_ROW_CHUNKS ((size_t)64) /* NHWC batch norm: fixed row chunks of the sums */
+
+/* Batch statistics done: rounds them, saves mean and invstd, moves the
+ * running statistics. */
+static void bn_finish_channel(const tb_bn_desc *d, int c, double mean, double var,
+                              float *running_mean, float *running_var, float *save_mean,
+                              float *save_invstd)
+{
+    double m = (double)d->n * d->hw;
+    save_mean[c] = (float)mean;
+    save_invstd[c] = tb_bn_invstd_f((float)var, d->eps);
+    running_mean[c] = tb_bn_running_f(running_mean[c], (float)mean, d->momentum);
+    running_var[c] = tb_bn_running_f(running_var[c], (float)tb_bn_unbiased(var, m), d->momentum);
+}
+
+static double sqdev_f64(const float *x, size_t n, double mu)
+{
+    double s = 0.0;
+#pragma omp simd reduction(+ : s)
+    for (size_t i = 0; i < n; i++) {
+        double e = x[i] - mu;
+        s += e * e;
+    }
+    return s;
+}
+
+/* NCHW: channel c is n runs of hw floats, C * hw apart. */
+static void bn_train_channel_nchw(const tb_bn_desc *d, int c, const float *x, const float *gamma,
+                                  const float *beta, float *y, float *rm, float *rv, float *sm,
+                                  float *si)
+{
+    size_t hw = (size_t)d->hw, stride = (size_t)d->c * hw;
+    double m = (double)d->n * hw, s = 0.0, q = 0.0;
+    const float *xc = x + (size_t)c * hw;
+    for (int n = 0; n < d->n; n++)
+        s += sum_f64(xc + n * stride, hw);
+    double mean = s / m;
+    for (int n = 0; n < d->n; n++)
+        q += sqdev_f64(xc + n * stride, hw, mean);
+    bn_finish_channel(d, c, mean, q / m, rm, rv, sm, si);
+    float mu = sm[c], inv = si[c], g = gamma[c], b = beta[c];
+    for (int n = 0; n < d->n; n++) {
+        const float *xr = xc + n * stride;
+        float *yr = y + (size_t)c * hw + n * stride;
+#pragma omp simd
+        for (size_t i = 0; i < hw; i++)
+            yr[i] = tb_bn_fwd_f(xr[i], mu, inv, g, b);
+    }
+}
+
+/* NHWC rows are C contiguous channels: every pass streams through memory
+ * row by row. Statistics are per-chunk partial sums over BN_ROW_CHUNKS
+ * fixed row ranges (fixed by the shape, not the thread count), added in
+ * chunk order: deterministic, and each thread reads whole cache lines. */
+static size_t bn_row_chunks(size_t rows) { return rows < BN_ROW_CHUNKS ? rows : BN_ROW_CHUNKS; }
+
+/* Rows [lo, hi) of chunk k of rows split into kc chunks. */
+static void bn_chunk(size_t rows, size_t kc, size_t k, size_t *lo, size_t *hi)
+{
+    *lo = rows * k / kc;
+    *hi = rows * (k + 1) / kc;
+}
+
+/* part[c] = sum over rows [lo, hi) of x[r][c] (sqdev: of (x - mean[c])^2). */
+static void nhwc_rows_sum(const float *x, size_t C, size_t lo, size_t hi, const double *mean,
+                          double *part)
+{
+    memset(part, 0, C * sizeof *part);
+    for (size_t r = lo; r < hi; r++) {
+        const float *xr = x + r * C;
+        if (!mean) {
+#pragma omp simd
+            for (size_t c = 0; c < C; c++)
+                part[c] += xr[c];
+        } else {
+#pragma omp simd
+            for (size_t c = 0; c < C; c++) {
+                double e = xr[c] - mean[c];
+                part[c] += e * e;
+            }
+        }
+    }
+}
+
+/* out[c] = sum of part[k][c] over the kc chunks, in chunk order. */
+static void bn_combine(const double *part, size_t kc, size_t C, double *out)
+{
+    memset(out, 0, C * sizeof *out);
+    for (size_t k = 0; k < kc; k++)
+        for (size_t c = 0; c < C; c++)
+            out[c] += part[k * C + c];
+}
+
+static int bn_fwd_train_nhwc(tb_backend *be, const tb_bn_desc *d, const float *x,
+                             const float *gamma, const float *beta, float *y, float *rm, float *rv,
+                             float *sm, float *si)
+{
+    int t = threads_of(be);
+    size_t C = (size_t)d->c, rows = (size_t)d->n * d->hw, kc = bn_row_chunks(rows);
+    float *ws;
+    TB_TRY(ws_floats(be, 2 * (kc * C + 2 * C), &ws));
+    double *part = (double *)ws, *mean = part + kc * C, *var = mean + C;
+    int par = rows * C >= PAR_MIN;
+    for (int pass = 0; pass < 2; pass++) {
+#pragma omp parallel for num_threads(t) schedule(static) if (par)
+        for (size_t k = 0; k < kc; k++) {
+            size_t lo, hi;
+            bn_chunk(rows, kc, k, &lo, &hi);
+            nhwc_rows_sum(x, C, lo, hi, pass ? mean : NULL, part + k * C);
+        }
+        bn_combine(part, kc, C, pass ? var : mean);
+        for (size_t c = 0; c < C; c++)
+            (pass ? var : mean)[c] /= (double)rows;
+    }
+    for (size_t c = 0; c < C; c++)
+        bn_finish_channel(d, (int)c, mean[c], var[c], rm, rv, sm, si);
+#pragma omp parallel for num_threads(t) schedule(static) if (par)
+    for (size_t r = 0; r < rows; r++) {
+#pragma omp simd
+        for (size_t c = 0; c < C; c++)
+            y[r * C + c] = tb_bn_fwd_f(x[r * C + c], sm[c], si[c], gamma[c], beta[c]);
+    }
+    return TB_OK;
+}
+
+static int cpu_bn_fwd_train(tb_backend *be, const tb_bn_desc *d, const float *x, const float *gamma,
+                            const float *beta, float *y, float *running_mean, float *running_var,
+                            float *save_mean, float *save_invstd)
+{
+    TB_TRY(tb_check_bn(d, 1));
+    int t = threads_of(be);
+    size_t total = (size_t)d->n * d->c * d->hw;
+    if (d->layout == TB_NCHW) {
+#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
+        for (int c = 0; c < d->c; c++)
+            bn_train_channel_nchw(d, c, x, gamma, beta, y, running_mean, running_var, save_mean,
+                                  save_invstd);
+        return TB_OK;
+    }
+    return bn_fwd_train_nhwc(be, d, x, gamma, beta, y, running_mean, running_var, save_mean,
+                             save_invstd);
+}
+
+static int cpu_bn_fwd_infer(tb_backend *be, const tb_bn_desc *d, const float *x, const float *gamma,
+                            const float *beta, const float *running_mean, const float *running_var,
+                            float *y)
+{
+    TB_TRY(tb_check_bn(d, 0));
+    int t = threads_of(be), C = d->c;
+    size_t hw = (size_t)d->hw, total = (size_t)d->n * C * hw;
+    float *inv;
+    TB_TRY(ws_floats(be, (size_t)C, &inv));
+    for (int c = 0; c < C; c++)
+        inv[c] = tb_bn_invstd_f(running_var[c], d->eps);
+    if (d->layout == TB_NCHW) {
+#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
+        for (size_t pl = 0; pl < (size_t)d->n * C; pl++) {
+            int c = (int)(pl % (size_t)C);
+            float mu = running_mean[c], is = inv[c], g = gamma[c], b = beta[c];
+#pragma omp simd
+            for (size_t i = 0; i < hw; i++)
+                y[pl * hw + i] = tb_bn_fwd_f(x[pl * hw + i], mu, is, g, b);
+        }
+        return TB_OK;
+    }
+#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
+    for (size_t r = 0; r < (size_t)d->n * hw; r++) {
+#pragma omp simd
+        for (int c = 0; c < C; c++)
+            y[r * C + c] = tb_bn_fwd_f(x[r * C + c], running_mean[c], inv[c], gamma[c], beta[c]);
+    }
+    return TB_OK;
+}
+
+/* Where backward writes: dx always; dgamma/dbeta written or added to. */
+typedef struct bn_grads {
+    float *dx, *dgamma, *dbeta;
+    int accumulate;
+} bn_grads;
+
+/* Per-channel sums done: writes dgamma/dbeta, returns the dx coefficients. */
+static void bn_bwd_finish(const tb_bn_desc *d, int c, double sum_dy, double sum_dy_xmu,
+                          const float *gamma, const float *save_invstd, const bn_grads *gr,
+                          float *k, float *mean_dy, float *mean_dy_xhat)
+{
+    double m = (double)d->n * d->hw, inv = save_invstd[c];
+    double dg = sum_dy_xmu * inv;
+    gr->dbeta[c] = (float)((gr->accumulate ? (double)gr->dbeta[c] : 0.0) + sum_dy);
+    gr->dgamma[c] = (float)((gr->accumulate ? (double)gr->dgamma[c] : 0.0) + dg);
+    *k = gamma[c] * save_invstd[c];
+    *mean_dy = (float)(sum_dy / m);
+    *mean_dy_xhat = (float)(dg / m);
+}
+
+static void bn_bwd_channel_nchw(const tb_bn_desc *d, int c, const float *x, const float *dy,
+                                const float *gamma, const float *sm, const float *si,
+                                const bn_grads *gr)
+{
+    size_t hw = (size_t)d->hw, stride = (size_t)d->c * hw, off = (size_t)c * hw;
+    double mu = sm[c], s = 0.0, sx = 0.0;
+    for (int n = 0; n < d->n; n++) {
+        const float *xr = x + off + n * stride, *gr_ = dy + off + n * stride;
+        double a = 0.0, b = 0.0;
+#pragma omp simd reduction(+ : a, b)
+        for (size_t i = 0; i < hw; i++) {
+            a += gr_[i];
+            b += gr_[i] * (xr[i] - mu);
+        }
+        s += a;
+        sx += b;
+    }
+    float k, mdy, mdyx;
+    bn_bwd_finish(d, c, s, sx, gamma, si, gr, &k, &mdy, &mdyx);
+    float muf = sm[c], inv = si[c];
+    for (int n = 0; n < d->n; n++) {
+        const float *xr = x + off + n * stride, *dyr = dy + off + n * stride;
+        float *dxr = gr->dx + off + n * stride;
+#pragma omp simd
+        for (size_t i = 0; i < hw; i++)
+            dxr[i] = tb_bn_bwd_dx_f(xr[i], dyr[i], muf, inv, k, mdy, mdyx);
+    }
+}
+
+/* Backward sums over rows [lo, hi): part[c] = sum dy, part[C + c] =
+ * sum dy (x - mean). */
+static void nhwc_rows_bwd_sums(const float *x, const float *dy, size_t C, size_t lo, size_t hi,
+                               const float *mean, double *part)
+{
+    memset(part, 0, 2 * C * sizeof *part);
+    for (size_t r = lo; r < hi; r++) {
+        const float *xr = x + r * C, *dyr = dy + r * C;
+#pragma omp simd
+        for (size_t c = 0; c < C; c++) {
+            part[c] += dyr[c];
+            part[C + c] += dyr[c] * (xr[c] - mean[c]);
+        }
+    }
+}
+
+static int bn_bwd_nhwc(tb_backend *be, const tb_bn_desc *d, const float *x, const float *dy,
+                       const float *gamma, const float *sm, const float *si, const bn_grads *gr)
+{
+    int t = threads_of(be);
+    size_t C = (size_t)d->c, rows = (size_t)d->n * d->hw, kc = bn_row_chunks(rows);
+    float *ws;
+    TB_TRY(ws_floats(be, 2 * (2 * kc * C + 2 * C) + 3 * C, &ws));
+    double *part = (double *)ws, *sums = part + 2 * kc * C;
+    float *k = (float *)(sums + 2 * C), *mdy = k + C, *mdyx = mdy + C;
+    float *dx = gr->dx;
+    int par = rows * C >= PAR_MIN;
+#pragma omp parallel for num_threads(t) schedule(static) if (par)
+    for (size_t q = 0; q < kc; q++) {
+        size_t lo, hi;
+        bn_chunk(rows, kc, q, &lo, &hi);
+        nhwc_rows_bwd_sums(x, dy, C, lo, hi, sm, part + 2 * q * C);
+    }
+    bn_combine(part, kc, 2 * C, sums);
+    for (size_t c = 0; c < C; c++)
+        bn_bwd_finish(d, (int)c, sums[c], sums[C + c], gamma, si, gr, &k[c], &mdy[c], &mdyx[c]);
+#pragma omp parallel for num_threads(t) schedule(static) if (par)
+    for (size_t r = 0; r < rows; r++) {
+#pragma omp simd
+        for (size_t c = 0; c < C; c++)
+            dx[r * C + c] = tb_bn_bwd_dx_f(x[r * C + c], dy[r * C + c], sm[c], si[c], k[c],
+                                           mdy[c], mdyx[c]);
+    }
+    return TB_OK;
+}
+
+static int cpu_bn_bwd(tb_backend *be, const tb_bn_desc *d, const float *x, const float *dy,
+                      const float *gamma, const float *save_mean, const float *save_invstd,
+                      float *dx, float *dgamma, float *dbeta, int accumulate)
+{
+    TB_TRY(tb_check_bn(d, 1));
+    int t = threads_of(be);
+    size_t total = (size_t)d->n * d->c * d->hw;
+    bn_grads gr = {dx, dgamma, dbeta, accumulate};
+    if (d->layout == TB_NCHW) {
+#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
+        for (int c = 0; c < d->c; c++)
+            bn_bwd_channel_nchw(d, c, x, dy, gamma, save_mean, save_invstd, &gr);
+        return TB_OK;
+    }
+    return bn_bwd_nhwc(be, d, x, dy, gamma, save_mean, save_invstd, &gr);
+}
+
+void tb_cpu_install_batchnorm(tb_backend *be)
+{
+    be->bn_fwd_train = cpu_bn_fwd_train;
+    be->bn_fwd_infer = cpu_bn_fwd_infer;
+    be->bn_bwd = cpu_bn_bwd;
+}

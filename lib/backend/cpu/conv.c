@@ -1,0 +1,715 @@
+/*
+ * conv.c - the CPU backend's convolution through oneDNN 2.6, and its
+ * autotuner (the analogue of cudnn.benchmark): conv_algo_default, conv_find,
+ * conv_fwd, conv_bwd_data, conv_bwd_filter (shared state and helpers:
+ * dnnl.h). Test:
+ *   bazel test //lib/backend/cpu:cpu_dnnl_test
+ *
+ * Convolution algorithms. An algorithm id is an index into the list of
+ * oneDNN implementations for the problem (the primitive descriptor iterator
+ * order), built in two parts:
+ *   1. the implementations that take x and y in the caller's layout
+ *      (nchw or nhwc) with weights in the layout each prefers;
+ *   2. then those that want blocked activations (format "any", e.g.
+ *      nChw16c), which are not already in part 1; their names get a
+ *      "+reorder" suffix.
+ * Any operand whose layout differs from the caller's (always the weights,
+ * unless an implementation takes oihw/ohwi; the activations in part 2) is
+ * reordered into and out of the caller's memory inside each conv_* call,
+ * and conv_find times the whole call: reorders included, just what training
+ * pays (one warm-up call, then the median of FIND_TIMED_RUNS (or the warm-up alone when it is
+ * FIND_CUTOFF times slower than the best so far), on scratch
+ * tensors of random values from be->dev_alloc). The default algorithm is the first non-`ref:` entry: oneDNN's own
+ * choice for the caller's layout, as cuDNN's heuristic is cuDNN's. The
+ * `ref:` entries (slow, for checking oneDNN itself) keep their ids but
+ * conv_find skips them. A conv bias does not change the list (a test
+ * checks that), so an id found without bias is valid with one.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lib/backend/backend.h"
+#include "lib/backend/cpu/dnnl.h"
+#include "lib/core/rng.h"
+#include "lib/core/status.h"
+
+/* ---- convolution: describing the problem ---- */
+
+static int conv_check_desc(const tb_conv_desc *d, const char *op)
+{
+    TB_TRY(check_math(d->dtype, d->math, op));
+    if (d->layout != TB_NCHW && d->layout != TB_NHWC)
+        return TB_FAIL(TB_ERR_INVALID, "%s: unknown layout %d", op, (int)d->layout);
+    if (d->n <= 0 || d->c <= 0 || d->h <= 0 || d->w <= 0 || d->k <= 0 || d->r <= 0 ||
+        d->s <= 0 || d->stride <= 0 || d->pad < 0 || tb_conv_out_h(d) <= 0 ||
+        tb_conv_out_w(d) <= 0)
+        return TB_FAIL(TB_ERR_INVALID,
+                       "%s: bad shape n %d c %d h %d w %d k %d r %d s %d stride %d pad %d",
+                       op, d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->stride, d->pad);
+    return TB_OK;
+}
+
+/* The caller's memory descriptors for x, w, y and bias. */
+typedef struct conv_mds {
+    dnnl_memory_desc_t x, w, y, b;
+} conv_mds;
+
+/* Inputs of each direction in d->dtype, outputs f32 (lib/backend/backend.h). */
+static int conv_user_mds(const tb_conv_desc *d, tb_conv_kind kind, conv_mds *m)
+{
+    int nhwc = d->layout == TB_NHWC;
+    dnnl_data_type_t lp = dnnl_dt(d->dtype);
+    dnnl_data_type_t xt = kind == TB_CONV_BWD_DATA ? dnnl_f32 : lp;
+    dnnl_data_type_t wt = kind == TB_CONV_BWD_FILTER ? dnnl_f32 : lp;
+    dnnl_data_type_t yt = kind == TB_CONV_FWD ? dnnl_f32 : lp;
+    dnnl_dims_t x = {d->n, d->c, d->h, d->w};
+    dnnl_dims_t w = {d->k, d->c, d->r, d->s};
+    dnnl_dims_t y = {d->n, d->k, tb_conv_out_h(d), tb_conv_out_w(d)};
+    dnnl_dims_t b = {d->k};
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->x, 4, x, xt, nhwc ? dnnl_nhwc : dnnl_nchw));
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->w, 4, w, wt, nhwc ? dnnl_ohwi : dnnl_oihw));
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->y, 4, y, yt, nhwc ? dnnl_nhwc : dnnl_nchw));
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->b, 1, b, dnnl_f32, dnnl_x));
+    return TB_OK;
+}
+
+/* x, w, y mds of one direction: activations in the caller's layout
+ * (blocked == 0) or "any" (blocked == 1); weights "any". */
+static int conv_op_mds(const tb_conv_desc *d, tb_conv_kind kind, int blocked, conv_mds *m)
+{
+    TB_TRY(conv_user_mds(d, kind, m));
+    dnnl_dims_t wd = {d->k, d->c, d->r, d->s};
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->w, 4, wd, m->w.data_type,
+                                               dnnl_format_tag_any));
+    if (!blocked)
+        return TB_OK;
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->x, 4, m->x.dims, m->x.data_type,
+                                               dnnl_format_tag_any));
+    TB_CHECK_DNNL(dnnl_memory_desc_init_by_tag(&m->y, 4, m->y.dims, m->y.data_type,
+                                               dnnl_format_tag_any));
+    return TB_OK;
+}
+
+/* The op descs of one part of the algorithm list, and the forward desc a
+ * backward one is made from (its dtypes are the forward's: bf16 x and w). */
+static int conv_op_descs(const tb_conv_desc *d, tb_conv_kind kind, int has_bias, int blocked,
+                         dnnl_convolution_desc_t *fwd, dnnl_convolution_desc_t *op)
+{
+    conv_mds f, m;
+    TB_TRY(conv_op_mds(d, TB_CONV_FWD, blocked, &f));
+    TB_TRY(conv_op_mds(d, kind, blocked, &m));
+    dnnl_dims_t strides = {d->stride, d->stride}, pad = {d->pad, d->pad};
+    /* Right padding so the last window fits exactly, as oneDNN requires. */
+    dnnl_dims_t pad_r = {
+        (tb_conv_out_h(d) - 1) * d->stride + d->r - d->h - d->pad,
+        (tb_conv_out_w(d) - 1) * d->stride + d->s - d->w - d->pad,
+    };
+    const dnnl_memory_desc_t *b = has_bias ? &m.b : NULL;
+    TB_CHECK_DNNL(dnnl_convolution_forward_desc_init(fwd, dnnl_forward_training,
+                                                     dnnl_convolution_direct, &f.x, &f.w, b,
+                                                     &f.y, strides, pad, pad_r));
+    if (kind == TB_CONV_FWD)
+        *op = *fwd;
+    else if (kind == TB_CONV_BWD_DATA)
+        TB_CHECK_DNNL(dnnl_convolution_backward_data_desc_init(
+            op, dnnl_convolution_direct, &m.x, &m.w, &m.y, strides, pad, pad_r));
+    else
+        TB_CHECK_DNNL(dnnl_convolution_backward_weights_desc_init(
+            op, dnnl_convolution_direct, &m.x, &m.w, b, &m.y, strides, pad, pad_r));
+    return TB_OK;
+}
+
+/* The activation mds an implementation chose (x-side and y-side). */
+static void conv_pd_act_mds(const dnnl_primitive_desc_t pd, tb_conv_kind kind,
+                            const dnnl_memory_desc_t **x, const dnnl_memory_desc_t **y)
+{
+    *x = dnnl_primitive_desc_query_md(pd, kind == TB_CONV_BWD_DATA ? dnnl_query_diff_src_md
+                                                                   : dnnl_query_src_md, 0);
+    *y = dnnl_primitive_desc_query_md(pd, kind == TB_CONV_FWD ? dnnl_query_dst_md
+                                                              : dnnl_query_diff_dst_md, 0);
+}
+
+static const char *pd_impl_name(const dnnl_primitive_desc_t pd)
+{
+    const char *name = "?";
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name) != dnnl_success)
+        return "?";
+    return name;
+}
+
+static int is_ref_impl(const char *name) { return strncmp(name, "ref:", 4) == 0; }
+
+/* What walking the algorithm list collects: names of the first max entries,
+ * and the pd (plus its forward hint) of entry `want`, if want >= 0. */
+typedef struct conv_walk {
+    int want;
+    int max;
+    char (*names)[64];
+    int count;
+    dnnl_primitive_desc_t pd, hint;
+} conv_walk;
+
+/* Walks one part of the list; *done once `want` was found. */
+static int conv_walk_part(dnnl_state *st, const tb_conv_desc *d, tb_conv_kind kind,
+                          int has_bias, int blocked, dnnl_primitive_attr_t attr, conv_walk *w,
+                          int *done)
+{
+    dnnl_convolution_desc_t fwd, op;
+    TB_TRY(conv_op_descs(d, kind, has_bias, blocked, &fwd, &op));
+    conv_mds u;
+    TB_TRY(conv_user_mds(d, kind, &u));
+    int rc = TB_OK;
+    dnnl_primitive_desc_t hint = NULL;
+    if (kind != TB_CONV_FWD) {
+        dnnl_status_t s = dnnl_primitive_desc_create(&hint, &fwd, attr, st->engine, NULL);
+        if (s == dnnl_unimplemented)
+            return TB_OK; /* nothing for this part */
+        TB_CHECK_DNNL(s);
+    }
+    dnnl_primitive_desc_iterator_t it = NULL;
+    dnnl_status_t s = dnnl_primitive_desc_iterator_create(&it, &op, attr, st->engine, hint);
+    if (s == dnnl_unimplemented)
+        goto out_destroy_hint;
+    TB_CHECK_DNNL_GOTO(rc, s, out_destroy_hint);
+    do {
+        dnnl_primitive_desc_t pd = dnnl_primitive_desc_iterator_fetch(it);
+        if (!pd) {
+            rc = TB_FAIL(TB_ERR_DNNL, "dnnl_primitive_desc_iterator_fetch returned NULL");
+            goto out_destroy_iterator;
+        }
+        const dnnl_memory_desc_t *x, *y;
+        conv_pd_act_mds(pd, kind, &x, &y);
+        /* Part 2 holds only what part 1 does not: blocked activations. */
+        if (blocked && dnnl_memory_desc_equal(x, &u.x) && dnnl_memory_desc_equal(y, &u.y)) {
+            dnnl_primitive_desc_destroy(pd);
+            continue;
+        }
+        if (w->count < w->max)
+            snprintf(w->names[w->count], 64, "%s%s", pd_impl_name(pd),
+                     blocked ? "+reorder" : "");
+        if (w->count++ == w->want) {
+            w->pd = pd;
+            w->hint = hint;
+            hint = NULL;
+            *done = 1;
+            goto out_destroy_iterator;
+        }
+        dnnl_primitive_desc_destroy(pd);
+    } while (dnnl_primitive_desc_iterator_next(it) == dnnl_success);
+
+out_destroy_iterator:
+    dnnl_primitive_desc_iterator_destroy(it);
+out_destroy_hint:
+    pd_destroy(&hint);
+    return rc;
+}
+
+/* Walks the whole algorithm list (see the file header). */
+static int conv_walk_list(dnnl_state *st, const tb_conv_desc *d, tb_conv_kind kind,
+                          int has_bias, conv_walk *w)
+{
+    dnnl_primitive_attr_t attr;
+    TB_TRY(attr_create(&attr, d->math));
+    int rc = TB_OK, done = 0;
+    for (int blocked = 0; blocked < 2 && !done && rc == TB_OK; blocked++)
+        rc = conv_walk_part(st, d, kind, has_bias, blocked, attr, w, &done);
+    dnnl_primitive_attr_destroy(attr);
+    return rc;
+}
+
+/* For lib/backend/cpu/dnnl_test.c only (declared there): the names of the
+ * algorithm list, to check that a bias does not change it. */
+int tb_cpu_dnnl_algo_names(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
+                           int has_bias, char (*names)[64], int max, int *count);
+int tb_cpu_dnnl_algo_names(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
+                           int has_bias, char (*names)[64], int max, int *count)
+{
+    conv_walk w = {.want = -1, .max = max, .names = names};
+    int prev;
+    lock_enter(be, &prev);
+    int rc = conv_walk_list(state_of(be), d, kind, has_bias, &w);
+    lock_leave(be, prev);
+    *count = w.count;
+    return rc;
+}
+
+/* ---- convolution: cached primitives ---- */
+
+static void conv_entry_destroy(tb_backend *be, conv_entry *e)
+{
+    primitive_destroy(&e->prim);
+    for (int i = 0; i < 3; i++) {
+        conv_operand *o = &e->op[i];
+        primitive_destroy(&o->reorder);
+        if (o->impl != o->user)
+            memory_destroy(&o->impl);
+        memory_destroy(&o->user);
+        o->impl = NULL;
+    }
+    memory_destroy(&e->bias);
+    memory_destroy(&e->scratch);
+    dev_free_ptr(be, (void **)&e->acc_w);
+    dev_free_ptr(be, (void **)&e->acc_b);
+    pd_destroy(&e->pd);
+    pd_destroy(&e->hint);
+    memset(e, 0, sizeof *e);
+}
+
+/* Sets up operand o: user memory in the caller's layout, and when the
+ * implementation's md differs, a workspace slice at *ws_end (advanced) and
+ * a reorder between them. */
+static int conv_operand_init(dnnl_state *st, conv_operand *o, int arg, int is_output,
+                             const dnnl_memory_desc_t *user_md,
+                             const dnnl_memory_desc_t *impl_md, size_t *ws_end)
+{
+    o->arg = arg;
+    o->is_output = is_output;
+    TB_CHECK_DNNL(dnnl_memory_create(&o->user, user_md, st->engine, DNNL_MEMORY_NONE));
+    if (dnnl_memory_desc_equal(user_md, impl_md)) {
+        o->impl = o->user;
+        return TB_OK;
+    }
+    TB_TRY(memory_unbound(st, impl_md, &o->impl));
+    o->offset = *ws_end;
+    *ws_end += ws_round(dnnl_memory_desc_get_size(impl_md));
+    const dnnl_memory_desc_t *from = is_output ? impl_md : user_md;
+    const dnnl_memory_desc_t *to = is_output ? user_md : impl_md;
+    dnnl_primitive_desc_t rpd;
+    TB_CHECK_DNNL(dnnl_reorder_primitive_desc_create(&rpd, from, st->engine, to, st->engine,
+                                                     NULL));
+    dnnl_status_t s = dnnl_primitive_create(&o->reorder, rpd);
+    dnnl_primitive_desc_destroy(rpd);
+    TB_CHECK_DNNL(s);
+    return TB_OK;
+}
+
+/* The three operands of each kind: DNNL argument, output or not, and which
+ * of the caller's mds describes it. */
+static int conv_entry_operands(dnnl_state *st, conv_entry *e)
+{
+    conv_mds u;
+    TB_TRY(conv_user_mds(&e->d, e->kind, &u));
+    static const struct {
+        int arg[3], out[3];
+        dnnl_query_t q[3];
+    } kinds[3] = {
+        [TB_CONV_FWD] = {{DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, {0, 0, 1},
+                         {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md}},
+        [TB_CONV_BWD_DATA] = {{DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC},
+                              {0, 0, 1},
+                              {dnnl_query_diff_dst_md, dnnl_query_weights_md,
+                               dnnl_query_diff_src_md}},
+        [TB_CONV_BWD_FILTER] = {{DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS},
+                                {0, 0, 1},
+                                {dnnl_query_src_md, dnnl_query_diff_dst_md,
+                                 dnnl_query_diff_weights_md}},
+    };
+    const dnnl_memory_desc_t *user[3][3] = {
+        [TB_CONV_FWD] = {&u.x, &u.w, &u.y},
+        [TB_CONV_BWD_DATA] = {&u.y, &u.w, &u.x},
+        [TB_CONV_BWD_FILTER] = {&u.x, &u.y, &u.w},
+    };
+    for (int i = 0; i < 3; i++) {
+        const dnnl_memory_desc_t *impl = dnnl_primitive_desc_query_md(e->pd, kinds[e->kind].q[i], 0);
+        TB_TRY(conv_operand_init(st, &e->op[i], kinds[e->kind].arg[i], kinds[e->kind].out[i],
+                                 user[e->kind][i], impl, &e->ws_bytes));
+    }
+    if (e->has_bias && e->kind != TB_CONV_BWD_DATA)
+        TB_CHECK_DNNL(dnnl_memory_create(&e->bias, &u.b, st->engine, DNNL_MEMORY_NONE));
+    return TB_OK;
+}
+
+/* Creates entry e (key fields filled): pd, primitive, operands, scratchpad. */
+static int conv_entry_create(tb_backend *be, dnnl_state *st, conv_entry *e)
+{
+    conv_walk w = {.want = e->algo, .max = 0, .names = NULL};
+    int rc;
+    TB_TRY_GOTO(rc, conv_walk_list(st, &e->d, e->kind, e->has_bias, &w), out_destroy_entry);
+    if (!w.pd) {
+        rc = TB_FAIL(TB_ERR_INVALID, "convolution algorithm %d does not exist for this shape "
+                     "(%d algorithms); use conv_algo_default or conv_find", e->algo, w.count);
+        goto out_destroy_entry;
+    }
+    e->pd = w.pd;
+    e->hint = w.hint;
+    snprintf(e->name, sizeof e->name, "%s", pd_impl_name(e->pd));
+    TB_CHECK_DNNL_GOTO(rc, dnnl_primitive_create(&e->prim, e->pd), out_destroy_entry);
+    /* The scratchpad first in the workspace, then the reorder buffers. */
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(e->pd, dnnl_query_scratchpad_md, 0);
+    e->ws_bytes = ws_round(dnnl_memory_desc_get_size(smd));
+    TB_TRY_GOTO(rc, memory_unbound(st, smd, &e->scratch), out_destroy_entry);
+    TB_TRY_GOTO(rc, conv_entry_operands(st, e), out_destroy_entry);
+    return TB_OK;
+
+out_destroy_entry:
+    conv_entry_destroy(be, e);
+    return rc;
+}
+
+static int conv_key_equal(const conv_entry *e, const conv_entry *k)
+{
+    return e->used && memcmp(&e->d, &k->d, sizeof e->d) == 0 && e->kind == k->kind &&
+           e->algo == k->algo && e->has_bias == k->has_bias;
+}
+
+/* A key with every byte of the desc defined, so memcmp compares fields. */
+static conv_entry conv_key(const tb_conv_desc *d, tb_conv_kind kind, int algo, int has_bias)
+{
+    conv_entry key;
+    memset(&key, 0, sizeof key);
+    key.d.n = d->n, key.d.c = d->c, key.d.h = d->h, key.d.w = d->w;
+    key.d.k = d->k, key.d.r = d->r, key.d.s = d->s;
+    key.d.stride = d->stride, key.d.pad = d->pad;
+    key.d.layout = d->layout, key.d.dtype = d->dtype, key.d.math = d->math;
+    key.kind = kind;
+    key.algo = algo;
+    key.has_bias = has_bias;
+    return key;
+}
+
+/* Puts a created entry into the cache, evicting the least recently used. */
+static conv_entry *conv_cache_insert(tb_backend *be, dnnl_state *st, const conv_entry *e)
+{
+    conv_entry *victim = &st->conv[0];
+    for (int i = 0; i < CONV_CACHE_SIZE; i++) {
+        conv_entry *c = &st->conv[i];
+        if (!c->used || (victim->used && c->last_use < victim->last_use))
+            victim = c;
+    }
+    conv_entry_destroy(be, victim);
+    *victim = *e;
+    victim->used = 1;
+    victim->last_use = ++st->clock;
+    return victim;
+}
+
+static int conv_cached(dnnl_state *st, const conv_entry *key)
+{
+    for (int i = 0; i < CONV_CACHE_SIZE; i++)
+        if (conv_key_equal(&st->conv[i], key))
+            return 1;
+    return 0;
+}
+
+static int conv_lookup(tb_backend *be, dnnl_state *st, const conv_entry *key, conv_entry **out)
+{
+    for (int i = 0; i < CONV_CACHE_SIZE; i++) {
+        conv_entry *e = &st->conv[i];
+        if (conv_key_equal(e, key)) {
+            e->last_use = ++st->clock;
+            *out = e;
+            return TB_OK;
+        }
+    }
+    conv_entry fresh = *key;
+    TB_TRY(conv_entry_create(be, st, &fresh));
+    *out = conv_cache_insert(be, st, &fresh);
+    return TB_OK;
+}
+
+/* ---- convolution: running one ---- */
+
+static int conv_execute(tb_backend *be, dnnl_state *st, conv_entry *e, void *ptr[3],
+                        void *bias)
+{
+    TB_TRY(workspace_reserve(be, st, e->ws_bytes));
+    char *ws = st->ws;
+    TB_CHECK_DNNL(dnnl_memory_set_data_handle(e->scratch, e->ws_bytes ? ws : NULL));
+    for (int i = 0; i < 3; i++) {
+        TB_CHECK_DNNL(dnnl_memory_set_data_handle(e->op[i].user, ptr[i]));
+        if (e->op[i].reorder)
+            TB_CHECK_DNNL(dnnl_memory_set_data_handle(e->op[i].impl, ws + e->op[i].offset));
+    }
+    if (e->bias)
+        TB_CHECK_DNNL(dnnl_memory_set_data_handle(e->bias, bias));
+    for (int i = 0; i < 3; i++) {
+        conv_operand *o = &e->op[i];
+        if (o->reorder && !o->is_output) {
+            dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, o->user}, {DNNL_ARG_TO, o->impl}};
+            TB_CHECK_DNNL(dnnl_primitive_execute(o->reorder, st->stream, 2, args));
+        }
+    }
+    dnnl_exec_arg_t args[5];
+    int nargs = 0;
+    for (int i = 0; i < 3; i++)
+        args[nargs++] = (dnnl_exec_arg_t){e->op[i].arg, e->op[i].impl};
+    if (e->bias)
+        args[nargs++] = (dnnl_exec_arg_t){e->kind == TB_CONV_FWD ? DNNL_ARG_BIAS
+                                                                 : DNNL_ARG_DIFF_BIAS, e->bias};
+    args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->scratch};
+    TB_CHECK_DNNL(dnnl_primitive_execute(e->prim, st->stream, nargs, args));
+    for (int i = 0; i < 3; i++) {
+        conv_operand *o = &e->op[i];
+        if (o->reorder && o->is_output) {
+            dnnl_exec_arg_t rargs[] = {{DNNL_ARG_FROM, o->impl}, {DNNL_ARG_TO, o->user}};
+            TB_CHECK_DNNL(dnnl_primitive_execute(o->reorder, st->stream, 2, rargs));
+        }
+    }
+    TB_CHECK_DNNL(dnnl_stream_wait(st->stream));
+    return TB_OK;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void add_into(float *dst, const float *src, size_t n)
+{
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++)
+        dst[i] += src[i];
+}
+
+/* Backward filter; with accumulate, computes into scratch and adds. */
+static int conv_bwd_filter_run(tb_backend *be, dnnl_state *st, conv_entry *e, const float *x,
+                               const float *dy, float *dw, float *dbias, int accumulate)
+{
+    const tb_conv_desc *d = &e->d;
+    size_t nw = (size_t)d->k * d->c * d->r * d->s;
+    if (!accumulate)
+        return conv_execute(be, st, e, (void *[3]){(void *)x, (void *)dy, dw}, dbias);
+    if (!e->acc_w)
+        TB_TRY(be->dev_alloc(be, (void **)&e->acc_w, nw * sizeof(float)));
+    if (e->has_bias && !e->acc_b)
+        TB_TRY(be->dev_alloc(be, (void **)&e->acc_b, (size_t)d->k * sizeof(float)));
+    TB_TRY(conv_execute(be, st, e, (void *[3]){(void *)x, (void *)dy, e->acc_w}, e->acc_b));
+    add_into(dw, e->acc_w, nw);
+    if (e->has_bias)
+        add_into(dbias, e->acc_b, (size_t)d->k);
+    return TB_OK;
+}
+
+/* Looks up (or creates) the primitive and runs it; ptr as conv_execute. */
+static int conv_run(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind, int algo,
+                    void *ptr[3], void *bias, float *dbias, int accumulate)
+{
+    dnnl_state *st = state_of(be);
+    conv_entry key = conv_key(d, kind, algo, kind == TB_CONV_BWD_FILTER ? dbias != NULL
+                                                                        : bias != NULL);
+    conv_entry *e;
+    TB_TRY(conv_lookup(be, st, &key, &e));
+    if (kind == TB_CONV_BWD_FILTER)
+        return conv_bwd_filter_run(be, st, e, ptr[0], ptr[1], ptr[2], dbias, accumulate);
+    return conv_execute(be, st, e, ptr, bias);
+}
+
+static int conv_run_locked(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind, int algo,
+                           void *ptr[3], void *bias, float *dbias, int accumulate,
+                           const char *op)
+{
+    TB_TRY(conv_check_desc(d, op));
+    if (algo < 0)
+        return TB_FAIL(TB_ERR_INVALID, "%s: algorithm id %d < 0", op, algo);
+    int prev;
+    lock_enter(be, &prev);
+    int rc = conv_run(be, d, kind, algo, ptr, bias, dbias, accumulate);
+    lock_leave(be, prev);
+    return rc;
+}
+
+static int cpu_conv_fwd(tb_backend *be, const tb_conv_desc *d, int algo, const float *x,
+                         const float *w, const float *bias, float *y)
+{
+    return conv_run_locked(be, d, TB_CONV_FWD, algo, (void *[3]){(void *)x, (void *)w, y},
+                           (void *)bias, NULL, 0, "conv_fwd");
+}
+
+static int cpu_conv_bwd_data(tb_backend *be, const tb_conv_desc *d, int algo, const float *dy,
+                              const float *w, float *dx)
+{
+    return conv_run_locked(be, d, TB_CONV_BWD_DATA, algo,
+                           (void *[3]){(void *)dy, (void *)w, dx}, NULL, NULL, 0,
+                           "conv_bwd_data");
+}
+
+static int cpu_conv_bwd_filter(tb_backend *be, const tb_conv_desc *d, int algo,
+                                const float *x, const float *dy, float *dw, float *dbias,
+                                int accumulate)
+{
+    return conv_run_locked(be, d, TB_CONV_BWD_FILTER, algo,
+                           (void *[3]){(void *)x, (void *)dy, dw}, dbias, dbias, accumulate,
+                           "conv_bwd_filter");
+}
+
+/* ---- convolution: default algorithm and the autotuner ---- */
+
+static int cpu_conv_algo_default(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
+                                  int *algo)
+{
+    TB_TRY(conv_check_desc(d, "conv_algo_default"));
+    char names[TB_MAX_CONV_ALGOS][64];
+    conv_walk w = {.want = -1, .max = TB_MAX_CONV_ALGOS, .names = names};
+    int prev;
+    lock_enter(be, &prev);
+    int rc = conv_walk_list(state_of(be), d, kind, 0, &w);
+    lock_leave(be, prev);
+    TB_TRY(rc);
+    *algo = 0;
+    for (int i = 0; i < w.count && i < TB_MAX_CONV_ALGOS; i++)
+        if (!is_ref_impl(names[i])) {
+            *algo = i;
+            break;
+        }
+    return TB_OK;
+}
+
+/* Scratch operands for timing: (x-side, w, y-side) in the caller's layout. */
+typedef struct find_buffers {
+    float *x, *w, *y;
+} find_buffers;
+
+static void find_buffers_free(tb_backend *be, find_buffers *b)
+{
+    dev_free_ptr(be, (void **)&b->x);
+    dev_free_ptr(be, (void **)&b->w);
+    dev_free_ptr(be, (void **)&b->y);
+}
+
+static int find_buffers_alloc(tb_backend *be, const tb_conv_desc *d, find_buffers *b)
+{
+    size_t nx = (size_t)d->n * d->c * d->h * d->w;
+    size_t nw = (size_t)d->k * d->c * d->r * d->s;
+    size_t ny = (size_t)d->n * d->k * tb_conv_out_h(d) * tb_conv_out_w(d);
+    int rc;
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&b->x, nx * sizeof(float)), out_free_buffers);
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&b->w, nw * sizeof(float)), out_free_buffers);
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&b->y, ny * sizeof(float)), out_free_buffers);
+    /* the autotuner never times zeros (some paths skip them) */
+    tb_rng_fill(b->x, nx, 1, -1.0, 1.0);
+    tb_rng_fill(b->w, nw, 2, -1.0, 1.0);
+    tb_rng_fill(b->y, ny, 3, -1.0, 1.0);
+    return TB_OK;
+
+out_free_buffers:
+    find_buffers_free(be, b);
+    return rc;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* One warm-up call, then the median of FIND_TIMED_RUNS timed calls. A
+ * warm-up slower than cutoff_ms (when > 0) is the result: that algorithm
+ * has lost already, and some take seconds (gemm:jit bwd-data on NHWC). */
+static int find_time_one(tb_backend *be, dnnl_state *st, conv_entry *e, find_buffers *b,
+                         float cutoff_ms, float *ms)
+{
+    void *ptr[3];
+    if (e->kind == TB_CONV_FWD)
+        memcpy(ptr, (void *[3]){b->x, b->w, b->y}, sizeof ptr);
+    else if (e->kind == TB_CONV_BWD_DATA)
+        memcpy(ptr, (void *[3]){b->y, b->w, b->x}, sizeof ptr);
+    else
+        memcpy(ptr, (void *[3]){b->x, b->y, b->w}, sizeof ptr);
+    float t[FIND_TIMED_RUNS];
+    double t0 = now_seconds();
+    TB_TRY(conv_execute(be, st, e, ptr, NULL));
+    *ms = (float)((now_seconds() - t0) * 1e3);
+    if (cutoff_ms > 0 && *ms > cutoff_ms)
+        return TB_OK;
+    for (int i = 0; i < FIND_TIMED_RUNS; i++) {
+        double t0 = now_seconds();
+        TB_TRY(conv_execute(be, st, e, ptr, NULL));
+        t[i] = (float)((now_seconds() - t0) * 1e3);
+    }
+    qsort(t, FIND_TIMED_RUNS, sizeof t[0], cmp_float);
+    *ms = t[FIND_TIMED_RUNS / 2];
+    return TB_OK;
+}
+
+static int cmp_perf(const void *a, const void *b)
+{
+    const tb_conv_algo_perf *x = a, *y = b;
+    /* Failed ones (ms < 0) last. */
+    if ((x->ms < 0) != (y->ms < 0))
+        return x->ms < 0 ? 1 : -1;
+    return (x->ms > y->ms) - (x->ms < y->ms);
+}
+
+/* Times every non-ref algorithm; the fastest one's primitive goes into the
+ * cache, ready for the conv_* call that will use it. */
+static int conv_find_run(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
+                         tb_conv_algo_perf *perf, int max, int *returned)
+{
+    dnnl_state *st = state_of(be);
+    char names[TB_MAX_CONV_ALGOS][64];
+    conv_walk w = {.want = -1, .max = TB_MAX_CONV_ALGOS, .names = names};
+    TB_TRY(conv_walk_list(st, d, kind, 0, &w));
+    find_buffers b = {0};
+    TB_TRY(find_buffers_alloc(be, d, &b));
+    int rc = TB_OK, n = 0;
+    conv_entry best = {0};
+    float best_ms = 0.0f;
+    for (int algo = 0; algo < w.count && algo < TB_MAX_CONV_ALGOS && n < max; algo++) {
+        if (is_ref_impl(names[algo]))
+            continue;
+        conv_entry e = conv_key(d, kind, algo, 0);
+        tb_conv_algo_perf *p = &perf[n++];
+        *p = (tb_conv_algo_perf){.algo = algo, .ms = -1.0f};
+        snprintf(p->name, sizeof p->name, "%s", names[algo]);
+        TB_TRY_GOTO(rc, conv_entry_create(be, st, &e), out_destroy_best);
+        p->workspace = e.ws_bytes;
+        rc = find_time_one(be, st, &e, &b, best.prim ? FIND_CUTOFF * best_ms : 0.0f, &p->ms);
+        if (rc != TB_OK) {
+            conv_entry_destroy(be, &e);
+            goto out_destroy_best;
+        }
+        if (best.prim && p->ms >= best_ms) {
+            conv_entry_destroy(be, &e);
+            continue;
+        }
+        conv_entry_destroy(be, &best);
+        best = e;
+        best_ms = p->ms;
+    }
+    qsort(perf, (size_t)n, sizeof perf[0], cmp_perf);
+    *returned = n;
+    if (best.prim && !conv_cached(st, &best)) {
+        conv_cache_insert(be, st, &best);
+        memset(&best, 0, sizeof best); /* the cache owns it now */
+    }
+
+out_destroy_best:
+    conv_entry_destroy(be, &best);
+    find_buffers_free(be, &b);
+    return rc;
+}
+
+static int cpu_conv_find(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
+                          tb_conv_algo_perf *perf, int max, int *returned)
+{
+    *returned = 0;
+    TB_TRY(conv_check_desc(d, "conv_find"));
+    if (max <= 0)
+        return TB_FAIL(TB_ERR_INVALID, "conv_find: max %d must be > 0", max);
+    int prev;
+    lock_enter(be, &prev);
+    int rc = conv_find_run(be, d, kind, perf, max, returned);
+    lock_leave(be, prev);
+    return rc;
+}
+
+void tb_cpu_conv_cache_release(tb_backend *be)
+{
+    dnnl_state *st = state_of(be);
+    for (int i = 0; i < CONV_CACHE_SIZE; i++)
+        conv_entry_destroy(be, &st->conv[i]);
+}
+
+void tb_cpu_install_conv(tb_backend *be)
+{
+    be->conv_algo_default = cpu_conv_algo_default;
+    be->conv_find = cpu_conv_find;
+    be->conv_fwd = cpu_conv_fwd;
+    be->conv_bwd_data = cpu_conv_bwd_data;
+    be->conv_bwd_filter = cpu_conv_bwd_filter;
+}

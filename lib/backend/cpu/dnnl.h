@@ -1,0 +1,235 @@
+/*
+ * dnnl.h - private to the CPU backend's oneDNN files (dnnl.c: the engine,
+ * stream and caches; gemm.c: gemm, gemm_lowp; conv.c: conv_*): the shared
+ * state, the checking macros and the helpers every primitive needs.
+ *
+ * Threads: oneDNN here runs on OpenMP and uses omp_get_max_threads() of the
+ * calling thread, so every entry point sets it to ctx->threads and restores
+ * it on the way out. Calls on one backend are serialized by a mutex: the
+ * cached buffers are shared, and oneDNN already uses every thread per call.
+ *
+ * Mixed precision: bf16 with TB_MATH_LOWP. gemm_lowp is a matmul
+ * with bf16 A and B and an f32 C; a bf16 convolution takes its inputs in
+ * bf16 (fwd x, w; bwd data dy, w; bwd filter x, dy) and writes f32 outputs
+ * (y, dx, dw, dbias), which oneDNN's bf16 implementations do natively, so
+ * no cast follows. On CPUs without AVX512_BF16 (this VM) oneDNN 2.6 still
+ * runs bf16 through its avx512_core emulation (lib/backend/cpu/cast_test.c and
+ * bench:selfcheck show which implementations it picks). fp16 is
+ * TB_ERR_UNSUPPORTED: oneDNN 2.6 has no CPU fp16 convolution or matmul for
+ * training.
+ */
+#ifndef TB_BACKEND_CPU_DNNL_H
+#define TB_BACKEND_CPU_DNNL_H
+
+#include <dnnl.h>
+#include <dnnl_debug.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "lib/backend/backend.h"
+#include "lib/backend/cpu/cpu.h"
+#include "lib/core/status.h"
+
+/* Checks a dnnl_status_t; on failure records the call, file, line and
+ * oneDNN's status name, and returns TB_ERR_DNNL (or jumps to label). */
+#define TB_CHECK_DNNL(expr)                                                     \
+    do {                                                                        \
+        dnnl_status_t tb_dnnl_st_ = (expr);                                     \
+        if (tb_dnnl_st_ != dnnl_success)                                        \
+            return tb_error_push(TB_ERR_DNNL, __FILE__, __LINE__, "%s: %s",     \
+                                 #expr, dnnl_status2str(tb_dnnl_st_));          \
+    } while (0)
+
+#define TB_CHECK_DNNL_GOTO(rc, expr, label)                                     \
+    do {                                                                        \
+        dnnl_status_t tb_dnnl_st_ = (expr);                                     \
+        if (tb_dnnl_st_ != dnnl_success) {                                      \
+            (rc) = tb_error_push(TB_ERR_DNNL, __FILE__, __LINE__, "%s: %s",     \
+                                 #expr, dnnl_status2str(tb_dnnl_st_));          \
+            goto label;                                                         \
+        }                                                                       \
+    } while (0)
+
+#define CONV_CACHE_SIZE 64
+#define GEMM_CACHE_SIZE 32
+#define FIND_TIMED_RUNS 3
+#define FIND_CUTOFF 4.0f /* warm-ups this many times the best so far are not timed again */
+
+/* One operand of a convolution as the caller passes it (user, in the
+ * caller's layout) and as the implementation wants it (impl). When the two
+ * differ, reorder converts user -> impl before the call (inputs) or
+ * impl -> user after it (outputs), through the workspace at offset. */
+typedef struct conv_operand {
+    int arg;                  /* DNNL_ARG_SRC, ... */
+    int is_output;
+    dnnl_memory_t user;       /* data handle set on every call */
+    dnnl_memory_t impl;       /* == user when no reorder */
+    dnnl_primitive_t reorder; /* NULL when no reorder */
+    size_t offset;            /* impl's storage in the workspace when reordered */
+} conv_operand;
+
+typedef struct conv_entry {
+    int used;
+    unsigned long last_use;   /* for eviction: least recently used goes */
+    tb_conv_desc d;
+    tb_conv_kind kind;
+    int algo, has_bias;
+    char name[64];
+    dnnl_primitive_desc_t hint; /* forward pd a backward pd was made from */
+    dnnl_primitive_desc_t pd;
+    dnnl_primitive_t prim;
+    conv_operand op[3];       /* fwd: x w y; bwd data: dy w dx; bwd filter: x dy dw */
+    dnnl_memory_t bias;       /* bias or diff bias, in the caller's layout */
+    dnnl_memory_t scratch;    /* oneDNN scratchpad, at workspace offset 0 */
+    size_t ws_bytes;          /* scratchpad + reorder buffers */
+    float *acc_w, *acc_b;     /* bwd filter with accumulate: computed here, then added */
+} conv_entry;
+
+typedef struct gemm_entry {
+    int used;
+    unsigned long last_use;
+    int ta, tb, m, n, k, lda, ldb, ldc;
+    uint32_t alpha_bits, beta_bits;
+    tb_math math;
+    tb_dtype dtype;           /* of A and B; C is f32 */
+    dnnl_primitive_t prim;
+    dnnl_memory_t a, b, c, scratch;
+    size_t ws_bytes;          /* scratchpad, at workspace offset 0 */
+} gemm_entry;
+
+typedef struct dnnl_state {
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    pthread_mutex_t lock;
+    unsigned long clock;
+    void *ws;                 /* the shared workspace (see the file header) */
+    size_t ws_bytes;
+    conv_entry conv[CONV_CACHE_SIZE];
+    gemm_entry gemm[GEMM_CACHE_SIZE];
+} dnnl_state;
+
+static inline tb_cpu_ctx *ctx_of(tb_backend *be) { return (tb_cpu_ctx *)be->ctx; }
+static inline dnnl_state *state_of(tb_backend *be) { return (dnnl_state *)ctx_of(be)->dnnl; }
+
+/* ---- small helpers ---- */
+
+/* Sets the OpenMP thread count oneDNN will use; returns the old one. */
+static inline int threads_enter(tb_backend *be)
+{
+    int prev = omp_get_max_threads();
+    omp_set_num_threads(ctx_of(be)->threads);
+    return prev;
+}
+
+static inline void lock_enter(tb_backend *be, int *prev_threads)
+{
+    pthread_mutex_lock(&state_of(be)->lock);
+    *prev_threads = threads_enter(be);
+}
+
+static inline void lock_leave(tb_backend *be, int prev_threads)
+{
+    omp_set_num_threads(prev_threads);
+    pthread_mutex_unlock(&state_of(be)->lock);
+}
+
+static inline int check_math(tb_dtype dtype, tb_math math, const char *op)
+{
+    if (dtype == TB_F16)
+        return TB_FAIL(TB_ERR_UNSUPPORTED,
+                       "%s on the CPU backend: fp16 is n/a (oneDNN 2.6 has no CPU fp16 "
+                       "training kernels; use bf16)", op);
+    if (dtype != TB_F32 && dtype != TB_BF16)
+        return TB_FAIL(TB_ERR_INVALID, "%s: unknown dtype %d", op, (int)dtype);
+    if (math != TB_MATH_F32 && math != TB_MATH_TF32 && math != TB_MATH_LOWP)
+        return TB_FAIL(TB_ERR_INVALID, "%s: unknown math mode %d", op, (int)math);
+    if ((dtype == TB_BF16) != (math == TB_MATH_LOWP))
+        return TB_FAIL(TB_ERR_INVALID, "%s: dtype %d with math %d (bf16 goes with TB_MATH_LOWP, "
+                       "fp32 with F32 or TF32)", op, (int)dtype, (int)math);
+    return TB_OK;
+}
+
+static inline dnnl_data_type_t dnnl_dt(tb_dtype dtype) { return dtype == TB_BF16 ? dnnl_bf16 : dnnl_f32; }
+
+/* Attributes every primitive here gets: user scratchpad (its size is known
+ * and its memory counted) and bf16 fpmath for TB_MATH_TF32. */
+static inline int attr_create(dnnl_primitive_attr_t *attr, tb_math math)
+{
+    TB_CHECK_DNNL(dnnl_primitive_attr_create(attr));
+    int rc = TB_OK;
+    TB_CHECK_DNNL_GOTO(rc, dnnl_primitive_attr_set_scratchpad_mode(*attr,
+                                                                   dnnl_scratchpad_mode_user),
+                       out_destroy_attr);
+    if (math == TB_MATH_TF32)
+        TB_CHECK_DNNL_GOTO(rc, dnnl_primitive_attr_set_fpmath_mode(*attr, dnnl_fpmath_mode_bf16),
+                           out_destroy_attr);
+    return TB_OK;
+
+out_destroy_attr:
+    dnnl_primitive_attr_destroy(*attr);
+    *attr = NULL;
+    return rc;
+}
+
+#define WS_ALIGN 64
+
+static inline size_t ws_round(size_t bytes) { return (bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
+
+/* Grows the shared workspace to at least bytes; old contents are lost. */
+static inline int workspace_reserve(tb_backend *be, dnnl_state *st, size_t bytes)
+{
+    if (bytes <= st->ws_bytes)
+        return TB_OK;
+    if (st->ws)
+        be->dev_free(be, st->ws);
+    st->ws = NULL;
+    st->ws_bytes = 0;
+    TB_TRY(be->dev_alloc(be, &st->ws, bytes));
+    st->ws_bytes = bytes;
+    return TB_OK;
+}
+
+/* A memory object whose storage is set on every call (workspace or user's). */
+static inline int memory_unbound(dnnl_state *st, const dnnl_memory_desc_t *md, dnnl_memory_t *mem)
+{
+    TB_CHECK_DNNL(dnnl_memory_create(mem, md, st->engine, DNNL_MEMORY_NONE));
+    return TB_OK;
+}
+
+static inline void memory_destroy(dnnl_memory_t *m)
+{
+    if (*m)
+        dnnl_memory_destroy(*m);
+    *m = NULL;
+}
+
+static inline void primitive_destroy(dnnl_primitive_t *p)
+{
+    if (*p)
+        dnnl_primitive_destroy(*p);
+    *p = NULL;
+}
+
+static inline void pd_destroy(dnnl_primitive_desc_t *pd)
+{
+    if (*pd)
+        dnnl_primitive_desc_destroy(*pd);
+    *pd = NULL;
+}
+
+static inline void dev_free_ptr(tb_backend *be, void **p)
+{
+    if (*p)
+        be->dev_free(be, *p);
+    *p = NULL;
+}
+
+/* Each family fills its slots (pointers only) and frees its cached
+ * primitives; dnnl.c's install and release call them. */
+void tb_cpu_install_gemm(tb_backend *be);
+void tb_cpu_install_conv(tb_backend *be);
+void tb_cpu_gemm_cache_release(tb_backend *be);
+void tb_cpu_conv_cache_release(tb_backend *be);
+
+#endif

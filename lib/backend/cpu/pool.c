@@ -1,0 +1,199 @@
+/*
+ * pool.c - the CPU backend's pooling: pool_fwd/bwd, max (with argmax) and
+ * average (count_include_pad), NCHW and NHWC.
+ */
+#include <float.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "lib/backend/backend.h"
+#include "lib/backend/checks.h"
+#include "lib/backend/cpu/ops_common.h"
+#include "lib/core/status.h"
+
+/* Output size of a pooling problem, PyTorch's floor mode. */
+typedef struct pool_geom {
+    int P, Q;
+    float area; /* window * window: padding counts (count_include_pad) */
+} pool_geom;
+
+static int pool_check(const tb_pool_desc *d, pool_geom *g)
+{
+    TB_TRY(tb_check_pool(d, &g->P, &g->Q));
+    g->area = (float)d->window * (float)d->window;
+    return TB_OK;
+}
+
+/* Clips a window [start, start + window) to [0, size). */
+static void clip(int start, int window, int size, int *lo, int *hi)
+{
+    *lo = start < 0 ? 0 : start;
+    *hi = start + window > size ? size : start + window;
+}
+
+/* One (n, c) plane of NCHW: pl = n * C + c. Max takes the first of equal
+ * values and propagates NaN, as PyTorch does. */
+static void pool_fwd_plane(const tb_pool_desc *d, const pool_geom *g, size_t pl, const float *x,
+                           float *y, int32_t *argmax)
+{
+    size_t in0 = pl * d->h * d->w, out0 = pl * g->P * g->Q;
+    for (int p = 0; p < g->P; p++) {
+        int h0, h1, w0, w1;
+        clip(p * d->stride - d->pad, d->window, d->h, &h0, &h1);
+        for (int q = 0; q < g->Q; q++) {
+            clip(q * d->stride - d->pad, d->window, d->w, &w0, &w1);
+            float best = 0.0f, sum = 0.0f;
+            int32_t bi = -1;
+            for (int h = h0; h < h1; h++) {
+                for (int w = w0; w < w1; w++) {
+                    float v = x[in0 + (size_t)h * d->w + w];
+                    sum += v;
+                    if (bi < 0 || v > best || v != v) {
+                        best = v;
+                        bi = (int32_t)(in0 + (size_t)h * d->w + w);
+                    }
+                }
+            }
+            size_t o = out0 + (size_t)p * g->Q + q;
+            y[o] = d->kind == TB_POOL_MAX ? best : sum / g->area;
+            if (d->kind == TB_POOL_MAX)
+                argmax[o] = bi;
+        }
+    }
+}
+
+/* One output pixel of NHWC, all channels (the vectorized dimension). */
+static void pool_fwd_pixel_nhwc(const tb_pool_desc *d, const pool_geom *g, int n, int p, int q,
+                                const float *x, float *y, int32_t *argmax)
+{
+    int C = d->c, h0, h1, w0, w1, first = 1;
+    size_t o = (((size_t)n * g->P + p) * g->Q + q) * C;
+    float *yo = y + o;
+    clip(p * d->stride - d->pad, d->window, d->h, &h0, &h1);
+    clip(q * d->stride - d->pad, d->window, d->w, &w0, &w1);
+    for (int h = h0; h < h1; h++) {
+        for (int w = w0; w < w1; w++) {
+            size_t base = (((size_t)n * d->h + h) * d->w + w) * C;
+            const float *xi = x + base;
+            if (d->kind == TB_POOL_AVG) {
+#pragma omp simd
+                for (int c = 0; c < C; c++)
+                    yo[c] = (first ? 0.0f : yo[c]) + xi[c];
+            } else {
+                int32_t *ao = argmax + o;
+#pragma omp simd
+                for (int c = 0; c < C; c++) {
+                    float v = xi[c];
+                    int take = first | (v > yo[c]) | (v != v); /* no short circuit: vectorizes */
+                    yo[c] = take ? v : yo[c];
+                    ao[c] = take ? (int32_t)(base + c) : ao[c];
+                }
+            }
+            first = 0;
+        }
+    }
+    if (d->kind == TB_POOL_AVG) {
+#pragma omp simd
+        for (int c = 0; c < C; c++)
+            yo[c] /= g->area;
+    }
+}
+
+static int cpu_pool_fwd(tb_backend *be, const tb_pool_desc *d, const float *x, float *y,
+                        int32_t *argmax)
+{
+    pool_geom g;
+    TB_TRY(pool_check(d, &g));
+    if (d->kind == TB_POOL_MAX && !argmax)
+        return TB_FAIL(TB_ERR_INVALID, "max pooling needs an argmax buffer");
+    int t = threads_of(be);
+    size_t total = (size_t)d->n * d->c * d->h * d->w;
+    if (d->layout == TB_NCHW) {
+#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
+        for (size_t pl = 0; pl < (size_t)d->n * d->c; pl++)
+            pool_fwd_plane(d, &g, pl, x, y, argmax);
+        return TB_OK;
+    }
+#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
+    for (size_t np = 0; np < (size_t)d->n * g.P; np++) {
+        for (int q = 0; q < g.Q; q++)
+            pool_fwd_pixel_nhwc(d, &g, (int)(np / g.P), (int)(np % g.P), q, x, y, argmax);
+    }
+    return TB_OK;
+}
+
+/* Adds dy / area to every input of the window of output (p, q); inputs of
+ * one pixel are `step` floats apart in dx (1 for NCHW, C for NHWC). */
+static void avg_scatter(const tb_pool_desc *d, const pool_geom *g, int p, int q, float v,
+                        float *dx0, size_t step)
+{
+    int h0, h1, w0, w1;
+    clip(p * d->stride - d->pad, d->window, d->h, &h0, &h1);
+    clip(q * d->stride - d->pad, d->window, d->w, &w0, &w1);
+    float share = v / g->area;
+    for (int h = h0; h < h1; h++)
+        for (int w = w0; w < w1; w++)
+            dx0[((size_t)h * d->w + w) * step] += share;
+}
+
+/* NCHW plane pl; max pooling's argmax indices of this plane stay in it. */
+static void pool_bwd_plane(const tb_pool_desc *d, const pool_geom *g, size_t pl, const float *dy,
+                           const int32_t *argmax, float *dx)
+{
+    size_t in0 = pl * d->h * d->w, out0 = pl * g->P * g->Q, nout = (size_t)g->P * g->Q;
+    memset(dx + in0, 0, (size_t)d->h * d->w * sizeof *dx);
+    for (size_t o = out0; o < out0 + nout; o++) {
+        if (d->kind == TB_POOL_MAX)
+            dx[argmax[o]] += dy[o];
+        else
+            avg_scatter(d, g, (int)((o - out0) / g->Q), (int)((o - out0) % g->Q), dy[o],
+                        dx + in0, 1);
+    }
+}
+
+/* NHWC image n: windows overlap across pixels, so one thread owns an image. */
+static void pool_bwd_image_nhwc(const tb_pool_desc *d, const pool_geom *g, int n, const float *dy,
+                                const int32_t *argmax, float *dx)
+{
+    int C = d->c;
+    size_t in0 = (size_t)n * d->h * d->w * C, out0 = (size_t)n * g->P * g->Q * C;
+    memset(dx + in0, 0, (size_t)d->h * d->w * C * sizeof *dx);
+    for (int p = 0; p < g->P; p++) {
+        for (int q = 0; q < g->Q; q++) {
+            size_t o = out0 + ((size_t)p * g->Q + q) * C;
+            for (int c = 0; c < C; c++) {
+                if (d->kind == TB_POOL_MAX)
+                    dx[argmax[o + c]] += dy[o + c];
+                else
+                    avg_scatter(d, g, p, q, dy[o + c], dx + in0 + c, (size_t)C);
+            }
+        }
+    }
+}
+
+static int cpu_pool_bwd(tb_backend *be, const tb_pool_desc *d, const float *dy,
+                        const int32_t *argmax, float *dx)
+{
+    pool_geom g;
+    TB_TRY(pool_check(d, &g));
+    if (d->kind == TB_POOL_MAX && !argmax)
+        return TB_FAIL(TB_ERR_INVALID, "max pooling backward needs the forward's argmax");
+    int t = threads_of(be);
+    size_t total = (size_t)d->n * d->c * d->h * d->w;
+    if (d->layout == TB_NCHW) {
+#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
+        for (size_t pl = 0; pl < (size_t)d->n * d->c; pl++)
+            pool_bwd_plane(d, &g, pl, dy, argmax, dx);
+        return TB_OK;
+    }
+#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
+    for (int n = 0; n < d->n; n++)
+        pool_bwd_image_nhwc(d, &g, n, dy, argmax, dx);
+    return TB_OK;
+}
+
+void tb_cpu_install_pool(tb_backend *be)
+{
+    be->pool_fwd = cpu_pool_fwd;
+    be->pool_bwd = cpu_pool_bwd;
+}
