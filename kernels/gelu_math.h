@@ -34,7 +34,8 @@
  *                 it does in PyTorch's own float GELU.
  *
  * Why not libm's erff: it is scalar, and a GELU built on it is
- * compute-bound (under 1 GB/s on the CPU; see ../shared/DESIGN.md).
+ * compute-bound: under 1 GB/s on a 2-core CPU where this polynomial, vectorized,
+ * reaches memory bandwidth.
  *
  * Header only; include it from C (static inline) or CUDA (__host__
  * __device__ inline).

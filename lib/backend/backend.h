@@ -397,7 +397,7 @@ struct tb_backend {
                          const float *dout, const float *saved, float *dq, float *dk,
                          float *dv);
 
-    /* ---- whole-step capture and device-side data (issue 5's --cuda-graphs,
+    /* ---- whole-step capture and device-side data (--cuda-graphs,
      * --augment-on-device, --tensors-on-device). Every slot of this section
      * is NULL on the CPU backend, where each technique is n/a: there are no
      * kernel launches to capture; the CPU is the device, so augmentation

@@ -3,8 +3,8 @@
  * and the bandwidth ceiling the element-wise kernels are measured against
  * (it splits work over OpenMP threads exactly like lib/backend/cpu/gelu.c).
  *
- * Effective bandwidth of a copy = 2 * bytes / time (read + write); on the
- * 2-core machine of ../shared/DESIGN.md two threads reach about 22 GB/s.
+ * Effective bandwidth of a copy = 2 * bytes / time (read + write): the
+ * figure bench:ceilings reports as the copy ceiling.
  */
 #ifndef TB_COPY_CPU_H
 #define TB_COPY_CPU_H

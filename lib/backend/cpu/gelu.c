@@ -15,11 +15,9 @@
  *            vectorizes them 8 wide (#pragma omp simd).
  *   avx512:  intrinsics, 16 wide, masked tail. Only AVX-512F is used.
  *
- * Measured on the 2-core Xeon of ../shared/DESIGN.md, 2^24 floats, 2
- * threads, AVX-512, median of 9 on a quiet machine (bytes read + written
- * once per second): copy (lib/backend/cpu/copy.c) 23.7 GB/s; fused forward
- * 14.9 GB/s, unfused 2.3 GB/s; fused backward 14.8 GB/s, unfused 2.6 GB/s.
- * Regular stores: streaming ones did not help clearly in a quick trial.
+ * The fused passes are meant to run near the copy ceiling
+ * (lib/backend/cpu/copy.c); bench:gelu measures both against it.
+ * Regular stores: streaming stores did not help measurably.
  *
  * Build flags: -fopenmp (threads and omp simd); never -march=native, the
  * AVX paths are chosen at run time with __builtin_cpu_supports.

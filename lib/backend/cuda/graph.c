@@ -1,6 +1,6 @@
 /*
  * graph.c - the CUDA backend's whole-step capture and device-side data
- * slots (lib/backend/backend.h, issue 5): graph_begin/end/launch/destroy
+ * slots (lib/backend/backend.h): graph_begin/end/launch/destroy
  * (--cuda-graphs), augment_u8 (--augment-on-device) and labels_u8_to_i32
  * (--tensors-on-device).
  *
