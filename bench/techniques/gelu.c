@@ -1,0 +1,339 @@
+/*
+ * gelu.c - `bazel run //bench:gelu`: fused vs unfused GELU, forward and
+ * backward, over tensor sizes, beside the copy bandwidth of the same device
+ * with the same threads.
+ *
+ * Unfused is GELU as eager PyTorch runs it: five element-wise passes
+ * through memory (x*0.7071, erf, +1, x*0.5, product); fused is one pass
+ * (what torch.jit.script or a fused kernel gives). Both use the same
+ * vectorized erf (kernels/gelu_math.h). Baseline: unfused (the technique off).
+ *
+ * Writes results/<device>/gelu.csv (+ .json, gelu.gbench.json) and
+ * plots/<device>/gelu.{png,svg,pdf} (bandwidth) and gelu_speedup.* .
+ * Effective bandwidth counts the bytes a perfect kernel must move:
+ * forward reads x and writes y (8 bytes per element), backward reads x and
+ * dy and writes dx (12 bytes); copy reads and writes (8 bytes).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/harness/harness.h"
+#include "lib/backend/ref/gelu.h"
+#include "lib/report/plot.h"
+
+/* The op one benchmark times, with its buffers. */
+typedef enum gelu_op { OP_COPY, OP_FWD, OP_BWD } gelu_op;
+
+typedef struct gelu_case {
+    tb_backend *be;
+    gelu_op op;
+    tb_gelu_variant v;
+    float *x, *dy, *out;       /* device buffers of max_n floats */
+    size_t n;
+    int64_t iterations;
+} gelu_case;
+
+static int run_case(void *arg)
+{
+    gelu_case *c = arg;
+    tb_backend *be = c->be;
+    switch (c->op) {
+    case OP_COPY: return be->copy_d2d(be, c->out, c->x, c->n * sizeof(float), NULL);
+    case OP_FWD: return be->gelu_fwd(be, c->v, c->x, c->out, c->n);
+    case OP_BWD: return be->gelu_bwd(be, c->v, c->x, c->dy, c->out, c->n);
+    }
+    return TB_FAIL(TB_ERR_INTERNAL, "unknown op");
+}
+
+/* One benchmark: warm up twice, then manual time per iteration from the
+ * backend's events. Errors end the run with GB's skip-with-error. */
+static void bm_gelu(tbb_state *st, void *user)
+{
+    gelu_case *c = user;
+    tb_bench_timed_loop(st, c->be, run_case, c);
+}
+
+typedef struct gelu_sweep {
+    size_t sizes[32];
+    int nsizes;
+    gelu_case *cases;          /* nsizes * NCASES */
+} gelu_sweep;
+
+/* Order of the cases per size; the A/A pairs give the noise floors. */
+enum { C_COPY, C_FWD_UNFUSED, C_FWD_UNFUSED_AGAIN, C_FWD_FUSED, C_BWD_UNFUSED,
+       C_BWD_UNFUSED_AGAIN, C_BWD_FUSED, NCASES };
+
+static const struct { const char *name; gelu_op op; tb_gelu_variant v; } case_defs[NCASES] = {
+    {"copy", OP_COPY, TB_GELU_FUSED},
+    {"fwd_unfused", OP_FWD, TB_GELU_UNFUSED},
+    {"fwd_unfused_again", OP_FWD, TB_GELU_UNFUSED},
+    {"fwd_fused", OP_FWD, TB_GELU_FUSED},
+    {"bwd_unfused", OP_BWD, TB_GELU_UNFUSED},
+    {"bwd_unfused_again", OP_BWD, TB_GELU_UNFUSED},
+    {"bwd_fused", OP_BWD, TB_GELU_FUSED},
+};
+
+static void plan_sizes(int profile, gelu_sweep *sw)
+{
+    int lo = 10, hi = 24, step = 2;       /* default: 2^10 .. 2^24 */
+    if (profile == TB_PROFILE_FULL)
+        hi = 26, step = 1;                /* 2^10 .. 2^26, every power */
+    else if (profile == TB_PROFILE_TINY)
+        hi = 14, step = 2;
+    sw->nsizes = 0;
+    for (int e = lo; e <= hi; e += step)
+        sw->sizes[sw->nsizes++] = (size_t)1 << e;
+}
+
+/* Enough iterations that one repetition moves about 128 MiB (256 MiB in
+ * the full profile): long enough for the clock, short enough for minutes. */
+static int64_t plan_iterations(int profile, size_t n)
+{
+    double bytes = profile == TB_PROFILE_FULL ? 256.0 * (1 << 20) : 128.0 * (1 << 20);
+    if (profile == TB_PROFILE_TINY)
+        bytes = 4.0 * (1 << 20);
+    int64_t it = (int64_t)(bytes / (8.0 * (double)n));
+    return it < 2 ? 2 : it;
+}
+
+static void fill_random(float *h, size_t n, uint64_t seed)
+{
+    /* Uniform in [-6, 6]: covers both tails, where erf saturates, and the
+     * curved middle; no zeros. */
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        double u = (double)(seed >> 11) / 9007199254740992.0;
+        h[i] = (float)(12.0 * u - 6.0);
+        if (h[i] == 0.0f)
+            h[i] = 0.5f;
+    }
+}
+
+static int register_all(tb_bench *b, gelu_sweep *sw, float *x, float *dy, float *out)
+{
+    sw->cases = calloc((size_t)sw->nsizes * NCASES, sizeof *sw->cases);
+    if (!sw->cases)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory planning the sweep");
+    for (int s = 0; s < sw->nsizes; s++) {
+        for (int k = 0; k < NCASES; k++) {
+            gelu_case *c = &sw->cases[s * NCASES + k];
+            *c = (gelu_case){b->be, case_defs[k].op, case_defs[k].v, x, dy, out, sw->sizes[s],
+                             plan_iterations(b->profile, sw->sizes[s])};
+            char name[96];
+            snprintf(name, sizeof name, "gelu_%s/%zu", case_defs[k].name, sw->sizes[s]);
+            tbb_options o = tbb_options_default();
+            o.iterations = c->iterations;
+            o.repetitions = b->reps;
+            o.manual_time = 1;
+            o.unit = TBB_US;
+            TB_TRY(tbb_register(name, bm_gelu, c, &o));
+        }
+    }
+    return TB_OK;
+}
+
+typedef struct size_check {
+    tb_compare fwd_err[2], bwd_err[2];   /* [variant] vs the float64 reference */
+    tb_compare fwd_vs_base, bwd_vs_base; /* fused vs unfused output */
+} size_check;
+
+/* Tolerance against the float64 reference (tb_max_rel_err: relative to the
+ * largest reference value): the vectorized erf is accurate to a few fp32 ulp. */
+#define GELU_REF_TOL 1e-5
+
+/* The correctness pass, after timing: each variant once more, read back,
+ * compared with the float64 reference and with the baseline's output. */
+static int check_size(tb_backend *be, size_t n, const float *hx, const float *hdy, float *x,
+                      float *dy, float *out, float *hout[2], float *href, size_check *chk)
+{
+    TB_TRY(be->copy_h2d(be, x, hx, n * sizeof(float), NULL));
+    TB_TRY(be->copy_h2d(be, dy, hdy, n * sizeof(float), NULL));
+    tb_ref_gelu_fwd(hx, href, n);
+    for (int v = 0; v < 2; v++) {
+        TB_TRY(be->gelu_fwd(be, (tb_gelu_variant)v, x, out, n));
+        TB_TRY(be->copy_d2h(be, hout[v], out, n * sizeof(float), NULL));
+        TB_TRY(tb_compare_floats(href, hout[v], n, GELU_REF_TOL, &chk->fwd_err[v]));
+    }
+    TB_TRY(tb_compare_floats(hout[TB_GELU_UNFUSED], hout[TB_GELU_FUSED], n, TB_TOL_F32,
+                             &chk->fwd_vs_base));
+    tb_ref_gelu_bwd(hx, hdy, href, n);
+    for (int v = 0; v < 2; v++) {
+        TB_TRY(be->gelu_bwd(be, (tb_gelu_variant)v, x, dy, out, n));
+        TB_TRY(be->copy_d2h(be, hout[v], out, n * sizeof(float), NULL));
+        TB_TRY(tb_compare_floats(href, hout[v], n, GELU_REF_TOL, &chk->bwd_err[v]));
+    }
+    return tb_compare_floats(hout[TB_GELU_UNFUSED], hout[TB_GELU_FUSED], n, TB_TOL_F32,
+                             &chk->bwd_vs_base);
+}
+
+static void set_correctness(tb_result_row *row, const tb_compare *err, const tb_compare *vs_base,
+                            int is_fused)
+{
+    row->max_rel_err = err->max_rel;
+    row->tolerance = err->tol;
+    snprintf(row->checked_against, sizeof row->checked_against, "float64 reference");
+    row->correctness = err->verdict == TB_MATCH_EXACT        ? TB_CORRECT_EXACT
+                       : err->verdict == TB_MATCH_WITHIN_TOL ? TB_CORRECT_WITHIN_TOL
+                                                             : TB_CORRECT_DIFFERS;
+    if (is_fused) {
+        char verdict[160];
+        tb_compare_format(vs_base, verdict, sizeof verdict);
+        snprintf(row->note, sizeof row->note, "output vs unfused: %s", verdict);
+    }
+}
+
+static int add_rows(tb_bench *b, const gb_results *r, size_t n, const size_check *chk)
+{
+    const gb_run *run[NCASES];
+    for (int k = 0; k < NCASES; k++) {
+        char prefix[96];
+        snprintf(prefix, sizeof prefix, "gelu_%s/%zu/", case_defs[k].name, n);
+        run[k] = tb_bench_find(r, prefix);
+        if (!run[k])
+            return TB_FAIL(TB_ERR_DATA, "no result for %s in Google Benchmark's JSON", prefix);
+    }
+    tb_result_row row;
+    double copy_gbs;
+    tb_bench_row(b, &row, "copy", 0, "elements", (double)n, "copy time");
+    TB_TRY(tb_bench_fill_timing(&row, run[C_COPY], 1e6, "us"));
+    copy_gbs = 8.0 * (double)n / (row.median * 1e-6) / 1e9;
+    row.timing_verdict = TB_TIMING_NA;
+    row.rate = copy_gbs;
+    snprintf(row.rate_unit, sizeof row.rate_unit, "GB/s");
+    snprintf(row.note, sizeof row.note, "the ceiling: device copy with the same threads");
+    TB_TRY(tb_results_add(&b->res, &row));
+
+    static const struct { int base, again, fused; const char *metric; double bytes; int fwd; } dir[2] = {
+        {C_FWD_UNFUSED, C_FWD_UNFUSED_AGAIN, C_FWD_FUSED, "fwd time", 8, 1},
+        {C_BWD_UNFUSED, C_BWD_UNFUSED_AGAIN, C_BWD_FUSED, "bwd time", 12, 0},
+    };
+    for (int d = 0; d < 2; d++) {
+        for (int fused = 0; fused < 2; fused++) {
+            const gb_run *me = run[fused ? dir[d].fused : dir[d].base];
+            tb_bench_row(b, &row, fused ? "fused" : "unfused", !fused, "elements", (double)n,
+                         dir[d].metric);
+            TB_TRY(tb_bench_fill_timing(&row, me, 1e6, "us"));
+            if (fused)
+                TB_TRY(tb_bench_fill_speedup(&row, run[dir[d].base], run[dir[d].again], me));
+            else
+                TB_TRY(tb_bench_noise_floor(run[dir[d].base], run[dir[d].again], &row.noise_floor));
+            row.rate = dir[d].bytes * (double)n / (row.median * 1e-6) / 1e9;
+            snprintf(row.rate_unit, sizeof row.rate_unit, "GB/s");
+            snprintf(row.ceiling_name, sizeof row.ceiling_name, "copy bandwidth");
+            row.ceiling_rate = copy_gbs;
+            row.fraction_of_ceiling = row.rate / copy_gbs;
+            const tb_compare *err = dir[d].fwd ? &chk->fwd_err[fused] : &chk->bwd_err[fused];
+            set_correctness(&row, err, dir[d].fwd ? &chk->fwd_vs_base : &chk->bwd_vs_base, fused);
+            TB_TRY(tb_results_add(&b->res, &row));
+        }
+    }
+    return TB_OK;
+}
+
+/* Bandwidth vs size (copy and the four GELU variants), and the speedup of
+ * fused over unfused with its interval. */
+static int plot_all(tb_bench *b)
+{
+    enum { MAXP = 32 };
+    static const char *names[5] = {"copy (ceiling)", "fwd unfused", "fwd fused", "bwd unfused",
+                                   "bwd fused"};
+    double x[5][MAXP], y[5][MAXP], sx[2][MAXP], sy[2][MAXP], slo[2][MAXP], shi[2][MAXP];
+    size_t n[5] = {0}, ns[2] = {0};
+    for (size_t i = 0; i < b->res.n; i++) {
+        const tb_result_row *r = &b->res.rows[i];
+        int fused = !strcmp(r->setting, "fused"), fwd = !strcmp(r->metric, "fwd time");
+        int s = !strcmp(r->setting, "copy") ? 0 : 1 + (fwd ? 0 : 2) + fused;
+        if (n[s] < MAXP) {
+            x[s][n[s]] = r->param_value;
+            y[s][n[s]++] = r->rate;
+        }
+        int k = fwd ? 0 : 1;
+        if (fused && ns[k] < MAXP) {
+            sx[k][ns[k]] = r->param_value;
+            sy[k][ns[k]] = r->speedup;
+            slo[k][ns[k]] = r->speedup_ci_low;
+            shi[k][ns[k]++] = r->speedup_ci_high;
+        }
+    }
+    tb_plot_series bw[5], sp[2];
+    for (int s = 0; s < 5; s++)
+        bw[s] = (tb_plot_series){names[s], x[s], y[s], NULL, NULL, n[s]};
+    sp[0] = (tb_plot_series){"forward", sx[0], sy[0], slo[0], shi[0], ns[0]};
+    sp[1] = (tb_plot_series){"backward", sx[1], sy[1], slo[1], shi[1], ns[1]};
+    char title[256];
+    snprintf(title, sizeof title, "GELU effective bandwidth, %s (%d threads)", b->info.name,
+             b->info.threads);
+    tb_plot p = {title, "elements", "effective bandwidth (GB/s)", 2, 0, bw, 5, NULL, 0, 0};
+    TB_TRY(tb_plot_render(&p, b->od.plots, "gelu", TB_PLOT_ALL));
+    snprintf(title, sizeof title, "GELU fused over unfused, %s (median, 95%% CI)", b->info.name);
+    tb_plot_hline one = {"no change", 1.0};
+    tb_plot q = {title, "elements", "speedup (x)", 2, 0, sp, 2, &one, 1, 0};
+    return tb_plot_render(&q, b->od.plots, "gelu_speedup", TB_PLOT_ALL);
+}
+
+static int run(tb_bench *b)
+{
+    gelu_sweep sw = {0};
+    plan_sizes(b->profile, &sw);
+    size_t max_n = sw.sizes[sw.nsizes - 1];
+    tb_backend *be = b->be;
+    float *x = NULL, *dy = NULL, *out = NULL, *hx = NULL, *hdy = NULL, *hout[2] = {NULL, NULL};
+    float *href = NULL;
+    gb_results *r = NULL;
+    size_t bytes = max_n * sizeof(float);
+    int rc;
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&x, bytes), out_free);
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&dy, bytes), out_free);
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&out, bytes), out_free);
+    TB_TRY_GOTO(rc, be->host_alloc(be, (void **)&hx, bytes, 0), out_free);
+    TB_TRY_GOTO(rc, be->host_alloc(be, (void **)&hdy, bytes, 0), out_free);
+    TB_TRY_GOTO(rc, be->host_alloc(be, (void **)&hout[0], bytes, 0), out_free);
+    TB_TRY_GOTO(rc, be->host_alloc(be, (void **)&hout[1], bytes, 0), out_free);
+    TB_TRY_GOTO(rc, be->host_alloc(be, (void **)&href, bytes, 0), out_free);
+    fill_random(hx, max_n, 1);
+    fill_random(hdy, max_n, 2);
+    TB_TRY_GOTO(rc, be->copy_h2d(be, x, hx, bytes, NULL), out_free);
+    TB_TRY_GOTO(rc, be->copy_h2d(be, dy, hdy, bytes, NULL), out_free);
+
+    TB_TRY_GOTO(rc, register_all(b, &sw, x, dy, out), out_free);
+    fprintf(stderr, "gelu: timing %d sizes x %d cases x %d repetitions\n", sw.nsizes, NCASES,
+            b->reps);
+    TB_TRY_GOTO(rc, tb_bench_run(b, &r), out_free);
+    for (int s = 0; s < sw.nsizes; s++) {
+        size_check chk;
+        TB_TRY_GOTO(rc, check_size(be, sw.sizes[s], hx, hdy, x, dy, out, hout, href, &chk), out_free);
+        TB_TRY_GOTO(rc, add_rows(b, r, sw.sizes[s], &chk), out_free);
+    }
+    TB_TRY_GOTO(rc, tb_bench_save(b), out_free);
+    TB_TRY_GOTO(rc, plot_all(b), out_free);
+out_free:
+    gb_results_free(r);
+    free(sw.cases);
+    be->dev_free(be, x);
+    be->dev_free(be, dy);
+    be->dev_free(be, out);
+    be->host_free(be, hx, 0);
+    be->host_free(be, hdy, 0);
+    be->host_free(be, hout[0], 0);
+    be->host_free(be, hout[1], 0);
+    be->host_free(be, href, 0);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    tb_bench b;
+    int done = 0;
+    int rc = tb_bench_init(&b, "gelu",
+                           "Fused vs unfused GELU (forward and backward) over sizes, beside the "
+                           "copy bandwidth.",
+                           NULL, 0, argc, argv, &done);
+    if (rc == TB_OK && !done)
+        rc = run(&b);
+    tb_bench_close(&b);
+    if (rc != TB_OK)
+        return tb_bench_fail("gelu", rc);
+    return 0;
+}
