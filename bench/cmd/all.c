@@ -6,8 +6,11 @@
  *                            [--out-dir=DIR] [--only=a,b] [--skip=a,b] [--resume]
  *
  * bench:all cannot call Bazel: the technique binaries are its data
- * dependencies, found in its runfiles tree. It runs bench:ceilings first
- * (unless --skip=ceilings): the bounds every technique is read against.
+ * dependencies, found in its runfiles tree, and their names come from the
+ * build (TB_TECHNIQUES, one per file of bench/techniques/). It asks each for its
+ * declaration (--describe; bench/cmd/plan.h) and runs them in their declared
+ * order; bench:ceilings first, even with --only (unless --skip=ceilings):
+ * the bounds every technique is read against.
  * Each binary writes its own results atomically, so an interrupted run keeps
  * every technique it finished; after each one bench:all records it in
  * results/<device>/run_state.json (lib/report/resume.h), and `--resume` skips what
@@ -29,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench/cmd/techniques.h"
+#include "bench/cmd/plan.h"
 #include "lib/core/atomic_file.h"
 #include "lib/backend/backend.h"
 #include "lib/report/fingerprint.h"
@@ -42,6 +45,10 @@
 
 /* Runs before the techniques: the ceilings they are read against. */
 #define CEILINGS "ceilings"
+
+#ifndef TB_TECHNIQUES
+#error "bench/BUILD defines TB_TECHNIQUES: the technique binaries, comma-separated"
+#endif
 
 static volatile sig_atomic_t interrupted;
 static volatile pid_t child;
@@ -217,12 +224,21 @@ int main(int argc, char **argv)
         tb_error_print(stderr);
         return 2;
     }
+    char bin_dir[4096];
+    find_bin_dir(argv[0], bin_dir, sizeof bin_dir);
+    tb_plan_entry *techs = NULL;
+    int ntech = 0;
+    if (tb_plan_describe(bin_dir, TB_TECHNIQUES, &techs, &ntech) != TB_OK) {
+        tb_error_print(stderr);
+        return 1;
+    }
     if (help) {
         tb_flags_usage(stdout, "bench:all", "Runs the ceilings, then every technique benchmark, "
                        "then writes the report.", flags, nflags);
         printf("\ntechniques:");
-        for (int i = 0; i < tb_technique_count; i++)
-            printf(" %s", tb_techniques[i].name);
+        for (int i = 0; i < ntech; i++)
+            if (strcmp(techs[i].name, CEILINGS) != 0)
+                printf(" %s", techs[i].name);
         printf("\n");
         return 0;
     }
@@ -235,8 +251,8 @@ int main(int argc, char **argv)
         const char *comma = strchr(l, ',');
         size_t len = comma ? (size_t)(comma - l) : strlen(l);
         int known = 0;
-        for (int i = 0; i < tb_technique_count; i++)
-            known |= strlen(tb_techniques[i].name) == len && !strncmp(tb_techniques[i].name, l, len);
+        for (int i = 0; i < ntech; i++)
+            known |= strlen(techs[i].name) == len && !strncmp(techs[i].name, l, len);
         if (!known) {
             fprintf(stderr, "bench:all: unknown technique '%.*s' in --only; see --help\n", (int)len, l);
             return 2;
@@ -244,8 +260,6 @@ int main(int argc, char **argv)
         l = comma ? comma + 1 : l + len;
     }
 
-    char bin_dir[4096];
-    find_bin_dir(argv[0], bin_dir, sizeof bin_dir);
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
@@ -279,17 +293,18 @@ int main(int argc, char **argv)
     }
 
     /* Planned work, in estimated seconds for the chosen profile; the
-     * ceilings first. */
-    static const tb_technique_entry ceilings = {
-        CEILINGS, "peak GEMM rate, copy and host-to-device bandwidth", {30, 90, 5}};
-    const tb_technique_entry *todo[65];
+     * ceilings first whatever --only says. */
+    const tb_plan_entry **todo = calloc((size_t)ntech + 1, sizeof *todo);
     int ntodo = 0;
     double planned = 0;
-    if (!in_list(skip, CEILINGS))
-        todo[ntodo++] = &ceilings;
-    for (int i = 0; i < tb_technique_count && ntodo < 65; i++) {
-        const tb_technique_entry *t = &tb_techniques[i];
-        if ((*only && !in_list(only, t->name)) || in_list(skip, t->name))
+    if (!todo) {
+        fprintf(stderr, "bench:all: out of memory\n");
+        return 1;
+    }
+    for (int i = 0; i < ntech; i++) {
+        const tb_plan_entry *t = &techs[i];
+        int ceilings = strcmp(t->name, CEILINGS) == 0;
+        if ((*only && !ceilings && !in_list(only, t->name)) || in_list(skip, t->name))
             continue;
         todo[ntodo++] = t;
     }
@@ -306,7 +321,7 @@ int main(int argc, char **argv)
     double t0 = now_s(), done_est = 0;
     int failed = 0;
     for (int k = 0; k < ntodo && !interrupted; k++) {
-        const tb_technique_entry *t = todo[k];
+        const tb_plan_entry *t = todo[k];
         if (tb_run_state_is_done(st, t->name)) {
             fprintf(stderr, "bench:all: [%d/%d] %s: finished in the interrupted run, kept\n",
                     k + 1, ntodo, t->name);
@@ -322,11 +337,6 @@ int main(int argc, char **argv)
             tb_error_clear();
         char bin[4200];
         snprintf(bin, sizeof bin, "%s/%s", bin_dir, t->name);
-        if (t == &ceilings && access(bin, X_OK) != 0) {
-            fprintf(stderr, "bench:all: bench:ceilings is not in this build's data (add "
-                            "\":ceilings\" to TECHNIQUES in bench/BUILD); no ceilings this run\n");
-            continue;
-        }
         char *args[] = {bin, a_dev, a_prof, a_thr, *out_dir ? a_out : NULL, NULL};
         double s = now_s();
         int rc = run_one(bin, args);
@@ -363,5 +373,7 @@ int main(int argc, char **argv)
     free(fp);
     free(now);
     free(st);
+    free(todo);
+    free(techs);
     return failed || frc != TB_OK ? 1 : 0;
 }

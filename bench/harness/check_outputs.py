@@ -4,6 +4,8 @@
 usage: check_outputs.py OUT_DIR TECHNIQUE GOLDEN_CSV [--min-rows=N] [--plots=a,b]
                         [--no-gbench]  (a technique that times without Google Benchmark)
                         [--na-note=TEXT]  (n/a rows expected, each note saying TEXT)
+       check_outputs.py OUT_DIR --describe=FILE GOLDEN_CSV
+                        (all of the above from a technique binary's --describe line)
 
 - results/<device>/<technique>.csv exists, its header is the frozen schema
   (first line of the golden CSV), every row has every column;
@@ -36,6 +38,13 @@ def main():
     args = sys.argv[1:]
     out, tech, golden = args[0], args[1], args[2]
     min_rows, plots, gbench, na_note = 1, [tech], True, None
+    if tech.startswith("--describe="):
+        with open(tech.partition("=")[2]) as f:
+            desc = json.load(f)
+        tiny = desc["tiny"]
+        tech, min_rows, gbench, na_note = (desc["results"], tiny["min_rows"], tiny["gbench"],
+                                           tiny["na_note"])
+        plots = [p for p in tiny["plots"].split(",") if p]
     for a in args[3:]:
         key, _, value = a.partition("=")
         if key == "--min-rows":

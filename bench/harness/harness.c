@@ -24,10 +24,12 @@ static void remove_pending_and_die(int sig)
     raise(sig);
 }
 
-int tb_bench_init(tb_bench *b, const char *technique, const char *summary, const tb_flag *extra,
-                  size_t nextra, int argc, char **argv, int *done)
+int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, size_t nextra,
+                  int argc, char **argv, int *done)
 {
+    const char *technique = tb_technique_results(tech);
     memset(b, 0, sizeof *b);
+    b->tech = tech;
     b->technique = technique;
     b->device_spec = "auto";
     b->reps = TB_MIN_REPS;
@@ -35,7 +37,8 @@ int tb_bench_init(tb_bench *b, const char *technique, const char *summary, const
     *done = 0;
     tb_results_init(&b->res);
 
-    tb_flag flags[5 + TB_MAX_EXTRA_FLAGS] = {
+    int describe = 0;
+    tb_flag flags[6 + TB_MAX_EXTRA_FLAGS] = {
         {"device", TB_FLAG_STRING, &b->device_spec, "auto, cpu, cuda or cuda:N", NULL},
         {"threads", TB_FLAG_INT, &b->threads, "CPU threads for kernels (0 = all cores)", NULL},
         {"profile", TB_FLAG_CHOICE, &b->profile,
@@ -43,17 +46,24 @@ int tb_bench_init(tb_bench *b, const char *technique, const char *summary, const
         {"out-dir", TB_FLAG_STRING, &b->out_dir,
          "root for results/ and plots/ (default: the source tree under bazel run)", NULL},
         {"reps", TB_FLAG_INT, &b->reps, "repetitions per measurement (at least 5)", NULL},
+        {"describe", TB_FLAG_BOOL, &describe,
+         "print this technique's declaration as one JSON line (what bench:all reads) and exit",
+         NULL},
     };
     if (nextra > TB_MAX_EXTRA_FLAGS)
         return TB_FAIL(TB_ERR_INTERNAL, "too many technique flags");
-    memcpy(flags + 5, extra, nextra * sizeof *extra);
-    size_t nflags = 5 + nextra;
+    memcpy(flags + 6, extra, nextra * sizeof *extra);
+    size_t nflags = 6 + nextra;
     int help = 0;
     TB_TRY(tb_flags_parse(flags, nflags, &argc, argv, "benchmark_", &help));
+    if (describe) {
+        *done = 1;
+        return tb_technique_describe(tech, stdout);
+    }
     if (help) {
         char prog[64];
-        snprintf(prog, sizeof prog, "bazel run //bench:%s --", technique);
-        tb_flags_usage(stdout, prog, summary, flags, nflags);
+        snprintf(prog, sizeof prog, "bazel run //bench:%s --", tech->name);
+        tb_flags_usage(stdout, prog, tech->what, flags, nflags);
         printf("  --benchmark_*             Google Benchmark's own flags pass through\n");
         *done = 1;
         return TB_OK;

@@ -8,7 +8,7 @@
  * pass, never inside the timed loop.
  *
  * Common flags: --device, --threads, --profile=default|full|tiny,
- * --out-dir, --reps (at least 5). Google Benchmark's own --benchmark_*
+ * --out-dir, --reps (at least 5), --describe (bench/harness/technique.h). Google Benchmark's own --benchmark_*
  * flags pass through (e.g. --benchmark_filter).
  */
 #ifndef TB_BENCH_HARNESS_H
@@ -18,6 +18,7 @@
 
 #include "bench/harness/gb_results.h"
 #include "bench/harness/gbench_shim.h"
+#include "bench/harness/technique.h"
 #include "lib/backend/backend.h"
 #include "lib/report/fingerprint.h"
 #include "lib/core/flags.h"
@@ -25,12 +26,11 @@
 #include "lib/report/results.h"
 #include "lib/core/stats.h"
 
-typedef enum tb_profile { TB_PROFILE_DEFAULT = 0, TB_PROFILE_FULL = 1, TB_PROFILE_TINY = 2 } tb_profile;
-
 #define TB_MIN_REPS 5
 #define TB_MAX_EXTRA_FLAGS 32
 
 typedef struct tb_bench {
+    const tb_technique *tech;  /* its declaration */
     const char *technique;     /* "gelu": file names and the technique column */
     /* common flags */
     const char *device_spec;
@@ -51,9 +51,10 @@ typedef struct tb_bench {
 /* Parses the common flags plus the technique's own (extra), opens the
  * backend, creates results/<device>/ and plots/<device>/ and writes the
  * fingerprint. Returns TB_OK, or an error. *done is set (and TB_OK
- * returned) when --help was printed and the program should exit 0. */
-int tb_bench_init(tb_bench *b, const char *technique, const char *summary, const tb_flag *extra,
-                  size_t nextra, int argc, char **argv, int *done);
+ * returned) when --help or --describe was answered and the program should
+ * exit 0. REQUIRES: tech outlives b. */
+int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, size_t nextra,
+                  int argc, char **argv, int *done);
 
 /* Runs the registered benchmarks; Google Benchmark's JSON is kept as
  * results/<device>/<technique>.gbench.json (written to a temporary name and

@@ -196,16 +196,15 @@ out_free:
     return rc;
 }
 
-int opb_main(int argc, char **argv, const char *technique, const char *summary,
-             int (*run)(tb_bench *b))
+int opb_main(int argc, char **argv, const tb_technique *tech, int (*run)(tb_bench *b))
 {
     tb_bench b;
     int done = 0;
-    int rc = tb_bench_init(&b, technique, summary, NULL, 0, argc, argv, &done);
+    int rc = tb_bench_init(&b, tech, NULL, 0, argc, argv, &done);
     if (rc == TB_OK && !done)
         rc = run(&b);
     tb_bench_close(&b);
-    return rc == TB_OK ? 0 : tb_bench_fail(technique, rc);
+    return rc == TB_OK ? 0 : tb_bench_fail(tech->name, rc);
 }
 
 /* ---- figures ---- */

@@ -69,8 +69,7 @@ int opb_run(tb_bench *b, const opb_sweep *sw, void *state);
 
 /* main() of a technique binary: tb_bench_init with no flags of its own,
  * run, the exit code (errors printed). */
-int opb_main(int argc, char **argv, const char *technique, const char *summary,
-             int (*run)(tb_bench *b));
+int opb_main(int argc, char **argv, const tb_technique *tech, int (*run)(tb_bench *b));
 
 /* The run registered as fmt (without the trailing '/'), or NULL. */
 const gb_run *opb_find(const gb_results *r, const char *fmt, ...)

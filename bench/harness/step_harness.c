@@ -153,7 +153,7 @@ static int mark_oom(step_run *r, int idx, int rc)
     snprintf(s->why, sizeof s->why, "out of memory under --mem-limit=%g MiB (%s)",
              r->mem_limit_mib, tb_error_message());
     tb_error_clear();
-    fprintf(stderr, "%s: %s: %s\n", r->tech->name, r->tech->settings[idx].name, s->why);
+    fprintf(stderr, "%s: %s: %s\n", r->tech->desc.name, r->tech->settings[idx].name, s->why);
     return TB_OK;
 }
 
@@ -200,7 +200,7 @@ static int check_all(step_run *r)
         if (!s->na && t->settings[i].base == i)
             TB_TRY(mark_oom(r, i, check_run(r, i, &s->loss_again, 0)));
         if (!s->na)
-            fprintf(stderr, "%s: check %-24s loss after %d steps %.9g, peak %.1f MiB\n", t->name,
+            fprintf(stderr, "%s: check %-24s loss after %d steps %.9g, peak %.1f MiB\n", t->desc.name,
                     t->settings[i].name, r->check_steps, s->loss, s->peak_bytes / 1048576.0);
     }
     return TB_OK;
@@ -336,7 +336,7 @@ static int add_row(step_run *r, const gb_results *g, int i)
     const char *metric = t->per_sample ? "time per 1000 samples"
                          : t->metric == TB_METRIC_EPOCH ? "epoch time" : "step time";
     if (r->st[i].na)
-        return tb_results_add_na(&r->b.res, t->name, r->b.info.backend, r->b.info.name, s->name,
+        return tb_results_add_na(&r->b.res, t->desc.name, r->b.info.backend, r->b.info.name, s->name,
                                  metric, r->st[i].why);
     tb_result_row row;
     int epoch = t->metric == TB_METRIC_EPOCH;
@@ -402,11 +402,11 @@ static int plot_speedups(step_run *r)
     if (ng > 0) {
         char title[256], xl[96];
         snprintf(title, sizeof title, "%s: speedup over the technique off, %s (median, 95%% CI)",
-                 r->tech->name, r->b.info.name);
+                 r->tech->desc.name, r->b.info.name);
         snprintf(xl, sizeof xl, "%s", r->tech->param_name);
         tb_plot_hline one = {"no change", 1.0};
         tb_plot p = {title, xl, "speedup (x)", 0, 0, sp, ng, &one, 1, 0};
-        rc = tb_plot_render(&p, r->b.od.plots, r->tech->name, TB_PLOT_ALL);
+        rc = tb_plot_render(&p, r->b.od.plots, r->tech->desc.name, TB_PLOT_ALL);
     }
     free(buf);
     return rc;
@@ -437,10 +437,10 @@ static int run(step_run *r)
     r->st = calloc((size_t)t->n_settings, sizeof *r->st);
     r->cases = calloc((size_t)t->n_settings, sizeof *r->cases);
     if (!r->st || !r->cases)
-        return TB_FAIL(TB_ERR_NOMEM, "out of memory planning %s", t->name);
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory planning %s", t->desc.name);
     TB_TRY(check_all(r));
     TB_TRY(register_all(r));
-    fprintf(stderr, "%s: timing %d settings x %d repetitions\n", t->name, t->n_settings, r->b.reps);
+    fprintf(stderr, "%s: timing %d settings x %d repetitions\n", t->desc.name, t->n_settings, r->b.reps);
     rc = tb_bench_run(&r->b, &g);
     ctx_close(&r->live);
     r->live_idx = -1;
@@ -457,7 +457,7 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
 {
     step_run *r = calloc(1, sizeof *r);
     if (!r) {
-        fprintf(stderr, "%s: out of memory\n", tech->name);
+        fprintf(stderr, "%s: out of memory\n", tech->desc.name);
         return 1;
     }
     r->tech = tech;
@@ -471,7 +471,7 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
          "steps of the correctness pass (0 = the profile's)", NULL},
     };
     int done = 0;
-    int rc = tb_bench_init(&r->b, tech->name, tech->what, extra, 2, argc, argv, &done);
+    int rc = tb_bench_init(&r->b, &tech->desc, extra, 2, argc, argv, &done);
     if (rc == TB_OK && !done) {
         r->prof = step_profiles[r->b.profile];
         if (r->mem_limit_mib < 0)
@@ -486,6 +486,6 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
     tb_bench_close(&r->b);
     free(r);
     if (rc != TB_OK)
-        return tb_bench_fail(tech->name, rc);
+        return tb_bench_fail(tech->desc.name, rc);
     return 0;
 }

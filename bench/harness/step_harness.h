@@ -32,7 +32,9 @@
  * Use (bench/techniques/grads_to_none.c is the shortest example):
  *   static const tb_step_setting settings[] = {
  *       {"memset", 0, 0, set_memset}, {"to none", 1, 0, set_none}};
- *   static const tb_step_technique tech = {.name = "grads_to_none", ...};
+ *   static const tb_step_technique tech = {
+ *       .desc = {.name = "grads_to_none", .what = ..., .est_seconds = ..., ...},
+ *       .settings = settings, .n_settings = TB_COUNT(settings), ...};
  *   int main(int argc, char **argv) { return tb_step_main(&tech, argc, argv); }
  */
 #ifndef TB_BENCH_STEP_HARNESS_H
@@ -78,11 +80,10 @@ typedef struct tb_step_setting {
 } tb_step_setting;
 
 typedef struct tb_step_technique {
-    const char *name;         /* target, file names, technique column */
-    const char *what;         /* one line for --help */
+    tb_technique desc;        /* name, what, time estimates, run order, tiny test */
     const char *param_name;   /* "workers", "batch", "on" */
     const tb_step_setting *settings;
-    int n_settings;
+    int n_settings;           /* TB_COUNT(settings) */
     tb_step_metric metric;
     int per_sample;           /* time per 1000 samples instead of per step
                                  (settings differ in batch size); also: one

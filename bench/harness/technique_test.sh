@@ -1,10 +1,28 @@
 #!/bin/bash
-# technique_test.sh BINARY TECHNIQUE GOLDEN_CSV [check_outputs.py flags...]
+# technique_test.sh BINARY GOLDEN_CSV
 # Runs one technique binary in the tiny profile on the CPU into a fresh
-# folder and checks the shape of what it wrote (bench/check_outputs.py).
+# folder, after the techniques it declares it runs after (their binaries lie
+# beside it: bench/BUILD's TEST_RUNS_FIRST), and checks what it wrote
+# against what its declaration expects (--describe; check_outputs.py).
 set -euo pipefail
-bin="$1"; tech="$2"; golden="$3"; shift 3
-out="${TEST_TMPDIR:-$(mktemp -d)}/out"
+bin="$1"; golden="$2"
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+out="$tmp/out"
 mkdir -p "$out"
+"$bin" --describe > "$tmp/describe.json"
+after=$(python3 -c 'import json, sys; print(" ".join(json.load(open(sys.argv[1]))["after"]))' \
+    "$tmp/describe.json")
+for a in $after; do
+    first="$(dirname "$bin")/$a"
+    if [ ! -x "$first" ]; then
+        echo "FAIL: $bin runs after $a, which is not in this test's data (bench/BUILD: TEST_RUNS_FIRST)"
+        exit 1
+    fi
+    "$first" --device=cpu --profile=tiny --threads=2 --out-dir="$out"
+done
 "$bin" --device=cpu --profile=tiny --threads=2 --out-dir="$out"
-python3 "$(dirname "$0")/check_outputs.py" "$out" "$tech" "$golden" "$@"
+# Under bazel test this script runs as bench/<name>_test: find the checker
+# in the runfiles, else beside the script's source.
+checker="${TEST_SRCDIR:-/nonexistent}/tunebench/bench/harness/check_outputs.py"
+[ -f "$checker" ] || checker="$(dirname "$(readlink -f "$0")")/check_outputs.py"
+python3 "$checker" "$out" "--describe=$tmp/describe.json" "$golden"

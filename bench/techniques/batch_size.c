@@ -46,11 +46,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "batch_size",
-    .what = "batch size 16.. the largest that fits: throughput, memory, accuracy",
+    .desc = {
+        .name = "batch_size",
+        .what = "batch size 16.. the largest that fits: throughput, memory, accuracy",
+        .est_seconds = {60, 300, 15}, /* default, full, tiny */
+        .order = 110,
+        .tiny = {.min_rows = 7, .plots = "batch_size"},
+    },
     .param_name = "batch",
     .settings = settings,
-    .n_settings = 7,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_STEP,
     .per_sample = 1,
     /* tiny: 16..64 fit, 128 is the OOM point; default: up to 256; full: all */

@@ -34,11 +34,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "caching_allocator",
-    .what = "caching device allocator vs malloc/free per allocation on the training step",
+    .desc = {
+        .name = "caching_allocator",
+        .what = "caching device allocator vs malloc/free per allocation on the training step",
+        .est_seconds = {10, 30, 5}, /* default, full, tiny */
+        .order = 160,
+        .tiny = {.min_rows = 2},
+    },
     .param_name = "caching",
     .settings = settings,
-    .n_settings = 2,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = na_reason,
     .tolerance = 0,

@@ -213,9 +213,16 @@ static int run(tb_bench *b)
     return opb_run(b, &sweep, &st);
 }
 
+static const tb_technique technique = {
+    .name = "caching_allocator_ops",
+    .what = "Device allocator modes on a training step's allocations: plain, caching, "
+            "empty cache every step, preallocation with a varying batch.",
+    .est_seconds = {5, 20, 2}, /* default, full, tiny */
+    .order = 350,
+    .tiny = {.min_rows = 6, .plots = "caching_allocator_ops"},
+};
+
 int main(int argc, char **argv)
 {
-    return opb_main(argc, argv, "caching_allocator_ops",
-                    "Device allocator modes on a training step's allocations: plain, caching, "
-                    "empty cache every step, preallocation with a varying batch.", run);
+    return opb_main(argc, argv, &technique, run);
 }

@@ -293,14 +293,20 @@ out_free:
     return rc;
 }
 
+static const tb_technique technique = {
+    .name = "ceilings",
+    .what = "Peak GEMM rate, copy and host-to-device bandwidth: the ceilings the "
+            "techniques are held to.",
+    .est_seconds = {30, 90, 5}, /* default, full, tiny */
+    .order = 0,
+    .tiny = {.min_rows = 7},
+};
+
 int main(int argc, char **argv)
 {
     tb_bench b;
     int done = 0;
-    int rc = tb_bench_init(&b, "ceilings",
-                           "Peak GEMM rate, copy and host-to-device bandwidth: the ceilings the "
-                           "techniques are held to.",
-                           NULL, 0, argc, argv, &done);
+    int rc = tb_bench_init(&b, &technique, NULL, 0, argc, argv, &done);
     if (rc == TB_OK && !done)
         rc = run(&b);
     tb_bench_close(&b);

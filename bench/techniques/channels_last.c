@@ -19,11 +19,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "channels_last",
-    .what = "channels last (NHWC) vs NCHW on the training step",
+    .desc = {
+        .name = "channels_last",
+        .what = "channels last (NHWC) vs NCHW on the training step",
+        .est_seconds = {10, 60, 10}, /* default, full, tiny */
+        .order = 240,
+        .tiny = {.min_rows = 2, .plots = "channels_last"},
+    },
     .param_name = "channels_last",
     .settings = settings,
-    .n_settings = 2,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = tb_step_na_never,
     .tolerance = 5e-2,

@@ -62,11 +62,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "checkpointing",
-    .what = "activation checkpointing vs storing: time added, memory saved, larger batch",
+    .desc = {
+        .name = "checkpointing",
+        .what = "activation checkpointing vs storing: time added, memory saved, larger batch",
+        .est_seconds = {20, 120, 26}, /* default, full, tiny */
+        .order = 250,
+        .tiny = {.min_rows = 4, .plots = "checkpointing"},
+    },
     .param_name = "4x_batch",
     .settings = settings,
-    .n_settings = 4,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = tb_step_na_never,
     .tolerance = 0,

@@ -419,9 +419,16 @@ static int run(tb_bench *b)
     return opb_run(b, &sweep, &st);
 }
 
+static const tb_technique technique = {
+    .name = "conv_autotuner",
+    .what = "Default vs autotuned convolution algorithm (fwd, fwd+bwd), tuning cost, "
+            "and batch sizes that change every step.",
+    .est_seconds = {90, 900, 15}, /* default, full, tiny */
+    .order = 340,
+    .tiny = {.min_rows = 10, .plots = "conv_autotuner,conv_autotuner_speedup"},
+};
+
 int main(int argc, char **argv)
 {
-    return opb_main(argc, argv, "conv_autotuner",
-                    "Default vs autotuned convolution algorithm (fwd, fwd+bwd), tuning cost, "
-                    "and batch sizes that change every step.", run);
+    return opb_main(argc, argv, &technique, run);
 }

@@ -47,11 +47,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "conv_autotuner_step",
-    .what = "conv autotuner on the training step, fixed and changing batch size",
+    .desc = {
+        .name = "conv_autotuner_step",
+        .what = "conv autotuner on the training step, fixed and changing batch size",
+        .est_seconds = {15, 120, 10}, /* default, full, tiny */
+        .order = 90,
+        .tiny = {.min_rows = 4, .plots = "conv_autotuner_step"},
+    },
     .param_name = "autotune",
     .settings = settings,
-    .n_settings = 4,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_STEP,
     .setup = setup,
     .na_reason = tb_step_na_never,

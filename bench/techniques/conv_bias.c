@@ -19,11 +19,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "conv_bias",
-    .what = "no conv bias before batch norm vs bias=True on the training step",
+    .desc = {
+        .name = "conv_bias",
+        .what = "no conv bias before batch norm vs bias=True on the training step",
+        .est_seconds = {15, 60, 10}, /* default, full, tiny */
+        .order = 80,
+        .tiny = {.min_rows = 2, .plots = "conv_bias"},
+    },
     .param_name = "bias removed",
     .settings = settings,
-    .n_settings = 2,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = tb_step_na_never,
     .tolerance = 5e-2,

@@ -106,11 +106,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "data_format",
-    .what = "gzip IDX read per epoch vs raw uint8 in /dev/shm vs decoded once in RAM",
+    .desc = {
+        .name = "data_format",
+        .what = "gzip IDX read per epoch vs raw uint8 in /dev/shm vs decoded once in RAM",
+        .est_seconds = {25, 120, 10}, /* default, full, tiny */
+        .order = 50,
+        .tiny = {.min_rows = 3, .plots = "data_format"},
+    },
     .param_name = "source",
     .settings = settings,
-    .n_settings = 3,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_EPOCH,
     .setup = setup,
     .na_reason = tb_step_na_never,

@@ -778,6 +778,18 @@ out_free:
     return rc;
 }
 
+static const tb_technique technique = {
+    .name = "ddp_sweep",
+    .results = "ddp",
+    .what = "DP (threads on the CPU, GPUs from one thread on CUDA) vs DDP "
+            "(MPI ranks, buckets, overlap, imbalance, SyncBatchNorm) on the "
+            "small CNN at the same global batch, and the "
+            "all-reduce bus bandwidth.",
+    .est_seconds = {60, 300, 45}, /* default, full, tiny */
+    .order = 320,
+    .tiny = {.min_rows = 12, .plots = "ddp,ddp_efficiency,ddp_busbw", .no_gbench = 1},
+};
+
 int main(int argc, char **argv)
 {
     tb_bench b;
@@ -786,12 +798,7 @@ int main(int argc, char **argv)
         {"max-ranks", TB_FLAG_INT, &max_ranks, "DDP ranks and DP replicas 1..N (0 = the cores)",
          NULL},
     };
-    int rc = tb_bench_init(&b, "ddp",
-                           "DP (threads on the CPU, GPUs from one thread on CUDA) vs DDP "
-                           "(MPI ranks, buckets, overlap, imbalance, SyncBatchNorm) on the "
-                           "small CNN at the same global batch, and the "
-                           "all-reduce bus bandwidth.",
-                           extra, 1, argc, argv, &done);
+    int rc = tb_bench_init(&b, &technique, extra, 1, argc, argv, &done);
     if (rc == TB_OK && !done)
         rc = run(&b, max_ranks, argv[0]);
     tb_bench_close(&b);

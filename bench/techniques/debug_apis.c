@@ -24,11 +24,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "debug_apis",
-    .what = "debug APIs off: baseline detect_anomaly ON (technique off) vs detect_anomaly off",
+    .desc = {
+        .name = "debug_apis",
+        .what = "debug APIs off: baseline detect_anomaly ON (technique off) vs detect_anomaly off",
+        .est_seconds = {10, 60, 12}, /* default, full, tiny */
+        .order = 180,
+        .tiny = {.min_rows = 2, .plots = "debug_apis"},
+    },
     .param_name = "debug_off",
     .settings = settings,
-    .n_settings = 2,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = tb_step_na_never,
     .tolerance = 0,

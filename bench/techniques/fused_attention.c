@@ -284,9 +284,16 @@ static int run(tb_bench *b)
     return opb_run(b, &sweep, &st);
 }
 
+static const tb_technique technique = {
+    .name = "fused_attention",
+    .what = "Manual vs fused attention (forward, forward+backward; causal and not) over "
+            "sequence lengths 128 .. 4096: time and memory.",
+    .est_seconds = {90, 420, 6}, /* default, full, tiny */
+    .order = 310,
+    .tiny = {.min_rows = 8, .plots = "fused_attention,fused_attention_speedup,fused_attention_memory"},
+};
+
 int main(int argc, char **argv)
 {
-    return opb_main(argc, argv, "fused_attention",
-                    "Manual vs fused attention (forward, forward+backward; causal and not) over "
-                    "sequence lengths 128 .. 4096: time and memory.", run);
+    return opb_main(argc, argv, &technique, run);
 }

@@ -18,11 +18,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "fused_gelu_step",
-    .what = "fused vs unfused GELU on the training step",
+    .desc = {
+        .name = "fused_gelu_step",
+        .what = "fused vs unfused GELU on the training step",
+        .est_seconds = {15, 60, 10}, /* default, full, tiny */
+        .order = 70,
+        .tiny = {.min_rows = 2, .plots = "fused_gelu_step"},
+    },
     .param_name = "fused",
     .settings = settings,
-    .n_settings = 2,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = tb_step_na_never,
     .tolerance = 1e-5,

@@ -273,9 +273,16 @@ static int run(tb_bench *b)
     return opb_run(b, &sweep, &st);
 }
 
+static const tb_technique technique = {
+    .name = "fused_layernorm",
+    .what = "Fused vs unfused layer norm (forward and backward) over transformer "
+            "shapes, beside the copy bandwidth.",
+    .est_seconds = {15, 90, 3}, /* default, full, tiny */
+    .order = 290,
+    .tiny = {.min_rows = 10, .plots = "fused_layernorm,fused_layernorm_speedup"},
+};
+
 int main(int argc, char **argv)
 {
-    return opb_main(argc, argv, "fused_layernorm",
-                    "Fused vs unfused layer norm (forward and backward) over transformer "
-                    "shapes, beside the copy bandwidth.", run);
+    return opb_main(argc, argv, &technique, run);
 }

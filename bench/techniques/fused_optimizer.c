@@ -267,9 +267,15 @@ static int run(tb_bench *b)
     return opb_run(b, &sweep, &sw);
 }
 
+static const tb_technique technique = {
+    .name = "fused_optimizer",
+    .what = "Per-tensor vs fused optimizer step (SGD, AdamW) over parameter counts.",
+    .est_seconds = {30, 420, 3}, /* default, full, tiny */
+    .order = 280,
+    .tiny = {.min_rows = 12, .plots = "fused_optimizer,fused_optimizer_speedup"},
+};
+
 int main(int argc, char **argv)
 {
-    return opb_main(argc, argv, "fused_optimizer",
-                    "Per-tensor vs fused optimizer step (SGD, AdamW) over parameter counts.",
-                    run);
+    return opb_main(argc, argv, &technique, run);
 }

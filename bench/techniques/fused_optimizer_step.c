@@ -31,11 +31,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "fused_optimizer_step",
-    .what = "fused vs per-tensor optimizer (SGD, AdamW) on the training step",
+    .desc = {
+        .name = "fused_optimizer_step",
+        .what = "fused vs per-tensor optimizer (SGD, AdamW) on the training step",
+        .est_seconds = {25, 100, 15}, /* default, full, tiny */
+        .order = 100,
+        .tiny = {.min_rows = 4, .plots = "fused_optimizer_step"},
+    },
     .param_name = "fused",
     .settings = settings,
-    .n_settings = 4,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = tb_step_na_never,
     .tolerance = 1e-5,

@@ -322,14 +322,20 @@ out_free:
     return rc;
 }
 
+static const tb_technique technique = {
+    .name = "gelu",
+    .what = "Fused vs unfused GELU (forward and backward) over sizes, beside the "
+            "copy bandwidth.",
+    .est_seconds = {40, 240, 5}, /* default, full, tiny */
+    .order = 10,
+    .tiny = {.min_rows = 15, .plots = "gelu,gelu_speedup"},
+};
+
 int main(int argc, char **argv)
 {
     tb_bench b;
     int done = 0;
-    int rc = tb_bench_init(&b, "gelu",
-                           "Fused vs unfused GELU (forward and backward) over sizes, beside the "
-                           "copy bandwidth.",
-                           NULL, 0, argc, argv, &done);
+    int rc = tb_bench_init(&b, &technique, NULL, 0, argc, argv, &done);
     if (rc == TB_OK && !done)
         rc = run(&b);
     tb_bench_close(&b);

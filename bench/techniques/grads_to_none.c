@@ -19,11 +19,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "grads_to_none",
-    .what = "zero_grad(set_to_none=True) vs memset on the training step",
+    .desc = {
+        .name = "grads_to_none",
+        .what = "zero_grad(set_to_none=True) vs memset on the training step",
+        .est_seconds = {15, 60, 5}, /* default, full, tiny */
+        .order = 60,
+        .tiny = {.min_rows = 2, .plots = "grads_to_none"},
+    },
     .param_name = "set_to_none",
     .settings = settings,
-    .n_settings = 2,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = tb_step_na_never,
     .tolerance = 0,

@@ -77,11 +77,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "host_syncs",
-    .what = "loss read by the host every step (.item()) vs every 10 / 50 steps",
+    .desc = {
+        .name = "host_syncs",
+        .what = "loss read by the host every step (.item()) vs every 10 / 50 steps",
+        .est_seconds = {150, 600, 75}, /* default, full, tiny */
+        .order = 200,
+        .tiny = {.min_rows = 3, .plots = "host_syncs"},
+    },
     .param_name = "loss_read_every",
     .settings = settings,
-    .n_settings = 3,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_EPOCH,
     .setup = setup,
     .na_reason = tb_step_na_never,

@@ -90,11 +90,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "large_batch_optimizers",
-    .what = "LARS / LAMB / NovoGrad vs SGD / AdamW at a large batch: time, accuracy",
+    .desc = {
+        .name = "large_batch_optimizers",
+        .what = "LARS / LAMB / NovoGrad vs SGD / AdamW at a large batch: time, accuracy",
+        .est_seconds = {120, 900, 67}, /* default, full, tiny */
+        .order = 210,
+        .tiny = {.min_rows = 5, .plots = "large_batch_optimizers"},
+    },
     .param_name = "optimizer",
     .settings = settings,
-    .n_settings = 5,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_STEP,
     .per_sample = 1,
     .setup = setup,

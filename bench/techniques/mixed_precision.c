@@ -33,11 +33,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "mixed_precision",
-    .what = "mixed precision (autocast) off / bf16 / fp16 on the training step",
+    .desc = {
+        .name = "mixed_precision",
+        .what = "mixed precision (autocast) off / bf16 / fp16 on the training step",
+        .est_seconds = {15, 120, 10}, /* default, full, tiny */
+        .order = 230,
+        .tiny = {.min_rows = 3, .plots = "mixed_precision"},
+    },
     .param_name = "amp",
     .settings = settings,
-    .n_settings = 3,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = na_reason,
     .tolerance = 5e-2,

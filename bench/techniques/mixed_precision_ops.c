@@ -309,9 +309,16 @@ static int run(tb_bench *b)
     return opb_run(b, &sweep, &st);
 }
 
+static const tb_technique technique = {
+    .name = "mixed_precision_ops",
+    .what = "GEMM and convolution alone: fp32 vs bf16 / fp16 inputs with fp32 "
+            "accumulation.",
+    .est_seconds = {15, 200, 3}, /* default, full, tiny */
+    .order = 370,
+    .tiny = {.min_rows = 6, .plots = "mixed_precision_ops_gemm,mixed_precision_ops_conv"},
+};
+
 int main(int argc, char **argv)
 {
-    return opb_main(argc, argv, "mixed_precision_ops",
-                    "GEMM and convolution alone: fp32 vs bf16 / fp16 inputs with fp32 "
-                    "accumulation.", run);
+    return opb_main(argc, argv, &technique, run);
 }

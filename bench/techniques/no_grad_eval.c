@@ -47,11 +47,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "no_grad_eval",
-    .what = "evaluation under no_grad vs keeping activations: time and peak memory",
+    .desc = {
+        .name = "no_grad_eval",
+        .what = "evaluation under no_grad vs keeping activations: time and peak memory",
+        .est_seconds = {30, 120, 11}, /* default, full, tiny */
+        .order = 260,
+        .tiny = {.min_rows = 2, .plots = "no_grad_eval"},
+    },
     .param_name = "no_grad",
     .settings = settings,
-    .n_settings = 2,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_STEP,
     .setup = setup,
     .na_reason = tb_step_na_never,

@@ -26,11 +26,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "persistent_workers",
-    .what = "loader workers kept across short epochs vs restarted every epoch",
+    .desc = {
+        .name = "persistent_workers",
+        .what = "loader workers kept across short epochs vs restarted every epoch",
+        .est_seconds = {20, 80, 15}, /* default, full, tiny */
+        .order = 40,
+        .tiny = {.min_rows = 2, .plots = "persistent_workers"},
+    },
     .param_name = "persistent",
     .settings = settings,
-    .n_settings = 2,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_EPOCH,
     .setup = setup,
     .na_reason = tb_step_na_never,

@@ -39,11 +39,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "pinned_memory",
-    .what = "pinned host memory and async copies on the training step",
+    .desc = {
+        .name = "pinned_memory",
+        .what = "pinned host memory and async copies on the training step",
+        .est_seconds = {10, 30, 5}, /* default, full, tiny */
+        .order = 120,
+        .tiny = {.min_rows = 3, .na_note = "n/a on the CPU backend: no copy to a device"},
+    },
     .param_name = "staging",
     .settings = settings,
-    .n_settings = 3,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = na_reason,
     .tolerance = 0,

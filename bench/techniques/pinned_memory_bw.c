@@ -234,9 +234,16 @@ static int run(tb_bench *b)
     return opb_run(b, &sweep, &st);
 }
 
+static const tb_technique technique = {
+    .name = "pinned_memory_bw",
+    .what = "Host-to-device and device-to-host bandwidth, pageable vs pinned (sync and "
+            "async on a side stream), 4 KiB .. 256 MiB.",
+    .est_seconds = {10, 40, 1}, /* default, full, tiny */
+    .order = 360,
+    .tiny = {.min_rows = 6, .no_gbench = 1},
+};
+
 int main(int argc, char **argv)
 {
-    return opb_main(argc, argv, "pinned_memory_bw",
-                    "Host-to-device and device-to-host bandwidth, pageable vs pinned (sync and "
-                    "async on a side stream), 4 KiB .. 256 MiB.", run);
+    return opb_main(argc, argv, &technique, run);
 }

@@ -26,11 +26,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "prefetch",
-    .what = "prefetch depth per loader worker (2 workers): epoch time",
+    .desc = {
+        .name = "prefetch",
+        .what = "prefetch depth per loader worker (2 workers): epoch time",
+        .est_seconds = {30, 120, 15}, /* default, full, tiny */
+        .order = 30,
+        .tiny = {.min_rows = 4, .plots = "prefetch"},
+    },
     .param_name = "prefetch_factor",
     .settings = settings,
-    .n_settings = 4,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_EPOCH,
     .setup = setup,
     .na_reason = tb_step_na_never,

@@ -43,11 +43,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "profiler",
-    .what = "profiler off: baseline --trace ON (technique off) vs no trace, on the training step",
+    .desc = {
+        .name = "profiler",
+        .what = "profiler off: baseline --trace ON (technique off) vs no trace, on the training step",
+        .est_seconds = {12, 60, 20}, /* default, full, tiny */
+        .order = 190,
+        .tiny = {.min_rows = 2, .plots = "profiler"},
+    },
     .param_name = "profiler_off",
     .settings = settings,
-    .n_settings = 2,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = tb_step_na_never,
     .tolerance = 0,

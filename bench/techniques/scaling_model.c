@@ -175,6 +175,17 @@ static int plot_model(tb_bench *b, const model_inputs *in)
     return tb_plot_render(&p, b->od.plots, "scaling_model", TB_PLOT_ALL);
 }
 
+static const tb_technique technique = {
+    .name = "scaling_model",
+    .what = "Alpha-beta MODEL of data-parallel scaling efficiency, 1..1024 "
+            "devices, ring and tree, overlap on/off, from ddp.csv's measured "
+            "compute time and gradient bytes. A prediction, not a measurement.",
+    .est_seconds = {2, 2, 2}, /* default, full, tiny */
+    .order = 330,
+    .after = {"ddp_sweep"}, /* reads its ddp.csv */
+    .tiny = {.min_rows = 88, .plots = "scaling_model", .no_gbench = 1},
+};
+
 int main(int argc, char **argv)
 {
     tb_bench b;
@@ -191,11 +202,7 @@ int main(int argc, char **argv)
          "(nvlink 3 us / 150 GB/s, infiniband 5 us / 25 GB/s)", NULL},
         {"beta-gbs", TB_FLAG_DOUBLE, &in.beta_gbs, "link bandwidth (GB/s), with --alpha-us", NULL},
     };
-    int rc = tb_bench_init(&b, "scaling_model",
-                           "Alpha-beta MODEL of data-parallel scaling efficiency, 1..1024 "
-                           "devices, ring and tree, overlap on/off, from ddp.csv's measured "
-                           "compute time and gradient bytes. A prediction, not a measurement.",
-                           extra, sizeof extra / sizeof extra[0], argc, argv, &done);
+    int rc = tb_bench_init(&b, &technique, extra, TB_COUNT(extra), argc, argv, &done);
     if (rc == TB_OK && !done) {
         rc = gather_inputs(&b, &in);
         if (rc == TB_OK)

@@ -243,8 +243,15 @@ static int run(tb_bench *b)
     return opb_run(b, &sweep, &st);
 }
 
+static const tb_technique technique = {
+    .name = "tf32",
+    .what = "Square GEMMs, fp32 vs TF32 math, n = 256 .. 8192.",
+    .est_seconds = {230, 600, 3}, /* default, full, tiny */
+    .order = 300,
+    .tiny = {.min_rows = 4, .plots = "tf32,tf32_speedup"},
+};
+
 int main(int argc, char **argv)
 {
-    return opb_main(argc, argv, "tf32", "Square GEMMs, fp32 vs TF32 math, n = 256 .. 8192.",
-                    run);
+    return opb_main(argc, argv, &technique, run);
 }

@@ -22,11 +22,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "tf32_step",
-    .what = "TF32 math (allow_tf32) vs fp32 on the training step (CPU: oneDNN bf16 fpmath)",
+    .desc = {
+        .name = "tf32_step",
+        .what = "TF32 math (allow_tf32) vs fp32 on the training step (CPU: oneDNN bf16 fpmath)",
+        .est_seconds = {10, 60, 20}, /* default, full, tiny */
+        .order = 170,
+        .tiny = {.min_rows = 2, .plots = "tf32_step"},
+    },
     .param_name = "tf32",
     .settings = settings,
-    .n_settings = 2,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = tb_step_na_never,
     .tolerance = 2e-2,

@@ -167,12 +167,19 @@ out_free:
     return rc;
 }
 
+static const tb_technique technique = {
+    .name = "validation_frequency",
+    .what = "time to 85% accuracy validating every 1 / 2 / 5 epochs",
+    .est_seconds = {210, 3600, 30}, /* default, full, tiny */
+    .order = 220,
+    .tiny = {.min_rows = 6, .no_gbench = 1},
+};
+
 int main(int argc, char **argv)
 {
     tb_bench b;
     int done = 0;
-    int rc = tb_bench_init(&b, "validation_frequency",
-                           "time to 85% accuracy validating every 1 / 2 / 5 epochs", NULL, 0,
+    int rc = tb_bench_init(&b, &technique, NULL, 0,
                            argc, argv, &done);
     if (rc == TB_OK && !done)
         rc = run(&b);

@@ -197,11 +197,16 @@ static const char *na_reason(const char *backend, const tb_step_setting *s)
 }
 
 static const tb_step_technique waterfall = {
-    .name = "waterfall",
-    .what = "techniques switched on one after another, and all on but one",
+    .desc = {
+        .name = "waterfall",
+        .what = "techniques switched on one after another, and all on but one",
+        .est_seconds = {110, 1800, 30}, /* default, full, tiny */
+        .order = 270,
+        .tiny = {.min_rows = 30, .plots = "waterfall", .na_note = "n/a on the CPU backend: "},
+    },
     .param_name = "stage",
     .settings = settings,
-    .n_settings = NSETTINGS,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = na_reason,
     .tolerance = 5e-2,
@@ -347,6 +352,13 @@ static int tta_alone(tb_bench *b, const tta_plan *p, int k, const tb_dataset *tr
     return tta_row(b, p, name, 0, mask, train, test);
 }
 
+/* The second part of bench:waterfall: its own results file. */
+static const tb_technique tta_part = {
+    .name = "waterfall",
+    .results = "time_to_accuracy",
+    .what = "time to 85% test accuracy",
+};
+
 static int tta_main(int argc, char **argv)
 {
     tb_bench b;
@@ -358,8 +370,7 @@ static int tta_main(int argc, char **argv)
         {"check-steps", TB_FLAG_INT, &steps, "ignored here", NULL},
     };
     tb_dataset *train = NULL, *test = NULL;
-    rc = tb_bench_init(&b, "time_to_accuracy", "time to 85% test accuracy", extra, 2, argc,
-                       argv, &done);
+    rc = tb_bench_init(&b, &tta_part, extra, TB_COUNT(extra), argc, argv, &done);
     if (rc != TB_OK || done)
         goto out_close;
     const tta_plan *p = &tta_plans[b.profile];
@@ -388,8 +399,10 @@ int main(int argc, char **argv)
     memcpy(copy, argv, ((size_t)argc + 1) * sizeof *copy);
     build_names();
     int code = tb_step_main(&waterfall, argc, argv);
-    if (code != 0)
+    if (code != 0 || tb_technique_wants_describe(argc, copy)) {
+        free(copy);
         return code;
+    }
     int rc = tta_main(argc, copy);
     free(copy);
     return rc == TB_OK ? 0 : tb_bench_fail("time_to_accuracy", rc);

@@ -27,11 +27,16 @@ static const tb_step_setting settings[] = {
 };
 
 static const tb_step_technique tech = {
-    .name = "workers",
-    .what = "loader workers 0..2x cores: epoch time with augmentation",
+    .desc = {
+        .name = "workers",
+        .what = "loader workers 0..2x cores: epoch time with augmentation",
+        .est_seconds = {40, 150, 40}, /* default, full, tiny */
+        .order = 20,
+        .tiny = {.min_rows = 5, .plots = "workers"},
+    },
     .param_name = "workers",
     .settings = settings,
-    .n_settings = 5,
+    .n_settings = TB_COUNT(settings),
     .metric = TB_METRIC_EPOCH,
     .setup = setup,
     .na_reason = tb_step_na_never,
