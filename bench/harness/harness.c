@@ -126,6 +126,18 @@ int tb_bench_run(tb_bench *b, gb_results **out)
     return tb_atomic_publish(tmp, path);
 }
 
+tb_correctness tb_bench_correctness(tb_match m)
+{
+    switch (m) {
+    case TB_MATCH_EXACT:
+        return TB_CORRECT_EXACT;
+    case TB_MATCH_WITHIN_TOL:
+        return TB_CORRECT_WITHIN_TOL;
+    default:
+        return TB_CORRECT_DIFFERS;
+    }
+}
+
 const gb_run *tb_bench_find(const gb_results *r, const char *prefix)
 {
     size_t n = strlen(prefix);

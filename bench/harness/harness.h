@@ -78,6 +78,10 @@ int tb_bench_fill_timing(tb_result_row *row, const gb_run *run, double unit_scal
 int tb_bench_fill_speedup(tb_result_row *row, const gb_run *base, const gb_run *base_again,
                           const gb_run *var);
 
+/* The CSV's correctness verdict for a comparison's (lib/core/stats.h):
+ * exact, within tolerance or DIFFERS. */
+tb_correctness tb_bench_correctness(tb_match m);
+
 /* Noise floor of a baseline timed twice, for the baseline's own row. */
 int tb_bench_noise_floor(const gb_run *base, const gb_run *base_again, double *noise);
 

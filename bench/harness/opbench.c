@@ -155,9 +155,7 @@ void opb_set_check(tb_result_row *row, const tb_compare *c, const char *against)
     row->max_rel_err = c->max_rel;
     row->tolerance = c->verdict == TB_MATCH_EXACT ? NAN : c->tol;
     snprintf(row->checked_against, sizeof row->checked_against, "%s", against);
-    row->correctness = c->verdict == TB_MATCH_EXACT        ? TB_CORRECT_EXACT
-                       : c->verdict == TB_MATCH_WITHIN_TOL ? TB_CORRECT_WITHIN_TOL
-                                                           : TB_CORRECT_DIFFERS;
+    row->correctness = tb_bench_correctness(c->verdict);
 }
 
 int opb_add_na(tb_bench *b, const char *setting, const char *metric, const char *reason)

@@ -304,9 +304,7 @@ static void set_check(step_run *r, int i, tb_result_row *row)
         tb_error_clear();
         return;
     }
-    row->correctness = cmp.verdict == TB_MATCH_EXACT        ? TB_CORRECT_EXACT
-                       : cmp.verdict == TB_MATCH_WITHIN_TOL ? TB_CORRECT_WITHIN_TOL
-                                                            : TB_CORRECT_DIFFERS;
+    row->correctness = tb_bench_correctness(cmp.verdict);
     row->max_rel_err = cmp.max_rel;
     if (t->tolerance > 0)
         row->tolerance = t->tolerance;

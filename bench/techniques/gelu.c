@@ -174,9 +174,7 @@ static void set_correctness(tb_result_row *row, const tb_compare *err, const tb_
     row->max_rel_err = err->max_rel;
     row->tolerance = err->tol;
     snprintf(row->checked_against, sizeof row->checked_against, "float64 reference");
-    row->correctness = err->verdict == TB_MATCH_EXACT        ? TB_CORRECT_EXACT
-                       : err->verdict == TB_MATCH_WITHIN_TOL ? TB_CORRECT_WITHIN_TOL
-                                                             : TB_CORRECT_DIFFERS;
+    row->correctness = tb_bench_correctness(err->verdict);
     if (is_fused) {
         char verdict[160];
         tb_compare_format(vs_base, verdict, sizeof verdict);
