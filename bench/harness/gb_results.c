@@ -271,12 +271,10 @@ static int gb_results_from_json(const tb_json *doc, gb_results *r)
     return rc;
 }
 
-int gb_results_parse(const char *text, size_t len, gb_results **out)
+/* A gb_results from a parsed document; frees doc. path: for the error
+ * chain, or NULL. */
+static int results_of_doc(tb_json *doc, const char *path, gb_results **out)
 {
-    *out = NULL;
-    tb_json *doc;
-    /* GB writes NaN and Infinity bare for non-finite counters. */
-    TB_TRY(tb_json_parse(text, len, TB_JSON_ALLOW_NONFINITE, &doc));
     gb_results *r = calloc(1, sizeof *r);
     int rc;
     if (!r) {
@@ -285,6 +283,8 @@ int gb_results_parse(const char *text, size_t len, gb_results **out)
     }
     rc = gb_results_from_json(doc, r);
     if (rc != TB_OK) {
+        if (path)
+            TB_FAIL(rc, "reading Google Benchmark results %s", path);
         gb_results_free(r);
         goto out_free_doc;
     }
@@ -294,25 +294,19 @@ out_free_doc:
     return rc;
 }
 
+int gb_results_parse(const char *text, size_t len, gb_results **out)
+{
+    *out = NULL;
+    tb_json *doc;
+    /* GB writes NaN and Infinity bare for non-finite counters. */
+    TB_TRY(tb_json_parse(text, len, TB_JSON_ALLOW_NONFINITE, &doc));
+    return results_of_doc(doc, NULL, out);
+}
+
 int gb_results_read(const char *path, gb_results **out)
 {
     *out = NULL;
     tb_json *doc;
     TB_TRY(tb_json_parse_file(path, TB_JSON_ALLOW_NONFINITE, &doc));
-    gb_results *r = calloc(1, sizeof *r);
-    int rc;
-    if (!r) {
-        rc = TB_FAIL(TB_ERR_NOMEM, "gb_results");
-        goto out_free_doc;
-    }
-    rc = gb_results_from_json(doc, r);
-    if (rc != TB_OK) {
-        TB_FAIL(rc, "reading Google Benchmark results %s", path);
-        gb_results_free(r);
-        goto out_free_doc;
-    }
-    *out = r;
-out_free_doc:
-    tb_json_free(doc);
-    return rc;
+    return results_of_doc(doc, path, out);
 }
