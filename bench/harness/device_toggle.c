@@ -29,8 +29,7 @@ int tb_device_toggle_main(const tb_device_toggle *toggle, int argc, char **argv)
     const tb_step_technique tech = {
         .desc = toggle->desc,
         .param_name = "on",
-        .settings = settings,
-        .n_settings = TB_COUNT(settings),
+        TB_STEP_SETTINGS(settings),
         .metric = TB_METRIC_STEP,
         .na_reason = na_reason,
         .tolerance = 0,

@@ -24,4 +24,8 @@ typedef struct tb_device_toggle {
  * exit code. REQUIRES: toggle lives until it returns. */
 int tb_device_toggle_main(const tb_device_toggle *toggle, int argc, char **argv);
 
+/* The main() of a technique file that is one tb_device_toggle. */
+#define TB_DEVICE_TOGGLE_MAIN(toggle)                                                             \
+    int main(int argc, char **argv) { return tb_device_toggle_main(&(toggle), argc, argv); }
+
 #endif

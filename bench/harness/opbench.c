@@ -164,17 +164,6 @@ int opb_add_na(tb_bench *b, const char *setting, const char *metric, const char 
                              metric, reason);
 }
 
-void opb_fill_random(float *h, size_t n, uint64_t seed, float lo, float hi)
-{
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        double u = (double)(seed >> 11) / 9007199254740992.0;
-        h[i] = (float)(lo + (hi - lo) * u);
-        if (h[i] == 0.0f)
-            h[i] = 0.5f * (hi > 0 ? hi : lo);
-    }
-}
-
 int opb_run(tb_bench *b, const opb_sweep *sw, void *state)
 {
     opb_set set = {0};

@@ -4,8 +4,8 @@
  * (two warm-up calls, then manual time per iteration from the backend's
  * events), finding its runs again, filling result rows (timing; noise floor
  * of a baseline timed twice; speedup with its interval and verdict),
- * correctness verdicts, n/a rows, random inputs and figures grouped by
- * (setting, metric).
+ * correctness verdicts, n/a rows and figures grouped by (setting, metric).
+ * Random inputs: tb_rng_fill (lib/core/rng.h).
  *
  * Used by bench/techniques/{pinned_memory,conv_autotuner,fused_optimizer,
  * mixed_precision_ops,tf32,caching_allocator,fused_attention,
@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "bench/harness/harness.h"
+#include "lib/core/rng.h"
 
 /* One registered benchmark: fn(arg) is one timed iteration. */
 typedef struct opb_case {
@@ -71,6 +72,10 @@ int opb_run(tb_bench *b, const opb_sweep *sw, void *state);
  * run, the exit code (errors printed). */
 int opb_main(int argc, char **argv, const tb_technique *tech, int (*run)(tb_bench *b));
 
+/* The main() of a technique file that is one op-level sweep. */
+#define TB_OPB_MAIN(tech, run)                                                                    \
+    int main(int argc, char **argv) { return opb_main(argc, argv, &(tech), (run)); }
+
 /* The run registered as fmt (without the trailing '/'), or NULL. */
 const gb_run *opb_find(const gb_results *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -92,9 +97,6 @@ void opb_set_check(tb_result_row *row, const tb_compare *c, const char *against)
 
 /* An n/a row: identity columns, verdicts n/a, the reason in note. */
 int opb_add_na(tb_bench *b, const char *setting, const char *metric, const char *reason);
-
-/* n floats uniform in [lo, hi), never exactly 0 (a deterministic LCG). */
-void opb_fill_random(float *h, size_t n, uint64_t seed, float lo, float hi);
 
 /* Which column a figure shows on y. */
 typedef enum opb_y { OPB_Y_MEDIAN, OPB_Y_SPEEDUP, OPB_Y_RATE, OPB_Y_MEMORY } opb_y;

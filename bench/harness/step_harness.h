@@ -34,8 +34,8 @@
  *       {"memset", 0, 0, set_memset}, {"to none", 1, 0, set_none}};
  *   static const tb_step_technique tech = {
  *       .desc = {.name = "grads_to_none", .what = ..., .est_seconds = ..., ...},
- *       .settings = settings, .n_settings = TB_COUNT(settings), ...};
- *   int main(int argc, char **argv) { return tb_step_main(&tech, argc, argv); }
+ *       TB_STEP_SETTINGS(settings), ...};
+ *   TB_STEP_MAIN(tech)
  */
 #ifndef TB_BENCH_STEP_HARNESS_H
 #define TB_BENCH_STEP_HARNESS_H
@@ -116,6 +116,13 @@ typedef struct tb_step_technique {
 /* Runs the technique: flags, checks, timing, rows, plot. Returns the exit
  * code (0, or tb_bench_fail's). */
 int tb_step_main(const tb_step_technique *tech, int argc, char **argv);
+
+/* In a tb_step_technique initializer: the settings array and its count. */
+#define TB_STEP_SETTINGS(array) .settings = (array), .n_settings = (int)TB_COUNT(array)
+
+/* The main() of a technique file that is one tb_step_technique. */
+#define TB_STEP_MAIN(tech)                                                                        \
+    int main(int argc, char **argv) { return tb_step_main(&(tech), argc, argv); }
 
 /* The next training batch from the trainer's loader, beginning the next
  * epoch when one runs out (for run_once functions that build their own

@@ -54,8 +54,7 @@ static const tb_step_technique tech = {
         .tiny = {.min_rows = 7, .plots = "batch_size"},
     },
     .param_name = "batch",
-    .settings = settings,
-    .n_settings = TB_COUNT(settings),
+    TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_STEP,
     .per_sample = 1,
     /* tiny: 16..64 fit, 128 is the OOM point; default: up to 256; full: all */
@@ -68,7 +67,4 @@ static const tb_step_technique tech = {
     .check_note = accuracy_note,
 };
 
-int main(int argc, char **argv)
-{
-    return tb_step_main(&tech, argc, argv);
-}
+TB_STEP_MAIN(tech)

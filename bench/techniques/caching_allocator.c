@@ -42,14 +42,10 @@ static const tb_step_technique tech = {
         .tiny = {.min_rows = 2},
     },
     .param_name = "caching",
-    .settings = settings,
-    .n_settings = TB_COUNT(settings),
+    TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = na_reason,
     .tolerance = 0,
 };
 
-int main(int argc, char **argv)
-{
-    return tb_step_main(&tech, argc, argv);
-}
+TB_STEP_MAIN(tech)

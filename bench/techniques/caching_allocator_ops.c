@@ -222,7 +222,4 @@ static const tb_technique technique = {
     .tiny = {.min_rows = 6, .plots = "caching_allocator_ops"},
 };
 
-int main(int argc, char **argv)
-{
-    return opb_main(argc, argv, &technique, run);
-}
+TB_OPB_MAIN(technique, run)

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "bench/harness/harness.h"
+#include "lib/core/rng.h"
 
 typedef enum ceil_op { OP_GEMM, OP_D2D, OP_H2D } ceil_op;
 
@@ -106,14 +107,6 @@ static void define_cases(ceil_case *cs, tb_backend *be, size_t side, size_t byte
     }
 }
 
-static void fill_uniform(float *h, size_t n, uint64_t seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        h[i] = (float)((double)(seed >> 11) / 9007199254740992.0) - 0.5f;
-    }
-}
-
 typedef struct ceil_bufs {
     float *a, *b, *c;          /* device: n x n each; a and b also serve the copies */
     void *a16, *b16;           /* device: a and b cast to bf16, for the bf16 GEMM peak */
@@ -134,7 +127,7 @@ static int alloc_bufs(tb_bench *bn, ceil_bufs *bf, size_t side, size_t bytes, in
     TB_TRY(be->dev_alloc(be, (void **)&bf->c, bf->gemm_bytes));
     float *h = NULL;
     TB_TRY(be->host_alloc(be, (void **)&h, bf->dev_bytes, 0));
-    fill_uniform(h, bf->dev_bytes / sizeof(float), 7);
+    tb_rng_fill(h, bf->dev_bytes / sizeof(float), 7, -0.5, 0.5);
     int rc = be->copy_h2d(be, bf->a, h, bf->dev_bytes, NULL);
     if (rc == TB_OK)
         rc = be->copy_h2d(be, bf->b, h, bf->dev_bytes, NULL);

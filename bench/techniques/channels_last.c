@@ -27,8 +27,7 @@ static const tb_step_technique tech = {
         .tiny = {.min_rows = 2, .plots = "channels_last"},
     },
     .param_name = "channels_last",
-    .settings = settings,
-    .n_settings = TB_COUNT(settings),
+    TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = tb_step_na_never,
     .tolerance = 5e-2,
@@ -36,7 +35,4 @@ static const tb_step_technique tech = {
                      "autotuner's: 1.1e-2 after 50 steps); a wrong layout gives O(1)",
 };
 
-int main(int argc, char **argv)
-{
-    return tb_step_main(&tech, argc, argv);
-}
+TB_STEP_MAIN(tech)

@@ -70,15 +70,11 @@ static const tb_step_technique tech = {
         .tiny = {.min_rows = 4, .plots = "checkpointing"},
     },
     .param_name = "4x_batch",
-    .settings = settings,
-    .n_settings = TB_COUNT(settings),
+    TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = tb_step_na_never,
     .tolerance = 0,
     .check_note = memory_note,
 };
 
-int main(int argc, char **argv)
-{
-    return tb_step_main(&tech, argc, argv);
-}
+TB_STEP_MAIN(tech)

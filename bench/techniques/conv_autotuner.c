@@ -225,7 +225,7 @@ static int fill_dev(tb_backend *be, float **dev, size_t n, uint64_t seed)
     TB_TRY(be->dev_alloc(be, (void **)dev, n * sizeof(float)));
     float *h = NULL;
     TB_TRY(be->host_alloc(be, (void **)&h, n * sizeof(float), 0));
-    opb_fill_random(h, n, seed, -1.0f, 1.0f);
+    tb_rng_fill(h, n, seed, -1.0, 1.0);
     int rc = be->copy_h2d(be, *dev, h, n * sizeof(float), NULL);
     if (rc == TB_OK)
         rc = be->sync(be);
@@ -428,7 +428,4 @@ static const tb_technique technique = {
     .tiny = {.min_rows = 10, .plots = "conv_autotuner,conv_autotuner_speedup"},
 };
 
-int main(int argc, char **argv)
-{
-    return opb_main(argc, argv, &technique, run);
-}
+TB_OPB_MAIN(technique, run)

@@ -55,8 +55,7 @@ static const tb_step_technique tech = {
         .tiny = {.min_rows = 4, .plots = "conv_autotuner_step"},
     },
     .param_name = "autotune",
-    .settings = settings,
-    .n_settings = TB_COUNT(settings),
+    TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_STEP,
     .setup = setup,
     .na_reason = tb_step_na_never,
@@ -65,7 +64,4 @@ static const tb_step_technique tech = {
                      "(train_test measured 1.1e-2 after 50 steps; a wrong algorithm gives O(1))",
 };
 
-int main(int argc, char **argv)
-{
-    return tb_step_main(&tech, argc, argv);
-}
+TB_STEP_MAIN(tech)

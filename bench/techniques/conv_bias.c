@@ -27,8 +27,7 @@ static const tb_step_technique tech = {
         .tiny = {.min_rows = 2, .plots = "conv_bias"},
     },
     .param_name = "bias removed",
-    .settings = settings,
-    .n_settings = TB_COUNT(settings),
+    TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = tb_step_na_never,
     .tolerance = 5e-2,
@@ -37,7 +36,4 @@ static const tb_step_technique tech = {
                      "after 5 steps); a wrong model gives O(1)",
 };
 
-int main(int argc, char **argv)
-{
-    return tb_step_main(&tech, argc, argv);
-}
+TB_STEP_MAIN(tech)

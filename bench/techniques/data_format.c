@@ -114,15 +114,11 @@ static const tb_step_technique tech = {
         .tiny = {.min_rows = 3, .plots = "data_format"},
     },
     .param_name = "source",
-    .settings = settings,
-    .n_settings = TB_COUNT(settings),
+    TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_EPOCH,
     .setup = setup,
     .na_reason = tb_step_na_never,
     .check_note = same_bytes_note,
 };
 
-int main(int argc, char **argv)
-{
-    return tb_step_main(&tech, argc, argv);
-}
+TB_STEP_MAIN(tech)

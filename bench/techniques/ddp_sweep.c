@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "bench/harness/harness.h"
+#include "lib/core/rng.h"
 #include "lib/dist/comm.h"
 #include "lib/dist/dp.h"
 #include "lib/nn/optim.h"
@@ -344,11 +345,7 @@ typedef struct dp_result {
 
 static void synth_batch(float *img, int32_t *lab, int batch)
 {
-    uint64_t s = 12345;
-    for (size_t i = 0; i < (size_t)batch * 784; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        img[i] = (float)((s >> 40) & 0xffff) / 32768.0f - 1.0f;
-    }
+    tb_rng_fill(img, (size_t)batch * 784, 12345, -1.0, 1.0);
     for (int i = 0; i < batch; i++)
         lab[i] = (i * 7 + 3) % 10;
 }

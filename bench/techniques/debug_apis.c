@@ -32,14 +32,10 @@ static const tb_step_technique tech = {
         .tiny = {.min_rows = 2, .plots = "debug_apis"},
     },
     .param_name = "debug_off",
-    .settings = settings,
-    .n_settings = TB_COUNT(settings),
+    TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = tb_step_na_never,
     .tolerance = 0,
 };
 
-int main(int argc, char **argv)
-{
-    return tb_step_main(&tech, argc, argv);
-}
+TB_STEP_MAIN(tech)

@@ -101,7 +101,7 @@ static int alloc_bufs(tb_backend *be, attn_bufs *f, int max_seq)
     float **host[] = {&f->hq, &f->hk, &f->hv, &f->hdout};
     for (int i = 0; i < 4; i++) {
         TB_TRY(be->host_alloc(be, (void **)host[i], nb, 0));
-        opb_fill_random(*host[i], f->max_n, (uint64_t)i + 1, -1.0f, 1.0f);
+        tb_rng_fill(*host[i], f->max_n, (uint64_t)i + 1, -1.0, 1.0);
         TB_TRY(be->copy_h2d(be, *dev[i == 3 ? 4 : i], *host[i], nb, NULL));
     }
     for (int v = 0; v < 2; v++)
@@ -293,7 +293,4 @@ static const tb_technique technique = {
     .tiny = {.min_rows = 8, .plots = "fused_attention,fused_attention_speedup,fused_attention_memory"},
 };
 
-int main(int argc, char **argv)
-{
-    return opb_main(argc, argv, &technique, run);
-}
+TB_OPB_MAIN(technique, run)

@@ -96,10 +96,10 @@ static int alloc_bufs(tb_backend *be, ln_bufs *f)
     float **host_c[] = {&f->hgamma, &f->hbeta, &f->hrg, &f->hrb};
     for (int i = 0; i < 4; i++)
         TB_TRY(be->host_alloc(be, (void **)host_c[i], cb, 0));
-    opb_fill_random(f->hx, f->max_n, 1, -3.0f, 3.0f);
-    opb_fill_random(f->hdy, f->max_n, 2, -1.0f, 1.0f);
-    opb_fill_random(f->hgamma, (size_t)f->max_cols, 3, 0.5f, 1.5f);
-    opb_fill_random(f->hbeta, (size_t)f->max_cols, 4, -0.5f, 0.5f);
+    tb_rng_fill(f->hx, f->max_n, 1, -3.0, 3.0);
+    tb_rng_fill(f->hdy, f->max_n, 2, -1.0, 1.0);
+    tb_rng_fill(f->hgamma, (size_t)f->max_cols, 3, 0.5, 1.5);
+    tb_rng_fill(f->hbeta, (size_t)f->max_cols, 4, -0.5, 0.5);
     TB_TRY(be->copy_h2d(be, f->x, f->hx, nb, NULL));
     TB_TRY(be->copy_h2d(be, f->dy, f->hdy, nb, NULL));
     TB_TRY(be->copy_h2d(be, f->gamma, f->hgamma, cb, NULL));
@@ -282,7 +282,4 @@ static const tb_technique technique = {
     .tiny = {.min_rows = 10, .plots = "fused_layernorm,fused_layernorm_speedup"},
 };
 
-int main(int argc, char **argv)
-{
-    return opb_main(argc, argv, &technique, run);
-}
+TB_OPB_MAIN(technique, run)

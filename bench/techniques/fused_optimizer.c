@@ -188,8 +188,8 @@ static int alloc_bufs(tb_backend *be, opt_bufs *bf)
     TB_TRY(be->host_alloc(be, (void **)&bf->h_grad, bytes, 0));
     TB_TRY(be->host_alloc(be, (void **)&bf->h_out[0], bytes, 0));
     TB_TRY(be->host_alloc(be, (void **)&bf->h_out[1], bytes, 0));
-    opb_fill_random(bf->h_init, bf->max_total, 1, -1.0f, 1.0f);
-    opb_fill_random(bf->h_grad, bf->max_total, 2, -0.1f, 0.1f);
+    tb_rng_fill(bf->h_init, bf->max_total, 1, -1.0, 1.0);
+    tb_rng_fill(bf->h_grad, bf->max_total, 2, -0.1, 0.1);
     TB_TRY(be->copy_h2d(be, bf->param, bf->h_init, bytes, NULL));
     TB_TRY(be->copy_h2d(be, bf->grad, bf->h_grad, bytes, NULL));
     TB_TRY(be->memset(be, bf->s1, 0, bytes, NULL));
@@ -275,7 +275,4 @@ static const tb_technique technique = {
     .tiny = {.min_rows = 12, .plots = "fused_optimizer,fused_optimizer_speedup"},
 };
 
-int main(int argc, char **argv)
-{
-    return opb_main(argc, argv, &technique, run);
-}
+TB_OPB_MAIN(technique, run)

@@ -39,8 +39,7 @@ static const tb_step_technique tech = {
         .tiny = {.min_rows = 4, .plots = "fused_optimizer_step"},
     },
     .param_name = "fused",
-    .settings = settings,
-    .n_settings = TB_COUNT(settings),
+    TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = tb_step_na_never,
     .tolerance = 1e-5,
@@ -48,7 +47,4 @@ static const tb_step_technique tech = {
                      "train_test: 1e-5 after 50 steps)",
 };
 
-int main(int argc, char **argv)
-{
-    return tb_step_main(&tech, argc, argv);
-}
+TB_STEP_MAIN(tech)

@@ -19,9 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/harness/harness.h"
+#include "bench/harness/opbench.h"
 #include "lib/backend/ref/gelu.h"
-#include "lib/report/plot.h"
 
 /* The op one benchmark times, with its buffers. */
 typedef enum gelu_op { OP_COPY, OP_FWD, OP_BWD } gelu_op;
@@ -47,18 +46,12 @@ static int run_case(void *arg)
     return TB_FAIL(TB_ERR_INTERNAL, "unknown op");
 }
 
-/* One benchmark: warm up twice, then manual time per iteration from the
- * backend's events. Errors end the run with GB's skip-with-error. */
-static void bm_gelu(tbb_state *st, void *user)
-{
-    gelu_case *c = user;
-    tb_bench_timed_loop(st, c->be, run_case, c);
-}
-
 typedef struct gelu_sweep {
     size_t sizes[32];
     int nsizes;
     gelu_case *cases;          /* nsizes * NCASES */
+    float *x, *dy, *out;       /* device buffers of the largest size */
+    float *hx, *hdy, *href, *hout[2]; /* host: inputs, reference, read back */
 } gelu_sweep;
 
 /* Order of the cases per size; the A/A pairs give the noise floors. */
@@ -98,20 +91,7 @@ static int64_t plan_iterations(int profile, size_t n)
     return it < 2 ? 2 : it;
 }
 
-static void fill_random(float *h, size_t n, uint64_t seed)
-{
-    /* Uniform in [-6, 6]: covers both tails, where erf saturates, and the
-     * curved middle; no zeros. */
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        double u = (double)(seed >> 11) / 9007199254740992.0;
-        h[i] = (float)(12.0 * u - 6.0);
-        if (h[i] == 0.0f)
-            h[i] = 0.5f;
-    }
-}
-
-static int register_all(tb_bench *b, gelu_sweep *sw, float *x, float *dy, float *out)
+static int register_all(tb_bench *b, gelu_sweep *sw, opb_set *set)
 {
     sw->cases = calloc((size_t)sw->nsizes * NCASES, sizeof *sw->cases);
     if (!sw->cases)
@@ -119,16 +99,10 @@ static int register_all(tb_bench *b, gelu_sweep *sw, float *x, float *dy, float 
     for (int s = 0; s < sw->nsizes; s++) {
         for (int k = 0; k < NCASES; k++) {
             gelu_case *c = &sw->cases[s * NCASES + k];
-            *c = (gelu_case){b->be, case_defs[k].op, case_defs[k].v, x, dy, out, sw->sizes[s],
-                             plan_iterations(b->profile, sw->sizes[s])};
-            char name[96];
-            snprintf(name, sizeof name, "gelu_%s/%zu", case_defs[k].name, sw->sizes[s]);
-            tbb_options o = tbb_options_default();
-            o.iterations = c->iterations;
-            o.repetitions = b->reps;
-            o.manual_time = 1;
-            o.unit = TBB_US;
-            TB_TRY(tbb_register(name, bm_gelu, c, &o));
+            *c = (gelu_case){b->be, case_defs[k].op, case_defs[k].v, sw->x, sw->dy, sw->out,
+                             sw->sizes[s], plan_iterations(b->profile, sw->sizes[s])};
+            TB_TRY(opb_register(b, set, run_case, c, c->iterations, "gelu_%s/%zu",
+                                case_defs[k].name, sw->sizes[s]));
         }
     }
     return TB_OK;
@@ -171,10 +145,7 @@ static int check_size(tb_backend *be, size_t n, const float *hx, const float *hd
 static void set_correctness(tb_result_row *row, const tb_compare *err, const tb_compare *vs_base,
                             int is_fused)
 {
-    row->max_rel_err = err->max_rel;
-    row->tolerance = err->tol;
-    snprintf(row->checked_against, sizeof row->checked_against, "float64 reference");
-    row->correctness = tb_bench_correctness(err->verdict);
+    opb_set_check(row, err, "float64 reference");
     if (is_fused) {
         char verdict[160];
         tb_compare_format(vs_base, verdict, sizeof verdict);
@@ -185,13 +156,8 @@ static void set_correctness(tb_result_row *row, const tb_compare *err, const tb_
 static int add_rows(tb_bench *b, const gb_results *r, size_t n, const size_check *chk)
 {
     const gb_run *run[NCASES];
-    for (int k = 0; k < NCASES; k++) {
-        char prefix[96];
-        snprintf(prefix, sizeof prefix, "gelu_%s/%zu/", case_defs[k].name, n);
-        run[k] = tb_bench_find(r, prefix);
-        if (!run[k])
-            return TB_FAIL(TB_ERR_DATA, "no result for %s in Google Benchmark's JSON", prefix);
-    }
+    for (int k = 0; k < NCASES; k++)
+        TB_TRY(opb_need(r, &run[k], "gelu_%s/%zu", case_defs[k].name, n));
     tb_result_row row;
     double copy_gbs;
     tb_bench_row(b, &row, "copy", 0, "elements", (double)n, "copy time");
@@ -212,11 +178,13 @@ static int add_rows(tb_bench *b, const gb_results *r, size_t n, const size_check
             const gb_run *me = run[fused ? dir[d].fused : dir[d].base];
             tb_bench_row(b, &row, fused ? "fused" : "unfused", !fused, "elements", (double)n,
                          dir[d].metric);
-            TB_TRY(tb_bench_fill_timing(&row, me, 1e6, "us"));
+            /* The baseline row keeps speedup empty (opb_fill_base would write 1). */
             if (fused)
-                TB_TRY(tb_bench_fill_speedup(&row, run[dir[d].base], run[dir[d].again], me));
-            else
-                TB_TRY(tb_bench_noise_floor(run[dir[d].base], run[dir[d].again], &row.noise_floor));
+                TB_TRY(opb_fill_variant(&row, me, run[dir[d].base], run[dir[d].again], 1e6, "us"));
+            else {
+                TB_TRY(tb_bench_fill_timing(&row, me, 1e6, "us"));
+                TB_TRY(tb_bench_noise_floor(me, run[dir[d].again], &row.noise_floor));
+            }
             row.rate = dir[d].bytes * (double)n / (row.median * 1e-6) / 1e9;
             snprintf(row.rate_unit, sizeof row.rate_unit, "GB/s");
             snprintf(row.ceiling_name, sizeof row.ceiling_name, "copy bandwidth");
@@ -230,94 +198,74 @@ static int add_rows(tb_bench *b, const gb_results *r, size_t n, const size_check
     return TB_OK;
 }
 
+/* setup: buffers of the largest size, inputs, the cases. */
+static int setup(tb_bench *b, void *state, opb_set *set)
+{
+    gelu_sweep *sw = state;
+    plan_sizes(b->profile, sw);
+    size_t max_n = sw->sizes[sw->nsizes - 1], bytes = max_n * sizeof(float);
+    tb_backend *be = b->be;
+    TB_TRY(be->dev_alloc(be, (void **)&sw->x, bytes));
+    TB_TRY(be->dev_alloc(be, (void **)&sw->dy, bytes));
+    TB_TRY(be->dev_alloc(be, (void **)&sw->out, bytes));
+    TB_TRY(be->host_alloc(be, (void **)&sw->hx, bytes, 0));
+    TB_TRY(be->host_alloc(be, (void **)&sw->hdy, bytes, 0));
+    TB_TRY(be->host_alloc(be, (void **)&sw->hout[0], bytes, 0));
+    TB_TRY(be->host_alloc(be, (void **)&sw->hout[1], bytes, 0));
+    TB_TRY(be->host_alloc(be, (void **)&sw->href, bytes, 0));
+    /* Uniform in [-6, 6]: covers both tails, where erf saturates, and the
+     * curved middle; no zeros. */
+    tb_rng_fill(sw->hx, max_n, 1, -6.0, 6.0);
+    tb_rng_fill(sw->hdy, max_n, 2, -6.0, 6.0);
+    TB_TRY(be->copy_h2d(be, sw->x, sw->hx, bytes, NULL));
+    TB_TRY(be->copy_h2d(be, sw->dy, sw->hdy, bytes, NULL));
+    return register_all(b, sw, set);
+}
+
+/* report: the correctness pass per size, after timing, then its rows. */
+static int report(tb_bench *b, void *state, const gb_results *r)
+{
+    gelu_sweep *sw = state;
+    for (int s = 0; s < sw->nsizes; s++) {
+        size_check chk;
+        TB_TRY(check_size(b->be, sw->sizes[s], sw->hx, sw->hdy, sw->x, sw->dy, sw->out,
+                          sw->hout, sw->href, &chk));
+        TB_TRY(add_rows(b, r, sw->sizes[s], &chk));
+    }
+    return TB_OK;
+}
+
 /* Bandwidth vs size (copy and the four GELU variants), and the speedup of
  * fused over unfused with its interval. */
-static int plot_all(tb_bench *b)
+static int plot(tb_bench *b, void *state)
 {
-    enum { MAXP = 32 };
-    static const char *names[5] = {"copy (ceiling)", "fwd unfused", "fwd fused", "bwd unfused",
-                                   "bwd fused"};
-    double x[5][MAXP], y[5][MAXP], sx[2][MAXP], sy[2][MAXP], slo[2][MAXP], shi[2][MAXP];
-    size_t n[5] = {0}, ns[2] = {0};
-    for (size_t i = 0; i < b->res.n; i++) {
-        const tb_result_row *r = &b->res.rows[i];
-        int fused = !strcmp(r->setting, "fused"), fwd = !strcmp(r->metric, "fwd time");
-        int s = !strcmp(r->setting, "copy") ? 0 : 1 + (fwd ? 0 : 2) + fused;
-        if (n[s] < MAXP) {
-            x[s][n[s]] = r->param_value;
-            y[s][n[s]++] = r->rate;
-        }
-        int k = fwd ? 0 : 1;
-        if (fused && ns[k] < MAXP) {
-            sx[k][ns[k]] = r->param_value;
-            sy[k][ns[k]] = r->speedup;
-            slo[k][ns[k]] = r->speedup_ci_low;
-            shi[k][ns[k]++] = r->speedup_ci_high;
-        }
-    }
-    tb_plot_series bw[5], sp[2];
-    for (int s = 0; s < 5; s++)
-        bw[s] = (tb_plot_series){names[s], x[s], y[s], NULL, NULL, n[s]};
-    sp[0] = (tb_plot_series){"forward", sx[0], sy[0], slo[0], shi[0], ns[0]};
-    sp[1] = (tb_plot_series){"backward", sx[1], sy[1], slo[1], shi[1], ns[1]};
-    char title[256];
-    snprintf(title, sizeof title, "GELU effective bandwidth, %s (%d threads)", b->info.name,
-             b->info.threads);
-    tb_plot p = {title, "elements", "effective bandwidth (GB/s)", 2, 0, bw, 5, NULL, 0, 0};
-    TB_TRY(tb_plot_render(&p, b->od.plots, "gelu", TB_PLOT_ALL));
-    snprintf(title, sizeof title, "GELU fused over unfused, %s (median, 95%% CI)", b->info.name);
-    tb_plot_hline one = {"no change", 1.0};
-    tb_plot q = {title, "elements", "speedup (x)", 2, 0, sp, 2, &one, 1, 0};
-    return tb_plot_render(&q, b->od.plots, "gelu_speedup", TB_PLOT_ALL);
+    (void)state;
+    TB_TRY(opb_plot(b, "gelu", "GELU effective bandwidth", "elements",
+                    "effective bandwidth (GB/s)", 2, OPB_Y_RATE));
+    return opb_plot(b, "gelu_speedup", "GELU fused over unfused (median, 95% CI)", "elements",
+                    "speedup (x)", 2, OPB_Y_SPEEDUP);
+}
+
+static void teardown(tb_bench *b, void *state)
+{
+    gelu_sweep *sw = state;
+    tb_backend *be = b->be;
+    free(sw->cases);
+    be->dev_free(be, sw->x);
+    be->dev_free(be, sw->dy);
+    be->dev_free(be, sw->out);
+    be->host_free(be, sw->hx, 0);
+    be->host_free(be, sw->hdy, 0);
+    be->host_free(be, sw->hout[0], 0);
+    be->host_free(be, sw->hout[1], 0);
+    be->host_free(be, sw->href, 0);
 }
 
 static int run(tb_bench *b)
 {
+    static const opb_sweep sweep = {setup, report, plot, teardown};
     gelu_sweep sw = {0};
-    plan_sizes(b->profile, &sw);
-    size_t max_n = sw.sizes[sw.nsizes - 1];
-    tb_backend *be = b->be;
-    float *x = NULL, *dy = NULL, *out = NULL, *hx = NULL, *hdy = NULL, *hout[2] = {NULL, NULL};
-    float *href = NULL;
-    gb_results *r = NULL;
-    size_t bytes = max_n * sizeof(float);
-    int rc;
-    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&x, bytes), out_free);
-    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&dy, bytes), out_free);
-    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&out, bytes), out_free);
-    TB_TRY_GOTO(rc, be->host_alloc(be, (void **)&hx, bytes, 0), out_free);
-    TB_TRY_GOTO(rc, be->host_alloc(be, (void **)&hdy, bytes, 0), out_free);
-    TB_TRY_GOTO(rc, be->host_alloc(be, (void **)&hout[0], bytes, 0), out_free);
-    TB_TRY_GOTO(rc, be->host_alloc(be, (void **)&hout[1], bytes, 0), out_free);
-    TB_TRY_GOTO(rc, be->host_alloc(be, (void **)&href, bytes, 0), out_free);
-    fill_random(hx, max_n, 1);
-    fill_random(hdy, max_n, 2);
-    TB_TRY_GOTO(rc, be->copy_h2d(be, x, hx, bytes, NULL), out_free);
-    TB_TRY_GOTO(rc, be->copy_h2d(be, dy, hdy, bytes, NULL), out_free);
-
-    TB_TRY_GOTO(rc, register_all(b, &sw, x, dy, out), out_free);
-    fprintf(stderr, "gelu: timing %d sizes x %d cases x %d repetitions\n", sw.nsizes, NCASES,
-            b->reps);
-    TB_TRY_GOTO(rc, tb_bench_run(b, &r), out_free);
-    for (int s = 0; s < sw.nsizes; s++) {
-        size_check chk;
-        TB_TRY_GOTO(rc, check_size(be, sw.sizes[s], hx, hdy, x, dy, out, hout, href, &chk), out_free);
-        TB_TRY_GOTO(rc, add_rows(b, r, sw.sizes[s], &chk), out_free);
-    }
-    TB_TRY_GOTO(rc, tb_bench_save(b), out_free);
-    TB_TRY_GOTO(rc, plot_all(b), out_free);
-out_free:
-    gb_results_free(r);
-    free(sw.cases);
-    be->dev_free(be, x);
-    be->dev_free(be, dy);
-    be->dev_free(be, out);
-    be->host_free(be, hx, 0);
-    be->host_free(be, hdy, 0);
-    be->host_free(be, hout[0], 0);
-    be->host_free(be, hout[1], 0);
-    be->host_free(be, href, 0);
-    return rc;
+    return opb_run(b, &sweep, &sw);
 }
 
 static const tb_technique technique = {
@@ -329,15 +277,4 @@ static const tb_technique technique = {
     .tiny = {.min_rows = 15, .plots = "gelu,gelu_speedup"},
 };
 
-int main(int argc, char **argv)
-{
-    tb_bench b;
-    int done = 0;
-    int rc = tb_bench_init(&b, &technique, NULL, 0, argc, argv, &done);
-    if (rc == TB_OK && !done)
-        rc = run(&b);
-    tb_bench_close(&b);
-    if (rc != TB_OK)
-        return tb_bench_fail("gelu", rc);
-    return 0;
-}
+TB_OPB_MAIN(technique, run)

@@ -85,8 +85,7 @@ static const tb_step_technique tech = {
         .tiny = {.min_rows = 3, .plots = "host_syncs"},
     },
     .param_name = "loss_read_every",
-    .settings = settings,
-    .n_settings = TB_COUNT(settings),
+    TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_EPOCH,
     .setup = setup,
     .na_reason = tb_step_na_never,
@@ -94,7 +93,4 @@ static const tb_step_technique tech = {
     .check_note = mean_loss_note,
 };
 
-int main(int argc, char **argv)
-{
-    return tb_step_main(&tech, argc, argv);
-}
+TB_STEP_MAIN(tech)

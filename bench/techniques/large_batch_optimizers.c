@@ -98,8 +98,7 @@ static const tb_step_technique tech = {
         .tiny = {.min_rows = 5, .plots = "large_batch_optimizers"},
     },
     .param_name = "optimizer",
-    .settings = settings,
-    .n_settings = TB_COUNT(settings),
+    TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_STEP,
     .per_sample = 1,
     .setup = setup,
@@ -108,7 +107,4 @@ static const tb_step_technique tech = {
     .check_note = accuracy_note,
 };
 
-int main(int argc, char **argv)
-{
-    return tb_step_main(&tech, argc, argv);
-}
+TB_STEP_MAIN(tech)

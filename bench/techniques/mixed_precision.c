@@ -41,8 +41,7 @@ static const tb_step_technique tech = {
         .tiny = {.min_rows = 3, .plots = "mixed_precision"},
     },
     .param_name = "amp",
-    .settings = settings,
-    .n_settings = TB_COUNT(settings),
+    TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = na_reason,
     .tolerance = 5e-2,
@@ -50,7 +49,4 @@ static const tb_step_technique tech = {
                      "SGD: amp_test's bound after 50 steps, measured 1.4e-2",
 };
 
-int main(int argc, char **argv)
-{
-    return tb_step_main(&tech, argc, argv);
-}
+TB_STEP_MAIN(tech)

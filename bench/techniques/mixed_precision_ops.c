@@ -155,8 +155,8 @@ static int alloc_bufs(tb_backend *be, mp_bufs *f)
     TB_TRY(be->host_alloc(be, (void **)&f->hb, f->max_b * sizeof(float), 0));
     for (int v = 0; v < NV; v++)
         TB_TRY(be->host_alloc(be, (void **)&f->hc[v], f->max_c * sizeof(float), 0));
-    opb_fill_random(f->ha, f->max_a, 1, -1.0f, 1.0f);
-    opb_fill_random(f->hb, f->max_b, 2, -1.0f, 1.0f);
+    tb_rng_fill(f->ha, f->max_a, 1, -1.0, 1.0);
+    tb_rng_fill(f->hb, f->max_b, 2, -1.0, 1.0);
     TB_TRY(be->copy_h2d(be, f->a, f->ha, f->max_a * sizeof(float), NULL));
     TB_TRY(be->copy_h2d(be, f->b, f->hb, f->max_b * sizeof(float), NULL));
     static const tb_dtype lp[2] = {TB_BF16, TB_F16};
@@ -318,7 +318,4 @@ static const tb_technique technique = {
     .tiny = {.min_rows = 6, .plots = "mixed_precision_ops_gemm,mixed_precision_ops_conv"},
 };
 
-int main(int argc, char **argv)
-{
-    return opb_main(argc, argv, &technique, run);
-}
+TB_OPB_MAIN(technique, run)

@@ -55,8 +55,7 @@ static const tb_step_technique tech = {
         .tiny = {.min_rows = 2, .plots = "no_grad_eval"},
     },
     .param_name = "no_grad",
-    .settings = settings,
-    .n_settings = TB_COUNT(settings),
+    TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_STEP,
     .setup = setup,
     .na_reason = tb_step_na_never,
@@ -64,7 +63,4 @@ static const tb_step_technique tech = {
     .check_note = eval_note,
 };
 
-int main(int argc, char **argv)
-{
-    return tb_step_main(&tech, argc, argv);
-}
+TB_STEP_MAIN(tech)

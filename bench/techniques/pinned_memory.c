@@ -47,15 +47,11 @@ static const tb_step_technique tech = {
         .tiny = {.min_rows = 3, .na_note = "n/a on the CPU backend: no copy to a device"},
     },
     .param_name = "staging",
-    .settings = settings,
-    .n_settings = TB_COUNT(settings),
+    TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = na_reason,
     .tolerance = 0,
     .tolerance_why = "the copy does not change the data: bitwise equal",
 };
 
-int main(int argc, char **argv)
-{
-    return tb_step_main(&tech, argc, argv);
-}
+TB_STEP_MAIN(tech)

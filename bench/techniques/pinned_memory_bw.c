@@ -100,7 +100,7 @@ static int alloc_bufs(tb_backend *be, copy_bufs *f, size_t max)
     TB_TRY(be->host_alloc(be, &f->host[0], max, 0));
     TB_TRY(be->host_alloc(be, &f->host[1], max, 1));
     for (int p = 0; p < 2; p++)
-        opb_fill_random(f->host[p], max / sizeof(float), (uint64_t)p + 1, -1.0f, 1.0f);
+        tb_rng_fill(f->host[p], max / sizeof(float), (uint64_t)p + 1, -1.0, 1.0);
     TB_TRY(be->stream_create(be, &f->side));
     TB_TRY(be->event_create(be, &f->ready));
     return be->event_create(be, &f->done);
@@ -243,7 +243,4 @@ static const tb_technique technique = {
     .tiny = {.min_rows = 6, .no_gbench = 1},
 };
 
-int main(int argc, char **argv)
-{
-    return opb_main(argc, argv, &technique, run);
-}
+TB_OPB_MAIN(technique, run)

@@ -34,14 +34,10 @@ static const tb_step_technique tech = {
         .tiny = {.min_rows = 4, .plots = "prefetch"},
     },
     .param_name = "prefetch_factor",
-    .settings = settings,
-    .n_settings = TB_COUNT(settings),
+    TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_EPOCH,
     .setup = setup,
     .na_reason = tb_step_na_never,
 };
 
-int main(int argc, char **argv)
-{
-    return tb_step_main(&tech, argc, argv);
-}
+TB_STEP_MAIN(tech)

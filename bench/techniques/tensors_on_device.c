@@ -21,7 +21,4 @@ static const tb_device_toggle toggle = {
     .tolerance_why = "the same labels reach the loss either way: bitwise equal",
 };
 
-int main(int argc, char **argv)
-{
-    return tb_device_toggle_main(&toggle, argc, argv);
-}
+TB_DEVICE_TOGGLE_MAIN(toggle)

@@ -155,8 +155,8 @@ static int alloc_bufs(tb_backend *be, gemm_bufs *f, int max_n)
     TB_TRY(be->host_alloc(be, (void **)&f->hb, bytes, 0));
     TB_TRY(be->host_alloc(be, (void **)&f->hc[0], bytes, 0));
     TB_TRY(be->host_alloc(be, (void **)&f->hc[1], bytes, 0));
-    opb_fill_random(f->ha, n2, 1, -1.0f, 1.0f);
-    opb_fill_random(f->hb, n2, 2, -1.0f, 1.0f);
+    tb_rng_fill(f->ha, n2, 1, -1.0, 1.0);
+    tb_rng_fill(f->hb, n2, 2, -1.0, 1.0);
     TB_TRY(be->copy_h2d(be, f->a, f->ha, bytes, NULL));
     return be->copy_h2d(be, f->b, f->hb, bytes, NULL);
 }
@@ -251,7 +251,4 @@ static const tb_technique technique = {
     .tiny = {.min_rows = 4, .plots = "tf32,tf32_speedup"},
 };
 
-int main(int argc, char **argv)
-{
-    return opb_main(argc, argv, &technique, run);
-}
+TB_OPB_MAIN(technique, run)

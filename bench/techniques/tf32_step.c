@@ -30,8 +30,7 @@ static const tb_step_technique tech = {
         .tiny = {.min_rows = 2, .plots = "tf32_step"},
     },
     .param_name = "tf32",
-    .settings = settings,
-    .n_settings = TB_COUNT(settings),
+    TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = tb_step_na_never,
     .tolerance = 2e-2,
@@ -39,7 +38,4 @@ static const tb_step_technique tech = {
                      "within 2e-2 (train_test's bound after 50 steps; 0 where f32 is computed)",
 };
 
-int main(int argc, char **argv)
-{
-    return tb_step_main(&tech, argc, argv);
-}
+TB_STEP_MAIN(tech)
