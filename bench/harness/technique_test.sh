@@ -1,9 +1,10 @@
 #!/bin/bash
 # technique_test.sh BINARY GOLDEN_CSV
 # Runs one technique binary in the tiny profile on the CPU into a fresh
-# folder, after the techniques it declares it runs after (their binaries lie
-# beside it: bench/BUILD's TEST_RUNS_FIRST), and checks what it wrote
-# against what its declaration expects (--describe; check_outputs.py).
+# folder, after those of its declared `after` whose binaries lie beside it
+# (bench/BUILD's TEST_RUNS_FIRST: the ones whose results it reads), and
+# checks what it wrote against what its declaration expects (--describe;
+# check_outputs.py).
 set -euo pipefail
 bin="$1"; golden="$2"
 tmp="${TEST_TMPDIR:-$(mktemp -d)}"
@@ -14,11 +15,11 @@ after=$(python3 -c 'import json, sys; print(" ".join(json.load(open(sys.argv[1])
     "$tmp/describe.json")
 for a in $after; do
     first="$(dirname "$bin")/$a"
-    if [ ! -x "$first" ]; then
-        echo "FAIL: $bin runs after $a, which is not in this test's data (bench/BUILD: TEST_RUNS_FIRST)"
-        exit 1
+    if [ -x "$first" ]; then
+        "$first" --device=cpu --profile=tiny --threads=2 --out-dir="$out"
+    else
+        echo "note: $a (declared after) is not in this test's data; not run first"
     fi
-    "$first" --device=cpu --profile=tiny --threads=2 --out-dir="$out"
 done
 "$bin" --device=cpu --profile=tiny --threads=2 --out-dir="$out"
 # Under bazel test this script runs as bench/<name>_test: find the checker
