@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/cmd/cli.h"
 #include "bench/cmd/plan.h"
 #include "lib/core/atomic_file.h"
 #include "lib/backend/backend.h"
@@ -205,7 +206,7 @@ static int finish(const tb_outdir *od, tb_telemetry *tm, tb_run_state *st, int w
 int main(int argc, char **argv)
 {
     const char *device = "auto", *out_dir = "", *only = "", *skip = "";
-    int profile = 0, threads = 0, help = 0, resume = 0;
+    int profile = 0, threads = 0, resume = 0;
     static const char *const profiles[] = {"default", "full", "tiny", NULL};
     tb_flag flags[] = {
         {"device", TB_FLAG_STRING, &device, "auto, cpu, cuda or cuda:N", NULL},
@@ -220,10 +221,11 @@ int main(int argc, char **argv)
          "continue an interrupted run: skip what it finished (same fingerprint only)", NULL},
     };
     size_t nflags = sizeof flags / sizeof flags[0];
-    if (tb_flags_parse(flags, nflags, &argc, argv, NULL, &help) != TB_OK) {
-        tb_error_print(stderr);
-        return 2;
-    }
+    int code = tb_cli_parse("bench:all", "",
+                            "Runs the ceilings, then every technique benchmark, then writes the "
+                            "report.", flags, nflags, 0, &argc, argv);
+    if (code == 2)
+        return code;
     char bin_dir[4096];
     find_bin_dir(argv[0], bin_dir, sizeof bin_dir);
     tb_plan_entry *techs = NULL;
@@ -232,19 +234,14 @@ int main(int argc, char **argv)
         tb_error_print(stderr);
         return 1;
     }
-    if (help) {
-        tb_flags_usage(stdout, "bench:all", "Runs the ceilings, then every technique benchmark, "
-                       "then writes the report.", flags, nflags);
+    if (code == 0) {
+        /* --help: the usage, then what this build would run. */
         printf("\ntechniques:");
         for (int i = 0; i < ntech; i++)
             if (strcmp(techs[i].name, CEILINGS) != 0)
                 printf(" %s", techs[i].name);
         printf("\n");
         return 0;
-    }
-    if (argc > 1) {
-        fprintf(stderr, "bench:all: unexpected argument '%s'; see --help\n", argv[1]);
-        return 2;
     }
     for (const char *l = only; *l;) {
         /* Catch typos in --only before spending minutes on a run. */

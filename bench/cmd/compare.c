@@ -20,18 +20,10 @@
 #include <string.h>
 
 #include "lib/report/compare.h"
+#include "bench/cmd/cli.h"
 #include "lib/core/flags.h"
 #include "lib/core/outdir.h"
 #include "lib/core/status.h"
-
-static void resolve(const char *arg, char *out, size_t cap)
-{
-    const char *wd = getenv("BUILD_WORKING_DIRECTORY");
-    if (arg[0] != '/' && wd)
-        snprintf(out, cap, "%s/%s", wd, arg);
-    else
-        snprintf(out, cap, "%s", arg);
-}
 
 /* "1.5,2" -> {1.5, 2}; TB_ERR_INVALID naming the flag on a bad number. */
 static int parse_list(const char *flag, const char *s, double *v, int max, int *n)
@@ -57,16 +49,16 @@ static int run(int argc, char **argv, const char *reference, const char *per_hou
     int rc = TB_OK;
     set.reference = 0;
     if (*reference)
-        resolve(reference, ref, sizeof ref);
+        tb_cli_path(reference, ref, sizeof ref);
     for (int i = 1; i < argc; i++) {
-        resolve(argv[i], dir, sizeof dir);
+        tb_cli_path(argv[i], dir, sizeof dir);
         int before = set.n;
         TB_TRY_GOTO(rc, tb_compare_add_dir(&set, dir), out_free);
         if (*ref && !strcmp(dir, ref))
             set.reference = before;
     }
     if (*ref && set.reference == 0 && strcmp(ref, set.m[0].dir) != 0) {
-        resolve(argv[1], dir, sizeof dir);
+        tb_cli_path(argv[1], dir, sizeof dir);
         if (strcmp(dir, ref) != 0) {
             rc = TB_FAIL(TB_ERR_INVALID, "--reference=%s is not one of the DIRs", reference);
             goto out_free;
@@ -108,7 +100,6 @@ out_free:
 int main(int argc, char **argv)
 {
     const char *reference = "", *per_hour = "", *purchase = "", *power = "", *out_dir = "";
-    int help = 0;
     tb_flag flags[] = {
         {"reference", TB_FLAG_STRING, &reference, "the DIR others are normalized to (default: "
          "the first)", NULL},
@@ -120,15 +111,14 @@ int main(int argc, char **argv)
          "where COMPARE.md etc. go (default: <source tree>/results/compare)", NULL},
     };
     size_t nflags = sizeof flags / sizeof flags[0];
-    if (tb_flags_parse(flags, nflags, &argc, argv, NULL, &help) != TB_OK) {
-        tb_error_print(stderr);
+    static const char *const summary =
+        "Merges results folders of several machines into one table and figures.";
+    int code = tb_cli_parse("bench:compare", "DIR...", summary, flags, nflags, 1, &argc, argv);
+    if (code >= 0)
+        return code;
+    if (argc < 2) {
+        tb_flags_usage(stderr, "bench:compare DIR...", summary, flags, nflags);
         return 2;
-    }
-    if (help || argc < 2) {
-        tb_flags_usage(help ? stdout : stderr, "bench:compare DIR...",
-                       "Merges results folders of several machines into one table and figures.",
-                       flags, nflags);
-        return help ? 0 : 2;
     }
     int rc = run(argc, argv, reference, per_hour, purchase, power, out_dir);
     if (rc != TB_OK) {

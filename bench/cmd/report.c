@@ -19,19 +19,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bench/cmd/cli.h"
 #include "lib/core/flags.h"
 #include "lib/core/outdir.h"
 #include "lib/report/report.h"
 #include "lib/core/status.h"
-
-static void resolve(const char *arg, char *out, size_t cap)
-{
-    const char *wd = getenv("BUILD_WORKING_DIRECTORY");
-    if (arg[0] != '/' && wd)
-        snprintf(out, cap, "%s/%s", wd, arg);
-    else
-        snprintf(out, cap, "%s", arg);
-}
 
 static int write_one(const char *dir, const char *plots)
 {
@@ -72,7 +64,6 @@ static int write_all(const char *root)
 int main(int argc, char **argv)
 {
     const char *out_dir = "", *plots_dir = "";
-    int help = 0;
     tb_flag flags[] = {
         {"out-dir", TB_FLAG_STRING, &out_dir,
          "root holding results/ (default: the source tree under bazel run)", NULL},
@@ -80,16 +71,11 @@ int main(int argc, char **argv)
          "figures folder (default: ROOT/plots/<device>); needs one RESULTS_DIR", NULL},
     };
     size_t nflags = sizeof flags / sizeof flags[0];
-    if (tb_flags_parse(flags, nflags, &argc, argv, NULL, &help) != TB_OK) {
-        tb_error_print(stderr);
-        return 2;
-    }
-    if (help) {
-        tb_flags_usage(stdout, "bench:report [RESULTS_DIR...]",
-                       "Writes REPORT.md, REPORT.html, summary.md and summary.tex for results "
-                       "folders.", flags, nflags);
-        return 0;
-    }
+    int code = tb_cli_parse("bench:report", "[RESULTS_DIR...]",
+                            "Writes REPORT.md, REPORT.html, summary.md and summary.tex for "
+                            "results folders.", flags, nflags, 1, &argc, argv);
+    if (code >= 0)
+        return code;
     if (*plots_dir && argc != 2) {
         fprintf(stderr, "bench:report: --plots-dir needs exactly one RESULTS_DIR\n");
         return 2;
@@ -103,8 +89,8 @@ int main(int argc, char **argv)
     }
     for (int i = 1; i < argc && rc == TB_OK; i++) {
         char dir[PATH_MAX], plots[PATH_MAX];
-        resolve(argv[i], dir, sizeof dir);
-        resolve(plots_dir, plots, sizeof plots);
+        tb_cli_path(argv[i], dir, sizeof dir);
+        tb_cli_path(plots_dir, plots, sizeof plots);
         rc = write_one(dir, *plots_dir ? plots : NULL);
     }
     if (rc != TB_OK) {

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "lib/backend/backend.h"
+#include "bench/cmd/cli.h"
 #include "lib/core/flags.h"
 #include "lib/selfcheck/selfcheck.h"
 #include "lib/core/status.h"
@@ -29,7 +30,7 @@ static const char *const SUMMARY =
 int main(int argc, char **argv)
 {
     const char *device = "cuda", *only = "";
-    int threads = 0, help = 0;
+    int threads = 0;
     long long seed = 0;
     tb_flag flags[] = {
         {"device", TB_FLAG_STRING, &device,
@@ -40,18 +41,9 @@ int main(int argc, char **argv)
         {"seed", TB_FLAG_LONG, &seed, "seed of the random inputs (0 = the fixed default)", NULL},
     };
     size_t nflags = sizeof flags / sizeof flags[0];
-    if (tb_flags_parse(flags, nflags, &argc, argv, NULL, &help) != TB_OK) {
-        tb_error_print(stderr);
-        return 2;
-    }
-    if (help) {
-        tb_flags_usage(stdout, "bench:selfcheck", SUMMARY, flags, nflags);
-        return 0;
-    }
-    if (argc > 1) {
-        fprintf(stderr, "bench:selfcheck: unexpected argument '%s'; see --help\n", argv[1]);
-        return 2;
-    }
+    int code = tb_cli_parse("bench:selfcheck", "", SUMMARY, flags, nflags, 0, &argc, argv);
+    if (code >= 0)
+        return code;
 
     tb_device_kind kind;
     int ordinal, rc = tb_device_parse(device, &kind, &ordinal);
