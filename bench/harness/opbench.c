@@ -40,11 +40,14 @@ static int set_push(opb_set *set, opb_case *c)
     return TB_OK;
 }
 
-static int register_v(tb_bench *b, opb_set *set, int warmups, tb_timed_op fn, void *arg,
-                      int64_t iterations, const char *fmt, va_list ap)
+int opb_register(tb_bench *b, opb_set *set, int warmups, tb_timed_op fn, void *arg,
+                 int64_t iterations, const char *fmt, ...)
 {
     char name[160];
+    va_list ap;
+    va_start(ap, fmt);
     vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
     opb_case *c = malloc(sizeof *c);
     if (!c)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory registering %s", name);
@@ -60,36 +63,6 @@ static int register_v(tb_bench *b, opb_set *set, int warmups, tb_timed_op fn, vo
     o.manual_time = 1;
     o.unit = TBB_US;
     return tbb_register(name, bm_case, c, &o);
-}
-
-int opb_register(tb_bench *b, opb_set *set, tb_timed_op fn, void *arg, int64_t iterations,
-                 const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = register_v(b, set, 2, fn, arg, iterations, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-int opb_register_warmups(tb_bench *b, opb_set *set, int warmups, tb_timed_op fn, void *arg,
-                         int64_t iterations, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = register_v(b, set, warmups, fn, arg, iterations, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-int opb_register_cold(tb_bench *b, opb_set *set, tb_timed_op fn, void *arg, int64_t iterations,
-                      const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = register_v(b, set, 0, fn, arg, iterations, fmt, ap);
-    va_end(ap);
-    return rc;
 }
 
 void opb_set_free(opb_set *set)

@@ -35,22 +35,21 @@ typedef struct opb_set {
     size_t n, cap;
 } opb_set;
 
+/* Untimed warm-up calls before a case's first repetition: caches, lazy
+ * initialization, autotuner caches. */
+#define OPB_WARMUPS 2
+
 /* Registers "NAME/" (printf-style fmt) with iterations per repetition and
- * b->reps repetitions, unit us. Errors inside a run end it with Google
- * Benchmark's skip-with-error, which the row fillers then report.
+ * b->reps repetitions, unit us, after `warmups` untimed calls: OPB_WARMUPS;
+ * 1 for an op that caches nothing and whose single call takes long
+ * (attention at T = 4096); 0 for ops whose every call is a first call (a
+ * new shape each time: the autotuner's tuning cost, a batch size that
+ * changes every step), which fn must make cold itself. Errors inside a run
+ * end it with Google Benchmark's skip-with-error, which the row fillers
+ * then report.
  * REQUIRES: iterations >= 1; arg lives until tb_bench_run returns. */
-int opb_register(tb_bench *b, opb_set *set, tb_timed_op fn, void *arg, int64_t iterations,
-                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-/* Same without warm-up calls: for ops whose every call is a first call
- * (a new shape each time: the autotuner's tuning cost, a batch size that
- * changes every step); fn must make each call cold itself. */
-int opb_register_cold(tb_bench *b, opb_set *set, tb_timed_op fn, void *arg, int64_t iterations,
-                      const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-/* Same with 0, 1 or 2 warm-up calls: one is enough for an op that caches
- * nothing and whose single call takes long (attention at T = 4096). */
-int opb_register_warmups(tb_bench *b, opb_set *set, int warmups, tb_timed_op fn, void *arg,
-                         int64_t iterations, const char *fmt, ...)
-    __attribute__((format(printf, 7, 8)));
+int opb_register(tb_bench *b, opb_set *set, int warmups, tb_timed_op fn, void *arg,
+                 int64_t iterations, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 void opb_set_free(opb_set *set);
 
 /* A sweep as callbacks on its own state: setup allocates and registers

@@ -438,7 +438,8 @@ static int run(step_run *r)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory planning %s", t->desc.name);
     TB_TRY(check_all(r));
     TB_TRY(register_all(r));
-    fprintf(stderr, "%s: timing %d settings x %d repetitions\n", t->desc.name, t->n_settings, r->b.reps);
+    fprintf(stderr, "%s: timing %d settings x %d repetitions\n", t->desc.name, t->n_settings,
+            r->b.reps);
     rc = tb_bench_run(&r->b, &g);
     ctx_close(&r->live);
     r->live_idx = -1;

@@ -15,7 +15,11 @@
 /* The number of entries of a static array. */
 #define TB_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-typedef enum tb_profile { TB_PROFILE_DEFAULT = 0, TB_PROFILE_FULL = 1, TB_PROFILE_TINY = 2 } tb_profile;
+typedef enum tb_profile {
+    TB_PROFILE_DEFAULT = 0,
+    TB_PROFILE_FULL = 1,
+    TB_PROFILE_TINY = 2,
+} tb_profile;
 
 #define TB_MAX_AFTER 4
 

@@ -147,8 +147,8 @@ static int setup(tb_bench *b, void *state, opb_set *set)
         if (!runnable(b->be, k))
             continue;
         st->cases[k] = (alloc_case){b->be, st, k, 0};
-        TB_TRY(opb_register(b, set, run_case, &st->cases[k], iterations, "alloc_%s/%d",
-                            case_defs[k].name, st->batch));
+        TB_TRY(opb_register(b, set, OPB_WARMUPS, run_case, &st->cases[k], iterations,
+                            "alloc_%s/%d", case_defs[k].name, st->batch));
     }
     return TB_OK;
 }

@@ -197,11 +197,12 @@ static int register_shape(tb_bench *b, opb_set *set, conv_case *cases, const con
                          cold_spread(b->reps)};
         memcpy(c->algo, case_defs[k].tuned ? t->tuned : t->def, sizeof c->algo);
         if (case_defs[k].cold)
-            TB_TRY(opb_register_cold(b, set, run_case, c, 1, "conv_%s/%d", case_defs[k].name,
-                                     idx));
+            TB_TRY(opb_register(b, set, 0, run_case, c, 1, "conv_%s/%d", case_defs[k].name,
+                                idx));
         else
-            TB_TRY(opb_register(b, set, run_case, c, plan_iterations(b->profile, &t->d),
-                                "conv_%s/%d", case_defs[k].name, idx));
+            TB_TRY(opb_register(b, set, OPB_WARMUPS, run_case, c,
+                                plan_iterations(b->profile, &t->d), "conv_%s/%d",
+                                case_defs[k].name, idx));
     }
     return TB_OK;
 }

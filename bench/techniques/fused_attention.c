@@ -236,11 +236,11 @@ static int setup(tb_bench *b, void *state, opb_set *set)
                 for (int v = 0; v < NV; v++, c++) {
                     *c = (attn_case){b->be, &st->f, make_desc(st->seqs[s], causal), vvar[v], bwd};
                     /* Nothing to warm but caches from T = 1024 on: one warm-up. */
-                    TB_TRY(opb_register_warmups(b, set, st->seqs[s] >= 1024 ? 1 : 2, run_case,
-                                                c, plan_iterations(b->profile, st->seqs[s]),
-                                                "attn_%s_%s_%s/%d", bwd ? "fwdbwd" : "fwd",
-                                                vnames[v], causal ? "causal" : "full",
-                                                st->seqs[s]));
+                    TB_TRY(opb_register(b, set, st->seqs[s] >= 1024 ? 1 : OPB_WARMUPS, run_case,
+                                        c, plan_iterations(b->profile, st->seqs[s]),
+                                        "attn_%s_%s_%s/%d", bwd ? "fwdbwd" : "fwd",
+                                        vnames[v], causal ? "causal" : "full",
+                                        st->seqs[s]));
                 }
     return TB_OK;
 }
@@ -290,7 +290,8 @@ static const tb_technique technique = {
             "sequence lengths 128 .. 4096: time and memory.",
     .est_seconds = {90, 420, 6}, /* default, full, tiny */
     .order = 310,
-    .tiny = {.min_rows = 8, .plots = "fused_attention,fused_attention_speedup,fused_attention_memory"},
+    .tiny = {.min_rows = 8,
+             .plots = "fused_attention,fused_attention_speedup,fused_attention_memory"},
 };
 
 TB_OPB_MAIN(technique, run)

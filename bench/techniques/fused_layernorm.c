@@ -228,9 +228,9 @@ static int setup(tb_bench *b, void *state, opb_set *set)
         for (int k = 0; k < NCASES; k++) {
             ln_case *c = &st->cases[s * NCASES + k];
             *c = (ln_case){b->be, &st->f, st->shapes[s], k};
-            TB_TRY(opb_register(b, set, run_case, c, plan_iterations(b->profile, st->shapes[s]),
-                                "ln_%s/%dx%d", case_defs[k].name, st->shapes[s].rows,
-                                st->shapes[s].cols));
+            TB_TRY(opb_register(b, set, OPB_WARMUPS, run_case, c,
+                                plan_iterations(b->profile, st->shapes[s]), "ln_%s/%dx%d",
+                                case_defs[k].name, st->shapes[s].rows, st->shapes[s].cols));
         }
     return TB_OK;
 }

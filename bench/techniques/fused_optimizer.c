@@ -109,7 +109,7 @@ static int register_all(tb_bench *b, opt_sweep *sw, opb_set *set)
                 opt_case *c = &sw->cases[(o * sw->npts + p) * NV + v];
                 *c = (opt_case){b->be, hparams(opts[o].kind), sw->views[p], sw->pts[p].count,
                                 v == V_FUSED};
-                TB_TRY(opb_register(b, set, run_step, c,
+                TB_TRY(opb_register(b, set, OPB_WARMUPS, run_step, c,
                                     plan_iterations(b->profile, sw->pts[p]), "opt_%s_%s/%dx%zu",
                                     opts[o].name, vnames[v], sw->pts[p].count, sw->pts[p].each));
             }

@@ -101,7 +101,7 @@ static int register_all(tb_bench *b, gelu_sweep *sw, opb_set *set)
             gelu_case *c = &sw->cases[s * NCASES + k];
             *c = (gelu_case){b->be, case_defs[k].op, case_defs[k].v, sw->x, sw->dy, sw->out,
                              sw->sizes[s], plan_iterations(b->profile, sw->sizes[s])};
-            TB_TRY(opb_register(b, set, run_case, c, c->iterations, "gelu_%s/%zu",
+            TB_TRY(opb_register(b, set, OPB_WARMUPS, run_case, c, c->iterations, "gelu_%s/%zu",
                                 case_defs[k].name, sw->sizes[s]));
         }
     }

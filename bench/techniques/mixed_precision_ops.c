@@ -215,8 +215,9 @@ static int setup(tb_bench *b, void *state, opb_set *set)
             *c = (mp_case){b->be, &st->f, &st->pts[i], v, 0};
             TB_TRY(try_case(c, st->why[i][v], sizeof st->why[i][v], &st->ok[i][v]));
             if (st->ok[i][v])
-                TB_TRY(opb_register(b, set, run_case, c, plan_iterations(b->profile, c->p),
-                                    "mp_%s/%d", vdefs[v].name, i));
+                TB_TRY(opb_register(b, set, OPB_WARMUPS, run_case, c,
+                                    plan_iterations(b->profile, c->p), "mp_%s/%d", vdefs[v].name,
+                                    i));
         }
     return TB_OK;
 }

@@ -135,7 +135,7 @@ static int setup(tb_bench *b, void *state, opb_set *set)
         for (int d2h = 0; d2h < 2; d2h++)
             for (int v = 0; v < NV; v++, c++) {
                 *c = (copy_case){&st->f, st->sizes[s], v, d2h};
-                TB_TRY(opb_register(b, set, run_case, c,
+                TB_TRY(opb_register(b, set, OPB_WARMUPS, run_case, c,
                                     plan_iterations(b->profile, st->sizes[s]), "copy_%s_%s/%zu",
                                     d2h ? "d2h" : "h2d", vdefs[v].name, st->sizes[s]));
             }

@@ -201,9 +201,9 @@ static int setup(tb_bench *b, void *state, opb_set *set)
                 continue;
             gemm_case *c = &st->cases[s * NV + v];
             *c = (gemm_case){b->be, &st->f, st->sizes[s], vmath[v]};
-            TB_TRY(opb_register_warmups(b, set, plan_warmups(st->sizes[s]), run_gemm, c,
-                                        plan_iterations(b->profile, st->sizes[s]), "gemm_%s/%d",
-                                        vnames[v], st->sizes[s]));
+            TB_TRY(opb_register(b, set, plan_warmups(st->sizes[s]), run_gemm, c,
+                                plan_iterations(b->profile, st->sizes[s]), "gemm_%s/%d",
+                                vnames[v], st->sizes[s]));
         }
     return TB_OK;
 }
