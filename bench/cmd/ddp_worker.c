@@ -1,5 +1,5 @@
 /*
- * ddp.c - the DDP worker: one MPI rank of a data-parallel training run of
+ * ddp_worker.c - the DDP worker: one MPI rank of a data-parallel training run of
  * the small CNN (or any model lib/train/config.h names), launched by mpirun.
  *
  *   bazel run //bench:ddp -- --ranks=2 --max-steps=20 --dataset=synthetic

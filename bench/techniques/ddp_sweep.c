@@ -1,5 +1,5 @@
 /*
- * dp_ddp.c - `bazel run //bench:ddp_sweep`: DataParallel vs
+ * ddp_sweep.c - `bazel run //bench:ddp_sweep`: DataParallel vs
  * DistributedDataParallel on the small CNN at the same global batch.
  *
  * DDP: runs the DDP worker (bench/ddp.c) under mpirun for ranks 1..N
