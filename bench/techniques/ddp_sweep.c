@@ -234,85 +234,97 @@ static int launch(sweep *s, ddp_case *c, const char *report)
 
 /* ---- reading the workers' files ---- */
 
-/* Opens REPORT.EXT.csv, which rank 0 of the worker wrote. */
-static int open_report(const char *report, const char *ext, char *path, size_t cap, FILE **f)
+/* Calls row(line, ctx) on each line of REPORT.EXT.csv, which rank 0 of the
+ * worker wrote, until row returns nonzero; path gets the file's name. */
+static int each_report_line(const char *report, const char *ext, char *path, size_t cap,
+                            int (*row)(const char *line, void *ctx), void *ctx)
 {
+    char line[512];
     snprintf(path, cap, "%s.%s.csv", report, ext);
-    *f = fopen(path, "r");
-    TB_CHECK_IO(!*f, "the DDP worker wrote no %s", path);
+    FILE *f = fopen(path, "r");
+    TB_CHECK_IO(!f, "the DDP worker wrote no %s", path);
+    while (fgets(line, sizeof line, f) && row(line, ctx) == 0)
+        ;
+    fclose(f);
     return TB_OK;
+}
+
+static int step_row(const char *line, void *ctx)
+{
+    ddp_case *c = ctx;
+    int ranks, step;
+    double st, fw, bw, ar, ex, bytes, loss;
+    if (sscanf(line, "%d,%d,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &ranks, &step, &st, &fw, &bw, &ar, &ex,
+               &bytes, &loss) != 9)
+        return 0; /* the header */
+    c->last_loss = loss;
+    if (step == 0 || c->n >= MAX_STEPS) /* warm-up */
+        return 0;
+    c->step_s[c->n] = st;
+    c->exposed_s[c->n] = ex;
+    c->allreduce_s[c->n] = ar;
+    c->bytes = bytes;
+    c->n++;
+    return 0;
 }
 
 static int read_steps(ddp_case *c, const char *report)
 {
-    char path[256], line[512];
-    FILE *f;
-    TB_TRY(open_report(report, "steps", path, sizeof path, &f));
+    char path[256];
     c->n = 0;
-    for (int i = 0; fgets(line, sizeof line, f); i++) {
-        int ranks, step;
-        double st, fw, bw, ar, ex, bytes, loss;
-        if (sscanf(line, "%d,%d,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &ranks, &step, &st, &fw, &bw, &ar,
-                   &ex, &bytes, &loss) != 9)
-            continue; /* the header */
-        c->last_loss = loss;
-        if (step == 0 || c->n >= MAX_STEPS) /* warm-up */
-            continue;
-        c->step_s[c->n] = st;
-        c->exposed_s[c->n] = ex;
-        c->allreduce_s[c->n] = ar;
-        c->bytes = bytes;
-        c->n++;
-    }
-    fclose(f);
+    TB_TRY(each_report_line(report, "steps", path, sizeof path, step_row, c));
     if (c->n < TB_MIN_REPS)
         return TB_FAIL(TB_ERR_DATA, "%s: %d timed steps, fewer than %d", path, c->n, TB_MIN_REPS);
     return TB_OK;
 }
 
+static int verify_row(const char *line, void *ctx)
+{
+    ddp_case *c = ctx;
+    const char *p = strchr(line, ',');
+    p = p ? strchr(p + 1, ',') : NULL; /* past ranks and the reference's name */
+    if (p && sscanf(p + 1, "%d,%lf,%lf,%lf,%*g,%lf,%d", &c->weights_identical, &c->loss,
+                    &c->ref_loss, &c->rel, &c->max_abs_w, &c->failed_checks) == 6)
+        c->have_verify = 1;
+    return 0;
+}
+
 static int read_verify(ddp_case *c, const char *report)
 {
-    char path[256], line[512];
-    FILE *f;
-    TB_TRY(open_report(report, "verify", path, sizeof path, &f));
-    while (fgets(line, sizeof line, f)) {
-        const char *p = strchr(line, ',');
-        p = p ? strchr(p + 1, ',') : NULL; /* past ranks and the reference's name */
-        if (p && sscanf(p + 1, "%d,%lf,%lf,%lf,%*g,%lf,%d", &c->weights_identical, &c->loss,
-                        &c->ref_loss, &c->rel, &c->max_abs_w, &c->failed_checks) == 6)
-            c->have_verify = 1;
-    }
-    fclose(f);
+    char path[256];
+    TB_TRY(each_report_line(report, "verify", path, sizeof path, verify_row, c));
     if (!c->have_verify)
         return TB_FAIL(TB_ERR_DATA, "%s has no result row", path);
     return TB_OK;
 }
 
+/* One all-reduce repetition; returns 1 (stop) once 32 sizes are full. */
+static int busbw_row(const char *line, void *ctx)
+{
+    sweep *s = ctx;
+    int ranks, rep;
+    size_t bytes;
+    double t;
+    if (sscanf(line, "%d,%zu,%d,%lf", &ranks, &bytes, &rep, &t) != 4)
+        return 0;
+    int k = s->nsizes - 1;
+    if (k < 0 || s->busbw_bytes[k] != bytes) {
+        if (s->nsizes == 32)
+            return 1;
+        k = s->nsizes++;
+        s->busbw_bytes[k] = bytes;
+        s->busbw_n[k] = 0;
+    }
+    if (s->busbw_n[k] < MAX_STEPS)
+        s->busbw_s[k][s->busbw_n[k]++] = t;
+    return 0;
+}
+
 static int read_busbw(sweep *s, const char *report)
 {
-    char path[256], line[256];
-    FILE *f;
-    TB_TRY(open_report(report, "busbw", path, sizeof path, &f));
+    char path[256];
     s->nsizes = 0;
-    while (fgets(line, sizeof line, f)) {
-        int ranks, rep;
-        size_t bytes;
-        double t;
-        if (sscanf(line, "%d,%zu,%d,%lf", &ranks, &bytes, &rep, &t) != 4)
-            continue;
-        int k = s->nsizes - 1;
-        if (k < 0 || s->busbw_bytes[k] != bytes) {
-            if (s->nsizes == 32)
-                break;
-            k = s->nsizes++;
-            s->busbw_bytes[k] = bytes;
-            s->busbw_n[k] = 0;
-        }
-        if (s->busbw_n[k] < MAX_STEPS)
-            s->busbw_s[k][s->busbw_n[k]++] = t;
-    }
-    fclose(f);
-    return TB_OK;
+    return each_report_line(report, "busbw", path, sizeof path, busbw_row, s);
 }
 
 static int run_case(sweep *s, ddp_case *c, int index)
