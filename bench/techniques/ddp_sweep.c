@@ -398,18 +398,7 @@ static int dp_reference(const dp_where *w, const plan *p, int n, const float *im
     TB_TRY_GOTO(rc, tensor_alloc(be, mb, 1, 28, 28, &x), out_free);
     TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&dl, (size_t)mb * sizeof(int32_t)), out_free);
     for (int step = 0; step < p->steps; step++) {
-        TB_TRY_GOTO(rc, model_zero_grad(m, 1), out_free);
-        *loss = 0;
-        for (int k = 0; k < n; k++) {
-            float l;
-            TB_TRY_GOTO(rc, tensor_from_host(&x, img + (size_t)k * mb * 784), out_free);
-            TB_TRY_GOTO(rc, be->copy_h2d(be, dl, lab + k * mb, (size_t)mb * sizeof(int32_t), NULL),
-                        out_free);
-            TB_TRY_GOTO(rc, model_forward_loss(m, &x, dl, NULL), out_free);
-            TB_TRY_GOTO(rc, model_backward(m, 1.0f / (float)n), out_free);
-            TB_TRY_GOTO(rc, xent_read_loss(&m->loss, &l), out_free);
-            *loss += l / (float)n;
-        }
+        TB_TRY_GOTO(rc, tb_dp_reference_grads(m, &x, dl, img, lab, n, mb, loss), out_free);
         TB_TRY_GOTO(rc, optim_step(&opt), out_free);
     }
     *weights = malloc(m->numel * sizeof(float));

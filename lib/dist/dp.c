@@ -330,3 +330,23 @@ int dp_step(tb_dp *dp, const float *images, const int32_t *labels, int batch, fl
                               .loss_read_s = t7 - t6};
     return TB_OK;
 }
+
+int tb_dp_reference_grads(tb_model *m, tb_tensor *x, int32_t *labels_dev, const float *images,
+                          const int32_t *labels, int n, int mb, float *loss)
+{
+    tb_backend *be = m->ctx.be;
+    size_t per_image = (size_t)x->c * (size_t)x->h * (size_t)x->w;
+    TB_TRY(model_zero_grad(m, 1));
+    *loss = 0;
+    for (int k = 0; k < n; k++) {
+        float l;
+        TB_TRY(tensor_from_host(x, images + (size_t)k * (size_t)mb * per_image));
+        TB_TRY(be->copy_h2d(be, labels_dev, labels + (size_t)k * (size_t)mb,
+                            (size_t)mb * sizeof(int32_t), NULL));
+        TB_TRY(model_forward_loss(m, x, labels_dev, NULL));
+        TB_TRY(model_backward(m, 1.0f / (float)n));
+        TB_TRY(xent_read_loss(&m->loss, &l));
+        *loss += l / (float)n;
+    }
+    return TB_OK;
+}

@@ -61,18 +61,7 @@ static int keep_weights(const tb_model *m, run *out)
 static int ref_step(tb_model *m, tb_optim *opt, tb_tensor *x, int32_t *dl, const float *img,
                     const int32_t *lab, float *loss)
 {
-    tb_backend *be = m->ctx.be;
-    TB_TRY(model_zero_grad(m, 1));
-    *loss = 0;
-    for (int k = 0; k < 2; k++) {
-        float l;
-        TB_TRY(tensor_from_host(x, img + (size_t)k * (B / 2) * 784));
-        TB_TRY(be->copy_h2d(be, dl, lab + k * (B / 2), B / 2 * sizeof(int32_t), NULL));
-        TB_TRY(model_forward_loss(m, x, dl, NULL));
-        TB_TRY(model_backward(m, 0.5f));
-        TB_TRY(xent_read_loss(&m->loss, &l));
-        *loss += 0.5f * l;
-    }
+    TB_TRY(tb_dp_reference_grads(m, x, dl, img, lab, 2, B / 2, loss));
     return optim_step(opt);
 }
 
