@@ -391,14 +391,10 @@ static int dp_reference(const dp_where *w, const plan *p, int n, const float *im
     tb_backend *be = NULL;
     tb_model *m = NULL;
     tb_optim opt = {0};
-    tb_tensor x = {0};
-    int32_t *dl = NULL;
     int mb = p->batch / n, rc;
     TB_TRY_GOTO(rc, dp_model(w, 0, mb, &be, &m, &opt), out_free);
-    TB_TRY_GOTO(rc, tensor_alloc(be, mb, 1, 28, 28, &x), out_free);
-    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&dl, (size_t)mb * sizeof(int32_t)), out_free);
     for (int step = 0; step < p->steps; step++) {
-        TB_TRY_GOTO(rc, tb_dp_reference_grads(m, &x, dl, img, lab, n, mb, loss), out_free);
+        TB_TRY_GOTO(rc, tb_dp_reference_grads(m, img, lab, n, mb, loss), out_free);
         TB_TRY_GOTO(rc, optim_step(&opt), out_free);
     }
     *weights = malloc(m->numel * sizeof(float));
@@ -407,9 +403,6 @@ static int dp_reference(const dp_where *w, const plan *p, int n, const float *im
     else
         memcpy(*weights, m->flat_w, m->numel * sizeof(float));
 out_free:
-    tensor_free(&x);
-    if (dl)
-        be->dev_free(be, dl);
     optim_free(&opt);
     model_destroy(m);
     if (be)
