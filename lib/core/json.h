@@ -1,7 +1,7 @@
 /*
  * json.h - a small, strict JSON reader and a tiny writer helper.
  *
- * Why: tunebench reads Google Benchmark's JSON output (bench/gb_results.c),
+ * Why: tunebench reads Google Benchmark's JSON output (bench/harness/gb_results.c),
  * and several modules write JSON (results, traces, fingerprints). Debian has
  * JSON libraries, but the reading side needs little, and a strict reader that
  * says where a file is broken is worth more than features.

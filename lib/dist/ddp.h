@@ -32,7 +32,7 @@
  * overlap did not hide), bytes all-reduced, and each bucket's start and end
  * relative to the end of backward (negative: before it ended).
  *
- * Test: bazel test //lib/dist:ddp_test (2 ranks under mpirun, bench/ddp.c --verify)
+ * Test: bazel test //lib/dist:ddp_test (2 ranks under mpirun, bench/cmd/ddp_worker.c --verify)
  */
 #ifndef TB_DDP_H
 #define TB_DDP_H

@@ -330,3 +330,33 @@ int dp_step(tb_dp *dp, const float *images, const int32_t *labels, int batch, fl
                               .loss_read_s = t7 - t6};
     return TB_OK;
 }
+
+int tb_dp_reference_grads(tb_model *m, const float *images, const int32_t *labels, int n, int mb,
+                          float *loss)
+{
+    tb_backend *be = m->ctx.be;
+    size_t per_image = (size_t)m->in.c * (size_t)m->in.h * (size_t)m->in.w;
+    tb_tensor x = {0};
+    int32_t *dl = NULL;
+    int rc;
+    TB_TRY_GOTO(rc, tensor_alloc(be, mb, m->in.c, m->in.h, m->in.w, &x), out_free);
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&dl, (size_t)mb * sizeof(int32_t)), out_free);
+    TB_TRY_GOTO(rc, model_zero_grad(m, 1), out_free);
+    *loss = 0;
+    for (int k = 0; k < n; k++) {
+        float l;
+        TB_TRY_GOTO(rc, tensor_from_host(&x, images + (size_t)k * (size_t)mb * per_image),
+                    out_free);
+        TB_TRY_GOTO(rc, be->copy_h2d(be, dl, labels + (size_t)k * (size_t)mb,
+                                     (size_t)mb * sizeof(int32_t), NULL), out_free);
+        TB_TRY_GOTO(rc, model_forward_loss(m, &x, dl, NULL), out_free);
+        TB_TRY_GOTO(rc, model_backward(m, 1.0f / (float)n), out_free);
+        TB_TRY_GOTO(rc, xent_read_loss(&m->loss, &l), out_free);
+        *loss += l / (float)n;
+    }
+out_free:
+    tensor_free(&x);
+    if (dl)
+        be->dev_free(be, dl);
+    return rc;
+}

@@ -104,6 +104,14 @@ void dp_destroy(tb_dp *dp);
 int dp_step(tb_dp *dp, const float *images, const int32_t *labels, int batch, float loss_scale,
             float *loss);
 
+/* What n replicas compute, in one process: the gradients of n micro-batches
+ * of mb samples (host images (n * mb, C, H, W) and labels), each loss scaled
+ * by 1/n, in m's flat gradient buffer (zeroed first); *loss: their mean.
+ * The reference DP and DDP are checked against.
+ * REQUIRES: n >= 1; m built with max_batch >= mb. */
+int tb_dp_reference_grads(tb_model *m, const float *images, const int32_t *labels, int n, int mb,
+                          float *loss);
+
 #ifdef __cplusplus
 }
 #endif

@@ -59,21 +59,9 @@ static int keep_weights(const tb_model *m, run *out)
 }
 
 /* The reference: two micro-batches of B/2, loss scaled by 1/2 each. */
-static int ref_step(tb_model *m, tb_optim *opt, tb_tensor *x, int32_t *dl, const float *img,
-                    const int32_t *lab, float *loss)
+static int ref_step(tb_model *m, tb_optim *opt, const float *img, const int32_t *lab, float *loss)
 {
-    tb_backend *be = m->ctx.be;
-    TB_TRY(model_zero_grad(m, 1));
-    *loss = 0;
-    for (int k = 0; k < 2; k++) {
-        float l;
-        TB_TRY(tensor_from_host(x, img + (size_t)k * (B / 2) * 784));
-        TB_TRY(be->copy_h2d(be, dl, lab + k * (B / 2), B / 2 * sizeof(int32_t), NULL));
-        TB_TRY(model_forward_loss(m, x, dl, NULL));
-        TB_TRY(model_backward(m, 0.5f));
-        TB_TRY(xent_read_loss(&m->loss, &l));
-        *loss += 0.5f * l;
-    }
+    TB_TRY(tb_dp_reference_grads(m, img, lab, 2, B / 2, loss));
     return optim_step(opt);
 }
 
@@ -82,19 +70,12 @@ static int ref_run(const float *img, const int32_t *lab, run *out)
     tb_backend *be = NULL;
     tb_model *m = NULL;
     tb_optim opt = {0};
-    tb_tensor x = {0};
-    int32_t *dl = NULL;
     int rc;
     TB_TRY_GOTO(rc, setup(&be, &m, &opt, B / 2), out_free);
-    TB_TRY_GOTO(rc, tensor_alloc(be, B / 2, 1, 28, 28, &x), out_free);
-    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&dl, B / 2 * sizeof(int32_t)), out_free);
     for (int step = 0; step < STEPS; step++)
-        TB_TRY_GOTO(rc, ref_step(m, &opt, &x, dl, img, lab, &out->loss[step]), out_free);
+        TB_TRY_GOTO(rc, ref_step(m, &opt, img, lab, &out->loss[step]), out_free);
     rc = keep_weights(m, out);
 out_free:
-    tensor_free(&x);
-    if (dl)
-        be->dev_free(be, dl);
     optim_free(&opt);
     model_destroy(m);
     if (be)

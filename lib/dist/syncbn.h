@@ -16,7 +16,7 @@
  *
  * With the same weights and every rank's shard, N ranks compute what one
  * process computes with batch norm over the whole batch (test:
- * //lib/dist:syncbn_test, bench/ddp.c --sync-bn --verify).
+ * //lib/dist:syncbn_test, bench/cmd/ddp_worker.c --sync-bn --verify).
  *
  * syncbn_convert swaps every batch-norm layer of a built model for a
  * SyncBatchNorm layer sharing its parameters (the same slices of the flat

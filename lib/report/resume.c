@@ -1,7 +1,7 @@
 /*
  * resume.c - bench:all's run state; see resume.h.
  *
- * Test: bench/resume_test.sh
+ * Test: bench/cmd/resume_test.sh
  */
 #include "lib/report/resume.h"
 

@@ -17,7 +17,7 @@
  *   {"schema": "tunebench-run-state/1", "profile": "tiny", "threads": 0,
  *    "complete": false, "done": ["ceilings", "gelu"]}
  *
- * Test: bench/resume_test.sh (bazel test //bench:resume_test)
+ * Test: bench/cmd/resume_test.sh (bazel test //bench:resume_test)
  */
 #ifndef TB_RESUME_H
 #define TB_RESUME_H

@@ -14,7 +14,7 @@
  *   float weights[numel], then nstate x float state[numel]
  *
  * In data-parallel training every rank holds the same weights, so rank 0
- * alone writes (DDP's rule); bench/ddp.c --checkpoint=PATH does that.
+ * alone writes (DDP's rule); bench/cmd/ddp_worker.c --checkpoint=PATH does that.
  *
  * Test: bazel test //lib/dist:checkpoint_test (2 ranks; only rank 0 wrote)
  */

@@ -1,0 +1,376 @@
+/*
+ * all.c - `bazel run //bench:all`: runs every technique's benchmark, one
+ * after another, and reports progress with an estimate of the time left.
+ *
+ *   bazel run //bench:all -- [--device=auto] [--profile=default|full|tiny]
+ *                            [--out-dir=DIR] [--only=a,b] [--skip=a,b] [--resume]
+ *
+ * bench:all cannot call Bazel: the technique binaries are its data
+ * dependencies, found in its runfiles tree, and their names come from the
+ * build (TB_TECHNIQUES, one per file of bench/techniques/). It asks each for its
+ * declaration (--describe; bench/cmd/plan.h) and runs them in their declared
+ * order; bench:ceilings first, even with --only (unless --skip=ceilings):
+ * the bounds every technique is read against.
+ * Each binary writes its own results atomically, so an interrupted run keeps
+ * every technique it finished; after each one bench:all records it in
+ * results/<device>/run_state.json (lib/report/resume.h), and `--resume` skips what
+ * is recorded there when the profile, threads and fingerprint are the same
+ * (it refuses, saying what differs, otherwise). While techniques run, a
+ * sampler records CPU load and frequency (and GPU clocks, temperature,
+ * power and throttling through NVML) into results/<device>/telemetry.json.
+ * At the end it writes REPORT.md, REPORT.html, summary.md and summary.tex
+ * (lib/report/report.h).
+ * Exit status: 0 when every technique succeeded, 1 when one failed, 130 when
+ * interrupted, 2 on a bad flag or when --resume refuses.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/cmd/cli.h"
+#include "bench/cmd/plan.h"
+#include "lib/core/atomic_file.h"
+#include "lib/backend/backend.h"
+#include "lib/report/fingerprint.h"
+#include "lib/core/flags.h"
+#include "lib/core/outdir.h"
+#include "lib/report/report.h"
+#include "lib/report/resume.h"
+#include "lib/core/status.h"
+#include "lib/report/telemetry.h"
+
+/* Runs before the techniques: the ceilings they are read against. */
+#define CEILINGS "ceilings"
+
+#ifndef TB_TECHNIQUES
+#error "bench/BUILD defines TB_TECHNIQUES: the technique binaries, comma-separated"
+#endif
+
+static volatile sig_atomic_t interrupted;
+static volatile pid_t child;
+
+static void on_signal(int sig)
+{
+    interrupted = 1;
+    if (child > 0)
+        kill(child, sig);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The directory holding the technique binaries: RUNFILES_DIR, else the
+ * runfiles tree next to argv[0], else the current directory (bazel run
+ * starts binaries inside their runfiles tree). */
+static void find_bin_dir(const char *argv0, char *out, size_t cap)
+{
+    const char *rf = getenv("RUNFILES_DIR");
+    char probe[4096];
+    if (rf) {
+        snprintf(out, cap, "%s/tunebench/bench", rf);
+        return;
+    }
+    snprintf(probe, sizeof probe, "%s.runfiles/tunebench/bench", argv0);
+    if (access(probe, X_OK) == 0) {
+        snprintf(out, cap, "%s", probe);
+        return;
+    }
+    snprintf(out, cap, "bench");
+}
+
+static int in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p = comma ? comma + 1 : NULL;
+    }
+    return 0;
+}
+
+static void format_secs(double s, char *out, size_t cap)
+{
+    if (s < 90)
+        snprintf(out, cap, "%.0f s", s);
+    else
+        snprintf(out, cap, "%d min %02d s", (int)(s / 60), (int)s % 60);
+}
+
+static int run_one(const char *bin, char *const args[])
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return TB_FAIL(TB_ERR_IO, "fork failed: %s", strerror(errno));
+    if (pid == 0) {
+        execv(bin, args);
+        fprintf(stderr, "bench:all: cannot run %s: %s\n", bin, strerror(errno));
+        _exit(127);
+    }
+    child = pid;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    child = 0;
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return 128 + WTERMSIG(status);
+}
+
+/* Opens the device once to learn its results folder and fingerprint,
+ * then closes it so the technique binaries have it to themselves. */
+static int open_run(const char *device, int threads, const char *out_dir, int argc, char **argv,
+                    tb_outdir *od, tb_fingerprint *fp, int *gpu_index)
+{
+    tb_device_kind kind;
+    int ordinal;
+    tb_backend *be = NULL;
+    tb_device_info info;
+    TB_TRY(tb_device_parse(device, &kind, &ordinal));
+    TB_TRY(tb_backend_open(kind, ordinal, threads, &be));
+    int rc = be->device_info(be, &info);
+    tb_backend_close(be);
+    TB_TRY(rc);
+    char slug[128];
+    tb_device_slug(&info, slug, sizeof slug);
+    TB_TRY(tb_outdir_init(od, out_dir, slug));
+    TB_TRY(tb_outdir_create(od));
+    /* Temporaries of a killed earlier run: nobody will finish them. */
+    TB_TRY(tb_atomic_sweep_stale(od->results, NULL));
+    TB_TRY(tb_atomic_sweep_stale(od->plots, NULL));
+    *gpu_index = strcmp(info.backend, "cuda") == 0 ? info.index : -1;
+    return tb_fingerprint_collect(fp, &info, argc, argv);
+}
+
+/* The state to continue (--resume) or a fresh one. Returns 2 when --resume
+ * must refuse, after saying why. */
+static int prepare_state(int resume, const tb_outdir *od, tb_run_state *now, tb_run_state *st)
+{
+    if (!resume) {
+        *st = *now;
+        return tb_run_state_save(st, od->results) == TB_OK ? 0 : 1;
+    }
+    if (tb_run_state_load(od->results, st) != TB_OK) {
+        fprintf(stderr, "bench:all: --resume: no earlier run to continue in %s (", od->results);
+        fprintf(stderr, "%s); starting from the beginning\n", tb_error_message());
+        tb_error_clear();
+        *st = *now;
+        return tb_run_state_save(st, od->results) == TB_OK ? 0 : 1;
+    }
+    char why[4096];
+    if (!tb_run_state_compatible(st, now, why, sizeof why)) {
+        fprintf(stderr,
+                "bench:all: --resume refused: this run would not measure the same thing as the "
+                "interrupted one in %s. What differs:\n%s"
+                "Run without --resume to start over (finished results are then overwritten "
+                "technique by technique), or use another --out-dir.\n",
+                od->results, why);
+        return 2;
+    }
+    fprintf(stderr, "bench:all: resuming: %d finished earlier, kept as they are\n", st->ndone);
+    st->complete = 0;
+    return 0;
+}
+
+static int finish(const tb_outdir *od, tb_telemetry *tm, tb_run_state *st, int write_report)
+{
+    char path[PATH_MAX + 64];
+    int rc = TB_OK;
+    tb_telemetry_stop(tm);
+    if (tm && tb_outdir_join(od->results, "telemetry.json", path, sizeof path) == TB_OK)
+        rc = tb_telemetry_save(tm, path);
+    if (rc == TB_OK)
+        rc = tb_run_state_save(st, od->results);
+    if (rc == TB_OK && write_report) {
+        rc = tb_report_write_dir(od->results, od->plots);
+        if (rc == TB_OK)
+            fprintf(stderr, "bench:all: report: %s/REPORT.html (and REPORT.md, summary.tex)\n",
+                    od->results);
+    }
+    if (rc != TB_OK)
+        tb_error_print(stderr);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    const char *device = "auto", *out_dir = "", *only = "", *skip = "";
+    int profile = 0, threads = 0, resume = 0;
+    static const char *const profiles[] = {"default", "full", "tiny", NULL};
+    tb_flag flags[] = {
+        {"device", TB_FLAG_STRING, &device, "auto, cpu, cuda or cuda:N", NULL},
+        {"profile", TB_FLAG_CHOICE, &profile, "sweep length", profiles},
+        {"out-dir", TB_FLAG_STRING, &out_dir,
+         "where results/ and plots/ go (default: the source tree under bazel run)", NULL},
+        {"threads", TB_FLAG_INT, &threads, "CPU threads (0 = all cores)", NULL},
+        {"only", TB_FLAG_STRING, &only, "comma-separated techniques to run (default all)", NULL},
+        {"skip", TB_FLAG_STRING, &skip,
+         "comma-separated techniques to skip (ceilings: skip the ceilings run)", NULL},
+        {"resume", TB_FLAG_BOOL, &resume,
+         "continue an interrupted run: skip what it finished (same fingerprint only)", NULL},
+    };
+    size_t nflags = sizeof flags / sizeof flags[0];
+    int code = tb_cli_parse("bench:all", "",
+                            "Runs the ceilings, then every technique benchmark, then writes the "
+                            "report.", flags, nflags, 0, &argc, argv);
+    if (code == 2)
+        return code;
+    char bin_dir[4096];
+    find_bin_dir(argv[0], bin_dir, sizeof bin_dir);
+    tb_plan_entry *techs = NULL;
+    int ntech = 0;
+    if (tb_plan_describe(bin_dir, TB_TECHNIQUES, &techs, &ntech) != TB_OK) {
+        tb_error_print(stderr);
+        return 1;
+    }
+    if (code == 0) {
+        /* --help: the usage, then what this build would run. */
+        printf("\ntechniques:");
+        for (int i = 0; i < ntech; i++)
+            if (strcmp(techs[i].name, CEILINGS) != 0)
+                printf(" %s", techs[i].name);
+        printf("\n");
+        return 0;
+    }
+    for (const char *l = only; *l;) {
+        /* Catch typos in --only before spending minutes on a run. */
+        const char *comma = strchr(l, ',');
+        size_t len = comma ? (size_t)(comma - l) : strlen(l);
+        int known = 0;
+        for (int i = 0; i < ntech; i++)
+            known |= strlen(techs[i].name) == len && !strncmp(techs[i].name, l, len);
+        if (!known) {
+            fprintf(stderr, "bench:all: unknown technique '%.*s' in --only; see --help\n", (int)len, l);
+            return 2;
+        }
+        l = comma ? comma + 1 : l + len;
+    }
+
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    tb_outdir od;
+    tb_fingerprint *fp = calloc(1, sizeof *fp);
+    tb_run_state *now = calloc(1, sizeof *now), *st = calloc(1, sizeof *st);
+    tb_telemetry *tm = NULL;
+    int gpu_index = -1;
+    if (!fp || !now || !st) {
+        fprintf(stderr, "bench:all: out of memory\n");
+        return 1;
+    }
+    if (open_run(device, threads, out_dir, argc, argv, &od, fp, &gpu_index) != TB_OK) {
+        tb_error_print(stderr);
+        return tb_exit_code(tb_error_last());
+    }
+    tb_run_state_init(now, profiles[profile], threads, fp);
+    int prc = prepare_state(resume, &od, now, st);
+    if (prc != 0) {
+        if (prc == 1)
+            tb_error_print(stderr);
+        return prc;
+    }
+    if (tb_telemetry_start(gpu_index, 500, &tm) != TB_OK) {
+        /* Telemetry is a help for reading the numbers, not a reason to stop. */
+        fprintf(stderr, "bench:all: no telemetry this run: %s\n", tb_error_message());
+        tb_error_clear();
+        tm = NULL;
+    }
+
+    /* Planned work, in estimated seconds for the chosen profile; the
+     * ceilings first whatever --only says. */
+    const tb_plan_entry **todo = calloc((size_t)ntech + 1, sizeof *todo);
+    int ntodo = 0;
+    double planned = 0;
+    if (!todo) {
+        fprintf(stderr, "bench:all: out of memory\n");
+        return 1;
+    }
+    for (int i = 0; i < ntech; i++) {
+        const tb_plan_entry *t = &techs[i];
+        int ceilings = strcmp(t->name, CEILINGS) == 0;
+        if ((*only && !ceilings && !in_list(only, t->name)) || in_list(skip, t->name))
+            continue;
+        todo[ntodo++] = t;
+    }
+    for (int k = 0; k < ntodo; k++)
+        if (!tb_run_state_is_done(st, todo[k]->name))
+            planned += todo[k]->est_seconds[profile];
+
+    char a_dev[256], a_prof[64], a_out[4096], a_thr[64];
+    snprintf(a_dev, sizeof a_dev, "--device=%s", device);
+    snprintf(a_prof, sizeof a_prof, "--profile=%s", profiles[profile]);
+    snprintf(a_out, sizeof a_out, "--out-dir=%s", out_dir);
+    snprintf(a_thr, sizeof a_thr, "--threads=%d", threads);
+
+    double t0 = now_s(), done_est = 0;
+    int failed = 0;
+    for (int k = 0; k < ntodo && !interrupted; k++) {
+        const tb_plan_entry *t = todo[k];
+        if (tb_run_state_is_done(st, t->name)) {
+            fprintf(stderr, "bench:all: [%d/%d] %s: finished in the interrupted run, kept\n",
+                    k + 1, ntodo, t->name);
+            continue;
+        }
+        double elapsed = now_s() - t0;
+        /* Scale the remaining estimate by how fast this machine has been so far. */
+        double speed = done_est > 0 ? elapsed / done_est : 1.0;
+        char eta[64];
+        format_secs((planned - done_est) * speed, eta, sizeof eta);
+        fprintf(stderr, "bench:all: [%d/%d] %s (about %s left)\n", k + 1, ntodo, t->name, eta);
+        if (tm && tb_telemetry_segment(tm, t->name) != TB_OK)
+            tb_error_clear();
+        char bin[4200];
+        snprintf(bin, sizeof bin, "%s/%s", bin_dir, t->name);
+        char *args[] = {bin, a_dev, a_prof, a_thr, *out_dir ? a_out : NULL, NULL};
+        double s = now_s();
+        int rc = run_one(bin, args);
+        if (rc != 0 && !interrupted) {
+            failed++;
+            fprintf(stderr, "bench:all: %s failed (exit %d); its earlier results are kept\n",
+                    t->name, rc);
+        }
+        if (rc == 0) {
+            /* Recorded only once the technique's files are all in place. */
+            if (tb_run_state_mark_done(st, t->name) != TB_OK ||
+                tb_run_state_save(st, od.results) != TB_OK)
+                tb_error_print(stderr);
+        }
+        fprintf(stderr, "bench:all: %s took %.1f s\n", t->name, now_s() - s);
+        done_est += t->est_seconds[profile];
+    }
+    if (interrupted) {
+        /* A technique killed by the signal could not remove its temporaries
+         * (its process is gone now, so they are stale): nothing half-written
+         * stays behind. */
+        if (tb_atomic_sweep_stale(od.results, NULL) != TB_OK ||
+            tb_atomic_sweep_stale(od.plots, NULL) != TB_OK)
+            tb_error_print(stderr);
+        finish(&od, tm, st, 0);
+        fprintf(stderr, "bench:all: interrupted; every technique that finished keeps its "
+                        "results; continue with --resume\n");
+        return 130;
+    }
+    st->complete = failed == 0;
+    int frc = finish(&od, tm, st, 1);
+    tb_telemetry_free(tm);
+    fprintf(stderr, "bench:all: %d steps in %.1f s, %d failed\n", ntodo, now_s() - t0, failed);
+    free(fp);
+    free(now);
+    free(st);
+    free(todo);
+    free(techs);
+    return failed || frc != TB_OK ? 1 : 0;
+}

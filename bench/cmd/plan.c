@@ -1,0 +1,188 @@
+/* plan.c - see plan.h. */
+#include "bench/cmd/plan.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/core/json.h"
+#include "lib/core/status.h"
+
+/* A running `bin --describe`: its pid and the read end of its stdout. */
+typedef struct describing {
+    pid_t pid;
+    int fd;
+} describing;
+
+static int start_describe(const char *bin, describing *d)
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        return TB_FAIL(TB_ERR_IO, "pipe failed: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return TB_FAIL(TB_ERR_IO, "fork failed: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        dup2(fd[1], STDOUT_FILENO);
+        close(fd[0]);
+        close(fd[1]);
+        char *args[] = {(char *)bin, "--describe", NULL};
+        execv(bin, args);
+        _exit(127);
+    }
+    close(fd[1]);
+    d->pid = pid;
+    d->fd = fd[0];
+    return TB_OK;
+}
+
+/* Its whole stdout, NUL-terminated, into buf; waits for it to exit. */
+static int finish_describe(const char *bin, describing *d, char *buf, size_t cap)
+{
+    size_t len = 0;
+    ssize_t got;
+    while (len + 1 < cap && ((got = read(d->fd, buf + len, cap - 1 - len)) > 0 ||
+                             (got < 0 && errno == EINTR)))
+        len += got > 0 ? (size_t)got : 0;
+    buf[len] = 0;
+    close(d->fd);
+    int status = 0;
+    while (waitpid(d->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return TB_FAIL(TB_ERR_IO, "%s --describe failed (exit status %d)", bin, status);
+    return TB_OK;
+}
+
+static int parse_entry(const char *bin, const char *text, tb_plan_entry *e)
+{
+    tb_json *j = NULL;
+    TB_TRY(tb_json_parse(text, strlen(text), 0, &j));
+    int rc = TB_OK;
+    const tb_json *est = tb_json_get(j, "est_seconds"), *after = tb_json_get(j, "after");
+    const char *name = tb_json_get_string(j, "name", NULL);
+    if (!name || !est || est->len != 3 || !after || after->len > TB_MAX_AFTER) {
+        rc = TB_FAIL(TB_ERR_DATA, "%s --describe: no name, est_seconds[3] or after", bin);
+        goto out_free_json;
+    }
+    snprintf(e->name, sizeof e->name, "%s", name);
+    for (int p = 0; p < 3; p++)
+        e->est_seconds[p] = tb_json_at(est, (size_t)p)->number;
+    e->order = (int)tb_json_get_number(j, "order", 0);
+    for (size_t i = 0; i < after->len; i++)
+        snprintf(e->after[i], sizeof e->after[i], "%s", tb_json_at(after, i)->string ?
+                 tb_json_at(after, i)->string : "");
+out_free_json:
+    tb_json_free(j);
+    return rc;
+}
+
+static int by_order_then_name(const void *a, const void *b)
+{
+    const tb_plan_entry *x = a, *y = b;
+    if (x->order != y->order)
+        return x->order < y->order ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int find(const tb_plan_entry *e, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(e[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* Whether every technique e names in `after` that is in the plan is placed. */
+static int ready(const tb_plan_entry *e, const tb_plan_entry *all, const int *placed, int n)
+{
+    for (int a = 0; a < TB_MAX_AFTER && e->after[a][0]; a++) {
+        int k = find(all, n, e->after[a]);
+        if (k >= 0 && !placed[k])
+            return 0;
+    }
+    return 1;
+}
+
+/* Stable topological order: at each place, the first entry in (order,
+ * name) whose `after` are all placed. */
+static int order_entries(tb_plan_entry *e, int n, tb_plan_entry *out)
+{
+    int *placed = calloc((size_t)n + 1, sizeof *placed);
+    if (!placed)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory ordering techniques");
+    qsort(e, (size_t)n, sizeof *e, by_order_then_name);
+    int rc = TB_OK;
+    for (int k = 0; k < n && rc == TB_OK; k++) {
+        int pick = -1;
+        for (int i = 0; i < n && pick < 0; i++)
+            if (!placed[i] && ready(&e[i], e, placed, n))
+                pick = i;
+        if (pick < 0)
+            rc = TB_FAIL(TB_ERR_DATA, "the techniques' `after` declarations form a cycle");
+        else {
+            placed[pick] = 1;
+            out[k] = e[pick];
+        }
+    }
+    free(placed);
+    return rc;
+}
+
+/* The path of name number i of the comma-separated list. */
+static void bin_path(const char *bin_dir, const char *names, int i, char *out, size_t cap)
+{
+    const char *p = names;
+    for (; i > 0; i--)
+        p += strcspn(p, ",") + 1;
+    snprintf(out, cap, "%s/%.*s", bin_dir, (int)strcspn(p, ","), p);
+}
+
+int tb_plan_describe(const char *bin_dir, const char *names, tb_plan_entry **out, int *n)
+{
+    int count = 1, started = 0, rc = TB_OK;
+    for (const char *p = names; *p; p++)
+        count += *p == ',';
+    tb_plan_entry *e = calloc((size_t)count, sizeof *e), *sorted = calloc((size_t)count, sizeof *e);
+    describing *d = calloc((size_t)count, sizeof *d);
+    char *text = malloc(1 << 16), bin[4200];
+    *out = NULL;
+    *n = 0;
+    if (!e || !sorted || !d || !text) {
+        rc = TB_FAIL(TB_ERR_NOMEM, "out of memory describing techniques");
+        goto out_free;
+    }
+    /* All at once: each answers in a few hundred ms, mostly loading libraries. */
+    for (; started < count && rc == TB_OK; started++) {
+        bin_path(bin_dir, names, started, bin, sizeof bin);
+        rc = start_describe(bin, &d[started]);
+    }
+    if (rc != TB_OK)
+        started--;
+    for (int i = 0; i < started; i++) {
+        bin_path(bin_dir, names, i, bin, sizeof bin);
+        int frc = finish_describe(bin, &d[i], text, 1 << 16);
+        if (frc == TB_OK && rc == TB_OK)
+            frc = parse_entry(bin, text, &e[i]);
+        if (rc == TB_OK)
+            rc = frc;
+    }
+    if (rc == TB_OK)
+        rc = order_entries(e, count, sorted);
+    if (rc == TB_OK) {
+        *out = sorted;
+        *n = count;
+        sorted = NULL;
+    }
+out_free:
+    free(e);
+    free(sorted);
+    free(d);
+    free(text);
+    return rc;
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Checks what a technique binary wrote: shape, not timings.
+
+usage: check_outputs.py OUT_DIR TECHNIQUE GOLDEN_CSV [--min-rows=N] [--plots=a,b]
+                        [--no-gbench]  (a technique that times without Google Benchmark)
+                        [--na-note=TEXT]  (n/a rows expected, each note saying TEXT)
+       check_outputs.py OUT_DIR --describe=FILE GOLDEN_CSV
+                        (all of the above from a technique binary's --describe line)
+
+- results/<device>/<technique>.csv exists, its header is the frozen schema
+  (first line of the golden CSV), every row has every column;
+- numbers parse; timed rows have at least 5 repetitions and a median inside
+  [min, max]; speedup rows carry an interval around the point estimate;
+- no correctness verdict is DIFFERS; every n/a row says why in note
+  (with --na-note: there are n/a rows, and each note contains TEXT);
+- <technique>.json, <technique>.gbench.json and fingerprint.json parse;
+- the plots exist as PNG (signature), SVG and PDF.
+Timing verdicts are never checked: they depend on the machine.
+"""
+import csv
+import glob
+import json
+import math
+import os
+import sys
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def num(s):
+    return float(s) if s != "" else math.nan
+
+
+def main():
+    args = sys.argv[1:]
+    out, tech, golden = args[0], args[1], args[2]
+    min_rows, plots, gbench, na_note = 1, [tech], True, None
+    if tech.startswith("--describe="):
+        with open(tech.partition("=")[2]) as f:
+            desc = json.load(f)
+        tiny = desc["tiny"]
+        tech, min_rows, gbench, na_note = (desc["results"], tiny["min_rows"], tiny["gbench"],
+                                           tiny["na_note"])
+        plots = [p for p in tiny["plots"].split(",") if p]
+    for a in args[3:]:
+        key, _, value = a.partition("=")
+        if key == "--min-rows":
+            min_rows = int(value)
+        elif key == "--plots":
+            plots = [p for p in value.split(",") if p]
+        elif key == "--no-gbench":
+            gbench = False
+        elif key == "--na-note":
+            na_note = value
+        else:
+            fail("unknown argument " + a)
+    with open(golden, newline="") as f:
+        schema = next(csv.reader(f))
+    dirs = glob.glob(os.path.join(out, "results", "*", tech + ".csv"))
+    if len(dirs) != 1:
+        fail("expected one results/<device>/%s.csv under %s, found %r" % (tech, out, dirs))
+    csv_path = dirs[0]
+    res_dir = os.path.dirname(csv_path)
+    slug = os.path.basename(res_dir)
+    with open(csv_path, newline="") as f:
+        rows = list(csv.reader(f))
+    if rows[0] != schema:
+        fail("header differs from the schema:\n%r\n%r" % (rows[0], schema))
+    body = [dict(zip(schema, r)) for r in rows[1:]]
+    for n, r in enumerate(rows[1:], 2):
+        if len(r) != len(schema):
+            fail("line %d has %d fields, want %d" % (n, len(r), len(schema)))
+    if len(body) < min_rows:
+        fail("%d rows, want at least %d" % (len(body), min_rows))
+    for n, r in enumerate(body, 2):
+        where = "line %d (%s %s %s)" % (n, r["setting"], r["param_value"], r["metric"])
+        if r["technique"] != tech:
+            fail(where + ": technique " + r["technique"])
+        if r["correctness"] == "DIFFERS":
+            fail(where + ": correctness DIFFERS: " + r["note"])
+        if r["correctness"] not in ("exact", "within tolerance", "n/a"):
+            fail(where + ": unknown correctness " + r["correctness"])
+        if r["correctness"] == "within tolerance" and r["tolerance"] == "":
+            fail(where + ": within tolerance without the tolerance")
+        if r["timing_verdict"] not in ("faster", "slower", "within noise", "baseline", "n/a"):
+            fail(where + ": unknown timing verdict " + r["timing_verdict"])
+        if r["timing_verdict"] == "n/a" and r["median"] == "" and not r["note"]:
+            fail(where + ": n/a row without a reason in note")
+        if r["median"] != "":
+            reps, med, lo, hi = int(r["reps"]), num(r["median"]), num(r["min"]), num(r["max"])
+            if reps < 5:
+                fail(where + ": %d repetitions" % reps)
+            if not (lo <= med <= hi) or med <= 0:
+                fail(where + ": median %g outside [%g, %g]" % (med, lo, hi))
+        if r["speedup"] != "":
+            s, a, b = num(r["speedup"]), num(r["speedup_ci_low"]), num(r["speedup_ci_high"])
+            if not (a <= s <= b) or s <= 0:
+                fail(where + ": speedup %g outside its interval [%g, %g]" % (s, a, b))
+    if na_note is not None:
+        na_rows = [r for r in body if r["timing_verdict"] == "n/a" and r["median"] == ""]
+        if not na_rows:
+            fail("no n/a row, want rows saying %r" % na_note)
+        for r in na_rows:
+            if na_note not in r["note"]:
+                fail("n/a row %s: note %r does not say %r" % (r["setting"], r["note"], na_note))
+    names = [tech + ".json", "fingerprint.json"] + ([tech + ".gbench.json"] if gbench else [])
+    for name in names:
+        p = os.path.join(res_dir, name)
+        if not os.path.exists(p):
+            fail("missing " + p)
+        with open(p) as f:
+            text = f.read()
+        try:
+            json.loads(text)
+        except ValueError as e:
+            if name.endswith("gbench.json") and ("NaN" in text or "Infinity" in text):
+                continue  # Google Benchmark writes bare NaN for empty counters
+            fail("%s is not JSON: %s" % (p, e))
+    plot_dir = os.path.join(out, "plots", slug)
+    for p in plots:
+        base = os.path.join(plot_dir, p)
+        with open(base + ".png", "rb") as f:
+            if f.read(8) != b"\x89PNG\r\n\x1a\n":
+                fail(base + ".png is not a PNG")
+        if os.path.getsize(base + ".png") < 2000:
+            fail(base + ".png is suspiciously small")
+        with open(base + ".svg") as f:
+            if "<svg" not in f.read(4096):
+                fail(base + ".svg is not SVG")
+        with open(base + ".pdf", "rb") as f:
+            if f.read(5) != b"%PDF-":
+                fail(base + ".pdf is not a PDF")
+        if not os.path.exists(base + ".gp"):
+            fail(base + ".gp (the gnuplot script) is missing")
+    left = glob.glob(os.path.join(res_dir, "*.tmp*")) + glob.glob(os.path.join(plot_dir, "*.tmp*"))
+    if left:
+        fail("temporary files left behind: %r" % left)
+    print("ok: %s, %d rows, plots %s" % (csv_path, len(body), ",".join(plots)))
+
+
+main()

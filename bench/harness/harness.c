@@ -1,0 +1,345 @@
+/* harness.c - see harness.h. */
+#include "bench/harness/harness.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/core/atomic_file.h"
+
+static const char *const profile_names[] = {"default", "full", "tiny", NULL};
+
+/* The temporary Google Benchmark is writing into, removed if the run is
+ * interrupted so that no half-written file is left beside the results. */
+static char pending_tmp[PATH_MAX + 96];
+
+static void remove_pending_and_die(int sig)
+{
+    if (pending_tmp[0])
+        unlink(pending_tmp);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, size_t nextra,
+                  int argc, char **argv, int *done)
+{
+    const char *technique = tb_technique_results(tech);
+    memset(b, 0, sizeof *b);
+    b->tech = tech;
+    b->technique = technique;
+    b->device_spec = "auto";
+    b->reps = TB_MIN_REPS;
+    b->out_dir = "";
+    *done = 0;
+    tb_results_init(&b->res);
+
+    int describe = 0;
+    tb_flag flags[6 + TB_MAX_EXTRA_FLAGS] = {
+        {"device", TB_FLAG_STRING, &b->device_spec, "auto, cpu, cuda or cuda:N", NULL},
+        {"threads", TB_FLAG_INT, &b->threads, "CPU threads for kernels (0 = all cores)", NULL},
+        {"profile", TB_FLAG_CHOICE, &b->profile,
+         "sweep length: default (minutes), full (real measurements), tiny (tests)", profile_names},
+        {"out-dir", TB_FLAG_STRING, &b->out_dir,
+         "root for results/ and plots/ (default: the source tree under bazel run)", NULL},
+        {"reps", TB_FLAG_INT, &b->reps, "repetitions per measurement (at least 5)", NULL},
+        {"describe", TB_FLAG_BOOL, &describe,
+         "print this technique's declaration as one JSON line (what bench:all reads) and exit",
+         NULL},
+    };
+    if (nextra > TB_MAX_EXTRA_FLAGS)
+        return TB_FAIL(TB_ERR_INTERNAL, "too many technique flags");
+    memcpy(flags + 6, extra, nextra * sizeof *extra);
+    size_t nflags = 6 + nextra;
+    int help = 0;
+    TB_TRY(tb_flags_parse(flags, nflags, &argc, argv, "benchmark_", &help));
+    if (describe) {
+        *done = 1;
+        return tb_technique_describe(tech, stdout);
+    }
+    if (help) {
+        char prog[64];
+        snprintf(prog, sizeof prog, "bazel run //bench:%s --", tech->name);
+        tb_flags_usage(stdout, prog, tech->what, flags, nflags);
+        printf("  --benchmark_*             Google Benchmark's own flags pass through\n");
+        *done = 1;
+        return TB_OK;
+    }
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], "--benchmark_", 12) != 0)
+            return TB_FAIL(TB_ERR_INVALID, "unexpected argument '%s'; see --help", argv[i]);
+    if (b->reps < TB_MIN_REPS)
+        return TB_FAIL(TB_ERR_INVALID, "--reps=%d: at least %d repetitions are needed for a "
+                       "median and its interval", b->reps, TB_MIN_REPS);
+    b->argc = argc;
+    b->argv = argv;
+
+    tb_device_kind kind;
+    int ordinal;
+    TB_TRY(tb_device_parse(b->device_spec, &kind, &ordinal));
+    TB_TRY(tb_backend_open(kind, ordinal, b->threads, &b->be));
+    TB_TRY(b->be->device_info(b->be, &b->info));
+    char slug[128];
+    tb_device_slug(&b->info, slug, sizeof slug);
+    TB_TRY(tb_outdir_init(&b->od, b->out_dir, slug));
+    TB_TRY(tb_outdir_create(&b->od));
+    TB_TRY(tb_fingerprint_collect(&b->fp, &b->info, argc, argv));
+    char path[PATH_MAX + 64];
+    TB_TRY(tb_outdir_join(b->od.results, "fingerprint.json", path, sizeof path));
+    TB_TRY(tb_fingerprint_save(&b->fp, path));
+    fprintf(stderr, "%s: %s backend on %s (%d threads), profile %s; results in %s\n", technique,
+            b->info.backend, b->info.name, b->info.threads, profile_names[b->profile],
+            b->od.results);
+    return TB_OK;
+}
+
+int tb_bench_run(tb_bench *b, gb_results **out)
+{
+    char path[PATH_MAX + 64], name[96], tmp[PATH_MAX + 96];
+    snprintf(name, sizeof name, "%s.gbench.json", b->technique);
+    TB_TRY(tb_outdir_join(b->od.results, name, path, sizeof path));
+    TB_TRY(tb_atomic_reserve(path, tmp, sizeof tmp));
+    snprintf(pending_tmp, sizeof pending_tmp, "%s", tmp);
+    signal(SIGINT, remove_pending_and_die);
+    signal(SIGTERM, remove_pending_and_die);
+    size_t n_run = 0;
+    int rc = tbb_run(&b->argc, b->argv, tmp, &n_run);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    pending_tmp[0] = 0;
+    if (rc != TB_OK) {
+        unlink(tmp);
+        return rc;
+    }
+    if (n_run == 0) {
+        unlink(tmp);
+        return TB_FAIL(TB_ERR_INVALID, "no benchmark matched (check --benchmark_filter)");
+    }
+    rc = gb_results_read(tmp, out);
+    if (rc != TB_OK) {
+        unlink(tmp);
+        return rc;
+    }
+    return tb_atomic_publish(tmp, path);
+}
+
+tb_correctness tb_bench_correctness(tb_match m)
+{
+    switch (m) {
+    case TB_MATCH_EXACT:
+        return TB_CORRECT_EXACT;
+    case TB_MATCH_WITHIN_TOL:
+        return TB_CORRECT_WITHIN_TOL;
+    default:
+        return TB_CORRECT_DIFFERS;
+    }
+}
+
+const gb_run *tb_bench_find(const gb_results *r, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    for (size_t i = 0; i < r->n_runs; i++)
+        if (strncmp(r->runs[i].name, prefix, n) == 0)
+            return &r->runs[i];
+    return NULL;
+}
+
+static int run_usable(const gb_run *run)
+{
+    if (!run)
+        return TB_FAIL(TB_ERR_DATA, "a benchmark run is missing from Google Benchmark's JSON");
+    if (run->error_occurred)
+        return TB_FAIL(TB_ERR_DATA, "benchmark %s failed: %s", run->name, run->error_message);
+    if (run->repetitions < TB_MIN_REPS)
+        return TB_FAIL(TB_ERR_DATA, "benchmark %s has %d repetitions, fewer than %d", run->name,
+                       run->repetitions, TB_MIN_REPS);
+    return TB_OK;
+}
+
+/* Percentile bootstrap interval of the median (same resampling scheme and
+ * seed as the speedup interval, so it is reproducible). */
+static void median_interval(const double *x, size_t n, double *lo, double *hi)
+{
+    enum { B = 2000 };
+    double *meds = malloc(B * sizeof *meds), *draw = malloc(n * sizeof *draw);
+    if (!meds || !draw) {
+        *lo = *hi = NAN;
+        goto out_free;
+    }
+    uint64_t s = TB_STATS_DEFAULT_SEED;
+    for (int k = 0; k < B; k++) {
+        for (size_t i = 0; i < n; i++) {
+            s += 0x9e3779b97f4a7c15ull;
+            uint64_t z = s;
+            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+            z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+            z ^= z >> 31;
+            draw[i] = x[z % n];
+        }
+        tb_stats_median(draw, n, &meds[k]);
+    }
+    tb_stats_quantile(meds, B, 0.025, lo);
+    tb_stats_quantile(meds, B, 0.975, hi);
+out_free:
+    free(meds);
+    free(draw);
+}
+
+int tb_bench_fill_timing(tb_result_row *row, const gb_run *run, double unit_scale, const char *unit)
+{
+    TB_TRY(run_usable(run));
+    tb_summary s;
+    TB_TRY(tb_stats_summary(run->seconds, (size_t)run->repetitions, &s));
+    double lo, hi;
+    median_interval(run->seconds, (size_t)run->repetitions, &lo, &hi);
+    row->reps = run->repetitions;
+    row->median = s.median * unit_scale;
+    row->ci_low = lo * unit_scale;
+    row->ci_high = hi * unit_scale;
+    row->min = s.min * unit_scale;
+    row->max = s.max * unit_scale;
+    snprintf(row->unit, sizeof row->unit, "%s", unit);
+    return TB_OK;
+}
+
+int tb_bench_noise_floor(const gb_run *base, const gb_run *base_again, double *noise)
+{
+    *noise = 0;
+    if (!base_again)
+        return TB_OK;
+    TB_TRY(run_usable(base));
+    TB_TRY(run_usable(base_again));
+    tb_interval aa;
+    TB_TRY(tb_stats_speedup_ci(base->seconds, (size_t)base->repetitions, base_again->seconds,
+                               (size_t)base_again->repetitions, NULL, &aa));
+    *noise = tb_stats_noise_floor(&aa);
+    return TB_OK;
+}
+
+int tb_bench_fill_speedup(tb_result_row *row, const gb_run *base, const gb_run *base_again,
+                          const gb_run *var)
+{
+    TB_TRY(run_usable(base));
+    TB_TRY(run_usable(var));
+    double noise;
+    TB_TRY(tb_bench_noise_floor(base, base_again, &noise));
+    tb_interval iv;
+    TB_TRY(tb_stats_speedup_ci(base->seconds, (size_t)base->repetitions, var->seconds,
+                               (size_t)var->repetitions, NULL, &iv));
+    row->speedup = iv.point;
+    row->speedup_ci_low = iv.lo;
+    row->speedup_ci_high = iv.hi;
+    row->noise_floor = noise;
+    switch (tb_stats_timing_verdict(&iv, noise)) {
+    case TB_SPEED_FASTER: row->timing_verdict = TB_TIMING_FASTER; break;
+    case TB_SPEED_SLOWER: row->timing_verdict = TB_TIMING_SLOWER; break;
+    default: row->timing_verdict = TB_TIMING_WITHIN_NOISE; break;
+    }
+    return TB_OK;
+}
+
+void tb_bench_row(const tb_bench *b, tb_result_row *row, const char *setting, int is_baseline,
+                  const char *param_name, double param_value, const char *metric)
+{
+    tb_result_row_init(row);
+    snprintf(row->technique, sizeof row->technique, "%s", b->technique);
+    snprintf(row->backend, sizeof row->backend, "%s", b->info.backend);
+    snprintf(row->device, sizeof row->device, "%s", b->info.name);
+    snprintf(row->setting, sizeof row->setting, "%s", setting);
+    row->is_baseline = is_baseline;
+    if (is_baseline)
+        row->timing_verdict = TB_TIMING_BASELINE;
+    snprintf(row->param_name, sizeof row->param_name, "%s", param_name);
+    row->param_value = param_value;
+    snprintf(row->metric, sizeof row->metric, "%s", metric);
+}
+
+static void print_rows(const tb_results *res)
+{
+    printf("%-10s %-10s %12s %-14s %10s %-8s %-20s %-14s %s\n", "setting", "param", "value",
+           "metric", "median", "unit", "speedup [95% CI]", "verdict", "correctness");
+    for (size_t i = 0; i < res->n; i++) {
+        const tb_result_row *r = &res->rows[i];
+        char sp[64] = "";
+        if (!isnan(r->speedup))
+            snprintf(sp, sizeof sp, "%.3f [%.3f, %.3f]", r->speedup, r->speedup_ci_low,
+                     r->speedup_ci_high);
+        printf("%-10s %-10s %12.6g %-14s %10.4g %-8s %-20s %-14s %s\n", r->setting,
+               r->param_name, r->param_value, r->metric, r->median, r->unit, sp,
+               tb_timing_verdict_name(r->timing_verdict), tb_correctness_name(r->correctness));
+    }
+}
+
+int tb_bench_save(tb_bench *b)
+{
+    char path[PATH_MAX + 64], name[96];
+    snprintf(name, sizeof name, "%s.csv", b->technique);
+    TB_TRY(tb_outdir_join(b->od.results, name, path, sizeof path));
+    TB_TRY(tb_results_save_csv(&b->res, path));
+    snprintf(name, sizeof name, "%s.json", b->technique);
+    TB_TRY(tb_outdir_join(b->od.results, name, path, sizeof path));
+    TB_TRY(tb_results_save_json(&b->res, path));
+    print_rows(&b->res);
+    fprintf(stderr, "%s: wrote %s/%s.csv\n", b->technique, b->od.results, b->technique);
+    return TB_OK;
+}
+
+void tb_bench_close(tb_bench *b)
+{
+    tb_results_free(&b->res);
+    tb_backend_close(b->be);
+    b->be = NULL;
+}
+
+int tb_bench_time_op(tb_backend *be, tb_timed_op op, void *arg, double *seconds)
+{
+    tb_event *start = NULL, *end = NULL;
+    int rc;
+    TB_TRY_GOTO(rc, be->event_create(be, &start), out);
+    TB_TRY_GOTO(rc, be->event_create(be, &end), out_destroy_start);
+    TB_TRY_GOTO(rc, be->event_record(be, start, NULL), out_destroy_end);
+    TB_TRY_GOTO(rc, op(arg), out_destroy_end);
+    TB_TRY_GOTO(rc, be->event_record(be, end, NULL), out_destroy_end);
+    TB_TRY_GOTO(rc, be->event_sync(be, end), out_destroy_end);
+    float ms = 0;
+    TB_TRY_GOTO(rc, be->event_elapsed_ms(be, start, end, &ms), out_destroy_end);
+    *seconds = ms * 1e-3;
+out_destroy_end:
+    be->event_destroy(be, end);
+out_destroy_start:
+    be->event_destroy(be, start);
+out:
+    return rc;
+}
+
+void tb_bench_timed_iterations(tbb_state *st, tb_backend *be, tb_timed_op op, void *arg)
+{
+    while (tbb_keep_running(st)) {
+        double s = 0;
+        if (tb_bench_time_op(be, op, arg, &s) != TB_OK) {
+            tbb_skip_with_error(st, tb_error_message());
+            return;
+        }
+        tbb_set_iteration_time(st, s);
+    }
+}
+
+void tb_bench_timed_loop(tbb_state *st, tb_backend *be, tb_timed_op op, void *arg)
+{
+    for (int w = 0; w < 2; w++)
+        if (op(arg) != TB_OK || be->sync(be) != TB_OK) {
+            tbb_skip_with_error(st, tb_error_message());
+            return;
+        }
+    tb_bench_timed_iterations(st, be, op, arg);
+}
+
+int tb_bench_fail(const char *technique, int rc)
+{
+    fprintf(stderr, "%s: failed\n", technique);
+    tb_error_print(stderr);
+    return tb_exit_code(rc);
+}

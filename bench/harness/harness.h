@@ -1,0 +1,116 @@
+/*
+ * harness.h - what every technique binary shares: the common flags, opening
+ * the backend, the output folders and fingerprint, running the Google
+ * Benchmark runs, and turning per-repetition times into result rows with
+ * speedups, intervals and verdicts. Measuring is kept apart from reporting:
+ * a technique registers benchmarks and runs them; then it builds rows from
+ * the JSON Google Benchmark wrote, then it checks correctness in a separate
+ * pass, never inside the timed loop.
+ *
+ * Common flags: --device, --threads, --profile=default|full|tiny,
+ * --out-dir, --reps (at least 5), --describe (bench/harness/technique.h). Google Benchmark's own --benchmark_*
+ * flags pass through (e.g. --benchmark_filter).
+ */
+#ifndef TB_BENCH_HARNESS_H
+#define TB_BENCH_HARNESS_H
+
+#include <stddef.h>
+
+#include "bench/harness/gb_results.h"
+#include "bench/harness/gbench_shim.h"
+#include "bench/harness/technique.h"
+#include "lib/backend/backend.h"
+#include "lib/report/fingerprint.h"
+#include "lib/core/flags.h"
+#include "lib/core/outdir.h"
+#include "lib/report/results.h"
+#include "lib/core/stats.h"
+
+#define TB_MIN_REPS 5
+#define TB_MAX_EXTRA_FLAGS 32
+
+typedef struct tb_bench {
+    const tb_technique *tech;  /* its declaration */
+    const char *technique;     /* "gelu": file names and the technique column */
+    /* common flags */
+    const char *device_spec;
+    int threads;
+    int profile;               /* tb_profile */
+    const char *out_dir;
+    int reps;
+    /* opened by tb_bench_init */
+    tb_backend *be;
+    tb_device_info info;
+    tb_outdir od;
+    tb_fingerprint fp;
+    tb_results res;
+    int argc;                  /* what is left for Google Benchmark */
+    char **argv;
+} tb_bench;
+
+/* Parses the common flags plus the technique's own (extra), opens the
+ * backend, creates results/<device>/ and plots/<device>/ and writes the
+ * fingerprint. Returns TB_OK, or an error. *done is set (and TB_OK
+ * returned) when --help or --describe was answered and the program should
+ * exit 0. REQUIRES: tech outlives b. */
+int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, size_t nextra,
+                  int argc, char **argv, int *done);
+
+/* Runs the registered benchmarks; Google Benchmark's JSON is kept as
+ * results/<device>/<technique>.gbench.json (written to a temporary name and
+ * renamed, so its own compare.py can read two runs) and parsed into *out. */
+int tb_bench_run(tb_bench *b, gb_results **out);
+
+/* Finds a run by registered name prefix ("gelu_fwd_fused/1024/"); NULL if
+ * missing. Names carry options GB appends, so match on the prefix. */
+const gb_run *tb_bench_find(const gb_results *r, const char *prefix);
+
+/* Fills the timing columns of row from run (seconds converted to unit_scale
+ * units, e.g. 1e3 for ms): reps, median, a bootstrap 95% interval of the
+ * median, min, max. Fails with TB_ERR_DATA if the run reported an error or
+ * has fewer than TB_MIN_REPS repetitions. */
+int tb_bench_fill_timing(tb_result_row *row, const gb_run *run, double unit_scale,
+                         const char *unit);
+
+/* Speedup of var over base with its bootstrap interval, the noise floor from
+ * base vs base_again (the baseline timed twice in the same run), and the
+ * verdict. base_again may be NULL (noise floor 0). */
+int tb_bench_fill_speedup(tb_result_row *row, const gb_run *base, const gb_run *base_again,
+                          const gb_run *var);
+
+/* The CSV's correctness verdict for a comparison's (lib/core/stats.h):
+ * exact, within tolerance or DIFFERS. */
+tb_correctness tb_bench_correctness(tb_match m);
+
+/* Noise floor of a baseline timed twice, for the baseline's own row. */
+int tb_bench_noise_floor(const gb_run *base, const gb_run *base_again, double *noise);
+
+/* A row with identity columns (technique, backend, device) filled in. */
+void tb_bench_row(const tb_bench *b, tb_result_row *row, const char *setting, int is_baseline,
+                  const char *param_name, double param_value, const char *metric);
+
+/* Writes results/<device>/<technique>.csv and .json atomically and prints
+ * the rows as a short table on stdout. */
+int tb_bench_save(tb_bench *b);
+
+void tb_bench_close(tb_bench *b);
+
+/* Times one call of op with the backend's events (CUDA events on the GPU,
+ * CLOCK_MONOTONIC on the CPU): the manual time every benchmark reports. */
+typedef int (*tb_timed_op)(void *arg);
+int tb_bench_time_op(tb_backend *be, tb_timed_op op, void *arg, double *seconds);
+
+/* The body of a Google Benchmark function for one backend op: runs op
+ * twice to warm up (caches, lazy initialization, autotuner caches), then
+ * times each iteration with tb_bench_time_op and reports it as manual time.
+ * A failing op ends the run with GB's skip-with-error and its message. */
+void tb_bench_timed_loop(tbb_state *st, tb_backend *be, tb_timed_op op, void *arg);
+
+/* tb_bench_timed_loop without the warm-up: the timed iterations only, for
+ * callers that warm up their own way (bench/harness/opbench.c: once per case). */
+void tb_bench_timed_iterations(tbb_state *st, tb_backend *be, tb_timed_op op, void *arg);
+
+/* Prints the error chain and returns the exit code for status rc. */
+int tb_bench_fail(const char *technique, int rc);
+
+#endif

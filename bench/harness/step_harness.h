@@ -1,0 +1,135 @@
+/*
+ * step_harness.h - the technique-table machinery for training-step
+ * techniques (issue 6): a technique is one tb_step_technique entry (its
+ * settings, which one each is compared with, the metric, the n/a reason per
+ * backend, the correctness tolerance with its justification); tb_step_main
+ * loops over the entry and never looks at names.
+ *
+ * What tb_step_main does, in this order (STYLE.md rule 5: checks apart from
+ * timing):
+ *   1. the common flags (bench/harness/harness.h) plus --mem-limit and
+ *      --check-steps; the Fashion-MNIST subset of the profile, decoded once;
+ *   2. the entry's backend_ready hook, when it has one; n/a rows for the
+ *      settings the backend gives no meaning to (the
+ *      baseline is always timed, so every technique has a reference);
+ *   3. the correctness pass: per setting a fresh trainer from the same seed,
+ *      check-steps steps, the last loss compared with its baseline's
+ *      (tb_compare_values with the entry's tolerance), the peak memory the
+ *      backend's allocator counted; a setting that runs out of memory under
+ *      --mem-limit becomes an n/a row saying so, and is not timed;
+ *   4. timing through Google Benchmark: per setting one trainer, warmed up
+ *      when created, then fixed iterations of the metric (a step, or an
+ *      epoch) per repetition, each timed with the backend's events
+ *      (tb_bench_time_op) and reported as manual time; every baseline is
+ *      timed a second time at the end, for the noise floor;
+ *   5. rows (speedup with its interval, verdicts), <technique>.csv/.json and
+ *      plots/<device>/<technique>.png (speedup per setting, 95% interval).
+ *
+ * Profiles: tiny (tests: batch 16, a few steps), default (bench:all: every
+ * sweep point, each short: about 20-30 s per technique on 2 cores), full
+ * (batch 64, longer repetitions and checks).
+ *
+ * Use (bench/techniques/grads_to_none.c is the shortest example):
+ *   static const tb_step_setting settings[] = {
+ *       {"memset", 0, 0, set_memset}, {"to none", 1, 0, set_none}};
+ *   static const tb_step_technique tech = {
+ *       .desc = {.name = "grads_to_none", .what = ..., .est_seconds = ..., ...},
+ *       TB_STEP_SETTINGS(settings), ...};
+ *   TB_STEP_MAIN(tech)
+ */
+#ifndef TB_BENCH_STEP_HARNESS_H
+#define TB_BENCH_STEP_HARNESS_H
+
+#include "bench/harness/harness.h"
+#include "lib/train/config.h"
+#include "lib/train/train.h"
+
+typedef enum tb_step_metric {
+    TB_METRIC_STEP = 0,   /* one optimizer step ("step time", ms) */
+    TB_METRIC_EPOCH = 1,  /* one pass over the profile's subset ("epoch time", s) */
+} tb_step_metric;
+
+struct tb_step_technique;
+struct tb_step_setting;
+
+/* One setting's live state while it is checked or timed. */
+typedef struct tb_step_ctx {
+    const struct tb_step_technique *tech;
+    const struct tb_step_setting *setting;
+    tb_bench *bench;
+    tb_config cfg;            /* the setting's validated configuration */
+    const tb_dataset *train, *test; /* the profile's subset, shared, decoded once */
+    tb_trainer *t;
+    long calls;               /* run_once calls on this trainer so far */
+    int epoch;                /* loader epoch of tb_step_next_batch */
+    void *user;               /* the technique's own state (run_once's) */
+} tb_step_ctx;
+
+typedef struct tb_step_setting {
+    const char *name;         /* the CSV's setting: "workers=2", "fused" */
+    double param;             /* its sweep point (param_value) */
+    int base;                 /* index of the setting it is compared with;
+                                 its own index: it is a baseline (technique off) */
+    void (*apply)(tb_config *cfg, double param); /* NULL: the entry's config as is */
+    /* One unit of the metric; *loss is the last step's loss. NULL: the
+     * metric's default (trainer_step, or one epoch of trainer_step). */
+    int (*run_once)(tb_step_ctx *c, float *loss);
+    /* Before the setting's trainer is built: backend state the config does
+     * not hold (e.g. the allocator's policy). NULL: nothing. */
+    int (*prepare)(tb_backend *be, double param);
+} tb_step_setting;
+
+typedef struct tb_step_technique {
+    tb_technique desc;        /* name, what, time estimates, run order, tiny test */
+    const char *param_name;   /* "workers", "batch", "on" */
+    const tb_step_setting *settings;
+    int n_settings;           /* TB_COUNT(settings) */
+    tb_step_metric metric;
+    int per_sample;           /* time per 1000 samples instead of per step
+                                 (settings differ in batch size); also: one
+                                 warm-up step, one step per repetition, and
+                                 the check trains a fixed number of samples */
+    double mem_limit_mib[3];  /* default --mem-limit per tb_profile (0: none) */
+    /* Entry-wide changes to the defaults, e.g. augmentation on for loader
+     * techniques; profile is a tb_profile. NULL: none. */
+    void (*setup)(tb_config *cfg, int profile);
+    /* NULL when the setting means something on this backend, else why not. */
+    const char *(*na_reason)(const char *backend, const tb_step_setting *s);
+    double tolerance;         /* relative, loss after N steps; 0: must be bitwise equal */
+    const char *tolerance_why; /* one line: why this tolerance */
+    /* Non-NULL: losses are not comparable by design (e.g. another batch
+     * size); the correctness column is n/a and this says why. */
+    const char *not_comparable;
+    /* Non-NULL: called after a setting's check with its trainer, to add a
+     * remark to the row's note (e.g. the test accuracy reached). */
+    int (*check_note)(tb_step_ctx *c, char *note, size_t cap);
+    /* Non-NULL: adjusts a setting's row before it is added (e.g. the
+     * waterfall's param_name per kind of row). */
+    void (*row_hook)(int idx, tb_result_row *row);
+    /* Non-NULL: called once the backend is open ("cpu", "cuda"), before
+     * any setting is applied, checked or asked for its n/a reason: for an
+     * entry whose settings depend on the backend (the waterfall's masks
+     * hold only the stages that backend runs). */
+    void (*backend_ready)(const char *backend);
+} tb_step_technique;
+
+/* Runs the technique: flags, checks, timing, rows, plot. Returns the exit
+ * code (0, or tb_bench_fail's). */
+int tb_step_main(const tb_step_technique *tech, int argc, char **argv);
+
+/* In a tb_step_technique initializer: the settings array and its count. */
+#define TB_STEP_SETTINGS(array) .settings = (array), .n_settings = (int)TB_COUNT(array)
+
+/* The main() of a technique file that is one tb_step_technique. */
+#define TB_STEP_MAIN(tech)                                                                        \
+    int main(int argc, char **argv) { return tb_step_main(&(tech), argc, argv); }
+
+/* The next training batch from the trainer's loader, beginning the next
+ * epoch when one runs out (for run_once functions that build their own
+ * step; do not mix with trainer_step on the same trainer). */
+int tb_step_next_batch(tb_step_ctx *c, tb_batch *b);
+
+/* n/a helpers for entries: no reason anywhere; n/a on the CPU backend. */
+const char *tb_step_na_never(const char *backend, const tb_step_setting *s);
+
+#endif

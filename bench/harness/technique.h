@@ -1,0 +1,61 @@
+/*
+ * technique.h - a technique's one declaration: its name, what it measures,
+ * how long it takes per profile, where bench:all runs it, and what its
+ * tiny-profile test expects. It is written once, in the technique's own
+ * bench/techniques/<name>.c, and everything else asks the binary for it:
+ * `<binary> --describe` prints it as one JSON line (tb_technique_describe),
+ * bench:all reads that to plan and order its run, and the tiny-profile test
+ * (technique_test.sh) reads it for what to check.
+ */
+#ifndef TB_BENCH_TECHNIQUE_H
+#define TB_BENCH_TECHNIQUE_H
+
+#include <stdio.h>
+
+/* The number of entries of a static array. */
+#define TB_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+typedef enum tb_profile {
+    TB_PROFILE_DEFAULT = 0,
+    TB_PROFILE_FULL = 1,
+    TB_PROFILE_TINY = 2,
+} tb_profile;
+
+#define TB_MAX_AFTER 4
+
+/* What the tiny-profile test checks (bench/harness/check_outputs.py). */
+typedef struct tb_tiny_test {
+    int min_rows;             /* rows its CSV has at least */
+    const char *plots;        /* the plots it draws, comma-separated; NULL: none */
+    const char *na_note;      /* NULL, or the text every CPU n/a row's note holds
+                                 (the test then also wants n/a rows) */
+    int no_gbench;            /* times without Google Benchmark: no .gbench.json */
+} tb_tiny_test;
+
+typedef struct tb_technique {
+    const char *name;         /* target and binary: bazel run //bench:<name> */
+    const char *results;      /* results/<device>/<results>.csv and the technique
+                                 column; NULL: name */
+    const char *what;         /* one line for --help */
+    double est_seconds[3];    /* expected run time per tb_profile */
+    /* bench:all runs techniques by ascending order (ties by name), each one
+     * after those named in `after` (whose results it reads). */
+    int order;
+    const char *after[TB_MAX_AFTER];
+    tb_tiny_test tiny;
+} tb_technique;
+
+/* results, or name when results is NULL. */
+const char *tb_technique_results(const tb_technique *t);
+
+/* Writes t as one JSON line:
+ * {"name":..,"results":..,"what":..,"est_seconds":[d,f,t],"order":..,
+ *  "after":[..],"tiny":{"min_rows":..,"plots":..,"na_note":..,"gbench":..}}
+ * Returns TB_OK or TB_ERR_IO. */
+int tb_technique_describe(const tb_technique *t, FILE *f);
+
+/* Whether argv holds --describe (for a main that must stop before its
+ * later parts; tb_bench_init answers --describe itself). */
+int tb_technique_wants_describe(int argc, char *const *argv);
+
+#endif

@@ -1,0 +1,26 @@
+/*
+ * augment_on_device.c - bench:augment_on_device: augmentation (crop, flip,
+ * normalize) on the device vs in the loader workers; the kernel shares its
+ * per-pixel math with datasets/augment.c (kernels/augment_math.h), crops and
+ * flips drawn on the host from the same (seed, epoch, index). n/a on the CPU
+ * backend.
+ *
+ *   bazel run //bench:augment_on_device -- [--device=cuda] [--profile=default|full|tiny]
+ */
+#include "bench/harness/device_toggle.h"
+
+static const tb_device_toggle toggle = {
+    .desc = {
+        .name = "augment_on_device",
+        .what = "augmentation (crop, flip, normalize) on the device vs in the loader workers",
+        .est_seconds = {5, 20, 5}, /* default, full, tiny */
+        .order = 140,
+        .tiny = {.min_rows = 2},
+    },
+    .field = offsetof(tb_config, augment_on_device),
+    .cpu_reason = "n/a on the CPU backend: the CPU is the device, augmentation already runs "
+                  "where the model runs",
+    .tolerance_why = "the same bytes reach the model either way: bitwise equal",
+};
+
+TB_DEVICE_TOGGLE_MAIN(toggle)

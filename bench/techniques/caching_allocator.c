@@ -1,0 +1,51 @@
+/*
+ * caching_allocator.c - bench:caching_allocator: the training step with the
+ * device allocator caching freed blocks (PyTorch's default) vs one device
+ * malloc/free per allocation (the baseline: the technique off), through
+ * the backend's mem_set_mode. Where a backend has one policy only
+ * (mem_set_mode NULL: the CPU backend) the cached setting is n/a; the
+ * baseline step is timed as the reference.
+ *
+ *   bazel run //bench:caching_allocator -- [--device=cuda] [--profile=...]
+ */
+#include <string.h>
+
+#include "bench/harness/step_harness.h"
+
+static int set_policy(tb_backend *be, double caching)
+{
+    if (!be->mem_set_mode)
+        return TB_OK;
+    return be->mem_set_mode(be, caching != 0 ? TB_MEM_CACHING : TB_MEM_PLAIN, 0);
+}
+
+static const char *na_reason(const char *backend, const tb_step_setting *s)
+{
+    (void)s;
+    if (strcmp(backend, "cpu") == 0)
+        return "the CPU backend allocates with malloc and has no device allocator policy to "
+               "switch (mem_set_mode is NULL)";
+    return NULL;
+}
+
+static const tb_step_setting settings[] = {
+    {"malloc/free per allocation", 0, 0, NULL, NULL, set_policy},
+    {"caching", 1, 0, NULL, NULL, set_policy},
+};
+
+static const tb_step_technique tech = {
+    .desc = {
+        .name = "caching_allocator",
+        .what = "caching device allocator vs malloc/free per allocation on the training step",
+        .est_seconds = {10, 30, 5}, /* default, full, tiny */
+        .order = 160,
+        .tiny = {.min_rows = 2},
+    },
+    .param_name = "caching",
+    TB_STEP_SETTINGS(settings),
+    .metric = TB_METRIC_STEP,
+    .na_reason = na_reason,
+    .tolerance = 0,
+};
+
+TB_STEP_MAIN(tech)

@@ -1,0 +1,24 @@
+/*
+ * cuda_graphs.c - bench:cuda_graphs: CUDA graph capture and replay of the
+ * training step vs kernel launches: forward, loss and backward captured
+ * after three warm-up steps and replayed, the optimizer outside the graph
+ * (lib/train/train_device.c). n/a on the CPU backend.
+ *
+ *   bazel run //bench:cuda_graphs -- [--device=cuda] [--profile=default|full|tiny]
+ */
+#include "bench/harness/device_toggle.h"
+
+static const tb_device_toggle toggle = {
+    .desc = {
+        .name = "cuda_graphs",
+        .what = "CUDA graph capture and replay of the training step vs kernel launches",
+        .est_seconds = {5, 20, 5}, /* default, full, tiny */
+        .order = 150,
+        .tiny = {.min_rows = 2},
+    },
+    .field = offsetof(tb_config, cuda_graphs),
+    .cpu_reason = "n/a on the CPU backend: no kernel launches to capture",
+    .tolerance_why = "replay runs the same kernels on the same buffers: bitwise equal",
+};
+
+TB_DEVICE_TOGGLE_MAIN(toggle)

@@ -1,0 +1,124 @@
+/*
+ * data_format.c - bench:data_format: where the training data comes from
+ * each epoch. Baseline: the gzip IDX files re-read and decompressed every
+ * epoch (a reader that keeps nothing); a raw uint8 IDX copy under /dev/shm
+ * (RAM-backed; written once with dataset_write_fashion_mnist) re-read every
+ * epoch; or decoded once into RAM before training. Each repetition reads the
+ * whole training file (60000 images) the setting's way, then trains one
+ * epoch of the profile's subset (default: 128 images, 4 steps, so the
+ * repetitions stay short; the read is the same whole file in every profile).
+ * The check reads each source back and requires the same bytes as the
+ * decoded subset.
+ *
+ *   bazel run //bench:data_format -- [--device=cpu] [--profile=...]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench/harness/step_harness.h"
+
+enum { SRC_GZIP = 0, SRC_SHM = 1, SRC_RAM = 2 };
+
+static char shm_dir[96];
+
+static void remove_shm_copy(void)
+{
+    char p[256];
+    for (int labels = 0; labels < 2; labels++)
+        if (dataset_fashion_mnist_path(shm_dir, TB_SPLIT_TRAIN, labels, 0, p, sizeof p) == TB_OK)
+            unlink(p);
+    rmdir(shm_dir);
+}
+
+/* The raw copy under /dev/shm, written on first use, removed at exit. */
+static int shm_copy(const char *data_dir, const char **dir)
+{
+    if (!shm_dir[0]) {
+        tb_dataset *ds = NULL;
+        snprintf(shm_dir, sizeof shm_dir, "/dev/shm/tunebench-data-%d", (int)getpid());
+        if (mkdir(shm_dir, 0700) != 0)
+            return TB_FAIL(TB_ERR_IO, "cannot create %s", shm_dir);
+        atexit(remove_shm_copy);
+        TB_TRY(dataset_open_fashion_mnist(data_dir, TB_SPLIT_TRAIN, 0, &ds));
+        int rc = dataset_write_fashion_mnist(ds, shm_dir, TB_SPLIT_TRAIN);
+        dataset_free(ds);
+        TB_TRY(rc);
+    }
+    *dir = shm_dir;
+    return TB_OK;
+}
+
+static int read_source(const tb_step_ctx *c, long limit, tb_dataset **out)
+{
+    const char *dir = c->cfg.data_dir;
+    if (c->setting->param == SRC_SHM)
+        TB_TRY(shm_copy(c->cfg.data_dir, &dir));
+    return dataset_open_fashion_mnist(dir, TB_SPLIT_TRAIN, limit, out);
+}
+
+static int epoch(tb_step_ctx *c, float *loss)
+{
+    for (int i = loader_num_batches(c->t->train_ld); i > 0; i--)
+        TB_TRY(trainer_step(c->t, loss));
+    return TB_OK;
+}
+
+static int read_then_epoch(tb_step_ctx *c, float *loss)
+{
+    tb_dataset *ds = NULL;
+    TB_TRY(read_source(c, 0, &ds));
+    dataset_free(ds);
+    return epoch(c, loss);
+}
+
+static int same_bytes_note(tb_step_ctx *c, char *note, size_t cap)
+{
+    if (c->setting->param == SRC_RAM)
+        return TB_OK;
+    tb_dataset *ds = NULL;
+    TB_TRY(read_source(c, c->train->n, &ds));
+    const tb_dataset *ram = c->train;
+    size_t px = (size_t)ram->n * ram->c * ram->h * ram->w;
+    int same = ds->n == ram->n && !memcmp(ds->images, ram->images, px) &&
+               !memcmp(ds->labels, ram->labels, (size_t)ram->n * sizeof *ram->labels);
+    dataset_free(ds);
+    if (!same)
+        return TB_FAIL(TB_ERR_DATA, "%s: the data read differs from the decoded subset",
+                       c->setting->name);
+    snprintf(note, cap, "its read gives the same %d images and labels, bitwise", ram->n);
+    return TB_OK;
+}
+
+static void setup(tb_config *cfg, int profile)
+{
+    cfg->augment = 1;
+    if (profile == TB_PROFILE_DEFAULT)
+        cfg->data_limit = 128;
+}
+
+static const tb_step_setting settings[] = {
+    {"gzip IDX every epoch", SRC_GZIP, 0, NULL, read_then_epoch, NULL},
+    {"raw in /dev/shm every epoch", SRC_SHM, 0, NULL, read_then_epoch, NULL},
+    {"decoded once in RAM", SRC_RAM, 0, NULL, epoch, NULL},
+};
+
+static const tb_step_technique tech = {
+    .desc = {
+        .name = "data_format",
+        .what = "gzip IDX read per epoch vs raw uint8 in /dev/shm vs decoded once in RAM",
+        .est_seconds = {25, 120, 10}, /* default, full, tiny */
+        .order = 50,
+        .tiny = {.min_rows = 3, .plots = "data_format"},
+    },
+    .param_name = "source",
+    TB_STEP_SETTINGS(settings),
+    .metric = TB_METRIC_EPOCH,
+    .setup = setup,
+    .na_reason = tb_step_na_never,
+    .check_note = same_bytes_note,
+};
+
+TB_STEP_MAIN(tech)

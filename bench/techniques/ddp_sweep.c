@@ -1,0 +1,799 @@
+/*
+ * ddp_sweep.c - `bazel run //bench:ddp_sweep`: DataParallel vs
+ * DistributedDataParallel on the small CNN at the same global batch.
+ *
+ * DDP: runs the DDP worker (bench/ddp.c) under mpirun for ranks 1..N
+ * (--max-ranks, default the cores), with bucket sizes (a small one that
+ * makes several buckets of this model's ~0.5 MiB of gradients, and
+ * PyTorch's 25 MiB, which makes one) and overlap on/off at N ranks; N ranks
+ * with unequal work (--imbalance: rank r's shard weighs 1 + r/(N-1)) beside
+ * the balanced run, showing the lighter rank's waiting; and N ranks with
+ * SyncBatchNorm. The workers write per-step CSVs into a temporary folder
+ * (rank 0 alone writes); this process reads them.
+ * DP: lib/dist/dp.h in this process, same global batch. On the CPU, 1..N replicas
+ * on threads (TB_DP_THREADS), each with its own CPU backend; on CUDA, 1..N
+ * GPUs (N at most the GPUs there are) driven from this one thread
+ * (TB_DP_ONE_THREAD), the model on the --device GPU. The other kind's rows
+ * are n/a with the reason (on a machine without a GPU: "no GPU").
+ * All-reduce bus bandwidth: the N-rank worker times the blocking all-reduce
+ * over message sizes (lib/dist/comm.h; busbw as nccl-tests defines it).
+ *
+ * Step times are per step (the first step is warm-up and dropped), the
+ * slowest rank's; medians with a bootstrap 95% interval over the steps.
+ * The baseline is DDP on 1 rank (one process at the global batch), timed
+ * twice for the noise floor. Scaling efficiency at n = t(1) / (n t(n)).
+ *
+ * Correctness (--verify in the workers, rank 0): weights bitwise equal on
+ * every rank, and the final loss within 1e-4 relative of one process at
+ * the same global batch whose batch norm sees each replica's share (micro-
+ * batch B/n, n accumulation steps), or, with SyncBatchNorm, of the plain
+ * one-process run (batch norm over the whole batch). DP: the same
+ * per-replica-share reference in this process (loss 1e-4 relative).
+ *
+ * Data: synthetic (the step time does not depend on pixel values).
+ * Writes results/<device>/ddp.csv (+ .json) and plots ddp (step time),
+ * ddp_efficiency and ddp_busbw. On CUDA the workers use NCCL.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench/harness/harness.h"
+#include "lib/core/rng.h"
+#include "lib/dist/comm.h"
+#include "lib/dist/dp.h"
+#include "lib/nn/optim.h"
+#include "lib/report/plot.h"
+
+#define MAX_STEPS 256
+#define LOSS_TOL 1e-4
+#define BIG_BUCKET ((size_t)25 << 20)
+#define DP_THREADS "DP threads"
+#define DP_GPUS "DP GPUs one thread"
+
+/* ---- one DDP launch ---- */
+
+typedef struct ddp_case {
+    char label[64];
+    int ranks;
+    size_t bucket;
+    int overlap, sync_bn, verify, busbw;
+    double imbalance;
+    /* read back */
+    double step_s[MAX_STEPS], exposed_s[MAX_STEPS], allreduce_s[MAX_STEPS];
+    int n;
+    double bytes, last_loss;
+    int have_verify, weights_identical, failed_checks;
+    double loss, ref_loss, rel, max_abs_w;
+} ddp_case;
+
+typedef struct plan {
+    int steps, batch, max_ranks, busbw_reps;
+    size_t small_bucket, busbw_max;
+    long data_limit;
+} plan;
+
+typedef struct sweep {
+    tb_bench *b;
+    plan p;
+    char worker[8400];
+    char tmp[64];
+    ddp_case *cases;
+    int ncases;
+    double busbw_s[32][MAX_STEPS];
+    size_t busbw_bytes[32];
+    int busbw_n[32], nsizes;
+    const char *dp_label;     /* the plots' DP series */
+    const char *dp_na;        /* the DP setting this device does not run, and why */
+    char dp_na_why[512];
+} sweep;
+
+static void plan_profile(int profile, plan *p)
+{
+    int ranks = p->max_ranks > 0 ? p->max_ranks : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    *p = (plan){.steps = 12, .batch = 64, .max_ranks = ranks,
+                .busbw_reps = 10, .small_bucket = 64 << 10, .busbw_max = 16 << 20,
+                .data_limit = 4096};
+    if (profile == TB_PROFILE_TINY)
+        p->steps = 6, p->batch = 32, p->busbw_max = 1 << 20, p->busbw_reps = 5,
+        p->data_limit = 1024;
+    else if (profile == TB_PROFILE_FULL)
+        p->steps = 60, p->batch = 128, p->busbw_max = 64 << 20, p->busbw_reps = 20,
+        p->data_limit = 16384;
+    if (p->max_ranks < 1)
+        p->max_ranks = 1;
+}
+
+/* The worker binary: in the runfiles tree beside this one (bazel run,
+ * bench:all, bazel test), else next to this binary. */
+static int find_worker(const char *argv0, char *out, size_t cap)
+{
+    const char *rf = getenv("RUNFILES_DIR");
+    char cands[3][4200];
+    snprintf(cands[0], sizeof cands[0], "%.4000s/tunebench/bench/ddp_worker", rf ? rf : "/nonexistent");
+    snprintf(cands[1], sizeof cands[1], "%.4000s.runfiles/tunebench/bench/ddp_worker", argv0);
+    const char *slash = strrchr(argv0, '/');
+    int dir_len = slash ? (int)(slash - argv0) : 1;
+    snprintf(cands[2], sizeof cands[2], "%.*s/ddp_worker", dir_len > 4000 ? 4000 : dir_len,
+             slash ? argv0 : ".");
+    for (int i = 0; i < 3; i++)
+        if (access(cands[i], X_OK) == 0) {
+            snprintf(out, cap, "%s", cands[i]);
+            return TB_OK;
+        }
+    return TB_FAIL(TB_ERR_IO, "cannot find the DDP worker (bench/ddp_worker) beside %s", argv0);
+}
+
+static void add_case(sweep *s, const char *label, int ranks, size_t bucket, int overlap,
+                     double imbalance, int sync_bn, int busbw)
+{
+    ddp_case *c = &s->cases[s->ncases++];
+    *c = (ddp_case){.ranks = ranks, .bucket = bucket, .overlap = overlap, .imbalance = imbalance,
+                    .sync_bn = sync_bn, .verify = ranks > 1, .busbw = busbw};
+    snprintf(c->label, sizeof c->label, "%s", label);
+}
+
+static int plan_cases(sweep *s)
+{
+    int N = s->p.max_ranks;
+    s->cases = calloc((size_t)N + 8, sizeof *s->cases);
+    if (!s->cases)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory planning the DDP sweep");
+    char small[40], label[64];
+    snprintf(small, sizeof small, "DDP bucket=%zuK", s->p.small_bucket >> 10);
+    add_case(s, "DDP bucket=25M", 1, BIG_BUCKET, 1, 0, 0, 0);
+    add_case(s, "DDP bucket=25M again", 1, BIG_BUCKET, 1, 0, 0, 0);
+    for (int n = 2; n <= N; n++)
+        add_case(s, "DDP bucket=25M", n, BIG_BUCKET, 1, 0, 0, n == N);
+    if (N < 2)
+        return TB_OK;
+    add_case(s, "DDP bucket=25M no-overlap", N, BIG_BUCKET, 0, 0, 0, 0);
+    add_case(s, small, N, s->p.small_bucket, 1, 0, 0, 0);
+    snprintf(label, sizeof label, "%s no-overlap", small);
+    add_case(s, label, N, s->p.small_bucket, 0, 0, 0, 0);
+    snprintf(label, sizeof label, "%s imbalance=1", small);
+    add_case(s, label, N, s->p.small_bucket, 1, 1.0, 0, 0);
+    add_case(s, "DDP bucket=25M SyncBN", N, BIG_BUCKET, 1, 0, 1, 0);
+    return TB_OK;
+}
+
+/* mpirun -np n [--oversubscribe] [--allow-run-as-root] worker flags;
+ * the workers' output goes to our stderr. */
+static int launch(sweep *s, ddp_case *c, const char *report)
+{
+    char a[16][128];
+    int k = 0;
+    const char *argv[48];
+    int na = 0;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    snprintf(a[k++], 128, "%d", c->ranks);
+    argv[na++] = "mpirun";
+    argv[na++] = "-np";
+    argv[na++] = a[0];
+    argv[na++] = "--bind-to";
+    argv[na++] = "none";
+    if (c->ranks > cores)
+        argv[na++] = "--oversubscribe";
+    if (geteuid() == 0) {
+        argv[na++] = "--allow-run-as-root";
+        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    }
+    argv[na++] = s->worker;
+#define ARG(...) (snprintf(a[k], 128, __VA_ARGS__), argv[na++] = a[k++])
+    ARG("--device=%s", s->b->device_spec);
+    ARG("--dataset=synthetic");
+    ARG("--data-limit=%ld", s->p.data_limit);
+    ARG("--test-limit=256");
+    ARG("--batch-size=%d", s->p.batch);
+    ARG("--max-steps=%d", s->p.steps);
+    ARG("--bucket-size=%zu", c->bucket);
+    ARG("--%soverlap", c->overlap ? "" : "no-");
+    ARG("--imbalance=%g", c->imbalance);
+    ARG("--comm-timeout=300");
+    if (s->b->threads > 0)
+        ARG("--threads=%d", (int)(s->b->threads / c->ranks > 0 ? s->b->threads / c->ranks : 1));
+#undef ARG
+    char rep[200], bb[64], br[64];
+    snprintf(rep, sizeof rep, "--report=%s", report);
+    argv[na++] = rep;
+    if (c->verify)
+        argv[na++] = "--verify";
+    if (c->sync_bn)
+        argv[na++] = "--sync-bn";
+    if (c->busbw) {
+        snprintf(bb, sizeof bb, "--busbw-max=%zu", s->p.busbw_max);
+        snprintf(br, sizeof br, "--busbw-reps=%d", s->p.busbw_reps);
+        argv[na++] = bb;
+        argv[na++] = br;
+    }
+    argv[na] = NULL;
+    fprintf(stderr, "ddp: %s on %d rank%s\n", c->label, c->ranks, c->ranks > 1 ? "s" : "");
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return TB_FAIL(TB_ERR_IO, "fork failed: %s", strerror(errno));
+    if (pid == 0) {
+        dup2(2, 1);
+        execvp("mpirun", (char *const *)argv);
+        fprintf(stderr, "ddp: cannot run mpirun: %s\n", strerror(errno));
+        _exit(127);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return TB_FAIL(TB_ERR_IO, "the DDP worker (%s, %d ranks) failed (status %d); its output "
+                       "is above", c->label, c->ranks, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    return TB_OK;
+}
+
+/* ---- reading the workers' files ---- */
+
+/* Calls row(line, ctx) on each line of REPORT.EXT.csv, which rank 0 of the
+ * worker wrote, until row returns nonzero; path gets the file's name. */
+static int each_report_line(const char *report, const char *ext, char *path, size_t cap,
+                            int (*row)(const char *line, void *ctx), void *ctx)
+{
+    char line[512];
+    snprintf(path, cap, "%s.%s.csv", report, ext);
+    FILE *f = fopen(path, "r");
+    TB_CHECK_IO(!f, "the DDP worker wrote no %s", path);
+    while (fgets(line, sizeof line, f) && row(line, ctx) == 0)
+        ;
+    fclose(f);
+    return TB_OK;
+}
+
+static int step_row(const char *line, void *ctx)
+{
+    ddp_case *c = ctx;
+    int ranks, step;
+    double st, fw, bw, ar, ex, bytes, loss;
+    if (sscanf(line, "%d,%d,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &ranks, &step, &st, &fw, &bw, &ar, &ex,
+               &bytes, &loss) != 9)
+        return 0; /* the header */
+    c->last_loss = loss;
+    if (step == 0 || c->n >= MAX_STEPS) /* warm-up */
+        return 0;
+    c->step_s[c->n] = st;
+    c->exposed_s[c->n] = ex;
+    c->allreduce_s[c->n] = ar;
+    c->bytes = bytes;
+    c->n++;
+    return 0;
+}
+
+static int read_steps(ddp_case *c, const char *report)
+{
+    char path[256];
+    c->n = 0;
+    TB_TRY(each_report_line(report, "steps", path, sizeof path, step_row, c));
+    if (c->n < TB_MIN_REPS)
+        return TB_FAIL(TB_ERR_DATA, "%s: %d timed steps, fewer than %d", path, c->n, TB_MIN_REPS);
+    return TB_OK;
+}
+
+static int verify_row(const char *line, void *ctx)
+{
+    ddp_case *c = ctx;
+    const char *p = strchr(line, ',');
+    p = p ? strchr(p + 1, ',') : NULL; /* past ranks and the reference's name */
+    if (p && sscanf(p + 1, "%d,%lf,%lf,%lf,%*g,%lf,%d", &c->weights_identical, &c->loss,
+                    &c->ref_loss, &c->rel, &c->max_abs_w, &c->failed_checks) == 6)
+        c->have_verify = 1;
+    return 0;
+}
+
+static int read_verify(ddp_case *c, const char *report)
+{
+    char path[256];
+    TB_TRY(each_report_line(report, "verify", path, sizeof path, verify_row, c));
+    if (!c->have_verify)
+        return TB_FAIL(TB_ERR_DATA, "%s has no result row", path);
+    return TB_OK;
+}
+
+/* One all-reduce repetition; returns 1 (stop) once 32 sizes are full. */
+static int busbw_row(const char *line, void *ctx)
+{
+    sweep *s = ctx;
+    int ranks, rep;
+    size_t bytes;
+    double t;
+    if (sscanf(line, "%d,%zu,%d,%lf", &ranks, &bytes, &rep, &t) != 4)
+        return 0;
+    int k = s->nsizes - 1;
+    if (k < 0 || s->busbw_bytes[k] != bytes) {
+        if (s->nsizes == 32)
+            return 1;
+        k = s->nsizes++;
+        s->busbw_bytes[k] = bytes;
+        s->busbw_n[k] = 0;
+    }
+    if (s->busbw_n[k] < MAX_STEPS)
+        s->busbw_s[k][s->busbw_n[k]++] = t;
+    return 0;
+}
+
+static int read_busbw(sweep *s, const char *report)
+{
+    char path[256];
+    s->nsizes = 0;
+    return each_report_line(report, "busbw", path, sizeof path, busbw_row, s);
+}
+
+static int run_case(sweep *s, ddp_case *c, int index)
+{
+    char report[160], path[220];
+    snprintf(report, sizeof report, "%s/run%d", s->tmp, index);
+    TB_TRY(launch(s, c, report));
+    TB_TRY(read_steps(c, report));
+    if (c->verify)
+        TB_TRY(read_verify(c, report));
+    if (c->busbw)
+        TB_TRY(read_busbw(s, report));
+    static const char *const ext[] = {"steps", "trace", "verify", "busbw"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s.%s.csv", report, ext[i]);
+        unlink(path);
+    }
+    return TB_OK;
+}
+
+/* ---- DP in this process ---- */
+
+typedef struct dp_result {
+    const char *setting;
+    int n;
+    double step_s[MAX_STEPS];
+    int nsteps;
+    double loss, ref_loss, max_abs_w;
+} dp_result;
+
+static void synth_batch(float *img, int32_t *lab, int batch)
+{
+    tb_rng_fill(img, (size_t)batch * 784, 12345, -1.0, 1.0);
+    for (int i = 0; i < batch; i++)
+        lab[i] = (i * 7 + 3) % 10;
+}
+
+/* Where the DP runs: the bench's device kind and ordinal (device 0 of the
+ * DP), the way replicas run, and its result rows' setting. */
+typedef struct dp_where {
+    tb_device_kind kind;
+    int ordinal;
+    tb_dp_mode mode;
+    const char *setting, *plot_label;
+} dp_where;
+
+static int dp_model(const dp_where *w, int threads, int max_batch, tb_backend **be, tb_model **m,
+                    tb_optim *opt)
+{
+    tb_model_opts o = {.in = {1, 28, 28}, .classes = 10, .max_batch = max_batch, .conv_bias = 1,
+                       .seed = 7};
+    TB_TRY(tb_backend_open(w->kind, w->ordinal, threads, be));
+    TB_TRY(model_build(*be, tb_spec_small_cnn, &o, m));
+    tb_opt_hparams hp = {.kind = TB_OPT_SGD, .lr = 0.05f, .momentum = 0.9f, .grad_scale = 1.0f};
+    tb_lr_schedule sch = {.peak_lr = 0.05};
+    return optim_init(opt, *m, &hp, &sch, 0);
+}
+
+/* One process, micro-batches of batch/n, n accumulation steps: what n
+ * replicas compute, batch norm over each replica's share. */
+static int dp_reference(const dp_where *w, const plan *p, int n, const float *img,
+                        const int32_t *lab, float *loss, float **weights)
+{
+    tb_backend *be = NULL;
+    tb_model *m = NULL;
+    tb_optim opt = {0};
+    int mb = p->batch / n, rc;
+    TB_TRY_GOTO(rc, dp_model(w, 0, mb, &be, &m, &opt), out_free);
+    for (int step = 0; step < p->steps; step++) {
+        TB_TRY_GOTO(rc, tb_dp_reference_grads(m, img, lab, n, mb, loss), out_free);
+        TB_TRY_GOTO(rc, optim_step(&opt), out_free);
+    }
+    *weights = malloc(m->numel * sizeof(float));
+    if (!*weights)
+        rc = TB_FAIL(TB_ERR_NOMEM, "out of host memory");
+    else
+        memcpy(*weights, m->flat_w, m->numel * sizeof(float));
+out_free:
+    optim_free(&opt);
+    model_destroy(m);
+    if (be)
+        tb_backend_close(be);
+    return rc;
+}
+
+static int dp_run(const dp_where *w, const plan *p, int n, int threads, const float *img,
+                  const int32_t *lab, dp_result *r)
+{
+    tb_backend *be = NULL;
+    tb_model *m = NULL;
+    tb_optim opt = {0};
+    tb_dp *dp = NULL;
+    float *ref_w = NULL;
+    int per = threads / n > 0 ? threads / n : 1, rc;
+    tb_model_opts o = {.in = {1, 28, 28}, .classes = 10, .max_batch = p->batch, .conv_bias = 1,
+                       .seed = 7};
+    r->setting = w->setting;
+    r->n = n;
+    r->nsteps = 0;
+    TB_TRY_GOTO(rc, dp_model(w, per, p->batch, &be, &m, &opt), out_free);
+    TB_TRY_GOTO(rc, dp_create(m, tb_spec_small_cnn, &o, n, w->mode, per, &dp), out_free);
+    for (int step = 0; step < p->steps; step++) {
+        float l = NAN;
+        int last = step == p->steps - 1;
+        double t0 = comm_now();
+        TB_TRY_GOTO(rc, model_zero_grad(m, 1), out_free);
+        /* the loss read (a host wait on a GPU) only on the last step, as a
+         * loop that does not print it every step */
+        TB_TRY_GOTO(rc, dp_step(dp, img, lab, p->batch, 1.0f, last ? &l : NULL), out_free);
+        TB_TRY_GOTO(rc, optim_step(&opt), out_free);
+        TB_TRY_GOTO(rc, be->sync(be), out_free); /* device 0's optimizer ends the step */
+        if (step > 0 && r->nsteps < MAX_STEPS) /* the first step warms up */
+            r->step_s[r->nsteps++] = comm_now() - t0;
+        if (last)
+            r->loss = l;
+    }
+    float ref_loss = NAN;
+    TB_TRY_GOTO(rc, dp_reference(w, p, n, img, lab, &ref_loss, &ref_w), out_free);
+    r->ref_loss = ref_loss;
+    r->max_abs_w = 0;
+    for (size_t i = 0; i < m->numel; i++)
+        r->max_abs_w = fmax(r->max_abs_w, fabs((double)m->flat_w[i] - ref_w[i]));
+out_free:
+    free(ref_w);
+    dp_destroy(dp);
+    optim_free(&opt);
+    model_destroy(m);
+    if (be)
+        tb_backend_close(be);
+    return rc;
+}
+
+/* ---- rows ---- */
+
+static gb_run as_run(const char *name, double *seconds, int n)
+{
+    return (gb_run){.name = (char *)name, .repetitions = n, .seconds = seconds,
+                    .error_message = (char *)""};
+}
+
+static void set_check(tb_result_row *row, double rel, double max_abs_w, int weights_identical,
+                      const char *against)
+{
+    int ok = weights_identical && rel <= LOSS_TOL;
+    row->correctness = !ok ? TB_CORRECT_DIFFERS
+                       : rel == 0 && max_abs_w == 0 ? TB_CORRECT_EXACT : TB_CORRECT_WITHIN_TOL;
+    row->tolerance = LOSS_TOL;
+    row->max_rel_err = rel;
+    snprintf(row->checked_against, sizeof row->checked_against, "%s", against);
+}
+
+/* Per-step efficiency t(1) / (n t_i), as a timed-like row over the steps. */
+static int add_efficiency(tb_bench *b, const char *setting, const char *param, int n,
+                          const double *step_s, int nsteps, double base_s)
+{
+    double eff[MAX_STEPS];
+    for (int i = 0; i < nsteps; i++)
+        eff[i] = base_s / ((double)n * step_s[i]);
+    gb_run r = as_run(setting, eff, nsteps);
+    tb_result_row row;
+    tb_bench_row(b, &row, setting, 0, param, n, "scaling efficiency");
+    TB_TRY(tb_bench_fill_timing(&row, &r, 1.0, "fraction"));
+    snprintf(row.note, sizeof row.note, "t(1 rank) / (n t(n)) per step; 1 is perfect scaling");
+    return tb_results_add(&b->res, &row);
+}
+
+static int add_ddp_row(sweep *s, ddp_case *c, const gb_run *base, const gb_run *again,
+                       double base_s, double balanced_exposed_ms)
+{
+    tb_bench *b = s->b;
+    gb_run me = as_run(c->label, c->step_s, c->n);
+    tb_result_row row;
+    int is_base = c == &s->cases[0];
+    tb_bench_row(b, &row, c->label, is_base, "ranks", c->ranks, "step time");
+    TB_TRY(tb_bench_fill_timing(&row, &me, 1e3, "ms"));
+    if (is_base)
+        TB_TRY(tb_bench_noise_floor(base, again, &row.noise_floor));
+    else
+        TB_TRY(tb_bench_fill_speedup(&row, base, again, &me));
+    row.rate = s->p.batch / (row.median * 1e-3);
+    snprintf(row.rate_unit, sizeof row.rate_unit, "samples/s");
+    double exposed_ms, ar_ms;
+    tb_stats_median(c->exposed_s, (size_t)c->n, &exposed_ms);
+    tb_stats_median(c->allreduce_s, (size_t)c->n, &ar_ms);
+    exposed_ms *= 1e3;
+    ar_ms *= 1e3;
+    if (c->have_verify && c->imbalance > 0) { /* no reference: ranks agree bitwise */
+        row.correctness = c->weights_identical ? TB_CORRECT_EXACT : TB_CORRECT_DIFFERS;
+        snprintf(row.checked_against, sizeof row.checked_against, "rank 0's weights");
+    } else if (c->have_verify) {
+        set_check(&row, c->rel, c->max_abs_w, c->weights_identical,
+                  c->sync_bn ? "1 process, BN over global batch" : "1 process, BN per replica");
+    }
+    snprintf(row.note, sizeof row.note,
+             "global batch %d; %.0f gradient bytes/step; efficiency %.2f; all-reduce %.2f ms, "
+             "exposed %.2f ms (median)%s%s", s->p.batch, c->bytes,
+             base_s / (c->ranks * row.median * 1e-3), ar_ms, exposed_ms,
+             c->have_verify ? (c->weights_identical ? "; weights bitwise equal on all ranks"
+                                                    : "; WEIGHTS DIFFER between ranks")
+                            : "",
+             c->imbalance > 0 ? "; unequal shards: no single-process reference" : "");
+    TB_TRY(tb_results_add(&b->res, &row));
+    if (c->ranks == 1)
+        return TB_OK;
+    gb_run ex = as_run(c->label, c->exposed_s, c->n);
+    tb_bench_row(b, &row, c->label, 0, "ranks", c->ranks, "exposed comm");
+    TB_TRY(tb_bench_fill_timing(&row, &ex, 1e3, "ms"));
+    if (c->imbalance > 0)
+        snprintf(row.note, sizeof row.note, "rank 0 has the lightest shard (rank r weighs 1 + "
+                 "%g r/(N-1)): its wait for the others; balanced: %.2f ms", c->imbalance,
+                 balanced_exposed_ms);
+    else
+        snprintf(row.note, sizeof row.note, "end of backward until gradients are reduced "
+                 "(rank 0): communication the overlap did not hide");
+    TB_TRY(tb_results_add(&b->res, &row));
+    if (c->bucket == BIG_BUCKET && c->overlap && !c->sync_bn && c->imbalance == 0)
+        TB_TRY(add_efficiency(b, c->label, "ranks", c->ranks, c->step_s, c->n, base_s));
+    return TB_OK;
+}
+
+static int add_busbw_rows(sweep *s)
+{
+    tb_bench *b = s->b;
+    int n = s->p.max_ranks;
+    char setting[64];
+    snprintf(setting, sizeof setting, "all-reduce %d ranks", n);
+    for (int k = 0; k < s->nsizes; k++) {
+        gb_run r = as_run(setting, s->busbw_s[k], s->busbw_n[k]);
+        tb_result_row row;
+        tb_bench_row(b, &row, setting, 0, "bytes", (double)s->busbw_bytes[k], "allreduce time");
+        TB_TRY(tb_bench_fill_timing(&row, &r, 1e6, "us"));
+        double sec = row.median * 1e-6;
+        row.rate = comm_busbw(s->busbw_bytes[k], sec, n) / 1e9;
+        snprintf(row.rate_unit, sizeof row.rate_unit, "GB/s");
+        snprintf(row.note, sizeof row.note, "bus bandwidth as nccl-tests: algbw %.3f GB/s x "
+                 "2(n-1)/n; blocking all-reduce, slowest rank's time",
+                 comm_algbw(s->busbw_bytes[k], sec) / 1e9);
+        TB_TRY(tb_results_add(&b->res, &row));
+    }
+    return TB_OK;
+}
+
+static int add_dp_rows(sweep *s, dp_result *dp, int ndp, const gb_run *base, const gb_run *again,
+                       double base_s)
+{
+    tb_bench *b = s->b;
+    for (int i = 0; i < ndp; i++) {
+        dp_result *r = &dp[i];
+        gb_run me = as_run("DP", r->step_s, r->nsteps);
+        tb_result_row row;
+        tb_bench_row(b, &row, r->setting, 0, "ranks", r->n, "step time");
+        TB_TRY(tb_bench_fill_timing(&row, &me, 1e3, "ms"));
+        TB_TRY(tb_bench_fill_speedup(&row, base, again, &me));
+        row.rate = s->p.batch / (row.median * 1e-3);
+        snprintf(row.rate_unit, sizeof row.rate_unit, "samples/s");
+        double rel = fabs(r->loss - r->ref_loss) / fmax(fabs(r->ref_loss), 1e-30);
+        set_check(&row, rel, r->max_abs_w, 1, "1 process, BN per replica");
+        snprintf(row.note, sizeof row.note, "DataParallel: %d replica%s (%s), one process, "
+                 "global batch %d; efficiency %.2f; weights vs reference max abs diff %.2e",
+                 r->n, r->n > 1 ? "s" : "", strcmp(r->setting, DP_GPUS) == 0
+                     ? "GPUs driven from one thread" : "one host thread each",
+                 s->p.batch, base_s / (r->n * row.median * 1e-3), r->max_abs_w);
+        TB_TRY(tb_results_add(&b->res, &row));
+        TB_TRY(add_efficiency(b, r->setting, "ranks", r->n, r->step_s, r->nsteps, base_s));
+    }
+    if (!s->dp_na)
+        return TB_OK;
+    return tb_results_add_na(&b->res, "ddp", b->info.backend, b->info.name, s->dp_na,
+                             "step time", s->dp_na_why);
+}
+
+/* ---- plots ---- */
+
+static int plot_all(sweep *s)
+{
+    tb_bench *b = s->b;
+    enum { MAXP = 64 };
+    double x[2][MAXP], y[2][MAXP], lo[2][MAXP], hi[2][MAXP], ex[2][MAXP], ey[2][MAXP];
+    size_t n[2] = {0}, ne[2] = {0};
+    for (size_t i = 0; i < b->res.n; i++) {
+        const tb_result_row *r = &b->res.rows[i];
+        int k = !strcmp(r->setting, DP_THREADS) || !strcmp(r->setting, DP_GPUS) ? 1
+                : !strcmp(r->setting, "DDP bucket=25M") ? 0 : -1;
+        if (k < 0)
+            continue;
+        if (!strcmp(r->metric, "step time") && n[k] < MAXP) {
+            x[k][n[k]] = r->param_value;
+            y[k][n[k]] = r->median;
+            lo[k][n[k]] = r->ci_low;
+            hi[k][n[k]++] = r->ci_high;
+            if (k == 0 && r->param_value == 1 && ne[k] < MAXP) { /* the baseline */
+                ex[k][ne[k]] = 1;
+                ey[k][ne[k]++] = 1;
+            }
+        }
+        if (!strcmp(r->metric, "scaling efficiency") && ne[k] < MAXP) {
+            ex[k][ne[k]] = r->param_value;
+            ey[k][ne[k]++] = r->median;
+        }
+    }
+    tb_plot_series st[2] = {{"DDP (MPI ranks)", x[0], y[0], lo[0], hi[0], n[0]},
+                            {s->dp_label, x[1], y[1], lo[1], hi[1], n[1]}};
+    char title[256];
+    snprintf(title, sizeof title, "Small CNN step time at global batch %d, %s (median, 95%% CI)",
+             s->p.batch, b->info.name);
+    tb_plot p = {title, "ranks / replicas", "step time (ms)", 0, 0, st, n[1] ? 2 : 1, NULL, 0, 0};
+    TB_TRY(tb_plot_render(&p, b->od.plots, "ddp", TB_PLOT_ALL));
+    tb_plot_series es[2] = {{"DDP (MPI ranks)", ex[0], ey[0], NULL, NULL, ne[0]},
+                            {s->dp_label, ex[1], ey[1], NULL, NULL, ne[1]}};
+    tb_plot_hline one = {"perfect scaling", 1.0};
+    snprintf(title, sizeof title, "Scaling efficiency t(1)/(n t(n)), %s", b->info.name);
+    tb_plot q = {title, "ranks / replicas", "efficiency", 0, 0, es, ne[1] ? 2 : 1, &one, 1, 0};
+    if (ne[0])
+        TB_TRY(tb_plot_render(&q, b->od.plots, "ddp_efficiency", TB_PLOT_ALL));
+    if (!s->nsizes)
+        return TB_OK;
+    double bx[32], by[32];
+    size_t nb = 0;
+    for (size_t i = 0; i < b->res.n; i++)
+        if (!strcmp(b->res.rows[i].metric, "allreduce time") && nb < 32) {
+            bx[nb] = b->res.rows[i].param_value;
+            by[nb++] = b->res.rows[i].rate;
+        }
+    tb_plot_series bs = {"busbw", bx, by, NULL, NULL, nb};
+    snprintf(title, sizeof title, "All-reduce bus bandwidth, %d ranks, %s", s->p.max_ranks,
+             b->info.name);
+    tb_plot r = {title, "message (bytes)", "bus bandwidth (GB/s)", 2, 0, &bs, 1, NULL, 0, 0};
+    return tb_plot_render(&r, b->od.plots, "ddp_busbw", TB_PLOT_ALL);
+}
+
+/* ---- main ---- */
+
+/* Which DP this device runs (w, up to *nmax replicas), and the n/a row of
+ * the other: threads on the CPU, GPUs from one thread on CUDA. */
+static int dp_plan(sweep *s, dp_where *w, int *nmax)
+{
+    tb_bench *b = s->b;
+    const char *why = NULL;
+    int gpus = tb_cuda_device_count(&why), ord;
+    tb_device_kind kind;
+    TB_TRY(tb_device_parse(b->be->name, &kind, &ord));
+    if (kind == TB_DEVICE_CUDA) {
+        *w = (dp_where){kind, b->be->device, TB_DP_ONE_THREAD, DP_GPUS, "DP (GPUs, one thread)"};
+        *nmax = s->p.max_ranks < gpus ? s->p.max_ranks : gpus;
+        s->dp_label = w->plot_label;
+        s->dp_na = DP_THREADS;
+        snprintf(s->dp_na_why, sizeof s->dp_na_why, "replicas on host threads are the CPU's "
+                 "DataParallel; on CUDA one thread drives the GPUs (" DP_GPUS ")");
+        return TB_OK;
+    }
+    *w = (dp_where){TB_DEVICE_CPU, 0, TB_DP_THREADS, DP_THREADS, "DP (threads)"};
+    *nmax = s->p.max_ranks;
+    s->dp_label = w->plot_label;
+    s->dp_na = DP_GPUS;
+    if (gpus == 0)
+        snprintf(s->dp_na_why, sizeof s->dp_na_why, "no GPU (%s)", why ? why : "none found");
+    else
+        snprintf(s->dp_na_why, sizeof s->dp_na_why, "the sweep ran on the CPU: --device=cuda "
+                 "runs DataParallel on the %d GPU%s", gpus, gpus > 1 ? "s" : "");
+    return TB_OK;
+}
+
+static int run_dp(sweep *s, dp_result **out, int *nout)
+{
+    dp_where w;
+    int nmax;
+    *out = NULL;
+    *nout = 0;
+    TB_TRY(dp_plan(s, &w, &nmax));
+    if (nmax < 1)
+        return TB_OK;
+    float *img = malloc((size_t)s->p.batch * 784 * sizeof(float));
+    int32_t *lab = malloc((size_t)s->p.batch * sizeof(int32_t));
+    dp_result *dp = calloc((size_t)nmax, sizeof *dp);
+    int rc = TB_OK;
+    if (!img || !lab || !dp) {
+        rc = TB_FAIL(TB_ERR_NOMEM, "out of host memory for the DP runs");
+        goto out_free;
+    }
+    synth_batch(img, lab, s->p.batch);
+    int threads = s->b->info.threads > 0 ? s->b->info.threads : 1;
+    for (int n = 1; n <= nmax; n++) {
+        fprintf(stderr, "ddp: DataParallel with %d replica%s (%s)\n", n, n > 1 ? "s" : "",
+                w.setting);
+        TB_TRY_GOTO(rc, dp_run(&w, &s->p, n, threads, img, lab, &dp[n - 1]), out_free);
+    }
+    *out = dp;
+    *nout = nmax;
+    dp = NULL;
+out_free:
+    free(img);
+    free(lab);
+    free(dp);
+    return rc;
+}
+
+static int run(tb_bench *b, int max_ranks, const char *argv0)
+{
+    sweep *s = calloc(1, sizeof *s);
+    dp_result *dp = NULL;
+    int ndp = 0, rc;
+    if (!s)
+        return TB_FAIL(TB_ERR_NOMEM, "out of host memory");
+    s->b = b;
+    s->p.max_ranks = max_ranks;
+    plan_profile(b->profile, &s->p);
+    snprintf(s->tmp, sizeof s->tmp, "/tmp/tb_ddp.XXXXXX");
+    TB_TRY_GOTO(rc, find_worker(argv0, s->worker, sizeof s->worker), out_free);
+    if (!mkdtemp(s->tmp)) {
+        rc = TB_FAIL(TB_ERR_IO, "cannot create a temporary folder: %s", strerror(errno));
+        goto out_free;
+    }
+    TB_TRY_GOTO(rc, plan_cases(s), out_rmdir);
+    for (int i = 0; i < s->ncases; i++)
+        TB_TRY_GOTO(rc, run_case(s, &s->cases[i], i), out_rmdir);
+    TB_TRY_GOTO(rc, run_dp(s, &dp, &ndp), out_rmdir);
+    gb_run base = as_run("base", s->cases[0].step_s, s->cases[0].n);
+    gb_run again = as_run("again", s->cases[1].step_s, s->cases[1].n);
+    double base_s;
+    tb_stats_median(base.seconds, (size_t)base.repetitions, &base_s);
+    double balanced_ms = NAN;
+    for (int i = 0; i < s->ncases; i++) /* the balanced twin of the imbalance run */
+        if (s->cases[i].bucket == s->p.small_bucket && s->cases[i].overlap &&
+            s->cases[i].imbalance == 0 && s->cases[i].ranks == s->p.max_ranks) {
+            tb_stats_median(s->cases[i].exposed_s, (size_t)s->cases[i].n, &balanced_ms);
+            balanced_ms *= 1e3;
+        }
+    for (int i = 0; i < s->ncases; i++)
+        if (i != 1)
+            TB_TRY_GOTO(rc, add_ddp_row(s, &s->cases[i], &base, &again, base_s, balanced_ms),
+                        out_rmdir);
+    TB_TRY_GOTO(rc, add_dp_rows(s, dp, ndp, &base, &again, base_s), out_rmdir);
+    TB_TRY_GOTO(rc, add_busbw_rows(s), out_rmdir);
+    TB_TRY_GOTO(rc, tb_bench_save(b), out_rmdir);
+    TB_TRY_GOTO(rc, plot_all(s), out_rmdir);
+out_rmdir:
+    rmdir(s->tmp);
+out_free:
+    free(dp);
+    free(s->cases);
+    free(s);
+    return rc;
+}
+
+static const tb_technique technique = {
+    .name = "ddp_sweep",
+    .results = "ddp",
+    .what = "DP (threads on the CPU, GPUs from one thread on CUDA) vs DDP "
+            "(MPI ranks, buckets, overlap, imbalance, SyncBatchNorm) on the "
+            "small CNN at the same global batch, and the "
+            "all-reduce bus bandwidth.",
+    .est_seconds = {60, 300, 45}, /* default, full, tiny */
+    .order = 320,
+    .tiny = {.min_rows = 12, .plots = "ddp,ddp_efficiency,ddp_busbw", .no_gbench = 1},
+};
+
+int main(int argc, char **argv)
+{
+    tb_bench b;
+    int done = 0, max_ranks = 0;
+    tb_flag extra[] = {
+        {"max-ranks", TB_FLAG_INT, &max_ranks, "DDP ranks and DP replicas 1..N (0 = the cores)",
+         NULL},
+    };
+    int rc = tb_bench_init(&b, &technique, extra, 1, argc, argv, &done);
+    if (rc == TB_OK && !done)
+        rc = run(&b, max_ranks, argv[0]);
+    tb_bench_close(&b);
+    if (rc != TB_OK)
+        return tb_bench_fail("ddp", rc);
+    return 0;
+}

@@ -1,0 +1,36 @@
+/*
+ * fused_gelu_step.c - bench:fused_gelu_step: the fused GELU (one pass) vs
+ * eager's five passes on the whole training step of the small CNN. The
+ * kernel alone over sizes is bench:gelu.
+ *
+ *   bazel run //bench:fused_gelu_step -- [--device=cpu] [--profile=...]
+ */
+#include "bench/harness/step_harness.h"
+
+static void set_fused(tb_config *cfg, double on)
+{
+    cfg->fused_gelu = on != 0;
+}
+
+static const tb_step_setting settings[] = {
+    {"unfused", 0, 0, set_fused, NULL, NULL},
+    {"fused", 1, 0, set_fused, NULL, NULL},
+};
+
+static const tb_step_technique tech = {
+    .desc = {
+        .name = "fused_gelu_step",
+        .what = "fused vs unfused GELU on the training step",
+        .est_seconds = {15, 60, 10}, /* default, full, tiny */
+        .order = 70,
+        .tiny = {.min_rows = 2, .plots = "fused_gelu_step"},
+    },
+    .param_name = "fused",
+    TB_STEP_SETTINGS(settings),
+    .metric = TB_METRIC_STEP,
+    .na_reason = tb_step_na_never,
+    .tolerance = 1e-5,
+    .tolerance_why = "same math, possibly another rounding order (fp32; train_test: 1e-5 after 50 steps)",
+};
+
+TB_STEP_MAIN(tech)

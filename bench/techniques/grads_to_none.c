@@ -1,0 +1,36 @@
+/*
+ * grads_to_none.c - bench:grads_to_none: zero_grad(set_to_none=True) on the
+ * training step. Off (the baseline): every gradient is memset to 0 and the
+ * first backward adds into it; on: the memset is skipped and the first
+ * backward writes. Bitwise the same: 0 + x == x.
+ *
+ *   bazel run //bench:grads_to_none -- [--device=cpu] [--profile=default|full|tiny]
+ */
+#include "bench/harness/step_harness.h"
+
+static void set_mode(tb_config *cfg, double on)
+{
+    cfg->grads_to_none = on != 0;
+}
+
+static const tb_step_setting settings[] = {
+    {"memset", 0, 0, set_mode, NULL, NULL},
+    {"to none", 1, 0, set_mode, NULL, NULL},
+};
+
+static const tb_step_technique tech = {
+    .desc = {
+        .name = "grads_to_none",
+        .what = "zero_grad(set_to_none=True) vs memset on the training step",
+        .est_seconds = {15, 60, 5}, /* default, full, tiny */
+        .order = 60,
+        .tiny = {.min_rows = 2, .plots = "grads_to_none"},
+    },
+    .param_name = "set_to_none",
+    TB_STEP_SETTINGS(settings),
+    .metric = TB_METRIC_STEP,
+    .na_reason = tb_step_na_never,
+    .tolerance = 0,
+};
+
+TB_STEP_MAIN(tech)

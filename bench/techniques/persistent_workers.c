@@ -1,0 +1,43 @@
+/*
+ * persistent_workers.c - bench:persistent_workers: 2 loader workers kept
+ * across epochs vs started and joined every epoch. Each repetition is one
+ * short epoch of the profile's subset, so the workers' start-up cost is a
+ * visible part of it. Same batches either way: exact.
+ *
+ *   bazel run //bench:persistent_workers -- [--device=cpu] [--profile=...]
+ */
+#include "bench/harness/step_harness.h"
+
+static void setup(tb_config *cfg, int profile)
+{
+    (void)profile;
+    cfg->augment = 1;
+    cfg->workers = 2;
+}
+
+static void set_persistent(tb_config *cfg, double on)
+{
+    cfg->persistent_workers = on != 0;
+}
+
+static const tb_step_setting settings[] = {
+    {"restarted", 0, 0, set_persistent, NULL, NULL},
+    {"persistent", 1, 0, set_persistent, NULL, NULL},
+};
+
+static const tb_step_technique tech = {
+    .desc = {
+        .name = "persistent_workers",
+        .what = "loader workers kept across short epochs vs restarted every epoch",
+        .est_seconds = {20, 80, 15}, /* default, full, tiny */
+        .order = 40,
+        .tiny = {.min_rows = 2, .plots = "persistent_workers"},
+    },
+    .param_name = "persistent",
+    TB_STEP_SETTINGS(settings),
+    .metric = TB_METRIC_EPOCH,
+    .setup = setup,
+    .na_reason = tb_step_na_never,
+};
+
+TB_STEP_MAIN(tech)

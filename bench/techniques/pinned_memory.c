@@ -1,0 +1,57 @@
+/*
+ * pinned_memory.c - bench:pinned_memory: the end-to-end training step with
+ * each batch copied to the device from pageable host memory (the
+ * baseline, PyTorch's defaults), from page-locked memory (pin_memory=True),
+ * and from page-locked memory without waiting for the copy, which then runs
+ * on a side stream and overlaps compute (pin_memory=True,
+ * non_blocking=True). The trainer stages every batch through lib/backend/staging.h
+ * (--pin-memory, --non-blocking). The bandwidth sweep over sizes is
+ * bench:pinned_memory_bw.
+ *
+ * On the CPU backend there is no copy to a device: the pinned settings are
+ * n/a rows with that reason; the baseline step is still timed.
+ *
+ *   bazel run //bench:pinned_memory -- [--device=cuda] [--profile=default|full|tiny]
+ */
+#include <string.h>
+
+#include "bench/harness/step_harness.h"
+
+/* param: 0 pageable, 1 pinned, 2 pinned + non_blocking */
+static void set_staging(tb_config *cfg, double param)
+{
+    cfg->pin_memory = param >= 1;
+    cfg->non_blocking = param >= 2;
+}
+
+static const char *na_reason(const char *backend, const tb_step_setting *s)
+{
+    if (s->param == 0 || strcmp(backend, "cpu") != 0)
+        return NULL;
+    return "n/a on the CPU backend: no copy to a device: batches are already where the "
+           "kernels read them";
+}
+
+static const tb_step_setting settings[] = {
+    {"pageable", 0, 0, set_staging, NULL, NULL},
+    {"pinned", 1, 0, set_staging, NULL, NULL},
+    {"pinned + non_blocking", 2, 0, set_staging, NULL, NULL},
+};
+
+static const tb_step_technique tech = {
+    .desc = {
+        .name = "pinned_memory",
+        .what = "pinned host memory and async copies on the training step",
+        .est_seconds = {10, 30, 5}, /* default, full, tiny */
+        .order = 120,
+        .tiny = {.min_rows = 3, .na_note = "n/a on the CPU backend: no copy to a device"},
+    },
+    .param_name = "staging",
+    TB_STEP_SETTINGS(settings),
+    .metric = TB_METRIC_STEP,
+    .na_reason = na_reason,
+    .tolerance = 0,
+    .tolerance_why = "the copy does not change the data: bitwise equal",
+};
+
+TB_STEP_MAIN(tech)

@@ -1,0 +1,43 @@
+/*
+ * prefetch.c - bench:prefetch: batches queued per loader worker
+ * (prefetch_factor) 1, 2, 4, 8 with 2 workers and augmentation; epoch time.
+ * The baseline is the least prefetching (1); PyTorch's default is 2.
+ * Same batches whatever the depth: exact.
+ *
+ *   bazel run //bench:prefetch -- [--device=cpu] [--profile=...]
+ */
+#include "bench/harness/step_harness.h"
+
+static void setup(tb_config *cfg, int profile)
+{
+    (void)profile;
+    cfg->augment = 1;
+    cfg->workers = 2;
+}
+
+static void set_depth(tb_config *cfg, double n)
+{
+    cfg->prefetch_factor = (int)n;
+}
+
+static const tb_step_setting settings[] = {
+    {"prefetch=1", 1, 0, set_depth, NULL, NULL}, {"prefetch=2", 2, 0, set_depth, NULL, NULL},
+    {"prefetch=4", 4, 0, set_depth, NULL, NULL}, {"prefetch=8", 8, 0, set_depth, NULL, NULL},
+};
+
+static const tb_step_technique tech = {
+    .desc = {
+        .name = "prefetch",
+        .what = "prefetch depth per loader worker (2 workers): epoch time",
+        .est_seconds = {30, 120, 15}, /* default, full, tiny */
+        .order = 30,
+        .tiny = {.min_rows = 4, .plots = "prefetch"},
+    },
+    .param_name = "prefetch_factor",
+    TB_STEP_SETTINGS(settings),
+    .metric = TB_METRIC_EPOCH,
+    .setup = setup,
+    .na_reason = tb_step_na_never,
+};
+
+TB_STEP_MAIN(tech)

@@ -1,0 +1,24 @@
+/*
+ * tensors_on_device.c - bench:tensors_on_device: per-step tensors made by
+ * device ops vs built on the host and copied; with the toggle the labels
+ * travel as the dataset's uint8 bytes and are widened to int32 on the device
+ * (lib/train/train_device.c). n/a on the CPU backend.
+ *
+ *   bazel run //bench:tensors_on_device -- [--device=cuda] [--profile=default|full|tiny]
+ */
+#include "bench/harness/device_toggle.h"
+
+static const tb_device_toggle toggle = {
+    .desc = {
+        .name = "tensors_on_device",
+        .what = "per-step tensors made by device ops vs built on the host and copied",
+        .est_seconds = {5, 20, 5}, /* default, full, tiny */
+        .order = 130,
+        .tiny = {.min_rows = 2},
+    },
+    .field = offsetof(tb_config, tensors_on_device),
+    .cpu_reason = "n/a on the CPU backend: host and device memory are the same",
+    .tolerance_why = "the same labels reach the loss either way: bitwise equal",
+};
+
+TB_DEVICE_TOGGLE_MAIN(toggle)

@@ -1,0 +1,254 @@
+/*
+ * tf32.c - `bazel run //bench:tf32`: square fp32 GEMMs (n x n x n) with
+ * plain fp32 math vs TF32 math (torch.backends.cuda.matmul.allow_tf32),
+ * over n = 256 .. 8192. Baseline: fp32 (the technique off).
+ *
+ * CUDA: cuBLAS in TF32 tensor-op math. CPU: the nearest analogue, oneDNN's
+ * fpmath mode bf16 (fp32 data, bf16 multiplies); on a CPU without
+ * avx512_bf16 (or AMX) oneDNN accepts the mode and computes in fp32, so the
+ * two settings run the same code and should be within the noise.
+ *
+ * Profiles: default and full go to 8192, default with about 4 GFLOP per
+ * repetition (full 20), at least one call. One 8192 GEMM is 1.1 TFLOP,
+ * about 11 s on two idle CPU cores (twice that under load): there each
+ * case makes one warm-up call instead of the harness's two (the first call
+ * creates the oneDNN primitive and touches the output's pages; a second
+ * would add 3 x 11 s), so 8192 costs 3 warm-ups (before the first
+ * repetition only, bench/harness/opbench.c) + 3 x 5 repetitions + 2
+ * calls of the correctness check. tiny runs 256 and 512 for the tests.
+ *
+ * Writes results/<device>/tf32.csv and plots/<device>/tf32.* (GFLOP/s) and
+ * tf32_speedup.* . Correctness: the TF32 result against the fp32 result of
+ * the same inputs (uniform in [-1, 1]), tolerance TF32_TOL.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/harness/opbench.h"
+
+/* Relative to the largest fp32 value (tb_max_rel_err). bf16 multiplies keep
+ * 8 significant bits (relative rounding 2^-9 per product, growing with the
+ * sum); TF32 keeps 11. 2e-2 bounds the coarser of the two with margin. */
+#define TF32_TOL TB_TOL_BF16
+
+enum { V_F32, V_F32_AGAIN, V_TF32, NV };
+static const char *const vnames[NV] = {"f32", "f32_again", "tf32"};
+static const tb_math vmath[NV] = {TB_MATH_F32, TB_MATH_F32, TB_MATH_TF32};
+
+typedef struct gemm_bufs {
+    float *a, *b, *c;          /* device, max_n^2 floats */
+    float *ha, *hb, *hc[2];    /* host */
+} gemm_bufs;
+
+typedef struct gemm_case {
+    tb_backend *be;
+    const gemm_bufs *bf;
+    int n;
+    tb_math math;
+} gemm_case;
+
+static int run_gemm(void *arg)
+{
+    gemm_case *c = arg;
+    const gemm_bufs *f = c->bf;
+    return c->be->gemm(c->be, 0, 0, c->n, c->n, c->n, 1.0f, f->a, c->n, f->b, c->n, 0.0f, f->c,
+                       c->n, c->math);
+}
+
+static int plan_sizes(int profile, int *sizes)
+{
+    int hi = profile == TB_PROFILE_TINY ? 512 : 8192;
+    int n = 0;
+    for (int s = 256; s <= hi; s *= 2)
+        sizes[n++] = s;
+    return n;
+}
+
+/* About 4 GFLOP per repetition in default (0.04 s at 100 GFLOP/s); one
+ * call from n = 1024 on (2 GFLOP), 1.1 TFLOP at 8192. */
+static int64_t plan_iterations(int profile, int n)
+{
+    double flops = profile == TB_PROFILE_FULL ? 2e10 : profile == TB_PROFILE_TINY ? 2e8 : 4e9;
+    int64_t it = (int64_t)(flops / (2.0 * n * (double)n * n));
+    return it < 1 ? 1 : it;
+}
+
+/* One warm-up call where a single call is over 0.5 TFLOP (see the file
+ * comment), the harness's two below. */
+static int plan_warmups(int n)
+{
+    return 2.0 * n * (double)n * n > 5e11 ? 1 : 2;
+}
+
+/* Tries TF32 math once outside the timed runs: a backend that refuses it
+ * gets n/a rows with its reason instead of a failed run. */
+static int tf32_supported(tb_backend *be, const gemm_bufs *f, char *why, size_t cap)
+{
+    int rc = be->gemm(be, 0, 0, 256, 256, 256, 1.0f, f->a, 256, f->b, 256, 0.0f, f->c, 256,
+                      TB_MATH_TF32);
+    if (rc == TB_ERR_UNSUPPORTED) {
+        snprintf(why, cap, "%s", tb_error_message());
+        tb_error_clear();
+        return 0;
+    }
+    return 1;
+}
+
+static int check_size(tb_backend *be, gemm_bufs *f, int n, tb_compare *cmp)
+{
+    gemm_case c = {be, f, n, TB_MATH_F32};
+    size_t bytes = (size_t)n * n * sizeof(float);
+    for (int k = 0; k < 2; k++) {
+        c.math = k ? TB_MATH_TF32 : TB_MATH_F32;
+        TB_TRY(run_gemm(&c));
+        TB_TRY(be->copy_d2h(be, f->hc[k], f->c, bytes, NULL));
+        TB_TRY(be->sync(be));
+    }
+    return tb_compare_floats(f->hc[0], f->hc[1], (size_t)n * n, TF32_TOL, cmp);
+}
+
+static void tf32_note(const tb_bench *b, char *note, size_t cap)
+{
+    if (strcmp(b->info.backend, "cpu") != 0) {
+        snprintf(note, cap, "TF32 tensor-op math vs fp32; output vs fp32 GEMM");
+        return;
+    }
+    int has_bf16 = strstr(b->info.cpu_flags, "avx512_bf16") != NULL;
+    snprintf(note, cap, "CPU: TF32 = oneDNN fpmath bf16; %s; output vs fp32 GEMM",
+             has_bf16 ? "this CPU has avx512_bf16, so multiplies run in bf16"
+                      : "this CPU lacks avx512_bf16, so it computes in f32 and is expected "
+                        "within noise");
+}
+
+/* cmp == NULL: TF32 was refused; the fp32 rows only. */
+static int add_rows(tb_bench *b, const gb_results *r, int n, const tb_compare *cmp)
+{
+    const gb_run *run[NV];
+    for (int v = 0; v < (cmp ? NV : V_TF32); v++)
+        TB_TRY(opb_need(r, &run[v], "gemm_%s/%d", vnames[v], n));
+    for (int tf = 0; tf < (cmp ? 2 : 1); tf++) {
+        tb_result_row row;
+        tb_bench_row(b, &row, tf ? "tf32" : "fp32", !tf, "n", n, "gemm time");
+        if (tf)
+            TB_TRY(opb_fill_variant(&row, run[V_TF32], run[V_F32], run[V_F32_AGAIN], 1e3, "ms"));
+        else
+            TB_TRY(opb_fill_base(&row, run[V_F32], run[V_F32_AGAIN], 1e3, "ms"));
+        row.rate = 2.0 * n * (double)n * n / (row.median * 1e-3) / 1e9;
+        snprintf(row.rate_unit, sizeof row.rate_unit, "GFLOP/s");
+        if (tf) {
+            opb_set_check(&row, cmp, "fp32 GEMM");
+            tf32_note(b, row.note, sizeof row.note);
+        }
+        TB_TRY(tb_results_add(&b->res, &row));
+    }
+    return TB_OK;
+}
+
+static int alloc_bufs(tb_backend *be, gemm_bufs *f, int max_n)
+{
+    size_t n2 = (size_t)max_n * max_n, bytes = n2 * sizeof(float);
+    TB_TRY(be->dev_alloc(be, (void **)&f->a, bytes));
+    TB_TRY(be->dev_alloc(be, (void **)&f->b, bytes));
+    TB_TRY(be->dev_alloc(be, (void **)&f->c, bytes));
+    TB_TRY(be->host_alloc(be, (void **)&f->ha, bytes, 0));
+    TB_TRY(be->host_alloc(be, (void **)&f->hb, bytes, 0));
+    TB_TRY(be->host_alloc(be, (void **)&f->hc[0], bytes, 0));
+    TB_TRY(be->host_alloc(be, (void **)&f->hc[1], bytes, 0));
+    tb_rng_fill(f->ha, n2, 1, -1.0, 1.0);
+    tb_rng_fill(f->hb, n2, 2, -1.0, 1.0);
+    TB_TRY(be->copy_h2d(be, f->a, f->ha, bytes, NULL));
+    return be->copy_h2d(be, f->b, f->hb, bytes, NULL);
+}
+
+static void free_bufs(tb_backend *be, gemm_bufs *f)
+{
+    be->dev_free(be, f->a);
+    be->dev_free(be, f->b);
+    be->dev_free(be, f->c);
+    be->host_free(be, f->ha, 0);
+    be->host_free(be, f->hb, 0);
+    be->host_free(be, f->hc[0], 0);
+    be->host_free(be, f->hc[1], 0);
+}
+
+static int add_na_rows(tb_bench *b, const char *why)
+{
+    char reason[256];
+    snprintf(reason, sizeof reason, "TF32 math refused by the backend: %.200s", why);
+    return opb_add_na(b, "tf32", "gemm time", reason);
+}
+
+typedef struct tf32_state {
+    int sizes[8], nsizes, tf32_ok;
+    char why[256];
+    gemm_bufs f;
+    gemm_case *cases;
+} tf32_state;
+
+static int setup(tb_bench *b, void *state, opb_set *set)
+{
+    tf32_state *st = state;
+    st->nsizes = plan_sizes(b->profile, st->sizes);
+    st->cases = calloc((size_t)st->nsizes * NV, sizeof *st->cases);
+    if (!st->cases)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory");
+    TB_TRY(alloc_bufs(b->be, &st->f, st->sizes[st->nsizes - 1]));
+    st->tf32_ok = tf32_supported(b->be, &st->f, st->why, sizeof st->why);
+    for (int s = 0; s < st->nsizes; s++)
+        for (int v = 0; v < NV; v++) {
+            if (vmath[v] == TB_MATH_TF32 && !st->tf32_ok)
+                continue;
+            gemm_case *c = &st->cases[s * NV + v];
+            *c = (gemm_case){b->be, &st->f, st->sizes[s], vmath[v]};
+            TB_TRY(opb_register(b, set, plan_warmups(st->sizes[s]), run_gemm, c,
+                                plan_iterations(b->profile, st->sizes[s]), "gemm_%s/%d",
+                                vnames[v], st->sizes[s]));
+        }
+    return TB_OK;
+}
+
+static int report(tb_bench *b, void *state, const gb_results *r)
+{
+    tf32_state *st = state;
+    for (int s = 0; s < st->nsizes; s++) {
+        tb_compare cmp;
+        if (st->tf32_ok)
+            TB_TRY(check_size(b->be, &st->f, st->sizes[s], &cmp));
+        TB_TRY(add_rows(b, r, st->sizes[s], st->tf32_ok ? &cmp : NULL));
+    }
+    return st->tf32_ok ? TB_OK : add_na_rows(b, st->why);
+}
+
+static int plot(tb_bench *b, void *state)
+{
+    (void)state;
+    TB_TRY(opb_plot(b, "tf32", "Square GEMM rate, fp32 vs TF32 math", "n (n x n x n)",
+                    "GFLOP/s", 2, OPB_Y_RATE));
+    return opb_plot(b, "tf32_speedup", "TF32 over fp32 GEMM (median, 95% CI)", "n (n x n x n)",
+                    "speedup (x)", 2, OPB_Y_SPEEDUP);
+}
+
+static void teardown(tb_bench *b, void *state)
+{
+    tf32_state *st = state;
+    free(st->cases);
+    free_bufs(b->be, &st->f);
+}
+
+static int run(tb_bench *b)
+{
+    static const opb_sweep sweep = {setup, report, plot, teardown};
+    tf32_state st = {0};
+    return opb_run(b, &sweep, &st);
+}
+
+static const tb_technique technique = {
+    .name = "tf32",
+    .what = "Square GEMMs, fp32 vs TF32 math, n = 256 .. 8192.",
+    .est_seconds = {230, 600, 3}, /* default, full, tiny */
+    .order = 300,
+    .tiny = {.min_rows = 4, .plots = "tf32,tf32_speedup"},
+};
+
+TB_OPB_MAIN(technique, run)

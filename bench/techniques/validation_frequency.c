@@ -1,0 +1,188 @@
+/*
+ * validation_frequency.c - bench:validation_frequency: fewer validations
+ * (Lightning's check_val_every_n_epoch, max_time, early stopping): time to
+ * 85% test accuracy through trainer_fit, validating after every epoch (the
+ * baseline, the technique off) vs every 2 or 5 epochs, stopping at the
+ * first validation that reaches the target. A setting validates less often,
+ * so it spends less time evaluating but may notice the target later.
+ *
+ * Rows per setting: "time to accuracy" (n/a, saying so, when a seed did not
+ * reach 85% within the epochs and --max-time of the profile), and "fit
+ * time" (training plus validations until the fit stopped, always measured).
+ * The same seed trains the same trajectory whatever the validation
+ * schedule (evaluation does not touch the weights), so the note gives the
+ * accuracies; losses are not compared (the runs stop at other epochs).
+ *
+ * Every setting fits 5 seeds (the repetitions). Profiles:
+ *   default: a 6400-image training subset at batch 128 (50 steps, about
+ *   3.2 s an epoch on two idle cores), up to 10 epochs, validation on the
+ *   first 2000 test images (0.3 s), 30 s at most per fit. On an idle
+ *   machine every seed reaches 85% (on those 2000 images) in epoch 3 or so,
+ *   about 10 s, so the whole sweep takes about 200 s: most of the default
+ *   profile's time to accuracy. (Until 2026-11-22 the default trained 64
+ *   images and never reached 85%: its time-to-accuracy rows were all n/a.)
+ *   On a loaded machine a fit may hit the 30 s limit: its rows say so.
+ *   full: all 60000 images, 10 epochs, 10000 test images, 900 s.
+ *   tiny: 16 images, for the tests (85% is not reached; rows n/a).
+ * Every setting fits the same seeds; the speedup interval is a bootstrap
+ * over them, with no A/A noise floor (no baseline fitted twice: that would
+ * cost another 5 fits).
+ *
+ *   bazel run //bench:validation_frequency -- [--device=cpu] [--profile=...]
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "bench/harness/harness.h"
+#include "lib/core/stats.h"
+#include "lib/train/train.h"
+
+#define TARGET 0.85
+#define MAX_SEEDS 8
+
+typedef struct vf_plan {
+    int batch, epochs, seeds;
+    long long train_n, test_n;   /* 0: all */
+    double max_time_s;
+} vf_plan;
+
+static const vf_plan plans[3] = {
+    [TB_PROFILE_DEFAULT] = {128, 10, 5, 6400, 2000, 30},
+    [TB_PROFILE_FULL] = {256, 10, 5, 0, 10000, 900},
+    [TB_PROFILE_TINY] = {16, 5, 5, 16, 32, 10},
+};
+
+static const int val_every[] = {1, 2, 5};
+#define NSETTINGS ((int)(sizeof val_every / sizeof val_every[0]))
+
+typedef struct vf_result {
+    double tta[MAX_SEEDS], fit[MAX_SEEDS];
+    int reached, evaluations, epochs;
+    double best_acc, eval_s;
+    const char *stopped_by;
+} vf_result;
+
+static int fit_once(tb_bench *b, const vf_plan *p, int every, long long seed,
+                    const tb_dataset *train, const tb_dataset *test, vf_result *out, int s)
+{
+    tb_config cfg;
+    config_defaults(&cfg);
+    cfg.batch_size = p->batch;
+    cfg.epochs = p->epochs;
+    cfg.val_every = every;
+    cfg.target_accuracy = TARGET;
+    cfg.max_time = p->max_time_s;
+    cfg.seed = seed;
+    TB_TRY(config_validate(&cfg));
+    tb_trainer *t;
+    TB_TRY(trainer_create_with_data(&cfg, b->be, train, test, &t));
+    tb_fit_stats st;
+    int rc = trainer_fit(t, &st, NULL, NULL);
+    trainer_destroy(t);
+    TB_TRY(rc);
+    out->tta[s] = st.reached_target ? st.time_to_target_s : NAN;
+    out->fit[s] = st.total_s;
+    out->reached += st.reached_target;
+    out->evaluations = st.evaluations, out->epochs = st.epochs;
+    out->best_acc = st.best_accuracy, out->eval_s = st.eval_s;
+    out->stopped_by = st.stopped_by;
+    fprintf(stderr, "validation_frequency: every %d epoch(s), seed %lld: %d epochs, %d "
+            "validations (%.1f s), best %.1f%%, stopped by %s after %.1f s\n", every, seed,
+            st.epochs, st.evaluations, st.eval_s, 100 * st.best_accuracy, st.stopped_by,
+            st.total_s);
+    return TB_OK;
+}
+
+/* One timed row over the seeds; the speedup against base (the same seeds
+ * validated every epoch) with a bootstrap interval of the ratio of medians.
+ * No A/A run here, so the verdict uses no noise floor. */
+static int add_timed(tb_bench *b, const vf_plan *p, int i, const char *setting,
+                     const char *metric, const double *x, const double *base)
+{
+    tb_result_row row;
+    tb_summary sm;
+    size_t n = (size_t)p->seeds;
+    tb_bench_row(b, &row, setting, i == 0, "val_every", val_every[i], metric);
+    TB_TRY(tb_stats_summary(x, n, &sm));
+    row.reps = p->seeds;
+    row.median = sm.median, row.min = sm.min, row.max = sm.max;
+    snprintf(row.unit, sizeof row.unit, "s");
+    if (i > 0) {
+        tb_interval ci;
+        TB_TRY(tb_stats_speedup_ci(base, n, x, n, NULL, &ci));
+        row.speedup = ci.point, row.speedup_ci_low = ci.lo, row.speedup_ci_high = ci.hi;
+        tb_speed_verdict v = tb_stats_timing_verdict(&ci, 0);
+        row.timing_verdict = v == TB_SPEED_FASTER   ? TB_TIMING_FASTER
+                             : v == TB_SPEED_SLOWER ? TB_TIMING_SLOWER
+                                                    : TB_TIMING_WITHIN_NOISE;
+    }
+    return tb_results_add(&b->res, &row);
+}
+
+static int add_rows(tb_bench *b, const vf_plan *p, const vf_result *r, int n)
+{
+    int base_reached = r[0].reached == p->seeds;
+    for (int i = 0; i < n; i++) {
+        char setting[48], why[256];
+        snprintf(setting, sizeof setting, "validate every %d", val_every[i]);
+        snprintf(why, sizeof why, "%d of %d seed(s) reached %.0f%% within %d epochs of %d "
+                 "images and %.0f s; best %.1f%%, %d validations, stopped by %s (batch %d)",
+                 r[i].reached, p->seeds, 100 * TARGET, p->epochs, r[i].epochs ? p->train_n ?
+                 (int)p->train_n : 60000 : 0, p->max_time_s, 100 * r[i].best_acc,
+                 r[i].evaluations, r[i].stopped_by, p->batch);
+        if (r[i].reached < p->seeds || !base_reached) {
+            TB_TRY(tb_results_add_na(&b->res, b->technique, b->info.backend, b->info.name,
+                                     setting, "time to accuracy", why));
+        } else {
+            TB_TRY(add_timed(b, p, i, setting, "time to accuracy", r[i].tta, r[0].tta));
+            snprintf(b->res.rows[b->res.n - 1].note, sizeof b->res.rows[0].note, "%s", why);
+        }
+        TB_TRY(add_timed(b, p, i, setting, "fit time", r[i].fit, r[0].fit));
+        snprintf(b->res.rows[b->res.n - 1].note, sizeof b->res.rows[0].note,
+                 "training + %d validations (%.1f s of them) until stopped by %s; %s",
+                 r[i].evaluations, r[i].eval_s, r[i].stopped_by,
+                 "one fit per seed (seeds 0..4 for every setting), no A/A noise floor");
+    }
+    return TB_OK;
+}
+
+static int run(tb_bench *b)
+{
+    const vf_plan *p = &plans[b->profile];
+    tb_dataset *train = NULL, *test = NULL;
+    vf_result res[NSETTINGS] = {0};
+    int rc;
+    TB_TRY_GOTO(rc, dataset_open_fashion_mnist(NULL, TB_SPLIT_TRAIN, (long)p->train_n, &train),
+                out_free);
+    TB_TRY_GOTO(rc, dataset_open_fashion_mnist(NULL, TB_SPLIT_TEST, (long)p->test_n, &test),
+                out_free);
+    for (int i = 0; i < NSETTINGS; i++)
+        for (int s = 0; s < p->seeds; s++)
+            TB_TRY_GOTO(rc, fit_once(b, p, val_every[i], s, train, test, &res[i], s), out_free);
+    TB_TRY_GOTO(rc, add_rows(b, p, res, NSETTINGS), out_free);
+    rc = tb_bench_save(b);
+out_free:
+    dataset_free(train);
+    dataset_free(test);
+    return rc;
+}
+
+static const tb_technique technique = {
+    .name = "validation_frequency",
+    .what = "time to 85% accuracy validating every 1 / 2 / 5 epochs",
+    .est_seconds = {210, 3600, 30}, /* default, full, tiny */
+    .order = 220,
+    .tiny = {.min_rows = 6, .no_gbench = 1},
+};
+
+int main(int argc, char **argv)
+{
+    tb_bench b;
+    int done = 0;
+    int rc = tb_bench_init(&b, &technique, NULL, 0,
+                           argc, argv, &done);
+    if (rc == TB_OK && !done)
+        rc = run(&b);
+    tb_bench_close(&b);
+    return rc == TB_OK ? 0 : tb_bench_fail("validation_frequency", rc);
+}

@@ -1,0 +1,408 @@
+/*
+ * waterfall.c - bench:waterfall (issue 8 item 3): the training step with the
+ * techniques switched on one after another (cumulative speedup per stage)
+ * and leave-one-out (all on, each one off in turn), written as
+ * results/<device>/waterfall.csv; then time to 85% test accuracy on
+ * Fashion-MNIST with every technique off and with all on (in the full
+ * profile also each technique alone), as time_to_accuracy.csv. Both CSVs
+ * are described in results/README.md; the report picks them up by name.
+ *
+ *   bazel run //bench:waterfall -- [--device=cpu] [--profile=default|full|tiny]
+ *
+ * Stages are the training-step toggles lib/train/config.h has; a new toggle joins
+ * by one line in `stages`. "debug APIs off" is on when --detect-anomaly is
+ * off, so "all off" runs with anomaly detection (the technique off). Host
+ * syncs (--loss-read-every) is no stage: trainer_step, which both parts
+ * time, reads the loss every step whatever the flag (bench:host_syncs times
+ * it through train_epoch). bf16 autocast runs emulated on a CPU without
+ * AVX512_BF16 (this VM): there it is expected to slow the step down.
+ *
+ * GPU-only stages (tensors_on_device, augment_on_device, pinned memory +
+ * non_blocking, cuda_graphs) come after the CPU's: on CUDA they are
+ * cumulative stages, part of "all on" and left out in turn; on the CPU
+ * backend their rows are n/a with the trainer's reason, and "all on" holds the CPU stages only (the masks are
+ * built per backend, build_masks). CUDA graphs need anomaly detection off,
+ * so on CUDA "all on but debug APIs off" is n/a saying so, and in the
+ * full profile "cuda_graphs alone" runs with debug APIs off.
+ *
+ * The default profile's time to accuracy allows 30 s of training per run:
+ * on this loaded 2-core VM 85% is not reached in that time, and the rows
+ * are n/a saying so; the full profile allows 900 s.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench/harness/step_harness.h"
+
+typedef struct stage {
+    const char *name;
+    void (*on)(tb_config *cfg);   /* switches the technique on */
+    void (*off)(tb_config *cfg);  /* and off (the baseline's value) */
+    const char *cpu_na;           /* NULL: runs on the CPU backend; else why it means
+                                     nothing there (the trainer's reason) */
+    int needs;                    /* index of a stage it cannot run without, -1: none */
+    const char *needs_why;
+} stage;
+
+static void gtn_on(tb_config *c) { c->grads_to_none = 1; }
+static void gtn_off(tb_config *c) { c->grads_to_none = 0; }
+static void gelu_on(tb_config *c) { c->fused_gelu = 1; }
+static void gelu_off(tb_config *c) { c->fused_gelu = 0; }
+static void bias_on(tb_config *c) { c->conv_bias = 0; }
+static void bias_off(tb_config *c) { c->conv_bias = 1; }
+static void fopt_on(tb_config *c) { c->fused_optimizer = 1; }
+static void fopt_off(tb_config *c) { c->fused_optimizer = 0; }
+static void tune_on(tb_config *c) { c->conv_autotune = 1; }
+static void tune_off(tb_config *c) { c->conv_autotune = 0; }
+static void work_on(tb_config *c) { c->workers = 2, c->persistent_workers = 1; }
+static void work_off(tb_config *c) { c->workers = 0, c->persistent_workers = 0; }
+static void tf32_on(tb_config *c) { c->tf32 = 1; }
+static void tf32_off(tb_config *c) { c->tf32 = 0; }
+static void debug_on(tb_config *c) { c->detect_anomaly = 0; }
+static void debug_off(tb_config *c) { c->detect_anomaly = 1; }
+static void nhwc_on(tb_config *c) { c->channels_last = 1; }
+static void nhwc_off(tb_config *c) { c->channels_last = 0; }
+static void amp_on(tb_config *c) { c->amp_dtype = TB_AMP_BF16; }
+static void amp_off(tb_config *c) { c->amp_dtype = TB_AMP_OFF; }
+static void tod_on(tb_config *c) { c->tensors_on_device = 1; }
+static void tod_off(tb_config *c) { c->tensors_on_device = 0; }
+static void aod_on(tb_config *c) { c->augment_on_device = 1; }
+static void aod_off(tb_config *c) { c->augment_on_device = 0; }
+static void pin_on(tb_config *c) { c->pin_memory = 1, c->non_blocking = 1; }
+static void pin_off(tb_config *c) { c->pin_memory = 0, c->non_blocking = 0; }
+static void graphs_on(tb_config *c) { c->cuda_graphs = 1; }
+static void graphs_off(tb_config *c) { c->cuda_graphs = 0; }
+
+#define DEBUG_STAGE 7
+
+/* The GPU-only stages come last, so the CPU's stages, "all on" and
+ * leave-one-out rows are those of the CPU stages alone. Pinned memory goes
+ * with non_blocking, as PyTorch recommends them (bench:pinned_memory times
+ * each); with CUDA graphs the trainer copies each staged batch into the
+ * graph's fixed inputs on the device (lib/train/train_device.c). */
+static const stage stages[] = {
+    {"grads_to_none", gtn_on, gtn_off, NULL, -1, NULL},
+    {"fused_gelu", gelu_on, gelu_off, NULL, -1, NULL},
+    {"no conv bias", bias_on, bias_off, NULL, -1, NULL},
+    {"fused_optimizer", fopt_on, fopt_off, NULL, -1, NULL},
+    {"conv_autotune", tune_on, tune_off, NULL, -1, NULL},
+    {"2 persistent workers", work_on, work_off, NULL, -1, NULL},
+    {"tf32", tf32_on, tf32_off, NULL, -1, NULL},
+    [DEBUG_STAGE] = {"debug APIs off", debug_on, debug_off, NULL, -1, NULL},
+    {"channels last", nhwc_on, nhwc_off, NULL, -1, NULL},
+    {"bf16 autocast", amp_on, amp_off, NULL, -1, NULL},
+    {"tensors_on_device", tod_on, tod_off,
+     "n/a on the CPU backend: host and device memory are the same", -1, NULL},
+    {"augment_on_device", aod_on, aod_off,
+     "n/a on the CPU backend: the CPU is the device, augmentation already runs where the "
+     "model runs", -1, NULL},
+    {"pinned memory + non_blocking", pin_on, pin_off,
+     "n/a on the CPU backend: no copy to a device: batches are already where the kernels "
+     "read them", -1, NULL},
+    {"cuda_graphs", graphs_on, graphs_off,
+     "n/a on the CPU backend: no kernel launches to capture", DEBUG_STAGE,
+     "a replay cannot read the loss on the host mid-step (--detect-anomaly)"},
+};
+#define NSTAGES ((int)(sizeof stages / sizeof stages[0]))
+#define NSETTINGS (2 * NSTAGES + 2)
+
+/* Why stage k means nothing on backend, NULL when it runs there. */
+static const char *stage_na(int k, const char *backend)
+{
+    return strcmp(backend, "cpu") == 0 ? stages[k].cpu_na : NULL;
+}
+
+/* The stages backend runs. */
+static unsigned stages_on(const char *backend)
+{
+    unsigned mask = 0;
+    for (int k = 0; k < NSTAGES; k++)
+        mask |= stage_na(k, backend) ? 0u : 1u << k;
+    return mask;
+}
+
+/* param holds the mask of stages switched on. */
+static void apply_mask(tb_config *cfg, double param)
+{
+    unsigned mask = (unsigned)param;
+    for (int k = 0; k < NSTAGES; k++)
+        (mask >> k & 1 ? stages[k].on : stages[k].off)(cfg);
+}
+
+static tb_step_setting settings[NSETTINGS];
+static char names[NSETTINGS][64];
+
+/* Rows 0..NSTAGES are stages (0 = all off), then "all on" and each left out. */
+static void row_hook(int idx, tb_result_row *row)
+{
+    int loo = idx > NSTAGES;
+    snprintf(row->param_name, sizeof row->param_name, "%s", loo ? "leave-one-out" : "stage");
+    row->param_value = loo ? idx - NSTAGES - 1 : idx;
+}
+
+/* The stage a row is about: the one it adds or leaves out; -1 for "all
+ * off" and "all on". */
+static int row_stage(int idx)
+{
+    if (idx <= NSTAGES)
+        return idx - 1;
+    return idx - NSTAGES - 2;
+}
+
+static void build_names(void)
+{
+    for (int i = 0; i < NSETTINGS; i++) {
+        int k = row_stage(i);
+        if (i <= NSTAGES)
+            snprintf(names[i], sizeof names[i], i ? "+ %s" : "all off", i ? stages[k].name : "");
+        else if (k < 0)
+            snprintf(names[i], sizeof names[i], "all on");
+        else
+            snprintf(names[i], sizeof names[i], "all on but %s", stages[k].name);
+        settings[i] = (tb_step_setting){names[i], 0, 0, apply_mask, NULL, NULL};
+    }
+}
+
+/* The masks for the stages backend runs (the harness's backend_ready). */
+static void build_masks(const char *backend)
+{
+    unsigned all = stages_on(backend);
+    for (int i = 0; i < NSETTINGS; i++) {
+        int k = row_stage(i);
+        unsigned mask = i <= NSTAGES ? ((1u << i) - 1) & all : k < 0 ? all : all & ~(1u << k);
+        settings[i].param = (double)mask;
+    }
+}
+
+/* A stage the backend does not run, or a stage on without one it needs. */
+static const char *na_reason(const char *backend, const tb_step_setting *s)
+{
+    static char why[256];
+    int k = row_stage((int)(s - settings));
+    if (k >= 0 && stage_na(k, backend))
+        return stage_na(k, backend);
+    unsigned mask = (unsigned)s->param;
+    for (int j = 0; j < NSTAGES; j++) {
+        int need = stages[j].needs;
+        if (!(mask >> j & 1) || need < 0 || mask >> need & 1)
+            continue;
+        snprintf(why, sizeof why, "%s needs %s: %s", stages[j].name, stages[need].name,
+                 stages[j].needs_why);
+        return why;
+    }
+    return NULL;
+}
+
+static const tb_step_technique waterfall = {
+    .desc = {
+        .name = "waterfall",
+        .what = "techniques switched on one after another, and all on but one",
+        .est_seconds = {110, 1800, 30}, /* default, full, tiny */
+        .order = 270,
+        .tiny = {.min_rows = 30, .plots = "waterfall", .na_note = "n/a on the CPU backend: "},
+    },
+    .param_name = "stage",
+    TB_STEP_SETTINGS(settings),
+    .metric = TB_METRIC_STEP,
+    .na_reason = na_reason,
+    .tolerance = 5e-2,
+    .tolerance_why = "the conv autotuner's and bf16 autocast's (another summation order or "
+                     "8-bit mantissas, amplified by SGD; 1.1e-2 and 1.4e-2 after 50 steps)",
+    .row_hook = row_hook,
+    .backend_ready = build_masks,
+};
+
+/* ---- time to accuracy ---- */
+
+typedef struct tta_plan {
+    int batch, eval_every;      /* steps between evaluations */
+    long long test_n;
+    double budget_s;            /* training wall time allowed per run */
+    int reps;                   /* seeds */
+    int each_alone;             /* also every technique alone */
+} tta_plan;
+
+static const tta_plan tta_plans[3] = {
+    [TB_PROFILE_DEFAULT] = {128, 25, 1000, 30, 1, 0},
+    [TB_PROFILE_FULL] = {256, 20, 10000, 900, 5, 1},
+    [TB_PROFILE_TINY] = {64, 4, 500, 6, 1, 0},
+};
+
+#define TTA_TARGET 0.85
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Trains until the test accuracy reaches the target or the budget runs out.
+ * *seconds is NaN when it did not reach it; *acc the last accuracy. */
+static int tta_run(tb_backend *be, const tta_plan *p, unsigned mask, long long seed,
+                   const tb_dataset *train, const tb_dataset *test, double *seconds,
+                   double *acc, long *samples)
+{
+    tb_config cfg;
+    config_defaults(&cfg);
+    cfg.batch_size = p->batch;
+    cfg.seed = seed;
+    apply_mask(&cfg, mask);
+    TB_TRY(config_validate(&cfg));
+    tb_trainer *t;
+    TB_TRY(trainer_create_with_data(&cfg, be, train, test, &t));
+    int rc = TB_OK;
+    double t0 = now_s();
+    *seconds = NAN;
+    *acc = 0;
+    while (rc == TB_OK && now_s() - t0 < p->budget_s) {
+        float loss;
+        for (int i = 0; i < p->eval_every && rc == TB_OK; i++)
+            rc = trainer_step(t, &loss);
+        tb_eval_stats ev;
+        if (rc == TB_OK)
+            rc = trainer_evaluate(t, &ev);
+        if (rc != TB_OK)
+            break;
+        *acc = ev.accuracy;
+        if (ev.accuracy >= TTA_TARGET) {
+            *seconds = now_s() - t0;
+            break;
+        }
+    }
+    *samples = t->steps * cfg.batch_size;
+    trainer_destroy(t);
+    return rc;
+}
+
+/* The timed baseline row of time to accuracy; NULL if it was n/a. */
+static const tb_result_row *tta_baseline(const tb_bench *b)
+{
+    for (size_t i = 0; i < b->res.n; i++)
+        if (b->res.rows[i].is_baseline && !isnan(b->res.rows[i].median))
+            return &b->res.rows[i];
+    return NULL;
+}
+
+static int tta_row(tb_bench *b, const tta_plan *p, const char *setting, int is_base,
+                   unsigned mask, const tb_dataset *train, const tb_dataset *test)
+{
+    double secs[8], acc = 0;
+    long samples = 0;
+    int reached = 0;
+    for (int s = 0; s < p->reps; s++) {
+        TB_TRY(tta_run(b->be, p, mask, s, train, test, &secs[s], &acc, &samples));
+        reached += !isnan(secs[s]);
+        fprintf(stderr, "time_to_accuracy: %s seed %d: %s%.1f s, accuracy %.1f%% after %ld "
+                "samples\n", setting, s, isnan(secs[s]) ? "not reached in " : "", isnan(secs[s])
+                ? p->budget_s : secs[s], 100 * acc, samples);
+    }
+    if (reached < p->reps) {
+        char why[256];
+        snprintf(why, sizeof why, "did not reach %.0f%% within %.0f s of training (%d of %d seeds "
+                 "did; last: %.1f%% after %ld samples, batch %d)", 100 * TTA_TARGET, p->budget_s,
+                 reached, p->reps, 100 * acc, samples, p->batch);
+        return tb_results_add_na(&b->res, "time_to_accuracy", b->info.backend, b->info.name,
+                                 setting, "time to accuracy", why);
+    }
+    tb_result_row row;
+    tb_bench_row(b, &row, setting, is_base, "target accuracy", TTA_TARGET, "time to accuracy");
+    tb_summary sm;
+    TB_TRY(tb_stats_summary(secs, (size_t)p->reps, &sm));
+    row.reps = p->reps;
+    row.median = sm.median, row.min = sm.min, row.max = sm.max;
+    snprintf(row.unit, sizeof row.unit, "s");
+    char ratio[96] = "";
+    if (!is_base) {
+        /* No interval from so few seeds (1 in the default profile): the
+         * ratio of medians goes in the note, not in the speedup columns. */
+        row.timing_verdict = TB_TIMING_NA;
+        const tb_result_row *base = tta_baseline(b);
+        if (base)
+            snprintf(ratio, sizeof ratio, "; baseline / this = %.3gx from %d seed(s), no "
+                     "interval", base->median / sm.median, p->reps);
+    }
+    snprintf(row.note, sizeof row.note, "%d seed(s); last reached %.1f%% after %ld samples "
+             "(batch %d, test accuracy on %d images, evaluated every %d steps, evaluation "
+             "time included)%s", p->reps, 100 * acc, samples, p->batch, test->n, p->eval_every,
+             ratio);
+    return tb_results_add(&b->res, &row);
+}
+
+/* Stage k alone (with the stage it needs, if any); n/a where the backend
+ * does not run it. */
+static int tta_alone(tb_bench *b, const tta_plan *p, int k, const tb_dataset *train,
+                     const tb_dataset *test)
+{
+    char name[64];
+    const stage *st = &stages[k];
+    const char *na = stage_na(k, b->info.backend);
+    unsigned mask = 1u << k;
+    if (st->needs >= 0)
+        mask |= 1u << st->needs;
+    snprintf(name, sizeof name, "%s alone%s%s", st->name, st->needs >= 0 ? " + " : "",
+             st->needs >= 0 ? stages[st->needs].name : "");
+    if (na)
+        return tb_results_add_na(&b->res, "time_to_accuracy", b->info.backend, b->info.name,
+                                 name, "time to accuracy", na);
+    return tta_row(b, p, name, 0, mask, train, test);
+}
+
+/* The second part of bench:waterfall: its own results file. */
+static const tb_technique tta_part = {
+    .name = "waterfall",
+    .results = "time_to_accuracy",
+    .what = "time to 85% test accuracy",
+};
+
+static int tta_main(int argc, char **argv)
+{
+    tb_bench b;
+    int done = 0, rc;
+    double mem = 0;
+    int steps = 0;
+    tb_flag extra[] = {
+        {"mem-limit", TB_FLAG_DOUBLE, &mem, "ignored here", NULL},
+        {"check-steps", TB_FLAG_INT, &steps, "ignored here", NULL},
+    };
+    tb_dataset *train = NULL, *test = NULL;
+    rc = tb_bench_init(&b, &tta_part, extra, TB_COUNT(extra), argc, argv, &done);
+    if (rc != TB_OK || done)
+        goto out_close;
+    const tta_plan *p = &tta_plans[b.profile];
+    TB_TRY_GOTO(rc, dataset_open_fashion_mnist(NULL, TB_SPLIT_TRAIN, 0, &train), out_close);
+    TB_TRY_GOTO(rc, dataset_open_fashion_mnist(NULL, TB_SPLIT_TEST, (long)p->test_n, &test),
+                out_close);
+    unsigned all = stages_on(b.info.backend);
+    TB_TRY_GOTO(rc, tta_row(&b, p, "baseline", 1, 0, train, test), out_close);
+    TB_TRY_GOTO(rc, tta_row(&b, p, "all techniques", 0, all, train, test), out_close);
+    for (int k = 0; p->each_alone && k < NSTAGES; k++)
+        TB_TRY_GOTO(rc, tta_alone(&b, p, k, train, test), out_close);
+    rc = tb_bench_save(&b);
+out_close:
+    dataset_free(train);
+    dataset_free(test);
+    tb_bench_close(&b);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    /* Both parts parse the same flags: the first consumes what it reads. */
+    char **copy = malloc(((size_t)argc + 1) * sizeof *copy);
+    if (!copy)
+        return 1;
+    memcpy(copy, argv, ((size_t)argc + 1) * sizeof *copy);
+    build_names();
+    int code = tb_step_main(&waterfall, argc, argv);
+    if (code != 0 || tb_technique_wants_describe(argc, copy)) {
+        free(copy);
+        return code;
+    }
+    int rc = tta_main(argc, copy);
+    free(copy);
+    return rc == TB_OK ? 0 : tb_bench_fail("time_to_accuracy", rc);
+}

@@ -1,0 +1,44 @@
+/*
+ * workers.c - bench:workers: loader workers (DataLoader num_workers) 0, 1,
+ * 2, ... up to twice the cores of this machine's 2-core VM; epoch time of
+ * the small CNN on the Fashion-MNIST subset with augmentation (random crop
+ * and flip), so the knee shows where workers stop paying for themselves.
+ * The loader's batches are the same bytes whatever the workers: exact.
+ *
+ *   bazel run //bench:workers -- [--device=cpu] [--profile=...]
+ */
+#include "bench/harness/step_harness.h"
+
+static void setup(tb_config *cfg, int profile)
+{
+    (void)profile;
+    cfg->augment = 1;
+}
+
+static void set_workers(tb_config *cfg, double n)
+{
+    cfg->workers = (int)n;
+}
+
+static const tb_step_setting settings[] = {
+    {"workers=0", 0, 0, set_workers, NULL, NULL}, {"workers=1", 1, 0, set_workers, NULL, NULL},
+    {"workers=2", 2, 0, set_workers, NULL, NULL}, {"workers=3", 3, 0, set_workers, NULL, NULL},
+    {"workers=4", 4, 0, set_workers, NULL, NULL},
+};
+
+static const tb_step_technique tech = {
+    .desc = {
+        .name = "workers",
+        .what = "loader workers 0..2x cores: epoch time with augmentation",
+        .est_seconds = {40, 150, 40}, /* default, full, tiny */
+        .order = 20,
+        .tiny = {.min_rows = 5, .plots = "workers"},
+    },
+    .param_name = "workers",
+    TB_STEP_SETTINGS(settings),
+    .metric = TB_METRIC_EPOCH,
+    .setup = setup,
+    .na_reason = tb_step_na_never,
+};
+
+TB_STEP_MAIN(tech)
