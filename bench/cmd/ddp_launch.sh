@@ -1,7 +1,7 @@
 #!/bin/bash
 # ddp_launch.sh - bazel run //bench:ddp -- --ranks=N [worker flags]
 #
-# Runs the DDP worker (bench/ddp.c) under mpirun: -np N, --bind-to none
+# Runs the DDP worker (bench/cmd/ddp_worker.c) under mpirun: -np N, --bind-to none
 # (each rank runs its own kernel threads), --oversubscribe when N exceeds
 # this host's cores, and --allow-run-as-root (plus OpenMPI's two variables)
 # when run as root. --ranks defaults to the number of cores.

@@ -3,7 +3,7 @@
  * the small CNN (or any model lib/train/config.h names), launched by mpirun.
  *
  *   bazel run //bench:ddp -- --ranks=2 --max-steps=20 --dataset=synthetic
- * (bench/ddp_launch.sh runs mpirun with the right flags on this binary).
+ * (bench/cmd/ddp_launch.sh runs mpirun with the right flags on this binary).
  *
  * --batch-size is the GLOBAL micro-batch: every rank's loader builds the same
  * batch (same shuffle and augmentation, keyed by seed/epoch/index) and each

@@ -2,7 +2,7 @@
  * ddp_sweep.c - `bazel run //bench:ddp_sweep`: DataParallel vs
  * DistributedDataParallel on the small CNN at the same global batch.
  *
- * DDP: runs the DDP worker (bench/ddp.c) under mpirun for ranks 1..N
+ * DDP: runs the DDP worker (bench/cmd/ddp_worker.c) under mpirun for ranks 1..N
  * (--max-ranks, default the cores), with bucket sizes (a small one that
  * makes several buckets of this model's ~0.5 MiB of gradients, and
  * PyTorch's 25 MiB, which makes one) and overlap on/off at N ranks; N ranks
