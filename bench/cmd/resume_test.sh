@@ -4,7 +4,7 @@
 # --resume refuses when the run would differ (another thread count).
 #
 #   bazel test //bench:resume_test
-# args: the bench:all binary. Runs ceilings + gelu in the tiny profile on
+# args: the bench:all binary. Runs ceilings + grads_to_none (a training step: seconds, long enough to be interrupted) in the tiny profile on
 # the CPU. Checks files and state, never timings.
 set -u
 ALL=$1
@@ -38,37 +38,37 @@ csv_intact() {
 }
 
 # 1. Interrupt with SIGINT (what Ctrl-C sends) once ceilings finished.
-"$ALL" --device=cpu --profile=tiny --only=gelu --out-dir="$OUT" > "$TEST_TMPDIR/log1" 2>&1 &
+"$ALL" --device=cpu --profile=tiny --only=grads_to_none --out-dir="$OUT" > "$TEST_TMPDIR/log1" 2>&1 &
 pid=$!
 wait_ceilings_done "$OUT"
 kill -INT $pid
 wait $pid
 rc=$?
-[ $rc -eq 130 ] || fail "interrupted bench:all exited $rc, expected 130 (did gelu finish first?)"
+[ $rc -eq 130 ] || fail "interrupted bench:all exited $rc, expected 130 (did grads_to_none finish first?)"
 R=$(echo "$OUT"/results/*)
 csv_intact "$R/ceilings.csv" 8
-[ ! -e "$R/gelu.csv" ] || fail "gelu.csv exists although gelu was interrupted"
+[ ! -e "$R/grads_to_none.csv" ] || fail "grads_to_none.csv exists although grads_to_none was interrupted"
 no_temps "$OUT"
 grep -q '"done": \["ceilings"\]' "$R/run_state.json" || fail "run state: $(cat "$R/run_state.json")"
 sum_before=$(md5sum < "$R/ceilings.csv")
 mtime_before=$(stat -c %Y.%N "$R/ceilings.csv")
 
 # 2. A different thread count must not continue this run.
-"$ALL" --device=cpu --profile=tiny --only=gelu --threads=1 --out-dir="$OUT" --resume \
+"$ALL" --device=cpu --profile=tiny --only=grads_to_none --threads=1 --out-dir="$OUT" --resume \
     > "$TEST_TMPDIR/log2" 2>&1
 rc=$?
 [ $rc -eq 2 ] || fail "--resume with other threads exited $rc, expected 2"
 grep -q 'resume refused' "$TEST_TMPDIR/log2" || fail "no refusal message"
 grep -q 'threads: 0 -> 1' "$TEST_TMPDIR/log2" || fail "refusal does not say what differs"
 
-# 3. --resume continues: ceilings kept byte for byte, gelu run, report written.
-"$ALL" --device=cpu --profile=tiny --only=gelu --out-dir="$OUT" --resume > "$TEST_TMPDIR/log3" 2>&1 ||
+# 3. --resume continues: ceilings kept byte for byte, grads_to_none run, report written.
+"$ALL" --device=cpu --profile=tiny --only=grads_to_none --out-dir="$OUT" --resume > "$TEST_TMPDIR/log3" 2>&1 ||
     fail "--resume run failed"
 grep -q 'ceilings: finished in the interrupted run, kept' "$TEST_TMPDIR/log3" ||
     fail "--resume did not skip ceilings"
 [ "$(md5sum < "$R/ceilings.csv")" = "$sum_before" ] || fail "ceilings.csv changed"
 [ "$(stat -c %Y.%N "$R/ceilings.csv")" = "$mtime_before" ] || fail "ceilings.csv rewritten"
-csv_intact "$R/gelu.csv" "$(wc -l < "$R/gelu.csv")"
+csv_intact "$R/grads_to_none.csv" "$(wc -l < "$R/grads_to_none.csv")"
 for f in REPORT.md REPORT.html summary.md summary.tex telemetry.json; do
     [ -s "$R/$f" ] || fail "$f missing after the resumed run"
 done
@@ -78,7 +78,7 @@ no_temps "$OUT"
 # 4. SIGKILL of the whole process group (no chance to clean up): the next
 #    --resume removes the orphaned temporaries and keeps finished work.
 OUT2=$TEST_TMPDIR/out2
-setsid "$ALL" --device=cpu --profile=tiny --only=gelu --out-dir="$OUT2" > "$TEST_TMPDIR/log4" 2>&1 &
+setsid "$ALL" --device=cpu --profile=tiny --only=grads_to_none --out-dir="$OUT2" > "$TEST_TMPDIR/log4" 2>&1 &
 pid=$!
 wait_ceilings_done "$OUT2"
 kill -KILL -- -$pid 2> /dev/null || kill -KILL $pid
@@ -86,7 +86,7 @@ wait $pid 2> /dev/null
 R2=$(echo "$OUT2"/results/*)
 csv_intact "$R2/ceilings.csv" 8
 sum_before=$(md5sum < "$R2/ceilings.csv")
-"$ALL" --device=cpu --profile=tiny --only=gelu --out-dir="$OUT2" --resume > "$TEST_TMPDIR/log5" 2>&1 ||
+"$ALL" --device=cpu --profile=tiny --only=grads_to_none --out-dir="$OUT2" --resume > "$TEST_TMPDIR/log5" 2>&1 ||
     fail "--resume after SIGKILL failed"
 grep -q 'ceilings: finished in the interrupted run, kept' "$TEST_TMPDIR/log5" ||
     fail "--resume after SIGKILL did not skip ceilings"
