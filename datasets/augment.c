@@ -7,30 +7,30 @@
 #include "kernels/augment_math.h"
 #include "lib/core/rng.h"
 
-tb_augment_cfg augment_train_defaults(const tb_dataset *ds)
+tb_augment_cfg tb_augment_train_defaults(const tb_dataset *ds)
 {
     tb_augment_cfg cfg = {.enabled = 1, .pad = ds->w <= 28 ? 2 : 4, .flip = 1, .normalize = 1};
     return cfg;
 }
 
-tb_augment_cfg augment_eval_defaults(void)
+tb_augment_cfg tb_augment_eval_defaults(void)
 {
     tb_augment_cfg cfg = {.enabled = 0, .pad = 0, .flip = 0, .normalize = 1};
     return cfg;
 }
 
-tb_augment_params augment_params(const tb_augment_cfg *cfg, uint64_t seed, int epoch, int index)
+tb_augment_params tb_augment_draw(const tb_augment_cfg *cfg, uint64_t seed, int epoch, int index)
 {
     tb_augment_params p = {0, 0, 0};
     if (!cfg->enabled)
         return p;
     /* Always three draws in the same order, so turning flip off does not
      * change the crops. */
-    tb_rng r = rng_make(seed, (uint64_t)epoch, (uint64_t)index, TB_RNG_AUGMENT);
+    tb_rng r = tb_rng_make(seed, (uint64_t)epoch, (uint64_t)index, TB_RNG_AUGMENT);
     uint32_t span = (uint32_t)(cfg->pad > 0 ? 2 * cfg->pad + 1 : 1);
-    p.dy = (int)rng_below(&r, span);
-    p.dx = (int)rng_below(&r, span);
-    int flip = (int)(rng_next_u64(&r) >> 63);
+    p.dy = (int)tb_rng_below(&r, span);
+    p.dx = (int)tb_rng_below(&r, span);
+    int flip = (int)(tb_rng_next_u64(&r) >> 63);
     p.flip = cfg->flip ? flip : 0;
     return p;
 }
@@ -46,7 +46,7 @@ static void crop_channel(const uint8_t *src, int h, int w, int pad, const tb_aug
                 tb_augment_pixel(src, h, w, pad, p->dy, p->dx, p->flip, scale, bias, y, x);
 }
 
-void augment_apply(const tb_augment_cfg *cfg, const tb_dataset *ds, int index,
+void tb_augment_apply(const tb_augment_cfg *cfg, const tb_dataset *ds, int index,
                    const tb_augment_params *p, float *out)
 {
     size_t plane = (size_t)ds->h * ds->w;
@@ -59,9 +59,9 @@ void augment_apply(const tb_augment_cfg *cfg, const tb_dataset *ds, int index,
     }
 }
 
-void augment_sample(const tb_augment_cfg *cfg, const tb_dataset *ds, uint64_t seed, int epoch,
+void tb_augment_sample(const tb_augment_cfg *cfg, const tb_dataset *ds, uint64_t seed, int epoch,
                     int index, float *out)
 {
-    tb_augment_params p = augment_params(cfg, seed, epoch, index);
-    augment_apply(cfg, ds, index, &p, out);
+    tb_augment_params p = tb_augment_draw(cfg, seed, epoch, index);
+    tb_augment_apply(cfg, ds, index, &p, out);
 }

@@ -4,7 +4,7 @@
  * The torchvision pipeline the tuning guides use for small images:
  * RandomCrop(size, padding=pad) with zero padding, RandomHorizontalFlip(),
  * ToTensor(), Normalize(mean, std). The crop offsets and the flip of a
- * sample are drawn from rng_make(seed, epoch, index, TB_RNG_AUGMENT) only
+ * sample are drawn from tb_rng_make(seed, epoch, index, TB_RNG_AUGMENT) only
  * (lib/core/rng.h): the same sample in the same epoch gets the same bytes whatever
  * thread or process builds it and in whatever order.
  *
@@ -38,21 +38,21 @@ typedef struct tb_augment_params {
 
 /* Training defaults for ds: pad 2 for images up to 28 pixels wide (the
  * Fashion-MNIST convention), 4 above (the CIFAR one); flip on; normalize. */
-tb_augment_cfg augment_train_defaults(const tb_dataset *ds);
+tb_augment_cfg tb_augment_train_defaults(const tb_dataset *ds);
 /* Evaluation: no crop or flip, normalize. */
-tb_augment_cfg augment_eval_defaults(void);
+tb_augment_cfg tb_augment_eval_defaults(void);
 
 /* The crop and flip for (seed, epoch, index); all zero when disabled. */
-tb_augment_params augment_params(const tb_augment_cfg *cfg, uint64_t seed, int epoch, int index);
+tb_augment_params tb_augment_draw(const tb_augment_cfg *cfg, uint64_t seed, int epoch, int index);
 
 /* Writes sample `index` of ds, cropped, flipped and normalized as p says,
  * to out: float (C, H, W). Pixels the crop takes from the padding are 0
  * before normalization, as torchvision pads. REQUIRES: 0 <= index < ds->n. */
-void augment_apply(const tb_augment_cfg *cfg, const tb_dataset *ds, int index,
+void tb_augment_apply(const tb_augment_cfg *cfg, const tb_dataset *ds, int index,
                    const tb_augment_params *p, float *out);
 
-/* augment_params then augment_apply. */
-void augment_sample(const tb_augment_cfg *cfg, const tb_dataset *ds, uint64_t seed, int epoch,
+/* tb_augment_draw then tb_augment_apply. */
+void tb_augment_sample(const tb_augment_cfg *cfg, const tb_dataset *ds, uint64_t seed, int epoch,
                     int index, float *out);
 
 #ifdef __cplusplus

@@ -4,7 +4,7 @@
  * flip on a small non-square 3-channel image; normalization values; the
  * draws' ranges; determinism (same (seed, epoch, index) gives the same bytes,
  * another epoch other crops); eval mode is identity plus normalization;
- * the per-pixel math moved to kernels/augment_math.h leaves augment_apply's
+ * the per-pixel math moved to kernels/augment_math.h leaves tb_augment_apply's
  * bytes as they were (a copy of the old formulas) and equals the header's
  * per-element path that kernels/augment.cu runs.
  * Run: bazel test //datasets:augment_test
@@ -44,7 +44,7 @@ static void reference(const tb_dataset *ds, int index, int pad, const tb_augment
 static tb_dataset *tiny(void)
 {
     tb_dataset *ds = NULL;
-    if (dataset_alloc(2, 3, 4, 5, 10, &ds) != TB_OK)
+    if (tb_dataset_alloc(2, 3, 4, 5, 10, &ds) != TB_OK)
         return NULL;
     for (int i = 0; i < 2 * 3 * 4 * 5; i++)
         ds->images[i] = (uint8_t)(10 + i * 2);
@@ -70,7 +70,7 @@ static void test_crop_flip(void)
             for (int dx = 0; dx <= 4; dx++)
                 for (int flip = 0; flip <= 1; flip++) {
                     tb_augment_params p = {dy, dx, flip};
-                    augment_apply(&cfg, ds, index, &p, got);
+                    tb_augment_apply(&cfg, ds, index, &p, got);
                     reference(ds, index, 2, &p, want);
                     double err = 0;
                     for (int k = 0; k < 60; k++)
@@ -84,26 +84,26 @@ static void test_crop_flip(void)
     printf("a hand-checked case: dy=dx=0, pad 2 moves the image down-right by 2\n");
     tb_augment_cfg raw = {.enabled = 1, .pad = 2, .flip = 0, .normalize = 0};
     tb_augment_params p = {0, 0, 0};
-    augment_apply(&raw, ds, 0, &p, got);
+    tb_augment_apply(&raw, ds, 0, &p, got);
     /* out(2,2) = img(0,0) = 10; out(3,4) = img(1,2) = 10 + 2*7 = 24. */
     CHECK(got[0] == 0.0f && fabsf(got[2 * 5 + 2] * 255 - 10) < 1e-4f &&
               fabsf(got[3 * 5 + 4] * 255 - 24) < 1e-4f,
           "got %g %g %g", got[0] * 255, got[12] * 255, got[19] * 255);
     printf("a hand-checked flip: no crop offset (dy=dx=pad), row 0 reversed\n");
     tb_augment_params f = {2, 2, 1};
-    augment_apply(&raw, ds, 0, &f, got);
+    tb_augment_apply(&raw, ds, 0, &f, got);
     for (int x = 0; x < 5; x++)
         CHECK(fabsf(got[x] * 255 - (float)(10 + (4 - x) * 2)) < 1e-4f, "x %d: %g", x, got[x] * 255);
-    dataset_free(ds);
+    tb_dataset_free(ds);
 }
 
 static void test_eval(void)
 {
     printf("eval mode: identity, normalized\n");
     tb_dataset *ds = tiny();
-    tb_augment_cfg cfg = augment_eval_defaults();
+    tb_augment_cfg cfg = tb_augment_eval_defaults();
     float got[60];
-    augment_sample(&cfg, ds, 123, 5, 1, got);
+    tb_augment_sample(&cfg, ds, 123, 5, 1, got);
     for (int ch = 0; ch < 3; ch++)
         for (int k = 0; k < 20; k++) {
             float px = ds->images[60 + ch * 20 + k];
@@ -111,9 +111,9 @@ static void test_eval(void)
             CHECK(fabsf(got[ch * 20 + k] - want) < 1e-5f, "ch %d k %d: %g vs %g", ch, k,
                   got[ch * 20 + k], want);
         }
-    tb_augment_params p = augment_params(&cfg, 123, 5, 1);
+    tb_augment_params p = tb_augment_draw(&cfg, 123, 5, 1);
     CHECK(p.dx == 0 && p.dy == 0 && p.flip == 0, "eval params not zero");
-    dataset_free(ds);
+    tb_dataset_free(ds);
 }
 
 static void test_determinism(void)
@@ -121,23 +121,23 @@ static void test_determinism(void)
     printf("determinism: same (seed, epoch, index) same bytes; other epoch other crops\n");
     tb_synthetic_cfg sc = {.n = 200, .c = 1, .h = 28, .w = 28, .seed = 3, .noise = -1};
     tb_dataset *ds = NULL;
-    if (dataset_synthetic_create(&sc, &ds) != TB_OK) {
+    if (tb_dataset_synthetic_create(&sc, &ds) != TB_OK) {
         failures++;
         return;
     }
-    tb_augment_cfg cfg = augment_train_defaults(ds);
+    tb_augment_cfg cfg = tb_augment_train_defaults(ds);
     CHECK(cfg.pad == 2 && cfg.flip && cfg.enabled, "train defaults for 28x28");
     float a[784], b[784];
     int same_params = 0, diff_bytes = 0, hist[5] = {0}, flips = 0;
     /* Visit samples in a scrambled order the second time: order must not matter. */
     for (int i = 0; i < 200; i++) {
         int idx = (i * 77) % 200;
-        augment_sample(&cfg, ds, 42, 1, idx, a);
-        augment_sample(&cfg, ds, 42, 1, idx, b);
+        tb_augment_sample(&cfg, ds, 42, 1, idx, a);
+        tb_augment_sample(&cfg, ds, 42, 1, idx, b);
         CHECK(memcmp(a, b, sizeof a) == 0, "index %d differs between two calls", idx);
-        tb_augment_params p1 = augment_params(&cfg, 42, 1, idx), p2 = augment_params(&cfg, 42, 2, idx);
+        tb_augment_params p1 = tb_augment_draw(&cfg, 42, 1, idx), p2 = tb_augment_draw(&cfg, 42, 2, idx);
         same_params += p1.dx == p2.dx && p1.dy == p2.dy && p1.flip == p2.flip;
-        augment_sample(&cfg, ds, 42, 2, idx, b);
+        tb_augment_sample(&cfg, ds, 42, 2, idx, b);
         diff_bytes += memcmp(a, b, sizeof a) != 0;
         CHECK(p1.dx >= 0 && p1.dx <= 4 && p1.dy >= 0 && p1.dy <= 4, "offsets %d %d", p1.dy, p1.dx);
         hist[p1.dx]++;
@@ -151,19 +151,19 @@ static void test_determinism(void)
     for (int k = 0; k < 5; k++)
         CHECK(hist[k] > 15, "dx %d drawn %d times of 200", k, hist[k]);
     CHECK(flips > 70 && flips < 130, "%d flips of 200", flips);
-    tb_augment_params s1 = augment_params(&cfg, 42, 1, 7), s2 = augment_params(&cfg, 43, 1, 7);
-    augment_sample(&cfg, ds, 42, 1, 7, a);
-    augment_sample(&cfg, ds, 43, 1, 7, b);
+    tb_augment_params s1 = tb_augment_draw(&cfg, 42, 1, 7), s2 = tb_augment_draw(&cfg, 43, 1, 7);
+    tb_augment_sample(&cfg, ds, 42, 1, 7, a);
+    tb_augment_sample(&cfg, ds, 43, 1, 7, b);
     printf("  seed 42 vs 43, sample 7: (%d,%d,%d) vs (%d,%d,%d)\n", s1.dy, s1.dx, s1.flip, s2.dy,
            s2.dx, s2.flip);
-    tb_augment_cfg wide = augment_train_defaults(&(tb_dataset){.w = 32});
+    tb_augment_cfg wide = tb_augment_train_defaults(&(tb_dataset){.w = 32});
     CHECK(wide.pad == 4, "train defaults for 32 wide: pad %d", wide.pad);
-    dataset_free(ds);
+    tb_dataset_free(ds);
 }
 
 /* ---- the shared math refactor (kernels/augment_math.h) ----
  * augment.c's per-pixel formulas before they moved into the shared header,
- * copied verbatim: augment_apply must still give exactly these bytes. */
+ * copied verbatim: tb_augment_apply must still give exactly these bytes. */
 static void old_crop_channel(const uint8_t *src, int h, int w, int pad,
                              const tb_augment_params *p, float scale, float bias, float *out)
 {
@@ -225,8 +225,8 @@ static void test_shared_math(void)
     for (int s = 0; s < 2; s++) {
         tb_dataset *ds = NULL;
         int c = shapes[s][0], h = shapes[s][1], w = shapes[s][2];
-        if (dataset_alloc(6, c, h, w, 10, &ds) != TB_OK) {
-            CHECK(0, "dataset_alloc");
+        if (tb_dataset_alloc(6, c, h, w, 10, &ds) != TB_OK) {
+            CHECK(0, "tb_dataset_alloc");
             return;
         }
         for (size_t i = 0; i < (size_t)6 * c * h * w; i++)
@@ -235,8 +235,8 @@ static void test_shared_math(void)
             ds->mean[ch] = 0.2860f + 0.1f * ch;
             ds->std[ch] = 0.3530f - 0.05f * ch;
         }
-        tb_augment_cfg cfgs[3] = {augment_train_defaults(ds), augment_eval_defaults(),
-                                  augment_train_defaults(ds)};
+        tb_augment_cfg cfgs[3] = {tb_augment_train_defaults(ds), tb_augment_eval_defaults(),
+                                  tb_augment_train_defaults(ds)};
         cfgs[2].normalize = 0;
         size_t n = (size_t)c * h * w;
         float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *m = malloc(n * sizeof *m);
@@ -244,9 +244,9 @@ static void test_shared_math(void)
         for (int k = 0; k < 3; k++)
             for (int epoch = 0; epoch < 4; epoch++)
                 for (int idx = 0; idx < 6; idx++) {
-                    tb_augment_params p = augment_params(&cfgs[k], 42, epoch, idx);
+                    tb_augment_params p = tb_augment_draw(&cfgs[k], 42, epoch, idx);
                     flips += p.flip;
-                    augment_apply(&cfgs[k], ds, idx, &p, a);
+                    tb_augment_apply(&cfgs[k], ds, idx, &p, a);
                     old_augment_apply(&cfgs[k], ds, idx, &p, b);
                     shared_math_apply(&cfgs[k], ds, idx, &p, m);
                     mismatches += memcmp(a, b, n * sizeof *a) != 0;
@@ -260,7 +260,7 @@ static void test_shared_math(void)
         free(a);
         free(b);
         free(m);
-        dataset_free(ds);
+        tb_dataset_free(ds);
     }
 }
 

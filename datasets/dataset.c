@@ -13,7 +13,7 @@
 
 #include "datasets/idx.h"
 
-int dataset_alloc(int n, int c, int h, int w, int num_classes, tb_dataset **out)
+int tb_dataset_alloc(int n, int c, int h, int w, int num_classes, tb_dataset **out)
 {
     *out = NULL;
     if (n <= 0 || c <= 0 || c > TB_DATASET_MAX_CHANNELS || h <= 0 || w <= 0 || num_classes <= 0)
@@ -26,7 +26,7 @@ int dataset_alloc(int n, int c, int h, int w, int num_classes, tb_dataset **out)
     ds->images = malloc(pixels);
     ds->labels = malloc((size_t)n * sizeof *ds->labels);
     if (!ds->images || !ds->labels) {
-        dataset_free(ds);
+        tb_dataset_free(ds);
         return TB_FAIL(TB_ERR_NOMEM, "cannot allocate %zu bytes of images", pixels);
     }
     ds->n = n;
@@ -42,7 +42,7 @@ int dataset_alloc(int n, int c, int h, int w, int num_classes, tb_dataset **out)
     return TB_OK;
 }
 
-void dataset_free(tb_dataset *ds)
+void tb_dataset_free(tb_dataset *ds)
 {
     if (!ds)
         return;
@@ -51,7 +51,7 @@ void dataset_free(tb_dataset *ds)
     free(ds);
 }
 
-void dataset_compute_stats(tb_dataset *ds)
+void tb_dataset_compute_stats(tb_dataset *ds)
 {
     size_t plane = (size_t)ds->h * ds->w;
     for (int ch = 0; ch < ds->c; ch++) {
@@ -89,7 +89,7 @@ static int dataset_from_idx(const idx_array *im, const idx_array *lb, const char
             return TB_FAIL(TB_ERR_DATA, "%s: label %u of sample %u is out of range 0..%d",
                            labels_path, lb->data[i], i, num_classes - 1);
     tb_dataset *ds;
-    TB_TRY(dataset_alloc((int)im->dims[0], c, h, w, num_classes, &ds));
+    TB_TRY(tb_dataset_alloc((int)im->dims[0], c, h, w, num_classes, &ds));
     memcpy(ds->images, im->data, im->bytes);
     for (int i = 0; i < ds->n; i++)
         ds->labels[i] = lb->data[i];
@@ -97,29 +97,29 @@ static int dataset_from_idx(const idx_array *im, const idx_array *lb, const char
     return TB_OK;
 }
 
-int dataset_open_idx(const char *images_path, const char *labels_path, const char *name,
+int tb_dataset_open_idx(const char *images_path, const char *labels_path, const char *name,
                      int num_classes, long limit, tb_dataset **out)
 {
     idx_array im, lb;
     int rc;
     *out = NULL;
     memset(&lb, 0, sizeof lb);
-    TB_TRY(idx_read(images_path, 3, 4, limit, &im));
-    TB_TRY_GOTO(rc, idx_read(labels_path, 1, 1, limit, &lb), out_free_arrays);
+    TB_TRY(tb_idx_read(images_path, 3, 4, limit, &im));
+    TB_TRY_GOTO(rc, tb_idx_read(labels_path, 1, 1, limit, &lb), out_free_arrays);
     TB_TRY_GOTO(rc, dataset_from_idx(&im, &lb, images_path, labels_path, num_classes, out),
                 out_free_arrays);
     snprintf((*out)->name, sizeof (*out)->name, "%s", name);
     snprintf((*out)->source, sizeof (*out)->source, "%s%s + %s%s", images_path,
              im.gzipped ? " (gzip)" : " (raw)", labels_path, lb.gzipped ? " (gzip)" : " (raw)");
-    dataset_compute_stats(*out);
+    tb_dataset_compute_stats(*out);
     rc = TB_OK;
 out_free_arrays:
-    idx_free(&im);
-    idx_free(&lb);
+    tb_idx_free(&im);
+    tb_idx_free(&lb);
     return rc;
 }
 
-int dataset_write_idx(const tb_dataset *ds, const char *images_path, const char *labels_path)
+int tb_dataset_write_idx(const tb_dataset *ds, const char *images_path, const char *labels_path)
 {
     uint8_t *labels = malloc((size_t)ds->n);
     if (!labels)
@@ -137,10 +137,10 @@ int dataset_write_idx(const tb_dataset *ds, const char *images_path, const char 
     uint32_t dims3[3] = {(uint32_t)ds->n, (uint32_t)ds->h, (uint32_t)ds->w};
     uint32_t count = (uint32_t)ds->n;
     if (ds->c == 1)
-        TB_TRY_GOTO(rc, idx_write(images_path, 3, dims3, ds->images), out_free_labels);
+        TB_TRY_GOTO(rc, tb_idx_write(images_path, 3, dims3, ds->images), out_free_labels);
     else
-        TB_TRY_GOTO(rc, idx_write(images_path, 4, dims4, ds->images), out_free_labels);
-    TB_TRY_GOTO(rc, idx_write(labels_path, 1, &count, labels), out_free_labels);
+        TB_TRY_GOTO(rc, tb_idx_write(images_path, 4, dims4, ds->images), out_free_labels);
+    TB_TRY_GOTO(rc, tb_idx_write(labels_path, 1, &count, labels), out_free_labels);
 out_free_labels:
     free(labels);
     return rc;

@@ -52,39 +52,39 @@ typedef enum tb_split { TB_SPLIT_TRAIN = 0, TB_SPLIT_TEST = 1 } tb_split;
 
 /* The data directory to use when the caller has no --data-dir: $TB_DATA_DIR
  * when set and non-empty, else TB_FASHION_MNIST_DIR. Never NULL. */
-const char *dataset_default_dir(void);
+const char *tb_dataset_default_dir(void);
 
 /* Writes "<dir>/<train|t10k>-<images-idx3|labels-idx1>-ubyte[.gz]" into out.
  * Fails with TB_ERR_INVALID when it does not fit in cap. */
-int dataset_fashion_mnist_path(const char *dir, tb_split split, int labels, int gz,
+int tb_dataset_fashion_mnist_path(const char *dir, tb_split split, int labels, int gz,
                                char *out, size_t cap);
 
 /* Opens Fashion-MNIST's train or test split from dir (NULL: the default dir).
  * In dir it reads "<stem>.gz" when present, else the raw "<stem>" (a copy
- * written by dataset_write_fashion_mnist). limit > 0 keeps only the first
+ * written by tb_dataset_write_fashion_mnist). limit > 0 keeps only the first
  * min(limit, count) samples (and reads no further); limit <= 0 reads all and
  * checks each file's exact size. Images must be 28 x 28, image and label
  * counts equal, labels below 10.
  * Errors: TB_ERR_IO (missing or unreadable file) or TB_ERR_DATA (corrupt or
  * truncated); the message names the file and how to fix it.
- * On success *out is a new dataset to free with dataset_free. */
-int dataset_open_fashion_mnist(const char *dir, tb_split split, long limit, tb_dataset **out);
+ * On success *out is a new dataset to free with tb_dataset_free. */
+int tb_dataset_open_fashion_mnist(const char *dir, tb_split split, long limit, tb_dataset **out);
 
 /* Opens any pair of uint8 IDX files (gzip or raw) as a dataset named name:
  * images (N, H, W) or (N, C, H, W), labels (N) below num_classes. mean/std
  * are computed from the pixels read. Same limit and errors as above. */
-int dataset_open_idx(const char *images_path, const char *labels_path, const char *name,
+int tb_dataset_open_idx(const char *images_path, const char *labels_path, const char *name,
                      int num_classes, long limit, tb_dataset **out);
 
 /* Writes ds as raw (uncompressed) IDX files, each through a temp file and a
  * rename. Images are (N, H, W) when C == 1, else (N, C, H, W); labels (N).
  * REQUIRES: labels in 0..255. */
-int dataset_write_idx(const tb_dataset *ds, const char *images_path, const char *labels_path);
+int tb_dataset_write_idx(const tb_dataset *ds, const char *images_path, const char *labels_path);
 
 /* Writes ds as raw Fashion-MNIST-named files in dir, so that
- * dataset_open_fashion_mnist(dir, split, ...) reads them back (the "data in
+ * tb_dataset_open_fashion_mnist(dir, split, ...) reads them back (the "data in
  * RAM / better format" technique points dir at /dev/shm). */
-int dataset_write_fashion_mnist(const tb_dataset *ds, const char *dir, tb_split split);
+int tb_dataset_write_fashion_mnist(const tb_dataset *ds, const char *dir, tb_split split);
 
 typedef struct tb_synthetic_cfg {
     int n;                /* samples; > 0 */
@@ -102,17 +102,17 @@ typedef struct tb_synthetic_cfg {
  * a function of (seed, split, sample index). Named
  * "synthetic-<c>x<h>x<w>-<train|test>", flagged synthetic.
  * REQUIRES: h, w >= 4. */
-int dataset_synthetic_create(const tb_synthetic_cfg *cfg, tb_dataset **out);
+int tb_dataset_synthetic_create(const tb_synthetic_cfg *cfg, tb_dataset **out);
 
 /* Frees a dataset from any of the constructors; NULL is a no-op. */
-void dataset_free(tb_dataset *ds);
+void tb_dataset_free(tb_dataset *ds);
 
 /* Allocates an empty dataset with room for n samples of c x h x w (internal
  * to datasets/, exposed for tests that build a dataset by hand). */
-int dataset_alloc(int n, int c, int h, int w, int num_classes, tb_dataset **out);
+int tb_dataset_alloc(int n, int c, int h, int w, int num_classes, tb_dataset **out);
 
 /* Sets ds->mean/std from its pixels. */
-void dataset_compute_stats(tb_dataset *ds);
+void tb_dataset_compute_stats(tb_dataset *ds);
 
 #ifdef __cplusplus
 }

@@ -20,13 +20,13 @@
 #define FMNIST_HINT "install Debian's dataset-fashion-mnist, or pass --data-dir (or set " \
                     TB_DATA_DIR_ENV ")"
 
-const char *dataset_default_dir(void)
+const char *tb_dataset_default_dir(void)
 {
     const char *env = getenv(TB_DATA_DIR_ENV);
     return env && env[0] ? env : TB_FASHION_MNIST_DIR;
 }
 
-int dataset_fashion_mnist_path(const char *dir, tb_split split, int labels, int gz,
+int tb_dataset_fashion_mnist_path(const char *dir, tb_split split, int labels, int gz,
                                char *out, size_t cap)
 {
     int n = snprintf(out, cap, "%s/%s-%s-ubyte%s", dir, split == TB_SPLIT_TRAIN ? "train" : "t10k",
@@ -40,28 +40,28 @@ int dataset_fashion_mnist_path(const char *dir, tb_split split, int labels, int 
  * .gz name (so the error names the file the package installs). */
 static int pick_file(const char *dir, tb_split split, int labels, char *out, size_t cap)
 {
-    TB_TRY(dataset_fashion_mnist_path(dir, split, labels, 1, out, cap));
+    TB_TRY(tb_dataset_fashion_mnist_path(dir, split, labels, 1, out, cap));
     if (access(out, F_OK) == 0)
         return TB_OK;
     char raw[4096];
-    TB_TRY(dataset_fashion_mnist_path(dir, split, labels, 0, raw, sizeof raw));
+    TB_TRY(tb_dataset_fashion_mnist_path(dir, split, labels, 0, raw, sizeof raw));
     if (access(raw, F_OK) == 0)
         snprintf(out, cap, "%s", raw);
     return TB_OK;
 }
 
-int dataset_open_fashion_mnist(const char *dir, tb_split split, long limit, tb_dataset **out)
+int tb_dataset_open_fashion_mnist(const char *dir, tb_split split, long limit, tb_dataset **out)
 {
     char images[4096], labels[4096];
     const char *split_name = split == TB_SPLIT_TRAIN ? "train" : "test";
     char name[64];
     *out = NULL;
     if (!dir || !dir[0])
-        dir = dataset_default_dir();
+        dir = tb_dataset_default_dir();
     TB_TRY(pick_file(dir, split, 0, images, sizeof images));
     TB_TRY(pick_file(dir, split, 1, labels, sizeof labels));
     snprintf(name, sizeof name, "fashion-mnist-%s", split_name);
-    int rc = dataset_open_idx(images, labels, name, FMNIST_CLASSES, limit, out);
+    int rc = tb_dataset_open_idx(images, labels, name, FMNIST_CLASSES, limit, out);
     /* The entry below this one names the file and what is wrong with it. */
     if (rc != TB_OK)
         return TB_FAIL(rc, "cannot load Fashion-MNIST %s split from %s: " FMNIST_HINT,
@@ -70,7 +70,7 @@ int dataset_open_fashion_mnist(const char *dir, tb_split split, long limit, tb_d
     if (ds->c != 1 || ds->h != FMNIST_SIDE || ds->w != FMNIST_SIDE) {
         rc = TB_FAIL(TB_ERR_DATA, "%s: images are %dx%dx%d, Fashion-MNIST's are 1x28x28: "
                      FMNIST_HINT, images, ds->c, ds->h, ds->w);
-        dataset_free(ds);
+        tb_dataset_free(ds);
         *out = NULL;
         return rc;
     }
@@ -80,10 +80,10 @@ int dataset_open_fashion_mnist(const char *dir, tb_split split, long limit, tb_d
     return TB_OK;
 }
 
-int dataset_write_fashion_mnist(const tb_dataset *ds, const char *dir, tb_split split)
+int tb_dataset_write_fashion_mnist(const tb_dataset *ds, const char *dir, tb_split split)
 {
     char images[4096], labels[4096];
-    TB_TRY(dataset_fashion_mnist_path(dir, split, 0, 0, images, sizeof images));
-    TB_TRY(dataset_fashion_mnist_path(dir, split, 1, 0, labels, sizeof labels));
-    return dataset_write_idx(ds, images, labels);
+    TB_TRY(tb_dataset_fashion_mnist_path(dir, split, 0, 0, images, sizeof images));
+    TB_TRY(tb_dataset_fashion_mnist_path(dir, split, 1, 0, labels, sizeof labels));
+    return tb_dataset_write_idx(ds, images, labels);
 }

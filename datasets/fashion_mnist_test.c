@@ -16,7 +16,7 @@
 static tb_dataset *open_or_report(tb_split split, long limit)
 {
     tb_dataset *ds = NULL;
-    if (dataset_open_fashion_mnist(NULL, split, limit, &ds) != TB_OK) {
+    if (tb_dataset_open_fashion_mnist(NULL, split, limit, &ds) != TB_OK) {
         tb_error_print(stdout);
         failures++;
         return NULL;
@@ -48,7 +48,7 @@ static void check_shape(const tb_dataset *ds, int n, const char *name)
 
 int main(void)
 {
-    printf("Fashion-MNIST from %s\n", dataset_default_dir());
+    printf("Fashion-MNIST from %s\n", tb_dataset_default_dir());
     printf("train, first 1000 samples\n");
     tb_dataset *train1k = open_or_report(TB_SPLIT_TRAIN, 1000);
     if (train1k)
@@ -69,14 +69,14 @@ int main(void)
                   "limited read is not a prefix of the full one");
         /* Pixels really are images: the measured mean is the published one. */
         tb_dataset tmp = *train;
-        dataset_compute_stats(&tmp);
+        tb_dataset_compute_stats(&tmp);
         CHECK(tmp.mean[0] > 0.28f && tmp.mean[0] < 0.29f && tmp.std[0] > 0.35f && tmp.std[0] < 0.36f,
               "measured mean/std %g/%g", tmp.mean[0], tmp.std[0]);
         printf("  measured mean %.4f std %.4f\n", tmp.mean[0], tmp.std[0]);
     }
-    dataset_free(train1k);
-    dataset_free(test);
-    dataset_free(train);
+    tb_dataset_free(train1k);
+    tb_dataset_free(test);
+    tb_dataset_free(train);
     printf(failures ? "fashion_mnist_test: %d FAILED\n" : "fashion_mnist_test: all passed\n", failures);
     return failures != 0;
 }

@@ -164,7 +164,7 @@ static int read_body(idx_stream *s, long limit, idx_array *a)
     return TB_OK;
 }
 
-int idx_read(const char *path, int ndim_min, int ndim_max, long limit, idx_array *out)
+int tb_idx_read(const char *path, int ndim_min, int ndim_max, long limit, idx_array *out)
 {
     idx_stream s;
     memset(out, 0, sizeof *out);
@@ -177,11 +177,11 @@ int idx_read(const char *path, int ndim_min, int ndim_max, long limit, idx_array
     return TB_OK;
 out_close:
     stream_close(&s);
-    idx_free(out);
+    tb_idx_free(out);
     return rc;
 }
 
-void idx_free(idx_array *a)
+void tb_idx_free(idx_array *a)
 {
     if (!a)
         return;
@@ -203,10 +203,10 @@ static int write_all(int fd, const void *buf, size_t n, const char *path)
     return TB_OK;
 }
 
-int idx_write(const char *path, int ndim, const uint32_t *dims, const uint8_t *data)
+int tb_idx_write(const char *path, int ndim, const uint32_t *dims, const uint8_t *data)
 {
     if (ndim < 1 || ndim > IDX_MAX_DIMS)
-        return TB_FAIL(TB_ERR_INVALID, "idx_write %s: %d dimensions", path, ndim);
+        return TB_FAIL(TB_ERR_INVALID, "tb_idx_write %s: %d dimensions", path, ndim);
     unsigned char hdr[4 * (1 + IDX_MAX_DIMS)];
     uint32_t words[1 + IDX_MAX_DIMS];
     size_t total = 1;
@@ -223,7 +223,7 @@ int idx_write(const char *path, int ndim, const uint32_t *dims, const uint8_t *d
     }
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
-        return TB_FAIL(TB_ERR_INVALID, "idx_write: path too long: %s", path);
+        return TB_FAIL(TB_ERR_INVALID, "tb_idx_write: path too long: %s", path);
     int fd = mkstemp(tmp);
     TB_CHECK_IO(fd < 0, "cannot create a temp file beside %s", path);
     int rc;

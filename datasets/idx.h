@@ -6,10 +6,10 @@
  * then the elements in row-major order. Fashion-MNIST ships images as
  * 0x00000803 (N, 28, 28) and labels as 0x00000801 (N).
  *
- * idx_read() takes a gzip-compressed file (what Debian's dataset-fashion-mnist
+ * tb_idx_read() takes a gzip-compressed file (what Debian's dataset-fashion-mnist
  * installs; detected by the gzip magic 1f 8b and read through zlib) or a raw
  * uncompressed one (read with stdio; what the "data format" technique writes
- * under /dev/shm). idx_write() writes the raw form through a temp file and a
+ * under /dev/shm). tb_idx_write() writes the raw form through a temp file and a
  * rename, so a reader never sees half a file.
  *
  * Errors name the file and say what is wrong: TB_ERR_IO when it cannot be
@@ -46,15 +46,15 @@ typedef struct idx_array {
  * on to check for trailing bytes); limit <= 0 reads all of it and checks the
  * file holds exactly the bytes its header announces.
  * REQUIRES: path, out non-NULL; 1 <= ndim_min <= ndim_max <= IDX_MAX_DIMS.
- * On success *out owns data (free with idx_free); on failure *out is zeroed. */
-int idx_read(const char *path, int ndim_min, int ndim_max, long limit, idx_array *out);
+ * On success *out owns data (free with tb_idx_free); on failure *out is zeroed. */
+int tb_idx_read(const char *path, int ndim_min, int ndim_max, long limit, idx_array *out);
 
-void idx_free(idx_array *a);
+void tb_idx_free(idx_array *a);
 
 /* Writes a raw (uncompressed) uint8 IDX file atomically: to "path.tmp.XXXXXX"
  * in the same directory, then rename(2). REQUIRES: 1 <= ndim <= IDX_MAX_DIMS,
  * data holds the product of dims bytes. */
-int idx_write(const char *path, int ndim, const uint32_t *dims, const uint8_t *data);
+int tb_idx_write(const char *path, int ndim, const uint32_t *dims, const uint8_t *data);
 
 #ifdef __cplusplus
 }

@@ -90,8 +90,8 @@ static void write_fmnist(const char *sub, int n, int gz)
     if (system(cmd) != 0)
         printf("mkdir failed\n");
     uint32_t idims[3] = {(uint32_t)n, 28, 28}, ldims[1] = {(uint32_t)n};
-    dataset_fashion_mnist_path(d, TB_SPLIT_TRAIN, 0, gz, im, sizeof im);
-    dataset_fashion_mnist_path(d, TB_SPLIT_TRAIN, 1, gz, lb, sizeof lb);
+    tb_dataset_fashion_mnist_path(d, TB_SPLIT_TRAIN, 0, gz, im, sizeof im);
+    tb_dataset_fashion_mnist_path(d, TB_SPLIT_TRAIN, 1, gz, lb, sizeof lb);
     write_file(im, gz, 3, idims, (size_t)n * 784, 0, 0);
     write_file(lb, gz, 1, ldims, (size_t)n, 10, 0);
 }
@@ -103,7 +103,7 @@ static void test_valid(void)
     char d[1024];
     path_of(d, "ok");
     tb_dataset *ds = NULL;
-    int rc = dataset_open_fashion_mnist(d, TB_SPLIT_TRAIN, 0, &ds);
+    int rc = tb_dataset_open_fashion_mnist(d, TB_SPLIT_TRAIN, 0, &ds);
     CHECK(rc == TB_OK, "open: %s", chain_text());
     if (rc != TB_OK)
         return;
@@ -117,11 +117,11 @@ static void test_valid(void)
     for (int i = 0; i < 20; i++)
         bad += ds->labels[i] != i % 10;
     CHECK(bad == 0, "%d bytes differ", bad);
-    dataset_free(ds);
+    tb_dataset_free(ds);
 
-    rc = dataset_open_fashion_mnist(d, TB_SPLIT_TRAIN, 7, &ds);
+    rc = tb_dataset_open_fashion_mnist(d, TB_SPLIT_TRAIN, 7, &ds);
     CHECK(rc == TB_OK && ds->n == 7, "limit 7: rc %d", rc);
-    dataset_free(ds);
+    tb_dataset_free(ds);
 }
 
 static void test_raw_roundtrip(void)
@@ -131,16 +131,16 @@ static void test_raw_roundtrip(void)
     path_of(d, "ok");
     path_of(raw, "raw");
     tb_dataset *ds = NULL, *back = NULL;
-    int rc = dataset_open_fashion_mnist(d, TB_SPLIT_TRAIN, 0, &ds);
+    int rc = tb_dataset_open_fashion_mnist(d, TB_SPLIT_TRAIN, 0, &ds);
     CHECK(rc == TB_OK, "open: %s", chain_text());
     if (rc != TB_OK)
         return;
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", raw);
     CHECK(system(cmd) == 0, "mkdir");
-    rc = dataset_write_fashion_mnist(ds, raw, TB_SPLIT_TRAIN);
+    rc = tb_dataset_write_fashion_mnist(ds, raw, TB_SPLIT_TRAIN);
     CHECK(rc == TB_OK, "write: %s", chain_text());
-    rc = dataset_open_fashion_mnist(raw, TB_SPLIT_TRAIN, 0, &back);
+    rc = tb_dataset_open_fashion_mnist(raw, TB_SPLIT_TRAIN, 0, &back);
     CHECK(rc == TB_OK, "reopen: %s", chain_text());
     if (rc == TB_OK) {
         CHECK(back->n == ds->n && memcmp(back->images, ds->images, (size_t)ds->n * 784) == 0 &&
@@ -151,7 +151,7 @@ static void test_raw_roundtrip(void)
     /* No temp files left behind. */
     snprintf(cmd, sizeof cmd, "ls '%s' | grep -q tmp", raw);
     CHECK(system(cmd) != 0, "temp file left in %s", raw);
-    dataset_free(back);
+    tb_dataset_free(back);
 
     /* A 3-channel dataset goes through a 4-dimensional IDX. */
     tb_synthetic_cfg sc = {.n = 5, .c = 3, .h = 8, .w = 8, .seed = 1, .noise = -1};
@@ -159,18 +159,18 @@ static void test_raw_roundtrip(void)
     char im[1100], lb[1100];
     path_of(im, "syn-images");
     path_of(lb, "syn-labels");
-    CHECK(dataset_synthetic_create(&sc, &syn) == TB_OK, "synthetic");
-    CHECK(dataset_write_idx(syn, im, lb) == TB_OK, "write 4-d: %s", chain_text());
-    rc = dataset_open_idx(im, lb, "back", 10, 0, &syn_back);
+    CHECK(tb_dataset_synthetic_create(&sc, &syn) == TB_OK, "synthetic");
+    CHECK(tb_dataset_write_idx(syn, im, lb) == TB_OK, "write 4-d: %s", chain_text());
+    rc = tb_dataset_open_idx(im, lb, "back", 10, 0, &syn_back);
     CHECK(rc == TB_OK && syn_back->c == 3 && syn_back->h == 8 &&
               memcmp(syn_back->images, syn->images, 5 * 3 * 64) == 0,
           "4-d roundtrip: %s", chain_text());
-    dataset_free(syn);
-    dataset_free(syn_back);
-    dataset_free(ds);
+    tb_dataset_free(syn);
+    tb_dataset_free(syn_back);
+    tb_dataset_free(ds);
 }
 
-/* Expects dataset_open_idx(images, labels) to fail with code and a chain
+/* Expects tb_dataset_open_idx(images, labels) to fail with code and a chain
  * mentioning both want_file and want_text. */
 static void expect_fail(const char *what, const char *images, const char *labels, long limit,
                         int code, const char *want_file, const char *want_text)
@@ -178,7 +178,7 @@ static void expect_fail(const char *what, const char *images, const char *labels
     printf("%s -> %s\n", what, tb_err_name(code));
     tb_error_clear();
     tb_dataset *ds = NULL;
-    int rc = dataset_open_idx(images, labels, "t", 10, limit, &ds);
+    int rc = tb_dataset_open_idx(images, labels, "t", 10, limit, &ds);
     const char *text = chain_text();
     CHECK(rc == code, "%s: rc %d (%s), want %d; chain:\n%s", what, rc, tb_err_name(rc), code, text);
     CHECK(ds == NULL, "%s: dataset returned on failure", what);
@@ -186,7 +186,7 @@ static void expect_fail(const char *what, const char *images, const char *labels
           what, want_file, tb_error_message());
     CHECK(strstr(text, want_text) != NULL, "%s: chain lacks \"%s\":\n%s", what, want_text, text);
     printf("    %s\n", tb_error_message());
-    dataset_free(ds);
+    tb_dataset_free(ds);
 }
 
 static void test_errors(void)
@@ -214,8 +214,8 @@ static void test_errors(void)
     expect_fail("truncated images", p, lb, 0, TB_ERR_DATA, p, "truncated");
     printf("  a limit inside the data that is there still reads\n");
     tb_dataset *ds = NULL;
-    CHECK(dataset_open_idx(p, lb, "t", 10, 10, &ds) == TB_OK && ds->n == 10, "limit 10 of truncated");
-    dataset_free(ds);
+    CHECK(tb_dataset_open_idx(p, lb, "t", 10, 10, &ds) == TB_OK && ds->n == 10, "limit 10 of truncated");
+    tb_dataset_free(ds);
 
     /* The compressed stream itself cut in half. */
     path_of(q, "cut-stream.gz");
@@ -281,7 +281,7 @@ static void test_fmnist_errors(void)
     path_of(d, "nowhere");
     tb_error_clear();
     tb_dataset *ds = NULL;
-    int rc = dataset_open_fashion_mnist(d, TB_SPLIT_TEST, 0, &ds);
+    int rc = tb_dataset_open_fashion_mnist(d, TB_SPLIT_TEST, 0, &ds);
     CHECK(rc == TB_ERR_IO, "rc %d", rc);
     /* The newest entry says what to do, the one below names the file. */
     CHECK(strstr(tb_error_message(), "dataset-fashion-mnist") != NULL &&
@@ -298,22 +298,22 @@ static void test_fmnist_errors(void)
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", d);
     CHECK(system(cmd) == 0, "mkdir");
     uint32_t idims[3] = {4, 20, 20}, ldims[1] = {4};
-    dataset_fashion_mnist_path(d, TB_SPLIT_TRAIN, 0, 1, im, sizeof im);
-    dataset_fashion_mnist_path(d, TB_SPLIT_TRAIN, 1, 1, lb, sizeof lb);
+    tb_dataset_fashion_mnist_path(d, TB_SPLIT_TRAIN, 0, 1, im, sizeof im);
+    tb_dataset_fashion_mnist_path(d, TB_SPLIT_TRAIN, 1, 1, lb, sizeof lb);
     write_file(im, 1, 3, idims, 4 * 400, 0, 0);
     write_file(lb, 1, 1, ldims, 4, 10, 0);
     tb_error_clear();
-    rc = dataset_open_fashion_mnist(d, TB_SPLIT_TRAIN, 0, &ds);
+    rc = tb_dataset_open_fashion_mnist(d, TB_SPLIT_TRAIN, 0, &ds);
     CHECK(rc == TB_ERR_DATA && ds == NULL, "rc %d", rc);
     CHECK(strstr(tb_error_message(), im) != NULL, "message: %s", tb_error_message());
     printf("    %s\n", tb_error_message());
 
     printf("TB_DATA_DIR overrides the default directory\n");
     setenv(TB_DATA_DIR_ENV, d, 1);
-    CHECK(strcmp(dataset_default_dir(), d) == 0, "default dir %s", dataset_default_dir());
+    CHECK(strcmp(tb_dataset_default_dir(), d) == 0, "default dir %s", tb_dataset_default_dir());
     unsetenv(TB_DATA_DIR_ENV);
-    CHECK(strcmp(dataset_default_dir(), TB_FASHION_MNIST_DIR) == 0, "default dir %s",
-          dataset_default_dir());
+    CHECK(strcmp(tb_dataset_default_dir(), TB_FASHION_MNIST_DIR) == 0, "default dir %s",
+          tb_dataset_default_dir());
 }
 
 int main(void)

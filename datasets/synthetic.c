@@ -32,12 +32,12 @@ static int templates_make(const tb_synthetic_cfg *cfg, int classes, synth_templa
     if (!t->cells)
         return TB_FAIL(TB_ERR_NOMEM, "cannot allocate synthetic class patterns");
     for (int k = 0; k < classes; k++) {
-        tb_rng r = rng_make(cfg->seed, 0, (uint64_t)k, TB_RNG_SYNTH_TEMPLATE);
+        tb_rng r = tb_rng_make(cfg->seed, 0, (uint64_t)k, TB_RNG_SYNTH_TEMPLATE);
         for (int ch = 0; ch < cfg->c; ch++) {
             uint8_t *g = t->cells + ((size_t)k * cfg->c + ch) * SYNTH_GRID * SYNTH_GRID;
             for (int gy = 0; gy < SYNTH_GRID; gy++)
                 for (int gx = 0; gx < SYNTH_GRID / 2; gx++) {
-                    uint8_t v = (uint8_t)(SYNTH_LO + rng_below(&r, SYNTH_SPAN));
+                    uint8_t v = (uint8_t)(SYNTH_LO + tb_rng_below(&r, SYNTH_SPAN));
                     g[gy * SYNTH_GRID + gx] = v;
                     g[gy * SYNTH_GRID + SYNTH_GRID - 1 - gx] = v;
                 }
@@ -53,9 +53,9 @@ static void sample_make(const tb_synthetic_cfg *cfg, const synth_templates *t, i
                         tb_dataset *ds, int i)
 {
     uint64_t split = (uint64_t)cfg->split;
-    tb_rng lr = rng_make(cfg->seed, split, (uint64_t)i, TB_RNG_SYNTH_LABEL);
-    tb_rng nr = rng_make(cfg->seed, split, (uint64_t)i, TB_RNG_SYNTH_NOISE);
-    int label = (int)rng_below(&lr, (uint32_t)t->classes);
+    tb_rng lr = tb_rng_make(cfg->seed, split, (uint64_t)i, TB_RNG_SYNTH_LABEL);
+    tb_rng nr = tb_rng_make(cfg->seed, split, (uint64_t)i, TB_RNG_SYNTH_NOISE);
+    int label = (int)tb_rng_below(&lr, (uint32_t)t->classes);
     ds->labels[i] = label;
     for (int ch = 0; ch < ds->c; ch++) {
         const uint8_t *g = t->cells + ((size_t)label * ds->c + ch) * SYNTH_GRID * SYNTH_GRID;
@@ -64,14 +64,14 @@ static void sample_make(const tb_synthetic_cfg *cfg, const synth_templates *t, i
             int gy = y * SYNTH_GRID / ds->h;
             for (int x = 0; x < ds->w; x++) {
                 int gx = x * SYNTH_GRID / ds->w;
-                int jitter = (int)rng_below(&nr, (uint32_t)(2 * noise + 1)) - noise;
+                int jitter = (int)tb_rng_below(&nr, (uint32_t)(2 * noise + 1)) - noise;
                 p[y * ds->w + x] = clamp_u8(g[gy * SYNTH_GRID + gx] + jitter);
             }
         }
     }
 }
 
-int dataset_synthetic_create(const tb_synthetic_cfg *cfg, tb_dataset **out)
+int tb_dataset_synthetic_create(const tb_synthetic_cfg *cfg, tb_dataset **out)
 {
     *out = NULL;
     int classes = cfg->num_classes ? cfg->num_classes : 10;
@@ -80,11 +80,11 @@ int dataset_synthetic_create(const tb_synthetic_cfg *cfg, tb_dataset **out)
         return TB_FAIL(TB_ERR_INVALID, "synthetic dataset: classes=%d (2..256), %dx%d (>= 4x4), "
                        "noise=%d (0..255)", classes, cfg->h, cfg->w, noise);
     tb_dataset *ds;
-    TB_TRY(dataset_alloc(cfg->n, cfg->c, cfg->h, cfg->w, classes, &ds));
+    TB_TRY(tb_dataset_alloc(cfg->n, cfg->c, cfg->h, cfg->w, classes, &ds));
     synth_templates t;
     int rc = templates_make(cfg, classes, &t);
     if (rc != TB_OK) {
-        dataset_free(ds);
+        tb_dataset_free(ds);
         return rc;
     }
     for (int i = 0; i < cfg->n; i++)
@@ -96,7 +96,7 @@ int dataset_synthetic_create(const tb_synthetic_cfg *cfg, tb_dataset **out)
              "generated (synthetic: %d classes of 4x4 block patterns + noise %d, seed %llu)",
              classes, noise, (unsigned long long)cfg->seed);
     ds->synthetic = 1;
-    dataset_compute_stats(ds);
+    tb_dataset_compute_stats(ds);
     *out = ds;
     return TB_OK;
 }

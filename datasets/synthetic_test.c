@@ -18,7 +18,7 @@ static tb_dataset *make(int n, int c, int h, int w, uint64_t seed, tb_split spli
     tb_synthetic_cfg cfg = {.n = n, .c = c, .h = h, .w = w, .seed = seed, .noise = -1,
                             .split = split};
     tb_dataset *ds = NULL;
-    if (dataset_synthetic_create(&cfg, &ds) != TB_OK) {
+    if (tb_dataset_synthetic_create(&cfg, &ds) != TB_OK) {
         tb_error_print(stdout);
         failures++;
     }
@@ -107,14 +107,14 @@ int main(void)
     printf("bad configuration is refused\n");
     tb_synthetic_cfg bad = {.n = 10, .c = 3, .h = 2, .w = 2, .seed = 1};
     tb_dataset *none = NULL;
-    CHECK(dataset_synthetic_create(&bad, &none) == TB_ERR_INVALID && none == NULL, "2x2 accepted");
+    CHECK(tb_dataset_synthetic_create(&bad, &none) == TB_ERR_INVALID && none == NULL, "2x2 accepted");
 
-    dataset_free(a);
-    dataset_free(a2);
-    dataset_free(b);
-    dataset_free(g);
-    dataset_free(t);
-    dataset_free(gt);
+    tb_dataset_free(a);
+    tb_dataset_free(a2);
+    tb_dataset_free(b);
+    tb_dataset_free(g);
+    tb_dataset_free(t);
+    tb_dataset_free(gt);
     printf(failures ? "synthetic_test: %d FAILED\n" : "synthetic_test: all passed\n", failures);
     return failures != 0;
 }

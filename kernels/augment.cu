@@ -10,7 +10,7 @@
  * the sample's (dy, dx, flip) drawn on the host from (seed, epoch, index)
  * and uploaded (params). The bytes equal the loader's: the header's math is
  * checked against augment.c by //datasets:augment_test, and selfcheck
- * compares the slot with augment_apply on a GPU.
+ * compares the slot with tb_augment_apply on a GPU.
  *
  * Reads are uint8 gathers from a window of the source plane; the kernel is
  * bound by the float writes (4 bytes per pixel out, 1 in).

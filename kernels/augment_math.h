@@ -5,7 +5,7 @@
  * give the same bytes.
  *
  * A sample's crop origin (dy, dx) and flip come from its (seed, epoch,
- * index) through datasets/augment.c's augment_params on the host; the
+ * index) through datasets/augment.c's tb_augment_draw on the host; the
  * device path uploads them (three int32 per sample) rather than running
  * the RNG in the kernel: B * 12 bytes a step, and one RNG.
  *
@@ -16,7 +16,7 @@
  * nvcc cannot contract them into an FMA that the host does not do).
  *
  * Tests: bazel test //datasets:augment_test (the refactor left
- * augment_apply's bytes unchanged; this header gives the same bytes).
+ * tb_augment_apply's bytes unchanged; this header gives the same bytes).
  */
 #ifndef TB_AUGMENT_MATH_H
 #define TB_AUGMENT_MATH_H

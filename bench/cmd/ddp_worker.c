@@ -115,8 +115,8 @@ static int shard_to_device(worker *w, const tb_batch *b, int lo, int cnt)
 {
     tb_trainer *t = w->t;
     size_t sample = (size_t)b->c * b->h * b->w;
-    TB_TRY(tensor_set_batch(&t->x, cnt));
-    TB_TRY(tensor_from_host(&t->x, b->images + (size_t)lo * sample));
+    TB_TRY(tb_tensor_set_batch(&t->x, cnt));
+    TB_TRY(tb_tensor_from_host(&t->x, b->images + (size_t)lo * sample));
     return w->be->copy_h2d(w->be, t->labels, b->labels + lo, (size_t)cnt * sizeof(int32_t), NULL);
 }
 
@@ -146,15 +146,15 @@ static int micro_step(worker *w, const tb_batch *b, int last, step_rec *r)
         return TB_FAIL(TB_ERR_INVALID, "rank %d has no samples of a batch of %d: use a batch of "
                        "at least %d (--batch-size is the global batch)", w->comm->rank, b->size, size);
     TB_TRY(shard_to_device(w, b, lo, cnt));
-    double t0 = comm_now();
-    TB_TRY(model_forward_loss(m, &w->t->x, w->t->labels, NULL));
+    double t0 = tb_comm_now();
+    TB_TRY(tb_model_forward_loss(m, &w->t->x, w->t->labels, NULL));
     TB_TRY(w->be->sync(w->be));
-    r->forward_s += comm_now() - t0;
+    r->forward_s += tb_comm_now() - t0;
     float share = (float)cnt / (float)b->size;
-    TB_TRY(ddp_backward(w->ddp, share * (float)size / (float)accum, last));
+    TB_TRY(tb_ddp_backward(w->ddp, share * (float)size / (float)accum, last));
     r->backward_s += w->ddp->step.backward_s;
     float loss;
-    TB_TRY(xent_read_loss(&m->loss, &loss));
+    TB_TRY(tb_xent_read_loss(&m->loss, &loss));
     r->loss += (double)loss * share / accum; /* summed over ranks later */
     return TB_OK;
 }
@@ -164,12 +164,12 @@ static int train_step(worker *w, int step, step_rec *r, int *got)
 {
     tb_trainer *t = w->t;
     memset(r, 0, sizeof *r);
-    double t0 = comm_now();
-    TB_TRY(model_zero_grad(t->model, w->cfg.grads_to_none));
+    double t0 = tb_comm_now();
+    TB_TRY(tb_model_zero_grad(t->model, w->cfg.grads_to_none));
     int accum = w->cfg.accum_steps;
     for (int i = 0; i < accum; i++) {
         tb_batch b;
-        int rc = loader_next_batch(t->train_ld, &b);
+        int rc = tb_loader_next_batch(t->train_ld, &b);
         if (rc < 0)
             return -rc;
         if (rc == 0 || b.size < w->cfg.batch_size) { /* keep every step full */
@@ -179,10 +179,10 @@ static int train_step(worker *w, int step, step_rec *r, int *got)
         test_hooks(w, step);
         TB_TRY(micro_step(w, &b, i == accum - 1, r));
     }
-    TB_TRY(ddp_finish(w->ddp));
-    TB_TRY(optim_step(&t->opt));
+    TB_TRY(tb_ddp_finish(w->ddp));
+    TB_TRY(tb_optim_step(&t->opt));
     TB_TRY(w->be->sync(w->be));
-    r->step_s = comm_now() - t0;
+    r->step_s = tb_comm_now() - t0;
     r->allreduce_s = w->ddp->step.allreduce_s;
     r->exposed_s = w->ddp->step.exposed_s;
     r->bytes = (double)w->ddp->step.bytes;
@@ -207,9 +207,9 @@ static int recs_push(worker *w, const step_rec *r)
 static int train(worker *w)
 {
     tb_trainer *t = w->t;
-    model_train_mode(t->model, 1);
+    tb_model_train_mode(t->model, 1);
     for (int e = 0; e < w->cfg.epochs; e++) {
-        TB_TRY(loader_epoch_begin(t->train_ld, e));
+        TB_TRY(tb_loader_epoch_begin(t->train_ld, e));
         for (int s = 0; w->cfg.max_steps <= 0 || s < w->cfg.max_steps; s++) {
             step_rec r;
             int got;
@@ -218,7 +218,7 @@ static int train(worker *w)
                 break;
             TB_TRY(recs_push(w, &r));
         }
-        TB_TRY(loader_epoch_end(t->train_ld));
+        TB_TRY(tb_loader_epoch_end(t->train_ld));
     }
     return TB_OK;
 }
@@ -233,13 +233,13 @@ static int gather_records(worker *w)
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory");
     for (int i = 0; i < n; i++)
         v[i] = w->recs[i].loss;
-    int rc = comm_sum_double(w->mpi, v, n);
+    int rc = tb_comm_sum_double(w->mpi, v, n);
     for (int i = 0; rc == TB_OK && i < n; i++) {
         w->recs[i].loss = v[i];
         v[i] = w->recs[i].step_s;
     }
     if (rc == TB_OK)
-        rc = comm_max_double(w->mpi, v, n);
+        rc = tb_comm_max_double(w->mpi, v, n);
     for (int i = 0; rc == TB_OK && i < n; i++)
         w->recs[i].step_s = v[i];
     free(v);
@@ -271,9 +271,9 @@ static int weights_differ(worker *w, int *ndiff)
     TB_TRY(weights_host(w, w->t->model, &h));
     uint64_t mine = fnv1a(h, w->t->model->numel * sizeof(float)), root = mine;
     free(h);
-    TB_TRY(comm_bcast(w->mpi, &root, sizeof root, 0));
+    TB_TRY(tb_comm_bcast(w->mpi, &root, sizeof root, 0));
     double d = mine != root;
-    TB_TRY(comm_sum_double(w->mpi, &d, 1));
+    TB_TRY(tb_comm_sum_double(w->mpi, &d, 1));
     *ndiff = (int)d;
     return TB_OK;
 }
@@ -289,13 +289,13 @@ static int reference_run(worker *w, float *ref_loss, double *max_abs, double *ma
     rc.accum_steps = w->cfg.accum_steps * n;
     rc.max_steps = w->nrecs;
     rc.epochs = 1;
-    TB_TRY(config_validate(&rc));
+    TB_TRY(tb_config_validate(&rc));
     tb_trainer *t;
-    TB_TRY(trainer_create_with_data(&rc, w->be, w->t->train_ds, w->t->test_ds, &t));
+    TB_TRY(tb_trainer_create_with_data(&rc, w->be, w->t->train_ds, w->t->test_ds, &t));
     tb_epoch_stats st;
     float *a = NULL, *b = NULL;
     int r;
-    TB_TRY_GOTO(r, train_epoch(t, 0, &st), out_free);
+    TB_TRY_GOTO(r, tb_train_epoch(t, 0, &st), out_free);
     *ref_loss = st.last_loss;
     TB_TRY_GOTO(r, weights_host(w, t->model, &a), out_free);
     TB_TRY_GOTO(r, weights_host(w, w->t->model, &b), out_free);
@@ -307,7 +307,7 @@ static int reference_run(worker *w, float *ref_loss, double *max_abs, double *ma
 out_free:
     free(a);
     free(b);
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
     return r;
 }
 
@@ -381,7 +381,7 @@ static int verify(worker *w, int *failed)
         vr = (verify_rec){vr.weights_identical, got, ref, rel, max_abs, 0};
     }
     double b = bad;
-    TB_TRY(comm_sum_double(w->mpi, &b, 1));
+    TB_TRY(tb_comm_sum_double(w->mpi, &b, 1));
     *failed = (int)b;
     vr.failed = *failed;
     if (w->comm->rank == 0 && w->wf.report)
@@ -467,14 +467,14 @@ static int busbw_sweep(worker *w)
     }
     for (size_t n = 1024; n <= max_n; n *= 4) {
         TB_TRY_GOTO(rc, w->be->memset(w->be, buf, 0, n * sizeof(float), NULL), out_free);
-        TB_TRY_GOTO(rc, comm_allreduce_sum(w->comm, buf, n), out_free); /* warm-up */
+        TB_TRY_GOTO(rc, tb_comm_allreduce_sum(w->comm, buf, n), out_free); /* warm-up */
         for (int r = 0; r < w->wf.busbw_reps; r++) {
-            TB_TRY_GOTO(rc, comm_barrier(w->comm), out_free);
-            double t0 = comm_now();
-            TB_TRY_GOTO(rc, comm_allreduce_sum(w->comm, buf, n), out_free);
+            TB_TRY_GOTO(rc, tb_comm_barrier(w->comm), out_free);
+            double t0 = tb_comm_now();
+            TB_TRY_GOTO(rc, tb_comm_allreduce_sum(w->comm, buf, n), out_free);
             TB_TRY_GOTO(rc, w->be->sync(w->be), out_free);
-            double t = comm_now() - t0;
-            TB_TRY_GOTO(rc, comm_max_double(w->mpi, &t, 1), out_free);
+            double t = tb_comm_now() - t0;
+            TB_TRY_GOTO(rc, tb_comm_max_double(w->mpi, &t, 1), out_free);
             if (f)
                 fprintf(f, "%d,%zu,%d,%.9g\n", w->comm->size, n * sizeof(float), r, t);
         }
@@ -490,26 +490,26 @@ out_free:
 static int write_checkpoint(worker *w)
 {
     if (w->comm->rank == 0) {
-        TB_TRY(checkpoint_save(w->t->model, &w->t->opt, 0, w->comm->size, w->wf.checkpoint));
+        TB_TRY(tb_checkpoint_save(w->t->model, &w->t->opt, 0, w->comm->size, w->wf.checkpoint));
         printf("rank 0: wrote checkpoint %s\n", w->wf.checkpoint);
     } else {
         printf("rank %d: no checkpoint written (rank 0 alone writes)\n", w->comm->rank);
     }
     fflush(stdout);
-    return comm_barrier(w->mpi);
+    return tb_comm_barrier(w->mpi);
 }
 
 /* ---- setup ---- */
 
 static int parse(worker *w, int *argc, char **argv, int *help)
 {
-    config_defaults(&w->cfg);
+    tb_config_defaults(&w->cfg);
     w->cfg.epochs = 1;
     w->wf = (worker_flags){.bucket_bytes = TB_DDP_DEFAULT_BUCKET_BYTES, .overlap = 1,
                            .comm_timeout = 600, .hang_rank = -1, .exit_rank = -1,
                            .fail_step = 2, .busbw_reps = 5};
     size_t nc;
-    const tb_flag *cf = config_flags(&w->cfg, &nc);
+    const tb_flag *cf = tb_config_flags(&w->cfg, &nc);
     tb_flag own[] = {
         {"bucket-size", TB_FLAG_SIZE, &w->wf.bucket_bytes, "DDP bucket size (bucket_cap_mb), K/M/G suffixes", NULL},
         {"overlap", TB_FLAG_BOOL, &w->wf.overlap, "start each bucket's all-reduce during backward", NULL},
@@ -540,7 +540,7 @@ static int parse(worker *w, int *argc, char **argv, int *help)
         return TB_FAIL(TB_ERR_INVALID, "unexpected argument '%s' (see --help)", argv[1]);
     if (w->wf.busbw_max && (!w->wf.report || w->wf.busbw_reps < 1))
         return TB_FAIL(TB_ERR_INVALID, "--busbw-max needs --report=PATH and --busbw-reps >= 1");
-    return config_validate(&w->cfg);
+    return tb_config_validate(&w->cfg);
 }
 
 static int open_everything(worker *w)
@@ -558,23 +558,23 @@ static int open_everything(worker *w)
     TB_TRY(tb_backend_open(kind, ordinal, threads, &w->be));
     int nccl = w->wf.comm == 2 || (w->wf.comm == 0 && strcmp(w->be->name, "cuda") == 0);
     if (nccl)
-        TB_TRY(comm_nccl_create(w->mpi, w->be, &w->comm));
+        TB_TRY(tb_comm_nccl_create(w->mpi, w->be, &w->comm));
     else
         w->comm = w->mpi;
-    TB_TRY(trainer_create(&w->cfg, w->be, &w->t));
+    TB_TRY(tb_trainer_create(&w->cfg, w->be, &w->t));
     if (w->wf.sync_bn)
-        TB_TRY(syncbn_convert(w->t->model, w->mpi, NULL));
+        TB_TRY(tb_syncbn_convert(w->t->model, w->mpi, NULL));
     tb_ddp_opts o = {.bucket_bytes = w->wf.bucket_bytes, .overlap = w->wf.overlap};
-    TB_TRY(ddp_create(w->comm, w->t->model, &o, &w->ddp));
-    return ddp_broadcast_params(w->ddp);
+    TB_TRY(tb_ddp_create(w->comm, w->t->model, &o, &w->ddp));
+    return tb_ddp_broadcast_params(w->ddp);
 }
 
 static void close_everything(worker *w)
 {
-    ddp_destroy(w->ddp);
-    trainer_destroy(w->t);
+    tb_ddp_destroy(w->ddp);
+    tb_trainer_destroy(w->t);
     if (w->comm && w->comm != w->mpi)
-        comm_destroy(w->comm);
+        tb_comm_destroy(w->comm);
     if (w->be)
         tb_backend_close(w->be);
     free(w->recs);
@@ -611,7 +611,7 @@ int main(int argc, char **argv)
     }
     if (help)
         return 0;
-    rc = comm_mpi_init(&argc, &argv, w.wf.comm_timeout, &w.mpi);
+    rc = tb_comm_mpi_init(&argc, &argv, w.wf.comm_timeout, &w.mpi);
     if (rc == TB_OK)
         rc = run(&w, &failed);
     if (rc != TB_OK) {
@@ -624,7 +624,7 @@ int main(int argc, char **argv)
     close_everything(&w);
     if (w.wf.verify && rc == TB_OK && w.mpi->rank == 0)
         printf("verify: %s (%d failed checks)\n", failed ? "FAILED" : "PASSED", failed);
-    comm_destroy(w.mpi);
+    tb_comm_destroy(w.mpi);
     if (rc != TB_OK)
         return tb_exit_code(rc);
     return failed ? 1 : 0;

@@ -49,7 +49,7 @@ static void print_epoch(const tb_epoch_stats *es, const tb_eval_stats *ev, void 
 static int run_epochs(tb_trainer *t)
 {
     tb_fit_stats fs;
-    TB_TRY(trainer_fit(t, &fs, print_epoch, NULL));
+    TB_TRY(tb_trainer_fit(t, &fs, print_epoch, NULL));
     printf("stopped by %s after %d epochs, %d evaluations: best test acc %.2f%%, train %.1f s, "
            "eval %.1f s, total %.1f s",
            fs.stopped_by, fs.epochs, fs.evaluations, 100.0 * fs.best_accuracy, fs.train_s,
@@ -62,7 +62,7 @@ static int run_epochs(tb_trainer *t)
             printf(", target %.2f%% not reached", 100.0 * t->cfg.target_accuracy);
     }
     printf("\n");
-    TB_TRY(trainer_write_trace(t));
+    TB_TRY(tb_trainer_write_trace(t));
     if (t->cfg.trace)
         printf("trace: %s (Chrome trace JSON; open in https://ui.perfetto.dev)\n", t->cfg.trace);
     if (t->cfg.conv_autotune)
@@ -75,7 +75,7 @@ static int print_header(tb_backend *be, const tb_config *cfg)
     tb_device_info info;
     char desc[TB_CONFIG_DESC_CAP];
     TB_TRY(be->device_info(be, &info));
-    config_describe(cfg, desc, sizeof desc);
+    tb_config_describe(cfg, desc, sizeof desc);
     printf("device %s (%s, %d threads)\n%s\n", info.backend, info.name, info.threads, desc);
     return TB_OK;
 }
@@ -90,7 +90,7 @@ static int run(const tb_config *cfg)
     tb_trainer *t = NULL;
     int rc;
     TB_TRY_GOTO(rc, print_header(be, cfg), out_close);
-    TB_TRY_GOTO(rc, trainer_create(cfg, be, &t), out_close);
+    TB_TRY_GOTO(rc, tb_trainer_create(cfg, be, &t), out_close);
     printf("data: %s (%d samples), test %s (%d samples)%s\nmodel: %s, %zu parameters\n",
            t->train_ds->name, t->train_ds->n, t->test_ds->name, t->test_ds->n,
            t->train_ds->synthetic ? "  [SYNTHETIC DATA]" : "", tb_model_names[cfg->model],
@@ -98,7 +98,7 @@ static int run(const tb_config *cfg)
     TB_TRY_GOTO(rc, run_epochs(t), out_destroy);
 
 out_destroy:
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
 out_close:
     tb_backend_close(be);
     return rc;
@@ -107,9 +107,9 @@ out_close:
 int main(int argc, char **argv)
 {
     tb_config cfg;
-    config_defaults(&cfg);
+    tb_config_defaults(&cfg);
     size_t nflags;
-    const tb_flag *flags = config_flags(&cfg, &nflags);
+    const tb_flag *flags = tb_config_flags(&cfg, &nflags);
     int help = 0;
     if (tb_flags_parse(flags, nflags, &argc, argv, NULL, &help) != TB_OK)
         return fail();
@@ -121,7 +121,7 @@ int main(int argc, char **argv)
         TB_FAIL(TB_ERR_INVALID, "unexpected argument '%s'; see --help", argv[1]);
         return fail();
     }
-    if (config_validate(&cfg) != TB_OK || run(&cfg) != TB_OK)
+    if (tb_config_validate(&cfg) != TB_OK || run(&cfg) != TB_OK)
         return fail();
     return 0;
 }

@@ -60,7 +60,7 @@ struct step_run {
 static void base_config(step_run *r)
 {
     tb_config *c = &r->base_cfg;
-    config_defaults(c);
+    tb_config_defaults(c);
     c->batch_size = r->prof.batch;
     c->data_limit = r->prof.train_n;
     c->test_limit = r->prof.test_n;
@@ -84,15 +84,15 @@ static int ctx_open(step_run *r, int idx, tb_step_ctx *c)
     c->epoch = -1;
     if (s->apply)
         s->apply(&c->cfg, s->param);
-    TB_TRY(config_validate(&c->cfg));
+    TB_TRY(tb_config_validate(&c->cfg));
     if (s->prepare)
         TB_TRY(s->prepare(r->b.be, s->param));
-    return trainer_create_with_data(&c->cfg, r->b.be, r->train, r->test, &c->t);
+    return tb_trainer_create_with_data(&c->cfg, r->b.be, r->train, r->test, &c->t);
 }
 
 static void ctx_close(tb_step_ctx *c)
 {
-    trainer_destroy(c->t);
+    tb_trainer_destroy(c->t);
     free(c->user);
     c->t = NULL;
     c->user = NULL;
@@ -110,10 +110,10 @@ static int run_unit(tb_step_ctx *c, float *loss)
     if (c->setting->run_once)
         rc = c->setting->run_once(c, loss);
     else if (c->tech->metric == TB_METRIC_STEP)
-        rc = trainer_step(c->t, loss);
+        rc = tb_trainer_step(c->t, loss);
     else
-        for (int i = loader_num_batches(c->t->train_ld); i > 0 && rc == TB_OK; i--)
-            rc = trainer_step(c->t, loss);
+        for (int i = tb_loader_num_batches(c->t->train_ld); i > 0 && rc == TB_OK; i--)
+            rc = tb_trainer_step(c->t, loss);
     c->calls++;
     return rc;
 }
@@ -162,9 +162,9 @@ static int check_run(step_run *r, int idx, float *loss, int with_note)
     }
     int own = c.setting->run_once && r->tech->metric == TB_METRIC_STEP;
     for (int i = 0; i < steps && rc == TB_OK; i++)
-        rc = own ? c.setting->run_once(&c, loss) : trainer_step(c.t, loss);
+        rc = own ? c.setting->run_once(&c, loss) : tb_trainer_step(c.t, loss);
     if (rc == TB_OK)
-        rc = trainer_sync(c.t);
+        rc = tb_trainer_sync(c.t);
     if (rc == TB_OK)
         rc = be->mem_stats(be, &in_use, &peak);
     if (rc == TB_OK && with_note && r->tech->check_note)
@@ -211,7 +211,7 @@ static int live_switch(step_run *r, int idx)
     int warmup = r->tech->per_sample ? 1 : r->prof.warmup;
     for (int w = 0; w < warmup; w++)
         TB_TRY(run_unit(&r->live, &loss));
-    return trainer_sync(r->live.t);
+    return tb_trainer_sync(r->live.t);
 }
 
 /* Seconds of one unit as reported: per 1000 samples when the entry asks. */
@@ -405,8 +405,8 @@ static int plot_speedups(step_run *r)
 static int open_data(step_run *r)
 {
     const tb_config *c = &r->base_cfg;
-    TB_TRY(dataset_open_fashion_mnist(c->data_dir, TB_SPLIT_TRAIN, (long)c->data_limit, &r->train));
-    return dataset_open_fashion_mnist(c->data_dir, TB_SPLIT_TEST, (long)c->test_limit, &r->test);
+    TB_TRY(tb_dataset_open_fashion_mnist(c->data_dir, TB_SPLIT_TRAIN, (long)c->data_limit, &r->train));
+    return tb_dataset_open_fashion_mnist(c->data_dir, TB_SPLIT_TEST, (long)c->test_limit, &r->test);
 }
 
 static int run(step_run *r)
@@ -468,8 +468,8 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
         rc = run(r);
     }
     ctx_close(&r->live);
-    dataset_free(r->train);
-    dataset_free(r->test);
+    tb_dataset_free(r->train);
+    tb_dataset_free(r->test);
     free(r->st);
     free(r->cases);
     tb_bench_close(&r->b);

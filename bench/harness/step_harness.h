@@ -72,7 +72,7 @@ typedef struct tb_step_setting {
                                  its own index: it is a baseline (technique off) */
     void (*apply)(tb_config *cfg, double param); /* NULL: the entry's config as is */
     /* One unit of the metric; *loss is the last step's loss. NULL: the
-     * metric's default (trainer_step, or one epoch of trainer_step). */
+     * metric's default (tb_trainer_step, or one epoch of tb_trainer_step). */
     int (*run_once)(tb_step_ctx *c, float *loss);
     /* Before the setting's trainer is built: backend state the config does
      * not hold (e.g. the allocator's policy). NULL: nothing. */
@@ -126,7 +126,7 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv);
 
 /* The next training batch from the trainer's loader, beginning the next
  * epoch when one runs out (for run_once functions that build their own
- * step; do not mix with trainer_step on the same trainer). */
+ * step; do not mix with tb_trainer_step on the same trainer). */
 int tb_step_next_batch(tb_step_ctx *c, tb_batch *b);
 
 /* n/a helpers for entries: no reason anywhere; n/a on the CPU backend. */

@@ -31,10 +31,10 @@ static void set_batch(tb_config *cfg, double b)
 static int accuracy_note(tb_step_ctx *c, char *note, size_t cap)
 {
     tb_eval_stats ev;
-    TB_TRY(trainer_evaluate(c->t, &ev));
+    TB_TRY(tb_trainer_evaluate(c->t, &ev));
     snprintf(note, cap, "test accuracy %.1f%% (%ld test images) after %ld training samples, "
              "lr %.4g", 100.0 * ev.accuracy, ev.images, c->t->steps * c->cfg.batch_size,
-             config_peak_lr(&c->cfg));
+             tb_config_peak_lr(&c->cfg));
     return TB_OK;
 }
 

@@ -26,11 +26,11 @@ static int step_new_batch_size(tb_step_ctx *c, float *loss)
     TB_TRY(tb_step_next_batch(c, &b));
     int span = b.size > 2 ? b.size - 1 : 1;
     b.size -= (int)(c->calls % span);
-    model_train_mode(c->t->model, 1);
-    TB_TRY(model_zero_grad(c->t->model, c->cfg.grads_to_none));
-    TB_TRY(train_micro_batch(c->t, &b, 1.0f, loss));
+    tb_model_train_mode(c->t->model, 1);
+    TB_TRY(tb_model_zero_grad(c->t->model, c->cfg.grads_to_none));
+    TB_TRY(tb_train_micro_batch(c->t, &b, 1.0f, loss));
     c->calls++;
-    return optim_step(&c->t->opt);
+    return tb_optim_step(&c->t->opt);
 }
 
 static void setup(tb_config *cfg, int profile)

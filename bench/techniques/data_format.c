@@ -2,7 +2,7 @@
  * data_format.c - bench:data_format: where the training data comes from
  * each epoch. Baseline: the gzip IDX files re-read and decompressed every
  * epoch (a reader that keeps nothing); a raw uint8 IDX copy under /dev/shm
- * (RAM-backed; written once with dataset_write_fashion_mnist) re-read every
+ * (RAM-backed; written once with tb_dataset_write_fashion_mnist) re-read every
  * epoch; or decoded once into RAM before training. Each repetition reads the
  * whole training file (60000 images) the setting's way, then trains one
  * epoch of the profile's subset (default: 128 images, 4 steps, so the
@@ -28,7 +28,7 @@ static void remove_shm_copy(void)
 {
     char p[256];
     for (int labels = 0; labels < 2; labels++)
-        if (dataset_fashion_mnist_path(shm_dir, TB_SPLIT_TRAIN, labels, 0, p, sizeof p) == TB_OK)
+        if (tb_dataset_fashion_mnist_path(shm_dir, TB_SPLIT_TRAIN, labels, 0, p, sizeof p) == TB_OK)
             unlink(p);
     rmdir(shm_dir);
 }
@@ -42,9 +42,9 @@ static int shm_copy(const char *data_dir, const char **dir)
         if (mkdir(shm_dir, 0700) != 0)
             return TB_FAIL(TB_ERR_IO, "cannot create %s", shm_dir);
         atexit(remove_shm_copy);
-        TB_TRY(dataset_open_fashion_mnist(data_dir, TB_SPLIT_TRAIN, 0, &ds));
-        int rc = dataset_write_fashion_mnist(ds, shm_dir, TB_SPLIT_TRAIN);
-        dataset_free(ds);
+        TB_TRY(tb_dataset_open_fashion_mnist(data_dir, TB_SPLIT_TRAIN, 0, &ds));
+        int rc = tb_dataset_write_fashion_mnist(ds, shm_dir, TB_SPLIT_TRAIN);
+        tb_dataset_free(ds);
         TB_TRY(rc);
     }
     *dir = shm_dir;
@@ -56,13 +56,13 @@ static int read_source(const tb_step_ctx *c, long limit, tb_dataset **out)
     const char *dir = c->cfg.data_dir;
     if (c->setting->param == SRC_SHM)
         TB_TRY(shm_copy(c->cfg.data_dir, &dir));
-    return dataset_open_fashion_mnist(dir, TB_SPLIT_TRAIN, limit, out);
+    return tb_dataset_open_fashion_mnist(dir, TB_SPLIT_TRAIN, limit, out);
 }
 
 static int epoch(tb_step_ctx *c, float *loss)
 {
-    for (int i = loader_num_batches(c->t->train_ld); i > 0; i--)
-        TB_TRY(trainer_step(c->t, loss));
+    for (int i = tb_loader_num_batches(c->t->train_ld); i > 0; i--)
+        TB_TRY(tb_trainer_step(c->t, loss));
     return TB_OK;
 }
 
@@ -70,7 +70,7 @@ static int read_then_epoch(tb_step_ctx *c, float *loss)
 {
     tb_dataset *ds = NULL;
     TB_TRY(read_source(c, 0, &ds));
-    dataset_free(ds);
+    tb_dataset_free(ds);
     return epoch(c, loss);
 }
 
@@ -84,7 +84,7 @@ static int same_bytes_note(tb_step_ctx *c, char *note, size_t cap)
     size_t px = (size_t)ram->n * ram->c * ram->h * ram->w;
     int same = ds->n == ram->n && !memcmp(ds->images, ram->images, px) &&
                !memcmp(ds->labels, ram->labels, (size_t)ram->n * sizeof *ram->labels);
-    dataset_free(ds);
+    tb_dataset_free(ds);
     if (!same)
         return TB_FAIL(TB_ERR_DATA, "%s: the data read differs from the decoded subset",
                        c->setting->name);

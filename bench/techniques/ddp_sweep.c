@@ -377,10 +377,10 @@ static int dp_model(const dp_where *w, int threads, int max_batch, tb_backend **
     tb_model_opts o = {.in = {1, 28, 28}, .classes = 10, .max_batch = max_batch, .conv_bias = 1,
                        .seed = 7};
     TB_TRY(tb_backend_open(w->kind, w->ordinal, threads, be));
-    TB_TRY(model_build(*be, tb_spec_small_cnn, &o, m));
+    TB_TRY(tb_model_build(*be, tb_spec_small_cnn, &o, m));
     tb_opt_hparams hp = {.kind = TB_OPT_SGD, .lr = 0.05f, .momentum = 0.9f, .grad_scale = 1.0f};
     tb_lr_schedule sch = {.peak_lr = 0.05};
-    return optim_init(opt, *m, &hp, &sch, 0);
+    return tb_optim_init(opt, *m, &hp, &sch, 0);
 }
 
 /* One process, micro-batches of batch/n, n accumulation steps: what n
@@ -395,7 +395,7 @@ static int dp_reference(const dp_where *w, const plan *p, int n, const float *im
     TB_TRY_GOTO(rc, dp_model(w, 0, mb, &be, &m, &opt), out_free);
     for (int step = 0; step < p->steps; step++) {
         TB_TRY_GOTO(rc, tb_dp_reference_grads(m, img, lab, n, mb, loss), out_free);
-        TB_TRY_GOTO(rc, optim_step(&opt), out_free);
+        TB_TRY_GOTO(rc, tb_optim_step(&opt), out_free);
     }
     *weights = malloc(m->numel * sizeof(float));
     if (!*weights)
@@ -403,8 +403,8 @@ static int dp_reference(const dp_where *w, const plan *p, int n, const float *im
     else
         memcpy(*weights, m->flat_w, m->numel * sizeof(float));
 out_free:
-    optim_free(&opt);
-    model_destroy(m);
+    tb_optim_free(&opt);
+    tb_model_destroy(m);
     if (be)
         tb_backend_close(be);
     return rc;
@@ -425,19 +425,19 @@ static int dp_run(const dp_where *w, const plan *p, int n, int threads, const fl
     r->n = n;
     r->nsteps = 0;
     TB_TRY_GOTO(rc, dp_model(w, per, p->batch, &be, &m, &opt), out_free);
-    TB_TRY_GOTO(rc, dp_create(m, tb_spec_small_cnn, &o, n, w->mode, per, &dp), out_free);
+    TB_TRY_GOTO(rc, tb_dp_create(m, tb_spec_small_cnn, &o, n, w->mode, per, &dp), out_free);
     for (int step = 0; step < p->steps; step++) {
         float l = NAN;
         int last = step == p->steps - 1;
-        double t0 = comm_now();
-        TB_TRY_GOTO(rc, model_zero_grad(m, 1), out_free);
+        double t0 = tb_comm_now();
+        TB_TRY_GOTO(rc, tb_model_zero_grad(m, 1), out_free);
         /* the loss read (a host wait on a GPU) only on the last step, as a
          * loop that does not print it every step */
-        TB_TRY_GOTO(rc, dp_step(dp, img, lab, p->batch, 1.0f, last ? &l : NULL), out_free);
-        TB_TRY_GOTO(rc, optim_step(&opt), out_free);
+        TB_TRY_GOTO(rc, tb_dp_step(dp, img, lab, p->batch, 1.0f, last ? &l : NULL), out_free);
+        TB_TRY_GOTO(rc, tb_optim_step(&opt), out_free);
         TB_TRY_GOTO(rc, be->sync(be), out_free); /* device 0's optimizer ends the step */
         if (step > 0 && r->nsteps < MAX_STEPS) /* the first step warms up */
-            r->step_s[r->nsteps++] = comm_now() - t0;
+            r->step_s[r->nsteps++] = tb_comm_now() - t0;
         if (last)
             r->loss = l;
     }
@@ -449,9 +449,9 @@ static int dp_run(const dp_where *w, const plan *p, int n, int threads, const fl
         r->max_abs_w = fmax(r->max_abs_w, fabs((double)m->flat_w[i] - ref_w[i]));
 out_free:
     free(ref_w);
-    dp_destroy(dp);
-    optim_free(&opt);
-    model_destroy(m);
+    tb_dp_destroy(dp);
+    tb_optim_free(&opt);
+    tb_model_destroy(m);
     if (be)
         tb_backend_close(be);
     return rc;
@@ -557,11 +557,11 @@ static int add_busbw_rows(sweep *s)
         tb_bench_row(b, &row, setting, 0, "bytes", (double)s->busbw_bytes[k], "allreduce time");
         TB_TRY(tb_bench_fill_timing(&row, &r, 1e6, "us"));
         double sec = row.median * 1e-6;
-        row.rate = comm_busbw(s->busbw_bytes[k], sec, n) / 1e9;
+        row.rate = tb_comm_busbw(s->busbw_bytes[k], sec, n) / 1e9;
         snprintf(row.rate_unit, sizeof row.rate_unit, "GB/s");
         snprintf(row.note, sizeof row.note, "bus bandwidth as nccl-tests: algbw %.3f GB/s x "
                  "2(n-1)/n; blocking all-reduce, slowest rank's time",
-                 comm_algbw(s->busbw_bytes[k], sec) / 1e9);
+                 tb_comm_algbw(s->busbw_bytes[k], sec) / 1e9);
         TB_TRY(tb_results_add(&b->res, &row));
     }
     return TB_OK;

@@ -2,7 +2,7 @@
  * host_syncs.c - bench:host_syncs: no needless host syncs (avoid .item()
  * every step): the loss read by the host every step (the baseline, the
  * technique off) vs summed on the device and read every 10 or 50 steps
- * (--loss-read-every). The unit timed is an epoch of 50 steps (train_epoch,
+ * (--loss-read-every). The unit timed is an epoch of 50 steps (tb_train_epoch,
  * which reads at the interval and once at the epoch's end), at a small batch
  * where a step is short and a sync would show. The tiny profile (tests)
  * trains epochs of 10 steps, so there both intervals read once an epoch. On the CPU the "device" is
@@ -10,7 +10,7 @@
  * avoid, so the rows are measured but expected within the noise floor; on
  * CUDA each read waits for the queued step.
  *
- * Correctness: the harness's check (trainer_step) reads every step whatever
+ * Correctness: the harness's check (tb_trainer_step) reads every step whatever
  * the setting, so the note carries the real one: a fresh trainer trains one
  * epoch the setting's way and its mean loss is compared with the baseline's
  * (relative 1e-5: float sums on the device vs double sums on the host); a
@@ -45,7 +45,7 @@ static void set_read_every(tb_config *cfg, double n)
 static int epoch(tb_step_ctx *c, float *loss)
 {
     tb_epoch_stats es;
-    TB_TRY(train_epoch(c->t, (int)c->calls, &es));
+    TB_TRY(tb_train_epoch(c->t, (int)c->calls, &es));
     *loss = es.last_loss;
     return TB_OK;
 }
@@ -54,9 +54,9 @@ static int mean_loss_note(tb_step_ctx *c, char *note, size_t cap)
 {
     tb_trainer *t;
     tb_epoch_stats es;
-    TB_TRY(trainer_create_with_data(&c->cfg, c->t->be, c->train, c->test, &t));
-    int rc = train_epoch(t, 0, &es);
-    trainer_destroy(t);
+    TB_TRY(tb_trainer_create_with_data(&c->cfg, c->t->be, c->train, c->test, &t));
+    int rc = tb_train_epoch(t, 0, &es);
+    tb_trainer_destroy(t);
     TB_TRY(rc);
     if (c->cfg.loss_read_every == 1)
         base_mean_loss = es.mean_loss;

@@ -72,12 +72,12 @@ static int accuracy_note(tb_step_ctx *c, char *note, size_t cap)
     float loss;
     long per_step = (long)c->cfg.batch_size * c->cfg.accum_steps;
     while (c->t->steps * per_step < samples_of[profile_now])
-        TB_TRY(trainer_step(c->t, &loss));
+        TB_TRY(tb_trainer_step(c->t, &loss));
     tb_eval_stats ev;
-    TB_TRY(trainer_evaluate(c->t, &ev));
+    TB_TRY(tb_trainer_evaluate(c->t, &ev));
     snprintf(note, cap, "test accuracy %.1f%% (%ld images) after %ld samples (%ld steps), "
              "lr %.4g", 100.0 * ev.accuracy, ev.images, c->t->steps * per_step, c->t->steps,
-             config_peak_lr(&c->cfg));
+             tb_config_peak_lr(&c->cfg));
     return TB_OK;
 }
 

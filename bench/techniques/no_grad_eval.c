@@ -3,7 +3,7 @@
  * (--eval-no-grad: no activations kept for backward) vs evaluation that
  * keeps them, the baseline: time of one pass over the profile's test subset
  * (reported as "step time", one unit = one evaluation) and peak memory
- * (memory_bytes; trainer_evaluate's own peak in the note). The forward is
+ * (memory_bytes; tb_trainer_evaluate's own peak in the note). The forward is
  * the same: the mean test loss is bitwise equal.
  *
  *   bazel run //bench:no_grad_eval -- [--device=cpu] [--profile=default|full|tiny]
@@ -27,7 +27,7 @@ static void set_no_grad(tb_config *cfg, double on)
 static int evaluate(tb_step_ctx *c, float *loss)
 {
     tb_eval_stats ev;
-    TB_TRY(trainer_evaluate(c->t, &ev));
+    TB_TRY(tb_trainer_evaluate(c->t, &ev));
     *loss = (float)ev.mean_loss;
     return TB_OK;
 }
@@ -35,7 +35,7 @@ static int evaluate(tb_step_ctx *c, float *loss)
 static int eval_note(tb_step_ctx *c, char *note, size_t cap)
 {
     tb_eval_stats ev;
-    TB_TRY(trainer_evaluate(c->t, &ev));
+    TB_TRY(tb_trainer_evaluate(c->t, &ev));
     snprintf(note, cap, "evaluation of %ld images: peak %.2f MiB, accuracy %.1f%%", ev.images,
              ev.mem_peak / 1048576.0, 100.0 * ev.accuracy);
     return TB_OK;

@@ -28,7 +28,7 @@ static int trace_note(tb_step_ctx *c, char *note, size_t cap)
 {
     if (!c->cfg.trace)
         return TB_OK;
-    TB_TRY(trainer_write_trace(c->t));
+    TB_TRY(tb_trainer_write_trace(c->t));
     struct stat sb;
     long long bytes = stat(trace_path, &sb) == 0 ? (long long)sb.st_size : -1;
     unlink(trace_path);

@@ -130,9 +130,9 @@ static int add_rows(tb_bench *b, const model_inputs *in)
                                         in->backward_fraction};
                 char setting[64];
                 snprintf(setting, sizeof setting, "MODEL %s %s%s", in->links[l].name,
-                         scaling_algo_name((tb_allreduce_algo)a), ov ? " overlap" : "");
+                         tb_scaling_algo_name((tb_allreduce_algo)a), ov ? " overlap" : "");
                 for (int e = 0; e <= MAX_DEV_EXP; e++) {
-                    tb_scaling_point pt = scaling_predict(&si, (tb_allreduce_algo)a, 1 << e);
+                    tb_scaling_point pt = tb_scaling_predict(&si, (tb_allreduce_algo)a, 1 << e);
                     tb_result_row row;
                     tb_bench_row(b, &row, setting, 0, "devices", 1 << e, "predicted efficiency");
                     row.rate = pt.efficiency;

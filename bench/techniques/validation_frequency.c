@@ -1,7 +1,7 @@
 /*
  * validation_frequency.c - bench:validation_frequency: fewer validations
  * (Lightning's check_val_every_n_epoch, max_time, early stopping): time to
- * 85% test accuracy through trainer_fit, validating after every epoch (the
+ * 85% test accuracy through tb_trainer_fit, validating after every epoch (the
  * baseline, the technique off) vs every 2 or 5 epochs, stopping at the
  * first validation that reaches the target. A setting validates less often,
  * so it spends less time evaluating but may notice the target later.
@@ -66,19 +66,19 @@ static int fit_once(tb_bench *b, const vf_plan *p, int every, long long seed,
                     const tb_dataset *train, const tb_dataset *test, vf_result *out, int s)
 {
     tb_config cfg;
-    config_defaults(&cfg);
+    tb_config_defaults(&cfg);
     cfg.batch_size = p->batch;
     cfg.epochs = p->epochs;
     cfg.val_every = every;
     cfg.target_accuracy = TARGET;
     cfg.max_time = p->max_time_s;
     cfg.seed = seed;
-    TB_TRY(config_validate(&cfg));
+    TB_TRY(tb_config_validate(&cfg));
     tb_trainer *t;
-    TB_TRY(trainer_create_with_data(&cfg, b->be, train, test, &t));
+    TB_TRY(tb_trainer_create_with_data(&cfg, b->be, train, test, &t));
     tb_fit_stats st;
-    int rc = trainer_fit(t, &st, NULL, NULL);
-    trainer_destroy(t);
+    int rc = tb_trainer_fit(t, &st, NULL, NULL);
+    tb_trainer_destroy(t);
     TB_TRY(rc);
     out->tta[s] = st.reached_target ? st.time_to_target_s : NAN;
     out->fit[s] = st.total_s;
@@ -152,9 +152,9 @@ static int run(tb_bench *b)
     tb_dataset *train = NULL, *test = NULL;
     vf_result res[NSETTINGS] = {0};
     int rc;
-    TB_TRY_GOTO(rc, dataset_open_fashion_mnist(NULL, TB_SPLIT_TRAIN, (long)p->train_n, &train),
+    TB_TRY_GOTO(rc, tb_dataset_open_fashion_mnist(NULL, TB_SPLIT_TRAIN, (long)p->train_n, &train),
                 out_free);
-    TB_TRY_GOTO(rc, dataset_open_fashion_mnist(NULL, TB_SPLIT_TEST, (long)p->test_n, &test),
+    TB_TRY_GOTO(rc, tb_dataset_open_fashion_mnist(NULL, TB_SPLIT_TEST, (long)p->test_n, &test),
                 out_free);
     for (int i = 0; i < NSETTINGS; i++)
         for (int s = 0; s < p->seeds; s++)
@@ -162,8 +162,8 @@ static int run(tb_bench *b)
     TB_TRY_GOTO(rc, add_rows(b, p, res, NSETTINGS), out_free);
     rc = tb_bench_save(b);
 out_free:
-    dataset_free(train);
-    dataset_free(test);
+    tb_dataset_free(train);
+    tb_dataset_free(test);
     return rc;
 }
 

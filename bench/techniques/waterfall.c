@@ -12,9 +12,9 @@
  * Stages are the training-step toggles lib/train/config.h has; a new toggle joins
  * by one line in `stages`. "debug APIs off" is on when --detect-anomaly is
  * off, so "all off" runs with anomaly detection (the technique off). Host
- * syncs (--loss-read-every) is no stage: trainer_step, which both parts
+ * syncs (--loss-read-every) is no stage: tb_trainer_step, which both parts
  * time, reads the loss every step whatever the flag (bench:host_syncs times
- * it through train_epoch). bf16 autocast runs emulated on a CPU without
+ * it through tb_train_epoch). bf16 autocast runs emulated on a CPU without
  * AVX512_BF16 (this VM): there it is expected to slow the step down.
  *
  * GPU-only stages (tensors_on_device, augment_on_device, pinned memory +
@@ -65,7 +65,7 @@ static void debug_on(tb_config *c) { c->detect_anomaly = 0; }
 static void debug_off(tb_config *c) { c->detect_anomaly = 1; }
 static void nhwc_on(tb_config *c) { c->channels_last = 1; }
 static void nhwc_off(tb_config *c) { c->channels_last = 0; }
-static void amp_on(tb_config *c) { c->amp_dtype = TB_AMP_BF16; }
+static void tb_amp_on(tb_config *c) { c->amp_dtype = TB_AMP_BF16; }
 static void amp_off(tb_config *c) { c->amp_dtype = TB_AMP_OFF; }
 static void tod_on(tb_config *c) { c->tensors_on_device = 1; }
 static void tod_off(tb_config *c) { c->tensors_on_device = 0; }
@@ -93,7 +93,7 @@ static const stage stages[] = {
     {"tf32", tf32_on, tf32_off, NULL, -1, NULL},
     [DEBUG_STAGE] = {"debug APIs off", debug_on, debug_off, NULL, -1, NULL},
     {"channels last", nhwc_on, nhwc_off, NULL, -1, NULL},
-    {"bf16 autocast", amp_on, amp_off, NULL, -1, NULL},
+    {"bf16 autocast", tb_amp_on, amp_off, NULL, -1, NULL},
     {"tensors_on_device", tod_on, tod_off,
      "n/a on the CPU backend: host and device memory are the same", -1, NULL},
     {"augment_on_device", aod_on, aod_off,
@@ -247,13 +247,13 @@ static int tta_run(tb_backend *be, const tta_plan *p, unsigned mask, long long s
                    double *acc, long *samples)
 {
     tb_config cfg;
-    config_defaults(&cfg);
+    tb_config_defaults(&cfg);
     cfg.batch_size = p->batch;
     cfg.seed = seed;
     apply_mask(&cfg, mask);
-    TB_TRY(config_validate(&cfg));
+    TB_TRY(tb_config_validate(&cfg));
     tb_trainer *t;
-    TB_TRY(trainer_create_with_data(&cfg, be, train, test, &t));
+    TB_TRY(tb_trainer_create_with_data(&cfg, be, train, test, &t));
     int rc = TB_OK;
     double t0 = now_s();
     *seconds = NAN;
@@ -261,10 +261,10 @@ static int tta_run(tb_backend *be, const tta_plan *p, unsigned mask, long long s
     while (rc == TB_OK && now_s() - t0 < p->budget_s) {
         float loss;
         for (int i = 0; i < p->eval_every && rc == TB_OK; i++)
-            rc = trainer_step(t, &loss);
+            rc = tb_trainer_step(t, &loss);
         tb_eval_stats ev;
         if (rc == TB_OK)
-            rc = trainer_evaluate(t, &ev);
+            rc = tb_trainer_evaluate(t, &ev);
         if (rc != TB_OK)
             break;
         *acc = ev.accuracy;
@@ -274,7 +274,7 @@ static int tta_run(tb_backend *be, const tta_plan *p, unsigned mask, long long s
         }
     }
     *samples = t->steps * cfg.batch_size;
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
     return rc;
 }
 
@@ -373,8 +373,8 @@ static int tta_main(int argc, char **argv)
     if (rc != TB_OK || done)
         goto out_close;
     const tta_plan *p = &tta_plans[b.profile];
-    TB_TRY_GOTO(rc, dataset_open_fashion_mnist(NULL, TB_SPLIT_TRAIN, 0, &train), out_close);
-    TB_TRY_GOTO(rc, dataset_open_fashion_mnist(NULL, TB_SPLIT_TEST, (long)p->test_n, &test),
+    TB_TRY_GOTO(rc, tb_dataset_open_fashion_mnist(NULL, TB_SPLIT_TRAIN, 0, &train), out_close);
+    TB_TRY_GOTO(rc, tb_dataset_open_fashion_mnist(NULL, TB_SPLIT_TEST, (long)p->test_n, &test),
                 out_close);
     unsigned all = stages_on(b.info.backend);
     TB_TRY_GOTO(rc, tta_row(&b, p, "baseline", 1, 0, train, test), out_close);
@@ -383,8 +383,8 @@ static int tta_main(int argc, char **argv)
         TB_TRY_GOTO(rc, tta_alone(&b, p, k, train, test), out_close);
     rc = tb_bench_save(&b);
 out_close:
-    dataset_free(train);
-    dataset_free(test);
+    tb_dataset_free(train);
+    tb_dataset_free(test);
     tb_bench_close(&b);
     return rc;
 }

@@ -3,7 +3,7 @@
  *
  * Every random choice in tunebench's data path (shuffling, crops, flips,
  * synthetic images) is a pure function of a few counters: (seed, epoch,
- * sample index, stream). rng_make() hashes those into a key, and the numbers
+ * sample index, stream). tb_rng_make() hashes those into a key, and the numbers
  * that follow are a splitmix64 sequence started at that key. Nothing depends
  * on which thread or process draws them, or in what order samples are
  * visited, which is what makes loader batches bitwise identical whatever
@@ -39,7 +39,7 @@ typedef struct tb_rng {
 #define TB_RNG_GOLDEN 0x9e3779b97f4a7c15ULL
 
 /* splitmix64's finalizer: a bijection on 64 bits with good avalanche. */
-static inline uint64_t rng_mix64(uint64_t z)
+static inline uint64_t tb_rng_mix64(uint64_t z)
 {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
@@ -49,34 +49,34 @@ static inline uint64_t rng_mix64(uint64_t z)
 /* The generator for one (seed, epoch, index, stream). Each counter goes
  * through the finalizer in turn, so changing any one of them gives an
  * unrelated sequence. */
-static inline tb_rng rng_make(uint64_t seed, uint64_t epoch, uint64_t index, uint64_t stream)
+static inline tb_rng tb_rng_make(uint64_t seed, uint64_t epoch, uint64_t index, uint64_t stream)
 {
-    uint64_t k = rng_mix64(seed + TB_RNG_GOLDEN);
-    k = rng_mix64(k + epoch * TB_RNG_GOLDEN + 1);
-    k = rng_mix64(k + index * TB_RNG_GOLDEN + 2);
-    k = rng_mix64(k + stream * TB_RNG_GOLDEN + 3);
+    uint64_t k = tb_rng_mix64(seed + TB_RNG_GOLDEN);
+    k = tb_rng_mix64(k + epoch * TB_RNG_GOLDEN + 1);
+    k = tb_rng_mix64(k + index * TB_RNG_GOLDEN + 2);
+    k = tb_rng_mix64(k + stream * TB_RNG_GOLDEN + 3);
     tb_rng r = {k};
     return r;
 }
 
 /* Next 64 random bits of this generator's sequence. */
-static inline uint64_t rng_next_u64(tb_rng *r)
+static inline uint64_t tb_rng_next_u64(tb_rng *r)
 {
     r->state += TB_RNG_GOLDEN;
-    return rng_mix64(r->state);
+    return tb_rng_mix64(r->state);
 }
 
 /* Uniform integer in [0, n). REQUIRES: n > 0. Multiply-shift on the high 32
  * bits; the bias (below n / 2^32) does not matter for crops and shuffles. */
-static inline uint32_t rng_below(tb_rng *r, uint32_t n)
+static inline uint32_t tb_rng_below(tb_rng *r, uint32_t n)
 {
-    return (uint32_t)(((rng_next_u64(r) >> 32) * (uint64_t)n) >> 32);
+    return (uint32_t)(((tb_rng_next_u64(r) >> 32) * (uint64_t)n) >> 32);
 }
 
 /* Uniform float in [0, 1) with 24 random bits. */
-static inline float rng_float01(tb_rng *r)
+static inline float tb_rng_float01(tb_rng *r)
 {
-    return (float)(rng_next_u64(r) >> 40) * (1.0f / 16777216.0f);
+    return (float)(tb_rng_next_u64(r) >> 40) * (1.0f / 16777216.0f);
 }
 
 /* A plain splitmix64 stream started at seed: for test inputs, benchmark
@@ -91,13 +91,13 @@ static inline tb_rng tb_rng_seeded(uint64_t seed)
  * below n / 2^64. For resampling and picking among many. REQUIRES: n > 0. */
 static inline size_t tb_rng_index(tb_rng *r, size_t n)
 {
-    return (size_t)(((unsigned __int128)rng_next_u64(r) * n) >> 64);
+    return (size_t)(((unsigned __int128)tb_rng_next_u64(r) * n) >> 64);
 }
 
 /* Uniform double in [0, 1) with 53 random bits. */
 static inline double tb_rng_double01(tb_rng *r)
 {
-    return (double)(rng_next_u64(r) >> 11) * 0x1.0p-53;
+    return (double)(tb_rng_next_u64(r) >> 11) * 0x1.0p-53;
 }
 
 /* Uniform in [lo, hi). */

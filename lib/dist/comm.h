@@ -14,12 +14,12 @@
  *                           fails with TB_ERR_UNSUPPORTED.
  *
  * Progress: MPI moves a non-blocking all-reduce forward only inside MPI
- * calls, so whoever overlaps it with computation calls comm_test between
+ * calls, so whoever overlaps it with computation calls tb_comm_test between
  * pieces of work (lib/dist/ddp.c does, between layers).
  *
  * Hangs: a rank that dies makes mpirun kill the job (it exits non-zero). A
  * rank that hangs would leave the others blocked in a collective forever,
- * MPI's default; so comm_mpi_init starts a watchdog thread: when an
+ * MPI's default; so tb_comm_mpi_init starts a watchdog thread: when an
  * operation has been outstanding for more than `timeout_s` seconds without
  * any completing, it prints one line naming the rank, the operation and the
  * limit on stderr and calls MPI_Abort, which makes mpirun end every rank.
@@ -84,7 +84,7 @@ typedef struct tb_comm_stats {
     uint64_t allreduce_bytes; /* payload bytes passed to all-reduce calls */
     uint64_t allreduce_calls;
     uint64_t bcast_bytes;
-    double wait_s;            /* time blocked in blocking calls and comm_wait */
+    double wait_s;            /* time blocked in blocking calls and tb_comm_wait */
 } tb_comm_stats;
 
 /* The operations a communicator implements; comm_mpi.c and comm_nccl.c
@@ -123,58 +123,58 @@ struct tb_comm {
 /* Initializes MPI (MPI_Init_thread, funneled) unless already initialized,
  * and returns a communicator over MPI_COMM_WORLD with the watchdog running.
  * timeout_s <= 0 disables the watchdog. */
-int comm_mpi_init(int *argc, char ***argv, double timeout_s, tb_comm **out);
+int tb_comm_mpi_init(int *argc, char ***argv, double timeout_s, tb_comm **out);
 
 /* A communicator over NCCL for be's CUDA device, bootstrapped over mpi
  * (rank 0's ncclUniqueId broadcast with MPI_Bcast). mpi must outlive it.
  * In a build without CUDA: TB_ERR_UNSUPPORTED. */
-int comm_nccl_create(tb_comm *mpi, tb_backend *be, tb_comm **out);
+int tb_comm_nccl_create(tb_comm *mpi, tb_backend *be, tb_comm **out);
 
 /* Destroys c; for the MPI communicator also stops the watchdog and calls
  * MPI_Finalize (when this module initialized MPI). NULL is a no-op. */
-void comm_destroy(tb_comm *c);
+void tb_comm_destroy(tb_comm *c);
 
-static inline int comm_rank(const tb_comm *c) { return c->rank; }
-static inline int comm_size(const tb_comm *c) { return c->size; }
+static inline int tb_comm_rank(const tb_comm *c) { return c->rank; }
+static inline int tb_comm_size(const tb_comm *c) { return c->size; }
 
 /* In-place sum over ranks of buf[0..n). */
-static inline int comm_allreduce_sum(tb_comm *c, float *buf, size_t n)
+static inline int tb_comm_allreduce_sum(tb_comm *c, float *buf, size_t n)
 {
     return c->ops->allreduce_sum(c, buf, n);
 }
 /* Starts an in-place sum; buf must stay untouched until test/wait says done.
  * REQUIRES: req not active. */
-static inline int comm_iallreduce_sum(tb_comm *c, float *buf, size_t n, tb_comm_req *req)
+static inline int tb_comm_iallreduce_sum(tb_comm *c, float *buf, size_t n, tb_comm_req *req)
 {
     return c->ops->iallreduce_sum(c, buf, n, req);
 }
 /* *done = 1 once req completed (then req is inactive, t_end set). Makes
  * progress on every outstanding operation. An inactive req is done. */
-static inline int comm_test(tb_comm *c, tb_comm_req *req, int *done)
+static inline int tb_comm_test(tb_comm *c, tb_comm_req *req, int *done)
 {
     return c->ops->test(c, req, done);
 }
 /* Blocks until req completes. An inactive req returns at once. */
-static inline int comm_wait(tb_comm *c, tb_comm_req *req) { return c->ops->wait(c, req); }
-static inline int comm_bcast(tb_comm *c, void *buf, size_t bytes, int root)
+static inline int tb_comm_wait(tb_comm *c, tb_comm_req *req) { return c->ops->wait(c, req); }
+static inline int tb_comm_bcast(tb_comm *c, void *buf, size_t bytes, int root)
 {
     return c->ops->bcast(c, buf, bytes, root);
 }
-static inline int comm_barrier(tb_comm *c) { return c->ops->barrier(c); }
+static inline int tb_comm_barrier(tb_comm *c) { return c->ops->barrier(c); }
 
-void comm_reset_stats(tb_comm *c);
+void tb_comm_reset_stats(tb_comm *c);
 
 /* Sum over ranks of one double (timings, counts) on the MPI communicator
  * underneath c; and max. Blocking; host memory whatever c is. */
-int comm_sum_double(tb_comm *c, double *v, int n);
-int comm_max_double(tb_comm *c, double *v, int n);
+int tb_comm_sum_double(tb_comm *c, double *v, int n);
+int tb_comm_max_double(tb_comm *c, double *v, int n);
 
 /* nccl-tests' definitions for all-reduce. REQUIRES: seconds > 0, ranks >= 1. */
-double comm_algbw(size_t bytes, double seconds);
-double comm_busbw(size_t bytes, double seconds, int ranks);
+double tb_comm_algbw(size_t bytes, double seconds);
+double tb_comm_busbw(size_t bytes, double seconds, int ranks);
 
 /* CLOCK_MONOTONIC in seconds. */
-double comm_now(void);
+double tb_comm_now(void);
 
 /* For implementations: req now carries an all-reduce of n floats started
  * at this moment (active, bytes, start time), counted in c's stats, and
@@ -183,8 +183,8 @@ void tb_comm_req_started(tb_comm *c, tb_comm_req *req, size_t n, const char *wha
 
 /* Watchdog bookkeeping for implementations (comm_nccl.c uses it too):
  * an operation started / one completed. */
-void comm_watch_begin(const char *what);
-void comm_watch_end(void);
+void tb_comm_watch_begin(const char *what);
+void tb_comm_watch_end(void);
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,7 @@
  * hung collective into a failed job. See comm.h.
  *
  * The watchdog is one thread per process. Implementations call
- * comm_watch_begin when an operation starts and comm_watch_end when one
+ * tb_comm_watch_begin when an operation starts and tb_comm_watch_end when one
  * completes; the thread wakes every 50 ms, and when operations have been
  * outstanding for longer than the limit with none completing, it prints
  * which rank and which operation, and calls MPI_Abort. MPI is initialized
@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-double comm_now(void)
+double tb_comm_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -34,10 +34,10 @@ double comm_now(void)
 
 void tb_comm_req_started(tb_comm *c, tb_comm_req *req, size_t n, const char *what)
 {
-    comm_watch_begin(what);
+    tb_comm_watch_begin(what);
     req->active = 1;
     req->bytes = n * sizeof(float);
-    req->t_start = comm_now();
+    req->t_start = tb_comm_now();
     req->t_end = 0;
     c->stats.allreduce_bytes += req->bytes;
     c->stats.allreduce_calls++;
@@ -52,14 +52,14 @@ int tb_mpi_fail(int mpi_rc, const char *file, int line, const char *expr)
     return tb_error_push(TB_ERR_MPI, file, line, "%s failed: %s", expr, msg);
 }
 
-double comm_algbw(size_t bytes, double seconds) { return (double)bytes / seconds; }
+double tb_comm_algbw(size_t bytes, double seconds) { return (double)bytes / seconds; }
 
-double comm_busbw(size_t bytes, double seconds, int ranks)
+double tb_comm_busbw(size_t bytes, double seconds, int ranks)
 {
-    return comm_algbw(bytes, seconds) * 2.0 * (double)(ranks - 1) / (double)ranks;
+    return tb_comm_algbw(bytes, seconds) * 2.0 * (double)(ranks - 1) / (double)ranks;
 }
 
-void comm_reset_stats(tb_comm *c) { c->stats = (tb_comm_stats){0}; }
+void tb_comm_reset_stats(tb_comm *c) { c->stats = (tb_comm_stats){0}; }
 
 /* ---- the watchdog ---- */
 
@@ -74,16 +74,16 @@ static struct {
     int rank;
 } watch;
 
-void comm_watch_begin(const char *what)
+void tb_comm_watch_begin(const char *what)
 {
     atomic_store(&watch.what, what);
     if (atomic_fetch_add(&watch.outstanding, 1) == 0)
-        atomic_store(&watch.since, comm_now());
+        atomic_store(&watch.since, tb_comm_now());
 }
 
-void comm_watch_end(void)
+void tb_comm_watch_end(void)
 {
-    atomic_store(&watch.since, comm_now());
+    atomic_store(&watch.since, tb_comm_now());
     atomic_fetch_sub(&watch.outstanding, 1);
 }
 
@@ -95,7 +95,7 @@ static void *watch_main(void *arg)
         nanosleep(&nap, NULL);
         if (atomic_load(&watch.outstanding) <= 0)
             continue;
-        double waited = comm_now() - atomic_load(&watch.since);
+        double waited = tb_comm_now() - atomic_load(&watch.since);
         if (waited <= watch.timeout_s)
             continue;
         fprintf(stderr,
@@ -137,7 +137,7 @@ static void watch_stop(void)
 /* ---- the MPI operations ---- */
 
 typedef struct mpi_state {
-    int initialized_here;     /* 1: comm_destroy calls MPI_Finalize */
+    int initialized_here;     /* 1: tb_comm_destroy calls MPI_Finalize */
 } mpi_state;
 
 static int check_count(size_t n, const char *what)
@@ -151,13 +151,13 @@ static int check_count(size_t n, const char *what)
 static int mpi_allreduce_sum(tb_comm *c, float *buf, size_t n)
 {
     TB_TRY(check_count(n, "all-reduce"));
-    double t0 = comm_now();
-    comm_watch_begin("MPI_Allreduce");
+    double t0 = tb_comm_now();
+    tb_comm_watch_begin("MPI_Allreduce");
     int rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, c->mpi);
-    comm_watch_end();
+    tb_comm_watch_end();
     if (rc != MPI_SUCCESS)
         return tb_mpi_fail(rc, __FILE__, __LINE__, "MPI_Allreduce");
-    c->stats.wait_s += comm_now() - t0;
+    c->stats.wait_s += tb_comm_now() - t0;
     c->stats.allreduce_bytes += n * sizeof(float);
     c->stats.allreduce_calls++;
     return TB_OK;
@@ -176,8 +176,8 @@ static int mpi_iallreduce_sum(tb_comm *c, float *buf, size_t n, tb_comm_req *req
 static void req_finished(tb_comm_req *req)
 {
     req->active = 0;
-    req->t_end = comm_now();
-    comm_watch_end();
+    req->t_end = tb_comm_now();
+    tb_comm_watch_end();
 }
 
 static int mpi_test(tb_comm *c, tb_comm_req *req, int *done)
@@ -198,7 +198,7 @@ static int mpi_wait(tb_comm *c, tb_comm_req *req)
 {
     if (!req->active)
         return TB_OK;
-    double t0 = comm_now();
+    double t0 = tb_comm_now();
     TB_CHECK_MPI(MPI_Wait(&req->mpi, MPI_STATUS_IGNORE));
     req_finished(req);
     c->stats.wait_s += req->t_end - t0;
@@ -208,22 +208,22 @@ static int mpi_wait(tb_comm *c, tb_comm_req *req)
 static int mpi_bcast(tb_comm *c, void *buf, size_t bytes, int root)
 {
     TB_TRY(check_count(bytes, "broadcast"));
-    double t0 = comm_now();
-    comm_watch_begin("MPI_Bcast");
+    double t0 = tb_comm_now();
+    tb_comm_watch_begin("MPI_Bcast");
     int rc = MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, c->mpi);
-    comm_watch_end();
+    tb_comm_watch_end();
     if (rc != MPI_SUCCESS)
         return tb_mpi_fail(rc, __FILE__, __LINE__, "MPI_Bcast");
-    c->stats.wait_s += comm_now() - t0;
+    c->stats.wait_s += tb_comm_now() - t0;
     c->stats.bcast_bytes += bytes;
     return TB_OK;
 }
 
 static int mpi_barrier(tb_comm *c)
 {
-    comm_watch_begin("MPI_Barrier");
+    tb_comm_watch_begin("MPI_Barrier");
     int rc = MPI_Barrier(c->mpi);
-    comm_watch_end();
+    tb_comm_watch_end();
     if (rc != MPI_SUCCESS)
         return tb_mpi_fail(rc, __FILE__, __LINE__, "MPI_Barrier");
     return TB_OK;
@@ -257,7 +257,7 @@ static int mpi_start(int *argc, char ***argv, int *initialized_here)
     return TB_OK;
 }
 
-int comm_mpi_init(int *argc, char ***argv, double timeout_s, tb_comm **out)
+int tb_comm_mpi_init(int *argc, char ***argv, double timeout_s, tb_comm **out)
 {
     *out = NULL;
     tb_comm *c = calloc(1, sizeof *c);
@@ -288,7 +288,7 @@ out_free:
     return rc;
 }
 
-void comm_destroy(tb_comm *c)
+void tb_comm_destroy(tb_comm *c)
 {
     if (c)
         c->ops->destroy(c);
@@ -297,13 +297,13 @@ void comm_destroy(tb_comm *c)
 static int reduce_double(tb_comm *c, double *v, int n, MPI_Op op)
 {
     MPI_Comm mc = c->parent ? c->parent->mpi : c->mpi;
-    comm_watch_begin("MPI_Allreduce (doubles)");
+    tb_comm_watch_begin("MPI_Allreduce (doubles)");
     int rc = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, op, mc);
-    comm_watch_end();
+    tb_comm_watch_end();
     if (rc != MPI_SUCCESS)
         return tb_mpi_fail(rc, __FILE__, __LINE__, "MPI_Allreduce (doubles)");
     return TB_OK;
 }
 
-int comm_sum_double(tb_comm *c, double *v, int n) { return reduce_double(c, v, n, MPI_SUM); }
-int comm_max_double(tb_comm *c, double *v, int n) { return reduce_double(c, v, n, MPI_MAX); }
+int tb_comm_sum_double(tb_comm *c, double *v, int n) { return reduce_double(c, v, n, MPI_SUM); }
+int tb_comm_max_double(tb_comm *c, double *v, int n) { return reduce_double(c, v, n, MPI_MAX); }

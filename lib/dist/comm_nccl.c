@@ -103,9 +103,9 @@ static int req_finished(tb_comm *c, tb_comm_req *req)
     nccl_state *s = state(c);
     cudaEvent_t done = req->done_event;
     req->active = 0;
-    req->t_end = comm_now();
+    req->t_end = tb_comm_now();
     req->done_event = NULL;
-    comm_watch_end();
+    tb_comm_watch_end();
     TB_CHECK_CUDA(cudaStreamWaitEvent(s->compute, done, 0));
     event_put(s, done);
     return TB_OK;
@@ -129,9 +129,9 @@ static int nccl_wait(tb_comm *c, tb_comm_req *req)
 {
     if (!req->active)
         return TB_OK;
-    double t0 = comm_now();
+    double t0 = tb_comm_now();
     TB_CHECK_CUDA(cudaEventSynchronize((cudaEvent_t)req->done_event));
-    c->stats.wait_s += comm_now() - t0;
+    c->stats.wait_s += tb_comm_now() - t0;
     return req_finished(c, req);
 }
 
@@ -148,12 +148,12 @@ static int nccl_bcast(tb_comm *c, void *buf, size_t bytes, int root)
     TB_TRY(tb_cuda_bind(s->be));
     TB_TRY(side_after_compute(s));
     TB_CHECK_NCCL(ncclBroadcast(buf, buf, bytes, ncclUint8, root, s->comm, s->side));
-    double t0 = comm_now();
-    comm_watch_begin("ncclBroadcast");
+    double t0 = tb_comm_now();
+    tb_comm_watch_begin("ncclBroadcast");
     cudaError_t e = cudaStreamSynchronize(s->side);
-    comm_watch_end();
+    tb_comm_watch_end();
     TB_CHECK_CUDA(e);
-    c->stats.wait_s += comm_now() - t0;
+    c->stats.wait_s += tb_comm_now() - t0;
     c->stats.bcast_bytes += bytes;
     return TB_OK;
 }
@@ -186,17 +186,17 @@ static int nccl_bootstrap(tb_comm *mpi, nccl_state *s)
     ncclUniqueId id;
     if (mpi->rank == 0)
         TB_CHECK_NCCL(ncclGetUniqueId(&id));
-    TB_TRY(comm_bcast(mpi, &id, sizeof id, 0));
+    TB_TRY(tb_comm_bcast(mpi, &id, sizeof id, 0));
     TB_CHECK_CUDA(cudaStreamCreateWithFlags(&s->side, cudaStreamNonBlocking));
     TB_CHECK_CUDA(cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming));
-    comm_watch_begin("ncclCommInitRank");
+    tb_comm_watch_begin("ncclCommInitRank");
     ncclResult_t r = ncclCommInitRank(&s->comm, mpi->size, id, mpi->rank);
-    comm_watch_end();
+    tb_comm_watch_end();
     TB_CHECK_NCCL(r);
     return TB_OK;
 }
 
-int comm_nccl_create(tb_comm *mpi, tb_backend *be, tb_comm **out)
+int tb_comm_nccl_create(tb_comm *mpi, tb_backend *be, tb_comm **out)
 {
     *out = NULL;
     if (!tb_cuda_owns(be))

@@ -1,5 +1,5 @@
 /*
- * comm_nccl_absent.c - comm_nccl_create in a build without the CUDA
+ * comm_nccl_absent.c - tb_comm_nccl_create in a build without the CUDA
  * toolkit (lib/dist/BUILD compiles this file instead of comm_nccl.c), so callers
  * need no #ifdef: asking for NCCL fails with a status saying why.
  *
@@ -7,7 +7,7 @@
  */
 #include "lib/dist/comm.h"
 
-int comm_nccl_create(tb_comm *mpi, tb_backend *be, tb_comm **out)
+int tb_comm_nccl_create(tb_comm *mpi, tb_backend *be, tb_comm **out)
 {
     (void)mpi;
     (void)be;

@@ -1,5 +1,5 @@
 /*
- * comm_test.c - the communicator under mpirun: blocking and non-blocking
+ * tb_comm_test.c - the communicator under mpirun: blocking and non-blocking
  * all-reduce on odd sizes (several in flight, completed out of order),
  * broadcast, barrier, the byte counters, nccl-tests' bus bandwidth formula,
  * the NCCL entry point's refusal on a CPU backend, and the failure paths:
@@ -48,7 +48,7 @@ static void test_blocking(tb_comm *c)
     size_t sizes[] = {1, 7, 4097, 100003};
     for (int k = 0; k < 4; k++) {
         float *b = filled(c->rank, sizes[k]);
-        CHECK(comm_allreduce_sum(c, b, sizes[k]) == TB_OK, "all-reduce %zu", sizes[k]);
+        CHECK(tb_comm_allreduce_sum(c, b, sizes[k]) == TB_OK, "all-reduce %zu", sizes[k]);
         size_t bad = count_wrong(b, sizes[k], c->size);
         CHECK(bad == 0, "blocking all-reduce of %zu: %zu wrong", sizes[k], bad);
         free(b);
@@ -64,33 +64,33 @@ static void test_nonblocking(tb_comm *c)
                           {.mpi = MPI_REQUEST_NULL}};
     for (int k = 0; k < 3; k++) {
         b[k] = filled(c->rank, n[k]);
-        CHECK(comm_iallreduce_sum(c, b[k], n[k], &req[k]) == TB_OK, "start %d", k);
+        CHECK(tb_comm_iallreduce_sum(c, b[k], n[k], &req[k]) == TB_OK, "start %d", k);
         CHECK(req[k].active, "request %d active", k);
     }
-    CHECK(comm_iallreduce_sum(c, b[0], n[0], &req[0]) == TB_ERR_INVALID,
+    CHECK(tb_comm_iallreduce_sum(c, b[0], n[0], &req[0]) == TB_ERR_INVALID,
           "a second start on an active request is refused");
     tb_error_clear();
     int done = 0;
     for (int spins = 0; spins < 1000 && !done; spins++)
-        CHECK(comm_test(c, &req[0], &done) == TB_OK, "test");
+        CHECK(tb_comm_test(c, &req[0], &done) == TB_OK, "test");
     for (int k = 2; k >= 0; k--) {
-        CHECK(comm_wait(c, &req[k]) == TB_OK, "wait %d", k);
+        CHECK(tb_comm_wait(c, &req[k]) == TB_OK, "wait %d", k);
         CHECK(!req[k].active && req[k].t_end >= req[k].t_start, "request %d finished", k);
         size_t bad = count_wrong(b[k], n[k], c->size);
         CHECK(bad == 0, "non-blocking all-reduce %d of %zu: %zu wrong", k, n[k], bad);
         free(b[k]);
     }
-    CHECK(comm_test(c, &req[0], &done) == TB_OK && done, "an inactive request is done");
+    CHECK(tb_comm_test(c, &req[0], &done) == TB_OK && done, "an inactive request is done");
 }
 
 static void test_counters(tb_comm *c)
 {
-    comm_reset_stats(c);
+    tb_comm_reset_stats(c);
     float *b = filled(c->rank, 1001);
     tb_comm_req r = {.mpi = MPI_REQUEST_NULL};
-    comm_allreduce_sum(c, b, 1001);
-    comm_iallreduce_sum(c, b, 500, &r);
-    comm_wait(c, &r);
+    tb_comm_allreduce_sum(c, b, 1001);
+    tb_comm_iallreduce_sum(c, b, 500, &r);
+    tb_comm_wait(c, &r);
     CHECK(c->stats.allreduce_bytes == 1501 * sizeof(float), "bytes %llu, want %zu",
           (unsigned long long)c->stats.allreduce_bytes, 1501 * sizeof(float));
     CHECK(c->stats.allreduce_calls == 2, "calls %llu", (unsigned long long)c->stats.allreduce_calls);
@@ -103,25 +103,25 @@ static void test_bcast_barrier(tb_comm *c)
     char msg[64] = {0};
     if (c->rank == root)
         snprintf(msg, sizeof msg, "from rank %d", root);
-    CHECK(comm_bcast(c, msg, sizeof msg, root) == TB_OK, "bcast");
+    CHECK(tb_comm_bcast(c, msg, sizeof msg, root) == TB_OK, "bcast");
     char want[64];
     snprintf(want, sizeof want, "from rank %d", root);
     CHECK(strcmp(msg, want) == 0, "bcast got '%s'", msg);
-    CHECK(comm_barrier(c) == TB_OK, "barrier");
+    CHECK(tb_comm_barrier(c) == TB_OK, "barrier");
     double v[2] = {(double)c->rank, 1.0};
-    CHECK(comm_sum_double(c, v, 2) == TB_OK, "sum doubles");
+    CHECK(tb_comm_sum_double(c, v, 2) == TB_OK, "sum doubles");
     CHECK(v[0] == c->size * (c->size - 1) / 2.0 && v[1] == c->size, "sums %g %g", v[0], v[1]);
     double m = c->rank;
-    CHECK(comm_max_double(c, &m, 1) == TB_OK && m == c->size - 1, "max %g", m);
+    CHECK(tb_comm_max_double(c, &m, 1) == TB_OK && m == c->size - 1, "max %g", m);
 }
 
 static void test_busbw(void)
 {
-    CHECK(comm_algbw(1000000000, 0.5) == 2e9, "algbw");
-    CHECK(comm_busbw(1000000000, 1.0, 1) == 0, "1 rank moves nothing");
-    CHECK(comm_busbw(1000000000, 1.0, 2) == 1e9, "2 ranks: busbw = algbw");
-    CHECK(fabs(comm_busbw(1000000000, 1.0, 4) - 1.5e9) < 1, "4 ranks: 2*3/4");
-    CHECK(fabs(comm_busbw(1000000000, 2.0, 8) - 0.875e9) < 1, "8 ranks, 2 s: 0.5 * 14/8");
+    CHECK(tb_comm_algbw(1000000000, 0.5) == 2e9, "algbw");
+    CHECK(tb_comm_busbw(1000000000, 1.0, 1) == 0, "1 rank moves nothing");
+    CHECK(tb_comm_busbw(1000000000, 1.0, 2) == 1e9, "2 ranks: busbw = algbw");
+    CHECK(fabs(tb_comm_busbw(1000000000, 1.0, 4) - 1.5e9) < 1, "4 ranks: 2*3/4");
+    CHECK(fabs(tb_comm_busbw(1000000000, 2.0, 8) - 0.875e9) < 1, "8 ranks, 2 s: 0.5 * 14/8");
 }
 
 static void test_nccl_refused(tb_comm *c)
@@ -132,7 +132,7 @@ static void test_nccl_refused(tb_comm *c)
         return;
     }
     tb_comm *n = (tb_comm *)1;
-    int rc = comm_nccl_create(c, be, &n);
+    int rc = tb_comm_nccl_create(c, be, &n);
     CHECK(rc == TB_ERR_UNSUPPORTED || rc == TB_ERR_INVALID, "NCCL on a CPU backend: rc %d", rc);
     CHECK(n == NULL, "no communicator on failure");
     CHECK(strlen(tb_error_message()) > 10, "a message says why: %s", tb_error_message());
@@ -161,7 +161,7 @@ static void misbehave(tb_comm *c, int hang_rank, int exit_rank)
         fprintf(stderr, "rank %d: exiting with status 3 on purpose (test)\n", c->rank);
         exit(3);
     }
-    comm_allreduce_sum(c, &x, 1);
+    tb_comm_allreduce_sum(c, &x, 1);
     printf("rank %d: the all-reduce returned, the job should have failed\n", c->rank);
 }
 
@@ -171,13 +171,13 @@ int main(int argc, char **argv)
     int hang_rank = arg_int(argc, argv, "--hang-rank", -1);
     int exit_rank = arg_int(argc, argv, "--exit-rank", -1);
     tb_comm *c;
-    if (comm_mpi_init(&argc, &argv, timeout, &c) != TB_OK) {
+    if (tb_comm_mpi_init(&argc, &argv, timeout, &c) != TB_OK) {
         tb_error_print(stderr);
         return 1;
     }
     if (hang_rank >= 0 || exit_rank >= 0) {
         misbehave(c, hang_rank, exit_rank);
-        comm_destroy(c);
+        tb_comm_destroy(c);
         return 0;
     }
     CHECK(c->size >= 1 && c->rank >= 0 && c->rank < c->size, "rank %d of %d", c->rank, c->size);
@@ -188,9 +188,9 @@ int main(int argc, char **argv)
     test_busbw();
     test_nccl_refused(c);
     double f = failures;
-    comm_sum_double(c, &f, 1);
+    tb_comm_sum_double(c, &f, 1);
     if (c->rank == 0)
         printf("%s: %d ranks, %g failures\n", f ? "FAILED" : "PASSED", c->size, f);
-    comm_destroy(c);
+    tb_comm_destroy(c);
     return f ? 1 : 0;
 }

@@ -35,7 +35,7 @@ static int map_children(tb_ddp *d)
     param_walk w = {.m = m};
     for (int i = 0; i < nc; i++) {
         d->child_first[i] = w.next;
-        layer_for_each_param(m->net->children[i], walk_one, &w);
+        tb_layer_for_each_param(m->net->children[i], walk_one, &w);
         d->child_count[i] = w.next - d->child_first[i];
     }
     if (w.mismatch || w.next != m->nparams)
@@ -79,7 +79,7 @@ static int make_buckets(tb_ddp *d)
     return TB_OK;
 }
 
-int ddp_create(tb_comm *comm, tb_model *m, const tb_ddp_opts *opts, tb_ddp **out)
+int tb_ddp_create(tb_comm *comm, tb_model *m, const tb_ddp_opts *opts, tb_ddp **out)
 {
     *out = NULL;
     if (opts->bucket_bytes == 0)
@@ -99,16 +99,16 @@ int ddp_create(tb_comm *comm, tb_model *m, const tb_ddp_opts *opts, tb_ddp **out
     return TB_OK;
 
 out_destroy:
-    ddp_destroy(d);
+    tb_ddp_destroy(d);
     return rc;
 }
 
-void ddp_destroy(tb_ddp *d)
+void tb_ddp_destroy(tb_ddp *d)
 {
     if (!d)
         return;
     for (int b = 0; b < d->nbuckets; b++)
-        comm_wait(d->comm, &d->buckets[b].req);
+        tb_comm_wait(d->comm, &d->buckets[b].req);
     free(d->buckets);
     free(d->param_bucket);
     free(d->child_first);
@@ -117,9 +117,9 @@ void ddp_destroy(tb_ddp *d)
     free(d);
 }
 
-int ddp_broadcast_params(tb_ddp *d)
+int tb_ddp_broadcast_params(tb_ddp *d)
 {
-    return comm_bcast(d->comm, d->model->flat_w, d->model->numel * sizeof(float), 0);
+    return tb_comm_bcast(d->comm, d->model->flat_w, d->model->numel * sizeof(float), 0);
 }
 
 /* ---- one backward ---- */
@@ -143,13 +143,13 @@ static void begin_backward(tb_ddp *d, int sync)
 static int start_bucket(tb_ddp *d, int b)
 {
     tb_ddp_bucket *k = &d->buckets[b];
-    TB_TRY(comm_iallreduce_sum(d->comm, d->model->flat_g + k->offset, k->n, &k->req));
+    TB_TRY(tb_comm_iallreduce_sum(d->comm, d->model->flat_g + k->offset, k->n, &k->req));
     k->started = 1;
     d->step.bytes += k->n * sizeof(float);
     return TB_OK;
 }
 
-int ddp_on_grad_ready(tb_ddp *d, int param_index)
+int tb_ddp_on_grad_ready(tb_ddp *d, int param_index)
 {
     if (param_index < 0 || param_index >= d->model->nparams)
         return TB_FAIL(TB_ERR_INVALID, "DDP hook: parameter %d of %d", param_index,
@@ -166,34 +166,34 @@ int ddp_on_grad_ready(tb_ddp *d, int param_index)
     return TB_OK;
 }
 
-int ddp_poll(tb_ddp *d)
+int tb_ddp_poll(tb_ddp *d)
 {
     for (int b = 0; b < d->next_start; b++) {
         int done;
-        TB_TRY(comm_test(d->comm, &d->buckets[b].req, &done));
+        TB_TRY(tb_comm_test(d->comm, &d->buckets[b].req, &done));
     }
     return TB_OK;
 }
 
-int ddp_backward(tb_ddp *d, float loss_scale, int sync)
+int tb_ddp_backward(tb_ddp *d, float loss_scale, int sync)
 {
     tb_model *m = d->model;
     if (!m->ctx.training)
-        return TB_FAIL(TB_ERR_INVALID, "ddp_backward in evaluation mode");
+        return TB_FAIL(TB_ERR_INVALID, "tb_ddp_backward in evaluation mode");
     begin_backward(d, sync);
-    double t0 = comm_now();
+    double t0 = tb_comm_now();
     const tb_tensor *t;
-    TB_TRY(xent_backward(&m->loss, loss_scale / (float)m->loss.n, &t));
+    TB_TRY(tb_xent_backward(&m->loss, loss_scale / (float)m->loss.n, &t));
     for (int i = m->net->nchildren - 1; i >= 0; i--) {
         /* The first layer computes no input gradient: t is NULL after it. */
-        TB_TRY(layer_backward(m->net->children[i], t, &t));
+        TB_TRY(tb_layer_backward(m->net->children[i], t, &t));
         for (int p = 0; p < d->child_count[i]; p++)
-            TB_TRY(ddp_on_grad_ready(d, d->child_first[i] + p));
-        TB_TRY(ddp_poll(d));
+            TB_TRY(tb_ddp_on_grad_ready(d, d->child_first[i] + p));
+        TB_TRY(tb_ddp_poll(d));
     }
     m->ctx.grad_accumulate = 1;
     TB_TRY(m->ctx.be->sync(m->ctx.be));
-    d->t_backward_end = comm_now();
+    d->t_backward_end = tb_comm_now();
     d->step.backward_s = d->t_backward_end - t0;
     return TB_OK;
 }
@@ -212,10 +212,10 @@ static void trace_add(tb_ddp *d, int b, size_t bytes, double start, double end)
 static int reduce_all_at_once(tb_ddp *d)
 {
     tb_model *m = d->model;
-    double t0 = comm_now();
-    TB_TRY(comm_allreduce_sum(d->comm, m->flat_g, m->numel));
+    double t0 = tb_comm_now();
+    TB_TRY(tb_comm_allreduce_sum(d->comm, m->flat_g, m->numel));
     d->step.bytes = m->numel * sizeof(float);
-    trace_add(d, 0, d->step.bytes, t0, comm_now());
+    trace_add(d, 0, d->step.bytes, t0, tb_comm_now());
     return TB_OK;
 }
 
@@ -225,13 +225,13 @@ static int wait_buckets(tb_ddp *d)
         TB_TRY(start_bucket(d, d->next_start++));
     for (int b = 0; b < d->nbuckets; b++) {
         tb_ddp_bucket *k = &d->buckets[b];
-        TB_TRY(comm_wait(d->comm, &k->req));
+        TB_TRY(tb_comm_wait(d->comm, &k->req));
         trace_add(d, b, k->n * sizeof(float), k->req.t_start, k->req.t_end);
     }
     return TB_OK;
 }
 
-int ddp_finish(tb_ddp *d)
+int tb_ddp_finish(tb_ddp *d)
 {
     if (!d->sync)
         return TB_OK;
@@ -244,7 +244,7 @@ int ddp_finish(tb_ddp *d)
     if (d->comm->size > 1)
         TB_TRY(be->axpby(be, 1.0f / (float)d->comm->size, m->flat_g, 0.0f, m->flat_g, m->numel));
     TB_TRY(be->sync(be));
-    d->step.exposed_s = comm_now() - d->t_backward_end;
+    d->step.exposed_s = tb_comm_now() - d->t_backward_end;
     d->sync = 0;
     return TB_OK;
 }

@@ -8,14 +8,14 @@
  *     backward produces them (the last layer's gradients first); a bucket is
  *     a contiguous slice of the model's flat gradient buffer, so it is
  *     reduced in place with no copy;
- *   - backward runs layer by layer (ddp_backward walks the model's top-level
- *     layers in reverse); after each layer it calls ddp_on_grad_ready for
+ *   - backward runs layer by layer (tb_ddp_backward walks the model's top-level
+ *     layers in reverse); after each layer it calls tb_ddp_on_grad_ready for
  *     that layer's parameters, and a bucket whose gradients are all ready
  *     starts its non-blocking all-reduce at once (buckets start in index
  *     order, the same on every rank, as MPI requires of collectives);
- *   - between layers ddp_poll calls comm_test on buckets in flight, since MPI
+ *   - between layers tb_ddp_poll calls tb_comm_test on buckets in flight, since MPI
  *     progresses a non-blocking all-reduce only inside MPI calls;
- *   - ddp_finish waits for every bucket and divides by the world size, before
+ *   - tb_ddp_finish waits for every bucket and divides by the world size, before
  *     the optimizer step. With overlap off it instead all-reduces the whole
  *     gradient buffer once, after backward.
  *   - no_sync: a backward with sync = 0 all-reduces nothing; gradients
@@ -93,28 +93,28 @@ typedef struct tb_ddp {
 
 /* Builds the buckets for m. REQUIRES: comm and m outlive d; the same model
  * description and opts on every rank. */
-int ddp_create(tb_comm *comm, tb_model *m, const tb_ddp_opts *opts, tb_ddp **out);
-void ddp_destroy(tb_ddp *d);
+int tb_ddp_create(tb_comm *comm, tb_model *m, const tb_ddp_opts *opts, tb_ddp **out);
+void tb_ddp_destroy(tb_ddp *d);
 
 /* Rank 0's parameters to every rank (DDP's constructor does this). */
-int ddp_broadcast_params(tb_ddp *d);
+int tb_ddp_broadcast_params(tb_ddp *d);
 
-/* Backward from the last model_forward_loss, as model_backward does, with
+/* Backward from the last tb_model_forward_loss, as tb_model_backward does, with
  * the hooks: sync = 0 is no_sync (accumulate locally, reduce nothing).
  * REQUIRES: m->ctx.training. */
-int ddp_backward(tb_ddp *d, float loss_scale, int sync);
+int tb_ddp_backward(tb_ddp *d, float loss_scale, int sync);
 
 /* The hook: parameter param_index's gradient is final for this backward.
  * Starts every bucket, in order, whose gradients are now all ready. */
-int ddp_on_grad_ready(tb_ddp *d, int param_index);
+int tb_ddp_on_grad_ready(tb_ddp *d, int param_index);
 
-/* Progresses buckets in flight (comm_test on each). */
-int ddp_poll(tb_ddp *d);
+/* Progresses buckets in flight (tb_comm_test on each). */
+int tb_ddp_poll(tb_ddp *d);
 
 /* Waits for every bucket of a synced backward and divides the gradients by
  * the world size; fills d->step. A no-op (step.synced = 0) after no_sync.
  * Call before the optimizer step. */
-int ddp_finish(tb_ddp *d);
+int tb_ddp_finish(tb_ddp *d);
 
 #ifdef __cplusplus
 }

@@ -33,8 +33,8 @@ static double now_s(void)
 
 static int replica_alloc(tb_dp_replica *r, const tb_model_opts *o)
 {
-    TB_TRY(tensor_alloc(r->be, o->max_batch, o->in.c, o->in.h, o->in.w, &r->x));
-    return tensor_alloc(r->be, o->max_batch, o->classes, 1, 1, &r->dlogits);
+    TB_TRY(tb_tensor_alloc(r->be, o->max_batch, o->in.c, o->in.h, o->in.w, &r->x));
+    return tb_tensor_alloc(r->be, o->max_batch, o->classes, 1, 1, &r->dlogits);
 }
 
 /* Replica i's device ordinal: device_ids defaults to every device with
@@ -65,7 +65,7 @@ static int replica_build(tb_dp_replica *r, const tb_model *main, const tb_layer_
                          const tb_model_opts *o, int i, int threads)
 {
     TB_TRY(replica_open(r, main->ctx.be, i, threads));
-    TB_TRY(model_build(r->be, spec, o, &r->m));
+    TB_TRY(tb_model_build(r->be, spec, o, &r->m));
     r->m->ctx.gelu = main->ctx.gelu;
     r->m->ctx.conv_autotune = main->ctx.conv_autotune;
     r->m->ctx.math = main->ctx.math;
@@ -79,13 +79,13 @@ static int dp_alloc_device0(tb_dp *dp, const tb_model_opts *opts)
 {
     tb_model *main = dp->main;
     tb_backend *be0 = main->ctx.be;
-    TB_TRY(xent_init(&main->ctx, opts->classes, opts->max_batch, &dp->loss));
-    TB_TRY(tensor_alloc(be0, opts->max_batch, opts->classes, 1, 1, &dp->logits));
+    TB_TRY(tb_xent_init(&main->ctx, opts->classes, opts->max_batch, &dp->loss));
+    TB_TRY(tb_tensor_alloc(be0, opts->max_batch, opts->classes, 1, 1, &dp->logits));
     TB_TRY(be0->dev_alloc(be0, (void **)&dp->labels, (size_t)opts->max_batch * sizeof(int32_t)));
     return be0->dev_alloc(be0, (void **)&dp->grad_stage, main->numel * sizeof(float));
 }
 
-int dp_create(tb_model *main, const tb_layer_spec *spec, const tb_model_opts *opts, int n,
+int tb_dp_create(tb_model *main, const tb_layer_spec *spec, const tb_model_opts *opts, int n,
               tb_dp_mode mode, int threads_per_replica, tb_dp **out)
 {
     *out = NULL;
@@ -113,27 +113,27 @@ int dp_create(tb_model *main, const tb_layer_spec *spec, const tb_model_opts *op
     return TB_OK;
 
 out_destroy:
-    dp_destroy(dp);
+    tb_dp_destroy(dp);
     return rc;
 }
 
-void dp_destroy(tb_dp *dp)
+void tb_dp_destroy(tb_dp *dp)
 {
     if (!dp)
         return;
     tb_backend *be0 = dp->main->ctx.be;
-    xent_free(&dp->loss);
-    tensor_free(&dp->logits);
+    tb_xent_free(&dp->loss);
+    tb_tensor_free(&dp->logits);
     if (dp->labels)
         be0->dev_free(be0, dp->labels);
     if (dp->grad_stage)
         be0->dev_free(be0, dp->grad_stage);
     for (int i = 0; i < dp->n; i++) {
         tb_dp_replica *r = &dp->reps[i];
-        tensor_free(&r->x);
-        tensor_free(&r->dlogits);
+        tb_tensor_free(&r->x);
+        tb_tensor_free(&r->dlogits);
         if (r->owned) {
-            model_destroy(r->m);
+            tb_model_destroy(r->m);
             if (r->be)
                 tb_backend_close(r->be);
         }
@@ -214,12 +214,12 @@ static int run_replicas(tb_dp *dp, replica_fn fn)
     return dp->mode == TB_DP_THREADS ? run_threads(dp, fn) : run_one_thread(dp, fn);
 }
 
-static int replica_forward(tb_dp_replica *r) { return model_forward(r->m, &r->x, &r->logits); }
+static int replica_forward(tb_dp_replica *r) { return tb_model_forward(r->m, &r->x, &r->logits); }
 
 static int replica_backward(tb_dp_replica *r)
 {
     const tb_tensor *dx;
-    TB_TRY(layer_backward(r->m->net, &r->dlogits, &dx));
+    TB_TRY(tb_layer_backward(r->m->net, &r->dlogits, &dx));
     r->m->ctx.grad_accumulate = 1;
     return TB_OK;
 }
@@ -232,15 +232,15 @@ static int scatter(tb_dp *dp, const float *images, const int32_t *labels, int ba
 {
     tb_dp_replica *r0 = &dp->reps[0];
     tb_backend *be0 = r0->be;
-    size_t sample = shape_numel(dp->main->in);
-    TB_TRY(tensor_set_batch(&r0->x, batch));
-    TB_TRY(tensor_from_host(&r0->x, images));
+    size_t sample = tb_shape_numel(dp->main->in);
+    TB_TRY(tb_tensor_set_batch(&r0->x, batch));
+    TB_TRY(tb_tensor_from_host(&r0->x, images));
     TB_TRY(be0->copy_h2d(be0, dp->labels, labels, (size_t)batch * sizeof(int32_t), NULL));
     for (int i = 0; i < dp->n; i++) {
         tb_dp_replica *r = &dp->reps[i];
         r->lo = (int)((long)batch * i / dp->n);
         r->cnt = (int)((long)batch * (i + 1) / dp->n) - r->lo;
-        TB_TRY(tensor_set_batch(&r->x, r->cnt)); /* replica 0: its rows come first */
+        TB_TRY(tb_tensor_set_batch(&r->x, r->cnt)); /* replica 0: its rows come first */
         if (i > 0)
             TB_TRY(dp_copy(&dp->bytes.scatter, r->be, r->x.data, be0,
                            r0->x.data + (size_t)r->lo * sample,
@@ -267,18 +267,18 @@ static int gather_loss(tb_dp *dp, int batch, float loss_scale)
 {
     tb_backend *be0 = dp->main->ctx.be;
     size_t classes = (size_t)dp->main->classes;
-    TB_TRY(tensor_set_batch(&dp->logits, batch));
+    TB_TRY(tb_tensor_set_batch(&dp->logits, batch));
     for (int i = 0; i < dp->n; i++) {
         tb_dp_replica *r = &dp->reps[i];
         TB_TRY(dp_copy(&dp->bytes.gather, be0, dp->logits.data + (size_t)r->lo * classes, r->be,
                        r->logits->data, (size_t)r->cnt * classes * sizeof(float)));
     }
-    TB_TRY(xent_forward(&dp->loss, &dp->logits, dp->labels));
+    TB_TRY(tb_xent_forward(&dp->loss, &dp->logits, dp->labels));
     const tb_tensor *d;
-    TB_TRY(xent_backward(&dp->loss, loss_scale / (float)batch, &d));
+    TB_TRY(tb_xent_backward(&dp->loss, loss_scale / (float)batch, &d));
     for (int i = 0; i < dp->n; i++) {
         tb_dp_replica *r = &dp->reps[i];
-        TB_TRY(tensor_set_batch(&r->dlogits, r->cnt));
+        TB_TRY(tb_tensor_set_batch(&r->dlogits, r->cnt));
         TB_TRY(dp_copy(&dp->bytes.grad_scatter, r->be, r->dlogits.data, be0,
                        d->data + (size_t)r->lo * classes, (size_t)r->cnt * classes * sizeof(float)));
     }
@@ -300,7 +300,7 @@ static int reduce_grads(tb_dp *dp)
     return TB_OK;
 }
 
-int dp_step(tb_dp *dp, const float *images, const int32_t *labels, int batch, float loss_scale,
+int tb_dp_step(tb_dp *dp, const float *images, const int32_t *labels, int batch, float loss_scale,
             float *loss)
 {
     if (batch < dp->n || batch > dp->reps[0].x.cap_n)
@@ -322,7 +322,7 @@ int dp_step(tb_dp *dp, const float *images, const int32_t *labels, int batch, fl
     TB_TRY(reduce_grads(dp));
     double t6 = now_s();
     if (loss)
-        TB_TRY(xent_read_loss(&dp->loss, loss));
+        TB_TRY(tb_xent_read_loss(&dp->loss, loss));
     double t7 = now_s();
     dp->times = (tb_dp_times){.scatter_s = t1 - t0, .replicate_s = t2 - t1,
                               .forward_s = t3 - t2, .gather_loss_s = t4 - t3,
@@ -339,23 +339,23 @@ int tb_dp_reference_grads(tb_model *m, const float *images, const int32_t *label
     tb_tensor x = {0};
     int32_t *dl = NULL;
     int rc;
-    TB_TRY_GOTO(rc, tensor_alloc(be, mb, m->in.c, m->in.h, m->in.w, &x), out_free);
+    TB_TRY_GOTO(rc, tb_tensor_alloc(be, mb, m->in.c, m->in.h, m->in.w, &x), out_free);
     TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&dl, (size_t)mb * sizeof(int32_t)), out_free);
-    TB_TRY_GOTO(rc, model_zero_grad(m, 1), out_free);
+    TB_TRY_GOTO(rc, tb_model_zero_grad(m, 1), out_free);
     *loss = 0;
     for (int k = 0; k < n; k++) {
         float l;
-        TB_TRY_GOTO(rc, tensor_from_host(&x, images + (size_t)k * (size_t)mb * per_image),
+        TB_TRY_GOTO(rc, tb_tensor_from_host(&x, images + (size_t)k * (size_t)mb * per_image),
                     out_free);
         TB_TRY_GOTO(rc, be->copy_h2d(be, dl, labels + (size_t)k * (size_t)mb,
                                      (size_t)mb * sizeof(int32_t), NULL), out_free);
-        TB_TRY_GOTO(rc, model_forward_loss(m, &x, dl, NULL), out_free);
-        TB_TRY_GOTO(rc, model_backward(m, 1.0f / (float)n), out_free);
-        TB_TRY_GOTO(rc, xent_read_loss(&m->loss, &l), out_free);
+        TB_TRY_GOTO(rc, tb_model_forward_loss(m, &x, dl, NULL), out_free);
+        TB_TRY_GOTO(rc, tb_model_backward(m, 1.0f / (float)n), out_free);
+        TB_TRY_GOTO(rc, tb_xent_read_loss(&m->loss, &l), out_free);
         *loss += l / (float)n;
     }
 out_free:
-    tensor_free(&x);
+    tb_tensor_free(&x);
     if (dl)
         be->dev_free(be, dl);
     return rc;

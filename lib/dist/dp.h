@@ -12,7 +12,7 @@
  * The driver is written against the backend table only (lib/backend/backend.h):
  * device-to-device traffic is copy_peer, the reduction is axpby on device
  * 0. Replica i > 0 lives on a backend of the same kind as the main model's,
- * opened by dp_create: a CPU backend of threads_per_replica threads, or
+ * opened by tb_dp_create: a CPU backend of threads_per_replica threads, or
  * the next CUDA device (cuda:d0, then the other ordinals in ascending
  * order, as device_ids defaults to every GPU with output_device first).
  * Two ways to run the replicas:
@@ -28,7 +28,7 @@
  *                     program does: the batch's copy to device 0
  *                     (input.to(device) is synchronous from pageable
  *                     memory) and reading the loss (loss.item()), which
- *                     dp_step skips when loss is NULL. On the CPU the
+ *                     tb_dp_step skips when loss is NULL. On the CPU the
  *                     replicas run one after another: the same driver, so
  *                     tests on the CPU exercise what drives the GPUs.
  * Both give the same numbers (the same ops in the same order per device).
@@ -91,9 +91,9 @@ typedef struct tb_dp {
  * all cores; ignored on CUDA). Fails with TB_ERR_NO_DEVICE, naming the
  * device, when a replica's device cannot be opened (fewer GPUs than n).
  * REQUIRES: main outlives dp. */
-int dp_create(tb_model *main, const tb_layer_spec *spec, const tb_model_opts *opts, int n,
+int tb_dp_create(tb_model *main, const tb_layer_spec *spec, const tb_model_opts *opts, int n,
               tb_dp_mode mode, int threads_per_replica, tb_dp **out);
-void dp_destroy(tb_dp *dp);
+void tb_dp_destroy(tb_dp *dp);
 
 /* One forward/backward of a batch of `batch` samples (host memory,
  * normalized images (batch, C, H, W) and labels), with the loss scaled by
@@ -101,7 +101,7 @@ void dp_destroy(tb_dp *dp);
  * gradient buffer (written or accumulated per main's grad_accumulate).
  * *loss: the batch's mean loss; loss NULL reads nothing (no host wait at
  * the end of the step). REQUIRES: n <= batch <= opts->max_batch. */
-int dp_step(tb_dp *dp, const float *images, const int32_t *labels, int batch, float loss_scale,
+int tb_dp_step(tb_dp *dp, const float *images, const int32_t *labels, int batch, float loss_scale,
             float *loss);
 
 /* What n replicas compute, in one process: the gradients of n micro-batches

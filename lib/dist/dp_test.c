@@ -42,10 +42,10 @@ static int setup(tb_backend **be, tb_model **m, tb_optim *opt, int max_batch)
     tb_model_opts o = model_opts;
     o.max_batch = max_batch;
     TB_TRY(tb_backend_cpu_create(1, be));
-    TB_TRY(model_build(*be, tb_spec_small_cnn, &o, m));
+    TB_TRY(tb_model_build(*be, tb_spec_small_cnn, &o, m));
     tb_opt_hparams hp = {.kind = TB_OPT_SGD, .lr = 0.05f, .momentum = 0.9f, .grad_scale = 1.0f};
     tb_lr_schedule s = {.peak_lr = 0.05};
-    return optim_init(opt, *m, &hp, &s, 0);
+    return tb_optim_init(opt, *m, &hp, &s, 0);
 }
 
 static int keep_weights(const tb_model *m, run *out)
@@ -62,7 +62,7 @@ static int keep_weights(const tb_model *m, run *out)
 static int ref_step(tb_model *m, tb_optim *opt, const float *img, const int32_t *lab, float *loss)
 {
     TB_TRY(tb_dp_reference_grads(m, img, lab, 2, B / 2, loss));
-    return optim_step(opt);
+    return tb_optim_step(opt);
 }
 
 static int ref_run(const float *img, const int32_t *lab, run *out)
@@ -76,8 +76,8 @@ static int ref_run(const float *img, const int32_t *lab, run *out)
         TB_TRY_GOTO(rc, ref_step(m, &opt, img, lab, &out->loss[step]), out_free);
     rc = keep_weights(m, out);
 out_free:
-    optim_free(&opt);
-    model_destroy(m);
+    tb_optim_free(&opt);
+    tb_model_destroy(m);
     if (be)
         tb_backend_close(be);
     return rc;
@@ -88,11 +88,11 @@ out_free:
 static int dp_one_step(tb_dp *dp, tb_model *m, tb_optim *opt, const float *img,
                        const int32_t *lab, int step, float *loss)
 {
-    TB_TRY(model_zero_grad(m, 1));
-    TB_TRY(dp_step(dp, img, lab, B, 1.0f, step == 1 ? NULL : loss));
+    TB_TRY(tb_model_zero_grad(m, 1));
+    TB_TRY(tb_dp_step(dp, img, lab, B, 1.0f, step == 1 ? NULL : loss));
     if (step == 1)
-        TB_TRY(xent_read_loss(&dp->loss, loss));
-    return optim_step(opt);
+        TB_TRY(tb_xent_read_loss(&dp->loss, loss));
+    return tb_optim_step(opt);
 }
 
 static int dp_run(tb_dp_mode mode, const float *img, const int32_t *lab, run *out)
@@ -103,15 +103,15 @@ static int dp_run(tb_dp_mode mode, const float *img, const int32_t *lab, run *ou
     tb_dp *dp = NULL;
     int rc;
     TB_TRY_GOTO(rc, setup(&be, &m, &opt, B), out_free);
-    TB_TRY_GOTO(rc, dp_create(m, tb_spec_small_cnn, &model_opts, 2, mode, 1, &dp), out_free);
+    TB_TRY_GOTO(rc, tb_dp_create(m, tb_spec_small_cnn, &model_opts, 2, mode, 1, &dp), out_free);
     for (int step = 0; step < STEPS; step++)
         TB_TRY_GOTO(rc, dp_one_step(dp, m, &opt, img, lab, step, &out->loss[step]), out_free);
     out->bytes = dp->bytes;
     rc = keep_weights(m, out);
 out_free:
-    dp_destroy(dp);
-    optim_free(&opt);
-    model_destroy(m);
+    tb_dp_destroy(dp);
+    tb_optim_free(&opt);
+    tb_model_destroy(m);
     if (be)
         tb_backend_close(be);
     return rc;
@@ -162,11 +162,11 @@ static void check_refusals(const float *img, const int32_t *lab)
     tb_optim opt = {0};
     tb_dp *dp = NULL;
     CHECK(setup(&be, &m, &opt, B) == TB_OK, "setup");
-    CHECK(dp_create(m, tb_spec_small_cnn, &model_opts, 2, TB_DP_ONE_THREAD, 1, &dp) == TB_OK,
-          "dp_create");
+    CHECK(tb_dp_create(m, tb_spec_small_cnn, &model_opts, 2, TB_DP_ONE_THREAD, 1, &dp) == TB_OK,
+          "tb_dp_create");
     if (dp) {
-        CHECK(dp_step(dp, img, lab, 1, 1.0f, NULL) == TB_ERR_INVALID, "batch 1 on 2 replicas");
-        CHECK(dp_step(dp, img, lab, B + 1, 1.0f, NULL) == TB_ERR_INVALID, "batch past max_batch");
+        CHECK(tb_dp_step(dp, img, lab, 1, 1.0f, NULL) == TB_ERR_INVALID, "batch 1 on 2 replicas");
+        CHECK(tb_dp_step(dp, img, lab, B + 1, 1.0f, NULL) == TB_ERR_INVALID, "batch past max_batch");
         tb_error_clear();
     }
     tb_backend other = {.name = "other"};
@@ -177,9 +177,9 @@ static void check_refusals(const float *img, const int32_t *lab)
         tb_error_clear();
         CHECK(be->copy_peer(be, &b, be, &a, sizeof a) == TB_OK && b == 1.0f, "copy_peer");
     }
-    dp_destroy(dp);
-    optim_free(&opt);
-    model_destroy(m);
+    tb_dp_destroy(dp);
+    tb_optim_free(&opt);
+    tb_model_destroy(m);
     if (be)
         tb_backend_close(be);
 }

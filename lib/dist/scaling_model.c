@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-double scaling_allreduce_s(tb_allreduce_algo algo, int n, double bytes, double alpha_s,
+double tb_scaling_allreduce_s(tb_allreduce_algo algo, int n, double bytes, double alpha_s,
                            double beta_bytes_s)
 {
     if (n <= 1)
@@ -15,10 +15,10 @@ double scaling_allreduce_s(tb_allreduce_algo algo, int n, double bytes, double a
     return 2.0 * (n - 1) * alpha_s + 2.0 * (double)(n - 1) / n * bytes / beta_bytes_s;
 }
 
-tb_scaling_point scaling_predict(const tb_scaling_inputs *in, tb_allreduce_algo algo, int n)
+tb_scaling_point tb_scaling_predict(const tb_scaling_inputs *in, tb_allreduce_algo algo, int n)
 {
     tb_scaling_point p = {.n = n};
-    p.allreduce_s = scaling_allreduce_s(algo, n, in->bytes, in->alpha_s, in->beta_bytes_s);
+    p.allreduce_s = tb_scaling_allreduce_s(algo, n, in->bytes, in->alpha_s, in->beta_bytes_s);
     p.exposed_s = p.allreduce_s;
     if (in->overlap)
         p.exposed_s = fmax(0.0, p.allreduce_s - in->backward_fraction * in->compute_s);
@@ -27,7 +27,7 @@ tb_scaling_point scaling_predict(const tb_scaling_inputs *in, tb_allreduce_algo 
     return p;
 }
 
-const char *scaling_algo_name(tb_allreduce_algo algo)
+const char *tb_scaling_algo_name(tb_allreduce_algo algo)
 {
     return algo == TB_ALLREDUCE_TREE ? "tree" : "ring";
 }

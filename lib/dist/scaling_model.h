@@ -46,7 +46,7 @@ typedef struct tb_scaling_inputs {
 } tb_scaling_inputs;
 
 /* Seconds for one all-reduce. REQUIRES: n >= 1, beta > 0. */
-double scaling_allreduce_s(tb_allreduce_algo algo, int n, double bytes, double alpha_s,
+double tb_scaling_allreduce_s(tb_allreduce_algo algo, int n, double bytes, double alpha_s,
                            double beta_bytes_s);
 
 typedef struct tb_scaling_point {
@@ -55,9 +55,9 @@ typedef struct tb_scaling_point {
 } tb_scaling_point;
 
 /* The prediction at n devices. */
-tb_scaling_point scaling_predict(const tb_scaling_inputs *in, tb_allreduce_algo algo, int n);
+tb_scaling_point tb_scaling_predict(const tb_scaling_inputs *in, tb_allreduce_algo algo, int n);
 
-const char *scaling_algo_name(tb_allreduce_algo algo); /* "ring", "tree" */
+const char *tb_scaling_algo_name(tb_allreduce_algo algo); /* "ring", "tree" */
 
 #ifdef __cplusplus
 }

@@ -48,7 +48,7 @@ static int global_stats(syncbn_layer *s, const tb_tensor *x)
         s->red[c] = sum;
     }
     s->red[C] = (double)x->n * hw;
-    TB_TRY(comm_sum_double(s->comm, s->red, C + 1));
+    TB_TRY(tb_comm_sum_double(s->comm, s->red, C + 1));
     s->count = s->red[C];
     for (int c = 0; c < C; c++) {
         s->mean[c] = s->red[c] / s->count;
@@ -60,7 +60,7 @@ static int global_stats(syncbn_layer *s, const tb_tensor *x)
             }
         s->red[c] = q;
     }
-    TB_TRY(comm_sum_double(s->comm, s->red, C));
+    TB_TRY(tb_comm_sum_double(s->comm, s->red, C));
     for (int c = 0; c < C; c++) {
         double var = s->red[c] / s->count;
         s->invstd[c] = 1.0 / sqrt(var + SYNCBN_EPS);
@@ -77,7 +77,7 @@ static int syncbn_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 {
     syncbn_layer *s = (syncbn_layer *)l;
     TB_TRY(check_tensor(l, x));
-    TB_TRY(tensor_set_batch(&s->y, x->n));
+    TB_TRY(tb_tensor_set_batch(&s->y, x->n));
     s->y.layout = x->layout;
     s->x = x;
     *y = &s->y;
@@ -119,8 +119,8 @@ static int syncbn_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **d
         s->red[c] = sdy;
         s->red[C + c] = sdyx;
     }
-    TB_TRY(comm_sum_double(s->comm, s->red, 2 * C));
-    TB_TRY(tensor_set_batch(&s->dx, dy->n));
+    TB_TRY(tb_comm_sum_double(s->comm, s->red, 2 * C));
+    TB_TRY(tb_tensor_set_batch(&s->dx, dy->n));
     s->dx.layout = x->layout;
     for (int c = 0; c < C; c++) {
         double mdy = s->red[c] / s->count, mdyx = s->red[C + c] / s->count;
@@ -151,8 +151,8 @@ static int syncbn_alloc(tb_layer *l, int max_batch)
         s->running_mean[c] = 0.0f;
         s->running_var[c] = 1.0f;
     }
-    TB_TRY(layer_tensor(l, max_batch, l->out, &s->y));
-    return layer_tensor(l, max_batch, l->in, &s->dx);
+    TB_TRY(tb_layer_tensor(l, max_batch, l->out, &s->y));
+    return tb_layer_tensor(l, max_batch, l->in, &s->dx);
 }
 
 static void syncbn_release(tb_layer *l)
@@ -166,8 +166,8 @@ static void syncbn_release(tb_layer *l)
     free(s->mean);
     free(s->invstd);
     free(s->red);
-    tensor_free(&s->y);
-    tensor_free(&s->dx);
+    tb_tensor_free(&s->y);
+    tb_tensor_free(&s->dx);
 }
 
 static const tb_layer_vtbl syncbn_vtbl = {
@@ -178,12 +178,12 @@ static const tb_layer_vtbl syncbn_vtbl = {
     .release = syncbn_release,
 };
 
-int layer_syncbn_create(tb_layer_ctx *ctx, tb_shape in, tb_comm *comm, tb_layer **out)
+int tb_layer_syncbn_create(tb_layer_ctx *ctx, tb_shape in, tb_comm *comm, tb_layer **out)
 {
     tb_layer *l;
-    TB_TRY(layer_new(ctx, &syncbn_vtbl, sizeof(syncbn_layer), in, in, &l));
-    layer_add_param(l, "gamma", (size_t)in.c, TB_INIT_ONES, 0);
-    layer_add_param(l, "beta", (size_t)in.c, TB_INIT_ZEROS, 0);
+    TB_TRY(tb_layer_new(ctx, &syncbn_vtbl, sizeof(syncbn_layer), in, in, &l));
+    tb_layer_add_param(l, "gamma", (size_t)in.c, TB_INIT_ONES, 0);
+    tb_layer_add_param(l, "beta", (size_t)in.c, TB_INIT_ZEROS, 0);
     ((syncbn_layer *)l)->comm = comm;
     *out = l;
     return TB_OK;
@@ -215,21 +215,21 @@ static int convert_tree(tb_model *m, tb_layer *parent, tb_comm *comm, int *count
             continue;
         }
         tb_layer *l;
-        TB_TRY(layer_syncbn_create(old->ctx, old->in, comm, &l));
-        int rc = layer_alloc(l, m->max_batch);
+        TB_TRY(tb_layer_syncbn_create(old->ctx, old->in, comm, &l));
+        int rc = tb_layer_alloc(l, m->max_batch);
         if (rc != TB_OK) {
-            layer_destroy(l);
+            tb_layer_destroy(l);
             return rc;
         }
         take_params(m, old, l);
         parent->children[i] = l;
-        layer_destroy(old);
+        tb_layer_destroy(old);
         (*count)++;
     }
     return TB_OK;
 }
 
-int syncbn_convert(tb_model *m, tb_comm *comm, int *converted)
+int tb_syncbn_convert(tb_model *m, tb_comm *comm, int *converted)
 {
     int n = 0;
     if (strcmp(m->ctx.be->name, "cpu") != 0)

@@ -18,7 +18,7 @@
  * process computes with batch norm over the whole batch (test:
  * //lib/dist:syncbn_test, bench/cmd/ddp_worker.c --sync-bn --verify).
  *
- * syncbn_convert swaps every batch-norm layer of a built model for a
+ * tb_syncbn_convert swaps every batch-norm layer of a built model for a
  * SyncBatchNorm layer sharing its parameters (the same slices of the flat
  * buffers, so the optimizer and DDP's buckets are unchanged), as
  * SyncBatchNorm.convert_sync_batchnorm does. Call it before the first
@@ -26,7 +26,7 @@
  *
  * The per-channel sums are plain C loops over the activations, so the
  * layer runs on the CPU backend (whose device memory is host memory);
- * syncbn_convert refuses another backend with TB_ERR_UNSUPPORTED (CUDA
+ * tb_syncbn_convert refuses another backend with TB_ERR_UNSUPPORTED (CUDA
  * needs per-channel reduction kernels and NCCL buffers: not built). NCHW only.
  */
 #ifndef TB_SYNCBN_H
@@ -43,10 +43,10 @@ extern "C" {
  * SyncBatchNorm layer reducing over comm; *converted gets how many (may be
  * NULL). REQUIRES: comm outlives m; the same model on every rank.
  * Errors: TB_ERR_UNSUPPORTED on a non-CPU backend, TB_ERR_NOMEM. */
-int syncbn_convert(tb_model *m, tb_comm *comm, int *converted);
+int tb_syncbn_convert(tb_model *m, tb_comm *comm, int *converted);
 
 /* One SyncBatchNorm layer over in (eps 1e-5, momentum 0.1). */
-int layer_syncbn_create(tb_layer_ctx *ctx, tb_shape in, tb_comm *comm, tb_layer **out);
+int tb_layer_syncbn_create(tb_layer_ctx *ctx, tb_shape in, tb_comm *comm, tb_layer **out);
 
 #ifdef __cplusplus
 }

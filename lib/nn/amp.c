@@ -1,10 +1,10 @@
 /* amp.c - see amp.h. */
 #include "lib/nn/amp.h"
 
-int amp_buf_alloc(tb_layer *l, size_t n, void **buf)
+int tb_amp_buf_alloc(tb_layer *l, size_t n, void **buf)
 {
     *buf = NULL;
-    if (!amp_on(l->ctx))
+    if (!tb_amp_on(l->ctx))
         return TB_OK;
     tb_backend *be = l->ctx->be;
     int rc = be->dev_alloc(be, buf, n * TB_LOWP_BYTES);
@@ -13,19 +13,19 @@ int amp_buf_alloc(tb_layer *l, size_t n, void **buf)
     return TB_OK;
 }
 
-void amp_buf_free(tb_layer *l, void **buf)
+void tb_amp_buf_free(tb_layer *l, void **buf)
 {
     if (*buf)
         l->ctx->be->dev_free(l->ctx->be, *buf);
     *buf = NULL;
 }
 
-int amp_cast(tb_layer_ctx *ctx, const float *x, void *lowp, size_t n)
+int tb_amp_cast(tb_layer_ctx *ctx, const float *x, void *lowp, size_t n)
 {
     return ctx->be->cast_f32_to_lowp(ctx->be, ctx->amp, x, lowp, n);
 }
 
-int amp_probe(tb_backend *be, tb_dtype dtype)
+int tb_amp_probe(tb_backend *be, tb_dtype dtype)
 {
     if (dtype == TB_F32)
         return TB_OK;

@@ -36,20 +36,20 @@ extern "C" {
 #define TB_LOWP_BYTES 2
 
 /* 1 when ctx's autocast is on. */
-static inline int amp_on(const tb_layer_ctx *ctx) { return ctx->amp != TB_F32; }
+static inline int tb_amp_on(const tb_layer_ctx *ctx) { return ctx->amp != TB_F32; }
 
 /* Allocates a buffer of n low-precision elements for layer l (NULL with
- * autocast off). Free it with amp_buf_free. */
-int amp_buf_alloc(tb_layer *l, size_t n, void **buf);
-void amp_buf_free(tb_layer *l, void **buf);
+ * autocast off). Free it with tb_amp_buf_free. */
+int tb_amp_buf_alloc(tb_layer *l, size_t n, void **buf);
+void tb_amp_buf_free(tb_layer *l, void **buf);
 
-/* lowp[0..n) = x[0..n) cast to ctx->amp. REQUIRES: amp_on(ctx). */
-int amp_cast(tb_layer_ctx *ctx, const float *x, void *lowp, size_t n);
+/* lowp[0..n) = x[0..n) cast to ctx->amp. REQUIRES: tb_amp_on(ctx). */
+int tb_amp_cast(tb_layer_ctx *ctx, const float *x, void *lowp, size_t n);
 
 /* Checks that be can run autocast in dtype (a one-element gemm_lowp):
  * TB_ERR_UNSUPPORTED with the backend's reason when it cannot (the CPU
  * backend and fp16). TB_F32 always passes. */
-int amp_probe(tb_backend *be, tb_dtype dtype);
+int tb_amp_probe(tb_backend *be, tb_dtype dtype);
 
 #ifdef __cplusplus
 }

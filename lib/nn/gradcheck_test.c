@@ -131,10 +131,10 @@ static void pool_ref(int n, tb_shape in, int max, int win, int stride, int pad, 
 }
 
 /* relu(bn2(conv2(relu(bn1(conv1(x))))) + x), no conv bias. Parameters in
- * layer_for_each_param order: conv1.w, bn1.g, bn1.b, conv2.w, bn2.g, bn2.b */
+ * tb_layer_for_each_param order: conv1.w, bn1.g, bn1.b, conv2.w, bn2.g, bn2.b */
 static void resblock_ref(const gc_case *c, const double *x, double *const *p, double *y)
 {
-    size_t m = (size_t)c->n * shape_numel(c->in);
+    size_t m = (size_t)c->n * tb_shape_numel(c->in);
     double *t = malloc(m * sizeof *t), *u = malloc(m * sizeof *u);
     conv_ref(c->n, c->in, c->in.c, 3, 1, 1, x, p[0], NULL, t);
     bn_ref(c->n, c->in, t, p[1], p[2], u);
@@ -152,7 +152,7 @@ static void resblock_ref(const gc_case *c, const double *x, double *const *p, do
 
 static void ref_forward(const gc_case *c, const double *x, double *const *p, double *y)
 {
-    size_t m = (size_t)c->n * shape_numel(c->in);
+    size_t m = (size_t)c->n * tb_shape_numel(c->in);
     switch (c->kind) {
     case REF_CONV:
         conv_ref(c->n, c->in, c->k, c->r, c->stride, c->pad, x, p[0], c->bias ? p[1] : NULL, y);
@@ -175,7 +175,7 @@ static void ref_forward(const gc_case *c, const double *x, double *const *p, dou
         pool_ref(c->n, c->in, c->kind == REF_MAXPOOL, c->r, c->stride, c->pad, x, y);
         break;
     case REF_LINEAR:
-        tb_linear_ref_f64(c->n, (int)shape_numel(c->in), c->out.c, x, p[0], p[1], y);
+        tb_linear_ref_f64(c->n, (int)tb_shape_numel(c->in), c->out.c, x, p[0], p[1], y);
         break;
     case REF_RESBLOCK: resblock_ref(c, x, p, y); break;
     }
@@ -261,13 +261,13 @@ typedef struct fp32_run {
 static int bind_random_params(tb_backend *be, tb_layer *l, gc_state *s, float **dw, float **dg,
                               float **hw)
 {
-    size_t total = layer_param_count(l);
+    size_t total = tb_layer_param_count(l);
     size_t bytes = (total ? total : 1) * sizeof(float);
     TB_TRY(be->dev_alloc(be, (void **)dw, bytes));
     TB_TRY(be->dev_alloc(be, (void **)dg, bytes));
-    layer_params_bind(l, *dw, *dg);
+    tb_layer_params_bind(l, *dw, *dg);
     tb_param *list[MAX_P + 1] = {0};
-    layer_for_each_param(l, collect_param, list);
+    tb_layer_for_each_param(l, collect_param, list);
     *hw = malloc(bytes);
     float *garbage = malloc(bytes);
     size_t at = 0;
@@ -296,14 +296,14 @@ static int run_case(tb_layer_ctx *ctx, tb_layer *l, gc_case *c, double x_min_abs
 {
     tb_backend *be = ctx->be;
     gc_state s = {.c = c};
-    s.nx = (size_t)c->n * shape_numel(c->in);
-    s.ny = (size_t)c->n * shape_numel(c->out);
+    s.nx = (size_t)c->n * tb_shape_numel(c->in);
+    s.ny = (size_t)c->n * tb_shape_numel(c->out);
     float *dw, *dg, *hw;
     TB_TRY(bind_random_params(be, l, &s, &dw, &dg, &hw));
-    TB_TRY(layer_alloc(l, c->n));
+    TB_TRY(tb_layer_alloc(l, c->n));
     tb_tensor x, dy;
-    TB_TRY(tensor_alloc(be, c->n, c->in.c, c->in.h, c->in.w, &x));
-    TB_TRY(tensor_alloc(be, c->n, c->out.c, c->out.h, c->out.w, &dy));
+    TB_TRY(tb_tensor_alloc(be, c->n, c->in.c, c->in.h, c->in.w, &x));
+    TB_TRY(tb_tensor_alloc(be, c->n, c->out.c, c->out.h, c->out.w, &dy));
     float *x32 = malloc(s.nx * sizeof(float)), *dy32 = malloc(s.ny * sizeof(float));
     float *y32 = malloc(s.ny * sizeof(float)), *dx32 = malloc(s.nx * sizeof(float));
     s.x = malloc(s.nx * sizeof(double));
@@ -311,14 +311,14 @@ static int run_case(tb_layer_ctx *ctx, tb_layer *l, gc_case *c, double x_min_abs
     s.y = malloc(s.ny * sizeof(double));
     fill_random(x32, s.x, s.nx, 1.0, x_min_abs);
     fill_random(dy32, s.dy, s.ny, 1.0, 0.0);
-    TB_TRY(tensor_from_host(&x, x32));
-    TB_TRY(tensor_from_host(&dy, dy32));
+    TB_TRY(tb_tensor_from_host(&x, x32));
+    TB_TRY(tb_tensor_from_host(&dy, dy32));
 
     const tb_tensor *y, *dx;
     ctx->training = 1;
     ctx->grad_accumulate = 0;
-    TB_TRY(layer_forward(l, &x, &y));
-    TB_TRY(tensor_to_host(y, y32));
+    TB_TRY(tb_layer_forward(l, &x, &y));
+    TB_TRY(tb_tensor_to_host(y, y32));
     double *keep = NULL;
     if (c->kind == REF_DROPOUT) {
         keep = malloc(s.nx * sizeof(double));
@@ -326,8 +326,8 @@ static int run_case(tb_layer_ctx *ctx, tb_layer *l, gc_case *c, double x_min_abs
             keep[i] = y32[i] != 0.0f;
         c->keep = keep;
     }
-    TB_TRY(layer_backward(l, &dy, &dx));
-    TB_TRY(tensor_to_host(dx, dx32));
+    TB_TRY(tb_layer_backward(l, &dy, &dx));
+    TB_TRY(tb_tensor_to_host(dx, dx32));
 
     ref_forward(c, s.x, s.p, s.y);
     compare("forward", c->name, y32, s.y, s.ny, TOL_FWD);
@@ -336,7 +336,7 @@ static int run_case(tb_layer_ctx *ctx, tb_layer *l, gc_case *c, double x_min_abs
         num[i] = numeric_grad(&s, s.x, i);
     compare("dx", c->name, dx32, num, s.nx, TOL_GRAD);
 
-    size_t total = layer_param_count(l);
+    size_t total = tb_layer_param_count(l);
     float *g32 = malloc((total ? total : 1) * sizeof(float));
     TB_TRY(be->copy_d2h(be, g32, dg, total * sizeof(float), NULL));
     size_t at = 0;
@@ -367,9 +367,9 @@ static int run_case(tb_layer_ctx *ctx, tb_layer *l, gc_case *c, double x_min_abs
         free(s.p[k]);
     free(keep); free(num); free(g32); free(x32); free(dy32); free(y32); free(dx32);
     free(s.x); free(s.dy); free(s.y); free(hw);
-    tensor_free(&x);
-    tensor_free(&dy);
-    layer_destroy(l);
+    tb_tensor_free(&x);
+    tb_tensor_free(&dy);
+    tb_layer_destroy(l);
     be->dev_free(be, dw);
     be->dev_free(be, dg);
     return TB_OK;
@@ -381,7 +381,7 @@ static int check_conv(tb_layer_ctx *ctx, int n, tb_shape in, int k, int r, int s
                       int bias, const char *name)
 {
     tb_layer *l;
-    TB_TRY(layer_conv2d_create(ctx, in, k, r, stride, pad, bias, &l));
+    TB_TRY(tb_layer_conv2d_create(ctx, in, k, r, stride, pad, bias, &l));
     gc_case c = {.name = name, .kind = REF_CONV, .n = n, .in = in, .out = l->out, .k = k,
                  .r = r, .stride = stride, .pad = pad, .bias = bias};
     return run_case(ctx, l, &c, 0);
@@ -398,7 +398,7 @@ static int check_pool(tb_layer_ctx *ctx, int n, tb_shape in, tb_pool_kind kind, 
                       int stride, int pad, const char *name)
 {
     tb_layer *l;
-    TB_TRY(layer_pool_create(ctx, in, kind, win, stride, pad, &l));
+    TB_TRY(tb_layer_pool_create(ctx, in, kind, win, stride, pad, &l));
     gc_case c = {.name = name, .kind = kind == TB_POOL_MAX ? REF_MAXPOOL : REF_AVGPOOL, .n = n,
                  .in = in, .out = l->out, .r = win, .stride = stride, .pad = pad};
     return run_case(ctx, l, &c, 0);
@@ -407,7 +407,7 @@ static int check_pool(tb_layer_ctx *ctx, int n, tb_shape in, tb_pool_kind kind, 
 static int check_dropout(tb_layer_ctx *ctx, int n, tb_shape in, float p)
 {
     tb_layer *l;
-    TB_TRY(layer_dropout_create(ctx, in, p, &l));
+    TB_TRY(tb_layer_dropout_create(ctx, in, p, &l));
     gc_case c = {.name = "dropout p=0.3", .kind = REF_DROPOUT, .n = n, .in = in, .out = in, .p = p};
     return run_case(ctx, l, &c, 0.05);
 }
@@ -415,14 +415,14 @@ static int check_dropout(tb_layer_ctx *ctx, int n, tb_shape in, float p)
 static int check_resblock(tb_layer_ctx *ctx, int n, tb_shape in)
 {
     tb_layer *ls[5];
-    TB_TRY(layer_conv2d_create(ctx, in, in.c, 3, 1, 1, 0, &ls[0]));
-    TB_TRY(layer_batchnorm_create(ctx, in, &ls[1]));
-    TB_TRY(layer_relu_create(ctx, in, &ls[2]));
-    TB_TRY(layer_conv2d_create(ctx, in, in.c, 3, 1, 1, 0, &ls[3]));
-    TB_TRY(layer_batchnorm_create(ctx, in, &ls[4]));
+    TB_TRY(tb_layer_conv2d_create(ctx, in, in.c, 3, 1, 1, 0, &ls[0]));
+    TB_TRY(tb_layer_batchnorm_create(ctx, in, &ls[1]));
+    TB_TRY(tb_layer_relu_create(ctx, in, &ls[2]));
+    TB_TRY(tb_layer_conv2d_create(ctx, in, in.c, 3, 1, 1, 0, &ls[3]));
+    TB_TRY(tb_layer_batchnorm_create(ctx, in, &ls[4]));
     tb_layer *seq, *res;
-    TB_TRY(layer_seq_create(ctx, ls, 5, &seq));
-    TB_TRY(layer_residual_create(ctx, seq, NULL, &res));
+    TB_TRY(tb_layer_seq_create(ctx, ls, 5, &seq));
+    TB_TRY(tb_layer_residual_create(ctx, seq, NULL, &res));
     gc_case c = {.name = "residual block", .kind = REF_RESBLOCK, .n = n, .in = in, .out = in};
     return run_case(ctx, res, &c, 0);
 }
@@ -432,9 +432,9 @@ static int check_xent(tb_layer_ctx *ctx, int rows, int classes)
 {
     tb_backend *be = ctx->be;
     tb_xent xe;
-    TB_TRY(xent_init(ctx, classes, rows, &xe));
+    TB_TRY(tb_xent_init(ctx, classes, rows, &xe));
     tb_tensor logits;
-    TB_TRY(tensor_alloc(be, rows, classes, 1, 1, &logits));
+    TB_TRY(tb_tensor_alloc(be, rows, classes, 1, 1, &logits));
     int32_t *labels, hl[64];
     TB_TRY(be->dev_alloc(be, (void **)&labels, (size_t)rows * sizeof(int32_t)));
     size_t m = (size_t)rows * classes;
@@ -443,14 +443,14 @@ static int check_xent(tb_layer_ctx *ctx, int rows, int classes)
     fill_random(l32, l64, m, 3.0, 0);
     for (int i = 0; i < rows; i++)
         hl[i] = (int32_t)((urand() + 1) * 0.5 * classes) % classes;
-    TB_TRY(tensor_from_host(&logits, l32));
+    TB_TRY(tb_tensor_from_host(&logits, l32));
     TB_TRY(be->copy_h2d(be, labels, hl, (size_t)rows * sizeof(int32_t), NULL));
     float loss;
     const tb_tensor *dl;
-    TB_TRY(xent_forward(&xe, &logits, labels));
-    TB_TRY(xent_read_loss(&xe, &loss));
-    TB_TRY(xent_backward(&xe, 1.0f / rows, &dl));
-    TB_TRY(tensor_to_host(dl, g32));
+    TB_TRY(tb_xent_forward(&xe, &logits, labels));
+    TB_TRY(tb_xent_read_loss(&xe, &loss));
+    TB_TRY(tb_xent_backward(&xe, 1.0f / rows, &dl));
+    TB_TRY(tb_tensor_to_host(dl, g32));
     double ref = 0;
     for (int pass = 0; pass <= (int)m; pass++) {
         /* pass 0: the loss; pass j: d loss / d logit j-1 by central difference */
@@ -481,8 +481,8 @@ static int check_xent(tb_layer_ctx *ctx, int rows, int classes)
     compare("dlogits", "softmax xent", g32, num, m, TOL_GRAD);
     free(l32); free(g32); free(l64); free(num);
     be->dev_free(be, labels);
-    tensor_free(&logits);
-    xent_free(&xe);
+    tb_tensor_free(&logits);
+    tb_xent_free(&xe);
     return TB_OK;
 }
 
@@ -492,26 +492,26 @@ static int run_all(tb_layer_ctx *ctx)
     TB_TRY(check_conv(ctx, 2, (tb_shape){3, 7, 7}, 4, 3, 1, 1, 1, "conv3x3 bias"));
     TB_TRY(check_conv(ctx, 2, (tb_shape){3, 7, 7}, 5, 3, 2, 1, 0, "conv3x3/2 no bias"));
     TB_TRY(check_conv(ctx, 3, (tb_shape){2, 5, 5}, 3, 1, 1, 0, 1, "conv1x1 bias"));
-    TB_TRY(layer_batchnorm_create(ctx, (tb_shape){3, 4, 5}, &l));
+    TB_TRY(tb_layer_batchnorm_create(ctx, (tb_shape){3, 4, 5}, &l));
     TB_TRY(check_simple(ctx, REF_BN, l, 3, 0, "batchnorm"));
-    TB_TRY(layer_relu_create(ctx, (tb_shape){3, 5, 5}, &l));
+    TB_TRY(tb_layer_relu_create(ctx, (tb_shape){3, 5, 5}, &l));
     TB_TRY(check_simple(ctx, REF_RELU, l, 2, 0.01, "relu"));
     ctx->gelu = TB_GELU_UNFUSED;
-    TB_TRY(layer_gelu_create(ctx, (tb_shape){3, 5, 7}, &l));
+    TB_TRY(tb_layer_gelu_create(ctx, (tb_shape){3, 5, 7}, &l));
     TB_TRY(check_simple(ctx, REF_GELU, l, 2, 0, "gelu unfused"));
     ctx->gelu = TB_GELU_FUSED;
-    TB_TRY(layer_gelu_create(ctx, (tb_shape){3, 5, 7}, &l));
+    TB_TRY(tb_layer_gelu_create(ctx, (tb_shape){3, 5, 7}, &l));
     TB_TRY(check_simple(ctx, REF_GELU, l, 2, 0, "gelu fused"));
     TB_TRY(check_dropout(ctx, 4, (tb_shape){8, 8, 8}, 0.3f));
     TB_TRY(check_pool(ctx, 2, (tb_shape){3, 6, 6}, TB_POOL_MAX, 2, 2, 0, "maxpool 2/2"));
     TB_TRY(check_pool(ctx, 2, (tb_shape){2, 7, 7}, TB_POOL_MAX, 3, 2, 1, "maxpool 3/2 pad1"));
     TB_TRY(check_pool(ctx, 2, (tb_shape){3, 6, 6}, TB_POOL_AVG, 2, 2, 0, "avgpool 2/2"));
     TB_TRY(check_pool(ctx, 2, (tb_shape){2, 7, 7}, TB_POOL_AVG, 3, 2, 1, "avgpool 3/2 pad1"));
-    TB_TRY(layer_global_avgpool_create(ctx, (tb_shape){4, 5, 5}, &l));
+    TB_TRY(tb_layer_global_avgpool_create(ctx, (tb_shape){4, 5, 5}, &l));
     gc_case gap = {.name = "global avgpool", .kind = REF_AVGPOOL, .n = 3, .in = l->in,
                    .out = l->out, .r = 5, .stride = 5};
     TB_TRY(run_case(ctx, l, &gap, 0));
-    TB_TRY(layer_linear_create(ctx, (tb_shape){3, 2, 2}, 7, &l));
+    TB_TRY(tb_layer_linear_create(ctx, (tb_shape){3, 2, 2}, 7, &l));
     TB_TRY(check_simple(ctx, REF_LINEAR, l, 5, 0, "linear"));
     TB_TRY(check_resblock(ctx, 2, (tb_shape){3, 5, 5}));
     return check_xent(ctx, 6, 10);
@@ -522,7 +522,7 @@ static int run(tb_backend *be, void *arg)
     (void)arg;
     tb_layer_ctx ctx = {.be = be, .training = 1, .math = TB_MATH_F32, .dropout_seed = 7};
     int rc = run_all(&ctx);
-    conv_algo_cache_free(&ctx.algos);
+    tb_conv_algo_cache_free(&ctx.algos);
     return rc;
 }
 

@@ -26,8 +26,8 @@ typedef struct act_layer {
 static int act_alloc(tb_layer *l, int max_batch)
 {
     act_layer *a = (act_layer *)l;
-    TB_TRY(layer_out_tensor(l, max_batch, &a->y));
-    return layer_tensor(l, max_batch, l->in, &a->dx);
+    TB_TRY(tb_layer_out_tensor(l, max_batch, &a->y));
+    return tb_layer_tensor(l, max_batch, l->in, &a->dx);
 }
 
 static void act_release(tb_layer *l)
@@ -35,15 +35,15 @@ static void act_release(tb_layer *l)
     act_layer *a = (act_layer *)l;
     if (a->mask)
         l->ctx->be->dev_free(l->ctx->be, a->mask);
-    tensor_free(&a->y);
-    tensor_free(&a->dx);
+    tb_tensor_free(&a->y);
+    tb_tensor_free(&a->dx);
 }
 
 /* Sets the batch of y and dx-to-be for an input of n samples. */
 static int act_prepare(act_layer *a, int n)
 {
-    TB_TRY(tensor_set_batch(&a->y, n));
-    return tensor_set_batch(&a->dx, n);
+    TB_TRY(tb_tensor_set_batch(&a->y, n));
+    return tb_tensor_set_batch(&a->dx, n);
 }
 
 /* ---- ReLU ---- */
@@ -51,7 +51,7 @@ static int relu_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 {
     act_layer *a = (act_layer *)l;
     TB_TRY(act_prepare(a, x->n));
-    TB_TRY(l->ctx->be->relu_fwd(l->ctx->be, x->data, a->y.data, tensor_numel(x)));
+    TB_TRY(l->ctx->be->relu_fwd(l->ctx->be, x->data, a->y.data, tb_tensor_numel(x)));
     *y = &a->y;
     return TB_OK;
 }
@@ -59,7 +59,7 @@ static int relu_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 static int relu_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 {
     act_layer *a = (act_layer *)l;
-    TB_TRY(l->ctx->be->relu_bwd(l->ctx->be, a->y.data, dy->data, a->dx.data, tensor_numel(dy)));
+    TB_TRY(l->ctx->be->relu_bwd(l->ctx->be, a->y.data, dy->data, a->dx.data, tb_tensor_numel(dy)));
     *dx = &a->dx;
     return TB_OK;
 }
@@ -69,9 +69,9 @@ static const tb_layer_vtbl relu_vtbl = {
     .alloc = act_alloc, .release = act_release,
 };
 
-int layer_relu_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)
+int tb_layer_relu_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)
 {
-    return layer_new(ctx, &relu_vtbl, sizeof(act_layer), in, in, out);
+    return tb_layer_new(ctx, &relu_vtbl, sizeof(act_layer), in, in, out);
 }
 
 /* ---- GELU ---- */
@@ -79,7 +79,7 @@ static int gelu_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 {
     act_layer *a = (act_layer *)l;
     TB_TRY(act_prepare(a, x->n));
-    TB_TRY(l->ctx->be->gelu_fwd(l->ctx->be, l->ctx->gelu, x->data, a->y.data, tensor_numel(x)));
+    TB_TRY(l->ctx->be->gelu_fwd(l->ctx->be, l->ctx->gelu, x->data, a->y.data, tb_tensor_numel(x)));
     a->x = x;
     *y = &a->y;
     return TB_OK;
@@ -89,7 +89,7 @@ static int gelu_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 {
     act_layer *a = (act_layer *)l;
     TB_TRY(l->ctx->be->gelu_bwd(l->ctx->be, l->ctx->gelu, a->x->data, dy->data, a->dx.data,
-                                tensor_numel(dy)));
+                                tb_tensor_numel(dy)));
     *dx = &a->dx;
     return TB_OK;
 }
@@ -99,9 +99,9 @@ static const tb_layer_vtbl gelu_vtbl = {
     .alloc = act_alloc, .release = act_release,
 };
 
-int layer_gelu_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)
+int tb_layer_gelu_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)
 {
-    return layer_new(ctx, &gelu_vtbl, sizeof(act_layer), in, in, out);
+    return tb_layer_new(ctx, &gelu_vtbl, sizeof(act_layer), in, in, out);
 }
 
 /* ---- dropout ---- */
@@ -109,7 +109,7 @@ static int dropout_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 {
     act_layer *a = (act_layer *)l;
     tb_backend *be = l->ctx->be;
-    size_t n = tensor_numel(x);
+    size_t n = tb_tensor_numel(x);
     TB_TRY(act_prepare(a, x->n));
     a->identity = !l->ctx->training || a->p == 0.0f;
     if (a->identity) {
@@ -131,7 +131,7 @@ static int dropout_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **
         return TB_OK;
     }
     TB_TRY(l->ctx->be->dropout_bwd(l->ctx->be, a->p, a->mask, dy->data, a->dx.data,
-                                   tensor_numel(dy)));
+                                   tb_tensor_numel(dy)));
     *dx = &a->dx;
     return TB_OK;
 }
@@ -141,7 +141,7 @@ static int dropout_alloc(tb_layer *l, int max_batch)
     act_layer *a = (act_layer *)l;
     TB_TRY(act_alloc(l, max_batch));
     return l->ctx->be->dev_alloc(l->ctx->be, (void **)&a->mask,
-                                 (size_t)max_batch * shape_numel(l->in));
+                                 (size_t)max_batch * tb_shape_numel(l->in));
 }
 
 static const tb_layer_vtbl dropout_vtbl = {
@@ -149,11 +149,11 @@ static const tb_layer_vtbl dropout_vtbl = {
     .alloc = dropout_alloc, .release = act_release,
 };
 
-int layer_dropout_create(tb_layer_ctx *ctx, tb_shape in, float p, tb_layer **out)
+int tb_layer_dropout_create(tb_layer_ctx *ctx, tb_shape in, float p, tb_layer **out)
 {
     if (!(p >= 0.0f && p < 1.0f))
         return TB_FAIL(TB_ERR_INVALID, "dropout probability %g not in [0, 1)", (double)p);
-    TB_TRY(layer_new(ctx, &dropout_vtbl, sizeof(act_layer), in, in, out));
+    TB_TRY(tb_layer_new(ctx, &dropout_vtbl, sizeof(act_layer), in, in, out));
     act_layer *a = (act_layer *)*out;
     a->p = p;
     /* Each dropout layer of a model gets its own 2^40-element counter

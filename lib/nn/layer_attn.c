@@ -16,7 +16,7 @@
  * The variant comes from ctx->attention at each call: TB_ATTN_MANUAL (the
  * scores materialized, the default) or TB_ATTN_FUSED (tiled, online
  * softmax). Non-causal. q, k, v, the attention output and its saved
- * buffer are the layer's own memory (not layer_tensor): the forward needs
+ * buffer are the layer's own memory (not tb_layer_tensor): the forward needs
  * them under no_grad too. fp32 only (autocast leaves this layer alone).
  *
  * Tests: bazel test //lib/train:transformer_test (float64 gradient check)
@@ -91,7 +91,7 @@ static int mha_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
     tb_backend *be = l->ctx->be;
     int n = x->n;
     tb_attn_desc desc = mha_desc(a, n);
-    TB_TRY(tensor_set_batch(&a->y, n));
+    TB_TRY(tb_tensor_set_batch(&a->y, n));
     TB_TRY(mha_project_in(l, x));
     TB_TRY(be->attention_fwd(be, l->ctx->attention, &desc, slice(a, a->qkv.data, n, 0),
                              slice(a, a->qkv.data, n, a->heads),
@@ -153,7 +153,7 @@ static int mha_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
                              a->dout.data, a->saved, slice(a, dqkv, n, 0),
                              slice(a, dqkv, n, a->heads), slice(a, dqkv, n, 2 * a->heads)));
     if (l->need_dx)
-        TB_TRY(tensor_set_batch(&a->dx, n));
+        TB_TRY(tb_tensor_set_batch(&a->dx, n));
     TB_TRY(mha_back_in(l, n));
     *dx = l->need_dx ? &a->dx : NULL;
     return TB_OK;
@@ -176,13 +176,13 @@ static int mha_alloc(tb_layer *l, int max_batch)
     mha_layer *a = (mha_layer *)l;
     tb_backend *be = l->ctx->be;
     tb_shape qkv = {3, a->tokens, a->dim};
-    TB_TRY(layer_out_tensor(l, max_batch, &a->y));
+    TB_TRY(tb_layer_out_tensor(l, max_batch, &a->y));
     if (l->need_dx)
-        TB_TRY(layer_tensor(l, max_batch, l->in, &a->dx));
-    TB_TRY(tensor_alloc(be, max_batch, 3, a->tokens, a->dim, &a->qkv));
-    TB_TRY(tensor_alloc(be, max_batch, 1, a->tokens, a->dim, &a->o));
-    TB_TRY(layer_tensor(l, max_batch, qkv, &a->dqkv));
-    TB_TRY(layer_tensor(l, max_batch, l->in, &a->dout));
+        TB_TRY(tb_layer_tensor(l, max_batch, l->in, &a->dx));
+    TB_TRY(tb_tensor_alloc(be, max_batch, 3, a->tokens, a->dim, &a->qkv));
+    TB_TRY(tb_tensor_alloc(be, max_batch, 1, a->tokens, a->dim, &a->o));
+    TB_TRY(tb_layer_tensor(l, max_batch, qkv, &a->dqkv));
+    TB_TRY(tb_layer_tensor(l, max_batch, l->in, &a->dout));
     if (!a->saved)
         TB_TRY(mha_alloc_saved(a, max_batch));
     return TB_OK;
@@ -191,12 +191,12 @@ static int mha_alloc(tb_layer *l, int max_batch)
 static void mha_release(tb_layer *l)
 {
     mha_layer *a = (mha_layer *)l;
-    tensor_free(&a->y);
-    tensor_free(&a->dx);
-    tensor_free(&a->qkv);
-    tensor_free(&a->o);
-    tensor_free(&a->dqkv);
-    tensor_free(&a->dout);
+    tb_tensor_free(&a->y);
+    tb_tensor_free(&a->dx);
+    tb_tensor_free(&a->qkv);
+    tb_tensor_free(&a->o);
+    tb_tensor_free(&a->dqkv);
+    tb_tensor_free(&a->dout);
     if (a->saved)
         l->ctx->be->dev_free(l->ctx->be, a->saved);
     a->saved = NULL;
@@ -207,12 +207,12 @@ static const tb_layer_vtbl mha_vtbl = {
     .alloc = mha_alloc, .release = mha_release,
 };
 
-int layer_mha_create(tb_layer_ctx *ctx, tb_shape in, int heads, tb_layer **out)
+int tb_layer_mha_create(tb_layer_ctx *ctx, tb_shape in, int heads, tb_layer **out)
 {
     if (in.c != 1 || heads < 1 || in.w % heads)
         return TB_FAIL(TB_ERR_INVALID, "mha: input (%d, %d, %d) is not (1, T, d) with d a "
                        "multiple of %d heads", in.c, in.h, in.w, heads);
-    TB_TRY(layer_new(ctx, &mha_vtbl, sizeof(mha_layer), in, in, out));
+    TB_TRY(tb_layer_new(ctx, &mha_vtbl, sizeof(mha_layer), in, in, out));
     mha_layer *a = (mha_layer *)*out;
     a->tokens = in.h;
     a->dim = in.w;
@@ -220,9 +220,9 @@ int layer_mha_create(tb_layer_ctx *ctx, tb_shape in, int heads, tb_layer **out)
     a->head_dim = in.w / heads;
     float bound = 1.0f / sqrtf((float)in.w);
     size_t d = (size_t)in.w;
-    layer_add_param(*out, "weight", 3 * d * d, TB_INIT_UNIFORM, bound);
-    layer_add_param(*out, "bias", 3 * d, TB_INIT_UNIFORM, bound);
-    layer_add_param(*out, "weight", d * d, TB_INIT_UNIFORM, bound);
-    layer_add_param(*out, "bias", d, TB_INIT_UNIFORM, bound);
+    tb_layer_add_param(*out, "weight", 3 * d * d, TB_INIT_UNIFORM, bound);
+    tb_layer_add_param(*out, "bias", 3 * d, TB_INIT_UNIFORM, bound);
+    tb_layer_add_param(*out, "weight", d * d, TB_INIT_UNIFORM, bound);
+    tb_layer_add_param(*out, "bias", d, TB_INIT_UNIFORM, bound);
     return TB_OK;
 }

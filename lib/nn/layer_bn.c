@@ -33,7 +33,7 @@ static int bn_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
     bn_layer *bn = (bn_layer *)l;
     tb_backend *be = l->ctx->be;
     tb_bn_desc d = bn_desc(l, x->n);
-    TB_TRY(tensor_set_batch(&bn->y, x->n));
+    TB_TRY(tb_tensor_set_batch(&bn->y, x->n));
     int rerun = l->ctx->acts.recomputing && bn->rerun_stats;
     float *rmean = rerun ? bn->rerun_stats : bn->running_mean;
     float *rvar = rerun ? bn->rerun_stats + l->in.c : bn->running_var;
@@ -53,7 +53,7 @@ static int bn_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
     bn_layer *bn = (bn_layer *)l;
     tb_backend *be = l->ctx->be;
     tb_bn_desc d = bn_desc(l, dy->n);
-    TB_TRY(tensor_set_batch(&bn->dx, dy->n));
+    TB_TRY(tb_tensor_set_batch(&bn->dx, dy->n));
     TB_TRY(be->bn_bwd(be, &d, bn->x->data, dy->data, l->params[0].w, bn->save_mean,
                       bn->save_invstd, bn->dx.data, l->params[0].g, l->params[1].g,
                       l->ctx->grad_accumulate));
@@ -85,8 +85,8 @@ static int bn_alloc(tb_layer *l, int max_batch)
     TB_TRY(bn_stats_init(l));
     if (l->checkpoint)
         TB_TRY(be->dev_alloc(be, (void **)&bn->rerun_stats, 2 * bytes));
-    TB_TRY(layer_out_tensor(l, max_batch, &bn->y));
-    return layer_tensor(l, max_batch, l->in, &bn->dx);
+    TB_TRY(tb_layer_out_tensor(l, max_batch, &bn->y));
+    return tb_layer_tensor(l, max_batch, l->in, &bn->dx);
 }
 
 static void bn_release(tb_layer *l)
@@ -99,8 +99,8 @@ static void bn_release(tb_layer *l)
             be->dev_free(be, bufs[i]);
     if (bn->rerun_stats)
         be->dev_free(be, bn->rerun_stats);
-    tensor_free(&bn->y);
-    tensor_free(&bn->dx);
+    tb_tensor_free(&bn->y);
+    tb_tensor_free(&bn->dx);
 }
 
 static const tb_layer_vtbl bn_vtbl = {
@@ -111,12 +111,12 @@ static const tb_layer_vtbl bn_vtbl = {
     .release = bn_release,
 };
 
-int layer_batchnorm_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)
+int tb_layer_batchnorm_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)
 {
     tb_layer *l;
-    TB_TRY(layer_new(ctx, &bn_vtbl, sizeof(bn_layer), in, in, &l));
-    layer_add_param(l, "gamma", (size_t)in.c, TB_INIT_ONES, 0);
-    layer_add_param(l, "beta", (size_t)in.c, TB_INIT_ZEROS, 0);
+    TB_TRY(tb_layer_new(ctx, &bn_vtbl, sizeof(bn_layer), in, in, &l));
+    tb_layer_add_param(l, "gamma", (size_t)in.c, TB_INIT_ONES, 0);
+    tb_layer_add_param(l, "beta", (size_t)in.c, TB_INIT_ZEROS, 0);
     *out = l;
     return TB_OK;
 }

@@ -4,7 +4,7 @@
  * (ctx->amp, lib/nn/amp.h: x, w and dy cast to bf16/fp16, outputs fp32).
  *
  * The backend computes; this file builds the descriptor for the batch at
- * hand and asks conv_algo_lookup (layers.c) for each direction's algorithm:
+ * hand and asks tb_conv_algo_lookup (layers.c) for each direction's algorithm:
  * the backend's default, or with the autotuner on the fastest one measured
  * for exactly this descriptor (batch size included). Backward writes or
  * adds the weight gradient as ctx->grad_accumulate says and skips the
@@ -35,7 +35,7 @@ static tb_conv_desc conv_desc(const conv_layer *cv, int n)
         .k = cv->k, .r = cv->r, .s = cv->r, .stride = cv->stride, .pad = cv->pad,
         .layout = cv->base.ctx->layout, .dtype = TB_F32, .math = cv->base.ctx->math,
     };
-    if (amp_on(cv->base.ctx)) {
+    if (tb_amp_on(cv->base.ctx)) {
         d.dtype = cv->base.ctx->amp;
         d.math = TB_MATH_LOWP;
     }
@@ -49,10 +49,10 @@ static int conv_inputs(conv_layer *cv, const tb_tensor *x, const float **xin, co
     tb_layer *l = &cv->base;
     *xin = x->data;
     *win = l->params[0].w;
-    if (!amp_on(l->ctx))
+    if (!tb_amp_on(l->ctx))
         return TB_OK;
-    TB_TRY(amp_cast(l->ctx, x->data, cv->x_lowp, tensor_numel(x)));
-    TB_TRY(amp_cast(l->ctx, l->params[0].w, cv->w_lowp, l->params[0].n));
+    TB_TRY(tb_amp_cast(l->ctx, x->data, cv->x_lowp, tb_tensor_numel(x)));
+    TB_TRY(tb_amp_cast(l->ctx, l->params[0].w, cv->w_lowp, l->params[0].n));
     *xin = cv->x_lowp;
     *win = cv->w_lowp;
     return TB_OK;
@@ -71,8 +71,8 @@ static int conv_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
     tb_backend *be = l->ctx->be;
     tb_conv_desc d = conv_desc(cv, x->n);
     int algo;
-    TB_TRY(conv_algo_lookup(l->ctx, &d, TB_CONV_FWD, &algo));
-    TB_TRY(tensor_set_batch(&cv->y, x->n));
+    TB_TRY(tb_conv_algo_lookup(l->ctx, &d, TB_CONV_FWD, &algo));
+    TB_TRY(tb_tensor_set_batch(&cv->y, x->n));
     const float *xin, *win;
     TB_TRY(conv_inputs(cv, x, &xin, &win));
     TB_TRY(be->conv_fwd(be, &d, algo, xin, win, bias_of(cv, 0), cv->y.data));
@@ -88,20 +88,20 @@ static int conv_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
     tb_conv_desc d = conv_desc(cv, dy->n);
     int algo;
     const float *xin = cv->x->data, *win = l->params[0].w, *dyin = dy->data;
-    if (amp_on(l->ctx)) {
-        TB_TRY(amp_cast(l->ctx, dy->data, cv->dy_lowp, tensor_numel(dy)));
+    if (tb_amp_on(l->ctx)) {
+        TB_TRY(tb_amp_cast(l->ctx, dy->data, cv->dy_lowp, tb_tensor_numel(dy)));
         xin = cv->x_lowp;
         win = cv->w_lowp;
         dyin = cv->dy_lowp;
     }
-    TB_TRY(conv_algo_lookup(l->ctx, &d, TB_CONV_BWD_FILTER, &algo));
+    TB_TRY(tb_conv_algo_lookup(l->ctx, &d, TB_CONV_BWD_FILTER, &algo));
     TB_TRY(be->conv_bwd_filter(be, &d, algo, xin, dyin, l->params[0].g, bias_of(cv, 1),
                                l->ctx->grad_accumulate));
     *dx = NULL;
     if (!l->need_dx)
         return TB_OK;
-    TB_TRY(conv_algo_lookup(l->ctx, &d, TB_CONV_BWD_DATA, &algo));
-    TB_TRY(tensor_set_batch(&cv->dx, dy->n));
+    TB_TRY(tb_conv_algo_lookup(l->ctx, &d, TB_CONV_BWD_DATA, &algo));
+    TB_TRY(tb_tensor_set_batch(&cv->dx, dy->n));
     TB_TRY(be->conv_bwd_data(be, &d, algo, dyin, win, cv->dx.data));
     *dx = &cv->dx;
     return TB_OK;
@@ -110,22 +110,22 @@ static int conv_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 static int conv_alloc(tb_layer *l, int max_batch)
 {
     conv_layer *cv = (conv_layer *)l;
-    TB_TRY(layer_out_tensor(l, max_batch, &cv->y));
+    TB_TRY(tb_layer_out_tensor(l, max_batch, &cv->y));
     if (l->need_dx)
-        TB_TRY(layer_tensor(l, max_batch, l->in, &cv->dx));
-    TB_TRY(amp_buf_alloc(l, (size_t)max_batch * shape_numel(l->in), &cv->x_lowp));
-    TB_TRY(amp_buf_alloc(l, l->params[0].n, &cv->w_lowp));
-    return amp_buf_alloc(l, (size_t)max_batch * shape_numel(l->out), &cv->dy_lowp);
+        TB_TRY(tb_layer_tensor(l, max_batch, l->in, &cv->dx));
+    TB_TRY(tb_amp_buf_alloc(l, (size_t)max_batch * tb_shape_numel(l->in), &cv->x_lowp));
+    TB_TRY(tb_amp_buf_alloc(l, l->params[0].n, &cv->w_lowp));
+    return tb_amp_buf_alloc(l, (size_t)max_batch * tb_shape_numel(l->out), &cv->dy_lowp);
 }
 
 static void conv_release(tb_layer *l)
 {
     conv_layer *cv = (conv_layer *)l;
-    tensor_free(&cv->y);
-    tensor_free(&cv->dx);
-    amp_buf_free(l, &cv->x_lowp);
-    amp_buf_free(l, &cv->w_lowp);
-    amp_buf_free(l, &cv->dy_lowp);
+    tb_tensor_free(&cv->y);
+    tb_tensor_free(&cv->dx);
+    tb_amp_buf_free(l, &cv->x_lowp);
+    tb_amp_buf_free(l, &cv->w_lowp);
+    tb_amp_buf_free(l, &cv->dy_lowp);
 }
 
 static const tb_layer_vtbl conv_vtbl = {
@@ -136,7 +136,7 @@ static const tb_layer_vtbl conv_vtbl = {
     .release = conv_release,
 };
 
-int layer_conv2d_create(tb_layer_ctx *ctx, tb_shape in, int k, int r, int stride, int pad,
+int tb_layer_conv2d_create(tb_layer_ctx *ctx, tb_shape in, int k, int r, int stride, int pad,
                         int bias, tb_layer **out)
 {
     if (k <= 0 || r <= 0 || stride <= 0 || pad < 0)
@@ -144,7 +144,7 @@ int layer_conv2d_create(tb_layer_ctx *ctx, tb_shape in, int k, int r, int stride
                        pad);
     tb_shape o = {k, (in.h + 2 * pad - r) / stride + 1, (in.w + 2 * pad - r) / stride + 1};
     tb_layer *l;
-    TB_TRY(layer_new(ctx, &conv_vtbl, sizeof(conv_layer), in, o, &l));
+    TB_TRY(tb_layer_new(ctx, &conv_vtbl, sizeof(conv_layer), in, o, &l));
     conv_layer *cv = (conv_layer *)l;
     cv->k = k;
     cv->r = r;
@@ -154,9 +154,9 @@ int layer_conv2d_create(tb_layer_ctx *ctx, tb_shape in, int k, int r, int stride
     /* PyTorch's default init: kaiming_uniform(a=sqrt(5)) gives 1/sqrt(fan_in)
      * for the weight, and the bias uses the same bound. */
     float bound = 1.0f / sqrtf((float)(in.c * r * r));
-    layer_add_param(l, "weight", (size_t)k * in.c * r * r, TB_INIT_UNIFORM, bound);
+    tb_layer_add_param(l, "weight", (size_t)k * in.c * r * r, TB_INIT_UNIFORM, bound);
     if (bias)
-        layer_add_param(l, "bias", (size_t)k, TB_INIT_UNIFORM, bound);
+        tb_layer_add_param(l, "bias", (size_t)k, TB_INIT_UNIFORM, bound);
     *out = l;
     return TB_OK;
 }

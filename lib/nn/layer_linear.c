@@ -35,7 +35,7 @@ static int linear_gemm(tb_layer *l, int ta, int tb, int m, int n, int k, const f
 {
     tb_backend *be = l->ctx->be;
     int lda = ta ? m : k, ldb = tb ? k : n;
-    if (!amp_on(l->ctx))
+    if (!tb_amp_on(l->ctx))
         return be->gemm(be, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, n, l->ctx->math);
     return be->gemm_lowp(be, l->ctx->amp, ta, tb, m, n, k, 1.0f, a_lowp, lda, b_lowp, ldb,
                          beta, c, n);
@@ -46,10 +46,10 @@ static int linear_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
     linear_layer *li = (linear_layer *)l;
     tb_backend *be = l->ctx->be;
     int n = x->n;
-    TB_TRY(tensor_set_batch(&li->y, n));
-    if (amp_on(l->ctx)) {
-        TB_TRY(amp_cast(l->ctx, x->data, li->x_lowp, tensor_numel(x)));
-        TB_TRY(amp_cast(l->ctx, l->params[0].w, li->w_lowp, l->params[0].n));
+    TB_TRY(tb_tensor_set_batch(&li->y, n));
+    if (tb_amp_on(l->ctx)) {
+        TB_TRY(tb_amp_cast(l->ctx, x->data, li->x_lowp, tb_tensor_numel(x)));
+        TB_TRY(tb_amp_cast(l->ctx, l->params[0].w, li->w_lowp, l->params[0].n));
     }
     TB_TRY(linear_gemm(l, 0, 1, n, li->out_f, li->in_f, x->data, li->x_lowp, l->params[0].w,
                        li->w_lowp, 0.0f, li->y.data));
@@ -64,15 +64,15 @@ static int linear_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **d
     linear_layer *li = (linear_layer *)l;
     tb_backend *be = l->ctx->be;
     int n = dy->n, acc = l->ctx->grad_accumulate;
-    if (amp_on(l->ctx))
-        TB_TRY(amp_cast(l->ctx, dy->data, li->dy_lowp, tensor_numel(dy)));
+    if (tb_amp_on(l->ctx))
+        TB_TRY(tb_amp_cast(l->ctx, dy->data, li->dy_lowp, tb_tensor_numel(dy)));
     TB_TRY(linear_gemm(l, 1, 0, li->out_f, li->in_f, n, dy->data, li->dy_lowp, li->x->data,
                        li->x_lowp, acc ? 1.0f : 0.0f, l->params[0].g));
     TB_TRY(be->bias_grad(be, dy->data, l->params[1].g, n, li->out_f, acc));
     *dx = NULL;
     if (!l->need_dx)
         return TB_OK;
-    TB_TRY(tensor_set_batch(&li->dx, n));
+    TB_TRY(tb_tensor_set_batch(&li->dx, n));
     TB_TRY(linear_gemm(l, 0, 0, n, li->in_f, li->out_f, dy->data, li->dy_lowp, l->params[0].w,
                        li->w_lowp, 0.0f, li->dx.data));
     *dx = &li->dx;
@@ -82,22 +82,22 @@ static int linear_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **d
 static int linear_alloc(tb_layer *l, int max_batch)
 {
     linear_layer *li = (linear_layer *)l;
-    TB_TRY(layer_out_tensor(l, max_batch, &li->y));
+    TB_TRY(tb_layer_out_tensor(l, max_batch, &li->y));
     if (l->need_dx)
-        TB_TRY(layer_tensor(l, max_batch, l->in, &li->dx));
-    TB_TRY(amp_buf_alloc(l, (size_t)max_batch * li->in_f, &li->x_lowp));
-    TB_TRY(amp_buf_alloc(l, l->params[0].n, &li->w_lowp));
-    return amp_buf_alloc(l, (size_t)max_batch * li->out_f, &li->dy_lowp);
+        TB_TRY(tb_layer_tensor(l, max_batch, l->in, &li->dx));
+    TB_TRY(tb_amp_buf_alloc(l, (size_t)max_batch * li->in_f, &li->x_lowp));
+    TB_TRY(tb_amp_buf_alloc(l, l->params[0].n, &li->w_lowp));
+    return tb_amp_buf_alloc(l, (size_t)max_batch * li->out_f, &li->dy_lowp);
 }
 
 static void linear_release(tb_layer *l)
 {
     linear_layer *li = (linear_layer *)l;
-    tensor_free(&li->y);
-    tensor_free(&li->dx);
-    amp_buf_free(l, &li->x_lowp);
-    amp_buf_free(l, &li->w_lowp);
-    amp_buf_free(l, &li->dy_lowp);
+    tb_tensor_free(&li->y);
+    tb_tensor_free(&li->dx);
+    tb_amp_buf_free(l, &li->x_lowp);
+    tb_amp_buf_free(l, &li->w_lowp);
+    tb_amp_buf_free(l, &li->dy_lowp);
 }
 
 static const tb_layer_vtbl linear_vtbl = {
@@ -105,17 +105,17 @@ static const tb_layer_vtbl linear_vtbl = {
     .alloc = linear_alloc, .release = linear_release,
 };
 
-int layer_linear_create(tb_layer_ctx *ctx, tb_shape in, int out_features, tb_layer **out)
+int tb_layer_linear_create(tb_layer_ctx *ctx, tb_shape in, int out_features, tb_layer **out)
 {
     if (out_features <= 0)
         return TB_FAIL(TB_ERR_INVALID, "linear: %d output features", out_features);
     tb_shape o = {out_features, 1, 1};
-    TB_TRY(layer_new(ctx, &linear_vtbl, sizeof(linear_layer), in, o, out));
+    TB_TRY(tb_layer_new(ctx, &linear_vtbl, sizeof(linear_layer), in, o, out));
     linear_layer *li = (linear_layer *)*out;
-    li->in_f = (int)shape_numel(in);
+    li->in_f = (int)tb_shape_numel(in);
     li->out_f = out_features;
     float bound = 1.0f / sqrtf((float)li->in_f);
-    layer_add_param(*out, "weight", (size_t)li->in_f * out_features, TB_INIT_UNIFORM, bound);
-    layer_add_param(*out, "bias", (size_t)out_features, TB_INIT_UNIFORM, bound);
+    tb_layer_add_param(*out, "weight", (size_t)li->in_f * out_features, TB_INIT_UNIFORM, bound);
+    tb_layer_add_param(*out, "bias", (size_t)out_features, TB_INIT_UNIFORM, bound);
     return TB_OK;
 }

@@ -7,7 +7,7 @@
  * PyTorch's several passes, the default) or TB_LN_FUSED (apex
  * FusedLayerNorm, one pass). Both give the same result within float
  * rounding (lib/backend/cpu/attention_test.c). The row statistics are the layer's own
- * memory, not layer_tensor: the forward writes them under no_grad too.
+ * memory, not tb_layer_tensor: the forward writes them under no_grad too.
  *
  * Tests: bazel test //lib/train:transformer_test (float64 gradient check)
  */
@@ -35,7 +35,7 @@ static int ln_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 {
     ln_layer *ln = (ln_layer *)l;
     tb_backend *be = l->ctx->be;
-    TB_TRY(tensor_set_batch(&ln->y, x->n));
+    TB_TRY(tb_tensor_set_batch(&ln->y, x->n));
     TB_TRY(be->layernorm_fwd(be, l->ctx->layernorm, x->data, l->params[0].w, l->params[1].w,
                              LN_EPS, x->n * ln->rows_per_sample, ln->cols, ln->y.data,
                              ln_mean(ln), ln_rstd(ln)));
@@ -48,7 +48,7 @@ static int ln_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 {
     ln_layer *ln = (ln_layer *)l;
     tb_backend *be = l->ctx->be;
-    TB_TRY(tensor_set_batch(&ln->dx, dy->n));
+    TB_TRY(tb_tensor_set_batch(&ln->dx, dy->n));
     TB_TRY(be->layernorm_bwd(be, l->ctx->layernorm, ln->x->data, dy->data, l->params[0].w,
                              ln_mean(ln), ln_rstd(ln), dy->n * ln->rows_per_sample, ln->cols,
                              ln->dx.data, l->params[0].g, l->params[1].g,
@@ -60,17 +60,17 @@ static int ln_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 static int ln_alloc(tb_layer *l, int max_batch)
 {
     ln_layer *ln = (ln_layer *)l;
-    TB_TRY(layer_out_tensor(l, max_batch, &ln->y));
-    TB_TRY(layer_tensor(l, max_batch, l->in, &ln->dx));
-    return tensor_alloc(l->ctx->be, max_batch, 2, ln->rows_per_sample, 1, &ln->stats);
+    TB_TRY(tb_layer_out_tensor(l, max_batch, &ln->y));
+    TB_TRY(tb_layer_tensor(l, max_batch, l->in, &ln->dx));
+    return tb_tensor_alloc(l->ctx->be, max_batch, 2, ln->rows_per_sample, 1, &ln->stats);
 }
 
 static void ln_release(tb_layer *l)
 {
     ln_layer *ln = (ln_layer *)l;
-    tensor_free(&ln->y);
-    tensor_free(&ln->dx);
-    tensor_free(&ln->stats);
+    tb_tensor_free(&ln->y);
+    tb_tensor_free(&ln->dx);
+    tb_tensor_free(&ln->stats);
 }
 
 static const tb_layer_vtbl ln_vtbl = {
@@ -78,15 +78,15 @@ static const tb_layer_vtbl ln_vtbl = {
     .alloc = ln_alloc, .release = ln_release,
 };
 
-int layer_layernorm_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)
+int tb_layer_layernorm_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)
 {
     if (in.c < 1 || in.h < 1 || in.w < 1)
         return TB_FAIL(TB_ERR_INVALID, "layernorm: input (%d, %d, %d)", in.c, in.h, in.w);
-    TB_TRY(layer_new(ctx, &ln_vtbl, sizeof(ln_layer), in, in, out));
+    TB_TRY(tb_layer_new(ctx, &ln_vtbl, sizeof(ln_layer), in, in, out));
     ln_layer *ln = (ln_layer *)*out;
     ln->rows_per_sample = in.c * in.h;
     ln->cols = in.w;
-    layer_add_param(*out, "gamma", (size_t)in.w, TB_INIT_ONES, 0.0f);
-    layer_add_param(*out, "beta", (size_t)in.w, TB_INIT_ZEROS, 0.0f);
+    tb_layer_add_param(*out, "gamma", (size_t)in.w, TB_INIT_ONES, 0.0f);
+    tb_layer_add_param(*out, "beta", (size_t)in.w, TB_INIT_ZEROS, 0.0f);
     return TB_OK;
 }

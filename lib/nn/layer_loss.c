@@ -3,7 +3,7 @@
  * CrossEntropyLoss with reduction='mean').
  *
  * The loss stays on the device as a sum (reduce_sum of the per-row losses);
- * xent_read_loss copies it to the host. Keeping the read separate is what
+ * tb_xent_read_loss copies it to the host. Keeping the read separate is what
  * lets the "no needless host sync" technique read it every N steps.
  *
  * Tests: bazel test //lib/nn:gradcheck_test
@@ -12,7 +12,7 @@
 
 #include "lib/nn/layers.h"
 
-int xent_init(tb_layer_ctx *ctx, int classes, int max_batch, tb_xent *x)
+int tb_xent_init(tb_layer_ctx *ctx, int classes, int max_batch, tb_xent *x)
 {
     memset(x, 0, sizeof *x);
     x->ctx = ctx;
@@ -24,15 +24,15 @@ int xent_init(tb_layer_ctx *ctx, int classes, int max_batch, tb_xent *x)
     TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&x->probs, rows * classes * sizeof(float)), out_free);
     TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&x->row_loss, rows * sizeof(float)), out_free);
     TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&x->loss_sum, sizeof(float)), out_free);
-    TB_TRY_GOTO(rc, tensor_alloc(be, max_batch, classes, 1, 1, &x->dlogits), out_free);
+    TB_TRY_GOTO(rc, tb_tensor_alloc(be, max_batch, classes, 1, 1, &x->dlogits), out_free);
     return TB_OK;
 
 out_free:
-    xent_free(x);
+    tb_xent_free(x);
     return rc;
 }
 
-void xent_free(tb_xent *x)
+void tb_xent_free(tb_xent *x)
 {
     if (!x->ctx)
         return;
@@ -43,16 +43,16 @@ void xent_free(tb_xent *x)
         be->dev_free(be, x->row_loss);
     if (x->loss_sum)
         be->dev_free(be, x->loss_sum);
-    tensor_free(&x->dlogits);
+    tb_tensor_free(&x->dlogits);
     memset(x, 0, sizeof *x);
 }
 
-int xent_forward(tb_xent *x, const tb_tensor *logits, const int32_t *labels)
+int tb_xent_forward(tb_xent *x, const tb_tensor *logits, const int32_t *labels)
 {
     tb_backend *be = x->ctx->be;
-    if (logits->n > x->cap_n || (int)tensor_sample_numel(logits) != x->classes)
+    if (logits->n > x->cap_n || (int)tb_tensor_sample_numel(logits) != x->classes)
         return TB_FAIL(TB_ERR_INVALID, "xent: logits (%d, %zu) for a loss of %d classes, batch %d",
-                       logits->n, tensor_sample_numel(logits), x->classes, x->cap_n);
+                       logits->n, tb_tensor_sample_numel(logits), x->classes, x->cap_n);
     x->n = logits->n;
     x->labels = (int32_t *)labels;
     TB_TRY(be->softmax_xent_fwd(be, logits->data, labels, x->n, x->classes, x->probs,
@@ -60,17 +60,17 @@ int xent_forward(tb_xent *x, const tb_tensor *logits, const int32_t *labels)
     return be->reduce_sum(be, x->row_loss, (size_t)x->n, x->loss_sum);
 }
 
-int xent_backward(tb_xent *x, float scale, const tb_tensor **dlogits)
+int tb_xent_backward(tb_xent *x, float scale, const tb_tensor **dlogits)
 {
     tb_backend *be = x->ctx->be;
-    TB_TRY(tensor_set_batch(&x->dlogits, x->n));
+    TB_TRY(tb_tensor_set_batch(&x->dlogits, x->n));
     TB_TRY(be->softmax_xent_bwd(be, x->probs, x->labels, x->n, x->classes, scale,
                                 x->dlogits.data));
     *dlogits = &x->dlogits;
     return TB_OK;
 }
 
-int xent_read_loss(tb_xent *x, float *mean_loss)
+int tb_xent_read_loss(tb_xent *x, float *mean_loss)
 {
     tb_backend *be = x->ctx->be;
     float sum = 0;

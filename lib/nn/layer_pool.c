@@ -33,7 +33,7 @@ static int pool_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 {
     pool_layer *p = (pool_layer *)l;
     tb_pool_desc d = pool_desc(p, x->n);
-    TB_TRY(tensor_set_batch(&p->y, x->n));
+    TB_TRY(tb_tensor_set_batch(&p->y, x->n));
     TB_TRY(l->ctx->be->pool_fwd(l->ctx->be, &d, x->data, p->y.data, p->argmax));
     *y = &p->y;
     return TB_OK;
@@ -43,7 +43,7 @@ static int pool_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 {
     pool_layer *p = (pool_layer *)l;
     tb_pool_desc d = pool_desc(p, dy->n);
-    TB_TRY(tensor_set_batch(&p->dx, dy->n));
+    TB_TRY(tb_tensor_set_batch(&p->dx, dy->n));
     TB_TRY(l->ctx->be->pool_bwd(l->ctx->be, &d, dy->data, p->argmax, p->dx.data));
     *dx = &p->dx;
     return TB_OK;
@@ -52,12 +52,12 @@ static int pool_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 static int pool_alloc(tb_layer *l, int max_batch)
 {
     pool_layer *p = (pool_layer *)l;
-    TB_TRY(layer_out_tensor(l, max_batch, &p->y));
-    TB_TRY(layer_tensor(l, max_batch, l->in, &p->dx));
+    TB_TRY(tb_layer_out_tensor(l, max_batch, &p->y));
+    TB_TRY(tb_layer_tensor(l, max_batch, l->in, &p->dx));
     if (p->kind != TB_POOL_MAX)
         return TB_OK;
     return l->ctx->be->dev_alloc(l->ctx->be, (void **)&p->argmax,
-                                 (size_t)max_batch * shape_numel(l->out) * sizeof(int32_t));
+                                 (size_t)max_batch * tb_shape_numel(l->out) * sizeof(int32_t));
 }
 
 static void pool_release(tb_layer *l)
@@ -65,8 +65,8 @@ static void pool_release(tb_layer *l)
     pool_layer *p = (pool_layer *)l;
     if (p->argmax)
         l->ctx->be->dev_free(l->ctx->be, p->argmax);
-    tensor_free(&p->y);
-    tensor_free(&p->dx);
+    tb_tensor_free(&p->y);
+    tb_tensor_free(&p->dx);
 }
 
 static const tb_layer_vtbl maxpool_vtbl = {
@@ -79,7 +79,7 @@ static const tb_layer_vtbl avgpool_vtbl = {
     .alloc = pool_alloc, .release = pool_release,
 };
 
-int layer_pool_create(tb_layer_ctx *ctx, tb_shape in, tb_pool_kind kind, int window, int stride,
+int tb_layer_pool_create(tb_layer_ctx *ctx, tb_shape in, tb_pool_kind kind, int window, int stride,
                       int pad, tb_layer **out)
 {
     if (window <= 0 || stride <= 0 || pad < 0 || 2 * pad > window)
@@ -88,7 +88,7 @@ int layer_pool_create(tb_layer_ctx *ctx, tb_shape in, tb_pool_kind kind, int win
     tb_shape o = {in.c, (in.h + 2 * pad - window) / stride + 1,
                   (in.w + 2 * pad - window) / stride + 1};
     const tb_layer_vtbl *vt = kind == TB_POOL_MAX ? &maxpool_vtbl : &avgpool_vtbl;
-    TB_TRY(layer_new(ctx, vt, sizeof(pool_layer), in, o, out));
+    TB_TRY(tb_layer_new(ctx, vt, sizeof(pool_layer), in, o, out));
     pool_layer *p = (pool_layer *)*out;
     p->kind = kind;
     p->window = window;
@@ -97,12 +97,12 @@ int layer_pool_create(tb_layer_ctx *ctx, tb_shape in, tb_pool_kind kind, int win
     return TB_OK;
 }
 
-int layer_global_avgpool_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)
+int tb_layer_global_avgpool_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)
 {
     if (in.h != in.w)
         return TB_FAIL(TB_ERR_INVALID, "global average pooling needs a square image, got %dx%d",
                        in.h, in.w);
-    TB_TRY(layer_pool_create(ctx, in, TB_POOL_AVG, in.h, in.h, 0, out));
+    TB_TRY(tb_layer_pool_create(ctx, in, TB_POOL_AVG, in.h, in.h, 0, out));
     snprintf((*out)->name, sizeof (*out)->name, "global_avgpool");
     return TB_OK;
 }

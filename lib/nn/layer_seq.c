@@ -3,7 +3,7 @@
  * y = relu(main(x) + shortcut(x)) with the identity as the default shortcut.
  *
  * A container holds no parameters of its own; its children's parameters are
- * reached through layer_for_each_param (layers.c). The residual block's
+ * reached through tb_layer_for_each_param (layers.c). The residual block's
  * backward sends the gradient through both paths and adds the two input
  * gradients (the identity path passes it on unchanged).
  *
@@ -28,8 +28,8 @@ static int seq_run(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
     const tb_tensor *t = x;
     s->x = x;
     for (int i = 0; i < l->nchildren; i++) {
-        TB_TRY(layer_acts_bind(l->children[i], t));
-        TB_TRY(layer_forward(l->children[i], t, &t));
+        TB_TRY(tb_layer_acts_bind(l->children[i], t));
+        TB_TRY(tb_layer_forward(l->children[i], t, &t));
         s->outs[i] = t;
     }
     *y = t;
@@ -59,9 +59,9 @@ static int seq_recompute(tb_layer *l, int m)
     int rc = TB_OK;
     l->ctx->acts.recomputing = 1;
     for (int k = j; k <= m && rc == TB_OK; k++) {
-        rc = layer_acts_bind(l->children[k], t);
+        rc = tb_layer_acts_bind(l->children[k], t);
         if (rc == TB_OK)
-            rc = layer_forward(l->children[k], t, &t);
+            rc = tb_layer_forward(l->children[k], t, &t);
     }
     l->ctx->acts.recomputing = 0;
     s->rec_to = m;
@@ -89,7 +89,7 @@ static int seq_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
     s->rec_to = -1;
     for (int i = l->nchildren - 1; i >= 0 && t; i--) {
         TB_TRY(seq_restore_for(l, i));
-        TB_TRY(layer_backward(l->children[i], t, &t));
+        TB_TRY(tb_layer_backward(l->children[i], t, &t));
     }
     *dx = t;
     return TB_OK;
@@ -98,7 +98,7 @@ static int seq_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 static int seq_alloc(tb_layer *l, int max_batch)
 {
     for (int i = 0; i < l->nchildren; i++)
-        TB_TRY(layer_alloc(l->children[i], max_batch));
+        TB_TRY(tb_layer_alloc(l->children[i], max_batch));
     return TB_OK;
 }
 
@@ -118,7 +118,7 @@ static int adopt(tb_layer *l, tb_layer **children, int n)
     l->children = calloc((size_t)(n > 0 ? n : 1), sizeof *l->children);
     if (!l->children) {
         for (int i = 0; i < n; i++)
-            layer_destroy(children[i]);
+            tb_layer_destroy(children[i]);
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory creating a container");
     }
     memcpy(l->children, children, (size_t)n * sizeof *children);
@@ -131,10 +131,10 @@ static int shapes_equal(tb_shape a, tb_shape b) { return a.c == b.c && a.h == b.
 static void destroy_all(tb_layer **ls, int n)
 {
     for (int i = 0; i < n; i++)
-        layer_destroy(ls[i]);
+        tb_layer_destroy(ls[i]);
 }
 
-int layer_seq_create(tb_layer_ctx *ctx, tb_layer **children, int n, tb_layer **out)
+int tb_layer_seq_create(tb_layer_ctx *ctx, tb_layer **children, int n, tb_layer **out)
 {
     *out = NULL;
     for (int i = 1; i < n; i++) {
@@ -147,7 +147,7 @@ int layer_seq_create(tb_layer_ctx *ctx, tb_layer **children, int n, tb_layer **o
     if (n <= 0)
         return TB_FAIL(TB_ERR_INVALID, "seq: no layers");
     tb_layer *l;
-    int rc = layer_new(ctx, &seq_vtbl, sizeof(seq_layer), children[0]->in, children[n - 1]->out,
+    int rc = tb_layer_new(ctx, &seq_vtbl, sizeof(seq_layer), children[0]->in, children[n - 1]->out,
                        &l);
     if (rc != TB_OK) {
         destroy_all(children, n);
@@ -161,7 +161,7 @@ int layer_seq_create(tb_layer_ctx *ctx, tb_layer **children, int n, tb_layer **o
     seq_layer *s = (seq_layer *)l;
     s->outs = calloc((size_t)n, sizeof *s->outs);
     if (!s->outs) {
-        layer_destroy(l);
+        tb_layer_destroy(l);
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory creating a sequence");
     }
     *out = l;
@@ -182,15 +182,15 @@ static int residual_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y
     residual_layer *r = (residual_layer *)l;
     tb_backend *be = l->ctx->be;
     const tb_tensor *m, *s = x;
-    TB_TRY(layer_forward(l->children[0], x, &m));
+    TB_TRY(tb_layer_forward(l->children[0], x, &m));
     if (l->nchildren > 1)
-        TB_TRY(layer_forward(l->children[1], x, &s));
-    TB_TRY(tensor_set_batch(&r->sum, x->n));
-    TB_TRY(tensor_set_batch(&r->y, x->n));
+        TB_TRY(tb_layer_forward(l->children[1], x, &s));
+    TB_TRY(tb_tensor_set_batch(&r->sum, x->n));
+    TB_TRY(tb_tensor_set_batch(&r->y, x->n));
     /* no_grad keeps no sum for backward: the ReLU runs in place on y */
     float *sum = l->ctx->acts.no_grad ? r->y.data : r->sum.data;
-    TB_TRY(be->add(be, m->data, s->data, sum, tensor_numel(&r->sum)));
-    TB_TRY(be->relu_fwd(be, sum, r->y.data, tensor_numel(&r->y)));
+    TB_TRY(be->add(be, m->data, s->data, sum, tb_tensor_numel(&r->sum)));
+    TB_TRY(be->relu_fwd(be, sum, r->y.data, tb_tensor_numel(&r->y)));
     *y = &r->y;
     return TB_OK;
 }
@@ -199,14 +199,14 @@ static int residual_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor *
 {
     residual_layer *r = (residual_layer *)l;
     tb_backend *be = l->ctx->be;
-    TB_TRY(tensor_set_batch(&r->dsum, dy->n));
-    TB_TRY(be->relu_bwd(be, r->y.data, dy->data, r->dsum.data, tensor_numel(dy)));
+    TB_TRY(tb_tensor_set_batch(&r->dsum, dy->n));
+    TB_TRY(be->relu_bwd(be, r->y.data, dy->data, r->dsum.data, tb_tensor_numel(dy)));
     const tb_tensor *dm, *ds = &r->dsum;
-    TB_TRY(layer_backward(l->children[0], &r->dsum, &dm));
+    TB_TRY(tb_layer_backward(l->children[0], &r->dsum, &dm));
     if (l->nchildren > 1)
-        TB_TRY(layer_backward(l->children[1], &r->dsum, &ds));
-    TB_TRY(tensor_set_batch(&r->dx, dy->n));
-    TB_TRY(be->add(be, dm->data, ds->data, r->dx.data, tensor_numel(&r->dx)));
+        TB_TRY(tb_layer_backward(l->children[1], &r->dsum, &ds));
+    TB_TRY(tb_tensor_set_batch(&r->dx, dy->n));
+    TB_TRY(be->add(be, dm->data, ds->data, r->dx.data, tb_tensor_numel(&r->dx)));
     *dx = &r->dx;
     return TB_OK;
 }
@@ -215,19 +215,19 @@ static int residual_alloc(tb_layer *l, int max_batch)
 {
     residual_layer *r = (residual_layer *)l;
     TB_TRY(seq_alloc(l, max_batch));
-    TB_TRY(layer_tensor(l, max_batch, l->out, &r->sum));
-    TB_TRY(layer_out_tensor(l, max_batch, &r->y));
-    TB_TRY(layer_tensor(l, max_batch, l->out, &r->dsum));
-    return layer_tensor(l, max_batch, l->in, &r->dx);
+    TB_TRY(tb_layer_tensor(l, max_batch, l->out, &r->sum));
+    TB_TRY(tb_layer_out_tensor(l, max_batch, &r->y));
+    TB_TRY(tb_layer_tensor(l, max_batch, l->out, &r->dsum));
+    return tb_layer_tensor(l, max_batch, l->in, &r->dx);
 }
 
 static void residual_release(tb_layer *l)
 {
     residual_layer *r = (residual_layer *)l;
-    tensor_free(&r->sum);
-    tensor_free(&r->y);
-    tensor_free(&r->dsum);
-    tensor_free(&r->dx);
+    tb_tensor_free(&r->sum);
+    tb_tensor_free(&r->y);
+    tb_tensor_free(&r->dsum);
+    tb_tensor_free(&r->dx);
 }
 
 static const tb_layer_vtbl residual_vtbl = {
@@ -235,7 +235,7 @@ static const tb_layer_vtbl residual_vtbl = {
     .alloc = residual_alloc, .release = residual_release,
 };
 
-int layer_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer *shortcut,
+int tb_layer_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer *shortcut,
                           tb_layer **out)
 {
     *out = NULL;
@@ -250,7 +250,7 @@ int layer_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer *shor
                        s_out.w);
     }
     tb_layer *l;
-    int rc = layer_new(ctx, &residual_vtbl, sizeof(residual_layer), main_path->in,
+    int rc = tb_layer_new(ctx, &residual_vtbl, sizeof(residual_layer), main_path->in,
                        main_path->out, &l);
     if (rc != TB_OK) {
         destroy_all(kids, n);

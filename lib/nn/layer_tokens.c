@@ -39,7 +39,7 @@ static int tlin_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
     token_linear *t = (token_linear *)l;
     tb_backend *be = l->ctx->be;
     int rows = x->n * t->tokens;
-    TB_TRY(tensor_set_batch(&t->y, x->n));
+    TB_TRY(tb_tensor_set_batch(&t->y, x->n));
     TB_TRY(be->gemm(be, 0, 1, rows, t->out_f, t->in_f, 1.0f, x->data, t->in_f, l->params[0].w,
                     t->in_f, 0.0f, t->y.data, t->out_f, l->ctx->math));
     TB_TRY(be->bias_add(be, t->y.data, l->params[1].w, rows, t->out_f));
@@ -59,7 +59,7 @@ static int tlin_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
     *dx = NULL;
     if (!l->need_dx)
         return TB_OK;
-    TB_TRY(tensor_set_batch(&t->dx, dy->n));
+    TB_TRY(tb_tensor_set_batch(&t->dx, dy->n));
     TB_TRY(be->gemm(be, 0, 0, rows, t->in_f, t->out_f, 1.0f, dy->data, t->out_f,
                     l->params[0].w, t->in_f, 0.0f, t->dx.data, t->in_f, l->ctx->math));
     *dx = &t->dx;
@@ -69,17 +69,17 @@ static int tlin_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 static int tlin_alloc(tb_layer *l, int max_batch)
 {
     token_linear *t = (token_linear *)l;
-    TB_TRY(layer_out_tensor(l, max_batch, &t->y));
+    TB_TRY(tb_layer_out_tensor(l, max_batch, &t->y));
     if (l->need_dx)
-        TB_TRY(layer_tensor(l, max_batch, l->in, &t->dx));
+        TB_TRY(tb_layer_tensor(l, max_batch, l->in, &t->dx));
     return TB_OK;
 }
 
 static void tlin_release(tb_layer *l)
 {
     token_linear *t = (token_linear *)l;
-    tensor_free(&t->y);
-    tensor_free(&t->dx);
+    tb_tensor_free(&t->y);
+    tb_tensor_free(&t->dx);
 }
 
 static const tb_layer_vtbl tlin_vtbl = {
@@ -87,20 +87,20 @@ static const tb_layer_vtbl tlin_vtbl = {
     .alloc = tlin_alloc, .release = tlin_release,
 };
 
-int layer_token_linear_create(tb_layer_ctx *ctx, tb_shape in, int out_features, tb_layer **out)
+int tb_layer_token_linear_create(tb_layer_ctx *ctx, tb_shape in, int out_features, tb_layer **out)
 {
     if (!is_tokens(in) || out_features <= 0)
         return TB_FAIL(TB_ERR_INVALID, "token_linear: input (%d, %d, %d) is not (1, T, d), or "
                        "%d outputs", in.c, in.h, in.w, out_features);
     tb_shape o = {1, in.h, out_features};
-    TB_TRY(layer_new(ctx, &tlin_vtbl, sizeof(token_linear), in, o, out));
+    TB_TRY(tb_layer_new(ctx, &tlin_vtbl, sizeof(token_linear), in, o, out));
     token_linear *t = (token_linear *)*out;
     t->tokens = in.h;
     t->in_f = in.w;
     t->out_f = out_features;
     float bound = 1.0f / sqrtf((float)in.w);
-    layer_add_param(*out, "weight", (size_t)in.w * out_features, TB_INIT_UNIFORM, bound);
-    layer_add_param(*out, "bias", (size_t)out_features, TB_INIT_UNIFORM, bound);
+    tb_layer_add_param(*out, "weight", (size_t)in.w * out_features, TB_INIT_UNIFORM, bound);
+    tb_layer_add_param(*out, "bias", (size_t)out_features, TB_INIT_UNIFORM, bound);
     return TB_OK;
 }
 
@@ -118,7 +118,7 @@ static int tmean_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
     token_mean *p = (token_mean *)l;
     tb_backend *be = l->ctx->be;
     int td = p->tokens * p->dim;
-    TB_TRY(tensor_set_batch(&p->y, x->n));
+    TB_TRY(tb_tensor_set_batch(&p->y, x->n));
     TB_TRY(be->gemm(be, 0, 0, x->n, p->dim, td, 1.0f, x->data, td, p->avg, p->dim, 0.0f,
                     p->y.data, p->dim, l->ctx->math));
     *y = &p->y;
@@ -133,7 +133,7 @@ static int tmean_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx
     *dx = NULL;
     if (!l->need_dx)
         return TB_OK;
-    TB_TRY(tensor_set_batch(&p->dx, dy->n));
+    TB_TRY(tb_tensor_set_batch(&p->dx, dy->n));
     TB_TRY(be->gemm(be, 0, 1, dy->n, td, p->dim, 1.0f, dy->data, p->dim, p->avg, p->dim, 0.0f,
                     p->dx.data, td, l->ctx->math));
     *dx = &p->dx;
@@ -163,17 +163,17 @@ static int tmean_alloc(tb_layer *l, int max_batch)
     token_mean *p = (token_mean *)l;
     if (!p->avg)
         TB_TRY(tmean_make_avg(p));
-    TB_TRY(layer_out_tensor(l, max_batch, &p->y));
+    TB_TRY(tb_layer_out_tensor(l, max_batch, &p->y));
     if (l->need_dx)
-        TB_TRY(layer_tensor(l, max_batch, l->in, &p->dx));
+        TB_TRY(tb_layer_tensor(l, max_batch, l->in, &p->dx));
     return TB_OK;
 }
 
 static void tmean_release(tb_layer *l)
 {
     token_mean *p = (token_mean *)l;
-    tensor_free(&p->y);
-    tensor_free(&p->dx);
+    tb_tensor_free(&p->y);
+    tb_tensor_free(&p->dx);
     if (p->avg)
         l->ctx->be->dev_free(l->ctx->be, p->avg);
     p->avg = NULL;
@@ -184,13 +184,13 @@ static const tb_layer_vtbl tmean_vtbl = {
     .alloc = tmean_alloc, .release = tmean_release,
 };
 
-int layer_token_mean_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)
+int tb_layer_token_mean_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)
 {
     if (!is_tokens(in))
         return TB_FAIL(TB_ERR_INVALID, "token_mean: input (%d, %d, %d) is not (1, T, d)", in.c,
                        in.h, in.w);
     tb_shape o = {in.w, 1, 1};
-    TB_TRY(layer_new(ctx, &tmean_vtbl, sizeof(token_mean), in, o, out));
+    TB_TRY(tb_layer_new(ctx, &tmean_vtbl, sizeof(token_mean), in, o, out));
     token_mean *p = (token_mean *)*out;
     p->tokens = in.h;
     p->dim = in.w;
@@ -210,9 +210,9 @@ static int addres_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
     add_residual *r = (add_residual *)l;
     tb_backend *be = l->ctx->be;
     const tb_tensor *m;
-    TB_TRY(layer_forward(l->children[0], x, &m));
-    TB_TRY(tensor_set_batch(&r->y, x->n));
-    TB_TRY(be->add(be, m->data, x->data, r->y.data, tensor_numel(&r->y)));
+    TB_TRY(tb_layer_forward(l->children[0], x, &m));
+    TB_TRY(tb_tensor_set_batch(&r->y, x->n));
+    TB_TRY(be->add(be, m->data, x->data, r->y.data, tb_tensor_numel(&r->y)));
     *y = &r->y;
     return TB_OK;
 }
@@ -222,9 +222,9 @@ static int addres_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **d
     add_residual *r = (add_residual *)l;
     tb_backend *be = l->ctx->be;
     const tb_tensor *dm;
-    TB_TRY(layer_backward(l->children[0], dy, &dm));
-    TB_TRY(tensor_set_batch(&r->dx, dy->n));
-    TB_TRY(be->add(be, dm->data, dy->data, r->dx.data, tensor_numel(&r->dx)));
+    TB_TRY(tb_layer_backward(l->children[0], dy, &dm));
+    TB_TRY(tb_tensor_set_batch(&r->dx, dy->n));
+    TB_TRY(be->add(be, dm->data, dy->data, r->dx.data, tb_tensor_numel(&r->dx)));
     *dx = &r->dx;
     return TB_OK;
 }
@@ -232,16 +232,16 @@ static int addres_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **d
 static int addres_alloc(tb_layer *l, int max_batch)
 {
     add_residual *r = (add_residual *)l;
-    TB_TRY(layer_alloc(l->children[0], max_batch));
-    TB_TRY(layer_out_tensor(l, max_batch, &r->y));
-    return layer_tensor(l, max_batch, l->in, &r->dx);
+    TB_TRY(tb_layer_alloc(l->children[0], max_batch));
+    TB_TRY(tb_layer_out_tensor(l, max_batch, &r->y));
+    return tb_layer_tensor(l, max_batch, l->in, &r->dx);
 }
 
 static void addres_release(tb_layer *l)
 {
     add_residual *r = (add_residual *)l;
-    tensor_free(&r->y);
-    tensor_free(&r->dx);
+    tb_tensor_free(&r->y);
+    tb_tensor_free(&r->dx);
 }
 
 static const tb_layer_vtbl addres_vtbl = {
@@ -249,7 +249,7 @@ static const tb_layer_vtbl addres_vtbl = {
     .alloc = addres_alloc, .release = addres_release,
 };
 
-int layer_add_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer **out)
+int tb_layer_add_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer **out)
 {
     *out = NULL;
     tb_shape a = main_path->in, b = main_path->out;
@@ -259,7 +259,7 @@ int layer_add_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer *
                      a.c, a.h, a.w, b.c, b.h, b.w);
         goto out_destroy_main;
     }
-    TB_TRY_GOTO(rc, layer_new(ctx, &addres_vtbl, sizeof(add_residual), a, b, out),
+    TB_TRY_GOTO(rc, tb_layer_new(ctx, &addres_vtbl, sizeof(add_residual), a, b, out),
                 out_destroy_main);
     (*out)->children = calloc(1, sizeof(tb_layer *));
     if (!(*out)->children) {
@@ -275,6 +275,6 @@ int layer_add_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer *
     return TB_OK;
 
 out_destroy_main:
-    layer_destroy(main_path);
+    tb_layer_destroy(main_path);
     return rc;
 }

@@ -12,7 +12,7 @@
 
 #include "lib/core/grow.h"
 
-int layer_new(tb_layer_ctx *ctx, const tb_layer_vtbl *vt, size_t size, tb_shape in,
+int tb_layer_new(tb_layer_ctx *ctx, const tb_layer_vtbl *vt, size_t size, tb_shape in,
               tb_shape out, tb_layer **l)
 {
     *l = NULL;
@@ -32,7 +32,7 @@ int layer_new(tb_layer_ctx *ctx, const tb_layer_vtbl *vt, size_t size, tb_shape 
     return TB_OK;
 }
 
-void layer_add_param(tb_layer *l, const char *name, size_t n, tb_init_kind init, float bound)
+void tb_layer_add_param(tb_layer *l, const char *name, size_t n, tb_init_kind init, float bound)
 {
     tb_param *p = &l->params[l->nparams++];
     snprintf(p->name, sizeof p->name, "%s", name);
@@ -52,58 +52,58 @@ static int acts_register(tb_layer *l, tb_tensor *t, int output)
     return TB_OK;
 }
 
-int layer_tensor(tb_layer *l, int max_batch, tb_shape s, tb_tensor *t)
+int tb_layer_tensor(tb_layer *l, int max_batch, tb_shape s, tb_tensor *t)
 {
-    int rc = tensor_alloc(l->ctx->be, max_batch, s.c, s.h, s.w, t);
+    int rc = tb_tensor_alloc(l->ctx->be, max_batch, s.c, s.h, s.w, t);
     if (rc != TB_OK)
         return TB_FAIL(rc, "allocating activations of layer %s", l->name);
     t->layout = l->ctx->layout;
     return acts_register(l, t, 0);
 }
 
-int layer_out_tensor(tb_layer *l, int max_batch, tb_tensor *t)
+int tb_layer_out_tensor(tb_layer *l, int max_batch, tb_tensor *t)
 {
     if (!l->checkpoint) {
-        TB_TRY(layer_tensor(l, max_batch, l->out, t));
+        TB_TRY(tb_layer_tensor(l, max_batch, l->out, t));
         l->acts[l->nacts - 1].output = 1;
         return TB_OK;
     }
-    /* no memory of its own: layer_acts_bind points it at scratch */
-    *t = tensor_view(l->ctx->be, NULL, max_batch, l->out.c, l->out.h, l->out.w);
+    /* no memory of its own: tb_layer_acts_bind points it at scratch */
+    *t = tb_tensor_view(l->ctx->be, NULL, max_batch, l->out.c, l->out.h, l->out.w);
     t->layout = l->ctx->layout;
     return acts_register(l, t, 1);
 }
 
-int layer_alloc(tb_layer *l, int max_batch)
+int tb_layer_alloc(tb_layer *l, int max_batch)
 {
     return l->vt->alloc(l, max_batch);
 }
 
-void layer_destroy(tb_layer *l)
+void tb_layer_destroy(tb_layer *l)
 {
     if (!l)
         return;
     l->vt->release(l);
     for (int i = 0; i < l->nchildren; i++)
-        layer_destroy(l->children[i]);
+        tb_layer_destroy(l->children[i]);
     free(l->children);
     free(l);
 }
 
-void layer_for_each_param(tb_layer *l, tb_param_fn fn, void *user)
+void tb_layer_for_each_param(tb_layer *l, tb_param_fn fn, void *user)
 {
     for (int i = 0; i < l->nparams; i++)
         fn(&l->params[i], user);
     for (int i = 0; i < l->nchildren; i++)
-        layer_for_each_param(l->children[i], fn, user);
+        tb_layer_for_each_param(l->children[i], fn, user);
 }
 
 static void count_one(tb_param *p, void *user) { *(size_t *)user += p->n; }
 
-size_t layer_param_count(tb_layer *l)
+size_t tb_layer_param_count(tb_layer *l)
 {
     size_t n = 0;
-    layer_for_each_param(l, count_one, &n);
+    tb_layer_for_each_param(l, count_one, &n);
     return n;
 }
 
@@ -120,10 +120,10 @@ static void bind_one(tb_param *p, void *user)
     s->g += p->n;
 }
 
-void layer_params_bind(tb_layer *l, float *w, float *g)
+void tb_layer_params_bind(tb_layer *l, float *w, float *g)
 {
     bind_state s = {w, g};
-    layer_for_each_param(l, bind_one, &s);
+    tb_layer_for_each_param(l, bind_one, &s);
 }
 
 /* ---- the conv algorithm cache ---- */
@@ -157,7 +157,7 @@ static int conv_algo_tune(tb_layer_ctx *ctx, const tb_conv_desc *d, tb_conv_kind
                    d->n, d->c, d->h, d->w, d->k, d->r, d->s, (int)kind);
 }
 
-int conv_algo_lookup(tb_layer_ctx *ctx, const tb_conv_desc *d, tb_conv_kind kind, int *algo)
+int tb_conv_algo_lookup(tb_layer_ctx *ctx, const tb_conv_desc *d, tb_conv_kind kind, int *algo)
 {
     tb_conv_algo_cache *c = &ctx->algos;
     for (int i = 0; i < c->count; i++) {
@@ -182,7 +182,7 @@ int conv_algo_lookup(tb_layer_ctx *ctx, const tb_conv_desc *d, tb_conv_kind kind
     return TB_OK;
 }
 
-void conv_algo_cache_free(tb_conv_algo_cache *c)
+void tb_conv_algo_cache_free(tb_conv_algo_cache *c)
 {
     free(c->entries);
     memset(c, 0, sizeof *c);
@@ -211,13 +211,13 @@ static int maybe_inject(tb_layer *l, const tb_tensor *t, int backward)
     return ctx->be->copy_h2d(ctx->be, t->data, &nan, sizeof nan, NULL);
 }
 
-int layer_anomaly_check(tb_layer *l, const tb_tensor *t, int backward)
+int tb_layer_anomaly_check(tb_layer *l, const tb_tensor *t, int backward)
 {
     const char *dir = backward ? "backward" : "forward";
     float bad = 0;
     TB_TRY(maybe_inject(l, t, backward));
     if (t) {
-        TB_TRY(count_bad(l->ctx, t->data, tensor_numel(t), &bad));
+        TB_TRY(count_bad(l->ctx, t->data, tb_tensor_numel(t), &bad));
         if (bad > 0)
             return TB_FAIL(TB_ERR_NUMERIC, "anomaly: %s of layer %s (%s) produced %.0f NaN/Inf "
                            "values in its %s", dir, l->name, l->vt->kind, (double)bad,
@@ -251,7 +251,7 @@ static int pair_pick(tb_backend *be, float **pair, size_t bytes, const tb_tensor
     return TB_OK;
 }
 
-int layer_acts_bind(tb_layer *l, const tb_tensor *x)
+int tb_layer_acts_bind(tb_layer *l, const tb_tensor *x)
 {
     tb_act_mem *a = &l->ctx->acts;
     float *buf;
@@ -287,12 +287,12 @@ static int checkpointable(const tb_layer *l)
     return 0;
 }
 
-void layer_acts_mark_checkpoints(tb_layer *root)
+void tb_layer_acts_mark_checkpoints(tb_layer *root)
 {
     int seq = !strcmp(root->vt->kind, "seq");
     for (int i = 0; i < root->nchildren; i++) {
         tb_layer *c = root->children[i];
-        layer_acts_mark_checkpoints(c);
+        tb_layer_acts_mark_checkpoints(c);
         /* only when the next leaf of the same sequence is the one consumer:
          * then nothing else reads the scratch before it is overwritten */
         c->checkpoint = seq && i + 1 < root->nchildren && checkpointable(c) &&
@@ -315,7 +315,7 @@ static size_t acts_max_out(const tb_layer *l, int ckpt_only)
     return m;
 }
 
-int layer_acts_ckpt_alloc(tb_layer *root)
+int tb_layer_acts_ckpt_alloc(tb_layer *root)
 {
     tb_act_mem *a = &root->ctx->acts;
     a->ckpt_bytes = acts_max_out(root, 1);
@@ -358,7 +358,7 @@ static void free_ptrs(tb_backend *be, float **p, int n)
     }
 }
 
-int layer_acts_no_grad(tb_layer *root, int on)
+int tb_layer_acts_no_grad(tb_layer *root, int on)
 {
     tb_act_mem *a = &root->ctx->acts;
     if (on == a->no_grad)
@@ -375,7 +375,7 @@ int layer_acts_no_grad(tb_layer *root, int on)
     return acts_swap(root, 0);
 }
 
-void layer_acts_free(tb_layer_ctx *ctx)
+void tb_layer_acts_free(tb_layer_ctx *ctx)
 {
     free_ptrs(ctx->be, ctx->acts.ng, 2 * TB_ACT_DEPTHS);
     free_ptrs(ctx->be, ctx->acts.ckpt, 2);

@@ -18,7 +18,7 @@
  * Life of a layer:
  *   create  (shape inference from the per-sample input shape; parameters
  *            declared but not allocated)
- *   bind    (layer_params_bind: the model points each parameter at its slice
+ *   bind    (tb_layer_params_bind: the model points each parameter at its slice
  *            of one flat weight buffer and one flat gradient buffer, so a
  *            fused optimizer makes one pass over all of them)
  *   alloc   (activations for the largest batch: output, input gradient,
@@ -66,10 +66,10 @@ typedef struct tb_conv_algo_cache {
 /* Activation memory beyond "every layer owns its buffers" (lib/nn/layers.c):
  * no_grad evaluation (--eval-no-grad) and activation checkpointing
  * (--checkpointing). Containers bind a layer's output tensors (those made
- * with layer_out_tensor) to a scratch buffer just before its forward:
+ * with tb_layer_out_tensor) to a scratch buffer just before its forward:
  *   no_grad:    every layer, one pair of buffers per container depth, the
  *               one the input is not in (ping-pong); buffers for backward
- *               (layer_tensor: input gradients, saved sums) are freed;
+ *               (tb_layer_tensor: input gradients, saved sums) are freed;
  *   checkpoint: layers with l->checkpoint (BN, ReLU, GELU, pooling whose
  *               consumer is the next leaf of a sequence), one shared pair;
  *               a sequence runs their forward again before a backward
@@ -100,7 +100,7 @@ typedef struct tb_layer_ctx {
     /* anomaly detection (--detect-anomaly): count_nonfinite after every
      * layer's forward output and backward outputs (input and parameter
      * gradients), stopping at the first NaN/Inf with TB_ERR_NUMERIC naming
-     * the layer (layer_anomaly_check). */
+     * the layer (tb_layer_anomaly_check). */
     int detect_anomaly;
     float *anomaly_count; /* (1) device scalar the checks count into; the trainer's */
     const char *anomaly_inject; /* test hook: NaN written into this layer's output
@@ -122,15 +122,15 @@ typedef struct tb_layer_ctx {
 
 /* Finds (or chooses and caches) the algorithm for d and kind: the backend's
  * default, or with ctx->conv_autotune the fastest conv_find result. */
-int conv_algo_lookup(tb_layer_ctx *ctx, const tb_conv_desc *d, tb_conv_kind kind, int *algo);
-void conv_algo_cache_free(tb_conv_algo_cache *c);
+int tb_conv_algo_lookup(tb_layer_ctx *ctx, const tb_conv_desc *d, tb_conv_kind kind, int *algo);
+void tb_conv_algo_cache_free(tb_conv_algo_cache *c);
 
 /* Per-sample shape: channels, height, width (features after linear: c, 1, 1). */
 typedef struct tb_shape {
     int c, h, w;
 } tb_shape;
 
-static inline size_t shape_numel(tb_shape s) { return (size_t)s.c * s.h * s.w; }
+static inline size_t tb_shape_numel(tb_shape s) { return (size_t)s.c * s.h * s.w; }
 
 typedef enum tb_init_kind {
     TB_INIT_UNIFORM = 0, /* U(-bound, bound): PyTorch's conv/linear default */
@@ -175,117 +175,117 @@ struct tb_layer {
     int checkpoint;      /* output in ctx->acts.ckpt, recomputed in backward */
     struct {
         tb_tensor *t;    /* a tensor of the layer's family struct */
-        int output;      /* 1: layer_out_tensor (bound to scratch); 0: for backward */
+        int output;      /* 1: tb_layer_out_tensor (bound to scratch); 0: for backward */
     } acts[TB_LAYER_MAX_ACTS];
     int nacts;
 };
 
 /* ---- constructors. On success *out is a new layer; destroy it with
- * layer_destroy. Errors: TB_ERR_INVALID (shape), TB_ERR_NOMEM. ---- */
+ * tb_layer_destroy. Errors: TB_ERR_INVALID (shape), TB_ERR_NOMEM. ---- */
 
 /* k filters of r x r, stride, pad; bias 0 when batch norm follows and the
  * "no conv bias before BN" toggle is on. REQUIRES: output at least 1x1. */
-int layer_conv2d_create(tb_layer_ctx *ctx, tb_shape in, int k, int r, int stride, int pad,
+int tb_layer_conv2d_create(tb_layer_ctx *ctx, tb_shape in, int k, int r, int stride, int pad,
                         int bias, tb_layer **out);
 /* eps 1e-5, momentum 0.1 (PyTorch's defaults). */
-int layer_batchnorm_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
-int layer_relu_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
+int tb_layer_batchnorm_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
+int tb_layer_relu_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
 /* The variant (fused or unfused) comes from ctx->gelu at each call. */
-int layer_gelu_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
+int tb_layer_gelu_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
 /* Drops with probability p in training, identity in evaluation. The mask
  * depends on (ctx->dropout_seed, a per-layer counter), not on threads. */
-int layer_dropout_create(tb_layer_ctx *ctx, tb_shape in, float p, tb_layer **out);
+int tb_layer_dropout_create(tb_layer_ctx *ctx, tb_shape in, float p, tb_layer **out);
 /* kind TB_POOL_MAX or TB_POOL_AVG (padding counted as zeros). */
-int layer_pool_create(tb_layer_ctx *ctx, tb_shape in, tb_pool_kind kind, int window, int stride,
+int tb_layer_pool_create(tb_layer_ctx *ctx, tb_shape in, tb_pool_kind kind, int window, int stride,
                       int pad, tb_layer **out);
 /* Average over all pixels: (c, h, w) -> (c, 1, 1). REQUIRES: h == w. */
-int layer_global_avgpool_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
+int tb_layer_global_avgpool_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
 /* Flattens (c, h, w) to c*h*w features; y = x W^T + b, W is (out, in). */
-int layer_linear_create(tb_layer_ctx *ctx, tb_shape in, int out_features, tb_layer **out);
+int tb_layer_linear_create(tb_layer_ctx *ctx, tb_shape in, int out_features, tb_layer **out);
 
 /* Token tensors (the transformer, lib/nn/layer_tokens.c): per-sample shape
  * (1, T, d), T tokens of d features, token-major; a 1 x H x W image is H
  * tokens of W features. REQUIRES for these: in.c == 1. */
 /* y = x W^T + b on every token; W is (out, d). */
-int layer_token_linear_create(tb_layer_ctx *ctx, tb_shape in, int out_features, tb_layer **out);
+int tb_layer_token_linear_create(tb_layer_ctx *ctx, tb_shape in, int out_features, tb_layer **out);
 /* Mean over the tokens: (1, T, d) -> (d, 1, 1). */
-int layer_token_mean_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
+int tb_layer_token_mean_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
 /* nn.LayerNorm over the last axis (w) of any shape, eps 1e-5; the variant
  * comes from ctx->layernorm at each call. */
-int layer_layernorm_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
+int tb_layer_layernorm_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
 /* Non-causal multi-head self-attention with input (3d x d) and output
  * (d x d) projections; ctx->attention picks the variant at each call.
  * REQUIRES: d % heads == 0. */
-int layer_mha_create(tb_layer_ctx *ctx, tb_shape in, int heads, tb_layer **out);
+int tb_layer_mha_create(tb_layer_ctx *ctx, tb_shape in, int heads, tb_layer **out);
 /* y = main(x) + x (a pre-norm transformer's residual). Takes ownership of
  * main_path (also on failure). REQUIRES: main_path keeps the shape. */
-int layer_add_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer **out);
+int tb_layer_add_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer **out);
 
 /* Containers take ownership of their children (also on failure). */
-int layer_seq_create(tb_layer_ctx *ctx, tb_layer **children, int n, tb_layer **out);
+int tb_layer_seq_create(tb_layer_ctx *ctx, tb_layer **children, int n, tb_layer **out);
 /* y = relu(main(x) + shortcut(x)); shortcut NULL is the identity.
  * REQUIRES: main's output shape equals the shortcut's (or x's). */
-int layer_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer *shortcut,
+int tb_layer_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer *shortcut,
                           tb_layer **out);
 
 /* ---- working with any layer ---- */
 /* With ctx->detect_anomaly: counts NaN/Inf in t (a forward output, or with
  * backward the input gradient t, may be NULL, and l's parameter gradients);
  * TB_ERR_NUMERIC naming l when there are any. Costs a device sync. */
-int layer_anomaly_check(tb_layer *l, const tb_tensor *t, int backward);
+int tb_layer_anomaly_check(tb_layer *l, const tb_tensor *t, int backward);
 
-static inline int layer_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
+static inline int tb_layer_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 {
     int rc = l->vt->forward(l, x, y);
     if (rc != TB_OK || !l->ctx->detect_anomaly)
         return rc;
-    return layer_anomaly_check(l, *y, 0);
+    return tb_layer_anomaly_check(l, *y, 0);
 }
-static inline int layer_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
+static inline int tb_layer_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 {
     int rc = l->vt->backward(l, dy, dx);
     if (rc != TB_OK || !l->ctx->detect_anomaly)
         return rc;
-    return layer_anomaly_check(l, *dx, 1);
+    return tb_layer_anomaly_check(l, *dx, 1);
 }
 /* Allocates activations for batches up to max_batch (recursively). */
-int layer_alloc(tb_layer *l, int max_batch);
+int tb_layer_alloc(tb_layer *l, int max_batch);
 /* Frees a layer, its activations and its children; NULL is a no-op. */
-void layer_destroy(tb_layer *l);
+void tb_layer_destroy(tb_layer *l);
 
 /* Calls fn on every parameter of l and its children, in a fixed order. */
 typedef void (*tb_param_fn)(tb_param *p, void *user);
-void layer_for_each_param(tb_layer *l, tb_param_fn fn, void *user);
+void tb_layer_for_each_param(tb_layer *l, tb_param_fn fn, void *user);
 /* Floats over all parameters of l (recursively). */
-size_t layer_param_count(tb_layer *l);
+size_t tb_layer_param_count(tb_layer *l);
 /* Points the parameters at consecutive slices of w and g (device memory,
- * layer_param_count floats each), in layer_for_each_param order. */
-void layer_params_bind(tb_layer *l, float *w, float *g);
+ * tb_layer_param_count floats each), in tb_layer_for_each_param order. */
+void tb_layer_params_bind(tb_layer *l, float *w, float *g);
 
 /* Shared helpers of the family files. */
-int layer_new(tb_layer_ctx *ctx, const tb_layer_vtbl *vt, size_t size, tb_shape in,
+int tb_layer_new(tb_layer_ctx *ctx, const tb_layer_vtbl *vt, size_t size, tb_shape in,
               tb_shape out, tb_layer **l);
-void layer_add_param(tb_layer *l, const char *name, size_t n, tb_init_kind init, float bound);
+void tb_layer_add_param(tb_layer *l, const char *name, size_t n, tb_init_kind init, float bound);
 /* Allocates a tensor of max_batch x shape that backward needs (an input
  * gradient, a saved intermediate): freed under no_grad. */
-int layer_tensor(tb_layer *l, int max_batch, tb_shape s, tb_tensor *t);
+int tb_layer_tensor(tb_layer *l, int max_batch, tb_shape s, tb_tensor *t);
 /* The layer's output (max_batch x l->out): its own memory, or with
  * l->checkpoint a view a container binds to scratch before each forward. */
-int layer_out_tensor(tb_layer *l, int max_batch, tb_tensor *t);
+int tb_layer_out_tensor(tb_layer *l, int max_batch, tb_tensor *t);
 
 /* ---- activation memory (tb_act_mem) ---- */
 /* Points l's outputs at the scratch buffer its next forward on x writes:
  * no-op unless no_grad or l->checkpoint. Containers call it. */
-int layer_acts_bind(tb_layer *l, const tb_tensor *x);
+int tb_layer_acts_bind(tb_layer *l, const tb_tensor *x);
 /* Marks the layers --checkpointing recomputes (see tb_act_mem). Call before
- * layer_alloc; layer_acts_ckpt_alloc after it. */
-void layer_acts_mark_checkpoints(tb_layer *root);
-int layer_acts_ckpt_alloc(tb_layer *root);
+ * tb_layer_alloc; tb_layer_acts_ckpt_alloc after it. */
+void tb_layer_acts_mark_checkpoints(tb_layer *root);
+int tb_layer_acts_ckpt_alloc(tb_layer *root);
 /* on = 1: frees every layer's backward buffers and outputs and allocates the
  * no_grad scratch; on = 0: the reverse. */
-int layer_acts_no_grad(tb_layer *root, int on);
+int tb_layer_acts_no_grad(tb_layer *root, int on);
 /* Frees the scratch buffers of ctx (model teardown). */
-void layer_acts_free(tb_layer_ctx *ctx);
+void tb_layer_acts_free(tb_layer_ctx *ctx);
 
 /* ---- softmax cross-entropy, the loss (not a tb_layer: it ends the graph) */
 typedef struct tb_xent {
@@ -298,17 +298,17 @@ typedef struct tb_xent {
     tb_tensor dlogits;    /* (N, classes, 1, 1) */
 } tb_xent;
 
-int xent_init(tb_layer_ctx *ctx, int classes, int max_batch, tb_xent *x);
-void xent_free(tb_xent *x);
+int tb_xent_init(tb_layer_ctx *ctx, int classes, int max_batch, tb_xent *x);
+void tb_xent_free(tb_xent *x);
 /* loss_sum = sum over rows of -log softmax(logits)[label]; stays on the
- * device (read it with xent_read_loss; reading costs a sync on a GPU).
+ * device (read it with tb_xent_read_loss; reading costs a sync on a GPU).
  * labels: device int32 (N). REQUIRES: logits (N, classes, 1, 1). */
-int xent_forward(tb_xent *x, const tb_tensor *logits, const int32_t *labels);
+int tb_xent_forward(tb_xent *x, const tb_tensor *logits, const int32_t *labels);
 /* Mean over the batch: dlogits = scale * (probs - onehot), scale is
  * 1 / (N * accumulation steps). */
-int xent_backward(tb_xent *x, float scale, const tb_tensor **dlogits);
+int tb_xent_backward(tb_xent *x, float scale, const tb_tensor **dlogits);
 /* Host copy of loss_sum / n: the mean loss of the last forward. */
-int xent_read_loss(tb_xent *x, float *mean_loss);
+int tb_xent_read_loss(tb_xent *x, float *mean_loss);
 
 #ifdef __cplusplus
 }

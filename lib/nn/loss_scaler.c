@@ -3,7 +3,7 @@
 
 #include "lib/core/status.h"
 
-int loss_scaler_init(tb_loss_scaler *s, tb_backend *be)
+int tb_loss_scaler_init(tb_loss_scaler *s, tb_backend *be)
 {
     *s = (tb_loss_scaler){
         .scale = 65536.0f, .growth_factor = 2.0f, .backoff_factor = 0.5f,
@@ -12,14 +12,14 @@ int loss_scaler_init(tb_loss_scaler *s, tb_backend *be)
     return be->dev_alloc(be, (void **)&s->count_dev, sizeof(float));
 }
 
-void loss_scaler_free(tb_loss_scaler *s)
+void tb_loss_scaler_free(tb_loss_scaler *s)
 {
     if (s->count_dev)
         s->be->dev_free(s->be, s->count_dev);
     s->count_dev = NULL;
 }
 
-void loss_scaler_apply(tb_loss_scaler *s, long nonfinite, int *skip)
+void tb_loss_scaler_apply(tb_loss_scaler *s, long nonfinite, int *skip)
 {
     s->steps++;
     *skip = nonfinite > 0;
@@ -35,12 +35,12 @@ void loss_scaler_apply(tb_loss_scaler *s, long nonfinite, int *skip)
     }
 }
 
-int loss_scaler_update(tb_loss_scaler *s, const float *grads, size_t n, int *skip)
+int tb_loss_scaler_update(tb_loss_scaler *s, const float *grads, size_t n, int *skip)
 {
     tb_backend *be = s->be;
     float count = 0;
     TB_TRY(be->count_nonfinite(be, grads, n, s->count_dev));
     TB_TRY(be->copy_d2h(be, &count, s->count_dev, sizeof count, NULL));
-    loss_scaler_apply(s, (long)count, skip);
+    tb_loss_scaler_apply(s, (long)count, skip);
     return TB_OK;
 }

@@ -5,7 +5,7 @@
  * The loss is multiplied by `scale` before backward, so small fp16
  * gradients do not flush to zero; the optimizer divides them back
  * (tb_opt_hparams.grad_scale = scale). After each backward,
- * loss_scaler_update counts the non-finite gradients (the backend's
+ * tb_loss_scaler_update counts the non-finite gradients (the backend's
  * count_nonfinite over the flat gradient buffer, one device scalar read):
  *   any Inf/NaN: the step is skipped (*skip = 1, the caller does not call
  *                the optimizer), scale *= backoff_factor (0.5), the good
@@ -43,17 +43,17 @@ typedef struct tb_loss_scaler {
 
 /* GradScaler's defaults: init_scale 65536, growth 2, backoff 0.5, interval
  * 2000. Allocates one device float on be. */
-int loss_scaler_init(tb_loss_scaler *s, tb_backend *be);
-void loss_scaler_free(tb_loss_scaler *s);
+int tb_loss_scaler_init(tb_loss_scaler *s, tb_backend *be);
+void tb_loss_scaler_free(tb_loss_scaler *s);
 
 /* Counts NaN/Inf in grads (n floats, device memory; reads one float back,
  * a host sync on a GPU) and applies the rule above. *skip = 1: do not step
  * the optimizer (its gradients are not finite). */
-int loss_scaler_update(tb_loss_scaler *s, const float *grads, size_t n, int *skip);
+int tb_loss_scaler_update(tb_loss_scaler *s, const float *grads, size_t n, int *skip);
 
 /* The rule alone, given how many gradients were non-finite (the unit test
  * drives it directly, as update does). */
-void loss_scaler_apply(tb_loss_scaler *s, long nonfinite, int *skip);
+void tb_loss_scaler_apply(tb_loss_scaler *s, long nonfinite, int *skip);
 
 #ifdef __cplusplus
 }

@@ -24,7 +24,7 @@ static int step(tb_loss_scaler *s, tb_backend *be, float *dev, float *host, floa
         host[N / 2] = bad;
     int skip = -1;
     if (be->copy_h2d(be, dev, host, sizeof(float) * N, NULL) != TB_OK ||
-        loss_scaler_update(s, dev, N, &skip) != TB_OK) {
+        tb_loss_scaler_update(s, dev, N, &skip) != TB_OK) {
         tb_error_print(stdout);
         return -1;
     }
@@ -41,7 +41,7 @@ int main(void)
     float host[N], *dev;
     tb_loss_scaler s;
     if (be->dev_alloc(be, (void **)&dev, sizeof host) != TB_OK ||
-        loss_scaler_init(&s, be) != TB_OK) {
+        tb_loss_scaler_init(&s, be) != TB_OK) {
         tb_error_print(stdout);
         return 1;
     }
@@ -74,7 +74,7 @@ int main(void)
           s.skipped_steps, s.steps);
     printf("scale %g after %ld steps, %ld skipped\n", (double)s.scale, s.steps, s.skipped_steps);
 
-    loss_scaler_free(&s);
+    tb_loss_scaler_free(&s);
     be->dev_free(be, dev);
     tb_backend_close(be);
     printf("%d passed, %d failed\n", checks - failures, failures);

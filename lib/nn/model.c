@@ -57,7 +57,7 @@ typedef struct layer_list {
 static int list_push(layer_list *ls, tb_layer *l, const char *name, int index)
 {
     if (ls->n == (int)(sizeof ls->items / sizeof ls->items[0])) {
-        layer_destroy(l);
+        tb_layer_destroy(l);
         return TB_FAIL(TB_ERR_INVALID, "model description has too many layers");
     }
     snprintf(l->name, sizeof l->name, "%s%d", name, index);
@@ -68,7 +68,7 @@ static int list_push(layer_list *ls, tb_layer *l, const char *name, int index)
 static void list_clear(layer_list *ls)
 {
     for (int i = 0; i < ls->n; i++)
-        layer_destroy(ls->items[i]);
+        tb_layer_destroy(ls->items[i]);
     ls->n = 0;
 }
 
@@ -82,13 +82,13 @@ static int add_conv_bn_relu(tb_layer_ctx *ctx, layer_list *ls, tb_shape in, int 
                             int stride, int relu, int bias, int index)
 {
     tb_layer *l;
-    TB_TRY(layer_conv2d_create(ctx, in, k, r, stride, r / 2, bias, &l));
+    TB_TRY(tb_layer_conv2d_create(ctx, in, k, r, stride, r / 2, bias, &l));
     TB_TRY(list_push(ls, l, "conv", index));
-    TB_TRY(layer_batchnorm_create(ctx, l->out, &l));
+    TB_TRY(tb_layer_batchnorm_create(ctx, l->out, &l));
     TB_TRY(list_push(ls, l, "bn", index));
     if (!relu)
         return TB_OK;
-    TB_TRY(layer_relu_create(ctx, l->out, &l));
+    TB_TRY(tb_layer_relu_create(ctx, l->out, &l));
     return list_push(ls, l, "relu", index);
 }
 
@@ -105,8 +105,8 @@ static int make_resblock(tb_layer_ctx *ctx, tb_shape in, const tb_layer_spec *s,
     TB_TRY_GOTO(rc, add_conv_bn_relu(ctx, &path, list_out(&path, in), s->k, s->r, 1, 0, bias, 2),
                 out_clear);
     tb_layer *seq;
-    TB_TRY(layer_seq_create(ctx, path.items, path.n, &seq));
-    return layer_residual_create(ctx, seq, NULL, out);
+    TB_TRY(tb_layer_seq_create(ctx, path.items, path.n, &seq));
+    return tb_layer_residual_create(ctx, seq, NULL, out);
 
 out_clear:
     list_clear(&path);
@@ -119,8 +119,8 @@ static int add_residual_seq(tb_layer_ctx *ctx, layer_list *path, tb_layer **out)
     tb_layer *seq;
     int n = path->n;
     path->n = 0;
-    TB_TRY(layer_seq_create(ctx, path->items, n, &seq));
-    return layer_add_residual_create(ctx, seq, out);
+    TB_TRY(tb_layer_seq_create(ctx, path->items, n, &seq));
+    return tb_layer_add_residual_create(ctx, seq, out);
 }
 
 /* Pre-norm transformer block on (1, T, d): x + MHA(LN(x)), then
@@ -131,19 +131,19 @@ static int add_tblock(tb_layer_ctx *ctx, layer_list *ls, tb_shape in, const tb_l
     layer_list p = {0};
     tb_layer *l;
     int rc;
-    TB_TRY_GOTO(rc, layer_layernorm_create(ctx, in, &l), out_clear);
+    TB_TRY_GOTO(rc, tb_layer_layernorm_create(ctx, in, &l), out_clear);
     TB_TRY_GOTO(rc, list_push(&p, l, "ln", 1), out_clear);
-    TB_TRY_GOTO(rc, layer_mha_create(ctx, in, s->k, &l), out_clear);
+    TB_TRY_GOTO(rc, tb_layer_mha_create(ctx, in, s->k, &l), out_clear);
     TB_TRY_GOTO(rc, list_push(&p, l, "mha", 1), out_clear);
     TB_TRY(add_residual_seq(ctx, &p, &l));
     TB_TRY(list_push(ls, l, "attn", index));
-    TB_TRY_GOTO(rc, layer_layernorm_create(ctx, in, &l), out_clear);
+    TB_TRY_GOTO(rc, tb_layer_layernorm_create(ctx, in, &l), out_clear);
     TB_TRY_GOTO(rc, list_push(&p, l, "ln", 2), out_clear);
-    TB_TRY_GOTO(rc, layer_token_linear_create(ctx, in, s->r, &l), out_clear);
+    TB_TRY_GOTO(rc, tb_layer_token_linear_create(ctx, in, s->r, &l), out_clear);
     TB_TRY_GOTO(rc, list_push(&p, l, "fc", 1), out_clear);
-    TB_TRY_GOTO(rc, layer_gelu_create(ctx, l->out, &l), out_clear);
+    TB_TRY_GOTO(rc, tb_layer_gelu_create(ctx, l->out, &l), out_clear);
     TB_TRY_GOTO(rc, list_push(&p, l, "gelu", 1), out_clear);
-    TB_TRY_GOTO(rc, layer_token_linear_create(ctx, l->out, in.w, &l), out_clear);
+    TB_TRY_GOTO(rc, tb_layer_token_linear_create(ctx, l->out, in.w, &l), out_clear);
     TB_TRY_GOTO(rc, list_push(&p, l, "fc", 2), out_clear);
     TB_TRY(add_residual_seq(ctx, &p, &l));
     return list_push(ls, l, "mlp", index);
@@ -160,15 +160,15 @@ static int add_token_spec(tb_layer_ctx *ctx, layer_list *ls, tb_shape in, const 
     tb_layer *l = NULL;
     switch (s->kind) {
     case TB_SPEC_TOKEN_LINEAR:
-        TB_TRY(layer_token_linear_create(ctx, in, s->k, &l));
+        TB_TRY(tb_layer_token_linear_create(ctx, in, s->k, &l));
         return list_push(ls, l, "embed", index);
     case TB_SPEC_TBLOCK:
         return add_tblock(ctx, ls, in, s, index);
     case TB_SPEC_LAYERNORM:
-        TB_TRY(layer_layernorm_create(ctx, in, &l));
+        TB_TRY(tb_layer_layernorm_create(ctx, in, &l));
         return list_push(ls, l, "ln", index);
     case TB_SPEC_TOKEN_MEAN:
-        TB_TRY(layer_token_mean_create(ctx, in, &l));
+        TB_TRY(tb_layer_token_mean_create(ctx, in, &l));
         return list_push(ls, l, "tokmean", index);
     default:
         break;
@@ -189,23 +189,23 @@ static int add_spec(tb_layer_ctx *ctx, layer_list *ls, tb_shape in, const tb_lay
     case TB_SPEC_MAXPOOL:
     case TB_SPEC_AVGPOOL: {
         int max = s->kind == TB_SPEC_MAXPOOL;
-        TB_TRY(layer_pool_create(ctx, in, max ? TB_POOL_MAX : TB_POOL_AVG, s->r, s->stride, 0, &l));
+        TB_TRY(tb_layer_pool_create(ctx, in, max ? TB_POOL_MAX : TB_POOL_AVG, s->r, s->stride, 0, &l));
         return list_push(ls, l, max ? "maxpool" : "avgpool", index);
     }
     case TB_SPEC_GLOBAL_AVGPOOL:
-        TB_TRY(layer_global_avgpool_create(ctx, in, &l));
+        TB_TRY(tb_layer_global_avgpool_create(ctx, in, &l));
         return list_push(ls, l, "gap", index);
     case TB_SPEC_LINEAR:
-        TB_TRY(layer_linear_create(ctx, in, s->k ? s->k : o->classes, &l));
+        TB_TRY(tb_layer_linear_create(ctx, in, s->k ? s->k : o->classes, &l));
         return list_push(ls, l, "fc", index);
     case TB_SPEC_RELU:
-        TB_TRY(layer_relu_create(ctx, in, &l));
+        TB_TRY(tb_layer_relu_create(ctx, in, &l));
         return list_push(ls, l, "relu", index);
     case TB_SPEC_GELU:
-        TB_TRY(layer_gelu_create(ctx, in, &l));
+        TB_TRY(tb_layer_gelu_create(ctx, in, &l));
         return list_push(ls, l, "gelu", index);
     case TB_SPEC_DROPOUT:
-        TB_TRY(layer_dropout_create(ctx, in, o->dropout, &l));
+        TB_TRY(tb_layer_dropout_create(ctx, in, o->dropout, &l));
         return list_push(ls, l, "dropout", index);
     case TB_SPEC_END:
         break;
@@ -229,7 +229,7 @@ static int build_net(tb_model *m, const tb_layer_spec *spec, const tb_model_opts
     }
     /* Nothing needs the gradient of the images. */
     ls.items[0]->need_dx = ls.items[0]->nchildren > 0;
-    return layer_seq_create(&m->ctx, ls.items, ls.n, &m->net);
+    return tb_layer_seq_create(&m->ctx, ls.items, ls.n, &m->net);
 
 out_clear:
     list_clear(&ls);
@@ -264,11 +264,11 @@ static void params_init_host(tb_model *m, uint64_t seed, float *host)
         /* a splitmix64 stream per (seed, stream): a parameter's values do not
          * depend on the parameters before it */
         tb_rng r = tb_rng_seeded(seed * 0x100000001b3ull + stream * TB_RNG_GOLDEN);
-        rng_next_u64(&r);
+        tb_rng_next_u64(&r);
         for (size_t j = 0; j < p->n; j++) {
             float v = p->init == TB_INIT_ONES ? 1.0f : 0.0f;
             if (p->init == TB_INIT_UNIFORM)
-                v = (2.0f * rng_float01(&r) - 1.0f) * p->bound;
+                v = (2.0f * tb_rng_float01(&r) - 1.0f) * p->bound;
             host[at + j] = v;
         }
         at += p->n;
@@ -307,7 +307,7 @@ static void reorder_layer(const tb_model *m, const tb_layer *l, const float *src
     reorder_block(src + at, dst + at, outer, l->in.c, inner, to_nhwc);
 }
 
-void model_params_reorder(const tb_model *m, const float *src, float *dst, int to_nhwc)
+void tb_model_params_reorder(const tb_model *m, const float *src, float *dst, int to_nhwc)
 {
     memcpy(dst, src, m->numel * sizeof(float));
     reorder_layer(m, m->net, src, dst, to_nhwc);
@@ -329,7 +329,7 @@ static int params_upload_init(tb_model *m, uint64_t seed)
             rc = TB_FAIL(TB_ERR_NOMEM, "out of host memory initializing parameters");
             goto out_free_host;
         }
-        model_params_reorder(m, host, nhwc, 1);
+        tb_model_params_reorder(m, host, nhwc, 1);
     }
     rc = be->copy_h2d(be, m->flat_w, nhwc ? nhwc : host, bytes, NULL);
     free(nhwc);
@@ -343,26 +343,26 @@ static int params_setup(tb_model *m, uint64_t seed)
 {
     tb_backend *be = m->ctx.be;
     int count = 0;
-    layer_for_each_param(m->net, count_params, &count);
+    tb_layer_for_each_param(m->net, count_params, &count);
     m->params = calloc((size_t)count + 1, sizeof *m->params);
     if (!m->params)
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory listing parameters");
-    layer_for_each_param(m->net, collect_one, m);
-    m->numel = layer_param_count(m->net);
+    tb_layer_for_each_param(m->net, collect_one, m);
+    m->numel = tb_layer_param_count(m->net);
     size_t bytes = m->numel * sizeof(float);
     TB_TRY(be->dev_alloc(be, (void **)&m->flat_w, bytes));
     TB_TRY(be->dev_alloc(be, (void **)&m->flat_g, bytes));
     TB_TRY(be->memset(be, m->flat_g, 0, bytes, NULL));
-    layer_params_bind(m->net, m->flat_w, m->flat_g);
+    tb_layer_params_bind(m->net, m->flat_w, m->flat_g);
     return params_upload_init(m, seed);
 }
 
-int model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opts *o,
+int tb_model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opts *o,
                 tb_model **out)
 {
     *out = NULL;
     if (o->max_batch <= 0 || o->classes <= 1)
-        return TB_FAIL(TB_ERR_INVALID, "model_build: batch %d, %d classes", o->max_batch,
+        return TB_FAIL(TB_ERR_INVALID, "tb_model_build: batch %d, %d classes", o->max_batch,
                        o->classes);
     tb_model *m = calloc(1, sizeof *m);
     if (!m)
@@ -376,37 +376,37 @@ int model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opts *
     int rc;
     TB_TRY_GOTO(rc, build_net(m, spec, o), out_destroy);
     if (o->checkpointing)
-        layer_acts_mark_checkpoints(m->net);
+        tb_layer_acts_mark_checkpoints(m->net);
     TB_TRY_GOTO(rc, params_setup(m, o->seed), out_destroy);
-    TB_TRY_GOTO(rc, layer_alloc(m->net, o->max_batch), out_destroy);
-    TB_TRY_GOTO(rc, layer_acts_ckpt_alloc(m->net), out_destroy);
-    TB_TRY_GOTO(rc, xent_init(&m->ctx, o->classes, o->max_batch, &m->loss), out_destroy);
+    TB_TRY_GOTO(rc, tb_layer_alloc(m->net, o->max_batch), out_destroy);
+    TB_TRY_GOTO(rc, tb_layer_acts_ckpt_alloc(m->net), out_destroy);
+    TB_TRY_GOTO(rc, tb_xent_init(&m->ctx, o->classes, o->max_batch, &m->loss), out_destroy);
     *out = m;
     return TB_OK;
 
 out_destroy:
-    model_destroy(m);
+    tb_model_destroy(m);
     return rc;
 }
 
-void model_destroy(tb_model *m)
+void tb_model_destroy(tb_model *m)
 {
     if (!m)
         return;
     tb_backend *be = m->ctx.be;
-    xent_free(&m->loss);
-    layer_destroy(m->net);
-    layer_acts_free(&m->ctx);
+    tb_xent_free(&m->loss);
+    tb_layer_destroy(m->net);
+    tb_layer_acts_free(&m->ctx);
     if (m->flat_w)
         be->dev_free(be, m->flat_w);
     if (m->flat_g)
         be->dev_free(be, m->flat_g);
-    conv_algo_cache_free(&m->ctx.algos);
+    tb_conv_algo_cache_free(&m->ctx.algos);
     free(m->params);
     free(m);
 }
 
-int model_forward(tb_model *m, const tb_tensor *x, const tb_tensor **logits)
+int tb_model_forward(tb_model *m, const tb_tensor *x, const tb_tensor **logits)
 {
     if (x->c != m->in.c || x->h != m->in.h || x->w != m->in.w || x->n > m->max_batch)
         return TB_FAIL(TB_ERR_INVALID, "model takes (<=%d, %d, %d, %d), got (%d, %d, %d, %d)",
@@ -414,33 +414,33 @@ int model_forward(tb_model *m, const tb_tensor *x, const tb_tensor **logits)
     if (m->ctx.layout == TB_NHWC && x->c > 1 && x->layout != TB_NHWC)
         return TB_FAIL(TB_ERR_INVALID, "channels-last model given an NCHW input of %d channels",
                        x->c);
-    return layer_forward(m->net, x, logits);
+    return tb_layer_forward(m->net, x, logits);
 }
 
-int model_forward_loss(tb_model *m, const tb_tensor *x, const int32_t *labels,
+int tb_model_forward_loss(tb_model *m, const tb_tensor *x, const int32_t *labels,
                        const tb_tensor **logits)
 {
     const tb_tensor *out;
-    TB_TRY(model_forward(m, x, &out));
+    TB_TRY(tb_model_forward(m, x, &out));
     if (logits)
         *logits = out;
-    return xent_forward(&m->loss, out, labels);
+    return tb_xent_forward(&m->loss, out, labels);
 }
 
-int model_backward(tb_model *m, float loss_scale)
+int tb_model_backward(tb_model *m, float loss_scale)
 {
     if (!m->ctx.training)
-        return TB_FAIL(TB_ERR_INVALID, "model_backward in evaluation mode");
+        return TB_FAIL(TB_ERR_INVALID, "tb_model_backward in evaluation mode");
     if (m->ctx.acts.no_grad)
-        return TB_FAIL(TB_ERR_INVALID, "model_backward under no_grad");
+        return TB_FAIL(TB_ERR_INVALID, "tb_model_backward under no_grad");
     const tb_tensor *d, *dx;
-    TB_TRY(xent_backward(&m->loss, loss_scale / (float)m->loss.n, &d));
-    TB_TRY(layer_backward(m->net, d, &dx));
+    TB_TRY(tb_xent_backward(&m->loss, loss_scale / (float)m->loss.n, &d));
+    TB_TRY(tb_layer_backward(m->net, d, &dx));
     m->ctx.grad_accumulate = 1;
     return TB_OK;
 }
 
-int model_zero_grad(tb_model *m, int set_to_none)
+int tb_model_zero_grad(tb_model *m, int set_to_none)
 {
     if (set_to_none) {
         m->ctx.grad_accumulate = 0;
@@ -452,11 +452,11 @@ int model_zero_grad(tb_model *m, int set_to_none)
     return TB_OK;
 }
 
-void model_train_mode(tb_model *m, int training) { m->ctx.training = training; }
+void tb_model_train_mode(tb_model *m, int training) { m->ctx.training = training; }
 
-int model_set_no_grad(tb_model *m, int on)
+int tb_model_set_no_grad(tb_model *m, int on)
 {
-    return layer_acts_no_grad(m->net, on);
+    return tb_layer_acts_no_grad(m->net, on);
 }
 
 static void print_layer(const tb_layer *l, FILE *f, int depth)
@@ -470,7 +470,7 @@ static void print_layer(const tb_layer *l, FILE *f, int depth)
         print_layer(l->children[i], f, depth + 1);
 }
 
-void model_print(const tb_model *m, FILE *f)
+void tb_model_print(const tb_model *m, FILE *f)
 {
     for (int i = 0; i < m->net->nchildren; i++)
         print_layer(m->net->children[i], f, 0);

@@ -11,7 +11,7 @@
  * one epoch: 81% measured, 88% with the flattened head)
  * A residual block is conv3x3-BN-ReLU-conv3x3-BN plus the identity, then
  * ReLU. Convolutions followed by BN get a bias only when conv_bias is on
- * (the "no conv bias before BN" toggle). model_build() turns a description
+ * (the "no conv bias before BN" toggle). tb_model_build() turns a description
  * into layers, binds each parameter to its slice of the flat buffers (so a
  * fused optimizer makes one pass) and initializes them as PyTorch does
  * (uniform 1/sqrt(fan_in), BN gamma 1 beta 0), from the seed only.
@@ -86,10 +86,10 @@ typedef struct tb_model {
 
 /* Builds a model from spec on be. REQUIRES: spec ends with TB_SPEC_END.
  * Errors: TB_ERR_INVALID (a layer does not fit its input), TB_ERR_NOMEM,
- * TB_ERR_DEVICE_OOM. *out is freed with model_destroy. */
-int model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opts *o,
+ * TB_ERR_DEVICE_OOM. *out is freed with tb_model_destroy. */
+int tb_model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opts *o,
                 tb_model **out);
-void model_destroy(tb_model *m);
+void tb_model_destroy(tb_model *m);
 
 /* The built-in descriptions. */
 extern const tb_layer_spec tb_spec_small_cnn[]; /* 1x28x28 */
@@ -103,33 +103,33 @@ extern const tb_layer_spec tb_spec_transformer[];
  * conv weights KCRS <-> KRSC and the weight columns of a linear layer on an
  * image (c, h, w) <-> (h, w, c). to_nhwc = 1: src in NCHW order, dst in
  * NHWC order; 0: the reverse. REQUIRES: src and dst do not overlap. */
-void model_params_reorder(const tb_model *m, const float *src, float *dst, int to_nhwc);
+void tb_model_params_reorder(const tb_model *m, const float *src, float *dst, int to_nhwc);
 
 /* Forward through the network only: *logits is (N, classes, 1, 1).
  * REQUIRES: with channels_last and more than one input channel, x is NHWC
- * (x->layout; tensor_host_nchw_to_nhwc converts a host batch). */
-int model_forward(tb_model *m, const tb_tensor *x, const tb_tensor **logits);
-/* Forward plus the loss (summed on the device, see xent_read_loss).
+ * (x->layout; tb_tensor_host_nchw_to_nhwc converts a host batch). */
+int tb_model_forward(tb_model *m, const tb_tensor *x, const tb_tensor **logits);
+/* Forward plus the loss (summed on the device, see tb_xent_read_loss).
  * labels: device int32 (N). logits may be NULL. */
-int model_forward_loss(tb_model *m, const tb_tensor *x, const int32_t *labels,
+int tb_model_forward_loss(tb_model *m, const tb_tensor *x, const int32_t *labels,
                        const tb_tensor **logits);
-/* Backward from the last model_forward_loss, with the loss scaled by
+/* Backward from the last tb_model_forward_loss, with the loss scaled by
  * loss_scale (1 / accumulation steps); then later backwards accumulate
- * until the next model_zero_grad. REQUIRES: m->ctx.training. */
-int model_backward(tb_model *m, float loss_scale);
+ * until the next tb_model_zero_grad. REQUIRES: m->ctx.training. */
+int tb_model_backward(tb_model *m, float loss_scale);
 /* Gradients to zero (memset) or "to none": the next backward writes them. */
-int model_zero_grad(tb_model *m, int set_to_none);
+int tb_model_zero_grad(tb_model *m, int set_to_none);
 
 /* Training or evaluation mode (batch statistics, dropout). */
-void model_train_mode(tb_model *m, int training);
+void tb_model_train_mode(tb_model *m, int training);
 /* torch.no_grad(): on = 1 frees every activation kept for backward and runs
- * forwards through two scratch buffers per container depth (model_backward
+ * forwards through two scratch buffers per container depth (tb_model_backward
  * refuses); on = 0 allocates the activations again. Same outputs, bit for
  * bit, either way. */
-int model_set_no_grad(tb_model *m, int on);
+int tb_model_set_no_grad(tb_model *m, int on);
 
 /* Prints one line per layer (name, output shape, parameters) and the total. */
-void model_print(const tb_model *m, FILE *f);
+void tb_model_print(const tb_model *m, FILE *f);
 
 #ifdef __cplusplus
 }

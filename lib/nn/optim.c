@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-double lr_at_step(const tb_lr_schedule *s, int step)
+double tb_lr_at_step(const tb_lr_schedule *s, int step)
 {
     if (s->warmup_steps <= 0 || step >= s->warmup_steps)
         return s->peak_lr;
@@ -18,7 +18,7 @@ static int states_needed(tb_opt_kind kind)
     return kind == TB_OPT_ADAMW || kind == TB_OPT_LAMB ? 2 : 1;
 }
 
-int optim_init(tb_optim *o, tb_model *m, const tb_opt_hparams *hp, const tb_lr_schedule *s,
+int tb_optim_init(tb_optim *o, tb_model *m, const tb_opt_hparams *hp, const tb_lr_schedule *s,
                int fused)
 {
     memset(o, 0, sizeof *o);
@@ -55,11 +55,11 @@ int optim_init(tb_optim *o, tb_model *m, const tb_opt_hparams *hp, const tb_lr_s
     return TB_OK;
 
 out_free:
-    optim_free(o);
+    tb_optim_free(o);
     return rc;
 }
 
-void optim_free(tb_optim *o)
+void tb_optim_free(tb_optim *o)
 {
     if (o->state)
         o->be->dev_free(o->be, o->state);
@@ -67,9 +67,9 @@ void optim_free(tb_optim *o)
     memset(o, 0, sizeof *o);
 }
 
-int optim_step(tb_optim *o)
+int tb_optim_step(tb_optim *o)
 {
     o->hp.step++;
-    o->hp.lr = (float)lr_at_step(&o->sched, o->hp.step);
+    o->hp.lr = (float)tb_lr_at_step(&o->sched, o->hp.step);
     return o->be->opt_step(o->be, &o->hp, o->views, o->count, o->fused);
 }

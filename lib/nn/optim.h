@@ -12,8 +12,8 @@
  * LR schedule: peak = lr, times batch*accum/lr_base_batch when the linear
  * scaling rule is on; a linear warm-up from peak/warmup to peak over the
  * first warmup_steps steps; constant after. Zeroing gradients (memset or
- * set_to_none) and accumulation are the model's (model_zero_grad,
- * model_backward); a step is `accum_steps` micro-batches, see lib/train/train.h.
+ * set_to_none) and accumulation are the model's (tb_model_zero_grad,
+ * tb_model_backward); a step is `accum_steps` micro-batches, see lib/train/train.h.
  *
  * Tests: bazel test //lib/train:train_test
  */
@@ -33,7 +33,7 @@ typedef struct tb_lr_schedule {
 } tb_lr_schedule;
 
 /* lr for 1-based step: linear warm-up, then peak_lr. */
-double lr_at_step(const tb_lr_schedule *s, int step);
+double tb_lr_at_step(const tb_lr_schedule *s, int step);
 
 typedef struct tb_optim {
     tb_backend *be;
@@ -50,13 +50,13 @@ typedef struct tb_optim {
 /* Creates the optimizer state for m (zeroed, as PyTorch starts it).
  * hp->kind: any tb_opt_kind; hp->step is managed here.
  * REQUIRES: m outlives the optimizer. */
-int optim_init(tb_optim *o, tb_model *m, const tb_opt_hparams *hp, const tb_lr_schedule *s,
+int tb_optim_init(tb_optim *o, tb_model *m, const tb_opt_hparams *hp, const tb_lr_schedule *s,
                int fused);
-void optim_free(tb_optim *o);
+void tb_optim_free(tb_optim *o);
 
 /* One update of every parameter from its gradient; advances the step and
  * the learning rate. */
-int optim_step(tb_optim *o);
+int tb_optim_step(tb_optim *o);
 
 #ifdef __cplusplus
 }

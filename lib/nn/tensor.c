@@ -3,36 +3,36 @@
 
 #include <string.h>
 
-int tensor_alloc(tb_backend *be, int n, int c, int h, int w, tb_tensor *t)
+int tb_tensor_alloc(tb_backend *be, int n, int c, int h, int w, tb_tensor *t)
 {
     memset(t, 0, sizeof *t);
     if (n <= 0 || c <= 0 || h <= 0 || w <= 0)
-        return TB_FAIL(TB_ERR_INVALID, "tensor_alloc: bad shape (%d, %d, %d, %d)", n, c, h, w);
+        return TB_FAIL(TB_ERR_INVALID, "tb_tensor_alloc: bad shape (%d, %d, %d, %d)", n, c, h, w);
     void *p = NULL;
     size_t bytes = (size_t)n * c * h * w * sizeof(float);
     int rc = be->dev_alloc(be, &p, bytes);
     if (rc != TB_OK)
         return TB_FAIL(rc, "allocating a (%d, %d, %d, %d) tensor", n, c, h, w);
-    *t = tensor_view(be, p, n, c, h, w);
+    *t = tb_tensor_view(be, p, n, c, h, w);
     t->owned = 1;
     return TB_OK;
 }
 
-void tensor_free(tb_tensor *t)
+void tb_tensor_free(tb_tensor *t)
 {
     if (t->owned && t->be && t->data)
         t->be->dev_free(t->be, t->data);
     memset(t, 0, sizeof *t);
 }
 
-tb_tensor tensor_view(tb_backend *be, float *data, int n, int c, int h, int w)
+tb_tensor tb_tensor_view(tb_backend *be, float *data, int n, int c, int h, int w)
 {
     tb_tensor t = {.be = be, .data = data, .n = n, .c = c, .h = h, .w = w, .cap_n = n,
                    .layout = TB_NCHW, .dtype = TB_F32, .owned = 0};
     return t;
 }
 
-int tensor_set_batch(tb_tensor *t, int n)
+int tb_tensor_set_batch(tb_tensor *t, int n)
 {
     if (n <= 0 || n > t->cap_n)
         return TB_FAIL(TB_ERR_INVALID, "batch %d does not fit a tensor allocated for %d", n,
@@ -41,23 +41,23 @@ int tensor_set_batch(tb_tensor *t, int n)
     return TB_OK;
 }
 
-int tensor_to_host(const tb_tensor *t, float *host)
+int tb_tensor_to_host(const tb_tensor *t, float *host)
 {
     TB_TRY(t->be->sync(t->be));
-    return t->be->copy_d2h(t->be, host, t->data, tensor_numel(t) * sizeof(float), NULL);
+    return t->be->copy_d2h(t->be, host, t->data, tb_tensor_numel(t) * sizeof(float), NULL);
 }
 
-int tensor_from_host(tb_tensor *t, const float *host)
+int tb_tensor_from_host(tb_tensor *t, const float *host)
 {
-    return t->be->copy_h2d(t->be, t->data, host, tensor_numel(t) * sizeof(float), NULL);
+    return t->be->copy_h2d(t->be, t->data, host, tb_tensor_numel(t) * sizeof(float), NULL);
 }
 
-int tensor_zero(tb_tensor *t)
+int tb_tensor_zero(tb_tensor *t)
 {
-    return t->be->memset(t->be, t->data, 0, tensor_numel(t) * sizeof(float), NULL);
+    return t->be->memset(t->be, t->data, 0, tb_tensor_numel(t) * sizeof(float), NULL);
 }
 
-void tensor_host_nchw_to_nhwc(const float *src, float *dst, int n, int c, int h, int w)
+void tb_tensor_host_nchw_to_nhwc(const float *src, float *dst, int n, int c, int h, int w)
 {
     size_t hw = (size_t)h * w;
     for (int b = 0; b < n; b++)

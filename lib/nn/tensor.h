@@ -8,7 +8,7 @@
  * so the backend's allocator counts it (the batch-size sweep's --mem-limit).
  * Every tensor holds fp32 (autocast's low-precision copies are plain
  * buffers, lib/nn/amp.h); layout says whether a (n, c, h, w) tensor is stored
- * NCHW or NHWC (channels last: layers set it, tensor_alloc gives NCHW).
+ * NCHW or NHWC (channels last: layers set it, tb_tensor_alloc gives NCHW).
  * The shape fields are logical either way.
  *
  * Tests: through bazel test //lib/nn:layers_test.
@@ -31,46 +31,46 @@ typedef struct tb_tensor {
     int cap_n;         /* batch the allocation holds */
     tb_layout layout;
     tb_dtype dtype;
-    int owned;         /* 1: tensor_free releases data */
+    int owned;         /* 1: tb_tensor_free releases data */
 } tb_tensor;
 
 /* Elements of the current shape: n * c * h * w. */
-static inline size_t tensor_numel(const tb_tensor *t)
+static inline size_t tb_tensor_numel(const tb_tensor *t)
 {
     return (size_t)t->n * (size_t)t->c * (size_t)t->h * (size_t)t->w;
 }
 
 /* Elements per sample: c * h * w. */
-static inline size_t tensor_sample_numel(const tb_tensor *t)
+static inline size_t tb_tensor_sample_numel(const tb_tensor *t)
 {
     return (size_t)t->c * (size_t)t->h * (size_t)t->w;
 }
 
 /* Allocates an fp32 NCHW tensor of (n, c, h, w) on be; contents undefined.
  * REQUIRES: n, c, h, w > 0. Errors: TB_ERR_INVALID, TB_ERR_DEVICE_OOM. */
-int tensor_alloc(tb_backend *be, int n, int c, int h, int w, tb_tensor *t);
+int tb_tensor_alloc(tb_backend *be, int n, int c, int h, int w, tb_tensor *t);
 
 /* Releases an owned tensor's memory and empties it; a no-op on an empty or
  * borrowed tensor. */
-void tensor_free(tb_tensor *t);
+void tb_tensor_free(tb_tensor *t);
 
 /* A non-owning tensor over existing device memory of be. */
-tb_tensor tensor_view(tb_backend *be, float *data, int n, int c, int h, int w);
+tb_tensor tb_tensor_view(tb_backend *be, float *data, int n, int c, int h, int w);
 
 /* Sets the batch of the current shape. REQUIRES: 0 < n <= t->cap_n. */
-int tensor_set_batch(tb_tensor *t, int n);
+int tb_tensor_set_batch(tb_tensor *t, int n);
 
 /* Copies the current shape's elements to / from host memory (synchronous).
- * REQUIRES: host holds tensor_numel(t) floats. */
-int tensor_to_host(const tb_tensor *t, float *host);
-int tensor_from_host(tb_tensor *t, const float *host);
+ * REQUIRES: host holds tb_tensor_numel(t) floats. */
+int tb_tensor_to_host(const tb_tensor *t, float *host);
+int tb_tensor_from_host(tb_tensor *t, const float *host);
 
 /* dst (n, h, w, c) = src (n, c, h, w), host memory (channels last's input
  * conversion; PyTorch's x.to(memory_format=torch.channels_last)). */
-void tensor_host_nchw_to_nhwc(const float *src, float *dst, int n, int c, int h, int w);
+void tb_tensor_host_nchw_to_nhwc(const float *src, float *dst, int n, int c, int h, int w);
 
 /* Sets every element of the current shape to zero. */
-int tensor_zero(tb_tensor *t);
+int tb_tensor_zero(tb_tensor *t);
 
 #ifdef __cplusplus
 }

@@ -25,7 +25,7 @@
 void sc_fill(sc_ctx *sc, float *x, size_t n, float lo, float hi)
 {
     for (size_t i = 0; i < n; i++) {
-        float v = lo + (hi - lo) * rng_float01(&sc->rng);
+        float v = lo + (hi - lo) * tb_rng_float01(&sc->rng);
         x[i] = v == 0.0f ? hi : v;
     }
 }

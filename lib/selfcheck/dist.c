@@ -42,19 +42,19 @@ static int dp_check_loss(tb_backend *be, const void *arg, double *loss)
     tb_dp *dp = NULL;
     float l = 0;
     int rc;
-    TB_TRY_GOTO(rc, model_build(be, tb_spec_small_cnn, &o, &m), out_free);
-    TB_TRY_GOTO(rc, optim_init(&opt, m, &hp, &sch, 0), out_free);
-    TB_TRY_GOTO(rc, dp_create(m, tb_spec_small_cnn, &o, 2, TB_DP_ONE_THREAD, 0, &dp), out_free);
+    TB_TRY_GOTO(rc, tb_model_build(be, tb_spec_small_cnn, &o, &m), out_free);
+    TB_TRY_GOTO(rc, tb_optim_init(&opt, m, &hp, &sch, 0), out_free);
+    TB_TRY_GOTO(rc, tb_dp_create(m, tb_spec_small_cnn, &o, 2, TB_DP_ONE_THREAD, 0, &dp), out_free);
     for (int step = 0; step < DP_CHECK_STEPS; step++) {
-        TB_TRY_GOTO(rc, model_zero_grad(m, 1), out_free);
-        TB_TRY_GOTO(rc, dp_step(dp, batch->img, batch->lab, DP_CHECK_B, 1.0f, &l), out_free);
-        TB_TRY_GOTO(rc, optim_step(&opt), out_free);
+        TB_TRY_GOTO(rc, tb_model_zero_grad(m, 1), out_free);
+        TB_TRY_GOTO(rc, tb_dp_step(dp, batch->img, batch->lab, DP_CHECK_B, 1.0f, &l), out_free);
+        TB_TRY_GOTO(rc, tb_optim_step(&opt), out_free);
     }
     *loss = l;
 out_free:
-    dp_destroy(dp);
-    optim_free(&opt);
-    model_destroy(m);
+    tb_dp_destroy(dp);
+    tb_optim_free(&opt);
+    tb_model_destroy(m);
     return rc;
 }
 

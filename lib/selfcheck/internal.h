@@ -120,7 +120,7 @@ typedef struct sc_expect {
 
 /* ---- inputs (lib/selfcheck/case.c) ---- */
 /* x[0..n) uniform in [lo, hi], never exactly 0, from the run's stream.
- * Raw draws: rng_next_u64(&sc->rng). */
+ * Raw draws: tb_rng_next_u64(&sc->rng). */
 void sc_fill(sc_ctx *sc, float *x, size_t n, float lo, float hi);
 
 /* ---- buffers, all freed by sc_release; host ones 0xff-filled, device

@@ -246,7 +246,7 @@ static void cast_inputs(sc_ctx *sc, float *x, size_t n)
         0x33000000u, 0x33000001u, 0x38800000u, 0x80000000u,
     };
     for (size_t i = 0; i < n; i++) {
-        uint32_t u = i < sizeof edges / sizeof edges[0] ? edges[i] : (uint32_t)(rng_next_u64(&sc->rng) >> 32);
+        uint32_t u = i < sizeof edges / sizeof edges[0] ? edges[i] : (uint32_t)(tb_rng_next_u64(&sc->rng) >> 32);
         memcpy(&x[i], &u, sizeof u);
     }
 }
@@ -345,7 +345,7 @@ static int xent_labels(sc_ctx *sc, int rows, int classes, int32_t **host, int32_
 {
     TB_TRY(sc_host(sc, (void **)host, (size_t)rows * sizeof **host));
     for (int r = 0; r < rows; r++)
-        (*host)[r] = (int32_t)(rng_next_u64(&sc->rng) % (uint64_t)classes);
+        (*host)[r] = (int32_t)(tb_rng_next_u64(&sc->rng) % (uint64_t)classes);
     return sc_upload(sc, (void **)dev, *host, (size_t)rows * sizeof **host);
 }
 

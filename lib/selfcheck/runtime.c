@@ -41,7 +41,7 @@ int check_mem_roundtrip(sc_ctx *sc)
     SC_CALL(&c, out_free, be->dev_alloc(be, &d1, bytes));
     SC_CALL(&c, out_free, be->dev_alloc(be, &d2, bytes));
     for (size_t i = 0; i < bytes; i++)
-        pageable[i] = (unsigned char)(rng_next_u64(&sc->rng) >> 56);
+        pageable[i] = (unsigned char)(tb_rng_next_u64(&sc->rng) >> 56);
     memset(pinned, 0, bytes);
     SC_CALL(&c, out_free, be->copy_h2d(be, d1, pageable, bytes, NULL));
     SC_CALL(&c, out_free, be->copy_d2d(be, d2, d1, bytes, NULL));
@@ -157,7 +157,7 @@ int check_streams(sc_ctx *sc)
     SC_CALL(&c, out_free, be->event_create(be, &e0));
     SC_CALL(&c, out_free, be->event_create(be, &e1));
     for (size_t i = 0; i < bytes; i++)
-        src[i] = (unsigned char)(rng_next_u64(&sc->rng) >> 56) | 1; /* never 0: the memset below writes 0 */
+        src[i] = (unsigned char)(tb_rng_next_u64(&sc->rng) >> 56) | 1; /* never 0: the memset below writes 0 */
     memset(dst, 0x77, bytes);
     SC_CALL(&c, out_free, be->event_record(be, e0, s));
     SC_CALL(&c, out_free, be->copy_h2d(be, d1, src, bytes, s));
@@ -314,10 +314,10 @@ static int augment_one(sc_ctx *sc, const int shape[4], tb_layout layout)
         tb_augment_norm(1, 0.3f + 0.1f * ch, 0.35f - 0.05f * ch, &d.scale[ch], &d.bias[ch]);
     TB_TRY(sc_host(sc, (void **)&src, total));
     for (size_t i = 0; i < total; i++)
-        src[i] = (uint8_t)(rng_next_u64(&sc->rng) >> 56);
+        src[i] = (uint8_t)(tb_rng_next_u64(&sc->rng) >> 56);
     for (int s = 0; s < n; s++) {
-        params[3 * s] = (int32_t)(rng_next_u64(&sc->rng) % (uint64_t)(2 * d.pad + 1));
-        params[3 * s + 1] = s == 0 ? 0 : (int32_t)(rng_next_u64(&sc->rng) % (uint64_t)(2 * d.pad + 1));
+        params[3 * s] = (int32_t)(tb_rng_next_u64(&sc->rng) % (uint64_t)(2 * d.pad + 1));
+        params[3 * s + 1] = s == 0 ? 0 : (int32_t)(tb_rng_next_u64(&sc->rng) % (uint64_t)(2 * d.pad + 1));
         params[3 * s + 2] = s % 2;
     }
     TB_TRY(sc_upload(sc, (void **)&dsrc, src, total));
@@ -353,7 +353,7 @@ int check_labels_u8_to_i32(sc_ctx *sc)
         TB_TRY(sc_host(sc, (void **)&src, (size_t)n));
         TB_TRY(sc_host(sc, (void **)&want, (size_t)n * sizeof *want));
         for (int i = 0; i < n; i++) {
-            src[i] = (uint8_t)(rng_next_u64(&sc->rng) >> 56);
+            src[i] = (uint8_t)(tb_rng_next_u64(&sc->rng) >> 56);
             want[i] = src[i];
         }
         TB_TRY(sc_upload(sc, (void **)&dsrc, src, (size_t)n));

@@ -25,7 +25,7 @@
 static int run_loss(tb_backend *be, void (*tweak)(tb_config *), int evaluate, double *loss)
 {
     tb_config c;
-    config_defaults(&c);
+    tb_config_defaults(&c);
     c.dataset = TB_DATA_SYNTHETIC;
     c.data_limit = 256;
     c.test_limit = 64;

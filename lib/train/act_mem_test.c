@@ -32,7 +32,7 @@ typedef struct data_pair {
 
 static void base_config(tb_config *c, const data_pair *d)
 {
-    config_defaults(c);
+    tb_config_defaults(c);
     c->device = "cpu";
     c->dataset = TB_DATA_SYNTHETIC;
     c->model = d->model;
@@ -43,8 +43,8 @@ static void base_config(tb_config *c, const data_pair *d)
 
 static int make(tb_config *c, tb_backend *be, const data_pair *d, tb_trainer **t)
 {
-    TB_TRY(config_validate(c));
-    return trainer_create_with_data(c, be, d->train, d->test, t);
+    TB_TRY(tb_config_validate(c));
+    return tb_trainer_create_with_data(c, be, d->train, d->test, t);
 }
 
 /* Host copy of n floats of device memory (the CPU backend's is host memory). */
@@ -62,13 +62,13 @@ static float *host_copy(tb_backend *be, const float *dev, size_t n)
 static float *eval_logits(tb_trainer *t, int no_grad)
 {
     const tb_tensor *y;
-    model_train_mode(t->model, 0);
-    if (model_set_no_grad(t->model, no_grad) != TB_OK ||
-        model_forward(t->model, &t->x, &y) != TB_OK)
+    tb_model_train_mode(t->model, 0);
+    if (tb_model_set_no_grad(t->model, no_grad) != TB_OK ||
+        tb_model_forward(t->model, &t->x, &y) != TB_OK)
         return NULL;
-    float *h = host_copy(t->be, y->data, tensor_numel(y));
-    model_set_no_grad(t->model, 0);
-    model_train_mode(t->model, 1);
+    float *h = host_copy(t->be, y->data, tb_tensor_numel(y));
+    tb_model_set_no_grad(t->model, 0);
+    tb_model_train_mode(t->model, 1);
     return h;
 }
 
@@ -81,15 +81,15 @@ static void test_no_grad(tb_backend *be, const data_pair *d, const char *name)
     tb_eval_stats ev0, ev1, ev2;
     char what[160];
     if (make(&c, be, d, &a) != TB_OK || make(&c, be, d, &b) != TB_OK ||
-        train_epoch(a, 0, &es) != TB_OK || train_epoch(b, 0, &es) != TB_OK ||
-        trainer_evaluate(a, &ev0) != TB_OK) {
+        tb_train_epoch(a, 0, &es) != TB_OK || tb_train_epoch(b, 0, &es) != TB_OK ||
+        tb_trainer_evaluate(a, &ev0) != TB_OK) {
         CHECK_WHAT(0, tb_error_message());
         return;
     }
     a->cfg.eval_no_grad = 1;
-    int rc = trainer_evaluate(a, &ev1);
+    int rc = tb_trainer_evaluate(a, &ev1);
     a->cfg.eval_no_grad = 0;
-    rc = rc == TB_OK ? trainer_evaluate(b, &ev2) : rc;
+    rc = rc == TB_OK ? tb_trainer_evaluate(b, &ev2) : rc;
     snprintf(what, sizeof what, "%s no_grad eval: accuracy and loss bitwise equal", name);
     CHECK_WHAT(rc == TB_OK && ev0.accuracy == ev1.accuracy && ev0.mean_loss == ev1.mean_loss &&
               ev0.correct == ev1.correct && ev2.mean_loss == ev0.mean_loss, what);
@@ -107,16 +107,16 @@ static void test_no_grad(tb_backend *be, const data_pair *d, const char *name)
     free(l1);
 
     /* training goes on on the re-allocated activations, unchanged */
-    rc = train_epoch(a, 1, &es);
-    rc = rc == TB_OK ? train_epoch(b, 1, &es) : rc;
+    rc = tb_train_epoch(a, 1, &es);
+    rc = rc == TB_OK ? tb_train_epoch(b, 1, &es) : rc;
     float *wa = rc == TB_OK ? host_copy(be, a->model->flat_w, a->model->numel) : NULL;
     float *wb = rc == TB_OK ? host_copy(be, b->model->flat_w, b->model->numel) : NULL;
     snprintf(what, sizeof what, "%s training after a no_grad eval: weights bitwise equal", name);
     CHECK_WHAT(wa && wb && !memcmp(wa, wb, a->model->numel * sizeof *wa), what);
     free(wa);
     free(wb);
-    trainer_destroy(a);
-    trainer_destroy(b);
+    tb_trainer_destroy(a);
+    tb_trainer_destroy(b);
     tb_error_clear();
 }
 
@@ -142,16 +142,16 @@ static int ckpt_train(tb_backend *be, const data_pair *d, int batch, int ckpt, i
     TB_TRY(be->mem_reset_peak(be));
     TB_TRY(make(&c, be, d, &t));
     int rc = be->mem_stats(be, &r->in_use, NULL);
-    rc = rc == TB_OK ? train_epoch(t, 0, &es) : rc;
+    rc = rc == TB_OK ? tb_train_epoch(t, 0, &es) : rc;
     rc = rc == TB_OK ? be->mem_stats(be, NULL, &r->peak) : rc;
     if (rc == TB_OK && eval)
-        rc = trainer_evaluate(t, &r->ev);
+        rc = tb_trainer_evaluate(t, &r->ev);
     r->in_use -= base;
     r->peak -= base;
     r->numel = t->model->numel;
     r->w = host_copy(be, t->model->flat_w, r->numel);
     r->g = host_copy(be, t->model->flat_g, r->numel);
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
     return rc != TB_OK ? rc : r->w && r->g ? TB_OK : TB_FAIL(TB_ERR_NOMEM, "host copies");
 }
 
@@ -200,10 +200,10 @@ static int make_data(int model, int batch, int c, int hw, int n_train, data_pair
     tb_synthetic_cfg sc = {.n = n_train, .c = c, .h = hw, .w = hw, .num_classes = 10,
                            .seed = 1, .noise = -1, .split = TB_SPLIT_TRAIN};
     d->model = model;
-    TB_TRY(dataset_synthetic_create(&sc, &d->train));
+    TB_TRY(tb_dataset_synthetic_create(&sc, &d->train));
     sc.n = 2 * batch;
     sc.split = TB_SPLIT_TEST;
-    return dataset_synthetic_create(&sc, &d->test);
+    return tb_dataset_synthetic_create(&sc, &d->test);
 }
 
 int main(void)
@@ -223,8 +223,8 @@ int main(void)
     report_batch256(be, &big);
     data_pair *all[] = {&small, &wide, &big};
     for (int i = 0; i < 3; i++) {
-        dataset_free(all[i]->train);
-        dataset_free(all[i]->test);
+        tb_dataset_free(all[i]->train);
+        tb_dataset_free(all[i]->test);
     }
     tb_backend_close(be);
     return tb_test_exit(TB_OK);

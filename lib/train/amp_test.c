@@ -10,7 +10,7 @@
  *   --amp=fp16 on the CPU: trainer creation fails with TB_ERR_UNSUPPORTED
  *   naming fp16 (oneDNN 2.6 has no CPU fp16 training), exit code 2.
  *   The loss scaler's wiring (the CPU has no fp16, so it is driven on bf16
- *   through trainer_enable_loss_scaling): with the default scale 65536 the
+ *   through tb_trainer_enable_loss_scaling): with the default scale 65536 the
  *   loss after 10 steps equals the unscaled run's within 1e-6 (scaling by a
  *   power of two is exact until something overflows), no step skipped; a
  *   step with scale = Inf makes the gradients Inf/NaN: it is skipped
@@ -38,7 +38,7 @@ static double rel_diff(double a, double b) { return fabs(a - b) / fmax(fabs(b), 
 
 static void base_config(tb_config *c)
 {
-    config_defaults(c);
+    tb_config_defaults(c);
     c->device = "cpu";
     c->batch_size = 32;
     c->max_steps = STEPS;
@@ -51,21 +51,21 @@ static void base_config(tb_config *c)
 /* One epoch (max_steps of it); *loss is the last step's. */
 static int run(tb_backend *be, tb_config *c, int scaling, float *loss)
 {
-    TB_TRY(config_validate(c));
+    TB_TRY(tb_config_validate(c));
     tb_trainer *t;
-    TB_TRY(trainer_create(c, be, &t));
+    TB_TRY(tb_trainer_create(c, be, &t));
     int rc;
     if (scaling)
-        TB_TRY_GOTO(rc, trainer_enable_loss_scaling(t), out_destroy);
+        TB_TRY_GOTO(rc, tb_trainer_enable_loss_scaling(t), out_destroy);
     tb_epoch_stats es;
-    TB_TRY_GOTO(rc, train_epoch(t, 0, &es), out_destroy);
+    TB_TRY_GOTO(rc, tb_train_epoch(t, 0, &es), out_destroy);
     *loss = es.last_loss;
     if (scaling && t->scaler.skipped_steps != 0)
         rc = TB_FAIL(TB_ERR_INTERNAL, "%ld steps skipped at scale %g", t->scaler.skipped_steps,
                      (double)t->scaler.scale);
 
 out_destroy:
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
     return rc;
 }
 
@@ -90,10 +90,10 @@ static int check_fp16_refused(tb_backend *be)
     tb_config c;
     base_config(&c);
     c.amp_dtype = TB_AMP_FP16;
-    TB_TRY(config_validate(&c));
+    TB_TRY(tb_config_validate(&c));
     tb_trainer *t = NULL;
     tb_error_clear();
-    int rc = trainer_create(&c, be, &t);
+    int rc = tb_trainer_create(&c, be, &t);
     char what[200];
     snprintf(what, sizeof what, "fp16 on the CPU refused: %s, exit %d", tb_err_name(rc),
              tb_exit_code(rc));
@@ -102,7 +102,7 @@ static int check_fp16_refused(tb_backend *be)
     printf("    (%s)\n", msg);
     CHECK_WHAT(strstr(msg, "fp16") != NULL, "the reason names fp16");
     tb_error_clear();
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
     return TB_OK;
 }
 
@@ -130,13 +130,13 @@ static int check_scaler_skip(tb_backend *be)
     tb_config c;
     base_config(&c);
     c.amp_dtype = TB_AMP_BF16;
-    TB_TRY(config_validate(&c));
+    TB_TRY(tb_config_validate(&c));
     tb_trainer *t;
-    TB_TRY(trainer_create(&c, be, &t));
+    TB_TRY(tb_trainer_create(&c, be, &t));
     size_t bytes = 0;
     float *before = NULL, *after = NULL, loss;
     int rc;
-    TB_TRY_GOTO(rc, trainer_enable_loss_scaling(t), out_destroy);
+    TB_TRY_GOTO(rc, tb_trainer_enable_loss_scaling(t), out_destroy);
     bytes = t->model->numel * sizeof(float);
     before = malloc(bytes);
     after = malloc(bytes);
@@ -146,16 +146,16 @@ static int check_scaler_skip(tb_backend *be)
     }
     TB_TRY_GOTO(rc, be->copy_d2h(be, before, t->model->flat_w, bytes, NULL), out_destroy);
     t->scaler.scale = INFINITY;
-    TB_TRY_GOTO(rc, trainer_step(t, &loss), out_destroy);
-    TB_TRY_GOTO(rc, trainer_sync(t), out_destroy);
+    TB_TRY_GOTO(rc, tb_trainer_step(t, &loss), out_destroy);
+    TB_TRY_GOTO(rc, tb_trainer_sync(t), out_destroy);
     TB_TRY_GOTO(rc, be->copy_d2h(be, after, t->model->flat_w, bytes, NULL), out_destroy);
     char what[160];
     snprintf(what, sizeof what, "scale Inf: step skipped (%ld skipped), params unchanged",
              t->scaler.skipped_steps);
     CHECK_WHAT(t->scaler.skipped_steps == 1 && !memcmp(before, after, bytes), what);
     t->scaler.scale = 1024.0f;
-    TB_TRY_GOTO(rc, trainer_step(t, &loss), out_destroy);
-    TB_TRY_GOTO(rc, trainer_sync(t), out_destroy);
+    TB_TRY_GOTO(rc, tb_trainer_step(t, &loss), out_destroy);
+    TB_TRY_GOTO(rc, tb_trainer_sync(t), out_destroy);
     TB_TRY_GOTO(rc, be->copy_d2h(be, after, t->model->flat_w, bytes, NULL), out_destroy);
     snprintf(what, sizeof what, "then at scale 1024: stepped (skipped %ld in all), params "
              "changed, loss %.4g", t->scaler.skipped_steps, loss);
@@ -165,7 +165,7 @@ static int check_scaler_skip(tb_backend *be)
 out_destroy:
     free(before);
     free(after);
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
     return rc;
 }
 
@@ -176,7 +176,7 @@ static int check_epoch(tb_backend *be)
     double acc[2];
     for (int i = 0; i < 2; i++) {
         tb_config c;
-        config_defaults(&c);
+        tb_config_defaults(&c);
         c.device = "cpu";
         c.amp_dtype = i ? TB_AMP_BF16 : TB_AMP_OFF;
         tb_epoch_stats es;

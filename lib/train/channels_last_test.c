@@ -5,7 +5,7 @@
  *
  * Model level, 8 random images and labels, the same seed:
  *   the initial parameters of the NHWC model, mapped back to NCHW order
- *   (model_params_reorder), equal the NCHW model's bitwise;
+ *   (tb_model_params_reorder), equal the NCHW model's bitwise;
  *   the loss of one forward within 1e-5 relative;
  *   every layer's forward output (mapped back to NCHW) within 1e-5 of the
  *   NCHW one relative to that tensor's largest magnitude;
@@ -43,7 +43,7 @@
  * cases, 3x16x16 and 3x32x32): 17 had such elements (all within 8.2e-7 of
  * their tensor's largest magnitude); the 79 without agreed within 6.9e-6 in
  * every gradient. No library change: oneDNN's NHWC convolutions, the NHWC
- * batch norm and pooling and model_params_reorder compute the same function.
+ * batch norm and pooling and tb_model_params_reorder compute the same function.
  * So the test counts, over every layer's output, the elements that are
  * zero in exactly one layout. None: the gradients must agree within 1e-5.
  * Some: each must be a rounding-level value (the non-zero side within 1e-5
@@ -83,8 +83,8 @@ typedef struct side {
 
 static void side_free(tb_backend *be, side *s)
 {
-    model_destroy(s->m);
-    tensor_free(&s->x);
+    tb_model_destroy(s->m);
+    tb_tensor_free(&s->x);
     if (s->labels)
         be->dev_free(be, s->labels);
     free(s->w);
@@ -103,7 +103,7 @@ static int params_to_host(const tb_model *m, const float *dev, float **out)
     }
     int rc = m->ctx.be->copy_d2h(m->ctx.be, raw, dev, bytes, NULL);
     if (rc == TB_OK)
-        model_params_reorder(m, raw, *out, 0);
+        tb_model_params_reorder(m, raw, *out, 0);
     if (m->ctx.layout == TB_NCHW)
         memcpy(*out, raw, bytes);
     free(raw);
@@ -115,24 +115,24 @@ static int run_side(tb_backend *be, const tb_layer_spec *spec, const tb_model_op
                     const float *images, const int32_t *labels, side *s)
 {
     tb_shape in = o->in;
-    size_t numel = (size_t)BATCH * shape_numel(in);
-    TB_TRY(model_build(be, spec, o, &s->m));
-    TB_TRY(tensor_alloc(be, BATCH, in.c, in.h, in.w, &s->x));
+    size_t numel = (size_t)BATCH * tb_shape_numel(in);
+    TB_TRY(tb_model_build(be, spec, o, &s->m));
+    TB_TRY(tb_tensor_alloc(be, BATCH, in.c, in.h, in.w, &s->x));
     float *nhwc = malloc(numel * sizeof(float));
     if (!nhwc)
         return TB_FAIL(TB_ERR_NOMEM, "nhwc batch");
-    tensor_host_nchw_to_nhwc(images, nhwc, BATCH, in.c, in.h, in.w);
+    tb_tensor_host_nchw_to_nhwc(images, nhwc, BATCH, in.c, in.h, in.w);
     s->x.layout = o->channels_last ? TB_NHWC : TB_NCHW;
-    int rc = tensor_from_host(&s->x, o->channels_last ? nhwc : images);
+    int rc = tb_tensor_from_host(&s->x, o->channels_last ? nhwc : images);
     free(nhwc);
     TB_TRY(rc);
     TB_TRY(be->dev_alloc(be, (void **)&s->labels, BATCH * sizeof(int32_t)));
     TB_TRY(be->copy_h2d(be, s->labels, labels, BATCH * sizeof(int32_t), NULL));
     TB_TRY(params_to_host(s->m, s->m->flat_w, &s->w));
-    TB_TRY(model_zero_grad(s->m, 1));
-    TB_TRY(model_forward_loss(s->m, &s->x, s->labels, NULL));
-    TB_TRY(xent_read_loss(&s->m->loss, &s->loss));
-    TB_TRY(model_backward(s->m, 1.0f));
+    TB_TRY(tb_model_zero_grad(s->m, 1));
+    TB_TRY(tb_model_forward_loss(s->m, &s->x, s->labels, NULL));
+    TB_TRY(tb_xent_read_loss(&s->m->loss, &s->loss));
+    TB_TRY(tb_model_backward(s->m, 1.0f));
     return params_to_host(s->m, s->m->flat_g, &s->g);
 }
 
@@ -176,14 +176,14 @@ static void outputs_collect(const tb_layer *l, output_list *o)
 /* Host copy of t's current shape in NCHW order. */
 static int tensor_host_nchw(const tb_tensor *t, float **out)
 {
-    size_t n = tensor_numel(t);
+    size_t n = tb_tensor_numel(t);
     float *raw = malloc(n * sizeof(float));
     *out = malloc(n * sizeof(float));
     if (!raw || !*out) {
         free(raw);
         return TB_FAIL(TB_ERR_NOMEM, "host copy of %zu floats", n);
     }
-    int rc = tensor_to_host(t, raw);
+    int rc = tb_tensor_to_host(t, raw);
     if (t->layout != TB_NHWC) {
         memcpy(*out, raw, n * sizeof(float));
         free(raw);
@@ -248,10 +248,10 @@ static int compare_outputs(const tb_model *a, const tb_model *b, fwd_diff *r)
         int rc = tensor_host_nchw(oa.t[i], &ha);
         if (rc == TB_OK)
             rc = tensor_host_nchw(ob.t[i], &hb);
-        if (rc == TB_OK && tensor_numel(oa.t[i]) != tensor_numel(ob.t[i]))
+        if (rc == TB_OK && tb_tensor_numel(oa.t[i]) != tb_tensor_numel(ob.t[i]))
             rc = TB_FAIL(TB_ERR_INTERNAL, "layer %s: output sizes differ", oa.layer[i]->name);
         if (rc == TB_OK)
-            fwd_diff_add(r, oa.layer[i]->name, ha, hb, tensor_numel(oa.t[i]));
+            fwd_diff_add(r, oa.layer[i]->name, ha, hb, tb_tensor_numel(oa.t[i]));
         free(ha);
         free(hb);
         TB_TRY(rc);
@@ -262,7 +262,7 @@ static int compare_outputs(const tb_model *a, const tb_model *b, fwd_diff *r)
 static int check_model(tb_backend *be, const char *name, const tb_layer_spec *spec, tb_shape in,
                        uint32_t image_seed)
 {
-    size_t numel = (size_t)BATCH * shape_numel(in);
+    size_t numel = (size_t)BATCH * tb_shape_numel(in);
     float *images = malloc(numel * sizeof(float));
     int32_t labels[BATCH];
     if (!images)
@@ -322,7 +322,7 @@ static int train_loss(tb_backend *be, tb_config *c, float *loss)
 static int check_training(tb_backend *be, int model, int dataset)
 {
     tb_config c;
-    config_defaults(&c);
+    tb_config_defaults(&c);
     c.device = "cpu";
     c.model = model;
     c.dataset = dataset;

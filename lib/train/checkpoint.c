@@ -18,7 +18,7 @@ static int write_device(tb_backend *be, FILE *f, const float *src, size_t count,
     return TB_OK;
 }
 
-int checkpoint_save(const tb_model *m, const tb_optim *o, int writer_rank, int world_size,
+int tb_checkpoint_save(const tb_model *m, const tb_optim *o, int writer_rank, int world_size,
                     const char *path)
 {
     tb_backend *be = m->ctx.be;

@@ -43,7 +43,7 @@ typedef struct tb_checkpoint_header {
 
 /* Writes m's parameters and o's state to path atomically.
  * REQUIRES: path's directory exists; o was built for m. */
-int checkpoint_save(const tb_model *m, const tb_optim *o, int writer_rank, int world_size,
+int tb_checkpoint_save(const tb_model *m, const tb_optim *o, int writer_rank, int world_size,
                     const char *path);
 
 #ifdef __cplusplus

@@ -14,8 +14,8 @@ static const char *const worker_mode_names[] = {"threads", "processes", NULL};
 const char *const tb_amp_names[] = {"off", "bf16", "fp16", NULL};
 
 /* One row per field of tb_config: its flag, its default as the command line
- * would write it, and its help. config_defaults, config_flags and
- * config_describe all read this table, so a toggle added here is parsed,
+ * would write it, and its help. tb_config_defaults, tb_config_flags and
+ * tb_config_describe all read this table, so a toggle added here is parsed,
  * defaulted and described. A string field with default "" stays NULL. */
 typedef struct config_field {
     tb_flag_kind kind;
@@ -91,7 +91,7 @@ static tb_flag flag_of(tb_config *cfg, const config_field *f)
     return flag;
 }
 
-void config_defaults(tb_config *cfg)
+void tb_config_defaults(tb_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     for (size_t i = 0; i < N_FIELDS; i++) {
@@ -102,7 +102,7 @@ void config_defaults(tb_config *cfg)
     }
 }
 
-const tb_flag *config_flags(tb_config *cfg, size_t *n)
+const tb_flag *tb_config_flags(tb_config *cfg, size_t *n)
 {
     static tb_flag table[N_FIELDS];
     for (size_t i = 0; i < N_FIELDS; i++)
@@ -118,7 +118,7 @@ static int check_min(const char *flag, long long v, long long min)
     return TB_OK;
 }
 
-int config_validate(tb_config *cfg)
+int tb_config_validate(tb_config *cfg)
 {
     TB_TRY(check_min("threads", cfg->threads, 0));
     TB_TRY(check_min("epochs", cfg->epochs, 1));
@@ -159,16 +159,16 @@ int config_validate(tb_config *cfg)
     return TB_OK;
 }
 
-double config_peak_lr(const tb_config *cfg)
+double tb_config_peak_lr(const tb_config *cfg)
 {
     if (cfg->lr_base_batch <= 0)
         return cfg->lr;
     return cfg->lr * (double)cfg->batch_size * cfg->accum_steps / cfg->lr_base_batch;
 }
 
-void config_describe(const tb_config *cfg, char *out, size_t cap)
+void tb_config_describe(const tb_config *cfg, char *out, size_t cap)
 {
-    /* not through config_flags: its static table may be the caller's */
+    /* not through tb_config_flags: its static table may be the caller's */
     tb_config copy = *cfg;
     size_t used = 0;
     out[0] = '\0';

@@ -14,9 +14,9 @@
  * the default.
  *
  * Use:
- *   tb_config cfg;  config_defaults(&cfg);
- *   size_t n;  const tb_flag *flags = config_flags(&cfg, &n);
- *   tb_flags_parse(flags, n, &argc, argv, NULL, &help);  config_validate(&cfg);
+ *   tb_config cfg;  tb_config_defaults(&cfg);
+ *   size_t n;  const tb_flag *flags = tb_config_flags(&cfg, &n);
+ *   tb_flags_parse(flags, n, &argc, argv, NULL, &help);  tb_config_validate(&cfg);
  *
  * Tests: bazel test //lib/train:config_test
  */
@@ -110,31 +110,31 @@ typedef struct tb_config {
 } tb_config;
 
 /* Fills cfg with the defaults described above. */
-void config_defaults(tb_config *cfg);
+void tb_config_defaults(tb_config *cfg);
 
 /* The flag table over cfg's fields (static storage, rebuilt per call; cfg
  * must outlive its use). Every field of tb_config has one entry. */
-const tb_flag *config_flags(tb_config *cfg, size_t *n);
+const tb_flag *tb_config_flags(tb_config *cfg, size_t *n);
 
 /* Checks ranges and combinations; TB_ERR_INVALID naming the flag. Resolves
  * the recipe values (lr, weight_decay < 0) for the chosen optimizer. */
-int config_validate(tb_config *cfg);
+int tb_config_validate(tb_config *cfg);
 
 /* The learning rate after warm-up, with the linear scaling rule applied. */
-double config_peak_lr(const tb_config *cfg);
+double tb_config_peak_lr(const tb_config *cfg);
 
 extern const char *const tb_model_names[];   /* "small_cnn", "wide_cnn", "transformer" */
 extern const char *const tb_dataset_names[]; /* "fashion_mnist", "synthetic" */
 extern const char *const tb_optimizer_names[]; /* "sgd", "adamw", "lars", "lamb", "novograd" */
 extern const char *const tb_amp_names[];       /* "off", "bf16", "fp16" */
 
-/* One line naming every flag of config_flags and its value, in the table's
+/* One line naming every flag of tb_config_flags and its value, in the table's
  * order: "device=auto threads=0 ... cuda-graphs=false", for logs. Cut to
  * cap - 1 characters; TB_CONFIG_DESC_CAP holds any whole line (values of
- * string flags past 255 characters are cut). Leaves config_flags' table
+ * string flags past 255 characters are cut). Leaves tb_config_flags' table
  * alone. REQUIRES: cap > 0. */
 #define TB_CONFIG_DESC_CAP 4096
-void config_describe(const tb_config *cfg, char *out, size_t cap);
+void tb_config_describe(const tb_config *cfg, char *out, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 /*
- * config_test.c - the configuration table: config_defaults gives the
+ * config_test.c - the configuration table: tb_config_defaults gives the
  * defaults config.h documents, every flag parses into its field, and
- * config_describe names every flag of the table with its value.
+ * tb_config_describe names every flag of the table with its value.
  *
  *   bazel test //lib/train:config_test
  */
@@ -14,7 +14,7 @@
 static void check_defaults(void)
 {
     tb_config c;
-    config_defaults(&c);
+    tb_config_defaults(&c);
     CHECK(strcmp(c.device, "auto") == 0 && c.threads == 0 && c.epochs == 1 && c.seed == 0);
     CHECK(c.dataset == TB_DATA_FASHION_MNIST && c.data_dir == NULL && c.data_limit == 0);
     CHECK(c.batch_size == 256 && c.workers == 0 && c.prefetch_factor == 2 &&
@@ -32,9 +32,9 @@ static void check_defaults(void)
 static void check_flags_parse(void)
 {
     tb_config c;
-    config_defaults(&c);
+    tb_config_defaults(&c);
     size_t n;
-    const tb_flag *flags = config_flags(&c, &n);
+    const tb_flag *flags = tb_config_flags(&c, &n);
     char *argv[] = {"prog", "--tf32", "--batch-size=7", "--seed=9", "--amp=bf16",
                     "--trace=t.json", "--max-time=2.5", "--no-grads-to-none", NULL};
     int argc = 8, help = 0;
@@ -46,15 +46,15 @@ static void check_flags_parse(void)
 static void check_describe(void)
 {
     tb_config c;
-    config_defaults(&c);
+    tb_config_defaults(&c);
     c.tf32 = 1;
     c.amp_dtype = TB_AMP_FP16;
     char line[TB_CONFIG_DESC_CAP];
-    config_describe(&c, line, sizeof line);
+    tb_config_describe(&c, line, sizeof line);
     CHECK(strlen(line) + 1 < sizeof line, "the line fits: %zu characters", strlen(line));
     size_t n;
     tb_config scratch;
-    const tb_flag *flags = config_flags(&scratch, &n);
+    const tb_flag *flags = tb_config_flags(&scratch, &n);
     for (size_t i = 0; i < n; i++) {
         char key[80];
         snprintf(key, sizeof key, "%s%s=", i ? " " : "", flags[i].name);
@@ -65,7 +65,7 @@ static void check_describe(void)
           strstr(line, " checkpointing=false ") && strstr(line, " fused-attention=false ") &&
           strstr(line, " cuda-graphs=false"), "%s", line);
     char small[16];
-    config_describe(&c, small, sizeof small);
+    tb_config_describe(&c, small, sizeof small);
     CHECK(strcmp(small, "device=auto thr") == 0, "cut to the buffer: '%s'", small);
 }
 

@@ -2,8 +2,8 @@
  * device_toggles_test.c - the device-side toggles on the CPU backend.
  * Each of --tensors-on-device, --augment-on-device, --cuda-graphs,
  * --pin-memory and --non-blocking is
- * parsed from a command line through config_flags (so it is in the flag
- * table), passes config_validate, and is refused at trainer creation with
+ * parsed from a command line through tb_config_flags (so it is in the flag
+ * table), passes tb_config_validate, and is refused at trainer creation with
  * TB_ERR_UNSUPPORTED and its reason ("n/a on the CPU backend: ..."), the
  * status bench programs turn into their exit code (tb_exit_code). The CUDA
  * paths (lib/train/train_device.c, lib/backend/cuda/graph.c, kernels/augment.cu,
@@ -47,7 +47,7 @@ static void test_refusal(tb_backend *be, const tb_dataset *train, const tb_datas
                          const refusal *r)
 {
     tb_config c;
-    config_defaults(&c);
+    tb_config_defaults(&c);
     c.device = "cpu";
     c.dataset = TB_DATA_SYNTHETIC;
     c.batch_size = 32;
@@ -56,16 +56,16 @@ static void test_refusal(tb_backend *be, const tb_dataset *train, const tb_datas
     char *argv[] = {prog, flag, NULL};
     int argc = 2, help = 0;
     size_t n;
-    const tb_flag *flags = config_flags(&c, &n);
+    const tb_flag *flags = tb_config_flags(&c, &n);
     char what[160];
     printf("%s\n", r->flag);
     snprintf(what, sizeof what, "%s parses (it is in the config flag table)", r->flag);
     CHECK_WHAT(tb_flags_parse(flags, n, &argc, argv, NULL, &help) == TB_OK, what);
-    CHECK_WHAT(config_validate(&c) == TB_OK, "config_validate accepts it (no \"not implemented\")");
+    CHECK_WHAT(tb_config_validate(&c) == TB_OK, "tb_config_validate accepts it (no \"not implemented\")");
     tb_error_clear();
     tb_trainer *t = NULL;
-    int rc = trainer_create_with_data(&c, be, train, test, &t);
-    snprintf(what, sizeof what, "trainer_create: %s (want TB_ERR_UNSUPPORTED)", tb_err_name(rc));
+    int rc = tb_trainer_create_with_data(&c, be, train, test, &t);
+    snprintf(what, sizeof what, "tb_trainer_create: %s (want TB_ERR_UNSUPPORTED)", tb_err_name(rc));
     CHECK_WHAT(rc == TB_ERR_UNSUPPORTED && t == NULL, what);
     const char *msg = tb_error_message();
     printf("    message: %s\n", msg);
@@ -73,7 +73,7 @@ static void test_refusal(tb_backend *be, const tb_dataset *train, const tb_datas
           "the message names the flag and the reason");
     CHECK_WHAT(tb_exit_code(rc) != 0, "a bench program exits non-zero with it");
     tb_error_clear();
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
 }
 
 /* Both flags off (the defaults): the CPU trainer builds and takes a step,
@@ -81,25 +81,25 @@ static void test_refusal(tb_backend *be, const tb_dataset *train, const tb_datas
 static void test_staging_off(tb_backend *be, const tb_dataset *train, const tb_dataset *test)
 {
     tb_config c;
-    config_defaults(&c);
+    tb_config_defaults(&c);
     printf("--pin-memory / --non-blocking off\n");
     CHECK_WHAT(!c.pin_memory && !c.non_blocking, "both default off (PyTorch's defaults)");
     c.device = "cpu";
     c.dataset = TB_DATA_SYNTHETIC;
     c.batch_size = 32;
-    CHECK_WHAT(config_validate(&c) == TB_OK, "config_validate");
+    CHECK_WHAT(tb_config_validate(&c) == TB_OK, "tb_config_validate");
     tb_trainer *t = NULL;
     float loss = 0;
-    int rc = trainer_create_with_data(&c, be, train, test, &t);
-    CHECK_WHAT(rc == TB_OK && t && !t->staging, "trainer_create: no staging on the CPU");
+    int rc = tb_trainer_create_with_data(&c, be, train, test, &t);
+    CHECK_WHAT(rc == TB_OK && t && !t->staging, "tb_trainer_create: no staging on the CPU");
     if (rc == TB_OK) {
-        rc = trainer_step(t, &loss);
+        rc = tb_trainer_step(t, &loss);
         CHECK_WHAT(rc == TB_OK && isfinite(loss) && loss > 0, "a step trains (finite, positive loss)");
         CHECK_WHAT(t->x_in == &t->x && t->labels_in == t->labels,
               "the model read the trainer's own batch buffers");
     }
     tb_error_clear();
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
 }
 
 /* tb_staging_to_fixed where the staging passes through (the CPU): the
@@ -141,17 +141,17 @@ int main(void)
     tb_synthetic_cfg sc = {.n = 64, .c = 1, .h = 28, .w = 28, .num_classes = 10, .seed = 1,
                            .noise = -1, .split = TB_SPLIT_TRAIN};
     if (tb_backend_open(TB_DEVICE_CPU, 0, 1, &be) != TB_OK ||
-        dataset_synthetic_create(&sc, &train) != TB_OK)
+        tb_dataset_synthetic_create(&sc, &train) != TB_OK)
         return tb_error_print(stderr), 1;
     sc.split = TB_SPLIT_TEST;
-    if (dataset_synthetic_create(&sc, &test) != TB_OK)
+    if (tb_dataset_synthetic_create(&sc, &test) != TB_OK)
         return tb_error_print(stderr), 1;
     for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++)
         test_refusal(be, train, test, &refusals[i]);
     test_staging_off(be, train, test);
     test_staging_to_fixed(be);
-    dataset_free(train);
-    dataset_free(test);
+    tb_dataset_free(train);
+    tb_dataset_free(test);
     tb_backend_close(be);
     return tb_test_exit(TB_OK);
 }

@@ -216,7 +216,7 @@ static int build_batch(const tb_loader *ld, int epoch, int b, unsigned char *bas
         if (cfg->raw_u8)
             memcpy(raw + (size_t)k * ld->chw, ld->ds->images + (size_t)idx * ld->chw, ld->chw);
         else
-            augment_sample(&cfg->augment, ld->ds, cfg->seed, epoch, idx,
+            tb_augment_sample(&cfg->augment, ld->ds, cfg->seed, epoch, idx,
                            img + (size_t)k * ld->chw);
         lab[k] = ld->ds->labels[idx];
         ids[k] = idx;
@@ -480,7 +480,7 @@ static int handles_create(tb_loader *ld)
     return TB_OK;
 }
 
-tb_loader_cfg loader_default_cfg(void)
+tb_loader_cfg tb_loader_default_cfg(void)
 {
     tb_loader_cfg cfg = {
         .batch_size = 64, .shuffle = 1, .drop_last = 0, .seed = 0,
@@ -488,12 +488,12 @@ tb_loader_cfg loader_default_cfg(void)
         .mode = TB_WORKERS_THREADS, .allocator = NULL,
         .test_fail_batch = -1, .test_crash_batch = -1,
     };
-    cfg.augment = augment_eval_defaults();
+    cfg.augment = tb_augment_eval_defaults();
     cfg.augment.normalize = 1;
     return cfg;
 }
 
-int loader_create(const tb_loader_cfg *cfg, const tb_dataset *ds, tb_loader **out)
+int tb_loader_create(const tb_loader_cfg *cfg, const tb_dataset *ds, tb_loader **out)
 {
     *out = NULL;
     TB_TRY(cfg_check(cfg, ds));
@@ -524,15 +524,15 @@ int loader_create(const tb_loader_cfg *cfg, const tb_dataset *ds, tb_loader **ou
     *out = ld;
     return TB_OK;
 out_destroy:
-    loader_destroy(ld);
+    tb_loader_destroy(ld);
     return rc;
 }
 
-int loader_num_batches(const tb_loader *ld) { return ld->nbatches; }
+int tb_loader_num_batches(const tb_loader *ld) { return ld->nbatches; }
 
 /* ---- epochs ---- */
 
-/* Fisher-Yates driven by rng_make(seed, epoch, 0, TB_RNG_SHUFFLE). */
+/* Fisher-Yates driven by tb_rng_make(seed, epoch, 0, TB_RNG_SHUFFLE). */
 static void perm_make(tb_loader *ld, int epoch)
 {
     int n = ld->ds->n;
@@ -540,19 +540,19 @@ static void perm_make(tb_loader *ld, int epoch)
         ld->perm[i] = i;
     if (!ld->cfg.shuffle)
         return;
-    tb_rng r = rng_make(ld->cfg.seed, (uint64_t)epoch, 0, TB_RNG_SHUFFLE);
+    tb_rng r = tb_rng_make(ld->cfg.seed, (uint64_t)epoch, 0, TB_RNG_SHUFFLE);
     for (int i = n - 1; i > 0; i--) {
-        int j = (int)rng_below(&r, (uint32_t)i + 1);
+        int j = (int)tb_rng_below(&r, (uint32_t)i + 1);
         int32_t t = ld->perm[i];
         ld->perm[i] = ld->perm[j];
         ld->perm[j] = t;
     }
 }
 
-int loader_epoch_begin(tb_loader *ld, int epoch)
+int tb_loader_epoch_begin(tb_loader *ld, int epoch)
 {
     if (ld->in_epoch)
-        TB_TRY(loader_epoch_end(ld));
+        TB_TRY(tb_loader_epoch_end(ld));
     perm_make(ld, epoch); /* no worker is busy: epoch_end saw to that */
     loader_ctl *c = ld->ctl;
     ctl_lock(c);
@@ -579,11 +579,11 @@ int loader_epoch_begin(tb_loader *ld, int epoch)
     return TB_OK;
 }
 
-int loader_epoch_end(tb_loader *ld)
+int tb_loader_epoch_end(tb_loader *ld)
 {
     if (!ld->in_epoch)
         return TB_OK;
-    loader_release_batch(ld);
+    tb_loader_release_batch(ld);
     ld->in_epoch = 0;
     if (ld->nw == 0)
         return TB_OK;
@@ -594,7 +594,7 @@ int loader_epoch_end(tb_loader *ld)
     return TB_OK;
 }
 
-void loader_release_batch(tb_loader *ld)
+void tb_loader_release_batch(tb_loader *ld)
 {
     if (ld->held < 0)
         return;
@@ -637,7 +637,7 @@ static int wait_for_batch(tb_loader *ld, int b, int *size)
     ctl_unlock(c);
     if (status != TB_OK)
         return TB_FAIL(status, "loader worker %d (%s) failed on batch %d of epoch %d: %s", w,
-                       loader_mode_name(ld->cfg.mode), b, ld->epoch, msg);
+                       tb_loader_mode_name(ld->cfg.mode), b, ld->epoch, msg);
     return TB_OK;
 }
 
@@ -665,14 +665,14 @@ static void batch_copy_out(tb_loader *ld, tb_batch *b)
     memcpy(slot_labels(ld, ld->out), b->labels, lab);
     memcpy(slot_ids(ld, ld->out), b->sample_ids, lab);
     batch_fill(ld, ld->out, b->index, b->size, b);
-    loader_release_batch(ld);
+    tb_loader_release_batch(ld);
 }
 
 static int next_batch(tb_loader *ld, tb_batch *b)
 {
     if (!ld->in_epoch)
-        return TB_FAIL(TB_ERR_INVALID, "loader_next_batch called outside an epoch");
-    loader_release_batch(ld);
+        return TB_FAIL(TB_ERR_INVALID, "tb_loader_next_batch called outside an epoch");
+    tb_loader_release_batch(ld);
     int bi = ld->next, size = 0;
     if (bi >= ld->nbatches)
         return TB_OK;
@@ -702,7 +702,7 @@ static int next_batch(tb_loader *ld, tb_batch *b)
     return TB_OK;
 }
 
-int loader_next_batch(tb_loader *ld, tb_batch *b)
+int tb_loader_next_batch(tb_loader *ld, tb_batch *b)
 {
     int had = ld->next;
     int rc = next_batch(ld, b);
@@ -711,12 +711,12 @@ int loader_next_batch(tb_loader *ld, tb_batch *b)
     return ld->next > had ? 1 : 0;
 }
 
-void loader_destroy(tb_loader *ld)
+void tb_loader_destroy(tb_loader *ld)
 {
     if (!ld)
         return;
     if (ld->ctl) {
-        loader_epoch_end(ld);
+        tb_loader_epoch_end(ld);
         if (ld->started > 0)
             workers_join(ld);
         pthread_mutex_destroy(&ld->ctl->mu);
@@ -739,11 +739,11 @@ void loader_destroy(tb_loader *ld)
     free(ld);
 }
 
-void loader_get_stats(const tb_loader *ld, tb_loader_stats *st) { *st = ld->stats; }
+void tb_loader_get_stats(const tb_loader *ld, tb_loader_stats *st) { *st = ld->stats; }
 
-void loader_reset_stats(tb_loader *ld) { memset(&ld->stats, 0, sizeof ld->stats); }
+void tb_loader_reset_stats(tb_loader *ld) { memset(&ld->stats, 0, sizeof ld->stats); }
 
-const char *loader_mode_name(tb_worker_mode mode)
+const char *tb_loader_mode_name(tb_worker_mode mode)
 {
     return mode == TB_WORKERS_PROCESSES ? "processes" : "threads";
 }

@@ -14,18 +14,18 @@
  * index), so batch i of an epoch has the same bytes whatever the knobs.
  *
  * Use:
- *   tb_loader_cfg cfg = loader_default_cfg();   cfg.batch_size = 256; ...
- *   tb_loader *ld;  TB_TRY(loader_create(&cfg, ds, &ld));
+ *   tb_loader_cfg cfg = tb_loader_default_cfg();   cfg.batch_size = 256; ...
+ *   tb_loader *ld;  TB_TRY(tb_loader_create(&cfg, ds, &ld));
  *   for each epoch e:
- *       TB_TRY(loader_epoch_begin(ld, e));
+ *       TB_TRY(tb_loader_epoch_begin(ld, e));
  *       tb_batch b;  int rc;
- *       while ((rc = loader_next_batch(ld, &b)) == 1) { ... use b ... }
+ *       while ((rc = tb_loader_next_batch(ld, &b)) == 1) { ... use b ... }
  *       if (rc < 0) return -rc;     // a tb_err, the chain says what failed
- *       TB_TRY(loader_epoch_end(ld));
- *   loader_destroy(ld);
+ *       TB_TRY(tb_loader_epoch_end(ld));
+ *   tb_loader_destroy(ld);
  *
  * A worker's failure (or a worker process dying) comes back from
- * loader_next_batch as a status; nothing hangs. Destroying mid-epoch stops
+ * tb_loader_next_batch as a status; nothing hangs. Destroying mid-epoch stops
  * and joins every worker.
  *
  * Tests: bazel test //lib/train:loader_test
@@ -82,7 +82,7 @@ typedef struct tb_loader_cfg {
 
 /* PyTorch's defaults: batch 64, shuffle on, drop_last off, num_workers 0,
  * prefetch_factor 2, persistent off, threads; augmentation off; hooks off. */
-tb_loader_cfg loader_default_cfg(void);
+tb_loader_cfg tb_loader_default_cfg(void);
 
 typedef struct tb_batch {
     int epoch;
@@ -109,38 +109,38 @@ typedef struct tb_loader tb_loader;
  * loader and not change). Persistent workers start here.
  * Errors: TB_ERR_INVALID (bad cfg), TB_ERR_NOMEM, TB_ERR_INTERNAL (a thread
  * or process could not be started). */
-int loader_create(const tb_loader_cfg *cfg, const tb_dataset *ds, tb_loader **out);
+int tb_loader_create(const tb_loader_cfg *cfg, const tb_dataset *ds, tb_loader **out);
 
 /* Batches per epoch: ceil(n / batch_size), or floor with drop_last. */
-int loader_num_batches(const tb_loader *ld);
+int tb_loader_num_batches(const tb_loader *ld);
 
 /* Starts an epoch (ends the current one first if needed): computes the
  * permutation for (seed, epoch) and, for non-persistent workers, starts them. */
-int loader_epoch_begin(tb_loader *ld, int epoch);
+int tb_loader_epoch_begin(tb_loader *ld, int epoch);
 
 /* Returns 1 and fills *b with the next batch in order, 0 at the end of the
  * epoch, or a negative tb_err code (-TB_ERR_...) with the error chain set
  * when a worker failed or died. The batch's buffers stay valid until the
- * next call to next_batch, loader_release_batch or loader_epoch_end. */
-int loader_next_batch(tb_loader *ld, tb_batch *b);
+ * next call to next_batch, tb_loader_release_batch or tb_loader_epoch_end. */
+int tb_loader_next_batch(tb_loader *ld, tb_batch *b);
 
 /* Hands the current batch's slot back to the workers early (e.g. once it is
  * copied to a device). Optional. */
-void loader_release_batch(tb_loader *ld);
+void tb_loader_release_batch(tb_loader *ld);
 
 /* Ends the epoch, even part-way: non-persistent workers are stopped and
  * joined, persistent ones are parked (it waits for a batch being built to
  * finish; a dead worker process is not waited for). Worker errors are
  * reported by next_batch, not here; returns TB_OK. */
-int loader_epoch_end(tb_loader *ld);
+int tb_loader_epoch_end(tb_loader *ld);
 
 /* Stops and joins every worker and frees everything; NULL is a no-op. */
-void loader_destroy(tb_loader *ld);
+void tb_loader_destroy(tb_loader *ld);
 
-void loader_get_stats(const tb_loader *ld, tb_loader_stats *st);
-void loader_reset_stats(tb_loader *ld);
+void tb_loader_get_stats(const tb_loader *ld, tb_loader_stats *st);
+void tb_loader_reset_stats(tb_loader *ld);
 
-const char *loader_mode_name(tb_worker_mode mode); /* "threads" / "processes" */
+const char *tb_loader_mode_name(tb_worker_mode mode); /* "threads" / "processes" */
 
 #ifdef __cplusplus
 }

@@ -40,10 +40,10 @@ static run_out ref;
 
 static tb_loader_cfg base_cfg(void)
 {
-    tb_loader_cfg cfg = loader_default_cfg();
+    tb_loader_cfg cfg = tb_loader_default_cfg();
     cfg.batch_size = BATCH;
     cfg.seed = 1234;
-    cfg.augment = augment_train_defaults(ds);
+    cfg.augment = tb_augment_train_defaults(ds);
     return cfg;
 }
 
@@ -51,16 +51,16 @@ static tb_loader_cfg base_cfg(void)
 static int run(const tb_loader_cfg *cfg, run_out *out)
 {
     tb_loader *ld;
-    int rc = loader_create(cfg, ds, &ld);
+    int rc = tb_loader_create(cfg, ds, &ld);
     if (rc != TB_OK) {
         tb_error_print(stdout);
         return rc;
     }
     for (int e = 0; e < EPOCHS && rc == TB_OK; e++) {
-        rc = loader_epoch_begin(ld, e);
+        rc = tb_loader_epoch_begin(ld, e);
         int nb = 0, at = 0, more;
         tb_batch b;
-        while (rc == TB_OK && (more = loader_next_batch(ld, &b)) == 1) {
+        while (rc == TB_OK && (more = tb_loader_next_batch(ld, &b)) == 1) {
             if (b.index != nb || b.epoch != e || b.c != 1 || b.h != 28 || b.w != 28 ||
                 at + b.size > N_SAMPLES) {
                 printf("  bad batch header: index %d (want %d) epoch %d size %d\n", b.index, nb,
@@ -82,13 +82,13 @@ static int run(const tb_loader_cfg *cfg, run_out *out)
         }
         out->nbatches[e] = nb;
         if (rc == TB_OK)
-            rc = loader_epoch_end(ld);
+            rc = tb_loader_epoch_end(ld);
     }
     tb_loader_stats st;
-    loader_get_stats(ld, &st);
+    tb_loader_get_stats(ld, &st);
     if (rc == TB_OK && (st.batches != out->nbatches[0] + out->nbatches[1] || st.wait_s < 0))
         rc = TB_ERR_INTERNAL;
-    loader_destroy(ld);
+    tb_loader_destroy(ld);
     return rc;
 }
 
@@ -137,7 +137,7 @@ static void test_reference(void)
     CHECK(memcmp(ref.ids[0], ref.ids[1], sizeof ref.ids[0]) != 0, "epochs 0 and 1 same order");
     /* The first sample of batch 0 is sample ids[0][0] augmented for epoch 0. */
     float one[CHW];
-    augment_sample(&cfg.augment, ds, cfg.seed, 0, ref.ids[0][0], one);
+    tb_augment_sample(&cfg.augment, ds, cfg.seed, 0, ref.ids[0][0], one);
     CHECK(memcmp(one, ref.images, sizeof one) == 0, "batch 0 sample 0 is not its augmentation");
 
     printf("shuffle off keeps dataset order; drop_last drops the partial batch\n");
@@ -175,10 +175,10 @@ static void test_matrix(void)
                     run_out_init(&o);
                     int rc = run(&cfg, &o);
                     CHECK(rc == TB_OK, "%s workers=%d prefetch=%d persistent=%d: rc %d",
-                          loader_mode_name(cfg.mode), workers, pf, pers, rc);
+                          tb_loader_mode_name(cfg.mode), workers, pf, pers, rc);
                     CHECK(rc != TB_OK || same_as_ref(&o),
                           "%s workers=%d prefetch=%d persistent=%d: batches differ from 0 workers",
-                          loader_mode_name(cfg.mode), workers, pf, pers);
+                          tb_loader_mode_name(cfg.mode), workers, pf, pers);
                     configs++;
                 }
     printf("  %d configurations x %d epochs identical to num_workers=0\n", configs, EPOCHS);
@@ -220,9 +220,9 @@ static void test_allocator(void)
         run_out_init(&o);
         int rc = run(&cfg, &o);
         CHECK(rc == TB_OK && same_as_ref(&o), "%s workers=%d: rc %d or batches differ",
-              loader_mode_name(modes[k]), workers[k], rc);
+              tb_loader_mode_name(modes[k]), workers[k], rc);
         CHECK(ca.allocs >= 1 && ca.allocs == ca.frees, "%s workers=%d: %d allocs, %d frees",
-              loader_mode_name(modes[k]), workers[k], ca.allocs, ca.frees);
+              tb_loader_mode_name(modes[k]), workers[k], ca.allocs, ca.frees);
     }
     free(o.images);
 }
@@ -238,7 +238,7 @@ static void test_mid_epoch(void)
             cfg.persistent_workers = pers;
             cfg.mode = (tb_worker_mode)mode;
             tb_loader *ld;
-            if (loader_create(&cfg, ds, &ld) != TB_OK) {
+            if (tb_loader_create(&cfg, ds, &ld) != TB_OK) {
                 failures++;
                 tb_error_print(stdout);
                 continue;
@@ -246,20 +246,20 @@ static void test_mid_epoch(void)
             tb_batch b;
             /* Epoch 1 abandoned after 3 batches, then epoch 0 from the start
              * must equal the reference, then destroy mid-way through epoch 1. */
-            int ok = loader_epoch_begin(ld, 1) == TB_OK;
+            int ok = tb_loader_epoch_begin(ld, 1) == TB_OK;
             for (int i = 0; i < 3 && ok; i++)
-                ok = loader_next_batch(ld, &b) == 1;
-            ok = ok && loader_epoch_begin(ld, 0) == TB_OK;
+                ok = tb_loader_next_batch(ld, &b) == 1;
+            ok = ok && tb_loader_epoch_begin(ld, 0) == TB_OK;
             for (int i = 0; i < ref.nbatches[0] && ok; i++) {
-                ok = loader_next_batch(ld, &b) == 1 && b.index == i &&
+                ok = tb_loader_next_batch(ld, &b) == 1 && b.index == i &&
                      memcmp(b.images, ref.images + (size_t)i * BATCH * CHW,
                             (size_t)b.size * CHW * sizeof(float)) == 0;
             }
-            ok = ok && loader_next_batch(ld, &b) == 0;
-            ok = ok && loader_epoch_begin(ld, 1) == TB_OK && loader_next_batch(ld, &b) == 1;
-            CHECK(ok, "%s persistent=%d: restart mid-epoch went wrong", loader_mode_name(cfg.mode),
+            ok = ok && tb_loader_next_batch(ld, &b) == 0;
+            ok = ok && tb_loader_epoch_begin(ld, 1) == TB_OK && tb_loader_next_batch(ld, &b) == 1;
+            CHECK(ok, "%s persistent=%d: restart mid-epoch went wrong", tb_loader_mode_name(cfg.mode),
                   pers);
-            loader_destroy(ld); /* mid-epoch: workers busy or blocked on full slots */
+            tb_loader_destroy(ld); /* mid-epoch: workers busy or blocked on full slots */
         }
 }
 
@@ -269,15 +269,15 @@ static void test_mid_epoch(void)
 static int run_failing_epoch(const tb_loader_cfg *cfg, const tb_dataset *ds, tb_loader **ld,
                              int *got, int *rc)
 {
-    int created = loader_create(cfg, ds, ld) == TB_OK;
-    CHECK(created, "loader_create");
+    int created = tb_loader_create(cfg, ds, ld) == TB_OK;
+    CHECK(created, "tb_loader_create");
     if (!created)
         return 0;
     tb_error_clear();
     tb_batch b;
     *got = 0;
-    *rc = loader_epoch_begin(*ld, 0);
-    while (*rc == TB_OK && (*rc = loader_next_batch(*ld, &b)) == 1) {
+    *rc = tb_loader_epoch_begin(*ld, 0);
+    while (*rc == TB_OK && (*rc = tb_loader_next_batch(*ld, &b)) == 1) {
         (*got)++;
         *rc = TB_OK;
     }
@@ -301,13 +301,13 @@ static void test_errors(void)
         if (!run_failing_epoch(&cfg, ds, &ld, &got, &rc))
             continue;
         CHECK(got == 5 && rc == -TB_ERR_NOMEM, "%s workers=%d persistent=%d: %d batches, rc %d",
-              loader_mode_name(cfg.mode), workers[k], pers[k], got, rc);
+              tb_loader_mode_name(cfg.mode), workers[k], pers[k], got, rc);
         CHECK(strstr(tb_error_message(), "batch 5") && strstr(tb_error_message(), "injected"),
               "message: %s", tb_error_message());
         if (k == 3)
             printf("    %s\n", tb_error_message());
-        CHECK(loader_epoch_end(ld) == TB_OK, "epoch_end after an error");
-        loader_destroy(ld);
+        CHECK(tb_loader_epoch_end(ld) == TB_OK, "epoch_end after an error");
+        tb_loader_destroy(ld);
     }
 
     printf("a worker process that dies gives an error, not a hang\n");
@@ -326,7 +326,7 @@ static void test_errors(void)
               tb_error_message());
         if (p)
             printf("    %s\n", tb_error_message());
-        loader_destroy(ld);
+        tb_loader_destroy(ld);
     }
 }
 
@@ -336,19 +336,19 @@ static void test_invalid(void)
     tb_loader *ld = NULL;
     tb_loader_cfg cfg = base_cfg();
     cfg.batch_size = 0;
-    CHECK(loader_create(&cfg, ds, &ld) == TB_ERR_INVALID && !ld, "batch_size 0 accepted");
+    CHECK(tb_loader_create(&cfg, ds, &ld) == TB_ERR_INVALID && !ld, "batch_size 0 accepted");
     cfg = base_cfg();
     cfg.num_workers = 2;
     cfg.prefetch_factor = 0;
-    CHECK(loader_create(&cfg, ds, &ld) == TB_ERR_INVALID && !ld, "prefetch 0 accepted");
+    CHECK(tb_loader_create(&cfg, ds, &ld) == TB_ERR_INVALID && !ld, "prefetch 0 accepted");
     cfg = base_cfg();
     cfg.augment.pad = 100;
-    CHECK(loader_create(&cfg, ds, &ld) == TB_ERR_INVALID && !ld, "pad 100 accepted");
+    CHECK(tb_loader_create(&cfg, ds, &ld) == TB_ERR_INVALID && !ld, "pad 100 accepted");
     cfg = base_cfg();
-    if (loader_create(&cfg, ds, &ld) == TB_OK) {
+    if (tb_loader_create(&cfg, ds, &ld) == TB_OK) {
         tb_batch b;
-        CHECK(loader_next_batch(ld, &b) == -TB_ERR_INVALID, "next_batch outside an epoch");
-        loader_destroy(ld);
+        CHECK(tb_loader_next_batch(ld, &b) == -TB_ERR_INVALID, "next_batch outside an epoch");
+        tb_loader_destroy(ld);
     }
 }
 
@@ -366,15 +366,15 @@ static void test_raw_u8(void)
         cfg.num_workers = workers[m];
         cfg.mode = modes[m];
         tb_loader *ld;
-        if (loader_create(&cfg, ds, &ld) != TB_OK) {
-            CHECK(0, "loader_create: %s", tb_error_message());
+        if (tb_loader_create(&cfg, ds, &ld) != TB_OK) {
+            CHECK(0, "tb_loader_create: %s", tb_error_message());
             tb_error_clear();
             continue;
         }
         int bad = 0, pos = 0, rc = 0, null_images = 1;
-        if (loader_epoch_begin(ld, 0) == TB_OK) {
+        if (tb_loader_epoch_begin(ld, 0) == TB_OK) {
             tb_batch b;
-            while ((rc = loader_next_batch(ld, &b)) == 1) {
+            while ((rc = tb_loader_next_batch(ld, &b)) == 1) {
                 null_images &= b.images == NULL && b.raw != NULL;
                 for (int k = 0; k < b.size; k++, pos++) {
                     int id = b.sample_ids[k];
@@ -382,19 +382,19 @@ static void test_raw_u8(void)
                     bad += memcmp(b.raw + (size_t)k * CHW, ds->images + (size_t)id * CHW, CHW) != 0;
                 }
             }
-            loader_epoch_end(ld);
+            tb_loader_epoch_end(ld);
         }
         CHECK(rc == 0 && pos == N_SAMPLES && bad == 0 && null_images,
               "raw_u8 workers=%d %s: rc %d, %d samples, %d mismatches", workers[m],
-              loader_mode_name(modes[m]), rc, pos, bad);
-        loader_destroy(ld);
+              tb_loader_mode_name(modes[m]), rc, pos, bad);
+        tb_loader_destroy(ld);
     }
 }
 
 int main(void)
 {
     tb_synthetic_cfg sc = {.n = N_SAMPLES, .c = 1, .h = 28, .w = 28, .seed = 99, .noise = -1};
-    if (dataset_synthetic_create(&sc, &ds) != TB_OK) {
+    if (tb_dataset_synthetic_create(&sc, &ds) != TB_OK) {
         tb_error_print(stdout);
         return 1;
     }
@@ -407,7 +407,7 @@ int main(void)
     test_invalid();
     test_raw_u8();
     free(ref.images);
-    dataset_free(ds);
+    tb_dataset_free(ds);
     printf(failures ? "loader_test: %d FAILED\n" : "loader_test: all passed\n", failures);
     return failures != 0;
 }

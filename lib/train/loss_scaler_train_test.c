@@ -8,7 +8,7 @@
  *
  * Small CNN, Fashion-MNIST (1024 samples), batch 32, SGD momentum 0.9 with
  * weight decay 5e-4 (so the skip has optimizer state to leave alone), seed 5,
- * scaling on through trainer_enable_loss_scaling (fp32 has no --amp that
+ * scaling on through tb_trainer_enable_loss_scaling (fp32 has no --amp that
  * turns it on; --amp=fp16 would, and the CPU has no fp16):
  *   overflow: after one good step (so the momentum buffer is not zeros),
  *     the first linear layer's weights are multiplied by 1e4, which makes
@@ -42,7 +42,7 @@
 
 static void base_config(tb_config *c, int optimizer)
 {
-    config_defaults(c);
+    tb_config_defaults(c);
     c->device = "cpu";
     c->batch_size = 32;
     c->data_limit = 1024;
@@ -118,13 +118,13 @@ static int scale_param(tb_trainer *t, int i, float factor)
 
 static int make_trainer(tb_config *c, tb_backend *be, int scaling, tb_trainer **t)
 {
-    TB_TRY(config_validate(c));
-    TB_TRY(trainer_create(c, be, t));
+    TB_TRY(tb_config_validate(c));
+    TB_TRY(tb_trainer_create(c, be, t));
     if (!scaling)
         return TB_OK;
-    int rc = trainer_enable_loss_scaling(*t);
+    int rc = tb_trainer_enable_loss_scaling(*t);
     if (rc != TB_OK) {
-        trainer_destroy(*t);
+        tb_trainer_destroy(*t);
         *t = NULL;
     }
     return rc;
@@ -133,8 +133,8 @@ static int make_trainer(tb_config *c, tb_backend *be, int scaling, tb_trainer **
 static int step_synced(tb_trainer *t)
 {
     float loss;
-    TB_TRY(trainer_step(t, &loss));
-    return trainer_sync(t);
+    TB_TRY(tb_trainer_step(t, &loss));
+    return tb_trainer_sync(t);
 }
 
 /* Scale 2^127: overflow, skip, back off. */
@@ -181,7 +181,7 @@ static int check_overflow_skip(tb_backend *be)
 out_free:
     snapshot_free(&before);
     snapshot_free(&after);
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
     return rc;
 }
 
@@ -213,7 +213,7 @@ static int check_growth(tb_backend *be)
 out_free:
     snapshot_free(&before);
     snapshot_free(&after);
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
     return rc;
 }
 
@@ -232,7 +232,7 @@ static int run_steps(tb_backend *be, int optimizer, int scaling, snapshot *s, fl
     if (rc == TB_OK && scaling && t->scaler.skipped_steps)
         rc = TB_FAIL(TB_ERR_INTERNAL, "%ld steps skipped at scale %g with nothing overflowing",
                      t->scaler.skipped_steps, (double)t->scaler.scale);
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
     return rc;
 }
 

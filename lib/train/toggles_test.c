@@ -30,7 +30,7 @@ static const tb_dataset *g_train, *g_test;
 
 static void base_config(tb_config *c)
 {
-    config_defaults(c);
+    tb_config_defaults(c);
     c->device = "cpu";
     c->dataset = TB_DATA_SYNTHETIC;
     c->batch_size = 32;
@@ -40,8 +40,8 @@ static void base_config(tb_config *c)
 
 static int make(tb_config *c, tb_backend *be, tb_trainer **t)
 {
-    TB_TRY(config_validate(c));
-    return trainer_create_with_data(c, be, g_train, g_test, t);
+    TB_TRY(tb_config_validate(c));
+    return tb_trainer_create_with_data(c, be, g_train, g_test, t);
 }
 
 /* The k-th leaf layer (depth first), or NULL. */
@@ -74,7 +74,7 @@ static void anomaly_case(tb_backend *be, int leaf, int backward)
     t->model->ctx.anomaly_inject = name;
     t->model->ctx.anomaly_inject_bwd = backward;
     tb_epoch_stats es;
-    int rc = train_epoch(t, 0, &es);
+    int rc = tb_train_epoch(t, 0, &es);
     char want[160];
     snprintf(want, sizeof want, "%s of layer %s ", backward ? "backward" : "forward", name);
     const char *msg = tb_error_message();
@@ -84,7 +84,7 @@ static void anomaly_case(tb_backend *be, int leaf, int backward)
     if (rc != TB_ERR_NUMERIC || !strstr(msg, want))
         printf("    got rc %d: %s\n", rc, msg);
     tb_error_clear();
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
 }
 
 static void test_anomaly(tb_backend *be)
@@ -96,10 +96,10 @@ static void test_anomaly(tb_backend *be)
     tb_epoch_stats es;
     int rc = make(&c, be, &t);
     if (rc == TB_OK)
-        rc = train_epoch(t, 0, &es);
+        rc = tb_train_epoch(t, 0, &es);
     CHECK_WHAT(rc == TB_OK, "detect-anomaly: a clean run passes every check");
     tb_error_clear();
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
     anomaly_case(be, 1, 0);
     anomaly_case(be, 4, 0);
     anomaly_case(be, 4, 1);
@@ -115,13 +115,13 @@ static int run_loss_read(tb_backend *be, int every, double *mean_loss, float **w
     tb_epoch_stats es;
     int rc;
     TB_TRY(make(&c, be, &t));
-    TB_TRY_GOTO(rc, train_epoch(t, 0, &es), out);
+    TB_TRY_GOTO(rc, tb_train_epoch(t, 0, &es), out);
     *mean_loss = es.mean_loss;
     *n = t->model->numel;
     *w = malloc(*n * sizeof(float));
     memcpy(*w, t->model->flat_w, *n * sizeof(float)); /* CPU backend: host memory */
 out:
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
     return rc;
 }
 
@@ -157,11 +157,11 @@ static void test_trace(tb_backend *be)
     tb_epoch_stats es;
     int rc = make(&c, be, &t);
     if (rc == TB_OK)
-        rc = train_epoch(t, 0, &es);
+        rc = tb_train_epoch(t, 0, &es);
     if (rc == TB_OK)
-        rc = trainer_write_trace(t);
+        rc = tb_trainer_write_trace(t);
     CHECK_WHAT(rc == TB_OK, "trace: 4 steps traced and written");
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
     tb_json *root = NULL;
     rc = tb_json_parse_file(path, 0, &root);
     CHECK_WHAT(rc == TB_OK, "trace: valid JSON");
@@ -199,8 +199,8 @@ static int fit(tb_backend *be, int epochs, int val_every, double target, double 
     c.max_time = max_time;
     tb_trainer *t;
     TB_TRY(make(&c, be, &t));
-    int rc = trainer_fit(t, st, NULL, NULL);
-    trainer_destroy(t);
+    int rc = tb_trainer_fit(t, st, NULL, NULL);
+    tb_trainer_destroy(t);
     return rc;
 }
 
@@ -230,11 +230,11 @@ int main(void)
     tb_synthetic_cfg sc = {.n = 256, .c = 1, .h = 28, .w = 28, .num_classes = 10, .seed = 1,
                            .noise = -1, .split = TB_SPLIT_TRAIN};
     if (tb_backend_open(TB_DEVICE_CPU, 0, 2, &be) != TB_OK ||
-        dataset_synthetic_create(&sc, &train) != TB_OK)
+        tb_dataset_synthetic_create(&sc, &train) != TB_OK)
         return tb_error_print(stderr), 1;
     sc.n = 64;
     sc.split = TB_SPLIT_TEST;
-    if (dataset_synthetic_create(&sc, &test) != TB_OK)
+    if (tb_dataset_synthetic_create(&sc, &test) != TB_OK)
         return tb_error_print(stderr), 1;
     g_train = train;
     g_test = test;
@@ -242,8 +242,8 @@ int main(void)
     test_loss_read(be);
     test_trace(be);
     test_fit(be);
-    dataset_free(train);
-    dataset_free(test);
+    tb_dataset_free(train);
+    tb_dataset_free(test);
     tb_backend_close(be);
     return tb_test_exit(TB_OK);
 }

@@ -20,7 +20,7 @@ static double mono_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int trace_init(tb_trace *tr, tb_backend *be)
+int tb_trace_init(tb_trace *tr, tb_backend *be)
 {
     memset(tr, 0, sizeof *tr);
     tr->be = be;
@@ -28,19 +28,19 @@ int trace_init(tb_trace *tr, tb_backend *be)
     return TB_OK;
 }
 
-void trace_free(tb_trace *tr)
+void tb_trace_free(tb_trace *tr)
 {
     free(tr->ev);
     memset(tr, 0, sizeof *tr);
 }
 
-void trace_begin(tb_trace *tr, tb_phase p)
+void tb_trace_begin(tb_trace *tr, tb_phase p)
 {
     tb_nvtx_push(tb_phase_names[p]);
     tr->open_at[p] = mono_seconds();
 }
 
-int trace_end(tb_trace *tr, tb_phase p)
+int tb_trace_end(tb_trace *tr, tb_phase p)
 {
     if (tr->be)
         TB_TRY(tr->be->sync(tr->be));
@@ -57,7 +57,7 @@ int trace_end(tb_trace *tr, tb_phase p)
     return TB_OK;
 }
 
-int trace_write(const tb_trace *tr, const char *path)
+int tb_trace_write(const tb_trace *tr, const char *path)
 {
     tb_atomic_file af;
     TB_TRY(tb_atomic_open(&af, path));

@@ -5,21 +5,21 @@
  * chrome://tracing open, plus NVTX ranges on CUDA builds for Nsight.
  *
  * Every phase is a complete event ("ph": "X") with "ts" and "dur" in
- * microseconds since trace_init, "pid" 1, "tid" 1, and "args": {"step": N}.
+ * microseconds since tb_trace_init, "pid" 1, "tid" 1, and "args": {"step": N}.
  * Timestamps are host CLOCK_MONOTONIC; on a device with asynchronous
- * launches trace_end synchronizes the device first, so a phase's duration
+ * launches tb_trace_end synchronizes the device first, so a phase's duration
  * includes its device work (that sync is part of what tracing costs: the
  * "profiler off" technique measures it). The file is written once, at the
  * end, atomically (lib/core/atomic_file.h).
  *
- * NVTX: trace_begin pushes a range named after the phase and trace_end pops
+ * NVTX: tb_trace_begin pushes a range named after the phase and tb_trace_end pops
  * it (lib/train/trace_nvtx.c, header-only nvtx3 from the CUDA toolkit; without
  * CUDA lib/train/trace_nvtx_absent.c does nothing).
  *
  * Use:
- *   tb_trace tr;  TB_TRY(trace_init(&tr, be));
- *   trace_begin(&tr, TB_PHASE_FORWARD); ...; TB_TRY(trace_end(&tr, TB_PHASE_FORWARD));
- *   TB_TRY(trace_write(&tr, path));  trace_free(&tr);
+ *   tb_trace tr;  TB_TRY(tb_trace_init(&tr, be));
+ *   tb_trace_begin(&tr, TB_PHASE_FORWARD); ...; TB_TRY(tb_trace_end(&tr, TB_PHASE_FORWARD));
+ *   TB_TRY(tb_trace_write(&tr, path));  tb_trace_free(&tr);
  *
  * Tests: bazel test //lib:trace_test
  */
@@ -53,23 +53,23 @@ typedef struct tb_trace_event {
 } tb_trace_event;
 
 typedef struct tb_trace {
-    tb_backend *be;           /* borrowed: synchronized at each trace_end */
+    tb_backend *be;           /* borrowed: synchronized at each tb_trace_end */
     tb_trace_event *ev;
     size_t n, cap;
-    double t0;                /* CLOCK_MONOTONIC seconds at trace_init */
+    double t0;                /* CLOCK_MONOTONIC seconds at tb_trace_init */
     double open_at[TB_PHASE_COUNT]; /* start of the open phase, seconds */
     long step;                /* the step events are tagged with (set by the trainer) */
 } tb_trace;
 
 /* be may be NULL (no device synchronization). */
-int trace_init(tb_trace *tr, tb_backend *be);
-void trace_free(tb_trace *tr);
-void trace_begin(tb_trace *tr, tb_phase p);
-/* REQUIRES: trace_begin(tr, p) came first. Errors: the sync's, TB_ERR_NOMEM. */
-int trace_end(tb_trace *tr, tb_phase p);
+int tb_trace_init(tb_trace *tr, tb_backend *be);
+void tb_trace_free(tb_trace *tr);
+void tb_trace_begin(tb_trace *tr, tb_phase p);
+/* REQUIRES: tb_trace_begin(tr, p) came first. Errors: the sync's, TB_ERR_NOMEM. */
+int tb_trace_end(tb_trace *tr, tb_phase p);
 /* Writes {"traceEvents": [...], "displayTimeUnit": "ms"} atomically.
  * Errors: TB_ERR_IO naming the path. */
-int trace_write(const tb_trace *tr, const char *path);
+int tb_trace_write(const tb_trace *tr, const char *path);
 
 /* NVTX ranges (lib/train/trace_nvtx.c on CUDA builds, no-ops otherwise). */
 void tb_nvtx_push(const char *name);

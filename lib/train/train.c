@@ -43,7 +43,7 @@ static int open_synthetic(const tb_config *cfg, tb_split split, tb_dataset **out
         .c = wide ? 3 : 1, .h = wide ? 32 : 28, .w = wide ? 32 : 28,
         .num_classes = 10, .seed = (uint64_t)cfg->seed, .noise = -1, .split = split,
     };
-    return dataset_synthetic_create(&sc, out);
+    return tb_dataset_synthetic_create(&sc, out);
 }
 
 static int open_split(const tb_config *cfg, tb_split split, tb_dataset **out)
@@ -51,7 +51,7 @@ static int open_split(const tb_config *cfg, tb_split split, tb_dataset **out)
     if (cfg->dataset == TB_DATA_SYNTHETIC)
         return open_synthetic(cfg, split, out);
     long long limit = split == TB_SPLIT_TRAIN ? cfg->data_limit : cfg->test_limit;
-    return dataset_open_fashion_mnist(cfg->data_dir, split, (long)limit, out);
+    return tb_dataset_open_fashion_mnist(cfg->data_dir, split, (long)limit, out);
 }
 
 /* ---- building ---- */
@@ -59,7 +59,7 @@ static int open_split(const tb_config *cfg, tb_split split, tb_dataset **out)
 static int make_loader(tb_trainer *t, const tb_dataset *ds, int train, tb_loader **out)
 {
     const tb_config *c = &t->cfg;
-    tb_loader_cfg lc = loader_default_cfg();
+    tb_loader_cfg lc = tb_loader_default_cfg();
     lc.batch_size = c->batch_size;
     lc.shuffle = train;
     lc.drop_last = 0;
@@ -68,9 +68,9 @@ static int make_loader(tb_trainer *t, const tb_dataset *ds, int train, tb_loader
     lc.prefetch_factor = c->prefetch_factor;
     lc.persistent_workers = c->persistent_workers;
     lc.mode = (tb_worker_mode)c->worker_mode;
-    lc.augment = train && c->augment ? augment_train_defaults(ds) : augment_eval_defaults();
+    lc.augment = train && c->augment ? tb_augment_train_defaults(ds) : tb_augment_eval_defaults();
     lc.raw_u8 = train && c->augment_on_device;
-    return loader_create(&lc, ds, out);
+    return tb_loader_create(&lc, ds, out);
 }
 
 /* --amp's autocast dtype (TB_F32: off). */
@@ -79,7 +79,7 @@ static tb_dtype amp_dtype_of(const tb_config *c)
     return c->amp_dtype == TB_AMP_BF16 ? TB_BF16 : c->amp_dtype == TB_AMP_FP16 ? TB_F16 : TB_F32;
 }
 
-const tb_layer_spec *train_model_spec(const tb_config *c)
+const tb_layer_spec *tb_train_model_spec(const tb_config *c)
 {
     return c->model == TB_MODEL_WIDE_CNN      ? tb_spec_wide_cnn
            : c->model == TB_MODEL_TRANSFORMER ? tb_spec_transformer
@@ -95,9 +95,9 @@ static int make_model(tb_trainer *t)
         .conv_bias = c->conv_bias, .dropout = (float)c->dropout, .seed = (uint64_t)c->seed,
         .channels_last = c->channels_last, .amp = amp_dtype_of(c),
     };
-    const tb_layer_spec *spec = train_model_spec(c);
+    const tb_layer_spec *spec = tb_train_model_spec(c);
     mo.checkpointing = c->checkpointing;
-    TB_TRY(model_build(t->be, spec, &mo, &t->model));
+    TB_TRY(tb_model_build(t->be, spec, &mo, &t->model));
     t->model->ctx.gelu = c->fused_gelu ? TB_GELU_FUSED : TB_GELU_UNFUSED;
     t->model->ctx.conv_autotune = c->conv_autotune;
     t->model->ctx.layernorm = c->fused_layernorm ? TB_LN_FUSED : TB_LN_UNFUSED;
@@ -106,11 +106,11 @@ static int make_model(tb_trainer *t)
     return TB_OK;
 }
 
-int trainer_enable_loss_scaling(tb_trainer *t)
+int tb_trainer_enable_loss_scaling(tb_trainer *t)
 {
     if (t->loss_scaling)
         return TB_OK;
-    TB_TRY(loss_scaler_init(&t->scaler, t->be));
+    TB_TRY(tb_loss_scaler_init(&t->scaler, t->be));
     t->loss_scaling = 1;
     return TB_OK;
 }
@@ -120,7 +120,7 @@ static int make_batch_buffers(tb_trainer *t)
 {
     const tb_config *c = &t->cfg;
     const tb_dataset *ds = t->train_ds;
-    TB_TRY(tensor_alloc(t->be, c->batch_size, ds->c, ds->h, ds->w, &t->x));
+    TB_TRY(tb_tensor_alloc(t->be, c->batch_size, ds->c, ds->h, ds->w, &t->x));
     if (c->channels_last)
         t->x.layout = TB_NHWC;
     if (c->channels_last && ds->c > 1) {
@@ -143,8 +143,8 @@ static int make_optim(tb_trainer *t)
         .beta2 = (float)c->beta2, .eps = (float)c->eps, .trust_coef = (float)c->trust_coef,
         .grad_scale = 1.0f,
     };
-    tb_lr_schedule s = {.peak_lr = config_peak_lr(c), .warmup_steps = c->warmup_steps};
-    return optim_init(&t->opt, t->model, &hp, &s, c->fused_optimizer);
+    tb_lr_schedule s = {.peak_lr = tb_config_peak_lr(c), .warmup_steps = c->warmup_steps};
+    return tb_optim_init(&t->opt, t->model, &hp, &s, c->fused_optimizer);
 }
 
 /* Device buffers and state of the trainer's toggles (loss read interval,
@@ -166,7 +166,7 @@ static int make_toggles(tb_trainer *t)
         t->trace = calloc(1, sizeof *t->trace);
         if (!t->trace)
             return TB_FAIL(TB_ERR_NOMEM, "out of host memory for the step trace");
-        TB_TRY(trace_init(t->trace, be));
+        TB_TRY(tb_trace_init(t->trace, be));
     }
     return TB_OK;
 }
@@ -175,18 +175,18 @@ static int trainer_build(tb_trainer *t)
 {
     const tb_config *c = &t->cfg;
     /* --amp=fp16 on the CPU stops here, with the backend's reason */
-    TB_TRY(amp_probe(t->be, amp_dtype_of(c)));
-    TB_TRY(train_device_refuse(c, t->be));
-    TB_TRY(train_staging_init(t));
+    TB_TRY(tb_amp_probe(t->be, amp_dtype_of(c)));
+    TB_TRY(tb_train_device_refuse(c, t->be));
+    TB_TRY(tb_train_staging_init(t));
     TB_TRY(make_loader(t, t->train_ds, 1, &t->train_ld));
     TB_TRY(make_loader(t, t->test_ds, 0, &t->test_ld));
     TB_TRY(make_model(t));
     TB_TRY(make_optim(t));
     TB_TRY(make_toggles(t));
     if (c->amp_dtype == TB_AMP_FP16)
-        TB_TRY(trainer_enable_loss_scaling(t));
+        TB_TRY(tb_trainer_enable_loss_scaling(t));
     TB_TRY(make_batch_buffers(t));
-    return train_device_init(t);
+    return tb_train_device_init(t);
 }
 
 static int check_splits(const tb_dataset *a, const tb_dataset *b)
@@ -197,7 +197,7 @@ static int check_splits(const tb_dataset *a, const tb_dataset *b)
     return TB_OK;
 }
 
-int trainer_create_with_data(const tb_config *cfg, tb_backend *be, const tb_dataset *train,
+int tb_trainer_create_with_data(const tb_config *cfg, tb_backend *be, const tb_dataset *train,
                              const tb_dataset *test, tb_trainer **out)
 {
     *out = NULL;
@@ -217,29 +217,29 @@ int trainer_create_with_data(const tb_config *cfg, tb_backend *be, const tb_data
     return TB_OK;
 
 out_destroy:
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
     return rc;
 }
 
-int trainer_create(const tb_config *cfg, tb_backend *be, tb_trainer **out)
+int tb_trainer_create(const tb_config *cfg, tb_backend *be, tb_trainer **out)
 {
     *out = NULL;
     tb_dataset *train = NULL, *test = NULL;
     int rc;
     TB_TRY_GOTO(rc, open_split(cfg, TB_SPLIT_TRAIN, &train), out_free_data);
     TB_TRY_GOTO(rc, open_split(cfg, TB_SPLIT_TEST, &test), out_free_data);
-    TB_TRY_GOTO(rc, trainer_create_with_data(cfg, be, train, test, out), out_free_data);
+    TB_TRY_GOTO(rc, tb_trainer_create_with_data(cfg, be, train, test, out), out_free_data);
     (*out)->owned_train = train;
     (*out)->owned_test = test;
     return TB_OK;
 
 out_free_data:
-    dataset_free(train);
-    dataset_free(test);
+    tb_dataset_free(train);
+    tb_dataset_free(test);
     return rc;
 }
 
-void trainer_destroy(tb_trainer *t)
+void tb_trainer_destroy(tb_trainer *t)
 {
     if (!t)
         return;
@@ -247,12 +247,12 @@ void trainer_destroy(tb_trainer *t)
      * status is lost here, as dev_free's below: a failing device has
      * failed a step already */
     (void)tb_staging_destroy(t->staging);
-    loader_destroy(t->train_ld);
-    loader_destroy(t->test_ld);
+    tb_loader_destroy(t->train_ld);
+    tb_loader_destroy(t->test_ld);
     if (t->opt.be)
-        optim_free(&t->opt);
-    model_destroy(t->model);
-    tensor_free(&t->x);
+        tb_optim_free(&t->opt);
+    tb_model_destroy(t->model);
+    tb_tensor_free(&t->x);
     if (t->labels)
         t->be->dev_free(t->be, t->labels);
     if (t->loss_acc)
@@ -260,13 +260,13 @@ void trainer_destroy(tb_trainer *t)
     if (t->anomaly_count)
         t->be->dev_free(t->be, t->anomaly_count);
     if (t->trace)
-        trace_free(t->trace);
+        tb_trace_free(t->trace);
     free(t->trace);
-    loss_scaler_free(&t->scaler);
+    tb_loss_scaler_free(&t->scaler);
     free(t->x_nhwc_host);
-    train_device_free(t);
-    dataset_free(t->owned_train);
-    dataset_free(t->owned_test);
+    tb_train_device_free(t);
+    tb_dataset_free(t->owned_train);
+    tb_dataset_free(t->owned_test);
     free(t);
 }
 
@@ -276,25 +276,25 @@ void trainer_destroy(tb_trainer *t)
  * t->labels_in are what the model then reads. */
 static int batch_to_device(tb_trainer *t, const tb_batch *b)
 {
-    TB_TRY(tensor_set_batch(&t->x, b->size));
+    TB_TRY(tb_tensor_set_batch(&t->x, b->size));
     const float *images = b->images;
     if (!b->raw && t->x_nhwc_host) {
-        tensor_host_nchw_to_nhwc(b->images, t->x_nhwc_host, b->size, t->x.c, t->x.h, t->x.w);
+        tb_tensor_host_nchw_to_nhwc(b->images, t->x_nhwc_host, b->size, t->x.c, t->x.h, t->x.w);
         images = t->x_nhwc_host;
     }
-    return train_device_batch(t, b, images);
+    return tb_train_device_batch(t, b, images);
 }
 
 /* --trace phases; no-ops when tracing is off. */
 static void phase_begin(tb_trainer *t, tb_phase p)
 {
     if (t->trace)
-        trace_begin(t->trace, p);
+        tb_trace_begin(t->trace, p);
 }
 
 static int phase_end(tb_trainer *t, tb_phase p)
 {
-    return t->trace ? trace_end(t->trace, p) : TB_OK;
+    return t->trace ? tb_trace_end(t->trace, p) : TB_OK;
 }
 
 /* --detect-anomaly: the loss's per-row values (the layers check themselves). */
@@ -321,23 +321,23 @@ static int micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, int r
     TB_TRY(phase_end(t, TB_PHASE_COPY));
     phase_begin(t, TB_PHASE_FORWARD);
     if (t->cfg.cuda_graphs) /* forward and backward: one replay (lib/train/train_device.c) */
-        TB_TRY(train_graph_fwd_bwd(t, b->size, loss_scale));
+        TB_TRY(tb_train_graph_fwd_bwd(t, b->size, loss_scale));
     else
-        TB_TRY(model_forward_loss(t->model, t->x_in, t->labels_in, NULL));
+        TB_TRY(tb_model_forward_loss(t->model, t->x_in, t->labels_in, NULL));
     if (t->cfg.detect_anomaly)
         TB_TRY(anomaly_check_loss(t));
     TB_TRY(phase_end(t, TB_PHASE_FORWARD));
     phase_begin(t, TB_PHASE_BACKWARD);
     if (!t->cfg.cuda_graphs)
-        TB_TRY(model_backward(t->model, loss_scale));
+        TB_TRY(tb_model_backward(t->model, loss_scale));
     TB_TRY(phase_end(t, TB_PHASE_BACKWARD));
     *loss = 0;
     if (read)
-        return xent_read_loss(&t->model->loss, loss);
+        return tb_xent_read_loss(&t->model->loss, loss);
     return t->be->axpby(t->be, 1.0f, t->model->loss.loss_sum, 1.0f, t->loss_acc, 1);
 }
 
-int train_micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, float *loss)
+int tb_train_micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, float *loss)
 {
     return micro_batch(t, b, loss_scale, 1, loss);
 }
@@ -369,17 +369,17 @@ static float loss_scale_of(const tb_trainer *t)
 static int optimizer_step(tb_trainer *t)
 {
     if (!t->loss_scaling)
-        return optim_step(&t->opt);
+        return tb_optim_step(&t->opt);
     int skip;
     t->opt.hp.grad_scale = t->scaler.scale;
-    TB_TRY(loss_scaler_update(&t->scaler, t->model->flat_g, t->model->numel, &skip));
-    return skip ? TB_OK : optim_step(&t->opt);
+    TB_TRY(tb_loss_scaler_update(&t->scaler, t->model->flat_g, t->model->numel, &skip));
+    return skip ? TB_OK : tb_optim_step(&t->opt);
 }
 
 /* Next batch: 1 got one, 0 end of epoch, else a tb_err. */
 static int next_batch(tb_loader *ld, tb_batch *b, int *got)
 {
-    int rc = loader_next_batch(ld, b);
+    int rc = tb_loader_next_batch(ld, b);
     if (rc < 0)
         return -rc;
     *got = rc;
@@ -397,8 +397,8 @@ static int fetch_train_batch(tb_trainer *t, int roll_over, tb_batch *b, int *got
     if (*got || !roll_over)
         return TB_OK;
     if (t->step_epoch >= 0)
-        TB_TRY(loader_epoch_end(t->train_ld));
-    TB_TRY(loader_epoch_begin(t->train_ld, ++t->step_epoch));
+        TB_TRY(tb_loader_epoch_end(t->train_ld));
+    TB_TRY(tb_loader_epoch_begin(t->train_ld, ++t->step_epoch));
     TB_TRY(next_batch(t->train_ld, b, got));
     if (!*got)
         return TB_FAIL(TB_ERR_DATA, "the training loader has no batches (empty dataset?)");
@@ -425,7 +425,7 @@ static int step(tb_trainer *t, int roll_over, int read, tb_epoch_stats *st, doub
     float step_loss = 0;
     if (t->trace)
         t->trace->step = t->steps;
-    TB_TRY(model_zero_grad(t->model, t->cfg.grads_to_none));
+    TB_TRY(tb_model_zero_grad(t->model, t->cfg.grads_to_none));
     for (*micro = 0; *micro < accum; (*micro)++) {
         tb_batch b;
         int got;
@@ -455,15 +455,15 @@ static int step(tb_trainer *t, int roll_over, int read, tb_epoch_stats *st, doub
     return TB_OK;
 }
 
-int train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st)
+int tb_train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st)
 {
     memset(st, 0, sizeof *st);
     st->epoch = epoch;
-    model_train_mode(t->model, 1);
-    loader_reset_stats(t->train_ld);
+    tb_model_train_mode(t->model, 1);
+    tb_loader_reset_stats(t->train_ld);
     double t0 = now_seconds(), loss_sum = 0;
     int read = t->loss_acc == NULL;
-    TB_TRY(loader_epoch_begin(t->train_ld, epoch));
+    TB_TRY(tb_loader_epoch_begin(t->train_ld, epoch));
     for (;;) {
         int micro;
         TB_TRY(step(t, 0, read, st, &loss_sum, &micro));
@@ -477,29 +477,29 @@ int train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st)
         }
     }
     TB_TRY(loss_flush(t, st, &loss_sum));
-    TB_TRY(loader_epoch_end(t->train_ld));
+    TB_TRY(tb_loader_epoch_end(t->train_ld));
     TB_TRY(t->be->sync(t->be));
     st->seconds = now_seconds() - t0;
     st->mean_loss = st->images ? loss_sum / (double)st->images : 0;
     st->images_per_s = st->seconds > 0 ? (double)st->images / st->seconds : 0;
     tb_loader_stats ls;
-    loader_get_stats(t->train_ld, &ls);
+    tb_loader_get_stats(t->train_ld, &ls);
     st->loader_wait_s = ls.wait_s;
     return TB_OK;
 }
 
-int trainer_step(tb_trainer *t, float *loss)
+int tb_trainer_step(tb_trainer *t, float *loss)
 {
     tb_epoch_stats st = {0};
     double loss_sum = 0;
     int micro;
-    model_train_mode(t->model, 1);
+    tb_model_train_mode(t->model, 1);
     TB_TRY(step(t, 1, 1, &st, &loss_sum, &micro));
     *loss = st.last_loss;
     return TB_OK;
 }
 
-int trainer_sync(tb_trainer *t)
+int tb_trainer_sync(tb_trainer *t)
 {
     return t->be->sync(t->be);
 }
@@ -508,7 +508,7 @@ int trainer_sync(tb_trainer *t)
 
 static int fit_evaluate(tb_trainer *t, tb_fit_stats *st, double t0, tb_eval_stats *ev)
 {
-    TB_TRY(trainer_evaluate(t, ev));
+    TB_TRY(tb_trainer_evaluate(t, ev));
     st->evaluations++;
     st->eval_s += ev->seconds;
     st->last_accuracy = ev->accuracy;
@@ -522,7 +522,7 @@ static int fit_evaluate(tb_trainer *t, tb_fit_stats *st, double t0, tb_eval_stat
     return TB_OK;
 }
 
-int trainer_fit(tb_trainer *t, tb_fit_stats *st, tb_fit_epoch_fn on_epoch, void *user)
+int tb_trainer_fit(tb_trainer *t, tb_fit_stats *st, tb_fit_epoch_fn on_epoch, void *user)
 {
     const tb_config *c = &t->cfg;
     memset(st, 0, sizeof *st);
@@ -534,7 +534,7 @@ int trainer_fit(tb_trainer *t, tb_fit_stats *st, tb_fit_epoch_fn on_epoch, void 
     for (int e = 0; e < c->epochs; e++) {
         tb_epoch_stats es;
         tb_eval_stats ev;
-        TB_TRY(train_epoch(t, e, &es));
+        TB_TRY(tb_train_epoch(t, e, &es));
         st->epochs++;
         st->train_s += es.seconds;
         int last = e + 1 == c->epochs || t->timed_out;
@@ -562,9 +562,9 @@ int trainer_fit(tb_trainer *t, tb_fit_stats *st, tb_fit_epoch_fn on_epoch, void 
     return TB_OK;
 }
 
-int trainer_write_trace(tb_trainer *t)
+int tb_trainer_write_trace(tb_trainer *t)
 {
-    return t->trace ? trace_write(t->trace, t->cfg.trace) : TB_OK;
+    return t->trace ? tb_trace_write(t->trace, t->cfg.trace) : TB_OK;
 }
 
 /* ---- evaluation ---- */
@@ -588,16 +588,16 @@ static int eval_batch(tb_trainer *t, const tb_batch *b, float *host_logits, tb_e
     const tb_tensor *logits;
     float loss;
     TB_TRY(batch_to_device(t, b));
-    TB_TRY(model_forward_loss(t->model, t->x_in, t->labels_in, &logits));
-    TB_TRY(xent_read_loss(&t->model->loss, &loss));
-    TB_TRY(tensor_to_host(logits, host_logits));
+    TB_TRY(tb_model_forward_loss(t->model, t->x_in, t->labels_in, &logits));
+    TB_TRY(tb_xent_read_loss(&t->model->loss, &loss));
+    TB_TRY(tb_tensor_to_host(logits, host_logits));
     st->correct += count_correct(host_logits, b->labels, b->size, t->model->classes);
     st->images += b->size;
     st->mean_loss += (double)loss * b->size;
     return TB_OK;
 }
 
-int trainer_evaluate(tb_trainer *t, tb_eval_stats *st)
+int tb_trainer_evaluate(tb_trainer *t, tb_eval_stats *st)
 {
     memset(st, 0, sizeof *st);
     double t0 = now_seconds();
@@ -606,11 +606,11 @@ int trainer_evaluate(tb_trainer *t, tb_eval_stats *st)
     if (!host_logits)
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory for evaluation logits");
     int rc, got;
-    model_train_mode(t->model, 0);
+    tb_model_train_mode(t->model, 0);
     /* --eval-no-grad: the training activations are freed for the loop */
-    TB_TRY_GOTO(rc, model_set_no_grad(t->model, t->cfg.eval_no_grad), out_free_logits);
+    TB_TRY_GOTO(rc, tb_model_set_no_grad(t->model, t->cfg.eval_no_grad), out_free_logits);
     TB_TRY_GOTO(rc, t->be->mem_reset_peak(t->be), out_free_logits);
-    TB_TRY_GOTO(rc, loader_epoch_begin(t->test_ld, 0), out_free_logits);
+    TB_TRY_GOTO(rc, tb_loader_epoch_begin(t->test_ld, 0), out_free_logits);
     for (;;) {
         tb_batch b;
         TB_TRY_GOTO(rc, next_batch(t->test_ld, &b, &got), out_free_logits);
@@ -618,7 +618,7 @@ int trainer_evaluate(tb_trainer *t, tb_eval_stats *st)
             break;
         TB_TRY_GOTO(rc, eval_batch(t, &b, host_logits, st), out_free_logits);
     }
-    TB_TRY_GOTO(rc, loader_epoch_end(t->test_ld), out_free_logits);
+    TB_TRY_GOTO(rc, tb_loader_epoch_end(t->test_ld), out_free_logits);
     TB_TRY_GOTO(rc, t->be->mem_stats(t->be, NULL, &st->mem_peak), out_free_logits);
     st->accuracy = st->images ? (double)st->correct / (double)st->images : 0;
     st->mean_loss = st->images ? st->mean_loss / (double)st->images : 0;
@@ -626,10 +626,10 @@ int trainer_evaluate(tb_trainer *t, tb_eval_stats *st)
 
 out_free_logits:
     if (t->cfg.eval_no_grad) {
-        int rc2 = model_set_no_grad(t->model, 0);
+        int rc2 = tb_model_set_no_grad(t->model, 0);
         rc = rc != TB_OK ? rc : rc2;
     }
-    model_train_mode(t->model, 1);
+    tb_model_train_mode(t->model, 1);
     free(host_logits);
     return rc;
 }
@@ -637,18 +637,18 @@ out_free_logits:
 int tb_trainer_one_epoch(tb_config *cfg, tb_backend *be, const tb_dataset *train,
                          const tb_dataset *test, tb_epoch_stats *es, tb_eval_stats *ev)
 {
-    TB_TRY(config_validate(cfg));
+    TB_TRY(tb_config_validate(cfg));
     tb_trainer *t;
     if (train)
-        TB_TRY(trainer_create_with_data(cfg, be, train, test, &t));
+        TB_TRY(tb_trainer_create_with_data(cfg, be, train, test, &t));
     else
-        TB_TRY(trainer_create(cfg, be, &t));
+        TB_TRY(tb_trainer_create(cfg, be, &t));
     int rc;
-    TB_TRY_GOTO(rc, train_epoch(t, 0, es), out_destroy);
+    TB_TRY_GOTO(rc, tb_train_epoch(t, 0, es), out_destroy);
     if (ev)
-        TB_TRY_GOTO(rc, trainer_evaluate(t, ev), out_destroy);
+        TB_TRY_GOTO(rc, tb_trainer_evaluate(t, ev), out_destroy);
 
 out_destroy:
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
     return rc;
 }

@@ -10,9 +10,9 @@
  * an epoch may hold fewer micro-batches.
  *
  * Use:
- *   tb_trainer *t;  TB_TRY(trainer_create(&cfg, be, &t));
- *   for e in 0..epochs-1: train_epoch(t, e, &es); trainer_evaluate(t, &ev);
- *   trainer_destroy(t);
+ *   tb_trainer *t;  TB_TRY(tb_trainer_create(&cfg, be, &t));
+ *   for e in 0..epochs-1: tb_train_epoch(t, e, &es); tb_trainer_evaluate(t, &ev);
+ *   tb_trainer_destroy(t);
  *
  * Tests: bazel test //lib/train:train_test
  */
@@ -39,7 +39,7 @@ typedef struct tb_trainer {
     tb_config cfg;            /* validated copy */
     tb_backend *be;           /* borrowed */
     const tb_dataset *train_ds, *test_ds;
-    tb_dataset *owned_train, *owned_test; /* freed by trainer_destroy */
+    tb_dataset *owned_train, *owned_test; /* freed by tb_trainer_destroy */
     tb_loader *train_ld, *test_ld;
     tb_model *model;
     tb_optim opt;
@@ -56,7 +56,7 @@ typedef struct tb_trainer {
     tb_tensor x_staged;       /* (B, C, H, W) view of the staged images */
     long steps;               /* optimizer steps so far, over all epochs */
     int step_epoch;           /* the training loader's epoch under tb_trainer_next_batch
-                                 (trainer_step), -1 before its first batch */
+                                 (tb_trainer_step), -1 before its first batch */
     /* toggles' state: deferred loss reads, anomaly checks, device-side data */
     float *loss_acc;          /* (1) device: loss sums not read yet (--loss-read-every > 1) */
     int loss_unread_steps;    /* steps accumulated in loss_acc since the last read */
@@ -64,7 +64,7 @@ typedef struct tb_trainer {
     float *anomaly_count;     /* (1) device counter of --detect-anomaly's checks */
     tb_trace *trace;          /* --trace: the step timeline; NULL when off */
     double deadline;          /* --max-time: CLOCK_MONOTONIC seconds; 0 = none */
-    int timed_out;            /* train_epoch stopped at the deadline */
+    int timed_out;            /* tb_train_epoch stopped at the deadline */
     /* --channels-last and --amp */
     float *x_nhwc_host;       /* (B, H, W, C) host staging of the NHWC batch; NULL
                                  when not needed (NCHW, or one channel) */
@@ -107,51 +107,51 @@ typedef struct tb_eval_stats {
 
 /* Opens the datasets cfg names (Fashion-MNIST from cfg->data_dir, or
  * synthetic data shaped for cfg->model) and builds everything.
- * REQUIRES: cfg passed config_validate. be is borrowed.
+ * REQUIRES: cfg passed tb_config_validate. be is borrowed.
  * Errors: the datasets' (TB_ERR_IO, TB_ERR_DATA naming the file), the
  * model's, TB_ERR_DEVICE_OOM. */
-int trainer_create(const tb_config *cfg, tb_backend *be, tb_trainer **out);
+int tb_trainer_create(const tb_config *cfg, tb_backend *be, tb_trainer **out);
 
 /* The same over datasets the caller owns (they must outlive the trainer),
  * so tests can build several trainers over one copy of the data. */
-int trainer_create_with_data(const tb_config *cfg, tb_backend *be, const tb_dataset *train,
+int tb_trainer_create_with_data(const tb_config *cfg, tb_backend *be, const tb_dataset *train,
                              const tb_dataset *test, tb_trainer **out);
 
-void trainer_destroy(tb_trainer *t);
+void tb_trainer_destroy(tb_trainer *t);
 
 /* Turns dynamic loss scaling on. --amp=fp16 does at creation, as PyTorch
  * recipes pair fp16 with GradScaler; bf16 and fp32 run without, and tests
  * use this to drive the scaler's wiring on a backend without fp16. */
-int trainer_enable_loss_scaling(tb_trainer *t);
+int tb_trainer_enable_loss_scaling(tb_trainer *t);
 
 /* Copies one batch to the device, forward, loss, backward with the loss
  * scaled by loss_scale. *loss is its mean loss (read from the device). */
-int train_micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, float *loss);
+int tb_train_micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, float *loss);
 
 /* One epoch (or cfg->max_steps steps of it) in training mode. */
-int train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st);
+int tb_train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st);
 
 /* One optimizer step for benchmarks: accum_steps micro-batches pulled from
  * the training loader, which starts its next epoch transparently when it
  * runs out (so a step is always accum_steps full-or-last batches; no epoch
  * statistics). *loss is the step's mean micro-batch loss, read from the
  * device every step whatever --loss-read-every says. The step runs the same
- * phases (and --trace timeline) as a step of train_epoch. Work may still be
- * queued on the device when it returns: trainer_sync waits for it.
- * REQUIRES: not mixed with train_epoch on the same trainer (both drive the
+ * phases (and --trace timeline) as a step of tb_train_epoch. Work may still be
+ * queued on the device when it returns: tb_trainer_sync waits for it.
+ * REQUIRES: not mixed with tb_train_epoch on the same trainer (both drive the
  * training loader's epochs). */
-int trainer_step(tb_trainer *t, float *loss);
+int tb_trainer_step(tb_trainer *t, float *loss);
 
 /* The next training batch for code that runs its own steps (a benchmark
  * that cuts batches, say): the loader's next epoch begins whenever the
- * previous one runs out, as in trainer_step, whose epochs it shares.
- * REQUIRES: not mixed with train_epoch on the same trainer. *b stays valid
+ * previous one runs out, as in tb_trainer_step, whose epochs it shares.
+ * REQUIRES: not mixed with tb_train_epoch on the same trainer. *b stays valid
  * until the next call (the loader's batch memory).
  * Errors: the loader's; TB_ERR_DATA when the training set has no batches. */
 int tb_trainer_next_batch(tb_trainer *t, tb_batch *b);
 
 /* Waits until the device has finished every step queued so far. */
-int trainer_sync(tb_trainer *t);
+int tb_trainer_sync(tb_trainer *t);
 
 /* Training with validation (Lightning's check_val_every_n_epoch, max_time,
  * early stopping at a target): up to cfg->epochs epochs, evaluating after
@@ -173,20 +173,20 @@ typedef struct tb_fit_stats {
 /* on_epoch, when not NULL, sees each epoch's stats and its evaluation
  * (NULL when that epoch was not evaluated). */
 typedef void (*tb_fit_epoch_fn)(const tb_epoch_stats *es, const tb_eval_stats *ev, void *user);
-int trainer_fit(tb_trainer *t, tb_fit_stats *st, tb_fit_epoch_fn on_epoch, void *user);
+int tb_trainer_fit(tb_trainer *t, tb_fit_stats *st, tb_fit_epoch_fn on_epoch, void *user);
 
 /* Writes the --trace timeline collected so far (no-op when off). */
-int trainer_write_trace(tb_trainer *t);
+int tb_trainer_write_trace(tb_trainer *t);
 
 /* The whole test set in evaluation mode. */
-int trainer_evaluate(tb_trainer *t, tb_eval_stats *st);
+int tb_trainer_evaluate(tb_trainer *t, tb_eval_stats *st);
 
 /* For checks and one-off runs that want only the statistics: builds a
  * trainer for cfg, trains epoch 0 (*es), evaluates the test set when ev is
  * not NULL (*ev), and destroys the trainer. cfg is validated here (its
  * recipe values are resolved in place). train and test: datasets the caller
- * owns, or both NULL for those cfg names (as trainer_create).
- * Errors: config_validate's, the trainer's, train_epoch's, trainer_evaluate's. */
+ * owns, or both NULL for those cfg names (as tb_trainer_create).
+ * Errors: tb_config_validate's, the trainer's, tb_train_epoch's, tb_trainer_evaluate's. */
 int tb_trainer_one_epoch(tb_config *cfg, tb_backend *be, const tb_dataset *train,
                          const tb_dataset *test, tb_epoch_stats *es, tb_eval_stats *ev);
 

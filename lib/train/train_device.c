@@ -4,7 +4,7 @@
  * the device: the per-step int32 labels (B), widened from the dataset's
  * uint8 by labels_u8_to_i32; the other per-step buffers the trainer uses
  * were already device-made (the --loss-read-every accumulator is zeroed
- * with be->memset, gradients by model_zero_grad's memset), and the image
+ * with be->memset, gradients by tb_model_zero_grad's memset), and the image
  * batch is data, not a made tensor (--augment-on-device moves its making).
  *
  * --cuda-graphs captures forward + loss + backward, not the optimizer: the
@@ -49,13 +49,13 @@ static int model_drops_out(const tb_config *c)
 {
     if (!(c->dropout > 0))
         return 0;
-    for (const tb_layer_spec *s = train_model_spec(c); s->kind != TB_SPEC_END; s++)
+    for (const tb_layer_spec *s = tb_train_model_spec(c); s->kind != TB_SPEC_END; s++)
         if (s->kind == TB_SPEC_DROPOUT)
             return 1;
     return 0;
 }
 
-int train_device_refuse(const tb_config *c, const tb_backend *be)
+int tb_train_device_refuse(const tb_config *c, const tb_backend *be)
 {
     if (c->tensors_on_device && !be->labels_u8_to_i32)
         return TB_FAIL(TB_ERR_UNSUPPORTED, "--tensors-on-device: n/a on the CPU backend: host "
@@ -73,7 +73,7 @@ int train_device_refuse(const tb_config *c, const tb_backend *be)
     return TB_OK;
 }
 
-int train_staging_init(tb_trainer *t)
+int tb_train_staging_init(tb_trainer *t)
 {
     const tb_config *c = &t->cfg;
     tb_staging_cfg sc = {.pin_memory = c->pin_memory, .non_blocking = c->non_blocking};
@@ -98,7 +98,7 @@ static int alloc_host(void **p, size_t bytes, const char *what)
     return TB_OK;
 }
 
-int train_device_init(tb_trainer *t)
+int tb_train_device_init(tb_trainer *t)
 {
     const tb_config *c = &t->cfg;
     tb_backend *be = t->be;
@@ -123,7 +123,7 @@ int train_device_init(tb_trainer *t)
     return TB_OK;
 }
 
-void train_device_free(tb_trainer *t)
+void tb_train_device_free(tb_trainer *t)
 {
     tb_backend *be = t->be;
     if (t->graph)
@@ -141,7 +141,7 @@ void train_device_free(tb_trainer *t)
 /* The loader's training augmentation, as make_loader would have set it. */
 static tb_augment_cfg train_augment_cfg(const tb_trainer *t)
 {
-    return t->cfg.augment ? augment_train_defaults(t->train_ds) : augment_eval_defaults();
+    return t->cfg.augment ? tb_augment_train_defaults(t->train_ds) : tb_augment_eval_defaults();
 }
 
 /* One batch's host parts on their way to the device. */
@@ -196,7 +196,7 @@ static void add_raw_parts(tb_trainer *t, const tb_batch *b, upload *u)
     const tb_dataset *ds = t->train_ds;
     tb_augment_cfg ac = train_augment_cfg(t);
     for (int k = 0; k < b->size; k++) {
-        tb_augment_params p = augment_params(&ac, (uint64_t)t->cfg.seed, b->epoch,
+        tb_augment_params p = tb_augment_draw(&ac, (uint64_t)t->cfg.seed, b->epoch,
                                              b->sample_ids[k]);
         t->aug_params_host[3 * k] = p.dy;
         t->aug_params_host[3 * k + 1] = p.dx;
@@ -234,19 +234,19 @@ static const tb_tensor *images_in(tb_trainer *t, void *dev)
 {
     if (dev == t->x.data)
         return &t->x;
-    t->x_staged = tensor_view(t->be, dev, t->x.n, t->x.c, t->x.h, t->x.w);
+    t->x_staged = tb_tensor_view(t->be, dev, t->x.n, t->x.c, t->x.h, t->x.w);
     t->x_staged.layout = t->x.layout;
     return &t->x_staged;
 }
 
-int train_device_batch(tb_trainer *t, const tb_batch *b, const float *images)
+int tb_train_device_batch(tb_trainer *t, const tb_batch *b, const float *images)
 {
     tb_backend *be = t->be;
     upload u = {0};
     if (b->raw)
         add_raw_parts(t, b, &u);
     else
-        upload_add(&u, images, tensor_numel(&t->x) * sizeof(float), t->x.data);
+        upload_add(&u, images, tb_tensor_numel(&t->x) * sizeof(float), t->x.data);
     int lab = add_labels_part(t, b, &u);
     TB_TRY(upload_run(t, &u));
     TB_TRY(graph_inputs_fixed(t, b, &u, lab));
@@ -265,8 +265,8 @@ int train_device_batch(tb_trainer *t, const tb_batch *b, const float *images)
 
 static int fwd_bwd_direct(tb_trainer *t, float loss_scale)
 {
-    TB_TRY(model_forward_loss(t->model, &t->x, t->labels, NULL));
-    return model_backward(t->model, loss_scale);
+    TB_TRY(tb_model_forward_loss(t->model, &t->x, t->labels, NULL));
+    return tb_model_backward(t->model, loss_scale);
 }
 
 static int graph_capture(tb_trainer *t, float loss_scale)
@@ -283,7 +283,7 @@ static int graph_capture(tb_trainer *t, float loss_scale)
     return TB_OK;
 }
 
-int train_graph_fwd_bwd(tb_trainer *t, int size, float loss_scale)
+int tb_train_graph_fwd_bwd(tb_trainer *t, int size, float loss_scale)
 {
     if (size != t->cfg.batch_size || (t->graph && loss_scale != t->graph_scale))
         return fwd_bwd_direct(t, loss_scale);

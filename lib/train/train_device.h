@@ -7,7 +7,7 @@
  *                        on the host and copied (4B bytes).
  *   --augment-on-device  the training loader hands out raw uint8 samples
  *                        (loader raw_u8); crop offsets and flips are drawn
- *                        on the host per sample (augment_params, the same
+ *                        on the host per sample (tb_augment_draw, the same
  *                        (seed, epoch, index) RNG) and uploaded, and the
  *                        backend's augment_u8 writes the float batch.
  *   --cuda-graphs        forward + loss + backward of a full-size
@@ -36,19 +36,19 @@
 /* TB_ERR_UNSUPPORTED "--<flag>: n/a on the CPU backend: <why>" when be
  * lacks a flag's slots; TB_ERR_INVALID for combinations a graph cannot
  * replay (--detect-anomaly, --dropout > 0 in a model with a dropout layer). */
-int train_device_refuse(const tb_config *c, const tb_backend *be);
+int tb_train_device_refuse(const tb_config *c, const tb_backend *be);
 
 /* The layers of c->model (lib/nn/model.h's tb_spec_*). */
-const tb_layer_spec *train_model_spec(const tb_config *c);
+const tb_layer_spec *tb_train_model_spec(const tb_config *c);
 
 /* t->staging for a backend with its own device memory; none where device memory is host memory, and then
  * --pin-memory and --non-blocking are TB_ERR_UNSUPPORTED with the reason. */
-int train_staging_init(tb_trainer *t);
+int tb_train_staging_init(tb_trainer *t);
 
 /* Device and host buffers of the flags that are on. REQUIRES: the batch
  * buffers exist (t->x, t->labels). */
-int train_device_init(tb_trainer *t);
-void train_device_free(tb_trainer *t);
+int tb_train_device_init(tb_trainer *t);
+void tb_train_device_free(tb_trainer *t);
 
 /* Batch b to the device; sets t->x_in and t->labels_in to what the model
  * reads. images: b's images in t->x's layout (ignored for a raw batch).
@@ -61,14 +61,14 @@ void train_device_free(tb_trainer *t);
  *                B bytes up and labels_u8_to_i32 into t->labels
  *                (staged int32 labels go on into t->labels with
  *                --cuda-graphs).
- * REQUIRES: tensor_set_batch(&t->x, b->size) done. */
-int train_device_batch(tb_trainer *t, const tb_batch *b, const float *images);
+ * REQUIRES: tb_tensor_set_batch(&t->x, b->size) done. */
+int tb_train_device_batch(tb_trainer *t, const tb_batch *b, const float *images);
 
 /* Forward, loss and backward of the batch already in t->x / t->labels:
  * directly for the 3 warm-up micro-batches, for a partial batch and for a
  * loss scale other than the captured one; otherwise a replay of the graph,
  * captured on the first call after the warm-up. */
-int train_graph_fwd_bwd(tb_trainer *t, int size, float loss_scale);
+int tb_train_graph_fwd_bwd(tb_trainer *t, int size, float loss_scale);
 
 #define TB_GRAPH_WARMUP 3
 

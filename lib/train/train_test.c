@@ -50,7 +50,7 @@ typedef struct run_result {
 
 static void base_config(tb_config *c)
 {
-    config_defaults(c);
+    tb_config_defaults(c);
     c->device = "cpu";
     c->batch_size = 32;
     c->max_steps = STEPS;
@@ -62,12 +62,12 @@ static void base_config(tb_config *c)
 static int train_steps(tb_backend *be, tb_config *cfg, const tb_dataset *train,
                        const tb_dataset *test, run_result *r)
 {
-    TB_TRY(config_validate(cfg));
+    TB_TRY(tb_config_validate(cfg));
     tb_trainer *t;
-    TB_TRY(trainer_create_with_data(cfg, be, train, test, &t));
+    TB_TRY(tb_trainer_create_with_data(cfg, be, train, test, &t));
     tb_epoch_stats es;
     int rc;
-    TB_TRY_GOTO(rc, train_epoch(t, 0, &es), out_destroy);
+    TB_TRY_GOTO(rc, tb_train_epoch(t, 0, &es), out_destroy);
     if (es.steps != STEPS) {
         rc = TB_FAIL(TB_ERR_INTERNAL, "ran %ld steps, wanted %d", es.steps, STEPS);
         goto out_destroy;
@@ -83,7 +83,7 @@ static int train_steps(tb_backend *be, tb_config *cfg, const tb_dataset *train,
                 out_destroy);
 
 out_destroy:
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
     return rc;
 }
 
@@ -223,9 +223,9 @@ static int check_lars(tb_backend *be, const tb_dataset *train, const tb_dataset 
     c.trust_coef = 0.002;   /* not the default, so a default cannot pass for it */
     c.warmup_steps = 10;
     c.max_steps = 0;
-    TB_TRY(config_validate(&c));
+    TB_TRY(tb_config_validate(&c));
     tb_trainer *t;
-    TB_TRY(trainer_create_with_data(&c, be, train, test, &t));
+    TB_TRY(tb_trainer_create_with_data(&c, be, train, test, &t));
     const tb_opt_hparams *hp = &t->opt.hp;
     CHECK_WHAT(hp->kind == TB_OPT_LARS && hp->trust_coef == (float)c.trust_coef &&
               hp->momentum == (float)c.momentum && hp->weight_decay == (float)c.weight_decay &&
@@ -234,22 +234,22 @@ static int check_lars(tb_backend *be, const tb_dataset *train, const tb_dataset 
     tb_epoch_stats es;
     tb_eval_stats ev;
     int rc;
-    TB_TRY_GOTO(rc, train_epoch(t, 0, &es), out_destroy);
-    TB_TRY_GOTO(rc, trainer_evaluate(t, &ev), out_destroy);
+    TB_TRY_GOTO(rc, tb_train_epoch(t, 0, &es), out_destroy);
+    TB_TRY_GOTO(rc, tb_trainer_evaluate(t, &ev), out_destroy);
     char what[128];
     snprintf(what, sizeof what, "lars lr 1: test acc %.1f%% > 50%% after %ld steps",
              100 * ev.accuracy, es.steps);
     CHECK_WHAT(ev.accuracy > 0.5, what);
 
 out_destroy:
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
     return rc;
 }
 
 static void check_config(void)
 {
     tb_config c;
-    config_defaults(&c);
+    tb_config_defaults(&c);
     CHECK_WHAT(c.workers == 0 && c.prefetch_factor == 2 && !c.persistent_workers &&
               c.worker_mode == TB_WORKERS_THREADS,
           "defaults: num_workers=0 prefetch_factor=2 persistent_workers=False");
@@ -257,7 +257,7 @@ static void check_config(void)
               !c.fused_gelu && !c.flush_denormal && c.accum_steps == 1,
           "defaults: benchmark=False set_to_none=True fused=False bias=True");
     size_t n;
-    const tb_flag *flags = config_flags(&c, &n);
+    const tb_flag *flags = tb_config_flags(&c, &n);
     char a0[] = "train", a1[] = "--workers=many";
     char *argv[] = {a0, a1, NULL};
     int argc = 2, help;
@@ -265,11 +265,11 @@ static void check_config(void)
     CHECK_WHAT(rc == TB_ERR_INVALID, "--workers=many is refused");
     tb_error_clear();
     c.prefetch_factor = 0;
-    CHECK_WHAT(config_validate(&c) == TB_ERR_INVALID, "--prefetch-factor=0 is refused");
+    CHECK_WHAT(tb_config_validate(&c) == TB_ERR_INVALID, "--prefetch-factor=0 is refused");
     tb_error_clear();
-    config_defaults(&c);
+    tb_config_defaults(&c);
     c.amp_dtype = 7;
-    CHECK_WHAT(config_validate(&c) == TB_ERR_INVALID, "--amp outside off/bf16/fp16 is refused");
+    CHECK_WHAT(tb_config_validate(&c) == TB_ERR_INVALID, "--amp outside off/bf16/fp16 is refused");
     tb_error_clear();
 }
 
@@ -289,10 +289,10 @@ static int full_epoch(tb_backend *be, const char *name, tb_config *c)
 static int run_full(tb_backend *be)
 {
     tb_config c;
-    config_defaults(&c);
+    tb_config_defaults(&c);
     c.device = "cpu";
     TB_TRY(full_epoch(be, "default toggles", &c));
-    config_defaults(&c);
+    tb_config_defaults(&c);
     c.device = "cpu";
     c.workers = 2;
     c.prefetch_factor = 4;
@@ -311,16 +311,16 @@ static int run_quick(tb_backend *be)
     tb_dataset *train = NULL, *test = NULL;
     int rc;
     check_config();
-    TB_TRY_GOTO(rc, dataset_open_fashion_mnist(NULL, TB_SPLIT_TRAIN, 2048, &train), out_free);
-    TB_TRY_GOTO(rc, dataset_open_fashion_mnist(NULL, TB_SPLIT_TEST, 1000, &test), out_free);
+    TB_TRY_GOTO(rc, tb_dataset_open_fashion_mnist(NULL, TB_SPLIT_TRAIN, 2048, &train), out_free);
+    TB_TRY_GOTO(rc, tb_dataset_open_fashion_mnist(NULL, TB_SPLIT_TEST, 1000, &test), out_free);
     TB_TRY_GOTO(rc, check_toggles(be, train, test), out_free);
     TB_TRY_GOTO(rc, check_adamw(be, train, test), out_free);
     TB_TRY_GOTO(rc, check_accumulation(be, train, test), out_free);
     TB_TRY_GOTO(rc, check_lars(be, train, test), out_free);
 
 out_free:
-    dataset_free(train);
-    dataset_free(test);
+    tb_dataset_free(train);
+    tb_dataset_free(test);
     return rc;
 }
 

@@ -154,17 +154,17 @@ static int make_layer(tb_layer_ctx *ctx, const tf_case *c, tb_layer **l)
     ctx->attention = (tb_attn_variant)c->variant;
     switch (c->kind) {
     case REF_TLIN:
-        return layer_token_linear_create(ctx, in, c->k, l);
+        return tb_layer_token_linear_create(ctx, in, c->k, l);
     case REF_TMEAN:
-        return layer_token_mean_create(ctx, in, l);
+        return tb_layer_token_mean_create(ctx, in, l);
     case REF_LN:
-        return layer_layernorm_create(ctx, in, l);
+        return tb_layer_layernorm_create(ctx, in, l);
     case REF_MHA:
-        return layer_mha_create(ctx, in, c->k, l);
+        return tb_layer_mha_create(ctx, in, c->k, l);
     case REF_ADDRES: {
         tb_layer *lin;
-        TB_TRY(layer_token_linear_create(ctx, in, c->dim, &lin));
-        return layer_add_residual_create(ctx, lin, l);
+        TB_TRY(tb_layer_token_linear_create(ctx, in, c->dim, &lin));
+        return tb_layer_add_residual_create(ctx, lin, l);
     }
     }
     return TB_FAIL(TB_ERR_INVALID, "unknown case");
@@ -241,12 +241,12 @@ static void collect(tb_param *p, void *user)
 static int params_setup(tb_backend *be, tb_layer *l, gc_bufs *b, float **w, float **g)
 {
     param_list pl = {0};
-    layer_for_each_param(l, collect, &pl);
-    size_t total = layer_param_count(l);
+    tb_layer_for_each_param(l, collect, &pl);
+    size_t total = tb_layer_param_count(l);
     b->nparams = pl.n;
     TB_TRY(be->dev_alloc(be, (void **)w, (total + 1) * sizeof(float)));
     TB_TRY(be->dev_alloc(be, (void **)g, (total + 1) * sizeof(float)));
-    layer_params_bind(l, *w, *g);
+    tb_layer_params_bind(l, *w, *g);
     float *host = malloc((total + 1) * sizeof(float));
     size_t at = 0;
     for (int i = 0; i < pl.n; i++) {
@@ -268,17 +268,17 @@ static int run_layer(tb_backend *be, tb_layer *l, const tf_case *c, gc_bufs *b, 
 {
     tb_tensor x, dy;
     const tb_tensor *y, *dx;
-    TB_TRY(tensor_alloc(be, c->n, l->in.c, l->in.h, l->in.w, &x));
-    TB_TRY(tensor_alloc(be, c->n, l->out.c, l->out.h, l->out.w, &dy));
-    TB_TRY(tensor_from_host(&x, b->xf));
-    TB_TRY(tensor_from_host(&dy, b->dyf));
-    TB_TRY(layer_forward(l, &x, &y));
-    TB_TRY(tensor_to_host(y, b->yf));
-    TB_TRY(layer_backward(l, &dy, &dx));
-    TB_TRY(tensor_to_host(dx, b->dxf));
-    TB_TRY(be->copy_d2h(be, b->pgf, g, layer_param_count(l) * sizeof(float), NULL));
-    tensor_free(&x);
-    tensor_free(&dy);
+    TB_TRY(tb_tensor_alloc(be, c->n, l->in.c, l->in.h, l->in.w, &x));
+    TB_TRY(tb_tensor_alloc(be, c->n, l->out.c, l->out.h, l->out.w, &dy));
+    TB_TRY(tb_tensor_from_host(&x, b->xf));
+    TB_TRY(tb_tensor_from_host(&dy, b->dyf));
+    TB_TRY(tb_layer_forward(l, &x, &y));
+    TB_TRY(tb_tensor_to_host(y, b->yf));
+    TB_TRY(tb_layer_backward(l, &dy, &dx));
+    TB_TRY(tb_tensor_to_host(dx, b->dxf));
+    TB_TRY(be->copy_d2h(be, b->pgf, g, tb_layer_param_count(l) * sizeof(float), NULL));
+    tb_tensor_free(&x);
+    tb_tensor_free(&dy);
     return TB_OK;
 }
 
@@ -317,23 +317,23 @@ static int check_case(tb_backend *be, const tf_case *c)
     int rc;
     TB_TRY(make_layer(&ctx, c, &l));
     l->need_dx = 1;
-    b.nx = (size_t)c->n * shape_numel(l->in);
-    b.ny = (size_t)c->n * shape_numel(l->out);
+    b.nx = (size_t)c->n * tb_shape_numel(l->in);
+    b.ny = (size_t)c->n * tb_shape_numel(l->out);
     b.x = malloc(b.nx * sizeof(double)), b.xf = malloc(b.nx * sizeof(float));
     b.dxf = malloc(b.nx * sizeof(float));
     b.dy = malloc(b.ny * sizeof(double)), b.dyf = malloc(b.ny * sizeof(float));
     b.y_ref = malloc(b.ny * sizeof(double)), b.yf = malloc(b.ny * sizeof(float));
-    b.pgf = malloc((layer_param_count(l) + 1) * sizeof(float));
+    b.pgf = malloc((tb_layer_param_count(l) + 1) * sizeof(float));
     fill(b.x, b.xf, b.nx);
     fill(b.dy, b.dyf, b.ny);
     TB_TRY_GOTO(rc, params_setup(be, l, &b, &w, &g), out_free);
-    TB_TRY_GOTO(rc, layer_alloc(l, c->n), out_free);
+    TB_TRY_GOTO(rc, tb_layer_alloc(l, c->n), out_free);
     TB_TRY_GOTO(rc, run_layer(be, l, c, &b, g), out_free);
     ref_forward(c, b.x, b.p, b.y_ref);
     report(c, &b);
 
 out_free:
-    layer_destroy(l);
+    tb_layer_destroy(l);
     be->dev_free(be, w);
     be->dev_free(be, g);
     bufs_free(&b);
@@ -363,7 +363,7 @@ static int train_loss(tb_backend *be, const tb_dataset *train, const tb_dataset 
                       int steps, int fused, float *loss, float **params, size_t *numel)
 {
     tb_config c;
-    config_defaults(&c);
+    tb_config_defaults(&c);
     c.device = "cpu";
     c.model = TB_MODEL_TRANSFORMER;
     c.optimizer = TB_OPT_ADAMW;
@@ -372,11 +372,11 @@ static int train_loss(tb_backend *be, const tb_dataset *train, const tb_dataset 
     c.seed = 3;
     c.fused_attention = fused;
     c.fused_layernorm = fused;
-    TB_TRY(config_validate(&c));
+    TB_TRY(tb_config_validate(&c));
     tb_trainer *t;
     tb_epoch_stats es;
-    TB_TRY(trainer_create_with_data(&c, be, train, test, &t));
-    int rc = train_epoch(t, 0, &es);
+    TB_TRY(tb_trainer_create_with_data(&c, be, train, test, &t));
+    int rc = tb_train_epoch(t, 0, &es);
     if (rc == TB_OK && es.steps != steps)
         rc = TB_FAIL(TB_ERR_INTERNAL, "ran %ld steps, wanted %d", es.steps, steps);
     *loss = es.last_loss;
@@ -386,7 +386,7 @@ static int train_loss(tb_backend *be, const tb_dataset *train, const tb_dataset 
         rc = TB_FAIL(TB_ERR_NOMEM, "parameter copy");
     if (rc == TB_OK)
         rc = be->copy_d2h(be, *params, t->model->flat_w, *numel * sizeof(float), NULL);
-    trainer_destroy(t);
+    tb_trainer_destroy(t);
     return rc;
 }
 
@@ -397,8 +397,8 @@ static int check_training(tb_backend *be)
     size_t n;
     char what[128];
     int rc;
-    TB_TRY_GOTO(rc, dataset_open_fashion_mnist(NULL, TB_SPLIT_TRAIN, 2048, &train), out_free);
-    TB_TRY_GOTO(rc, dataset_open_fashion_mnist(NULL, TB_SPLIT_TEST, 256, &test), out_free);
+    TB_TRY_GOTO(rc, tb_dataset_open_fashion_mnist(NULL, TB_SPLIT_TRAIN, 2048, &train), out_free);
+    TB_TRY_GOTO(rc, tb_dataset_open_fashion_mnist(NULL, TB_SPLIT_TEST, 256, &test), out_free);
     TB_TRY_GOTO(rc, train_loss(be, train, test, 1, 0, &first, &p_first, &n), out_free);
     TB_TRY_GOTO(rc, train_loss(be, train, test, STEPS, 0, &manual, &p_manual, &n), out_free);
     TB_TRY_GOTO(rc, train_loss(be, train, test, STEPS, 1, &fused, &p_fused, &n), out_free);
@@ -416,8 +416,8 @@ out_free:
     free(p_first);
     free(p_manual);
     free(p_fused);
-    dataset_free(train);
-    dataset_free(test);
+    tb_dataset_free(train);
+    tb_dataset_free(test);
     return rc;
 }
 

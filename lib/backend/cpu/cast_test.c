@@ -139,7 +139,7 @@ static void test_cast_slots(void)
     uint16_t *lp = malloc(n * sizeof *lp);
     tb_rng r = tb_rng_seeded(7);
     for (size_t i = 0; i < n; i++)
-        x[i] = fbits((uint32_t)(rng_next_u64(&r) >> 32)); /* any bit pattern: NaN, Inf, denormals */
+        x[i] = fbits((uint32_t)(tb_rng_next_u64(&r) >> 32)); /* any bit pattern: NaN, Inf, denormals */
     for (int threads = 1; threads <= 2; threads++) {
         tb_backend *be;
         if (tb_backend_cpu_create(threads, &be) != TB_OK) {

@@ -47,7 +47,7 @@
 
 static tb_rng rng = {0x243f6a8885a308d3ULL}; /* tb_rng_seeded(0x243f6a8885a308d3) */
 
-static uint64_t rng_next(void) { return rng_next_u64(&rng); }
+static uint64_t rng_next(void) { return tb_rng_next_u64(&rng); }
 
 static double rng_uniform(void) { return tb_rng_double01(&rng); }
 
