@@ -65,20 +65,28 @@ cuda_objects = rule(
     },
 )
 
+# What every .cu file includes, whatever its op family.
+_KERNEL_HDRS = [
+    "//lib/backend/cuda:check.h",
+    "//lib/core:status.h",
+]
+
 def cuda_library(name, srcs, hdrs, cu_hdrs = [], deps = [], allow_spill = []):
     """The .cu files of one op family as a CUDA-only cc_library.
 
     srcs: the .cu files, compiled by cuda_objects into `<name>_objs`.
     hdrs: the launchers' public headers (the cc_library's hdrs; nvcc sees them too).
     cu_hdrs: what else the .cu files include (shared math headers, launch.cuh,
-      //lib headers); nvcc only.
+      //lib headers); nvcc only. Every kernel reports through status.h and
+      checks its launches with lib/backend/cuda/check.h: those two are always
+      added.
     deps: the cc_library's deps; cudart and //lib/core:status are always added.
     The library is alwayslink and linkstatic, as object files from a rule need.
     """
     cuda_objects(
         name = name + "_objs",
         srcs = srcs,
-        hdrs = hdrs + cu_hdrs,
+        hdrs = hdrs + cu_hdrs + _KERNEL_HDRS,
         allow_spill = allow_spill,
         target_compatible_with = CUDA_ONLY,
     )
