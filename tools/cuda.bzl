@@ -7,6 +7,8 @@ that spills registers to local memory fails the build (tools/nvcc_wrap.sh).
 
 CUDA_ONLY: a target_compatible_with value that skips a target under //...
 when the toolkit was not found (Bazel 4.2's @platforms has no `incompatible`).
+
+cuda_test(name, ...): a small cc_test that is CUDA_ONLY.
 """
 
 load("@local_config//:defs.bzl", "CUDA_PATH", "HAS_CUDA")
@@ -98,4 +100,16 @@ def cuda_library(name, srcs, hdrs, cu_hdrs = [], deps = [], allow_spill = []):
         linkstatic = 1,
         target_compatible_with = CUDA_ONLY,
         deps = deps + ["//lib/core:status", "@local_config//cuda:cudart"],
+    )
+
+def cuda_test(name, **kwargs):
+    """A small cc_test of CUDA-only code, skipped where the toolkit was not found.
+
+    Every other argument goes to cc_test as it is.
+    """
+    native.cc_test(
+        name = name,
+        size = "small",
+        target_compatible_with = CUDA_ONLY,
+        **kwargs
     )
