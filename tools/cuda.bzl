@@ -9,11 +9,18 @@ CUDA_ONLY: a target_compatible_with value that skips a target under //...
 when the toolkit was not found (Bazel 4.2's @platforms has no `incompatible`).
 
 cuda_test(name, ...): a small cc_test that is CUDA_ONLY.
+
+if_cuda(with_cuda, without): one of two lists, chosen by the configuration
+step (no select(), no #ifdef): the CUDA file or target, or its stand-in.
 """
 
 load("@local_config//:defs.bzl", "CUDA_PATH", "HAS_CUDA")
 
 CUDA_ONLY = [] if HAS_CUDA else ["//tools:cuda_not_found"]
+
+def if_cuda(with_cuda, without = []):
+    """with_cuda where the toolkit was found, else without (both lists)."""
+    return with_cuda if HAS_CUDA else without
 
 _ARCH_FLAGS = [
     "-gencode=arch=compute_80,code=sm_80",
