@@ -7,11 +7,20 @@ that spills registers to local memory fails the build (tools/nvcc_wrap.sh).
 
 CUDA_ONLY: a target_compatible_with value that skips a target under //...
 when the toolkit was not found (Bazel 4.2's @platforms has no `incompatible`).
+
+cuda_test(name, ...): a small cc_test that is CUDA_ONLY.
+
+if_cuda(with_cuda, without): one of two lists, chosen by the configuration
+step (no select(), no #ifdef): the CUDA file or target, or its stand-in.
 """
 
 load("@local_config//:defs.bzl", "CUDA_PATH", "HAS_CUDA")
 
 CUDA_ONLY = [] if HAS_CUDA else ["//tools:cuda_not_found"]
+
+def if_cuda(with_cuda, without = []):
+    """with_cuda where the toolkit was found, else without (both lists)."""
+    return with_cuda if HAS_CUDA else without
 
 _ARCH_FLAGS = [
     "-gencode=arch=compute_80,code=sm_80",
@@ -65,20 +74,28 @@ cuda_objects = rule(
     },
 )
 
+# What every .cu file includes, whatever its op family.
+_KERNEL_HDRS = [
+    "//lib/backend/cuda:check.h",
+    "//lib/core:status.h",
+]
+
 def cuda_library(name, srcs, hdrs, cu_hdrs = [], deps = [], allow_spill = []):
     """The .cu files of one op family as a CUDA-only cc_library.
 
     srcs: the .cu files, compiled by cuda_objects into `<name>_objs`.
     hdrs: the launchers' public headers (the cc_library's hdrs; nvcc sees them too).
     cu_hdrs: what else the .cu files include (shared math headers, launch.cuh,
-      //lib headers); nvcc only.
+      //lib headers); nvcc only. Every kernel reports through status.h and
+      checks its launches with lib/backend/cuda/check.h: those two are always
+      added.
     deps: the cc_library's deps; cudart and //lib/core:status are always added.
     The library is alwayslink and linkstatic, as object files from a rule need.
     """
     cuda_objects(
         name = name + "_objs",
         srcs = srcs,
-        hdrs = hdrs + cu_hdrs,
+        hdrs = hdrs + cu_hdrs + _KERNEL_HDRS,
         allow_spill = allow_spill,
         target_compatible_with = CUDA_ONLY,
     )
@@ -90,4 +107,16 @@ def cuda_library(name, srcs, hdrs, cu_hdrs = [], deps = [], allow_spill = []):
         linkstatic = 1,
         target_compatible_with = CUDA_ONLY,
         deps = deps + ["//lib/core:status", "@local_config//cuda:cudart"],
+    )
+
+def cuda_test(name, **kwargs):
+    """A small cc_test of CUDA-only code, skipped where the toolkit was not found.
+
+    Every other argument goes to cc_test as it is.
+    """
+    native.cc_test(
+        name = name,
+        size = "small",
+        target_compatible_with = CUDA_ONLY,
+        **kwargs
     )
