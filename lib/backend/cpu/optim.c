@@ -22,64 +22,48 @@
 /* dst = src * k (a.mul(k); dst == src is a.mul_(k)) */
 static void pass_mul(int t, float *dst, const float *src, float k, size_t n)
 {
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        dst[i] = tb_opt_step_mul(src[i], k);
+    PAR_MAP(t, n, dst, tb_opt_step_mul(src[i], k));
 }
 
 /* dst = a + k b (a.add(b, alpha=k); dst == a is in place) */
 static void pass_add(int t, float *dst, const float *a, const float *b, float k, size_t n)
 {
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        dst[i] = tb_opt_step_add(a[i], b[i], k);
+    PAR_MAP(t, n, dst, tb_opt_step_add(a[i], b[i], k));
 }
 
 static void pass_copy(int t, float *dst, const float *src, size_t n)
 {
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        dst[i] = src[i];
+    PAR_MAP(t, n, dst, src[i]);
 }
 
 /* a.addcmul_(b, c, value=k) */
 static void pass_addcmul(int t, float *a, const float *b, const float *c, float k, size_t n)
 {
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        a[i] = tb_opt_step_addcmul(a[i], b[i], c[i], k);
+    PAR_MAP(t, n, a, tb_opt_step_addcmul(a[i], b[i], c[i], k));
 }
 
 /* dst = src.sqrt() */
 static void pass_sqrt(int t, float *dst, const float *src, size_t n)
 {
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        dst[i] = tb_opt_step_sqrt(src[i]);
+    PAR_MAP(t, n, dst, tb_opt_step_sqrt(src[i]));
 }
 
 /* a.div_(k) */
 static void pass_div(int t, float *a, float k, size_t n)
 {
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        a[i] = tb_opt_step_div(a[i], k);
+    PAR_MAP(t, n, a, tb_opt_step_div(a[i], k));
 }
 
 /* a.add_(k), k a scalar */
 static void pass_add_scalar(int t, float *a, float k, size_t n)
 {
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        a[i] = tb_opt_step_add_scalar(a[i], k);
+    PAR_MAP(t, n, a, tb_opt_step_add_scalar(a[i], k));
 }
 
 /* a.addcdiv_(b, c, value=k) */
 static void pass_addcdiv(int t, float *a, const float *b, const float *c, float k, size_t n)
 {
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        a[i] = tb_opt_step_addcdiv(a[i], b[i], c[i], k);
+    PAR_MAP(t, n, a, tb_opt_step_addcdiv(a[i], b[i], c[i], k));
 }
 
 /* PyTorch's _single_tensor_sgd for one tensor; d lives in scratch. */
