@@ -228,8 +228,9 @@ typedef struct tb_novograd_coef {
 /* The tensor's new second moment from the old one and |g|^2. */
 TB_HD float tb_novograd_v(const tb_novograd_coef *k, float v_old, float g_norm2)
 {
-    return k->b.first ? g_norm2
-                    : tb_opt_step_add(tb_opt_step_mul(v_old, k->beta2), g_norm2, k->one_minus_beta2);
+    return k->b.first
+               ? g_norm2
+               : tb_opt_step_add(tb_opt_step_mul(v_old, k->beta2), g_norm2, k->one_minus_beta2);
 }
 
 TB_HD float tb_novograd_denom(const tb_novograd_coef *k, float v)
@@ -260,7 +261,8 @@ typedef struct tb_lb_coefs {
 TB_HD tb_lb_coefs tb_lb_coefs_make(const tb_opt_hparams *hp)
 {
     tb_lb_coefs k;
-    tb_opt_base b = tb_opt_base_make(hp->lr, hp->weight_decay, hp->eps, hp->step, hp->grad_scale);
+    tb_opt_base b =
+        tb_opt_base_make(hp->lr, hp->weight_decay, hp->eps, hp->step, hp->grad_scale);
     float one_minus_beta2 = (float)(1.0 - (double)hp->beta2);
     k.kind = (int)hp->kind;
     k.lars.b = b;
