@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(TB_BLOCK) lb_partial_kernel(tb_lb_coefs k,
     __shared__ float smem[TB_BLOCK / 32];
     tb_opt_chunk ch = chunks[blockIdx.x];
     float s0 = 0.0f, s1 = 0.0f;
-    float inv = k.kind == TB_OPT_LARS ? k.lars.inv_scale : k.novo.inv_scale;
+    float inv = k.kind == TB_OPT_LARS ? k.lars.b.inv_scale : k.novo.b.inv_scale;
     for (size_t i = threadIdx.x; i < ch.n; i += blockDim.x) {
         float p = ch.param[i], o;
         if (k.kind == TB_OPT_LAMB) {

@@ -41,38 +41,54 @@ TB_HD float tb_opt_step_div(float a, float k) { return a / k; }
 TB_HD float tb_opt_step_add_scalar(float a, float k) { return a + k; }
 TB_HD float tb_opt_step_addcdiv(float a, float b, float c, float k) { return a + k * b / c; }
 
+/* ---- what SGD, LARS, LAMB and NovoGrad derive alike from one step's
+ * hyperparameters ---- */
+typedef struct tb_opt_base {
+    float inv_scale;    /* 1 / grad_scale */
+    float weight_decay; /* SGD, LARS: coupled, added to the gradient */
+    float eps;          /* 0 for SGD, which has none */
+    float neg_lr;
+    int first;          /* step <= 1: a momentum buffer starts as d */
+} tb_opt_base;
+
+TB_HD tb_opt_base tb_opt_base_make(float lr, float weight_decay, float eps, int step,
+                                   float grad_scale)
+{
+    tb_opt_base b;
+    b.inv_scale = (float)(1.0 / (double)grad_scale);
+    b.weight_decay = weight_decay;
+    b.eps = eps;
+    b.neg_lr = -lr;
+    b.first = step <= 1;
+    return b;
+}
+
 /* ---- SGD with momentum ---- */
 typedef struct tb_sgd_coef {
-    float inv_scale;    /* 1 / grad_scale */
-    float weight_decay; /* coupled: added to the gradient */
+    tb_opt_base b;
     float momentum;     /* 0: no buffer */
-    float neg_lr;
-    int first;          /* first step: buf = d */
 } tb_sgd_coef;
 
 TB_HD tb_sgd_coef tb_sgd_coef_make(float lr, float momentum, float weight_decay, int step,
                                    float grad_scale)
 {
     tb_sgd_coef k;
-    k.inv_scale = (float)(1.0 / (double)grad_scale);
-    k.weight_decay = weight_decay;
+    k.b = tb_opt_base_make(lr, weight_decay, 0.0f, step, grad_scale);
     k.momentum = momentum;
-    k.neg_lr = -lr;
-    k.first = step <= 1;
     return k;
 }
 
 /* One element; buf is ignored when momentum == 0. */
 TB_HD void tb_sgd_elem(const tb_sgd_coef *k, float *p, float g, float *buf)
 {
-    float d = tb_opt_step_mul(g, k->inv_scale);
-    if (k->weight_decay != 0.0f)
-        d = tb_opt_step_add(d, *p, k->weight_decay);
+    float d = tb_opt_step_mul(g, k->b.inv_scale);
+    if (k->b.weight_decay != 0.0f)
+        d = tb_opt_step_add(d, *p, k->b.weight_decay);
     if (k->momentum != 0.0f) {
-        *buf = k->first ? d : tb_opt_step_add(tb_opt_step_mul(*buf, k->momentum), d, 1.0f);
+        *buf = k->b.first ? d : tb_opt_step_add(tb_opt_step_mul(*buf, k->momentum), d, 1.0f);
         d = *buf;
     }
-    *p = tb_opt_step_add(*p, d, k->neg_lr);
+    *p = tb_opt_step_add(*p, d, k->b.neg_lr);
 }
 
 /* ---- AdamW ---- */
@@ -143,76 +159,43 @@ TB_HD void tb_adamw_elem(const tb_adamw_coef *k, float *p, float g_raw, float *m
  *     b2 v + (1-b2) |g|^2 (tb_param_view.tensor_state);
  *     d = g / (sqrt(v) + eps) + wd p; m = b1 m + d; p -= lr m */
 
-typedef struct tb_lars_coef {
-    float inv_scale, weight_decay, momentum, neg_lr, trust_coef, eps;
-    int first;
-} tb_lars_coef;
-
-TB_HD tb_lars_coef tb_lars_coef_make(float lr, float momentum, float weight_decay,
-                                     float trust_coef, float eps, int step, float grad_scale)
-{
-    tb_lars_coef k;
-    k.inv_scale = (float)(1.0 / (double)grad_scale);
-    k.weight_decay = weight_decay;
-    k.momentum = momentum;
-    k.neg_lr = -lr;
-    k.trust_coef = trust_coef;
-    k.eps = eps;
-    k.first = step <= 1;
-    return k;
-}
-
 /* The unscaled gradient element, whose square phase 1 sums. */
 TB_HD float tb_lb_unscale(float g_raw, float inv_scale) { return tb_opt_step_mul(g_raw, inv_scale); }
+
+typedef struct tb_lars_coef {
+    tb_opt_base b;
+    float momentum, trust_coef;
+} tb_lars_coef;
 
 TB_HD float tb_lars_trust(const tb_lars_coef *k, float w_norm, float g_norm)
 {
     if (w_norm > 0.0f && g_norm > 0.0f)
-        return k->trust_coef * w_norm / (g_norm + k->weight_decay * w_norm + k->eps);
+        return k->trust_coef * w_norm / (g_norm + k->b.weight_decay * w_norm + k->b.eps);
     return 1.0f;
 }
 
 /* One element; buf ignored when momentum == 0. */
 TB_HD void tb_lars_elem(const tb_lars_coef *k, float trust, float *p, float g_raw, float *buf)
 {
-    float d = tb_opt_step_add(tb_lb_unscale(g_raw, k->inv_scale), *p, k->weight_decay);
+    float d = tb_opt_step_add(tb_lb_unscale(g_raw, k->b.inv_scale), *p, k->b.weight_decay);
     d = tb_opt_step_mul(d, trust);
     if (k->momentum != 0.0f) {
-        *buf = k->first ? d : tb_opt_step_add(tb_opt_step_mul(*buf, k->momentum), d, 1.0f);
+        *buf = k->b.first ? d : tb_opt_step_add(tb_opt_step_mul(*buf, k->momentum), d, 1.0f);
         d = *buf;
     }
-    *p = tb_opt_step_add(*p, d, k->neg_lr);
+    *p = tb_opt_step_add(*p, d, k->b.neg_lr);
 }
 
 typedef struct tb_lamb_coef {
-    float inv_scale, weight_decay;
+    tb_opt_base b;
     float beta1, one_minus_beta1, beta2, one_minus_beta2;
     float bc1, bc2;           /* 1 - beta^step, computed in double */
-    float eps, neg_lr;
 } tb_lamb_coef;
-
-/* REQUIRES: step >= 1. */
-TB_HD tb_lamb_coef tb_lamb_coef_make(float lr, float weight_decay, float beta1, float beta2,
-                                     float eps, int step, float grad_scale)
-{
-    tb_lamb_coef k;
-    k.inv_scale = (float)(1.0 / (double)grad_scale);
-    k.weight_decay = weight_decay;
-    k.beta1 = beta1;
-    k.one_minus_beta1 = (float)(1.0 - (double)beta1);
-    k.beta2 = beta2;
-    k.one_minus_beta2 = (float)(1.0 - (double)beta2);
-    k.bc1 = (float)(1.0 - pow((double)beta1, (double)step));
-    k.bc2 = (float)(1.0 - pow((double)beta2, (double)step));
-    k.eps = eps;
-    k.neg_lr = -lr;
-    return k;
-}
 
 /* Phase 1, per element: the moments. */
 TB_HD void tb_lamb_moments(const tb_lamb_coef *k, float g_raw, float *m, float *v)
 {
-    float g = tb_lb_unscale(g_raw, k->inv_scale);
+    float g = tb_lb_unscale(g_raw, k->b.inv_scale);
     *m = tb_opt_step_add(tb_opt_step_mul(*m, k->beta1), g, k->one_minus_beta1);
     *v = tb_opt_step_addcmul(tb_opt_step_mul(*v, k->beta2), g, g, k->one_minus_beta2);
 }
@@ -220,16 +203,16 @@ TB_HD void tb_lamb_moments(const tb_lamb_coef *k, float g_raw, float *m, float *
 /* The update direction u from the (new) moments and the parameter. */
 TB_HD float tb_lamb_dir(const tb_lamb_coef *k, float p, float m, float v)
 {
-    float denom = tb_opt_step_add_scalar(tb_opt_step_sqrt(tb_opt_step_div(v, k->bc2)), k->eps);
+    float denom = tb_opt_step_add_scalar(tb_opt_step_sqrt(tb_opt_step_div(v, k->bc2)), k->b.eps);
     return tb_opt_step_add(tb_opt_step_div(tb_opt_step_div(m, k->bc1), denom), p,
-                           k->weight_decay);
+                           k->b.weight_decay);
 }
 
 /* The per-tensor step scale -lr * trust. */
 TB_HD float tb_lamb_scale(const tb_lamb_coef *k, float w_norm, float u_norm)
 {
     float trust = (w_norm > 0.0f && u_norm > 0.0f) ? w_norm / u_norm : 1.0f;
-    return k->neg_lr * trust;
+    return k->b.neg_lr * trust;
 }
 
 TB_HD void tb_lamb_apply(const tb_lamb_coef *k, float scale, float *p, float m, float v)
@@ -238,44 +221,30 @@ TB_HD void tb_lamb_apply(const tb_lamb_coef *k, float scale, float *p, float m, 
 }
 
 typedef struct tb_novograd_coef {
-    float inv_scale, weight_decay, beta1, beta2, one_minus_beta2, eps, neg_lr;
-    int first;
+    tb_opt_base b;
+    float beta1, beta2, one_minus_beta2;
 } tb_novograd_coef;
-
-TB_HD tb_novograd_coef tb_novograd_coef_make(float lr, float weight_decay, float beta1,
-                                             float beta2, float eps, int step, float grad_scale)
-{
-    tb_novograd_coef k;
-    k.inv_scale = (float)(1.0 / (double)grad_scale);
-    k.weight_decay = weight_decay;
-    k.beta1 = beta1;
-    k.beta2 = beta2;
-    k.one_minus_beta2 = (float)(1.0 - (double)beta2);
-    k.eps = eps;
-    k.neg_lr = -lr;
-    k.first = step <= 1;
-    return k;
-}
 
 /* The tensor's new second moment from the old one and |g|^2. */
 TB_HD float tb_novograd_v(const tb_novograd_coef *k, float v_old, float g_norm2)
 {
-    return k->first ? g_norm2
-                    : tb_opt_step_add(tb_opt_step_mul(v_old, k->beta2), g_norm2, k->one_minus_beta2);
+    return k->b.first
+               ? g_norm2
+               : tb_opt_step_add(tb_opt_step_mul(v_old, k->beta2), g_norm2, k->one_minus_beta2);
 }
 
 TB_HD float tb_novograd_denom(const tb_novograd_coef *k, float v)
 {
-    return tb_opt_step_add_scalar(tb_opt_step_sqrt(v), k->eps);
+    return tb_opt_step_add_scalar(tb_opt_step_sqrt(v), k->b.eps);
 }
 
 TB_HD void tb_novograd_elem(const tb_novograd_coef *k, float denom, float *p, float g_raw,
                             float *m)
 {
-    float d = tb_opt_step_div(tb_lb_unscale(g_raw, k->inv_scale), denom);
-    d = tb_opt_step_add(d, *p, k->weight_decay);
+    float d = tb_opt_step_div(tb_lb_unscale(g_raw, k->b.inv_scale), denom);
+    d = tb_opt_step_add(d, *p, k->b.weight_decay);
     *m = tb_opt_step_add(tb_opt_step_mul(*m, k->beta1), d, 1.0f);
-    *p = tb_opt_step_add(*p, *m, k->neg_lr);
+    *p = tb_opt_step_add(*p, *m, k->b.neg_lr);
 }
 
 /* ---- one opt_step's coefficients from its hyperparameters (both backends) ---- */
@@ -288,16 +257,28 @@ typedef struct tb_lb_coefs {
     tb_novograd_coef novo;
 } tb_lb_coefs;
 
+/* REQUIRES: hp->step >= 1 (LAMB's bias corrections). */
 TB_HD tb_lb_coefs tb_lb_coefs_make(const tb_opt_hparams *hp)
 {
     tb_lb_coefs k;
+    tb_opt_base b =
+        tb_opt_base_make(hp->lr, hp->weight_decay, hp->eps, hp->step, hp->grad_scale);
+    float one_minus_beta2 = (float)(1.0 - (double)hp->beta2);
     k.kind = (int)hp->kind;
-    k.lars = tb_lars_coef_make(hp->lr, hp->momentum, hp->weight_decay, hp->trust_coef, hp->eps,
-                               hp->step, hp->grad_scale);
-    k.lamb = tb_lamb_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2, hp->eps,
-                               hp->step, hp->grad_scale);
-    k.novo = tb_novograd_coef_make(hp->lr, hp->weight_decay, hp->beta1, hp->beta2, hp->eps,
-                                   hp->step, hp->grad_scale);
+    k.lars.b = b;
+    k.lars.momentum = hp->momentum;
+    k.lars.trust_coef = hp->trust_coef;
+    k.lamb.b = b;
+    k.lamb.beta1 = hp->beta1;
+    k.lamb.one_minus_beta1 = (float)(1.0 - (double)hp->beta1);
+    k.lamb.beta2 = hp->beta2;
+    k.lamb.one_minus_beta2 = one_minus_beta2;
+    k.lamb.bc1 = (float)(1.0 - pow((double)hp->beta1, (double)hp->step));
+    k.lamb.bc2 = (float)(1.0 - pow((double)hp->beta2, (double)hp->step));
+    k.novo.b = b;
+    k.novo.beta1 = hp->beta1;
+    k.novo.beta2 = hp->beta2;
+    k.novo.one_minus_beta2 = one_minus_beta2;
     return k;
 }
 

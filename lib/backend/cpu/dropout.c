@@ -55,11 +55,8 @@ static int cpu_dropout_bwd(tb_backend *be, float p, const uint8_t *mask, const f
                            size_t n)
 {
     TB_TRY(tb_check_dropout(p));
-    int t = threads_of(be);
     float scale = tb_dropout_scale(p);
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        dx[i] = tb_dropout_apply_f(dy[i], mask[i], scale);
+    PAR_MAP(threads_of(be), n, dx, tb_dropout_apply_f(dy[i], mask[i], scale));
     return TB_OK;
 }
 

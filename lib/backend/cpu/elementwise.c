@@ -13,44 +13,29 @@
 
 static int cpu_relu_fwd(tb_backend *be, const float *x, float *y, size_t n)
 {
-    int t = threads_of(be);
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        y[i] = tb_relu_f(x[i]);
+    PAR_MAP(threads_of(be), n, y, tb_relu_f(x[i]));
     return TB_OK;
 }
 
 static int cpu_relu_bwd(tb_backend *be, const float *y, const float *dy, float *dx, size_t n)
 {
-    int t = threads_of(be);
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        dx[i] = tb_relu_bwd_f(y[i], dy[i]);
+    PAR_MAP(threads_of(be), n, dx, tb_relu_bwd_f(y[i], dy[i]));
     return TB_OK;
 }
 
 static int cpu_add(tb_backend *be, const float *a, const float *b, float *y, size_t n)
 {
-    int t = threads_of(be);
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        y[i] = tb_add_f(a[i], b[i]);
+    PAR_MAP(threads_of(be), n, y, tb_add_f(a[i], b[i]));
     return TB_OK;
 }
 
 static int cpu_axpby(tb_backend *be, float alpha, const float *x, float beta, float *y, size_t n)
 {
     int t = threads_of(be);
-    if (beta == 0.0f) {
-        /* y may hold garbage (NaN): never read it */
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-        for (size_t i = 0; i < n; i++)
-            y[i] = alpha * x[i];
-        return TB_OK;
-    }
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        y[i] = tb_axpby_f(alpha, x[i], beta, y[i]);
+    if (beta == 0.0f) /* y may hold garbage (NaN): never read it */
+        PAR_MAP(t, n, y, alpha * x[i]);
+    else
+        PAR_MAP(t, n, y, tb_axpby_f(alpha, x[i], beta, y[i]));
     return TB_OK;
 }
 

@@ -80,6 +80,19 @@ static inline int ws_offsets(tb_backend *be, size_t n, size_t **out)
     return TB_OK;
 }
 
+/* dst[i] = expr for every i in [0, n); expr reads the index i. One omp simd
+ * loop split statically over t threads (one thread below PAR_MIN elements).
+ * A macro rather than a function taking the math as a pointer, so that each
+ * loop inlines its per-element function and vectorizes as if written out. */
+#define PAR_MAP(t, n, dst, expr)                                                                  \
+    do {                                                                                          \
+        const int nthr_ = (t);                                                                    \
+        const size_t len_ = (n);                                                                  \
+        _Pragma("omp parallel for simd num_threads(nthr_) schedule(static) if (len_ >= PAR_MIN)") \
+        for (size_t i = 0; i < len_; i++)                                                         \
+            (dst)[i] = (expr);                                                                    \
+    } while (0)
+
 /* This thread's static share [*lo, *hi) of n items, inside a parallel region. */
 static inline void thread_range(size_t n, size_t *lo, size_t *hi)
 {

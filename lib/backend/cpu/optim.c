@@ -22,64 +22,48 @@
 /* dst = src * k (a.mul(k); dst == src is a.mul_(k)) */
 static void pass_mul(int t, float *dst, const float *src, float k, size_t n)
 {
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        dst[i] = tb_opt_step_mul(src[i], k);
+    PAR_MAP(t, n, dst, tb_opt_step_mul(src[i], k));
 }
 
 /* dst = a + k b (a.add(b, alpha=k); dst == a is in place) */
 static void pass_add(int t, float *dst, const float *a, const float *b, float k, size_t n)
 {
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        dst[i] = tb_opt_step_add(a[i], b[i], k);
+    PAR_MAP(t, n, dst, tb_opt_step_add(a[i], b[i], k));
 }
 
 static void pass_copy(int t, float *dst, const float *src, size_t n)
 {
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        dst[i] = src[i];
+    PAR_MAP(t, n, dst, src[i]);
 }
 
 /* a.addcmul_(b, c, value=k) */
 static void pass_addcmul(int t, float *a, const float *b, const float *c, float k, size_t n)
 {
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        a[i] = tb_opt_step_addcmul(a[i], b[i], c[i], k);
+    PAR_MAP(t, n, a, tb_opt_step_addcmul(a[i], b[i], c[i], k));
 }
 
 /* dst = src.sqrt() */
 static void pass_sqrt(int t, float *dst, const float *src, size_t n)
 {
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        dst[i] = tb_opt_step_sqrt(src[i]);
+    PAR_MAP(t, n, dst, tb_opt_step_sqrt(src[i]));
 }
 
 /* a.div_(k) */
 static void pass_div(int t, float *a, float k, size_t n)
 {
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        a[i] = tb_opt_step_div(a[i], k);
+    PAR_MAP(t, n, a, tb_opt_step_div(a[i], k));
 }
 
 /* a.add_(k), k a scalar */
 static void pass_add_scalar(int t, float *a, float k, size_t n)
 {
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        a[i] = tb_opt_step_add_scalar(a[i], k);
+    PAR_MAP(t, n, a, tb_opt_step_add_scalar(a[i], k));
 }
 
 /* a.addcdiv_(b, c, value=k) */
 static void pass_addcdiv(int t, float *a, const float *b, const float *c, float k, size_t n)
 {
-#pragma omp parallel for simd num_threads(t) schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        a[i] = tb_opt_step_addcdiv(a[i], b[i], c[i], k);
+    PAR_MAP(t, n, a, tb_opt_step_addcdiv(a[i], b[i], c[i], k));
 }
 
 /* PyTorch's _single_tensor_sgd for one tensor; d lives in scratch. */
@@ -90,16 +74,16 @@ static int sgd_tensor(tb_backend *be, const tb_sgd_coef *k, const tb_param_view 
     float *tmp;
     TB_TRY(ws_floats(be, n, &tmp));
     const float *d = tv->grad;
-    if (k->inv_scale != 1.0f) { /* GradScaler's unscale */
-        pass_mul(t, tmp, d, k->inv_scale, n);
+    if (k->b.inv_scale != 1.0f) { /* GradScaler's unscale */
+        pass_mul(t, tmp, d, k->b.inv_scale, n);
         d = tmp;
     }
-    if (k->weight_decay != 0.0f) { /* d_p = d_p.add(param, alpha=wd) */
-        pass_add(t, tmp, d, tv->param, k->weight_decay, n);
+    if (k->b.weight_decay != 0.0f) { /* d_p = d_p.add(param, alpha=wd) */
+        pass_add(t, tmp, d, tv->param, k->b.weight_decay, n);
         d = tmp;
     }
     if (k->momentum != 0.0f) {
-        if (k->first) {
+        if (k->b.first) {
             pass_copy(t, tv->state1, d, n); /* buf = clone(d_p) */
         } else {
             pass_mul(t, tv->state1, tv->state1, k->momentum, n); /* buf.mul_(momentum) */
@@ -107,7 +91,7 @@ static int sgd_tensor(tb_backend *be, const tb_sgd_coef *k, const tb_param_view 
         }
         d = tv->state1;
     }
-    pass_add(t, tv->param, tv->param, d, k->neg_lr, n); /* param.add_(d_p, alpha=-lr) */
+    pass_add(t, tv->param, tv->param, d, k->b.neg_lr, n); /* param.add_(d_p, alpha=-lr) */
     return TB_OK;
 }
 
@@ -248,7 +232,7 @@ static void lb_phase1(const tb_lb_coefs *k, const tb_param_view *tv, size_t a, s
             s1 += (double)u * u;
         }
     } else {
-        float inv = k->kind == TB_OPT_LARS ? k->lars.inv_scale : k->novo.inv_scale;
+        float inv = k->kind == TB_OPT_LARS ? k->lars.b.inv_scale : k->novo.b.inv_scale;
         for (size_t i = a; i < b; i++) {
             float gg = tb_lb_unscale(g[i], inv);
             s0 += (double)p[i] * p[i];

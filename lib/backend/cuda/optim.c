@@ -45,16 +45,16 @@ static int sgd_tensor(tb_backend *be, const tb_sgd_coef *k, const tb_param_view 
 {
     size_t n = tv->n;
     const float *d = tv->grad;
-    if (k->inv_scale != 1.0f) { /* GradScaler's unscale */
-        TB_TRY(pass(be, TB_PASS_MUL, tmp, d, NULL, k->inv_scale, n));
+    if (k->b.inv_scale != 1.0f) { /* GradScaler's unscale */
+        TB_TRY(pass(be, TB_PASS_MUL, tmp, d, NULL, k->b.inv_scale, n));
         d = tmp;
     }
-    if (k->weight_decay != 0.0f) { /* d_p = d_p.add(param, alpha=wd) */
-        TB_TRY(pass(be, TB_PASS_ADD, tmp, d, tv->param, k->weight_decay, n));
+    if (k->b.weight_decay != 0.0f) { /* d_p = d_p.add(param, alpha=wd) */
+        TB_TRY(pass(be, TB_PASS_ADD, tmp, d, tv->param, k->b.weight_decay, n));
         d = tmp;
     }
     if (k->momentum != 0.0f) {
-        if (k->first) {
+        if (k->b.first) {
             TB_TRY(pass(be, TB_PASS_COPY, tv->state1, d, NULL, 0.0f, n)); /* buf = clone(d_p) */
         } else {
             TB_TRY(pass(be, TB_PASS_MUL, tv->state1, tv->state1, NULL, k->momentum, n));
@@ -62,7 +62,7 @@ static int sgd_tensor(tb_backend *be, const tb_sgd_coef *k, const tb_param_view 
         }
         d = tv->state1;
     }
-    return pass(be, TB_PASS_ADD, tv->param, tv->param, d, k->neg_lr, n); /* p.add_(d_p, -lr) */
+    return pass(be, TB_PASS_ADD, tv->param, tv->param, d, k->b.neg_lr, n); /* p.add_(d_p, -lr) */
 }
 
 /* PyTorch's _single_tensor_adamw for one tensor: nine passes (ten with
