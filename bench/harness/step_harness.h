@@ -1,12 +1,12 @@
 /*
  * step_harness.h - the technique-table machinery for training-step
- * techniques (issue 6): a technique is one tb_step_technique entry (its
+ * techniques: a technique is one tb_step_technique entry (its
  * settings, which one each is compared with, the metric, the n/a reason per
  * backend, the correctness tolerance with its justification); tb_step_main
  * loops over the entry and never looks at names.
  *
- * What tb_step_main does, in this order (STYLE.md rule 5: checks apart from
- * timing):
+ * What tb_step_main does, in this order (checks apart from timing, so that
+ * no check is inside a timed region):
  *   1. the common flags (bench/harness/harness.h) plus --mem-limit and
  *      --check-steps; the Fashion-MNIST subset of the profile, decoded once;
  *   2. the entry's backend_ready hook, when it has one; n/a rows for the

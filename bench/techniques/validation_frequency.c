@@ -19,8 +19,8 @@
  *   first 2000 test images (0.3 s), 30 s at most per fit. On an idle
  *   machine every seed reaches 85% (on those 2000 images) in epoch 3 or so,
  *   about 10 s, so the whole sweep takes about 200 s: most of the default
- *   profile's time to accuracy. (Until 2026-11-22 the default trained 64
- *   images and never reached 85%: its time-to-accuracy rows were all n/a.)
+ *   profile's time to accuracy. The subset is that large so that the fits
+ *   reach 85% at all: 64 images never do, and every row would be n/a.
  *   On a loaded machine a fit may hit the 30 s limit: its rows say so.
  *   full: all 60000 images, 10 epochs, 10000 test images, 900 s.
  *   tiny: 16 images, for the tests (85% is not reached; rows n/a).

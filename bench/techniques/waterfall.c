@@ -1,5 +1,5 @@
 /*
- * waterfall.c - bench:waterfall (issue 8 item 3): the training step with the
+ * waterfall.c - bench:waterfall: the training step with the
  * techniques switched on one after another (cumulative speedup per stage)
  * and leave-one-out (all on, each one off in turn), written as
  * results/<device>/waterfall.csv; then time to 85% test accuracy on
