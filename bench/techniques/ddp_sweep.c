@@ -371,16 +371,11 @@ typedef struct dp_where {
     const char *setting, *plot_label;
 } dp_where;
 
-static int dp_model(const dp_where *w, int threads, int max_batch, tb_backend **be, tb_model **m,
-                    tb_optim *opt)
+static int dp_model(const dp_where *w, int threads, int max_batch, tb_backend **be,
+                    tb_dp_check_net *net)
 {
-    tb_model_opts o = {.in = {1, 28, 28}, .classes = 10, .max_batch = max_batch, .conv_bias = 1,
-                       .seed = 7};
     TB_TRY(tb_backend_open(w->kind, w->ordinal, threads, be));
-    TB_TRY(tb_model_build(*be, tb_spec_small_cnn, &o, m));
-    tb_opt_hparams hp = {.kind = TB_OPT_SGD, .lr = 0.05f, .momentum = 0.9f, .grad_scale = 1.0f};
-    tb_lr_schedule sch = {.peak_lr = 0.05};
-    return tb_optim_init(opt, *m, &hp, &sch, 0);
+    return tb_dp_check_net_build(*be, max_batch, net);
 }
 
 /* One process, micro-batches of batch/n, n accumulation steps: what n
@@ -389,22 +384,20 @@ static int dp_reference(const dp_where *w, const plan *p, int n, const float *im
                         const int32_t *lab, float *loss, float **weights)
 {
     tb_backend *be = NULL;
-    tb_model *m = NULL;
-    tb_optim opt = {0};
+    tb_dp_check_net net = {0};
     int mb = p->batch / n, rc;
-    TB_TRY_GOTO(rc, dp_model(w, 0, mb, &be, &m, &opt), out_free);
+    TB_TRY_GOTO(rc, dp_model(w, 0, mb, &be, &net), out_free);
     for (int step = 0; step < p->steps; step++) {
-        TB_TRY_GOTO(rc, tb_dp_reference_grads(m, img, lab, n, mb, loss), out_free);
-        TB_TRY_GOTO(rc, tb_optim_step(&opt), out_free);
+        TB_TRY_GOTO(rc, tb_dp_reference_grads(net.m, img, lab, n, mb, loss), out_free);
+        TB_TRY_GOTO(rc, tb_optim_step(&net.opt), out_free);
     }
-    *weights = malloc(m->numel * sizeof(float));
+    *weights = malloc(net.m->numel * sizeof(float));
     if (!*weights)
         rc = TB_FAIL(TB_ERR_NOMEM, "out of host memory");
     else
-        memcpy(*weights, m->flat_w, m->numel * sizeof(float));
+        memcpy(*weights, net.m->flat_w, net.m->numel * sizeof(float));
 out_free:
-    tb_optim_free(&opt);
-    tb_model_destroy(m);
+    tb_dp_check_net_free(&net);
     if (be)
         tb_backend_close(be);
     return rc;
@@ -414,27 +407,25 @@ static int dp_run(const dp_where *w, const plan *p, int n, int threads, const fl
                   const int32_t *lab, dp_result *r)
 {
     tb_backend *be = NULL;
-    tb_model *m = NULL;
-    tb_optim opt = {0};
+    tb_dp_check_net net = {0};
     tb_dp *dp = NULL;
     float *ref_w = NULL;
     int per = threads / n > 0 ? threads / n : 1, rc;
-    tb_model_opts o = {.in = {1, 28, 28}, .classes = 10, .max_batch = p->batch, .conv_bias = 1,
-                       .seed = 7};
     r->setting = w->setting;
     r->n = n;
     r->nsteps = 0;
-    TB_TRY_GOTO(rc, dp_model(w, per, p->batch, &be, &m, &opt), out_free);
-    TB_TRY_GOTO(rc, tb_dp_create(m, tb_spec_small_cnn, &o, n, w->mode, per, &dp), out_free);
+    TB_TRY_GOTO(rc, dp_model(w, per, p->batch, &be, &net), out_free);
+    TB_TRY_GOTO(rc, tb_dp_create(net.m, tb_spec_small_cnn, &net.opts, n, w->mode, per, &dp),
+                    out_free);
     for (int step = 0; step < p->steps; step++) {
         float l = NAN;
         int last = step == p->steps - 1;
         double t0 = tb_comm_now();
-        TB_TRY_GOTO(rc, tb_model_zero_grad(m, 1), out_free);
+        TB_TRY_GOTO(rc, tb_model_zero_grad(net.m, 1), out_free);
         /* the loss read (a host wait on a GPU) only on the last step, as a
          * loop that does not print it every step */
         TB_TRY_GOTO(rc, tb_dp_step(dp, img, lab, p->batch, 1.0f, last ? &l : NULL), out_free);
-        TB_TRY_GOTO(rc, tb_optim_step(&opt), out_free);
+        TB_TRY_GOTO(rc, tb_optim_step(&net.opt), out_free);
         TB_TRY_GOTO(rc, be->sync(be), out_free); /* device 0's optimizer ends the step */
         if (step > 0 && r->nsteps < MAX_STEPS) /* the first step warms up */
             r->step_s[r->nsteps++] = tb_comm_now() - t0;
@@ -445,13 +436,12 @@ static int dp_run(const dp_where *w, const plan *p, int n, int threads, const fl
     TB_TRY_GOTO(rc, dp_reference(w, p, n, img, lab, &ref_loss, &ref_w), out_free);
     r->ref_loss = ref_loss;
     r->max_abs_w = 0;
-    for (size_t i = 0; i < m->numel; i++)
-        r->max_abs_w = fmax(r->max_abs_w, fabs((double)m->flat_w[i] - ref_w[i]));
+    for (size_t i = 0; i < net.m->numel; i++)
+        r->max_abs_w = fmax(r->max_abs_w, fabs((double)net.m->flat_w[i] - ref_w[i]));
 out_free:
     free(ref_w);
     tb_dp_destroy(dp);
-    tb_optim_free(&opt);
-    tb_model_destroy(m);
+    tb_dp_check_net_free(&net);
     if (be)
         tb_backend_close(be);
     return rc;

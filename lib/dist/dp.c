@@ -360,3 +360,25 @@ out_free:
         be->dev_free(be, dl);
     return rc;
 }
+
+int tb_dp_check_net_build(tb_backend *be, int max_batch, tb_dp_check_net *net)
+{
+    *net = (tb_dp_check_net){.opts = {.in = {1, 28, 28}, .classes = 10, .max_batch = max_batch,
+                                      .conv_bias = 1, .seed = 7}};
+    tb_opt_hparams hp = {.kind = TB_OPT_SGD, .lr = 0.05f, .momentum = 0.9f, .grad_scale = 1.0f};
+    tb_lr_schedule sch = {.peak_lr = 0.05};
+    int rc;
+    TB_TRY_GOTO(rc, tb_model_build(be, tb_spec_small_cnn, &net->opts, &net->m), out_free_net);
+    TB_TRY_GOTO(rc, tb_optim_init(&net->opt, net->m, &hp, &sch, 0), out_free_net);
+    return TB_OK;
+out_free_net:
+    tb_dp_check_net_free(net);
+    return rc;
+}
+
+void tb_dp_check_net_free(tb_dp_check_net *net)
+{
+    tb_optim_free(&net->opt);
+    tb_model_destroy(net->m);
+    net->m = NULL;
+}

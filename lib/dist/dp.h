@@ -46,6 +46,7 @@
 #include <stdint.h>
 
 #include "lib/nn/model.h"
+#include "lib/nn/optim.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -111,6 +112,23 @@ int tb_dp_step(tb_dp *dp, const float *images, const int32_t *labels, int batch,
  * REQUIRES: n >= 1; m built with max_batch >= mb. */
 int tb_dp_reference_grads(tb_model *m, const float *images, const int32_t *labels, int n, int mb,
                           float *loss);
+
+/* The network DP is checked and measured with (dp_test, the self-check,
+ * bench:ddp_sweep): the small CNN on 1x28x28 inputs, 10 classes, conv
+ * bias, seed 7, trained by SGD (lr 0.05, momentum 0.9). */
+typedef struct tb_dp_check_net {
+    tb_model *m;
+    tb_optim opt;
+    tb_model_opts opts; /* what m was built with, for tb_dp_create */
+} tb_dp_check_net;
+
+/* Builds it on be (not owned: it must outlive the net) for batches up to
+ * max_batch. On failure what was built is freed and *net is left safe for
+ * tb_dp_check_net_free. REQUIRES: max_batch >= 1. */
+int tb_dp_check_net_build(tb_backend *be, int max_batch, tb_dp_check_net *net);
+
+/* Frees the model and the optimizer; a zeroed or failed net is a no-op. */
+void tb_dp_check_net_free(tb_dp_check_net *net);
 
 #ifdef __cplusplus
 }

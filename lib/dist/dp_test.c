@@ -26,9 +26,6 @@
 #define LOSS_TOL 1e-4
 #define W_TOL 1e-5
 
-static const tb_model_opts model_opts = {.in = {1, 28, 28}, .classes = 10, .max_batch = B,
-                                         .conv_bias = 1, .seed = 7};
-
 /* What a run leaves: the loss of each step and the final weights. */
 typedef struct run {
     float loss[STEPS];
@@ -37,15 +34,10 @@ typedef struct run {
     tb_dp_bytes bytes; /* of the last step */
 } run;
 
-static int setup(tb_backend **be, tb_model **m, tb_optim *opt, int max_batch)
+static int setup(tb_backend **be, tb_dp_check_net *net, int max_batch)
 {
-    tb_model_opts o = model_opts;
-    o.max_batch = max_batch;
     TB_TRY(tb_backend_cpu_create(1, be));
-    TB_TRY(tb_model_build(*be, tb_spec_small_cnn, &o, m));
-    tb_opt_hparams hp = {.kind = TB_OPT_SGD, .lr = 0.05f, .momentum = 0.9f, .grad_scale = 1.0f};
-    tb_lr_schedule s = {.peak_lr = 0.05};
-    return tb_optim_init(opt, *m, &hp, &s, 0);
+    return tb_dp_check_net_build(*be, max_batch, net);
 }
 
 static int keep_weights(const tb_model *m, run *out)
@@ -68,16 +60,14 @@ static int ref_step(tb_model *m, tb_optim *opt, const float *img, const int32_t 
 static int ref_run(const float *img, const int32_t *lab, run *out)
 {
     tb_backend *be = NULL;
-    tb_model *m = NULL;
-    tb_optim opt = {0};
+    tb_dp_check_net net = {0};
     int rc;
-    TB_TRY_GOTO(rc, setup(&be, &m, &opt, B / 2), out_free);
+    TB_TRY_GOTO(rc, setup(&be, &net, B / 2), out_free);
     for (int step = 0; step < STEPS; step++)
-        TB_TRY_GOTO(rc, ref_step(m, &opt, img, lab, &out->loss[step]), out_free);
-    rc = keep_weights(m, out);
+        TB_TRY_GOTO(rc, ref_step(net.m, &net.opt, img, lab, &out->loss[step]), out_free);
+    rc = keep_weights(net.m, out);
 out_free:
-    tb_optim_free(&opt);
-    tb_model_destroy(m);
+    tb_dp_check_net_free(&net);
     if (be)
         tb_backend_close(be);
     return rc;
@@ -98,20 +88,19 @@ static int dp_one_step(tb_dp *dp, tb_model *m, tb_optim *opt, const float *img,
 static int dp_run(tb_dp_mode mode, const float *img, const int32_t *lab, run *out)
 {
     tb_backend *be = NULL;
-    tb_model *m = NULL;
-    tb_optim opt = {0};
+    tb_dp_check_net net = {0};
     tb_dp *dp = NULL;
     int rc;
-    TB_TRY_GOTO(rc, setup(&be, &m, &opt, B), out_free);
-    TB_TRY_GOTO(rc, tb_dp_create(m, tb_spec_small_cnn, &model_opts, 2, mode, 1, &dp), out_free);
+    TB_TRY_GOTO(rc, setup(&be, &net, B), out_free);
+    TB_TRY_GOTO(rc, tb_dp_create(net.m, tb_spec_small_cnn, &net.opts, 2, mode, 1, &dp), out_free);
     for (int step = 0; step < STEPS; step++)
-        TB_TRY_GOTO(rc, dp_one_step(dp, m, &opt, img, lab, step, &out->loss[step]), out_free);
+        TB_TRY_GOTO(rc, dp_one_step(dp, net.m, &net.opt, img, lab, step, &out->loss[step]),
+                    out_free);
     out->bytes = dp->bytes;
-    rc = keep_weights(m, out);
+    rc = keep_weights(net.m, out);
 out_free:
     tb_dp_destroy(dp);
-    tb_optim_free(&opt);
-    tb_model_destroy(m);
+    tb_dp_check_net_free(&net);
     if (be)
         tb_backend_close(be);
     return rc;
@@ -158,11 +147,11 @@ static void check_bytes(const char *what, const run *r)
 static void check_refusals(const float *img, const int32_t *lab)
 {
     tb_backend *be = NULL;
-    tb_model *m = NULL;
-    tb_optim opt = {0};
+    tb_dp_check_net net = {0};
     tb_dp *dp = NULL;
-    CHECK(setup(&be, &m, &opt, B) == TB_OK, "setup");
-    CHECK(tb_dp_create(m, tb_spec_small_cnn, &model_opts, 2, TB_DP_ONE_THREAD, 1, &dp) == TB_OK,
+    CHECK(setup(&be, &net, B) == TB_OK, "setup");
+    CHECK(net.m && tb_dp_create(net.m, tb_spec_small_cnn, &net.opts, 2, TB_DP_ONE_THREAD, 1,
+                                &dp) == TB_OK,
           "tb_dp_create");
     if (dp) {
         CHECK(tb_dp_step(dp, img, lab, 1, 1.0f, NULL) == TB_ERR_INVALID, "batch 1 on 2 replicas");
@@ -178,8 +167,7 @@ static void check_refusals(const float *img, const int32_t *lab)
         CHECK(be->copy_peer(be, &b, be, &a, sizeof a) == TB_OK && b == 1.0f, "copy_peer");
     }
     tb_dp_destroy(dp);
-    tb_optim_free(&opt);
-    tb_model_destroy(m);
+    tb_dp_check_net_free(&net);
     if (be)
         tb_backend_close(be);
 }

@@ -52,6 +52,23 @@ static void timed(tb_result_row *r, const char *tech, const char *setting, int b
     r->max_rel_err = 2e-7;
 }
 
+/* A timed row added as is. */
+static void add_timed(tb_results *res, const char *tech, const char *setting, int base,
+                      const char *pname, double pval, const char *metric, double median,
+                      double sp)
+{
+    tb_result_row r;
+    timed(&r, tech, setting, base, pname, pval, metric, median, sp);
+    tb_results_add(res, &r);
+}
+
+/* A setting not timed on the test machine's CPU backend, and why. */
+static void add_na(tb_results *res, const char *tech, const char *setting, const char *metric,
+                   const char *why)
+{
+    tb_results_add_na(res, tech, "cpu", "Test CPU", setting, metric, why);
+}
+
 static void build_alpha(tb_results *res)
 {
     tb_result_row r;
@@ -65,8 +82,7 @@ static void build_alpha(tb_results *res)
         r.ceiling_rate = 20;
         r.fraction_of_ceiling = r.rate / 20;
         tb_results_add(res, &r);
-        timed(&r, "alpha", "on", 0, "elements", n, "fwd time", n / 1024, i ? 2.0 : 5.0);
-        tb_results_add(res, &r);
+        add_timed(res, "alpha", "on", 0, "elements", n, "fwd time", n / 1024, i ? 2.0 : 5.0);
         timed(&r, "alpha", "half", 0, "elements", n, "fwd time", 1.5 * n / 1024, i ? 1.33 : 9.0);
         r.correctness = TB_CORRECT_EXACT;
         snprintf(r.checked_against, sizeof r.checked_against, "baseline");
@@ -79,45 +95,34 @@ static void build_alpha(tb_results *res)
 static void build_beta(tb_results *res)
 {
     tb_result_row r;
-    timed(&r, "beta", "memset", 1, "", NAN, "zero time", 1.0, 1);
-    tb_results_add(res, &r);
-    timed(&r, "beta", "none", 0, "", NAN, "zero time", 0.5, 2.0);
-    tb_results_add(res, &r);
-    timed(&r, "beta", "memset", 1, "", NAN, "step time", 10.0, 1);
-    tb_results_add(res, &r);
+    add_timed(res, "beta", "memset", 1, "", NAN, "zero time", 1.0, 1);
+    add_timed(res, "beta", "none", 0, "", NAN, "zero time", 0.5, 2.0);
+    add_timed(res, "beta", "memset", 1, "", NAN, "step time", 10.0, 1);
     timed(&r, "beta", "none", 0, "", NAN, "step time", 9.9, 1.01);
     r.correctness = TB_CORRECT_DIFFERS;
     r.max_rel_err = 0.5;
     tb_results_add(res, &r);
-    tb_results_add_na(res, "beta", "cpu", "Test CPU", "pinned", "step time",
-                      "no copy to a device on the CPU backend");
+    add_na(res, "beta", "pinned", "step time", "no copy to a device on the CPU backend");
 }
 
 static void build_gamma(tb_results *res)
 {
-    tb_results_add_na(res, "gamma", "cpu", "Test CPU", "graphs", "step time",
-                      "CUDA graphs need a GPU");
+    add_na(res, "gamma", "graphs", "step time", "CUDA graphs need a GPU");
 }
 
 /* The baseline timed, the only other setting n/a here (pinned memory on
  * the CPU), with a note that itself begins with "n/a". */
 static void build_delta(tb_results *res)
 {
-    tb_result_row r;
-    timed(&r, "delta", "pageable", 1, "pinned", 0, "step time", 20.0, 1);
-    tb_results_add(res, &r);
-    tb_results_add_na(res, "delta", "cpu", "Test CPU", "pinned", "step time",
-                      "n/a on the CPU backend: no copy to a device");
+    add_timed(res, "delta", "pageable", 1, "pinned", 0, "step time", 20.0, 1);
+    add_na(res, "delta", "pinned", "step time", "n/a on the CPU backend: no copy to a device");
 }
 
 /* Each setting its own point: the baseline at tf32 = 0, tf32 at 1. */
 static void build_epsilon(tb_results *res)
 {
-    tb_result_row r;
-    timed(&r, "epsilon", "fp32", 1, "tf32", 0, "step time", 8.0, 1);
-    tb_results_add(res, &r);
-    timed(&r, "epsilon", "tf32", 0, "tf32", 1, "step time", 4.0, 2.0);
-    tb_results_add(res, &r);
+    add_timed(res, "epsilon", "fp32", 1, "tf32", 0, "step time", 8.0, 1);
+    add_timed(res, "epsilon", "tf32", 0, "tf32", 1, "step time", 4.0, 2.0);
 }
 
 static int save(const tb_results *res, const char *dir, const char *name)
@@ -329,14 +334,11 @@ static void test_optional_sections(const char *rdir, const char *pdir)
     tb_results w, t;
     tb_results_init(&w), tb_results_init(&t);
     tb_result_row r;
-    timed(&r, "waterfall", "all off", 1, "stage", 0, "step time", 10, 1);
-    tb_results_add(&w, &r);
-    timed(&r, "waterfall", "+ fused GELU", 0, "stage", 1, "step time", 8, 1.25);
-    tb_results_add(&w, &r);
-    timed(&r, "waterfall", "all on", 0, "leave-one-out", 0, "step time", 8, 1.25);
-    tb_results_add(&w, &r);
-    timed(&r, "waterfall", "all on but fused GELU", 0, "leave-one-out", 1, "step time", 10, 1.0);
-    tb_results_add(&w, &r);
+    add_timed(&w, "waterfall", "all off", 1, "stage", 0, "step time", 10, 1);
+    add_timed(&w, "waterfall", "+ fused GELU", 0, "stage", 1, "step time", 8, 1.25);
+    add_timed(&w, "waterfall", "all on", 0, "leave-one-out", 0, "step time", 8, 1.25);
+    add_timed(&w, "waterfall", "all on but fused GELU", 0, "leave-one-out", 1, "step time", 10,
+              1.0);
     timed(&r, "time_to_accuracy", "baseline", 1, "target accuracy", 0.85, "time to accuracy", 60, 1);
     snprintf(r.unit, sizeof r.unit, "s");
     tb_results_add(&t, &r);

@@ -33,28 +33,22 @@ typedef struct dp_batch {
 static int dp_check_loss(tb_backend *be, const void *arg, double *loss)
 {
     const dp_batch *batch = arg;
-    tb_model_opts o = {.in = {1, 28, 28}, .classes = 10, .max_batch = DP_CHECK_B,
-                       .conv_bias = 1, .seed = 7};
-    tb_opt_hparams hp = {.kind = TB_OPT_SGD, .lr = 0.05f, .momentum = 0.9f, .grad_scale = 1.0f};
-    tb_lr_schedule sch = {.peak_lr = 0.05};
-    tb_model *m = NULL;
-    tb_optim opt = {0};
+    tb_dp_check_net net = {0};
     tb_dp *dp = NULL;
     float l = 0;
     int rc;
-    TB_TRY_GOTO(rc, tb_model_build(be, tb_spec_small_cnn, &o, &m), out_free);
-    TB_TRY_GOTO(rc, tb_optim_init(&opt, m, &hp, &sch, 0), out_free);
-    TB_TRY_GOTO(rc, tb_dp_create(m, tb_spec_small_cnn, &o, 2, TB_DP_ONE_THREAD, 0, &dp), out_free);
+    TB_TRY_GOTO(rc, tb_dp_check_net_build(be, DP_CHECK_B, &net), out_free);
+    TB_TRY_GOTO(rc, tb_dp_create(net.m, tb_spec_small_cnn, &net.opts, 2, TB_DP_ONE_THREAD, 0, &dp),
+                out_free);
     for (int step = 0; step < DP_CHECK_STEPS; step++) {
-        TB_TRY_GOTO(rc, tb_model_zero_grad(m, 1), out_free);
+        TB_TRY_GOTO(rc, tb_model_zero_grad(net.m, 1), out_free);
         TB_TRY_GOTO(rc, tb_dp_step(dp, batch->img, batch->lab, DP_CHECK_B, 1.0f, &l), out_free);
-        TB_TRY_GOTO(rc, tb_optim_step(&opt), out_free);
+        TB_TRY_GOTO(rc, tb_optim_step(&net.opt), out_free);
     }
     *loss = l;
 out_free:
     tb_dp_destroy(dp);
-    tb_optim_free(&opt);
-    tb_model_destroy(m);
+    tb_dp_check_net_free(&net);
     return rc;
 }
 

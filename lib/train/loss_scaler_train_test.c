@@ -116,10 +116,15 @@ static int scale_param(tb_trainer *t, int i, float factor)
     return rc;
 }
 
-static int make_trainer(tb_config *c, tb_backend *be, int scaling, tb_trainer **t)
+/* A trainer on base_config's settings for optimizer, with the loss scaler
+ * enabled when scaling is set (*t NULL on failure). */
+static int make_trainer(tb_backend *be, int optimizer, int scaling, tb_trainer **t)
 {
-    TB_TRY(tb_config_validate(c));
-    TB_TRY(tb_trainer_create(c, be, t));
+    tb_config c;
+    base_config(&c, optimizer);
+    *t = NULL;
+    TB_TRY(tb_config_validate(&c));
+    TB_TRY(tb_trainer_create(&c, be, t));
     if (!scaling)
         return TB_OK;
     int rc = tb_trainer_enable_loss_scaling(*t);
@@ -140,10 +145,8 @@ static int step_synced(tb_trainer *t)
 /* Scale 2^127: overflow, skip, back off. */
 static int check_overflow_skip(tb_backend *be)
 {
-    tb_config c;
-    base_config(&c, TB_OPT_SGD);
     tb_trainer *t;
-    TB_TRY(make_trainer(&c, be, 1, &t));
+    TB_TRY(make_trainer(be, TB_OPT_SGD, 1, &t));
     snapshot before = {0}, after = {0};
     long bad = 0;
     int rc;
@@ -188,10 +191,8 @@ out_free:
 /* growth_interval 3 at scale 1024: 1024, 1024, then 2048. */
 static int check_growth(tb_backend *be)
 {
-    tb_config c;
-    base_config(&c, TB_OPT_SGD);
     tb_trainer *t;
-    TB_TRY(make_trainer(&c, be, 1, &t));
+    TB_TRY(make_trainer(be, TB_OPT_SGD, 1, &t));
     snapshot before = {0}, after = {0};
     int rc;
     t->scaler.scale = 1024.0f;
@@ -219,10 +220,8 @@ out_free:
 
 static int run_steps(tb_backend *be, int optimizer, int scaling, snapshot *s, float *scale)
 {
-    tb_config c;
-    base_config(&c, optimizer);
     tb_trainer *t;
-    TB_TRY(make_trainer(&c, be, scaling, &t));
+    TB_TRY(make_trainer(be, optimizer, scaling, &t));
     int rc = TB_OK;
     for (int i = 0; i < EXACT_STEPS && rc == TB_OK; i++)
         rc = step_synced(t);
