@@ -81,7 +81,6 @@ static int ctx_open(step_run *r, int idx, tb_step_ctx *c)
     c->cfg = r->base_cfg;
     c->train = r->train;
     c->test = r->test;
-    c->epoch = -1;
     if (s->apply)
         s->apply(&c->cfg, s->param);
     TB_TRY(tb_config_validate(&c->cfg));

@@ -61,7 +61,6 @@ typedef struct tb_step_ctx {
     const tb_dataset *train, *test; /* the profile's subset, shared, decoded once */
     tb_trainer *t;
     long calls;               /* run_once calls on this trainer so far */
-    int epoch;                /* loader epoch of tb_step_next_batch */
     void *user;               /* the technique's own state (run_once's) */
 } tb_step_ctx;
 
@@ -126,7 +125,7 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv);
 
 /* The next training batch from the trainer's loader, beginning the next
  * epoch when one runs out (for run_once functions that build their own
- * step; do not mix with tb_trainer_step on the same trainer). */
+ * step): tb_trainer_next_batch, the fetcher tb_trainer_step uses too. */
 int tb_step_next_batch(tb_step_ctx *c, tb_batch *b);
 
 /* n/a helpers for entries: no reason anywhere; n/a on the CPU backend. */
