@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/grow.h"
 #include "lib/core/json.h"
 
 /* Keys GB writes itself; any other numeric key of a row is a user counter. */
@@ -125,14 +126,10 @@ static int gb_run_slot(gb_results *r, size_t *cap, const char *name, size_t *idx
             return TB_OK;
         }
     }
-    if (r->n_runs == *cap) {
-        size_t ncap = *cap ? *cap * 2 : 16;
-        gb_run *runs = realloc(r->runs, ncap * sizeof *runs);
-        if (!runs)
-            return TB_FAIL(TB_ERR_NOMEM, "gb_results: %zu runs", ncap);
-        r->runs = runs;
-        *cap = ncap;
-    }
+    gb_run *runs = tb_grow(r->runs, cap, r->n_runs, sizeof *runs, 16);
+    if (!runs)
+        return TB_FAIL(TB_ERR_NOMEM, "gb_results: no room for run %zu", r->n_runs + 1);
+    r->runs = runs;
     gb_run *run = &r->runs[r->n_runs];
     memset(run, 0, sizeof *run);
     r->n_runs++;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/core/grow.h"
 #include "lib/report/plot.h"
 
 /* Google Benchmark calls this once per repetition, the repetitions of one
@@ -28,14 +29,10 @@ static void bm_case(tbb_state *st, void *user)
 
 static int set_push(opb_set *set, opb_case *c)
 {
-    if (set->n == set->cap) {
-        size_t cap = set->cap ? 2 * set->cap : 64;
-        opb_case **p = realloc(set->cases, cap * sizeof *p);
-        if (!p)
-            return TB_FAIL(TB_ERR_NOMEM, "out of memory registering benchmarks");
-        set->cases = p;
-        set->cap = cap;
-    }
+    opb_case **p = tb_grow(set->cases, &set->cap, set->n, sizeof *p, 64);
+    if (!p)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory registering benchmarks");
+    set->cases = p;
     set->cases[set->n++] = c;
     return TB_OK;
 }
