@@ -34,13 +34,20 @@ typedef struct tb_backend tb_backend;
 typedef struct tb_stream tb_stream; /* opaque, backend-specific */
 typedef struct tb_event tb_event;   /* opaque, backend-specific */
 
-typedef enum tb_dtype { TB_F32 = 0, TB_BF16 = 1, TB_F16 = 2 } tb_dtype;
+/* TB_I32: int32 token ids (a token model's input tensor); never an
+ * autocast dtype. */
+typedef enum tb_dtype { TB_F32 = 0, TB_BF16 = 1, TB_F16 = 2, TB_I32 = 3 } tb_dtype;
 typedef enum tb_layout { TB_NCHW = 0, TB_NHWC = 1 } tb_layout;
 
 /* GEMM math: plain fp32, fp32 storage computed in TF32 (CUDA) or in bf16
  * (oneDNN's fpmath mode, the CPU's nearest analogue), or low-precision
  * inputs with fp32 accumulation. */
 typedef enum tb_math { TB_MATH_F32 = 0, TB_MATH_TF32 = 1, TB_MATH_LOWP = 2 } tb_math;
+
+/* Which GELU: the exact erf form (PyTorch's default, approximate='none') or
+ * the tanh approximation GPT-2 trains with (approximate='tanh'):
+ *   0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+typedef enum tb_gelu_approx { TB_GELU_ERF = 0, TB_GELU_TANH = 1 } tb_gelu_approx;
 
 typedef enum tb_gelu_variant {
     TB_GELU_UNFUSED = 0, /* five element-wise passes, as eager PyTorch runs it */
@@ -396,6 +403,45 @@ struct tb_backend {
                          const float *q, const float *k, const float *v, const float *out,
                          const float *dout, const float *saved, float *dq, float *dk,
                          float *dv);
+
+    /* ---- token models (GPT-2): embeddings, the tanh GELU, and a
+     * cross-entropy over a wide vocabulary that keeps one float per row.
+     * Plain references in lib/backend/ref/ (tokens.h). ---- */
+
+    /* Token plus position embedding: for r < rows (rows = batch x seq,
+     * token-major), y[r, :] = wte[tokens[r], :] + wpe[r % seq, :]; d columns.
+     * wte (vocab, d), wpe (at least seq, d). REQUIRES: every token in
+     * [0, vocab) (the loader checks its batches on the host). */
+    int (*embedding_fwd)(tb_backend *be, const int32_t *tokens, const float *wte,
+                         const float *wpe, int rows, int seq, int d, int vocab, float *y);
+    /* The embedding's parameter gradients from dy (rows, d):
+     *   dwte[v, :] = (accumulate_wte ? dwte[v, :] : 0) + sum of dy[r, :] over r with tokens[r] == v
+     *   dwpe[t, :] = (accumulate_wpe ? dwpe[t, :] : 0) + sum of dy[r, :] over r with r % seq == t
+     * (a tied output head has written dwte already: the embedding adds).
+     * Deterministic: each sum runs over r in increasing order, whatever the
+     * threads, so two runs give the same bits. */
+    int (*embedding_bwd)(tb_backend *be, const int32_t *tokens, const float *dy, int rows,
+                         int seq, int d, int vocab, float *dwte, int accumulate_wte, float *dwpe,
+                         int accumulate_wpe);
+    /* The tanh GELU (TB_GELU_TANH above), n elements: TB_GELU_UNFUSED runs
+     * the formula as separate element-wise passes, as a model written with
+     * torch.tanh and powers runs it in eager mode (nanoGPT's NewGELU);
+     * TB_GELU_FUSED one pass (F.gelu(x, approximate='tanh')). Both give the
+     * same bits on one device (kernels/gelu_math.h's shared steps). */
+    int (*gelu_tanh_fwd)(tb_backend *be, tb_gelu_variant v, const float *x, float *y, size_t n);
+    /* dx = dy * gelu_tanh'(x), written */
+    int (*gelu_tanh_bwd)(tb_backend *be, tb_gelu_variant v, const float *x, const float *dy,
+                         float *dx, size_t n);
+    /* Cross-entropy that never writes a rows x classes buffer forward:
+     * lse[r] = logsumexp(logits[r, :]), loss[r] = lse[r] - logits[r, labels[r]]. */
+    int (*xent_lse_fwd)(tb_backend *be, const float *logits, const int32_t *labels, int rows,
+                        int classes, float *loss, float *lse);
+    /* dlogits = scale * (exp(logits - lse) - onehot(labels)), from the
+     * forward's lse. dlogits may be logits itself (in place: GPT-2's 50,257
+     * wide logits are overwritten by their gradient, no second copy). */
+    int (*xent_lse_bwd)(tb_backend *be, const float *logits, const float *lse,
+                        const int32_t *labels, int rows, int classes, float scale,
+                        float *dlogits);
 
     /* ---- whole-step capture and device-side data (--cuda-graphs,
      * --augment-on-device, --tensors-on-device). Every slot of this section

@@ -92,6 +92,7 @@ typedef struct tb_layer_ctx {
     int grad_accumulate; /* 0: the next backward writes parameter gradients
                             (after a set_to_none zero_grad); 1: adds to them */
     tb_gelu_variant gelu;
+    tb_gelu_approx gelu_approx; /* the model's GELU: exact erf, or tanh (GPT-2) */
     int conv_autotune;   /* 0: conv_algo_default; 1: conv_find once per shape */
     tb_math math;        /* GEMM/conv math mode (--tf32 sets TB_MATH_TF32) */
     uint64_t dropout_seed;
@@ -152,6 +153,24 @@ typedef struct tb_param {
 
 typedef struct tb_layer tb_layer;
 
+/* FLOPs by op family, counted once per layer family (lib/nn/flops.c sums a
+ * model): a multiply-add is 2 FLOPs; fwd is the forward, bwd everything the
+ * backward runs (input and parameter gradients; an input gradient the layer
+ * skips, need_dx == 0, is not counted). Attention counts the whole T x T
+ * score matrix, causal or not (PaLM's MFU convention). */
+typedef enum tb_flop_family {
+    TB_FLOPS_CONV = 0,      /* convolutions */
+    TB_FLOPS_GEMM = 1,      /* linear layers, projections, the vocabulary head */
+    TB_FLOPS_ATTENTION = 2, /* Q K^T and P V (and their gradients) */
+    TB_FLOPS_NORM = 3,      /* batch norm, layer norm */
+    TB_FLOPS_ELEMENTWISE = 4, /* activations, pooling, residual adds, embeddings, the loss */
+    TB_FLOP_FAMILIES = 5,
+} tb_flop_family;
+
+typedef struct tb_flops {
+    double fwd[TB_FLOP_FAMILIES], bwd[TB_FLOP_FAMILIES];
+} tb_flops;
+
 typedef struct tb_layer_vtbl {
     const char *kind;    /* "conv2d", "batchnorm", ... */
     /* REQUIRES: x's per-sample shape is l->in, x->n <= the allocated batch */
@@ -160,6 +179,10 @@ typedef struct tb_layer_vtbl {
     int (*backward)(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx);
     int (*alloc)(tb_layer *l, int max_batch);
     void (*release)(tb_layer *l); /* frees activations and family state */
+    /* Adds this layer's FLOPs for ONE sample to *f (containers: their own
+     * work only, e.g. a residual add; lib/nn/flops.c walks the children).
+     * NULL: the layer does no arithmetic worth counting. */
+    void (*flops)(const tb_layer *l, tb_flops *f);
 } tb_layer_vtbl;
 
 struct tb_layer {

@@ -69,6 +69,7 @@ typedef struct tb_model_opts {
                              (same function, same initial values) as NCHW */
     tb_dtype amp;         /* autocast (lib/nn/amp.h): TB_F32 (0) off, TB_BF16, TB_F16;
                              conv and linear get their low-precision buffers */
+    tb_gelu_approx gelu_approx; /* GELU layers' form: TB_GELU_ERF (0) or TB_GELU_TANH */
 } tb_model_opts;
 
 typedef struct tb_model {
@@ -77,6 +78,12 @@ typedef struct tb_model {
     tb_xent loss;
     int classes, max_batch;
     tb_shape in;
+    /* Token models (GPT-2): the input is int32 token ids, a (N, 1, T, 1)
+     * tensor of dtype TB_I32, the logits are (N, 1, T, classes), and the
+     * labels are N x T (the next token at every position): rows of the
+     * loss = N x labels_per_sample. Image models: TB_F32 input, one label. */
+    tb_dtype in_dtype;
+    int labels_per_sample;
     tb_param **params;    /* every parameter, in flat-buffer order */
     int nparams;
     size_t numel;         /* floats in each flat buffer */
@@ -97,6 +104,34 @@ extern const tb_layer_spec tb_spec_wide_cnn[];  /* 3x32x32 */
 /* 1x28x28 as 28 tokens of 28: token linear 64, one block (4 heads, MLP
  * 128), layer norm, mean over tokens, linear(classes) */
 extern const tb_layer_spec tb_spec_transformer[];
+
+/* ResNet-50 v1.5 as torchvision's resnet50 (lib/nn/model_resnet.c): 7x7/2
+ * stem, 3x3/2 max pool, bottlenecks 3-4-6-3 with the stride in the 3x3
+ * convolution and projection shortcuts, global average pool, linear to
+ * o->classes. Build it with tb_model_build on (3, S, S) images; parameter
+ * shapes do not depend on S (25,557,032 parameters at 1000 classes with
+ * conv_bias 0, torchvision's bias=False). */
+extern const tb_layer_spec tb_spec_resnet50[];
+
+/* GPT-2's dimensions (lib/nn/model_gpt2.c). */
+typedef struct tb_gpt2_dims {
+    int layers, heads, dim, mlp; /* blocks, heads, d_model, MLP width */
+    int context, vocab;          /* position table rows, vocabulary */
+} tb_gpt2_dims;
+
+/* GPT-2 small: 12 layers, 12 heads, d 768, MLP 3072, context 1024,
+ * vocabulary 50,257. */
+tb_gpt2_dims tb_gpt2_small(void);
+/* Parameters of a GPT-2 of dims g, in closed form (124,439,808 for
+ * tb_gpt2_small(): the output head is tied to the token embedding). */
+size_t tb_gpt2_param_count(const tb_gpt2_dims *g);
+/* Builds a GPT-2: token + position embedding, g->layers pre-norm blocks of
+ * causal attention and an MLP with the GELU o->gelu_approx names (GPT-2
+ * itself: TB_GELU_TANH), final layer norm, output head tied to the token
+ * embedding. o->in is ignored (the input is (1, g->context, 1) token ids,
+ * TB_I32) and o->classes must be g->vocab. */
+int tb_model_build_gpt2(tb_backend *be, const tb_gpt2_dims *g, const tb_model_opts *o,
+                        tb_model **out);
 
 /* Copies the host parameter-shaped array src (m->numel floats, e.g. a copy
  * of flat_w or flat_g) to dst, converting the layout-dependent tensors:

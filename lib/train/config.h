@@ -36,6 +36,8 @@ typedef enum tb_model_kind {
     TB_MODEL_SMALL_CNN = 0,
     TB_MODEL_WIDE_CNN = 1,
     TB_MODEL_TRANSFORMER = 2, /* rows of the image as tokens, one transformer block */
+    TB_MODEL_RESNET50 = 3,    /* ResNet-50 v1.5 (torchvision's), 3 x image-size^2 */
+    TB_MODEL_GPT2 = 4,        /* GPT-2 small (124M), token ids in, next token out */
 } tb_model_kind;
 typedef enum tb_dataset_kind { TB_DATA_FASHION_MNIST = 0, TB_DATA_SYNTHETIC = 1 } tb_dataset_kind;
 typedef enum tb_zero_grad_mode { TB_ZERO_MEMSET = 0, TB_ZERO_TO_NONE = 1 } tb_zero_grad_mode;
