@@ -5,6 +5,9 @@
  *     first convolution computes no input gradient);
  *   - the one-block transformer: GEMM and attention FLOPs, and its three
  *     layer norms;
+ *   - ResNet-50 at 224: convolution and GEMM FLOPs from the architecture,
+ *     and the forward multiply-adds against torchvision's published 4.09 G;
+ *   - every leaf layer of each model has a count;
  *   - need_dx: a layer that skips its input gradient does not count it;
  *     the GELU form and dropout's p reach their counts;
  *   - the families' shares sum to 1; the log line, golden.
@@ -49,6 +52,24 @@ static void print_flops(const char *model, const tb_flops *f)
                f->fwd[k], f->bwd[k]);
 }
 
+/* Leaf layers of l's tree without a flops function (containers may have
+ * none: their children do the work). */
+static int uncounted_leaves(const tb_layer *l)
+{
+    int n = !l->vt->flops && !l->nchildren;
+    for (int i = 0; i < l->nchildren; i++)
+        n += uncounted_leaves(l->children[i]);
+    return n;
+}
+
+static void check_all_counted(const char *model, const tb_model *m)
+{
+    char what[128];
+    int n = uncounted_leaves(m->net);
+    snprintf(what, sizeof what, "%s: every leaf layer counts its FLOPs (%d do not)", model, n);
+    CHECK_WHAT(n == 0, what);
+}
+
 /* ---- the small CNN (model.h): 1x28x28, 10 classes, no conv bias ---- */
 
 /* Multiply-adds of a k x c x r x r convolution with an oh x oh output. */
@@ -62,6 +83,7 @@ static int check_small_cnn(tb_backend *be)
     tb_flops f;
     tb_model_flops(m, &f);
     print_flops("small CNN", &f);
+    check_all_counted("small CNN", m);
     /* conv3x3(16) at 28x28 (the first layer: no input gradient), 2x2 max
      * pool to 14x14, a residual block of two 16->16 at 14x14, conv3x3/2(32)
      * to 7x7, a residual block of two 32->32 at 7x7 */
@@ -94,6 +116,7 @@ static int check_transformer(tb_backend *be)
     tb_flops f;
     tb_model_flops(m, &f);
     print_flops("transformer", &f);
+    check_all_counted("transformer", m);
     double T = 28, F = 28, d = 64, M = 128, C = 10;
     /* matmul multiply-adds per sample: the token linear, q k v and output
      * projections (4 d^2 per token), the MLP (2 d M per token), the head */
@@ -115,6 +138,60 @@ static int check_transformer(tb_backend *be)
                "transformer: no convolution FLOPs");
     check_shares("transformer", &f);
     tb_model_destroy(m);
+    return TB_OK;
+}
+
+/* ---- ResNet-50 v1.5 at 224 (torchvision's resnet50) ---- */
+
+/* Multiply-adds of ResNet-50's convolutions on s x s images, from the
+ * architecture: 7x7/2 stem to s/2, 3x3/2 max pool to s/4, bottlenecks
+ * 3-4-6-3 (1x1 to mid, 3x3 mid with the stage's stride, 1x1 to 4 mid; a 1x1
+ * projection with the stride on each stage's first block). *stem gets the
+ * stem's share (the first layer: no input gradient). */
+static double resnet50_conv_macs(int s, double *stem)
+{
+    static const int blocks[4] = {3, 4, 6, 3}, mids[4] = {64, 128, 256, 512};
+    int res = s / 2;
+    *stem = conv_macs(64, 3, 7, res);
+    double macs = *stem;
+    int cin = 64;
+    res = res / 2;
+    for (int st = 0; st < 4; st++) {
+        int mid = mids[st], cout = 4 * mid;
+        for (int b = 0; b < blocks[st]; b++) {
+            int stride = b == 0 && st > 0 ? 2 : 1, ro = res / stride;
+            macs += conv_macs(mid, cin, 1, res) + conv_macs(mid, mid, 3, ro) +
+                    conv_macs(cout, mid, 1, ro);
+            if (b == 0)
+                macs += conv_macs(cout, cin, 1, ro);
+            cin = cout;
+            res = ro;
+        }
+    }
+    return macs;
+}
+
+static int check_resnet50(tb_backend *be)
+{
+    tb_model_opts o = {.in = {3, 224, 224}, .classes = 1000, .max_batch = 1, .seed = 1};
+    tb_model *m;
+    TB_TRY(tb_model_build(be, tb_spec_resnet50, &o, &m));
+    tb_flops f;
+    tb_model_flops(m, &f);
+    check_all_counted("ResNet-50", m);
+    tb_model_destroy(m);
+    print_flops("ResNet-50 at 224", &f);
+    double stem, conv = resnet50_conv_macs(224, &stem), fc = 2048.0 * 1000;
+    check_near("ResNet-50 conv fwd = 2 x MACs", f.fwd[TB_FLOPS_CONV], 2 * conv, 1e-12);
+    check_near("ResNet-50 conv bwd = 2 x (2 x MACs) less the stem's dx", f.bwd[TB_FLOPS_CONV],
+               4 * conv - 2 * stem, 1e-12);
+    check_near("ResNet-50 GEMM fwd = 2 x 2048 x 1000", f.fwd[TB_FLOPS_GEMM], 2 * fc, 1e-12);
+    /* torchvision lists 4.09 GFLOPS for resnet50: multiply-adds of the
+     * convolutions and the linear layer, rounded to 3 digits (+-0.005 G) */
+    double macs = (f.fwd[TB_FLOPS_CONV] + f.fwd[TB_FLOPS_GEMM]) / 2;
+    check_near("ResNet-50 forward conv + linear multiply-adds vs torchvision's 4.09 G, "
+               "within its rounding", macs, 4.09e9, 0.005 / 4.09);
+    check_shares("ResNet-50", &f);
     return TB_OK;
 }
 
@@ -229,6 +306,7 @@ static int run(tb_backend *be, void *arg)
     TB_TRY(check_gelu_dropout(be));
     TB_TRY(check_transformer(be));
     TB_TRY(check_small_cnn(be));
+    TB_TRY(check_resnet50(be));
     return TB_OK;
 }
 
