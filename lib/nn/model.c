@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lib/core/rng.h"
+#include "lib/nn/model_build.h"
 #include "lib/nn/tensor.h"
 
 const tb_layer_spec tb_spec_small_cnn[] = {
@@ -357,8 +358,7 @@ static int params_setup(tb_model *m, uint64_t seed)
     return params_upload_init(m, seed);
 }
 
-int tb_model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opts *o,
-                tb_model **out)
+int tb_model_shell_create(tb_backend *be, const tb_model_opts *o, tb_model **out)
 {
     *out = NULL;
     if (o->max_batch <= 0 || o->classes <= 1)
@@ -368,19 +368,45 @@ int tb_model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opt
     if (!m)
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory building a model");
     m->ctx = (tb_layer_ctx){.be = be, .training = 1, .gelu = TB_GELU_UNFUSED,
-                            .math = TB_MATH_F32, .dropout_seed = o->seed,
+                            .gelu_approx = o->gelu_approx, .math = TB_MATH_F32,
+                            .dropout_seed = o->seed,
                             .layout = o->channels_last ? TB_NHWC : TB_NCHW, .amp = o->amp};
     m->classes = o->classes;
     m->max_batch = o->max_batch;
     m->in = o->in;
-    int rc;
-    TB_TRY_GOTO(rc, build_net(m, spec, o), out_destroy);
+    m->in_dtype = TB_F32;
+    m->labels_per_sample = 1;
+    *out = m;
+    return TB_OK;
+}
+
+static int loss_init(tb_model *m)
+{
+    if (m->in_dtype != TB_I32 && m->labels_per_sample == 1)
+        return tb_xent_init(&m->ctx, m->classes, m->max_batch, &m->loss);
+    return tb_xent_init_lse(&m->ctx, m->classes, m->max_batch * m->labels_per_sample, &m->loss);
+}
+
+int tb_model_shell_finish(tb_model *m, const tb_model_opts *o)
+{
     if (o->checkpointing)
         tb_layer_acts_mark_checkpoints(m->net);
-    TB_TRY_GOTO(rc, params_setup(m, o->seed), out_destroy);
-    TB_TRY_GOTO(rc, tb_layer_alloc(m->net, o->max_batch), out_destroy);
-    TB_TRY_GOTO(rc, tb_layer_acts_ckpt_alloc(m->net), out_destroy);
-    TB_TRY_GOTO(rc, tb_xent_init(&m->ctx, o->classes, o->max_batch, &m->loss), out_destroy);
+    TB_TRY(params_setup(m, o->seed));
+    TB_TRY(tb_layer_alloc(m->net, m->max_batch));
+    TB_TRY(tb_layer_acts_ckpt_alloc(m->net));
+    return loss_init(m);
+}
+
+int tb_model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opts *o,
+                tb_model **out)
+{
+    tb_model *m;
+    int rc;
+    TB_TRY(tb_model_shell_create(be, o, out));
+    m = *out;
+    *out = NULL;
+    TB_TRY_GOTO(rc, build_net(m, spec, o), out_destroy);
+    TB_TRY_GOTO(rc, tb_model_shell_finish(m, o), out_destroy);
     *out = m;
     return TB_OK;
 
@@ -411,6 +437,9 @@ int tb_model_forward(tb_model *m, const tb_tensor *x, const tb_tensor **logits)
     if (x->c != m->in.c || x->h != m->in.h || x->w != m->in.w || x->n > m->max_batch)
         return TB_FAIL(TB_ERR_INVALID, "model takes (<=%d, %d, %d, %d), got (%d, %d, %d, %d)",
                        m->max_batch, m->in.c, m->in.h, m->in.w, x->n, x->c, x->h, x->w);
+    if (x->dtype != m->in_dtype)
+        return TB_FAIL(TB_ERR_INVALID, "model takes %s input, got dtype %d",
+                       m->in_dtype == TB_I32 ? "int32 token" : "fp32", (int)x->dtype);
     if (m->ctx.layout == TB_NHWC && x->c > 1 && x->layout != TB_NHWC)
         return TB_FAIL(TB_ERR_INVALID, "channels-last model given an NCHW input of %d channels",
                        x->c);

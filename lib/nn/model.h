@@ -140,12 +140,17 @@ int tb_model_build_gpt2(tb_backend *be, const tb_gpt2_dims *g, const tb_model_op
  * NHWC order; 0: the reverse. REQUIRES: src and dst do not overlap. */
 void tb_model_params_reorder(const tb_model *m, const float *src, float *dst, int to_nhwc);
 
-/* Forward through the network only: *logits is (N, classes, 1, 1).
- * REQUIRES: with channels_last and more than one input channel, x is NHWC
- * (x->layout; tb_tensor_host_nchw_to_nhwc converts a host batch). */
+/* Forward through the network only: *logits is (N, classes, 1, 1), or for
+ * a token model (N, 1, T, classes). REQUIRES: x->dtype is m->in_dtype
+ * (TB_I32 token ids, each in [0, classes), for a token model); with
+ * channels_last and more than one input channel, x is NHWC (x->layout;
+ * tb_tensor_host_nchw_to_nhwc converts a host batch). */
 int tb_model_forward(tb_model *m, const tb_tensor *x, const tb_tensor **logits);
 /* Forward plus the loss (summed on the device, see tb_xent_read_loss).
- * labels: device int32 (N). logits may be NULL. */
+ * labels: device int32 (N x m->labels_per_sample; a token model's row n
+ * holds the next token of every position of sample n). logits may be NULL;
+ * a token model's logits become their gradient in tb_model_backward (read
+ * them before it). */
 int tb_model_forward_loss(tb_model *m, const tb_tensor *x, const int32_t *labels,
                        const tb_tensor **logits);
 /* Backward from the last tb_model_forward_loss, with the loss scaled by
