@@ -488,20 +488,53 @@ int tb_model_set_no_grad(tb_model *m, int on)
     return tb_layer_acts_no_grad(m->net, on);
 }
 
-static void print_layer(const tb_layer *l, FILE *f, int depth)
+/* Same layers, shapes and parameter sizes (GPT-2's blocks after the first). */
+static int same_structure(const tb_layer *a, const tb_layer *b)
+{
+    if (a->vt != b->vt || a->nparams != b->nparams || a->nchildren != b->nchildren ||
+        a->in.c != b->in.c || a->in.h != b->in.h || a->in.w != b->in.w ||
+        a->out.c != b->out.c || a->out.h != b->out.h || a->out.w != b->out.w)
+        return 0;
+    for (int i = 0; i < a->nparams; i++)
+        if (a->params[i].n != b->params[i].n)
+            return 0;
+    for (int i = 0; i < a->nchildren; i++)
+        if (!same_structure(a->children[i], b->children[i]))
+            return 0;
+    return 1;
+}
+
+static size_t layer_params(const tb_layer *l)
 {
     size_t n = 0;
     for (int i = 0; i < l->nparams; i++)
         n += l->params[i].n;
-    fprintf(f, "%*s%-16s (%d, %d, %d)  %zu params\n", 2 * depth, "", l->name, l->out.c,
-            l->out.h, l->out.w, n);
     for (int i = 0; i < l->nchildren; i++)
-        print_layer(l->children[i], f, depth + 1);
+        n += layer_params(l->children[i]);
+    return n;
+}
+
+/* One line per layer with the parameters of its subtree; a container
+ * repeating its previous sibling (GPT-2's h1 .. h11) prints one line,
+ * "as <first of the run>", without its children. */
+static void print_layers(const tb_layer *const *ls, int n, FILE *f, int depth)
+{
+    int first = 0;
+    for (int i = 0; i < n; i++) {
+        const tb_layer *l = ls[i];
+        int repeat = i > 0 && l->nchildren > 0 && same_structure(ls[first], l);
+        if (!repeat)
+            first = i;
+        fprintf(f, "%*s%-16s (%d, %d, %d)  %zu params%s%s\n", 2 * depth, "", l->name, l->out.c,
+                l->out.h, l->out.w, layer_params(l), repeat ? ", as " : "",
+                repeat ? ls[first]->name : "");
+        if (!repeat)
+            print_layers((const tb_layer *const *)l->children, l->nchildren, f, depth + 1);
+    }
 }
 
 void tb_model_print(const tb_model *m, FILE *f)
 {
-    for (int i = 0; i < m->net->nchildren; i++)
-        print_layer(m->net->children[i], f, 0);
+    print_layers((const tb_layer *const *)m->net->children, m->net->nchildren, f, 0);
     fprintf(f, "total: %zu parameters in %d tensors\n", m->numel, m->nparams);
 }

@@ -168,7 +168,9 @@ void tb_model_train_mode(tb_model *m, int training);
  * bit, either way. */
 int tb_model_set_no_grad(tb_model *m, int on);
 
-/* Prints one line per layer (name, output shape, parameters) and the total. */
+/* Prints one line per layer (name, output shape, parameters of the layer and
+ * its children) and the total; a block repeating the one before it (GPT-2's
+ * h1 .. h11) prints one line, without its children. */
 void tb_model_print(const tb_model *m, FILE *f);
 
 #ifdef __cplusplus
