@@ -17,18 +17,21 @@
  *              nonzero.
  *   reference  random parameters of O(1) effect (so attention is far from
  *              uniform and GELU far from linear), random tokens and labels:
- *              the fp32 loss within 1e-5 (relative) of a float64 model
- *              written here from the definition (embedding, pre-norm blocks,
- *              causal softmax attention, GELU, tied head, mean
- *              cross-entropy); then central differences (h = 1e-5) of that
+ *              the fp32 loss within 1e-5 (relative; measured <= 6e-8) of a
+ *              float64 model written here from the definition (embedding,
+ *              pre-norm blocks, causal softmax attention, GELU, tied head,
+ *              mean cross-entropy); then central differences (h = 1e-5) of that
  *              float64 loss for sampled entries of wte (rows the input uses
  *              and rows only the head reads), wpe, a layer norm gamma, the
  *              q, k and v parts of an attention input projection, an output
  *              projection, MLP weights and bias, ln_f: max |fp32 - fd| over
- *              max |fd| per group <= 1e-3 (fp32 rounding through ~10 layers;
+ *              max |fd| per group <= 1e-4 (measured <= 1.6e-6: fp32 rounding
+ *              through every layer; the erf GELU where tanh is due, a
+ *              difference of ~1e-3 in the activation, already fails it, and
  *              a wrong formula is off by O(1)). Gradients start as 1e30 with
  *              set_to_none: the first backward must write them all.
- *              Both GELU forms, both attention variants, two sizes.
+ *              Four sizes (1 to 3 layers, 1 to 4 heads, odd d and T), both
+ *              GELU forms, both attention variants.
  *   causality  changing sample 0's token at position t changes none of its
  *              logits at positions < t, bit for bit (every op is row-wise or
  *              causal: masked scores are exact zeros), does change position
@@ -52,7 +55,7 @@
 
 #define FD_H 1e-5
 #define TOL_LOSS 1e-5
-#define TOL_GRAD 1e-3
+#define TOL_GRAD 1e-4
 #define TOL_VARIANT_LOSS 1e-5
 #define TOL_VARIANT_GRAD 1e-4
 #define MAX_LAYERS 4
