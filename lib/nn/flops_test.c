@@ -8,11 +8,13 @@
  *   - ResNet-50 at 224: convolution and GEMM FLOPs from the architecture,
  *     and the forward multiply-adds against torchvision's published 4.09 G;
  *   - GPT-2 small at T 1024 and a reduced one (2 layers, T 256): GEMM = 6
- *     N_mm T and attention = 12 L T^2 d exactly, the tied head's share of
+ *     N_mm T and attention = 12 L T^2 d exactly (causal, the whole T x T
+ *     counted), the tied head's share of
  *     the GEMMs, all FLOPs within 1% of 6 x parameters x T plus attention;
  *   - every leaf layer of each model has a count;
  *   - need_dx: a layer that skips its input gradient does not count it;
- *     the GELU form and dropout's p reach their counts;
+ *     causal attention counts as the non-causal; the GELU form and
+ *     dropout's p reach their counts;
  *   - the families' shares sum to 1; the log line, golden.
  *
  * Run: bazel test //lib/nn:flops_test
@@ -347,6 +349,11 @@ static int check_need_dx(tb_backend *be)
     CHECK_WHAT(with.bwd[TB_FLOPS_ATTENTION] == without.bwd[TB_FLOPS_ATTENTION],
                "attention: dq dk dv are computed either way");
     tb_layer_destroy(mha);
+    TB_TRY(tb_layer_mha_causal_create(&ctx, tokens, 3, 1, &mha));
+    tb_flops causal = layer_flops(mha, 1);
+    tb_layer_destroy(mha);
+    CHECK_WHAT(memcmp(&causal, &with, sizeof causal) == 0,
+               "causal attention counts as much as non-causal (the whole T x T)");
     return TB_OK;
 }
 
