@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lib/core/rng.h"
+#include "lib/nn/model_build.h"
 #include "lib/nn/tensor.h"
 
 const tb_layer_spec tb_spec_small_cnn[] = {
@@ -190,9 +191,13 @@ static int add_spec(tb_layer_ctx *ctx, layer_list *ls, tb_shape in, const tb_lay
     case TB_SPEC_MAXPOOL:
     case TB_SPEC_AVGPOOL: {
         int max = s->kind == TB_SPEC_MAXPOOL;
-        TB_TRY(tb_layer_pool_create(ctx, in, max ? TB_POOL_MAX : TB_POOL_AVG, s->r, s->stride, 0, &l));
+        TB_TRY(tb_layer_pool_create(ctx, in, max ? TB_POOL_MAX : TB_POOL_AVG, s->r, s->stride,
+                                    s->pad, &l));
         return list_push(ls, l, max ? "maxpool" : "avgpool", index);
     }
+    case TB_SPEC_BOTTLENECK: /* lib/nn/model_resnet.c */
+        TB_TRY(tb_resnet_bottleneck_create(ctx, in, s->k, s->stride, o->conv_bias, &l));
+        return list_push(ls, l, "bottleneck", index);
     case TB_SPEC_GLOBAL_AVGPOOL:
         TB_TRY(tb_layer_global_avgpool_create(ctx, in, &l));
         return list_push(ls, l, "gap", index);
@@ -383,8 +388,7 @@ static int params_setup(tb_model *m, uint64_t seed)
     return params_upload_init(m, seed);
 }
 
-int tb_model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opts *o,
-                tb_model **out)
+int tb_model_shell_create(tb_backend *be, const tb_model_opts *o, tb_model **out)
 {
     *out = NULL;
     if (o->max_batch <= 0 || o->classes <= 1)
@@ -395,18 +399,44 @@ int tb_model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opt
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory building a model");
     m->ctx = (tb_layer_ctx){.be = be, .training = 1, .gelu = TB_GELU_UNFUSED,
                             .math = TB_MATH_F32, .dropout_seed = o->seed,
-                            .layout = o->channels_last ? TB_NHWC : TB_NCHW, .amp = o->amp};
+                            .layout = o->channels_last ? TB_NHWC : TB_NCHW, .amp = o->amp,
+                            .gelu_approx = o->gelu_approx};
     m->classes = o->classes;
     m->max_batch = o->max_batch;
     m->in = o->in;
-    int rc;
-    TB_TRY_GOTO(rc, build_net(m, spec, o), out_destroy);
+    m->in_dtype = TB_F32;
+    m->labels_per_sample = 1;
+    *out = m;
+    return TB_OK;
+}
+
+static int loss_init(tb_model *m)
+{
+    if (m->in_dtype != TB_I32 && m->labels_per_sample == 1)
+        return tb_xent_init(&m->ctx, m->classes, m->max_batch, &m->loss);
+    return tb_xent_init_lse(&m->ctx, m->classes, m->max_batch * m->labels_per_sample, &m->loss);
+}
+
+int tb_model_shell_finish(tb_model *m, const tb_model_opts *o)
+{
     if (o->checkpointing)
         tb_layer_acts_mark_checkpoints(m->net);
-    TB_TRY_GOTO(rc, params_setup(m, o->seed), out_destroy);
-    TB_TRY_GOTO(rc, tb_layer_alloc(m->net, o->max_batch), out_destroy);
-    TB_TRY_GOTO(rc, tb_layer_acts_ckpt_alloc(m->net), out_destroy);
-    TB_TRY_GOTO(rc, tb_xent_init(&m->ctx, o->classes, o->max_batch, &m->loss), out_destroy);
+    TB_TRY(params_setup(m, o->seed));
+    TB_TRY(tb_layer_alloc(m->net, m->max_batch));
+    TB_TRY(tb_layer_acts_ckpt_alloc(m->net));
+    return loss_init(m);
+}
+
+int tb_model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opts *o,
+                tb_model **out)
+{
+    tb_model *m;
+    int rc;
+    TB_TRY(tb_model_shell_create(be, o, out));
+    m = *out;
+    *out = NULL;
+    TB_TRY_GOTO(rc, build_net(m, spec, o), out_destroy);
+    TB_TRY_GOTO(rc, tb_model_shell_finish(m, o), out_destroy);
     *out = m;
     return TB_OK;
 
@@ -437,6 +467,9 @@ int tb_model_forward(tb_model *m, const tb_tensor *x, const tb_tensor **logits)
     if (x->c != m->in.c || x->h != m->in.h || x->w != m->in.w || x->n > m->max_batch)
         return TB_FAIL(TB_ERR_INVALID, "model takes (<=%d, %d, %d, %d), got (%d, %d, %d, %d)",
                        m->max_batch, m->in.c, m->in.h, m->in.w, x->n, x->c, x->h, x->w);
+    if (x->dtype != m->in_dtype)
+        return TB_FAIL(TB_ERR_INVALID, "model takes %s input, got dtype %d",
+                       m->in_dtype == TB_I32 ? "int32 token" : "fp32", (int)x->dtype);
     if (m->ctx.layout == TB_NHWC && x->c > 1 && x->layout != TB_NHWC)
         return TB_FAIL(TB_ERR_INVALID, "channels-last model given an NCHW input of %d channels",
                        x->c);
@@ -485,20 +518,59 @@ int tb_model_set_no_grad(tb_model *m, int on)
     return tb_layer_acts_no_grad(m->net, on);
 }
 
-static void print_layer(const tb_layer *l, FILE *f, int depth)
+/* Same layers, shapes and parameter sizes (GPT-2's blocks after the first). */
+static int same_structure(const tb_layer *a, const tb_layer *b)
+{
+    if (a->vt != b->vt || a->nparams != b->nparams || a->nchildren != b->nchildren ||
+        a->in.c != b->in.c || a->in.h != b->in.h || a->in.w != b->in.w ||
+        a->out.c != b->out.c || a->out.h != b->out.h || a->out.w != b->out.w)
+        return 0;
+    for (int i = 0; i < a->nparams; i++)
+        if (a->params[i].n != b->params[i].n)
+            return 0;
+    for (int i = 0; i < a->nchildren; i++)
+        if (!same_structure(a->children[i], b->children[i]))
+            return 0;
+    return 1;
+}
+
+static size_t layer_params(const tb_layer *l)
 {
     size_t n = 0;
     for (int i = 0; i < l->nparams; i++)
         n += l->params[i].n;
-    fprintf(f, "%*s%-16s (%d, %d, %d)  %zu params\n", 2 * depth, "", l->name, l->out.c,
-            l->out.h, l->out.w, n);
     for (int i = 0; i < l->nchildren; i++)
-        print_layer(l->children[i], f, depth + 1);
+        n += layer_params(l->children[i]);
+    return n;
+}
+
+/* One line per layer with the parameters of its subtree; a container
+ * repeating its previous sibling (GPT-2's h1 .. h11) prints one line,
+ * "as <first of the run>", without its children; a sequence that is its
+ * parent's only child (a residual's main path) is left out, its layers
+ * printed in its place. */
+static void print_layers(const tb_layer *const *ls, int n, FILE *f, int depth)
+{
+    if (n == 1 && ls[0]->nchildren > 0 && !strcmp(ls[0]->vt->kind, "seq")) {
+        print_layers((const tb_layer *const *)ls[0]->children, ls[0]->nchildren, f, depth);
+        return;
+    }
+    int first = 0;
+    for (int i = 0; i < n; i++) {
+        const tb_layer *l = ls[i];
+        int repeat = i > 0 && l->nchildren > 0 && same_structure(ls[first], l);
+        if (!repeat)
+            first = i;
+        fprintf(f, "%*s%-16s (%d, %d, %d)  %zu params%s%s\n", 2 * depth, "", l->name, l->out.c,
+                l->out.h, l->out.w, layer_params(l), repeat ? ", as " : "",
+                repeat ? ls[first]->name : "");
+        if (!repeat)
+            print_layers((const tb_layer *const *)l->children, l->nchildren, f, depth + 1);
+    }
 }
 
 void tb_model_print(const tb_model *m, FILE *f)
 {
-    for (int i = 0; i < m->net->nchildren; i++)
-        print_layer(m->net->children[i], f, 0);
+    print_layers((const tb_layer *const *)m->net->children, m->net->nchildren, f, 0);
     fprintf(f, "total: %zu parameters in %d tensors\n", m->numel, m->nparams);
 }
