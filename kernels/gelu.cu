@@ -96,14 +96,14 @@ static int gelu_bwd_unfused(const float *x, const float *dy, float *dx, size_t n
 static int gelu_tanh_fwd_unfused(const float *x, float *y, size_t n, float *t1, float *t2,
                                  cudaStream_t s)
 {
-    TB_TRY(tb_launch_unary(x, t1, n, op_cube{}, s));                     /* t1 = x^3          */
-    TB_TRY(tb_launch_unary(t1, t1, n, op_scale{TB_GELU_TANH_C}, s));     /* t1 = C x^3        */
-    TB_TRY(tb_launch_binary(x, t1, t1, n, op_add{}, s));                 /* t1 = x + t1       */
-    TB_TRY(tb_launch_unary(t1, t1, n, op_scale{TB_GELU_TANH_K}, s));     /* t1 = a            */
-    TB_TRY(tb_launch_unary(t1, t1, n, op_tanh{}, s));                    /* t1 = tanh(a)      */
-    TB_TRY(tb_launch_unary(t1, t1, n, op_add_scalar{1.0f}, s));          /* t1 = 1 + tanh(a)  */
-    TB_TRY(tb_launch_unary(x, t2, n, op_scale{0.5f}, s));                /* t2 = 0.5 x        */
-    TB_TRY(tb_launch_binary(t2, t1, y, n, op_mul{}, s));                 /* y = t2 * t1       */
+    TB_TRY(tb_launch_unary(x, t1, n, op_cube{}, s));                   /* t1 = x^3 */
+    TB_TRY(tb_launch_unary(t1, t1, n, op_scale{TB_GELU_TANH_C}, s));   /* t1 = C x^3 */
+    TB_TRY(tb_launch_binary(x, t1, t1, n, op_add{}, s));               /* t1 = x + t1 */
+    TB_TRY(tb_launch_unary(t1, t1, n, op_scale{TB_GELU_TANH_K}, s));   /* t1 = a */
+    TB_TRY(tb_launch_unary(t1, t1, n, op_tanh{}, s));                  /* t1 = tanh(a) */
+    TB_TRY(tb_launch_unary(t1, t1, n, op_add_scalar{1.0f}, s));        /* t1 = 1 + tanh(a) */
+    TB_TRY(tb_launch_unary(x, t2, n, op_scale{0.5f}, s));              /* t2 = 0.5 x */
+    TB_TRY(tb_launch_binary(t2, t1, y, n, op_mul{}, s));               /* y = t2 * t1 */
     return TB_OK;
 }
 
@@ -112,23 +112,23 @@ static int gelu_tanh_fwd_unfused(const float *x, float *y, size_t n, float *t1, 
 static int gelu_tanh_bwd_unfused(const float *x, const float *dy, float *dx, size_t n, float *t1,
                                  float *t2, float *t3, cudaStream_t s)
 {
-    TB_TRY(tb_launch_unary(x, t1, n, op_cube{}, s));                     /* t1 = x^3               */
-    TB_TRY(tb_launch_unary(t1, t1, n, op_scale{TB_GELU_TANH_C}, s));     /* t1 = C x^3             */
-    TB_TRY(tb_launch_binary(x, t1, t1, n, op_add{}, s));                 /* t1 = x + t1            */
-    TB_TRY(tb_launch_unary(t1, t1, n, op_scale{TB_GELU_TANH_K}, s));     /* t1 = a                 */
-    TB_TRY(tb_launch_unary(t1, t2, n, op_tanh{}, s));                    /* t2 = tanh(a)           */
-    TB_TRY(tb_launch_unary(t2, t2, n, op_add_scalar{1.0f}, s));          /* t2 = 1 + tanh(a)       */
-    TB_TRY(tb_launch_unary(t2, t2, n, op_scale{0.5f}, s));               /* t2 = 0.5 (1 + tanh(a)) */
-    TB_TRY(tb_launch_unary(t1, t1, n, op_sech2{}, s));                   /* t1 = sech^2(a)         */
-    TB_TRY(tb_launch_binary(t1, x, t1, n, op_mul{}, s));                 /* t1 = t1 * x            */
-    TB_TRY(tb_launch_unary(t1, t1, n, op_scale{0.5f}, s));               /* t1 = 0.5 x sech^2(a)   */
-    TB_TRY(tb_launch_binary(x, x, t3, n, op_mul{}, s));                  /* t3 = x^2               */
-    TB_TRY(tb_launch_unary(t3, t3, n, op_scale{TB_GELU_TANH_3C}, s));    /* t3 = 3C x^2            */
-    TB_TRY(tb_launch_unary(t3, t3, n, op_add_scalar{1.0f}, s));          /* t3 = t3 + 1            */
-    TB_TRY(tb_launch_unary(t3, t3, n, op_scale{TB_GELU_TANH_K}, s));     /* t3 = da/dx             */
-    TB_TRY(tb_launch_binary(t1, t3, t1, n, op_mul{}, s));                /* t1 = t1 * t3           */
-    TB_TRY(tb_launch_binary(t2, t1, t2, n, op_add{}, s));                /* t2 = gelu_tanh'(x)     */
-    TB_TRY(tb_launch_binary(dy, t2, dx, n, op_mul{}, s));                /* dx = dy * t2           */
+    TB_TRY(tb_launch_unary(x, t1, n, op_cube{}, s));                   /* t1 = x^3 */
+    TB_TRY(tb_launch_unary(t1, t1, n, op_scale{TB_GELU_TANH_C}, s));   /* t1 = C x^3 */
+    TB_TRY(tb_launch_binary(x, t1, t1, n, op_add{}, s));               /* t1 = x + t1 */
+    TB_TRY(tb_launch_unary(t1, t1, n, op_scale{TB_GELU_TANH_K}, s));   /* t1 = a */
+    TB_TRY(tb_launch_unary(t1, t2, n, op_tanh{}, s));                  /* t2 = tanh(a) */
+    TB_TRY(tb_launch_unary(t2, t2, n, op_add_scalar{1.0f}, s));        /* t2 = 1 + tanh(a) */
+    TB_TRY(tb_launch_unary(t2, t2, n, op_scale{0.5f}, s));             /* t2 = 0.5 (1 + tanh(a)) */
+    TB_TRY(tb_launch_unary(t1, t1, n, op_sech2{}, s));                 /* t1 = sech^2(a) */
+    TB_TRY(tb_launch_binary(t1, x, t1, n, op_mul{}, s));               /* t1 = t1 * x */
+    TB_TRY(tb_launch_unary(t1, t1, n, op_scale{0.5f}, s));             /* t1 = 0.5 x sech^2(a) */
+    TB_TRY(tb_launch_binary(x, x, t3, n, op_mul{}, s));                /* t3 = x^2 */
+    TB_TRY(tb_launch_unary(t3, t3, n, op_scale{TB_GELU_TANH_3C}, s));  /* t3 = 3C x^2 */
+    TB_TRY(tb_launch_unary(t3, t3, n, op_add_scalar{1.0f}, s));        /* t3 = t3 + 1 */
+    TB_TRY(tb_launch_unary(t3, t3, n, op_scale{TB_GELU_TANH_K}, s));   /* t3 = da/dx */
+    TB_TRY(tb_launch_binary(t1, t3, t1, n, op_mul{}, s));              /* t1 = t1 * t3 */
+    TB_TRY(tb_launch_binary(t2, t1, t2, n, op_add{}, s));              /* t2 = gelu_tanh'(x) */
+    TB_TRY(tb_launch_binary(dy, t2, dx, n, op_mul{}, s));              /* dx = dy * t2 */
     return TB_OK;
 }
 

@@ -7,10 +7,11 @@
  *
  * What it checks, and why:
  *  1. The scalar math (tb_erf_f, tb_exp_neg_f, tb_tanh_f, tb_sech2_f, gelu,
- *     gelu', gelu_tanh, gelu_tanh') over a dense grid. The CUDA kernels run these very functions, so this is the CPU's
- *     proof of the GPU's per-element arithmetic.
- *  2. Both forms x every ISA path this CPU has x threads {1, 2} x fused/unfused x
- *     forward/backward x sizes {1, 7, 15, 16, 17, 1000, 4097, 100003} on
+ *     gelu', gelu_tanh, gelu_tanh') over a dense grid. The CUDA kernels run
+ *     these very functions, so this is the CPU's proof of the GPU's
+ *     per-element arithmetic.
+ *  2. Both forms x every ISA path this CPU has x threads {1, 2} x
+ *     fused/unfused x forward/backward x sizes {1, 7, 15, 16, 17, 1000, 4097, 100003} on
  *     random inputs (uniform in [-8, 8], normals, a few tiny and large
  *     values), at an aligned and a misaligned address: within the stated
  *     bound of the reference, bitwise equal to the scalar math (so fused ==
