@@ -47,8 +47,7 @@ static double urand(void) /* [-1, 1) */
 
 /* ---- float64 references ---- */
 typedef enum ref_kind {
-    REF_CONV, REF_BN, REF_RELU, REF_GELU, REF_GELU_TANH, REF_DROPOUT, REF_MAXPOOL, REF_AVGPOOL,
-    REF_LINEAR,
+    REF_CONV, REF_BN, REF_RELU, REF_GELU, REF_GELU_TANH, REF_DROPOUT, REF_MAXPOOL, REF_AVGPOOL, REF_LINEAR,
     REF_RESBLOCK,
 } ref_kind;
 
