@@ -14,6 +14,8 @@
  *                       residual add (no activation)
  *   lib/nn/layer_ln.c      layer norm over each token's features
  *   lib/nn/layer_attn.c    multi-head self-attention with its projections
+ *   lib/nn/layer_embed.c   GPT-2's token + position embedding (int32 ids in),
+ *                       and the vocabulary head tied to its token table
  *
  * Life of a layer:
  *   create  (shape inference from the per-sample input shape; parameters
@@ -137,6 +139,8 @@ typedef enum tb_init_kind {
     TB_INIT_UNIFORM = 0, /* U(-bound, bound): PyTorch's conv/linear default */
     TB_INIT_ONES = 1,    /* BN gamma */
     TB_INIT_ZEROS = 2,   /* BN beta */
+    TB_INIT_NORMAL = 3,  /* N(0, bound^2): GPT-2's weights and embeddings, std 0.02
+                            (nn.init.normal_, no truncation) */
 } tb_init_kind;
 
 typedef struct tb_param {
@@ -144,7 +148,7 @@ typedef struct tb_param {
     size_t n;            /* floats */
     float *w, *g;        /* views into the model's flat buffers; NULL until bound */
     tb_init_kind init;
-    float bound;         /* for TB_INIT_UNIFORM: 1/sqrt(fan_in) */
+    float bound;         /* TB_INIT_UNIFORM: 1/sqrt(fan_in); TB_INIT_NORMAL: the std */
 } tb_param;
 
 #define TB_LAYER_MAX_PARAMS 4 /* multi-head attention: in and out projections */
@@ -243,6 +247,25 @@ int tb_layer_mha_create(tb_layer_ctx *ctx, tb_shape in, int heads, tb_layer **ou
 /* y = main(x) + x (a pre-norm transformer's residual). Takes ownership of
  * main_path (also on failure). REQUIRES: main_path keeps the shape. */
 int tb_layer_add_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer **out);
+
+/* Token + position embedding (lib/nn/layer_embed.c): in (1, T, 1) int32
+ * token ids (the input tensor has dtype TB_I32), out (1, T, dim),
+ * y = wte[token] + wpe[t]. Parameters "weight" wte (vocab, dim) and
+ * "weight" wpe (context, dim), both TB_INIT_NORMAL with std 0.02. No input
+ * gradient (need_dx 0, backward returns dx NULL).
+ * REQUIRES: in.c == in.w == 1, 1 <= T = in.h <= context; vocab, dim >= 1;
+ * every token id in [0, vocab) (the loader checks its batches). */
+int tb_layer_embedding_create(tb_layer_ctx *ctx, tb_shape in, int vocab, int dim, int context,
+                              tb_layer **out);
+/* Output head tied to embedding's token table: (1, T, dim) -> (1, T, vocab)
+ * logits = x wte^T, no bias, no parameters of its own (it reads wte's
+ * weights and gradient once bound; its backward writes or adds dwte first,
+ * and the embedding's then adds). Borrows embedding, which must outlive it
+ * and run earlier in the forward (the head's backward runs before the
+ * embedding's). REQUIRES: embedding made by tb_layer_embedding_create,
+ * in == (1, T, dim). */
+int tb_layer_tied_head_create(tb_layer_ctx *ctx, tb_shape in, tb_layer *embedding,
+                              tb_layer **out);
 
 /* Containers take ownership of their children (also on failure). */
 int tb_layer_seq_create(tb_layer_ctx *ctx, tb_layer **children, int n, tb_layer **out);

@@ -4,6 +4,7 @@
  */
 #include "lib/nn/model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +250,36 @@ static void count_params(tb_param *p, void *user)
     (*(int *)user)++;
 }
 
+/* Box-Muller: two N(0, 1) draws from two uniforms, u1 in (0, 1] (log
+ * finite) and u2 in [0, 1). */
+static void normal_pair(tb_rng *r, double *z0, double *z1)
+{
+    double u1 = 1.0 - tb_rng_double01(r), u2 = tb_rng_double01(r);
+    double rad = sqrt(-2.0 * log(u1)), th = 2.0 * M_PI * u2;
+    *z0 = rad * cos(th);
+    *z1 = rad * sin(th);
+}
+
+void tb_param_init_host(const tb_param *p, tb_rng *r, float *host)
+{
+    if (p->init == TB_INIT_NORMAL) {
+        for (size_t j = 0; j < p->n; j += 2) {
+            double z0, z1;
+            normal_pair(r, &z0, &z1);
+            host[j] = (float)(z0 * p->bound);
+            if (j + 1 < p->n)
+                host[j + 1] = (float)(z1 * p->bound);
+        }
+        return;
+    }
+    for (size_t j = 0; j < p->n; j++) {
+        float v = p->init == TB_INIT_ONES ? 1.0f : 0.0f;
+        if (p->init == TB_INIT_UNIFORM)
+            v = (2.0f * tb_rng_float01(r) - 1.0f) * p->bound;
+        host[j] = v;
+    }
+}
+
 /* Fills host with PyTorch's default init, from (seed, stream). A bias draws
  * from its own stream beside its layer's weight (2k+1 for the k-th weight,
  * 2k), so dropping a conv bias (conv_bias off) leaves every other parameter's
@@ -265,12 +296,7 @@ static void params_init_host(tb_model *m, uint64_t seed, float *host)
          * depend on the parameters before it */
         tb_rng r = tb_rng_seeded(seed * 0x100000001b3ull + stream * TB_RNG_GOLDEN);
         tb_rng_next_u64(&r);
-        for (size_t j = 0; j < p->n; j++) {
-            float v = p->init == TB_INIT_ONES ? 1.0f : 0.0f;
-            if (p->init == TB_INIT_UNIFORM)
-                v = (2.0f * tb_rng_float01(&r) - 1.0f) * p->bound;
-            host[at + j] = v;
-        }
+        tb_param_init_host(p, &r, host + at);
         at += p->n;
     }
 }

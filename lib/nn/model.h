@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "lib/backend/backend.h"
+#include "lib/core/rng.h"
 #include "lib/nn/layers.h"
 
 #ifdef __cplusplus
@@ -132,6 +133,12 @@ size_t tb_gpt2_param_count(const tb_gpt2_dims *g);
  * TB_I32) and o->classes must be g->vocab. */
 int tb_model_build_gpt2(tb_backend *be, const tb_gpt2_dims *g, const tb_model_opts *o,
                         tb_model **out);
+
+/* The initial values of p (p->n floats into host) from r, the parameter's
+ * own stream (tb_model_build seeds one per parameter): U(-bound, bound),
+ * ones, zeros, or N(0, bound^2) by Box-Muller on pairs of 53-bit uniforms.
+ * The same r gives the same bits. */
+void tb_param_init_host(const tb_param *p, tb_rng *r, float *host);
 
 /* Copies the host parameter-shaped array src (m->numel floats, e.g. a copy
  * of flat_w or flat_g) to dst, converting the layout-dependent tensors:

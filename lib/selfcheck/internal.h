@@ -10,6 +10,7 @@
  *                            reductions, dropout, optimizers
  *   lib/selfcheck/conv.c     convolution, batch norm, pooling
  *   lib/selfcheck/attention.c     layer norm, attention
+ *   lib/selfcheck/tokens.c   token-model embeddings
  *   lib/selfcheck/runtime.c  memory, streams, device info, graph capture,
  *                            device-side data (augment, labels)
  *   lib/selfcheck/train.c    training step checks (the sc_step_checks[] table)
@@ -24,6 +25,7 @@
  * (tb_max_rel_err, lib/core/stats.h), chosen by why the two sides may differ:
  *   TOL_EXACT 0      selections and single IEEE operations both sides do
  *                    alike: relu fwd/bwd, add, bias_add (one rounded add),
+ *                    embedding_fwd (one rounded add of two table rows),
  *                    dropout (mask from kernels/rng_math.h, one multiply by
  *                    the same float scale), max pooling and its argmax,
  *                    count_nonfinite (a small integer). Masks and argmax are
@@ -37,6 +39,7 @@
  *   TOL_SUM 1e-5     (~100 ulp, TB_TOL_F32) sums in another order, or other
  *                    exp/log/erf/sqrt implementations: gemm, convolution,
  *                    bias_grad, reduce_sum, batch norm, softmax_xent_fwd,
+ *                    embedding_bwd (float sums over rows vs double),
  *                    xent_lse_fwd (loss and lse), gelu and gelu_tanh
  *                    (both within 1e-6 max(1, |x|) of their double
  *                    reference, lib/backend/cpu/gelu_test.c: an absolute bound, so
@@ -241,6 +244,9 @@ int check_layernorm_bwd(sc_ctx *sc);
 int check_attention_workspace(sc_ctx *sc);
 int check_attention_fwd(sc_ctx *sc);
 int check_attention_bwd(sc_ctx *sc);
+/* lib/selfcheck/tokens.c */
+int check_embedding_fwd(sc_ctx *sc);
+int check_embedding_bwd(sc_ctx *sc);
 /* lib/selfcheck/runtime.c */
 int check_mem_roundtrip(sc_ctx *sc);
 int check_mem_accounting(sc_ctx *sc);

@@ -74,6 +74,8 @@ static const sc_op_check op_checks[] = {
     {"attention_workspace", check_attention_workspace, NULL},
     {"attention_fwd", check_attention_fwd, NULL},
     {"attention_bwd", check_attention_bwd, NULL},
+    {"embedding_fwd", check_embedding_fwd, NULL},
+    {"embedding_bwd", check_embedding_bwd, NULL},
     /* one capture case walks all four graph slots; it runs under each name */
     {"graph_begin", check_graph_capture, SC_NULL_GRAPH},
     {"graph_end", check_graph_capture, SC_NULL_GRAPH},

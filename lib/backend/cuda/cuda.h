@@ -18,6 +18,7 @@
  *   optim.c        opt_step, per tensor and fused (kernels/optim.cu)
  *   cast.c         cast_* (kernels/cast.cu)
  *   attention.c    layernorm_*, attention_* (kernels/attention.cu, layernorm.cu)
+ *   tokens.c       embedding_* (kernels/tokens.cu)
  *   gemm.c         gemm on cuBLAS
  *   conv.c         conv_* on cuDNN (descriptor cache, autotuner)
  *   staging.c      host batches to the device (lib/backend/staging.h)
@@ -135,6 +136,7 @@ void tb_cuda_install_xent(tb_backend *be);
 void tb_cuda_install_optim(tb_backend *be);
 void tb_cuda_install_cast(tb_backend *be);  /* lib/backend/cuda/cast.c */
 void tb_cuda_install_graph(tb_backend *be); /* lib/backend/cuda/graph.c */
+void tb_cuda_install_tokens(tb_backend *be); /* lib/backend/cuda/tokens.c */
 /* layernorm_fwd/bwd and attention_workspace/fwd/bwd (lib/backend/cuda/attention.c).
  * TB_OK. */
 int tb_cuda_install_attn_ops(tb_backend *be);
