@@ -9,7 +9,7 @@
  *   backend.c      creation, copies, streams, events, device info
  *   alloc.c        the caching device allocator (dev_alloc, mem_*)
  *   elementwise.c  relu_*, add, axpby, bias_add (kernels/elementwise.cu)
- *   gelu.c         gelu_* (kernels/gelu.cu)
+ *   gelu.c         gelu_*, gelu_tanh_* (kernels/gelu.cu)
  *   reduce.c       bias_grad, reduce_sum, count_nonfinite (kernels/reduce.cu)
  *   dropout.c      dropout_* (kernels/elementwise.cu)
  *   pool.c         pool_* (kernels/pool.cu)
@@ -101,6 +101,8 @@ typedef struct cuda_ctx {
     /* unfused GELU's intermediates: n floats each, kept and grown */
     float *gelu_tmp1, *gelu_tmp2;
     size_t gelu_tmp_n;
+    float *gelu_tmp3;          /* the unfused tanh GELU backward's third */
+    size_t gelu_tmp3_n;
 } cuda_ctx;
 
 static inline cuda_ctx *tb_cuda_ctx(tb_backend *be) { return (cuda_ctx *)be->ctx; }
