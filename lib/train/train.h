@@ -120,7 +120,7 @@ typedef struct tb_eval_stats {
  * TB_GPT2_TEST_SAMPLES sequences, because evaluation runs the whole test
  * split and a CPU forward of these models costs seconds per sample. */
 #define TB_RESNET50_TEST_SAMPLES 256
-#define TB_GPT2_TEST_SAMPLES 8
+#define TB_GPT2_TEST_SAMPLES 4
 void tb_train_split_sizes(const tb_config *cfg, long *train, long *test);
 
 /* GPT-2 small with --context, --layers and --vocab of c (0: GPT-2's). */
