@@ -39,6 +39,8 @@
  *   variants   fused vs manual attention: losses within 1e-5 relative,
  *              gradients within 1e-4 (online softmax rounds differently).
  *   sgd        one SGD step (lr 0.1) on a batch lowers that batch's loss.
+ *   memory     --checkpointing (the GELUs recomputed) gives bitwise the same
+ *              loss, logits and gradients; no_grad the same loss and logits.
  *
  * Run: bazel test //lib/nn:gpt2_test
  */
@@ -77,13 +79,17 @@ typedef struct run {
     int32_t *tok, *lab;   /* host copies */
 } run;
 
-static int run_open(tb_backend *be, const tb_gpt2_dims *g, int n, tb_gelu_approx approx,
-                    uint64_t seed, run *r)
+/* A model of dims g built with o (classes, batch n and gelu_approx set
+ * here), random tokens and labels. */
+static int run_open_opts(tb_backend *be, const tb_gpt2_dims *g, int n, tb_gelu_approx approx,
+                         tb_model_opts o, run *r)
 {
     memset(r, 0, sizeof *r);
     r->g = *g;
     r->n = n;
-    tb_model_opts o = {.classes = g->vocab, .max_batch = n, .seed = seed, .gelu_approx = approx};
+    o.classes = g->vocab;
+    o.max_batch = n;
+    o.gelu_approx = approx;
     size_t rows = (size_t)n * g->context;
     TB_TRY(tb_model_build_gpt2(be, g, &o, &r->m));
     TB_TRY(tb_tensor_alloc(be, n, 1, g->context, 1, &r->x));
@@ -98,6 +104,12 @@ static int run_open(tb_backend *be, const tb_gpt2_dims *g, int n, tb_gelu_approx
         r->lab[i] = (int32_t)tb_rng_below(&rng, (uint32_t)g->vocab);
     }
     return TB_OK;
+}
+
+static int run_open(tb_backend *be, const tb_gpt2_dims *g, int n, tb_gelu_approx approx,
+                    uint64_t seed, run *r)
+{
+    return run_open_opts(be, g, n, approx, (tb_model_opts){.seed = seed}, r);
 }
 
 static void run_close(tb_backend *be, run *r)
@@ -794,6 +806,72 @@ out_close:
     return rc;
 }
 
+/* ---- activation memory: no_grad and checkpointing change no result ---- */
+
+static int count_checkpointed(const tb_layer *l)
+{
+    int n = l->checkpoint;
+    for (int i = 0; i < l->nchildren; i++)
+        n += count_checkpointed(l->children[i]);
+    return n;
+}
+
+/* Logits (host, rows x vocab), loss and gradients of a fresh small model
+ * built with checkpointing ckpt (*marked: its checkpointed layers); under
+ * no_grad when no_grad (no gradients). The same tokens every call. */
+static int mem_run(tb_backend *be, int ckpt, int no_grad, float *logits, float *loss,
+                   float *grad, int *marked)
+{
+    tb_gpt2_dims g = small_dims(4);
+    run r;
+    int rc;
+    tb_rng keep = rng;
+    TB_TRY_GOTO(rc, run_open_opts(be, &g, 2, TB_GELU_TANH,
+                                  (tb_model_opts){.seed = 21, .checkpointing = ckpt}, &r),
+                out_close);
+    rng = keep;
+    *marked = count_checkpointed(r.m->net);
+    if (no_grad) {
+        TB_TRY_GOTO(rc, tb_model_set_no_grad(r.m, 1), out_close);
+        TB_TRY_GOTO(rc, forward_loss(be, &r, loss, logits), out_close);
+        goto out_close;
+    }
+    TB_TRY_GOTO(rc, forward_loss(be, &r, loss, logits), out_close);
+    TB_TRY_GOTO(rc, tb_model_backward(r.m, 1.0f), out_close);
+    rc = be->copy_d2h(be, grad, r.m->flat_g, r.m->numel * sizeof(float), NULL);
+
+out_close:
+    run_close(be, &r);
+    return rc;
+}
+
+static int check_act_memory(tb_backend *be)
+{
+    tb_gpt2_dims g = small_dims(4);
+    size_t nl = 2 * (size_t)g.context * g.vocab, np = tb_gpt2_param_count(&g);
+    float l0, l1, l2, *lg0 = malloc(nl * sizeof(float)), *lg1 = malloc(nl * sizeof(float));
+    float *lg2 = malloc(nl * sizeof(float)), *g0 = malloc(np * sizeof(float));
+    float *g1 = malloc(np * sizeof(float));
+    int rc = TB_OK, m0, m1, m2;
+    if (!lg0 || !lg1 || !lg2 || !g0 || !g1) {
+        rc = TB_FAIL(TB_ERR_NOMEM, "result copies");
+        goto out_free;
+    }
+    TB_TRY_GOTO(rc, mem_run(be, 0, 0, lg0, &l0, g0, &m0), out_free);
+    TB_TRY_GOTO(rc, mem_run(be, 1, 0, lg1, &l1, g1, &m1), out_free);
+    TB_TRY_GOTO(rc, mem_run(be, 0, 1, lg2, &l2, NULL, &m2), out_free);
+    CHECK(m0 == 0 && m1 == g.layers && l0 == l1 && !memcmp(lg0, lg1, nl * sizeof(float)) &&
+              !memcmp(g0, g1, np * sizeof(float)),
+          "checkpointing (%d layers recomputed, one GELU per block): loss, logits and "
+          "gradients bitwise the same (loss %.6f)", m1, l0);
+    CHECK(l0 == l2 && !memcmp(lg0, lg2, nl * sizeof(float)),
+          "no_grad: loss and logits bitwise the same");
+
+out_free:
+    free(lg0), free(lg1), free(lg2), free(g0), free(g1);
+    return rc;
+}
+
 /* ---- one SGD step ---- */
 static int check_sgd(tb_backend *be)
 {
@@ -838,6 +916,7 @@ static int run_all(tb_backend *be, void *arg)
     TB_TRY(check_causal(be, TB_ATTN_FUSED));
     TB_TRY(check_variants(be));
     TB_TRY(check_sgd(be));
+    TB_TRY(check_act_memory(be));
     return check_gradients(be);
 }
 
