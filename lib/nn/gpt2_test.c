@@ -600,6 +600,18 @@ static int check_refusals(tb_backend *be)
     o.classes = g.vocab;
     CHECK(tb_model_build_gpt2(be, &g, &o, &m) == TB_ERR_INVALID && !m,
           "d not a multiple of heads refused");
+    g.heads = 4;
+    int (*lse_fwd)(tb_backend *, const float *, const int32_t *, int, int, float *, float *) =
+        be->xent_lse_fwd;
+    size_t before, after;
+    TB_TRY(be->mem_stats(be, &before, NULL));
+    be->xent_lse_fwd = NULL; /* a backend without the token loss */
+    int built = tb_model_build_gpt2(be, &g, &o, &m);
+    be->xent_lse_fwd = lse_fwd;
+    TB_TRY(be->mem_stats(be, &after, NULL));
+    CHECK(built == TB_ERR_UNSUPPORTED && !m && after == before,
+          "a backend without xent_lse_fwd refused (TB_ERR_UNSUPPORTED), its device memory "
+          "freed (%zu bytes in use before and %zu after)", before, after);
     tb_error_clear();
     run r;
     int rc;
