@@ -7,7 +7,8 @@
  *   counts     the full GPT-2 small built at batch 1 has exactly 124,439,808
  *              parameters (the published count) = tb_gpt2_param_count; four
  *              other dims (odd sizes) match the closed form too; the print
- *              of the 12-block model stays short (repeated blocks one line).
+ *              of the 12-block model stays short (repeated blocks one line);
+ *              the flat parameters are in nanoGPT's state_dict order.
  *   init       GPT-2's init: weights' std 0.02, the residual projections'
  *              0.02 / sqrt(2 layers) (within 10%), biases 0, gamma 1.
  *              Small GPT-2s (2 layers, 2 and 4 heads, d 64, context 32,
@@ -588,6 +589,47 @@ static int check_counts(tb_backend *be)
     return TB_OK;
 }
 
+/* The flat buffer holds nanoGPT's state_dict order: wte, wpe, per block
+ * ln_1 (w, b), c_attn (w, b), c_proj (w, b), ln_2, c_fc, mlp c_proj, then
+ * ln_f, each of its PyTorch size, back to back. */
+static int check_order(tb_backend *be)
+{
+    tb_gpt2_dims g = {.layers = 2, .heads = 2, .dim = 6, .mlp = 10, .context = 5, .vocab = 7};
+    size_t d = (size_t)g.dim, m = (size_t)g.mlp;
+    run r;
+    ref_model rm;
+    int rc, ok = 1;
+    TB_TRY_GOTO(rc, run_open(be, &g, 1, TB_GELU_TANH, 1, &r), out_close);
+    ref_from_model(&r, TB_GELU_TANH, &rm);
+    size_t want[2 + 12 * 2 + 2][2], at = 0; /* offset, size */
+    int n = 0;
+#define NEXT(off, size) (want[n][0] = (off), want[n][1] = (size), n++)
+    NEXT(rm.wte, g.vocab * d);
+    NEXT(rm.wpe, g.context * d);
+    for (int b = 0; b < g.layers; b++) {
+        const ref_block *k = &rm.blk[b];
+        NEXT(k->ln1[0], d), NEXT(k->ln1[1], d);
+        NEXT(k->attn[0], 3 * d * d), NEXT(k->attn[1], 3 * d);
+        NEXT(k->attn[2], d * d), NEXT(k->attn[3], d);
+        NEXT(k->ln2[0], d), NEXT(k->ln2[1], d);
+        NEXT(k->fc[0], m * d), NEXT(k->fc[1], m);
+        NEXT(k->proj[0], d * m), NEXT(k->proj[1], d);
+    }
+    NEXT(rm.lnf[0], d), NEXT(rm.lnf[1], d);
+#undef NEXT
+    ok = r.m->nparams == n;
+    for (int i = 0; i < n && ok; i++) {
+        ok = want[i][0] == at && r.m->params[i]->n == want[i][1];
+        at += want[i][1];
+    }
+    CHECK(ok && at == r.m->numel, "flat parameters in nanoGPT's state_dict order and sizes "
+          "(%d tensors)", n);
+
+out_close:
+    run_close(be, &r);
+    return rc;
+}
+
 /* Bad dims, a vocabulary that is not o->classes, an fp32 input: refused. */
 static int check_refusals(tb_backend *be)
 {
@@ -920,6 +962,7 @@ static int run_all(tb_backend *be, void *arg)
 {
     (void)arg;
     TB_TRY(check_counts(be));
+    TB_TRY(check_order(be));
     TB_TRY(check_refusals(be));
     TB_TRY(check_init_values(be));
     TB_TRY(check_init(be, 2));
