@@ -10,7 +10,8 @@
  *       and next-token accuracy over every test position (16 x 16
  *       predictions) passes 20% (chance 1.6%; the chain allows ~50%);
  *     - 2 process workers give the 0-worker run's loss and parameters bit
- *       for bit after 5 steps;
+ *       for bit after 5 steps; --loss-read-every=2 (loss summed over the
+ *       B x T rows on the device) the same mean loss and parameters;
  *     - image data handed to a gpt2 trainer is refused, naming the data.
  *   resnet50 (64 x 64 images, batch 2, its SGD recipe lr): --conv-bias=auto
  *     builds torchvision's 25,557,032 parameters, the batch is (2, 3, 64, 64)
@@ -108,8 +109,9 @@ out_destroy:
     return rc;
 }
 
-/* Loss and parameters after 5 steps. */
-static int gpt2_steps(tb_backend *be, tb_config *c, float *loss, float **params, size_t *n)
+/* Last and (mean != NULL) mean loss, and parameters after c's steps. */
+static int gpt2_steps(tb_backend *be, tb_config *c, float *loss, float **params, size_t *n,
+                      double *mean)
 {
     TB_TRY(tb_config_validate(c));
     tb_trainer *t;
@@ -118,6 +120,8 @@ static int gpt2_steps(tb_backend *be, tb_config *c, float *loss, float **params,
     int rc;
     TB_TRY_GOTO(rc, tb_train_epoch(t, 0, &es), out_destroy);
     *loss = es.last_loss;
+    if (mean)
+        *mean = es.mean_loss;
     *n = t->model->numel;
     *params = malloc(*n * sizeof(float));
     if (!*params) {
@@ -139,15 +143,28 @@ static int check_gpt2_workers(tb_backend *be)
     float l0, l2;
     float *p0 = NULL, *p2 = NULL;
     size_t n0 = 0, n2 = 0;
-    TB_TRY(gpt2_steps(be, &c, &l0, &p0, &n0));
+    double mean0;
+    TB_TRY(gpt2_steps(be, &c, &l0, &p0, &n0, &mean0));
     gpt2_config(&c);
     c.max_steps = 5;
     c.workers = 2;
     c.worker_mode = TB_WORKERS_PROCESSES;
-    int rc = gpt2_steps(be, &c, &l2, &p2, &n2);
+    int rc = gpt2_steps(be, &c, &l2, &p2, &n2, NULL);
     if (rc == TB_OK)
         CHECK(n0 == n2 && l0 == l2 && memcmp(p0, p2, n0 * sizeof(float)) == 0,
               "2 process workers: loss %.9g vs %.9g, parameters bitwise equal", l2, l0);
+    free(p2);
+    p2 = NULL;
+    gpt2_config(&c);
+    c.max_steps = 5;
+    c.loss_read_every = 2;
+    double mean2;
+    rc = rc ? rc : gpt2_steps(be, &c, &l2, &p2, &n2, &mean2);
+    if (rc == TB_OK)
+        CHECK(fabs(mean2 - mean0) <= 1e-5 * fabs(mean0) &&
+                  memcmp(p0, p2, n0 * sizeof(float)) == 0,
+              "--loss-read-every=2: mean loss %.7g vs %.7g every step (within 1e-5), "
+              "parameters bitwise equal", mean2, mean0);
     free(p0);
     free(p2);
     return rc;

@@ -425,16 +425,18 @@ int tb_train_micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, flo
 }
 
 /* --loss-read-every=N: the one host read of the loss sums accumulated on
- * the device since the last one. */
+ * the device since the last one. The device sums loss rows: a token
+ * model's T per sample, so the per-sample sum *loss_sum keeps (mean loss x
+ * samples, as the read path adds) is the row sum / T. */
 static int loss_flush(tb_trainer *t, tb_epoch_stats *st, double *loss_sum)
 {
     if (!t->loss_acc || t->loss_unread_steps == 0)
         return TB_OK;
-    float sum;
+    float sum, per = (float)labels_per_sample(t->train_ds);
     TB_TRY(t->be->copy_d2h(t->be, &sum, t->loss_acc, sizeof sum, NULL));
     TB_TRY(t->be->memset(t->be, t->loss_acc, 0, sizeof(float), NULL));
-    *loss_sum += sum;
-    st->last_loss = t->loss_unread_images ? sum / (float)t->loss_unread_images : 0;
+    *loss_sum += sum / per;
+    st->last_loss = t->loss_unread_images ? sum / ((float)t->loss_unread_images * per) : 0;
     t->loss_unread_steps = 0;
     t->loss_unread_images = 0;
     return TB_OK;
