@@ -139,6 +139,9 @@ out_free_arrays:
 
 int tb_dataset_write_idx(const tb_dataset *ds, const char *images_path, const char *labels_path)
 {
+    if (ds->make)
+        return TB_FAIL(TB_ERR_INVALID, "%s: dataset %s is made on the fly and holds no samples "
+                       "to write", images_path, ds->name);
     uint8_t *labels = malloc((size_t)ds->n);
     if (!labels)
         return TB_FAIL(TB_ERR_NOMEM, "cannot allocate %d labels", ds->n);

@@ -107,7 +107,7 @@ int tb_dataset_open_idx(const char *images_path, const char *labels_path, const 
 
 /* Writes ds as raw (uncompressed) IDX files, each through a temp file and a
  * rename. Images are (N, H, W) when C == 1, else (N, C, H, W); labels (N).
- * REQUIRES: labels in 0..255. */
+ * REQUIRES: labels in 0..255. An on-the-fly dataset is TB_ERR_INVALID. */
 int tb_dataset_write_idx(const tb_dataset *ds, const char *images_path, const char *labels_path);
 
 /* Writes ds as raw Fashion-MNIST-named files in dir, so that

@@ -116,6 +116,11 @@ int main(void)
         hi = seq[k] > hi ? seq[k] : hi;
     CHECK(in_range(seq, 1025, 50257) && hi > 25000, "ids of sample 999999 (max %d)", hi);
 
+    printf("nothing stored: writing it as IDX files is refused\n");
+    CHECK(tb_dataset_write_idx(a, "/nonexistent/x", "/nonexistent/y") == TB_ERR_INVALID &&
+              strstr(tb_error_message(), "on the fly"), "write_idx: %s", tb_error_message());
+    tb_error_clear();
+
     printf("bad configuration is refused\n");
     tb_token_cfg bad[] = {{.n = 0, .seq = 8, .vocab = 10}, {.n = 4, .seq = 0, .vocab = 10},
                           {.n = 4, .seq = 8, .vocab = 1}, {.n = 4, .seq = 8, .vocab = 1 << 25}};

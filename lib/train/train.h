@@ -119,7 +119,7 @@ typedef struct tb_eval_stats {
  * resnet50 50,000 / TB_RESNET50_TEST_SAMPLES, gpt2 10,000 /
  * TB_GPT2_TEST_SAMPLES sequences, because evaluation runs the whole test
  * split and a CPU forward of these models costs seconds per sample. */
-#define TB_RESNET50_TEST_SAMPLES 256
+#define TB_RESNET50_TEST_SAMPLES 128
 #define TB_GPT2_TEST_SAMPLES 4
 void tb_train_split_sizes(const tb_config *cfg, long *train, long *test);
 
