@@ -1,0 +1,87 @@
+#!/bin/bash
+# export_model_test.sh - bench:export_model on the small CNN (no PyTorch):
+# every file is there with the size its shape gives (129,290 parameters, the
+# small CNN's count in DESIGN.md), the manifest's tensors tile the flat buffer
+# in order, one SGD step changed the parameters and the loss, a channels-last
+# export writes the same initial parameters and batch (files are NCHW either
+# way), and a refused optimizer exits non-zero with nothing written.
+#
+#   bazel test //bench:export_model_test --test_output=errors
+set -euo pipefail
+
+bin="$1"
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+fails=0
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+size_is() { # file bytes
+    local got
+    got=$(stat -c %s "$1" 2>/dev/null || echo missing)
+    [[ "$got" == "$2" ]] || fail "$(basename "$1"): $got bytes, expected $2"
+}
+
+"$bin" --model=small_cnn --batch-size=3 --seed=7 --threads=1 --out="$tmp/nchw" >"$tmp/log" 2>&1 ||
+    { cat "$tmp/log"; fail "export exited non-zero"; }
+grep -q "wrote $tmp/nchw" "$tmp/log" || fail "no 'wrote' line: $(cat "$tmp/log")"
+
+params=129290
+for f in params0 grads params1; do size_is "$tmp/nchw/$f.f32" $((params * 4)); done
+size_is "$tmp/nchw/x.f32" $((3 * 1 * 28 * 28 * 4))
+size_is "$tmp/nchw/labels.i32" $((3 * 4))
+for f in logits0 logits1; do size_is "$tmp/nchw/$f.f32" $((3 * 10 * 4)); done
+
+python3 - "$tmp/nchw" "$params" <<'EOF' || fail "manifest check"
+import json, struct, sys
+d, want = sys.argv[1], int(sys.argv[2])
+m = json.load(open(d + "/manifest.json"))
+errs = []
+if m["numel"] != want:
+    errs.append("numel %d, expected %d" % (m["numel"], want))
+at = 0
+for p in m["params"]:
+    n = 1
+    for s in p["shape"]:
+        n *= s
+    if p["offset"] != at or p["numel"] != n:
+        errs.append("%s: offset %d numel %d shape %s, expected offset %d"
+                    % (p["name"], p["offset"], p["numel"], p["shape"], at))
+    at += p["numel"]
+if at != want:
+    errs.append("tensors cover %d floats of %d" % (at, want))
+if len(m["params"]) != 28:
+    errs.append("%d tensors, expected 28" % len(m["params"]))
+if m["params"][0]["shape"] != [16, 1, 3, 3]:
+    errs.append("first tensor %s, expected conv (16, 1, 3, 3)" % m["params"][0]["shape"])
+if not m["loss1"] < m["loss0"]:
+    errs.append("loss %g -> %g after one step on the same batch" % (m["loss0"], m["loss1"]))
+p0 = open(d + "/params0.f32", "rb").read()
+p1 = open(d + "/params1.f32", "rb").read()
+moved = sum(a != b for a, b in zip(struct.iter_unpack("<f", p0), struct.iter_unpack("<f", p1)))
+if moved < want // 2:
+    errs.append("only %d of %d parameters moved in the step" % (moved, want))
+labels = struct.unpack("<3i", open(d + "/labels.i32", "rb").read())
+if not all(0 <= l < 10 for l in labels):
+    errs.append("labels %s outside [0, 10)" % (labels,))
+for e in errs:
+    print("manifest:", e)
+sys.exit(1 if errs else 0)
+EOF
+
+"$bin" --model=small_cnn --batch-size=3 --seed=7 --threads=1 --channels-last \
+    --out="$tmp/nhwc" >"$tmp/log2" 2>&1 || { cat "$tmp/log2"; fail "channels-last export"; }
+for f in params0.f32 x.f32 labels.i32; do
+    cmp -s "$tmp/nchw/$f" "$tmp/nhwc/$f" || fail "$f differs between NCHW and channels-last"
+done
+
+if "$bin" --optimizer=lars --out="$tmp/lars" >"$tmp/log3" 2>&1; then
+    fail "--optimizer=lars accepted"
+fi
+grep -q "only sgd and adamw" "$tmp/log3" || fail "lars refusal says: $(cat "$tmp/log3")"
+[[ ! -e "$tmp/lars" ]] || fail "a refused export left $tmp/lars"
+
+if ((fails)); then
+    echo "$fails failure(s)"
+    exit 1
+fi
+echo "PASS"
