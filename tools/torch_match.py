@@ -1,0 +1,427 @@
+#!/usr/bin/env python3
+"""torch_match.py - does tunebench compute the same numbers as PyTorch?
+
+Reads an export of bench:export_model (initial parameters, one batch, the
+logits, gradients and loss of a training-mode forward, and the parameters
+and loss after one optimizer step), builds the same model in PyTorch with
+those initial weights, runs the same step in float32, and prints one
+PASS/FAIL line per quantity with its relative error and the tolerance.
+Exit status 1 when any quantity is off, 2 when the export cannot be used.
+
+Outside CI: it needs PyTorch (a multi-GB download), e.g.
+    python3 -m venv /work/torch-venv && /work/torch-venv/bin/pip install torch numpy
+    bazel run //bench:export_model -- --model=small_cnn --out=/tmp/tm_small
+    /work/torch-venv/bin/python tools/torch_match.py /tmp/tm_small
+ResNet-50 (torchvision's bias=False convolutions) and GPT-2 at reduced sizes:
+    bazel run //bench:export_model -- --model=resnet50 --no-conv-bias \\
+        --image-size=32 --batch-size=4 --out=/tmp/tm_resnet
+    bazel run //bench:export_model -- --model=gpt2 --layers=2 --context=64 \\
+        --batch-size=2 --out=/tmp/tm_gpt2
+
+The models are written here, independently of tunebench's description:
+  small_cnn, wide_cnn, transformer  as lib/nn/model.c's tb_spec_* describe them;
+  resnet50  torchvision's resnet50 (v1.5: stride in the 3x3 convolution);
+  gpt2      nanoGPT's GPT: token + position embedding, pre-norm blocks with
+            c_attn Linear(d, 3d) (q, k, v rows in that order), causal
+            attention, tanh GELU MLP, final LayerNorm, lm_head tied to wte,
+            no dropout.
+Weights map by order: the export lists tensors in tunebench's flat-buffer
+order; each model here registers its parameters in that order, and every
+tensor must have the export's element count and, where the export gives a
+shape of rank > 1, that shape. Layouts need no conversion: tunebench's
+conv weights are KCRS = PyTorch's (out, in, kh, kw), linear weights
+(out, in) as nn.Linear's, and the exporter writes NCHW order even for a
+--channels-last model.
+
+Relative errors: a tensor's is max|tunebench - torch| / max|torch| (over the
+tensor; per parameter tensor for gradients and parameters, the worst one
+printed), a scalar's |tunebench - torch| / |torch|. Gradient tensors that
+are zero in exact arithmetic (a convolution's bias right before batch norm)
+hold only rounding noise on both sides; they are compared against the
+largest gradient of the model instead of their own, and the line says how
+many there were.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+try:
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError as e:  # no PyTorch: say how to get it
+    sys.exit("torch_match.py needs PyTorch and numpy (%s): pip install torch numpy" % e)
+
+
+# ---------------------------------------------------------------- models
+
+class ConvBN(nn.Module):
+    """conv r x r (pad r // 2) + BN (+ ReLU)."""
+
+    def __init__(self, cin, cout, r, stride, bias, relu=True):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, r, stride, r // 2, bias=bias)
+        self.bn = nn.BatchNorm2d(cout)
+        self.relu = relu
+
+    def forward(self, x):
+        x = self.bn(self.conv(x))
+        return F.relu(x) if self.relu else x
+
+
+class ResBlock(nn.Module):
+    """conv-BN-ReLU-conv-BN plus the identity, then ReLU."""
+
+    def __init__(self, c, r, bias):
+        super().__init__()
+        self.a = ConvBN(c, c, r, 1, bias)
+        self.b = ConvBN(c, c, r, 1, bias, relu=False)
+
+    def forward(self, x):
+        return F.relu(self.b(self.a(x)) + x)
+
+
+def conv_out(h, r, stride, pad):
+    return (h + 2 * pad - r) // stride + 1
+
+
+def gelu_of(man):
+    return nn.GELU(approximate="tanh" if man["gelu"] == "tanh" else "none")
+
+
+class SmallCNN(nn.Module):
+    """tb_spec_small_cnn: conv3x3(16) BN ReLU, maxpool 2, res(16),
+    conv3x3/2(32) BN ReLU, res(32), linear(64) on the flattened map, GELU,
+    linear(classes)."""
+
+    def __init__(self, man):
+        super().__init__()
+        c, h, _ = man["input"]["shape"][1:]
+        bias = man["conv_bias"]
+        h = conv_out(h, 2, 2, 0)
+        h = conv_out(h, 3, 2, 1)
+        self.body = nn.Sequential(
+            ConvBN(c, 16, 3, 1, bias), nn.MaxPool2d(2, 2), ResBlock(16, 3, bias),
+            ConvBN(16, 32, 3, 2, bias), ResBlock(32, 3, bias), nn.Flatten(),
+            nn.Linear(32 * h * h, 64), gelu_of(man), nn.Linear(64, man["classes"]))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class WideCNN(nn.Module):
+    """tb_spec_wide_cnn (dropout 0)."""
+
+    def __init__(self, man):
+        super().__init__()
+        c = man["input"]["shape"][1]
+        bias = man["conv_bias"]
+        self.body = nn.Sequential(
+            ConvBN(c, 32, 3, 1, bias), ResBlock(32, 3, bias), nn.AvgPool2d(2, 2),
+            ConvBN(32, 64, 3, 1, bias), ResBlock(64, 3, bias),
+            ConvBN(64, 128, 3, 2, bias), ResBlock(128, 3, bias),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+            nn.Linear(128, 128), gelu_of(man), nn.Linear(128, man["classes"]))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class TokenTransformer(nn.Module):
+    """tb_spec_transformer: each image row a token; token linear 64, one
+    pre-norm block (4 heads, MLP 128, non-causal), LN, mean over tokens,
+    linear(classes)."""
+
+    def __init__(self, man):
+        super().__init__()
+        w = man["input"]["shape"][3]
+        d = 64
+        self.embed = nn.Linear(w, d)
+        self.ln1 = nn.LayerNorm(d)
+        self.mha = nn.MultiheadAttention(d, 4, bias=True, batch_first=True)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, 128)
+        self.gelu = gelu_of(man)
+        self.fc2 = nn.Linear(128, d)
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, man["classes"])
+
+    def forward(self, x):
+        x = self.embed(x[:, 0])                          # (N, T, d)
+        h = self.ln1(x)
+        x = x + self.mha(h, h, h, need_weights=False)[0]
+        x = x + self.fc2(self.gelu(self.fc1(self.ln2(x))))
+        return self.head(self.ln(x).mean(dim=1))
+
+
+class Bottleneck(nn.Module):
+    """torchvision's Bottleneck (ResNet v1.5: the stride in conv2)."""
+
+    def __init__(self, cin, width, stride, bias):
+        super().__init__()
+        cout = width * 4
+        self.conv1 = nn.Conv2d(cin, width, 1, bias=bias)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=bias)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, cout, 1, bias=bias)
+        self.bn3 = nn.BatchNorm2d(cout)
+        self.downsample = None
+        if stride != 1 or cin != cout:
+            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=bias),
+                                            nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = F.relu(self.bn2(self.conv2(y)))
+        y = self.bn3(self.conv3(y))
+        s = x if self.downsample is None else self.downsample(x)
+        return F.relu(y + s)
+
+
+class ResNet50(nn.Module):
+    """torchvision.models.resnet50's architecture (bias=False unless the
+    export has conv_bias)."""
+
+    def __init__(self, man):
+        super().__init__()
+        bias = man["conv_bias"]
+        self.conv1 = nn.Conv2d(man["input"]["shape"][1], 64, 7, 2, 3, bias=bias)
+        self.bn1 = nn.BatchNorm2d(64)
+        self.maxpool = nn.MaxPool2d(3, 2, 1)
+        layers, cin = [], 64
+        for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+            for i in range(blocks):
+                layers.append(Bottleneck(cin, width, stride if i == 0 else 1, bias))
+                cin = width * 4
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(2048, man["classes"])
+
+    def forward(self, x):
+        x = self.maxpool(F.relu(self.bn1(self.conv1(x))))
+        x = self.layers(x)
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class GPTBlock(nn.Module):
+    """nanoGPT's Block: x + attn(ln_1(x)), x + mlp(ln_2(x))."""
+
+    def __init__(self, d, heads, mlp, gelu):
+        super().__init__()
+        self.heads = heads
+        self.ln_1 = nn.LayerNorm(d)
+        self.c_attn = nn.Linear(d, 3 * d)
+        self.attn_proj = nn.Linear(d, d)
+        self.ln_2 = nn.LayerNorm(d)
+        self.c_fc = nn.Linear(d, mlp)
+        self.gelu = gelu
+        self.mlp_proj = nn.Linear(mlp, d)
+
+    def attn(self, x):
+        n, t, d = x.shape
+        q, k, v = self.c_attn(x).split(d, dim=2)
+        q, k, v = (z.view(n, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        mask = torch.ones(t, t, dtype=torch.bool).tril()
+        att = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(n, t, d)
+        return self.attn_proj(y)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp_proj(self.gelu(self.c_fc(self.ln_2(x))))
+
+
+class GPT2(nn.Module):
+    """nanoGPT's GPT without dropout; lm_head tied to wte."""
+
+    def __init__(self, man):
+        super().__init__()
+        g = man["gpt2"]
+        d = g["dim"]
+        self.wte = nn.Embedding(g["vocab"], d)
+        self.wpe = nn.Embedding(g["context"], d)
+        self.blocks = nn.ModuleList(GPTBlock(d, g["heads"], g["mlp"], gelu_of(man))
+                                    for _ in range(g["layers"]))
+        self.ln_f = nn.LayerNorm(d)
+
+    def forward(self, idx):
+        pos = torch.arange(idx.shape[1])
+        x = self.wte(idx) + self.wpe(pos)
+        for b in self.blocks:
+            x = b(x)
+        return F.linear(self.ln_f(x), self.wte.weight)   # tied head
+
+
+MODELS = {"small_cnn": SmallCNN, "wide_cnn": WideCNN, "transformer": TokenTransformer,
+          "resnet50": ResNet50, "gpt2": GPT2}
+
+
+# ---------------------------------------------------------------- the export
+
+class ExportError(Exception):
+    pass
+
+
+def load(d, name, dtype, shape):
+    path = os.path.join(d, name)
+    a = np.fromfile(path, dtype=dtype)
+    want = int(np.prod(shape))
+    if a.size != want:
+        raise ExportError("%s: %d values, the manifest says %s" % (path, a.size, list(shape)))
+    return a.reshape(shape)
+
+
+def load_params(model, man, flat):
+    """Copies the flat buffer into the model's parameters, by order and shape."""
+    ps = list(model.parameters())
+    if len(ps) != len(man["params"]):
+        raise ExportError("the export has %d parameter tensors, the PyTorch %s %d"
+                          % (len(man["params"]), man["model"], len(ps)))
+    with torch.no_grad():
+        for p, e in zip(ps, man["params"]):
+            shape = tuple(e["shape"])
+            if e["numel"] != p.numel() or (len(shape) > 1 and shape != tuple(p.shape)):
+                raise ExportError("%s: export shape %s (%d values), PyTorch %s"
+                                  % (e["name"], list(shape), e["numel"], list(p.shape)))
+            v = flat[e["offset"]:e["offset"] + e["numel"]]
+            p.copy_(torch.from_numpy(v.copy()).view(p.shape))
+    return ps
+
+
+def make_optimizer(params, man):
+    o = man["optimizer"]
+    if o["kind"] == "sgd":
+        return torch.optim.SGD(params, lr=o["lr"], momentum=o["momentum"],
+                               weight_decay=o["weight_decay"])
+    if o["kind"] == "adamw":
+        return torch.optim.AdamW(params, lr=o["lr"], betas=(o["beta1"], o["beta2"]),
+                                 eps=o["eps"], weight_decay=o["weight_decay"])
+    raise ExportError("optimizer %s: only sgd and adamw" % o["kind"])
+
+
+# ---------------------------------------------------------------- comparing
+
+def rel_tensor(ours, ref, scale=None):
+    ours, ref = np.asarray(ours, np.float64), np.asarray(ref, np.float64)
+    den = np.abs(ref).max() if scale is None else scale
+    diff = np.abs(ours - ref).max()
+    return float(diff / den) if den > 0 else (0.0 if diff == 0 else math.inf)
+
+
+def rel_scalar(ours, ref):
+    return abs(ours - ref) / abs(ref) if ref != 0 else (0.0 if ours == ref else math.inf)
+
+
+class Report:
+    def __init__(self, tol):
+        self.tol, self.failed, self.lines = tol, 0, 0
+
+    def line(self, what, err, note):
+        ok = err <= self.tol
+        self.failed += not ok
+        self.lines += 1
+        print("%s  %-10s max rel err %.3e  (tol %.0e)  %s"
+              % ("PASS" if ok else "FAIL", what, err, self.tol, note))
+
+
+def per_tensor(rep, what, man, ours_flat, ref_list, noise_floor=None):
+    """Worst per-tensor relative error over the parameter tensors."""
+    worst, name, floored, own = -1.0, "", 0, 0.0
+    gmax = max(float(t.abs().max()) for t in ref_list)
+    for e, ref in zip(man["params"], ref_list):
+        ours = ours_flat[e["offset"]:e["offset"] + e["numel"]]
+        r = ref.detach().numpy().ravel()
+        scale = None
+        if noise_floor is not None and np.abs(r).max() < noise_floor * gmax:
+            scale, floored = gmax, floored + 1
+            own = max(own, rel_tensor(ours, r))
+        err = rel_tensor(ours, r, scale)
+        if err > worst:
+            worst, name = err, e["name"]
+    note = "worst tensor %s of %d" % (name, len(ref_list))
+    if floored:
+        note += ("; %d tensor(s) below %.0e x the largest gradient compared against it "
+                 "(against their own largest: %.1e)" % (floored, noise_floor, own))
+    rep.line(what, worst, note)
+
+
+def run(d, tol):
+    with open(os.path.join(d, "manifest.json")) as f:
+        man = json.load(f)
+    if man.get("format") != "tunebench-export 1":
+        raise ExportError("%s: not a tunebench export (format %r)" % (d, man.get("format")))
+    if man["model"] not in MODELS:
+        raise ExportError("model %s: this script builds %s" % (man["model"], ", ".join(MODELS)))
+    if man.get("dropout", 0) != 0:
+        raise ExportError("dropout %g: PyTorch cannot draw tunebench's masks" % man["dropout"])
+    files = man["files"]
+    numel = man["numel"]
+    p0 = load(d, files["params0"], "<f4", (numel,))
+    g_tb = load(d, files["grads"], "<f4", (numel,))
+    p1_tb = load(d, files["params1"], "<f4", (numel,))
+    inp = man["input"]
+    x_np = load(d, inp["file"], "<i4" if inp["dtype"] == "int32" else "<f4", inp["shape"])
+    lab = load(d, man["labels"]["file"], "<i4", man["labels"]["shape"])
+    lshape = man["logits_shape"]
+    lg0_tb = load(d, files["logits0"], "<f4", lshape)
+    lg1_tb = load(d, files["logits1"], "<f4", lshape)
+
+    torch.manual_seed(0)
+    model = MODELS[man["model"]](man).float()
+    params = load_params(model, man, p0)
+    model.train()  # batch statistics, as tunebench's training-mode forward
+    x = torch.from_numpy(x_np.astype(np.int64) if inp["dtype"] == "int32" else x_np.copy())
+    y = torch.from_numpy(lab.astype(np.int64)).reshape(-1)
+    opt = make_optimizer(params, man)
+
+    print("model %s: %d parameters in %d tensors, input %s, PyTorch %s float32, %d thread(s); "
+          "tunebench on %s (%s)" % (man["model"], numel, len(params), inp["shape"],
+                                    torch.__version__, torch.get_num_threads(),
+                                    man["backend"], man["device"]))
+    o = man["optimizer"]
+    print("one %s step: lr %g momentum %g weight decay %g" % (o["kind"], o["lr"], o["momentum"],
+                                                            o["weight_decay"]))
+    opt.zero_grad(set_to_none=True)
+    logits = model(x)
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y)
+    loss.backward()
+    rep = Report(tol)
+    rep.line("logits", rel_tensor(lg0_tb, logits.detach().numpy()),
+             "%d values, training-mode forward" % logits.numel())
+    rep.line("loss", rel_scalar(man["loss0"], loss.item()),
+             "tunebench %.8f, torch %.8f" % (man["loss0"], loss.item()))
+    per_tensor(rep, "grads", man, g_tb, [p.grad for p in params], noise_floor=1e-6)
+    opt.step()
+    per_tensor(rep, "params", man, p1_tb, [p.data for p in params])
+    with torch.no_grad():
+        logits1 = model(x)
+        loss1 = F.cross_entropy(logits1.reshape(-1, logits1.shape[-1]), y)
+    rep.line("logits1", rel_tensor(lg1_tb, logits1.numpy()), "after the step, same batch")
+    rep.line("loss1", rel_scalar(man["loss1"], loss1.item()),
+             "after the step: tunebench %.8f, torch %.8f" % (man["loss1"], loss1.item()))
+    print("%s: %d of %d quantities outside %.0e" % ("FAIL" if rep.failed else "PASS",
+                                                   rep.failed, rep.lines, tol))
+    return 1 if rep.failed else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("export", help="folder bench:export_model --out wrote")
+    ap.add_argument("--tol", type=float, default=1e-4, help="relative tolerance (1e-4)")
+    ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (1)")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    try:
+        return run(a.export, a.tol)
+    except (ExportError, OSError, KeyError, ValueError) as e:
+        print("torch_match: %s" % e, file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
