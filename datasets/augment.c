@@ -46,17 +46,22 @@ static void crop_channel(const uint8_t *src, int h, int w, int pad, const tb_aug
                 tb_augment_pixel(src, h, w, pad, p->dy, p->dx, p->flip, scale, bias, y, x);
 }
 
-void tb_augment_apply(const tb_augment_cfg *cfg, const tb_dataset *ds, int index,
-                   const tb_augment_params *p, float *out)
+void tb_augment_pixels(const tb_augment_cfg *cfg, const tb_dataset *ds, const uint8_t *px,
+                       const tb_augment_params *p, float *out)
 {
     size_t plane = (size_t)ds->h * ds->w;
     int pad = cfg->enabled ? cfg->pad : 0;
     for (int ch = 0; ch < ds->c; ch++) {
         float scale, bias;
         tb_augment_norm(cfg->normalize, ds->mean[ch], ds->std[ch], &scale, &bias);
-        const uint8_t *src = ds->images + ((size_t)index * ds->c + ch) * plane;
-        crop_channel(src, ds->h, ds->w, pad, p, scale, bias, out + ch * plane);
+        crop_channel(px + ch * plane, ds->h, ds->w, pad, p, scale, bias, out + ch * plane);
     }
+}
+
+void tb_augment_apply(const tb_augment_cfg *cfg, const tb_dataset *ds, int index,
+                   const tb_augment_params *p, float *out)
+{
+    tb_augment_pixels(cfg, ds, ds->images + (size_t)index * ds->c * ds->h * ds->w, p, out);
 }
 
 void tb_augment_sample(const tb_augment_cfg *cfg, const tb_dataset *ds, uint64_t seed, int epoch,

@@ -47,11 +47,18 @@ tb_augment_params tb_augment_draw(const tb_augment_cfg *cfg, uint64_t seed, int 
 
 /* Writes sample `index` of ds, cropped, flipped and normalized as p says,
  * to out: float (C, H, W). Pixels the crop takes from the padding are 0
- * before normalization, as torchvision pads. REQUIRES: 0 <= index < ds->n. */
+ * before normalization, as torchvision pads. REQUIRES: 0 <= index < ds->n,
+ * ds held in memory (ds->images). */
 void tb_augment_apply(const tb_augment_cfg *cfg, const tb_dataset *ds, int index,
                    const tb_augment_params *p, float *out);
 
-/* tb_augment_draw then tb_augment_apply. */
+/* tb_augment_apply for pixels held elsewhere: px is one sample (c, h, w)
+ * of ds's shape (an on-the-fly sample made by tb_dataset_image); ds gives
+ * the shape, mean and std. */
+void tb_augment_pixels(const tb_augment_cfg *cfg, const tb_dataset *ds, const uint8_t *px,
+                       const tb_augment_params *p, float *out);
+
+/* tb_augment_draw then tb_augment_apply. REQUIRES: ds held in memory. */
 void tb_augment_sample(const tb_augment_cfg *cfg, const tb_dataset *ds, uint64_t seed, int epoch,
                     int index, float *out);
 

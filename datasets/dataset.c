@@ -1,7 +1,8 @@
 /*
  * dataset.c - what every dataset shares: allocation, statistics, reading and
- * writing a pair of IDX files. See dataset.h; Fashion-MNIST specifics are in
- * fashion_mnist.c, generation in synthetic.c.
+ * writing a pair of IDX files, reading one sample whether held or made on
+ * the fly. See dataset.h; Fashion-MNIST specifics are in fashion_mnist.c,
+ * generation in synthetic.c and tokens.c.
  * Tests: bazel test //datasets:idx_test //datasets:fashion_mnist_test
  */
 #include "datasets/dataset.h"
@@ -48,7 +49,24 @@ void tb_dataset_free(tb_dataset *ds)
         return;
     free(ds->images);
     free(ds->labels);
+    free(ds->gen);
     free(ds);
+}
+
+const uint8_t *tb_dataset_image(const tb_dataset *ds, int index, uint8_t *scratch,
+                                int32_t *label)
+{
+    if (ds->make) {
+        ds->make(ds, index, scratch, label);
+        return scratch;
+    }
+    *label = ds->labels[index];
+    return ds->images + (size_t)index * ds->c * ds->h * ds->w;
+}
+
+void tb_dataset_tokens(const tb_dataset *ds, int index, int32_t *out)
+{
+    ds->make(ds, index, out, NULL);
 }
 
 void tb_dataset_compute_stats(tb_dataset *ds)

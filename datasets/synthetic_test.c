@@ -3,9 +3,13 @@
  * deterministic from its seed (same seed same bytes, other seed other bytes),
  * labels cover every class, train and test differ but share class patterns,
  * and the labels are learnable: a nearest-class-mean classifier fitted on
- * the train split classifies the test split almost perfectly.
+ * the train split classifies the test split almost perfectly. On the fly:
+ * nothing stored, sample i has the bytes and label of the stored dataset's
+ * sample i, 1000 classes of 3x224x224 (ImageNet's shape) are accepted and
+ * every class appears, and the held-in-memory limit of 256 classes stays.
  * Run: bazel test //datasets:synthetic_test
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,10 +108,80 @@ int main(void)
     printf("  1x28x28 accuracy %.3f\n", gacc);
     CHECK(gacc > 0.9, "1x28x28 accuracy %.3f", gacc);
 
+    printf("on the fly: same bytes as the stored dataset, nothing stored\n");
+    tb_synthetic_cfg fc = {.n = 500, .c = 3, .h = 32, .w = 32, .seed = 7, .noise = -1,
+                           .split = TB_SPLIT_TEST, .on_the_fly = 1};
+    tb_dataset *f = NULL;
+    CHECK_OK(tb_dataset_synthetic_create(&fc, &f));
+    if (!f)
+        return 1;
+    CHECK(f->images == NULL && f->labels == NULL && f->make && f->synthetic &&
+              f->kind == TB_SAMPLES_IMAGES && strcmp(f->name, "synthetic-3x32x32-test") == 0 &&
+              strstr(f->source, "on the fly") != NULL,
+          "on-the-fly header: %s / %s", f->name, f->source);
+    uint8_t scratch[3072];
+    int same = 1;
+    for (int i = 0; i < 500; i++) {
+        int32_t label = -1;
+        const uint8_t *px = tb_dataset_image(f, i, scratch, &label);
+        int32_t held_label;
+        const uint8_t *held = tb_dataset_image(t, i, NULL, &held_label);
+        same &= px == scratch && label == held_label && memcmp(px, held, 3072) == 0;
+    }
+    CHECK(same, "on-the-fly samples differ from the stored ones");
+    for (int ch = 0; ch < 3; ch++)
+        CHECK(fabsf(f->mean[ch] - t->mean[ch]) < 0.05f && fabsf(f->std[ch] - t->std[ch]) < 0.05f,
+              "channel %d: on-the-fly mean/std %g/%g vs all pixels %g/%g", ch, f->mean[ch],
+              f->std[ch], t->mean[ch], t->std[ch]);
+
+    printf("on the fly: ImageNet-shaped, 1000 classes\n");
+    tb_synthetic_cfg ic = {.n = 50000, .c = 3, .h = 224, .w = 224, .num_classes = 1000,
+                           .seed = 3, .noise = -1, .split = TB_SPLIT_TRAIN, .on_the_fly = 1};
+    tb_dataset *in = NULL;
+    CHECK_OK(tb_dataset_synthetic_create(&ic, &in));
+    if (!in)
+        return 1;
+    CHECK(in->n == 50000 && in->num_classes == 1000 && in->h == 224, "shape");
+    uint8_t *big = malloc(3 * 224 * 224), *big2 = malloc(3 * 224 * 224);
+    int32_t l1, l2;
+    tb_dataset_image(in, 49999, big, &l1);
+    tb_dataset_image(in, 49999, big2, &l2);
+    CHECK(l1 == l2 && memcmp(big, big2, 3 * 224 * 224) == 0, "sample 49999 is not deterministic");
+    /* labels depend on (seed, split, index, classes) only: a 3x4x4 twin
+     * draws them cheaply, and agrees with the 224 one */
+    tb_synthetic_cfg tc = ic;
+    tc.h = tc.w = 4;
+    tb_dataset *twin = NULL;
+    CHECK_OK(tb_dataset_synthetic_create(&tc, &twin));
+    if (!twin)
+        return 1;
+    int seen[1000] = {0}, distinct = 0, bad_label = 0;
+    uint8_t tiny[48];
+    for (int i = 0; i < 3000; i++) {
+        int32_t label;
+        tb_dataset_image(twin, i, tiny, &label);
+        bad_label |= label < 0 || label >= 1000;
+        if (!bad_label)
+            distinct += !seen[label]++;
+    }
+    tb_dataset_image(twin, 49999, tiny, &l2);
+    CHECK(!bad_label, "a label out of range");
+    CHECK(l1 == l2, "labels depend on the image size: %d vs %d", l1, l2);
+    CHECK(distinct > 900, "%d of 1000 classes in 3000 samples", distinct);
+    tb_dataset_free(twin);
+    free(big);
+    free(big2);
+    tb_dataset_free(in);
+    tb_dataset_free(f);
+
     printf("bad configuration is refused\n");
     tb_synthetic_cfg bad = {.n = 10, .c = 3, .h = 2, .w = 2, .seed = 1};
     tb_dataset *none = NULL;
     CHECK(tb_dataset_synthetic_create(&bad, &none) == TB_ERR_INVALID && none == NULL, "2x2 accepted");
+    tb_synthetic_cfg many = {.n = 10, .c = 3, .h = 8, .w = 8, .num_classes = 1000, .seed = 1};
+    CHECK(tb_dataset_synthetic_create(&many, &none) == TB_ERR_INVALID && none == NULL,
+          "1000 classes held in memory accepted (labels must fit a byte there)");
+    tb_error_clear();
 
     tb_dataset_free(a);
     tb_dataset_free(a2);

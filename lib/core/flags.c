@@ -77,6 +77,12 @@ static int set_value(const tb_flag *f, const char *v)
         return 0;
     case TB_FLAG_SIZE:
         return parse_size(v, (size_t *)f->value);
+    case TB_FLAG_BOOL_AUTO:
+        if (!strcasecmp(v, "auto")) {
+            *(int *)f->value = TB_FLAG_AUTO;
+            return 0;
+        }
+        return set_value(&(tb_flag){f->name, TB_FLAG_BOOL, f->value, f->help, NULL}, v);
     case TB_FLAG_CHOICE:
         for (int i = 0; f->choices && f->choices[i]; i++)
             if (!strcmp(f->choices[i], v)) {
@@ -91,7 +97,8 @@ static int set_value(const tb_flag *f, const char *v)
 static void expected(const tb_flag *f, char *out, size_t cap)
 {
     static const char *what[] = {"true or false", "an integer", "an integer", "a number",
-                                 "a string", "a size like 512M or 2G", ""};
+                                 "a string", "a size like 512M or 2G", "",
+                                 "true, false or auto"};
     if (f->kind != TB_FLAG_CHOICE) {
         snprintf(out, cap, "%s", what[f->kind]);
         return;
@@ -138,7 +145,7 @@ int tb_flags_parse(const tb_flag *flags, size_t nflags, int *argc, char **argv,
         const char *value = eq ? eq + 1 : NULL;
         if (!f && !eq && !strncmp(name, "no-", 3)) {
             f = find(flags, nflags, name + 3, len - 3);
-            if (f && f->kind == TB_FLAG_BOOL) {
+            if (f && (f->kind == TB_FLAG_BOOL || f->kind == TB_FLAG_BOOL_AUTO)) {
                 *(int *)f->value = 0;
                 continue;
             }
@@ -146,7 +153,7 @@ int tb_flags_parse(const tb_flag *flags, size_t nflags, int *argc, char **argv,
         }
         if (!f)
             return TB_FAIL(TB_ERR_INVALID, "unknown flag '%s'; see --help for the flags", a);
-        if (!value && f->kind == TB_FLAG_BOOL) {
+        if (!value && (f->kind == TB_FLAG_BOOL || f->kind == TB_FLAG_BOOL_AUTO)) {
             *(int *)f->value = 1;
             continue;
         }
@@ -185,6 +192,11 @@ void tb_flag_value_str(const tb_flag *f, char *out, size_t cap)
         break;
     }
     case TB_FLAG_CHOICE: snprintf(out, cap, "%s", f->choices[*(int *)f->value]); break;
+    case TB_FLAG_BOOL_AUTO: {
+        int v = *(int *)f->value;
+        snprintf(out, cap, "%s", v == TB_FLAG_AUTO ? "auto" : v ? "true" : "false");
+        break;
+    }
     }
 }
 

@@ -23,7 +23,11 @@ typedef enum tb_flag_kind {
     TB_FLAG_STRING,  /* const char**: points into argv */
     TB_FLAG_SIZE,    /* size_t*: bytes, with optional K/M/G suffix (binary) */
     TB_FLAG_CHOICE,  /* int*: index into choices (NULL-terminated) */
+    TB_FLAG_BOOL_AUTO, /* int*: a boolean that may also be left to its user:
+                          1, 0, or TB_FLAG_AUTO for "auto"; --name, --no-name */
 } tb_flag_kind;
+
+#define TB_FLAG_AUTO (-1)
 
 typedef struct tb_flag {
     const char *name;        /* without the leading "--" */

@@ -58,6 +58,30 @@ int main(void)
               tb_error_message());
         tb_error_clear();
     }
+    /* a boolean that may be left to "auto" (--conv-bias): every spelling */
+    int tri = TB_FLAG_AUTO;
+    tb_flag tf[] = {{"bias", TB_FLAG_BOOL_AUTO, &tri, "bias", NULL}};
+    char val[16];
+    tb_flag_value_str(&tf[0], val, sizeof val);
+    CHECK(!strcmp(val, "auto"), "auto default shows as %s", val);
+    const char *spell[] = {"--bias", "--no-bias", "--bias=auto", "--bias=false", "--bias=true"};
+    const int want_tri[] = {1, 0, TB_FLAG_AUTO, 0, 1};
+    for (int k = 0; k < 5; k++) {
+        char *av[] = {"prog", (char *)spell[k], NULL};
+        argc = 2;
+        tri = k % 2 ? 1 : TB_FLAG_AUTO;
+        CHECK(tb_flags_parse(tf, 1, &argc, av, NULL, &help) == TB_OK && tri == want_tri[k],
+              "%s gives %d", spell[k], tri);
+    }
+    tb_flag_value_str(&tf[0], val, sizeof val);
+    CHECK(!strcmp(val, "true"), "true shows as %s", val);
+    char *av_bad[] = {"prog", "--bias=maybe", NULL};
+    argc = 2;
+    CHECK(tb_flags_parse(tf, 1, &argc, av_bad, NULL, &help) == TB_ERR_INVALID &&
+              strstr(tb_error_message(), "true, false or auto"),
+          "--bias=maybe: %s", tb_error_message());
+    tb_error_clear();
+
     char buf[4096];
     FILE *f = fmemopen(buf, sizeof buf, "w");
     tb_flags_usage(f, "prog", "does things", flags, n);

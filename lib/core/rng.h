@@ -30,6 +30,8 @@ typedef enum tb_rng_stream {
     TB_RNG_SYNTH_LABEL = 3,    /* synthetic dataset: label of a sample */
     TB_RNG_SYNTH_NOISE = 4,    /* synthetic dataset: pixel noise of a sample */
     TB_RNG_SYNTH_TEMPLATE = 5, /* synthetic dataset: class templates; index = class */
+    TB_RNG_SYNTH_TOKENS = 6,   /* synthetic tokens: the draws of one sequence */
+    TB_RNG_SYNTH_CHAIN = 7,    /* synthetic tokens: successors of a token; index = id */
 } tb_rng_stream;
 
 typedef struct tb_rng {

@@ -6,12 +6,27 @@
 
 #include "lib/core/status.h"
 
-const char *const tb_model_names[] = {"small_cnn", "wide_cnn", "transformer", NULL};
+const char *const tb_model_names[] = {"small_cnn", "wide_cnn", "transformer", "resnet50",
+                                      "gpt2", NULL};
+const char *const tb_gelu_names[] = {"auto", "erf", "tanh", NULL};
 const char *const tb_dataset_names[] = {"fashion_mnist", "synthetic", NULL};
 const char *const tb_optimizer_names[] = {"sgd", "adamw", "lars", "lamb", "novograd", NULL};
 static const char *const worker_mode_names[] = {"threads", "processes", NULL};
 /* in tb_amp_dtype order */
 const char *const tb_amp_names[] = {"off", "bf16", "fp16", NULL};
+
+/* Default batches of the big models at their default sizes, sized for this
+ * project's machine (24 GB, CPU backend); see tb_config_model_batch. */
+#define RESNET50_BATCH 32
+#define GPT2_BATCH 4
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* The model's own sizes (--image-size, --context, --layers, --vocab = 0). */
+#define RESNET50_IMAGE 224
+#define GPT2_CONTEXT 1024
+#define GPT2_LAYERS 12
+#define GPT2_VOCAB 50257
 
 /* One row per field of tb_config: its flag, its default as the command line
  * would write it, and its help. tb_config_defaults, tb_config_flags and
@@ -41,15 +56,20 @@ static const config_field fields[] = {
     ROW(LONG, "data-limit", data_limit, "0", NULL, "use the first N training samples, 0 = all"),
     ROW(LONG, "test-limit", test_limit, "0", NULL, "use the first N test samples, 0 = all"),
     ROW(BOOL, "augment", augment, "false", NULL, "random crop (padding 2/4) and horizontal flip for training"),
-    ROW(INT, "batch-size", batch_size, "256", NULL, "samples per micro-batch"),
+    ROW(INT, "batch-size", batch_size, "0", NULL, "samples per micro-batch; 0 = the model's default (256; resnet50 " STR(RESNET50_BATCH) ", gpt2 " STR(GPT2_BATCH) ")"),
     ROW(INT, "workers", workers, "0", NULL, "loader workers (DataLoader num_workers)"),
     ROW(INT, "prefetch-factor", prefetch_factor, "2", NULL, "batches queued per worker (prefetch_factor)"),
     ROW(BOOL, "persistent-workers", persistent_workers, "false", NULL, "keep workers across epochs (persistent_workers)"),
     ROW(CHOICE, "worker-mode", worker_mode, "threads", worker_mode_names, "loader workers are threads or processes"),
     ROW(BOOL, "pin-memory", pin_memory, "false", NULL, "copy each batch to the device from page-locked host buffers (DataLoader pin_memory; CUDA only, n/a on the CPU)"),
     ROW(BOOL, "non-blocking", non_blocking, "false", NULL, "do not wait for the batch copy (.to(device, non_blocking=True)); with --pin-memory it runs on a side stream and overlaps compute (CUDA only, n/a on the CPU)"),
-    ROW(CHOICE, "model", model, "small_cnn", tb_model_names, "small_cnn (1x28x28), wide_cnn (3x32x32) or transformer (1x28x28 as 28 tokens)"),
-    ROW(BOOL, "conv-bias", conv_bias, "true", NULL, "bias on convolutions followed by batch norm (nn.Conv2d bias=True)"),
+    ROW(CHOICE, "model", model, "small_cnn", tb_model_names, "small_cnn (1x28x28), wide_cnn (3x32x32), transformer (1x28x28 as 28 tokens), resnet50 (ResNet-50 v1.5, 3 x image-size^2, 1000 classes) or gpt2 (GPT-2 small, 124M); resnet50 and gpt2 need --dataset=synthetic"),
+    ROW(INT, "image-size", image_size, "0", NULL, "resnet50: images are 3 x S x S, S in 32..1024; 0 = 224 (parameters do not depend on it)"),
+    ROW(INT, "context", context, "0", NULL, "gpt2: tokens per sample, 1..8192 (the position table's rows); 0 = 1024"),
+    ROW(INT, "layers", layers, "0", NULL, "gpt2: transformer blocks, 1..96; 0 = 12"),
+    ROW(INT, "vocab", vocab, "0", NULL, "gpt2: vocabulary size, 2..1048576; 0 = 50257"),
+    ROW(CHOICE, "gelu", gelu, "auto", tb_gelu_names, "GELU form: erf (exact, PyTorch's default), tanh (GPT-2's approximation) or auto = the model's own (tanh for gpt2, erf otherwise)"),
+    ROW(BOOL_AUTO, "conv-bias", conv_bias, "auto", NULL, "bias on convolutions followed by batch norm: true (nn.Conv2d bias=True), false, or auto = the model's own (true for the small CNNs, false for resnet50 as torchvision)"),
     ROW(BOOL, "fused-gelu", fused_gelu, "false", NULL, "one-pass GELU instead of eager's five passes"),
     ROW(BOOL, "conv-autotune", conv_autotune, "false", NULL, "time every conv algorithm per shape, keep the fastest (cudnn.benchmark)"),
     ROW(DOUBLE, "dropout", dropout, "0.1", NULL, "dropout probability in the wide model's head"),
@@ -118,8 +138,101 @@ static int check_min(const char *flag, long long v, long long min)
     return TB_OK;
 }
 
+/* One size flag: 0 becomes def on the model it applies to (applies), must
+ * stay 0 on the others, and must be in [lo, hi]. */
+static int check_size(const tb_config *c, const char *flag, int *v, int applies, int def, int lo,
+                      int hi, const char *why)
+{
+    if (!applies) {
+        if (*v != 0)
+            return TB_FAIL(TB_ERR_INVALID, "--%s=%d: --model=%s has no %s (it applies to %s); "
+                           "leave it out", flag, *v, tb_model_names[c->model], flag, why);
+        return TB_OK;
+    }
+    if (*v == 0)
+        *v = def;
+    if (*v < lo || *v > hi)
+        return TB_FAIL(TB_ERR_INVALID, "--%s=%d: %s takes %d..%d (0 = %d)", flag, *v,
+                       tb_model_names[c->model], lo, hi, def);
+    return TB_OK;
+}
+
+/* The big models' sizes, their data, and the toggles that mean nothing on
+ * them. */
+static int check_model(tb_config *c)
+{
+    int resnet = c->model == TB_MODEL_RESNET50, gpt2 = c->model == TB_MODEL_GPT2;
+    if (c->model < TB_MODEL_SMALL_CNN || c->model > TB_MODEL_GPT2)
+        return TB_FAIL(TB_ERR_INVALID, "--model: small_cnn, wide_cnn, transformer, resnet50 "
+                       "or gpt2");
+    TB_TRY(check_size(c, "image-size", &c->image_size, resnet, RESNET50_IMAGE, 32, 1024,
+                      "resnet50, whose stride-32 network needs >= 32 pixels"));
+    TB_TRY(check_size(c, "context", &c->context, gpt2, GPT2_CONTEXT, 1, 8192, "gpt2"));
+    TB_TRY(check_size(c, "layers", &c->layers, gpt2, GPT2_LAYERS, 1, 96, "gpt2"));
+    TB_TRY(check_size(c, "vocab", &c->vocab, gpt2, GPT2_VOCAB, 2, 1 << 20, "gpt2"));
+    if ((resnet || gpt2) && c->dataset != TB_DATA_SYNTHETIC)
+        return TB_FAIL(TB_ERR_INVALID, "--model=%s trains on --dataset=synthetic only "
+                       "(Fashion-MNIST is 28x28 grey images in 10 classes, not %s): add "
+                       "--dataset=synthetic", tb_model_names[c->model],
+                       resnet ? "ImageNet-shaped 3-channel images in 1000 classes" : "token ids");
+    if (c->gelu < TB_GELU_CHOICE_AUTO || c->gelu > TB_GELU_CHOICE_TANH)
+        return TB_FAIL(TB_ERR_INVALID, "--gelu: auto, erf or tanh");
+    if (resnet && c->gelu != TB_GELU_CHOICE_AUTO)
+        return TB_FAIL(TB_ERR_INVALID, "--gelu=%s: resnet50 has no GELU (ReLU only); leave "
+                       "--gelu at auto", tb_gelu_names[c->gelu]);
+    if (c->conv_bias != TB_FLAG_AUTO && c->conv_bias != 0 && c->conv_bias != 1)
+        return TB_FAIL(TB_ERR_INVALID, "--conv-bias: true, false or auto");
+    if (gpt2 && c->conv_bias != TB_FLAG_AUTO)
+        return TB_FAIL(TB_ERR_INVALID, "--conv-bias: gpt2 has no convolutions; leave "
+                       "--conv-bias at auto");
+    if (!gpt2)
+        return TB_OK;
+    const char *image_flag = c->channels_last     ? "channels-last"
+                             : c->augment           ? "augment"
+                             : c->augment_on_device ? "augment-on-device"
+                             : c->tensors_on_device ? "tensors-on-device"
+                                                    : NULL;
+    if (image_flag)
+        return TB_FAIL(TB_ERR_INVALID, "--%s: n/a on gpt2: it is an image toggle (memory "
+                       "format, crops and flips, uint8 labels) and gpt2 reads int32 token ids "
+                       "with up to --vocab ids as labels", image_flag);
+    return TB_OK;
+}
+
+int tb_config_model_batch(int model)
+{
+    return model == TB_MODEL_RESNET50 ? RESNET50_BATCH : model == TB_MODEL_GPT2 ? GPT2_BATCH : 256;
+}
+
+int tb_config_token_model(const tb_config *c) { return c->model == TB_MODEL_GPT2; }
+
+tb_gelu_approx tb_config_gelu_approx(const tb_config *c)
+{
+    if (c->gelu == TB_GELU_CHOICE_TANH)
+        return TB_GELU_TANH;
+    if (c->gelu == TB_GELU_CHOICE_ERF)
+        return TB_GELU_ERF;
+    return c->model == TB_MODEL_GPT2 ? TB_GELU_TANH : TB_GELU_ERF;
+}
+
+int tb_config_conv_bias(const tb_config *c)
+{
+    if (c->conv_bias != TB_FLAG_AUTO)
+        return c->conv_bias;
+    return c->model != TB_MODEL_RESNET50;
+}
+
 int tb_config_validate(tb_config *cfg)
 {
+    TB_TRY(check_model(cfg));
+    if (cfg->batch_size == 0)
+        cfg->batch_size = tb_config_model_batch(cfg->model);
+    if (cfg->model != TB_MODEL_GPT2)
+        cfg->conv_bias = tb_config_conv_bias(cfg);
+    /* resnet50 keeps auto: it has no GELU, and validating twice must pass */
+    if (cfg->model != TB_MODEL_RESNET50)
+        cfg->gelu = tb_config_gelu_approx(cfg) == TB_GELU_TANH ? TB_GELU_CHOICE_TANH
+                                                               : TB_GELU_CHOICE_ERF;
     TB_TRY(check_min("threads", cfg->threads, 0));
     TB_TRY(check_min("epochs", cfg->epochs, 1));
     TB_TRY(check_min("max-steps", cfg->max_steps, 0));

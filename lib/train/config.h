@@ -6,12 +6,20 @@
  * 0, prefetch_factor 2, persistent_workers False, pin_memory False;
  * .to(device, non_blocking=False); cudnn.benchmark False;
  * zero_grad(set_to_none=True) as in PyTorch 2; optimizer fused=False;
- * nn.Conv2d bias=True; eager (unfused) GELU), so a run with no flags is what
- * plain PyTorch code does. Training hyper-parameters default to the recipe
- * that gets the small CNN to 85% on Fashion-MNIST in one epoch (SGD,
- * momentum 0.9, lr 0.05, batch 256); PyTorch has no defaults to copy there
- * that would train. The baseline of a sweep is the technique off, whatever
- * the default.
+ * each model's own convolution bias (nn.Conv2d's bias=True for the small
+ * CNNs, torchvision's bias=False for ResNet-50); eager (unfused) GELU), so a
+ * run with no flags is what plain PyTorch code does. Training
+ * hyper-parameters default to the recipe that gets the small CNN to 85% on
+ * Fashion-MNIST in one epoch (SGD, momentum 0.9, lr 0.05, batch 256);
+ * PyTorch has no defaults to copy there that would train. The baseline of a
+ * sweep is the technique off, whatever the default.
+ *
+ * The big models (issue 13): --model=resnet50 (3 x S x S images, S =
+ * --image-size, 1000 classes) and --model=gpt2 (--context tokens,
+ * --layers blocks, --vocab ids) train on --dataset=synthetic only, made on
+ * the fly. Their size flags and --batch-size default to 0, "the model's
+ * own", which tb_config_validate resolves (see tb_config_model_batch for the
+ * batch sizes and how they were sized).
  *
  * Use:
  *   tb_config cfg;  tb_config_defaults(&cfg);
@@ -42,6 +50,12 @@ typedef enum tb_model_kind {
 typedef enum tb_dataset_kind { TB_DATA_FASHION_MNIST = 0, TB_DATA_SYNTHETIC = 1 } tb_dataset_kind;
 typedef enum tb_zero_grad_mode { TB_ZERO_MEMSET = 0, TB_ZERO_TO_NONE = 1 } tb_zero_grad_mode;
 typedef enum tb_amp_dtype { TB_AMP_OFF = 0, TB_AMP_BF16 = 1, TB_AMP_FP16 = 2 } tb_amp_dtype;
+/* --gelu: in tb_gelu_names order */
+typedef enum tb_gelu_choice {
+    TB_GELU_CHOICE_AUTO = 0,
+    TB_GELU_CHOICE_ERF = 1,
+    TB_GELU_CHOICE_TANH = 2,
+} tb_gelu_choice;
 
 typedef struct tb_config {
     /* ---- run ---- */
@@ -73,7 +87,17 @@ typedef struct tb_config {
 
     /* ---- model ---- */
     int model;                /* tb_model_kind */
-    int conv_bias;            /* bias on convolutions followed by BN (PyTorch bias=True) */
+    int image_size;           /* resnet50: images are 3 x S x S; 0 = 224 (ImageNet's) */
+    int context;              /* gpt2: tokens per sample (T, the position table's
+                                 rows); 0 = 1024 */
+    int layers;               /* gpt2: transformer blocks; 0 = 12 */
+    int vocab;                /* gpt2: token ids in [0, vocab); 0 = 50257 */
+    int gelu;                 /* tb_gelu_choice: the GELU's form; auto = the model's
+                                 own (tanh for gpt2, erf otherwise) */
+    int conv_bias;            /* bias on convolutions followed by BN: 1 (nn.Conv2d's
+                                 bias=True), 0, or TB_FLAG_AUTO = the model's own
+                                 definition (1 for the small CNNs, 0 for resnet50,
+                                 torchvision's bias=False); validate resolves auto */
     int fused_gelu;           /* tb_gelu_variant */
     int conv_autotune;        /* cudnn.benchmark */
     double dropout;           /* p of the wide model's dropout layer */
@@ -119,13 +143,35 @@ void tb_config_defaults(tb_config *cfg);
 const tb_flag *tb_config_flags(tb_config *cfg, size_t *n);
 
 /* Checks ranges and combinations; TB_ERR_INVALID naming the flag. Resolves
- * the recipe values (lr, weight_decay < 0) for the chosen optimizer. */
+ * the recipe values (lr, weight_decay < 0) for the chosen optimizer, and the
+ * model's own values: batch size 0, image size / context / layers / vocab 0
+ * (for the model they apply to), --conv-bias=auto and --gelu=auto. Refused
+ * with the reason: a size flag on a model it does not apply to or out of
+ * range, resnet50 or gpt2 on Fashion-MNIST, image toggles on gpt2
+ * (--channels-last, --augment, --augment-on-device, --tensors-on-device),
+ * --conv-bias on gpt2 (no convolutions), --gelu on resnet50 (no GELU). */
 int tb_config_validate(tb_config *cfg);
+
+/* The model's own batch size (--batch-size=0): 256 for the small models
+ * (the Fashion-MNIST recipe); for resnet50 and gpt2 what fits this project's
+ * 24 GB CPU machine at their default sizes (config.c says how it was sized). */
+int tb_config_model_batch(int model);
+
+/* The GELU form c asks for: --gelu, or with auto the model's own. */
+tb_gelu_approx tb_config_gelu_approx(const tb_config *c);
+
+/* The convolution bias c asks for: --conv-bias, or with auto the model's own. */
+int tb_config_conv_bias(const tb_config *c);
+
+/* 1 for the models that read token ids (gpt2). */
+int tb_config_token_model(const tb_config *c);
 
 /* The learning rate after warm-up, with the linear scaling rule applied. */
 double tb_config_peak_lr(const tb_config *cfg);
 
-extern const char *const tb_model_names[];   /* "small_cnn", "wide_cnn", "transformer" */
+extern const char *const tb_model_names[];   /* "small_cnn", "wide_cnn", "transformer",
+                                                "resnet50", "gpt2" */
+extern const char *const tb_gelu_names[];    /* "auto", "erf", "tanh" */
 extern const char *const tb_dataset_names[]; /* "fashion_mnist", "synthetic" */
 extern const char *const tb_optimizer_names[]; /* "sgd", "adamw", "lars", "lamb", "novograd" */
 extern const char *const tb_amp_names[];       /* "off", "bf16", "fp16" */

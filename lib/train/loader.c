@@ -71,7 +71,11 @@ struct tb_loader {
     const tb_dataset *ds;
     int nw, pf, nslots;       /* workers, prefetch per worker, slots */
     int nbatches;
-    size_t chw, img_bytes, lab_bytes, slot_bytes;
+    int seq;                  /* tokens per sample of a token dataset; 0 for images */
+    size_t chw;               /* pixels of an image sample */
+    /* one slot: images (float, or raw bytes) or tokens (size, seq) at 0, then
+     * labels, sample ids, and the scratch an on-the-fly sample is made in */
+    size_t img_bytes, off_lab, off_ids, off_scratch, slot_bytes;
 
     void *shared;             /* mapping: ctl, busy, slots, perm */
     size_t shared_bytes;
@@ -186,17 +190,54 @@ static int slot_of(const tb_loader *ld, int b)
 static float *slot_images(const tb_loader *ld, unsigned char *base) { (void)ld; return (float *)base; }
 static int32_t *slot_labels(const tb_loader *ld, unsigned char *base)
 {
-    return (int32_t *)(base + ld->img_bytes);
+    return (int32_t *)(base + ld->off_lab);
 }
 static int32_t *slot_ids(const tb_loader *ld, unsigned char *base)
 {
-    return (int32_t *)(base + ld->img_bytes + ld->lab_bytes);
+    return (int32_t *)(base + ld->off_ids);
 }
 
 static int batch_size_of(const tb_loader *ld, int b)
 {
     int start = b * ld->cfg.batch_size, left = ld->ds->n - start;
     return left < ld->cfg.batch_size ? left : ld->cfg.batch_size;
+}
+
+/* Sample idx of an image dataset into row k of the slot at base. An
+ * on-the-fly raw sample is made where it goes; any other is made (if on the
+ * fly) into the slot's scratch, then augmented from there. */
+static void image_sample(const tb_loader *ld, int epoch, int idx, int k, unsigned char *base)
+{
+    const tb_loader_cfg *cfg = &ld->cfg;
+    int32_t *lab = slot_labels(ld, base) + k;
+    if (cfg->raw_u8) {
+        uint8_t *dst = base + (size_t)k * ld->chw;
+        const uint8_t *px = tb_dataset_image(ld->ds, idx, dst, lab);
+        if (px != dst)
+            memcpy(dst, px, ld->chw);
+        return;
+    }
+    const uint8_t *px = tb_dataset_image(ld->ds, idx, base + ld->off_scratch, lab);
+    tb_augment_params p = tb_augment_draw(&cfg->augment, cfg->seed, epoch, idx);
+    tb_augment_pixels(&cfg->augment, ld->ds, px, &p, slot_images(ld, base) + (size_t)k * ld->chw);
+}
+
+/* Sample idx of a token dataset into row k: its ids 0..seq-1 as tokens,
+ * 1..seq as labels, each checked against [0, vocab). */
+static int token_sample(const tb_loader *ld, int idx, int k, unsigned char *base)
+{
+    const tb_dataset *ds = ld->ds;
+    int T = ld->seq;
+    int32_t *ids = (int32_t *)(base + ld->off_scratch);
+    tb_dataset_tokens(ds, idx, ids);
+    for (int t = 0; t <= T; t++)
+        if (ids[t] < 0 || ids[t] >= ds->vocab)
+            return TB_FAIL(TB_ERR_DATA, "dataset %s: sample %d holds token id %d at position %d, "
+                           "outside the vocabulary [0, %d)", ds->name, idx, (int)ids[t], t,
+                           ds->vocab);
+    memcpy((int32_t *)base + (size_t)k * T, ids, (size_t)T * sizeof *ids);
+    memcpy(slot_labels(ld, base) + (size_t)k * T, ids + 1, (size_t)T * sizeof *ids);
+    return TB_OK;
 }
 
 /* Builds batch b of epoch into the buffer at base; *size gets its size. */
@@ -208,17 +249,13 @@ static int build_batch(const tb_loader *ld, int epoch, int b, unsigned char *bas
     if (b == cfg->test_crash_batch && cfg->mode == TB_WORKERS_PROCESSES && ld->nw > 0)
         _exit(3); /* simulates a worker process crashing */
     int n = batch_size_of(ld, b), start = b * cfg->batch_size;
-    float *img = slot_images(ld, base);
-    uint8_t *raw = (uint8_t *)base;
-    int32_t *lab = slot_labels(ld, base), *ids = slot_ids(ld, base);
+    int32_t *ids = slot_ids(ld, base);
     for (int k = 0; k < n; k++) {
         int idx = ld->perm[start + k];
-        if (cfg->raw_u8)
-            memcpy(raw + (size_t)k * ld->chw, ld->ds->images + (size_t)idx * ld->chw, ld->chw);
+        if (ld->seq)
+            TB_TRY(token_sample(ld, idx, k, base));
         else
-            tb_augment_sample(&cfg->augment, ld->ds, cfg->seed, epoch, idx,
-                           img + (size_t)k * ld->chw);
-        lab[k] = ld->ds->labels[idx];
+            image_sample(ld, epoch, idx, k, base);
         ids[k] = idx;
     }
     *size = n;
@@ -403,8 +440,14 @@ static void workers_park(tb_loader *ld)
 
 static int cfg_check(const tb_loader_cfg *cfg, const tb_dataset *ds)
 {
-    if (!ds || ds->n <= 0 || !ds->images || !ds->labels)
+    if (!ds || ds->n <= 0 || (!ds->make && (!ds->images || !ds->labels)))
         return TB_FAIL(TB_ERR_INVALID, "loader: empty dataset");
+    if (ds->kind == TB_SAMPLES_TOKENS && (!ds->make || ds->seq <= 0 || ds->vocab <= 0))
+        return TB_FAIL(TB_ERR_INVALID, "loader: token dataset %s without a generator, seq %d, "
+                       "vocab %d", ds->name, ds->seq, ds->vocab);
+    if (ds->kind == TB_SAMPLES_TOKENS && (cfg->augment.enabled || cfg->raw_u8))
+        return TB_FAIL(TB_ERR_INVALID, "loader: token dataset %s: no crop/flip augmentation "
+                       "and no raw uint8 batches for token ids", ds->name);
     if (cfg->batch_size <= 0 || cfg->num_workers < 0 || cfg->num_workers > MAX_WORKERS)
         return TB_FAIL(TB_ERR_INVALID, "loader: batch_size %d (> 0), num_workers %d (0..%d)",
                        cfg->batch_size, cfg->num_workers, MAX_WORKERS);
@@ -417,7 +460,8 @@ static int cfg_check(const tb_loader_cfg *cfg, const tb_dataset *ds)
         return TB_FAIL(TB_ERR_INVALID, "loader: crop padding %d for %dx%d images",
                        cfg->augment.pad, ds->h, ds->w);
     if ((double)cfg->batch_size * ds->c * ds->h * ds->w * sizeof(float) > 1e11)
-        return TB_FAIL(TB_ERR_INVALID, "loader: batch of %d images is too large", cfg->batch_size);
+        return TB_FAIL(TB_ERR_INVALID, "loader: batch of %d samples is too large",
+                       cfg->batch_size);
     return TB_OK;
 }
 
@@ -480,6 +524,28 @@ static int handles_create(tb_loader *ld)
     return TB_OK;
 }
 
+/* Where a slot's parts go, per sample kind (see the struct). */
+static void slot_layout(tb_loader *ld)
+{
+    const tb_dataset *ds = ld->ds;
+    size_t B = (size_t)ld->cfg.batch_size, scratch = 0, lab_bytes;
+    ld->seq = ds->kind == TB_SAMPLES_TOKENS ? ds->seq : 0;
+    ld->chw = (size_t)ds->c * ds->h * ds->w;
+    if (ld->seq) {
+        ld->img_bytes = align64(B * ld->seq * sizeof(int32_t));
+        lab_bytes = ld->img_bytes;
+        scratch = ((size_t)ld->seq + 1) * sizeof(int32_t);
+    } else {
+        ld->img_bytes = align64(B * ld->chw * (ld->cfg.raw_u8 ? sizeof(uint8_t) : sizeof(float)));
+        lab_bytes = align64(B * sizeof(int32_t));
+        scratch = ds->make && !ld->cfg.raw_u8 ? ld->chw : 0;
+    }
+    ld->off_lab = ld->img_bytes;
+    ld->off_ids = ld->off_lab + lab_bytes;
+    ld->off_scratch = ld->off_ids + align64(B * sizeof(int32_t));
+    ld->slot_bytes = ld->off_scratch + align64(scratch);
+}
+
 tb_loader_cfg tb_loader_default_cfg(void)
 {
     tb_loader_cfg cfg = {
@@ -509,11 +575,7 @@ int tb_loader_create(const tb_loader_cfg *cfg, const tb_dataset *ds, tb_loader *
     ld->nslots = ld->nw ? ld->nw * ld->pf : 1;
     ld->nbatches = cfg->drop_last ? ds->n / cfg->batch_size
                                   : (ds->n + cfg->batch_size - 1) / cfg->batch_size;
-    ld->chw = (size_t)ds->c * ds->h * ds->w;
-    ld->img_bytes = align64((size_t)cfg->batch_size * ld->chw *
-                            (cfg->raw_u8 ? sizeof(uint8_t) : sizeof(float)));
-    ld->lab_bytes = align64((size_t)cfg->batch_size * sizeof(int32_t));
-    ld->slot_bytes = ld->img_bytes + 2 * ld->lab_bytes;
+    slot_layout(ld);
     ld->held = -1;
     int rc;
     TB_TRY_GOTO(rc, shared_create(ld), out_destroy);
@@ -649,8 +711,10 @@ static void batch_fill(const tb_loader *ld, unsigned char *base, int b, int size
     out->c = ld->ds->c;
     out->h = ld->ds->h;
     out->w = ld->ds->w;
-    out->images = ld->cfg.raw_u8 ? NULL : slot_images(ld, base);
+    out->images = ld->cfg.raw_u8 || ld->seq ? NULL : slot_images(ld, base);
     out->raw = ld->cfg.raw_u8 ? base : NULL;
+    out->tokens = ld->seq ? (int32_t *)base : NULL;
+    out->seq = ld->seq;
     out->labels = slot_labels(ld, base);
     out->sample_ids = slot_ids(ld, base);
 }
@@ -659,11 +723,14 @@ static void batch_fill(const tb_loader *ld, unsigned char *base, int b, int size
  * caller's buffer (e.g. pinned memory) and hand the slot back at once. */
 static void batch_copy_out(tb_loader *ld, tb_batch *b)
 {
-    size_t img = (size_t)b->size * ld->chw * (ld->cfg.raw_u8 ? sizeof(uint8_t) : sizeof(float));
-    size_t lab = (size_t)b->size * sizeof(int32_t);
-    memcpy(ld->out, b->raw ? (const void *)b->raw : (const void *)b->images, img);
-    memcpy(slot_labels(ld, ld->out), b->labels, lab);
-    memcpy(slot_ids(ld, ld->out), b->sample_ids, lab);
+    size_t per = ld->seq ? (size_t)ld->seq : 1; /* labels per sample */
+    size_t img = ld->seq ? (size_t)b->size * ld->seq * sizeof(int32_t)
+                         : (size_t)b->size * ld->chw *
+                               (ld->cfg.raw_u8 ? sizeof(uint8_t) : sizeof(float));
+    size_t ids = (size_t)b->size * sizeof(int32_t);
+    memcpy(ld->out, ld->data + (size_t)slot_of(ld, b->index) * ld->slot_bytes, img);
+    memcpy(slot_labels(ld, ld->out), b->labels, ids * per);
+    memcpy(slot_ids(ld, ld->out), b->sample_ids, ids);
     batch_fill(ld, ld->out, b->index, b->size, b);
     tb_loader_release_batch(ld);
 }

@@ -1,5 +1,6 @@
 /*
- * loader.h - the data loader: a dataset in, float32 NCHW batches out.
+ * loader.h - the data loader: a dataset in, float32 NCHW batches out (or,
+ * from a token dataset, int32 token ids and next-token labels).
  *
  * Mirrors PyTorch's DataLoader so each of its knobs can be benchmarked:
  *   num_workers         0 = build batches in the calling thread;
@@ -12,6 +13,11 @@
  * slots; the consumer takes them strictly in order. The shuffle depends only
  * on (seed, epoch) and each sample's augmentation only on (seed, epoch,
  * index), so batch i of an epoch has the same bytes whatever the knobs.
+ * On-the-fly datasets (dataset.h) are made sample by sample in the worker
+ * that builds the batch (images: made, then augmented and normalized as a
+ * stored sample is); a token batch holds each sample's first seq ids as
+ * tokens and the seq next ones as labels, every id checked against
+ * [0, vocab) on the host before a kernel indexes a table with it.
  *
  * Use:
  *   tb_loader_cfg cfg = tb_loader_default_cfg();   cfg.batch_size = 256; ...
@@ -88,10 +94,12 @@ typedef struct tb_batch {
     int epoch;
     int index;        /* batch number within the epoch, from 0 */
     int size;         /* samples; < batch_size only for a last partial batch */
-    int c, h, w;
-    float *images;    /* (size, c, h, w), normalized; NULL with raw_u8 */
+    int c, h, w;      /* tokens: 1, seq, 1 */
+    float *images;    /* (size, c, h, w), normalized; NULL with raw_u8 or tokens */
     uint8_t *raw;     /* (size, c, h, w) the dataset's bytes with raw_u8; else NULL */
-    int32_t *labels;  /* (size) */
+    int32_t *tokens;  /* (size, seq) token ids of a token dataset; else NULL */
+    int seq;          /* tokens per sample; 0 for images */
+    int32_t *labels;  /* (size); tokens: (size, seq), labels[k][t] = sample k's id t + 1 */
     const int32_t *sample_ids; /* (size) dataset index of each sample */
 } tb_batch;
 
@@ -106,7 +114,8 @@ typedef struct tb_loader_stats {
 typedef struct tb_loader tb_loader;
 
 /* Validates cfg and creates a loader over ds (borrowed: it must outlive the
- * loader and not change). Persistent workers start here.
+ * loader and not change). Persistent workers start here. A token dataset
+ * takes no augmentation and no raw_u8.
  * Errors: TB_ERR_INVALID (bad cfg), TB_ERR_NOMEM, TB_ERR_INTERNAL (a thread
  * or process could not be started). */
 int tb_loader_create(const tb_loader_cfg *cfg, const tb_dataset *ds, tb_loader **out);
@@ -120,7 +129,8 @@ int tb_loader_epoch_begin(tb_loader *ld, int epoch);
 
 /* Returns 1 and fills *b with the next batch in order, 0 at the end of the
  * epoch, or a negative tb_err code (-TB_ERR_...) with the error chain set
- * when a worker failed or died. The batch's buffers stay valid until the
+ * when a worker failed or died, or a token id was out of [0, vocab)
+ * (-TB_ERR_DATA naming the dataset, sample and id). The batch's buffers stay valid until the
  * next call to next_batch, tb_loader_release_batch or tb_loader_epoch_end. */
 int tb_loader_next_batch(tb_loader *ld, tb_batch *b);
 

@@ -10,7 +10,14 @@
  *   - destroying mid-epoch and restarting an epoch mid-way are clean;
  *   - an error injected in a worker comes back as a status naming the batch,
  *     and a worker process that dies gives an error instead of a hang;
- *   - bad configurations are refused.
+ *   - bad configurations are refused;
+ *   - on-the-fly images (made per sample by the worker) give the stored
+ *     dataset's batches bit for bit, float and raw_u8, 0 workers, 2 threads,
+ *     2 processes (also through a caller's allocator);
+ *   - token batches: tokens = each sample's ids 0..T-1, labels = ids 1..T,
+ *     every sample once, identical for 0 workers, 2 threads and 2 processes
+ *     (with and without a caller's allocator); an id outside [0, vocab) is an
+ *     error naming the sample; augmentation and raw_u8 on tokens are refused.
  * Run: bazel test //lib/train:loader_test   (valgrind: see datasets/BUILD notes)
  */
 #include "lib/train/loader.h"
@@ -391,6 +398,214 @@ static void test_raw_u8(void)
     }
 }
 
+/* Every batch of epoch 0 of ld: the float images (or raw bytes) into
+ * images and the labels into labels, in batch order; rc of the epoch. */
+static int collect_epoch(tb_loader *ld, unsigned char *images, size_t per_sample, int32_t *labels,
+                         int *samples)
+{
+    int rc = tb_loader_epoch_begin(ld, 0), more;
+    tb_batch b;
+    *samples = 0;
+    while (rc == TB_OK && (more = tb_loader_next_batch(ld, &b)) == 1) {
+        const void *src = b.raw ? (const void *)b.raw : (const void *)b.images;
+        memcpy(images + (size_t)*samples * per_sample, src, (size_t)b.size * per_sample);
+        memcpy(labels + *samples, b.labels, (size_t)b.size * sizeof *labels);
+        *samples += b.size;
+    }
+    if (rc == TB_OK && more < 0)
+        rc = -more;
+    tb_loader_epoch_end(ld);
+    return rc;
+}
+
+/* An on-the-fly twin of ds (same seed and shape), with ds's mean/std so
+ * that normalization matches: its batches must be the stored ones. */
+static void test_on_the_fly_images(void)
+{
+    printf("on-the-fly images: the stored dataset's batches, float and raw, every worker mode\n");
+    tb_synthetic_cfg sc = {.n = N_SAMPLES, .c = 1, .h = 28, .w = 28, .seed = 99, .noise = -1,
+                           .on_the_fly = 1};
+    tb_dataset *fly;
+    if (tb_dataset_synthetic_create(&sc, &fly) != TB_OK) {
+        CHECK(0, "on-the-fly dataset: %s", tb_error_message());
+        return;
+    }
+    fly->mean[0] = ds->mean[0];
+    fly->std[0] = ds->std[0];
+    size_t max_bytes = (size_t)N_SAMPLES * CHW * sizeof(float);
+    unsigned char *got = malloc(max_bytes), *want = malloc(max_bytes);
+    int32_t labels[N_SAMPLES], want_labels[N_SAMPLES];
+    const int workers[4] = {0, 2, 2, 2};
+    const tb_worker_mode modes[4] = {TB_WORKERS_THREADS, TB_WORKERS_THREADS,
+                                     TB_WORKERS_PROCESSES, TB_WORKERS_PROCESSES};
+    counting_alloc ca = {0, 0};
+    tb_host_allocator a = {count_alloc, count_free, &ca};
+    for (int raw = 0; raw <= 1; raw++)
+        for (int m = 0; m < 4; m++) {
+            tb_loader_cfg cfg = base_cfg();
+            cfg.raw_u8 = raw;
+            cfg.num_workers = workers[m];
+            cfg.mode = modes[m];
+            cfg.allocator = m == 3 ? &a : NULL;
+            size_t per = raw ? CHW : CHW * sizeof(float);
+            tb_loader *held, *made;
+            int n_want = 0, n_got = 0, rc = tb_loader_create(&cfg, ds, &held);
+            rc = rc ? rc : collect_epoch(held, want, per, want_labels, &n_want);
+            if (rc == TB_OK)
+                tb_loader_destroy(held);
+            rc = rc ? rc : tb_loader_create(&cfg, fly, &made);
+            rc = rc ? rc : collect_epoch(made, got, per, labels, &n_got);
+            if (rc == TB_OK)
+                tb_loader_destroy(made);
+            CHECK(rc == TB_OK && n_got == N_SAMPLES && n_want == N_SAMPLES &&
+                      memcmp(got, want, (size_t)N_SAMPLES * per) == 0 &&
+                      memcmp(labels, want_labels, sizeof labels) == 0,
+                  "%s workers=%d%s%s: rc %d, on-the-fly batches differ from the stored ones",
+                  tb_loader_mode_name(modes[m]), workers[m], raw ? " raw_u8" : "",
+                  m == 3 ? " allocator" : "", rc);
+        }
+    CHECK(ca.allocs >= 1 && ca.allocs == ca.frees, "allocator: %d allocs, %d frees", ca.allocs,
+          ca.frees);
+    free(got);
+    free(want);
+    tb_dataset_free(fly);
+}
+
+#define TOK_N 300
+#define TOK_T 16
+#define TOK_V 50
+
+typedef struct token_run {
+    int32_t tokens[TOK_N * TOK_T], labels[TOK_N * TOK_T], ids[TOK_N];
+    int samples, bad_header;
+} token_run;
+
+/* Epoch 0 of tok with cfg into r; rc. */
+static int run_tokens(const tb_loader_cfg *cfg, const tb_dataset *tok, token_run *r)
+{
+    memset(r, 0, sizeof *r);
+    tb_loader *ld;
+    TB_TRY(tb_loader_create(cfg, tok, &ld));
+    int rc = tb_loader_epoch_begin(ld, 0), more = 0;
+    tb_batch b;
+    while (rc == TB_OK && (more = tb_loader_next_batch(ld, &b)) == 1) {
+        r->bad_header |= b.images || b.raw || !b.tokens || b.seq != TOK_T || b.c != 1 ||
+                         b.h != TOK_T || b.w != 1 || r->samples + b.size > TOK_N;
+        if (r->bad_header)
+            break;
+        size_t row = (size_t)b.size * TOK_T;
+        memcpy(r->tokens + (size_t)r->samples * TOK_T, b.tokens, row * sizeof(int32_t));
+        memcpy(r->labels + (size_t)r->samples * TOK_T, b.labels, row * sizeof(int32_t));
+        memcpy(r->ids + r->samples, b.sample_ids, (size_t)b.size * sizeof(int32_t));
+        r->samples += b.size;
+    }
+    if (rc == TB_OK && more < 0)
+        rc = -more;
+    tb_loader_destroy(ld);
+    return rc;
+}
+
+static void test_tokens(void)
+{
+    printf("token batches: inputs, next-token labels, every worker mode identical\n");
+    tb_token_cfg tc = {.n = TOK_N, .seq = TOK_T, .vocab = TOK_V, .seed = 5};
+    tb_dataset *tok;
+    if (tb_dataset_tokens_create(&tc, &tok) != TB_OK) {
+        CHECK(0, "token dataset: %s", tb_error_message());
+        return;
+    }
+    static token_run ref_tok, r;
+    tb_loader_cfg cfg = base_cfg();
+    cfg.augment = tb_augment_eval_defaults(); /* tokens take no crop or flip */
+    cfg.batch_size = 32;
+    CHECK_OK(run_tokens(&cfg, tok, &ref_tok));
+    int seen[TOK_N] = {0}, once = 0, bad = 0;
+    for (int i = 0; i < ref_tok.samples; i++) {
+        int32_t ids[TOK_T + 1];
+        int id = ref_tok.ids[i];
+        seen[id]++;
+        tb_dataset_tokens(tok, id, ids);
+        bad += memcmp(ref_tok.tokens + (size_t)i * TOK_T, ids, TOK_T * sizeof(int32_t)) != 0;
+        bad += memcmp(ref_tok.labels + (size_t)i * TOK_T, ids + 1, TOK_T * sizeof(int32_t)) != 0;
+    }
+    for (int i = 0; i < TOK_N; i++)
+        once += seen[i] == 1;
+    CHECK(!ref_tok.bad_header && ref_tok.samples == TOK_N && once == TOK_N,
+          "%d samples, %d seen once, bad header %d", ref_tok.samples, once, ref_tok.bad_header);
+    CHECK(bad == 0, "%d rows are not the sample's ids / the ids shifted by one", bad);
+
+    counting_alloc ca = {0, 0};
+    tb_host_allocator a = {count_alloc, count_free, &ca};
+    const int workers[4] = {2, 2, 2, 3};
+    const tb_worker_mode modes[4] = {TB_WORKERS_THREADS, TB_WORKERS_PROCESSES,
+                                     TB_WORKERS_PROCESSES, TB_WORKERS_THREADS};
+    for (int m = 0; m < 4; m++) {
+        tb_loader_cfg c = cfg;
+        c.num_workers = workers[m];
+        c.mode = modes[m];
+        c.persistent_workers = m == 3;
+        c.allocator = m == 2 ? &a : NULL;
+        int rc = run_tokens(&c, tok, &r);
+        CHECK(rc == TB_OK && !r.bad_header && memcmp(&r, &ref_tok, sizeof r) == 0,
+              "%s workers=%d%s: rc %d, token batches differ from 0 workers",
+              tb_loader_mode_name(c.mode), c.num_workers, m == 2 ? " allocator" : "", rc);
+    }
+    CHECK(ca.allocs == 1 && ca.frees == 1, "allocator: %d allocs, %d frees", ca.allocs, ca.frees);
+
+    printf("token datasets refuse augmentation and raw_u8\n");
+    tb_loader *ld = NULL;
+    tb_loader_cfg bad_cfg = cfg;
+    bad_cfg.augment.enabled = 1;
+    CHECK(tb_loader_create(&bad_cfg, tok, &ld) == TB_ERR_INVALID && !ld, "augment accepted");
+    bad_cfg = cfg;
+    bad_cfg.raw_u8 = 1;
+    CHECK(tb_loader_create(&bad_cfg, tok, &ld) == TB_ERR_INVALID && !ld, "raw_u8 accepted");
+    tb_error_clear();
+    tb_dataset_free(tok);
+}
+
+/* A token generator whose sample 7 holds the id vocab (one past the end). */
+static void bad_sequence(const tb_dataset *d, int index, void *out, int32_t *label)
+{
+    (void)label;
+    int32_t *ids = out;
+    for (int t = 0; t <= d->seq; t++)
+        ids[t] = (index + t) % d->vocab;
+    if (index == 7)
+        ids[3] = d->vocab;
+}
+
+static void test_token_range(void)
+{
+    printf("a token id outside [0, vocab) is an error naming the sample, every worker mode\n");
+    tb_dataset bad = {.name = "bad-tokens", .n = 64, .c = 1, .h = 8, .w = 1, .num_classes = 10,
+                      .kind = TB_SAMPLES_TOKENS, .seq = 8, .vocab = 10, .make = bad_sequence};
+    const int workers[3] = {0, 2, 2};
+    const tb_worker_mode modes[3] = {TB_WORKERS_THREADS, TB_WORKERS_THREADS,
+                                     TB_WORKERS_PROCESSES};
+    for (int m = 0; m < 3; m++) {
+        tb_loader_cfg cfg = base_cfg();
+        cfg.augment = tb_augment_eval_defaults();
+        cfg.batch_size = 4;
+        cfg.shuffle = 0;
+        cfg.num_workers = workers[m];
+        cfg.mode = modes[m];
+        tb_loader *ld;
+        int got, rc;
+        if (!run_failing_epoch(&cfg, &bad, &ld, &got, &rc))
+            continue;
+        CHECK(got == 1 && rc == -TB_ERR_DATA, "%s workers=%d: %d batches, rc %d",
+              tb_loader_mode_name(modes[m]), workers[m], got, rc);
+        CHECK(strstr(tb_error_message(), "bad-tokens: sample 7 holds token id 10 at position 3") &&
+                  strstr(tb_error_message(), "[0, 10)"),
+              "message: %s", tb_error_message());
+        if (m == 2)
+            printf("    %s\n", tb_error_message());
+        tb_error_clear();
+        tb_loader_destroy(ld);
+    }
+}
+
 int main(void)
 {
     tb_synthetic_cfg sc = {.n = N_SAMPLES, .c = 1, .h = 28, .w = 28, .seed = 99, .noise = -1};
@@ -406,6 +621,9 @@ int main(void)
     test_errors();
     test_invalid();
     test_raw_u8();
+    test_on_the_fly_images();
+    test_tokens();
+    test_token_range();
     free(ref.images);
     tb_dataset_free(ds);
     printf(failures ? "loader_test: %d FAILED\n" : "loader_test: all passed\n", failures);
