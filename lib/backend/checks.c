@@ -118,3 +118,11 @@ int tb_check_attention(const char *op, tb_attn_variant variant, const tb_attn_de
         return TB_FAIL(TB_ERR_INVALID, "%s: scale %g", op, (double)d->scale);
     return TB_OK;
 }
+
+int tb_check_embedding(const char *op, int rows, int seq, int d, int vocab)
+{
+    if (rows < 0 || seq < 1 || d < 1 || vocab < 1)
+        return TB_FAIL(TB_ERR_INVALID, "%s: rows %d, seq %d, d %d, vocab %d (rows >= 0, the "
+                       "others >= 1)", op, rows, seq, d, vocab);
+    return TB_OK;
+}

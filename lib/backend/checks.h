@@ -56,6 +56,11 @@ int tb_check_layernorm(const char *op, tb_ln_variant variant, const float *x,
  * op names the slot in the message. */
 int tb_check_attention(const char *op, tb_attn_variant variant, const tb_attn_desc *d);
 
+/* Token + position embedding: rows >= 0, seq >= 1, d >= 1, vocab >= 1
+ * (the tokens' range is the backend's to check: on CUDA they live in
+ * device memory). op names the slot in the message. */
+int tb_check_embedding(const char *op, int rows, int seq, int d, int vocab);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,13 +13,21 @@
  * result head by head (y = sum_h O_h Wo[:, hD:hD+D]^T, the GEMM's leading
  * dimensions pick the columns). 3H + H GEMMs forward, twice that backward.
  *
+ * This is nanoGPT's CausalSelfAttention layout too: c_attn = Linear(d, 3d)
+ * whose output splits into q, k, v (rows 0, d, 2d of the weight) and each of
+ * those into heads of D (rows h*D), and c_proj = Linear(d, d) on the heads
+ * concatenated (columns h*D of Wo), so its weights load as they are.
+ *
  * The variant comes from ctx->attention at each call: TB_ATTN_MANUAL (the
  * scores materialized, the default) or TB_ATTN_FUSED (tiled, online
- * softmax). Non-causal. q, k, v, the attention output and its saved
+ * softmax). Non-causal (the image transformer) or causal (GPT-2: token t
+ * sees tokens <= t; the backend masks, the layer only passes the flag).
+ * q, k, v, the attention output and its saved
  * buffer are the layer's own memory (not tb_layer_tensor): the forward needs
  * them under no_grad too. fp32 only (autocast leaves this layer alone).
  *
- * Tests: bazel test //lib/train:transformer_test (float64 gradient check)
+ * Tests: bazel test //lib/train:transformer_test (float64 gradient check,
+ * causal and not), //lib/nn:gpt2_test (causality of the whole model)
  */
 #include <math.h>
 
@@ -28,6 +36,7 @@
 typedef struct mha_layer {
     tb_layer base;
     int tokens, dim, heads, head_dim;
+    int causal;         /* 1: query t attends to keys <= t */
     tb_tensor y;        /* (N, 1, T, d) */
     tb_tensor dx;       /* (N, 1, T, d) */
     tb_tensor qkv;      /* 3H slices (N*T, D): q, k, v each (H, N, T, D) */
@@ -46,7 +55,7 @@ typedef struct mha_layer {
 static tb_attn_desc mha_desc(const mha_layer *a, int n)
 {
     return (tb_attn_desc){.batch = a->heads, .heads = n, .seq = a->tokens,
-                          .head_dim = a->head_dim, .causal = 0,
+                          .head_dim = a->head_dim, .causal = a->causal,
                           .scale = 1.0f / sqrtf((float)a->head_dim)};
 }
 
@@ -209,6 +218,12 @@ static const tb_layer_vtbl mha_vtbl = {
 
 int tb_layer_mha_create(tb_layer_ctx *ctx, tb_shape in, int heads, tb_layer **out)
 {
+    return tb_layer_mha_causal_create(ctx, in, heads, 0, out);
+}
+
+int tb_layer_mha_causal_create(tb_layer_ctx *ctx, tb_shape in, int heads, int causal,
+                               tb_layer **out)
+{
     if (in.c != 1 || heads < 1 || in.w % heads)
         return TB_FAIL(TB_ERR_INVALID, "mha: input (%d, %d, %d) is not (1, T, d) with d a "
                        "multiple of %d heads", in.c, in.h, in.w, heads);
@@ -218,6 +233,7 @@ int tb_layer_mha_create(tb_layer_ctx *ctx, tb_shape in, int heads, tb_layer **ou
     a->dim = in.w;
     a->heads = heads;
     a->head_dim = in.w / heads;
+    a->causal = !!causal;
     float bound = 1.0f / sqrtf((float)in.w);
     size_t d = (size_t)in.w;
     tb_layer_add_param(*out, "weight", 3 * d * d, TB_INIT_UNIFORM, bound);

@@ -14,6 +14,8 @@
  *                       residual add (no activation)
  *   lib/nn/layer_ln.c      layer norm over each token's features
  *   lib/nn/layer_attn.c    multi-head self-attention with its projections
+ *   lib/nn/layer_embed.c   GPT-2's token + position embedding (int32 ids in),
+ *                       and the vocabulary head tied to its token table
  *
  * Life of a layer:
  *   create  (shape inference from the per-sample input shape; parameters
@@ -137,6 +139,8 @@ typedef enum tb_init_kind {
     TB_INIT_UNIFORM = 0, /* U(-bound, bound): PyTorch's conv/linear default */
     TB_INIT_ONES = 1,    /* BN gamma */
     TB_INIT_ZEROS = 2,   /* BN beta */
+    TB_INIT_NORMAL = 3,  /* N(0, bound^2): GPT-2's weights and embeddings, std 0.02
+                            (nn.init.normal_, no truncation) */
 } tb_init_kind;
 
 typedef struct tb_param {
@@ -144,7 +148,7 @@ typedef struct tb_param {
     size_t n;            /* floats */
     float *w, *g;        /* views into the model's flat buffers; NULL until bound */
     tb_init_kind init;
-    float bound;         /* for TB_INIT_UNIFORM: 1/sqrt(fan_in) */
+    float bound;         /* TB_INIT_UNIFORM: 1/sqrt(fan_in); TB_INIT_NORMAL: the std */
 } tb_param;
 
 #define TB_LAYER_MAX_PARAMS 4 /* multi-head attention: in and out projections */
@@ -240,9 +244,32 @@ int tb_layer_layernorm_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out);
  * (d x d) projections; ctx->attention picks the variant at each call.
  * REQUIRES: d % heads == 0. */
 int tb_layer_mha_create(tb_layer_ctx *ctx, tb_shape in, int heads, tb_layer **out);
+/* The same layer, causal when causal != 0 (token t attends to tokens <= t:
+ * GPT-2); tb_layer_mha_create is causal = 0. */
+int tb_layer_mha_causal_create(tb_layer_ctx *ctx, tb_shape in, int heads, int causal,
+                               tb_layer **out);
 /* y = main(x) + x (a pre-norm transformer's residual). Takes ownership of
  * main_path (also on failure). REQUIRES: main_path keeps the shape. */
 int tb_layer_add_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer **out);
+
+/* Token + position embedding (lib/nn/layer_embed.c): in (1, T, 1) int32
+ * token ids (the input tensor has dtype TB_I32), out (1, T, dim),
+ * y = wte[token] + wpe[t]. Parameters "weight" wte (vocab, dim) and
+ * "weight" wpe (context, dim), both TB_INIT_NORMAL with std 0.02. No input
+ * gradient (need_dx 0, backward returns dx NULL).
+ * REQUIRES: in.c == in.w == 1, 1 <= T = in.h <= context; vocab, dim >= 1;
+ * every token id in [0, vocab) (the loader checks its batches). */
+int tb_layer_embedding_create(tb_layer_ctx *ctx, tb_shape in, int vocab, int dim, int context,
+                              tb_layer **out);
+/* Output head tied to embedding's token table: (1, T, dim) -> (1, T, vocab)
+ * logits = x wte^T, no bias, no parameters of its own (it reads wte's
+ * weights and gradient once bound; its backward writes or adds dwte first,
+ * and the embedding's then adds). Borrows embedding, which must outlive it
+ * and run earlier in the forward (the head's backward runs before the
+ * embedding's). REQUIRES: embedding made by tb_layer_embedding_create,
+ * in == (1, T, dim). */
+int tb_layer_tied_head_create(tb_layer_ctx *ctx, tb_shape in, tb_layer *embedding,
+                              tb_layer **out);
 
 /* Containers take ownership of their children (also on failure). */
 int tb_layer_seq_create(tb_layer_ctx *ctx, tb_layer **children, int n, tb_layer **out);
@@ -310,25 +337,44 @@ int tb_layer_acts_no_grad(tb_layer *root, int on);
 /* Frees the scratch buffers of ctx (model teardown). */
 void tb_layer_acts_free(tb_layer_ctx *ctx);
 
-/* ---- softmax cross-entropy, the loss (not a tb_layer: it ends the graph) */
+/* ---- softmax cross-entropy, the loss (not a tb_layer: it ends the graph).
+ * Two paths (lib/nn/layer_loss.c):
+ *   image models (tb_xent_init): softmax_xent_fwd/bwd, one row per sample,
+ *     probs and dlogits buffers of (N, classes);
+ *   token models (tb_xent_init_lse): xent_lse_fwd/bwd over N*T rows, one
+ *     float (the logsumexp) kept per row, and the gradient written IN PLACE
+ *     over the logits: no (rows, classes) buffer besides the head's output
+ *     (GPT-2's at batch 16, context 1024: 3.3 GB each). ---- */
 typedef struct tb_xent {
     tb_layer_ctx *ctx;
-    int classes, cap_n, n;
-    float *probs;         /* (N, classes) */
+    int classes, cap_n, n; /* cap_n, n: rows (samples, or tokens with lse) */
+    int lse_path;         /* 1: tb_xent_init_lse's token path */
+    float *probs;         /* (N, classes); NULL on the lse path */
+    float *lse;           /* (rows) logsumexp per row; lse path only */
     float *row_loss;      /* (N) */
     float *loss_sum;      /* (1) device scalar: sum of row_loss */
     int32_t *labels;      /* (N) borrowed from the last forward */
-    tb_tensor dlogits;    /* (N, classes, 1, 1) */
+    tb_tensor dlogits;    /* (N, classes, 1, 1); on the lse path a view of the
+                             last forward's logits (same shape) */
+    const tb_tensor *logits; /* lse path: the last forward's logits, until backward */
 } tb_xent;
 
 int tb_xent_init(tb_layer_ctx *ctx, int classes, int max_batch, tb_xent *x);
+/* The token path: up to max_rows rows of classes logits (a token model:
+ * max_batch x T). REQUIRES: classes > 1, max_rows > 0. */
+int tb_xent_init_lse(tb_layer_ctx *ctx, int classes, int max_rows, tb_xent *x);
 void tb_xent_free(tb_xent *x);
 /* loss_sum = sum over rows of -log softmax(logits)[label]; stays on the
  * device (read it with tb_xent_read_loss; reading costs a sync on a GPU).
- * labels: device int32 (N). REQUIRES: logits (N, classes, 1, 1). */
+ * labels: device int32, one per row. REQUIRES: logits (N, classes, 1, 1);
+ * on the lse path any (N, c, h, w) whose c*h*w is a multiple of classes,
+ * rows = N * c*h*w / classes (a token model's (N, 1, T, classes): N*T rows),
+ * and logits left alone until tb_xent_backward. */
 int tb_xent_forward(tb_xent *x, const tb_tensor *logits, const int32_t *labels);
-/* Mean over the batch: dlogits = scale * (probs - onehot), scale is
- * 1 / (N * accumulation steps). */
+/* Mean over the rows: dlogits = scale * (softmax - onehot), scale is
+ * 1 / (rows * accumulation steps). On the lse path *dlogits is the
+ * forward's logits tensor, overwritten by its gradient; one backward per
+ * forward (a second fails). */
 int tb_xent_backward(tb_xent *x, float scale, const tb_tensor **dlogits);
 /* Host copy of loss_sum / n: the mean loss of the last forward. */
 int tb_xent_read_loss(tb_xent *x, float *mean_loss);

@@ -4,11 +4,13 @@
  */
 #include "lib/nn/model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/core/rng.h"
+#include "lib/nn/model_build.h"
 #include "lib/nn/tensor.h"
 
 const tb_layer_spec tb_spec_small_cnn[] = {
@@ -249,6 +251,36 @@ static void count_params(tb_param *p, void *user)
     (*(int *)user)++;
 }
 
+/* Box-Muller: two N(0, 1) draws from two uniforms, u1 in (0, 1] (log
+ * finite) and u2 in [0, 1). */
+static void normal_pair(tb_rng *r, double *z0, double *z1)
+{
+    double u1 = 1.0 - tb_rng_double01(r), u2 = tb_rng_double01(r);
+    double rad = sqrt(-2.0 * log(u1)), th = 2.0 * M_PI * u2;
+    *z0 = rad * cos(th);
+    *z1 = rad * sin(th);
+}
+
+void tb_param_init_host(const tb_param *p, tb_rng *r, float *host)
+{
+    if (p->init == TB_INIT_NORMAL) {
+        for (size_t j = 0; j < p->n; j += 2) {
+            double z0, z1;
+            normal_pair(r, &z0, &z1);
+            host[j] = (float)(z0 * p->bound);
+            if (j + 1 < p->n)
+                host[j + 1] = (float)(z1 * p->bound);
+        }
+        return;
+    }
+    for (size_t j = 0; j < p->n; j++) {
+        float v = p->init == TB_INIT_ONES ? 1.0f : 0.0f;
+        if (p->init == TB_INIT_UNIFORM)
+            v = (2.0f * tb_rng_float01(r) - 1.0f) * p->bound;
+        host[j] = v;
+    }
+}
+
 /* Fills host with PyTorch's default init, from (seed, stream). A bias draws
  * from its own stream beside its layer's weight (2k+1 for the k-th weight,
  * 2k), so dropping a conv bias (conv_bias off) leaves every other parameter's
@@ -265,12 +297,7 @@ static void params_init_host(tb_model *m, uint64_t seed, float *host)
          * depend on the parameters before it */
         tb_rng r = tb_rng_seeded(seed * 0x100000001b3ull + stream * TB_RNG_GOLDEN);
         tb_rng_next_u64(&r);
-        for (size_t j = 0; j < p->n; j++) {
-            float v = p->init == TB_INIT_ONES ? 1.0f : 0.0f;
-            if (p->init == TB_INIT_UNIFORM)
-                v = (2.0f * tb_rng_float01(&r) - 1.0f) * p->bound;
-            host[at + j] = v;
-        }
+        tb_param_init_host(p, &r, host + at);
         at += p->n;
     }
 }
@@ -357,8 +384,7 @@ static int params_setup(tb_model *m, uint64_t seed)
     return params_upload_init(m, seed);
 }
 
-int tb_model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opts *o,
-                tb_model **out)
+int tb_model_shell_create(tb_backend *be, const tb_model_opts *o, tb_model **out)
 {
     *out = NULL;
     if (o->max_batch <= 0 || o->classes <= 1)
@@ -368,19 +394,45 @@ int tb_model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opt
     if (!m)
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory building a model");
     m->ctx = (tb_layer_ctx){.be = be, .training = 1, .gelu = TB_GELU_UNFUSED,
-                            .math = TB_MATH_F32, .dropout_seed = o->seed,
+                            .gelu_approx = o->gelu_approx, .math = TB_MATH_F32,
+                            .dropout_seed = o->seed,
                             .layout = o->channels_last ? TB_NHWC : TB_NCHW, .amp = o->amp};
     m->classes = o->classes;
     m->max_batch = o->max_batch;
     m->in = o->in;
-    int rc;
-    TB_TRY_GOTO(rc, build_net(m, spec, o), out_destroy);
+    m->in_dtype = TB_F32;
+    m->labels_per_sample = 1;
+    *out = m;
+    return TB_OK;
+}
+
+static int loss_init(tb_model *m)
+{
+    if (m->in_dtype != TB_I32 && m->labels_per_sample == 1)
+        return tb_xent_init(&m->ctx, m->classes, m->max_batch, &m->loss);
+    return tb_xent_init_lse(&m->ctx, m->classes, m->max_batch * m->labels_per_sample, &m->loss);
+}
+
+int tb_model_shell_finish(tb_model *m, const tb_model_opts *o)
+{
     if (o->checkpointing)
         tb_layer_acts_mark_checkpoints(m->net);
-    TB_TRY_GOTO(rc, params_setup(m, o->seed), out_destroy);
-    TB_TRY_GOTO(rc, tb_layer_alloc(m->net, o->max_batch), out_destroy);
-    TB_TRY_GOTO(rc, tb_layer_acts_ckpt_alloc(m->net), out_destroy);
-    TB_TRY_GOTO(rc, tb_xent_init(&m->ctx, o->classes, o->max_batch, &m->loss), out_destroy);
+    TB_TRY(params_setup(m, o->seed));
+    TB_TRY(tb_layer_alloc(m->net, m->max_batch));
+    TB_TRY(tb_layer_acts_ckpt_alloc(m->net));
+    return loss_init(m);
+}
+
+int tb_model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opts *o,
+                tb_model **out)
+{
+    tb_model *m;
+    int rc;
+    TB_TRY(tb_model_shell_create(be, o, out));
+    m = *out;
+    *out = NULL;
+    TB_TRY_GOTO(rc, build_net(m, spec, o), out_destroy);
+    TB_TRY_GOTO(rc, tb_model_shell_finish(m, o), out_destroy);
     *out = m;
     return TB_OK;
 
@@ -411,6 +463,9 @@ int tb_model_forward(tb_model *m, const tb_tensor *x, const tb_tensor **logits)
     if (x->c != m->in.c || x->h != m->in.h || x->w != m->in.w || x->n > m->max_batch)
         return TB_FAIL(TB_ERR_INVALID, "model takes (<=%d, %d, %d, %d), got (%d, %d, %d, %d)",
                        m->max_batch, m->in.c, m->in.h, m->in.w, x->n, x->c, x->h, x->w);
+    if (x->dtype != m->in_dtype)
+        return TB_FAIL(TB_ERR_INVALID, "model takes %s input, got dtype %d",
+                       m->in_dtype == TB_I32 ? "int32 token" : "fp32", (int)x->dtype);
     if (m->ctx.layout == TB_NHWC && x->c > 1 && x->layout != TB_NHWC)
         return TB_FAIL(TB_ERR_INVALID, "channels-last model given an NCHW input of %d channels",
                        x->c);
@@ -459,20 +514,53 @@ int tb_model_set_no_grad(tb_model *m, int on)
     return tb_layer_acts_no_grad(m->net, on);
 }
 
-static void print_layer(const tb_layer *l, FILE *f, int depth)
+/* Same layers, shapes and parameter sizes (GPT-2's blocks after the first). */
+static int same_structure(const tb_layer *a, const tb_layer *b)
+{
+    if (a->vt != b->vt || a->nparams != b->nparams || a->nchildren != b->nchildren ||
+        a->in.c != b->in.c || a->in.h != b->in.h || a->in.w != b->in.w ||
+        a->out.c != b->out.c || a->out.h != b->out.h || a->out.w != b->out.w)
+        return 0;
+    for (int i = 0; i < a->nparams; i++)
+        if (a->params[i].n != b->params[i].n)
+            return 0;
+    for (int i = 0; i < a->nchildren; i++)
+        if (!same_structure(a->children[i], b->children[i]))
+            return 0;
+    return 1;
+}
+
+static size_t layer_params(const tb_layer *l)
 {
     size_t n = 0;
     for (int i = 0; i < l->nparams; i++)
         n += l->params[i].n;
-    fprintf(f, "%*s%-16s (%d, %d, %d)  %zu params\n", 2 * depth, "", l->name, l->out.c,
-            l->out.h, l->out.w, n);
     for (int i = 0; i < l->nchildren; i++)
-        print_layer(l->children[i], f, depth + 1);
+        n += layer_params(l->children[i]);
+    return n;
+}
+
+/* One line per layer with the parameters of its subtree; a container
+ * repeating its previous sibling (GPT-2's h1 .. h11) prints one line,
+ * "as <first of the run>", without its children. */
+static void print_layers(const tb_layer *const *ls, int n, FILE *f, int depth)
+{
+    int first = 0;
+    for (int i = 0; i < n; i++) {
+        const tb_layer *l = ls[i];
+        int repeat = i > 0 && l->nchildren > 0 && same_structure(ls[first], l);
+        if (!repeat)
+            first = i;
+        fprintf(f, "%*s%-16s (%d, %d, %d)  %zu params%s%s\n", 2 * depth, "", l->name, l->out.c,
+                l->out.h, l->out.w, layer_params(l), repeat ? ", as " : "",
+                repeat ? ls[first]->name : "");
+        if (!repeat)
+            print_layers((const tb_layer *const *)l->children, l->nchildren, f, depth + 1);
+    }
 }
 
 void tb_model_print(const tb_model *m, FILE *f)
 {
-    for (int i = 0; i < m->net->nchildren; i++)
-        print_layer(m->net->children[i], f, 0);
+    print_layers((const tb_layer *const *)m->net->children, m->net->nchildren, f, 0);
     fprintf(f, "total: %zu parameters in %d tensors\n", m->numel, m->nparams);
 }

@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "lib/backend/backend.h"
+#include "lib/core/rng.h"
 #include "lib/nn/layers.h"
 
 #ifdef __cplusplus
@@ -133,6 +134,12 @@ size_t tb_gpt2_param_count(const tb_gpt2_dims *g);
 int tb_model_build_gpt2(tb_backend *be, const tb_gpt2_dims *g, const tb_model_opts *o,
                         tb_model **out);
 
+/* The initial values of p (p->n floats into host) from r, the parameter's
+ * own stream (tb_model_build seeds one per parameter): U(-bound, bound),
+ * ones, zeros, or N(0, bound^2) by Box-Muller on pairs of 53-bit uniforms.
+ * The same r gives the same bits. */
+void tb_param_init_host(const tb_param *p, tb_rng *r, float *host);
+
 /* Copies the host parameter-shaped array src (m->numel floats, e.g. a copy
  * of flat_w or flat_g) to dst, converting the layout-dependent tensors:
  * conv weights KCRS <-> KRSC and the weight columns of a linear layer on an
@@ -140,12 +147,17 @@ int tb_model_build_gpt2(tb_backend *be, const tb_gpt2_dims *g, const tb_model_op
  * NHWC order; 0: the reverse. REQUIRES: src and dst do not overlap. */
 void tb_model_params_reorder(const tb_model *m, const float *src, float *dst, int to_nhwc);
 
-/* Forward through the network only: *logits is (N, classes, 1, 1).
- * REQUIRES: with channels_last and more than one input channel, x is NHWC
- * (x->layout; tb_tensor_host_nchw_to_nhwc converts a host batch). */
+/* Forward through the network only: *logits is (N, classes, 1, 1), or for
+ * a token model (N, 1, T, classes). REQUIRES: x->dtype is m->in_dtype
+ * (TB_I32 token ids, each in [0, classes), for a token model); with
+ * channels_last and more than one input channel, x is NHWC (x->layout;
+ * tb_tensor_host_nchw_to_nhwc converts a host batch). */
 int tb_model_forward(tb_model *m, const tb_tensor *x, const tb_tensor **logits);
 /* Forward plus the loss (summed on the device, see tb_xent_read_loss).
- * labels: device int32 (N). logits may be NULL. */
+ * labels: device int32 (N x m->labels_per_sample; a token model's row n
+ * holds the next token of every position of sample n). logits may be NULL;
+ * a token model's logits become their gradient in tb_model_backward (read
+ * them before it). */
 int tb_model_forward_loss(tb_model *m, const tb_tensor *x, const int32_t *labels,
                        const tb_tensor **logits);
 /* Backward from the last tb_model_forward_loss, with the loss scaled by
@@ -163,7 +175,9 @@ void tb_model_train_mode(tb_model *m, int training);
  * bit, either way. */
 int tb_model_set_no_grad(tb_model *m, int on);
 
-/* Prints one line per layer (name, output shape, parameters) and the total. */
+/* Prints one line per layer (name, output shape, parameters of the layer and
+ * its children) and the total; a block repeating the one before it (GPT-2's
+ * h1 .. h11) prints one line, without its children. */
 void tb_model_print(const tb_model *m, FILE *f);
 
 #ifdef __cplusplus

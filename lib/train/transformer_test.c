@@ -15,7 +15,8 @@
  *             rounding (1/std of layer norm, softmax); the differences of
  *             the float64 reference are exact to ~1e-9. A wrong formula is
  *             off by O(1).
- * Layer norm and attention run both variants (unfused/fused, manual/fused).
+ * Layer norm and attention run both variants (unfused/fused, manual/fused);
+ * attention causal (GPT-2) and not.
  * Parameter gradients start at 1e30 with grad_accumulate = 0: the first
  * backward must write them.
  *
@@ -64,7 +65,7 @@ static double urand(void) /* [-1, 1) */
 }
 
 /* ---- cases and their float64 references ---- */
-typedef enum ref_kind { REF_TLIN, REF_TMEAN, REF_LN, REF_MHA, REF_ADDRES } ref_kind;
+typedef enum ref_kind { REF_TLIN, REF_TMEAN, REF_LN, REF_MHA, REF_MHA_CAUSAL, REF_ADDRES } ref_kind;
 
 typedef struct tf_case {
     const char *name;
@@ -107,7 +108,8 @@ static void mha_ref(const tf_case *c, const double *x, double *const *p, double 
                     for (int e = 0; e < hd; e++)
                         bhtd[s * sz + (((size_t)b * h + hh) * t + tt) * hd + e] =
                             qkv[((size_t)b * t + tt) * 3 * d + s * d + hh * hd + e];
-    tb_attn_desc desc = {.batch = n, .heads = h, .seq = t, .head_dim = hd, .causal = 0,
+    tb_attn_desc desc = {.batch = n, .heads = h, .seq = t, .head_dim = hd,
+                         .causal = c->kind == REF_MHA_CAUSAL,
                          .scale = (float)(1.0 / sqrt((double)hd))};
     double *o = bhtd + 3 * sz;
     /* the fp32 layer scales by the float 1/sqrt(D): the reference too */
@@ -137,6 +139,7 @@ static void ref_forward(const tf_case *c, const double *x, double *const *p, dou
         ln_ref(c, x, p, y);
         break;
     case REF_MHA:
+    case REF_MHA_CAUSAL:
         mha_ref(c, x, p, y);
         break;
     case REF_ADDRES:
@@ -161,6 +164,8 @@ static int make_layer(tb_layer_ctx *ctx, const tf_case *c, tb_layer **l)
         return tb_layer_layernorm_create(ctx, in, l);
     case REF_MHA:
         return tb_layer_mha_create(ctx, in, c->k, l);
+    case REF_MHA_CAUSAL:
+        return tb_layer_mha_causal_create(ctx, in, c->k, 1, l);
     case REF_ADDRES: {
         tb_layer *lin;
         TB_TRY(tb_layer_token_linear_create(ctx, in, c->dim, &lin));
@@ -351,6 +356,10 @@ static int check_layers(tb_backend *be)
         {"mha fused 2x(5, 8) 2 heads", REF_MHA, 2, 5, 8, 2, TB_ATTN_FUSED},
         {"mha manual 3x(7, 12) 3 heads", REF_MHA, 3, 7, 12, 3, TB_ATTN_MANUAL},
         {"mha fused 3x(7, 12) 3 heads", REF_MHA, 3, 7, 12, 3, TB_ATTN_FUSED},
+        {"causal mha manual 2x(5, 8) 2 heads", REF_MHA_CAUSAL, 2, 5, 8, 2, TB_ATTN_MANUAL},
+        {"causal mha fused 2x(5, 8) 2 heads", REF_MHA_CAUSAL, 2, 5, 8, 2, TB_ATTN_FUSED},
+        {"causal mha manual 3x(7, 12) 3 heads", REF_MHA_CAUSAL, 3, 7, 12, 3, TB_ATTN_MANUAL},
+        {"causal mha fused 3x(7, 12) 3 heads", REF_MHA_CAUSAL, 3, 7, 12, 3, TB_ATTN_FUSED},
         {"add_residual(token_linear) 2x(5, 6)", REF_ADDRES, 2, 5, 6, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
