@@ -3,7 +3,7 @@
  * and the CUDA kernels (kernels/gelu.cu) share, so that the CPU tests
  * (lib/backend/cpu/gelu_test.c) prove the GPU's arithmetic without a GPU.
  *
- * GELU here is the exact-erf form, PyTorch's default (approximate='none'):
+ * The GELU first here is the exact-erf form, PyTorch's default (approximate='none'):
  *   gelu(x)  = 0.5 x (1 + erf(x / sqrt2))
  *   gelu'(x) = 0.5 (1 + erf(x / sqrt2)) + x exp(-x^2 / 2) / sqrt(2 pi)
  *
@@ -32,6 +32,28 @@
  *   gelu, gelu': error below 4e-7 * max(1, |x|) absolute. For x << 0 the
  *                 relative error grows because 1 + erf(x/sqrt2) cancels, as
  *                 it does in PyTorch's own float GELU.
+ *
+ * The tanh GELU (approximate='tanh', GPT-2's; TB_GELU_TANH), also here:
+ *   gelu_tanh(x)  = 0.5 x (1 + tanh(a)),  a = sqrt(2/pi) (x + 0.044715 x^3)
+ *   gelu_tanh'(x) = 0.5 (1 + tanh(a)) + 0.5 x sech^2(a) sqrt(2/pi) (1 + 3 0.044715 x^2)
+ * tanh and sech^2 are built from tb_exp_neg_f: with e = exp(-2|a|),
+ *   tanh(a) = sign(a) (1 - e) / (1 + e),  sech^2(a) = 4 e / (1 + e)^2
+ * (sech^2 straight from e rather than 1 - tanh^2, which cancels for |a| > 3).
+ * Accuracy, measured by lib/backend/cpu/gelu_test.c (dense grid, double libm):
+ *   tb_tanh_f:    ~1.2e-7 absolute (1 - e loses the relative accuracy of
+ *                 tiny |a|; 1 + tanh, the only use, cannot see it).
+ *   tb_sech2_f:   ~4 ulp relative; 0 for |a| > 43.
+ *   gelu_tanh, gelu_tanh': error below 1e-6 * max(1, |x|) absolute, against
+ *                 the double formula (the tanh GELU itself, not the erf one).
+ *
+ * FLOPs per element (lib/nn/flops.c, elementwise family), counting each
+ * multiply, add and division as one and tb_erf_f, tb_exp_neg_f, tanh and
+ * sech^2 as one each; the fused and unfused variants run the same steps,
+ * so they count the same (unfused moves more memory, not more FLOPs):
+ *   erf GELU:  forward 5, backward 10 (the steps of tb_gelu_fwd_f / _bwd_f)
+ *   tanh GELU: forward 9 (cube 2, scale, add, scale, tanh, add one, halve,
+ *              multiply), backward 18 (a: 5; 0.5 (1 + tanh): 3;
+ *              0.5 x sech^2: 3; da/dx: 4; two multiplies and an add).
  *
  * Why not libm's erff: it is scalar, and a GELU built on it is
  * compute-bound: under 1 GB/s on a 2-core CPU where this polynomial, vectorized,
@@ -176,5 +198,88 @@ TB_HD float tb_gelu_grad_f(float x)
 
 /* dx = dy * gelu'(x). */
 TB_HD float tb_gelu_bwd_f(float x, float dy) { return tb_gelu_step_mul(dy, tb_gelu_grad_f(x)); }
+
+
+/* ---- the tanh GELU (TB_GELU_TANH) ---- */
+
+#define TB_GELU_TANH_K 0.79788456080286535588f   /* sqrt(2/pi) */
+#define TB_GELU_TANH_C 0.044715f                 /* GPT-2's cubic coefficient */
+#define TB_GELU_TANH_3C 0.134145f                /* 3 * 0.044715, d/dx of C x^3 */
+
+/* tanh(a) = sign(a) (1 - e) / (1 + e), e = exp(-2|a|): 1 for |a| > 43
+ * (e flushes to 0), NaN in, NaN out. Ternaries, not fabsf/copysignf, so
+ * GCC vectorizes it and the AVX-512 code can repeat it with compares. */
+TB_HD float tb_tanh_f(float a)
+{
+    float s = a < 0.0f ? -a : a;
+    float e = tb_exp_neg_f(TB_ADD(s, s));
+    float r = TB_ADD(1.0f, -e) / TB_ADD(1.0f, e);
+    return a < 0.0f ? -r : r;
+}
+
+/* sech^2(a) = 1 - tanh^2(a) = 4 e / (1 + e)^2, e = exp(-2|a|): accurate
+ * where 1 - tanh^2 would cancel; 0 for |a| > 43. */
+TB_HD float tb_sech2_f(float a)
+{
+    float s = a < 0.0f ? -a : a;
+    float e = tb_exp_neg_f(TB_ADD(s, s));
+    float q = TB_ADD(1.0f, e);
+    return TB_MUL(e, 4.0f) / TB_MUL(q, q);
+}
+
+/* The tanh GELU's own unfused steps (the others are shared above). */
+TB_HD float tb_gelu_step_cube(float a) { return TB_MUL(TB_MUL(a, a), a); } /* torch.pow(x, 3.0) */
+TB_HD float tb_gelu_step_tanh(float a) { return tb_tanh_f(a); }
+TB_HD float tb_gelu_step_sech2(float a) { return tb_sech2_f(a); }
+
+/* a = sqrt(2/pi) (x + 0.044715 x^3), as nanoGPT's NewGELU writes it:
+ *   c = x^3; c = c * 0.044715; c = x + c; a = c * sqrt(2/pi) */
+TB_HD float tb_gelu_tanh_arg_f(float x)
+{
+    float c = tb_gelu_step_cube(x);
+    c = tb_gelu_step_scale(c, TB_GELU_TANH_C);
+    c = tb_gelu_step_add(x, c);
+    return tb_gelu_step_scale(c, TB_GELU_TANH_K);
+}
+
+/* Forward, as eager PyTorch runs 0.5 * x * (1.0 + torch.tanh(a)):
+ *   a (4 steps above); t = tanh(a); t = t + 1; u = x * 0.5; y = u * t */
+TB_HD float tb_gelu_tanh_fwd_f(float x)
+{
+    float t = tb_gelu_step_tanh(tb_gelu_tanh_arg_f(x));
+    t = tb_gelu_step_add_scalar(t, 1.0f);
+    float u = tb_gelu_step_scale(x, 0.5f);
+    return tb_gelu_step_mul(u, t);
+}
+
+/* gelu_tanh'(x), in the order of the unfused backward's passes (less the
+ * last, dx = dy * gelu_tanh'(x)):
+ *   a (4 steps)
+ *   t = tanh(a); t = t + 1; t = t * 0.5          0.5 (1 + tanh(a))
+ *   h = sech2(a); h = h * x; h = h * 0.5         0.5 x sech^2(a)
+ *   s = x * x; s = s * 3C; s = s + 1; s = s * K   da/dx
+ *   h = h * s; d = t + h */
+TB_HD float tb_gelu_tanh_grad_f(float x)
+{
+    float a = tb_gelu_tanh_arg_f(x);
+    float t = tb_gelu_step_tanh(a);
+    t = tb_gelu_step_add_scalar(t, 1.0f);
+    t = tb_gelu_step_scale(t, 0.5f);
+    float h = tb_gelu_step_sech2(a);
+    h = tb_gelu_step_mul(h, x);
+    h = tb_gelu_step_scale(h, 0.5f);
+    float s = tb_gelu_step_mul(x, x);
+    s = tb_gelu_step_scale(s, TB_GELU_TANH_3C);
+    s = tb_gelu_step_add_scalar(s, 1.0f);
+    s = tb_gelu_step_scale(s, TB_GELU_TANH_K);
+    h = tb_gelu_step_mul(h, s);
+    return tb_gelu_step_add(t, h);
+}
+
+/* dx = dy * gelu_tanh'(x). */
+TB_HD float tb_gelu_tanh_bwd_f(float x, float dy)
+{
+    return tb_gelu_step_mul(dy, tb_gelu_tanh_grad_f(x));
+}
 
 #endif

@@ -47,7 +47,7 @@ static double urand(void) /* [-1, 1) */
 
 /* ---- float64 references ---- */
 typedef enum ref_kind {
-    REF_CONV, REF_BN, REF_RELU, REF_GELU, REF_DROPOUT, REF_MAXPOOL, REF_AVGPOOL, REF_LINEAR,
+    REF_CONV, REF_BN, REF_RELU, REF_GELU, REF_GELU_TANH, REF_DROPOUT, REF_MAXPOOL, REF_AVGPOOL, REF_LINEAR,
     REF_RESBLOCK,
 } ref_kind;
 
@@ -165,6 +165,12 @@ static void ref_forward(const gc_case *c, const double *x, double *const *p, dou
     case REF_GELU:
         for (size_t i = 0; i < m; i++)
             y[i] = 0.5 * x[i] * (1.0 + erf(x[i] / sqrt(2.0)));
+        break;
+    case REF_GELU_TANH: /* GPT-2's: approximate='tanh' */
+        for (size_t i = 0; i < m; i++)
+            y[i] = 0.5 * x[i] *
+                   (1.0 + tanh(0.79788456080286535588 /* sqrt(2/pi) */ *
+                               (x[i] + 0.044715 * x[i] * x[i] * x[i])));
         break;
     case REF_DROPOUT:
         for (size_t i = 0; i < m; i++)
@@ -502,6 +508,14 @@ static int run_all(tb_layer_ctx *ctx)
     ctx->gelu = TB_GELU_FUSED;
     TB_TRY(tb_layer_gelu_create(ctx, (tb_shape){3, 5, 7}, &l));
     TB_TRY(check_simple(ctx, REF_GELU, l, 2, 0, "gelu fused"));
+    ctx->gelu_approx = TB_GELU_TANH;
+    ctx->gelu = TB_GELU_UNFUSED;
+    TB_TRY(tb_layer_gelu_create(ctx, (tb_shape){3, 5, 7}, &l));
+    TB_TRY(check_simple(ctx, REF_GELU_TANH, l, 2, 0, "gelu tanh unfused"));
+    ctx->gelu = TB_GELU_FUSED;
+    TB_TRY(tb_layer_gelu_create(ctx, (tb_shape){4, 3, 9}, &l));
+    TB_TRY(check_simple(ctx, REF_GELU_TANH, l, 3, 0, "gelu tanh fused"));
+    ctx->gelu_approx = TB_GELU_ERF;
     TB_TRY(check_dropout(ctx, 4, (tb_shape){8, 8, 8}, 0.3f));
     TB_TRY(check_pool(ctx, 2, (tb_shape){3, 6, 6}, TB_POOL_MAX, 2, 2, 0, "maxpool 2/2"));
     TB_TRY(check_pool(ctx, 2, (tb_shape){2, 7, 7}, TB_POOL_MAX, 3, 2, 1, "maxpool 3/2 pad1"));

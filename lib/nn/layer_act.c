@@ -4,7 +4,8 @@
  * ReLU keeps its output (relu_bwd masks on y > 0); GELU keeps its input
  * (gelu' needs x); dropout keeps its mask. The GELU variant is read from
  * ctx->gelu at every call, so one model runs either way (the fused GELU
- * toggle). Dropout draws its mask from (ctx->dropout_seed, offset): each
+ * toggle); its form from ctx->gelu_approx (exact erf, or GPT-2's tanh),
+ * which the model fixes when it is built. Dropout draws its mask from (ctx->dropout_seed, offset): each
  * layer starts at its own offset region and moves on by the element count
  * per forward, so masks never repeat and never depend on the thread count.
  *
@@ -78,8 +79,12 @@ int tb_layer_relu_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)
 static int gelu_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 {
     act_layer *a = (act_layer *)l;
+    tb_backend *be = l->ctx->be;
     TB_TRY(act_prepare(a, x->n));
-    TB_TRY(l->ctx->be->gelu_fwd(l->ctx->be, l->ctx->gelu, x->data, a->y.data, tb_tensor_numel(x)));
+    if (l->ctx->gelu_approx == TB_GELU_TANH)
+        TB_TRY(be->gelu_tanh_fwd(be, l->ctx->gelu, x->data, a->y.data, tb_tensor_numel(x)));
+    else
+        TB_TRY(be->gelu_fwd(be, l->ctx->gelu, x->data, a->y.data, tb_tensor_numel(x)));
     a->x = x;
     *y = &a->y;
     return TB_OK;
@@ -88,8 +93,13 @@ static int gelu_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 static int gelu_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 {
     act_layer *a = (act_layer *)l;
-    TB_TRY(l->ctx->be->gelu_bwd(l->ctx->be, l->ctx->gelu, a->x->data, dy->data, a->dx.data,
-                                tb_tensor_numel(dy)));
+    tb_backend *be = l->ctx->be;
+    if (l->ctx->gelu_approx == TB_GELU_TANH)
+        TB_TRY(be->gelu_tanh_bwd(be, l->ctx->gelu, a->x->data, dy->data, a->dx.data,
+                                 tb_tensor_numel(dy)));
+    else
+        TB_TRY(be->gelu_bwd(be, l->ctx->gelu, a->x->data, dy->data, a->dx.data,
+                            tb_tensor_numel(dy)));
     *dx = &a->dx;
     return TB_OK;
 }
@@ -101,6 +111,11 @@ static const tb_layer_vtbl gelu_vtbl = {
 
 int tb_layer_gelu_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)
 {
+    if (ctx->gelu_approx != TB_GELU_ERF && ctx->gelu_approx != TB_GELU_TANH)
+        return TB_FAIL(TB_ERR_INVALID, "gelu: unknown form %d", (int)ctx->gelu_approx);
+    if (ctx->gelu_approx == TB_GELU_TANH && (!ctx->be->gelu_tanh_fwd || !ctx->be->gelu_tanh_bwd))
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "gelu: the %s backend has no tanh GELU",
+                       ctx->be->name);
     return tb_layer_new(ctx, &gelu_vtbl, sizeof(act_layer), in, in, out);
 }
 

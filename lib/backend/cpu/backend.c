@@ -266,6 +266,18 @@ static int cpu_gelu_bwd(tb_backend *be, tb_gelu_variant v, const float *x, const
     return tb_cpu_gelu_bwd(v, x, dy, dx, n, ctx_of(be)->threads);
 }
 
+static int cpu_gelu_tanh_fwd(tb_backend *be, tb_gelu_variant v, const float *x, float *y,
+                             size_t n)
+{
+    return tb_cpu_gelu_tanh_fwd(v, x, y, n, ctx_of(be)->threads);
+}
+
+static int cpu_gelu_tanh_bwd(tb_backend *be, tb_gelu_variant v, const float *x, const float *dy,
+                             float *dx, size_t n)
+{
+    return tb_cpu_gelu_tanh_bwd(v, x, dy, dx, n, ctx_of(be)->threads);
+}
+
 static int cpu_destroy(tb_backend *be)
 {
     tb_cpu_release_dnnl_ops(be);
@@ -370,6 +382,8 @@ int tb_backend_cpu_create(int threads, tb_backend **out)
         .destroy = cpu_destroy,
         .gelu_fwd = cpu_gelu_fwd,
         .gelu_bwd = cpu_gelu_bwd,
+        .gelu_tanh_fwd = cpu_gelu_tanh_fwd,
+        .gelu_tanh_bwd = cpu_gelu_tanh_bwd,
     };
     int rc;
     TB_TRY_GOTO(rc, tb_cpu_install_dnnl_ops(be), out_free_backend);

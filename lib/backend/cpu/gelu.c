@@ -1,11 +1,14 @@
 /*
- * gelu.c - fused and unfused GELU on the CPU; see gelu.h.
+ * gelu.c - fused and unfused GELU on the CPU, the exact-erf form and the
+ * tanh form (TB_GELU_TANH); see gelu.h.
  *
  * Structure: a pass is one element-wise op over [0, n) (the fused GELU, or
  * one step of the unfused chain). run_pass splits it into one contiguous
  * chunk per OpenMP thread and runs the chunk with the selected ISA's loop.
  * The unfused variant is a list of passes, exactly the steps of
- * kernels/gelu_math.h, so fused and unfused agree bitwise.
+ * kernels/gelu_math.h, so fused and unfused agree bitwise. The tanh form
+ * is the same machinery with its own fused passes and steps (cube, tanh,
+ * sech^2).
  *
  * ISA paths, all computing the same operations (fmaf where gelu_math.h says
  * fmaf), so they agree bitwise too (lib/backend/cpu/gelu_test.c checks):
@@ -48,6 +51,11 @@ typedef enum pass_kind {
     PASS_EXP_NEG,    /* out = exp(-a) */
     PASS_MUL,        /* out = a * b */
     PASS_ADD,        /* out = a + b */
+    PASS_GELU_TANH_FWD, /* out = gelu_tanh(a) */
+    PASS_GELU_TANH_BWD, /* out = b * gelu_tanh'(a)   (a = x, b = dy) */
+    PASS_CUBE,       /* out = a * a * a */
+    PASS_TANH,       /* out = tanh(a) */
+    PASS_SECH2,      /* out = sech^2(a) */
 } pass_kind;
 
 typedef struct pass {
@@ -84,6 +92,10 @@ typedef struct isa_loops {
         case PASS_ADD_SCALAR: TB_PLAIN_LOOP(tb_gelu_step_add_scalar(a[i], k)); break;      \
         case PASS_ERF: TB_PLAIN_LOOP(tb_gelu_step_erf(a[i])); break;                       \
         case PASS_EXP_NEG: TB_PLAIN_LOOP(tb_gelu_step_exp_neg(a[i])); break;               \
+        case PASS_GELU_TANH_FWD: TB_PLAIN_LOOP(tb_gelu_tanh_fwd_f(a[i])); break;           \
+        case PASS_CUBE: TB_PLAIN_LOOP(tb_gelu_step_cube(a[i])); break;                     \
+        case PASS_TANH: TB_PLAIN_LOOP(tb_gelu_step_tanh(a[i])); break;                     \
+        case PASS_SECH2: TB_PLAIN_LOOP(tb_gelu_step_sech2(a[i])); break;                   \
         default: break;                                                                    \
         }                                                                                  \
     }                                                                                      \
@@ -94,6 +106,7 @@ typedef struct isa_loops {
         case PASS_GELU_BWD: TB_PLAIN_LOOP(tb_gelu_bwd_f(a[i], b[i])); break;               \
         case PASS_MUL: TB_PLAIN_LOOP(tb_gelu_step_mul(a[i], b[i])); break;                 \
         case PASS_ADD: TB_PLAIN_LOOP(tb_gelu_step_add(a[i], b[i])); break;                 \
+        case PASS_GELU_TANH_BWD: TB_PLAIN_LOOP(tb_gelu_tanh_bwd_f(a[i], b[i])); break;     \
         default: break;                                                                    \
         }                                                                                  \
     }
@@ -174,6 +187,81 @@ TB_AVX512 static inline __m512 v_gelu_bwd(__m512 x, __m512 dy)
     return _mm512_mul_ps(dy, _mm512_add_ps(c, g));
 }
 
+/* -x, by flipping the sign bit as C's unary minus does (0 - x would turn
+ * -0 into +0). */
+TB_AVX512 static inline __m512 v_neg(__m512 x)
+{
+    return _mm512_xor_ps(x, v_set(-0.0f));
+}
+
+/* |a| and whether a < 0, as tb_tanh_f's ternaries: NaN compares false. */
+TB_AVX512 static inline __m512 v_abs_lt0(__m512 a, __mmask16 *neg)
+{
+    *neg = _mm512_cmp_ps_mask(a, _mm512_setzero_ps(), _CMP_LT_OQ);
+    return _mm512_mask_blend_ps(*neg, a, v_neg(a));
+}
+
+/* tb_tanh_f */
+TB_AVX512 static inline __m512 v_tanh(__m512 a)
+{
+    __mmask16 neg;
+    __m512 s = v_abs_lt0(a, &neg);
+    __m512 e = v_exp_neg(_mm512_add_ps(s, s));
+    __m512 r = _mm512_div_ps(_mm512_add_ps(v_set(1.0f), v_neg(e)), _mm512_add_ps(v_set(1.0f), e));
+    return _mm512_mask_blend_ps(neg, r, v_neg(r));
+}
+
+/* tb_sech2_f */
+TB_AVX512 static inline __m512 v_sech2(__m512 a)
+{
+    __mmask16 neg;
+    __m512 s = v_abs_lt0(a, &neg);
+    __m512 e = v_exp_neg(_mm512_add_ps(s, s));
+    __m512 q = _mm512_add_ps(v_set(1.0f), e);
+    return _mm512_div_ps(_mm512_mul_ps(e, v_set(4.0f)), _mm512_mul_ps(q, q));
+}
+
+/* tb_gelu_step_cube */
+TB_AVX512 static inline __m512 v_cube(__m512 x)
+{
+    return _mm512_mul_ps(_mm512_mul_ps(x, x), x);
+}
+
+/* tb_gelu_tanh_arg_f */
+TB_AVX512 static inline __m512 v_gelu_tanh_arg(__m512 x)
+{
+    __m512 c = _mm512_mul_ps(v_cube(x), v_set(TB_GELU_TANH_C));
+    c = _mm512_add_ps(x, c);
+    return _mm512_mul_ps(c, v_set(TB_GELU_TANH_K));
+}
+
+/* tb_gelu_tanh_fwd_f */
+TB_AVX512 static inline __m512 v_gelu_tanh_fwd(__m512 x)
+{
+    __m512 t = v_tanh(v_gelu_tanh_arg(x));
+    t = _mm512_add_ps(t, v_set(1.0f));
+    __m512 u = _mm512_mul_ps(x, v_set(0.5f));
+    return _mm512_mul_ps(u, t);
+}
+
+/* tb_gelu_tanh_bwd_f */
+TB_AVX512 static inline __m512 v_gelu_tanh_bwd(__m512 x, __m512 dy)
+{
+    __m512 a = v_gelu_tanh_arg(x);
+    __m512 t = v_tanh(a);
+    t = _mm512_add_ps(t, v_set(1.0f));
+    t = _mm512_mul_ps(t, v_set(0.5f));
+    __m512 h = v_sech2(a);
+    h = _mm512_mul_ps(h, x);
+    h = _mm512_mul_ps(h, v_set(0.5f));
+    __m512 s = _mm512_mul_ps(x, x);
+    s = _mm512_mul_ps(s, v_set(TB_GELU_TANH_3C));
+    s = _mm512_add_ps(s, v_set(1.0f));
+    s = _mm512_mul_ps(s, v_set(TB_GELU_TANH_K));
+    h = _mm512_mul_ps(h, s);
+    return _mm512_mul_ps(dy, _mm512_add_ps(t, h));
+}
+
 /* Run expr over n elements, 16 at a time, then one masked step for the
  * rest: LOOP1 with va = a[i..], LOOP2 also with vb = b[i..]. */
 #define TB_AVX512_LOOP1(expr)                                             \
@@ -216,6 +304,10 @@ TB_AVX512 static void unary_avx512(pass_kind kind, const float *a, float k, floa
     case PASS_ADD_SCALAR: TB_AVX512_LOOP1(_mm512_add_ps(va, vk)); break;
     case PASS_ERF: TB_AVX512_LOOP1(v_erf(va)); break;
     case PASS_EXP_NEG: TB_AVX512_LOOP1(v_exp_neg(va)); break;
+    case PASS_GELU_TANH_FWD: TB_AVX512_LOOP1(v_gelu_tanh_fwd(va)); break;
+    case PASS_CUBE: TB_AVX512_LOOP1(v_cube(va)); break;
+    case PASS_TANH: TB_AVX512_LOOP1(v_tanh(va)); break;
+    case PASS_SECH2: TB_AVX512_LOOP1(v_sech2(va)); break;
     default: break;
     }
 }
@@ -227,6 +319,7 @@ TB_AVX512 static void binary_avx512(pass_kind kind, const float *a, const float 
     case PASS_GELU_BWD: TB_AVX512_LOOP2(v_gelu_bwd(va, vb)); break;
     case PASS_MUL: TB_AVX512_LOOP2(_mm512_mul_ps(va, vb)); break;
     case PASS_ADD: TB_AVX512_LOOP2(_mm512_add_ps(va, vb)); break;
+    case PASS_GELU_TANH_BWD: TB_AVX512_LOOP2(v_gelu_tanh_bwd(va, vb)); break;
     default: break;
     }
 }
@@ -299,7 +392,8 @@ tb_cpu_isa tb_cpu_gelu_isa(void)
 
 static int is_unary(pass_kind kind)
 {
-    return kind != PASS_GELU_BWD && kind != PASS_MUL && kind != PASS_ADD;
+    return kind != PASS_GELU_BWD && kind != PASS_MUL && kind != PASS_ADD &&
+           kind != PASS_GELU_TANH_BWD;
 }
 
 static void run_chunk(const isa_loops *l, const pass *p, size_t begin, size_t len)
@@ -369,6 +463,53 @@ static void gelu_bwd_unfused(const float *x, const float *dy, float *dx, size_t 
     run_passes(ps, (int)(sizeof ps / sizeof ps[0]), n, threads);
 }
 
+/* nanoGPT's NewGELU in eager PyTorch, 0.5 * x * (1.0 + torch.tanh(
+ * sqrt(2/pi) * (x + 0.044715 * torch.pow(x, 3.0)))): eight passes, the
+ * steps of tb_gelu_tanh_fwd_f; y is written last (so y may equal x). */
+static void gelu_tanh_fwd_unfused(const float *x, float *y, size_t n, int threads, float *t1,
+                                  float *t2)
+{
+    const pass ps[] = {
+        {PASS_CUBE, x, NULL, t1, 0.0f},                  /* t1 = x^3              */
+        {PASS_SCALE, t1, NULL, t1, TB_GELU_TANH_C},      /* t1 = 0.044715 x^3     */
+        {PASS_ADD, x, t1, t1, 0.0f},                     /* t1 = x + t1           */
+        {PASS_SCALE, t1, NULL, t1, TB_GELU_TANH_K},      /* t1 = a                */
+        {PASS_TANH, t1, NULL, t1, 0.0f},                 /* t1 = tanh(a)          */
+        {PASS_ADD_SCALAR, t1, NULL, t1, 1.0f},           /* t1 = 1 + tanh(a)      */
+        {PASS_SCALE, x, NULL, t2, 0.5f},                 /* t2 = 0.5 x            */
+        {PASS_MUL, t2, t1, y, 0.0f},                     /* y = t2 * t1           */
+    };
+    run_passes(ps, (int)(sizeof ps / sizeof ps[0]), n, threads);
+}
+
+/* The backward as seventeen passes, the steps of tb_gelu_tanh_grad_f, then
+ * dx = dy * gelu_tanh'(x); three temporaries since tanh(a), sech^2(a) and
+ * da/dx are all alive before they combine. */
+static void gelu_tanh_bwd_unfused(const float *x, const float *dy, float *dx, size_t n,
+                                  int threads, float *t1, float *t2, float *t3)
+{
+    const pass ps[] = {
+        {PASS_CUBE, x, NULL, t1, 0.0f},                  /* t1 = x^3                  */
+        {PASS_SCALE, t1, NULL, t1, TB_GELU_TANH_C},      /* t1 = 0.044715 x^3         */
+        {PASS_ADD, x, t1, t1, 0.0f},                     /* t1 = x + t1               */
+        {PASS_SCALE, t1, NULL, t1, TB_GELU_TANH_K},      /* t1 = a                    */
+        {PASS_TANH, t1, NULL, t2, 0.0f},                 /* t2 = tanh(a)              */
+        {PASS_ADD_SCALAR, t2, NULL, t2, 1.0f},           /* t2 = 1 + tanh(a)          */
+        {PASS_SCALE, t2, NULL, t2, 0.5f},                /* t2 = 0.5 (1 + tanh(a))    */
+        {PASS_SECH2, t1, NULL, t1, 0.0f},                /* t1 = sech^2(a)            */
+        {PASS_MUL, t1, x, t1, 0.0f},                     /* t1 = t1 * x               */
+        {PASS_SCALE, t1, NULL, t1, 0.5f},                /* t1 = 0.5 x sech^2(a)      */
+        {PASS_MUL, x, x, t3, 0.0f},                      /* t3 = x^2                  */
+        {PASS_SCALE, t3, NULL, t3, TB_GELU_TANH_3C},     /* t3 = 3 0.044715 x^2       */
+        {PASS_ADD_SCALAR, t3, NULL, t3, 1.0f},           /* t3 = t3 + 1               */
+        {PASS_SCALE, t3, NULL, t3, TB_GELU_TANH_K},      /* t3 = da/dx                */
+        {PASS_MUL, t1, t3, t1, 0.0f},                    /* t1 = t1 * t3              */
+        {PASS_ADD, t2, t1, t2, 0.0f},                    /* t2 = gelu_tanh'(x)        */
+        {PASS_MUL, dy, t2, dx, 0.0f},                    /* dx = dy * gelu_tanh'(x)   */
+    };
+    run_passes(ps, (int)(sizeof ps / sizeof ps[0]), n, threads);
+}
+
 /* ---- argument checks and the temporaries cache ---- */
 
 static int check_args(const char *what, tb_gelu_variant v, int threads, size_t n, int ptrs_ok)
@@ -386,17 +527,19 @@ static int resolve_threads(int threads) { return threads > 0 ? threads : omp_get
 
 /* Per calling thread: callers running GELU from several threads (the
  * data-parallel technique) must not share temporaries. */
+#define TB_GELU_TMPS 3 /* the tanh backward's; the others use two */
 static _Thread_local struct {
-    float *t1, *t2;
-    size_t n;
+    float *t[TB_GELU_TMPS];
+    size_t n[TB_GELU_TMPS]; /* floats t[i] holds */
 } ws_cache;
 
 void tb_cpu_gelu_ws_free(void)
 {
-    free(ws_cache.t1);
-    free(ws_cache.t2);
-    ws_cache.t1 = ws_cache.t2 = NULL;
-    ws_cache.n = 0;
+    for (int i = 0; i < TB_GELU_TMPS; i++) {
+        free(ws_cache.t[i]);
+        ws_cache.t[i] = NULL;
+        ws_cache.n[i] = 0;
+    }
 }
 
 static float *alloc_floats(size_t n)
@@ -405,22 +548,33 @@ static float *alloc_floats(size_t n)
     return aligned_alloc(64, bytes);
 }
 
+/* The first count temporaries of n floats each, grown one by one (the erf
+ * GELU never pays for the tanh backward's third). */
+static int ws_get_n(size_t n, int count, float **t)
+{
+    if (n > SIZE_MAX / sizeof(float) - 64)
+        return TB_FAIL(TB_ERR_NOMEM, "GELU temporaries: %zu floats is too many", n);
+    for (int i = 0; i < count; i++) {
+        if (ws_cache.n[i] < n) {
+            free(ws_cache.t[i]);
+            ws_cache.n[i] = 0;
+            ws_cache.t[i] = alloc_floats(n);
+            if (!ws_cache.t[i])
+                return TB_FAIL(TB_ERR_NOMEM, "GELU temporaries: cannot allocate %d x %zu floats",
+                               count, n);
+            ws_cache.n[i] = n;
+        }
+        t[i] = ws_cache.t[i];
+    }
+    return TB_OK;
+}
+
 static int ws_get(size_t n, float **t1, float **t2)
 {
-    if (ws_cache.n < n) {
-        tb_cpu_gelu_ws_free();
-        if (n > SIZE_MAX / sizeof(float) - 64)
-            return TB_FAIL(TB_ERR_NOMEM, "GELU temporaries: %zu floats is too many", n);
-        ws_cache.t1 = alloc_floats(n);
-        ws_cache.t2 = alloc_floats(n);
-        if (!ws_cache.t1 || !ws_cache.t2) {
-            tb_cpu_gelu_ws_free();
-            return TB_FAIL(TB_ERR_NOMEM, "GELU temporaries: cannot allocate 2 x %zu floats", n);
-        }
-        ws_cache.n = n;
-    }
-    *t1 = ws_cache.t1;
-    *t2 = ws_cache.t2;
+    float *t[2];
+    TB_TRY(ws_get_n(n, 2, t));
+    *t1 = t[0];
+    *t2 = t[1];
     return TB_OK;
 }
 
@@ -479,4 +633,41 @@ int tb_cpu_gelu_bwd(tb_gelu_variant v, const float *x, const float *dy, float *d
     if (v == TB_GELU_UNFUSED && n > 0)
         TB_TRY(ws_get(n, &t1, &t2));
     return tb_cpu_gelu_bwd_ws(v, x, dy, dx, n, threads, t1, t2);
+}
+
+/* ---- the tanh GELU ---- */
+
+int tb_cpu_gelu_tanh_fwd(tb_gelu_variant v, const float *x, float *y, size_t n, int threads)
+{
+    float *t[2];
+    TB_TRY(check_args("tb_cpu_gelu_tanh_fwd", v, threads, n, x && y));
+    if (n == 0)
+        return TB_OK;
+    threads = resolve_threads(threads);
+    if (v == TB_GELU_FUSED) {
+        const pass p = {PASS_GELU_TANH_FWD, x, NULL, y, 0.0f};
+        run_pass(&p, n, threads);
+        return TB_OK;
+    }
+    TB_TRY(ws_get_n(n, 2, t));
+    gelu_tanh_fwd_unfused(x, y, n, threads, t[0], t[1]);
+    return TB_OK;
+}
+
+int tb_cpu_gelu_tanh_bwd(tb_gelu_variant v, const float *x, const float *dy, float *dx, size_t n,
+                         int threads)
+{
+    float *t[3];
+    TB_TRY(check_args("tb_cpu_gelu_tanh_bwd", v, threads, n, x && dy && dx));
+    if (n == 0)
+        return TB_OK;
+    threads = resolve_threads(threads);
+    if (v == TB_GELU_FUSED) {
+        const pass p = {PASS_GELU_TANH_BWD, x, dy, dx, 0.0f};
+        run_pass(&p, n, threads);
+        return TB_OK;
+    }
+    TB_TRY(ws_get_n(n, 3, t));
+    gelu_tanh_bwd_unfused(x, dy, dx, n, threads, t[0], t[1], t[2]);
+    return TB_OK;
 }

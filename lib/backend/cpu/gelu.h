@@ -1,6 +1,7 @@
 /*
  * gelu.h - fused and unfused GELU, forward and backward, on the CPU:
- * the CPU backend's gelu_fwd/gelu_bwd slots (lib/backend/cpu/backend.c).
+ * the CPU backend's gelu_fwd/gelu_bwd slots (exact erf) and
+ * gelu_tanh_fwd/gelu_tanh_bwd (the tanh form), lib/backend/cpu/backend.c.
  *
  *   fused:   one pass over memory (read x, write y).
  *   unfused: the five element-wise passes of eager PyTorch's
@@ -60,6 +61,15 @@ int tb_cpu_gelu_fwd_ws(tb_gelu_variant v, const float *x, float *y, size_t n, in
                        float *tmp1, float *tmp2);
 int tb_cpu_gelu_bwd_ws(tb_gelu_variant v, const float *x, const float *dy, float *dx, size_t n,
                        int threads, float *tmp1, float *tmp2);
+
+/* The tanh GELU (TB_GELU_TANH; kernels/gelu_math.h's tb_gelu_tanh_*_f):
+ * fused, one pass; unfused, nanoGPT's NewGELU as eager PyTorch runs it,
+ * eight passes forward through two temporaries and seventeen backward
+ * through three, from the same per-thread cache. Same arguments, aliasing
+ * and statuses as tb_cpu_gelu_fwd / tb_cpu_gelu_bwd. */
+int tb_cpu_gelu_tanh_fwd(tb_gelu_variant v, const float *x, float *y, size_t n, int threads);
+int tb_cpu_gelu_tanh_bwd(tb_gelu_variant v, const float *x, const float *dy, float *dx, size_t n,
+                         int threads);
 
 /* Frees the calling thread's temporaries cache (a no-op when empty). */
 void tb_cpu_gelu_ws_free(void);

@@ -1,15 +1,15 @@
 /*
- * gelu_test.c - checks the CPU GELU (lib/backend/cpu/gelu.c) and the shared
- * per-element math of kernels/gelu_math.h against the float64 reference
- * (lib/backend/ref/gelu.c).
+ * gelu_test.c - checks the CPU GELU (lib/backend/cpu/gelu.c), both forms
+ * (exact erf and tanh), and the shared per-element math of
+ * kernels/gelu_math.h against the float64 reference (lib/backend/ref/gelu.c).
  *
  *   bazel test //lib/backend/cpu:gelu_cpu_test
  *
  * What it checks, and why:
- *  1. The scalar math (tb_erf_f, tb_exp_neg_f, gelu, gelu') over a dense
- *     grid. The CUDA kernels run these very functions, so this is the CPU's
+ *  1. The scalar math (tb_erf_f, tb_exp_neg_f, tb_tanh_f, tb_sech2_f, gelu,
+ *     gelu', gelu_tanh, gelu_tanh') over a dense grid. The CUDA kernels run these very functions, so this is the CPU's
  *     proof of the GPU's per-element arithmetic.
- *  2. Every ISA path this CPU has x threads {1, 2} x fused/unfused x
+ *  2. Both forms x every ISA path this CPU has x threads {1, 2} x fused/unfused x
  *     forward/backward x sizes {1, 7, 15, 16, 17, 1000, 4097, 100003} on
  *     random inputs (uniform in [-8, 8], normals, a few tiny and large
  *     values), at an aligned and a misaligned address: within the stated
@@ -22,6 +22,9 @@
  *   exp:   |err| <= 3e-7 exp(-s) for s in [0, 86]; exactly 0 beyond
  *   gelu:  |err| <= 1e-6 max(1, |x|)
  *   dx:    |err| <= 1e-6 max(1, |dy|)
+ *   tanh:  |err| <= 2e-7 (absolute: 1 - e cancels for tiny |a|)
+ *   sech2: |err| <= 6e-7 sech^2(a) for |a| <= 43; exactly 0 beyond
+ *   gelu_tanh, its dx: the same bounds as gelu's, against the tanh formula
  */
 #include <math.h>
 #include <stdint.h>
@@ -40,6 +43,8 @@
 #define BWD_TOL 1e-6
 #define ERF_TOL 4e-7
 #define EXP_TOL 3e-7
+#define TANH_TOL 2e-7
+#define SECH2_TOL 6e-7
 #define GUARD 32 /* floats past n that must stay untouched */
 #define CANARY 12345.0f
 
@@ -72,6 +77,33 @@ static void fill_inputs(float *x, size_t n)
             x[i] = (float)((rng_uniform() - 0.5) * 16.0);
     }
 }
+
+/* ---- the two forms, one table row each: what the array tests loop over ---- */
+
+typedef struct gelu_form {
+    const char *name;
+    int (*fwd)(tb_gelu_variant, const float *, float *, size_t, int);
+    int (*bwd)(tb_gelu_variant, const float *, const float *, float *, size_t, int);
+    float (*fwd_f)(float);
+    float (*bwd_f)(float, float);
+    void (*ref_fwd)(const float *, float *, size_t);
+    tb_ref_err (*fwd_err)(const float *, const float *, size_t);
+    tb_ref_err (*bwd_err)(const float *, const float *, const float *, size_t);
+} gelu_form;
+
+/* The header's functions are static inline: wrap them to take addresses. */
+static float erf_fwd_f(float x) { return tb_gelu_fwd_f(x); }
+static float erf_bwd_f(float x, float dy) { return tb_gelu_bwd_f(x, dy); }
+static float tanh_fwd_f(float x) { return tb_gelu_tanh_fwd_f(x); }
+static float tanh_bwd_f(float x, float dy) { return tb_gelu_tanh_bwd_f(x, dy); }
+
+static const gelu_form forms[] = {
+    {"erf", tb_cpu_gelu_fwd, tb_cpu_gelu_bwd, erf_fwd_f, erf_bwd_f, tb_ref_gelu_fwd,
+     tb_ref_gelu_fwd_err, tb_ref_gelu_bwd_err},
+    {"tanh", tb_cpu_gelu_tanh_fwd, tb_cpu_gelu_tanh_bwd, tanh_fwd_f, tanh_bwd_f,
+     tb_ref_gelu_tanh_fwd, tb_ref_gelu_tanh_fwd_err, tb_ref_gelu_tanh_bwd_err},
+};
+#define NFORMS (sizeof forms / sizeof forms[0])
 
 /* ---- 1. the shared scalar math over a dense grid ---- */
 
@@ -118,43 +150,93 @@ static void test_scalar_math(void)
     CHECK(tb_gelu_fwd_f(-100.0f) == 0.0f && tb_gelu_grad_f(-100.0f) == 0.0f, "gelu(-100)");
 }
 
+/* The tanh form's own pieces: tanh and sech^2 against libm's double, the
+ * tanh GELU and its derivative against the double formula. */
+static void test_scalar_tanh_math(void)
+{
+    double tanh_abs = 0, sech2_rel = 0, fwd = 0, bwd = 0;
+    for (double d = -12.0; d <= 12.0; d += 0x1.0p-14) {
+        float x = (float)d, one = 1.0f;
+        tb_ref_err ef = tb_ref_gelu_tanh_fwd_err(&x, (float[]){tb_gelu_tanh_fwd_f(x)}, 1);
+        tb_ref_err eb = tb_ref_gelu_tanh_bwd_err(&x, &one, (float[]){tb_gelu_tanh_grad_f(x)}, 1);
+        fwd = fmax(fwd, ef.max_scaled);
+        bwd = fmax(bwd, eb.max_scaled);
+    }
+    for (double d = -43.0; d <= 43.0; d += 0x1.0p-12) {
+        float a = (float)d;
+        double ch = cosh((double)a);
+        tanh_abs = fmax(tanh_abs, fabs(tb_tanh_f(a) - tanh((double)a)));
+        sech2_rel = fmax(sech2_rel, fabs(tb_sech2_f(a) * ch * ch - 1.0));
+    }
+    for (float a = 1e-30f; a < 1e-2f; a *= 1.001f) {
+        tanh_abs = fmax(tanh_abs, fabs(tb_tanh_f(a) - tanh((double)a)));
+        tanh_abs = fmax(tanh_abs, fabs(tb_tanh_f(-a) - tanh(-(double)a)));
+        sech2_rel = fmax(sech2_rel, fabs(tb_sech2_f(a) * cosh((double)a) * cosh((double)a) - 1));
+    }
+    printf("tanh math: tanh abs %.3g (tol %.0e), sech2 rel %.3g (tol %.0e),"
+           " gelu_tanh %.3g (tol %.0e), gelu_tanh' %.3g (tol %.0e)\n",
+           tanh_abs, TANH_TOL, sech2_rel, SECH2_TOL, fwd, FWD_TOL, bwd, BWD_TOL);
+    CHECK(tanh_abs <= TANH_TOL, "tanh error %g", tanh_abs);
+    CHECK(sech2_rel <= SECH2_TOL, "sech2 error %g", sech2_rel);
+    CHECK(fwd <= FWD_TOL, "gelu_tanh error %g", fwd);
+    CHECK(bwd <= BWD_TOL, "gelu_tanh' error %g", bwd);
+
+    CHECK(tb_tanh_f(0.0f) == 0.0f && tb_tanh_f(50.0f) == 1.0f && tb_tanh_f(-50.0f) == -1.0f,
+          "tanh(0), tanh(+-50)");
+    CHECK(tb_tanh_f(INFINITY) == 1.0f && tb_tanh_f(-INFINITY) == -1.0f, "tanh(+-inf)");
+    CHECK(tb_sech2_f(0.0f) == 1.0f && tb_sech2_f(50.0f) == 0.0f && tb_sech2_f(-INFINITY) == 0.0f,
+          "sech2(0), sech2(50), sech2(-inf)");
+    CHECK(isnan(tb_tanh_f(NAN)) && isnan(tb_sech2_f(NAN)), "tanh, sech2: NaN must propagate");
+    CHECK(isnan(tb_gelu_tanh_fwd_f(NAN)) && isnan(tb_gelu_tanh_grad_f(NAN)),
+          "gelu_tanh: NaN must propagate");
+    CHECK(tb_gelu_tanh_fwd_f(100.0f) == 100.0f && tb_gelu_tanh_grad_f(100.0f) == 1.0f,
+          "gelu_tanh(100) = %.9g, ' = %.9g", tb_gelu_tanh_fwd_f(100.0f),
+          tb_gelu_tanh_grad_f(100.0f));
+    CHECK(tb_gelu_tanh_fwd_f(-100.0f) == 0.0f && tb_gelu_tanh_grad_f(-100.0f) == 0.0f,
+          "gelu_tanh(-100)");
+    /* Different functions: the tanh form is 1e-3-close to the erf form,
+     * never equal; a mixed-up dispatch would show here. */
+    CHECK(fabsf(tb_gelu_tanh_fwd_f(1.5f) - tb_gelu_fwd_f(1.5f)) > 1e-5f, "tanh == erf form?");
+}
+
 /* ---- 2. the array functions ---- */
 
 typedef struct bufs {
     float *x, *dy, *y, *dx; /* each n + 1 + GUARD floats; [off, off + n) is used */
 } bufs;
 
-static int run_case(tb_gelu_variant v, int threads, size_t n, size_t off, const bufs *b)
+static int run_case(const gelu_form *f, tb_gelu_variant v, int threads, size_t n, size_t off,
+                    const bufs *b)
 {
     const float *x = b->x + off, *dy = b->dy + off;
     float *y = b->y + off, *dx = b->dx + off;
     for (size_t i = 0; i < n + GUARD; i++)
         y[i] = dx[i] = CANARY;
-    int rc = tb_cpu_gelu_fwd(v, x, y, n, threads);
+    int rc = f->fwd(v, x, y, n, threads);
     if (rc == TB_OK)
-        rc = tb_cpu_gelu_bwd(v, x, dy, dx, n, threads);
+        rc = f->bwd(v, x, dy, dx, n, threads);
     if (rc != TB_OK) {
         tb_error_print(stdout);
         return rc;
     }
 
-    tb_ref_err ef = tb_ref_gelu_fwd_err(x, y, n), eb = tb_ref_gelu_bwd_err(x, dy, dx, n);
+    tb_ref_err ef = f->fwd_err(x, y, n), eb = f->bwd_err(x, dy, dx, n);
     size_t not_bitwise = 0, overrun = 0;
     for (size_t i = 0; i < n; i++) {
-        float fy = tb_gelu_fwd_f(x[i]), fdx = tb_gelu_bwd_f(x[i], dy[i]);
+        float fy = f->fwd_f(x[i]), fdx = f->bwd_f(x[i], dy[i]);
         not_bitwise += memcmp(&fy, &y[i], sizeof fy) != 0 || memcmp(&fdx, &dx[i], sizeof fdx) != 0;
     }
     for (size_t i = n; i < n + GUARD; i++)
         overrun += y[i] != CANARY || dx[i] != CANARY;
-    CHECK(ef.max_scaled <= FWD_TOL, "%s fwd n=%zu threads=%d: error %g at x=%.9g",
+    CHECK(ef.max_scaled <= FWD_TOL, "%s %s fwd n=%zu threads=%d: error %g at x=%.9g", f->name,
           v == TB_GELU_FUSED ? "fused" : "unfused", n, threads, ef.max_scaled,
           n ? x[ef.worst] : 0.0f);
-    CHECK(eb.max_scaled <= BWD_TOL, "%s bwd n=%zu threads=%d: error %g at x=%.9g",
+    CHECK(eb.max_scaled <= BWD_TOL, "%s %s bwd n=%zu threads=%d: error %g at x=%.9g", f->name,
           v == TB_GELU_FUSED ? "fused" : "unfused", n, threads, eb.max_scaled,
           n ? x[eb.worst] : 0.0f);
-    CHECK(not_bitwise == 0, "n=%zu threads=%d: %zu elements differ from gelu_math.h", n,
-          threads, not_bitwise);
-    CHECK(overrun == 0, "n=%zu threads=%d: %zu writes past n", n, threads, overrun);
+    CHECK(not_bitwise == 0, "%s n=%zu threads=%d: %zu elements differ from gelu_math.h",
+          f->name, n, threads, not_bitwise);
+    CHECK(overrun == 0, "%s n=%zu threads=%d: %zu writes past n", f->name, n, threads, overrun);
     return TB_OK;
 }
 
@@ -179,16 +261,18 @@ static void test_paths(void)
         CHECK(tb_cpu_gelu_set_isa(isas[ii]) == TB_OK, "set_isa %s", tb_cpu_isa_name(isas[ii]));
         CHECK(tb_cpu_gelu_isa() == isas[ii], "isa in use");
         int cases = 0, before = failures;
-        for (int threads = 1; threads <= 2; threads++)
-            for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
-                for (size_t off = 0; off <= 1; off++)
-                    for (int v = 0; v <= 1; v++) {
-                        CHECK(run_case((tb_gelu_variant)v, threads, sizes[si], off, &b) == TB_OK,
-                              "run_case");
-                        cases++;
-                    }
-        printf("isa %-7s: %d cases (fused/unfused x fwd/bwd x threads 1,2 x 8 sizes x 2 "
-               "alignments): %s\n",
+        for (size_t fi = 0; fi < NFORMS; fi++)
+            for (int threads = 1; threads <= 2; threads++)
+                for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+                    for (size_t off = 0; off <= 1; off++)
+                        for (int v = 0; v <= 1; v++) {
+                            CHECK(run_case(&forms[fi], (tb_gelu_variant)v, threads, sizes[si],
+                                           off, &b) == TB_OK,
+                                  "run_case");
+                            cases++;
+                        }
+        printf("isa %-7s: %d cases (erf/tanh x fused/unfused x fwd/bwd x threads 1,2 x 8 sizes "
+               "x 2 alignments): %s\n",
                tb_cpu_isa_name(isas[ii]), cases, failures == before ? "ok" : "FAILED");
     }
     CHECK(tb_cpu_gelu_set_isa(TB_ISA_AUTO) == TB_OK, "set_isa auto");
@@ -209,15 +293,26 @@ static void test_in_place_and_errors(void)
     static float x[N], y[N], dy[N], dx[N], ref[N];
     fill_inputs(x, N);
     fill_inputs(dy, N);
-    for (int v = 0; v <= 1; v++) {
-        memcpy(y, x, sizeof x);
-        tb_ref_gelu_fwd(x, ref, N);
-        CHECK(tb_cpu_gelu_fwd((tb_gelu_variant)v, y, y, N, 2) == TB_OK, "in-place fwd");
-        CHECK(tb_ref_gelu_fwd_err(x, y, N).max_scaled <= FWD_TOL, "in-place fwd result");
-        memcpy(dx, dy, sizeof dy);
-        CHECK(tb_cpu_gelu_bwd((tb_gelu_variant)v, x, dx, dx, N, 2) == TB_OK, "in-place bwd");
-        CHECK(tb_ref_gelu_bwd_err(x, dy, dx, N).max_scaled <= BWD_TOL, "in-place bwd result");
-    }
+    for (size_t fi = 0; fi < NFORMS; fi++)
+        for (int v = 0; v <= 1; v++) {
+            const gelu_form *f = &forms[fi];
+            memcpy(y, x, sizeof x);
+            f->ref_fwd(x, ref, N);
+            CHECK(f->fwd((tb_gelu_variant)v, y, y, N, 2) == TB_OK, "%s in-place fwd", f->name);
+            CHECK(f->fwd_err(x, y, N).max_scaled <= FWD_TOL, "%s in-place fwd result", f->name);
+            memcpy(dx, dy, sizeof dy);
+            CHECK(f->bwd((tb_gelu_variant)v, x, dx, dx, N, 2) == TB_OK, "%s in-place bwd",
+                  f->name);
+            CHECK(f->bwd_err(x, dy, dx, N).max_scaled <= BWD_TOL, "%s in-place bwd result",
+                  f->name);
+            /* dx = x: the unfused backward reads x in several passes; the
+             * last writes dx, so x must still be intact until then. */
+            memcpy(dx, x, sizeof x);
+            CHECK(f->bwd((tb_gelu_variant)v, dx, dy, dx, N, 2) == TB_OK, "%s bwd dx = x",
+                  f->name);
+            CHECK(f->bwd_err(x, dy, dx, N).max_scaled <= BWD_TOL, "%s bwd dx = x result",
+                  f->name);
+        }
     printf("in place (y = x, dx = dy): checked\n");
 
     CHECK(tb_cpu_gelu_fwd(TB_GELU_UNFUSED, NULL, NULL, 0, 1) == TB_OK, "n = 0 is a no-op");
@@ -235,12 +330,22 @@ static void test_in_place_and_errors(void)
     CHECK(tb_error_last() == TB_ERR_NOMEM, "error chain holds the NOMEM");
     printf("error statuses: checked (last message: %s)\n", tb_error_message());
     tb_error_clear();
+    CHECK(tb_cpu_gelu_tanh_bwd(TB_GELU_UNFUSED, x, dy, dx, SIZE_MAX / 2, 1) == TB_ERR_NOMEM,
+          "tanh: impossible temporaries report TB_ERR_NOMEM");
+    CHECK(tb_cpu_gelu_tanh_fwd((tb_gelu_variant)7, x, y, N, 1) == TB_ERR_INVALID,
+          "tanh: bad variant");
+    CHECK(tb_cpu_gelu_tanh_bwd(TB_GELU_FUSED, x, NULL, dx, N, 1) == TB_ERR_INVALID,
+          "tanh: NULL dy");
+    CHECK(tb_cpu_gelu_tanh_fwd(TB_GELU_UNFUSED, NULL, NULL, 0, 1) == TB_OK,
+          "tanh: n = 0 is a no-op");
+    tb_error_clear();
     tb_cpu_gelu_ws_free();
 }
 
 int main(void)
 {
     test_scalar_math();
+    test_scalar_tanh_math();
     test_paths();
     test_in_place_and_errors();
     if (failures) {

@@ -7,6 +7,8 @@
 
 #define TB_REF_SQRT1_2 0.70710678118654752440
 #define TB_REF_INV_SQRT_2PI 0.39894228040143267794
+#define TB_REF_SQRT_2_PI 0.79788456080286535588 /* sqrt(2/pi) */
+#define TB_REF_TANH_C 0.044715
 
 double tb_ref_gelu(double x) { return 0.5 * x * (1.0 + erf(x * TB_REF_SQRT1_2)); }
 
@@ -53,5 +55,50 @@ tb_ref_err tb_ref_gelu_bwd_err(const float *x, const float *dy, const float *dx,
     tb_ref_err e = {0};
     for (size_t i = 0; i < n; i++)
         err_add(&e, i, dx[i], (double)dy[i] * tb_ref_gelu_grad(x[i]), fabs((double)dy[i]));
+    return e;
+}
+
+/* ---- the tanh form ---- */
+
+double tb_ref_gelu_tanh(double x)
+{
+    return 0.5 * x * (1.0 + tanh(TB_REF_SQRT_2_PI * (x + TB_REF_TANH_C * x * x * x)));
+}
+
+/* d/dx: 0.5 (1 + tanh a) + 0.5 x (1 - tanh^2 a) a'(x); 1 - tanh^2 as
+ * 1 / cosh^2, which does not cancel for large |a|. */
+double tb_ref_gelu_tanh_grad(double x)
+{
+    double a = TB_REF_SQRT_2_PI * (x + TB_REF_TANH_C * x * x * x);
+    double da = TB_REF_SQRT_2_PI * (1.0 + 3.0 * TB_REF_TANH_C * x * x);
+    double ch = cosh(a);
+    return 0.5 * (1.0 + tanh(a)) + 0.5 * x * da / (ch * ch);
+}
+
+void tb_ref_gelu_tanh_fwd(const float *x, float *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = (float)tb_ref_gelu_tanh(x[i]);
+}
+
+void tb_ref_gelu_tanh_bwd(const float *x, const float *dy, float *dx, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dx[i] = (float)((double)dy[i] * tb_ref_gelu_tanh_grad(x[i]));
+}
+
+tb_ref_err tb_ref_gelu_tanh_fwd_err(const float *x, const float *y, size_t n)
+{
+    tb_ref_err e = {0};
+    for (size_t i = 0; i < n; i++)
+        err_add(&e, i, y[i], tb_ref_gelu_tanh(x[i]), fabs((double)x[i]));
+    return e;
+}
+
+tb_ref_err tb_ref_gelu_tanh_bwd_err(const float *x, const float *dy, const float *dx, size_t n)
+{
+    tb_ref_err e = {0};
+    for (size_t i = 0; i < n; i++)
+        err_add(&e, i, dx[i], (double)dy[i] * tb_ref_gelu_tanh_grad(x[i]), fabs((double)dy[i]));
     return e;
 }

@@ -1,5 +1,6 @@
 /*
- * gelu.h - float64 reference GELU (exact erf, libm's double erf): the
+ * gelu.h - float64 reference GELU, the exact-erf form (libm's double erf)
+ * and the tanh form (TB_GELU_TANH, libm's double tanh): the
  * oracle for lib/backend/cpu/gelu_test.c and kernels/gelu_cuda_test.c, and the
  * benchmark's max-error column. Slow on purpose: plain loops, no threads.
  */
@@ -37,6 +38,16 @@ tb_ref_err tb_ref_gelu_fwd_err(const float *x, const float *y, size_t n);
 /* Error of dx against dy * gelu'(x); max_scaled divides by max(1, |dy|)
  * instead (gelu' is bounded, in [-0.17, 1.13]). */
 tb_ref_err tb_ref_gelu_bwd_err(const float *x, const float *dy, const float *dx, size_t n);
+
+/* The tanh GELU (TB_GELU_TANH, lib/backend/backend.h), in double:
+ *   gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+double tb_ref_gelu_tanh(double x);
+double tb_ref_gelu_tanh_grad(double x); /* its derivative, by the chain rule */
+void tb_ref_gelu_tanh_fwd(const float *x, float *y, size_t n);
+void tb_ref_gelu_tanh_bwd(const float *x, const float *dy, float *dx, size_t n);
+/* The error helpers above, against the tanh form. */
+tb_ref_err tb_ref_gelu_tanh_fwd_err(const float *x, const float *y, size_t n);
+tb_ref_err tb_ref_gelu_tanh_bwd_err(const float *x, const float *dy, const float *dx, size_t n);
 
 #ifdef __cplusplus
 }
