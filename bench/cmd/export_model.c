@@ -59,7 +59,6 @@ static const char *summary =
 typedef struct export_opts {
     const char *out;
     int classes;      /* image models' classes */
-    int image_size;   /* 0: the model's own (28 or 32) */
 } export_opts;
 
 /* What the export holds on the host. */
@@ -93,13 +92,23 @@ static int little_endian(void)
     return b == 1;
 }
 
-/* Per-sample input of an image model; the model's own size unless asked. */
-static tb_shape image_shape(const tb_config *c, const export_opts *eo)
+/* Per-sample input of an image model: --image-size for resnet50, the
+ * others' own. */
+static tb_shape image_shape(const tb_config *c)
 {
-    tb_shape s = c->model == TB_MODEL_WIDE_CNN ? (tb_shape){3, 32, 32} : (tb_shape){1, 28, 28};
-    if (eo->image_size > 0)
-        s.h = s.w = eo->image_size;
-    return s;
+    if (c->model == TB_MODEL_RESNET50)
+        return (tb_shape){3, c->image_size, c->image_size};
+    return c->model == TB_MODEL_WIDE_CNN ? (tb_shape){3, 32, 32} : (tb_shape){1, 28, 28};
+}
+
+/* GPT-2 small's heads, width and MLP at --layers, --context, --vocab. */
+static tb_gpt2_dims gpt2_dims(const tb_config *c)
+{
+    tb_gpt2_dims g = tb_gpt2_small();
+    g.layers = c->layers;
+    g.context = c->context;
+    g.vocab = c->vocab;
+    return g;
 }
 
 /* The description of an image model (lib/nn/model.h). */
@@ -116,11 +125,21 @@ static int build_model(const tb_config *c, const export_opts *eo, tb_backend *be
                        tb_model **out)
 {
     tb_model_opts mo = {
-        .in = image_shape(c, eo), .classes = eo->classes, .max_batch = c->batch_size,
-        .conv_bias = c->conv_bias, .dropout = (float)c->dropout, .seed = (uint64_t)c->seed,
-        .channels_last = c->channels_last,
+        .in = image_shape(c), .classes = eo->classes, .max_batch = c->batch_size,
+        .conv_bias = tb_config_conv_bias(c), .dropout = (float)c->dropout,
+        .seed = (uint64_t)c->seed, .channels_last = c->channels_last,
+        .gelu_approx = tb_config_gelu_approx(c),
     };
-    TB_TRY(tb_model_build(be, image_spec(c), &mo, out));
+    if (c->model == TB_MODEL_RESNET50)
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "--model=resnet50: tb_spec_resnet50 is not in this "
+                       "build yet (branch resnet)");
+    if (c->model == TB_MODEL_GPT2) {
+        tb_gpt2_dims g = gpt2_dims(c);
+        mo.classes = g.vocab;
+        TB_TRY(tb_model_build_gpt2(be, &g, &mo, out));
+    } else {
+        TB_TRY(tb_model_build(be, image_spec(c), &mo, out));
+    }
     tb_model *m = *out;
     m->ctx.gelu = c->fused_gelu ? TB_GELU_FUSED : TB_GELU_UNFUSED;
     m->ctx.layernorm = c->fused_layernorm ? TB_LN_FUSED : TB_LN_UNFUSED;
@@ -198,16 +217,13 @@ static void data_fill_batch(export_data *d, uint64_t seed)
 /* ---- the device side: one training step ---- */
 
 typedef struct device_batch {
-    tb_tensor x;
-    void *x_mem;          /* token ids, or NULL (x owns the images) */
-    int32_t *labels;
+    tb_tensor x;          /* (N, C, H, W) images, or (N, 1, T, 1) int32 token ids */
+    int32_t *labels;      /* (N * labels_per_sample) */
 } device_batch;
 
 static void batch_free(tb_backend *be, device_batch *b)
 {
     tb_tensor_free(&b->x);
-    if (b->x_mem)
-        be->dev_free(be, b->x_mem);
     if (b->labels)
         be->dev_free(be, b->labels);
 }
@@ -219,15 +235,12 @@ static int batch_upload(tb_model *m, const export_data *d, device_batch *b)
     size_t nl = (size_t)d->n * d->labels_per_sample;
     TB_TRY(be->dev_alloc(be, (void **)&b->labels, nl * sizeof(int32_t)));
     TB_TRY(be->copy_h2d(be, b->labels, d->labels, nl * sizeof(int32_t), NULL));
-    if (d->tokens) {
-        size_t bytes = (size_t)d->n * d->in_numel * sizeof(int32_t);
-        TB_TRY(be->dev_alloc(be, &b->x_mem, bytes));
-        TB_TRY(be->copy_h2d(be, b->x_mem, d->tokens, bytes, NULL));
-        b->x = tb_tensor_view(be, b->x_mem, d->n, m->in.c, m->in.h, m->in.w);
-        b->x.dtype = TB_I32;
-        return TB_OK;
-    }
     TB_TRY(tb_tensor_alloc(be, d->n, m->in.c, m->in.h, m->in.w, &b->x));
+    if (d->tokens) {
+        /* int32 ids in the fp32 tensor's memory: the same 4 bytes each */
+        b->x.dtype = TB_I32;
+        return be->copy_h2d(be, b->x.data, d->tokens, (size_t)d->n * d->in_numel * 4, NULL);
+    }
     if (m->ctx.layout != TB_NHWC || m->in.c == 1)
         return tb_tensor_from_host(&b->x, d->x);
     float *nhwc = malloc((size_t)d->n * d->in_numel * sizeof(float));
@@ -326,6 +339,10 @@ static int param_shape(const tb_layer *l, int index, const tb_param *p, int64_t 
         shape[1] = l->in.w, shape[0] = n / l->in.w;
         return 2;
     }
+    if (!strcmp(k, "embedding")) { /* wte (vocab, d), wpe (context, d) */
+        shape[1] = l->out.w, shape[0] = n / l->out.w;
+        return 2;
+    }
     shape[0] = n;
     return 1;
 }
@@ -345,7 +362,13 @@ static void write_param(FILE *f, const tb_model *m, const tb_layer *l, int i, co
     int64_t shape[4];
     int rank = param_shape(l, i, p, shape);
     char name[256];
-    snprintf(name, sizeof name, "%s.%s", path, p->name);
+    int dup = 0; /* mha's two weights, the embedding's wte and wpe */
+    for (int j = 0; j < l->nparams; j++)
+        dup += j != i && !strcmp(l->params[j].name, p->name);
+    if (dup)
+        snprintf(name, sizeof name, "%s.%s[%d]", path, p->name, i);
+    else
+        snprintf(name, sizeof name, "%s.%s", path, p->name);
     fprintf(f, "%s\n    {\"name\": ", *first ? "" : ",");
     *first = 0;
     tb_json_write_string(f, name);
@@ -415,9 +438,19 @@ static int write_manifest(const void *arg, FILE *f)
     fprintf(f, ",\n  \"backend\": \"%s\",\n  \"seed\": %lld,\n  \"batch\": %d,\n"
                "  \"classes\": %d,\n  \"conv_bias\": %s,\n  \"channels_last\": %s,\n"
                "  \"dropout\": %.9g,\n  \"gelu\": \"%s\",\n",
-            mc->dev.backend, c->seed, d->n, d->classes, c->conv_bias ? "true" : "false",
+            mc->dev.backend, c->seed, d->n, d->classes,
+            c->model != TB_MODEL_GPT2 && tb_config_conv_bias(c) ? "true" : "false",
             c->channels_last ? "true" : "false", c->dropout,
             mc->m->ctx.gelu_approx == TB_GELU_TANH ? "tanh" : "erf");
+    if (c->model == TB_MODEL_RESNET50)
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "--model=resnet50: tb_spec_resnet50 is not in this "
+                       "build yet (branch resnet)");
+    if (c->model == TB_MODEL_GPT2) {
+        tb_gpt2_dims g = gpt2_dims(c);
+        fprintf(f, "  \"gpt2\": {\"layers\": %d, \"heads\": %d, \"dim\": %d, \"mlp\": %d, "
+                   "\"context\": %d, \"vocab\": %d},\n",
+                g.layers, g.heads, g.dim, g.mlp, g.context, g.vocab);
+    }
     write_input(f, mc);
     write_optimizer(f, mc);
     fprintf(f, "  \"loss0\": %.9g,\n  \"loss1\": %.9g,\n  \"numel\": %zu,\n"
@@ -477,8 +510,8 @@ static int check_config(const tb_config *c, const export_opts *eo)
     if (c->dropout != 0)
         return TB_FAIL(TB_ERR_INVALID, "--dropout=%g: PyTorch cannot draw tunebench's masks; "
                        "export with 0", c->dropout);
-    if (eo->classes < 2 || eo->image_size < 0)
-        return TB_FAIL(TB_ERR_INVALID, "--classes must be >= 2 and --image-size >= 0");
+    if (eo->classes < 2)
+        return TB_FAIL(TB_ERR_INVALID, "--classes=%d: must be >= 2", eo->classes);
     if (!little_endian())
         return TB_FAIL(TB_ERR_INVALID, "the export's raw files are little-endian; this host "
                        "is not");
@@ -520,7 +553,7 @@ out_close:
 }
 
 /* tb_config's flags followed by this command's own. */
-#define EXTRA_FLAGS 3
+#define EXTRA_FLAGS 2
 #define MAX_FLAGS 128
 
 int main(int argc, char **argv)
@@ -529,6 +562,7 @@ int main(int argc, char **argv)
     tb_config_defaults(&cfg);
     cfg.dropout = 0;
     cfg.batch_size = 4;
+    cfg.dataset = TB_DATA_SYNTHETIC; /* no data is read; resnet50 and gpt2 refuse others */
     export_opts eo = {.out = "", .classes = 10};
     size_t ncfg;
     const tb_flag *cfg_flags = tb_config_flags(&cfg, &ncfg);
@@ -541,9 +575,7 @@ int main(int argc, char **argv)
     flags[ncfg] = (tb_flag){"out", TB_FLAG_STRING, &eo.out, "folder the export is written to",
                             NULL};
     flags[ncfg + 1] = (tb_flag){"classes", TB_FLAG_INT, &eo.classes,
-                                "classes of an image model", NULL};
-    flags[ncfg + 2] = (tb_flag){"image-size", TB_FLAG_INT, &eo.image_size,
-                                "image side of an image model; 0 = the model's own", NULL};
+                                "classes of an image model (gpt2: --vocab)", NULL};
     int code = tb_cli_parse("bench:export_model", "", summary, flags, ncfg + EXTRA_FLAGS, 0,
                             &argc, argv);
     if (code >= 0)
