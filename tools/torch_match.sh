@@ -1,0 +1,44 @@
+#!/bin/bash
+# torch_match.sh - every model against PyTorch at its reduced, seeded size:
+# exports each with bench:export_model (CPU backend, one SGD step) and runs
+# tools/torch_match.py on it. Outside CI (PyTorch is a multi-GB download).
+#
+#   PYTHON=/work/torch-venv/bin/python tools/torch_match.sh [OUT_DIR] [MODEL...]
+#
+# OUT_DIR defaults to a temporary folder; MODEL defaults to all of them.
+# Exit status: 0 when every model matched, 1 when any did not (or its
+# export failed).
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+py="${PYTHON:-python3}"
+out="${1:-$(mktemp -d)}"
+shift || true
+models=("$@")
+((${#models[@]})) || models=(small_cnn wide_cnn transformer resnet50 gpt2)
+
+# The reduced configurations of issue 13 (the small models at their own size).
+declare -A args=(
+    [small_cnn]="--batch-size=4"
+    [wide_cnn]="--batch-size=4"
+    [transformer]="--batch-size=4"
+    [resnet50]="--image-size=32 --classes=10 --batch-size=4"
+    [gpt2]="--layers=2 --context=64 --batch-size=2"
+)
+
+bazel build //bench:export_model >/dev/null 2>&1 || { echo "bazel build //bench:export_model failed"; exit 1; }
+bin="$(bazel info bazel-bin 2>/dev/null)/bench/export_model"
+failed=0
+for m in "${models[@]}"; do
+    [[ -n "${args[$m]+x}" ]] || { echo "unknown model $m"; failed=1; continue; }
+    echo "=== $m: bench:export_model --model=$m ${args[$m]} --seed=0 --threads=1"
+    # shellcheck disable=SC2086
+    if ! "$bin" --model="$m" ${args[$m]} --seed=0 --threads=1 --out="$out/$m" 2>&1 |
+        grep -v "no usable GPU"; then
+        echo "FAIL  $m: export failed"
+        failed=1
+        continue
+    fi
+    "$py" tools/torch_match.py "$out/$m" || failed=1
+done
+exit $failed
