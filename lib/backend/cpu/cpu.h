@@ -35,6 +35,13 @@ int tb_cpu_install_attn_ops(struct tb_backend *be);  /* layernorm_*, attention_*
 int tb_cpu_install_cast_ops(struct tb_backend *be);  /* cast_*: lib/backend/cpu/cast.c */
 int tb_cpu_install_token_ops(struct tb_backend *be); /* embedding_*: lib/backend/cpu/tokens.c */
 void tb_cpu_release_dnnl_ops(struct tb_backend *be); /* primitive caches */
+
+/* xent_lse's code paths (lib/backend/cpu/xent.c), the same bits on each;
+ * the best this CPU runs unless a test forces one (process-wide, not while
+ * other threads run it). TB_ERR_UNSUPPORTED where the CPU lacks it. */
+enum { TB_CPU_PATH_AUTO = 0, TB_CPU_PATH_GENERIC = 1, TB_CPU_PATH_AVX2 = 2, TB_CPU_PATH_AVX512 = 3 };
+int tb_cpu_xent_lse_set_path(int path);
+int tb_cpu_xent_lse_path(void); /* the path in use (never AUTO) */
 void tb_cpu_release_ops(struct tb_backend *be);
 
 #endif

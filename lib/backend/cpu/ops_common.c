@@ -9,7 +9,7 @@
  *   dropout.c      dropout_fwd/bwd
  *   batchnorm.c    bn_fwd_train, bn_fwd_infer, bn_bwd (NCHW and NHWC)
  *   pool.c         pool_fwd/bwd, max (with argmax) and average (NCHW, NHWC)
- *   xent.c         softmax_xent_fwd/bwd
+ *   xent.c         softmax_xent_fwd/bwd, xent_lse_fwd/bwd
  *   optim.c        opt_step: SGD and AdamW, per tensor or fused; LARS, LAMB
  *                  and NovoGrad
  */

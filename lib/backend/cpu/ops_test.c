@@ -461,6 +461,116 @@ static void test_xent(int threads)
     close_ops(be);
 }
 
+/* ---------------------------------------------------------------- lse cross-entropy */
+
+static double max_abs_diff(const float *a, const float *b, size_t n)
+{
+    double w = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - b[i]);
+        w = e > w || isnan(e) ? e : w;
+    }
+    return w;
+}
+
+/* xent_lse on one shape: against the float64 reference, every code path
+ * bitwise equal to the default one, in place == out of place bitwise, and
+ * within tolerance of softmax_xent_fwd/bwd (the same loss, computed through
+ * probabilities). Tolerances (errors printed for the widest shape):
+ *   loss, lse: |err| <= 2e-6 + 1e-6 |ref|: the float lanes' sums (64 terms
+ *     each) and exp's ~2 ulp, then one float rounding of values ~11.
+ *   dlogits: |err| <= scale (1.2e-7 + 1e-6 |p - onehot|): exp's ~2 ulp
+ *     of p <= 1 (absolute: p - 1 is exact, so the label's entry carries
+ *     p's rounding), plus the float rounding of lse - z where p is not tiny.
+ *   against softmax_xent: the lse is a float (the contract's one float per
+ *     row), so exp(z - lse) carries its rounding, |lse| 6e-8 relative:
+ *     |err| <= scale 1.2e-7 (1 + max |lse|) + 2e-5 |ref|. */
+static double lse_worst_loss, lse_worst_grad;
+
+static void test_xent_lse_shape(tb_backend *be, int rows, int k, float range, int threads)
+{
+    size_t n = (size_t)rows * k;
+    float *z = fnew(n), *l = fnew(rows), *lse = fnew(rows), *lr = fnew(rows), *lser = fnew(rows),
+          *dz = fnew(n), *dzr = fnew(n), *dzi = fnew(n), *p = fnew(n), *ls = fnew(rows),
+          *dzs = fnew(n), *l2 = fnew(rows), *lse2 = fnew(rows), *dz2 = fnew(n);
+    int32_t *lab = xmalloc((size_t)rows * 4);
+    float scale = 1.0f / (float)rows;
+    fill(z, n, range);
+    for (int r = 0; r < rows; r++)
+        lab[r] = (int32_t)(urand() * k);
+
+    CHECK(be->xent_lse_fwd(be, z, lab, rows, k, l, lse) == TB_OK, "xent_lse_fwd status");
+    tb_ref_xent_lse_fwd(z, lab, rows, k, lr, lser);
+    CHECK(near("loss", l, lr, rows, 2e-6, 1e-6) && near("lse", lse, lser, rows, 2e-6, 1e-6),
+          "xent_lse_fwd %dx%d t=%d", rows, k, threads);
+    CHECK(be->xent_lse_bwd(be, z, lse, lab, rows, k, scale, dz) == TB_OK, "xent_lse_bwd status");
+    tb_ref_xent_lse_bwd(z, lse, lab, rows, k, scale, dzr);
+    CHECK(near("dlogits", dz, dzr, n, 1.2e-7 * scale, 1e-6), "xent_lse_bwd %dx%d t=%d", rows, k,
+          threads);
+    lse_worst_loss = fmax(lse_worst_loss, fmax(max_abs_diff(l, lr, rows),
+                                               max_abs_diff(lse, lser, rows)));
+    lse_worst_grad = fmax(lse_worst_grad, max_abs_diff(dz, dzr, n) / scale);
+
+    /* in place: the logits overwritten by their gradient */
+    memcpy(dzi, z, n * sizeof(float));
+    CHECK(be->xent_lse_bwd(be, dzi, lse, lab, rows, k, scale, dzi) == TB_OK, "in place status");
+    CHECK(same(dzi, dz, n * sizeof(float)), "xent_lse_bwd %dx%d in place != out of place", rows,
+          k);
+
+    /* the same loss and gradient as the softmax form */
+    CHECK(be->softmax_xent_fwd(be, z, lab, rows, k, p, ls) == TB_OK, "softmax fwd status");
+    CHECK(be->softmax_xent_bwd(be, p, lab, rows, k, scale, dzs) == TB_OK, "softmax bwd status");
+    double max_lse = 0.0;
+    for (int r = 0; r < rows; r++)
+        max_lse = fmax(max_lse, fabs((double)lse[r]));
+    CHECK(near("loss vs softmax_xent", l, ls, rows, 1e-5, 1e-5) &&
+              near("dlogits vs softmax_xent", dz, dzs, n, 1.2e-7 * scale * (1.0 + max_lse), 2e-5),
+          "xent_lse vs softmax_xent %dx%d", rows, k);
+
+    /* every code path this CPU has gives the same bits */
+    int def = tb_cpu_xent_lse_path();
+    for (int path = TB_CPU_PATH_GENERIC; path <= TB_CPU_PATH_AVX512; path++) {
+        if (tb_cpu_xent_lse_set_path(path) != TB_OK) {
+            tb_error_clear();
+            continue;
+        }
+        CHECK(be->xent_lse_fwd(be, z, lab, rows, k, l2, lse2) == TB_OK, "fwd path %d", path);
+        CHECK(be->xent_lse_bwd(be, z, lse, lab, rows, k, scale, dz2) == TB_OK, "bwd path %d",
+              path);
+        CHECK(same(l2, l, rows * sizeof(float)) && same(lse2, lse, rows * sizeof(float)) &&
+                  same(dz2, dz, n * sizeof(float)),
+              "xent_lse %dx%d: code path %d differs from path %d", rows, k, path, def);
+    }
+    CHECK(tb_cpu_xent_lse_set_path(TB_CPU_PATH_AUTO) == TB_OK && tb_cpu_xent_lse_path() == def,
+          "back to the default path");
+
+    lab[rows - 1] = k;
+    CHECK(be->xent_lse_fwd(be, z, lab, rows, k, l, lse) == TB_ERR_INVALID,
+          "xent_lse_fwd: label out of range refused");
+    CHECK(be->xent_lse_bwd(be, z, lse, lab, rows, k, scale, dz) == TB_ERR_INVALID,
+          "xent_lse_bwd: label out of range refused");
+    tb_error_clear();
+    free(z), free(l), free(lse), free(lr), free(lser), free(dz), free(dzr), free(dzi), free(p);
+    free(ls), free(dzs), free(l2), free(lse2), free(dz2), free(lab);
+}
+
+static void test_xent_lse(int threads)
+{
+    /* odd sizes, a block boundary (1024) +- 1, GPT-2's vocabulary; +-80
+     * logits where exp overflows without the max */
+    static const struct { int rows, k; float range; } shapes[] = {
+        {1, 1, 4.0f}, {7, 10, 4.0f}, {33, 17, 80.0f}, {5, 1023, 4.0f}, {3, 1025, 8.0f},
+        {9, 2049, 4.0f}, {1, 50257, 4.0f}, {6, 50257, 10.0f}, {257, 31, 4.0f},
+    };
+    tb_backend *be = open_ops(threads);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        test_xent_lse_shape(be, shapes[s].rows, shapes[s].k, shapes[s].range, threads);
+    printf("lse cross-entropy fwd, bwd, in place, paths, vs softmax_xent t=%d: max |err| loss/lse "
+           "%.3g, dlogits/scale %.3g\n",
+           threads, lse_worst_loss, lse_worst_grad);
+    close_ops(be);
+}
+
 /* ---------------------------------------------------------------- optimizers */
 
 #define OPT_TENSORS 5
@@ -839,6 +949,7 @@ int main(void)
         test_bn(THREADS[t]);
         test_pool(THREADS[t]);
         test_xent(THREADS[t]);
+        test_xent_lse(THREADS[t]);
         test_opt(THREADS[t]);
         test_lars_f64(THREADS[t]);
     }

@@ -428,6 +428,33 @@ void tb_ref_softmax_xent_bwd(const float *probs, const int32_t *labels, int rows
         }
 }
 
+void tb_ref_xent_lse_fwd(const float *logits, const int32_t *labels, int rows, int classes,
+                         float *loss, float *lse)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *z = logits + (size_t)r * classes;
+        double mx = z[0], s = 0.0;
+        for (int j = 1; j < classes; j++)
+            mx = z[j] > mx ? z[j] : mx;
+        for (int j = 0; j < classes; j++)
+            s += exp((double)z[j] - mx);
+        double l = mx + log(s);
+        lse[r] = (float)l;
+        loss[r] = (float)(l - z[labels[r]]);
+    }
+}
+
+void tb_ref_xent_lse_bwd(const float *logits, const float *lse, const int32_t *labels, int rows,
+                         int classes, float scale, float *dlogits)
+{
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < classes; j++) {
+            size_t k = (size_t)r * classes + j;
+            double p = exp((double)logits[k] - lse[r]);
+            dlogits[k] = (float)((double)scale * (p - (j == labels[r] ? 1.0 : 0.0)));
+        }
+}
+
 /* ---------------------------------------------------------------- optimizers */
 
 static void ref_sgd(const tb_opt_hparams *hp, const tb_param_view *tv)

@@ -99,6 +99,17 @@ int tb_ref_softmax_xent_fwd(const float *logits, const int32_t *labels, int rows
 void tb_ref_softmax_xent_bwd(const float *probs, const int32_t *labels, int rows, int classes,
                              float scale, float *dlogits);
 
+/* ---- cross-entropy from the logsumexp (xent_lse_fwd/bwd): each row in
+ * double from the float logits, rounded once. REQUIRES: 0 <= labels[r] <
+ * classes. ---- */
+/* lse[r] = logsumexp(logits[r, :]) (max subtracted first), loss[r] = lse[r] - logits[r, label] */
+void tb_ref_xent_lse_fwd(const float *logits, const int32_t *labels, int rows, int classes,
+                         float *loss, float *lse);
+/* dlogits = scale (exp(logits - lse) - onehot), with the float lse given;
+ * dlogits may be logits (each element is read before it is written). */
+void tb_ref_xent_lse_bwd(const float *logits, const float *lse, const int32_t *labels, int rows,
+                         int classes, float scale, float *dlogits);
+
 /* ---- optimizers: PyTorch's formulas (kernels/optim_math.h states them)
  * per element in double, state rounded to float after each step; LARS,
  * LAMB and NovoGrad with their per-tensor norms in double.
