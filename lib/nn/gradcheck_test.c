@@ -16,6 +16,9 @@
  *             forward's rounding (e.g. through BN's 1/std), measured below
  *             4e-7; the finite differences themselves are exact to ~1e-9.
  *             A wrong formula is off by O(1).
+ * Containers are checked whole: the residual block, and ResNet-50's
+ * bottleneck (tb_resnet_bottleneck_create) with a projection shortcut at
+ * stride 2 and 1 and with the identity.
  * Parameter gradients are filled with 1e30 before backward with
  * grad_accumulate = 0: the set_to_none contract says the first backward
  * writes them, so any leftover shows up as a failure.
@@ -30,13 +33,14 @@
 #include "lib/backend/backend.h"
 #include "lib/core/rng.h"
 #include "lib/nn/layers.h"
+#include "lib/nn/model.h"
 #include "lib/nn/tensor.h"
 #include "lib/nn/nn_testing.h"
 
 #define FD_H 1e-6
 #define TOL_FWD 1e-5
 #define TOL_GRAD 1e-4
-#define MAX_P 8
+#define MAX_P 16
 
 /* ---- random numbers (the test's own; fixed seed) ---- */
 static tb_rng rng = {0x1234567887654321ull};
@@ -48,7 +52,7 @@ static double urand(void) /* [-1, 1) */
 /* ---- float64 references ---- */
 typedef enum ref_kind {
     REF_CONV, REF_BN, REF_RELU, REF_GELU, REF_GELU_TANH, REF_DROPOUT, REF_MAXPOOL, REF_AVGPOOL, REF_LINEAR,
-    REF_RESBLOCK,
+    REF_RESBLOCK, REF_BOTTLENECK,
 } ref_kind;
 
 typedef struct gc_case {
@@ -56,7 +60,8 @@ typedef struct gc_case {
     ref_kind kind;
     int n;                        /* batch */
     tb_shape in, out;
-    int k, r, stride, pad, bias;  /* conv; pool uses r (window), stride, pad */
+    int k, r, stride, pad, bias;  /* conv; pool uses r (window), stride, pad;
+                                     bottleneck: k its width, stride */
     float p;                      /* dropout */
     const double *keep;           /* dropout: 1 kept, 0 dropped (from the fp32 run) */
 } gc_case;
@@ -150,6 +155,45 @@ static void resblock_ref(const gc_case *c, const double *x, double *const *p, do
     free(u);
 }
 
+/* conv + BN (+ ReLU) on (n, in) into y; returns the output shape. */
+static tb_shape conv_bn_ref(int n, tb_shape in, int k, int r, int stride, int relu,
+                            const double *x, double *const *p, double *t, double *y)
+{
+    tb_shape o = {k, (in.h + 2 * (r / 2) - r) / stride + 1, (in.w + 2 * (r / 2) - r) / stride + 1};
+    conv_ref(n, in, k, r, stride, r / 2, x, p[0], NULL, t);
+    bn_ref(n, o, t, p[1], p[2], y);
+    for (size_t i = 0; relu && i < (size_t)n * tb_shape_numel(o); i++)
+        y[i] = y[i] > 0 ? y[i] : 0;
+    return o;
+}
+
+/* ResNet v1.5 bottleneck of width w = c->k, no conv bias:
+ * relu(bn3(conv1x1(4w)(relu(bn2(conv3x3/s(w)(relu(bn1(conv1x1(w)(x))))))))
+ *      + shortcut), the shortcut bn(conv1x1/s(4w)(x)) when the stride or the
+ * channels change, else x. Parameters in tb_layer_for_each_param order: the
+ * main path's (conv, gamma, beta) x 3, then the shortcut's. */
+static void bottleneck_ref(const gc_case *c, const double *x, double *const *p, double *y)
+{
+    int w = c->k, n = c->n;
+    size_t cap = (size_t)n * (tb_shape_numel(c->in) + tb_shape_numel(c->out)) * 4;
+    double *t = malloc(cap * sizeof *t), *u = malloc(cap * sizeof *u), *v = malloc(cap * sizeof *v);
+    tb_shape s = conv_bn_ref(n, c->in, w, 1, 1, 1, x, p, t, u);
+    s = conv_bn_ref(n, s, w, 3, c->stride, 1, u, p + 3, t, v);
+    s = conv_bn_ref(n, s, 4 * w, 1, 1, 0, v, p + 6, t, y);
+    const double *sc = x;
+    if (c->stride != 1 || c->in.c != 4 * w) {
+        conv_bn_ref(n, c->in, 4 * w, 1, c->stride, 0, x, p + 9, t, u);
+        sc = u;
+    }
+    for (size_t i = 0; i < (size_t)n * tb_shape_numel(s); i++) {
+        double sum = y[i] + sc[i];
+        y[i] = sum > 0 ? sum : 0;
+    }
+    free(t);
+    free(u);
+    free(v);
+}
+
 static void ref_forward(const gc_case *c, const double *x, double *const *p, double *y)
 {
     size_t m = (size_t)c->n * tb_shape_numel(c->in);
@@ -184,6 +228,7 @@ static void ref_forward(const gc_case *c, const double *x, double *const *p, dou
         tb_linear_ref_f64(c->n, (int)tb_shape_numel(c->in), c->out.c, x, p[0], p[1], y);
         break;
     case REF_RESBLOCK: resblock_ref(c, x, p, y); break;
+    case REF_BOTTLENECK: bottleneck_ref(c, x, p, y); break;
     }
 }
 
@@ -433,6 +478,17 @@ static int check_resblock(tb_layer_ctx *ctx, int n, tb_shape in)
     return run_case(ctx, res, &c, 0);
 }
 
+/* tb_resnet_bottleneck_create's block (lib/nn/model_resnet.c). */
+static int check_bottleneck(tb_layer_ctx *ctx, int n, tb_shape in, int width, int stride,
+                            const char *name)
+{
+    tb_layer *l;
+    TB_TRY(tb_resnet_bottleneck_create(ctx, in, width, stride, 0, &l));
+    gc_case c = {.name = name, .kind = REF_BOTTLENECK, .n = n, .in = in, .out = l->out,
+                 .k = width, .stride = stride};
+    return run_case(ctx, l, &c, 0);
+}
+
 /* Softmax cross-entropy, mean over the batch: loss and dlogits. */
 static int check_xent(tb_layer_ctx *ctx, int rows, int classes)
 {
@@ -528,6 +584,9 @@ static int run_all(tb_layer_ctx *ctx)
     TB_TRY(tb_layer_linear_create(ctx, (tb_shape){3, 2, 2}, 7, &l));
     TB_TRY(check_simple(ctx, REF_LINEAR, l, 5, 0, "linear"));
     TB_TRY(check_resblock(ctx, 2, (tb_shape){3, 5, 5}));
+    TB_TRY(check_bottleneck(ctx, 2, (tb_shape){6, 7, 7}, 3, 2, "bottleneck proj /2"));
+    TB_TRY(check_bottleneck(ctx, 3, (tb_shape){4, 5, 5}, 2, 1, "bottleneck proj /1"));
+    TB_TRY(check_bottleneck(ctx, 2, (tb_shape){8, 5, 6}, 2, 1, "bottleneck identity"));
     return check_xent(ctx, 6, 10);
 }
 

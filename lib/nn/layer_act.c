@@ -65,9 +65,17 @@ static int relu_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
     return TB_OK;
 }
 
+/* One operation per element each way (max(x, 0); dy where y > 0). */
+static void relu_flops(const tb_layer *l, tb_flops *f)
+{
+    double n = (double)tb_shape_numel(l->in);
+    f->fwd[TB_FLOPS_ELEMENTWISE] += n;
+    f->bwd[TB_FLOPS_ELEMENTWISE] += n;
+}
+
 static const tb_layer_vtbl relu_vtbl = {
     .kind = "relu", .forward = relu_forward, .backward = relu_backward,
-    .alloc = act_alloc, .release = act_release,
+    .alloc = act_alloc, .release = act_release, .flops = relu_flops,
 };
 
 int tb_layer_relu_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)

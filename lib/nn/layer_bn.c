@@ -103,12 +103,29 @@ static void bn_release(tb_layer *l)
     tb_tensor_free(&bn->dx);
 }
 
+/* Per element, training mode, as the formulas read (per-channel work such
+ * as 1/sqrt(var + eps) and the running statistics is left out):
+ *   forward 8:  the mean's sum 1; the variance's subtract, square, sum 3;
+ *               y = (x - mean) * invstd * gamma + beta 4;
+ *   backward 9: dbeta = sum dy 1; xhat = (x - mean) * invstd 2, dgamma =
+ *               sum dy xhat 2; dx = gamma invstd (dy - dbeta/M - xhat
+ *               dgamma/M) 4 (BN always computes dx). */
+#define BN_FWD_FLOPS 8
+#define BN_BWD_FLOPS 9
+static void bn_flops(const tb_layer *l, tb_flops *f)
+{
+    double n = (double)tb_shape_numel(l->in);
+    f->fwd[TB_FLOPS_NORM] += BN_FWD_FLOPS * n;
+    f->bwd[TB_FLOPS_NORM] += BN_BWD_FLOPS * n;
+}
+
 static const tb_layer_vtbl bn_vtbl = {
     .kind = "batchnorm",
     .forward = bn_forward,
     .backward = bn_backward,
     .alloc = bn_alloc,
     .release = bn_release,
+    .flops = bn_flops,
 };
 
 int tb_layer_batchnorm_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)

@@ -128,12 +128,30 @@ static void conv_release(tb_layer *l)
     tb_amp_buf_free(l, &cv->dy_lowp);
 }
 
+/* Per sample: K C R S P Q multiply-adds (2 FLOPs each; padded taps count
+ * too, the usual convention) forward, as many for the filter gradient and
+ * again for the data gradient unless need_dx is 0. A bias: one add per
+ * output element forward, one per element summed into its gradient. */
+static void conv_flops(const tb_layer *l, tb_flops *f)
+{
+    const conv_layer *cv = (const conv_layer *)l;
+    double out = (double)tb_shape_numel(l->out);
+    double fl = 2.0 * out * l->in.c * cv->r * cv->r;
+    f->fwd[TB_FLOPS_CONV] += fl;
+    f->bwd[TB_FLOPS_CONV] += l->need_dx ? 2 * fl : fl;
+    if (cv->bias) {
+        f->fwd[TB_FLOPS_ELEMENTWISE] += out;
+        f->bwd[TB_FLOPS_ELEMENTWISE] += out;
+    }
+}
+
 static const tb_layer_vtbl conv_vtbl = {
     .kind = "conv2d",
     .forward = conv_forward,
     .backward = conv_backward,
     .alloc = conv_alloc,
     .release = conv_release,
+    .flops = conv_flops,
 };
 
 int tb_layer_conv2d_create(tb_layer_ctx *ctx, tb_shape in, int k, int r, int stride, int pad,

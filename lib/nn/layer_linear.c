@@ -100,9 +100,21 @@ static void linear_release(tb_layer *l)
     tb_amp_buf_free(l, &li->dy_lowp);
 }
 
+/* Per sample: in x out multiply-adds forward, as many for dW and for dx
+ * (unless need_dx is 0); the bias: one add per output each way. */
+static void linear_flops(const tb_layer *l, tb_flops *f)
+{
+    const linear_layer *li = (const linear_layer *)l;
+    double fl = 2.0 * li->in_f * li->out_f;
+    f->fwd[TB_FLOPS_GEMM] += fl;
+    f->bwd[TB_FLOPS_GEMM] += l->need_dx ? 2 * fl : fl;
+    f->fwd[TB_FLOPS_ELEMENTWISE] += li->out_f;
+    f->bwd[TB_FLOPS_ELEMENTWISE] += li->out_f;
+}
+
 static const tb_layer_vtbl linear_vtbl = {
     .kind = "linear", .forward = linear_forward, .backward = linear_backward,
-    .alloc = linear_alloc, .release = linear_release,
+    .alloc = linear_alloc, .release = linear_release, .flops = linear_flops,
 };
 
 int tb_layer_linear_create(tb_layer_ctx *ctx, tb_shape in, int out_features, tb_layer **out)

@@ -69,14 +69,27 @@ static void pool_release(tb_layer *l)
     tb_tensor_free(&p->dx);
 }
 
+/* Per output element, one operation per window tap forward (max: window^2
+ * - 1 compares and a store; average: window^2 - 1 adds and the scale);
+ * backward, max pooling adds dy once at the argmax, average pooling spreads
+ * dy / window^2 over the window (window^2). Global average pooling is the
+ * window over the whole image: h w per channel each way. */
+static void pool_flops(const tb_layer *l, tb_flops *f)
+{
+    const pool_layer *p = (const pool_layer *)l;
+    double out = (double)tb_shape_numel(l->out), taps = (double)p->window * p->window;
+    f->fwd[TB_FLOPS_ELEMENTWISE] += out * taps;
+    f->bwd[TB_FLOPS_ELEMENTWISE] += p->kind == TB_POOL_MAX ? out : out * taps;
+}
+
 static const tb_layer_vtbl maxpool_vtbl = {
     .kind = "maxpool", .forward = pool_forward, .backward = pool_backward,
-    .alloc = pool_alloc, .release = pool_release,
+    .alloc = pool_alloc, .release = pool_release, .flops = pool_flops,
 };
 
 static const tb_layer_vtbl avgpool_vtbl = {
     .kind = "avgpool", .forward = pool_forward, .backward = pool_backward,
-    .alloc = pool_alloc, .release = pool_release,
+    .alloc = pool_alloc, .release = pool_release, .flops = pool_flops,
 };
 
 int tb_layer_pool_create(tb_layer_ctx *ctx, tb_shape in, tb_pool_kind kind, int window, int stride,

@@ -177,6 +177,19 @@ typedef struct residual_layer {
     tb_tensor dx;       /* (N, C, H, W) input shape */
 } residual_layer;
 
+/* The shortcut runs one container level deeper than the main path: under
+ * no_grad its layers then take another scratch pair than the main path's
+ * (a sequence's children take the pair of its depth), which still holds the
+ * main path's output for the add. */
+static int residual_shortcut(tb_layer *l, const tb_tensor *x, const tb_tensor **s)
+{
+    tb_act_mem *a = &l->ctx->acts;
+    a->depth++;
+    int rc = tb_layer_forward(l->children[1], x, s);
+    a->depth--;
+    return rc;
+}
+
 static int residual_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 {
     residual_layer *r = (residual_layer *)l;
@@ -184,7 +197,7 @@ static int residual_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y
     const tb_tensor *m, *s = x;
     TB_TRY(tb_layer_forward(l->children[0], x, &m));
     if (l->nchildren > 1)
-        TB_TRY(tb_layer_forward(l->children[1], x, &s));
+        TB_TRY(residual_shortcut(l, x, &s));
     TB_TRY(tb_tensor_set_batch(&r->sum, x->n));
     TB_TRY(tb_tensor_set_batch(&r->y, x->n));
     /* no_grad keeps no sum for backward: the ReLU runs in place on y */
@@ -230,9 +243,19 @@ static void residual_release(tb_layer *l)
     tb_tensor_free(&r->dx);
 }
 
+/* The block's own work (its paths count theirs), per element: forward
+ * the add and the ReLU; backward the ReLU's mask on the output and the add
+ * of the two paths' input gradients. */
+static void residual_flops(const tb_layer *l, tb_flops *f)
+{
+    double out = (double)tb_shape_numel(l->out), in = (double)tb_shape_numel(l->in);
+    f->fwd[TB_FLOPS_ELEMENTWISE] += 2 * out;
+    f->bwd[TB_FLOPS_ELEMENTWISE] += out + in;
+}
+
 static const tb_layer_vtbl residual_vtbl = {
     .kind = "residual", .forward = residual_forward, .backward = residual_backward,
-    .alloc = residual_alloc, .release = residual_release,
+    .alloc = residual_alloc, .release = residual_release, .flops = residual_flops,
 };
 
 int tb_layer_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer *shortcut,

@@ -274,7 +274,9 @@ int tb_layer_tied_head_create(tb_layer_ctx *ctx, tb_shape in, tb_layer *embeddin
 /* Containers take ownership of their children (also on failure). */
 int tb_layer_seq_create(tb_layer_ctx *ctx, tb_layer **children, int n, tb_layer **out);
 /* y = relu(main(x) + shortcut(x)); shortcut NULL is the identity.
- * REQUIRES: main's output shape equals the shortcut's (or x's). */
+ * REQUIRES: main's output shape equals the shortcut's (or x's); for no_grad
+ * and checkpointing, both paths are sequences (containers bind their
+ * children's outputs to scratch; the block binds none). */
 int tb_layer_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer *shortcut,
                           tb_layer **out);
 

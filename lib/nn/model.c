@@ -191,9 +191,13 @@ static int add_spec(tb_layer_ctx *ctx, layer_list *ls, tb_shape in, const tb_lay
     case TB_SPEC_MAXPOOL:
     case TB_SPEC_AVGPOOL: {
         int max = s->kind == TB_SPEC_MAXPOOL;
-        TB_TRY(tb_layer_pool_create(ctx, in, max ? TB_POOL_MAX : TB_POOL_AVG, s->r, s->stride, 0, &l));
+        TB_TRY(tb_layer_pool_create(ctx, in, max ? TB_POOL_MAX : TB_POOL_AVG, s->r, s->stride,
+                                    s->pad, &l));
         return list_push(ls, l, max ? "maxpool" : "avgpool", index);
     }
+    case TB_SPEC_BOTTLENECK: /* lib/nn/model_resnet.c */
+        TB_TRY(tb_resnet_bottleneck_create(ctx, in, s->k, s->stride, o->conv_bias, &l));
+        return list_push(ls, l, "bottleneck", index);
     case TB_SPEC_GLOBAL_AVGPOOL:
         TB_TRY(tb_layer_global_avgpool_create(ctx, in, &l));
         return list_push(ls, l, "gap", index);

@@ -36,7 +36,7 @@ typedef enum tb_spec_kind {
     TB_SPEC_END = 0,
     TB_SPEC_CONV_BN_RELU, /* k, r, stride (pad r/2) */
     TB_SPEC_RESBLOCK,     /* k == input channels, stride 1 */
-    TB_SPEC_MAXPOOL,      /* window r, stride */
+    TB_SPEC_MAXPOOL,      /* window r, stride, pad */
     TB_SPEC_AVGPOOL,      /* window r, stride */
     TB_SPEC_GLOBAL_AVGPOOL,
     TB_SPEC_LINEAR,       /* k outputs; k == 0: the number of classes */
@@ -49,11 +49,17 @@ typedef enum tb_spec_kind {
                              then x + MLP(LN(x)), MLP linear r, GELU, linear d */
     TB_SPEC_LAYERNORM,
     TB_SPEC_TOKEN_MEAN,   /* (1, T, d) -> (d, 1, 1) */
+    TB_SPEC_BOTTLENECK,   /* ResNet v1.5 bottleneck of width k (4k channels out), the
+                             stride in its 3x3 conv; r unused, 0
+                             (tb_resnet_bottleneck_create) */
 } tb_spec_kind;
 
+/* Initializers are positional, {kind, k, r, stride}: pad, last, is 0 unless
+ * given. */
 typedef struct tb_layer_spec {
     tb_spec_kind kind;
     int k, r, stride;
+    int pad;              /* TB_SPEC_MAXPOOL's padding (ResNet's 3x3/2 pool: 1) */
 } tb_layer_spec;
 
 typedef struct tb_model_opts {
@@ -109,10 +115,20 @@ extern const tb_layer_spec tb_spec_transformer[];
 /* ResNet-50 v1.5 as torchvision's resnet50 (lib/nn/model_resnet.c): 7x7/2
  * stem, 3x3/2 max pool, bottlenecks 3-4-6-3 with the stride in the 3x3
  * convolution and projection shortcuts, global average pool, linear to
- * o->classes. Build it with tb_model_build on (3, S, S) images; parameter
- * shapes do not depend on S (25,557,032 parameters at 1000 classes with
- * conv_bias 0, torchvision's bias=False). */
+ * o->classes. Build it with tb_model_build on (3, S, S) images (square:
+ * the global pool needs h == w; S = 32 leaves stage 4 at 1x1, 224 at 7x7);
+ * parameter shapes do not depend on S (25,557,032 parameters at 1000
+ * classes with conv_bias 0, torchvision's bias=False). */
 extern const tb_layer_spec tb_spec_resnet50[];
+
+/* One ResNet v1.5 bottleneck (torchvision's Bottleneck) on in: main path
+ * conv1x1(width)-BN-ReLU, conv3x3(width, stride, pad 1)-BN-ReLU,
+ * conv1x1(4 width)-BN; shortcut the identity, or conv1x1(4 width, stride)-BN
+ * (a projection) when stride != 1 or in.c != 4 width; y = relu(main + shortcut).
+ * bias: convolutions get a bias (conv_bias; all of them precede a BN).
+ * Errors: TB_ERR_INVALID (width or stride < 1, an empty output), TB_ERR_NOMEM. */
+int tb_resnet_bottleneck_create(tb_layer_ctx *ctx, tb_shape in, int width, int stride, int bias,
+                                tb_layer **out);
 
 /* GPT-2's dimensions (lib/nn/model_gpt2.c). */
 typedef struct tb_gpt2_dims {
