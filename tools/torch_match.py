@@ -303,6 +303,42 @@ def make_optimizer(params, man):
     raise ExportError("optimizer %s: only sgd and adamw" % o["kind"])
 
 
+# ---------------------------------------------------------------- PyTorch's step
+
+def torch_step(man, p0, x_np, labels, dtype):
+    """The exported step in PyTorch at dtype: logits and loss of a
+    training-mode forward, the gradients, the parameters after one optimizer
+    step, and the second forward's logits and loss (float64 numpy arrays;
+    flat ones in the export's order)."""
+    torch.manual_seed(0)
+    model = MODELS[man["model"]](man).to(dtype)
+    params = load_params(model, man, p0)
+    model.train()  # batch statistics, as tunebench's training-mode forward
+    x = torch.from_numpy(x_np.astype(np.int64) if x_np.dtype.kind == "i" else x_np.copy())
+    x = x if x_np.dtype.kind == "i" else x.to(dtype)
+    y = torch.from_numpy(labels.astype(np.int64)).reshape(-1)
+    opt = make_optimizer(params, man)
+
+    def flat(ts):
+        return np.concatenate([t.detach().double().numpy().ravel() for t in ts])
+
+    def forward():
+        logits = model(x)
+        return logits, F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y)
+
+    opt.zero_grad(set_to_none=True)
+    logits, loss = forward()
+    loss.backward()
+    out = {"logits": logits.detach().double().numpy(), "loss": loss.item(),
+           "grads": flat(p.grad for p in params)}
+    opt.step()
+    out["params"] = flat(params)
+    with torch.no_grad():
+        logits, loss = forward()
+    out["logits1"], out["loss1"] = logits.double().numpy(), loss.item()
+    return out
+
+
 # ---------------------------------------------------------------- comparing
 
 def rel_tensor(ours, ref, scale=None):
@@ -316,40 +352,83 @@ def rel_scalar(ours, ref):
     return abs(ours - ref) / abs(ref) if ref != 0 else (0.0 if ours == ref else math.inf)
 
 
+def rel_per_tensor(man, ours, ref, floored=()):
+    """Worst per-tensor relative error of two flat buffers, and its tensor;
+    tensors in floored are measured against the largest value of ref."""
+    worst, name = -1.0, ""
+    gmax = float(np.abs(ref).max())
+    for e in man["params"]:
+        a, b = e["offset"], e["offset"] + e["numel"]
+        err = rel_tensor(ours[a:b], ref[a:b], gmax if e["name"] in floored else None)
+        if err > worst:
+            worst, name = err, e["name"]
+    return worst, name
+
+
+def noise_tensors(man, grads, floor):
+    """Names of gradient tensors below floor x the largest gradient: zero in
+    exact arithmetic (a bias right before batch norm), rounding noise here."""
+    gmax = float(np.abs(grads).max())
+    return {e["name"] for e in man["params"]
+            if np.abs(grads[e["offset"]:e["offset"] + e["numel"]]).max() < floor * gmax}
+
+
 class Report:
     def __init__(self, tol):
-        self.tol, self.failed, self.lines = tol, 0, 0
+        self.tol, self.failed, self.lines, self.ill = tol, 0, 0, 0
 
-    def line(self, what, err, note):
+    def line(self, what, err, note, f64=None):
+        """f64: (tunebench vs float64, torch float32 vs float64) or None."""
         ok = err <= self.tol
         self.failed += not ok
         self.lines += 1
-        print("%s  %-10s max rel err %.3e  (tol %.0e)  %s"
-              % ("PASS" if ok else "FAIL", what, err, self.tol, note))
+        text = "%s  %-8s max rel err %.3e  (tol %.0e)  %s" % (
+            "PASS" if ok else "FAIL", what, err, self.tol, note)
+        if f64 is not None:
+            text += "\n      %-8s vs torch float64: tunebench %.3e, torch float32 %.3e" % (
+                "", f64[0], f64[1])
+            if not ok and f64[1] > self.tol:
+                self.ill += 1
+                text += " (float32 itself is off by more than the tolerance here)"
+        print(text)
 
 
-def per_tensor(rep, what, man, ours_flat, ref_list, noise_floor=None):
-    """Worst per-tensor relative error over the parameter tensors."""
-    worst, name, floored, own = -1.0, "", 0, 0.0
-    gmax = max(float(t.abs().max()) for t in ref_list)
-    for e, ref in zip(man["params"], ref_list):
-        ours = ours_flat[e["offset"]:e["offset"] + e["numel"]]
-        r = ref.detach().numpy().ravel()
-        scale = None
-        if noise_floor is not None and np.abs(r).max() < noise_floor * gmax:
-            scale, floored = gmax, floored + 1
-            own = max(own, rel_tensor(ours, r))
-        err = rel_tensor(ours, r, scale)
-        if err > worst:
-            worst, name = err, e["name"]
-    note = "worst tensor %s of %d" % (name, len(ref_list))
-    if floored:
-        note += ("; %d tensor(s) below %.0e x the largest gradient compared against it "
-                 "(against their own largest: %.1e)" % (floored, noise_floor, own))
-    rep.line(what, worst, note)
+def compare(rep, man, tb, t32, t64):
+    """One line per quantity: tunebench against torch float32, and both
+    against torch float64 when t64 is there."""
+    def f64(fn):
+        return None if t64 is None else (fn(tb, t64), fn(t32, t64))
+
+    for key, what, note in (("logits", "logits", "training-mode forward"),
+                            ("loss", "loss", ""), ("grads", "grads", ""),
+                            ("params", "params", "after one step"),
+                            ("logits1", "logits1", "after the step, same batch"),
+                            ("loss1", "loss1", "after the step")):
+        if key in ("loss", "loss1"):
+            fn = lambda a, b: rel_scalar(a[key], b[key])
+            note2 = "%stunebench %.8f, torch %.8f" % (note + ": " if note else "", tb[key], t32[key])
+            rep.line(what, fn(tb, t32), note2.strip(), f64(fn))
+        elif key in ("grads", "params"):
+            floored = noise_tensors(man, (t64 or t32)["grads"], 1e-6) if key == "grads" else ()
+            fn = lambda a, b: rel_per_tensor(man, a[key], b[key], floored)[0]
+            err, name = rel_per_tensor(man, tb[key], t32[key], floored)
+            note2 = "worst of %d tensors: %s; whole vector %.1e" % (
+                len(man["params"]), name, rel_tensor(tb[key], t32[key]))
+            if note:
+                note2 += "; " + note
+            if floored:
+                own, _ = rel_per_tensor(man, tb[key], t32[key])
+                note2 += ("\n      %d tensor(s) zero in exact arithmetic (below 1e-6 x the largest "
+                          "gradient) measured against the largest gradient; against their own "
+                          "largest: %.1e" % (len(floored), own))
+            rep.line(what, err, note2, f64(fn))
+        else:
+            fn = lambda a, b: rel_tensor(a[key], b[key])
+            rep.line(what, fn(tb, t32), "%d values, %s" % (t32[key].size, note), f64(fn))
 
 
-def run(d, tol):
+def load_export(d):
+    """The manifest and tunebench's side of every quantity."""
     with open(os.path.join(d, "manifest.json")) as f:
         man = json.load(f)
     if man.get("format") != "tunebench-export 1":
@@ -358,53 +437,38 @@ def run(d, tol):
         raise ExportError("model %s: this script builds %s" % (man["model"], ", ".join(MODELS)))
     if man.get("dropout", 0) != 0:
         raise ExportError("dropout %g: PyTorch cannot draw tunebench's masks" % man["dropout"])
-    files = man["files"]
-    numel = man["numel"]
-    p0 = load(d, files["params0"], "<f4", (numel,))
-    g_tb = load(d, files["grads"], "<f4", (numel,))
-    p1_tb = load(d, files["params1"], "<f4", (numel,))
-    inp = man["input"]
-    x_np = load(d, inp["file"], "<i4" if inp["dtype"] == "int32" else "<f4", inp["shape"])
-    lab = load(d, man["labels"]["file"], "<i4", man["labels"]["shape"])
-    lshape = man["logits_shape"]
-    lg0_tb = load(d, files["logits0"], "<f4", lshape)
-    lg1_tb = load(d, files["logits1"], "<f4", lshape)
+    files, numel, inp = man["files"], man["numel"], man["input"]
+    tb = {"params0": load(d, files["params0"], "<f4", (numel,)),
+          "grads": load(d, files["grads"], "<f4", (numel,)),
+          "params": load(d, files["params1"], "<f4", (numel,)),
+          "x": load(d, inp["file"], "<i4" if inp["dtype"] == "int32" else "<f4", inp["shape"]),
+          "labels": load(d, man["labels"]["file"], "<i4", man["labels"]["shape"]),
+          "logits": load(d, files["logits0"], "<f4", man["logits_shape"]),
+          "logits1": load(d, files["logits1"], "<f4", man["logits_shape"]),
+          "loss": man["loss0"], "loss1": man["loss1"]}
+    return man, tb
 
-    torch.manual_seed(0)
-    model = MODELS[man["model"]](man).float()
-    params = load_params(model, man, p0)
-    model.train()  # batch statistics, as tunebench's training-mode forward
-    x = torch.from_numpy(x_np.astype(np.int64) if inp["dtype"] == "int32" else x_np.copy())
-    y = torch.from_numpy(lab.astype(np.int64)).reshape(-1)
-    opt = make_optimizer(params, man)
 
-    print("model %s: %d parameters in %d tensors, input %s, PyTorch %s float32, %d thread(s); "
-          "tunebench on %s (%s)" % (man["model"], numel, len(params), inp["shape"],
-                                    torch.__version__, torch.get_num_threads(),
-                                    man["backend"], man["device"]))
+def run(d, tol, float64):
+    man, tb = load_export(d)
     o = man["optimizer"]
+    print("model %s: %d parameters in %d tensors, input %s; tunebench on %s (%s); "
+          "PyTorch %s in float32%s, %d thread(s)"
+          % (man["model"], man["numel"], len(man["params"]), man["input"]["shape"],
+             man["backend"], man["device"], torch.__version__,
+             " (and float64 as a reference)" if float64 else "", torch.get_num_threads()))
     print("one %s step: lr %g momentum %g weight decay %g" % (o["kind"], o["lr"], o["momentum"],
                                                             o["weight_decay"]))
-    opt.zero_grad(set_to_none=True)
-    logits = model(x)
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y)
-    loss.backward()
+    t32 = torch_step(man, tb["params0"], tb["x"], tb["labels"], torch.float32)
+    t64 = torch_step(man, tb["params0"], tb["x"], tb["labels"], torch.float64) if float64 else None
     rep = Report(tol)
-    rep.line("logits", rel_tensor(lg0_tb, logits.detach().numpy()),
-             "%d values, training-mode forward" % logits.numel())
-    rep.line("loss", rel_scalar(man["loss0"], loss.item()),
-             "tunebench %.8f, torch %.8f" % (man["loss0"], loss.item()))
-    per_tensor(rep, "grads", man, g_tb, [p.grad for p in params], noise_floor=1e-6)
-    opt.step()
-    per_tensor(rep, "params", man, p1_tb, [p.data for p in params])
-    with torch.no_grad():
-        logits1 = model(x)
-        loss1 = F.cross_entropy(logits1.reshape(-1, logits1.shape[-1]), y)
-    rep.line("logits1", rel_tensor(lg1_tb, logits1.numpy()), "after the step, same batch")
-    rep.line("loss1", rel_scalar(man["loss1"], loss1.item()),
-             "after the step: tunebench %.8f, torch %.8f" % (man["loss1"], loss1.item()))
-    print("%s: %d of %d quantities outside %.0e" % ("FAIL" if rep.failed else "PASS",
-                                                   rep.failed, rep.lines, tol))
+    compare(rep, man, tb, t32, t64)
+    note = ""
+    if rep.ill:
+        note = (" (%d of them where PyTorch's own float32 is further than that from its float64)"
+                % rep.ill)
+    print("%s: %d of %d quantities outside %.0e%s" % ("FAIL" if rep.failed else "PASS",
+                                                     rep.failed, rep.lines, tol, note))
     return 1 if rep.failed else 0
 
 
@@ -414,10 +478,12 @@ def main():
     ap.add_argument("export", help="folder bench:export_model --out wrote")
     ap.add_argument("--tol", type=float, default=1e-4, help="relative tolerance (1e-4)")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (1)")
+    ap.add_argument("--no-float64", dest="float64", action="store_false",
+                    help="skip the float64 reference run (it shows how far float32 itself is)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     try:
-        return run(a.export, a.tol)
+        return run(a.export, a.tol, a.float64)
     except (ExportError, OSError, KeyError, ValueError) as e:
         print("torch_match: %s" % e, file=sys.stderr)
         return 2

@@ -117,6 +117,7 @@ static const tb_layer_spec *image_spec(const tb_config *c)
     switch (c->model) {
     case TB_MODEL_WIDE_CNN: return tb_spec_wide_cnn;
     case TB_MODEL_TRANSFORMER: return tb_spec_transformer;
+    case TB_MODEL_RESNET50: return tb_spec_resnet50;
     default: return tb_spec_small_cnn;
     }
 }
@@ -130,9 +131,6 @@ static int build_model(const tb_config *c, const export_opts *eo, tb_backend *be
         .seed = (uint64_t)c->seed, .channels_last = c->channels_last,
         .gelu_approx = tb_config_gelu_approx(c),
     };
-    if (c->model == TB_MODEL_RESNET50)
-        return TB_FAIL(TB_ERR_UNSUPPORTED, "--model=resnet50: tb_spec_resnet50 is not in this "
-                       "build yet (branch resnet)");
     if (c->model == TB_MODEL_GPT2) {
         tb_gpt2_dims g = gpt2_dims(c);
         mo.classes = g.vocab;
@@ -442,9 +440,6 @@ static int write_manifest(const void *arg, FILE *f)
             c->model != TB_MODEL_GPT2 && tb_config_conv_bias(c) ? "true" : "false",
             c->channels_last ? "true" : "false", c->dropout,
             mc->m->ctx.gelu_approx == TB_GELU_TANH ? "tanh" : "erf");
-    if (c->model == TB_MODEL_RESNET50)
-        return TB_FAIL(TB_ERR_UNSUPPORTED, "--model=resnet50: tb_spec_resnet50 is not in this "
-                       "build yet (branch resnet)");
     if (c->model == TB_MODEL_GPT2) {
         tb_gpt2_dims g = gpt2_dims(c);
         fprintf(f, "  \"gpt2\": {\"layers\": %d, \"heads\": %d, \"dim\": %d, \"mlp\": %d, "
