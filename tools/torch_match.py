@@ -427,6 +427,28 @@ def compare(rep, man, tb, t32, t64):
             rep.line(what, fn(tb, t32), "%d values, %s" % (t32[key].size, note), f64(fn))
 
 
+def sensitivity(man, tb, t64, rel):
+    """How far a float64 run moves when the initial parameters are scaled by
+    (1 + rel N(0, 1)), element by element: the conditioning of each quantity
+    at this point, whatever the arithmetic. Perturbations of float32's
+    rounding size that move a quantity by more than the tolerance mean no
+    float32 implementation can match another one to it there."""
+    noise = np.random.default_rng(0).standard_normal(tb["params0"].shape)
+    p = tb["params0"].astype(np.float64) * (1.0 + rel * noise)
+    t = torch_step(man, p, tb["x"], tb["labels"], torch.float64)
+    parts = []
+    for key in ("logits", "loss", "grads", "params", "logits1", "loss1"):
+        if key in ("loss", "loss1"):
+            err = rel_scalar(t[key], t64[key])
+        elif key in ("grads", "params"):
+            err = rel_per_tensor(man, t[key], t64[key],
+                                 noise_tensors(man, t64["grads"], 1e-6) if key == "grads" else ())[0]
+        else:
+            err = rel_tensor(t[key], t64[key])
+        parts.append("%s %.1e" % (key, err))
+    print("float64 with the initial parameters x (1 + %.0e N(0,1)) moves: %s" % (rel, ", ".join(parts)))
+
+
 def load_export(d):
     """The manifest and tunebench's side of every quantity."""
     with open(os.path.join(d, "manifest.json")) as f:
@@ -449,7 +471,7 @@ def load_export(d):
     return man, tb
 
 
-def run(d, tol, float64):
+def run(d, tol, float64, sens):
     man, tb = load_export(d)
     o = man["optimizer"]
     print("model %s: %d parameters in %d tensors, input %s; tunebench on %s (%s); "
@@ -463,6 +485,8 @@ def run(d, tol, float64):
     t64 = torch_step(man, tb["params0"], tb["x"], tb["labels"], torch.float64) if float64 else None
     rep = Report(tol)
     compare(rep, man, tb, t32, t64)
+    if sens and t64 is not None:
+        sensitivity(man, tb, t64, 1e-7)
     note = ""
     if rep.ill:
         note = (" (%d of them where PyTorch's own float32 is further than that from its float64)"
@@ -480,10 +504,13 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (1)")
     ap.add_argument("--no-float64", dest="float64", action="store_false",
                     help="skip the float64 reference run (it shows how far float32 itself is)")
+    ap.add_argument("--sensitivity", action="store_true",
+                    help="one more float64 run from initial parameters perturbed by 1e-7 "
+                         "(relative): how well conditioned each quantity is")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     try:
-        return run(a.export, a.tol, a.float64)
+        return run(a.export, a.tol, a.float64, a.sensitivity)
     except (ExportError, OSError, KeyError, ValueError) as e:
         print("torch_match: %s" % e, file=sys.stderr)
         return 2
