@@ -18,11 +18,13 @@ models=("$@")
 ((${#models[@]})) || models=(small_cnn wide_cnn transformer resnet50 gpt2)
 
 # The reduced configurations of issue 13 (the small models at their own size).
+# ResNet-50 at 64x64: at 32x32 (batch 4) float32 itself cannot give its logits
+# to 1e-4 (PyTorch float32 is 1.1e-3 from float64 there).
 declare -A args=(
     [small_cnn]="--batch-size=4"
     [wide_cnn]="--batch-size=4"
     [transformer]="--batch-size=4"
-    [resnet50]="--image-size=32 --classes=10 --batch-size=4"
+    [resnet50]="--image-size=64 --classes=10 --batch-size=4"
     [gpt2]="--layers=2 --context=64 --batch-size=2"
 )
 
@@ -39,6 +41,6 @@ for m in "${models[@]}"; do
         failed=1
         continue
     fi
-    "$py" tools/torch_match.py "$out/$m" || failed=1
+    "$py" tools/torch_match.py --sensitivity "$out/$m" || failed=1
 done
 exit $failed

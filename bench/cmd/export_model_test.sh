@@ -4,7 +4,9 @@
 # small CNN's count in DESIGN.md), the manifest's tensors tile the flat buffer
 # in order, one SGD step changed the parameters and the loss, a channels-last
 # export writes the same initial parameters and batch (files are NCHW either
-# way), and a refused optimizer exits non-zero with nothing written.
+# way), a token model (GPT-2, one block) writes int32 ids with next-token
+# labels and (N, T, vocab) logits, and a refused optimizer exits non-zero
+# with nothing written.
 #
 #   bazel test //bench:export_model_test --test_output=errors
 set -euo pipefail
@@ -73,6 +75,42 @@ EOF
 for f in params0.f32 x.f32 labels.i32; do
     cmp -s "$tmp/nchw/$f" "$tmp/nhwc/$f" || fail "$f differs between NCHW and channels-last"
 done
+
+# A token model, as small as GPT-2's fixed width allows (1 block, 4 tokens,
+# vocabulary 5): int32 ids, next-token labels, (N, T, vocab) logits.
+"$bin" --model=gpt2 --layers=1 --context=4 --vocab=5 --batch-size=2 --threads=1 \
+    --out="$tmp/gpt2" >"$tmp/log4" 2>&1 || { cat "$tmp/log4"; fail "gpt2 export"; }
+size_is "$tmp/gpt2/x.i32" $((2 * 4 * 4))
+size_is "$tmp/gpt2/labels.i32" $((2 * 4 * 4))
+for f in logits0 logits1; do size_is "$tmp/gpt2/$f.f32" $((2 * 4 * 5 * 4)); done
+python3 - "$tmp/gpt2" <<'EOF' || fail "gpt2 manifest check"
+import json, struct, sys
+d = sys.argv[1]
+m = json.load(open(d + "/manifest.json"))
+g = {"layers": 1, "heads": 12, "dim": 768, "mlp": 3072, "context": 4, "vocab": 5}
+# GPT-2's closed form: wte, wpe, one block, ln_f (the head is tied)
+want = 5 * 768 + 4 * 768 + (4 * 768 + 3 * 768 * 768 + 3 * 768 + 768 * 768 + 768
+                            + 768 * 3072 + 3072 + 3072 * 768 + 768) + 2 * 768
+errs = []
+if m["gpt2"] != g:
+    errs.append("dims %s, expected %s" % (m["gpt2"], g))
+if m["numel"] != want or sum(p["numel"] for p in m["params"]) != want:
+    errs.append("numel %d, expected %d" % (m["numel"], want))
+if [p["shape"] for p in m["params"][:2]] != [[5, 768], [4, 768]]:
+    errs.append("embeddings %s, expected wte (5, 768), wpe (4, 768)" % m["params"][:2])
+if m["gelu"] != "tanh" or m["logits_shape"] != [2, 4, 5]:
+    errs.append("gelu %s, logits %s" % (m["gelu"], m["logits_shape"]))
+x = struct.unpack("<8i", open(d + "/x.i32", "rb").read())
+y = struct.unpack("<8i", open(d + "/labels.i32", "rb").read())
+for n in range(2):  # each label is the next token of the same sequence
+    if any(y[n * 4 + t] != x[n * 4 + t + 1] for t in range(3)):
+        errs.append("sample %d: labels %s are not the ids %s shifted" % (n, y, x))
+if not all(0 <= v < 5 for v in x + y):
+    errs.append("ids outside [0, 5)")
+for e in errs:
+    print("gpt2 manifest:", e)
+sys.exit(1 if errs else 0)
+EOF
 
 if "$bin" --optimizer=lars --out="$tmp/lars" >"$tmp/log3" 2>&1; then
     fail "--optimizer=lars accepted"
