@@ -501,6 +501,8 @@ def run(d, tol, float64, sens):
              " (and float64 as a reference)" if float64 else "", torch.get_num_threads()))
     print("one %s step: lr %g momentum %g weight decay %g" % (o["kind"], o["lr"], o["momentum"],
                                                             o["weight_decay"]))
+    if man.get("math", "f32") != "f32":
+        print("tunebench ran its GEMMs and convolutions in %s math, not float32" % man["math"])
     t32 = torch_step(man, tb["params0"], tb["x"], tb["labels"], torch.float32)
     t64 = torch_step(man, tb["params0"], tb["x"], tb["labels"], torch.float64) if float64 else None
     rep = Report(tol)

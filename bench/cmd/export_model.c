@@ -8,14 +8,21 @@
  *
  *   bazel run //bench:export_model -- --model=small_cnn --batch-size=4 --out=/tmp/tm
  *   python3 tools/torch_match.py /tmp/tm       (PyTorch, outside CI)
+ *   tools/torch_match.sh                       (every model at its reduced size)
  *   bazel run //bench:export_model -- --help   (every flag)
  *
  * The model and the optimizer come from the same flags as bench:train
- * (lib/train/config.h): --model, --seed, --batch-size, --conv-bias, --lr,
- * --momentum, --weight-decay, --channels-last... Only SGD (with momentum
- * and weight decay: the trainer's recipe, PyTorch's torch.optim.SGD) and
- * AdamW are exported, in fp32 (--amp refused), and dropout defaults to 0
- * here (PyTorch cannot draw the same masks).
+ * (lib/train/config.h): --model, --seed, --batch-size (default 4 here),
+ * --image-size (resnet50), --layers, --context, --vocab (gpt2, at GPT-2
+ * small's 12 heads and width 768), --gelu, --conv-bias, --lr, --momentum,
+ * --weight-decay, --channels-last, --tf32, --conv-autotune,
+ * --fused-optimizer... plus --classes (image models, default 10) and
+ * --out. Only SGD (with momentum and weight decay: the trainer's recipe,
+ * PyTorch's torch.optim.SGD) and AdamW are exported, without --amp, and
+ * dropout defaults to 0 here (PyTorch cannot draw the same masks). The batch
+ * is drawn from --seed alone: images uniform in [-1, 1) with uniform labels,
+ * or T + 1 uniform token ids per sample (input the first T, labels the last
+ * T).
  *
  * Files in --out (raw little-endian, C order; parameter-shaped files in
  * tb_layer_for_each_param order and NCHW/KCRS layout even with
@@ -142,7 +149,8 @@ static int build_model(const tb_config *c, const export_opts *eo, tb_backend *be
     m->ctx.gelu = c->fused_gelu ? TB_GELU_FUSED : TB_GELU_UNFUSED;
     m->ctx.layernorm = c->fused_layernorm ? TB_LN_FUSED : TB_LN_UNFUSED;
     m->ctx.attention = c->fused_attention ? TB_ATTN_FUSED : TB_ATTN_MANUAL;
-    m->ctx.math = TB_MATH_F32;
+    m->ctx.math = c->tf32 ? TB_MATH_TF32 : TB_MATH_F32;
+    m->ctx.conv_autotune = c->conv_autotune;
     return TB_OK;
 }
 
@@ -435,11 +443,12 @@ static int write_manifest(const void *arg, FILE *f)
     tb_json_write_string(f, mc->dev.name);
     fprintf(f, ",\n  \"backend\": \"%s\",\n  \"seed\": %lld,\n  \"batch\": %d,\n"
                "  \"classes\": %d,\n  \"conv_bias\": %s,\n  \"channels_last\": %s,\n"
-               "  \"dropout\": %.9g,\n  \"gelu\": \"%s\",\n",
+               "  \"dropout\": %.9g,\n  \"gelu\": \"%s\",\n  \"math\": \"%s\",\n",
             mc->dev.backend, c->seed, d->n, d->classes,
             c->model != TB_MODEL_GPT2 && tb_config_conv_bias(c) ? "true" : "false",
             c->channels_last ? "true" : "false", c->dropout,
-            mc->m->ctx.gelu_approx == TB_GELU_TANH ? "tanh" : "erf");
+            mc->m->ctx.gelu_approx == TB_GELU_TANH ? "tanh" : "erf",
+            mc->m->ctx.math == TB_MATH_TF32 ? "tf32" : "f32");
     if (c->model == TB_MODEL_GPT2) {
         tb_gpt2_dims g = gpt2_dims(c);
         fprintf(f, "  \"gpt2\": {\"layers\": %d, \"heads\": %d, \"dim\": %d, \"mlp\": %d, "
