@@ -7,6 +7,9 @@
  * nothing stored, sample i has the bytes and label of the stored dataset's
  * sample i, 1000 classes of 3x224x224 (ImageNet's shape) are accepted and
  * every class appears, and the held-in-memory limit of 256 classes stays.
+ * Golden: the stored datasets the small models train on have the bytes
+ * (FNV-1a of pixels then labels) the generator gave before on-the-fly data
+ * existed (commit a28c13f), so earlier results stay comparable.
  * Run: bazel test //datasets:synthetic_test
  */
 #include <math.h>
@@ -67,8 +70,44 @@ static double nearest_mean_accuracy(const tb_dataset *train, const tb_dataset *t
     return (double)right / test->n;
 }
 
+static unsigned long long fnv(const void *data, size_t n, unsigned long long h)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/* Hashes printed by the generator of commit a28c13f for n = 1000, seed 0,
+ * 10 classes, default noise. */
+static void check_golden(void)
+{
+    const int shape[4][3] = {{1, 28, 28}, {1, 28, 28}, {3, 32, 32}, {3, 32, 32}};
+    const unsigned long long want[4] = {0x9977d8ef705bc5c9ULL, 0x01de77dc11586e75ULL,
+                                        0x90d5bd42ef051f5fULL, 0xb6b515fda77022f7ULL};
+    for (int k = 0; k < 4; k++) {
+        tb_synthetic_cfg c = {.n = 1000, .c = shape[k][0], .h = shape[k][1], .w = shape[k][2],
+                              .num_classes = 10, .seed = 0, .noise = -1,
+                              .split = (tb_split)(k % 2)};
+        tb_dataset *ds = NULL;
+        CHECK_OK(tb_dataset_synthetic_create(&c, &ds));
+        if (!ds)
+            continue;
+        unsigned long long h = fnv(ds->images, (size_t)ds->n * ds->c * ds->h * ds->w,
+                                   14695981039346656037ULL);
+        h = fnv(ds->labels, (size_t)ds->n * sizeof(int32_t), h);
+        CHECK(h == want[k], "%dx%dx%d split %d: 0x%016llx, before 0x%016llx", c.c, c.h, c.w,
+              k % 2, h, want[k]);
+        tb_dataset_free(ds);
+    }
+}
+
 int main(void)
 {
+    printf("golden: the stored datasets' bytes are the ones of before\n");
+    check_golden();
     printf("3x32x32 and 1x28x28: name, flag, shape\n");
     tb_dataset *a = make(500, 3, 32, 32, 7, TB_SPLIT_TRAIN);
     tb_dataset *g = make(300, 1, 28, 28, 7, TB_SPLIT_TRAIN);

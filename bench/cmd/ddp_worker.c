@@ -111,13 +111,20 @@ static void shard(int n, int rank, int size, double imbalance, int *lo, int *cnt
     *cnt = b - a;
 }
 
+/* This rank's samples [lo, lo + cnt) of b: images, or a token model's int32
+ * ids (their bytes, (cnt, seq)) and its (cnt, seq) next-token labels. */
 static int shard_to_device(worker *w, const tb_batch *b, int lo, int cnt)
 {
     tb_trainer *t = w->t;
-    size_t sample = (size_t)b->c * b->h * b->w;
+    size_t sample = (size_t)b->c * b->h * b->w, per = b->seq > 0 ? (size_t)b->seq : 1;
     TB_TRY(tb_tensor_set_batch(&t->x, cnt));
-    TB_TRY(tb_tensor_from_host(&t->x, b->images + (size_t)lo * sample));
-    return w->be->copy_h2d(w->be, t->labels, b->labels + lo, (size_t)cnt * sizeof(int32_t), NULL);
+    if (b->tokens)
+        TB_TRY(w->be->copy_h2d(w->be, t->x.data, b->tokens + (size_t)lo * sample,
+                               (size_t)cnt * sample * sizeof(int32_t), NULL));
+    else
+        TB_TRY(tb_tensor_from_host(&t->x, b->images + (size_t)lo * sample));
+    return w->be->copy_h2d(w->be, t->labels, b->labels + (size_t)lo * per,
+                           (size_t)cnt * per * sizeof(int32_t), NULL);
 }
 
 static void test_hooks(const worker *w, int step)

@@ -8,7 +8,9 @@
  *              parameters (the published count) = tb_gpt2_param_count; four
  *              other dims (odd sizes) match the closed form too; the print
  *              of the 12-block model stays short (repeated blocks one line).
- *   init       small GPT-2s (2 layers, 2 and 4 heads, d 64, context 32,
+ *   init       GPT-2's init: weights' std 0.02, the residual projections'
+ *              0.02 / sqrt(2 layers) (within 10%), biases 0, gamma 1.
+ *              Small GPT-2s (2 layers, 2 and 4 heads, d 64, context 32,
  *              vocab 97, batch 2), GPT-2's init: loss within 0.1 of
  *              ln(vocab) (at N(0, 0.02) the logits have std ~0.02 sqrt(d) =
  *              0.16, which adds ~0.013), every gradient finite and some
@@ -599,6 +601,80 @@ out_close:
 }
 
 /* ---- at init ---- */
+
+/* sqrt(mean(x^2)) of n floats, and whether all are exactly v when v >= 0 */
+static double rms(const float *x, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += (double)x[i] * x[i];
+    return sqrt(s / (double)n);
+}
+
+static int all_equal(const float *x, size_t n, float v)
+{
+    for (size_t i = 0; i < n; i++)
+        if (x[i] != v)
+            return 0;
+    return 1;
+}
+
+/* GPT-2's init: N(0, 0.02) weights and embeddings, residual projections
+ * N(0, 0.02 / sqrt(2 layers)), zero biases, layer norms 1 and 0. The
+ * smallest sampled tensor has 4096 values: its std estimate is within ~2%
+ * (1/sqrt(2n)); 10% tells 0.02 from 0.01 and from the uniform default. */
+static int check_init_values(tb_backend *be)
+{
+    tb_gpt2_dims g = small_dims(4);
+    run r;
+    ref_model rm;
+    float *w = NULL;
+    char what[200];
+    int rc, d = g.dim;
+    size_t dd = (size_t)d * d;
+    TB_TRY_GOTO(rc, run_open(be, &g, 1, TB_GELU_TANH, 3, &r), out_close);
+    ref_from_model(&r, TB_GELU_TANH, &rm);
+    w = malloc(r.m->numel * sizeof(float));
+    if (!w) {
+        rc = TB_FAIL(TB_ERR_NOMEM, "parameter copy");
+        goto out_close;
+    }
+    TB_TRY_GOTO(rc, be->copy_d2h(be, w, r.m->flat_w, r.m->numel * sizeof(float), NULL),
+                out_close);
+    double resid = 0.02 / sqrt(2.0 * g.layers);
+    const struct { const char *name; size_t at, n; double std; } t[] = {
+        {"wte", rm.wte, (size_t)g.vocab * d, 0.02},
+        {"wpe", rm.wpe, (size_t)g.context * d, 0.02},
+        {"h0 attention W_in", rm.blk[0].attn[0], 3 * dd, 0.02},
+        {"h0 attention W_out", rm.blk[0].attn[2], dd, resid},
+        {"h1 mlp fc", rm.blk[1].fc[0], (size_t)d * g.mlp, 0.02},
+        {"h1 mlp proj", rm.blk[1].proj[0], (size_t)d * g.mlp, resid},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        double s = rms(w + t[i].at, t[i].n);
+        snprintf(what, sizeof what, "init: %s std %.5f within 10%% of %.5f", t[i].name, s,
+                 t[i].std);
+        CHECK_WHAT(fabs(s - t[i].std) <= 0.1 * t[i].std, what);
+    }
+    int zeros = 1, ones = 1;
+    for (int b = 0; b < g.layers; b++) {
+        const ref_block *k = &rm.blk[b];
+        zeros &= all_equal(w + k->attn[1], 3 * (size_t)d, 0) &&
+                 all_equal(w + k->attn[3], (size_t)d, 0) &&
+                 all_equal(w + k->fc[1], (size_t)g.mlp, 0) &&
+                 all_equal(w + k->proj[1], (size_t)d, 0) &&
+                 all_equal(w + k->ln1[1], (size_t)d, 0) && all_equal(w + k->ln2[1], (size_t)d, 0);
+        ones &= all_equal(w + k->ln1[0], (size_t)d, 1) && all_equal(w + k->ln2[0], (size_t)d, 1);
+    }
+    zeros &= all_equal(w + rm.lnf[1], (size_t)d, 0);
+    ones &= all_equal(w + rm.lnf[0], (size_t)d, 1);
+    CHECK(zeros && ones, "init: every bias and layer norm beta 0, every gamma 1");
+
+out_close:
+    free(w);
+    run_close(be, &r);
+    return rc;
+}
 static int check_init(tb_backend *be, int heads)
 {
     tb_gpt2_dims g = small_dims(heads);
@@ -752,6 +828,7 @@ static int run_all(tb_backend *be, void *arg)
     (void)arg;
     TB_TRY(check_counts(be));
     TB_TRY(check_refusals(be));
+    TB_TRY(check_init_values(be));
     TB_TRY(check_init(be, 2));
     TB_TRY(check_init(be, 4));
     TB_TRY(check_causal(be, TB_ATTN_MANUAL));

@@ -112,9 +112,37 @@ static int gelu_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
     return TB_OK;
 }
 
+/* GELU per element, a transcendental (erf, exp, tanh) counting one FLOP;
+ * the fused and unfused variants run the same math and count the same.
+ * Exact form, y = 0.5 x (1 + erf(x / sqrt 2)):
+ *   forward 5: x / sqrt 2, erf, + 1, times x, times 0.5;
+ *   backward 11: dy (Phi(x) + x phi(x)) with Phi = 0.5 (1 + erf(x / sqrt 2))
+ *     (4), phi = exp(-x^2 / 2) / sqrt(2 pi) (x^2, times -0.5, exp, times
+ *     the constant: 4), x phi (1), the sum (1), times dy (1).
+ * Tanh form, y = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3):
+ *   forward 9: x^3 (2), times 0.044715 (1), + x (1), times sqrt(2/pi) (1),
+ *     tanh (1), + 1 (1), times x (1), times 0.5 (1);
+ *   backward 18: dy (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 *
+ *     0.044715 x^2)) with t = tanh(u) again (u from x^2 and x^3: 5, tanh
+ *     1), 0.5 (1 + t) (2), 1 - t^2 (2), sqrt(2/pi) (1 + 0.134145 x^2) with
+ *     x^2 reused (3), 0.5 x (1), the product of three factors (2), the sum
+ *     (1), times dy (1). */
+#define GELU_ERF_FWD 5.0
+#define GELU_ERF_BWD 11.0
+#define GELU_TANH_FWD 9.0
+#define GELU_TANH_BWD 18.0
+
+static void gelu_flops(const tb_layer *l, tb_flops *f)
+{
+    double n = (double)tb_shape_numel(l->in);
+    int tanh_form = l->ctx->gelu_approx == TB_GELU_TANH;
+    f->fwd[TB_FLOPS_ELEMENTWISE] += (tanh_form ? GELU_TANH_FWD : GELU_ERF_FWD) * n;
+    f->bwd[TB_FLOPS_ELEMENTWISE] += (tanh_form ? GELU_TANH_BWD : GELU_ERF_BWD) * n;
+}
+
 static const tb_layer_vtbl gelu_vtbl = {
     .kind = "gelu", .forward = gelu_forward, .backward = gelu_backward,
-    .alloc = act_alloc, .release = act_release,
+    .alloc = act_alloc, .release = act_release, .flops = gelu_flops,
 };
 
 int tb_layer_gelu_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)
@@ -167,9 +195,22 @@ static int dropout_alloc(tb_layer *l, int max_batch)
                                  (size_t)max_batch * tb_shape_numel(l->in));
 }
 
+/* In training with p > 0, one multiply per element each way (x or dy
+ * times the mask's 0 or 1 / (1 - p)); drawing the mask is not arithmetic
+ * on the data. p == 0 runs the identity: nothing. */
+static void dropout_flops(const tb_layer *l, tb_flops *f)
+{
+    const act_layer *a = (const act_layer *)l;
+    if (a->p == 0.0f)
+        return;
+    double n = (double)tb_shape_numel(l->in);
+    f->fwd[TB_FLOPS_ELEMENTWISE] += n;
+    f->bwd[TB_FLOPS_ELEMENTWISE] += n;
+}
+
 static const tb_layer_vtbl dropout_vtbl = {
     .kind = "dropout", .forward = dropout_forward, .backward = dropout_backward,
-    .alloc = dropout_alloc, .release = act_release,
+    .alloc = dropout_alloc, .release = act_release, .flops = dropout_flops,
 };
 
 int tb_layer_dropout_create(tb_layer_ctx *ctx, tb_shape in, float p, tb_layer **out)

@@ -211,9 +211,37 @@ static void mha_release(tb_layer *l)
     a->saved = NULL;
 }
 
+/* Softmax of the attention scores, per score (H x T x T of them per
+ * sample): forward scale, max, subtract, exp, sum, divide (6); backward
+ * dP * P, its row sum, subtract, times P, scale (5). */
+#define SOFTMAX_FWD_PER_SCORE 6.0
+#define SOFTMAX_BWD_PER_SCORE 5.0
+
+/* One sample, T tokens of d features, H heads:
+ *   GEMM:      forward the input projection 2 T d 3d and the output one
+ *              2 T d d (8 T d^2); backward their weight gradients (the
+ *              same 8 T d^2), dO (2 T d^2) and, unless need_dx == 0, dx
+ *              from dq, dk, dv (6 T d^2);
+ *   ATTENTION: Q K^T and P V, 2 T T d each forward (over all heads: H
+ *              heads of d/H); backward dP, dV, dQ, dK, 2 T T d each. The
+ *              whole T x T matrix, causal or not (PaLM's convention);
+ *   ELEMENTWISE: the softmax per score (above), the 4d biases per token
+ *              forward (bias add) and backward (bias gradient). */
+static void mha_flops(const tb_layer *l, tb_flops *f)
+{
+    const mha_layer *a = (const mha_layer *)l;
+    double t = a->tokens, d = a->dim, scores = (double)a->heads * t * t;
+    f->fwd[TB_FLOPS_GEMM] += 8.0 * t * d * d;
+    f->bwd[TB_FLOPS_GEMM] += (l->need_dx ? 16.0 : 10.0) * t * d * d;
+    f->fwd[TB_FLOPS_ATTENTION] += 4.0 * t * t * d;
+    f->bwd[TB_FLOPS_ATTENTION] += 8.0 * t * t * d;
+    f->fwd[TB_FLOPS_ELEMENTWISE] += SOFTMAX_FWD_PER_SCORE * scores + 4.0 * t * d;
+    f->bwd[TB_FLOPS_ELEMENTWISE] += SOFTMAX_BWD_PER_SCORE * scores + 4.0 * t * d;
+}
+
 static const tb_layer_vtbl mha_vtbl = {
     .kind = "mha", .forward = mha_forward, .backward = mha_backward,
-    .alloc = mha_alloc, .release = mha_release,
+    .alloc = mha_alloc, .release = mha_release, .flops = mha_flops,
 };
 
 int tb_layer_mha_create(tb_layer_ctx *ctx, tb_shape in, int heads, tb_layer **out)

@@ -73,9 +73,28 @@ static void ln_release(tb_layer *l)
     tb_tensor_free(&ln->stats);
 }
 
+/* Per element of x, the math whichever variant runs it (the fused kernel
+ * makes one pass, the unfused several; the count is the same):
+ *   forward 7: sum for the mean (1), x - mean (1), square and sum for the
+ *     variance (2), times 1/std (1), times gamma plus beta (2);
+ *   backward 13: xhat = (x - mean) / std again from the saved statistics
+ *     (2), g = dy gamma (1), sum g (1), sum g xhat (2), dgamma += dy xhat
+ *     (2), dbeta += dy (1), dx = (g - mean g - xhat mean(g xhat)) / std (4).
+ * The per-row scalars (divisions by d, eps, the square root) are O(rows),
+ * not counted. The input gradient is always computed (no need_dx skip). */
+#define LN_FWD_PER_ELEM 7.0
+#define LN_BWD_PER_ELEM 13.0
+
+static void ln_flops(const tb_layer *l, tb_flops *f)
+{
+    double n = (double)tb_shape_numel(l->in);
+    f->fwd[TB_FLOPS_NORM] += LN_FWD_PER_ELEM * n;
+    f->bwd[TB_FLOPS_NORM] += LN_BWD_PER_ELEM * n;
+}
+
 static const tb_layer_vtbl ln_vtbl = {
     .kind = "layernorm", .forward = ln_forward, .backward = ln_backward,
-    .alloc = ln_alloc, .release = ln_release,
+    .alloc = ln_alloc, .release = ln_release, .flops = ln_flops,
 };
 
 int tb_layer_layernorm_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)

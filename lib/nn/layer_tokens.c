@@ -82,9 +82,22 @@ static void tlin_release(tb_layer *l)
     tb_tensor_free(&t->dx);
 }
 
+/* One sample of T tokens: GEMM 2 T in out forward; backward the weight
+ * gradient (2 T in out) and, unless need_dx == 0, dx (2 T in out). The
+ * bias add and the bias gradient are ELEMENTWISE, T out each. */
+static void tlin_flops(const tb_layer *l, tb_flops *f)
+{
+    const token_linear *t = (const token_linear *)l;
+    double mm = 2.0 * t->tokens * t->in_f * t->out_f, bias = (double)t->tokens * t->out_f;
+    f->fwd[TB_FLOPS_GEMM] += mm;
+    f->bwd[TB_FLOPS_GEMM] += l->need_dx ? 2.0 * mm : mm;
+    f->fwd[TB_FLOPS_ELEMENTWISE] += bias;
+    f->bwd[TB_FLOPS_ELEMENTWISE] += bias;
+}
+
 static const tb_layer_vtbl tlin_vtbl = {
     .kind = "token_linear", .forward = tlin_forward, .backward = tlin_backward,
-    .alloc = tlin_alloc, .release = tlin_release,
+    .alloc = tlin_alloc, .release = tlin_release, .flops = tlin_flops,
 };
 
 int tb_layer_token_linear_create(tb_layer_ctx *ctx, tb_shape in, int out_features, tb_layer **out)
@@ -179,9 +192,21 @@ static void tmean_release(tb_layer *l)
     p->avg = NULL;
 }
 
+/* The mean's math, not the GEMM that computes it here (2 T d^2 with the
+ * constant matrix): forward one add per input element (the division by T
+ * folds in), backward dy / T broadcast to every element unless need_dx == 0.
+ * ELEMENTWISE, T d each. */
+static void tmean_flops(const tb_layer *l, tb_flops *f)
+{
+    double n = (double)tb_shape_numel(l->in);
+    f->fwd[TB_FLOPS_ELEMENTWISE] += n;
+    if (l->need_dx)
+        f->bwd[TB_FLOPS_ELEMENTWISE] += n;
+}
+
 static const tb_layer_vtbl tmean_vtbl = {
     .kind = "token_mean", .forward = tmean_forward, .backward = tmean_backward,
-    .alloc = tmean_alloc, .release = tmean_release,
+    .alloc = tmean_alloc, .release = tmean_release, .flops = tmean_flops,
 };
 
 int tb_layer_token_mean_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)
@@ -244,9 +269,18 @@ static void addres_release(tb_layer *l)
     tb_tensor_free(&r->dx);
 }
 
+/* The container's own work (tb_flops_layer adds the main path's): the add,
+ * one per element forward, and the two gradients' sum backward. */
+static void addres_flops(const tb_layer *l, tb_flops *f)
+{
+    double n = (double)tb_shape_numel(l->out);
+    f->fwd[TB_FLOPS_ELEMENTWISE] += n;
+    f->bwd[TB_FLOPS_ELEMENTWISE] += n;
+}
+
 static const tb_layer_vtbl addres_vtbl = {
     .kind = "add_residual", .forward = addres_forward, .backward = addres_backward,
-    .alloc = addres_alloc, .release = addres_release,
+    .alloc = addres_alloc, .release = addres_release, .flops = addres_flops,
 };
 
 int tb_layer_add_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer **out)

@@ -546,9 +546,15 @@ static size_t layer_params(const tb_layer *l)
 
 /* One line per layer with the parameters of its subtree; a container
  * repeating its previous sibling (GPT-2's h1 .. h11) prints one line,
- * "as <first of the run>", without its children. */
+ * "as <first of the run>", without its children; a sequence that is its
+ * parent's only child (a residual's main path) is left out, its layers
+ * printed in its place. */
 static void print_layers(const tb_layer *const *ls, int n, FILE *f, int depth)
 {
+    if (n == 1 && ls[0]->nchildren > 0 && !strcmp(ls[0]->vt->kind, "seq")) {
+        print_layers((const tb_layer *const *)ls[0]->children, ls[0]->nchildren, f, depth);
+        return;
+    }
     int first = 0;
     for (int i = 0; i < n; i++) {
         const tb_layer *l = ls[i];

@@ -10,13 +10,15 @@
  * (a global average pool before the head trains too slowly to reach 85% in
  * one epoch: 81% measured, 88% with the flattened head)
  * A residual block is conv3x3-BN-ReLU-conv3x3-BN plus the identity, then
- * ReLU. Convolutions followed by BN get a bias only when conv_bias is on
+ * ReLU; ResNet-50's bottleneck (TB_SPEC_BOTTLENECK, lib/nn/model_resnet.c)
+ * is 1x1-3x3-1x1 with a projection shortcut where the shape changes.
+ * Convolutions followed by BN get a bias only when conv_bias is on
  * (the "no conv bias before BN" toggle). tb_model_build() turns a description
  * into layers, binds each parameter to its slice of the flat buffers (so a
  * fused optimizer makes one pass) and initializes them as PyTorch does
  * (uniform 1/sqrt(fan_in), BN gamma 1 beta 0), from the seed only.
  *
- * Tests: bazel test //lib/nn:layers_test //lib/train:train_test
+ * Tests: bazel test //lib/nn:layers_test //lib/nn:resnet_test //lib/train:train_test
  */
 #ifndef TB_MODEL_H
 #define TB_MODEL_H

@@ -25,6 +25,12 @@
  *     stage 3 at 8 values per channel) into O(1) differences in stage 4
  *     (measured: logits 0.3 to 0.9 apart, every layer up to stage 3 within
  *     5e-4). Any framework's batch norm does that on 2 values;
+ *   - channels last in training, on ResNet-50's layer kinds at a size whose
+ *     batch norms see 16 or more values per channel (a reduced ResNet: the
+ *     7x7/2 stem, the padded 3x3/2 max pool, a projection bottleneck at
+ *     stride 2 and an identity one, 3x16x16, batch 4): loss, logits and
+ *     every parameter tensor's gradient within 1e-4 of NCHW (relative to
+ *     the tensor's largest value; measured ~1e-6);
  *   - no_grad evaluation gives bitwise the logits of a normal evaluation,
  *     and checkpointing gives bitwise the loss and gradients of no
  *     checkpointing (the projection shortcuts run under both);
@@ -128,13 +134,19 @@ static void arch_resnet50(int S, int classes, arch_count *a)
 }
 
 /* ---- helpers ---- */
-static int build(tb_backend *be, int S, int classes, int batch, int conv_bias, int nhwc, int ckpt,
-                 tb_model **m)
+static int build_spec(tb_backend *be, const tb_layer_spec *spec, int S, int classes, int batch,
+                      int conv_bias, int nhwc, int ckpt, tb_model **m)
 {
     tb_model_opts o = {.in = {3, S, S}, .classes = classes, .max_batch = batch,
                        .conv_bias = conv_bias, .seed = 11, .channels_last = nhwc,
                        .checkpointing = ckpt};
-    return tb_model_build(be, tb_spec_resnet50, &o, m);
+    return tb_model_build(be, spec, &o, m);
+}
+
+static int build(tb_backend *be, int S, int classes, int batch, int conv_bias, int nhwc, int ckpt,
+                 tb_model **m)
+{
+    return build_spec(be, tb_spec_resnet50, S, classes, batch, conv_bias, nhwc, ckpt, m);
 }
 
 static int shape_is(tb_shape s, tb_shape want)
@@ -369,6 +381,59 @@ out_free:
     return rc;
 }
 
+/* Worst over parameter tensors of max |a - b| / max |b|. */
+static double grads_rel(const tb_model *m, const float *a, const float *b)
+{
+    double worst = 0;
+    size_t at = 0;
+    for (int i = 0; i < m->nparams; i++) {
+        worst = fmax(worst, rel_diff(a + at, b + at, m->params[i]->n));
+        at += m->params[i]->n;
+    }
+    return worst;
+}
+
+/* ResNet-50's layer kinds, small, with every batch norm seeing at least
+ * 16 values per channel at 3x16x16, batch 4 (8x8 after the stem, 4x4
+ * after the pool, 2x2 after the stride-2 conv). */
+static const tb_layer_spec mini_resnet[] = {
+    {TB_SPEC_CONV_BN_RELU, 16, 7, 2},
+    {TB_SPEC_MAXPOOL, 0, 3, 2, 1},
+    {TB_SPEC_BOTTLENECK, 8, 0, 2},
+    {TB_SPEC_BOTTLENECK, 8, 0, 1},
+    {TB_SPEC_GLOBAL_AVGPOOL, 0, 0, 0},
+    {TB_SPEC_LINEAR, 0, 0, 0},
+    {TB_SPEC_END, 0, 0, 0},
+};
+
+static int check_layout_training(tb_backend *be)
+{
+    const int n = 4, S = 16;
+    batch b = {0};
+    tb_model *m[2] = {NULL, NULL};
+    step_out r[2] = {{0}};
+    int rc;
+    TB_TRY_GOTO(rc, batch_make(be, n, S, &b), out_free);
+    for (int i = 0; i < 2; i++) {
+        TB_TRY_GOTO(rc, build_spec(be, mini_resnet, S, 10, n, 0, i, 0, &m[i]), out_free);
+        TB_TRY_GOTO(rc, train_step(m[i], &b, &r[i]), out_free);
+    }
+    double dl = fabs((double)r[1].loss - r[0].loss) / r[0].loss;
+    double dy = rel_diff(r[1].logits, r[0].logits, n * 10), dg = grads_rel(m[0], r[1].grads,
+                                                                          r[0].grads);
+    CHECK(dl <= 1e-4 && dy <= 1e-4 && dg <= 1e-4, "channels last, training a reduced ResNet "
+          "(stem, padded pool, bottlenecks /2 and /1): loss rel %.1e, logits %.1e, worst "
+          "gradient tensor %.1e (<= 1e-4)", dl, dy, dg);
+
+out_free:
+    for (int i = 0; i < 2; i++) {
+        free(r[i].grads);
+        tb_model_destroy(m[i]);
+    }
+    batch_free(be, &b);
+    return rc;
+}
+
 /* ---- FLOPs ---- */
 
 /* Sums vtbl->flops over l's tree; counts leaves without one. */
@@ -414,6 +479,7 @@ static int run(tb_backend *be, void *arg)
     (void)arg;
     TB_TRY(check_param_counts(be));
     TB_TRY(check_training(be));
+    TB_TRY(check_layout_training(be));
     TB_TRY(check_flops(be, 224));
     return check_flops(be, 64);
 }

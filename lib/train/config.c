@@ -16,7 +16,18 @@ static const char *const worker_mode_names[] = {"threads", "processes", NULL};
 const char *const tb_amp_names[] = {"off", "bf16", "fp16", NULL};
 
 /* Default batches of the big models at their default sizes, sized for this
- * project's machine (24 GB, CPU backend); see tb_config_model_batch. */
+ * project's machine (24 GB, CPU backend; see tb_config_model_batch), from
+ * peak RSS (/usr/bin/time -v) of bench:train with SGD, one step and its
+ * evaluation:
+ *   gpt2: 2.67 GB at context 256 x batch 2 and 3.97 GB at context 1024 x
+ *     batch 1, i.e. ~1.7 GB of weights, gradients and momentum (124M floats
+ *     each) plus ~2.3 GB per 1024-token sequence (activations, attention
+ *     matrices, the 50,257-wide logits). Batch 4: ~11 GB (AdamW +0.5 GB);
+ *     batch 8 would be ~20 GB, too close to 24 GB beside the system.
+ *   resnet50: 1.70 GB at 224 x batch 4 and 0.70 GB at 64 x batch 8, i.e.
+ *     ~0.5 GB of weights, gradients and momentum plus ~0.30 GB per 224 x 224
+ *     sample (activations scale with the pixels: 24 MB at 64 x 64). Batch
+ *     32: ~10 GB; 64 would be ~20 GB. */
 #define RESNET50_BATCH 32
 #define GPT2_BATCH 4
 #define STR_(x) #x
@@ -74,7 +85,7 @@ static const config_field fields[] = {
     ROW(BOOL, "conv-autotune", conv_autotune, "false", NULL, "time every conv algorithm per shape, keep the fastest (cudnn.benchmark)"),
     ROW(DOUBLE, "dropout", dropout, "0.1", NULL, "dropout probability in the wide model's head"),
     ROW(CHOICE, "optimizer", optimizer, "sgd", tb_optimizer_names, "sgd (momentum), adamw, or the large-batch lars, lamb, novograd"),
-    ROW(DOUBLE, "lr", lr, "-1", NULL, "peak learning rate; -1 = recipe value (sgd 0.05, adamw 0.002, lars 1, lamb 0.005, novograd 0.01)"),
+    ROW(DOUBLE, "lr", lr, "-1", NULL, "peak learning rate; -1 = recipe value (sgd 0.05, resnet50 sgd 0.1 x batch/256, adamw 0.002, lars 1, lamb 0.005, novograd 0.01)"),
     ROW(DOUBLE, "momentum", momentum, "0.9", NULL, "SGD and LARS momentum"),
     ROW(DOUBLE, "weight-decay", weight_decay, "-1", NULL, "weight decay; -1 = recipe value (sgd 5e-4, adamw 0.01, lars 5e-4, lamb 0.01, novograd 1e-3)"),
     ROW(DOUBLE, "beta1", beta1, "0.9", NULL, "AdamW / LAMB / NovoGrad beta1"),
@@ -263,6 +274,11 @@ int tb_config_validate(tb_config *cfg)
     /* recipe lr and weight decay per optimizer, in tb_opt_kind order */
     static const double recipe_lr[] = {0.05, 0.002, 1.0, 0.005, 0.01};
     static const double recipe_wd[] = {5e-4, 0.01, 5e-4, 0.01, 1e-3};
+    /* ResNet-50's SGD recipe (Goyal et al. 2017, torchvision's reference:
+     * lr 0.1 per 256 samples); the small CNN's 0.05 at batch 8 diverges
+     * (train loss 14.7 after 3 steps, evaluation loss 2e8) */
+    if (cfg->lr < 0 && cfg->model == TB_MODEL_RESNET50 && cfg->optimizer == TB_OPT_SGD)
+        cfg->lr = 0.1 * cfg->batch_size / 256.0;
     if (cfg->lr < 0)
         cfg->lr = recipe_lr[cfg->optimizer];
     if (cfg->weight_decay < 0)

@@ -100,6 +100,7 @@ static void check_big_models(void)
               c.conv_bias == 0 && c.gelu == TB_GELU_CHOICE_AUTO && c.context == 0,
           "resnet50: 224, its batch, no conv bias (torchvision): %d %d %d", c.image_size,
           c.batch_size, c.conv_bias);
+    CHECK(c.lr == 0.1 * c.batch_size / 256, "resnet50's SGD lr: 0.1 per 256 samples, %g", c.lr);
     CHECK_OK(tb_config_validate(&c)); /* resolved values validate again */
     CHECK(c.image_size == 224 && c.conv_bias == 0, "validating twice changes nothing");
 

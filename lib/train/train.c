@@ -1,4 +1,6 @@
-/* train.c - see train.h. */
+/* train.c - see train.h.
+ * Tests: bazel test //lib/train:train_test (and the other training_test
+ * targets of lib/train/BUILD). */
 #include "lib/train/train.h"
 
 #include "lib/nn/amp.h"
@@ -34,15 +36,46 @@ static int denormals_set(tb_backend *be, int flush)
 
 /* ---- datasets ---- */
 
+void tb_train_split_sizes(const tb_config *cfg, long *train, long *test)
+{
+    /* On-the-fly data costs nothing to hold, but evaluation runs the whole
+     * test split: ResNet-50's forward at 224 took 0.8 s per sample on this
+     * project's 2 cores (10,000 samples: over 2 hours), GPT-2's at context
+     * 1024 ~30 s per sequence, so the big models evaluate on a few batches */
+    long def_train = 50000, def_test = 10000;
+    if (cfg->model == TB_MODEL_RESNET50)
+        def_test = TB_RESNET50_TEST_SAMPLES;
+    if (cfg->model == TB_MODEL_GPT2) {
+        def_train = 10000;
+        def_test = TB_GPT2_TEST_SAMPLES;
+    }
+    *train = cfg->data_limit > 0 ? (long)cfg->data_limit : def_train;
+    *test = cfg->test_limit > 0 ? (long)cfg->test_limit : def_test;
+}
+
 static int open_synthetic(const tb_config *cfg, tb_split split, tb_dataset **out)
 {
-    int wide = cfg->model == TB_MODEL_WIDE_CNN;
-    long long limit = split == TB_SPLIT_TRAIN ? cfg->data_limit : cfg->test_limit;
+    long n_train, n_test;
+    tb_train_split_sizes(cfg, &n_train, &n_test);
+    long n = split == TB_SPLIT_TRAIN ? n_train : n_test;
+    if (n > 0x7fffffffL)
+        return TB_FAIL(TB_ERR_INVALID, "--%s=%ld: at most 2147483647 samples",
+                       split == TB_SPLIT_TRAIN ? "data-limit" : "test-limit", n);
+    if (cfg->model == TB_MODEL_GPT2) {
+        tb_token_cfg tc = {.n = (int)n, .seq = cfg->context, .vocab = cfg->vocab,
+                           .seed = (uint64_t)cfg->seed, .split = split};
+        return tb_dataset_tokens_create(&tc, out);
+    }
+    int wide = cfg->model == TB_MODEL_WIDE_CNN, resnet = cfg->model == TB_MODEL_RESNET50;
     tb_synthetic_cfg sc = {
-        .n = (int)(limit > 0 ? limit : split == TB_SPLIT_TRAIN ? 50000 : 10000),
-        .c = wide ? 3 : 1, .h = wide ? 32 : 28, .w = wide ? 32 : 28,
+        .n = (int)n, .c = wide || resnet ? 3 : 1, .h = wide ? 32 : 28, .w = wide ? 32 : 28,
         .num_classes = 10, .seed = (uint64_t)cfg->seed, .noise = -1, .split = split,
     };
+    if (resnet) { /* ImageNet-shaped, made per sample (50,000 of 3x224x224: 7.5 GB) */
+        sc.h = sc.w = cfg->image_size;
+        sc.num_classes = 1000;
+        sc.on_the_fly = 1;
+    }
     return tb_dataset_synthetic_create(&sc, out);
 }
 
@@ -83,7 +116,33 @@ const tb_layer_spec *tb_train_model_spec(const tb_config *c)
 {
     return c->model == TB_MODEL_WIDE_CNN      ? tb_spec_wide_cnn
            : c->model == TB_MODEL_TRANSFORMER ? tb_spec_transformer
+           : c->model == TB_MODEL_RESNET50    ? tb_spec_resnet50
+           : c->model == TB_MODEL_GPT2        ? NULL
                                               : tb_spec_small_cnn;
+}
+
+tb_gpt2_dims tb_train_gpt2_dims(const tb_config *c)
+{
+    tb_gpt2_dims g = tb_gpt2_small();
+    g.context = c->context > 0 ? c->context : g.context;
+    g.layers = c->layers > 0 ? c->layers : g.layers;
+    g.vocab = c->vocab > 0 ? c->vocab : g.vocab;
+    return g;
+}
+
+/* The data must be what the model reads: a token model its token sequences
+ * (a test or a caller may hand the trainer its own datasets). */
+static int check_data_fits(const tb_config *c, const tb_dataset *ds)
+{
+    int tokens = ds->kind == TB_SAMPLES_TOKENS;
+    if (tb_config_token_model(c) && (!tokens || ds->seq != c->context || ds->vocab != c->vocab))
+        return TB_FAIL(TB_ERR_DATA, "--model=%s reads token sequences of --context=%d ids "
+                       "below --vocab=%d; the data (%s) is not that", tb_model_names[c->model],
+                       c->context, c->vocab, ds->name);
+    if (!tb_config_token_model(c) && tokens)
+        return TB_FAIL(TB_ERR_DATA, "--model=%s reads images; the data (%s) is token ids",
+                       tb_model_names[c->model], ds->name);
+    return TB_OK;
 }
 
 static int make_model(tb_trainer *t)
@@ -92,12 +151,18 @@ static int make_model(tb_trainer *t)
     const tb_dataset *ds = t->train_ds;
     tb_model_opts mo = {
         .in = {ds->c, ds->h, ds->w}, .classes = ds->num_classes, .max_batch = c->batch_size,
-        .conv_bias = c->conv_bias, .dropout = (float)c->dropout, .seed = (uint64_t)c->seed,
-        .channels_last = c->channels_last, .amp = amp_dtype_of(c),
+        .conv_bias = tb_config_conv_bias(c), .dropout = (float)c->dropout,
+        .seed = (uint64_t)c->seed, .channels_last = c->channels_last, .amp = amp_dtype_of(c),
+        .gelu_approx = tb_config_gelu_approx(c),
     };
-    const tb_layer_spec *spec = tb_train_model_spec(c);
     mo.checkpointing = c->checkpointing;
-    TB_TRY(tb_model_build(t->be, spec, &mo, &t->model));
+    if (tb_config_token_model(c)) {
+        tb_gpt2_dims g = tb_train_gpt2_dims(c);
+        TB_TRY(tb_model_build_gpt2(t->be, &g, &mo, &t->model));
+    } else {
+        TB_TRY(tb_model_build(t->be, tb_train_model_spec(c), &mo, &t->model));
+    }
+    t->model->ctx.gelu_approx = mo.gelu_approx;
     t->model->ctx.gelu = c->fused_gelu ? TB_GELU_FUSED : TB_GELU_UNFUSED;
     t->model->ctx.conv_autotune = c->conv_autotune;
     t->model->ctx.layernorm = c->fused_layernorm ? TB_LN_FUSED : TB_LN_UNFUSED;
@@ -115,12 +180,23 @@ int tb_trainer_enable_loss_scaling(tb_trainer *t)
     return TB_OK;
 }
 
-/* The device batch, and its host staging when channels last converts it. */
+/* Labels per sample: seq for a token dataset (the next token at every
+ * position), else 1. */
+static int labels_per_sample(const tb_dataset *ds)
+{
+    return ds->kind == TB_SAMPLES_TOKENS ? ds->seq : 1;
+}
+
+/* The device batch, and its host staging when channels last converts it.
+ * A token model's batch is (B, 1, T, 1) int32 ids: the tensor's 4-byte
+ * elements hold the ids' bits (x.dtype says so), never cast to float. */
 static int make_batch_buffers(tb_trainer *t)
 {
     const tb_config *c = &t->cfg;
     const tb_dataset *ds = t->train_ds;
     TB_TRY(tb_tensor_alloc(t->be, c->batch_size, ds->c, ds->h, ds->w, &t->x));
+    if (ds->kind == TB_SAMPLES_TOKENS)
+        t->x.dtype = TB_I32;
     if (c->channels_last)
         t->x.layout = TB_NHWC;
     if (c->channels_last && ds->c > 1) {
@@ -128,7 +204,8 @@ static int make_batch_buffers(tb_trainer *t)
         if (!t->x_nhwc_host)
             return TB_FAIL(TB_ERR_NOMEM, "out of host memory for the channels-last batch");
     }
-    TB_TRY(t->be->dev_alloc(t->be, (void **)&t->labels, (size_t)c->batch_size * sizeof(int32_t)));
+    TB_TRY(t->be->dev_alloc(t->be, (void **)&t->labels,
+                            (size_t)c->batch_size * labels_per_sample(ds) * sizeof(int32_t)));
     t->x_in = &t->x;
     t->labels_in = t->labels;
     return TB_OK;
@@ -178,6 +255,8 @@ static int trainer_build(tb_trainer *t)
     TB_TRY(tb_amp_probe(t->be, amp_dtype_of(c)));
     TB_TRY(tb_train_device_refuse(c, t->be));
     TB_TRY(tb_train_staging_init(t));
+    TB_TRY(check_data_fits(c, t->train_ds));
+    TB_TRY(check_data_fits(c, t->test_ds));
     TB_TRY(make_loader(t, t->train_ds, 1, &t->train_ld));
     TB_TRY(make_loader(t, t->test_ds, 0, &t->test_ld));
     TB_TRY(make_model(t));
@@ -191,7 +270,8 @@ static int trainer_build(tb_trainer *t)
 
 static int check_splits(const tb_dataset *a, const tb_dataset *b)
 {
-    if (a->c != b->c || a->h != b->h || a->w != b->w || a->num_classes != b->num_classes)
+    if (a->c != b->c || a->h != b->h || a->w != b->w || a->num_classes != b->num_classes ||
+        a->kind != b->kind)
         return TB_FAIL(TB_ERR_DATA, "train (%s) and test (%s) sets differ in shape or classes",
                        a->name, b->name);
     return TB_OK;
@@ -277,6 +357,8 @@ void tb_trainer_destroy(tb_trainer *t)
 static int batch_to_device(tb_trainer *t, const tb_batch *b)
 {
     TB_TRY(tb_tensor_set_batch(&t->x, b->size));
+    if (b->tokens) /* the ids' bytes, as they are */
+        return tb_train_device_batch(t, b, b->tokens);
     const float *images = b->images;
     if (!b->raw && t->x_nhwc_host) {
         tb_tensor_host_nchw_to_nhwc(b->images, t->x_nhwc_host, b->size, t->x.c, t->x.h, t->x.w);
@@ -482,6 +564,7 @@ int tb_train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st)
     st->seconds = now_seconds() - t0;
     st->mean_loss = st->images ? loss_sum / (double)st->images : 0;
     st->images_per_s = st->seconds > 0 ? (double)st->images / st->seconds : 0;
+    st->tokens_per_s = st->images_per_s * t->train_ds->seq;
     tb_loader_stats ls;
     tb_loader_get_stats(t->train_ld, &ls);
     st->loader_wait_s = ls.wait_s;
@@ -583,16 +666,49 @@ static long count_correct(const float *logits, const int32_t *labels, int n, int
     return correct;
 }
 
+/* Host room for the logits evaluation reads at a time: at most
+ * EVAL_CHUNK_FLOATS, whole rows (GPT-2's batch of 4 x 1024 rows of 50,257
+ * logits would be 823 MB in one piece). */
+#define EVAL_CHUNK_FLOATS (4u << 20)
+static int eval_chunk_rows(const tb_trainer *t)
+{
+    size_t rows = EVAL_CHUNK_FLOATS / (size_t)t->model->classes;
+    size_t all = (size_t)t->cfg.batch_size * labels_per_sample(t->train_ds);
+    rows = rows < 1 ? 1 : rows > all ? all : rows;
+    return (int)rows;
+}
+
+/* The argmax of every row of logits (rows of classes floats, device
+ * memory: a token model's rows are its (sample, position) pairs) against
+ * labels, a chunk of rows at a time through host. */
+static int correct_rows(tb_trainer *t, const float *logits, const int32_t *labels, int rows,
+                        float *host, long *correct)
+{
+    int classes = t->model->classes, chunk = eval_chunk_rows(t);
+    for (int r = 0; r < rows; r += chunk) {
+        int n = rows - r < chunk ? rows - r : chunk;
+        size_t at = (size_t)r * classes;
+        TB_TRY(t->be->copy_d2h(t->be, host, logits + at, (size_t)n * classes * sizeof(float),
+                               NULL));
+        *correct += count_correct(host, labels + r, n, classes);
+    }
+    return TB_OK;
+}
+
 static int eval_batch(tb_trainer *t, const tb_batch *b, float *host_logits, tb_eval_stats *st)
 {
     const tb_tensor *logits;
     float loss;
+    int rows = b->size * labels_per_sample(t->test_ds);
     TB_TRY(batch_to_device(t, b));
     TB_TRY(tb_model_forward_loss(t->model, t->x_in, t->labels_in, &logits));
     TB_TRY(tb_xent_read_loss(&t->model->loss, &loss));
-    TB_TRY(tb_tensor_to_host(logits, host_logits));
-    st->correct += count_correct(host_logits, b->labels, b->size, t->model->classes);
+    if (tb_tensor_numel(logits) != (size_t)rows * t->model->classes)
+        return TB_FAIL(TB_ERR_INTERNAL, "evaluation: %zu logits for %d rows of %d classes",
+                       tb_tensor_numel(logits), rows, t->model->classes);
+    TB_TRY(correct_rows(t, logits->data, b->labels, rows, host_logits, &st->correct));
     st->images += b->size;
+    st->predictions += rows;
     st->mean_loss += (double)loss * b->size;
     return TB_OK;
 }
@@ -601,7 +717,7 @@ int tb_trainer_evaluate(tb_trainer *t, tb_eval_stats *st)
 {
     memset(st, 0, sizeof *st);
     double t0 = now_seconds();
-    size_t bytes = (size_t)t->cfg.batch_size * t->model->classes * sizeof(float);
+    size_t bytes = (size_t)eval_chunk_rows(t) * t->model->classes * sizeof(float);
     float *host_logits = malloc(bytes);
     if (!host_logits)
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory for evaluation logits");
@@ -620,7 +736,7 @@ int tb_trainer_evaluate(tb_trainer *t, tb_eval_stats *st)
     }
     TB_TRY_GOTO(rc, tb_loader_epoch_end(t->test_ld), out_free_logits);
     TB_TRY_GOTO(rc, t->be->mem_stats(t->be, NULL, &st->mem_peak), out_free_logits);
-    st->accuracy = st->images ? (double)st->correct / (double)st->images : 0;
+    st->accuracy = st->predictions ? (double)st->correct / (double)st->predictions : 0;
     st->mean_loss = st->images ? st->mean_loss / (double)st->images : 0;
     st->seconds = now_seconds() - t0;
 

@@ -9,6 +9,12 @@
  * the loss scaled by 1/accum_steps), then the optimizer. The last step of
  * an epoch may hold fewer micro-batches.
  *
+ * Token models (--model=gpt2) read a (B, 1, T, 1) TB_I32 batch of token ids
+ * (copied to the device as the loader's int32 bytes) and B x T labels, the
+ * next token at every position; their evaluation accuracy is next-token
+ * accuracy over every position. resnet50 and gpt2 train on synthetic data
+ * made on the fly (datasets/dataset.h), of tb_train_split_sizes samples.
+ *
  * Use:
  *   tb_trainer *t;  TB_TRY(tb_trainer_create(&cfg, be, &t));
  *   for e in 0..epochs-1: tb_train_epoch(t, e, &es); tb_trainer_evaluate(t, &ev);
@@ -43,8 +49,9 @@ typedef struct tb_trainer {
     tb_loader *train_ld, *test_ld;
     tb_model *model;
     tb_optim opt;
-    tb_tensor x;              /* (B, C, H, W) the batch on the device */
-    int32_t *labels;          /* (B) on the device */
+    tb_tensor x;              /* (B, C, H, W) the batch on the device; token models:
+                                 (B, 1, T, 1), dtype TB_I32 */
+    int32_t *labels;          /* (B) on the device; token models (B, T) */
     /* What the model reads: x and labels, or the staged copies */
     const tb_tensor *x_in;    /* &x, or &x_staged */
     const int32_t *labels_in; /* (B) labels, or the staged labels */
@@ -92,18 +99,32 @@ typedef struct tb_epoch_stats {
                                  --loss-read-every=N, of the steps since the last read */
     double seconds;           /* wall time of the epoch (training only) */
     double images_per_s;
+    double tokens_per_s;      /* token models: images_per_s x T; 0 for images */
     double loader_wait_s;     /* time spent waiting for (or building) batches */
 } tb_epoch_stats;
 
 typedef struct tb_eval_stats {
-    long images;
+    long images;              /* samples */
+    long predictions;         /* rows judged: images, or samples x T for a token model */
     long correct;
-    double accuracy;          /* correct / images */
+    double accuracy;          /* correct / predictions (next-token accuracy for tokens) */
     double mean_loss;
     double seconds;
     size_t mem_peak;          /* bytes in use at the evaluation's peak (be->mem_stats,
                                  reset at its start; --eval-no-grad lowers it) */
 } tb_eval_stats;
+
+/* The synthetic splits' sizes for cfg (--data-limit / --test-limit when
+ * > 0, else the model's default): 50,000 / 10,000 for the small models;
+ * resnet50 50,000 / TB_RESNET50_TEST_SAMPLES, gpt2 10,000 /
+ * TB_GPT2_TEST_SAMPLES sequences, because evaluation runs the whole test
+ * split and a CPU forward of these models costs seconds per sample. */
+#define TB_RESNET50_TEST_SAMPLES 128
+#define TB_GPT2_TEST_SAMPLES 4
+void tb_train_split_sizes(const tb_config *cfg, long *train, long *test);
+
+/* GPT-2 small with --context, --layers and --vocab of c (0: GPT-2's). */
+tb_gpt2_dims tb_train_gpt2_dims(const tb_config *c);
 
 /* Opens the datasets cfg names (Fashion-MNIST from cfg->data_dir, or
  * synthetic data shaped for cfg->model) and builds everything.

@@ -47,9 +47,10 @@
  * default 0.1 is the wide CNN's head; the small CNN has none). */
 static int model_drops_out(const tb_config *c)
 {
-    if (!(c->dropout > 0))
+    const tb_layer_spec *spec = tb_train_model_spec(c);
+    if (!(c->dropout > 0) || !spec) /* gpt2 is built without a spec, and has no dropout */
         return 0;
-    for (const tb_layer_spec *s = tb_train_model_spec(c); s->kind != TB_SPEC_END; s++)
+    for (const tb_layer_spec *s = spec; s->kind != TB_SPEC_END; s++)
         if (s->kind == TB_SPEC_DROPOUT)
             return 1;
     return 0;
@@ -219,11 +220,14 @@ static int augment_on_device(tb_trainer *t, const tb_batch *b, const uint8_t *ra
     return t->be->augment_u8(t->be, &d, raw, params, t->x.data, b->size);
 }
 
-/* The labels part: int32, or with --tensors-on-device the dataset's bytes. */
+/* The labels part: int32 ((size) or a token batch's (size, seq)), or with
+ * --tensors-on-device the dataset's bytes (never for tokens: validate
+ * refuses it). */
 static int add_labels_part(tb_trainer *t, const tb_batch *b, upload *u)
 {
+    size_t per = b->seq > 0 ? (size_t)b->seq : 1;
     if (!t->cfg.tensors_on_device)
-        return upload_add(u, b->labels, (size_t)b->size * sizeof(int32_t), t->labels);
+        return upload_add(u, b->labels, (size_t)b->size * per * sizeof(int32_t), t->labels);
     for (int k = 0; k < b->size; k++)
         t->labels_u8_host[k] = (uint8_t)b->labels[k];
     return upload_add(u, t->labels_u8_host, (size_t)b->size, t->labels_u8);
@@ -236,13 +240,16 @@ static const tb_tensor *images_in(tb_trainer *t, void *dev)
         return &t->x;
     t->x_staged = tb_tensor_view(t->be, dev, t->x.n, t->x.c, t->x.h, t->x.w);
     t->x_staged.layout = t->x.layout;
+    t->x_staged.dtype = t->x.dtype;
     return &t->x_staged;
 }
 
-int tb_train_device_batch(tb_trainer *t, const tb_batch *b, const float *images)
+int tb_train_device_batch(tb_trainer *t, const tb_batch *b, const void *images)
 {
     tb_backend *be = t->be;
     upload u = {0};
+    /* 4-byte elements either way: floats, or a token batch's int32 ids */
+    _Static_assert(sizeof(float) == sizeof(int32_t), "a tensor element holds an int32 id");
     if (b->raw)
         add_raw_parts(t, b, &u);
     else

@@ -38,7 +38,8 @@
  * replay (--detect-anomaly, --dropout > 0 in a model with a dropout layer). */
 int tb_train_device_refuse(const tb_config *c, const tb_backend *be);
 
-/* The layers of c->model (lib/nn/model.h's tb_spec_*). */
+/* The layers of c->model (lib/nn/model.h's tb_spec_*); NULL for gpt2,
+ * which tb_model_build_gpt2 builds from its dimensions. */
 const tb_layer_spec *tb_train_model_spec(const tb_config *c);
 
 /* t->staging for a backend with its own device memory; none where device memory is host memory, and then
@@ -51,7 +52,8 @@ int tb_train_device_init(tb_trainer *t);
 void tb_train_device_free(tb_trainer *t);
 
 /* Batch b to the device; sets t->x_in and t->labels_in to what the model
- * reads. images: b's images in t->x's layout (ignored for a raw batch).
+ * reads. images: b's images in t->x's layout (ignored for a raw batch), or
+ * a token batch's int32 ids (b->tokens), copied as bytes.
  *   images       copied into t->x, or staged (t->x_in views the copy;
  *                with --cuda-graphs the copy goes on into t->x);
  *   raw batch    (--augment-on-device, b->raw != NULL) the samples and
@@ -62,7 +64,7 @@ void tb_train_device_free(tb_trainer *t);
  *                (staged int32 labels go on into t->labels with
  *                --cuda-graphs).
  * REQUIRES: tb_tensor_set_batch(&t->x, b->size) done. */
-int tb_train_device_batch(tb_trainer *t, const tb_batch *b, const float *images);
+int tb_train_device_batch(tb_trainer *t, const tb_batch *b, const void *images);
 
 /* Forward, loss and backward of the batch already in t->x / t->labels:
  * directly for the 3 warm-up micro-batches, for a partial batch and for a
