@@ -29,6 +29,14 @@ int tb_cuda_gelu_fwd(int variant, const float *x, float *y, size_t n, float *tmp
 int tb_cuda_gelu_bwd(int variant, const float *x, const float *dy, float *dx, size_t n,
                      float *tmp1, float *tmp2, void *stream);
 
+/* The tanh form (TB_GELU_TANH), the same contracts: y = gelu_tanh(x);
+ * dx = dy * gelu_tanh'(x). The unfused backward needs a third temporary,
+ * tmp3 (n floats); the fused variant none. */
+int tb_cuda_gelu_tanh_fwd(int variant, const float *x, float *y, size_t n, float *tmp1,
+                          float *tmp2, void *stream);
+int tb_cuda_gelu_tanh_bwd(int variant, const float *x, const float *dy, float *dx, size_t n,
+                          float *tmp1, float *tmp2, float *tmp3, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

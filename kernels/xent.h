@@ -1,6 +1,7 @@
 /*
  * xent.h - launchers for kernels/xent.cu, callable from C without CUDA
- * headers (lib/backend/cuda/xent.c: the CUDA backend's softmax_xent_fwd/bwd).
+ * headers (lib/backend/cuda/xent.c: the CUDA backend's softmax_xent_fwd/bwd
+ * and xent_lse_fwd/bwd).
  *
  * Labels live in device memory, so they cannot be checked on the host
  * without a sync: a label outside [0, classes) gives that row a NaN loss
@@ -25,6 +26,15 @@ int tb_cuda_softmax_xent_fwd(const float *logits, const int32_t *labels, int row
 /* dlogits = scale * (probs - onehot(labels)) */
 int tb_cuda_softmax_xent_bwd(const float *probs, const int32_t *labels, int rows, int classes,
                              float scale, float *dlogits, void *stream);
+
+/* lse[r] = logsumexp(logits[r, :]); loss[r] = lse[r] - logits[r][label]
+ * (NaN for a label outside [0, classes)). One block per row. */
+int tb_cuda_xent_lse_fwd(const float *logits, const int32_t *labels, int rows, int classes,
+                         float *loss, float *lse, void *stream);
+/* dlogits = scale * (exp(logits - lse) - onehot(labels)); dlogits may be
+ * logits (in place). */
+int tb_cuda_xent_lse_bwd(const float *logits, const float *lse, const int32_t *labels, int rows,
+                         int classes, float scale, float *dlogits, void *stream);
 
 #ifdef __cplusplus
 }

@@ -5,9 +5,10 @@
  * (gelu' needs x); dropout keeps its mask. The GELU variant is read from
  * ctx->gelu at every call, so one model runs either way (the fused GELU
  * toggle); its form from ctx->gelu_approx (exact erf, or GPT-2's tanh),
- * which the model fixes when it is built. Dropout draws its mask from (ctx->dropout_seed, offset): each
- * layer starts at its own offset region and moves on by the element count
- * per forward, so masks never repeat and never depend on the thread count.
+ * which the model fixes when it is built. Dropout draws its mask from
+ * (ctx->dropout_seed, offset): each layer starts at its own offset region
+ * and moves on by the element count per forward, so masks never repeat and
+ * never depend on the thread count.
  *
  * Tests: bazel test //lib/nn:gradcheck_test
  */

@@ -10,9 +10,9 @@
  * Token ids have no gradient: backward returns dx NULL. dwpe is written or
  * added as ctx->grad_accumulate says; rows T .. context-1 of dwpe get no
  * gradient at this T and are zeroed when writing (the backend op touches
- * rows [0, T) only). dwte likewise, except under a tied head: the head's
- * backward runs first and writes (or adds) dwte, so the embedding always
- * adds.
+ * rows [0, T) only; a second call on no rows zeroes them). dwte likewise,
+ * except under a tied head: the head's backward runs first and writes (or
+ * adds) dwte, so the embedding always adds.
  *
  * Tied head: (1, T, d) -> (1, T, vocab) logits = x wte^T, no bias and no
  * parameters of its own: it reads the embedding's wte (w and g, bound by
@@ -75,9 +75,14 @@ static int embed_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx
                              acc));
     if (acc || e->seq == e->context)
         return TB_OK;
-    size_t d = (size_t)e->dim;
-    return be->memset(be, l->params[1].g + (size_t)e->seq * d, 0,
-                      (size_t)(e->context - e->seq) * d * sizeof(float), NULL);
+    /* Rows T .. context-1 of dwpe: zeroed by the op itself, called on no
+     * rows with those rows as its position table (write mode) and dwte
+     * left alone (add mode, nothing to add): on the backend's compute
+     * stream, where be->memset without a stream would wait for the device
+     * (and break CUDA graph capture). */
+    return be->embedding_bwd(be, (const int32_t *)e->x->data, dy->data, 0,
+                             e->context - e->seq, e->dim, e->vocab, l->params[0].g, 1,
+                             l->params[1].g + (size_t)e->seq * e->dim, 0);
 }
 
 static int embed_alloc(tb_layer *l, int max_batch)

@@ -10,6 +10,7 @@
  *                            reductions, dropout, optimizers
  *   lib/selfcheck/conv.c     convolution, batch norm, pooling
  *   lib/selfcheck/attention.c     layer norm, attention
+ *   lib/selfcheck/tokens.c   token-model embeddings
  *   lib/selfcheck/runtime.c  memory, streams, device info, graph capture,
  *                            device-side data (augment, labels)
  *   lib/selfcheck/train.c    training step checks (the sc_step_checks[] table)
@@ -24,6 +25,7 @@
  * (tb_max_rel_err, lib/core/stats.h), chosen by why the two sides may differ:
  *   TOL_EXACT 0      selections and single IEEE operations both sides do
  *                    alike: relu fwd/bwd, add, bias_add (one rounded add),
+ *                    embedding_fwd (one rounded add of two table rows),
  *                    dropout (mask from kernels/rng_math.h, one multiply by
  *                    the same float scale), max pooling and its argmax,
  *                    count_nonfinite (a small integer). Masks and argmax are
@@ -31,13 +33,19 @@
  *   TOL_ROUND 1e-6   (~8 ulp) a few float roundings where the reference
  *                    rounds once from double: axpby, average pooling,
  *                    pool_bwd (overlapping windows add in another order),
- *                    softmax_xent_bwd.
+ *                    softmax_xent_bwd, xent_lse_bwd (exp's ~2 ulp of p <= 1
+ *                    and the float rounding of lse - z: 1.0e-7 of scale
+ *                    measured on the CPU, lib/backend/cpu/ops_test.c).
  *   TOL_SUM 1e-5     (~100 ulp, TB_TOL_F32) sums in another order, or other
  *                    exp/log/erf/sqrt implementations: gemm, convolution,
  *                    bias_grad, reduce_sum, batch norm, softmax_xent_fwd,
- *                    gelu (within 1e-6 max(1, |x|) of the double
+ *                    embedding_bwd (float sums over rows vs double),
+ *                    xent_lse_fwd (loss and lse), gelu and gelu_tanh
+ *                    (both within 1e-6 max(1, |x|) of their double
  *                    reference, lib/backend/cpu/gelu_test.c: an absolute bound, so
- *                    its error is scaled by max(1, max |ref|)), optimizers.
+ *                    its error is scaled by max(1, max |ref|); the tanh
+ *                    form's tanh and sech^2 come from the same exp, so it
+ *                    needs no tolerance of its own), optimizers.
  *   TOL_CANCEL 1e-4  gradients that subtract means which cancel most of
  *                    them: batch norm's and layer norm's dx (dy minus two
  *                    means; with n*hw = 2 samples per channel rounding grows
@@ -210,6 +218,10 @@ int check_bias_add(sc_ctx *sc);
 int check_bias_grad(sc_ctx *sc);
 int check_softmax_xent_fwd(sc_ctx *sc);
 int check_softmax_xent_bwd(sc_ctx *sc);
+int check_gelu_tanh_fwd(sc_ctx *sc);
+int check_gelu_tanh_bwd(sc_ctx *sc);
+int check_xent_lse_fwd(sc_ctx *sc);
+int check_xent_lse_bwd(sc_ctx *sc);
 int check_reduce_sum(sc_ctx *sc);
 int check_count_nonfinite(sc_ctx *sc);
 int check_dropout_fwd(sc_ctx *sc);
@@ -232,6 +244,9 @@ int check_layernorm_bwd(sc_ctx *sc);
 int check_attention_workspace(sc_ctx *sc);
 int check_attention_fwd(sc_ctx *sc);
 int check_attention_bwd(sc_ctx *sc);
+/* lib/selfcheck/tokens.c */
+int check_embedding_fwd(sc_ctx *sc);
+int check_embedding_bwd(sc_ctx *sc);
 /* lib/selfcheck/runtime.c */
 int check_mem_roundtrip(sc_ctx *sc);
 int check_mem_accounting(sc_ctx *sc);

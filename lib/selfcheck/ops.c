@@ -71,6 +71,50 @@ int check_gelu_bwd(sc_ctx *sc)
     return TB_OK;
 }
 
+/* The tanh GELU (GPT-2's): the same cases and bound as the erf form's,
+ * against the double tanh formula. */
+int check_gelu_tanh_fwd(sc_ctx *sc)
+{
+    tb_backend *be = sc->be;
+    for (size_t i = 0; i < N_EW_SIZES; i++) {
+        size_t n = ew_sizes[i];
+        float *x, *dx, *want, *dy;
+        TB_TRY(sc_randf(sc, &x, &dx, n, -6.0f, 6.0f));
+        TB_TRY(sc_outf(sc, &want, &dy, n));
+        tb_ref_gelu_tanh_fwd(x, want, n);
+        for (int v = 0; v < 2; v++) {
+            sc_case c;
+            sc_case_start(&c, "%s n=%zu", gelu_names[v], n);
+            TB_TRY(SC_FINISH(sc, &c, be->gelu_tanh_fwd(be, (tb_gelu_variant)v, dx, dy, n), 0,
+                             {"y", want, dy, n, TOL_SUM, 1.0}));
+        }
+        TB_TRY(sc_release(sc));
+    }
+    return TB_OK;
+}
+
+int check_gelu_tanh_bwd(sc_ctx *sc)
+{
+    tb_backend *be = sc->be;
+    for (size_t i = 0; i < N_EW_SIZES; i++) {
+        size_t n = ew_sizes[i];
+        float *x, *dx_in, *g, *dg, *want, *out;
+        TB_TRY(sc_randf(sc, &x, &dx_in, n, -6.0f, 6.0f));
+        TB_TRY(sc_randf(sc, &g, &dg, n, -1.0f, 1.0f));
+        TB_TRY(sc_outf(sc, &want, &out, n));
+        tb_ref_gelu_tanh_bwd(x, g, want, n);
+        for (int v = 0; v < 2; v++) {
+            sc_case c;
+            sc_case_start(&c, "%s n=%zu", gelu_names[v], n);
+            TB_TRY(SC_FINISH(sc, &c,
+                             be->gelu_tanh_bwd(be, (tb_gelu_variant)v, dx_in, dg, out, n), 0,
+                             {"dx", want, out, n, TOL_SUM, 1.0}));
+        }
+        TB_TRY(sc_release(sc));
+    }
+    return TB_OK;
+}
+
 static int relu_fwd_one(sc_ctx *sc, size_t n)
 {
     tb_backend *be = sc->be;
@@ -390,6 +434,60 @@ static int xent_bwd_one(sc_ctx *sc, int rows, int classes)
 
 int check_softmax_xent_fwd(sc_ctx *sc) { return SC_EACH_SHAPE(sc, xent_shapes, xent_fwd_one); }
 int check_softmax_xent_bwd(sc_ctx *sc) { return SC_EACH_SHAPE(sc, xent_shapes, xent_bwd_one); }
+
+/* The lse form: the same shapes plus GPT-2's 50,257 classes (an odd
+ * width past any block size). */
+static const int xent_lse_shapes[][2] = {{1, 10}, {7, 10}, {33, 1001}, {3, 50257}};
+
+static int xent_lse_fwd_one(sc_ctx *sc, int rows, int classes)
+{
+    tb_backend *be = sc->be;
+    size_t n = (size_t)rows * classes;
+    float *z, *dz, *l, *dl, *lse, *dlse;
+    int32_t *lab, *dlab;
+    TB_TRY(sc_randf(sc, &z, &dz, n, -4.0f, 4.0f));
+    TB_TRY(xent_labels(sc, rows, classes, &lab, &dlab));
+    TB_TRY(sc_outf(sc, &l, &dl, (size_t)rows));
+    TB_TRY(sc_outf(sc, &lse, &dlse, (size_t)rows));
+    tb_ref_xent_lse_fwd(z, lab, rows, classes, l, lse);
+    sc_case c;
+    sc_case_start(&c, "rows=%d classes=%d", rows, classes);
+    return SC_FINISH(sc, &c, be->xent_lse_fwd(be, dz, dlab, rows, classes, dl, dlse), 0,
+                     {"loss", l, dl, (size_t)rows, TOL_SUM},
+                     {"lse", lse, dlse, (size_t)rows, TOL_SUM});
+}
+
+/* The backward from the reference forward's lse, out of place and in place
+ * (dlogits == logits, as GPT-2's head runs it). */
+static int xent_lse_bwd_one(sc_ctx *sc, int rows, int classes)
+{
+    tb_backend *be = sc->be;
+    size_t n = (size_t)rows * classes;
+    float *z, *dz, *l, *lse, *dlse, *want, *out, *inplace;
+    int32_t *lab, *dlab;
+    TB_TRY(sc_randf(sc, &z, &dz, n, -4.0f, 4.0f));
+    TB_TRY(xent_labels(sc, rows, classes, &lab, &dlab));
+    TB_TRY(sc_host(sc, (void **)&l, (size_t)rows * sizeof *l));
+    TB_TRY(sc_host(sc, (void **)&lse, (size_t)rows * sizeof *lse));
+    tb_ref_xent_lse_fwd(z, lab, rows, classes, l, lse);
+    TB_TRY(sc_upload(sc, (void **)&dlse, lse, (size_t)rows * sizeof *lse));
+    TB_TRY(sc_outf(sc, &want, &out, n));
+    TB_TRY(sc_upload(sc, (void **)&inplace, z, n * sizeof *z));
+    float scale = 1.0f / (float)rows;
+    tb_ref_xent_lse_bwd(z, lse, lab, rows, classes, scale, want);
+    sc_case c;
+    sc_case_start(&c, "rows=%d classes=%d scale=1/%d", rows, classes, rows);
+    TB_TRY(SC_FINISH(sc, &c,
+                     be->xent_lse_bwd(be, dz, dlse, dlab, rows, classes, scale, out), 0,
+                     {"dlogits", want, out, n, TOL_ROUND}));
+    sc_case_start(&c, "rows=%d classes=%d scale=1/%d in place", rows, classes, rows);
+    return SC_FINISH(sc, &c,
+                     be->xent_lse_bwd(be, inplace, dlse, dlab, rows, classes, scale, inplace), 0,
+                     {"dlogits", want, inplace, n, TOL_ROUND});
+}
+
+int check_xent_lse_fwd(sc_ctx *sc) { return SC_EACH_SHAPE(sc, xent_lse_shapes, xent_lse_fwd_one); }
+int check_xent_lse_bwd(sc_ctx *sc) { return SC_EACH_SHAPE(sc, xent_lse_shapes, xent_lse_bwd_one); }
 
 int check_reduce_sum(sc_ctx *sc)
 {

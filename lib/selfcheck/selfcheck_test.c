@@ -16,15 +16,20 @@
  *     and the pinned-memory step checks n/a with the CPU's reason.
  *  4. Broken ops are caught: a relu_fwd that leaks negatives, one that
  *     leaves an element unwritten, a conv_fwd off by 1e-3 in one element, a
- *     dropout_fwd whose mask flips one bit, an op slot set to NULL, and an
- *     op returning TB_ERR_UNSUPPORTED for its fp32 case: each is a FAIL line
- *     for that slot.
+ *     dropout_fwd whose mask flips one bit, an op slot set to NULL, an
+ *     op returning TB_ERR_UNSUPPORTED for its fp32 case, an embedding_fwd one
+ *     ulp off in one element, an embedding_bwd that writes dwte when asked
+ *     to add, a gelu_tanh_fwd / gelu_tanh_bwd that runs the erf form, an
+ *     xent_lse_fwd with one loss off by 1e-4, an xent_lse_bwd with its lse
+ *     off by 1e-3, and one that is right out of place but wrong in place:
+ *     each is a FAIL line for that slot.
  * With --selfcheck-binary=PATH it instead runs bench:selfcheck: the default
  * (--device=cuda) exits 0 saying there is nothing to check when no GPU is
  * usable; --device=auto exits 0 with the summary (the CPU, or the GPU);
  * --help exits 0; a bad --device exits 2.
  */
 #define _GNU_SOURCE
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +162,90 @@ static int dropout_flips_bit(tb_backend *be, float p, uint64_t seed, uint64_t of
     return rc;
 }
 
+static int (*real_gelu_fwd)(tb_backend *, tb_gelu_variant, const float *, float *, size_t);
+static int (*real_gelu_bwd)(tb_backend *, tb_gelu_variant, const float *, const float *, float *,
+                            size_t);
+static int (*real_xent_lse_fwd)(tb_backend *, const float *, const int32_t *, int, int, float *,
+                                float *);
+static int (*real_xent_lse_bwd)(tb_backend *, const float *, const float *, const int32_t *, int,
+                                int, float, float *);
+
+/* The tanh slots running the erf form: the two differ by up to ~2e-4. */
+static int gelu_tanh_is_erf_fwd(tb_backend *be, tb_gelu_variant v, const float *x, float *y,
+                                size_t n)
+{
+    return real_gelu_fwd(be, v, x, y, n);
+}
+
+static int gelu_tanh_is_erf_bwd(tb_backend *be, tb_gelu_variant v, const float *x,
+                                const float *dy, float *dx, size_t n)
+{
+    return real_gelu_bwd(be, v, x, dy, dx, n);
+}
+
+static int xent_lse_fwd_loss_off(tb_backend *be, const float *logits, const int32_t *labels,
+                                 int rows, int classes, float *loss, float *lse)
+{
+    int rc = real_xent_lse_fwd(be, logits, labels, rows, classes, loss, lse);
+    loss[rows / 2] *= 1.0001f;
+    return rc;
+}
+
+/* The CPU backend's pointers are host memory: a shifted copy of lse. */
+static int xent_lse_bwd_lse_off(tb_backend *be, const float *logits, const float *lse,
+                                const int32_t *labels, int rows, int classes, float scale,
+                                float *dlogits)
+{
+    float *off = malloc((size_t)rows * sizeof *off);
+    if (!off)
+        return TB_FAIL(TB_ERR_NOMEM, "xent_lse_bwd_lse_off");
+    for (int r = 0; r < rows; r++)
+        off[r] = lse[r] + 1e-3f;
+    int rc = real_xent_lse_bwd(be, logits, off, labels, rows, classes, scale, dlogits);
+    free(off);
+    return rc;
+}
+
+/* Right out of place; in place, the label's entry is recomputed from a
+ * logit the row's pass has already overwritten. */
+static int xent_lse_bwd_not_in_place(tb_backend *be, const float *logits, const float *lse,
+                                     const int32_t *labels, int rows, int classes, float scale,
+                                     float *dlogits)
+{
+    (void)be;
+    for (int r = 0; r < rows; r++) {
+        const float *z = logits + (size_t)r * classes;
+        float *d = dlogits + (size_t)r * classes;
+        for (int j = 0; j < classes; j++)
+            d[j] = scale * expf(z[j] - lse[r]);
+        d[labels[r]] = scale * (expf(z[labels[r]] - lse[r]) - 1.0f);
+    }
+    return TB_OK;
+}
+
+static int (*real_embedding_fwd)(tb_backend *, const int32_t *, const float *, const float *,
+                                 int, int, int, int, float *);
+static int (*real_embedding_bwd)(tb_backend *, const int32_t *, const float *, int, int, int,
+                                 int, float *, int, float *, int);
+
+static int embedding_fwd_ulp_off(tb_backend *be, const int32_t *tokens, const float *wte,
+                                 const float *wpe, int rows, int seq, int d, int vocab, float *y)
+{
+    int rc = real_embedding_fwd(be, tokens, wte, wpe, rows, seq, d, vocab, y);
+    size_t last = (size_t)rows * d - 1;
+    y[last] = nextafterf(y[last], INFINITY); /* one ulp: TOL_EXACT catches it */
+    return rc;
+}
+
+static int embedding_bwd_writes_wte(tb_backend *be, const int32_t *tokens, const float *dy,
+                                    int rows, int seq, int d, int vocab, float *dwte,
+                                    int accumulate_wte, float *dwpe, int accumulate_wpe)
+{
+    (void)accumulate_wte;
+    return real_embedding_bwd(be, tokens, dy, rows, seq, d, vocab, dwte, 0, dwpe,
+                              accumulate_wpe);
+}
+
 static int add_unsupported(tb_backend *be, const float *a, const float *b, float *y, size_t n)
 {
     (void)be, (void)a, (void)b, (void)y, (void)n;
@@ -189,12 +278,28 @@ static void test_broken_ops(tb_backend *be)
 {
     real_conv_fwd = be->conv_fwd;
     real_dropout_fwd = be->dropout_fwd;
+    real_embedding_fwd = be->embedding_fwd;
+    real_embedding_bwd = be->embedding_bwd;
     expect_caught(be, "relu_fwd", (tb_slot_fn)leaky_relu, "leaky for negatives");
     expect_caught(be, "relu_fwd", (tb_slot_fn)relu_skips_last, "last element unwritten");
     expect_caught(be, "conv_fwd", (tb_slot_fn)conv_fwd_off, "one element off by 1e-3");
     expect_caught(be, "dropout_fwd", (tb_slot_fn)dropout_flips_bit, "one mask bit flipped");
     expect_caught(be, "bias_add", NULL, "NULL where backend.h does not allow it");
     expect_caught(be, "add", (tb_slot_fn)add_unsupported, "TB_ERR_UNSUPPORTED for fp32");
+    expect_caught(be, "embedding_fwd", (tb_slot_fn)embedding_fwd_ulp_off,
+                  "last element one ulp off");
+    expect_caught(be, "embedding_bwd", (tb_slot_fn)embedding_bwd_writes_wte,
+                  "dwte written when asked to add (a tied head's gradient lost)");
+    real_gelu_fwd = be->gelu_fwd;
+    real_gelu_bwd = be->gelu_bwd;
+    real_xent_lse_fwd = be->xent_lse_fwd;
+    real_xent_lse_bwd = be->xent_lse_bwd;
+    expect_caught(be, "gelu_tanh_fwd", (tb_slot_fn)gelu_tanh_is_erf_fwd, "the erf form");
+    expect_caught(be, "gelu_tanh_bwd", (tb_slot_fn)gelu_tanh_is_erf_bwd, "the erf form");
+    expect_caught(be, "xent_lse_fwd", (tb_slot_fn)xent_lse_fwd_loss_off, "a loss off by 1e-4");
+    expect_caught(be, "xent_lse_bwd", (tb_slot_fn)xent_lse_bwd_lse_off, "lse off by 1e-3");
+    expect_caught(be, "xent_lse_bwd", (tb_slot_fn)xent_lse_bwd_not_in_place,
+                  "wrong in place only");
 }
 
 /* ---- the binary (bench:selfcheck_binary_test) ---- */

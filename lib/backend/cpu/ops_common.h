@@ -1,7 +1,7 @@
 /*
  * ops_common.h - private to the CPU backend's own-kernel op files
  * (elementwise.c, reduce.c, dropout.c, batchnorm.c, pool.c, xent.c, optim.c,
- * attention.c): their thread count, their static split of work, their
+ * attention.c, tokens.c): their thread count, their static split of work, their
  * ordered double sums and their scratch memory.
  *
  * Speed: OpenMP with ctx->threads threads and a static schedule; the inner

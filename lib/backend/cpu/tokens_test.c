@@ -213,6 +213,34 @@ static void check_bwd_case(tb_backend *be, const inputs *in, int acc_wte, int ac
         free(pe);
 }
 
+/* The same call on a 1-thread and a 2-thread backend: the same bits. */
+static void check_threads_bitwise(tb_backend *one, tb_backend *two, const inputs *in)
+{
+    const size_case *s = &in->s;
+    size_t ny = (size_t)s->rows * s->d, nte = (size_t)s->vocab * s->d;
+    size_t npe = (size_t)s->seq * s->d;
+    float *y[2], *te[2], *pe[2];
+    float *te0 = rand_floats(nte), *pe0 = rand_floats(npe);
+    tb_backend *be[2] = {one, two};
+    int rc = TB_OK;
+    for (int k = 0; k < 2; k++) {
+        y[k] = filled(ny, NAN);
+        te[k] = copy_of(te0, nte);
+        pe[k] = copy_of(pe0, npe);
+        rc |= be[k]->embedding_fwd(be[k], in->tokens, in->wte, in->wpe, s->rows, s->seq, s->d,
+                                   s->vocab, y[k]);
+        rc |= be[k]->embedding_bwd(be[k], in->tokens, in->dy, s->rows, s->seq, s->d, s->vocab,
+                                   te[k], 1, pe[k], 1);
+    }
+    CHECK(rc == TB_OK && memcmp(y[0], y[1], ny * sizeof(float)) == 0 &&
+              memcmp(te[0], te[1], nte * sizeof(float)) == 0 &&
+              memcmp(pe[0], pe[1], npe * sizeof(float)) == 0,
+          "rows=%d d=%d: 1 and 2 threads give the same bits (y, dwte, dwpe)", s->rows, s->d);
+    for (int k = 0; k < 2; k++)
+        free(y[k]), free(te[k]), free(pe[k]);
+    free(te0), free(pe0);
+}
+
 /* Bad token ids: refused before y, dwte or dwpe is written. */
 static void check_refused(tb_backend *be)
 {
@@ -307,6 +335,7 @@ int main(void)
             for (int acc = 0; acc < 4; acc++)
                 check_bwd_case(be[t], &in, acc & 1, acc >> 1);
         }
+        check_threads_bitwise(be[0], be[1], &in);
         inputs_free(&in);
     }
     check_refused(be[1]);

@@ -531,6 +531,7 @@ void tb_backend_cuda_fill_table(tb_backend *be)
     tb_cuda_install_optim(be);
     tb_cuda_install_cast(be);
     tb_cuda_install_graph(be);
+    tb_cuda_install_tokens(be);
     (void)tb_cuda_install_attn_ops(be); /* fills slots only; cannot fail */
 }
 

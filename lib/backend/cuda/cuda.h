@@ -9,7 +9,7 @@
  *   backend.c      creation, copies, streams, events, device info
  *   alloc.c        the caching device allocator (dev_alloc, mem_*)
  *   elementwise.c  relu_*, add, axpby, bias_add (kernels/elementwise.cu)
- *   gelu.c         gelu_* (kernels/gelu.cu)
+ *   gelu.c         gelu_*, gelu_tanh_* (kernels/gelu.cu)
  *   reduce.c       bias_grad, reduce_sum, count_nonfinite (kernels/reduce.cu)
  *   dropout.c      dropout_* (kernels/elementwise.cu)
  *   pool.c         pool_* (kernels/pool.cu)
@@ -18,6 +18,7 @@
  *   optim.c        opt_step, per tensor and fused (kernels/optim.cu)
  *   cast.c         cast_* (kernels/cast.cu)
  *   attention.c    layernorm_*, attention_* (kernels/attention.cu, layernorm.cu)
+ *   tokens.c       embedding_* (kernels/tokens.cu)
  *   gemm.c         gemm on cuBLAS
  *   conv.c         conv_* on cuDNN (descriptor cache, autotuner)
  *   staging.c      host batches to the device (lib/backend/staging.h)
@@ -100,6 +101,8 @@ typedef struct cuda_ctx {
     /* unfused GELU's intermediates: n floats each, kept and grown */
     float *gelu_tmp1, *gelu_tmp2;
     size_t gelu_tmp_n;
+    float *gelu_tmp3;          /* the unfused tanh GELU backward's third */
+    size_t gelu_tmp3_n;
 } cuda_ctx;
 
 static inline cuda_ctx *tb_cuda_ctx(tb_backend *be) { return (cuda_ctx *)be->ctx; }
@@ -133,6 +136,7 @@ void tb_cuda_install_xent(tb_backend *be);
 void tb_cuda_install_optim(tb_backend *be);
 void tb_cuda_install_cast(tb_backend *be);  /* lib/backend/cuda/cast.c */
 void tb_cuda_install_graph(tb_backend *be); /* lib/backend/cuda/graph.c */
+void tb_cuda_install_tokens(tb_backend *be); /* lib/backend/cuda/tokens.c */
 /* layernorm_fwd/bwd and attention_workspace/fwd/bwd (lib/backend/cuda/attention.c).
  * TB_OK. */
 int tb_cuda_install_attn_ops(tb_backend *be);

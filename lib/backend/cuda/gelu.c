@@ -1,7 +1,9 @@
 /*
- * gelu.c - the CUDA backend's gelu_fwd/bwd: the fused and unfused variants
- * of kernels/gelu.cu (kernels/gelu_math.h, the same math as the CPU
- * backend's lib/backend/cpu/gelu.c).
+ * gelu.c - the CUDA backend's gelu_fwd/bwd and gelu_tanh_fwd/bwd: the fused
+ * and unfused variants of kernels/gelu.cu (kernels/gelu_math.h, the same
+ * math as the CPU backend's lib/backend/cpu/gelu.c).
+ *
+ * Build check (no GPU here): bazel build //lib/backend/cuda/...
  */
 #include "kernels/gelu.h"
 #include "lib/backend/backend.h"
@@ -62,8 +64,49 @@ static int cuda_gelu_bwd(tb_backend *be, tb_gelu_variant v, const float *x, cons
     return TB_OK;
 }
 
+/* The unfused tanh backward's third temporary, kept and grown as the
+ * other two (tb_cuda_alloc_release frees it with the backend). */
+static int gelu_scratch3(tb_backend *be, size_t n, float **t3)
+{
+    cuda_ctx *c = ctx_of(be);
+
+    if (c->gelu_tmp3_n < n) {
+        TB_TRY(tb_cuda_dev_free(be, c->gelu_tmp3));
+        c->gelu_tmp3 = NULL;
+        c->gelu_tmp3_n = 0;
+        TB_TRY(tb_cuda_dev_alloc(be, (void **)&c->gelu_tmp3, n * sizeof(float)));
+        c->gelu_tmp3_n = n;
+    }
+    *t3 = c->gelu_tmp3;
+    return TB_OK;
+}
+
+static int cuda_gelu_tanh_fwd(tb_backend *be, tb_gelu_variant v, const float *x, float *y,
+                              size_t n)
+{
+    float *t1, *t2;
+
+    TB_TRY(gelu_prepare(be, v, n, &t1, &t2));
+    TB_TRY(tb_cuda_gelu_tanh_fwd((int)v, x, y, n, t1, t2, ctx_of(be)->compute));
+    return TB_OK;
+}
+
+static int cuda_gelu_tanh_bwd(tb_backend *be, tb_gelu_variant v, const float *x, const float *dy,
+                              float *dx, size_t n)
+{
+    float *t1, *t2, *t3 = NULL;
+
+    TB_TRY(gelu_prepare(be, v, n, &t1, &t2));
+    if (v == TB_GELU_UNFUSED && n > 0)
+        TB_TRY(gelu_scratch3(be, n, &t3));
+    TB_TRY(tb_cuda_gelu_tanh_bwd((int)v, x, dy, dx, n, t1, t2, t3, ctx_of(be)->compute));
+    return TB_OK;
+}
+
 void tb_cuda_install_gelu(tb_backend *be)
 {
     be->gelu_fwd = cuda_gelu_fwd;
     be->gelu_bwd = cuda_gelu_bwd;
+    be->gelu_tanh_fwd = cuda_gelu_tanh_fwd;
+    be->gelu_tanh_bwd = cuda_gelu_tanh_bwd;
 }

@@ -1,5 +1,6 @@
 /*
- * xent.c - the CUDA backend's softmax_xent_fwd/bwd (kernels/xent.cu). The one
+ * xent.c - the CUDA backend's softmax_xent_fwd/bwd and xent_lse_fwd/bwd
+ * (kernels/xent.cu). The one
  * check the GPU cannot make on the host is the labels' range (they live in
  * device memory): see kernels/xent.h.
  *
@@ -31,8 +32,28 @@ static int cuda_softmax_xent_bwd(tb_backend *be, const float *probs, const int32
     return tb_cuda_softmax_xent_bwd(probs, labels, rows, classes, scale, dlogits, stream_of(be));
 }
 
+static int cuda_xent_lse_fwd(tb_backend *be, const float *logits, const int32_t *labels, int rows,
+                             int classes, float *loss, float *lse)
+{
+    TB_TRY(tb_check_xent(rows, classes));
+    TB_TRY(tb_cuda_bind(be));
+    return tb_cuda_xent_lse_fwd(logits, labels, rows, classes, loss, lse, stream_of(be));
+}
+
+static int cuda_xent_lse_bwd(tb_backend *be, const float *logits, const float *lse,
+                             const int32_t *labels, int rows, int classes, float scale,
+                             float *dlogits)
+{
+    TB_TRY(tb_check_xent(rows, classes));
+    TB_TRY(tb_cuda_bind(be));
+    return tb_cuda_xent_lse_bwd(logits, lse, labels, rows, classes, scale, dlogits,
+                                stream_of(be));
+}
+
 void tb_cuda_install_xent(tb_backend *be)
 {
     be->softmax_xent_fwd = cuda_softmax_xent_fwd;
     be->softmax_xent_bwd = cuda_softmax_xent_bwd;
+    be->xent_lse_fwd = cuda_xent_lse_fwd;
+    be->xent_lse_bwd = cuda_xent_lse_bwd;
 }
