@@ -256,6 +256,9 @@ static int train_step(tb_model *m, const batch *b, step_out *r)
     TB_TRY(batch_upload(m, b, &x));
     TB_TRY(tb_model_zero_grad(m, 1));
     TB_TRY(tb_model_forward_loss(m, &x, b->labels, &y));
+    if (tb_tensor_numel(y) > sizeof r->logits / sizeof r->logits[0])
+        return TB_FAIL(TB_ERR_INVALID, "%zu logits, room for %zu", tb_tensor_numel(y),
+                       sizeof r->logits / sizeof r->logits[0]);
     TB_TRY(tb_tensor_to_host(y, r->logits));
     TB_TRY(tb_xent_read_loss(&m->loss, &r->loss));
     TB_TRY(tb_model_backward(m, 1.0f));
