@@ -9,11 +9,13 @@
  *   lib/nn/layer_pool.c    max / average pooling, global average pooling
  *   lib/nn/layer_linear.c  linear (gemm + bias_add / bias_grad)
  *   lib/nn/layer_seq.c     containers: a sequence, a residual block
- *   lib/nn/layer_loss.c    softmax cross-entropy, mean over the batch
+ *   lib/nn/layer_loss.c    softmax cross-entropy, mean over the rows (samples,
+ *                       or a token model's positions, in place over the logits)
  *   lib/nn/layer_tokens.c  token tensors: per-token linear, mean over tokens,
  *                       residual add (no activation)
  *   lib/nn/layer_ln.c      layer norm over each token's features
- *   lib/nn/layer_attn.c    multi-head self-attention with its projections
+ *   lib/nn/layer_attn.c    multi-head self-attention with its projections,
+ *                       causal or not
  *   lib/nn/layer_embed.c   GPT-2's token + position embedding (int32 ids in),
  *                       and the vocabulary head tied to its token table
  *

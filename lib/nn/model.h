@@ -17,8 +17,12 @@
  * into layers, binds each parameter to its slice of the flat buffers (so a
  * fused optimizer makes one pass) and initializes them as PyTorch does
  * (uniform 1/sqrt(fan_in), BN gamma 1 beta 0), from the seed only.
+ * GPT-2 (tb_model_build_gpt2, lib/nn/model_gpt2.c) builds its own tree and
+ * init and shares the rest (lib/nn/model_build.h); it is a token model:
+ * int32 ids in, a label per position, the loss's in-place lse path.
  *
- * Tests: bazel test //lib/nn:layers_test //lib/nn:resnet_test //lib/train:train_test
+ * Tests: bazel test //lib/nn:layers_test //lib/nn:resnet_test //lib/nn:gpt2_test
+ *        //lib/train:train_test
  */
 #ifndef TB_MODEL_H
 #define TB_MODEL_H

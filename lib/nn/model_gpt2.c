@@ -21,6 +21,14 @@
  * constructors declare PyTorch's uniform default, which the other models
  * keep; this builder rewrites the init of the parameters it creates.
  *
+ * The flat parameter order is nanoGPT's state_dict order, shapes as
+ * PyTorch's (out, in) Linear weights: wte (vocab, d), wpe (context, d); per
+ * block ln_1 weight, bias; attn.c_attn weight (3d, d), bias; attn.c_proj
+ * (d, d), bias; ln_2; mlp.c_fc (mlp, d), bias; mlp.c_proj (d, mlp), bias;
+ * then ln_f. lm_head.weight is wte (tied), not a parameter of its own.
+ * (OpenAI's checkpoints store the four block matrices transposed, as
+ * Conv1D (in, out): nanoGPT's from_pretrained transposes them.)
+ *
  * Tests: bazel test //lib/nn:gpt2_test
  */
 #include <math.h>
