@@ -414,38 +414,44 @@ class Report:
         print(text)
 
 
+QUANTITIES = (("logits", "training-mode forward"), ("loss", ""), ("grads", ""),
+              ("params", "after one step"), ("logits1", "after the step, same batch"),
+              ("loss1", "after the step"))
+
+
+def compare_flat(man, key, note, tb, t32, t64):
+    """Gradients or parameters: the worst parameter tensor."""
+    floored = noise_tensors(man, (t64 or t32)["grads"], 1e-6) if key == "grads" else ()
+    fn = lambda a, b: rel_per_tensor(man, a[key], b[key], floored)[0]
+    err, name = rel_per_tensor(man, tb[key], t32[key], floored)
+    text = "worst of %d tensors: %s; whole vector %.1e" % (
+        len(man["params"]), name, rel_tensor(tb[key], t32[key]))
+    if note:
+        text += "; " + note
+    if floored:
+        own, _ = rel_per_tensor(man, tb[key], t32[key])
+        text += ("\n      %d tensor(s) zero in exact arithmetic (below 1e-6 x the largest "
+                 "gradient) measured against the largest gradient; against their own "
+                 "largest: %.1e" % (len(floored), own))
+    return fn, err, text
+
+
 def compare(rep, man, tb, t32, t64):
     """One line per quantity: tunebench against torch float32, and both
     against torch float64 when t64 is there."""
-    def f64(fn):
-        return None if t64 is None else (fn(tb, t64), fn(t32, t64))
-
-    for key, what, note in (("logits", "logits", "training-mode forward"),
-                            ("loss", "loss", ""), ("grads", "grads", ""),
-                            ("params", "params", "after one step"),
-                            ("logits1", "logits1", "after the step, same batch"),
-                            ("loss1", "loss1", "after the step")):
+    for key, note in QUANTITIES:
         if key in ("loss", "loss1"):
             fn = lambda a, b: rel_scalar(a[key], b[key])
-            note2 = "%stunebench %.8f, torch %.8f" % (note + ": " if note else "", tb[key], t32[key])
-            rep.line(what, fn(tb, t32), note2.strip(), f64(fn))
+            err = fn(tb, t32)
+            text = "%stunebench %.8f, torch %.8f" % (note + ": " if note else "", tb[key],
+                                                     t32[key])
         elif key in ("grads", "params"):
-            floored = noise_tensors(man, (t64 or t32)["grads"], 1e-6) if key == "grads" else ()
-            fn = lambda a, b: rel_per_tensor(man, a[key], b[key], floored)[0]
-            err, name = rel_per_tensor(man, tb[key], t32[key], floored)
-            note2 = "worst of %d tensors: %s; whole vector %.1e" % (
-                len(man["params"]), name, rel_tensor(tb[key], t32[key]))
-            if note:
-                note2 += "; " + note
-            if floored:
-                own, _ = rel_per_tensor(man, tb[key], t32[key])
-                note2 += ("\n      %d tensor(s) zero in exact arithmetic (below 1e-6 x the largest "
-                          "gradient) measured against the largest gradient; against their own "
-                          "largest: %.1e" % (len(floored), own))
-            rep.line(what, err, note2, f64(fn))
+            fn, err, text = compare_flat(man, key, note, tb, t32, t64)
         else:
             fn = lambda a, b: rel_tensor(a[key], b[key])
-            rep.line(what, fn(tb, t32), "%d values, %s" % (t32[key].size, note), f64(fn))
+            err = fn(tb, t32)
+            text = "%d values, %s" % (t32[key].size, note)
+        rep.line(key, err, text, None if t64 is None else (fn(tb, t64), fn(t32, t64)))
 
 
 def sensitivity(man, tb, t64, rel):
@@ -458,7 +464,7 @@ def sensitivity(man, tb, t64, rel):
     p = tb["params0"].astype(np.float64) * (1.0 + rel * noise)
     t = torch_step(man, p, tb["x"], tb["labels"], torch.float64)
     parts = []
-    for key in ("logits", "loss", "grads", "params", "logits1", "loss1"):
+    for key, _ in QUANTITIES:
         if key in ("loss", "loss1"):
             err = rel_scalar(t[key], t64[key])
         elif key in ("grads", "params"):
