@@ -10,10 +10,10 @@
 # export failed).
 set -uo pipefail
 
-cd "$(dirname "$0")/.."
 py="${PYTHON:-python3}"
-out="${1:-$(mktemp -d)}"
+out="$(realpath -m "${1:-$(mktemp -d)}")"
 shift || true
+cd "$(dirname "$0")/.." || exit 1
 models=("$@")
 ((${#models[@]})) || models=(small_cnn wide_cnn transformer resnet50 gpt2)
 
