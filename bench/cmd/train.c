@@ -16,7 +16,7 @@
  * context 1024 and GPT-2 small's), and the FLOPs of one sample's forward +
  * backward (lib/nn/flops.h). Each epoch prints: epoch, mean train loss, test
  * loss and accuracy (next-token accuracy for gpt2), training images/s (and
- * tokens/s for gpt2) and epoch seconds (training only; evaluation is timed
+ * tokens/s for gpt2), the model FLOP rate they amount to, and epoch seconds (training only; evaluation is timed
  * apart). Exit codes: 0 done, 2 bad flag or unusable device, 1 any other
  * error (printed as the error chain).
  */
@@ -43,21 +43,34 @@ static int fail(void)
     return tb_exit_code(code);
 }
 
-/* "1234 images/s", or for a token model "5678 tokens/s (2.77 sequences/s)". */
-static void rate(const tb_epoch_stats *es, char *out, size_t cap)
+/* What the epoch lines need beside the statistics. */
+typedef struct run_info {
+    const tb_trainer *t;
+    double flops_per_sample; /* forward + backward, lib/nn/flops.h */
+} run_info;
+
+/* "1234 images/s", or for a token model "5678 tokens/s (2.77 sequences/s)",
+ * then the model FLOP rate they amount to. */
+static void rate(const tb_epoch_stats *es, double flops_per_sample, char *out, size_t cap)
 {
+    int n;
     if (es->tokens_per_s > 0)
-        snprintf(out, cap, "%.0f tokens/s (%.2f sequences/s)", es->tokens_per_s,
-                 es->images_per_s);
+        n = snprintf(out, cap, "%.0f tokens/s (%.2f sequences/s)", es->tokens_per_s,
+                     es->images_per_s);
     else
-        snprintf(out, cap, "%.*f images/s", es->images_per_s < 100 ? 2 : 0, es->images_per_s);
+        n = snprintf(out, cap, "%.*f images/s", es->images_per_s < 100 ? 2 : 0,
+                     es->images_per_s);
+    if (n > 0 && (size_t)n < cap)
+        snprintf(out + n, cap - (size_t)n, ", %.1f GFLOP/s", es->images_per_s *
+                 flops_per_sample / 1e9);
 }
 
 static void print_epoch(const tb_epoch_stats *es, const tb_eval_stats *ev, void *user)
 {
-    const tb_trainer *t = user;
-    char r[96];
-    rate(es, r, sizeof r);
+    const run_info *info = user;
+    const tb_trainer *t = info->t;
+    char r[128];
+    rate(es, info->flops_per_sample, r, sizeof r);
     const char *acc = tb_config_token_model(&t->cfg) ? "next-token acc" : "test acc";
     if (ev)
         printf("epoch %d  train loss %.4f  test loss %.4f  %s %.2f%%  %s  "
@@ -71,10 +84,11 @@ static void print_epoch(const tb_epoch_stats *es, const tb_eval_stats *ev, void 
     fflush(stdout);
 }
 
-static int run_epochs(tb_trainer *t)
+static int run_epochs(tb_trainer *t, double flops_per_sample)
 {
+    run_info info = {t, flops_per_sample};
     tb_fit_stats fs;
-    TB_TRY(tb_trainer_fit(t, &fs, print_epoch, t));
+    TB_TRY(tb_trainer_fit(t, &fs, print_epoch, &info));
     printf("stopped by %s after %d epochs, %d evaluations: best test acc %.2f%%, train %.1f s, "
            "eval %.1f s, total %.1f s",
            fs.stopped_by, fs.epochs, fs.evaluations, 100.0 * fs.best_accuracy, fs.train_s,
@@ -154,8 +168,8 @@ static void print_model(const tb_trainer *t)
     printf("\n");
 }
 
-/* FLOPs of one sample's training step (lib/nn/flops.h). */
-static int print_flops(const tb_trainer *t)
+/* FLOPs of one sample's training step (lib/nn/flops.h); *total gets them. */
+static int print_flops(const tb_trainer *t, double *total)
 {
     tb_flops f;
     char line[TB_FLOPS_LINE];
@@ -165,6 +179,7 @@ static int print_flops(const tb_trainer *t)
     if (tb_config_token_model(&t->cfg))
         printf("; %.3g GFLOP/token", tb_flops_total(&f) / t->cfg.context / 1e9);
     printf("\n");
+    *total = tb_flops_total(&f);
     return TB_OK;
 }
 
@@ -181,9 +196,10 @@ static int run(const tb_config *cfg)
     TB_TRY_GOTO(rc, tb_trainer_create(cfg, be, &t), out_close);
     print_data(t);
     print_model(t);
-    TB_TRY_GOTO(rc, print_flops(t), out_destroy);
+    double flops;
+    TB_TRY_GOTO(rc, print_flops(t, &flops), out_destroy);
     fflush(stdout);
-    TB_TRY_GOTO(rc, run_epochs(t), out_destroy);
+    TB_TRY_GOTO(rc, run_epochs(t, flops), out_destroy);
 
 out_destroy:
     tb_trainer_destroy(t);

@@ -5,8 +5,16 @@
  *     first convolution computes no input gradient);
  *   - the one-block transformer: GEMM and attention FLOPs, and its three
  *     layer norms;
+ *   - ResNet-50 at 224: convolution and GEMM FLOPs from the architecture,
+ *     and the forward multiply-adds against torchvision's published 4.09 G;
+ *   - GPT-2 small at T 1024 and a reduced one (2 layers, T 256): GEMM = 6
+ *     N_mm T and attention = 12 L T^2 d exactly (causal, the whole T x T
+ *     counted), the tied head's share of
+ *     the GEMMs, all FLOPs within 1% of 6 x parameters x T plus attention;
+ *   - every leaf layer of each model has a count;
  *   - need_dx: a layer that skips its input gradient does not count it;
- *     the GELU form and dropout's p reach their counts;
+ *     causal attention counts as the non-causal; the GELU form and
+ *     dropout's p reach their counts;
  *   - the families' shares sum to 1; the log line, golden.
  *
  * Run: bazel test //lib/nn:flops_test
@@ -49,6 +57,24 @@ static void print_flops(const char *model, const tb_flops *f)
                f->fwd[k], f->bwd[k]);
 }
 
+/* Leaf layers of l's tree without a flops function (containers may have
+ * none: their children do the work). */
+static int uncounted_leaves(const tb_layer *l)
+{
+    int n = !l->vt->flops && !l->nchildren;
+    for (int i = 0; i < l->nchildren; i++)
+        n += uncounted_leaves(l->children[i]);
+    return n;
+}
+
+static void check_all_counted(const char *model, const tb_model *m)
+{
+    char what[128];
+    int n = uncounted_leaves(m->net);
+    snprintf(what, sizeof what, "%s: every leaf layer counts its FLOPs (%d do not)", model, n);
+    CHECK_WHAT(n == 0, what);
+}
+
 /* ---- the small CNN (model.h): 1x28x28, 10 classes, no conv bias ---- */
 
 /* Multiply-adds of a k x c x r x r convolution with an oh x oh output. */
@@ -62,6 +88,7 @@ static int check_small_cnn(tb_backend *be)
     tb_flops f;
     tb_model_flops(m, &f);
     print_flops("small CNN", &f);
+    check_all_counted("small CNN", m);
     /* conv3x3(16) at 28x28 (the first layer: no input gradient), 2x2 max
      * pool to 14x14, a residual block of two 16->16 at 14x14, conv3x3/2(32)
      * to 7x7, a residual block of two 32->32 at 7x7 */
@@ -94,6 +121,7 @@ static int check_transformer(tb_backend *be)
     tb_flops f;
     tb_model_flops(m, &f);
     print_flops("transformer", &f);
+    check_all_counted("transformer", m);
     double T = 28, F = 28, d = 64, M = 128, C = 10;
     /* matmul multiply-adds per sample: the token linear, q k v and output
      * projections (4 d^2 per token), the MLP (2 d M per token), the head */
@@ -115,6 +143,174 @@ static int check_transformer(tb_backend *be)
                "transformer: no convolution FLOPs");
     check_shares("transformer", &f);
     tb_model_destroy(m);
+    return TB_OK;
+}
+
+/* ---- ResNet-50 v1.5 at 224 (torchvision's resnet50) ---- */
+
+/* Multiply-adds of ResNet-50's convolutions on s x s images, from the
+ * architecture: 7x7/2 stem to s/2, 3x3/2 max pool to s/4, bottlenecks
+ * 3-4-6-3 (1x1 to mid, 3x3 mid with the stage's stride, 1x1 to 4 mid; a 1x1
+ * projection with the stride on each stage's first block). *stem gets the
+ * stem's share (the first layer: no input gradient). */
+static double resnet50_conv_macs(int s, double *stem)
+{
+    static const int blocks[4] = {3, 4, 6, 3}, mids[4] = {64, 128, 256, 512};
+    int res = s / 2;
+    *stem = conv_macs(64, 3, 7, res);
+    double macs = *stem;
+    int cin = 64;
+    res = res / 2;
+    for (int st = 0; st < 4; st++) {
+        int mid = mids[st], cout = 4 * mid;
+        for (int b = 0; b < blocks[st]; b++) {
+            int stride = b == 0 && st > 0 ? 2 : 1, ro = res / stride;
+            macs += conv_macs(mid, cin, 1, res) + conv_macs(mid, mid, 3, ro) +
+                    conv_macs(cout, mid, 1, ro);
+            if (b == 0)
+                macs += conv_macs(cout, cin, 1, ro);
+            cin = cout;
+            res = ro;
+        }
+    }
+    return macs;
+}
+
+static int check_resnet50(tb_backend *be)
+{
+    tb_model_opts o = {.in = {3, 224, 224}, .classes = 1000, .max_batch = 1, .seed = 1};
+    tb_model *m;
+    TB_TRY(tb_model_build(be, tb_spec_resnet50, &o, &m));
+    tb_flops f;
+    tb_model_flops(m, &f);
+    check_all_counted("ResNet-50", m);
+    tb_model_destroy(m);
+    print_flops("ResNet-50 at 224", &f);
+    double stem, conv = resnet50_conv_macs(224, &stem), fc = 2048.0 * 1000;
+    check_near("ResNet-50 conv fwd = 2 x MACs", f.fwd[TB_FLOPS_CONV], 2 * conv, 1e-12);
+    check_near("ResNet-50 conv bwd = 2 x (2 x MACs) less the stem's dx", f.bwd[TB_FLOPS_CONV],
+               4 * conv - 2 * stem, 1e-12);
+    check_near("ResNet-50 GEMM fwd = 2 x 2048 x 1000", f.fwd[TB_FLOPS_GEMM], 2 * fc, 1e-12);
+    /* torchvision lists 4.09 GFLOPS for resnet50: multiply-adds of the
+     * convolutions and the linear layer, rounded to 3 digits (+-0.005 G) */
+    double macs = (f.fwd[TB_FLOPS_CONV] + f.fwd[TB_FLOPS_GEMM]) / 2;
+    check_near("ResNet-50 forward conv + linear multiply-adds vs torchvision's 4.09 G, "
+               "within its rounding", macs, 4.09e9, 0.005 / 4.09);
+    check_shares("ResNet-50", &f);
+    return TB_OK;
+}
+
+/* ---- GPT-2 ---- */
+
+/* GPT-2's matmul and attention FLOPs per sample of T tokens, in closed
+ * form. N_mm = L (4 d^2 + 2 d mlp) + V d are the weights that multiply
+ * activations (q k v 3 d^2 and the output projection d^2, fc and proj d mlp
+ * each, the tied head V d; the embedding lookups, biases and layer norms do
+ * no matmul): 2 N_mm per token forward, 4 N_mm backward (dW and dx; the
+ * first matmul's input is a layer norm's, so no dx is skipped) = 6 N_mm T.
+ * Attention, PaLM's term: Q K^T and P V over the whole T x T, 4 T d per
+ * token per layer forward, 8 T d backward = 12 L T d per token. With
+ * mlp = 4d this is PaLM's 6 N + 12 L T d per token, N = 12 L d^2 + V d. */
+typedef struct gpt2_closed_form {
+    double n_mm, gemm, head, attention; /* weights in matmuls; FLOPs per sample */
+} gpt2_closed_form;
+
+static gpt2_closed_form gpt2_formula(const tb_gpt2_dims *g)
+{
+    double L = g->layers, d = g->dim, T = g->context, V = g->vocab;
+    gpt2_closed_form c;
+    c.n_mm = L * (4 * d * d + 2 * d * g->mlp) + V * d;
+    c.gemm = 6 * c.n_mm * T;
+    c.head = 6 * V * d * T;
+    c.attention = 12 * L * T * T * d;
+    return c;
+}
+
+/* The first layer of kind in l's tree, or NULL. */
+static const tb_layer *find_kind(const tb_layer *l, const char *kind)
+{
+    if (!strcmp(l->vt->kind, kind))
+        return l;
+    for (int i = 0; i < l->nchildren; i++) {
+        const tb_layer *r = find_kind(l->children[i], kind);
+        if (r)
+            return r;
+    }
+    return NULL;
+}
+
+/* Builds GPT-2 g (tanh GELU, batch 1) and counts it: *f the model, *head
+ * the tied head alone. */
+static int gpt2_flops(tb_backend *be, const char *name, const tb_gpt2_dims *g, tb_flops *f,
+                      tb_flops *head)
+{
+    tb_model_opts o = {.classes = g->vocab, .max_batch = 1, .seed = 1,
+                       .gelu_approx = TB_GELU_TANH};
+    tb_model *m;
+    TB_TRY(tb_model_build_gpt2(be, g, &o, &m));
+    tb_model_flops(m, f);
+    memset(head, 0, sizeof *head);
+    const tb_layer *h = find_kind(m->net, "tied_head");
+    if (h)
+        tb_flops_layer(h, head);
+    CHECK_WHAT(h != NULL, "GPT-2 has a tied_head layer");
+    check_all_counted(name, m);
+    tb_model_destroy(m);
+    print_flops(name, f);
+    return TB_OK;
+}
+
+/* One GPT-2: matmuls and attention exactly the closed form, the head's
+ * share of the GEMMs. *f: its FLOPs; *head_share: the head's share of the
+ * GEMMs; *attn_share: the attention's share of all FLOPs. */
+static int check_gpt2_dims(tb_backend *be, const char *name, const tb_gpt2_dims *g,
+                           tb_flops *out, double *head_share, double *attn_share)
+{
+    tb_flops f, head;
+    TB_TRY(gpt2_flops(be, name, g, &f, &head));
+    *out = f;
+    gpt2_closed_form c = gpt2_formula(g);
+    char what[160];
+    snprintf(what, sizeof what, "%s GEMM fwd+bwd = 6 N_mm T (N_mm = %.0f)", name, c.n_mm);
+    check_near(what, tb_flops_family(&f, TB_FLOPS_GEMM), c.gemm, 1e-12);
+    snprintf(what, sizeof what, "%s attention fwd+bwd = 12 L T^2 d", name);
+    check_near(what, tb_flops_family(&f, TB_FLOPS_ATTENTION), c.attention, 1e-12);
+    check_near("  of which forward: 4 L T^2 d", f.fwd[TB_FLOPS_ATTENTION], c.attention / 3,
+               1e-12);
+    *head_share = tb_flops_family(&head, TB_FLOPS_GEMM) / tb_flops_family(&f, TB_FLOPS_GEMM);
+    snprintf(what, sizeof what, "%s head's share of the GEMM FLOPs = V d / N_mm", name);
+    check_near(what, *head_share, c.head / c.gemm, 1e-12);
+    *attn_share = tb_flops_share(&f, TB_FLOPS_ATTENTION);
+    check_shares(name, &f);
+    return TB_OK;
+}
+
+static int check_gpt2(tb_backend *be)
+{
+    tb_gpt2_dims small = tb_gpt2_small();
+    double head_full, attn_full, head_red, attn_red;
+    tb_flops f, reduced_f;
+    TB_TRY(check_gpt2_dims(be, "GPT-2 small, T 1024", &small, &f, &head_full, &attn_full));
+    /* PaLM's rule of thumb with all 124,439,808 parameters: the matmul-free
+     * ones (wpe 786,432, biases and norms 121,344: 0.73%) overcount, the
+     * norm, element-wise and loss FLOPs it leaves out undercount; both
+     * under 1% */
+    double T = small.context, params = (double)tb_gpt2_param_count(&small);
+    double palm = 6 * params * T + 12.0 * small.layers * T * T * small.dim;
+    check_near("GPT-2 small: all FLOPs vs 6 x 124,439,808 x T + 12 L T^2 d", tb_flops_total(&f),
+               palm, 1e-2);
+    tb_gpt2_dims reduced = small;
+    reduced.layers = 2;
+    reduced.context = 256;
+    TB_TRY(check_gpt2_dims(be, "GPT-2 reduced (L 2, T 256)", &reduced, &reduced_f, &head_red,
+                           &attn_red));
+    printf("  GPT-2 head share of GEMM: %.1f%% full, %.1f%% reduced; attention share of all "
+           "FLOPs: %.2f%% full, %.2f%% reduced\n", 100 * head_full, 100 * head_red,
+           100 * attn_full, 100 * attn_red);
+    /* the next issue's figures: about 73% vs 31%, attention 13% vs 1.5% */
+    CHECK_WHAT(fabs(head_red - 0.73) < 0.01 && fabs(head_full - 0.31) < 0.01 &&
+                   fabs(attn_full - 0.13) < 0.01 && fabs(attn_red - 0.015) < 0.001,
+               "GPT-2 shares: head ~73% (reduced) vs ~31% (full), attention ~13% vs ~1.5%");
     return TB_OK;
 }
 
@@ -153,6 +349,11 @@ static int check_need_dx(tb_backend *be)
     CHECK_WHAT(with.bwd[TB_FLOPS_ATTENTION] == without.bwd[TB_FLOPS_ATTENTION],
                "attention: dq dk dv are computed either way");
     tb_layer_destroy(mha);
+    TB_TRY(tb_layer_mha_causal_create(&ctx, tokens, 3, 1, &mha));
+    tb_flops causal = layer_flops(mha, 1);
+    tb_layer_destroy(mha);
+    CHECK_WHAT(memcmp(&causal, &with, sizeof causal) == 0,
+               "causal attention counts as much as non-causal (the whole T x T)");
     return TB_OK;
 }
 
@@ -229,6 +430,8 @@ static int run(tb_backend *be, void *arg)
     TB_TRY(check_gelu_dropout(be));
     TB_TRY(check_transformer(be));
     TB_TRY(check_small_cnn(be));
+    TB_TRY(check_resnet50(be));
+    TB_TRY(check_gpt2(be));
     return TB_OK;
 }
 

@@ -27,7 +27,9 @@ const char *const tb_amp_names[] = {"off", "bf16", "fp16", NULL};
  *   resnet50: 1.70 GB at 224 x batch 4 and 0.70 GB at 64 x batch 8, i.e.
  *     ~0.5 GB of weights, gradients and momentum plus ~0.30 GB per 224 x 224
  *     sample (activations scale with the pixels: 24 MB at 64 x 64). Batch
- *     32: ~10 GB; 64 would be ~20 GB. */
+ *     32: ~10 GB; 64 would be ~20 GB.
+ * Checked at the defaults (bench:train --max-steps=1, one step and the
+ * default evaluation): resnet50 10.0 GB, gpt2 10.6 GB peak RSS. */
 #define RESNET50_BATCH 32
 #define GPT2_BATCH 4
 #define STR_(x) #x
