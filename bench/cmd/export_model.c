@@ -16,8 +16,10 @@
  * --image-size (resnet50), --layers, --context, --vocab (gpt2, at GPT-2
  * small's 12 heads and width 768), --gelu, --conv-bias, --lr, --momentum,
  * --weight-decay, --channels-last, --tf32, --conv-autotune,
- * --fused-optimizer... plus --classes (image models, default 10) and
- * --out. Only SGD (with momentum and weight decay: the trainer's recipe,
+ * --fused-optimizer... plus --classes (image models, default 10),
+ * --resnet-blocks (ResNet-50 cut after its first N bottlenecks, a
+ * shallower network of the same blocks whose gradients are well enough
+ * conditioned to compare) and --out. Only SGD (with momentum and weight decay: the trainer's recipe,
  * PyTorch's torch.optim.SGD) and AdamW are exported, without --amp, and
  * dropout defaults to 0 here (PyTorch cannot draw the same masks). The batch
  * is drawn from --seed alone: images uniform in [-1, 1) with uniform labels,
@@ -66,7 +68,11 @@ static const char *summary =
 typedef struct export_opts {
     const char *out;
     int classes;      /* image models' classes */
+    int resnet_blocks; /* resnet50: keep the first N bottlenecks; 0 = all 16 */
 } export_opts;
+
+#define RESNET50_BLOCKS 16
+#define MAX_SPEC 64
 
 /* What the export holds on the host. */
 typedef struct export_data {
@@ -129,9 +135,26 @@ static const tb_layer_spec *image_spec(const tb_config *c)
     }
 }
 
+/* tb_spec_resnet50 with only its first `blocks` bottlenecks, the pool and
+ * the head kept: a shallower network of the same blocks, for comparing
+ * gradients where the whole one is too ill-conditioned to (see
+ * tools/torch_match.py). spec holds MAX_SPEC entries. */
+static void resnet_truncated(int blocks, tb_layer_spec *spec)
+{
+    int n = 0, seen = 0;
+    for (const tb_layer_spec *s = tb_spec_resnet50; s->kind != TB_SPEC_END && n < MAX_SPEC - 1;
+         s++) {
+        if (s->kind == TB_SPEC_BOTTLENECK && seen++ >= blocks)
+            continue;
+        spec[n++] = *s;
+    }
+    spec[n] = (tb_layer_spec){TB_SPEC_END, 0, 0, 0};
+}
+
 static int build_model(const tb_config *c, const export_opts *eo, tb_backend *be,
                        tb_model **out)
 {
+    tb_layer_spec truncated[MAX_SPEC];
     tb_model_opts mo = {
         .in = image_shape(c), .classes = eo->classes, .max_batch = c->batch_size,
         .conv_bias = tb_config_conv_bias(c), .dropout = (float)c->dropout,
@@ -142,6 +165,9 @@ static int build_model(const tb_config *c, const export_opts *eo, tb_backend *be
         tb_gpt2_dims g = gpt2_dims(c);
         mo.classes = g.vocab;
         TB_TRY(tb_model_build_gpt2(be, &g, &mo, out));
+    } else if (c->model == TB_MODEL_RESNET50 && eo->resnet_blocks) {
+        resnet_truncated(eo->resnet_blocks, truncated);
+        TB_TRY(tb_model_build(be, truncated, &mo, out));
     } else {
         TB_TRY(tb_model_build(be, image_spec(c), &mo, out));
     }
@@ -449,6 +475,9 @@ static int write_manifest(const void *arg, FILE *f)
             c->channels_last ? "true" : "false", c->dropout,
             mc->m->ctx.gelu_approx == TB_GELU_TANH ? "tanh" : "erf",
             mc->m->ctx.math == TB_MATH_TF32 ? "tf32" : "f32");
+    if (c->model == TB_MODEL_RESNET50)
+        fprintf(f, "  \"resnet_blocks\": %d,\n",
+                mc->eo->resnet_blocks ? mc->eo->resnet_blocks : RESNET50_BLOCKS);
     if (c->model == TB_MODEL_GPT2) {
         tb_gpt2_dims g = gpt2_dims(c);
         fprintf(f, "  \"gpt2\": {\"layers\": %d, \"heads\": %d, \"dim\": %d, \"mlp\": %d, "
@@ -516,6 +545,10 @@ static int check_config(const tb_config *c, const export_opts *eo)
                        "export with 0", c->dropout);
     if (eo->classes < 2)
         return TB_FAIL(TB_ERR_INVALID, "--classes=%d: must be >= 2", eo->classes);
+    if (eo->resnet_blocks < 0 || eo->resnet_blocks > RESNET50_BLOCKS ||
+        (eo->resnet_blocks && c->model != TB_MODEL_RESNET50))
+        return TB_FAIL(TB_ERR_INVALID, "--resnet-blocks=%d: resnet50 only, 0..%d (0 = all)",
+                       eo->resnet_blocks, RESNET50_BLOCKS);
     if (!little_endian())
         return TB_FAIL(TB_ERR_INVALID, "the export's raw files are little-endian; this host "
                        "is not");
@@ -557,7 +590,7 @@ out_close:
 }
 
 /* tb_config's flags followed by this command's own. */
-#define EXTRA_FLAGS 2
+#define EXTRA_FLAGS 3
 #define MAX_FLAGS 128
 
 int main(int argc, char **argv)
@@ -580,6 +613,9 @@ int main(int argc, char **argv)
                             NULL};
     flags[ncfg + 1] = (tb_flag){"classes", TB_FLAG_INT, &eo.classes,
                                 "classes of an image model (gpt2: --vocab)", NULL};
+    flags[ncfg + 2] = (tb_flag){"resnet-blocks", TB_FLAG_INT, &eo.resnet_blocks,
+                                "resnet50: only the first N bottlenecks (then the pool and "
+                                "the head); 0 = all 16", NULL};
     int code = tb_cli_parse("bench:export_model", "", summary, flags, ncfg + EXTRA_FLAGS, 0,
                             &argc, argv);
     if (code >= 0)

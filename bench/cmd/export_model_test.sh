@@ -5,8 +5,9 @@
 # in order, one SGD step changed the parameters and the loss, a channels-last
 # export writes the same initial parameters and batch (files are NCHW either
 # way), a token model (GPT-2, one block) writes int32 ids with next-token
-# labels and (N, T, vocab) logits, and a refused optimizer exits non-zero
-# with nothing written.
+# labels and (N, T, vocab) logits, a ResNet-50 cut after one bottleneck has
+# its closed-form count, and a refused optimizer or flag exits non-zero with
+# nothing written.
 #
 #   bazel test //bench:export_model_test --test_output=errors
 set -euo pipefail
@@ -111,6 +112,19 @@ for e in errs:
     print("gpt2 manifest:", e)
 sys.exit(1 if errs else 0)
 EOF
+
+# ResNet-50 cut after its first bottleneck (--resnet-blocks=1): stem 7x7
+# conv + BN, one projection bottleneck 64 -> 256, head 256 -> 3, torchvision's
+# bias-free convolutions (--conv-bias=auto): 85,315 parameters.
+"$bin" --model=resnet50 --resnet-blocks=1 --image-size=32 --classes=3 --batch-size=2 \
+    --threads=1 --out="$tmp/resnet1" >"$tmp/log5" 2>&1 || { cat "$tmp/log5"; fail "resnet50 export"; }
+size_is "$tmp/resnet1/params0.f32" $((85315 * 4))
+size_is "$tmp/resnet1/x.f32" $((2 * 3 * 32 * 32 * 4))
+grep -q '"resnet_blocks": 1,' "$tmp/resnet1/manifest.json" || fail "manifest lacks resnet_blocks 1"
+grep -q '"conv_bias": false,' "$tmp/resnet1/manifest.json" || fail "resnet50 has conv biases"
+if "$bin" --model=small_cnn --resnet-blocks=2 --out="$tmp/rb" >"$tmp/log6" 2>&1; then
+    fail "--resnet-blocks accepted on small_cnn"
+fi
 
 if "$bin" --optimizer=lars --out="$tmp/lars" >"$tmp/log3" 2>&1; then
     fail "--optimizer=lars accepted"
