@@ -48,3 +48,14 @@ out_free:
         be->dev_free(be, dev);
     return rc;
 }
+
+int tb_amp_gemm(tb_layer_ctx *ctx, int ta, int tb, int m, int n, int k, const float *a,
+                const void *a_lowp, const float *b, const void *b_lowp, float beta, float *c)
+{
+    tb_backend *be = ctx->be;
+    int lda = ta ? m : k, ldb = tb ? k : n;
+    if (!tb_amp_on(ctx))
+        return be->gemm(be, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, n, ctx->math);
+    return be->gemm_lowp(be, ctx->amp, ta, tb, m, n, k, 1.0f, a_lowp, lda, b_lowp, ldb, beta,
+                         c, n);
+}

@@ -46,6 +46,14 @@ void tb_amp_buf_free(tb_layer *l, void **buf);
 /* lowp[0..n) = x[0..n) cast to ctx->amp. REQUIRES: tb_amp_on(ctx). */
 int tb_amp_cast(tb_layer_ctx *ctx, const float *x, void *lowp, size_t n);
 
+/* Row-major C (m x n) = op(A) op(B), written (beta 0) or added to (beta 1),
+ * for the GEMM layers (linear, the tied head): in fp32 with ctx->math, or
+ * under autocast on the low-precision copies a_lowp, b_lowp (already cast,
+ * tb_amp_cast) with fp32 accumulation. Leading dimensions are those of
+ * dense operands: lda = ta ? m : k, ldb = tb ? k : n, ldc = n. */
+int tb_amp_gemm(tb_layer_ctx *ctx, int ta, int tb, int m, int n, int k, const float *a,
+                const void *a_lowp, const float *b, const void *b_lowp, float beta, float *c);
+
 /* Checks that be can run autocast in dtype (a one-element gemm_lowp):
  * TB_ERR_UNSUPPORTED with the backend's reason when it cannot (the CPU
  * backend and fp16). TB_F32 always passes. */

@@ -21,8 +21,7 @@
  * dwte = (or +=, ctx->grad_accumulate) dlogits^T x, and dx = dlogits wte.
  * Under autocast (ctx->amp, lib/nn/amp.h) the three GEMMs run as
  * layer_linear.c's do: gemm_lowp on bf16/fp16 copies of x, wte (cast once
- * per forward) and dlogits, fp32 out; the helper is a local copy of
- * layer_linear.c's linear_gemm (six lines) rather than a shared one.
+ * per forward) and dlogits, fp32 out, through the same tb_amp_gemm.
  *
  * FLOPs per sample (vtbl->flops): the embedding's adds are element-wise,
  * T*d forward and 2*T*d backward (one add per element of dy into each
@@ -139,20 +138,6 @@ typedef struct tied_head {
     void *dy_lowp;
 } tied_head;
 
-/* C = op(A) op(B) (+ C when beta is 1), in fp32 or on the low-precision
- * copies (layer_linear.c's linear_gemm). */
-static int head_gemm(tb_layer *l, int ta, int tb, int m, int n, int k, const float *a,
-                     const void *a_lowp, const float *b, const void *b_lowp, float beta,
-                     float *c)
-{
-    tb_backend *be = l->ctx->be;
-    int lda = ta ? m : k, ldb = tb ? k : n;
-    if (!tb_amp_on(l->ctx))
-        return be->gemm(be, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, n, l->ctx->math);
-    return be->gemm_lowp(be, l->ctx->amp, ta, tb, m, n, k, 1.0f, a_lowp, lda, b_lowp, ldb,
-                         beta, c, n);
-}
-
 static int head_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 {
     tied_head *h = (tied_head *)l;
@@ -163,8 +148,8 @@ static int head_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
         TB_TRY(tb_amp_cast(l->ctx, x->data, h->x_lowp, tb_tensor_numel(x)));
         TB_TRY(tb_amp_cast(l->ctx, wte->w, h->w_lowp, wte->n));
     }
-    TB_TRY(head_gemm(l, 0, 1, rows, h->vocab, h->dim, x->data, h->x_lowp, wte->w, h->w_lowp,
-                     0.0f, h->y.data));
+    TB_TRY(tb_amp_gemm(l->ctx, 0, 1, rows, h->vocab, h->dim, x->data, h->x_lowp, wte->w, h->w_lowp,
+                       0.0f, h->y.data));
     h->x = x;
     *y = &h->y;
     return TB_OK;
@@ -178,14 +163,14 @@ static int head_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
     float beta = l->ctx->grad_accumulate ? 1.0f : 0.0f;
     if (tb_amp_on(l->ctx))
         TB_TRY(tb_amp_cast(l->ctx, dy->data, h->dy_lowp, tb_tensor_numel(dy)));
-    TB_TRY(head_gemm(l, 1, 0, h->vocab, h->dim, rows, dy->data, h->dy_lowp, h->x->data,
-                     h->x_lowp, beta, wte->g));
+    TB_TRY(tb_amp_gemm(l->ctx, 1, 0, h->vocab, h->dim, rows, dy->data, h->dy_lowp, h->x->data,
+                       h->x_lowp, beta, wte->g));
     *dx = NULL;
     if (!l->need_dx)
         return TB_OK;
     TB_TRY(tb_tensor_set_batch(&h->dx, dy->n));
-    TB_TRY(head_gemm(l, 0, 0, rows, h->dim, h->vocab, dy->data, h->dy_lowp, wte->w, h->w_lowp,
-                     0.0f, h->dx.data));
+    TB_TRY(tb_amp_gemm(l->ctx, 0, 0, rows, h->dim, h->vocab, dy->data, h->dy_lowp, wte->w,
+                       h->w_lowp, 0.0f, h->dx.data));
     *dx = &h->dx;
     return TB_OK;
 }

@@ -27,20 +27,6 @@ typedef struct linear_layer {
     void *dy_lowp;      /* (N, out) */
 } linear_layer;
 
-/* C = op(A) op(B) (+ C when beta is 1) in fp32 or, with autocast, on the
- * low-precision copies a_lowp, b_lowp (already cast). */
-static int linear_gemm(tb_layer *l, int ta, int tb, int m, int n, int k, const float *a,
-                       const void *a_lowp, const float *b, const void *b_lowp, float beta,
-                       float *c)
-{
-    tb_backend *be = l->ctx->be;
-    int lda = ta ? m : k, ldb = tb ? k : n;
-    if (!tb_amp_on(l->ctx))
-        return be->gemm(be, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, n, l->ctx->math);
-    return be->gemm_lowp(be, l->ctx->amp, ta, tb, m, n, k, 1.0f, a_lowp, lda, b_lowp, ldb,
-                         beta, c, n);
-}
-
 static int linear_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 {
     linear_layer *li = (linear_layer *)l;
@@ -51,7 +37,7 @@ static int linear_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
         TB_TRY(tb_amp_cast(l->ctx, x->data, li->x_lowp, tb_tensor_numel(x)));
         TB_TRY(tb_amp_cast(l->ctx, l->params[0].w, li->w_lowp, l->params[0].n));
     }
-    TB_TRY(linear_gemm(l, 0, 1, n, li->out_f, li->in_f, x->data, li->x_lowp, l->params[0].w,
+    TB_TRY(tb_amp_gemm(l->ctx, 0, 1, n, li->out_f, li->in_f, x->data, li->x_lowp, l->params[0].w,
                        li->w_lowp, 0.0f, li->y.data));
     TB_TRY(be->bias_add(be, li->y.data, l->params[1].w, n, li->out_f));
     li->x = x;
@@ -66,14 +52,14 @@ static int linear_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **d
     int n = dy->n, acc = l->ctx->grad_accumulate;
     if (tb_amp_on(l->ctx))
         TB_TRY(tb_amp_cast(l->ctx, dy->data, li->dy_lowp, tb_tensor_numel(dy)));
-    TB_TRY(linear_gemm(l, 1, 0, li->out_f, li->in_f, n, dy->data, li->dy_lowp, li->x->data,
+    TB_TRY(tb_amp_gemm(l->ctx, 1, 0, li->out_f, li->in_f, n, dy->data, li->dy_lowp, li->x->data,
                        li->x_lowp, acc ? 1.0f : 0.0f, l->params[0].g));
     TB_TRY(be->bias_grad(be, dy->data, l->params[1].g, n, li->out_f, acc));
     *dx = NULL;
     if (!l->need_dx)
         return TB_OK;
     TB_TRY(tb_tensor_set_batch(&li->dx, n));
-    TB_TRY(linear_gemm(l, 0, 0, n, li->in_f, li->out_f, dy->data, li->dy_lowp, l->params[0].w,
+    TB_TRY(tb_amp_gemm(l->ctx, 0, 0, n, li->in_f, li->out_f, dy->data, li->dy_lowp, l->params[0].w,
                        li->w_lowp, 0.0f, li->dx.data));
     *dx = &li->dx;
     return TB_OK;
