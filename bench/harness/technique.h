@@ -38,6 +38,11 @@ typedef struct tb_technique {
                                  column; NULL: name */
     const char *what;         /* one line for --help */
     double est_seconds[3];    /* expected run time per tb_profile */
+    /* Timing budget of its rounds per tb_profile (bench/harness/rounds.h:
+     * the rounds stop when every interval is narrow enough or this is
+     * spent); bench:all checks that a profile's budgets add up to at most
+     * its limit. 0: the harness's default. */
+    double budget_seconds[3];
     /* bench:all runs techniques by ascending order (ties by name), each one
      * after those named in `after` (whose results it reads). */
     int order;

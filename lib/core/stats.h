@@ -99,6 +99,37 @@ double tb_stats_noise_floor(const tb_interval *aa);
 tb_speed_verdict tb_stats_timing_verdict(const tb_interval *speedup, double noise);
 const char *tb_speed_verdict_name(tb_speed_verdict v); /* "faster", "slower", "within noise" */
 
+/* ---- paired comparisons (rounds) ----
+ * Interleaved measurements come in rounds: round r times the baseline and
+ * the variant once each (bench/harness/rounds.h), so each round gives one
+ * ratio base[r] / var[r] (> 1: the variant is faster) and drift over the
+ * run cancels within the pair. The speedup and its 95% interval come from
+ * those per-round ratios (implementation: lib/core/stats.c states the
+ * estimator, its interval and why). */
+typedef struct tb_paired {
+    size_t rounds;        /* pairs used */
+    double speedup;       /* point estimate of base / var */
+    double lo, hi;        /* 95% interval of the speedup */
+    double half_width;    /* relative: max(hi / speedup - 1, 1 - lo / speedup) */
+    double mde;           /* minimum detectable effect, relative (e.g. 0.021 = 2.1%):
+                             the smallest true speedup this many rounds would call
+                             faster or slower with 80% power at the 5% level */
+} tb_paired;
+
+/* REQUIRES: n >= 2, every time > 0 (TB_ERR_INVALID otherwise). seed: for
+ * any resampling, so the same input gives the same output. */
+int tb_stats_paired(const double *base, const double *var, size_t n, uint64_t seed,
+                    tb_paired *out);
+
+/* The verdict of a paired comparison, the noise counted once: "faster" when
+ * the interval's lower end is above 1, "slower" when its upper end is
+ * below 1, "within noise" otherwise. aa (may be NULL) is the A/A pair of
+ * the same baseline interleaved the same way; *unreliable is set when its
+ * interval excludes 1 (the harness is biased: the row is flagged, its
+ * verdict kept). */
+tb_speed_verdict tb_stats_paired_verdict(const tb_paired *cmp, const tb_paired *aa,
+                                         int *unreliable);
+
 /* ---- correctness verdict ---- */
 
 typedef enum tb_match {

@@ -77,6 +77,13 @@ typedef struct tb_result_row {
     double ceiling_rate;      /* measured in the same run, in rate_unit */
     double fraction_of_ceiling; /* rate / ceiling_rate */
     double memory_bytes;      /* peak device (host on CPU) memory */
+    /* the interleaved, paired measurement (bench/harness/rounds.h) */
+    int rounds;               /* rounds behind the paired comparison; 0 = not paired */
+    double mde;               /* minimum detectable effect, relative (0.02 = 2%) */
+    char stopped_by[8];       /* why the rounds stopped: "target", "budget", "cap" */
+    int unreliable;           /* 1: its baseline's A/A interval excludes 1 */
+    int busy;                 /* 1: measured on a busy machine */
+    double load_avg;          /* mean 1-minute load average while it was measured */
     char note[256];           /* n/a reason or remark */
 } tb_result_row;
 

@@ -1,0 +1,101 @@
+/*
+ * rounds.h - interleaved, paired, adaptive timing: the engine every
+ * technique's comparisons run on (step techniques, op-level sweeps, the
+ * waterfall, the DDP sweep).
+ *
+ * An experiment is a set of arms (one per setting, plus an A/A copy of each
+ * baseline: the same setting timed as if it were another one). Each arm can
+ * run its unit of work (a training step, an op call, an epoch) any number of
+ * times. The engine:
+ *   1. warms each arm up until its unit times stop falling (not a fixed
+ *      count: a cold allocator, autotuner or page cache can take tens of
+ *      units), within a cap;
+ *   2. picks each arm's repetition length: the number of units that lasts
+ *      at least cfg->min_rep_s (a profile value), as Google Benchmark picks
+ *      iterations, once, after the warm-up;
+ *   3. runs rounds: each round times every arm once, one repetition each,
+ *      in an order shuffled per round from cfg->seed (recorded in the
+ *      results), so drift, thermal and load changes hit every arm alike;
+ *   4. after cfg->min_rounds, stops when every comparison's paired interval
+ *      (lib/core/stats.h, tb_stats_paired) is at most cfg->target_half_width
+ *      wide, or when cfg->budget_s of timing is spent, or at
+ *      cfg->max_rounds; never on a verdict. The result says which.
+ * Google Benchmark times each repetition: every round registers its arms in
+ * the round's order with fixed iterations and one repetition, and runs
+ * them; the runs of all rounds go to one JSON file.
+ *
+ * Each round also samples the machine (lib/report/telemetry.h or /proc):
+ * the load average and the CPU time other processes took, so a row can say
+ * it was measured on a busy machine.
+ *
+ * Tests: bazel test //bench/harness:rounds_test (fake arms with known
+ * effects and drift).
+ */
+#ifndef TB_BENCH_ROUNDS_H
+#define TB_BENCH_ROUNDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/core/stats.h"
+
+/* One arm: run(user, units, &seconds) runs `units` units of work back to
+ * back and reports the seconds they took (device time: the caller times with
+ * the backend's events, tb_bench_time_op). An arm whose state must be
+ * rebuilt between rounds does so in prepare (not timed); NULL: nothing. */
+typedef struct tb_arm {
+    const char *name;      /* "set03", "again00": unique, used in the JSON */
+    int base;              /* index of the arm it is compared with; its own
+                              index: a baseline (no comparison of its own) */
+    int aa;                /* 1: the A/A copy of arm `base` (the noise check) */
+    int (*run)(void *user, long units, double *seconds);
+    int (*prepare)(void *user);
+    void *user;
+} tb_arm;
+
+typedef struct tb_rounds_cfg {
+    double min_rep_s;          /* a repetition lasts at least this (e.g. 0.2 s on the CPU) */
+    int min_rounds;            /* >= 5 */
+    int max_rounds;            /* cap */
+    double target_half_width;  /* relative, e.g. 0.02 */
+    double budget_s;           /* wall time for warm-up + rounds; <= 0: no budget */
+    double warmup_max_s;       /* cap of one arm's warm-up */
+    uint64_t seed;             /* round orders */
+    const char *gbench_json;   /* Google Benchmark's JSON of every round; NULL: none */
+} tb_rounds_cfg;
+
+typedef enum tb_rounds_stop {
+    TB_STOP_TARGET = 0,        /* every interval within target_half_width */
+    TB_STOP_BUDGET = 1,        /* budget_s spent */
+    TB_STOP_CAP = 2,           /* max_rounds reached */
+} tb_rounds_stop;
+
+typedef struct tb_rounds_arm_result {
+    long units_per_rep;        /* chosen after the warm-up */
+    long warmup_units;         /* units the warm-up ran */
+    double *seconds;           /* (rounds) seconds per UNIT in each round */
+    tb_paired cmp;             /* vs arm `base` (rounds == 0 for a baseline) */
+} tb_rounds_arm_result;
+
+typedef struct tb_rounds_result {
+    int rounds;                /* rounds completed */
+    tb_rounds_stop stop;
+    uint64_t seed;
+    double seconds;            /* wall time spent */
+    double load_avg;           /* mean 1-minute load average over the rounds */
+    double other_cpu_s;        /* CPU seconds other processes used meanwhile */
+    int busy;                  /* 1: the machine was busy (the rule is in rounds.c) */
+    int n_arms;
+    tb_rounds_arm_result *arms; /* (n_arms) */
+} tb_rounds_result;
+
+/* Runs the experiment. REQUIRES: n_arms >= 1; every arm's base indexes an
+ * arm whose base is itself. Errors: an arm's run or prepare status, or
+ * TB_ERR_INVALID for a bad cfg. *out is freed with tb_rounds_result_free. */
+int tb_rounds_run(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms,
+                  tb_rounds_result *out);
+void tb_rounds_result_free(tb_rounds_result *r);
+
+const char *tb_rounds_stop_name(tb_rounds_stop s); /* "target", "budget", "cap" */
+
+#endif
