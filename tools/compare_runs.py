@@ -28,7 +28,10 @@ Exit status: 0 PASS, 1 FAIL, 2 bad input (the message says what).
 --before-after: per technique with step or loader rows, the number of
 compared rows, their median noise floor and median half-width in BEFORE and
 in AFTER, side by side as a Markdown table, then the medians over all those
-rows against issue 14's targets (<= 2% each). Exit 0, or 2 on bad input.
+rows against issue 14's targets (<= 2% each), and the rows above +-10%
+(with the paired schema's stopped_by and busy columns: how many of them
+the run flags as stopped by the budget or measured on a busy machine).
+Exit 0, or 2 on bad input.
 
 Python 3, standard library only. Test: bazel test //tools:compare_runs_test.
 """
@@ -95,7 +98,11 @@ def compared_row(row, where):
     rec = {"s": s, "lo": lo, "hi": hi, "metric": row["metric"],
            "noise": number(row["noise_floor"], where, "noise_floor"),
            "se": (math.log(hi) - math.log(lo)) / (2 * Z95),
-           "half_width": max(hi / s - 1, 1 - lo / s)}
+           "half_width": max(hi / s - 1, 1 - lo / s),
+           # flags of the paired schema (results/README.md, columns 34 and 36);
+           # None when the run predates them
+           "flagged": (row["stopped_by"] == "budget" or row["busy"] in ("1", "true"))
+           if "stopped_by" in row and "busy" in row else None}
     return key, rec
 
 
@@ -229,10 +236,20 @@ def before_after(path1, path2, step_metrics):
         hw = median_of(r["half_width"] for r in rows)
         nf = median_of(r["noise"] for r in rows)
         print("%s: median half-width %s (target <= 2%%: %s), median noise floor %s "
-              "(target <= 2%%: %s), rows above +-10%%: %d of %d" % (
+              "(target <= 2%%: %s), rows above +-10%%: %d of %d%s" % (
                   name, pct(hw), verdict(hw), pct(nf), verdict(nf),
-                  sum(r["half_width"] > 0.10 for r in rows), len(rows)))
+                  sum(r["half_width"] > 0.10 for r in rows), len(rows), wide_flags(rows)))
     return 0
+
+
+def wide_flags(rows):
+    """How many rows wider than +-10% (interval or noise floor) the run flags."""
+    wide = [r for r in rows if r["half_width"] > 0.10 or (r["noise"] or 0) > 0.10]
+    if not wide or any(r["flagged"] is None for r in wide):
+        return ""
+    flagged = sum(bool(r["flagged"]) for r in wide)
+    return " (interval or noise floor above +-10%%: %d rows, %d of them flagged budget or busy, " \
+           "%d unflagged)" % (len(wide), flagged, len(wide) - flagged)
 
 
 def verdict(v):

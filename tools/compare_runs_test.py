@@ -50,12 +50,12 @@ def row(technique, setting, s=None, se=None, noise=None, metric="step time", bas
     return ",".join(v[c] for c in COLS)
 
 
-def write_run(root, device, files):
+def write_run(root, device, files, header=HEADER):
     folder = os.path.join(root, "results", device)
     os.makedirs(folder)
     for name, lines in files.items():
         with open(os.path.join(folder, name), "w") as f:
-            f.write(HEADER + "\n" + "".join(line + "\n" for line in lines))
+            f.write(header + "\n" + "".join(line + "\n" for line in lines))
     return folder
 
 
@@ -179,6 +179,29 @@ def main():
           "(target <= 2%: met), rows above +-10%: 0 of 10" in out, "after meets the targets")
     check("before: median half-width 10.30% (target <= 2%: not met)" in out and
           "rows above +-10%: 10 of 10" in out, "before misses them")
+
+    print("== --before-after with the paired schema's flags (stopped_by, busy)")
+    flagged = ten_rows(zero)
+    flagged["steps.csv"].append(row("steps", "wide_budget", 1.1, 0.06, noise=0.015))
+    flagged["steps.csv"].append(row("steps", "wide_busy", 1.1, 0.06, noise=0.015))
+    flagged["steps.csv"].append(row("steps", "wide_plain", 1.1, 0.06, noise=0.015))
+    flags = {"wide_budget": ("budget", "0"), "wide_busy": ("target", "1"),
+             "wide_plain": ("target", "0")}
+    paired_files = {}
+    for name, lines in flagged.items():
+        out_lines = []
+        for line in lines:
+            setting = line.split(",")[3]
+            stop, busy = flags.get(setting, ("target", "0"))
+            out_lines.append(line + ",20,0.02,%s,0,%s,0.1" % (stop, busy))
+        paired_files[name] = out_lines
+    fl = write_run(os.path.join(tmp, "fl"), "cpu-test", paired_files,
+                   HEADER + ",rounds,mde,stopped_by,unreliable,busy,load_avg")
+    rc, out, _ = run("--before-after", a, fl)
+    check(rc == 0 and "after: " in out and
+          "rows above +-10%: 3 of 13 (interval or noise floor above +-10%: 3 rows, 2 of them "
+          "flagged budget or busy, 1 unflagged)" in out, "flagged rows counted")
+    check("before: " in out and "rows above +-10%: 0 of 10\n" in out, "no flag columns: nothing said")
 
     print("compare_runs_test: %s" % ("all passed" if not failures else "%d FAILED" % failures))
     return 1 if failures else 0
