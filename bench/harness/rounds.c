@@ -22,8 +22,9 @@
  *   stop       after min_rounds: "target" when every comparison arm (A/A
  *              arms included) has a tb_stats_paired half-width at most
  *              target_half_width; else "cap" at max_rounds; else "budget"
- *              when the time spent (warm-up included) plus the last round's
- *              length would pass budget_s. Never on a verdict.
+ *              when the time spent (warm-up included) plus the longest round
+ *              so far would pass budget_s (so a run ends within its budget
+ *              unless a round is longer than all before it). Never on a verdict.
  *   machine    over the rounds: the mean of /proc/loadavg's 1-minute value
  *              (read after every round) and the CPU seconds other processes
  *              took = (busy jiffies of /proc/stat's "cpu" line: user, nice,
@@ -478,7 +479,7 @@ void tb_rounds_result_free(tb_rounds_result *r)
 static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, arm_job *jobs,
                       int *order, double t_start, gb_json *json, tb_rounds_result *out)
 {
-    double load_sum = 0;
+    double load_sum = 0, longest = 0;
     int load_n = 0;
     double real0 = real_now(NULL);
     machine_snap m0 = machine_sample();
@@ -494,6 +495,8 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
         }
         double t = now_s(), widest;
         int wi;
+        if (t - t_round > longest)
+            longest = t - t_round;
         if (out->rounds < 2)
             continue;
         TB_TRY(compare_all(cfg, arms, n_arms, out->rounds, out, &widest, &wi));
@@ -510,7 +513,7 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
             out->stop = TB_STOP_CAP;
             break;
         }
-        if (cfg->budget_s > 0 && (t - t_start) + (t - t_round) > cfg->budget_s) {
+        if (cfg->budget_s > 0 && (t - t_start) + longest > cfg->budget_s) {
             out->stop = TB_STOP_BUDGET;
             break;
         }
