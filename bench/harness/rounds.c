@@ -9,8 +9,12 @@
  *              last 3 per-unit times is not below the median of the 3
  *              before by more than 1.5%), or at cfg->warmup_max_s, or after
  *              WARMUP_MAX_PROBES probes;
- *   rep length units_per_rep = ceil(min_rep_s / settled unit time), the
- *              settled unit time being the median of the last 3 probes;
+ *   rep length units_per_rep = ceil(1.05 min_rep_s / settled unit time),
+ *              the settled unit time being the median of the last 3 probes
+ *              (5% headroom: it is an estimate). An A/A arm with its base's
+ *              run and user (the same code on the same state) is not warmed
+ *              up again: it takes its base's units_per_rep and reports 0
+ *              warm-up units;
  *   rounds     round r runs every arm once, in tb_rounds_order(seed, r);
  *              Google Benchmark times each repetition: the round's arms are
  *              registered in that order with iterations = units_per_rep,
@@ -31,7 +35,12 @@
  *              system, irq, softirq, steal) minus this process's utime +
  *              stime (/proc/self/stat, all its threads), over the same
  *              interval; children this process has not waited for count as
- *              others. busy = tb_rounds_busy_rule.
+ *              others. busy = tb_rounds_busy_rule (others above 10% of one
+ *              core on average, or load above cores + 0.5); the CPU-time
+ *              part only over rounds of at least 1 s of real time (a jiffy
+ *              is 10 ms). Reading /proc twice per experiment and loadavg
+ *              once per round costs microseconds; scanning every process
+ *              would cost more and say the same.
  *   JSON       every round's GB rows go into cfg->gbench_json as one GB JSON
  *              file (the first round's context, all rows; a run's name is
  *              the same in every round, so GB's compare.py sees the rounds
@@ -56,6 +65,8 @@
 
 #define PROBE_MIN_S 0.002         /* a warm-up probe shorter than this doubles its batch */
 #define WARMUP_MAX_PROBES 256
+#define REP_HEADROOM 1.05         /* aim 5% above min_rep_s: the settled time is an estimate */
+#define BUSY_MIN_WALL_S 1.0       /* jiffies (10 ms) are too coarse to judge a shorter span */
 #define MAX_BATCH (1L << 40)
 #define MAX_UNITS_PER_REP (1L << 40)
 #define ORDER_STREAM 0x726f756e6473ull /* "rounds": apart from rng.h's data streams */
@@ -259,7 +270,7 @@ static long reps_units(double min_rep_s, double unit_s)
 {
     if (!(unit_s > 0))
         return MAX_UNITS_PER_REP;
-    double u = ceil(min_rep_s / unit_s);
+    double u = ceil(REP_HEADROOM * min_rep_s / unit_s);
     if (u < 1)
         return 1;
     return u > (double)MAX_UNITS_PER_REP ? MAX_UNITS_PER_REP : (long)u;
@@ -480,7 +491,7 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
                       int *order, double t_start, gb_json *json, tb_rounds_result *out)
 {
     double load_sum = 0, longest = 0;
-    int load_n = 0;
+    int load_n = 0, tty = isatty(STDERR_FILENO);
     double real0 = real_now(NULL);
     machine_snap m0 = machine_sample();
     for (int r = 0; r < cfg->max_rounds; r++) {
@@ -500,9 +511,10 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
         if (out->rounds < 2)
             continue;
         TB_TRY(compare_all(cfg, arms, n_arms, out->rounds, out, &widest, &wi));
-        fprintf(stderr, "rounds: round %d: widest interval +-%.1f%% (%s), %.1f s spent\n",
-                out->rounds, 100 * widest, wi >= 0 ? arms[wi].name : "no comparison",
-                t - t_start);
+        /* on a terminal the line is rewritten in place; in a log, one a round */
+        fprintf(stderr, "%srounds: round %d: widest interval +-%.1f%% (%s), %.1f s spent%s",
+                tty ? "\r" : "", out->rounds, 100 * widest,
+                wi >= 0 ? arms[wi].name : "no comparison", t - t_start, tty ? "\033[K" : "\n");
         if (out->rounds < cfg->min_rounds)
             continue;
         if (widest <= cfg->target_half_width) {
@@ -518,6 +530,8 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
             break;
         }
     }
+    if (tty && out->rounds >= 2)
+        fputc('\n', stderr);
     double wall = real_now(NULL) - real0;
     machine_snap m1 = machine_sample();
     out->load_avg = load_n ? load_sum / load_n : NAN;
@@ -527,8 +541,29 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     out->busy = tb_rounds_busy_rule(isnan(out->load_avg) ? 0 : out->load_avg,
-                                    isnan(out->other_cpu_s) ? 0 : out->other_cpu_s, wall,
-                                    ncpu > 0 ? (int)ncpu : 1);
+                                    isnan(out->other_cpu_s) || wall < BUSY_MIN_WALL_S
+                                        ? 0 : out->other_cpu_s,
+                                    wall, ncpu > 0 ? (int)ncpu : 1);
+    return TB_OK;
+}
+
+/* 1 when arm i is an A/A copy that runs its base's code on its base's
+ * state (same run and user): one warm-up serves both. */
+static int shares_base(const tb_arm *arms, int i)
+{
+    const tb_arm *a = &arms[i], *b = &arms[a->base];
+    return a->aa && a->base != i && a->run == b->run && a->user == b->user;
+}
+
+static int warm_up_arm(const tb_rounds_cfg *cfg, const tb_arm *arms, int i, arm_job *jobs,
+                       tb_rounds_result *out)
+{
+    double unit_s = 0;
+    TB_TRY(warm_up(cfg, &arms[i], &out->arms[i].warmup_units, &unit_s));
+    jobs[i].units = reps_units(cfg->min_rep_s, unit_s);
+    out->arms[i].units_per_rep = jobs[i].units;
+    fprintf(stderr, "rounds: %s warmed up in %ld units, %.3g s a unit, %ld units a "
+            "repetition\n", arms[i].name, out->arms[i].warmup_units, unit_s, jobs[i].units);
     return TB_OK;
 }
 
@@ -549,15 +584,19 @@ int tb_rounds_run(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms,
         rc = TB_FAIL(TB_ERR_NOMEM, "rounds: %d arms", n_arms);
         goto out_fail;
     }
-    for (int i = 0; i < n_arms; i++) {
-        double unit_s = 0;
+    for (int i = 0; i < n_arms; i++)
         jobs[i].arm = &arms[i];
-        TB_TRY_GOTO(rc, warm_up(cfg, &arms[i], &out->arms[i].warmup_units, &unit_s), out_fail);
-        jobs[i].units = reps_units(cfg->min_rep_s, unit_s);
-        out->arms[i].units_per_rep = jobs[i].units;
-        fprintf(stderr, "rounds: %s warmed up in %ld units, %.3g s a unit, %ld units a "
-                "repetition\n", arms[i].name, out->arms[i].warmup_units, unit_s, jobs[i].units);
-    }
+    for (int i = 0; i < n_arms; i++)
+        if (!shares_base(arms, i))
+            TB_TRY_GOTO(rc, warm_up_arm(cfg, arms, i, jobs, out), out_fail);
+    for (int i = 0; i < n_arms; i++)
+        if (shares_base(arms, i)) {
+            /* the same code on the same state as its base: the base's
+             * warm-up warmed it, and its repetitions must be as long */
+            jobs[i].units = jobs[arms[i].base].units;
+            out->arms[i].units_per_rep = jobs[i].units;
+            out->arms[i].warmup_units = 0;
+        }
     TB_TRY_GOTO(rc, run_rounds(cfg, arms, n_arms, jobs, order, t_start, &json, out), out_fail);
     out->seconds = now_s() - t_start;
     if (cfg->gbench_json)

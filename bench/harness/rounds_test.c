@@ -254,6 +254,30 @@ static void test_target_early(void)
     tb_rounds_result_free(&r);
 }
 
+/* An A/A arm on its base's state (same run and user) shares its warm-up
+ * and repetition length; the pair is then exactly A/A. */
+static void test_aa_shares_warmup(void)
+{
+    fake f[1] = {{.unit_s = 0.010, .noise = 0.01, .warm_amp = 1}};
+    reset(f, 1);
+    tb_arm arms[2] = {{"base", 0, 0, fake_run, NULL, &f[0]},
+                      {"again", 0, 1, fake_run, NULL, &f[0]}};
+    tb_rounds_cfg c = cfg_default();
+    c.target_half_width = 0.02;
+    tb_rounds_result r;
+    int rc = tb_rounds_run(&c, arms, 2, &r);
+    CHECK(rc == TB_OK, "the shared A/A experiment runs");
+    if (rc != TB_OK)
+        return;
+    CHECK(r.arms[0].warmup_units > 6 && r.arms[1].warmup_units == 0,
+          "one warm-up serves both (%ld, %ld units)", r.arms[0].warmup_units,
+          r.arms[1].warmup_units);
+    CHECK(r.arms[1].units_per_rep == r.arms[0].units_per_rep, "same repetition length");
+    CHECK(r.arms[1].cmp.lo <= 1 && r.arms[1].cmp.hi >= 1, "A/A covers 1: [%.4f, %.4f]",
+          r.arms[1].cmp.lo, r.arms[1].cmp.hi);
+    tb_rounds_result_free(&r);
+}
+
 /* 30% noise and a 20% effect: obvious early, but the interval stays wide,
  * so it runs on to the cap, or stops on the budget. */
 static void test_noisy_stops(void)
@@ -328,6 +352,7 @@ int main(void)
     test_settled_rule();
     test_effect_and_drift(dir);
     test_target_early();
+    test_aa_shares_warmup();
     test_noisy_stops();
     test_errors();
     test_busy_rule();
