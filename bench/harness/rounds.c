@@ -45,6 +45,11 @@
  *              file (the first round's context, all rows; a run's name is
  *              the same in every round, so GB's compare.py sees the rounds
  *              as repetitions), written atomically.
+ *   GB flags   the rounds run every registered arm whatever
+ *              --benchmark_filter says (a filtered-out arm would leave a
+ *              round without its pair); --benchmark_enable_random_interleaving
+ *              must stay off (it would reorder a round behind the engine's
+ *              back: the recorded orders would then be wrong).
  *
  * Test: bazel test //bench/harness:rounds_test
  */
