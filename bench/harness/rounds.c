@@ -491,26 +491,80 @@ void tb_rounds_result_free(tb_rounds_result *r)
     memset(r, 0, sizeof *r);
 }
 
+/* The machine over the rounds: real time, /proc snapshots, load samples. */
+typedef struct machine_watch {
+    double real0;
+    machine_snap m0;
+    double load_sum;
+    int load_n;
+} machine_watch;
+
+static void watch_start(machine_watch *w)
+{
+    memset(w, 0, sizeof *w);
+    w->real0 = real_now(NULL);
+    w->m0 = machine_sample();
+}
+
+static void watch_round(machine_watch *w)
+{
+    double l = load_avg_1min();
+    if (!isnan(l)) {
+        w->load_sum += l;
+        w->load_n++;
+    }
+}
+
+static void watch_finish(const machine_watch *w, tb_rounds_result *out)
+{
+    double wall = real_now(NULL) - w->real0;
+    machine_snap m1 = machine_sample();
+    out->load_avg = w->load_n ? w->load_sum / w->load_n : NAN;
+    if (w->m0.ok && m1.ok) {
+        double other = (m1.busy_s - w->m0.busy_s) - (m1.self_s - w->m0.self_s);
+        out->other_cpu_s = other > 0 ? other : 0;
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    double other = isnan(out->other_cpu_s) || wall < BUSY_MIN_WALL_S ? 0 : out->other_cpu_s;
+    out->busy = tb_rounds_busy_rule(isnan(out->load_avg) ? 0 : out->load_avg, other, wall,
+                                    ncpu > 0 ? (int)ncpu : 1);
+}
+
+/* The stop rule after `rounds` rounds (see the top of the file): 1 and
+ * *stop set when the rounds end here. spent: seconds since the warm-up
+ * began; longest: the longest round so far. */
+static int stop_here(const tb_rounds_cfg *cfg, int rounds, double widest, double spent,
+                     double longest, tb_rounds_stop *stop)
+{
+    if (rounds < cfg->min_rounds)
+        return 0;
+    if (widest <= cfg->target_half_width)
+        *stop = TB_STOP_TARGET;
+    else if (rounds >= cfg->max_rounds)
+        *stop = TB_STOP_CAP;
+    else if (cfg->budget_s > 0 && spent + longest > cfg->budget_s)
+        *stop = TB_STOP_BUDGET;
+    else
+        return 0;
+    return 1;
+}
+
 /* Runs rounds until the stop rule says so. */
 static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, arm_job *jobs,
                       int *order, double t_start, gb_json *json, tb_rounds_result *out)
 {
-    double load_sum = 0, longest = 0;
-    int load_n = 0, tty = isatty(STDERR_FILENO);
-    double real0 = real_now(NULL);
-    machine_snap m0 = machine_sample();
+    double longest = 0;
+    int tty = isatty(STDERR_FILENO);
+    machine_watch w;
+    watch_start(&w);
     for (int r = 0; r < cfg->max_rounds; r++) {
-        double t_round = now_s();
+        double t_round = now_s(), widest;
+        int wi;
         tb_rounds_order(cfg->seed, r, n_arms, order);
         TB_TRY(run_round(jobs, order, n_arms, r, json, out));
         out->rounds = r + 1;
-        double l = load_avg_1min();
-        if (!isnan(l)) {
-            load_sum += l;
-            load_n++;
-        }
-        double t = now_s(), widest;
-        int wi;
+        watch_round(&w);
+        double t = now_s();
         if (t - t_round > longest)
             longest = t - t_round;
         if (out->rounds < 2)
@@ -520,35 +574,12 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
         fprintf(stderr, "%srounds: round %d: widest interval +-%.1f%% (%s), %.1f s spent%s",
                 tty ? "\r" : "", out->rounds, 100 * widest,
                 wi >= 0 ? arms[wi].name : "no comparison", t - t_start, tty ? "\033[K" : "\n");
-        if (out->rounds < cfg->min_rounds)
-            continue;
-        if (widest <= cfg->target_half_width) {
-            out->stop = TB_STOP_TARGET;
+        if (stop_here(cfg, out->rounds, widest, t - t_start, longest, &out->stop))
             break;
-        }
-        if (out->rounds >= cfg->max_rounds) {
-            out->stop = TB_STOP_CAP;
-            break;
-        }
-        if (cfg->budget_s > 0 && (t - t_start) + longest > cfg->budget_s) {
-            out->stop = TB_STOP_BUDGET;
-            break;
-        }
     }
     if (tty && out->rounds >= 2)
         fputc('\n', stderr);
-    double wall = real_now(NULL) - real0;
-    machine_snap m1 = machine_sample();
-    out->load_avg = load_n ? load_sum / load_n : NAN;
-    if (m0.ok && m1.ok) {
-        double other = (m1.busy_s - m0.busy_s) - (m1.self_s - m0.self_s);
-        out->other_cpu_s = other > 0 ? other : 0;
-    }
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    out->busy = tb_rounds_busy_rule(isnan(out->load_avg) ? 0 : out->load_avg,
-                                    isnan(out->other_cpu_s) || wall < BUSY_MIN_WALL_S
-                                        ? 0 : out->other_cpu_s,
-                                    wall, ncpu > 0 ? (int)ncpu : 1);
+    watch_finish(&w, out);
     return TB_OK;
 }
 

@@ -254,6 +254,25 @@ static void test_target_early(void)
     tb_rounds_result_free(&r);
 }
 
+/* A warm-up that keeps falling stops at warmup_max_s. */
+static void test_warmup_cap(void)
+{
+    fake f[1] = {{.unit_s = 0.010, .noise = 0.001, .warm_amp = 2}};
+    reset(f, 1);
+    tb_arm arms[1] = {{"a", 0, 0, fake_run, NULL, &f[0]}};
+    tb_rounds_cfg c = cfg_default();
+    c.warmup_max_s = 0.05; /* the first units take ~30 ms */
+    tb_rounds_result r;
+    int rc = tb_rounds_run(&c, arms, 1, &r);
+    CHECK(rc == TB_OK, "the capped warm-up runs");
+    if (rc != TB_OK)
+        return;
+    CHECK(r.arms[0].warmup_units >= 1 && r.arms[0].warmup_units < 6,
+          "a falling warm-up stops at the cap (%ld units)", r.arms[0].warmup_units);
+    CHECK(r.stop == TB_STOP_TARGET && r.rounds == 5, "one arm, nothing to compare: min_rounds");
+    tb_rounds_result_free(&r);
+}
+
 /* An A/A arm on its base's state (same run and user) shares its warm-up
  * and repetition length; the pair is then exactly A/A. */
 static void test_aa_shares_warmup(void)
@@ -353,6 +372,7 @@ int main(void)
     test_effect_and_drift(dir);
     test_target_early();
     test_aa_shares_warmup();
+    test_warmup_cap();
     test_noisy_stops();
     test_errors();
     test_busy_rule();
