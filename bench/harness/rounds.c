@@ -7,11 +7,16 @@
  *              overhead then stays small) and restarts the history; the arm
  *              has settled when tb_rounds_settled says so (the median of the
  *              last 3 per-unit times is not below the median of the 3
- *              before by more than 1.5%), or at cfg->warmup_max_s, or after
- *              WARMUP_MAX_PROBES probes;
- *   rep length units_per_rep = ceil(1.05 min_rep_s / settled unit time),
- *              the settled unit time being the median of the last 3 probes
- *              (5% headroom: it is an estimate). An A/A arm with its base's
+ *              before by more than 1.5%), or at cfg->warmup_max_s (wall
+ *              time from its first call, lazy setup included; but never
+ *              before 3 probes of the final batch size, which the estimate
+ *              below needs), or after WARMUP_MAX_PROBES probes;
+ *   rep length units_per_rep = ceil(1.05 min_rep_s / unit time), the unit
+ *              time being the median of the last 3 probes when settled,
+ *              their minimum when the cap cut a still-falling warm-up (its
+ *              latest, warmest units; a cold first unit of 1.3 s must not
+ *              make a 0.15 s step a repetition of its own); 5% headroom:
+ *              it is an estimate. An A/A arm with its base's
  *              run and user (the same code on the same state) is not warmed
  *              up again: it takes its base's units_per_rep and reports 0
  *              warm-up units;
@@ -106,6 +111,11 @@ static double median3(const double *t)
     if (b > c) { double x = b; b = c; c = x; }
     if (a > b) { double x = a; a = b; b = x; }
     return b;
+}
+
+static double min3(const double *t)
+{
+    return fmin(t[0], fmin(t[1], t[2]));
 }
 
 int tb_rounds_settled(const double *t, int n)
@@ -255,7 +265,9 @@ static int warm_up(const tb_rounds_cfg *cfg, const tb_arm *arm, long *units_run,
         *units_run += batch;
         probes++;
         last = s / (double)batch;
-        int capped = now_s() - t0 >= cfg->warmup_max_s || probes >= WARMUP_MAX_PROBES;
+        /* the time cap waits for 3 probes of the final batch: fewer give
+         * no estimate (a first call that builds or compiles is no unit) */
+        int capped = (n >= 2 && now_s() - t0 >= cfg->warmup_max_s) || probes >= WARMUP_MAX_PROBES;
         if (s < PROBE_MIN_S && batch < MAX_BATCH) {
             batch *= 2;
             n = 0; /* per-unit times of different batches are not compared */
@@ -267,7 +279,10 @@ static int warm_up(const tb_rounds_cfg *cfg, const tb_arm *arm, long *units_run,
         if (capped)
             break;
     }
-    *unit_s = n >= 3 ? median3(hist + n - 3) : last;
+    if (n >= 3)
+        *unit_s = tb_rounds_settled(hist, n) ? median3(hist + n - 3) : min3(hist + n - 3);
+    else
+        *unit_s = last;
     return TB_OK;
 }
 

@@ -40,6 +40,7 @@ typedef struct fake {
     double noise;        /* sigma of the log-normal noise per repetition */
     double drift;        /* relative slow-down per fake second */
     double warm_amp;     /* unit k (from the start) takes 1 + warm_amp e^(-k / 8) longer */
+    double first_s;      /* the first unit takes this much longer (a lazy build) */
     long done;           /* units run so far */
     int prepared;        /* prepare calls */
     int fail_at;         /* run call that fails (0: none) */
@@ -67,6 +68,8 @@ static int fake_run(void *user, long units, double *seconds)
     double warm = 1 + f->warm_amp * exp(-(double)f->done / 8);
     double s = (double)units * f->unit_s * (1 + f->drift * fake_clock) * warm *
                exp(f->noise * normal(&f->rng));
+    if (f->done == 0)
+        s += f->first_s;
     f->done += units;
     fake_clock += s;
     *seconds = s;
@@ -267,9 +270,22 @@ static void test_warmup_cap(void)
     CHECK(rc == TB_OK, "the capped warm-up runs");
     if (rc != TB_OK)
         return;
-    CHECK(r.arms[0].warmup_units >= 1 && r.arms[0].warmup_units < 6,
-          "a falling warm-up stops at the cap (%ld units)", r.arms[0].warmup_units);
+    CHECK(r.arms[0].warmup_units == 3, "a falling warm-up stops at the cap, after the 3 "
+          "probes an estimate needs (%ld units)", r.arms[0].warmup_units);
     CHECK(r.stop == TB_STOP_TARGET && r.rounds == 5, "one arm, nothing to compare: min_rounds");
+    tb_rounds_result_free(&r);
+
+    /* a cold first unit 100x a step, past the cap at once: the repetition
+     * length still comes from the warm units */
+    f[0] = (fake){.unit_s = 0.010, .noise = 0.001, .first_s = 1.0};
+    reset(f, 1);
+    rc = tb_rounds_run(&c, arms, 1, &r);
+    CHECK(rc == TB_OK, "the cold-start experiment runs");
+    if (rc != TB_OK)
+        return;
+    CHECK(r.arms[0].warmup_units == 3 && r.arms[0].units_per_rep >= 20,
+          "a cold first unit does not set the repetition (%ld units warm-up, %ld a rep)",
+          r.arms[0].warmup_units, r.arms[0].units_per_rep);
     tb_rounds_result_free(&r);
 }
 
