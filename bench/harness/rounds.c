@@ -40,10 +40,13 @@
  *              system, irq, softirq, steal) minus this process's utime +
  *              stime (/proc/self/stat, all its threads), over the same
  *              interval; children this process has not waited for count as
- *              others. busy = tb_rounds_busy_rule (others above 10% of one
- *              core on average, or load above cores + 0.5); the CPU-time
- *              part only over rounds of at least 1 s of real time (a jiffy
- *              is 10 ms). Reading /proc twice per experiment and loadavg
+ *              others (the DDP sweep's worker processes would: its caller
+ *              must know). busy = tb_rounds_busy_rule: others above 10% of
+ *              one core on average over the rounds; only where that cannot
+ *              be measured (no /proc/stat, or under 1 s of real time, a
+ *              jiffy being 10 ms) the load average above cores + 0.5 (it
+ *              counts this process's own threads, loader workers included,
+ *              so it is no more than a fallback). Reading /proc twice per experiment and loadavg
  *              once per round costs microseconds; scanning every process
  *              would cost more and say the same.
  *   JSON       every round's GB rows go into cfg->gbench_json as one GB JSON
@@ -140,9 +143,9 @@ void tb_rounds_order(uint64_t seed, int r, int n, int *perm)
 
 int tb_rounds_busy_rule(double load_avg, double other_cpu_s, double wall_s, int ncpu)
 {
-    if (wall_s > 0 && other_cpu_s / wall_s > TB_ROUNDS_BUSY_CORES)
-        return 1;
-    return load_avg > ncpu + 0.5;
+    if (!isnan(other_cpu_s) && wall_s > 0)
+        return other_cpu_s / wall_s > TB_ROUNDS_BUSY_CORES;
+    return !isnan(load_avg) && load_avg > ncpu + 0.5;
 }
 
 const char *tb_rounds_stop_name(tb_rounds_stop s)
@@ -540,9 +543,8 @@ static void watch_finish(const machine_watch *w, tb_rounds_result *out)
         out->other_cpu_s = other > 0 ? other : 0;
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    double other = isnan(out->other_cpu_s) || wall < BUSY_MIN_WALL_S ? 0 : out->other_cpu_s;
-    out->busy = tb_rounds_busy_rule(isnan(out->load_avg) ? 0 : out->load_avg, other, wall,
-                                    ncpu > 0 ? (int)ncpu : 1);
+    double other = wall < BUSY_MIN_WALL_S ? NAN : out->other_cpu_s;
+    out->busy = tb_rounds_busy_rule(out->load_avg, other, wall, ncpu > 0 ? (int)ncpu : 1);
 }
 
 /* The stop rule after `rounds` rounds (see the top of the file): 1 and

@@ -373,8 +373,11 @@ static void test_busy_rule(void)
 {
     CHECK(!tb_rounds_busy_rule(0.1, 0.5, 20, 2), "idle: load 0.1, 2.5%% of a core");
     CHECK(tb_rounds_busy_rule(0.1, 3, 20, 2), "others took 15%% of a core: busy");
-    CHECK(tb_rounds_busy_rule(2.6, 0, 20, 2), "load 2.6 on 2 cores: busy");
-    CHECK(!tb_rounds_busy_rule(2.4, 0, 20, 2), "load 2.4 on 2 cores: not busy");
+    CHECK(!tb_rounds_busy_rule(6.0, 0.5, 20, 2),
+          "load 6 from our own loader workers, others 2.5%% of a core: not busy");
+    CHECK(tb_rounds_busy_rule(2.6, NAN, 20, 2), "not measured: load 2.6 on 2 cores is busy");
+    CHECK(!tb_rounds_busy_rule(2.4, NAN, 20, 2), "not measured: load 2.4 on 2 cores is not");
+    CHECK(!tb_rounds_busy_rule(NAN, NAN, 20, 2), "nothing measured: not called busy");
 }
 
 int main(void)
