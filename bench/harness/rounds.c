@@ -588,9 +588,11 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
             continue;
         TB_TRY(compare_all(cfg, arms, n_arms, out->rounds, out, &widest, &wi));
         /* on a terminal the line is rewritten in place; in a log, one a round */
-        fprintf(stderr, "%srounds: round %d: widest interval +-%.1f%% (%s), %.1f s spent%s",
-                tty ? "\r" : "", out->rounds, 100 * widest,
-                wi >= 0 ? arms[wi].name : "no comparison", t - t_start, tty ? "\033[K" : "\n");
+        char width[32];
+        snprintf(width, sizeof width, widest > 1 ? "over 100%%" : "+-%.1f%%", 100 * widest);
+        fprintf(stderr, "%srounds: round %d: widest interval %s (%s), %.1f s spent%s",
+                tty ? "\r" : "", out->rounds, width, wi >= 0 ? arms[wi].name : "no comparison",
+                t - t_start, tty ? "\033[K" : "\n");
         if (stop_here(cfg, out->rounds, widest, t - t_start, longest, &out->stop))
             break;
     }
