@@ -16,10 +16,10 @@
  *              their minimum when the cap cut a still-falling warm-up (its
  *              latest, warmest units; a cold first unit of 1.3 s must not
  *              make a 0.15 s step a repetition of its own); 5% headroom:
- *              it is an estimate. An A/A arm with its base's
- *              run and user (the same code on the same state) is not warmed
- *              up again: it takes its base's units_per_rep and reports 0
- *              warm-up units;
+ *              it is an estimate. An A/A arm with its base's run and user
+ *              (the same code on the same state) is not warmed up again:
+ *              it takes its base's units_per_rep and reports 0 warm-up
+ *              units;
  *   rounds     round r runs every arm once, in tb_rounds_order(seed, r);
  *              Google Benchmark times each repetition: the round's arms are
  *              registered in that order with iterations = units_per_rep,
@@ -33,7 +33,8 @@
  *              target_half_width; else "cap" at max_rounds; else "budget"
  *              when the time spent (warm-up included) plus the longest round
  *              so far would pass budget_s (so a run ends within its budget
- *              unless a round is longer than all before it). Never on a verdict.
+ *              unless a round is longer than all before it). Never on a
+ *              verdict.
  *   machine    over the rounds: the mean of /proc/loadavg's 1-minute value
  *              (read after every round) and the CPU seconds other processes
  *              took = (busy jiffies of /proc/stat's "cpu" line: user, nice,
@@ -46,9 +47,9 @@
  *              be measured (no /proc/stat, or under 1 s of real time, a
  *              jiffy being 10 ms) the load average above cores + 0.5 (it
  *              counts this process's own threads, loader workers included,
- *              so it is no more than a fallback). Reading /proc twice per experiment and loadavg
- *              once per round costs microseconds; scanning every process
- *              would cost more and say the same.
+ *              so it is no more than a fallback). Reading /proc twice per
+ *              experiment and loadavg once per round costs microseconds;
+ *              scanning every process would cost more and say the same.
  *   JSON       every round's GB rows go into cfg->gbench_json as one GB JSON
  *              file (the first round's context, all rows; a run's name is
  *              the same in every round, so GB's compare.py sees the rounds
