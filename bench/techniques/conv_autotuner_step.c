@@ -57,7 +57,8 @@ static const tb_step_technique tech = {
     .desc = {
         .name = "conv_autotuner_step",
         .what = "conv autotuner on the training step, fixed and changing batch size",
-        .est_seconds = {15, 120, 10}, /* default, full, tiny */
+        .est_seconds = {32, 130, 10}, /* default, full, tiny */
+        .budget_seconds = {24, 120, 2}, /* of its rounds, same order */
         .order = 90,
         .tiny = {.min_rows = 4, .plots = "conv_autotuner_step"},
     },
