@@ -695,6 +695,12 @@ static int check_round_flags(const step_run *r)
     if (r->max_rounds != 0 && r->max_rounds < r->b.reps)
         return TB_FAIL(TB_ERR_INVALID, "--max-rounds=%d: at least --reps=%d (or 0: the "
                        "profile's)", r->max_rounds, r->b.reps);
+    /* The rounds engine registers and runs each round itself: a
+     * --benchmark_* flag (filter, repetitions) would be silently ignored. */
+    if (r->b.argc > 1)
+        return TB_FAIL(TB_ERR_INVALID, "%s: Google Benchmark's flags do not apply to a step "
+                       "technique (its rounds are run by bench/harness/rounds.c); see --help",
+                       r->b.argv[1]);
     return TB_OK;
 }
 
