@@ -6,7 +6,8 @@
  * Input is a results folder as the technique binaries leave it
  * (results/README.md): every <technique>.csv, fingerprint.json, and when
  * present ceilings.csv (bench:ceilings), waterfall.csv and
- * time_to_accuracy.csv (bench:waterfall), telemetry.json (bench:all), plus
+ * time_to_accuracy.csv (bench:waterfall), telemetry.json and budget.json
+ * (bench:all), plus
  * the PNGs in the sibling plots/<device>/. Sections whose input is missing
  * say "not measured in this run" and how to measure it.
  *
@@ -65,6 +66,8 @@ typedef struct tb_report_folder {
     tb_fingerprint fp;
     int have_fp;
     tb_json *telemetry;         /* NULL when telemetry.json is absent */
+    tb_json *budget;            /* budget.json (bench:all's plan: the profile, its
+                                   limit, each technique's budget); NULL when absent */
     int nplots;
     char plots[TB_REPORT_MAX_PLOTS][128]; /* PNG names without ".png", sorted */
 } tb_report_folder;
