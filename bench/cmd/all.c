@@ -187,9 +187,15 @@ static int check_budget(const tb_plan_budget *b, const char *profile_name,
     if (!b->over)
         return 0;
     fprintf(stderr, "bench:all: %s: the budgets add up to %s, more than profile %s's limit of "
-            "%s, so the run would not keep its promise. Lower budget_seconds in the techniques' "
-            "declarations (bench/techniques/), run fewer with --only/--skip, or pass "
-            "--allow-over-budget.\n", allow ? "WARNING" : "refused", tot, profile_name, lim);
+            "%s, so the run would not keep its promise. ", allow ? "WARNING" : "refused", tot,
+            profile_name, lim);
+    if (allow)
+        fprintf(stderr, "going on as --allow-over-budget asks; budget.json and the report say "
+                "so.\n");
+    else
+        fprintf(stderr, "Lower budget_seconds in the techniques' declarations "
+                "(bench/techniques/), run fewer with --only/--skip, or pass "
+                "--allow-over-budget.\n");
     return allow ? 0 : 2;
 }
 
