@@ -348,6 +348,14 @@ int main(int argc, char **argv)
     /* Before anything is written: a refused plan leaves the results folder
      * (and an interrupted run's state) as it was. */
     tb_plan_budget budget;
+    /* Every profile's total too, so that a declaration that breaks another
+     * profile's limit shows before someone runs that profile. */
+    fprintf(stderr, "bench:all: budgets of this plan per profile:");
+    for (int p = 0; profiles[p]; p++) {
+        tb_plan_budget_sum(todo, ntodo, p, &budget);
+        fprintf(stderr, " %s %g s of %g s%s%s", profiles[p], budget.total_s, budget.limit_s,
+                budget.over ? " (OVER)" : "", profiles[p + 1] ? "," : "\n");
+    }
     tb_plan_budget_sum(todo, ntodo, profile, &budget);
     int brc = check_budget(&budget, profiles[profile], todo, ntodo, profile, allow_over);
     if (brc != 0)

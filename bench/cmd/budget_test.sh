@@ -51,6 +51,8 @@ rc=$?
 grep -q "refused: the budgets add up to" "$TEST_TMPDIR/err_over" || fail "no reason given"
 grep -q "limit 15 min 00 s" "$TEST_TMPDIR/err_over" || fail "the limit is not printed"
 [ ! -e "$OUT" ] || fail "a refused run wrote $(find "$OUT" | head -3)"
+grep -q "budgets of this plan per profile: default $((n * over)) s of 900 s (OVER), full $((n * 3600)) s of 14400 s (OVER), tiny $n s of 600 s$" \
+    "$TEST_TMPDIR/err_over" || fail "the totals per profile are not printed"
 echo "ok: $n techniques x $over s > 900 s refused (exit 2), nothing written"
 
 # 2. The same with --allow-over-budget: warned, run (the stand-ins fail at
