@@ -8,6 +8,7 @@
 #include "lib/report/cells.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -206,14 +207,19 @@ int tb_report_row_flags(const tb_result_row *r)
 }
 
 /* Appends "; " (when buf is not empty) and then the formatted text. */
-static void append(char *buf, size_t cap, const char *fmt, const char *a, const char *b)
+static void append(char *buf, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void append(char *buf, size_t cap, const char *fmt, ...)
 {
     size_t n = strlen(buf);
+    va_list ap;
     if (n + 3 >= cap)
         return;
     if (n)
         n += (size_t)snprintf(buf + n, cap - n, "; ");
-    snprintf(buf + n, cap - n, fmt, a, b);
+    va_start(ap, fmt);
+    vsnprintf(buf + n, cap - n, fmt, ap);
+    va_end(ap);
 }
 
 void tb_report_flags_text(char *buf, size_t cap, const tb_result_row *r, int which)
@@ -239,17 +245,17 @@ void tb_report_flags_text(char *buf, size_t cap, const tb_result_row *r, int whi
     if (f & TB_FLAG_CAP)
         append(buf, cap, "stopped at the round cap after %s rounds (%s)", rounds, hw);
     if (f & TB_FLAG_BUSY)
-        append(buf, cap, "busy machine (load %s%s)", load, "");
+        append(buf, cap, "busy machine (load %s)", load);
     if (f & TB_FLAG_UNRELIABLE)
-        append(buf, cap, "unreliable: A/A interval excludes 1%s%s", "", "");
+        append(buf, cap, "unreliable: A/A interval excludes 1");
     if (f & TB_FLAG_IMPRECISE) {
         int wide_ci = !isnan(h) && h > TB_REPORT_IMPRECISE;
         int wide_nf = !isnan(r->noise_floor) && r->noise_floor > TB_REPORT_IMPRECISE;
         if (wide_ci && wide_nf)
             append(buf, cap, "imprecise: %s, noise floor ±%s%%", hw, nf);
         else if (wide_ci)
-            append(buf, cap, "imprecise: %s%s", hw, "");
+            append(buf, cap, "imprecise: %s", hw);
         else
-            append(buf, cap, "imprecise: noise floor ±%s%%%s", nf, "");
+            append(buf, cap, "imprecise: noise floor ±%s%%", nf);
     }
 }
