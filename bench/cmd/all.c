@@ -184,6 +184,13 @@ static int check_budget(const tb_plan_budget *b, const char *profile_name,
                 fprintf(stderr, " %s", todo[k]->name);
         fprintf(stderr, "\n");
     }
+    if (b->est_s > b->limit_s)
+        /* Only a warning: estimates are guesses, the budgets are the contract.
+         * But the budgets must leave room for set-up, correctness passes and
+         * the techniques without rounds. */
+        fprintf(stderr, "bench:all: WARNING: the estimated run time (%s) is above profile %s's "
+                "limit (%s): the budgets leave too little time for everything else\n", est,
+                profile_name, lim);
     if (!b->over)
         return 0;
     fprintf(stderr, "bench:all: %s: the budgets add up to %s, more than profile %s's limit of "

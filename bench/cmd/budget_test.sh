@@ -8,7 +8,8 @@
 #     written (not even the results folder);
 #   - over, with --allow-over-budget: a loud warning, the run goes on, and
 #     budget.json and the report record the limit that applied and "over";
-#   - exactly at the limit: accepted, the total printed;
+#   - at (or just under) the limit: accepted, the total printed;
+#   - estimated run times above the limit: a warning only;
 #   - the tiny profile is held to its own limit.
 #
 #   bazel test //bench:budget_test
@@ -31,7 +32,7 @@ for t in $names; do
     cat > "$RF/tunebench/bench/$t" <<EOF
 #!/bin/sh
 [ "\$1" = "--describe" ] || { echo "$t: a stand-in, not run by this test" >&2; exit 1; }
-echo "{\"name\":\"$t\",\"results\":\"$t\",\"what\":null,\"est_seconds\":[10,60,5],\"budget_seconds\":[\$BUDGET_D,3600,\$BUDGET_T],\"order\":0,\"after\":[],\"tiny\":{\"min_rows\":1,\"plots\":\"\",\"na_note\":null,\"gbench\":true}}"
+echo "{\"name\":\"$t\",\"results\":\"$t\",\"what\":null,\"est_seconds\":[\${EST_D:-10},60,5],\"budget_seconds\":[\$BUDGET_D,3600,\$BUDGET_T],\"order\":0,\"after\":[],\"tiny\":{\"min_rows\":1,\"plots\":\"\",\"na_note\":null,\"gbench\":true}}"
 EOF
     chmod +x "$RF/tunebench/bench/$t"
 done
@@ -84,7 +85,18 @@ BUDGET_D=$under BUDGET_T=1 run_all err_under --device=no-such-device --out-dir="
 grep -q "refused\|WARNING: the budgets" "$TEST_TMPDIR/err_under" && fail "$n x $under s <= 900 s refused"
 grep -q "add up to $(python3 -c "s=$n*$under; print('%d s' % s if s < 90 else '%d min %02d s' % (s // 60, s % 60))")" \
     "$TEST_TMPDIR/err_under" || fail "the total is not printed"
+grep -q "WARNING: the estimated run time" "$TEST_TMPDIR/err_under" &&
+    fail "estimates of $n x 10 s warned about"
 echo "ok: $n x $under s <= 900 s accepted, total printed"
+
+# 3b. Estimated run times above the limit, budgets within it: warned
+# about (the budgets must leave room for the rest), not refused.
+est=$((900 / n + 1))
+BUDGET_D=1 BUDGET_T=1 EST_D=$est run_all err_est --device=no-such-device --out-dir="$TEST_TMPDIR/out_est"
+grep -q "WARNING: the estimated run time .* is above profile default's limit" "$TEST_TMPDIR/err_est" ||
+    fail "no warning for estimates of $n x $est s"
+grep -q "refused" "$TEST_TMPDIR/err_est" && fail "refused on estimates"
+echo "ok: estimates above the limit warned about, not refused"
 
 # 4. The tiny profile has its own limit (600 s): default budgets do not count.
 tiny_over=$((600 / n + 1))
