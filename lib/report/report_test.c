@@ -358,6 +358,11 @@ static void check_html(const char *html)
     CHECK(!strstr(html, "<link"));
     CHECK(!strstr(html, "<script"));
     CHECK(!strstr(html, "url("));
+    /* flags cells stand out: a biased harness red, the others amber */
+    CHECK(strstr(html, "<td class=\"bad\">unreliable: A/A interval excludes 1</td>"));
+    CHECK(strstr(html, "<td class=\"meh\">stopped by budget after 60 rounds"));
+    CHECK(strstr(html, "<td class=\"meh\">busy machine (load 3.20)</td>"));
+    CHECK(strstr(html, "<td class=\"meh\">imprecise: noise floor ±15.0%</td>"));
     for (const char *p = html; (p = strstr(p, "src=\"")) != NULL; p += 5)
         CHECK(!strncmp(p + 5, "data:", 5));
 }
