@@ -19,6 +19,15 @@
  * training); its setting is the non-baseline setting with the largest
  * median speedup there (first in the file on a tie).
  *
+ * Flags (cells.h, TB_FLAG_*; the table is in results/README.md): beside
+ * every row, in the summary (where a busy machine is said once per
+ * technique), counted under the summary, and listed under "Flagged rows":
+ * stopped by the budget or the round cap (with the width reached), a busy
+ * machine (its load), an unreliable A/A, and "imprecise" for an interval
+ * half-width or noise floor above 10% that nothing else explains. A
+ * technique with a busy row says so above its table. "Time budgets" shows
+ * budget.json: the profile limit that applied.
+ *
  * REPORT.html embeds every PNG as a data: URI (base64) and its CSS inline:
  * it references nothing outside itself, so it can be mailed or archived.
  * Every file is written atomically (lib/core/atomic_file.h).
