@@ -34,7 +34,7 @@ typedef struct step_profile {
 } step_profile;
 
 static const step_profile step_profiles[3] = {
-    [TB_PROFILE_DEFAULT] = {32, 256, 1000, 2, 20, 1024, 0.2, 60, 0.02, 15, 1.5},
+    [TB_PROFILE_DEFAULT] = {32, 256, 1000, 2, 20, 1024, 0.2, 60, 0.02, 15, 1.0},
     [TB_PROFILE_FULL] = {64, 2048, 10000, 3, 100, 16384, 0.5, 200, 0.02, 120, 10},
     [TB_PROFILE_TINY] = {16, 64, 256, 1, 5, 128, 0.002, 5, 0.02, 2, 0.1},
 };
