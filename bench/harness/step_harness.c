@@ -651,7 +651,8 @@ static int time_and_report(step_run *r)
     TB_TRY(plan_arms(r));
     orphans_na(r);
     int rc = make_arms(r);
-    if (rc == TB_OK)
+    /* no arm: every setting is n/a (its baseline ran out of memory), rows say why */
+    if (rc == TB_OK && r->plan.n_arms > 0)
         rc = time_all(r, &res);
     /* the trainers go before the rows: nothing below needs them */
     for (int a = 0; r->arms && a < r->plan.n_arms; a++)
