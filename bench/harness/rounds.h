@@ -18,7 +18,8 @@
  *      results), so drift, thermal and load changes hit every arm alike;
  *   4. after cfg->min_rounds, stops when every comparison's paired interval
  *      (lib/core/stats.h, tb_stats_paired) is at most cfg->target_half_width
- *      wide, or when cfg->budget_s of timing is spent, or at
+ *      wide (after two rounds in a row), or when cfg->budget_s of timing
+ *      is spent, or at
  *      cfg->max_rounds; never on a verdict. The result says which.
  * Google Benchmark times each repetition: every round registers its arms in
  * the round's order with fixed iterations and one repetition, and runs
