@@ -241,6 +241,9 @@ static int setup(tb_bench *b, void *state, opb_set *set)
                                         "attn_%s_%s_%s/%d", bwd ? "fwdbwd" : "fwd",
                                         vnames[v], causal ? "causal" : "full",
                                         st->seqs[s]));
+                    /* manual, manual_again, fused in a row: compared with manual. */
+                    if (v != V_MANUAL)
+                        TB_TRY(opb_compare(set, set->n - 1, set->n - 1 - v, v == V_MANUAL_AGAIN));
                 }
     return TB_OK;
 }

@@ -68,6 +68,11 @@ static const struct { const char *name; gelu_op op; tb_gelu_variant v; } case_de
     {"bwd_fused", OP_BWD, TB_GELU_FUSED},
 };
 
+/* What each case is compared with (its own index: nothing): the copy is the
+ * ceiling, fused is compared with unfused, "again" is unfused's A/A copy. */
+static const int case_base[NCASES] = {C_COPY, C_FWD_UNFUSED, C_FWD_UNFUSED, C_FWD_UNFUSED,
+                                      C_BWD_UNFUSED, C_BWD_UNFUSED, C_BWD_UNFUSED};
+
 static void plan_sizes(int profile, gelu_sweep *sw)
 {
     int lo = 10, hi = 24, step = 2;       /* default: 2^10 .. 2^24 */
@@ -103,6 +108,11 @@ static int register_all(tb_bench *b, gelu_sweep *sw, opb_set *set)
                              sw->sizes[s], plan_iterations(b->profile, sw->sizes[s])};
             TB_TRY(opb_register(b, set, OPB_WARMUPS, run_case, c, c->iterations, "gelu_%s/%zu",
                                 case_defs[k].name, sw->sizes[s]));
+            /* The cases of a size are registered together: case k's base
+             * is case_base[k] of the same size. */
+            if (case_base[k] != k)
+                TB_TRY(opb_compare(set, set->n - 1, set->n - 1 - k + case_base[k],
+                                   k == C_FWD_UNFUSED_AGAIN || k == C_BWD_UNFUSED_AGAIN));
         }
     }
     return TB_OK;

@@ -138,6 +138,10 @@ static int setup(tb_bench *b, void *state, opb_set *set)
                 TB_TRY(opb_register(b, set, OPB_WARMUPS, run_case, c,
                                     plan_iterations(b->profile, st->sizes[s]), "copy_%s_%s/%zu",
                                     d2h ? "d2h" : "h2d", vdefs[v].name, st->sizes[s]));
+                /* pageable, its again, pinned, pinned async in a row:
+                 * compared with pageable. */
+                if (v != V_PAGEABLE)
+                    TB_TRY(opb_compare(set, set->n - 1, set->n - 1 - v, v == V_PAGEABLE_AGAIN));
             }
     return TB_OK;
 }

@@ -204,6 +204,10 @@ static int setup(tb_bench *b, void *state, opb_set *set)
             TB_TRY(opb_register(b, set, plan_warmups(st->sizes[s]), run_gemm, c,
                                 plan_iterations(b->profile, st->sizes[s]), "gemm_%s/%d",
                                 vnames[v], st->sizes[s]));
+            /* f32, f32_again, tf32 of a size are registered in a row (tf32,
+             * the last, may be left out): both compared with f32. */
+            if (v != V_F32)
+                TB_TRY(opb_compare(set, set->n - 1, set->n - 1 - v, v == V_F32_AGAIN));
         }
     return TB_OK;
 }
