@@ -18,6 +18,8 @@
 #include <cstring>
 #include <fstream>
 #include <new>
+#include <sstream>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -177,6 +179,46 @@ int tbb_run(int *argc, char **argv, const char *json_out_path, size_t *n_run)
             if (out.fail())
                 return TB_FAIL(TB_ERR_IO, "writing %s failed", json_out_path);
         }
+        if (n_run)
+            *n_run = n;
+    } catch (const std::bad_alloc &) {
+        return TB_FAIL(TB_ERR_NOMEM, "running benchmarks");
+    } catch (const std::exception &e) {
+        return TB_FAIL(TB_ERR_INTERNAL, "running benchmarks: %s", e.what());
+    } catch (...) {
+        return TB_FAIL(TB_ERR_INTERNAL, "running benchmarks: unknown C++ exception");
+    }
+    return TB_OK;
+}
+
+int tbb_run_quiet(char **json, size_t *len, size_t *n_run)
+{
+    static char prog[] = "tunebench";
+    *json = nullptr;
+    *len = 0;
+    if (n_run)
+        *n_run = 0;
+    try {
+        // The JSON reporter writes the executable's name, which only
+        // Initialize sets; a fake argv sets it without touching other flags.
+        if (!benchmark::BenchmarkReporter::Context::executable_name) {
+            char *fake_argv[] = {prog, nullptr};
+            int fake_argc = 1;
+            benchmark::Initialize(&fake_argc, fake_argv);
+        }
+        std::ostringstream out, err;
+        benchmark::JSONReporter rep;
+        rep.SetOutputStream(&out);
+        rep.SetErrorStream(&err);
+        size_t n = benchmark::RunSpecifiedBenchmarks(&rep, std::string("."));
+        std::string s = out.str();
+        char *buf = static_cast<char *>(std::malloc(s.size() + 1));
+        if (!buf)
+            return TB_FAIL(TB_ERR_NOMEM, "copying Google Benchmark's JSON (%zu bytes)", s.size());
+        std::memcpy(buf, s.data(), s.size());
+        buf[s.size()] = 0;
+        *json = buf;
+        *len = s.size();
         if (n_run)
             *n_run = n;
     } catch (const std::bad_alloc &) {

@@ -98,6 +98,14 @@ void tbb_clear(void);
  * Note: GB itself exits the process on --help and on malformed GB flags. */
 int tbb_run(int *argc, char **argv, const char *json_out_path, size_t *n_run);
 
+/* Runs every registered benchmark (whatever --benchmark_filter says) with
+ * no console output: GB's JSON, the only output, goes into *json (a
+ * NUL-terminated malloc'd string of *len bytes; free() it). For callers
+ * that run many small batches (bench/harness/rounds.c: one per round) and
+ * print their own progress. GB's flags keep the values the last tbb_run
+ * parsed. *n_run (may be NULL): instances run. */
+int tbb_run_quiet(char **json, size_t *len, size_t *n_run);
+
 /* ---- inside a benchmark function ---- */
 
 /* The timed loop: while (tbb_keep_running(st)) { ... }  (State::KeepRunning) */

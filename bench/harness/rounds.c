@@ -1,0 +1,577 @@
+/*
+ * rounds.c - the interleaved, paired, adaptive timing engine of rounds.h.
+ *
+ * What it does, in order (the rules are stated where they live below):
+ *   warm-up    each arm alone, in probes of `batch` units; a probe shorter
+ *              than PROBE_MIN_S doubles the batch (the arm's own timer
+ *              overhead then stays small) and restarts the history; the arm
+ *              has settled when tb_rounds_settled says so (the median of the
+ *              last 3 per-unit times is not below the median of the 3
+ *              before by more than 1.5%), or at cfg->warmup_max_s, or after
+ *              WARMUP_MAX_PROBES probes;
+ *   rep length units_per_rep = ceil(min_rep_s / settled unit time), the
+ *              settled unit time being the median of the last 3 probes;
+ *   rounds     round r runs every arm once, in tb_rounds_order(seed, r);
+ *              Google Benchmark times each repetition: the round's arms are
+ *              registered in that order with iterations = units_per_rep,
+ *              one repetition and manual time, run quietly (tbb_run_quiet),
+ *              read back with gb_results_parse and cleared; the arm's run()
+ *              does all units in one call and each GB iteration reports
+ *              seconds / units, so GB's time per iteration is the seconds
+ *              per unit;
+ *   stop       after min_rounds: "target" when every comparison arm (A/A
+ *              arms included) has a tb_stats_paired half-width at most
+ *              target_half_width; else "cap" at max_rounds; else "budget"
+ *              when the time spent (warm-up included) plus the longest round
+ *              so far would pass budget_s (so a run ends within its budget
+ *              unless a round is longer than all before it). Never on a verdict.
+ *   machine    over the rounds: the mean of /proc/loadavg's 1-minute value
+ *              (read after every round) and the CPU seconds other processes
+ *              took = (busy jiffies of /proc/stat's "cpu" line: user, nice,
+ *              system, irq, softirq, steal) minus this process's utime +
+ *              stime (/proc/self/stat, all its threads), over the same
+ *              interval; children this process has not waited for count as
+ *              others. busy = tb_rounds_busy_rule.
+ *   JSON       every round's GB rows go into cfg->gbench_json as one GB JSON
+ *              file (the first round's context, all rows; a run's name is
+ *              the same in every round, so GB's compare.py sees the rounds
+ *              as repetitions), written atomically.
+ *
+ * Test: bazel test //bench/harness:rounds_test
+ */
+#include "bench/harness/rounds.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/harness/gb_results.h"
+#include "bench/harness/gbench_shim.h"
+#include "bench/harness/rounds_internal.h"
+#include "lib/core/atomic_file.h"
+#include "lib/core/rng.h"
+
+#define PROBE_MIN_S 0.002         /* a warm-up probe shorter than this doubles its batch */
+#define WARMUP_MAX_PROBES 256
+#define MAX_BATCH (1L << 40)
+#define MAX_UNITS_PER_REP (1L << 40)
+#define ORDER_STREAM 0x726f756e6473ull /* "rounds": apart from rng.h's data streams */
+
+/* ---- clock ---- */
+
+static double real_now(void *ctx)
+{
+    (void)ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double (*clock_fn)(void *) = real_now;
+static void *clock_ctx;
+
+void tb_rounds_set_clock(double (*now)(void *ctx), void *ctx)
+{
+    clock_fn = now ? now : real_now;
+    clock_ctx = now ? ctx : NULL;
+}
+
+static double now_s(void) { return clock_fn(clock_ctx); }
+
+/* ---- pure rules ---- */
+
+static double median3(const double *t)
+{
+    double a = t[0], b = t[1], c = t[2];
+    if (a > b) { double x = a; a = b; b = x; }
+    if (b > c) { double x = b; b = c; c = x; }
+    if (a > b) { double x = a; a = b; b = x; }
+    return b;
+}
+
+int tb_rounds_settled(const double *t, int n)
+{
+    if (n < 6)
+        return 0;
+    return median3(t + n - 3) >= median3(t + n - 6) * (1.0 - TB_ROUNDS_SETTLE);
+}
+
+void tb_rounds_order(uint64_t seed, int r, int n, int *perm)
+{
+    tb_rng g = tb_rng_make(seed, (uint64_t)r, 0, ORDER_STREAM);
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)tb_rng_below(&g, (uint32_t)(i + 1));
+        int x = perm[i];
+        perm[i] = perm[j];
+        perm[j] = x;
+    }
+}
+
+int tb_rounds_busy_rule(double load_avg, double other_cpu_s, double wall_s, int ncpu)
+{
+    if (wall_s > 0 && other_cpu_s / wall_s > TB_ROUNDS_BUSY_CORES)
+        return 1;
+    return load_avg > ncpu + 0.5;
+}
+
+const char *tb_rounds_stop_name(tb_rounds_stop s)
+{
+    switch (s) {
+    case TB_STOP_TARGET: return "target";
+    case TB_STOP_BUDGET: return "budget";
+    case TB_STOP_CAP: return "cap";
+    }
+    return "?";
+}
+
+/* ---- machine checks (/proc) ---- */
+
+typedef struct machine_snap {
+    int ok;                 /* 0: /proc unreadable (not Linux): no numbers */
+    double busy_s, self_s;  /* all CPUs' busy seconds; this process's CPU seconds */
+} machine_snap;
+
+static int read_text(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return n > 0;
+}
+
+static machine_snap machine_sample(void)
+{
+    machine_snap s = {0, 0, 0};
+    char buf[4096];
+    double tick = (double)sysconf(_SC_CLK_TCK);
+    if (tick <= 0 || !read_text("/proc/stat", buf, sizeof buf))
+        return s;
+    unsigned long long v[8] = {0};
+    if (sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+               &v[4], &v[5], &v[6], &v[7]) < 7)
+        return s;
+    /* user nice system idle iowait irq softirq steal: all but idle and iowait */
+    s.busy_s = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / tick;
+    if (!read_text("/proc/self/stat", buf, sizeof buf))
+        return s;
+    /* fields after the command's closing parenthesis: 3 state ... 14 utime 15 stime */
+    const char *p = strrchr(buf, ')');
+    unsigned long long ut, st;
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+                     &st) != 2)
+        return s;
+    s.self_s = (double)(ut + st) / tick;
+    s.ok = 1;
+    return s;
+}
+
+static double load_avg_1min(void)
+{
+    char buf[256];
+    double l;
+    if (!read_text("/proc/loadavg", buf, sizeof buf) || sscanf(buf, "%lf", &l) != 1)
+        return NAN;
+    return l;
+}
+
+/* ---- one arm's repetition under Google Benchmark ---- */
+
+typedef struct arm_job {
+    const tb_arm *arm;
+    long units;
+    int rc;              /* status of prepare/run in the last round */
+} arm_job;
+
+static void gb_arm_fn(tbb_state *st, void *user)
+{
+    arm_job *job = user;
+    const tb_arm *arm = job->arm;
+    job->rc = TB_OK;
+    if (arm->prepare && (job->rc = arm->prepare(arm->user)) != TB_OK) {
+        tbb_skip_with_error(st, tb_error_message());
+        return;
+    }
+    double per_unit = 0;
+    int first = 1;
+    while (tbb_keep_running(st)) {
+        if (first) {
+            double s = 0;
+            job->rc = arm->run(arm->user, job->units, &s);
+            if (job->rc == TB_OK && !(s > 0))
+                job->rc = TB_FAIL(TB_ERR_DATA, "arm %s reported %g s for %ld units", arm->name,
+                                  s, job->units);
+            if (job->rc != TB_OK) {
+                tbb_skip_with_error(st, tb_error_message());
+                return;
+            }
+            per_unit = s / (double)job->units;
+            first = 0;
+        }
+        tbb_set_iteration_time(st, per_unit);
+    }
+}
+
+/* ---- warm-up ---- */
+
+static int warm_up(const tb_rounds_cfg *cfg, const tb_arm *arm, long *units_run,
+                   double *unit_s)
+{
+    double hist[WARMUP_MAX_PROBES];
+    int n = 0, probes = 0;
+    long batch = 1;
+    double t0 = now_s(), last = 0;
+    *units_run = 0;
+    if (arm->prepare)
+        TB_TRY(arm->prepare(arm->user));
+    for (;;) {
+        double s = 0;
+        TB_TRY(arm->run(arm->user, batch, &s));
+        if (!(s >= 0))
+            return TB_FAIL(TB_ERR_DATA, "arm %s reported %g s", arm->name, s);
+        *units_run += batch;
+        probes++;
+        last = s / (double)batch;
+        int capped = now_s() - t0 >= cfg->warmup_max_s || probes >= WARMUP_MAX_PROBES;
+        if (s < PROBE_MIN_S && batch < MAX_BATCH) {
+            batch *= 2;
+            n = 0; /* per-unit times of different batches are not compared */
+        } else {
+            hist[n++] = last;
+            if (tb_rounds_settled(hist, n))
+                break;
+        }
+        if (capped)
+            break;
+    }
+    *unit_s = n >= 3 ? median3(hist + n - 3) : last;
+    return TB_OK;
+}
+
+static long reps_units(double min_rep_s, double unit_s)
+{
+    if (!(unit_s > 0))
+        return MAX_UNITS_PER_REP;
+    double u = ceil(min_rep_s / unit_s);
+    if (u < 1)
+        return 1;
+    return u > (double)MAX_UNITS_PER_REP ? MAX_UNITS_PER_REP : (long)u;
+}
+
+/* ---- Google Benchmark's JSON of all rounds ---- */
+
+typedef struct gb_json {
+    char *head;    /* the first round's text up to and including "benchmarks": [ */
+    char *rows;    /* every round's rows, comma separated */
+    size_t rows_len, rows_cap;
+} gb_json;
+
+static int rows_append(gb_json *j, const char *s, size_t n)
+{
+    if (j->rows_len + n + 1 > j->rows_cap) {
+        size_t cap = j->rows_cap ? j->rows_cap : 4096;
+        while (cap < j->rows_len + n + 1)
+            cap *= 2;
+        char *p = realloc(j->rows, cap);
+        if (!p)
+            return TB_FAIL(TB_ERR_NOMEM, "Google Benchmark JSON rows (%zu bytes)", cap);
+        j->rows = p;
+        j->rows_cap = cap;
+    }
+    memcpy(j->rows + j->rows_len, s, n);
+    j->rows_len += n;
+    j->rows[j->rows_len] = 0;
+    return TB_OK;
+}
+
+/* Keeps the rows of one round's JSON text (and the head of the first). */
+static int json_add_round(gb_json *j, const char *text)
+{
+    const char *key = strstr(text, "\"benchmarks\"");
+    const char *open = key ? strchr(key, '[') : NULL;
+    const char *close = strrchr(text, ']');
+    if (!open || !close || close < open)
+        return TB_FAIL(TB_ERR_DATA, "Google Benchmark's JSON has no benchmarks array");
+    if (!j->head) {
+        size_t n = (size_t)(open - text) + 1;
+        j->head = malloc(n + 1);
+        if (!j->head)
+            return TB_FAIL(TB_ERR_NOMEM, "Google Benchmark JSON head");
+        memcpy(j->head, text, n);
+        j->head[n] = 0;
+    }
+    const char *a = open + 1, *b = close;
+    while (a < b && (*a == ' ' || *a == '\n' || *a == '\r' || *a == '\t'))
+        a++;
+    while (b > a && (b[-1] == ' ' || b[-1] == '\n' || b[-1] == '\r' || b[-1] == '\t'))
+        b--;
+    if (a == b)
+        return TB_OK;
+    TB_TRY(rows_append(j, j->rows_len ? ",\n    " : "\n    ", j->rows_len ? 6 : 5));
+    return rows_append(j, a, (size_t)(b - a));
+}
+
+static int json_write(const gb_json *j, const char *path)
+{
+    if (!j->head)
+        return TB_FAIL(TB_ERR_INTERNAL, "no round ran: no Google Benchmark JSON for %s", path);
+    size_t nh = strlen(j->head), tail = 8;
+    char *buf = malloc(nh + j->rows_len + tail + 1);
+    if (!buf)
+        return TB_FAIL(TB_ERR_NOMEM, "Google Benchmark JSON (%zu bytes)", nh + j->rows_len);
+    memcpy(buf, j->head, nh);
+    if (j->rows_len)
+        memcpy(buf + nh, j->rows, j->rows_len);
+    size_t n = nh + j->rows_len;
+    n += (size_t)sprintf(buf + n, "\n  ]\n}\n");
+    int rc = tb_atomic_write(path, buf, n);
+    free(buf);
+    return rc;
+}
+
+static void json_free(gb_json *j)
+{
+    free(j->head);
+    free(j->rows);
+    memset(j, 0, sizeof *j);
+}
+
+/* ---- one round ---- */
+
+/* Registers the arms in order, runs them under GB, and stores each arm's
+ * seconds per unit of round r in out->arms[i].seconds[r]. */
+static int run_round(arm_job *jobs, const int *order, int n_arms, int r, gb_json *json,
+                     tb_rounds_result *out)
+{
+    int rc = TB_OK;
+    char *text = NULL;
+    size_t len = 0, n_run = 0;
+    gb_results *res = NULL;
+    tbb_clear();
+    for (int k = 0; k < n_arms; k++) {
+        arm_job *job = &jobs[order[k]];
+        tbb_options o = tbb_options_default();
+        o.iterations = job->units;
+        o.repetitions = 1;
+        o.manual_time = 1;
+        o.unit = TBB_US;
+        TB_TRY_GOTO(rc, tbb_register(job->arm->name, gb_arm_fn, job, &o), out_clear);
+    }
+    TB_TRY_GOTO(rc, tbb_run_quiet(&text, &len, &n_run), out_clear);
+    for (int i = 0; i < n_arms; i++)
+        if (jobs[i].rc != TB_OK) {
+            rc = TB_FAIL(jobs[i].rc, "arm %s failed in round %d", jobs[i].arm->name, r);
+            goto out_free_text;
+        }
+    TB_TRY_GOTO(rc, gb_results_parse(text, len, &res), out_free_text);
+    for (int i = 0; i < n_arms; i++) {
+        char prefix[160];
+        snprintf(prefix, sizeof prefix, "%s/", jobs[i].arm->name);
+        const gb_run *run = NULL;
+        for (size_t k = 0; k < res->n_runs && !run; k++)
+            if (strncmp(res->runs[k].name, prefix, strlen(prefix)) == 0)
+                run = &res->runs[k];
+        if (!run || run->repetitions != 1 || run->error_occurred) {
+            rc = TB_FAIL(TB_ERR_DATA, "round %d: Google Benchmark has no usable run of arm %s",
+                         r, jobs[i].arm->name);
+            goto out_free_res;
+        }
+        out->arms[i].seconds[r] = run->seconds[0];
+    }
+    TB_TRY_GOTO(rc, json_add_round(json, text), out_free_res);
+out_free_res:
+    gb_results_free(res);
+out_free_text:
+    free(text);
+out_clear:
+    tbb_clear();
+    return rc;
+}
+
+/* ---- the stop rule ---- */
+
+/* Pairs every comparison arm with its base over the first `rounds`
+ * rounds; *widest gets the largest half-width (0 with no comparison) and
+ * *widest_arm its index (-1: none). */
+static int compare_all(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, int rounds,
+                       tb_rounds_result *out, double *widest, int *widest_arm)
+{
+    *widest = 0;
+    *widest_arm = -1;
+    for (int i = 0; i < n_arms; i++) {
+        int b = arms[i].base;
+        if (b == i)
+            continue;
+        tb_paired *c = &out->arms[i].cmp;
+        TB_TRY(tb_stats_paired(out->arms[b].seconds, out->arms[i].seconds, (size_t)rounds,
+                               cfg->seed, c));
+        if (!(c->half_width <= *widest)) {
+            *widest = c->half_width;
+            *widest_arm = i;
+        }
+    }
+    return TB_OK;
+}
+
+static int check_cfg(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms)
+{
+    if (!cfg || !arms || n_arms < 1)
+        return TB_FAIL(TB_ERR_INVALID, "tb_rounds_run: no arms");
+    if (!(cfg->min_rep_s > 0) || cfg->min_rounds < 5 || cfg->max_rounds < cfg->min_rounds ||
+        !(cfg->target_half_width > 0) || !(cfg->warmup_max_s >= 0))
+        return TB_FAIL(TB_ERR_INVALID,
+                       "tb_rounds_run: bad cfg (min_rep_s %g, rounds %d..%d, target %g, "
+                       "warm-up cap %g s)", cfg->min_rep_s, cfg->min_rounds, cfg->max_rounds,
+                       cfg->target_half_width, cfg->warmup_max_s);
+    for (int i = 0; i < n_arms; i++) {
+        int b = arms[i].base;
+        if (!arms[i].name || !*arms[i].name || !arms[i].run)
+            return TB_FAIL(TB_ERR_INVALID, "tb_rounds_run: arm %d has no name or run", i);
+        if (b < 0 || b >= n_arms || arms[b].base != b)
+            return TB_FAIL(TB_ERR_INVALID, "tb_rounds_run: arm %s's base %d is not a baseline",
+                           arms[i].name, b);
+        if (arms[i].aa && b == i)
+            return TB_FAIL(TB_ERR_INVALID, "tb_rounds_run: A/A arm %s compares with itself",
+                           arms[i].name);
+        for (int k = 0; k < i; k++)
+            if (strcmp(arms[k].name, arms[i].name) == 0)
+                return TB_FAIL(TB_ERR_INVALID, "tb_rounds_run: two arms named %s", arms[i].name);
+    }
+    return TB_OK;
+}
+
+static int result_alloc(const tb_rounds_cfg *cfg, int n_arms, tb_rounds_result *out)
+{
+    memset(out, 0, sizeof *out);
+    out->seed = cfg->seed;
+    out->n_arms = n_arms;
+    out->load_avg = NAN;
+    out->other_cpu_s = NAN;
+    out->arms = calloc((size_t)n_arms, sizeof *out->arms);
+    if (!out->arms)
+        return TB_FAIL(TB_ERR_NOMEM, "rounds result");
+    for (int i = 0; i < n_arms; i++) {
+        out->arms[i].seconds = calloc((size_t)cfg->max_rounds, sizeof(double));
+        if (!out->arms[i].seconds)
+            return TB_FAIL(TB_ERR_NOMEM, "rounds result (%d rounds)", cfg->max_rounds);
+    }
+    return TB_OK;
+}
+
+void tb_rounds_result_free(tb_rounds_result *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; r->arms && i < r->n_arms; i++)
+        free(r->arms[i].seconds);
+    free(r->arms);
+    memset(r, 0, sizeof *r);
+}
+
+/* Runs rounds until the stop rule says so. */
+static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, arm_job *jobs,
+                      int *order, double t_start, gb_json *json, tb_rounds_result *out)
+{
+    double load_sum = 0, longest = 0;
+    int load_n = 0;
+    double real0 = real_now(NULL);
+    machine_snap m0 = machine_sample();
+    for (int r = 0; r < cfg->max_rounds; r++) {
+        double t_round = now_s();
+        tb_rounds_order(cfg->seed, r, n_arms, order);
+        TB_TRY(run_round(jobs, order, n_arms, r, json, out));
+        out->rounds = r + 1;
+        double l = load_avg_1min();
+        if (!isnan(l)) {
+            load_sum += l;
+            load_n++;
+        }
+        double t = now_s(), widest;
+        int wi;
+        if (t - t_round > longest)
+            longest = t - t_round;
+        if (out->rounds < 2)
+            continue;
+        TB_TRY(compare_all(cfg, arms, n_arms, out->rounds, out, &widest, &wi));
+        fprintf(stderr, "rounds: round %d: widest interval +-%.1f%% (%s), %.1f s spent\n",
+                out->rounds, 100 * widest, wi >= 0 ? arms[wi].name : "no comparison",
+                t - t_start);
+        if (out->rounds < cfg->min_rounds)
+            continue;
+        if (widest <= cfg->target_half_width) {
+            out->stop = TB_STOP_TARGET;
+            break;
+        }
+        if (out->rounds >= cfg->max_rounds) {
+            out->stop = TB_STOP_CAP;
+            break;
+        }
+        if (cfg->budget_s > 0 && (t - t_start) + longest > cfg->budget_s) {
+            out->stop = TB_STOP_BUDGET;
+            break;
+        }
+    }
+    double wall = real_now(NULL) - real0;
+    machine_snap m1 = machine_sample();
+    out->load_avg = load_n ? load_sum / load_n : NAN;
+    if (m0.ok && m1.ok) {
+        double other = (m1.busy_s - m0.busy_s) - (m1.self_s - m0.self_s);
+        out->other_cpu_s = other > 0 ? other : 0;
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    out->busy = tb_rounds_busy_rule(isnan(out->load_avg) ? 0 : out->load_avg,
+                                    isnan(out->other_cpu_s) ? 0 : out->other_cpu_s, wall,
+                                    ncpu > 0 ? (int)ncpu : 1);
+    return TB_OK;
+}
+
+int tb_rounds_run(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms,
+                  tb_rounds_result *out)
+{
+    int rc;
+    arm_job *jobs = NULL;
+    int *order = NULL;
+    gb_json json = {0};
+    memset(out, 0, sizeof *out);
+    TB_TRY(check_cfg(cfg, arms, n_arms));
+    double t_start = now_s();
+    TB_TRY_GOTO(rc, result_alloc(cfg, n_arms, out), out_fail);
+    jobs = calloc((size_t)n_arms, sizeof *jobs);
+    order = calloc((size_t)n_arms, sizeof *order);
+    if (!jobs || !order) {
+        rc = TB_FAIL(TB_ERR_NOMEM, "rounds: %d arms", n_arms);
+        goto out_fail;
+    }
+    for (int i = 0; i < n_arms; i++) {
+        double unit_s = 0;
+        jobs[i].arm = &arms[i];
+        TB_TRY_GOTO(rc, warm_up(cfg, &arms[i], &out->arms[i].warmup_units, &unit_s), out_fail);
+        jobs[i].units = reps_units(cfg->min_rep_s, unit_s);
+        out->arms[i].units_per_rep = jobs[i].units;
+        fprintf(stderr, "rounds: %s warmed up in %ld units, %.3g s a unit, %ld units a "
+                "repetition\n", arms[i].name, out->arms[i].warmup_units, unit_s, jobs[i].units);
+    }
+    TB_TRY_GOTO(rc, run_rounds(cfg, arms, n_arms, jobs, order, t_start, &json, out), out_fail);
+    out->seconds = now_s() - t_start;
+    if (cfg->gbench_json)
+        TB_TRY_GOTO(rc, json_write(&json, cfg->gbench_json), out_fail);
+    fprintf(stderr, "rounds: stopped on %s after %d rounds, %.1f s (seed %llu)%s\n",
+            tb_rounds_stop_name(out->stop), out->rounds, out->seconds,
+            (unsigned long long)cfg->seed, out->busy ? "; the machine was busy" : "");
+    rc = TB_OK;
+    goto out_free;
+out_fail:
+    tb_rounds_result_free(out);
+out_free:
+    json_free(&json);
+    free(jobs);
+    free(order);
+    return rc;
+}

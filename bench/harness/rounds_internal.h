@@ -1,0 +1,34 @@
+/*
+ * rounds_internal.h - the pieces of bench/harness/rounds.c that its test
+ * reaches directly: the clock (so fake arms can advance a fake one and the
+ * test never waits), the warm-up rule, the round orders and the busy rule.
+ * Not for techniques: they use rounds.h only.
+ *
+ * Test: bazel test //bench/harness:rounds_test
+ */
+#ifndef TB_BENCH_ROUNDS_INTERNAL_H
+#define TB_BENCH_ROUNDS_INTERNAL_H
+
+#include <stdint.h>
+
+/* The clock behind warm-up caps and budgets (seconds, any origin).
+ * NULL restores CLOCK_MONOTONIC. The machine checks keep the real clock. */
+void tb_rounds_set_clock(double (*now)(void *ctx), void *ctx);
+
+/* Warm-up rule: 1 when the per-unit times t[0..n) have settled, i.e.
+ * n >= 6 and the median of the last 3 is not below the median of the 3
+ * before by more than TB_ROUNDS_SETTLE (relative). */
+#define TB_ROUNDS_SETTLE 0.015
+int tb_rounds_settled(const double *t, int n);
+
+/* Round r's order of n arms (a permutation of 0..n-1 in perm), a pure
+ * function of (seed, r). */
+void tb_rounds_order(uint64_t seed, int r, int n, int *perm);
+
+/* Busy rule: 1 when other processes used more than TB_ROUNDS_BUSY_CORES of
+ * one core on average over wall_s, or the mean 1-minute load average was
+ * above ncpu + 0.5. */
+#define TB_ROUNDS_BUSY_CORES 0.10
+int tb_rounds_busy_rule(double load_avg, double other_cpu_s, double wall_s, int ncpu);
+
+#endif

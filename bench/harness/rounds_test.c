@@ -1,0 +1,336 @@
+/*
+ * rounds_test.c - the rounds engine (bench/harness/rounds.c) on fake arms
+ * whose times come from a model with known answers, on a fake clock: an
+ * arm's run() reports seconds = units x (its unit time) x (1 + drift x
+ * clock) x (warm-up factor) x lognormal noise and advances the clock by
+ * that much, so nothing really waits and every run gives the same numbers.
+ * Google Benchmark still runs each repetition (with the fake manual time).
+ *
+ * Checks: round orders are permutations, differ per round, follow the seed;
+ * the warm-up rule stops on a settled sequence and runs on a falling one;
+ * units_per_rep reaches min_rep_s; a known 5% effect is found and the A/A
+ * arm covers 1 despite a strong linear drift; the stop rule (target early,
+ * cap and budget for a noisy arm with an obvious effect: never a verdict);
+ * GB's JSON holds every repetition; prepare runs before every timed round;
+ * a failing arm and a bad cfg are errors; the busy rule.
+ *
+ * Run: bazel test //bench/harness:rounds_test
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/harness/gb_results.h"
+#include "bench/harness/rounds.h"
+#include "bench/harness/rounds_internal.h"
+#include "lib/core/rng.h"
+#include "lib/core/testing.h"
+
+static double fake_clock;
+static double fake_now(void *ctx)
+{
+    (void)ctx;
+    return fake_clock;
+}
+
+typedef struct fake {
+    double unit_s;       /* settled seconds per unit */
+    double noise;        /* sigma of the log-normal noise per repetition */
+    double drift;        /* relative slow-down per fake second */
+    double warm_amp;     /* unit k (from the start) takes 1 + warm_amp e^(-k / 8) longer */
+    long done;           /* units run so far */
+    int prepared;        /* prepare calls */
+    int fail_at;         /* run call that fails (0: none) */
+    int calls;
+    tb_rng rng;
+} fake;
+
+/* Arm ids of the timed repetitions, in the order they ran (units > 1). */
+static int log_ids[4096];
+static int log_n;
+static fake *log_arms[8];
+
+static double normal(tb_rng *r)
+{
+    double u = tb_rng_double01(r), v = tb_rng_double01(r);
+    return sqrt(-2 * log(1 - u)) * cos(2 * M_PI * v);
+}
+
+static int fake_run(void *user, long units, double *seconds)
+{
+    fake *f = user;
+    f->calls++;
+    if (f->fail_at && f->calls == f->fail_at)
+        return TB_FAIL(TB_ERR_NUMERIC, "fake arm fails on call %d", f->calls);
+    double warm = 1 + f->warm_amp * exp(-(double)f->done / 8);
+    double s = (double)units * f->unit_s * (1 + f->drift * fake_clock) * warm *
+               exp(f->noise * normal(&f->rng));
+    f->done += units;
+    fake_clock += s;
+    *seconds = s;
+    if (units > 1 && log_n < (int)(sizeof log_ids / sizeof *log_ids))
+        for (int i = 0; i < 8; i++)
+            if (log_arms[i] == f)
+                log_ids[log_n++] = i;
+    return TB_OK;
+}
+
+static int fake_prepare(void *user)
+{
+    ((fake *)user)->prepared++;
+    return TB_OK;
+}
+
+static tb_rounds_cfg cfg_default(void)
+{
+    tb_rounds_cfg c = {0};
+    c.min_rep_s = 0.2;
+    c.min_rounds = 5;
+    c.max_rounds = 200;
+    c.target_half_width = 0.01;
+    c.budget_s = 0;
+    c.warmup_max_s = 5;
+    c.seed = 1234;
+    return c;
+}
+
+static void reset(fake *f, int n)
+{
+    fake_clock = 0;
+    log_n = 0;
+    memset(log_arms, 0, sizeof log_arms);
+    for (int i = 0; i < n; i++) {
+        f[i].rng = tb_rng_seeded(100 + (uint64_t)i);
+        log_arms[i] = &f[i];
+    }
+}
+
+static void test_orders(void)
+{
+    int a[6], b[6], seen_first[6] = {0};
+    int differ = 0;
+    for (int r = 0; r < 40; r++) {
+        tb_rounds_order(7, r, 6, a);
+        tb_rounds_order(7, r, 6, b);
+        int mark[6] = {0}, perm = 1;
+        for (int i = 0; i < 6; i++) {
+            if (a[i] < 0 || a[i] >= 6 || mark[a[i]]++)
+                perm = 0;
+        }
+        CHECK(perm, "round %d's order is a permutation", r);
+        CHECK(memcmp(a, b, sizeof a) == 0, "round %d: same seed, same order", r);
+        seen_first[a[0]]++;
+        int c[6];
+        tb_rounds_order(8, r, 6, c);
+        differ += memcmp(a, c, sizeof a) != 0;
+    }
+    int all_first = 1;
+    for (int i = 0; i < 6; i++)
+        all_first &= seen_first[i] > 0;
+    CHECK(all_first, "over 40 rounds every arm runs first at least once");
+    CHECK(differ >= 35, "another seed gives other orders (%d of 40 differ)", differ);
+}
+
+static void test_settled_rule(void)
+{
+    double flat[6] = {1, 1.01, 0.99, 1, 1.005, 0.995};
+    double falling[6] = {2, 1.9, 1.8, 1.7, 1.6, 1.5};
+    double rising[6] = {1, 1, 1, 1.2, 1.2, 1.2};
+    double short_[5] = {1, 1, 1, 1, 1};
+    double slight[6] = {1, 1, 1, 0.99, 0.99, 0.99}; /* 1% below: within 1.5% */
+    CHECK(tb_rounds_settled(flat, 6), "a flat sequence has settled");
+    CHECK(!tb_rounds_settled(falling, 6), "a falling sequence has not");
+    CHECK(tb_rounds_settled(rising, 6), "a rising one has (it stopped falling)");
+    CHECK(!tb_rounds_settled(short_, 5), "fewer than 6 units never settle");
+    CHECK(tb_rounds_settled(slight, 6), "a 1%% fall is within the 1.5%% rule");
+}
+
+/* Base, its A/A copy, a 5% faster arm; 2% noise; a 50% slow-down over the
+ * run (drift 0.01 per fake second), which sequential blocks would mistake
+ * for an effect; the first units 3x slower (warm-up). */
+static void test_effect_and_drift(const char *dir)
+{
+    fake f[3] = {{.unit_s = 0.010, .noise = 0.02, .drift = 0.01, .warm_amp = 2},
+                 {.unit_s = 0.010, .noise = 0.02, .drift = 0.01, .warm_amp = 2},
+                 {.unit_s = 0.010 / 1.05, .noise = 0.02, .drift = 0.01, .warm_amp = 2}};
+    reset(f, 3);
+    tb_arm arms[3] = {
+        {"base", 0, 0, fake_run, fake_prepare, &f[0]},
+        {"again", 0, 1, fake_run, fake_prepare, &f[1]},
+        {"fast", 0, 0, fake_run, fake_prepare, &f[2]},
+    };
+    char json[512];
+    snprintf(json, sizeof json, "%s/effect.gbench.json", dir);
+    tb_rounds_cfg c = cfg_default();
+    c.gbench_json = json;
+    tb_rounds_result r;
+    int rc = tb_rounds_run(&c, arms, 3, &r);
+    CHECK(rc == TB_OK, "the experiment runs");
+    if (rc != TB_OK)
+        return;
+    CHECK(r.stop == TB_STOP_TARGET, "stopped on target (%s)", tb_rounds_stop_name(r.stop));
+    CHECK(r.rounds >= 5 && r.rounds < 200, "%d rounds", r.rounds);
+    CHECK(r.seed == 1234, "the seed is recorded");
+    const tb_paired *fast = &r.arms[2].cmp, *aa = &r.arms[1].cmp;
+    CHECK(fast->lo > 1 && fast->lo <= 1.05 && fast->hi >= 1.05,
+          "the 5%% effect is found: %.4f [%.4f, %.4f]", fast->speedup, fast->lo, fast->hi);
+    CHECK(fabs(fast->speedup / 1.05 - 1) < 0.01, "drift does not bias it: %.4f vs 1.05",
+          fast->speedup);
+    CHECK(aa->lo <= 1 && aa->hi >= 1, "the A/A arm covers 1: [%.4f, %.4f]", aa->lo, aa->hi);
+    CHECK(fast->half_width <= 0.01 && aa->half_width <= 0.01, "both within the target");
+    CHECK(r.arms[0].cmp.rounds == 0, "the baseline has no comparison of its own");
+    for (int i = 0; i < 3; i++) {
+        double first_rep = r.arms[i].seconds[0] * (double)r.arms[i].units_per_rep;
+        CHECK(first_rep >= c.min_rep_s * 0.95, "arm %d: %ld units a repetition reach min_rep_s "
+              "(%.3f s in round 1)", i, r.arms[i].units_per_rep, first_rep);
+        CHECK(r.arms[i].warmup_units > 6, "arm %d: a falling start warms up longer (%ld units)",
+              i, r.arms[i].warmup_units);
+        CHECK(f[i].prepared == r.rounds + 1, "arm %d: prepared for the warm-up and each round "
+              "(%d)", i, f[i].prepared);
+    }
+    /* the logged order of the timed repetitions is the engine's order */
+    int match = log_n == 3 * r.rounds;
+    for (int k = 0; match && k < r.rounds; k++) {
+        int o[3];
+        tb_rounds_order(1234, k, 3, o);
+        for (int i = 0; i < 3; i++)
+            match &= log_ids[3 * k + i] == o[i];
+    }
+    CHECK(match, "each round ran its arms in tb_rounds_order(seed, round)'s order");
+
+    gb_results *g = NULL;
+    rc = gb_results_read(json, &g);
+    CHECK(rc == TB_OK, "GB's JSON reads back");
+    if (rc == TB_OK) {
+        for (int i = 0; i < 3; i++) {
+            char prefix[64];
+            snprintf(prefix, sizeof prefix, "%s/", arms[i].name);
+            const gb_run *run = NULL;
+            for (size_t k = 0; k < g->n_runs; k++)
+                if (strncmp(g->runs[k].name, prefix, strlen(prefix)) == 0)
+                    run = &g->runs[k];
+            CHECK(run, "GB's JSON has arm %s", arms[i].name);
+            if (!run)
+                continue;
+            CHECK(run->repetitions == r.rounds, "arm %s: %d repetitions in GB's JSON, %d rounds",
+                  arms[i].name, run->repetitions, r.rounds);
+            int same = run->repetitions == r.rounds;
+            for (int k = 0; same && k < r.rounds; k++)
+                same &= fabs(run->seconds[k] / r.arms[i].seconds[k] - 1) < 1e-6 &&
+                        run->iterations[k] == r.arms[i].units_per_rep;
+            CHECK(same, "arm %s: GB's times and iterations are the rounds' own", arms[i].name);
+        }
+        gb_results_free(g);
+    }
+    CHECK(!isnan(r.load_avg) && r.load_avg >= 0, "load average read (%.2f)", r.load_avg);
+    CHECK(r.other_cpu_s >= 0, "other processes' CPU time read (%.2f s)", r.other_cpu_s);
+    tb_rounds_result_free(&r);
+}
+
+/* A settled arm warms up in exactly 6 units; a low-noise pair reaches the
+ * target at min_rounds. */
+static void test_target_early(void)
+{
+    fake f[2] = {{.unit_s = 0.010, .noise = 0.001}, {.unit_s = 0.011, .noise = 0.001}};
+    reset(f, 2);
+    tb_arm arms[2] = {{"a", 0, 0, fake_run, NULL, &f[0]}, {"b", 0, 0, fake_run, NULL, &f[1]}};
+    tb_rounds_cfg c = cfg_default();
+    tb_rounds_result r;
+    int rc = tb_rounds_run(&c, arms, 2, &r);
+    CHECK(rc == TB_OK, "the experiment runs");
+    if (rc != TB_OK)
+        return;
+    CHECK(r.stop == TB_STOP_TARGET && r.rounds == 5, "target reached at min_rounds (%s, %d)",
+          tb_rounds_stop_name(r.stop), r.rounds);
+    CHECK(r.arms[0].warmup_units == 6, "a settled arm warms up in 6 units (%ld)",
+          r.arms[0].warmup_units);
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < r.rounds; k++)
+            CHECK(r.arms[i].seconds[k] * (double)r.arms[i].units_per_rep >= c.min_rep_s * 0.995,
+                  "arm %d round %d: the repetition lasts min_rep_s", i, k);
+    CHECK(r.arms[1].cmp.hi < 1, "b is slower: [%.4f, %.4f]", r.arms[1].cmp.lo, r.arms[1].cmp.hi);
+    tb_rounds_result_free(&r);
+}
+
+/* 30% noise and a 20% effect: obvious early, but the interval stays wide,
+ * so it runs on to the cap, or stops on the budget. */
+static void test_noisy_stops(void)
+{
+    fake f[2] = {{.unit_s = 0.010, .noise = 0.3}, {.unit_s = 0.010 / 1.2, .noise = 0.3}};
+    tb_arm arms[2] = {{"a", 0, 0, fake_run, NULL, &f[0]}, {"b", 0, 0, fake_run, NULL, &f[1]}};
+    tb_rounds_cfg c = cfg_default();
+    c.target_half_width = 0.02;
+    c.max_rounds = 12;
+    tb_rounds_result r;
+    reset(f, 2);
+    int rc = tb_rounds_run(&c, arms, 2, &r);
+    CHECK(rc == TB_OK, "the capped experiment runs");
+    if (rc == TB_OK) {
+        CHECK(r.stop == TB_STOP_CAP && r.rounds == 12, "noisy: stopped on the cap (%s, %d)",
+              tb_rounds_stop_name(r.stop), r.rounds);
+        tb_rounds_result_free(&r);
+    }
+    c.max_rounds = 1000;
+    c.budget_s = 8;
+    reset(f, 2);
+    rc = tb_rounds_run(&c, arms, 2, &r);
+    CHECK(rc == TB_OK, "the budgeted experiment runs");
+    if (rc == TB_OK) {
+        CHECK(r.stop == TB_STOP_BUDGET, "noisy: stopped on the budget (%s, %d rounds)",
+              tb_rounds_stop_name(r.stop), r.rounds);
+        CHECK(r.rounds >= 5 && r.rounds < 1000, "%d rounds", r.rounds);
+        CHECK(r.seconds <= c.budget_s, "within the budget: %.2f s of %.0f", r.seconds,
+              c.budget_s);
+        CHECK(r.seconds > c.budget_s - 2, "used most of it: %.2f s", r.seconds);
+        tb_rounds_result_free(&r);
+    }
+}
+
+static void test_errors(void)
+{
+    fake f[2] = {{.unit_s = 0.010, .noise = 0.01}, {.unit_s = 0.010, .noise = 0.01}};
+    reset(f, 2);
+    tb_arm arms[2] = {{"a", 0, 0, fake_run, NULL, &f[0]}, {"b", 0, 0, fake_run, NULL, &f[1]}};
+    tb_rounds_cfg c = cfg_default();
+    tb_rounds_result r;
+    f[1].fail_at = 12; /* after its warm-up, in a round */
+    int rc = tb_rounds_run(&c, arms, 2, &r);
+    CHECK(rc == TB_ERR_NUMERIC, "an arm's failure in a round is the run's error (%d)", rc);
+    tb_error_clear();
+    c.min_rounds = 3;
+    CHECK(tb_rounds_run(&c, arms, 2, &r) == TB_ERR_INVALID, "fewer than 5 rounds refused");
+    c = cfg_default();
+    arms[0].base = 1;
+    CHECK(tb_rounds_run(&c, arms, 2, &r) == TB_ERR_INVALID, "a base that is no baseline refused");
+    arms[0].base = 0;
+    arms[1].name = "a";
+    CHECK(tb_rounds_run(&c, arms, 2, &r) == TB_ERR_INVALID, "two arms of one name refused");
+    tb_error_clear();
+}
+
+static void test_busy_rule(void)
+{
+    CHECK(!tb_rounds_busy_rule(0.1, 0.5, 20, 2), "idle: load 0.1, 2.5%% of a core");
+    CHECK(tb_rounds_busy_rule(0.1, 3, 20, 2), "others took 15%% of a core: busy");
+    CHECK(tb_rounds_busy_rule(2.6, 0, 20, 2), "load 2.6 on 2 cores: busy");
+    CHECK(!tb_rounds_busy_rule(2.4, 0, 20, 2), "load 2.4 on 2 cores: not busy");
+}
+
+int main(void)
+{
+    char dir[256];
+    const char *tmp = getenv("TEST_TMPDIR");
+    snprintf(dir, sizeof dir, "%s", tmp ? tmp : "/tmp");
+    tb_rounds_set_clock(fake_now, NULL);
+    test_orders();
+    test_settled_rule();
+    test_effect_and_drift(dir);
+    test_target_early();
+    test_noisy_stops();
+    test_errors();
+    test_busy_rule();
+    tb_rounds_set_clock(NULL, NULL);
+    return tb_test_exit(TB_OK);
+}
