@@ -1,5 +1,7 @@
 /*
- * stats.c - summaries, bootstrap speedup intervals and verdicts; see stats.h.
+ * stats.c - summaries, bootstrap speedup intervals, paired (per-round)
+ * speedup intervals with their minimum detectable effect, and verdicts; see
+ * stats.h.
  * Tests: bazel test //lib/core:stats_test
  */
 #include "lib/core/stats.h"
@@ -184,6 +186,199 @@ const char *tb_speed_verdict_name(tb_speed_verdict v)
     case TB_SPEED_SLOWER: return "slower";
     default: return "within noise";
     }
+}
+
+/* ---- paired comparisons (rounds) ----
+ *
+ * Input: per-round log ratios d[r] = log(base[r] / var[r]); d > 0: the
+ * variant was faster in that round.
+ *
+ * Estimator and interval, n >= 6 rounds: the Hodges-Lehmann estimate (the
+ * median of the n (n + 1) / 2 Walsh averages (d[i] + d[j]) / 2, i <= j)
+ * with the exact Wilcoxon signed-rank interval [A(c), A(M + 1 - c)] on the
+ * sorted Walsh averages A(1..M), where c - 1 is the largest w with
+ * P(W+ <= w) <= 2.5% under the signed-rank null (computed exactly up to
+ * 200 rounds, normal approximation beyond). Why:
+ *   - it is honest at any n: its coverage is at least 95% (exactly the
+ *     level the discrete distribution allows: 96.9% at 6 rounds, 95.1% at
+ *     10, 95.2% at 20) whatever the noise's shape, provided the log ratios
+ *     are symmetric about the true value. Interleaving gives that: when
+ *     the two arms' noise has the same distribution (true of an A/A pair,
+ *     and of a variant that scales the baseline's time), base and var are
+ *     exchangeable around the effect and their log difference is symmetric;
+ *   - it is robust: one round hit by a scheduler hiccup moves the estimate
+ *     by about one rank step instead of 1/n of the hiccup (the mean's
+ *     fate), and the interval by one order statistic instead of inflating a
+ *     standard deviation (stats_test shows a hiccup that flips a t interval
+ *     but not this one);
+ *   - under Gaussian noise it loses little: the signed-rank interval's
+ *     asymptotic efficiency relative to the t interval is 3 / pi = 95.5%;
+ *   - it needs no resampling, so it is deterministic (seed unused).
+ * With n < 6 no signed-rank interval reaches 95% (the widest, the range of
+ * the ratios, covers 1 - 2^(1-n) <= 93.75%), so 2..5 rounds use the mean of
+ * the log ratios with a Student-t interval (exact for lognormal noise).
+ *
+ * Minimum detectable effect: with h the interval's half-width in log space
+ * ((log hi - log lo) / 2), se = h / q the estimator's standard error
+ * (q: the interval's critical value: t(0.975, n-1), or the normal quantile
+ * of the signed-rank interval's achieved level), the smallest true log
+ * speedup whose interval clears 0 with 80% probability is
+ *   log(1 + mde) = h + q80 se = h (1 + q80 / q),
+ * q80 = t(0.80, n-1) or z(0.80) = 0.8416. At fixed spread, h ~ 1/sqrt(n),
+ * and so is the mde.
+ */
+
+/* Student-t quantiles for 1..4 degrees of freedom (the n < 6 fallback). */
+static const double T975[5] = {0, 12.7062, 4.30265, 3.18245, 2.77645};
+static const double T80[5] = {0, 1.37638, 1.06066, 0.978472, 0.940965};
+#define Z80 0.8416212335729143
+#define Z975 1.959963984540054
+#define WILCOXON_EXACT_MAX 200
+
+/* Standard normal quantile by bisection on erfc: enough for a critical value. */
+static double normal_quantile(double p)
+{
+    double lo = -10, hi = 10;
+    for (int i = 0; i < 200; i++) {
+        double mid = (lo + hi) / 2;
+        if (0.5 * erfc(-mid / sqrt(2.0)) < p)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return (lo + hi) / 2;
+}
+
+/* The signed-rank interval's rank c (1-based, on the M sorted Walsh
+ * averages) and its achieved two-sided level 1 - 2 P(W+ <= c - 1).
+ * REQUIRES: n >= 6. */
+static int signed_rank_c(size_t n, size_t *c, double *level)
+{
+    size_t m = n * (n + 1) / 2;
+    if (n > WILCOXON_EXACT_MAX) {
+        double mu = (double)m / 2, sd = sqrt((double)n * (n + 1) * (2 * n + 1) / 24.0);
+        /* P(W+ <= w) ~ Phi((w + 0.5 - mu) / sd) */
+        double w = floor(mu - Z975 * sd - 0.5);
+        *c = (size_t)w + 1;
+        *level = 1 - 2 * 0.5 * erfc(-((w + 0.5 - mu) / sd) / sqrt(2.0));
+        return TB_OK;
+    }
+    /* p[w] = P(W+ = w): each rank k joins W+ with probability 1/2. */
+    double *p = calloc(m + 1, sizeof *p);
+    if (!p)
+        return TB_FAIL(TB_ERR_NOMEM, "signed-rank distribution of %zu rounds", n);
+    p[0] = 1;
+    size_t top = 0;
+    for (size_t k = 1; k <= n; k++) {
+        top += k;
+        for (size_t w = top; w >= k; w--)
+            p[w] = 0.5 * (p[w] + p[w - k]);
+        for (size_t w = 0; w < k; w++)
+            p[w] *= 0.5;
+    }
+    double cum = 0;
+    size_t w = 0;
+    while (cum + p[w] <= 0.025) /* n >= 6: p[0] = 2^-n < 0.025 */
+        cum += p[w++];
+    free(p);
+    *c = w; /* P(W+ <= c - 1) = cum <= 0.025 < P(W+ <= c) */
+    *level = 1 - 2 * cum;
+    return TB_OK;
+}
+
+/* Hodges-Lehmann estimate and signed-rank interval of d (log scale):
+ * *est, *lo, *hi and the interval's critical value *q. */
+static int hodges_lehmann(const double *d, size_t n, double *est, double *lo, double *hi,
+                          double *q)
+{
+    size_t m = n * (n + 1) / 2, k = 0, c = 1;
+    double level = 0.95;
+    TB_TRY(signed_rank_c(n, &c, &level));
+    double *a = malloc(m * sizeof *a);
+    if (!a)
+        return TB_FAIL(TB_ERR_NOMEM, "%zu Walsh averages", m);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i; j < n; j++)
+            a[k++] = (d[i] + d[j]) / 2;
+    qsort(a, m, sizeof *a, cmp_double);
+    *est = tb_stats_quantile_sorted(a, m, 0.5);
+    *lo = a[c - 1];
+    *hi = a[m - c];
+    *q = normal_quantile((1 + level) / 2);
+    free(a);
+    return TB_OK;
+}
+
+static int check_paired(const double *base, const double *var, size_t n)
+{
+    if (n < 2)
+        return TB_FAIL(TB_ERR_INVALID, "paired comparison of %zu rounds (needs at least 2)", n);
+    TB_TRY(check_times(base, n, "paired baseline"));
+    TB_TRY(check_times(var, n, "paired variant"));
+    return TB_OK;
+}
+
+int tb_stats_paired(const double *base, const double *var, size_t n, uint64_t seed,
+                    tb_paired *out)
+{
+    (void)seed; /* no resampling: the result is a function of the input alone */
+    if (!base || !var || !out)
+        return TB_FAIL(TB_ERR_INVALID, "paired comparison: NULL argument");
+    TB_TRY(check_paired(base, var, n));
+    double *d = malloc(n * sizeof *d);
+    if (!d)
+        return TB_FAIL(TB_ERR_NOMEM, "%zu log ratios", n);
+    for (size_t r = 0; r < n; r++)
+        d[r] = log(base[r]) - log(var[r]);
+
+    double est = 0, lo = 0, hi = 0, q = 0, q80 = 0;
+    int rc = TB_OK;
+    if (n >= 6) {
+        rc = hodges_lehmann(d, n, &est, &lo, &hi, &q);
+        q80 = Z80;
+    } else {
+        double se = tb_stats_stddev(d, n) / sqrt((double)n);
+        est = tb_stats_mean(d, n);
+        q = T975[n - 1];
+        q80 = T80[n - 1];
+        lo = est - q * se;
+        hi = est + q * se;
+    }
+    free(d);
+    if (rc != TB_OK)
+        return rc;
+
+    double h = (hi - lo) / 2;
+    out->rounds = n;
+    out->speedup = exp(est);
+    out->lo = exp(lo);
+    out->hi = exp(hi);
+    out->half_width = fmax(out->hi / out->speedup - 1, 1 - out->lo / out->speedup);
+    out->mde = q > 0 ? expm1(h * (1 + q80 / q)) : 0;
+    return TB_OK;
+}
+
+/* An interval that is absent (NULL, or no rounds) flags nothing. */
+static int paired_excludes_one(const tb_paired *p)
+{
+    return p && p->rounds > 0 && (p->lo > 1 || p->hi < 1);
+}
+
+double tb_stats_paired_noise_floor(const tb_paired *aa)
+{
+    return fmax(0, fmax(aa->hi - 1, 1 - aa->lo));
+}
+
+tb_speed_verdict tb_stats_paired_verdict(const tb_paired *cmp, const tb_paired *aa,
+                                         int *unreliable)
+{
+    if (unreliable)
+        *unreliable = paired_excludes_one(aa);
+    if (cmp->lo > 1)
+        return TB_SPEED_FASTER;
+    if (cmp->hi < 1)
+        return TB_SPEED_SLOWER;
+    return TB_SPEED_WITHIN_NOISE;
 }
 
 /* ---- correctness ---- */

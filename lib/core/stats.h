@@ -116,8 +116,14 @@ typedef struct tb_paired {
                              faster or slower with 80% power at the 5% level */
 } tb_paired;
 
-/* REQUIRES: n >= 2, every time > 0 (TB_ERR_INVALID otherwise). seed: for
- * any resampling, so the same input gives the same output. */
+/* The speedup of var over base from the per-round ratios base[r] / var[r]:
+ * the Hodges-Lehmann estimate with the exact Wilcoxon signed-rank interval
+ * of the log ratios from 6 rounds on, the mean with a Student-t interval
+ * below (stats.c says why, and gives the mde formula).
+ * REQUIRES: n >= 2, every time > 0 and finite (TB_ERR_INVALID otherwise).
+ * seed: for any resampling, so the same input gives the same output (the
+ * present estimator does not resample: the output depends on the input
+ * alone). */
 int tb_stats_paired(const double *base, const double *var, size_t n, uint64_t seed,
                     tb_paired *out);
 
@@ -129,6 +135,14 @@ int tb_stats_paired(const double *base, const double *var, size_t n, uint64_t se
  * verdict kept). */
 tb_speed_verdict tb_stats_paired_verdict(const tb_paired *cmp, const tb_paired *aa,
                                          int *unreliable);
+/* *unreliable (may be NULL) is always written: 1 when aa is given, has
+ * rounds and its interval excludes 1, else 0. */
+
+/* The noise floor of a paired A/A comparison, as tb_stats_noise_floor:
+ * max(0, aa.hi - 1, 1 - aa.lo), the farthest its interval strays from 1
+ * (the CSV's noise_floor column). Informative only: the paired verdict does
+ * not add it to the interval (the noise is counted once, in the interval). */
+double tb_stats_paired_noise_floor(const tb_paired *aa);
 
 /* ---- correctness verdict ---- */
 

@@ -2,7 +2,11 @@
  * stats_test.c - checks summaries and quantiles against hand-computed values,
  * the bootstrap interval (identical samples contain 1, shifted samples are
  * faster/slower, reruns are identical), the noise-floor verdict rule, and
- * the correctness verdicts.
+ * the correctness verdicts; the paired (per-round) speedup on synthetic
+ * rounds with known answers: hand-computed intervals, a 5% effect found,
+ * A/A within noise and interval coverage over thousands of seeded trials,
+ * slower found, an outlier round that does not flip the verdict, drift
+ * cancelled by interleaving, the mde's 1/sqrt(rounds) and its 80% power.
  * Run: bazel test //lib/core:stats_test
  */
 #include "lib/core/rng.h"
@@ -122,6 +126,387 @@ static void test_verdict_rule(void)
     CHECK(NEAR(tb_stats_noise_floor(&off), 0.3), "A/A off 1 widens the floor");
 }
 
+/* ---- paired comparisons ---- */
+
+/* Standard normal draw (Box-Muller) from the test's splitmix64 stream. */
+static double gauss(tb_rng *r)
+{
+    double u1 = 1 - tb_rng_double01(r), u2 = tb_rng_double01(r);
+    return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* n rounds of a baseline of 1 ms and a variant `speedup` times faster,
+ * each repetition with lognormal noise of sigma (0.025 = 2.5%). */
+static void make_rounds(double *base, double *var, int n, double speedup, double sigma,
+                        uint64_t seed)
+{
+    tb_rng r = tb_rng_seeded(seed);
+    for (int i = 0; i < n; i++) {
+        base[i] = 1e-3 * exp(sigma * gauss(&r));
+        var[i] = 1e-3 / speedup * exp(sigma * gauss(&r));
+    }
+}
+
+static void print_paired(const char *what, const tb_paired *p)
+{
+    printf("  %-40s %2zu rounds  %.4f [%.4f, %.4f]  +-%.2f%%  mde %.2f%%\n", what, p->rounds,
+           p->speedup, p->lo, p->hi, 100 * p->half_width, 100 * p->mde);
+}
+
+static int covers(const tb_paired *p, double truth)
+{
+    return p->lo <= truth && truth <= p->hi;
+}
+
+/* base[r] = exp(d[r]), var[r] = 1: the log ratios are d. */
+static int paired_of_logs(const double *d, size_t n, tb_paired *out)
+{
+    double base[64], var[64];
+    for (size_t i = 0; i < n; i++) {
+        base[i] = exp(d[i]);
+        var[i] = 1;
+    }
+    return tb_stats_paired(base, var, n, 0, out);
+}
+
+#define NEAR_REL(a, b, tol) (fabs((a) - (b)) <= (tol) * fabs(b))
+
+static void test_paired_known_answers(void)
+{
+    printf("paired: hand-computed estimates and intervals\n");
+    tb_paired p;
+    /* 10 rounds, d = i^2 / 1000: 55 Walsh averages; the signed-rank tables
+     * give the critical value 8 for n = 10 (two-sided 5%), so the interval
+     * is [A(9), A(47)] = [0.0125, 0.064] and the estimate their median
+     * A(28) = 0.0365 (worked out in Python by enumerating all 2^10 signs). */
+    double d10[10];
+    for (int i = 0; i < 10; i++)
+        d10[i] = (i + 1) * (i + 1) * 1e-3;
+    CHECK_OK(paired_of_logs(d10, 10, &p));
+    print_paired("d = i^2 / 1000, 10 rounds", &p);
+    CHECK(p.rounds == 10, "rounds");
+    CHECK(NEAR_REL(log(p.speedup), 0.0365, 1e-9), "HL = 0.0365: %.6g", log(p.speedup));
+    CHECK(NEAR_REL(log(p.lo), 0.0125, 1e-9), "lo = A(9) = 0.0125: %.6g", log(p.lo));
+    CHECK(NEAR_REL(log(p.hi), 0.064, 1e-9), "hi = A(47) = 0.064: %.6g", log(p.hi));
+    CHECK(NEAR(p.half_width, fmax(p.hi / p.speedup - 1, 1 - p.lo / p.speedup)), "half width");
+    /* mde: h = (0.064 - 0.0125) / 2, achieved level 1 - 2 * 25/1024, whose
+     * normal quantile is 1.970089 (Python statistics.NormalDist().inv_cdf, as scipy: norm.ppf(1 - 25/1024)) */
+    double h = (0.064 - 0.0125) / 2, q = 1.970089;
+    CHECK(NEAR_REL(p.mde, expm1(h * (1 + 0.841621 / q)), 1e-4), "mde formula: %.6g", p.mde);
+
+    /* 6 rounds: critical value 0, the interval is the range of d whatever
+     * the outlier; the estimate is the 11th of 21 Walsh averages. */
+    const double d6[6] = {0.01, 0.02, 0.03, 0.04, 0.05, 0.30};
+    CHECK_OK(paired_of_logs(d6, 6, &p));
+    print_paired("6 rounds, one outlier", &p);
+    CHECK(NEAR_REL(log(p.speedup), 0.035, 1e-9), "HL 0.035: %.6g", log(p.speedup));
+    CHECK(NEAR_REL(log(p.lo), 0.01, 1e-9) && NEAR_REL(log(p.hi), 0.30, 1e-9), "range");
+
+    /* 5 rounds: mean 0.03 +- t(0.975, 4) * sd / sqrt(5) */
+    const double d5[5] = {0.01, 0.02, 0.03, 0.04, 0.05};
+    CHECK_OK(paired_of_logs(d5, 5, &p));
+    print_paired("5 rounds (Student t)", &p);
+    CHECK(NEAR_REL(log(p.speedup), 0.03, 1e-9), "mean 0.03");
+    CHECK(NEAR_REL(log(p.lo), 0.0103675, 1e-4) && NEAR_REL(log(p.hi), 0.0496325, 1e-4),
+          "t interval [%.6g, %.6g]", log(p.lo), log(p.hi));
+    double se = sqrt(2.5e-4) / sqrt(5.0);
+    CHECK(NEAR_REL(p.mde, expm1(se * (2.77645 + 0.940965)), 1e-4), "t mde: %.6g", p.mde);
+
+    printf("paired: identical rounds, determinism\n");
+    const double same[4] = {1e-3, 2e-3, 3e-3, 4e-3};
+    CHECK_OK(tb_stats_paired(same, same, 4, 1, &p));
+    CHECK(p.speedup == 1 && p.lo == 1 && p.hi == 1 && p.mde == 0, "identical: exactly 1, no spread");
+    double b[20], v[20];
+    make_rounds(b, v, 20, 1.05, 0.025, 7);
+    tb_paired p1, p2;
+    memset(&p1, 0xab, sizeof p1);
+    memset(&p2, 0xcd, sizeof p2);
+    CHECK_OK(tb_stats_paired(b, v, 20, 1, &p1));
+    CHECK_OK(tb_stats_paired(b, v, 20, 99, &p2));
+    CHECK(memcmp(&p1, &p2, sizeof p1) == 0, "same input, same output");
+}
+
+static void test_paired_bad_input(void)
+{
+    printf("paired: bad input refused\n");
+    double b[3] = {1, 1, 1}, v[3] = {1, 1, 1};
+    tb_paired p;
+    tb_error_clear();
+    CHECK(tb_stats_paired(b, v, 1, 0, &p) == TB_ERR_INVALID, "n = 1");
+    CHECK(tb_stats_paired(b, v, 0, 0, &p) == TB_ERR_INVALID, "n = 0");
+    v[1] = 0;
+    CHECK(tb_stats_paired(b, v, 3, 0, &p) == TB_ERR_INVALID, "zero time");
+    v[1] = -1e-3;
+    CHECK(tb_stats_paired(b, v, 3, 0, &p) == TB_ERR_INVALID, "negative time");
+    v[1] = 1;
+    b[2] = NAN;
+    CHECK(tb_stats_paired(b, v, 3, 0, &p) == TB_ERR_INVALID, "NaN time");
+    b[2] = INFINITY;
+    CHECK(tb_stats_paired(b, v, 3, 0, &p) == TB_ERR_INVALID, "infinite time");
+    CHECK(tb_stats_paired(NULL, v, 3, 0, &p) == TB_ERR_INVALID, "NULL");
+    tb_error_clear();
+}
+
+static void test_paired_verdict_rule(void)
+{
+    printf("paired verdict: the noise counted once\n");
+    tb_paired f = {.rounds = 20, .speedup = 1.03, .lo = 1.01, .hi = 1.05};
+    tb_paired edge = {.rounds = 20, .speedup = 1.02, .lo = 1.0, .hi = 1.04};
+    tb_paired s = {.rounds = 20, .speedup = 0.97, .lo = 0.95, .hi = 0.99};
+    tb_paired aa_ok = {.rounds = 20, .speedup = 1.0, .lo = 0.99, .hi = 1.01};
+    tb_paired aa_off = {.rounds = 20, .speedup = 1.02, .lo = 1.005, .hi = 1.03};
+    tb_paired aa_none = {0};
+    int unrel = -1;
+    CHECK(tb_stats_paired_verdict(&f, NULL, &unrel) == TB_SPEED_FASTER && unrel == 0,
+          "lo above 1: faster, no A/A: reliable");
+    CHECK(tb_stats_paired_verdict(&f, &aa_ok, &unrel) == TB_SPEED_FASTER && unrel == 0,
+          "a 1%% noise floor does not widen the test (old rule: 1.01 < 1 + 0.01 would not be faster)");
+    CHECK(tb_stats_paired_verdict(&edge, &aa_ok, &unrel) == TB_SPEED_WITHIN_NOISE, "lo == 1");
+    CHECK(tb_stats_paired_verdict(&s, &aa_ok, &unrel) == TB_SPEED_SLOWER, "hi below 1: slower");
+    CHECK(tb_stats_paired_verdict(&f, &aa_off, &unrel) == TB_SPEED_FASTER && unrel == 1,
+          "A/A excluding 1: flagged unreliable, verdict kept");
+    tb_paired aa_low = {.rounds = 20, .speedup = 0.98, .lo = 0.97, .hi = 0.995};
+    CHECK(tb_stats_paired_verdict(&s, &aa_low, &unrel) == TB_SPEED_SLOWER && unrel == 1,
+          "A/A below 1: unreliable");
+    CHECK(tb_stats_paired_verdict(&f, &aa_none, &unrel) == TB_SPEED_FASTER && unrel == 0,
+          "A/A with no rounds flags nothing");
+    CHECK(tb_stats_paired_verdict(&f, &aa_off, NULL) == TB_SPEED_FASTER, "unreliable may be NULL");
+    CHECK(NEAR(tb_stats_paired_noise_floor(&aa_ok), 0.01), "noise floor 1%%");
+    CHECK(NEAR(tb_stats_paired_noise_floor(&aa_off), 0.03), "noise floor of an A/A off 1");
+}
+
+/* Student-t interval of the mean log ratio, for contrast (df 19 only). */
+static void t_interval19(const double *b, const double *v, double *lo, double *hi)
+{
+    double d[20];
+    for (int i = 0; i < 20; i++)
+        d[i] = log(b[i] / v[i]);
+    double m = tb_stats_mean(d, 20), se = tb_stats_stddev(d, 20) / sqrt(20.0);
+    *lo = exp(m - 2.09302 * se);
+    *hi = exp(m + 2.09302 * se);
+}
+
+static void test_paired_effects(void)
+{
+    printf("paired: a known 5%% effect, slower, an outlier round (2.5%% lognormal noise)\n");
+    double b[20], v[20];
+    tb_paired p;
+    make_rounds(b, v, 20, 1.05, 0.025, 11);
+    CHECK_OK(tb_stats_paired(b, v, 20, 0, &p));
+    print_paired("true 1.05, 20 rounds", &p);
+    CHECK(tb_stats_paired_verdict(&p, NULL, NULL) == TB_SPEED_FASTER, "5%% found faster");
+    CHECK(covers(&p, 1.05), "1.05 inside [%.4f, %.4f]", p.lo, p.hi);
+    CHECK(p.half_width < 0.03, "half width below 3%%: %.4f", p.half_width);
+
+    /* power over seeds: at 20 rounds the 5% effect is about 4 standard
+     * errors away, so it should be found essentially always */
+    int found = 0;
+    for (int t = 0; t < 200; t++) {
+        make_rounds(b, v, 20, 1.05, 0.025, 1000 + t);
+        CHECK_OK(tb_stats_paired(b, v, 20, 0, &p));
+        found += tb_stats_paired_verdict(&p, NULL, NULL) == TB_SPEED_FASTER;
+    }
+    printf("  5%% found faster in %d of 200 seeded trials\n", found);
+    CHECK(found >= 190, "5%% effect found in %d of 200 (expected ~98%%)", found);
+
+    make_rounds(b, v, 20, 1 / 1.05, 0.025, 12);
+    CHECK_OK(tb_stats_paired(b, v, 20, 0, &p));
+    print_paired("true 1/1.05, 20 rounds", &p);
+    CHECK(tb_stats_paired_verdict(&p, NULL, NULL) == TB_SPEED_SLOWER, "found slower");
+    CHECK(covers(&p, 1 / 1.05), "1/1.05 inside");
+
+    /* One round whose variant repetition hit a 3x hiccup (ratio ~0.35). */
+    make_rounds(b, v, 20, 1.05, 0.025, 11);
+    v[7] *= 3;
+    CHECK_OK(tb_stats_paired(b, v, 20, 0, &p));
+    print_paired("true 1.05, round 7's variant 3x slower", &p);
+    CHECK(tb_stats_paired_verdict(&p, NULL, NULL) == TB_SPEED_FASTER, "outlier: still faster");
+    CHECK(covers(&p, 1.05), "outlier: 1.05 still inside");
+    double tlo, thi;
+    t_interval19(b, v, &tlo, &thi);
+    printf("  %-40s mean-of-logs t interval [%.4f, %.4f]\n", "  (the same rounds)", tlo, thi);
+    CHECK(tlo < 1, "the outlier does flip a mean/t interval (why stats.c uses ranks)");
+}
+
+/* Share of `trials` seeded A/A (or true-effect) comparisons of n rounds
+ * whose interval covers the true speedup; also counts "within noise". */
+static double coverage(int n, double truth, int trials, uint64_t seed0, int hiccups,
+                       int *within)
+{
+    double b[64], v[64];
+    int cov = 0;
+    *within = 0;
+    for (int t = 0; t < trials; t++) {
+        make_rounds(b, v, n, truth, 0.025, seed0 + (uint64_t)t);
+        if (hiccups) { /* a 5% chance per repetition of a 20-60% hiccup */
+            tb_rng r = tb_rng_seeded(seed0 ^ (0x5eedull + (uint64_t)t));
+            for (int i = 0; i < n; i++) {
+                if (tb_rng_double01(&r) < 0.05)
+                    b[i] *= 1.2 + 0.4 * tb_rng_double01(&r);
+                if (tb_rng_double01(&r) < 0.05)
+                    v[i] *= 1.2 + 0.4 * tb_rng_double01(&r);
+            }
+        }
+        tb_paired p;
+        if (tb_stats_paired(b, v, (size_t)n, 0, &p) != TB_OK)
+            return -1;
+        cov += covers(&p, truth);
+        *within += tb_stats_paired_verdict(&p, NULL, NULL) == TB_SPEED_WITHIN_NOISE;
+    }
+    return (double)cov / trials;
+}
+
+static void test_paired_coverage(void)
+{
+    printf("paired: A/A within noise, and coverage of the true value\n");
+    int within;
+    coverage(20, 1.0, 200, 5000, 0, &within);
+    printf("  A/A, 20 rounds: within noise in %d of 200 seeded trials\n", within);
+    CHECK(within >= 186, "A/A within noise in >= 93%% of 200: %d", within);
+
+    /* Band: 2000 trials give a binomial sd of 0.5% at 95%; the lower bound
+     * is 95% - 3 sd; the upper bound allows the signed-rank interval's
+     * discreteness (its exact level is 96.9% at 6 rounds) plus 3 sd. */
+    const double lo_band = 0.935, hi_band = 0.985;
+    const int ns[] = {5, 6, 10, 20, 40, 60};
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        for (int hic = 0; hic <= 1; hic++) {
+            for (int eff = 0; eff <= 1; eff++) {
+                double truth = eff ? 1.05 : 1.0;
+                double c = coverage(ns[k], truth, 2000, 100000 * (uint64_t)(k + 1) + 7919 * hic + 31 * eff,
+                                    hic, &within);
+                printf("  %2d rounds, truth %.2f, %-17s coverage %.4f\n", ns[k], truth,
+                       hic ? "lognormal+hiccups" : "lognormal", c);
+                /* the t fallback (5 rounds) is exact for lognormal noise only */
+                if (ns[k] < 6 && hic)
+                    CHECK(c >= 0.90, "5 rounds with hiccups: coverage %.4f >= 0.90", c);
+                else
+                    CHECK(c >= lo_band && c <= hi_band, "coverage %.4f in [%.3f, %.3f] at %d rounds",
+                          c, lo_band, hi_band, ns[k]);
+            }
+        }
+    }
+}
+
+/* Beyond 200 rounds the signed-rank critical value comes from the normal
+ * approximation: check its coverage too (400 trials: band +-3 sd). */
+static void test_paired_many_rounds(void)
+{
+    printf("paired: 250 rounds (normal approximation of the signed-rank critical value)\n");
+    enum { N = 250, TRIALS = 400 };
+    static double b[N], v[N];
+    int cov = 0;
+    tb_paired p;
+    for (int t = 0; t < TRIALS; t++) {
+        make_rounds(b, v, N, 1.05, 0.025, 40000 + (uint64_t)t);
+        CHECK_OK(tb_stats_paired(b, v, N, 0, &p));
+        cov += covers(&p, 1.05);
+    }
+    print_paired("true 1.05, last trial", &p);
+    printf("  coverage %d of %d\n", cov, TRIALS);
+    CHECK(cov >= 367 && cov <= 393, "coverage %d of 400 in [0.917, 0.983]", cov);
+    CHECK(p.half_width > 0.003 && p.half_width < 0.006, "half width ~ 1.96 * 0.037 / sqrt 250: %.4f",
+          p.half_width);
+}
+
+/* A run of 2n repetitions on a machine that slows linearly by 10% from the
+ * first to the last; true effect 0. Blocked: the baseline's n repetitions
+ * then the variant's (the old harness's order). Interleaved: round r times
+ * both, in an order drawn per round. */
+static void drifting_run(double *b_blk, double *v_blk, double *b_int, double *v_int, int n,
+                         uint64_t seed)
+{
+    tb_rng r = tb_rng_seeded(seed);
+    double last = 2.0 * n - 1;
+#define SLOW(t) (1 + 0.10 * (t) / last)
+    for (int i = 0; i < n; i++) {
+        b_blk[i] = 1e-3 * SLOW(i) * exp(0.02 * gauss(&r));
+        v_blk[i] = 1e-3 * SLOW(n + i) * exp(0.02 * gauss(&r));
+    }
+    for (int i = 0; i < n; i++) {
+        int base_first = tb_rng_double01(&r) < 0.5;
+        double t_b = 2 * i + (base_first ? 0 : 1), t_v = 2 * i + (base_first ? 1 : 0);
+        b_int[i] = 1e-3 * SLOW(t_b) * exp(0.02 * gauss(&r));
+        v_int[i] = 1e-3 * SLOW(t_v) * exp(0.02 * gauss(&r));
+    }
+#undef SLOW
+}
+
+static void test_paired_drift(void)
+{
+    printf("paired: drift of +10%% over the run, true effect 0: blocked vs interleaved\n");
+    double bb[20], vb[20], bi[20], vi[20];
+    drifting_run(bb, vb, bi, vi, 20, 21);
+    tb_interval blocked;
+    tb_paired pb, pi;
+    CHECK_OK(tb_stats_speedup_ci(bb, 20, vb, 20, NULL, &blocked));
+    CHECK_OK(tb_stats_paired(bb, vb, 20, 0, &pb));
+    CHECK_OK(tb_stats_paired(bi, vi, 20, 0, &pi));
+    print_interval("blocked, bootstrap of medians", &blocked);
+    print_paired("blocked, paired by index", &pb);
+    print_paired("interleaved in rounds, paired", &pi);
+    CHECK(blocked.hi < 1, "blocked: the drift makes the variant look slower [%.4f, %.4f]",
+          blocked.lo, blocked.hi);
+    CHECK(pb.hi < 1, "blocked and paired by index: still biased (pairing alone does not help)");
+    CHECK(covers(&pi, 1.0), "interleaved: covers 1");
+
+    int miss_blocked = 0, cover_int = 0;
+    for (int t = 0; t < 200; t++) {
+        drifting_run(bb, vb, bi, vi, 20, 3000 + t);
+        CHECK_OK(tb_stats_speedup_ci(bb, 20, vb, 20, NULL, &blocked));
+        CHECK_OK(tb_stats_paired(bi, vi, 20, 0, &pi));
+        miss_blocked += blocked.hi < 1 || blocked.lo > 1;
+        cover_int += covers(&pi, 1.0);
+    }
+    printf("  200 seeded runs: blocked misses 1 in %d, interleaved covers 1 in %d\n",
+           miss_blocked, cover_int);
+    CHECK(miss_blocked >= 190, "blocked misses 1 almost always: %d", miss_blocked);
+    CHECK(cover_int >= 180, "interleaved covers 1 in >= 90%%: %d of 200", cover_int);
+}
+
+/* Median mde over `trials` A/A comparisons of n rounds (2.5% noise). */
+static double median_mde(int n, int trials, uint64_t seed0)
+{
+    double b[64], v[64], mde[400];
+    for (int t = 0; t < trials; t++) {
+        make_rounds(b, v, n, 1.0, 0.025, seed0 + (uint64_t)t);
+        tb_paired p;
+        if (tb_stats_paired(b, v, (size_t)n, 0, &p) != TB_OK)
+            return -1;
+        mde[t] = p.mde;
+    }
+    double m;
+    tb_stats_median(mde, (size_t)trials, &m);
+    return m;
+}
+
+static void test_paired_mde(void)
+{
+    printf("paired: minimum detectable effect\n");
+    double m10 = median_mde(10, 200, 7000), m20 = median_mde(20, 200, 8000),
+           m40 = median_mde(40, 200, 9000);
+    printf("  median mde, 2.5%% noise: 10 rounds %.2f%%, 20 rounds %.2f%%, 40 rounds %.2f%%\n",
+           100 * m10, 100 * m20, 100 * m40);
+    CHECK(m40 / m10 > 0.42 && m40 / m10 < 0.58, "4x the rounds halves the mde: %.3f", m40 / m10);
+    CHECK(m20 / m10 > 0.62 && m20 / m10 < 0.80, "2x the rounds: / sqrt 2: %.3f", m20 / m10);
+    /* Theory: sd of a log ratio 0.025 sqrt 2; se of the HL estimate
+     * sqrt(pi / 3) sd / sqrt n; mde ~ (1.96 + 0.84) se = 2.33% at 20 rounds. */
+    CHECK(m20 > 0.019 && m20 < 0.028, "20 rounds: mde near 2.33%%: %.4f", m20);
+
+    /* Power: a true effect of the mde is found about 80% of the time. */
+    int found = 0;
+    double b[20], v[20];
+    for (int t = 0; t < 400; t++) {
+        make_rounds(b, v, 20, 1 + m20, 0.025, 11000 + t);
+        tb_paired p;
+        CHECK_OK(tb_stats_paired(b, v, 20, 0, &p));
+        found += tb_stats_paired_verdict(&p, NULL, NULL) == TB_SPEED_FASTER;
+    }
+    printf("  a true effect of %.2f%% found faster in %d of 400 (80%% power: ~320)\n", 100 * m20,
+           found);
+    CHECK(found >= 288 && found <= 352, "power 80%% +- 4 binomial sd: %d of 400", found);
+}
+
 static void test_correctness(void)
 {
     printf("correctness verdicts\n");
@@ -190,6 +575,14 @@ int main(void)
     test_summary();
     test_bootstrap();
     test_verdict_rule();
+    test_paired_known_answers();
+    test_paired_bad_input();
+    test_paired_verdict_rule();
+    test_paired_effects();
+    test_paired_coverage();
+    test_paired_many_rounds();
+    test_paired_drift();
+    test_paired_mde();
     test_correctness();
     if (failures) {
         printf("stats_test: %d FAILED\n", failures);
