@@ -105,10 +105,31 @@ void tb_report_ceiling(char *buf, size_t cap, const tb_result_row *r)
     snprintf(buf, cap, "%s%% of %s (%s %s)", pct, r->ceiling_name, c, r->rate_unit);
 }
 
+/* "within noise" of a paired row: its verdict came from the interval
+ * alone (results/README.md), so the noise floor is context, and what the
+ * reader needs is how small an effect the rounds could have seen. */
+static int paired_within_noise(char *buf, size_t cap, const tb_result_row *r)
+{
+    char mde[32], nf[32];
+    if (r->rounds <= 0 || r->timing_verdict != TB_TIMING_WITHIN_NOISE || isnan(r->mde))
+        return 0;
+    tb_report_num(mde, sizeof mde, 100.0 * r->mde);
+    tb_report_num(nf, sizeof nf, 100.0 * r->noise_floor);
+    if (isnan(r->noise_floor))
+        snprintf(buf, cap, "within noise (interval holds 1; smallest detectable effect ±%s%%)",
+                 mde);
+    else
+        snprintf(buf, cap, "within noise (interval holds 1; smallest detectable effect ±%s%%, "
+                 "noise floor ±%s%%)", mde, nf);
+    return 1;
+}
+
 void tb_report_verdict(char *buf, size_t cap, const tb_result_row *r)
 {
     char pct[32];
     tb_report_num(pct, sizeof pct, 100.0 * r->noise_floor);
+    if (paired_within_noise(buf, cap, r))
+        return;
     if (r->timing_verdict == TB_TIMING_WITHIN_NOISE && !isnan(r->noise_floor) &&
         r->noise_floor > 0.5)
         snprintf(buf, cap, "within noise (noise floor ±%s%%: too noisy to tell; rerun on an "
@@ -151,4 +172,80 @@ void tb_report_point(char *buf, size_t cap, const tb_result_row *r)
     else
         tb_report_num(v, sizeof v, r->param_value);
     snprintf(buf, cap, "%s = %s", r->param_name, v);
+}
+
+double tb_report_half_width(const tb_result_row *r)
+{
+    double s = r->speedup, lo = r->speedup_ci_low, hi = r->speedup_ci_high;
+    if (r->is_baseline || isnan(s) || isnan(lo) || isnan(hi) || s <= 0)
+        return NAN;
+    return fmax(hi / s - 1, 1 - lo / s);
+}
+
+int tb_report_row_flags(const tb_result_row *r)
+{
+    if (!is_timed(r))
+        return 0;
+    int f = 0;
+    if (!strcmp(r->stopped_by, "budget"))
+        f |= TB_FLAG_BUDGET;
+    if (!strcmp(r->stopped_by, "cap"))
+        f |= TB_FLAG_CAP;
+    if (r->busy)
+        f |= TB_FLAG_BUSY;
+    if (r->unreliable)
+        f |= TB_FLAG_UNRELIABLE;
+    double hw = tb_report_half_width(r);
+    int wide = (!isnan(hw) && hw > TB_REPORT_IMPRECISE) ||
+               (!isnan(r->noise_floor) && r->noise_floor > TB_REPORT_IMPRECISE);
+    /* The budget and a busy machine explain a wide interval; an unreliable
+     * A/A says the harness is biased, which is not the same thing. */
+    if (wide && !(f & (TB_FLAG_BUDGET | TB_FLAG_BUSY)))
+        f |= TB_FLAG_IMPRECISE;
+    return f;
+}
+
+/* Appends "; " (when buf is not empty) and then the formatted text. */
+static void append(char *buf, size_t cap, const char *fmt, const char *a, const char *b)
+{
+    size_t n = strlen(buf);
+    if (n + 3 >= cap)
+        return;
+    if (n)
+        n += (size_t)snprintf(buf + n, cap - n, "; ");
+    snprintf(buf + n, cap - n, fmt, a, b);
+}
+
+void tb_report_flags_text(char *buf, size_t cap, const tb_result_row *r, int which)
+{
+    int f = tb_report_row_flags(r) & which;
+    char hw[48], num[32], rounds[32], load[32], nf[32];
+    double h = tb_report_half_width(r);
+    buf[0] = '\0';
+    tb_report_num(num, sizeof num, 100.0 * h);
+    if (isnan(h))
+        snprintf(hw, sizeof hw, "no interval");
+    else
+        snprintf(hw, sizeof hw, "±%s%%", num);
+    snprintf(rounds, sizeof rounds, "%d", r->rounds);
+    tb_report_num(load, sizeof load, r->load_avg);
+    tb_report_num(nf, sizeof nf, 100.0 * r->noise_floor);
+    if (f & TB_FLAG_BUDGET)
+        append(buf, cap, "stopped by budget at %s after %s rounds", hw, rounds);
+    if (f & TB_FLAG_CAP)
+        append(buf, cap, "stopped at the round cap at %s after %s rounds", hw, rounds);
+    if (f & TB_FLAG_BUSY)
+        append(buf, cap, "busy machine (load %s%s)", load, "");
+    if (f & TB_FLAG_UNRELIABLE)
+        append(buf, cap, "unreliable: A/A interval excludes 1%s%s", "", "");
+    if (f & TB_FLAG_IMPRECISE) {
+        int wide_ci = !isnan(h) && h > TB_REPORT_IMPRECISE;
+        int wide_nf = !isnan(r->noise_floor) && r->noise_floor > TB_REPORT_IMPRECISE;
+        if (wide_ci && wide_nf)
+            append(buf, cap, "imprecise: interval %s, noise floor ±%s%%", hw, nf);
+        else if (wide_ci)
+            append(buf, cap, "imprecise: interval %s%s", hw, "");
+        else
+            append(buf, cap, "imprecise: noise floor ±%s%%%s", nf, "");
+    }
 }

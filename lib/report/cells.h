@@ -51,6 +51,34 @@ void tb_report_correctness(char *buf, size_t cap, const tb_result_row *r);
 /* "batch = 64" (an integer value without decimals), or "(no sweep)". */
 void tb_report_point(char *buf, size_t cap, const tb_result_row *r);
 
+/* ---- flags beside a row (issue 14: a row the report cannot vouch for
+ * says why, instead of passing as precise) ---- */
+
+/* An interval half-width or noise floor above this is "imprecise" unless
+ * the row says why (stopped by the budget, or a busy machine). */
+#define TB_REPORT_IMPRECISE 0.10
+
+enum {
+    TB_FLAG_BUDGET = 1 << 0,     /* the rounds stopped on the time budget */
+    TB_FLAG_CAP = 1 << 1,        /* the rounds stopped on the round cap */
+    TB_FLAG_BUSY = 1 << 2,       /* measured on a busy machine */
+    TB_FLAG_UNRELIABLE = 1 << 3, /* its baseline's A/A interval excludes 1 */
+    TB_FLAG_IMPRECISE = 1 << 4,  /* wide, and neither BUDGET nor BUSY says why */
+};
+
+/* The relative half-width of a row's speedup interval,
+ * max(hi / speedup - 1, 1 - lo / speedup); NaN for a baseline row or a
+ * row without an interval. */
+double tb_report_half_width(const tb_result_row *r);
+
+/* The TB_FLAG_* bits of a timed row (0 for an n/a row). */
+int tb_report_row_flags(const tb_result_row *r);
+
+/* The flags of r among `which` (a mask of TB_FLAG_*) as text joined by
+ * "; ", e.g. "stopped by budget at ±4.2% after 40 rounds; busy machine
+ * (load 3.50)"; "" when none. */
+void tb_report_flags_text(char *buf, size_t cap, const tb_result_row *r, int which);
+
 /* A row with a median was timed; an n/a row was not. */
 static inline int is_timed(const tb_result_row *r) { return !isnan(r->median); }
 

@@ -38,6 +38,24 @@ static void tex_escape(FILE *f, const char *s)
     }
 }
 
+/* Under the table, as its note: how many rows carry each flag, so a reader
+ * of the paper sees them without REPORT.md. */
+static void tex_counts(const tb_report_pick *picks, size_t n, FILE *f)
+{
+    int rows = 0, budget = 0, busy = 0, unreliable = 0, imprecise = 0;
+    for (size_t i = 0; i < n; i++) {
+        rows += picks[i].flags.rows;
+        budget += picks[i].flags.budget;
+        busy += picks[i].flags.busy;
+        unreliable += picks[i].flags.unreliable;
+        imprecise += picks[i].flags.imprecise;
+    }
+    fprintf(f, "\\par\\footnotesize Flags over all %d timed rows: %d stopped by the time budget, "
+            "%d on a busy machine, %d unreliable (A/A interval excludes 1), %d imprecise "
+            "(interval or noise floor above $\\pm$10\\%%).\n", rows, budget, busy, unreliable,
+            imprecise);
+}
+
 int tb_report_summary_tex(const tb_report_pick *picks, size_t n, const char *device, FILE *f)
 {
     fputs("% tunebench summary table, written by bench:report (lib/report/report.c).\n"
@@ -46,13 +64,14 @@ int tb_report_summary_tex(const tb_report_pick *picks, size_t n, const char *dev
           "\\begin{table*}[t]\n\\centering\n\\small\n", f);
     fputs("\\caption{Speedup of each technique over its baseline on ", f);
     tex_escape(f, device);
-    fputs(" (median of the repetitions, 95\\% bootstrap interval).}\n"
+    fputs(" (median of the repetitions; 95\\% interval, from the per-round ratios where the "
+          "settings were timed in rounds).}\n"
           "\\label{tab:tunebench-summary}\n"
-          "\\begin{tabular}{@{}l p{2.3cm} p{2.6cm} p{2.6cm} p{2.2cm} p{2.1cm} p{3.4cm}@{}}\n"
+          "\\begin{tabular}{@{}l p{2.1cm} p{2.4cm} p{2.4cm} p{2.1cm} p{2.0cm} p{2.8cm} p{2.3cm}@{}}\n"
           "\\toprule\n", f);
     static const char *const tex_header[SUM_COLS] = {
         "Technique", "Measured at", "Baseline", "Best setting", "Speedup [95\\% CI]", "Verdict",
-        "Correctness"};
+        "Correctness", "Flags"};
     for (int c = 0; c < SUM_COLS; c++)
         fprintf(f, "%s%s", tex_header[c], c + 1 < SUM_COLS ? " & " : " \\\\\n\\midrule\n");
     for (size_t i = 0; i < n; i++) {
@@ -63,6 +82,8 @@ int tb_report_summary_tex(const tb_report_pick *picks, size_t n, const char *dev
             fputs(c + 1 < SUM_COLS ? " & " : " \\\\\n", f);
         }
     }
-    fputs("\\bottomrule\n\\end{tabular}\n\\end{table*}\n", f);
+    fputs("\\bottomrule\n\\end{tabular}\n", f);
+    tex_counts(picks, n, f);
+    fputs("\\end{table*}\n", f);
     return ferror(f) ? TB_FAIL(TB_ERR_IO, "cannot write the LaTeX table") : TB_OK;
 }

@@ -27,13 +27,20 @@
 
 static const char *newcomer =
     "Each technique was timed on this machine with and without it. The "
-    "**baseline** is the technique switched off (for example unfused GELU). A time is the "
-    "**median** of at least 5 repetitions after warm-up; the brackets after a number hold its "
-    "**95% interval** (a bootstrap over the repetitions): repeat the run and the value would "
-    "land there 95 times in 100. **Speedup** is baseline time divided by the technique's time: "
-    "2× is twice as fast, below 1× is slower. The **noise floor** is how far the baseline "
-    "differs from itself when timed twice in the same run; a speedup whose interval reaches "
-    "into it is called **within noise**, not faster or slower. **Correctness** compares the "
+    "**baseline** is the technique switched off (for example unfused GELU). Settings are timed "
+    "in **rounds**: each round times the baseline and every setting once, in an order shuffled "
+    "per round from a recorded seed, so a drift in the machine's speed hits them all alike. A "
+    "time is the **median** of its repetitions after warm-up; the brackets after a number hold "
+    "its **95% interval**: repeat the run and the value would land there 95 times in 100. "
+    "**Speedup** is baseline time divided by the technique's time: 2× is twice as fast, below "
+    "1× is slower; for a paired row its interval comes from the per-round ratios. A speedup is "
+    "**faster** when its whole interval is above 1×, **slower** when it is below, **within "
+    "noise** otherwise. The **noise floor** is how far the baseline timed against a copy of "
+    "itself (the A/A pair) strays from 1×; when that interval excludes 1× the row is flagged "
+    "**unreliable**. The **smallest detectable effect** is the speedup the rounds could have "
+    "told from none. Rounds stop when the interval is within the target width or the "
+    "technique's time budget is spent; **flags** say when a number is less certain than it "
+    "looks. **Correctness** compares the "
     "technique's output with the baseline's or with a float64 reference: **exact** (bitwise "
     "equal), **within tolerance** (largest relative error at most the stated tolerance, which "
     "depends on the number format), or **DIFFERS**. **Ceilings** are the fastest this device "
@@ -129,11 +136,13 @@ static void add_figures_named(doc *d, const tb_report_folder *f, const char *pre
             add_figure(d, f, f->plots[i]);
 }
 
-static const char *const tech_header[7] = {
-    "setting", "metric", "median [95% CI]", "speedup [95% CI]", "verdict",
-    "correctness (tolerance)", "rate [95% CI], share of ceiling"};
+enum { TECH_COLS = 8 };
 
-static void tech_row_cells(const tb_result_row *r, char cells[7][320])
+static const char *const tech_header[TECH_COLS] = {
+    "setting", "metric", "median [95% CI]", "speedup [95% CI]", "verdict",
+    "correctness (tolerance)", "rate [95% CI], share of ceiling", "flags"};
+
+static void tech_row_cells(const tb_result_row *r, char cells[TECH_COLS][320])
 {
     char rate[160], ceil[200];
     snprintf(cells[0], 320, "%s%s", r->setting, r->is_baseline ? " (baseline)" : "");
@@ -152,6 +161,7 @@ static void tech_row_cells(const tb_result_row *r, char cells[7][320])
     tb_report_ceiling(ceil, sizeof ceil, r);
     snprintf(cells[6], 320, "%s%s%s", rate[0] ? rate : "no rate for this metric",
              ceil[0] ? "; " : "", ceil);
+    tb_report_flags_text(cells[7], 320, r, ~0);
 }
 
 /* The n/a settings of a technique, each with its reason, under its table. */
@@ -167,10 +177,26 @@ static void technique_na(doc *d, const tb_results *res)
     }
 }
 
+/* A technique measured (in part) on a busy machine says so above its
+ * table, not only in a cell: every number below it is suspect. */
+static void technique_busy(doc *d, const tb_report_pick *p)
+{
+    char load[32];
+    if (!p->flags.busy)
+        return;
+    tb_report_num(load, sizeof load, p->flags.max_load);
+    tb_doc_text(d, BK_P,
+                "**Busy machine**: %d of its %d timed rows were measured while other work "
+                "shared the machine (1-minute load average up to %s; the rule is in "
+                "results/README.md). Read them with care, or rerun on an idle machine.",
+                p->flags.busy, p->flags.rows, load);
+}
+
 static void sec_technique(doc *d, const tb_report_folder *f, int t, const tb_report_pick *p)
 {
     const tb_results *res = &f->rows[t];
     tb_doc_text(d, BK_H3, "%s", f->tech[t]);
+    technique_busy(d, p);
     if (!p->baseline) {
         if (!res->n)
             tb_doc_text(d, BK_P, "n/a: the CSV has no rows");
@@ -201,7 +227,7 @@ static void sec_technique(doc *d, const tb_report_folder *f, int t, const tb_rep
                         "Every setting at %s (the summary's point). The full sweep, %zu timed "
                         "row%s, is in `%s.csv` and in the figures.",
                         pt, timed, timed == 1 ? "" : "s", f->tech[t]);
-        tb_doc_table(d, 7, tech_header);
+        tb_doc_table(d, TECH_COLS, tech_header);
         for (size_t i = 0; i < res->n; i++) {
             const tb_result_row *r = &res->rows[i];
             if (!is_timed(r))
@@ -209,10 +235,10 @@ static void sec_technique(doc *d, const tb_report_folder *f, int t, const tb_rep
             if (own_points ? strcmp(r->metric, b->metric) != 0
                            : !same_point(r->param_value, b->param_value))
                 continue;
-            char cells[7][320];
-            const char *row[7];
+            char cells[TECH_COLS][320];
+            const char *row[TECH_COLS];
             tech_row_cells(r, cells);
-            for (int c = 0; c < 7; c++)
+            for (int c = 0; c < TECH_COLS; c++)
                 row[c] = cells[c];
             tb_doc_row(d, row);
         }
@@ -311,7 +337,7 @@ static void step_table(doc *d, const tb_results *res, const char *kind, const ch
         const tb_result_row *r = &res->rows[i];
         if (kind && strcmp(r->param_name, kind) != 0)
             continue;
-        char tm[160], sp[160], v[320], c[320], note[300];
+        char tm[160], sp[160], v[320], c[320], note[600];
         if (!is_timed(r)) {
             tb_report_na(note, sizeof note, NULL, r->note);
             const char *row[6] = {r->setting, "n/a", "n/a", "n/a", "n/a", note};
@@ -324,7 +350,10 @@ static void step_table(doc *d, const tb_results *res, const char *kind, const ch
             snprintf(sp, sizeof sp, "1× (reference)");
         tb_report_verdict(v, sizeof v, r);
         tb_report_correctness(c, sizeof c, r);
-        snprintf(note, sizeof note, "%s", r->note);
+        char flags[300];
+        tb_report_flags_text(flags, sizeof flags, r, ~0);
+        snprintf(note, sizeof note, "%s%s%s", r->note, r->note[0] && flags[0] ? "; " : "",
+                 flags);
         const char *row[6] = {r->setting, tm, sp, v, c, note};
         tb_doc_row(d, row);
     }
@@ -366,6 +395,58 @@ static void sec_tta(doc *d, const tb_report_folder *f)
                       "technique off).");
     step_table(d, &f->tta, NULL, "configuration", "speedup [95% CI]");
     add_figures_named(d, f, TB_REPORT_TTA);
+}
+
+/* Every flagged row of res, as rows of the "Flagged rows" table (its
+ * header added before the first). */
+static void add_flagged_rows(doc *d, const tb_results *res, int *any)
+{
+    static const char *const h[7] = {"technique", "setting", "metric", "point",
+                                     "speedup [95% CI]", "rounds", "flags"};
+    for (size_t i = 0; i < res->n; i++) {
+        const tb_result_row *r = &res->rows[i];
+        if (!tb_report_row_flags(r))
+            continue;
+        if (!(*any)++)
+            tb_doc_table(d, 7, h);
+        char pt[96], sp[160], rounds[32], flags[320];
+        tb_report_point(pt, sizeof pt, r);
+        tb_report_speedup(sp, sizeof sp, r);
+        if (r->is_baseline)
+            snprintf(sp, sizeof sp, "1× (reference)");
+        else if (!sp[0])
+            snprintf(sp, sizeof sp, "not compared");
+        if (r->rounds > 0)
+            snprintf(rounds, sizeof rounds, "%d", r->rounds);
+        else
+            snprintf(rounds, sizeof rounds, "not paired");
+        tb_report_flags_text(flags, sizeof flags, r, ~0);
+        const char *row[7] = {r->technique, r->setting, r->metric, pt, sp, rounds, flags};
+        tb_doc_row(d, row);
+    }
+}
+
+/* Which rows stopped on the budget, ran on a busy machine, failed their
+ * A/A check or are wider than ±10%: listed, not only counted. */
+static void sec_flagged(doc *d, const tb_report_folder *f)
+{
+    tb_doc_text(d, BK_H2, "Flagged rows");
+    tb_doc_text(d, BK_P,
+                "Rows whose number is less certain than it looks, each with why: **stopped by "
+                "budget** (the rounds ran out of time before the interval reached its target "
+                "width; the width it reached is given), **stopped at the round cap**, **busy "
+                "machine** (other work shared the machine; its load average), **unreliable** "
+                "(the baseline against a copy of itself gave an interval that excludes 1, so "
+                "the harness is biased; the verdict is kept), **imprecise** (interval "
+                "half-width or noise floor above ±10%% with neither the budget nor a busy "
+                "machine to explain it).");
+    int any = 0;
+    for (int t = 0; t < f->ntech; t++)
+        add_flagged_rows(d, &f->rows[t], &any);
+    add_flagged_rows(d, &f->waterfall, &any);
+    add_flagged_rows(d, &f->tta, &any);
+    if (!any)
+        tb_doc_text(d, BK_P, "None: every timed row is unflagged.");
 }
 
 static void add_na_rows(doc *d, const tb_results *res, int *any)
@@ -534,6 +615,7 @@ static void build_doc(doc *d, const tb_report_folder *f, const tb_report_pick *p
     sec_header(d, f);
     tb_doc_text(d, BK_H2, "Summary");
     tb_report_summary_doc(d, picks, (size_t)f->ntech);
+    sec_flagged(d, f);
     sec_ceilings(d, f, picks);
     sec_waterfall(d, f);
     sec_tta(d, f);

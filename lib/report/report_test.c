@@ -13,6 +13,10 @@
  *     in their technique's section;
  *   - the waterfall and time-to-accuracy sections say "not measured in this
  *     run" without their CSVs and show tables with them;
+ *   - flags beside a row (stopped by budget, round cap, busy machine,
+ *     unreliable, imprecise) exactly where they apply, a busy technique
+ *     flagged above its table and in the summary, the counts, and the
+ *     "Flagged rows" list;
  *   - summary.md / summary.tex match golden files byte for byte
  *     (lib/report/testdata/report_summary_golden.{md,tex}; regenerate with
  *     TB_UPDATE_GOLDEN=/path/to/lib/report/testdata).
@@ -125,6 +129,59 @@ static void build_epsilon(tb_results *res)
     add_timed(res, "epsilon", "tf32", 0, "tf32", 1, "step time", 4.0, 2.0);
 }
 
+/* A paired row of zeta: rounds, how they stopped, the interval. */
+static void add_paired(tb_results *res, const char *tech, const char *setting, double sp,
+                       double lo, double hi, const char *stopped_by, int rounds)
+{
+    tb_result_row r;
+    timed(&r, tech, setting, 0, "", NAN, "step time", 10.0 / sp, sp);
+    r.speedup_ci_low = lo;
+    r.speedup_ci_high = hi;
+    r.timing_verdict = lo > 1 ? TB_TIMING_FASTER : hi < 1 ? TB_TIMING_SLOWER
+                                                         : TB_TIMING_WITHIN_NOISE;
+    r.rounds = rounds;
+    r.mde = (hi - lo) / sp; /* about right for the test: wider interval, larger mde */
+    snprintf(r.stopped_by, sizeof r.stopped_by, "%s", stopped_by);
+    r.load_avg = 0.1;
+    tb_results_add(res, &r);
+}
+
+/* Paired rows, one per flag, and one with none:
+ *   budget: stopped by the budget at ±13%        -> "stopped by budget"
+ *   busy:   on a busy machine (load 3.2)          -> "busy machine"
+ *   biased: its A/A interval excluded 1           -> "unreliable"
+ *   wide:   ±18%, stopped on the cap, no excuse   -> "imprecise" (and the cap)
+ *   precise: ±2%, stopped on the target           -> nothing */
+static void build_zeta(tb_results *res)
+{
+    tb_result_row r;
+    timed(&r, "zeta", "off", 1, "", NAN, "step time", 10.0, 1);
+    r.rounds = 30;
+    snprintf(r.stopped_by, sizeof r.stopped_by, "target");
+    r.load_avg = 0.1;
+    tb_results_add(res, &r);
+    add_paired(res, "zeta", "budget", 1.05, 0.92, 1.19, "budget", 60);
+    add_paired(res, "zeta", "busy", 1.2, 1.15, 1.25, "target", 30);
+    res->rows[res->n - 1].busy = 1;
+    res->rows[res->n - 1].load_avg = 3.2;
+    add_paired(res, "zeta", "biased", 1.03, 1.01, 1.05, "target", 30);
+    res->rows[res->n - 1].unreliable = 1;
+    add_paired(res, "zeta", "wide", 1.0, 0.85, 1.18, "cap", 100);
+    add_paired(res, "zeta", "precise", 1.04, 1.02, 1.06, "target", 30);
+}
+
+/* A noise floor of ±15% and nothing to explain it: every row imprecise,
+ * even one whose own interval is narrow. */
+static void build_eta(tb_results *res)
+{
+    tb_result_row r;
+    timed(&r, "eta", "off", 1, "", NAN, "step time", 10.0, 1);
+    r.noise_floor = 0.15;
+    tb_results_add(res, &r);
+    add_paired(res, "eta", "on", 1.5, 1.47, 1.53, "target", 20);
+    res->rows[res->n - 1].noise_floor = 0.15;
+}
+
 static int save(const tb_results *res, const char *dir, const char *name)
 {
     char path[4200];
@@ -138,9 +195,11 @@ static void make_folder(const char *root, char *rdir, char *pdir)
     sprintf(pdir, "%s/plots/test-cpu", root);
     CHECK_OK(tb_mkdir_p(rdir));
     CHECK_OK(tb_mkdir_p(pdir));
-    tb_results a, b, g, c, dl, e;
+    tb_results a, b, g, c, dl, e, z, et;
     tb_results_init(&a), tb_results_init(&b), tb_results_init(&g), tb_results_init(&c);
-    tb_results_init(&dl), tb_results_init(&e);
+    tb_results_init(&dl), tb_results_init(&e), tb_results_init(&z), tb_results_init(&et);
+    build_zeta(&z);
+    build_eta(&et);
     build_alpha(&a);
     build_beta(&b);
     build_gamma(&g);
@@ -162,6 +221,9 @@ static void make_folder(const char *root, char *rdir, char *pdir)
     CHECK_OK(save(&c, rdir, "ceilings"));
     CHECK_OK(save(&dl, rdir, "delta"));
     CHECK_OK(save(&e, rdir, "epsilon"));
+    CHECK_OK(save(&z, rdir, "zeta"));
+    CHECK_OK(save(&et, rdir, "eta"));
+    tb_results_free(&z), tb_results_free(&et);
     tb_results_free(&a), tb_results_free(&b), tb_results_free(&g), tb_results_free(&c);
     tb_results_free(&dl), tb_results_free(&e);
 
@@ -261,8 +323,8 @@ static void check_units(const char *md)
                 t[--l] = '\0';
             cell[n++] = t;
         }
-        CHECK(n == 7);
-        if (n != 7)
+        CHECK(n == 8);
+        if (n != 8)
             continue;
         rows++;
         for (int c = 0; c < n; c++)
@@ -279,7 +341,7 @@ static void check_units(const char *md)
             failures++;
         }
     }
-    CHECK(rows == 5);
+    CHECK(rows == 7);
     CHECK(!strstr(md, "none compared"));
 }
 
@@ -319,6 +381,78 @@ static void check_golden(const char *rdir, const char *name, const char *golden)
     }
     free(got);
     free(want);
+}
+
+/* The line of text that begins with prefix, copied into buf ("" when none). */
+static const char *line_of(const char *text, const char *prefix, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, prefix, strlen(prefix)) != 0)
+            continue;
+        size_t len = strcspn(p, "\n");
+        snprintf(buf, cap, "%.*s", (int)(len < cap ? len : cap - 1), p);
+        break;
+    }
+    return buf;
+}
+
+/* How many times needle occurs in text. */
+static int count_of(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* Each flag beside the row that earns it, and nowhere else. */
+static void check_flags(const char *md)
+{
+    char l[4096];
+    printf("flags: each shown when it should be, absent otherwise\n");
+    line_of(md, "| budget | step time |", l, sizeof l);
+    CHECK(strstr(l, "| stopped by budget at ±13.3% after 60 rounds |"));
+    CHECK(!strstr(l, "imprecise")); /* the budget explains the width */
+    line_of(md, "| busy | step time |", l, sizeof l);
+    CHECK(strstr(l, "| busy machine (load 3.20) |"));
+    line_of(md, "| biased | step time |", l, sizeof l);
+    CHECK(strstr(l, "| unreliable: A/A interval excludes 1 |"));
+    CHECK(strstr(l, "| faster |")); /* the verdict is kept */
+    line_of(md, "| wide | step time |", l, sizeof l);
+    CHECK(strstr(l, "| stopped at the round cap at ±18.0% after 100 rounds; imprecise: "
+                    "interval ±18.0% |"));
+    /* a paired within-noise row says what it could have detected */
+    CHECK(strstr(l, "within noise (interval holds 1; smallest detectable effect ±33.0%, "
+                    "noise floor ±2.00%)"));
+    line_of(md, "| precise | step time |", l, sizeof l);
+    CHECK(l[0] && strstr(l, " |  |") == l + strlen(l) - 5); /* empty flags cell */
+    line_of(md, "| on | step time |", l, sizeof l); /* eta: noise floor only */
+    CHECK(strstr(l, "| imprecise: noise floor ±15.0% |"));
+    line_of(md, "| off (baseline) | step time | 10.0 ms", l, sizeof l);
+    CHECK(l[0]);
+    /* technique level: zeta busy, said once above its table and in the summary */
+    CHECK(count_of(md, "**Busy machine**: 1 of its 6 timed rows") == 1);
+    CHECK(count_of(md, "**Busy machine**") == 1);
+    line_of(md, "| zeta |", l, sizeof l);
+    CHECK(strstr(l, "| busy: 8.33 ms [8.08, 8.67] | 1.20× [1.15, 1.25] |") &&
+          strstr(l, "| busy machine: 1 of 6 rows (load up to 3.20) |"));
+    line_of(md, "| alpha |", l, sizeof l);
+    CHECK(strstr(l, " |  |") == l + strlen(l) - 5);
+    /* the counts, and the flagged rows listed (five of zeta, two of eta) */
+    CHECK(strstr(md, "**Flags** over all 21 timed rows: 6 flagged; 1 stopped by the time budget, "
+                     "1 at the round cap, 1 measured on a busy machine (1 technique), "
+                     "1 unreliable (A/A interval excludes 1), 3 imprecise"));
+    const char *flagged = strstr(md, "## Flagged rows");
+    const char *next = flagged ? strstr(flagged + 3, "\n## ") : NULL;
+    CHECK(flagged && next);
+    if (flagged && next) {
+        char sec[8192];
+        snprintf(sec, sizeof sec, "%.*s", (int)(next - flagged), flagged);
+        CHECK(count_of(sec, "\n| zeta |") == 4 && count_of(sec, "\n| eta |") == 2);
+        CHECK(strstr(sec, "| zeta | budget | step time | (no sweep) | 1.05× [0.920, 1.19] | 60 |"));
+        CHECK(!strstr(sec, "| precise |") && !strstr(sec, "| alpha |"));
+    }
 }
 
 /* Waterfall and time to accuracy: absent, then present. */
@@ -388,6 +522,7 @@ int main(void)
         CHECK(strstr(md, "| epsilon | step time, tf32 = 0 vs tf32 = 1 |"));
         CHECK(strstr(md, "| tf32 | step time | 4.00 ms [3.88, 4.16] | 2.00× [1.90, 2.10] |"));
         CHECK(strstr(md, "| copy bandwidth | bytes = 268435456 | 21.5 GB/s [20.7, 22.2] |"));
+        check_flags(md);
     }
     free(md);
     char *sum = tb_test_slurp(rdir, "summary.md");

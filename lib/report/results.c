@@ -28,24 +28,37 @@ typedef struct col_def {
     col_kind kind;
     size_t offset;
     size_t size;              /* of the string field; 0 otherwise */
+    /* 1: a CSV without this column still loads (the field keeps
+     * tb_result_row_init's value). Columns added after schema 1 are
+     * optional, because bench:compare merges folders written by older
+     * builds, on other machines. */
+    int optional;
 } col_def;
 
-#define STR(f) {#f, COL_STR, offsetof(tb_result_row, f), sizeof(((tb_result_row *)0)->f)}
-#define NUM(f) {#f, COL_NUM, offsetof(tb_result_row, f), 0}
+#define STR(f) {#f, COL_STR, offsetof(tb_result_row, f), sizeof(((tb_result_row *)0)->f), 0}
+#define NUM(f) {#f, COL_NUM, offsetof(tb_result_row, f), 0, 0}
+#define INT(f) {#f, COL_INT, offsetof(tb_result_row, f), 0, 0}
+#define BOOL(f) {#f, COL_BOOL, offsetof(tb_result_row, f), 0, 0}
+/* The same, for a column added later (optional when reading). */
+#define NUM2(f) {#f, COL_NUM, offsetof(tb_result_row, f), 0, 1}
+#define INT2(f) {#f, COL_INT, offsetof(tb_result_row, f), 0, 1}
+#define BOOL2(f) {#f, COL_BOOL, offsetof(tb_result_row, f), 0, 1}
+#define STR2(f) {#f, COL_STR, offsetof(tb_result_row, f), sizeof(((tb_result_row *)0)->f), 1}
 
 /* The schema. Order is the CSV column order; results/README.md and the
- * golden file follow it. */
+ * golden file follow it. New columns go at the end, so that readers that
+ * take columns by position (old scripts) keep working. */
 static const col_def columns[] = {
     STR(technique),
     STR(backend),
     STR(device),
     STR(setting),
-    {"is_baseline", COL_BOOL, offsetof(tb_result_row, is_baseline), 0},
+    BOOL(is_baseline),
     STR(param_name),
     NUM(param_value),
     STR(metric),
     STR(unit),
-    {"reps", COL_INT, offsetof(tb_result_row, reps), 0},
+    INT(reps),
     NUM(median),
     NUM(ci_low),
     NUM(ci_high),
@@ -55,8 +68,8 @@ static const col_def columns[] = {
     NUM(speedup),
     NUM(speedup_ci_low),
     NUM(speedup_ci_high),
-    {"timing_verdict", COL_TIMING, offsetof(tb_result_row, timing_verdict), 0},
-    {"correctness", COL_CORRECT, offsetof(tb_result_row, correctness), 0},
+    {"timing_verdict", COL_TIMING, offsetof(tb_result_row, timing_verdict), 0, 0},
+    {"correctness", COL_CORRECT, offsetof(tb_result_row, correctness), 0, 0},
     STR(checked_against),
     NUM(tolerance),
     NUM(max_rel_err),
@@ -67,11 +80,24 @@ static const col_def columns[] = {
     NUM(fraction_of_ceiling),
     NUM(memory_bytes),
     STR(note),
+    /* schema 2: the interleaved, paired measurement (bench/harness/rounds.h) */
+    INT2(rounds),
+    NUM2(mde),
+    STR2(stopped_by),
+    BOOL2(unreliable),
+    BOOL2(busy),
+    NUM2(load_avg),
 };
 #define NCOLS (sizeof columns / sizeof columns[0])
 
 #undef STR
 #undef NUM
+#undef INT
+#undef BOOL
+#undef NUM2
+#undef INT2
+#undef BOOL2
+#undef STR2
 
 const char *tb_results_column(size_t i)
 {
@@ -280,7 +306,7 @@ int tb_results_write_json(const tb_results *res, FILE *f)
             const char *text = field_text(row, c, num, sizeof num);
             fprintf(f, "%s\"%s\": ", i ? ", " : "", c->name);
             if (c->kind == COL_BOOL)
-                fputs(row->is_baseline ? "true" : "false", f);
+                fputs(text[0] == '1' ? "true" : "false", f);
             else if (c->kind == COL_NUM || c->kind == COL_INT)
                 fputs(text[0] ? text : "null", f);
             else
@@ -429,7 +455,7 @@ static int read_header(csv_reader *r, int *map, int *nmap)
             seen[idx] = 1;
     }
     for (size_t i = 0; i < NCOLS; i++) {
-        if (!seen[i])
+        if (!seen[i] && !columns[i].optional)
             return TB_FAIL(TB_ERR_DATA, "%s: column %s missing: not a tunebench results CSV?",
                            r->name, columns[i].name);
     }

@@ -30,7 +30,9 @@
 extern "C" {
 #endif
 
-#define TB_RESULTS_SCHEMA "tunebench-results/1"
+/* 2: rounds, mde, stopped_by, unreliable, busy, load_avg appended (the
+ * paired measurement); a schema-1 CSV still loads, those fields empty. */
+#define TB_RESULTS_SCHEMA "tunebench-results/2"
 
 typedef enum tb_timing_verdict {
     TB_TIMING_NA = 0,         /* "n/a": not timed (see note) */
@@ -78,7 +80,8 @@ typedef struct tb_result_row {
     double fraction_of_ceiling; /* rate / ceiling_rate */
     double memory_bytes;      /* peak device (host on CPU) memory */
     /* the interleaved, paired measurement (bench/harness/rounds.h) */
-    int rounds;               /* rounds behind the paired comparison; 0 = not paired */
+    int rounds;               /* rounds behind the paired comparison; 0 = not paired
+                                 (then mde, stopped_by are empty too) */
     double mde;               /* minimum detectable effect, relative (0.02 = 2%) */
     char stopped_by[8];       /* why the rounds stopped: "target", "budget", "cap" */
     int unreliable;           /* 1: its baseline's A/A interval excludes 1 */
@@ -93,7 +96,8 @@ typedef struct tb_results {
     size_t n, cap;
 } tb_results;
 
-/* Sets every number to NaN, every string to "", enums to n/a. */
+/* Sets every number to NaN, every string to "", enums to n/a, counts and
+ * flags (reps, rounds, unreliable, busy) to 0: "not paired, not flagged". */
 void tb_result_row_init(tb_result_row *row);
 
 void tb_results_init(tb_results *res);
@@ -136,8 +140,9 @@ int tb_results_save_json(const tb_results *res, const char *path);
 
 /* Reads a CSV written by tb_results_write_csv and appends its rows to res.
  * Columns are matched by header name, so columns added later (unknown
- * here) are skipped; a missing known column is TB_ERR_DATA. name is for
- * error messages. */
+ * here) are skipped; a missing schema-1 column is TB_ERR_DATA, while a
+ * missing schema-2 column (a file from an older build) leaves its field as
+ * tb_result_row_init does. name is for error messages. */
 int tb_results_parse_csv(FILE *f, const char *name, tb_results *res);
 int tb_results_read_csv(const char *path, tb_results *res);
 

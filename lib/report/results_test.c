@@ -5,7 +5,8 @@
  * comma, quotes and a newline, integers, tiny and huge numbers) writes
  * exactly lib/report/testdata/results_golden.csv; reading the golden file back and
  * writing it again gives the same bytes; the JSON has the same rows (and
- * parses, when python3 is there); a decimal-comma locale (de_DE, built
+ * parses, when python3 is there); a schema-1 CSV (before the paired
+ * columns) still loads; a decimal-comma locale (de_DE, built
  * with localedef when not installed) changes nothing;
  * malformed CSVs fail with the file, line and column.
  *
@@ -27,6 +28,9 @@
 #include "lib/report/results_testing.h"
 
 #define GOLDEN "lib/report/testdata/results_golden.csv"
+/* The golden file as it was before the paired columns (schema 1), kept
+ * verbatim. */
+#define SCHEMA1 "lib/report/testdata/results_schema1.csv"
 
 static const char *DEVICE = "Intel(R) Xeon(R) Platinum 8480C";
 
@@ -58,6 +62,9 @@ static int build_rows(tb_results *res)
     r.speedup_ci_low = 0.981;
     r.speedup_ci_high = 1.019;
     r.timing_verdict = TB_TIMING_BASELINE;
+    r.rounds = 12; /* the experiment's rounds, which the baseline took part in */
+    snprintf(r.stopped_by, sizeof r.stopped_by, "target");
+    r.load_avg = 0.12;
     TB_TRY(tb_results_add(res, &r));
 
     r = gelu_row("fused", 0, 16777216, "fwd time", 12.5);
@@ -65,6 +72,10 @@ static int build_rows(tb_results *res)
     r.speedup_ci_low = 4.81;
     r.speedup_ci_high = 4.99;
     r.timing_verdict = TB_TIMING_FASTER;
+    r.rounds = 12;
+    r.mde = 0.021;
+    snprintf(r.stopped_by, sizeof r.stopped_by, "target");
+    r.load_avg = 0.12;
     snprintf(r.note, sizeof r.note, "vectorized erf, \"poly\" variant");
     TB_TRY(tb_results_add(res, &r));
 
@@ -76,6 +87,13 @@ static int build_rows(tb_results *res)
     r.correctness = TB_CORRECT_EXACT;
     snprintf(r.checked_against, sizeof r.checked_against, "baseline");
     r.max_rel_err = 0;
+    /* every flag: stopped on the budget, on a busy machine, A/A biased */
+    r.rounds = 40;
+    r.mde = 0.0875;
+    snprintf(r.stopped_by, sizeof r.stopped_by, "budget");
+    r.unreliable = 1;
+    r.busy = 1;
+    r.load_avg = 3.5;
     snprintf(r.note, sizeof r.note, "two lines:\nsecond line");
     TB_TRY(tb_results_add(res, &r));
 
@@ -158,6 +176,16 @@ static void test_round_trip(void)
               "verdicts parsed");
         CHECK(back.rows[0].param_value == 16777216 && back.rows[0].is_baseline == 1,
               "integers exact");
+        CHECK(back.rows[1].rounds == 12 && back.rows[1].mde == 0.021 &&
+                  !strcmp(back.rows[1].stopped_by, "target") && !back.rows[1].busy &&
+                  !back.rows[1].unreliable && back.rows[1].load_avg == 0.12,
+              "paired columns parsed (rounds, mde, stopped_by, load_avg)");
+        CHECK(back.rows[2].busy == 1 && back.rows[2].unreliable == 1 &&
+                  !strcmp(back.rows[2].stopped_by, "budget") && back.rows[2].load_avg == 3.5,
+              "flags parsed (busy, unreliable, stopped by budget)");
+        CHECK(back.rows[4].rounds == 0 && isnan(back.rows[4].mde) &&
+                  !back.rows[4].stopped_by[0] && isnan(back.rows[4].load_avg),
+              "n/a row: not paired, paired columns empty");
     }
     char *again = csv_string(&back);
     char *want = slurp(GOLDEN);
@@ -215,6 +243,9 @@ static void test_json(const tb_results *res, const char *dir)
     CHECK(json && strstr(json, "\"schema\": \"" TB_RESULTS_SCHEMA "\""), "schema named");
     CHECK(json && strstr(json, "\"median\": null") && strstr(json, "\"is_baseline\": true"),
           "null for missing numbers, booleans for is_baseline");
+    CHECK(json && strstr(json, "\"busy\": true") && strstr(json, "\"unreliable\": false") &&
+              strstr(json, "\"rounds\": 40") && strstr(json, "\"stopped_by\": \"budget\""),
+          "paired columns in the JSON, flags as booleans");
     CHECK(json && strstr(json, "\"note\": \"two lines:\\nsecond line\""), "strings escaped");
     free(json);
     if (system("python3 -c pass >/dev/null 2>&1") != 0) {
@@ -226,6 +257,38 @@ static void test_json(const tb_results *res, const char *dir)
              "assert len(d[\"rows\"])==5 and len(d[\"rows\"][0])==%zu' %s",
              tb_results_ncolumns(), path);
     CHECK(system(cmd) == 0, "python3 json.load: 5 rows of %zu columns", tb_results_ncolumns());
+}
+
+/* A CSV of schema 1 (before rounds, mde, stopped_by, unreliable, busy,
+ * load_avg): bench:compare merges folders from older builds, so it must
+ * load, its rows unpaired and unflagged, and be written back in schema 2. */
+static void test_schema1(void)
+{
+    tb_results old;
+    printf("a schema-1 CSV (no paired columns) still loads\n");
+    tb_results_init(&old);
+    int rc = tb_results_read_csv(SCHEMA1, &old);
+    CHECK(rc == TB_OK, "read %s (%s)", SCHEMA1, rc ? tb_error_message() : "ok");
+    CHECK(old.n == 5, "5 rows (got %zu)", old.n);
+    int unpaired = 1;
+    for (size_t i = 0; i < old.n; i++) {
+        const tb_result_row *r = &old.rows[i];
+        unpaired &= r->rounds == 0 && isnan(r->mde) && !r->stopped_by[0] && !r->unreliable &&
+                    !r->busy && isnan(r->load_avg);
+    }
+    CHECK(unpaired, "every row: rounds 0, mde and load_avg empty, no flags");
+    if (old.n == 5)
+        CHECK(old.rows[1].speedup_ci_low == 4.81 && old.rows[3].timing_verdict == TB_TIMING_SLOWER,
+              "schema-1 columns read as before");
+    char *again = csv_string(&old);
+    char header[1024] = "";
+    for (size_t i = 0; i < tb_results_ncolumns(); i++)
+        snprintf(header + strlen(header), sizeof header - strlen(header), "%s%s", i ? "," : "",
+                 tb_results_column(i));
+    CHECK(again && !strncmp(again, header, strlen(header)) && strstr(header, ",load_avg"),
+          "written back with the schema-2 header");
+    free(again);
+    tb_results_free(&old);
 }
 
 static int parse_text(const char *text, tb_results *res)
@@ -284,6 +347,7 @@ int main(void)
     }
     test_golden(&res);
     test_round_trip();
+    test_schema1();
     test_locale(&res, dir);
     test_json(&res, dir);
     test_malformed();

@@ -38,10 +38,34 @@ static const char *pick_metric(const tb_results *res, const char *technique)
     return first;
 }
 
+void tb_report_count_flags(const tb_results *res, const char *technique,
+                           tb_report_flag_counts *out)
+{
+    memset(out, 0, sizeof *out);
+    out->max_load = NAN;
+    for (size_t i = 0; i < res->n; i++) {
+        const tb_result_row *r = &res->rows[i];
+        if (strcmp(r->technique, technique) != 0 || !is_timed(r))
+            continue;
+        int f = tb_report_row_flags(r);
+        out->rows++;
+        out->flagged += f != 0;
+        out->budget += !!(f & TB_FLAG_BUDGET);
+        out->cap += !!(f & TB_FLAG_CAP);
+        out->busy += !!(f & TB_FLAG_BUSY);
+        out->unreliable += !!(f & TB_FLAG_UNRELIABLE);
+        out->imprecise += !!(f & TB_FLAG_IMPRECISE);
+        if ((f & TB_FLAG_BUSY) && !isnan(r->load_avg) &&
+            (isnan(out->max_load) || r->load_avg > out->max_load))
+            out->max_load = r->load_avg;
+    }
+}
+
 void tb_report_pick_best(const tb_results *res, const char *technique, tb_report_pick *out)
 {
     memset(out, 0, sizeof *out);
     snprintf(out->technique, sizeof out->technique, "%s", technique);
+    tb_report_count_flags(res, technique, &out->flags);
     for (size_t i = 0; i < res->n && !out->na; i++)
         if (!strcmp(res->rows[i].technique, technique) && !is_timed(&res->rows[i]))
             out->na = &res->rows[i];
@@ -125,7 +149,26 @@ static const char *summary_rule =
     "technique measures it, otherwise the first metric it lists. **Point**: the largest swept "
     "size where the baseline and another setting were both timed, the one closest to real "
     "training. **Best setting**: the setting with the largest median speedup there. Every other "
-    "setting and size is in the technique's section below and in its CSV.";
+    "setting and size is in the technique's section below and in its CSV. **Flags**: why a "
+    "number is less certain than it looks (stopped by the time budget, a busy machine, an A/A "
+    "check that failed, or an interval or noise floor wider than ±10% with no such reason).";
+
+/* The flags cell: the shown row's own flags, except a busy machine, which
+ * is said once for the whole technique (any of its rows busy). */
+static void summary_flags(const tb_report_pick *p, const tb_result_row *shown, char *buf,
+                          size_t cap)
+{
+    char load[32];
+    buf[0] = '\0';
+    if (shown)
+        tb_report_flags_text(buf, cap, shown, ~TB_FLAG_BUSY);
+    if (!p->flags.busy)
+        return;
+    size_t n = strlen(buf);
+    tb_report_num(load, sizeof load, p->flags.max_load);
+    snprintf(buf + n, cap - n, "%sbusy machine: %d of %d rows (load up to %s)", n ? "; " : "",
+             p->flags.busy, p->flags.rows, load);
+}
 
 /* "step time, elements = 4096": where the summary compares. A baseline
  * and best setting at different points (a setting that is its own point,
@@ -162,8 +205,9 @@ void tb_report_summary_cells(const tb_report_pick *p, char cells[SUM_COLS][320])
             tb_report_na(cells[3], 320, p->na->setting, p->na->note);
         else
             snprintf(cells[3], 320, "n/a: the CSV has no rows");
-        for (int c = 4; c < SUM_COLS; c++)
+        for (int c = 4; c < SUM_COLS - 1; c++)
             snprintf(cells[c], 320, "%s", not_timed);
+        summary_flags(p, NULL, cells[7], 320);
         return;
     }
     const tb_result_row *b = p->baseline;
@@ -180,6 +224,7 @@ void tb_report_summary_cells(const tb_report_pick *p, char cells[SUM_COLS][320])
         snprintf(cells[4], 320, "%s", nothing);
         snprintf(cells[5], 320, "%s", nothing);
         tb_report_correctness(cells[6], 320, b);
+        summary_flags(p, b, cells[7], 320);
         return;
     }
     tb_report_time(bt, sizeof bt, p->best);
@@ -188,11 +233,43 @@ void tb_report_summary_cells(const tb_report_pick *p, char cells[SUM_COLS][320])
     tb_report_speedup(cells[4], 320, p->best);
     tb_report_verdict(cells[5], 320, p->best);
     tb_report_correctness(cells[6], 320, p->best);
+    summary_flags(p, p->best, cells[7], 320);
 }
 
 static const char *const summary_header[SUM_COLS] = {
     "technique", "measured at", "baseline: median [95% CI]", "best setting: median [95% CI]",
-    "speedup [95% CI]", "verdict", "correctness (tolerance)"};
+    "speedup [95% CI]", "verdict", "correctness (tolerance)", "flags"};
+
+/* "n rows stopped by the budget" and the like, over every technique. */
+static void summary_counts(doc *d, const tb_report_pick *picks, size_t n)
+{
+    tb_report_flag_counts t = {0};
+    int busy_tech = 0;
+    for (size_t i = 0; i < n; i++) {
+        const tb_report_flag_counts *c = &picks[i].flags;
+        t.rows += c->rows;
+        t.flagged += c->flagged;
+        t.budget += c->budget;
+        t.cap += c->cap;
+        t.busy += c->busy;
+        t.unreliable += c->unreliable;
+        t.imprecise += c->imprecise;
+        busy_tech += c->busy > 0;
+    }
+    if (!t.flagged) {
+        tb_doc_text(d, BK_P, "**Flags**: none of the %d timed rows is flagged: every one stopped "
+                    "on its precision target or was not paired, on a quiet machine, with an "
+                    "interval and noise floor within ±10%%.", t.rows);
+        return;
+    }
+    tb_doc_text(d, BK_P, "**Flags** over all %d timed rows: %d flagged; %d stopped by the time "
+                "budget, %d at the round cap, %d measured on a busy machine (%d technique%s), "
+                "%d unreliable (A/A interval excludes 1), %d imprecise (interval or noise floor "
+                "above ±10%% with neither the budget nor a busy machine to explain it). Every "
+                "flagged row is listed under \"Flagged rows\" in REPORT.md.",
+                t.rows, t.flagged, t.budget, t.cap, t.busy, busy_tech, busy_tech == 1 ? "" : "s",
+                t.unreliable, t.imprecise);
+}
 
 void tb_report_summary_doc(doc *d, const tb_report_pick *picks, size_t n)
 {
@@ -206,6 +283,7 @@ void tb_report_summary_doc(doc *d, const tb_report_pick *picks, size_t n)
             row[c] = cells[c];
         tb_doc_row(d, row);
     }
+    summary_counts(d, picks, n);
 }
 
 int tb_report_summary_md(const tb_report_pick *picks, size_t n, FILE *f)

@@ -20,6 +20,15 @@
 extern "C" {
 #endif
 
+/* How many of a technique's timed rows carry each flag (cells.h,
+ * TB_FLAG_*). */
+typedef struct tb_report_flag_counts {
+    int rows;                 /* timed rows */
+    int flagged;              /* rows with at least one flag */
+    int budget, cap, busy, unreliable, imprecise;
+    double max_load;          /* largest load_avg of a busy row; NaN when none */
+} tb_report_flag_counts;
+
 /* What the summary shows for one technique. Pointers point into the
  * tb_results the pick was made from. */
 typedef struct tb_report_pick {
@@ -28,7 +37,12 @@ typedef struct tb_report_pick {
     const tb_result_row *best;     /* best non-baseline row there; NULL if none has a speedup */
     const tb_result_row *na;       /* the first n/a row, if any (its note is the reason) */
     int swept;                     /* the baseline was timed at more than one point */
+    tb_report_flag_counts flags;   /* over all the technique's rows */
 } tb_report_pick;
+
+/* Counts the flags of res's rows of technique into *out. */
+void tb_report_count_flags(const tb_results *res, const char *technique,
+                           tb_report_flag_counts *out);
 
 /* Applies the summary rule to one technique's rows. Never fails; a
  * technique with no timed rows gets baseline = best = NULL and na set (or
@@ -44,11 +58,13 @@ int tb_report_summary_tex(const tb_report_pick *picks, size_t n, const char *dev
 /* ---- for the writers in lib/report ---- */
 
 /* The summary cells of one pick: technique, measured at, baseline, best,
- * speedup, verdict, correctness. */
-enum { SUM_COLS = 7 };
+ * speedup, verdict, correctness, flags (the shown row's, and a busy
+ * machine for the technique as a whole). */
+enum { SUM_COLS = 8 };
 void tb_report_summary_cells(const tb_report_pick *p, char cells[SUM_COLS][320]);
 
-/* The rule as a paragraph, then the summary table, appended to d. */
+/* The rule as a paragraph, the summary table, then the flag counts over
+ * every row of every technique, appended to d. */
 void tb_report_summary_doc(tb_doc *d, const tb_report_pick *picks, size_t n);
 
 #ifdef __cplusplus
