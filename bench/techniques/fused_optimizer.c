@@ -274,6 +274,8 @@ static const tb_technique technique = {
     .name = "fused_optimizer",
     .what = "Per-tensor vs fused optimizer step (SGD, AdamW) over parameter counts.",
     .est_seconds = {30, 420, 3}, /* default, full, tiny */
+    /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
+    .budget_seconds = {25, 380, 2},
     .order = 280,
     .tiny = {.min_rows = 12, .plots = "fused_optimizer,fused_optimizer_speedup"},
 };

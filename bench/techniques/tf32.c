@@ -251,6 +251,8 @@ static const tb_technique technique = {
     .name = "tf32",
     .what = "Square GEMMs, fp32 vs TF32 math, n = 256 .. 8192.",
     .est_seconds = {230, 600, 3}, /* default, full, tiny */
+    /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
+    .budget_seconds = {200, 540, 2},
     .order = 300,
     .tiny = {.min_rows = 4, .plots = "tf32,tf32_speedup"},
 };
