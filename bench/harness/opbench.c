@@ -348,6 +348,20 @@ static int time_cases(tb_bench *b, const opb_set *set, opb_plan *plan, tb_rounds
     return runs_of_rounds(plan, rr, out);
 }
 
+/* Every timed row of the sweep (rows from first on) measured in its rounds
+ * gets the machine's load, compared or not (a copy ceiling too): the rows
+ * the comparison fillers did not already mark. */
+static void mark_machine(tb_results *res, size_t first, const tb_rounds_result *rr)
+{
+    for (size_t i = first; i < res->n; i++) {
+        tb_result_row *row = &res->rows[i];
+        if (row->reps <= 0 || !isnan(row->load_avg))
+            continue;
+        row->busy = rr->busy;
+        row->load_avg = rr->load_avg;
+    }
+}
+
 int opb_run(tb_bench *b, const opb_sweep *sw, void *state)
 {
     opb_set set = {0};
@@ -359,9 +373,12 @@ int opb_run(tb_bench *b, const opb_sweep *sw, void *state)
     if (set.n > 0)
         TB_TRY_GOTO(rc, time_cases(b, &set, &plan, &rr, &r), out_free);
     current = (opb_ctx){&plan, &rr, r};
+    size_t first_row = b->res.n;
     rc = sw->report(b, state, r);
     current = (opb_ctx){0};
     TB_TRY_GOTO(rc, rc, out_free);
+    if (r)
+        mark_machine(&b->res, first_row, &rr);
     TB_TRY_GOTO(rc, tb_bench_save(b), out_free);
     TB_TRY_GOTO(rc, sw->plot(b, state), out_free);
 out_free:
