@@ -5,24 +5,38 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "bench/harness/rounds.h"
+#include "bench/harness/step_plan.h"
+#include "lib/core/atomic_file.h"
 #include "lib/report/plot.h"
 
-/* Per profile: the subset, the batch, how long each repetition and check
- * runs. The default keeps every sweep point and makes each one short. */
+/* Per profile: the subset, the batch, the correctness pass, and the rounds
+ * (bench/harness/rounds.h). The default keeps every sweep point; its
+ * repetitions last at least 0.2 s (about 20 steps of the small CNN at batch
+ * 32, or a few of the short epochs: the subset is 256 images, 8 steps),
+ * long enough that one scheduler hiccup no longer moves a median, and its
+ * rounds go on until every interval is within +-2% or the technique's
+ * budget is spent. Tiny (tests) runs the minimum of rounds of very short
+ * repetitions: shapes, not timings. */
 typedef struct step_profile {
     int batch;
     long long train_n, test_n;
-    int warmup;               /* units run when a trainer is created, untimed */
-    int iters;                /* units per repetition (steps; epochs: always 1) */
+    int warmup;               /* units a freshly built trainer runs, untimed */
     int check_steps;          /* steps of the correctness pass */
     long check_samples;       /* per_sample entries: samples of the check */
+    double min_rep_s;         /* a repetition lasts at least this */
+    int max_rounds;           /* cap of the rounds (at least --reps) */
+    double target;            /* half-width the rounds aim at, relative */
+    double budget_s;          /* a technique's budget when it declares none */
+    double warmup_max_s;      /* cap of one arm's warm-up */
 } step_profile;
 
 static const step_profile step_profiles[3] = {
-    [TB_PROFILE_DEFAULT] = {32, 256, 1000, 2, 2, 20, 1024},
-    [TB_PROFILE_FULL] = {64, 2048, 10000, 3, 5, 100, 16384},
-    [TB_PROFILE_TINY] = {16, 64, 256, 1, 1, 5, 128},
+    [TB_PROFILE_DEFAULT] = {32, 256, 1000, 2, 20, 1024, 0.2, 60, 0.02, 15, 1.5},
+    [TB_PROFILE_FULL] = {64, 2048, 10000, 3, 100, 16384, 0.5, 200, 0.02, 120, 10},
+    [TB_PROFILE_TINY] = {16, 64, 256, 1, 5, 128, 0.002, 5, 0.02, 2, 0.1},
 };
 
 /* What the correctness pass learned about one setting. */
@@ -36,10 +50,13 @@ typedef struct setting_state {
 
 typedef struct step_run step_run;
 
-typedef struct step_case {
+/* One arm of the experiment: a setting and its own trainer, alive across
+ * rounds (or rebuilt every round when they cannot all be). */
+typedef struct step_arm {
     step_run *run;
     int idx;                  /* setting */
-} step_case;
+    tb_step_ctx ctx;          /* ctx.t NULL: not built (yet, or any more) */
+} step_arm;
 
 struct step_run {
     const tb_step_technique *tech;
@@ -48,11 +65,17 @@ struct step_run {
     tb_config base_cfg;
     tb_dataset *train, *test;
     setting_state *st;
-    step_case *cases;         /* one per setting */
-    tb_step_ctx live;         /* the trainer being timed */
-    int live_idx;             /* its setting, -1 when none */
     double mem_limit_mib;
     int check_steps;
+    /* the rounds */
+    double target, budget;    /* flags; 0: the profile's, the technique's */
+    int max_rounds;           /* flag; 0: the profile's */
+    long long seed;           /* flag; 0: from the technique's name */
+    tb_step_plan plan;
+    step_arm *arms;           /* (plan.n_arms) */
+    tb_arm *tarms;            /* (plan.n_arms) what the engine runs */
+    int rebuild;              /* 1: one trainer alive at a time, rebuilt every round */
+    step_arm *live;           /* rebuild: the arm whose trainer is alive */
 };
 
 /* ---- building one setting's trainer ---- */
@@ -115,12 +138,6 @@ static int run_unit(tb_step_ctx *c, float *loss)
             rc = tb_trainer_step(c->t, loss);
     c->calls++;
     return rc;
-}
-
-static int timed_unit(void *arg)
-{
-    float loss;
-    return run_unit(arg, &loss);
 }
 
 const char *tb_step_na_never(const char *backend, const tb_step_setting *s)
@@ -195,85 +212,236 @@ static int check_all(step_run *r)
     return TB_OK;
 }
 
-/* ---- timing ---- */
+/* ---- timing: one interleaved experiment (bench/harness/rounds.h) ---- */
 
-/* Makes setting idx's trainer the live one, warmed up. */
-static int live_switch(step_run *r, int idx)
+/* Builds arm a's trainer when it has none, warmed up by the profile's few
+ * units (the engine's own warm-up, until unit times settle, comes on top
+ * for trainers that stay alive). In rebuild mode the one trainer alive
+ * before is closed first. Untimed. */
+static int arm_open(step_arm *a)
 {
-    if (r->live_idx == idx)
+    step_run *r = a->run;
+    if (a->ctx.t)
         return TB_OK;
-    ctx_close(&r->live);
-    r->live_idx = -1;
-    TB_TRY(ctx_open(r, idx, &r->live));
-    r->live_idx = idx;
+    if (r->rebuild && r->live && r->live != a)
+        ctx_close(&r->live->ctx);
+    r->live = a;
+    int rc = ctx_open(r, a->idx, &a->ctx);
+    if (rc != TB_OK) {
+        ctx_close(&a->ctx);
+        return rc;
+    }
     float loss;
     int warmup = r->tech->per_sample ? 1 : r->prof.warmup;
     for (int w = 0; w < warmup; w++)
-        TB_TRY(run_unit(&r->live, &loss));
-    return tb_trainer_sync(r->live.t);
+        TB_TRY(run_unit(&a->ctx, &loss));
+    return tb_trainer_sync(a->ctx.t);
 }
 
-/* Seconds of one unit as reported: per 1000 samples when the entry asks. */
-static double report_scale(const step_run *r)
+/* The engine's prepare in rebuild mode: a fresh trainer from the same seed
+ * every round, built (and warmed up) before the round times it. */
+static int arm_rebuild(void *user)
 {
-    const tb_config *c = &r->live.cfg;
-    return r->tech->per_sample ? 1000.0 / ((double)c->batch_size * c->accum_steps) : 1.0;
+    step_arm *a = user;
+    ctx_close(&a->ctx);
+    return arm_open(a);
 }
 
-static void bm_setting(tbb_state *st, void *user)
+typedef struct unit_run {
+    tb_step_ctx *c;
+    long units;
+} unit_run;
+
+static int timed_units(void *arg)
 {
-    step_case *k = user;
-    step_run *r = k->run;
-    if (live_switch(r, k->idx) != TB_OK) {
-        tbb_skip_with_error(st, tb_error_message());
-        return;
+    unit_run *u = arg;
+    float loss;
+    for (long i = 0; i < u->units; i++)
+        TB_TRY(run_unit(u->c, &loss));
+    return TB_OK;
+}
+
+/* The engine's run: `units` units back to back, timed with the backend's
+ * events as one span (the trainer is built before, untimed). */
+static int arm_run(void *user, long units, double *seconds)
+{
+    step_arm *a = user;
+    TB_TRY(arm_open(a));
+    unit_run u = {&a->ctx, units};
+    return tb_bench_time_op(a->run->b.be, timed_units, &u, seconds);
+}
+
+/* Settings with a prepare hook set process-wide backend state (the
+ * allocator's policy): their trainers cannot take turns while alive
+ * together, so they are rebuilt every round, one at a time. */
+static int any_prepare(const tb_step_technique *t)
+{
+    for (int i = 0; i < t->n_settings; i++)
+        if (t->settings[i].prepare)
+            return 1;
+    return 0;
+}
+
+static int plan_arms(step_run *r)
+{
+    const tb_step_technique *t = r->tech;
+    size_t n = t->n_settings > 0 ? (size_t)t->n_settings : 1;
+    int *base = calloc(n, sizeof *base), *timed = calloc(n, sizeof *timed);
+    double *peak = calloc(n, sizeof *peak);
+    int rc = base && timed && peak ? TB_OK : TB_FAIL(TB_ERR_NOMEM, "out of memory planning arms");
+    for (int i = 0; i < t->n_settings && rc == TB_OK; i++) {
+        base[i] = t->settings[i].base;
+        timed[i] = !r->st[i].na;
+        peak[i] = r->st[i].peak_bytes;
     }
-    double scale = report_scale(r);
-    while (tbb_keep_running(st)) {
-        double s = 0;
-        if (tb_bench_time_op(r->b.be, timed_unit, &r->live, &s) != TB_OK) {
-            tbb_skip_with_error(st, tb_error_message());
-            return;
-        }
-        tbb_set_iteration_time(st, s * scale);
+    if (rc == TB_OK)
+        rc = tb_step_plan_make(base, timed, t->n_settings, &r->plan);
+    if (rc == TB_OK) {
+        /* all alive only where they fit: under --mem-limit when there is one,
+         * else in half of the device's memory (host RAM on the CPU) */
+        double limit = r->mem_limit_mib > 0 ? r->mem_limit_mib * 1048576.0
+                                             : (double)r->b.info.total_mem / 2;
+        r->rebuild = t->rebuild_each_round || any_prepare(t) ||
+                     tb_step_plan_must_rebuild(&r->plan, peak, limit);
     }
+    free(base);
+    free(timed);
+    free(peak);
+    return rc;
 }
 
-static int register_one(step_run *r, int idx, const char *prefix)
-{
-    char name[64];
-    snprintf(name, sizeof name, "%s%02d", prefix, idx);
-    tbb_options o = tbb_options_default();
-    o.iterations = r->tech->metric == TB_METRIC_EPOCH || r->tech->per_sample ? 1 : r->prof.iters;
-    o.repetitions = r->b.reps;
-    o.manual_time = 1;
-    o.unit = TBB_MS;
-    return tbb_register(name, bm_setting, &r->cases[idx], &o);
-}
-
-/* Every setting that ran, then every baseline again (at the end, so the
- * noise floor also sees drift over the run). */
-static int register_all(step_run *r)
+/* A compared setting whose baseline is not timed (out of memory in the
+ * check) is an n/a row saying so. */
+static void orphans_na(step_run *r)
 {
     const tb_step_technique *t = r->tech;
     for (int i = 0; i < t->n_settings; i++) {
-        r->cases[i] = (step_case){r, i};
-        if (!r->st[i].na)
-            TB_TRY(register_one(r, i, "set"));
+        setting_state *s = &r->st[i];
+        if (s->na || r->plan.set_arm[i] >= 0)
+            continue;
+        char base_why[128]; /* its own copy: i is never its base, the compiler cannot know */
+        snprintf(base_why, sizeof base_why, "%.100s", r->st[t->settings[i].base].why);
+        s->na = 1;
+        snprintf(s->why, sizeof s->why, "not timed: its baseline %.40s is n/a (%.100s)",
+                 t->settings[t->settings[i].base].name, base_why);
     }
-    for (int i = 0; i < t->n_settings; i++)
-        if (!r->st[i].na && t->settings[i].base == i)
-            TB_TRY(register_one(r, i, "again"));
+}
+
+static int make_arms(step_run *r)
+{
+    int n = r->plan.n_arms;
+    r->arms = calloc((size_t)n, sizeof *r->arms);
+    r->tarms = calloc((size_t)n, sizeof *r->tarms);
+    if (!r->arms || !r->tarms)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory for %d arms", n);
+    for (int a = 0; a < n; a++) {
+        step_arm *sa = &r->arms[a];
+        sa->run = r;
+        sa->idx = r->plan.arm_setting[a];
+        char *name = malloc(16);
+        if (!name)
+            return TB_FAIL(TB_ERR_NOMEM, "out of memory for arm names");
+        /* the names the Google Benchmark JSON had before the rounds */
+        snprintf(name, 16, "%s%02d", r->plan.arm_aa[a] ? "again" : "set", sa->idx);
+        r->tarms[a] = (tb_arm){name, r->plan.arm_base[a], r->plan.arm_aa[a], arm_run,
+                               r->rebuild ? arm_rebuild : NULL, sa};
+    }
     return TB_OK;
+}
+
+static void free_arms(step_run *r)
+{
+    for (int a = 0; r->arms && a < r->plan.n_arms; a++)
+        ctx_close(&r->arms[a].ctx);
+    for (int a = 0; r->tarms && a < r->plan.n_arms; a++)
+        free((char *)r->tarms[a].name);
+    free(r->arms);
+    free(r->tarms);
+    r->arms = NULL;
+    r->tarms = NULL;
+    r->live = NULL;
+    tb_step_plan_free(&r->plan);
+}
+
+/* FNV-1a of the technique's name: a fixed seed per technique, so a run is
+ * repeatable unless --seed says otherwise. */
+static uint64_t name_seed(const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *p = name; *p; p++)
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    return h;
+}
+
+static void rounds_config(const step_run *r, tb_rounds_cfg *c)
+{
+    const step_profile *p = &r->prof;
+    double declared = r->tech->desc.budget_seconds[r->b.profile];
+    int cap = r->max_rounds > 0 ? r->max_rounds : p->max_rounds;
+    *c = (tb_rounds_cfg){
+        .min_rep_s = p->min_rep_s,
+        .min_rounds = r->b.reps,
+        .max_rounds = cap < r->b.reps ? r->b.reps : cap,
+        .target_half_width = r->target > 0 ? r->target : p->target,
+        .budget_s = r->budget > 0 ? r->budget : declared > 0 ? declared : p->budget_s,
+        .warmup_max_s = p->warmup_max_s,
+        .seed = r->seed != 0 ? (uint64_t)r->seed : name_seed(r->tech->desc.name),
+    };
+}
+
+/* Runs the experiment; Google Benchmark's JSON of every round is kept as
+ * results/<device>/<technique>.gbench.json (written under a temporary
+ * name, renamed once complete). */
+static int time_all(step_run *r, tb_rounds_result *res)
+{
+    char path[PATH_MAX + 64], name[96], tmp[PATH_MAX + 96];
+    tb_rounds_cfg cfg;
+    rounds_config(r, &cfg);
+    snprintf(name, sizeof name, "%s.gbench.json", r->b.technique);
+    TB_TRY(tb_outdir_join(r->b.od.results, name, path, sizeof path));
+    TB_TRY(tb_atomic_reserve(path, tmp, sizeof tmp));
+    cfg.gbench_json = tmp;
+    fprintf(stderr, "%s: timing %d arms (%s) in rounds of >= %g s repetitions: %d..%d rounds, "
+            "target +-%g%%, budget %g s, seed %#llx\n", r->tech->desc.name, r->plan.n_arms,
+            r->rebuild ? "rebuilt every round" : "trainers kept alive", cfg.min_rep_s,
+            cfg.min_rounds, cfg.max_rounds, 100 * cfg.target_half_width, cfg.budget_s,
+            (unsigned long long)cfg.seed);
+    int rc = tb_rounds_run(&cfg, r->tarms, r->plan.n_arms, res);
+    if (rc != TB_OK) {
+        unlink(tmp);
+        return rc;
+    }
+    fprintf(stderr, "%s: %d rounds in %.1f s, stopped by %s; load %.2f%s\n", r->tech->desc.name,
+            res->rounds, res->seconds, tb_rounds_stop_name(res->stop), res->load_avg,
+            res->busy ? " (busy machine)" : "");
+    return tb_atomic_publish(tmp, path);
 }
 
 /* ---- rows ---- */
 
-static const gb_run *find_run(const gb_results *g, const char *prefix, int idx)
+/* Setting i's configuration, as its trainer had it. */
+static tb_config setting_config(const step_run *r, int i)
 {
-    char name[64];
-    snprintf(name, sizeof name, "%s%02d/", prefix, idx);
-    return tb_bench_find(g, name);
+    tb_config c = r->base_cfg;
+    if (r->tech->settings[i].apply)
+        r->tech->settings[i].apply(&c, r->tech->settings[i].param);
+    return c;
+}
+
+/* Seconds of one unit as reported: per 1000 samples when the entry asks
+ * (its settings differ in batch size, so a step is not the same work). */
+static double report_scale(const step_run *r, int i)
+{
+    tb_config c = setting_config(r, i);
+    return r->tech->per_sample ? 1000.0 / ((double)c.batch_size * c.accum_steps) : 1.0;
+}
+
+/* Arm a's per-round times as reported, into out (rounds). */
+static void arm_times(const step_run *r, const tb_rounds_result *res, int a, double *out)
+{
+    double k = report_scale(r, r->plan.arm_setting[a]);
+    for (int i = 0; i < res->rounds; i++)
+        out[i] = res->arms[a].seconds[i] * k;
 }
 
 static void set_check(step_run *r, int i, tb_result_row *row)
@@ -306,9 +474,7 @@ static void set_check(step_run *r, int i, tb_result_row *row)
 
 static double samples_per_unit(const step_run *r, int i)
 {
-    tb_config c = r->base_cfg;
-    if (r->tech->settings[i].apply)
-        r->tech->settings[i].apply(&c, r->tech->settings[i].param);
+    tb_config c = setting_config(r, i);
     if (r->tech->per_sample)
         return 1000.0;
     if (r->tech->metric == TB_METRIC_EPOCH)
@@ -316,7 +482,74 @@ static double samples_per_unit(const step_run *r, int i)
     return (double)c.batch_size * c.accum_steps;
 }
 
-static int add_row(step_run *r, const gb_results *g, int i)
+/* The paired timings behind a row: its per-round times, its baseline's,
+ * the baseline's A/A copy's (rounds each). */
+typedef struct row_times {
+    int n;
+    double *me, *base, *again;
+} row_times;
+
+static int times_of(const step_run *r, const tb_rounds_result *res, int i, row_times *t)
+{
+    const tb_step_plan *p = &r->plan;
+    int b = r->tech->settings[i].base;
+    t->n = res->rounds;
+    t->me = calloc(3 * (size_t)res->rounds, sizeof *t->me);
+    if (!t->me)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory for %d rounds", res->rounds);
+    t->base = t->me + res->rounds;
+    t->again = t->base + res->rounds;
+    arm_times(r, res, p->set_arm[i], t->me);
+    arm_times(r, res, p->set_arm[b], t->base);
+    arm_times(r, res, p->aa_arm[b], t->again);
+    return TB_OK;
+}
+
+/* Median, its interval, min and max of the per-round unit times, as the
+ * CSV had them for Google Benchmark's repetitions: reps = rounds. */
+static int fill_times(tb_result_row *row, const row_times *t, int epoch)
+{
+    gb_run run = {.name = row->setting, .repetitions = t->n, .seconds = t->me};
+    return tb_bench_fill_timing(row, &run, epoch ? 1.0 : 1e3, epoch ? "s" : "ms");
+}
+
+static tb_timing_verdict timing_verdict(tb_speed_verdict v)
+{
+    switch (v) {
+    case TB_SPEED_FASTER: return TB_TIMING_FASTER;
+    case TB_SPEED_SLOWER: return TB_TIMING_SLOWER;
+    default: return TB_TIMING_WITHIN_NOISE;
+    }
+}
+
+/* The paired columns. A compared row: its speedup over the baseline with
+ * the paired interval, the verdict (lib/core/stats.h: the noise counted
+ * once), the minimum detectable effect, and its baseline's noise floor. The
+ * baseline's row: its A/A pair's noise floor and minimum detectable effect.
+ * noise_floor is the farthest the A/A interval strays from 1
+ * (tb_stats_paired_noise_floor), as it was before the rounds. Both rows: flagged
+ * unreliable when the A/A interval excludes 1. */
+static int fill_paired(tb_result_row *row, const row_times *t, int baseline)
+{
+    tb_paired aa, cmp;
+    TB_TRY(tb_stats_paired(t->base, t->again, (size_t)t->n, TB_STATS_DEFAULT_SEED, &aa));
+    row->noise_floor = tb_stats_paired_noise_floor(&aa);
+    row->rounds = t->n;
+    if (baseline) {
+        tb_stats_paired_verdict(&aa, &aa, &row->unreliable);
+        row->mde = aa.mde;
+        return TB_OK;
+    }
+    TB_TRY(tb_stats_paired(t->base, t->me, (size_t)t->n, TB_STATS_DEFAULT_SEED, &cmp));
+    row->speedup = cmp.speedup;
+    row->speedup_ci_low = cmp.lo;
+    row->speedup_ci_high = cmp.hi;
+    row->mde = cmp.mde;
+    row->timing_verdict = timing_verdict(tb_stats_paired_verdict(&cmp, &aa, &row->unreliable));
+    return TB_OK;
+}
+
+static int add_row(step_run *r, const tb_rounds_result *res, int i)
 {
     const tb_step_technique *t = r->tech;
     const tb_step_setting *s = &t->settings[i];
@@ -326,15 +559,18 @@ static int add_row(step_run *r, const gb_results *g, int i)
         return tb_results_add_na(&r->b.res, t->desc.name, r->b.info.backend, r->b.info.name, s->name,
                                  metric, r->st[i].why);
     tb_result_row row;
+    row_times tm = {0};
     int epoch = t->metric == TB_METRIC_EPOCH;
     tb_bench_row(&r->b, &row, s->name, s->base == i, t->param_name, s->param, metric);
-    const gb_run *me = find_run(g, "set", i);
-    const gb_run *base = find_run(g, "set", s->base), *again = find_run(g, "again", s->base);
-    TB_TRY(tb_bench_fill_timing(&row, me, epoch ? 1.0 : 1e3, epoch ? "s" : "ms"));
-    if (s->base == i)
-        TB_TRY(tb_bench_noise_floor(base, again, &row.noise_floor));
-    else
-        TB_TRY(tb_bench_fill_speedup(&row, base, again, me));
+    TB_TRY(times_of(r, res, i, &tm));
+    int rc = fill_times(&row, &tm, epoch);
+    if (rc == TB_OK)
+        rc = fill_paired(&row, &tm, s->base == i);
+    free(tm.me);
+    TB_TRY(rc);
+    snprintf(row.stopped_by, sizeof row.stopped_by, "%s", tb_rounds_stop_name(res->stop));
+    row.busy = res->busy;
+    row.load_avg = res->load_avg;
     row.rate = samples_per_unit(r, i) / (row.median / (epoch ? 1.0 : 1e3));
     snprintf(row.rate_unit, sizeof row.rate_unit, "samples/s");
     row.memory_bytes = r->st[i].peak_bytes;
@@ -408,11 +644,27 @@ static int open_data(step_run *r)
     return tb_dataset_open_fashion_mnist(c->data_dir, TB_SPLIT_TEST, (long)c->test_limit, &r->test);
 }
 
+static int time_and_report(step_run *r)
+{
+    const tb_step_technique *t = r->tech;
+    tb_rounds_result res = {0};
+    TB_TRY(plan_arms(r));
+    orphans_na(r);
+    int rc = make_arms(r);
+    if (rc == TB_OK)
+        rc = time_all(r, &res);
+    /* the trainers go before the rows: nothing below needs them */
+    for (int a = 0; r->arms && a < r->plan.n_arms; a++)
+        ctx_close(&r->arms[a].ctx);
+    for (int i = 0; i < t->n_settings && rc == TB_OK; i++)
+        rc = add_row(r, &res, i);
+    tb_rounds_result_free(&res);
+    return rc;
+}
+
 static int run(step_run *r)
 {
     const tb_step_technique *t = r->tech;
-    gb_results *g = NULL;
-    int rc;
     if (t->backend_ready)
         t->backend_ready(r->b.info.backend);
     base_config(r);
@@ -422,23 +674,28 @@ static int run(step_run *r)
         TB_TRY(r->b.be->mem_set_limit(r->b.be, (size_t)(r->mem_limit_mib * 1048576.0)));
     TB_TRY(open_data(r));
     r->st = calloc((size_t)t->n_settings, sizeof *r->st);
-    r->cases = calloc((size_t)t->n_settings, sizeof *r->cases);
-    if (!r->st || !r->cases)
+    if (!r->st)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory planning %s", t->desc.name);
     TB_TRY(check_all(r));
-    TB_TRY(register_all(r));
-    fprintf(stderr, "%s: timing %d settings x %d repetitions\n", t->desc.name, t->n_settings,
-            r->b.reps);
-    rc = tb_bench_run(&r->b, &g);
-    ctx_close(&r->live);
-    r->live_idx = -1;
-    TB_TRY(rc);
-    for (int i = 0; i < t->n_settings && rc == TB_OK; i++)
-        rc = add_row(r, g, i);
-    gb_results_free(g);
-    TB_TRY(rc);
+    TB_TRY(time_and_report(r));
     TB_TRY(tb_bench_save(&r->b));
     return plot_speedups(r);
+}
+
+/* The rounds' flags: a target in (0, 0.5), a budget >= 0, a cap of 0 (the
+ * profile's) or at least --reps. */
+static int check_round_flags(const step_run *r)
+{
+    if (r->target != 0 && !(r->target > 0 && r->target < 0.5))
+        return TB_FAIL(TB_ERR_INVALID, "--target=%g: a relative half-width in (0, 0.5), e.g. "
+                       "0.02 for +-2%%", r->target);
+    if (!(r->budget >= 0))
+        return TB_FAIL(TB_ERR_INVALID, "--budget=%g: seconds, >= 0 (0: the technique's)",
+                       r->budget);
+    if (r->max_rounds != 0 && r->max_rounds < r->b.reps)
+        return TB_FAIL(TB_ERR_INVALID, "--max-rounds=%d: at least --reps=%d (or 0: the "
+                       "profile's)", r->max_rounds, r->b.reps);
+    return TB_OK;
 }
 
 int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
@@ -449,7 +706,6 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
         return 1;
     }
     r->tech = tech;
-    r->live_idx = -1;
     r->mem_limit_mib = -1;
     tb_flag extra[] = {
         {"mem-limit", TB_FLAG_DOUBLE, &r->mem_limit_mib,
@@ -457,20 +713,30 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
          "default: the technique's for the profile)", NULL},
         {"check-steps", TB_FLAG_INT, &r->check_steps,
          "steps of the correctness pass (0 = the profile's)", NULL},
+        {"target", TB_FLAG_DOUBLE, &r->target,
+         "rounds stop once every speedup's 95% interval is within +-this (relative; 0 = the "
+         "profile's, 0.02 by default), or on --budget, or at --max-rounds", NULL},
+        {"budget", TB_FLAG_DOUBLE, &r->budget,
+         "seconds of warm-up and rounds at most (0 = the technique's for the profile)", NULL},
+        {"max-rounds", TB_FLAG_INT, &r->max_rounds,
+         "cap of the rounds (0 = the profile's); --reps is their minimum", NULL},
+        {"seed", TB_FLAG_LONG, &r->seed,
+         "seed of the rounds' shuffled orders (0 = one fixed per technique)", NULL},
     };
     int done = 0;
-    int rc = tb_bench_init(&r->b, &tech->desc, extra, 2, argc, argv, &done);
+    int rc = tb_bench_init(&r->b, &tech->desc, extra, TB_COUNT(extra), argc, argv, &done);
+    if (rc == TB_OK && !done)
+        rc = check_round_flags(r);
     if (rc == TB_OK && !done) {
         r->prof = step_profiles[r->b.profile];
         if (r->mem_limit_mib < 0)
             r->mem_limit_mib = tech->mem_limit_mib[r->b.profile];
         rc = run(r);
     }
-    ctx_close(&r->live);
+    free_arms(r);
     tb_dataset_free(r->train);
     tb_dataset_free(r->test);
     free(r->st);
-    free(r->cases);
     tb_bench_close(&r->b);
     free(r);
     if (rc != TB_OK)

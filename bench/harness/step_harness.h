@@ -7,8 +7,9 @@
  *
  * What tb_step_main does, in this order (checks apart from timing, so that
  * no check is inside a timed region):
- *   1. the common flags (bench/harness/harness.h) plus --mem-limit and
- *      --check-steps; the Fashion-MNIST subset of the profile, decoded once;
+ *   1. the common flags (bench/harness/harness.h) plus --mem-limit,
+ *      --check-steps and the rounds' --target, --budget, --max-rounds and
+ *      --seed; the Fashion-MNIST subset of the profile, decoded once;
  *   2. the entry's backend_ready hook, when it has one; n/a rows for the
  *      settings the backend gives no meaning to (the
  *      baseline is always timed, so every technique has a reference);
@@ -17,17 +18,35 @@
  *      (tb_compare_values with the entry's tolerance), the peak memory the
  *      backend's allocator counted; a setting that runs out of memory under
  *      --mem-limit becomes an n/a row saying so, and is not timed;
- *   4. timing through Google Benchmark: per setting one trainer, warmed up
- *      when created, then fixed iterations of the metric (a step, or an
- *      epoch) per repetition, each timed with the backend's events
- *      (tb_bench_time_op) and reported as manual time; every baseline is
- *      timed a second time at the end, for the noise floor;
- *   5. rows (speedup with its interval, verdicts), <technique>.csv/.json and
+ *   4. timing in one interleaved experiment (bench/harness/rounds.h): an
+ *      arm per timed setting, each with its own trainer built from the same
+ *      seed, plus an A/A arm per baseline (a second, independent trainer of
+ *      the baseline's setting: the noise a comparison sees); the engine warms
+ *      each arm up until settled, picks the units (steps, epochs) per
+ *      repetition that last at least the profile's minimum, then runs rounds
+ *      (every arm once, in an order shuffled per round from a recorded
+ *      seed) until every interval is within --target (+-2%), or the
+ *      technique's budget is spent, or --max-rounds; --reps is the minimum
+ *      of rounds. Trainers stay alive across rounds where their check-pass
+ *      peaks fit together (step_plan.h), else each is rebuilt every round,
+ *      untimed. Google Benchmark times each repetition
+ *      (<technique>.gbench.json holds every round);
+ *   5. rows: per setting the median, interval, min and max of its per-round
+ *      unit times (reps = rounds), the speedup over its baseline with the
+ *      paired interval of the per-round ratios, the verdict and minimum
+ *      detectable effect (tb_stats_paired, tb_stats_paired_verdict), the
+ *      baseline's noise floor from its A/A pair, the rounds, why they
+ *      stopped, the machine's load; <technique>.csv/.json and
  *      plots/<device>/<technique>.png (speedup per setting, 95% interval).
  *
- * Profiles: tiny (tests: batch 16, a few steps), default (bench:all: every
- * sweep point, each short: about 20-30 s per technique on 2 cores), full
- * (batch 64, longer repetitions and checks).
+ * Epoch metrics: a unit is one epoch of the profile's subset (default 256
+ * images, 8 steps), so a repetition is a few short epochs and every round
+ * times every setting: the loader techniques get rounds like the others.
+ *
+ * Profiles: tiny (tests: batch 16, a few steps, 5 rounds of very short
+ * repetitions), default (bench:all: every sweep point, repetitions of at
+ * least 0.2 s, rounds until +-2% or the budget), full (batch 64, longer
+ * repetitions, larger budgets).
  *
  * Use (bench/techniques/grads_to_none.c is the shortest example):
  *   static const tb_step_setting settings[] = {
@@ -110,6 +129,12 @@ typedef struct tb_step_technique {
      * entry whose settings depend on the backend (the waterfall's masks
      * hold only the stages that backend runs). */
     void (*backend_ready)(const char *backend);
+    /* 1: every setting's trainer is rebuilt each round (from the same seed,
+     * warmed up, untimed), one alive at a time, even where memory would
+     * hold them all (e.g. a sweep of many configurations on a larger
+     * model). 0: the harness decides (step_plan.h; settings with a prepare
+     * hook are always rebuilt: the backend state it sets is process-wide). */
+    int rebuild_each_round;
 } tb_step_technique;
 
 /* Runs the technique: flags, checks, timing, rows, plot. Returns the exit

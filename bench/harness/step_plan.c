@@ -1,0 +1,83 @@
+/* step_plan.c - see step_plan.h. */
+#include "bench/harness/step_plan.h"
+
+#include <stdlib.h>
+
+#include "lib/core/status.h"
+
+void tb_step_plan_free(tb_step_plan *p)
+{
+    free(p->arm_setting);
+    free(p->arm_base);
+    free(p->arm_aa);
+    free(p->set_arm);
+    free(p->aa_arm);
+    p->arm_setting = p->arm_base = p->arm_aa = p->set_arm = p->aa_arm = NULL;
+    p->n_arms = 0;
+}
+
+static int check_bases(const int *base, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (base[i] < 0 || base[i] >= n || base[base[i]] != base[i])
+            return TB_FAIL(TB_ERR_INVALID, "setting %d: its base %d is not a baseline", i,
+                           base[i]);
+    return TB_OK;
+}
+
+static void add_arm(tb_step_plan *p, int setting, int base_arm, int aa)
+{
+    int a = p->n_arms++;
+    p->arm_setting[a] = setting;
+    p->arm_base[a] = base_arm < 0 ? a : base_arm;
+    p->arm_aa[a] = aa;
+}
+
+int tb_step_plan_make(const int *base, const int *timed, int n, tb_step_plan *p)
+{
+    *p = (tb_step_plan){0};
+    if (n < 1)
+        return TB_FAIL(TB_ERR_INVALID, "a technique without settings");
+    TB_TRY(check_bases(base, n));
+    p->n_settings = n;
+    /* at most every setting plus an A/A copy of each */
+    p->arm_setting = malloc(2 * (size_t)n * sizeof *p->arm_setting);
+    p->arm_base = malloc(2 * (size_t)n * sizeof *p->arm_base);
+    p->arm_aa = malloc(2 * (size_t)n * sizeof *p->arm_aa);
+    p->set_arm = malloc((size_t)n * sizeof *p->set_arm);
+    p->aa_arm = malloc((size_t)n * sizeof *p->aa_arm);
+    if (!p->arm_setting || !p->arm_base || !p->arm_aa || !p->set_arm || !p->aa_arm) {
+        tb_step_plan_free(p);
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory planning %d settings", n);
+    }
+    for (int i = 0; i < n; i++)
+        p->set_arm[i] = p->aa_arm[i] = -1;
+    /* baselines first, so that a compared setting finds its base's arm */
+    for (int i = 0; i < n; i++)
+        if (timed[i] && base[i] == i) {
+            p->set_arm[i] = p->n_arms;
+            add_arm(p, i, -1, 0);
+        }
+    for (int i = 0; i < n; i++)
+        if (timed[i] && base[i] != i && p->set_arm[base[i]] >= 0) {
+            p->set_arm[i] = p->n_arms;
+            add_arm(p, i, p->set_arm[base[i]], 0);
+        }
+    for (int i = 0; i < n; i++)
+        if (timed[i] && base[i] == i) {
+            p->aa_arm[i] = p->n_arms;
+            add_arm(p, i, p->set_arm[i], 1);
+        }
+    return TB_OK;
+}
+
+int tb_step_plan_must_rebuild(const tb_step_plan *p, const double *peak_bytes,
+                              double limit_bytes)
+{
+    if (!(limit_bytes > 0))
+        return 0;
+    double sum = 0;
+    for (int a = 0; a < p->n_arms; a++)
+        sum += peak_bytes[p->arm_setting[a]];
+    return sum > limit_bytes;
+}

@@ -1,0 +1,42 @@
+/*
+ * step_plan.h - how a training-step technique's settings become the arms of
+ * one interleaved experiment (bench/harness/rounds.h), and whether the arms'
+ * trainers can all stay alive across its rounds. Pure bookkeeping, apart
+ * from the trainers, so that it is tested on its own:
+ *   bazel test //bench/harness:step_plan_test
+ *
+ * Arms: every timed baseline, then every timed compared setting (each in
+ * the order of the settings), then one A/A arm per timed baseline (a second trainer of the baseline's setting, built
+ * independently, compared with the baseline as if it were another setting:
+ * what it sees is the noise a real comparison sees). A compared setting
+ * whose baseline is not timed (it ran out of memory in the check) cannot be
+ * compared: it gets no arm, and the caller writes it as n/a.
+ */
+#ifndef TB_BENCH_STEP_PLAN_H
+#define TB_BENCH_STEP_PLAN_H
+
+typedef struct tb_step_plan {
+    int n_settings;
+    int n_arms;
+    int *arm_setting;  /* (n_arms) the setting an arm times */
+    int *arm_base;     /* (n_arms) the arm it is compared with; its own index: a baseline */
+    int *arm_aa;       /* (n_arms) 1: the A/A copy of arm arm_base */
+    int *set_arm;      /* (n_settings) the arm timing setting i; -1: none */
+    int *aa_arm;       /* (n_settings) the A/A arm of baseline i; -1: none */
+} tb_step_plan;
+
+/* base[i]: the setting i is compared with (base[i] == i: a baseline);
+ * timed[i]: 1 when setting i is to be timed (not n/a). REQUIRES: n >= 1,
+ * every base[i] in [0, n) with base[base[i]] == base[i] (TB_ERR_INVALID
+ * otherwise). Free with tb_step_plan_free. */
+int tb_step_plan_make(const int *base, const int *timed, int n, tb_step_plan *p);
+void tb_step_plan_free(tb_step_plan *p);
+
+/* 1 when the arms' trainers cannot all stay alive at once: the sum over the
+ * arms of their settings' peak memory (peak_bytes per setting, from the
+ * check pass) exceeds limit_bytes; 0 when it fits or limit_bytes <= 0 (no
+ * limit known). Then each arm is rebuilt every round, one at a time. */
+int tb_step_plan_must_rebuild(const tb_step_plan *p, const double *peak_bytes,
+                              double limit_bytes);
+
+#endif
