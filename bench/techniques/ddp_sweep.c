@@ -777,6 +777,8 @@ static const tb_technique technique = {
             "small CNN at the same global batch, and the "
             "all-reduce bus bandwidth.",
     .est_seconds = {60, 300, 45}, /* default, full, tiny */
+    /* its whole run: MPI launches per configuration, not rounds (see the top of the file) */
+    .budget_seconds = {60, 300, 45},
     .order = 320,
     .tiny = {.min_rows = 12, .plots = "ddp,ddp_efficiency,ddp_busbw", .no_gbench = 1},
 };

@@ -171,6 +171,8 @@ static const tb_technique technique = {
     .name = "validation_frequency",
     .what = "time to 85% accuracy validating every 1 / 2 / 5 epochs",
     .est_seconds = {210, 3600, 30}, /* default, full, tiny */
+    /* its whole run: fits of 5 seeds per setting, not rounds (see the top of the file) */
+    .budget_seconds = {210, 3600, 30},
     .order = 220,
     .tiny = {.min_rows = 6, .no_gbench = 1},
 };
