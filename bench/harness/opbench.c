@@ -257,8 +257,11 @@ void opb_rounds_cfg(const tb_bench *b, tb_rounds_cfg *cfg)
     uint64_t seed = 0xcbf29ce484222325ull;
     for (const char *c = b->technique; *c; c++)
         seed = (seed ^ (unsigned char)*c) * 0x100000001b3ull;
-    *cfg = (tb_rounds_cfg){.min_rep_s = min_rep_s[p], .min_rounds = 5,
-                           .max_rounds = max_rounds[p], .target_half_width = 0.02,
+    /* --reps is the minimum of rounds, as in the step harness. */
+    int min_rounds = b->reps > 5 ? b->reps : 5;
+    *cfg = (tb_rounds_cfg){.min_rep_s = min_rep_s[p], .min_rounds = min_rounds,
+                           .max_rounds = max_rounds[p] > min_rounds ? max_rounds[p] : min_rounds,
+                           .target_half_width = 0.02,
                            .budget_s = budget, .warmup_max_s = warmup_max_s[p], .seed = seed};
 }
 

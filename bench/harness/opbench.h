@@ -78,7 +78,7 @@ void opb_set_free(opb_set *set);
 int opb_compare(opb_set *set, size_t var, size_t base, int aa);
 
 /* The rounds configuration of b's profile: minimum repetition time,
- * rounds from 5 to a cap, the target half-width (2%), b's technique's
+ * rounds from --reps (at least 5) to a cap, the target half-width (2%), b's technique's
  * budget for the profile (technique.h: budget_seconds; 0 there: the
  * harness's default), and a seed derived from the technique's name, so
  * that a rerun shuffles its rounds the same way (printed on stderr). */
