@@ -134,6 +134,22 @@ int opb_plan_aa_arm(const opb_plan *plan, int base_arm)
     return -1;
 }
 
+int opb_plan_pair(const opb_plan *plan, int var, int base, int again, int *aa_arm)
+{
+    if (base < 0 || base >= plan->n_arms || var >= plan->n_arms || again >= plan->n_arms)
+        return TB_FAIL(TB_ERR_INVALID, "arms %d vs %d (again %d): out of range (%d arms)", var,
+                       base, again, plan->n_arms);
+    if (var >= 0 && (var == base || plan->arms[var].base != base || plan->arms[var].aa))
+        return TB_FAIL(TB_ERR_INVALID, "%s was not declared a variant of %s (opb_compare)",
+                       plan->names[var], plan->names[base]);
+    int a = again >= 0 ? again : opb_plan_aa_arm(plan, base);
+    if (a >= 0 && (!plan->arms[a].aa || plan->arms[a].base != base))
+        return TB_FAIL(TB_ERR_INVALID, "%s was not declared the A/A copy of %s (opb_compare)",
+                       plan->names[a], plan->names[base]);
+    *aa_arm = a;
+    return TB_OK;
+}
+
 int opb_plan_find(const opb_plan *plan, const char *name)
 {
     size_t n = strlen(name);

@@ -55,4 +55,12 @@ int opb_plan_aa_arm(const opb_plan *plan, int base_arm);
 /* The arm whose name is `name` followed by '/' or the end, or -1. */
 int opb_plan_find(const opb_plan *plan, const char *name);
 
+/* Which arms a row reads (opbench.c's fillers): *aa_arm gets the A/A arm
+ * of baseline arm `base` (the arm `again` when again >= 0, else the one
+ * the plan has, -1 when it has none). When var >= 0 the row is var's
+ * comparison with base, which must have been declared (var's base is base
+ * and var is no A/A copy). TB_ERR_INVALID: an undeclared comparison, or
+ * `again` not declared the A/A copy of base. */
+int opb_plan_pair(const opb_plan *plan, int var, int base, int again, int *aa_arm);
+
 #endif

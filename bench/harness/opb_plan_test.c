@@ -50,6 +50,44 @@ static void test_arms(void)
     opb_plan_free(&p);
 }
 
+/* Which arms a row reads: a variant's declared comparison and its base's
+ * A/A arm (registered or made); undeclared pairs refused. */
+static void test_pairs(void)
+{
+    const opb_plan_case cases[] = {
+        {"fwd_unfused/1", 0, 0}, {"fwd_unfused_again/1", 0, 1}, {"fwd_fused/1", 0, 0},
+        {"bwd_unfused/1", 3, 0}, {"bwd_fused/1", 3, 0},
+    };
+    opb_plan p;
+    CHECK_OK(opb_plan_build(cases, 5, &p));
+    int aa = -2;
+    CHECK_OK(opb_plan_pair(&p, 2, 0, 1, &aa));
+    CHECK(aa == 1, "fwd_fused vs fwd_unfused reads the registered A/A arm: %d", aa);
+    aa = -2;
+    CHECK_OK(opb_plan_pair(&p, 2, 0, -1, &aa));
+    CHECK(aa == 1, "without again, the plan's A/A arm of fwd_unfused: %d", aa);
+    aa = -2;
+    CHECK_OK(opb_plan_pair(&p, 4, 3, -1, &aa));
+    CHECK(aa == 5 && !strcmp(p.names[5], "bwd_unfused_again/1"),
+          "bwd_fused reads the A/A arm made for bwd_unfused: %d", aa);
+    aa = -2;
+    CHECK_OK(opb_plan_pair(&p, -1, 3, -1, &aa));
+    CHECK(aa == 5, "the baseline row bwd_unfused reads its made A/A arm");
+    CHECK(opb_plan_pair(&p, 4, 0, -1, &aa) == TB_ERR_INVALID,
+          "bwd_fused vs fwd_unfused was never declared: refused");
+    tb_error_clear();
+    CHECK(opb_plan_pair(&p, 1, 0, -1, &aa) == TB_ERR_INVALID,
+          "an A/A copy read as a variant: refused");
+    tb_error_clear();
+    CHECK(opb_plan_pair(&p, 2, 0, 2, &aa) == TB_ERR_INVALID,
+          "a variant passed as the A/A copy: refused");
+    tb_error_clear();
+    CHECK(opb_plan_pair(&p, 2, 0, 5, &aa) == TB_ERR_INVALID,
+          "another baseline's A/A copy: refused");
+    tb_error_clear();
+    opb_plan_free(&p);
+}
+
 static void test_refused(void)
 {
     opb_plan p;
@@ -86,6 +124,7 @@ int main(void)
 {
     tb_test_verbose = 1;
     test_arms();
+    test_pairs();
     test_refused();
     test_no_comparisons();
     return tb_test_exit(TB_OK);

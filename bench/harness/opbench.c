@@ -162,17 +162,14 @@ static void fill_rounds_columns(tb_result_row *row, const tb_paired *p)
     row->load_avg = current.rr->load_avg;
 }
 
-/* The A/A arm of baseline arm ab: again's, or the one the harness made. */
-static int aa_arm_of(int ab, const gb_run *again, int *out)
+/* The arms a row reads (opb_plan_pair): var (-1 for a baseline row)
+ * against ab, and ab's A/A arm. */
+static int pair_arms(int var, int ab, const gb_run *again, int *aa)
 {
-    int a = again ? arm_of_run(again) : opb_plan_aa_arm(current.plan, ab);
-    if (again && a < 0)
+    int ag = again ? arm_of_run(again) : -1;
+    if (again && ag < 0)
         return TB_FAIL(TB_ERR_INVALID, "%s is not from this sweep's rounds", again->name);
-    if (a >= 0 && (!current.plan->arms[a].aa || current.plan->arms[a].base != ab))
-        return TB_FAIL(TB_ERR_INVALID, "%s was not declared the A/A copy of %s (opb_compare)",
-                       current.plan->names[a], current.plan->names[ab]);
-    *out = a;
-    return TB_OK;
+    return opb_plan_pair(current.plan, var, ab, ag, aa);
 }
 
 int opb_fill_base(tb_result_row *row, const gb_run *base, const gb_run *again, double scale,
@@ -185,7 +182,7 @@ int opb_fill_base(tb_result_row *row, const gb_run *base, const gb_run *again, d
     if (ab < 0)
         return tb_bench_noise_floor(base, again, &row->noise_floor);
     int aa;
-    TB_TRY(aa_arm_of(ab, again, &aa));
+    TB_TRY(pair_arms(-1, ab, again, &aa));
     row->noise_floor = 0;
     if (aa < 0)
         return TB_OK;
@@ -203,11 +200,8 @@ int opb_fill_variant(tb_result_row *row, const gb_run *me, const gb_run *base,
     int am = arm_of_run(me), ab = arm_of_run(base);
     if (am < 0 || ab < 0)
         return tb_bench_fill_speedup(row, base, again, me);
-    if (am == ab || current.plan->arms[am].base != ab || current.plan->arms[am].aa)
-        return TB_FAIL(TB_ERR_INVALID, "%s was not declared a variant of %s (opb_compare)",
-                       current.plan->names[am], current.plan->names[ab]);
     int aa;
-    TB_TRY(aa_arm_of(ab, again, &aa));
+    TB_TRY(pair_arms(am, ab, again, &aa));
     const tb_paired *cmp = &current.rr->arms[am].cmp;
     const tb_paired *aap = aa >= 0 ? &current.rr->arms[aa].cmp : NULL;
     int unreliable = 0;
