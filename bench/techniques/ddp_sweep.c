@@ -310,7 +310,14 @@ static int read_steps(ddp_case *c, const char *report)
         return TB_FAIL(TB_ERR_DATA, "%s: no timed step", path);
     if (c->rounds >= MAX_ROUNDS)
         return TB_FAIL(TB_ERR_INTERNAL, "more than %d rounds", MAX_ROUNDS);
-    return tb_stats_median(c->step_s + n0, (size_t)(c->n - n0), &c->round_s[c->rounds++]);
+    TB_TRY(tb_stats_median(c->step_s + n0, (size_t)(c->n - n0), &c->round_s[c->rounds]));
+    fprintf(stderr, "ddp: %s, %d rank%s, round %d: median step %.2f ms of", c->label, c->ranks,
+            c->ranks > 1 ? "s" : "", c->rounds + 1, 1e3 * c->round_s[c->rounds]);
+    for (int i = n0; i < c->n; i++)
+        fprintf(stderr, " %.2f", 1e3 * c->step_s[i]);
+    fprintf(stderr, "\n");
+    c->rounds++;
+    return TB_OK;
 }
 
 static int verify_row(const char *line, void *ctx)
