@@ -4,6 +4,7 @@
  *
  *   bazel run //bench:all -- [--device=auto] [--profile=default|full|tiny]
  *                            [--out-dir=DIR] [--only=a,b] [--skip=a,b] [--resume]
+ *                            [--allow-over-budget]
  *
  * bench:all cannot call Bazel: the technique binaries are its data
  * dependencies, found in its runfiles tree, and their names come from the
@@ -18,10 +19,16 @@
  * (it refuses, saying what differs, otherwise). While techniques run, a
  * sampler records CPU load and frequency (and GPU clocks, temperature,
  * power and throttling through NVML) into results/<device>/telemetry.json.
+ * Before it starts it adds up the time budgets the planned techniques
+ * declare for the profile (bench/cmd/plan.h), prints the total against the
+ * profile's limit, and refuses (exit 2) when they add up to more, unless
+ * --allow-over-budget (then it warns and goes on); the plan, with the limit
+ * that applied, goes to results/<device>/budget.json for the report.
  * At the end it writes REPORT.md, REPORT.html, summary.md and summary.tex
  * (lib/report/report.h).
  * Exit status: 0 when every technique succeeded, 1 when one failed, 130 when
- * interrupted, 2 on a bad flag or when --resume refuses.
+ * interrupted, 2 on a bad flag, when --resume refuses or when the budgets
+ * exceed the profile's limit.
  */
 #include <errno.h>
 #include <signal.h>
@@ -128,6 +135,77 @@ static int run_one(const char *bin, char *const args[])
     return 128 + WTERMSIG(status);
 }
 
+/* What budget.json holds (results/README.md): the profile, its limit, the
+ * sum, and each technique's budget. */
+typedef struct budget_src {
+    const char *profile_name;
+    int profile;
+    const tb_plan_budget *b;
+    const tb_plan_entry *const *todo;
+    int ntodo;
+    int allowed_over;
+} budget_src;
+
+static int write_budget(const void *arg, FILE *f)
+{
+    const budget_src *s = arg;
+    fprintf(f, "{\n  \"schema\": \"tunebench-budget/1\",\n  \"profile\": ");
+    tb_json_write_string(f, s->profile_name);
+    fprintf(f, ",\n  \"limit_s\": %g,\n  \"budget_s\": %g,\n  \"est_s\": %g,\n"
+            "  \"undeclared\": %d,\n  \"over\": %s,\n  \"allowed_over\": %s,\n"
+            "  \"techniques\": [", s->b->limit_s, s->b->total_s, s->b->est_s, s->b->undeclared,
+            s->b->over ? "true" : "false", s->allowed_over ? "true" : "false");
+    for (int k = 0; k < s->ntodo; k++) {
+        fprintf(f, "%s\n    {\"name\": ", k ? "," : "");
+        tb_json_write_string(f, s->todo[k]->name);
+        fprintf(f, ", \"budget_s\": %g, \"est_s\": %g}", s->todo[k]->budget_seconds[s->profile],
+                s->todo[k]->est_seconds[s->profile]);
+    }
+    fputs(s->ntodo ? "\n  ]\n}\n" : "]\n}\n", f);
+    return ferror(f) ? TB_FAIL(TB_ERR_IO, "cannot write budget.json") : TB_OK;
+}
+
+/* Prints the plan's budget against the profile's limit. Returns 2 when it
+ * is over and not allowed (after saying why), else 0. */
+static int check_budget(const tb_plan_budget *b, const char *profile_name,
+                        const tb_plan_entry *const *todo, int ntodo, int profile, int allow)
+{
+    char tot[64], lim[64], est[64];
+    format_secs(b->total_s, tot, sizeof tot);
+    format_secs(b->limit_s, lim, sizeof lim);
+    format_secs(b->est_s, est, sizeof est);
+    fprintf(stderr, "bench:all: profile %s: the time budgets of %d techniques add up to %s "
+            "(limit %s; estimated run time %s)\n", profile_name, b->n, tot, lim, est);
+    if (b->undeclared) {
+        fprintf(stderr, "bench:all: WARNING: %d of them declare no budget for profile %s (the "
+                "harness's default applies, not counted above):", b->undeclared, profile_name);
+        for (int k = 0; k < ntodo; k++)
+            if (todo[k]->budget_seconds[profile] <= 0)
+                fprintf(stderr, " %s", todo[k]->name);
+        fprintf(stderr, "\n");
+    }
+    if (b->est_s > b->limit_s)
+        /* Only a warning: estimates are guesses, the budgets are the contract.
+         * But the budgets must leave room for set-up, correctness passes and
+         * the techniques without rounds. */
+        fprintf(stderr, "bench:all: WARNING: the estimated run time (%s) is above profile %s's "
+                "limit (%s): the budgets leave too little time for everything else\n", est,
+                profile_name, lim);
+    if (!b->over)
+        return 0;
+    fprintf(stderr, "bench:all: %s: the budgets add up to %s, more than profile %s's limit of "
+            "%s, so the run would not keep its promise. ", allow ? "WARNING" : "refused", tot,
+            profile_name, lim);
+    if (allow)
+        fprintf(stderr, "going on as --allow-over-budget asks; budget.json and the report say "
+                "so.\n");
+    else
+        fprintf(stderr, "Lower budget_seconds in the techniques' declarations "
+                "(bench/techniques/), run fewer with --only/--skip, or pass "
+                "--allow-over-budget.\n");
+    return allow ? 0 : 2;
+}
+
 /* Opens the device once to learn its results folder and fingerprint,
  * then closes it so the technique binaries have it to themselves. */
 static int open_run(const char *device, int threads, const char *out_dir, int argc, char **argv,
@@ -206,7 +284,7 @@ static int finish(const tb_outdir *od, tb_telemetry *tm, tb_run_state *st, int w
 int main(int argc, char **argv)
 {
     const char *device = "auto", *out_dir = "", *only = "", *skip = "";
-    int profile = 0, threads = 0, resume = 0;
+    int profile = 0, threads = 0, resume = 0, allow_over = 0;
     static const char *const profiles[] = {"default", "full", "tiny", NULL};
     tb_flag flags[] = {
         {"device", TB_FLAG_STRING, &device, "auto, cpu, cuda or cuda:N", NULL},
@@ -219,6 +297,9 @@ int main(int argc, char **argv)
          "comma-separated techniques to skip (ceilings: skip the ceilings run)", NULL},
         {"resume", TB_FLAG_BOOL, &resume,
          "continue an interrupted run: skip what it finished (same fingerprint only)", NULL},
+        {"allow-over-budget", TB_FLAG_BOOL, &allow_over,
+         "run even when the techniques' time budgets add up to more than the profile's limit",
+         NULL},
     };
     size_t nflags = sizeof flags / sizeof flags[0];
     int code = tb_cli_parse("bench:all", "",
@@ -257,6 +338,36 @@ int main(int argc, char **argv)
         l = comma ? comma + 1 : l + len;
     }
 
+    /* The techniques to run: the ceilings first whatever --only says. */
+    const tb_plan_entry **todo = calloc((size_t)ntech + 1, sizeof *todo);
+    int ntodo = 0;
+    if (!todo) {
+        fprintf(stderr, "bench:all: out of memory\n");
+        return 1;
+    }
+    for (int i = 0; i < ntech; i++) {
+        const tb_plan_entry *t = &techs[i];
+        int ceilings = strcmp(t->name, CEILINGS) == 0;
+        if ((*only && !ceilings && !in_list(only, t->name)) || in_list(skip, t->name))
+            continue;
+        todo[ntodo++] = t;
+    }
+    /* Before anything is written: a refused plan leaves the results folder
+     * (and an interrupted run's state) as it was. */
+    tb_plan_budget budget;
+    /* Every profile's total too, so that a declaration that breaks another
+     * profile's limit shows before someone runs that profile. */
+    fprintf(stderr, "bench:all: budgets of this plan per profile:");
+    for (int p = 0; profiles[p]; p++) {
+        tb_plan_budget_sum(todo, ntodo, p, &budget);
+        fprintf(stderr, " %s %g s of %g s%s%s", profiles[p], budget.total_s, budget.limit_s,
+                budget.over ? " (OVER)" : "", profiles[p + 1] ? "," : "\n");
+    }
+    tb_plan_budget_sum(todo, ntodo, profile, &budget);
+    int brc = check_budget(&budget, profiles[profile], todo, ntodo, profile, allow_over);
+    if (brc != 0)
+        return brc;
+
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
@@ -289,25 +400,20 @@ int main(int argc, char **argv)
         tm = NULL;
     }
 
-    /* Planned work, in estimated seconds for the chosen profile; the
-     * ceilings first whatever --only says. */
-    const tb_plan_entry **todo = calloc((size_t)ntech + 1, sizeof *todo);
-    int ntodo = 0;
+    /* Planned work, in estimated seconds for the chosen profile. */
     double planned = 0;
-    if (!todo) {
-        fprintf(stderr, "bench:all: out of memory\n");
-        return 1;
-    }
-    for (int i = 0; i < ntech; i++) {
-        const tb_plan_entry *t = &techs[i];
-        int ceilings = strcmp(t->name, CEILINGS) == 0;
-        if ((*only && !ceilings && !in_list(only, t->name)) || in_list(skip, t->name))
-            continue;
-        todo[ntodo++] = t;
-    }
     for (int k = 0; k < ntodo; k++)
         if (!tb_run_state_is_done(st, todo[k]->name))
             planned += todo[k]->est_seconds[profile];
+
+    char bpath[PATH_MAX + 64];
+    budget_src bsrc = {profiles[profile], profile, &budget, todo, ntodo, allow_over};
+    if (tb_outdir_join(od.results, "budget.json", bpath, sizeof bpath) != TB_OK ||
+        tb_atomic_write_with(bpath, write_budget, &bsrc) != TB_OK) {
+        /* The report would only lose its budget section: say so, go on. */
+        tb_error_print(stderr);
+        tb_error_clear();
+    }
 
     char a_dev[256], a_prof[64], a_out[4096], a_thr[64];
     snprintf(a_dev, sizeof a_dev, "--device=%s", device);

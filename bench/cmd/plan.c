@@ -1,4 +1,4 @@
-/* plan.c - see plan.h. */
+/* plan.c - see plan.h. Test: bazel test //bench:plan_test */
 #include "bench/cmd/plan.h"
 
 #include <errno.h>
@@ -59,20 +59,45 @@ static int finish_describe(const char *bin, describing *d, char *buf, size_t cap
     return TB_OK;
 }
 
-static int parse_entry(const char *bin, const char *text, tb_plan_entry *e)
+/* Reads a JSON array of 3 numbers into v; -1 when it is not one. */
+static int three_numbers(const tb_json *a, double v[3])
+{
+    if (!a || a->len != 3)
+        return -1;
+    for (int p = 0; p < 3; p++) {
+        const tb_json *x = tb_json_at(a, (size_t)p);
+        if (!x || x->type != TB_JSON_NUMBER)
+            return -1;
+        v[p] = x->number;
+    }
+    return 0;
+}
+
+int tb_plan_parse_entry(const char *bin, const char *text, tb_plan_entry *e)
 {
     tb_json *j = NULL;
     TB_TRY(tb_json_parse(text, strlen(text), 0, &j));
     int rc = TB_OK;
-    const tb_json *est = tb_json_get(j, "est_seconds"), *after = tb_json_get(j, "after");
+    const tb_json *after = tb_json_get(j, "after");
     const char *name = tb_json_get_string(j, "name", NULL);
-    if (!name || !est || est->len != 3 || !after || after->len > TB_MAX_AFTER) {
+    memset(e, 0, sizeof *e);
+    if (!name || three_numbers(tb_json_get(j, "est_seconds"), e->est_seconds) != 0 || !after ||
+        after->len > TB_MAX_AFTER) {
         rc = TB_FAIL(TB_ERR_DATA, "%s --describe: no name, est_seconds[3] or after", bin);
         goto out_free_json;
     }
-    snprintf(e->name, sizeof e->name, "%s", name);
+    /* Every binary of this build writes budget_seconds (technique.c): one
+     * without it is stale, and its budget would silently count as 0. */
+    if (three_numbers(tb_json_get(j, "budget_seconds"), e->budget_seconds) != 0) {
+        rc = TB_FAIL(TB_ERR_DATA, "%s --describe: no budget_seconds[3] (a stale binary?)", bin);
+        goto out_free_json;
+    }
     for (int p = 0; p < 3; p++)
-        e->est_seconds[p] = tb_json_at(est, (size_t)p)->number;
+        if (e->budget_seconds[p] < 0) {
+            rc = TB_FAIL(TB_ERR_DATA, "%s --describe: negative budget_seconds[%d]", bin, p);
+            goto out_free_json;
+        }
+    snprintf(e->name, sizeof e->name, "%s", name);
     e->order = (int)tb_json_get_number(j, "order", 0);
     for (size_t i = 0; i < after->len; i++)
         snprintf(e->after[i], sizeof e->after[i], "%s", tb_json_at(after, i)->string ?
@@ -80,6 +105,30 @@ static int parse_entry(const char *bin, const char *text, tb_plan_entry *e)
 out_free_json:
     tb_json_free(j);
     return rc;
+}
+
+double tb_plan_profile_limit(int profile)
+{
+    /* default, full, tiny (tb_profile); see plan.h for why these. */
+    static const double limit_s[3] = {900, 14400, 600};
+    return profile >= 0 && profile < 3 ? limit_s[profile] : 0;
+}
+
+void tb_plan_budget_sum(const tb_plan_entry *const *entries, int n, int profile,
+                        tb_plan_budget *out)
+{
+    memset(out, 0, sizeof *out);
+    out->limit_s = tb_plan_profile_limit(profile);
+    for (int i = 0; i < n; i++) {
+        double b = entries[i]->budget_seconds[profile];
+        out->n++;
+        out->est_s += entries[i]->est_seconds[profile];
+        if (b > 0)
+            out->total_s += b;
+        else
+            out->undeclared++;
+    }
+    out->over = out->total_s > out->limit_s;
 }
 
 static int by_order_then_name(const void *a, const void *b)
@@ -168,7 +217,7 @@ int tb_plan_describe(const char *bin_dir, const char *names, tb_plan_entry **out
         bin_path(bin_dir, names, i, bin, sizeof bin);
         int frc = finish_describe(bin, &d[i], text, 1 << 16);
         if (frc == TB_OK && rc == TB_OK)
-            frc = parse_entry(bin, text, &e[i]);
+            frc = tb_plan_parse_entry(bin, text, &e[i]);
         if (rc == TB_OK)
             rc = frc;
     }

@@ -2,7 +2,10 @@
  * plan.h - what bench:all runs and in which order, read from the technique
  * binaries themselves: each answers --describe with its declaration
  * (bench/harness/technique.h). Ordered by the declared order (ties by
- * name), each technique after those it names in `after`.
+ * name), each technique after those it names in `after`. The time budgets
+ * of a plan are added up and held to the profile's limit (below).
+ *
+ * Test: bazel test //bench:plan_test
  */
 #ifndef TB_BENCH_PLAN_H
 #define TB_BENCH_PLAN_H
@@ -12,6 +15,7 @@
 typedef struct tb_plan_entry {
     char name[64];
     double est_seconds[3];    /* per tb_profile */
+    double budget_seconds[3]; /* timing budget per tb_profile; 0: the harness's default */
     int order;
     char after[TB_MAX_AFTER][64];
 } tb_plan_entry;
@@ -21,5 +25,36 @@ typedef struct tb_plan_entry {
  * their count in *n. Fails (TB_ERR_IO, TB_ERR_DATA) when a binary cannot be
  * run or answers no valid description, or when `after` forms a cycle. */
 int tb_plan_describe(const char *bin_dir, const char *names, tb_plan_entry **out, int *n);
+
+/* Parses one --describe line (text) of binary bin into *e: name,
+ * est_seconds[3], budget_seconds[3], order, after. TB_ERR_DATA when a field
+ * is missing or a budget is negative. */
+int tb_plan_parse_entry(const char *bin, const char *text, tb_plan_entry *e);
+
+/* ---- time budgets (issue 14) ----
+ * Each technique declares, per profile, the wall time its rounds may take
+ * (technique.h, budget_seconds); the budgets of the techniques a run plans
+ * must add up to at most the profile's limit, the wall time the whole
+ * bench:all run is promised to fit in. The limits, in seconds, one per
+ * tb_profile, live here and nowhere else (results/README.md quotes them):
+ *   default  900    bench:all within 15 minutes on a 2-core VM
+ *   full     14400  4 hours
+ *   tiny     600    the tests' profile: 10 minutes */
+double tb_plan_profile_limit(int profile);
+
+typedef struct tb_plan_budget {
+    double limit_s;           /* tb_plan_profile_limit(profile) */
+    double total_s;           /* sum of the declared budgets */
+    double est_s;             /* sum of est_seconds, for comparison */
+    int n;                    /* techniques counted */
+    int undeclared;           /* of those, how many declare 0 (the harness's default:
+                                 not in total_s, so the sum may be short) */
+    int over;                 /* total_s > limit_s */
+} tb_plan_budget;
+
+/* Adds up the budgets of entries[0..n) for profile (0..2) into *out.
+ * REQUIRES: 0 <= profile < 3. */
+void tb_plan_budget_sum(const tb_plan_entry *const *entries, int n, int profile,
+                        tb_plan_budget *out);
 
 #endif

@@ -3,6 +3,8 @@
 
 usage: check_outputs.py OUT_DIR TECHNIQUE GOLDEN_CSV [--min-rows=N] [--plots=a,b]
                         [--no-gbench]  (a technique that times without Google Benchmark)
+                        [--rounds]  (every timed row comes from rounds: rounds >= 5,
+                                     reps == rounds, a stopped_by value)
                         [--na-note=TEXT]  (n/a rows expected, each note saying TEXT)
        check_outputs.py OUT_DIR --describe=FILE GOLDEN_CSV
                         (all of the above from a technique binary's --describe line)
@@ -11,6 +13,9 @@ usage: check_outputs.py OUT_DIR TECHNIQUE GOLDEN_CSV [--min-rows=N] [--plots=a,b
   (first line of the golden CSV), every row has every column;
 - numbers parse; timed rows have at least 5 repetitions and a median inside
   [min, max]; speedup rows carry an interval around the point estimate;
+- a row with rounds (bench/harness/rounds.h) has at least 5, stopped_by
+  target, budget or cap, and a minimum detectable effect; with --rounds
+  every timed row must have them, and its reps are its rounds;
 - no correctness verdict is DIFFERS; every n/a row says why in note
   (with --na-note: there are n/a rows, and each note contains TEXT);
 - <technique>.json, <technique>.gbench.json and fingerprint.json parse;
@@ -34,10 +39,32 @@ def num(s):
     return float(s) if s != "" else math.nan
 
 
+def check_rounds(where, r, want):
+    """The rounds columns of one row (absent before schema 2)."""
+    timed = r["median"] != ""
+    if "rounds" not in r:
+        if want:
+            fail(where + ": no rounds column")
+        return
+    if r["rounds"] == "":
+        if want and timed:
+            fail(where + ": a timed row without rounds")
+        return
+    rounds = int(r["rounds"])
+    if rounds < 5:
+        fail(where + ": %d rounds, want at least 5" % rounds)
+    if r["stopped_by"] not in ("target", "budget", "cap"):
+        fail(where + ": stopped_by %r, want target, budget or cap" % r["stopped_by"])
+    if not (num(r["mde"]) > 0):
+        fail(where + ": minimum detectable effect %r" % r["mde"])
+    if want and timed and int(r["reps"]) != rounds:
+        fail(where + ": reps %s, rounds %d" % (r["reps"], rounds))
+
+
 def main():
     args = sys.argv[1:]
     out, tech, golden = args[0], args[1], args[2]
-    min_rows, plots, gbench, na_note = 1, [tech], True, None
+    min_rows, plots, gbench, na_note, want_rounds = 1, [tech], True, None, False
     if tech.startswith("--describe="):
         with open(tech.partition("=")[2]) as f:
             desc = json.load(f)
@@ -55,6 +82,8 @@ def main():
             gbench = False
         elif key == "--na-note":
             na_note = value
+        elif key == "--rounds":
+            want_rounds = True
         else:
             fail("unknown argument " + a)
     with open(golden, newline="") as f:
@@ -95,6 +124,7 @@ def main():
                 fail(where + ": %d repetitions" % reps)
             if not (lo <= med <= hi) or med <= 0:
                 fail(where + ": median %g outside [%g, %g]" % (med, lo, hi))
+        check_rounds(where, r, want_rounds)
         if r["speedup"] != "":
             s, a, b = num(r["speedup"]), num(r["speedup_ci_low"]), num(r["speedup_ci_high"])
             if not (a <= s <= b) or s <= 0:

@@ -5,7 +5,8 @@
  * them into a temporary JSON file, and reads it back with gb_results:
  * repetition counts, names as GB builds them, times, counters, labels and
  * the error rows. Also checks option validation and that GB's flags are
- * taken out of argv while others stay. Takes about a second.
+ * taken out of argv while others stay, and tbb_run_quiet (JSON in memory,
+ * the filter ignored). Takes about a second.
  * Run: bazel test //bench/harness:gbench_shim_test
  */
 #define _POSIX_C_SOURCE 200809L /* mkstemp */
@@ -242,9 +243,49 @@ static int run_and_check(char *path)
     return TB_OK;
 }
 
+/* tbb_run_quiet: every registered benchmark runs whatever the filter (set
+ * here by a tbb_run), and the JSON comes back in memory, rows included. */
+static void test_quiet(void)
+{
+    char prog[] = "x", filt[] = "--benchmark_filter=nothing_matches";
+    char *argv[] = {prog, filt, NULL};
+    int argc = 2;
+    size_t n_run = 99, len = 0;
+    char *json = NULL;
+    tbb_clear();
+    CHECK(tbb_run(&argc, argv, NULL, &n_run) == TB_OK && n_run == 0, "a filter matching nothing");
+    tbb_options o = tbb_options_default();
+    o.iterations = 4;
+    o.repetitions = 1;
+    o.manual_time = 1;
+    CHECK(tbb_register("quiet_a", bm_manual, NULL, &o) == TB_OK, "register quiet_a");
+    CHECK(tbb_register("quiet_b", bm_manual, NULL, &o) == TB_OK, "register quiet_b");
+    int rc = tbb_run_quiet(&json, &len, &n_run);
+    CHECK(rc == TB_OK && json && len == strlen(json), "tbb_run_quiet returns the JSON");
+    CHECK(n_run == 2, "both ran despite the filter (%zu)", n_run);
+    gb_results *r = NULL;
+    if (json && gb_results_parse(json, len, &r) == TB_OK) {
+        CHECK(r->n_runs == 2 && r->runs[0].repetitions == 1 && r->runs[0].iterations[0] == 4,
+              "two runs of one repetition of 4 iterations");
+        CHECK(strncmp(r->runs[0].name, "quiet_a/", 8) == 0, "in registration order (%s)",
+              r->runs[0].name);
+        gb_results_free(r);
+    } else {
+        CHECK(0, "the quiet JSON parses");
+    }
+    free(json);
+    tbb_clear();
+    char reset[] = "--benchmark_filter=.";
+    char *argv2[] = {prog, reset, NULL};
+    argc = 2;
+    tbb_run(&argc, argv2, NULL, NULL);
+    tb_error_clear();
+}
+
 int main(void)
 {
     test_validation();
+    test_quiet();
 
     const char *dir = getenv("TEST_TMPDIR");
     char path[512];

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/harness/pin.h"
 #include "lib/core/atomic_file.h"
 
 static const char *const profile_names[] = {"default", "full", "tiny", NULL};
@@ -87,12 +88,17 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
     TB_TRY(tb_outdir_init(&b->od, b->out_dir, slug));
     TB_TRY(tb_outdir_create(&b->od));
     TB_TRY(tb_fingerprint_collect(&b->fp, &b->info, argc, argv));
+    /* before anything is timed (bench/harness/pin.h) */
+    char pinning[256];
+    tb_pin_threads(b->info.threads, pinning, sizeof pinning);
+    TB_TRY(tb_fingerprint_set(&b->fp, "run.pinning", pinning));
     char path[PATH_MAX + 64];
     TB_TRY(tb_outdir_join(b->od.results, "fingerprint.json", path, sizeof path));
     TB_TRY(tb_fingerprint_save(&b->fp, path));
     fprintf(stderr, "%s: %s backend on %s (%d threads), profile %s; results in %s\n", technique,
             b->info.backend, b->info.name, b->info.threads, profile_names[b->profile],
             b->od.results);
+    fprintf(stderr, "%s: pinning: %s\n", technique, pinning);
     return TB_OK;
 }
 

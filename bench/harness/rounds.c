@@ -7,10 +7,19 @@
  *              overhead then stays small) and restarts the history; the arm
  *              has settled when tb_rounds_settled says so (the median of the
  *              last 3 per-unit times is not below the median of the 3
- *              before by more than 1.5%), or at cfg->warmup_max_s, or after
- *              WARMUP_MAX_PROBES probes;
- *   rep length units_per_rep = ceil(min_rep_s / settled unit time), the
- *              settled unit time being the median of the last 3 probes;
+ *              before by more than 1.5%), or at cfg->warmup_max_s (wall
+ *              time from its first call, lazy setup included; but never
+ *              before 3 probes of the final batch size, which the estimate
+ *              below needs), or after WARMUP_MAX_PROBES probes;
+ *   rep length units_per_rep = ceil(1.05 min_rep_s / unit time), the unit
+ *              time being the median of the last 3 probes when settled,
+ *              their minimum when the cap cut a still-falling warm-up (its
+ *              latest, warmest units; a cold first unit of 1.3 s must not
+ *              make a 0.15 s step a repetition of its own); 5% headroom:
+ *              it is an estimate. An A/A arm with its base's run and user
+ *              (the same code on the same state) is not warmed up again:
+ *              it takes its base's units_per_rep and reports 0 warm-up
+ *              units;
  *   rounds     round r runs every arm once, in tb_rounds_order(seed, r);
  *              Google Benchmark times each repetition: the round's arms are
  *              registered in that order with iterations = units_per_rep,
@@ -24,18 +33,32 @@
  *              target_half_width; else "cap" at max_rounds; else "budget"
  *              when the time spent (warm-up included) plus the longest round
  *              so far would pass budget_s (so a run ends within its budget
- *              unless a round is longer than all before it). Never on a verdict.
+ *              unless a round is longer than all before it). Never on a
+ *              verdict.
  *   machine    over the rounds: the mean of /proc/loadavg's 1-minute value
  *              (read after every round) and the CPU seconds other processes
  *              took = (busy jiffies of /proc/stat's "cpu" line: user, nice,
  *              system, irq, softirq, steal) minus this process's utime +
  *              stime (/proc/self/stat, all its threads), over the same
  *              interval; children this process has not waited for count as
- *              others. busy = tb_rounds_busy_rule.
+ *              others (the DDP sweep's worker processes would: its caller
+ *              must know). busy = tb_rounds_busy_rule: others above 10% of
+ *              one core on average over the rounds; only where that cannot
+ *              be measured (no /proc/stat, or under 1 s of real time, a
+ *              jiffy being 10 ms) the load average above cores + 0.5 (it
+ *              counts this process's own threads, loader workers included,
+ *              so it is no more than a fallback). Reading /proc twice per
+ *              experiment and loadavg once per round costs microseconds;
+ *              scanning every process would cost more and say the same.
  *   JSON       every round's GB rows go into cfg->gbench_json as one GB JSON
  *              file (the first round's context, all rows; a run's name is
  *              the same in every round, so GB's compare.py sees the rounds
  *              as repetitions), written atomically.
+ *   GB flags   the rounds run every registered arm whatever
+ *              --benchmark_filter says (a filtered-out arm would leave a
+ *              round without its pair); --benchmark_enable_random_interleaving
+ *              must stay off (it would reorder a round behind the engine's
+ *              back: the recorded orders would then be wrong).
  *
  * Test: bazel test //bench/harness:rounds_test
  */
@@ -56,6 +79,8 @@
 
 #define PROBE_MIN_S 0.002         /* a warm-up probe shorter than this doubles its batch */
 #define WARMUP_MAX_PROBES 256
+#define REP_HEADROOM 1.05         /* aim 5% above min_rep_s: the settled time is an estimate */
+#define BUSY_MIN_WALL_S 1.0       /* jiffies (10 ms) are too coarse to judge a shorter span */
 #define MAX_BATCH (1L << 40)
 #define MAX_UNITS_PER_REP (1L << 40)
 #define ORDER_STREAM 0x726f756e6473ull /* "rounds": apart from rng.h's data streams */
@@ -92,6 +117,11 @@ static double median3(const double *t)
     return b;
 }
 
+static double min3(const double *t)
+{
+    return fmin(t[0], fmin(t[1], t[2]));
+}
+
 int tb_rounds_settled(const double *t, int n)
 {
     if (n < 6)
@@ -114,9 +144,9 @@ void tb_rounds_order(uint64_t seed, int r, int n, int *perm)
 
 int tb_rounds_busy_rule(double load_avg, double other_cpu_s, double wall_s, int ncpu)
 {
-    if (wall_s > 0 && other_cpu_s / wall_s > TB_ROUNDS_BUSY_CORES)
-        return 1;
-    return load_avg > ncpu + 0.5;
+    if (!isnan(other_cpu_s) && wall_s > 0)
+        return other_cpu_s / wall_s > TB_ROUNDS_BUSY_CORES;
+    return !isnan(load_avg) && load_avg > ncpu + 0.5;
 }
 
 const char *tb_rounds_stop_name(tb_rounds_stop s)
@@ -239,7 +269,9 @@ static int warm_up(const tb_rounds_cfg *cfg, const tb_arm *arm, long *units_run,
         *units_run += batch;
         probes++;
         last = s / (double)batch;
-        int capped = now_s() - t0 >= cfg->warmup_max_s || probes >= WARMUP_MAX_PROBES;
+        /* the time cap waits for 3 probes of the final batch: fewer give
+         * no estimate (a first call that builds or compiles is no unit) */
+        int capped = (n >= 2 && now_s() - t0 >= cfg->warmup_max_s) || probes >= WARMUP_MAX_PROBES;
         if (s < PROBE_MIN_S && batch < MAX_BATCH) {
             batch *= 2;
             n = 0; /* per-unit times of different batches are not compared */
@@ -251,7 +283,10 @@ static int warm_up(const tb_rounds_cfg *cfg, const tb_arm *arm, long *units_run,
         if (capped)
             break;
     }
-    *unit_s = n >= 3 ? median3(hist + n - 3) : last;
+    if (n >= 3)
+        *unit_s = tb_rounds_settled(hist, n) ? median3(hist + n - 3) : min3(hist + n - 3);
+    else
+        *unit_s = last;
     return TB_OK;
 }
 
@@ -259,7 +294,7 @@ static long reps_units(double min_rep_s, double unit_s)
 {
     if (!(unit_s > 0))
         return MAX_UNITS_PER_REP;
-    double u = ceil(min_rep_s / unit_s);
+    double u = ceil(REP_HEADROOM * min_rep_s / unit_s);
     if (u < 1)
         return 1;
     return u > (double)MAX_UNITS_PER_REP ? MAX_UNITS_PER_REP : (long)u;
@@ -475,60 +510,116 @@ void tb_rounds_result_free(tb_rounds_result *r)
     memset(r, 0, sizeof *r);
 }
 
+/* The machine over the rounds: real time, /proc snapshots, load samples. */
+typedef struct machine_watch {
+    double real0;
+    machine_snap m0;
+    double load_sum;
+    int load_n;
+} machine_watch;
+
+static void watch_start(machine_watch *w)
+{
+    memset(w, 0, sizeof *w);
+    w->real0 = real_now(NULL);
+    w->m0 = machine_sample();
+}
+
+static void watch_round(machine_watch *w)
+{
+    double l = load_avg_1min();
+    if (!isnan(l)) {
+        w->load_sum += l;
+        w->load_n++;
+    }
+}
+
+static void watch_finish(const machine_watch *w, tb_rounds_result *out)
+{
+    double wall = real_now(NULL) - w->real0;
+    machine_snap m1 = machine_sample();
+    out->load_avg = w->load_n ? w->load_sum / w->load_n : NAN;
+    if (w->m0.ok && m1.ok) {
+        double other = (m1.busy_s - w->m0.busy_s) - (m1.self_s - w->m0.self_s);
+        out->other_cpu_s = other > 0 ? other : 0;
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    double other = wall < BUSY_MIN_WALL_S ? NAN : out->other_cpu_s;
+    out->busy = tb_rounds_busy_rule(out->load_avg, other, wall, ncpu > 0 ? (int)ncpu : 1);
+}
+
+/* The stop rule after `rounds` rounds (see the top of the file): 1 and
+ * *stop set when the rounds end here. spent: seconds since the warm-up
+ * began; longest: the longest round so far. */
+static int stop_here(const tb_rounds_cfg *cfg, int rounds, double widest, double spent,
+                     double longest, tb_rounds_stop *stop)
+{
+    if (rounds < cfg->min_rounds)
+        return 0;
+    if (widest <= cfg->target_half_width)
+        *stop = TB_STOP_TARGET;
+    else if (rounds >= cfg->max_rounds)
+        *stop = TB_STOP_CAP;
+    else if (cfg->budget_s > 0 && spent + longest > cfg->budget_s)
+        *stop = TB_STOP_BUDGET;
+    else
+        return 0;
+    return 1;
+}
+
 /* Runs rounds until the stop rule says so. */
 static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, arm_job *jobs,
                       int *order, double t_start, gb_json *json, tb_rounds_result *out)
 {
-    double load_sum = 0, longest = 0;
-    int load_n = 0;
-    double real0 = real_now(NULL);
-    machine_snap m0 = machine_sample();
+    double longest = 0;
+    int tty = isatty(STDERR_FILENO);
+    machine_watch w;
+    watch_start(&w);
     for (int r = 0; r < cfg->max_rounds; r++) {
-        double t_round = now_s();
+        double t_round = now_s(), widest;
+        int wi;
         tb_rounds_order(cfg->seed, r, n_arms, order);
         TB_TRY(run_round(jobs, order, n_arms, r, json, out));
         out->rounds = r + 1;
-        double l = load_avg_1min();
-        if (!isnan(l)) {
-            load_sum += l;
-            load_n++;
-        }
-        double t = now_s(), widest;
-        int wi;
+        watch_round(&w);
+        double t = now_s();
         if (t - t_round > longest)
             longest = t - t_round;
         if (out->rounds < 2)
             continue;
         TB_TRY(compare_all(cfg, arms, n_arms, out->rounds, out, &widest, &wi));
-        fprintf(stderr, "rounds: round %d: widest interval +-%.1f%% (%s), %.1f s spent\n",
-                out->rounds, 100 * widest, wi >= 0 ? arms[wi].name : "no comparison",
-                t - t_start);
-        if (out->rounds < cfg->min_rounds)
-            continue;
-        if (widest <= cfg->target_half_width) {
-            out->stop = TB_STOP_TARGET;
+        /* on a terminal the line is rewritten in place; in a log, one a round */
+        char width[32];
+        snprintf(width, sizeof width, widest > 1 ? "over 100%%" : "+-%.1f%%", 100 * widest);
+        fprintf(stderr, "%srounds: round %d: widest interval %s (%s), %.1f s spent%s",
+                tty ? "\r" : "", out->rounds, width, wi >= 0 ? arms[wi].name : "no comparison",
+                t - t_start, tty ? "\033[K" : "\n");
+        if (stop_here(cfg, out->rounds, widest, t - t_start, longest, &out->stop))
             break;
-        }
-        if (out->rounds >= cfg->max_rounds) {
-            out->stop = TB_STOP_CAP;
-            break;
-        }
-        if (cfg->budget_s > 0 && (t - t_start) + longest > cfg->budget_s) {
-            out->stop = TB_STOP_BUDGET;
-            break;
-        }
     }
-    double wall = real_now(NULL) - real0;
-    machine_snap m1 = machine_sample();
-    out->load_avg = load_n ? load_sum / load_n : NAN;
-    if (m0.ok && m1.ok) {
-        double other = (m1.busy_s - m0.busy_s) - (m1.self_s - m0.self_s);
-        out->other_cpu_s = other > 0 ? other : 0;
-    }
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    out->busy = tb_rounds_busy_rule(isnan(out->load_avg) ? 0 : out->load_avg,
-                                    isnan(out->other_cpu_s) ? 0 : out->other_cpu_s, wall,
-                                    ncpu > 0 ? (int)ncpu : 1);
+    if (tty && out->rounds >= 2)
+        fputc('\n', stderr);
+    watch_finish(&w, out);
+    return TB_OK;
+}
+
+/* 1 when arm i is an A/A copy that runs its base's code on its base's
+ * state (same run and user): one warm-up serves both. */
+static int shares_base(const tb_arm *arms, int i)
+{
+    const tb_arm *a = &arms[i], *b = &arms[a->base];
+    return a->aa && a->base != i && a->run == b->run && a->user == b->user;
+}
+
+static int warm_up_arm(const tb_rounds_cfg *cfg, const tb_arm *arms, int i, arm_job *jobs,
+                       tb_rounds_result *out)
+{
+    double unit_s = 0;
+    TB_TRY(warm_up(cfg, &arms[i], &out->arms[i].warmup_units, &unit_s));
+    jobs[i].units = reps_units(cfg->min_rep_s, unit_s);
+    out->arms[i].units_per_rep = jobs[i].units;
+    fprintf(stderr, "rounds: %s warmed up in %ld units, %.3g s a unit, %ld units a "
+            "repetition\n", arms[i].name, out->arms[i].warmup_units, unit_s, jobs[i].units);
     return TB_OK;
 }
 
@@ -549,15 +640,19 @@ int tb_rounds_run(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms,
         rc = TB_FAIL(TB_ERR_NOMEM, "rounds: %d arms", n_arms);
         goto out_fail;
     }
-    for (int i = 0; i < n_arms; i++) {
-        double unit_s = 0;
+    for (int i = 0; i < n_arms; i++)
         jobs[i].arm = &arms[i];
-        TB_TRY_GOTO(rc, warm_up(cfg, &arms[i], &out->arms[i].warmup_units, &unit_s), out_fail);
-        jobs[i].units = reps_units(cfg->min_rep_s, unit_s);
-        out->arms[i].units_per_rep = jobs[i].units;
-        fprintf(stderr, "rounds: %s warmed up in %ld units, %.3g s a unit, %ld units a "
-                "repetition\n", arms[i].name, out->arms[i].warmup_units, unit_s, jobs[i].units);
-    }
+    for (int i = 0; i < n_arms; i++)
+        if (!shares_base(arms, i))
+            TB_TRY_GOTO(rc, warm_up_arm(cfg, arms, i, jobs, out), out_fail);
+    for (int i = 0; i < n_arms; i++)
+        if (shares_base(arms, i)) {
+            /* the same code on the same state as its base: the base's
+             * warm-up warmed it, and its repetitions must be as long */
+            jobs[i].units = jobs[arms[i].base].units;
+            out->arms[i].units_per_rep = jobs[i].units;
+            out->arms[i].warmup_units = 0;
+        }
     TB_TRY_GOTO(rc, run_rounds(cfg, arms, n_arms, jobs, order, t_start, &json, out), out_fail);
     out->seconds = now_s() - t_start;
     if (cfg->gbench_json)

@@ -26,8 +26,12 @@ int tb_rounds_settled(const double *t, int n);
 void tb_rounds_order(uint64_t seed, int r, int n, int *perm);
 
 /* Busy rule: 1 when other processes used more than TB_ROUNDS_BUSY_CORES of
- * one core on average over wall_s, or the mean 1-minute load average was
- * above ncpu + 0.5. */
+ * one core on average over wall_s. other_cpu_s NaN (not measured: no
+ * /proc/stat, or under a second of rounds, where 10 ms jiffies are too
+ * coarse): 1 when the mean 1-minute load average was above ncpu + 0.5.
+ * The load average is only the fallback because it counts this process's
+ * own threads: a technique running 4 loader workers beside its kernel
+ * threads on 2 cores has a load near 6 on an idle machine. */
 #define TB_ROUNDS_BUSY_CORES 0.10
 int tb_rounds_busy_rule(double load_avg, double other_cpu_s, double wall_s, int ncpu);
 

@@ -40,6 +40,7 @@ typedef struct fake {
     double noise;        /* sigma of the log-normal noise per repetition */
     double drift;        /* relative slow-down per fake second */
     double warm_amp;     /* unit k (from the start) takes 1 + warm_amp e^(-k / 8) longer */
+    double first_s;      /* the first unit takes this much longer (a lazy build) */
     long done;           /* units run so far */
     int prepared;        /* prepare calls */
     int fail_at;         /* run call that fails (0: none) */
@@ -67,6 +68,8 @@ static int fake_run(void *user, long units, double *seconds)
     double warm = 1 + f->warm_amp * exp(-(double)f->done / 8);
     double s = (double)units * f->unit_s * (1 + f->drift * fake_clock) * warm *
                exp(f->noise * normal(&f->rng));
+    if (f->done == 0)
+        s += f->first_s;
     f->done += units;
     fake_clock += s;
     *seconds = s;
@@ -254,6 +257,62 @@ static void test_target_early(void)
     tb_rounds_result_free(&r);
 }
 
+/* A warm-up that keeps falling stops at warmup_max_s. */
+static void test_warmup_cap(void)
+{
+    fake f[1] = {{.unit_s = 0.010, .noise = 0.001, .warm_amp = 2}};
+    reset(f, 1);
+    tb_arm arms[1] = {{"a", 0, 0, fake_run, NULL, &f[0]}};
+    tb_rounds_cfg c = cfg_default();
+    c.warmup_max_s = 0.05; /* the first units take ~30 ms */
+    tb_rounds_result r;
+    int rc = tb_rounds_run(&c, arms, 1, &r);
+    CHECK(rc == TB_OK, "the capped warm-up runs");
+    if (rc != TB_OK)
+        return;
+    CHECK(r.arms[0].warmup_units == 3, "a falling warm-up stops at the cap, after the 3 "
+          "probes an estimate needs (%ld units)", r.arms[0].warmup_units);
+    CHECK(r.stop == TB_STOP_TARGET && r.rounds == 5, "one arm, nothing to compare: min_rounds");
+    tb_rounds_result_free(&r);
+
+    /* a cold first unit 100x a step, past the cap at once: the repetition
+     * length still comes from the warm units */
+    f[0] = (fake){.unit_s = 0.010, .noise = 0.001, .first_s = 1.0};
+    reset(f, 1);
+    rc = tb_rounds_run(&c, arms, 1, &r);
+    CHECK(rc == TB_OK, "the cold-start experiment runs");
+    if (rc != TB_OK)
+        return;
+    CHECK(r.arms[0].warmup_units == 3 && r.arms[0].units_per_rep >= 20,
+          "a cold first unit does not set the repetition (%ld units warm-up, %ld a rep)",
+          r.arms[0].warmup_units, r.arms[0].units_per_rep);
+    tb_rounds_result_free(&r);
+}
+
+/* An A/A arm on its base's state (same run and user) shares its warm-up
+ * and repetition length; the pair is then exactly A/A. */
+static void test_aa_shares_warmup(void)
+{
+    fake f[1] = {{.unit_s = 0.010, .noise = 0.01, .warm_amp = 1}};
+    reset(f, 1);
+    tb_arm arms[2] = {{"base", 0, 0, fake_run, NULL, &f[0]},
+                      {"again", 0, 1, fake_run, NULL, &f[0]}};
+    tb_rounds_cfg c = cfg_default();
+    c.target_half_width = 0.02;
+    tb_rounds_result r;
+    int rc = tb_rounds_run(&c, arms, 2, &r);
+    CHECK(rc == TB_OK, "the shared A/A experiment runs");
+    if (rc != TB_OK)
+        return;
+    CHECK(r.arms[0].warmup_units > 6 && r.arms[1].warmup_units == 0,
+          "one warm-up serves both (%ld, %ld units)", r.arms[0].warmup_units,
+          r.arms[1].warmup_units);
+    CHECK(r.arms[1].units_per_rep == r.arms[0].units_per_rep, "same repetition length");
+    CHECK(r.arms[1].cmp.lo <= 1 && r.arms[1].cmp.hi >= 1, "A/A covers 1: [%.4f, %.4f]",
+          r.arms[1].cmp.lo, r.arms[1].cmp.hi);
+    tb_rounds_result_free(&r);
+}
+
 /* 30% noise and a 20% effect: obvious early, but the interval stays wide,
  * so it runs on to the cap, or stops on the budget. */
 static void test_noisy_stops(void)
@@ -314,8 +373,11 @@ static void test_busy_rule(void)
 {
     CHECK(!tb_rounds_busy_rule(0.1, 0.5, 20, 2), "idle: load 0.1, 2.5%% of a core");
     CHECK(tb_rounds_busy_rule(0.1, 3, 20, 2), "others took 15%% of a core: busy");
-    CHECK(tb_rounds_busy_rule(2.6, 0, 20, 2), "load 2.6 on 2 cores: busy");
-    CHECK(!tb_rounds_busy_rule(2.4, 0, 20, 2), "load 2.4 on 2 cores: not busy");
+    CHECK(!tb_rounds_busy_rule(6.0, 0.5, 20, 2),
+          "load 6 from our own loader workers, others 2.5%% of a core: not busy");
+    CHECK(tb_rounds_busy_rule(2.6, NAN, 20, 2), "not measured: load 2.6 on 2 cores is busy");
+    CHECK(!tb_rounds_busy_rule(2.4, NAN, 20, 2), "not measured: load 2.4 on 2 cores is not");
+    CHECK(!tb_rounds_busy_rule(NAN, NAN, 20, 2), "nothing measured: not called busy");
 }
 
 int main(void)
@@ -328,6 +390,8 @@ int main(void)
     test_settled_rule();
     test_effect_and_drift(dir);
     test_target_early();
+    test_aa_shares_warmup();
+    test_warmup_cap();
     test_noisy_stops();
     test_errors();
     test_busy_rule();

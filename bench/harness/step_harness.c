@@ -34,7 +34,7 @@ typedef struct step_profile {
 } step_profile;
 
 static const step_profile step_profiles[3] = {
-    [TB_PROFILE_DEFAULT] = {32, 256, 1000, 2, 20, 1024, 0.2, 60, 0.02, 15, 1.5},
+    [TB_PROFILE_DEFAULT] = {32, 256, 1000, 2, 20, 1024, 0.2, 60, 0.02, 15, 1.0},
     [TB_PROFILE_FULL] = {64, 2048, 10000, 3, 100, 16384, 0.5, 200, 0.02, 120, 10},
     [TB_PROFILE_TINY] = {16, 64, 256, 1, 5, 128, 0.002, 5, 0.02, 2, 0.1},
 };
@@ -695,6 +695,12 @@ static int check_round_flags(const step_run *r)
     if (r->max_rounds != 0 && r->max_rounds < r->b.reps)
         return TB_FAIL(TB_ERR_INVALID, "--max-rounds=%d: at least --reps=%d (or 0: the "
                        "profile's)", r->max_rounds, r->b.reps);
+    /* The rounds engine registers and runs each round itself: a
+     * --benchmark_* flag (filter, repetitions) would be silently ignored. */
+    if (r->b.argc > 1)
+        return TB_FAIL(TB_ERR_INVALID, "%s: Google Benchmark's flags do not apply to a step "
+                       "technique (its rounds are run by bench/harness/rounds.c); see --help",
+                       r->b.argv[1]);
     return TB_OK;
 }
 

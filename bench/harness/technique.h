@@ -54,7 +54,8 @@ typedef struct tb_technique {
 const char *tb_technique_results(const tb_technique *t);
 
 /* Writes t as one JSON line:
- * {"name":..,"results":..,"what":..,"est_seconds":[d,f,t],"order":..,
+ * {"name":..,"results":..,"what":..,"est_seconds":[d,f,t],
+ *  "budget_seconds":[d,f,t],"order":..,
  *  "after":[..],"tiny":{"min_rows":..,"plots":..,"na_note":..,"gbench":..}}
  * Returns TB_OK or TB_ERR_IO. */
 int tb_technique_describe(const tb_technique *t, FILE *f);

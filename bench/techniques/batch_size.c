@@ -49,7 +49,8 @@ static const tb_step_technique tech = {
     .desc = {
         .name = "batch_size",
         .what = "batch size 16.. the largest that fits: throughput, memory, accuracy",
-        .est_seconds = {60, 300, 15}, /* default, full, tiny */
+        .est_seconds = {40, 300, 15}, /* default, full, tiny */
+        .budget_seconds = {32, 160, 2}, /* of its rounds, same order */
         .order = 110,
         .tiny = {.min_rows = 7, .plots = "batch_size"},
     },

@@ -37,7 +37,8 @@ static const tb_step_technique tech = {
     .desc = {
         .name = "caching_allocator",
         .what = "caching device allocator vs malloc/free per allocation on the training step",
-        .est_seconds = {10, 30, 5}, /* default, full, tiny */
+        .est_seconds = {13, 35, 5}, /* default, full, tiny */
+        .budget_seconds = {5, 25, 1}, /* of its rounds, same order */
         .order = 160,
         .tiny = {.min_rows = 2},
     },

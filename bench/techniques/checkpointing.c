@@ -65,7 +65,8 @@ static const tb_step_technique tech = {
     .desc = {
         .name = "checkpointing",
         .what = "activation checkpointing vs storing: time added, memory saved, larger batch",
-        .est_seconds = {20, 120, 26}, /* default, full, tiny */
+        .est_seconds = {32, 130, 26}, /* default, full, tiny */
+        .budget_seconds = {24, 120, 2}, /* of its rounds, same order */
         .order = 250,
         .tiny = {.min_rows = 4, .plots = "checkpointing"},
     },

@@ -6,8 +6,9 @@
  * (a shape never seen before, so the autotuner tunes again each time).
  * The shape sweep of the op alone is the op-level conv autotuner bench.
  * The default profile runs batch 16 (each tuning of a new shape is then
- * cheaper; the sizes cycle through 16 .. 2, so the 12 timed steps of a
- * repetition set all see shapes not seen before).
+ * cheaper); the sizes cycle through 16 .. 2, and the algorithm cache is
+ * emptied at each turn, so every step of every round sees a shape not seen
+ * before.
  *
  *   bazel run //bench:conv_autotuner_step -- [--device=cpu] [--profile=...]
  */
@@ -19,12 +20,18 @@ static void set_autotune(tb_config *cfg, double on)
 }
 
 /* One step on the next batch cut to a size not used before on this trainer:
- * batch, batch-1, ... down to 2, then around again. */
+ * batch, batch-1, ... down to 2, then around again. The trainer lives
+ * across the harness's rounds (hundreds of steps), so at each turn the
+ * algorithm cache is emptied: every size is again one never seen, as on
+ * the first turn (with the autotuner off, that only drops the cached
+ * default choices). */
 static int step_new_batch_size(tb_step_ctx *c, float *loss)
 {
     tb_batch b;
     TB_TRY(tb_step_next_batch(c, &b));
     int span = b.size > 2 ? b.size - 1 : 1;
+    if (c->calls > 0 && c->calls % span == 0)
+        tb_conv_algo_cache_free(&c->t->model->ctx.algos);
     b.size -= (int)(c->calls % span);
     tb_model_train_mode(c->t->model, 1);
     TB_TRY(tb_model_zero_grad(c->t->model, c->cfg.grads_to_none));
@@ -50,7 +57,8 @@ static const tb_step_technique tech = {
     .desc = {
         .name = "conv_autotuner_step",
         .what = "conv autotuner on the training step, fixed and changing batch size",
-        .est_seconds = {15, 120, 10}, /* default, full, tiny */
+        .est_seconds = {32, 130, 10}, /* default, full, tiny */
+        .budget_seconds = {24, 120, 2}, /* of its rounds, same order */
         .order = 90,
         .tiny = {.min_rows = 4, .plots = "conv_autotuner_step"},
     },

@@ -22,7 +22,8 @@ static const tb_step_technique tech = {
     .desc = {
         .name = "conv_bias",
         .what = "no conv bias before batch norm vs bias=True on the training step",
-        .est_seconds = {15, 60, 10}, /* default, full, tiny */
+        .est_seconds = {20, 70, 10}, /* default, full, tiny */
+        .budget_seconds = {12, 60, 2}, /* of its rounds, same order */
         .order = 80,
         .tiny = {.min_rows = 2, .plots = "conv_bias"},
     },

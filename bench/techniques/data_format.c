@@ -3,10 +3,11 @@
  * each epoch. Baseline: the gzip IDX files re-read and decompressed every
  * epoch (a reader that keeps nothing); a raw uint8 IDX copy under /dev/shm
  * (RAM-backed; written once with tb_dataset_write_fashion_mnist) re-read every
- * epoch; or decoded once into RAM before training. Each repetition reads the
- * whole training file (60000 images) the setting's way, then trains one
- * epoch of the profile's subset (default: 128 images, 4 steps, so the
- * repetitions stay short; the read is the same whole file in every profile).
+ * epoch; or decoded once into RAM before training. Each unit timed (an
+ * epoch) reads the whole training file (60000 images) the setting's way,
+ * then trains one epoch of the profile's subset (default: 128 images, 4
+ * steps, so the units stay short and every round times every source; the
+ * read is the same whole file in every profile).
  * The check reads each source back and requires the same bytes as the
  * decoded subset.
  *
@@ -109,7 +110,8 @@ static const tb_step_technique tech = {
     .desc = {
         .name = "data_format",
         .what = "gzip IDX read per epoch vs raw uint8 in /dev/shm vs decoded once in RAM",
-        .est_seconds = {25, 120, 10}, /* default, full, tiny */
+        .est_seconds = {36, 150, 10}, /* default, full, tiny */
+        .budget_seconds = {28, 140, 2}, /* of its rounds, same order */
         .order = 50,
         .tiny = {.min_rows = 3, .plots = "data_format"},
     },

@@ -50,7 +50,8 @@ static const tb_step_technique tech = {
     .desc = {
         .name = "no_grad_eval",
         .what = "evaluation under no_grad vs keeping activations: time and peak memory",
-        .est_seconds = {30, 120, 11}, /* default, full, tiny */
+        .est_seconds = {20, 120, 11}, /* default, full, tiny */
+        .budget_seconds = {12, 60, 2}, /* of its rounds, same order */
         .order = 260,
         .tiny = {.min_rows = 2, .plots = "no_grad_eval"},
     },

@@ -1,8 +1,9 @@
 /*
  * persistent_workers.c - bench:persistent_workers: 2 loader workers kept
- * across epochs vs started and joined every epoch. Each repetition is one
- * short epoch of the profile's subset, so the workers' start-up cost is a
- * visible part of it. Same batches either way: exact.
+ * across epochs vs started and joined every epoch. The unit timed is one
+ * short epoch of the profile's subset (a repetition: as many as last the
+ * profile's minimum, each starting its workers anew when they are not
+ * persistent), so the workers' start-up cost is a visible part of it. Same batches either way: exact.
  *
  *   bazel run //bench:persistent_workers -- [--device=cpu] [--profile=...]
  */
@@ -30,6 +31,7 @@ static const tb_step_technique tech = {
         .name = "persistent_workers",
         .what = "loader workers kept across short epochs vs restarted every epoch",
         .est_seconds = {20, 80, 15}, /* default, full, tiny */
+        .budget_seconds = {12, 60, 2}, /* of its rounds, same order */
         .order = 40,
         .tiny = {.min_rows = 2, .plots = "persistent_workers"},
     },

@@ -29,7 +29,8 @@ static const tb_step_technique tech = {
     .desc = {
         .name = "prefetch",
         .what = "prefetch depth per loader worker (2 workers): epoch time",
-        .est_seconds = {30, 120, 15}, /* default, full, tiny */
+        .est_seconds = {28, 120, 15}, /* default, full, tiny */
+        .budget_seconds = {20, 100, 2}, /* of its rounds, same order */
         .order = 30,
         .tiny = {.min_rows = 4, .plots = "prefetch"},
     },

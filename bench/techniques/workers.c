@@ -30,7 +30,8 @@ static const tb_step_technique tech = {
     .desc = {
         .name = "workers",
         .what = "loader workers 0..2x cores: epoch time with augmentation",
-        .est_seconds = {40, 150, 40}, /* default, full, tiny */
+        .est_seconds = {32, 150, 40}, /* default, full, tiny */
+        .budget_seconds = {24, 120, 2}, /* of its rounds, same order */
         .order = 20,
         .tiny = {.min_rows = 5, .plots = "workers"},
     },

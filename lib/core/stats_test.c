@@ -464,6 +464,83 @@ static void test_paired_drift(void)
     CHECK(cover_int >= 180, "interleaved covers 1 in >= 90%%: %d of 200", cover_int);
 }
 
+/* Rounds of one comparison as the engine runs them (bench/harness/rounds.h):
+ * from 5 rounds, stop when the half-width is at most 2% (`twice`: on two
+ * checks in a row), at most 60; 2.5% noise, true speedup `truth`. */
+static int adaptive_rounds(double truth, int twice, uint64_t seed, tb_paired *p)
+{
+    double b[60], v[60];
+    tb_rng r = tb_rng_seeded(seed);
+    int n = 0, streak = 0;
+    while (n < 60) {
+        b[n] = 1e-3 * exp(0.025 * gauss(&r));
+        v[n] = 1e-3 / truth * exp(0.025 * gauss(&r));
+        n++;
+        if (n < 5)
+            continue;
+        if (tb_stats_paired(b, v, (size_t)n, 0, p) != TB_OK)
+            return -1;
+        streak = p->half_width <= 0.02 ? streak + 1 : 0;
+        if (streak >= (twice ? 2 : 1))
+            break;
+    }
+    return tb_stats_paired(b, v, (size_t)n, 0, p);
+}
+
+/* Stopping on the interval's width selects rounds whose spread came out
+ * low, so intervals that stop early are a little too narrow: measured here,
+ * for the engine to choose its rule knowingly. */
+static void test_paired_adaptive(void)
+{
+    printf("paired: adaptive rounds (stop at +-2%%, 5..60 rounds, 2.5%% noise)\n");
+    for (int twice = 0; twice <= 1; twice++) {
+        int cov = 0, trials = 2000;
+        double rounds = 0;
+        for (int t = 0; t < trials; t++) {
+            tb_paired p;
+            CHECK_OK(adaptive_rounds(1.0, twice, 60000 + (uint64_t)t, &p));
+            cov += covers(&p, 1.0);
+            rounds += (double)p.rounds;
+        }
+        printf("  stop when %-30s A/A coverage %.4f, mean rounds %.1f\n",
+               twice ? "met on two rounds in a row:" : "met once:", (double)cov / trials,
+               rounds / trials);
+        /* measured 0.922 and 0.941 (binomial sd 0.5%): bands 2-3 sd below */
+        CHECK((double)cov / trials >= (twice ? 0.925 : 0.91), "adaptive coverage %.4f",
+              (double)cov / trials);
+    }
+}
+
+/* Two runs of the same comparison agree as honest intervals should:
+ * z = |log s1 - log s2| / sqrt(se1^2 + se2^2), se = (log hi - log lo) / 3.92
+ * (tools/compare_runs.py) is above 1.96 for about 5% of pairs. */
+static void test_paired_agreement(void)
+{
+    printf("paired: two runs of the same 5%% effect (tools/compare_runs.py's z)\n");
+    for (int adaptive = 0; adaptive <= 1; adaptive++) {
+        int above = 0, trials = 1000;
+        for (int t = 0; t < trials; t++) {
+            tb_paired p[2];
+            for (int k = 0; k < 2; k++) {
+                uint64_t seed = 70000 + 2 * (uint64_t)t + (uint64_t)k;
+                if (adaptive) {
+                    CHECK_OK(adaptive_rounds(1.05, 1, seed, &p[k]));
+                } else {
+                    double b[20], v[20];
+                    make_rounds(b, v, 20, 1.05, 0.025, seed);
+                    CHECK_OK(tb_stats_paired(b, v, 20, 0, &p[k]));
+                }
+            }
+            double se0 = log(p[0].hi / p[0].lo) / 3.92, se1 = log(p[1].hi / p[1].lo) / 3.92;
+            double z = fabs(log(p[0].speedup / p[1].speedup)) / sqrt(se0 * se0 + se1 * se1);
+            above += z > 1.96;
+        }
+        printf("  %-34s z > 1.96 in %d of %d pairs of runs\n",
+               adaptive ? "adaptive (met twice), 5..60 rounds:" : "20 rounds each:", above, trials);
+        CHECK(above <= 80, "at most 8%% of pairs disagree (expected ~5%%): %d", above);
+    }
+}
+
 /* Median mde over `trials` A/A comparisons of n rounds (2.5% noise). */
 static double median_mde(int n, int trials, uint64_t seed0)
 {
@@ -583,6 +660,8 @@ int main(void)
     test_paired_many_rounds();
     test_paired_drift();
     test_paired_mde();
+    test_paired_adaptive();
+    test_paired_agreement();
     test_correctness();
     if (failures) {
         printf("stats_test: %d FAILED\n", failures);

@@ -8,6 +8,7 @@
 #include "lib/report/cells.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -206,14 +207,19 @@ int tb_report_row_flags(const tb_result_row *r)
 }
 
 /* Appends "; " (when buf is not empty) and then the formatted text. */
-static void append(char *buf, size_t cap, const char *fmt, const char *a, const char *b)
+static void append(char *buf, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void append(char *buf, size_t cap, const char *fmt, ...)
 {
     size_t n = strlen(buf);
+    va_list ap;
     if (n + 3 >= cap)
         return;
     if (n)
         n += (size_t)snprintf(buf + n, cap - n, "; ");
-    snprintf(buf + n, cap - n, fmt, a, b);
+    va_start(ap, fmt);
+    vsnprintf(buf + n, cap - n, fmt, ap);
+    va_end(ap);
 }
 
 void tb_report_flags_text(char *buf, size_t cap, const tb_result_row *r, int which)
@@ -222,30 +228,34 @@ void tb_report_flags_text(char *buf, size_t cap, const tb_result_row *r, int whi
     char hw[48], num[32], rounds[32], load[32], nf[32];
     double h = tb_report_half_width(r);
     buf[0] = '\0';
-    tb_report_num(num, sizeof num, 100.0 * h);
-    if (isnan(h))
-        snprintf(hw, sizeof hw, "no interval");
+    /* A baseline row has no speedup interval of its own: the width its
+     * rounds reached is its A/A pair's, the noise floor. */
+    tb_report_num(num, sizeof num, 100.0 * (isnan(h) ? r->noise_floor : h));
+    if (!isnan(h))
+        snprintf(hw, sizeof hw, "interval ±%s%%", num);
+    else if (!isnan(r->noise_floor))
+        snprintf(hw, sizeof hw, "noise floor ±%s%%", num);
     else
-        snprintf(hw, sizeof hw, "±%s%%", num);
+        snprintf(hw, sizeof hw, "no interval");
     snprintf(rounds, sizeof rounds, "%d", r->rounds);
     tb_report_num(load, sizeof load, r->load_avg);
     tb_report_num(nf, sizeof nf, 100.0 * r->noise_floor);
     if (f & TB_FLAG_BUDGET)
-        append(buf, cap, "stopped by budget at %s after %s rounds", hw, rounds);
+        append(buf, cap, "stopped by budget after %s rounds (%s)", rounds, hw);
     if (f & TB_FLAG_CAP)
-        append(buf, cap, "stopped at the round cap at %s after %s rounds", hw, rounds);
+        append(buf, cap, "stopped at the round cap after %s rounds (%s)", rounds, hw);
     if (f & TB_FLAG_BUSY)
-        append(buf, cap, "busy machine (load %s%s)", load, "");
+        append(buf, cap, "busy machine (load %s)", load);
     if (f & TB_FLAG_UNRELIABLE)
-        append(buf, cap, "unreliable: A/A interval excludes 1%s%s", "", "");
+        append(buf, cap, "unreliable: A/A interval excludes 1");
     if (f & TB_FLAG_IMPRECISE) {
         int wide_ci = !isnan(h) && h > TB_REPORT_IMPRECISE;
         int wide_nf = !isnan(r->noise_floor) && r->noise_floor > TB_REPORT_IMPRECISE;
         if (wide_ci && wide_nf)
-            append(buf, cap, "imprecise: interval %s, noise floor ±%s%%", hw, nf);
+            append(buf, cap, "imprecise: %s, noise floor ±%s%%", hw, nf);
         else if (wide_ci)
-            append(buf, cap, "imprecise: interval %s%s", hw, "");
+            append(buf, cap, "imprecise: %s", hw);
         else
-            append(buf, cap, "imprecise: noise floor ±%s%%%s", nf, "");
+            append(buf, cap, "imprecise: noise floor ±%s%%", nf);
     }
 }

@@ -75,8 +75,8 @@ double tb_report_half_width(const tb_result_row *r);
 int tb_report_row_flags(const tb_result_row *r);
 
 /* The flags of r among `which` (a mask of TB_FLAG_*) as text joined by
- * "; ", e.g. "stopped by budget at ±4.2% after 40 rounds; busy machine
- * (load 3.50)"; "" when none. */
+ * "; ", e.g. "stopped by budget after 40 rounds (interval ±4.2%); busy
+ * machine (load 3.50)"; "" when none. */
 void tb_report_flags_text(char *buf, size_t cap, const tb_result_row *r, int which);
 
 /* A row with a median was timed; an n/a row was not. */

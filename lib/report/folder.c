@@ -115,6 +115,9 @@ int tb_report_load(const char *results_dir, const char *plots_dir, tb_report_fol
     TB_TRY_GOTO(rc, tb_outdir_join(f->results_dir, "telemetry.json", path, sizeof path), out_fail);
     if (access(path, R_OK) == 0)
         TB_TRY_GOTO(rc, tb_json_parse_file(path, 0, &f->telemetry), out_fail);
+    TB_TRY_GOTO(rc, tb_outdir_join(f->results_dir, "budget.json", path, sizeof path), out_fail);
+    if (access(path, R_OK) == 0)
+        TB_TRY_GOTO(rc, tb_json_parse_file(path, 0, &f->budget), out_fail);
     TB_TRY_GOTO(rc, list_dir(f->plots_dir, ".png", names, TB_REPORT_MAX_PLOTS, &n), out_fail);
     for (int i = 0; i < n; i++)
         snprintf(f->plots[f->nplots++], sizeof f->plots[0], "%.*s", (int)(strlen(names[i]) - 4),
@@ -138,5 +141,6 @@ void tb_report_folder_free(tb_report_folder *f)
     tb_results_free(&f->waterfall);
     tb_results_free(&f->tta);
     tb_json_free(f->telemetry);
+    tb_json_free(f->budget);
     free(f);
 }

@@ -58,6 +58,12 @@ static const char *cell_class(const char *s)
         return "bad";
     if (!strncmp(s, "within noise", 12))
         return "meh";
+    /* a flags cell (cells.h): a biased harness is worse than a wide interval */
+    if (!strncmp(s, "unreliable", 10) || strstr(s, "; unreliable"))
+        return "bad";
+    if (!strncmp(s, "stopped by budget", 17) || !strncmp(s, "stopped at the round cap", 24) ||
+        !strncmp(s, "busy machine", 12) || !strncmp(s, "imprecise", 9))
+        return "meh";
     if (!strncmp(s, "n/a", 3) || strstr(s, ": n/a: ")) /* "setting: n/a: why" too */
         return "na";
     return NULL;

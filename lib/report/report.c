@@ -574,6 +574,46 @@ static void sec_telemetry(doc *d, const tb_report_folder *f)
     }
 }
 
+/* Which profile limit applied, and what each technique was allowed: the
+ * reader of a "stopped by budget" flag sees how much time it had. */
+static void sec_budget(doc *d, const tb_report_folder *f)
+{
+    const tb_json *b = f->budget;
+    if (!sec_begin(d, "Time budgets", b != NULL,
+                   "Not recorded in this run: `budget.json` is absent (bench:all writes it; a "
+                   "technique binary run alone does not)."))
+        return;
+    char lim[32], tot[32], est[32];
+    tb_report_num(lim, sizeof lim, tb_json_get_number(b, "limit_s", NAN));
+    tb_report_num(tot, sizeof tot, tb_json_get_number(b, "budget_s", NAN));
+    tb_report_num(est, sizeof est, tb_json_get_number(b, "est_s", NAN));
+    int over = tb_json_get_bool(b, "over", 0);
+    int undeclared = (int)tb_json_get_number(b, "undeclared", 0);
+    tb_doc_text(d, BK_P,
+                "Profile `%s`, limit %s s: each technique's rounds stop when their intervals are "
+                "narrow enough or its budget below is spent; the budgets of the techniques this "
+                "run planned add up to %s s (estimated run time with set-up: %s s).%s%s",
+                tb_json_get_string(b, "profile", "?"), lim, tot, est,
+                over ? " **Over the limit**: the run was started with `--allow-over-budget`." : "",
+                undeclared ? " Techniques with budget \"harness default\" declare none for this "
+                             "profile and are not in the sum." : "");
+    static const char *const h[3] = {"technique", "budget (s)", "estimated run time (s)"};
+    tb_doc_table(d, 3, h);
+    const tb_json *techs = tb_json_get(b, "techniques");
+    for (size_t i = 0; techs && i < techs->len; i++) {
+        const tb_json *t = tb_json_at(techs, i);
+        char bs[48], es[32];
+        double bv = tb_json_get_number(t, "budget_s", 0);
+        if (bv > 0)
+            tb_report_num(bs, sizeof bs, bv);
+        else
+            snprintf(bs, sizeof bs, "harness default");
+        tb_report_num(es, sizeof es, tb_json_get_number(t, "est_s", NAN));
+        const char *row[3] = {tb_json_get_string(t, "name", "?"), bs, es};
+        tb_doc_row(d, row);
+    }
+}
+
 static void sec_fingerprint(doc *d, const tb_report_folder *f)
 {
     if (!sec_begin(d, "Environment fingerprint", f->have_fp,
@@ -634,6 +674,7 @@ static void build_doc(doc *d, const tb_report_folder *f, const tb_report_pick *p
     }
     sec_na(d, f);
     sec_telemetry(d, f);
+    sec_budget(d, f);
     sec_fingerprint(d, f);
     sec_files(d, f);
 }

@@ -6,7 +6,8 @@
  * Input is a results folder as the technique binaries leave it
  * (results/README.md): every <technique>.csv, fingerprint.json, and when
  * present ceilings.csv (bench:ceilings), waterfall.csv and
- * time_to_accuracy.csv (bench:waterfall), telemetry.json (bench:all), plus
+ * time_to_accuracy.csv (bench:waterfall), telemetry.json and budget.json
+ * (bench:all), plus
  * the PNGs in the sibling plots/<device>/. Sections whose input is missing
  * say "not measured in this run" and how to measure it.
  *
@@ -17,6 +18,15 @@
  * baseline and another setting were both timed (the size closest to real
  * training); its setting is the non-baseline setting with the largest
  * median speedup there (first in the file on a tie).
+ *
+ * Flags (cells.h, TB_FLAG_*; the table is in results/README.md): beside
+ * every row, in the summary (where a busy machine is said once per
+ * technique), counted under the summary, and listed under "Flagged rows":
+ * stopped by the budget or the round cap (with the width reached), a busy
+ * machine (its load), an unreliable A/A, and "imprecise" for an interval
+ * half-width or noise floor above 10% that nothing else explains. A
+ * technique with a busy row says so above its table. "Time budgets" shows
+ * budget.json: the profile limit that applied.
  *
  * REPORT.html embeds every PNG as a data: URI (base64) and its CSS inline:
  * it references nothing outside itself, so it can be mailed or archived.
@@ -65,6 +75,8 @@ typedef struct tb_report_folder {
     tb_fingerprint fp;
     int have_fp;
     tb_json *telemetry;         /* NULL when telemetry.json is absent */
+    tb_json *budget;            /* budget.json (bench:all's plan: the profile, its
+                                   limit, each technique's budget); NULL when absent */
     int nplots;
     char plots[TB_REPORT_MAX_PLOTS][128]; /* PNG names without ".png", sorted */
 } tb_report_folder;

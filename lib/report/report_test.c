@@ -147,7 +147,7 @@ static void add_paired(tb_results *res, const char *tech, const char *setting, d
 }
 
 /* Paired rows, one per flag, and one with none:
- *   budget: stopped by the budget at ±13%        -> "stopped by budget"
+ *   budget: stopped by the budget at ±13%         -> "stopped by budget"
  *   busy:   on a busy machine (load 3.2)          -> "busy machine"
  *   biased: its A/A interval excluded 1           -> "unreliable"
  *   wide:   ±18%, stopped on the cap, no excuse   -> "imprecise" (and the cap)
@@ -170,13 +170,17 @@ static void build_zeta(tb_results *res)
     add_paired(res, "zeta", "precise", 1.04, 1.02, 1.06, "target", 30);
 }
 
-/* A noise floor of ±15% and nothing to explain it: every row imprecise,
- * even one whose own interval is narrow. */
+/* A noise floor of ±15%: the baseline's rounds stopped on the budget (its
+ * flag says so, with the noise floor as the width reached); the compared
+ * row stopped on its target and has nothing to explain the noise floor:
+ * imprecise, even though its own interval is narrow. */
 static void build_eta(tb_results *res)
 {
     tb_result_row r;
     timed(&r, "eta", "off", 1, "", NAN, "step time", 10.0, 1);
     r.noise_floor = 0.15;
+    r.rounds = 20; /* the baseline's A/A ran out of time: that explains it */
+    snprintf(r.stopped_by, sizeof r.stopped_by, "budget");
     tb_results_add(res, &r);
     add_paired(res, "eta", "on", 1.5, 1.47, 1.53, "target", 20);
     res->rows[res->n - 1].noise_floor = 0.15;
@@ -354,6 +358,11 @@ static void check_html(const char *html)
     CHECK(!strstr(html, "<link"));
     CHECK(!strstr(html, "<script"));
     CHECK(!strstr(html, "url("));
+    /* flags cells stand out: a biased harness red, the others amber */
+    CHECK(strstr(html, "<td class=\"bad\">unreliable: A/A interval excludes 1</td>"));
+    CHECK(strstr(html, "<td class=\"meh\">stopped by budget after 60 rounds"));
+    CHECK(strstr(html, "<td class=\"meh\">busy machine (load 3.20)</td>"));
+    CHECK(strstr(html, "<td class=\"meh\">imprecise: noise floor ±15.0%</td>"));
     for (const char *p = html; (p = strstr(p, "src=\"")) != NULL; p += 5)
         CHECK(!strncmp(p + 5, "data:", 5));
 }
@@ -412,7 +421,7 @@ static void check_flags(const char *md)
     char l[4096];
     printf("flags: each shown when it should be, absent otherwise\n");
     line_of(md, "| budget | step time |", l, sizeof l);
-    CHECK(strstr(l, "| stopped by budget at ±13.3% after 60 rounds |"));
+    CHECK(strstr(l, "| stopped by budget after 60 rounds (interval ±13.3%) |"));
     CHECK(!strstr(l, "imprecise")); /* the budget explains the width */
     line_of(md, "| busy | step time |", l, sizeof l);
     CHECK(strstr(l, "| busy machine (load 3.20) |"));
@@ -420,7 +429,7 @@ static void check_flags(const char *md)
     CHECK(strstr(l, "| unreliable: A/A interval excludes 1 |"));
     CHECK(strstr(l, "| faster |")); /* the verdict is kept */
     line_of(md, "| wide | step time |", l, sizeof l);
-    CHECK(strstr(l, "| stopped at the round cap at ±18.0% after 100 rounds; imprecise: "
+    CHECK(strstr(l, "| stopped at the round cap after 100 rounds (interval ±18.0%); imprecise: "
                     "interval ±18.0% |"));
     /* a paired within-noise row says what it could have detected */
     CHECK(strstr(l, "within noise (interval holds 1; smallest detectable effect ±33.0%, "
@@ -429,8 +438,8 @@ static void check_flags(const char *md)
     CHECK(l[0] && strstr(l, " |  |") == l + strlen(l) - 5); /* empty flags cell */
     line_of(md, "| on | step time |", l, sizeof l); /* eta: noise floor only */
     CHECK(strstr(l, "| imprecise: noise floor ±15.0% |"));
-    line_of(md, "| off (baseline) | step time | 10.0 ms", l, sizeof l);
-    CHECK(l[0]);
+    line_of(md, "| off (baseline) | step time | 10.0 ms", l, sizeof l); /* eta's, first */
+    CHECK(strstr(l, "| stopped by budget after 20 rounds (noise floor ±15.0%) |"));
     /* technique level: zeta busy, said once above its table and in the summary */
     CHECK(count_of(md, "**Busy machine**: 1 of its 6 timed rows") == 1);
     CHECK(count_of(md, "**Busy machine**") == 1);
@@ -440,9 +449,9 @@ static void check_flags(const char *md)
     line_of(md, "| alpha |", l, sizeof l);
     CHECK(strstr(l, " |  |") == l + strlen(l) - 5);
     /* the counts, and the flagged rows listed (five of zeta, two of eta) */
-    CHECK(strstr(md, "**Flags** over all 21 timed rows: 6 flagged; 1 stopped by the time budget, "
+    CHECK(strstr(md, "**Flags** over all 21 timed rows: 6 flagged; 2 stopped by the time budget, "
                      "1 at the round cap, 1 measured on a busy machine (1 technique), "
-                     "1 unreliable (A/A interval excludes 1), 3 imprecise"));
+                     "1 unreliable (A/A interval excludes 1), 2 imprecise"));
     const char *flagged = strstr(md, "## Flagged rows");
     const char *next = flagged ? strstr(flagged + 3, "\n## ") : NULL;
     CHECK(flagged && next);
@@ -463,8 +472,22 @@ static void test_optional_sections(const char *rdir, const char *pdir)
     char *md = slurp(path);
     CHECK(md && strstr(md, "Not measured in this run: `waterfall.csv` is absent"));
     CHECK(md && strstr(md, "Not measured in this run: `time_to_accuracy.csv` is absent"));
+    CHECK(md && strstr(md, "Not recorded in this run: `budget.json` is absent"));
     free(md);
 
+    /* bench:all's plan: the report says which profile limit applied. */
+    char bpath[4200];
+    snprintf(bpath, sizeof bpath, "%s/budget.json", rdir);
+    FILE *bf = fopen(bpath, "w");
+    CHECK(bf != NULL);
+    if (bf) {
+        fputs("{\"schema\": \"tunebench-budget/1\", \"profile\": \"default\", "
+              "\"limit_s\": 900, \"budget_s\": 840, \"est_s\": 880, \"undeclared\": 1, "
+              "\"over\": false, \"allowed_over\": false, \"techniques\": ["
+              "{\"name\": \"ceilings\", \"budget_s\": 0, \"est_s\": 40}, "
+              "{\"name\": \"alpha\", \"budget_s\": 840, \"est_s\": 840}]}\n", bf);
+        fclose(bf);
+    }
     tb_results w, t;
     tb_results_init(&w), tb_results_init(&t);
     tb_result_row r;
@@ -489,6 +512,11 @@ static void test_optional_sections(const char *rdir, const char *pdir)
     CHECK(md && strstr(md, "n/a: did not reach 85% in 3 epochs"));
     /* the special CSVs are not techniques in the summary */
     CHECK(md && !strstr(md, "| waterfall | "));
+    CHECK(md && strstr(md, "Profile `default`, limit 900 s:") &&
+          strstr(md, "add up to 840 s (estimated run time with set-up: 880 s)."));
+    CHECK(md && strstr(md, "| ceilings | harness default | 40.0 |") &&
+          strstr(md, "| alpha | 840 | 840 |"));
+    CHECK(md && !strstr(md, "**Over the limit**"));
     if (md)
         check_na_reasons(md);
     free(md);
