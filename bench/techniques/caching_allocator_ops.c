@@ -228,7 +228,7 @@ static const tb_technique technique = {
             "empty cache every step, preallocation with a varying batch.",
     .est_seconds = {5, 20, 2}, /* default, full, tiny */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
-    .budget_seconds = {4, 18, 1},
+    .budget_seconds = {3, 18, 1},
     .order = 350,
     .tiny = {.min_rows = 6, .plots = "caching_allocator_ops"},
 };

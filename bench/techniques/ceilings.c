@@ -312,7 +312,7 @@ static const tb_technique technique = {
             "techniques are held to.",
     .est_seconds = {30, 90, 5}, /* default, full, tiny */
     /* plain repetitions (rates, nothing compared), each of at least the op sweeps' minimum time */
-    .budget_seconds = {20, 80, 4},
+    .budget_seconds = {15, 80, 4},
     .order = 0,
     .tiny = {.min_rows = 7},
 };

@@ -293,7 +293,7 @@ static const tb_technique technique = {
             "sequence lengths 128 .. 4096: time and memory.",
     .est_seconds = {90, 420, 6}, /* default, full, tiny */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
-    .budget_seconds = {50, 380, 4},
+    .budget_seconds = {35, 380, 4},
     .order = 310,
     .tiny = {.min_rows = 8,
              .plots = "fused_attention,fused_attention_speedup,fused_attention_memory"},

@@ -288,7 +288,7 @@ static const tb_technique technique = {
             "shapes, beside the copy bandwidth.",
     .est_seconds = {15, 90, 3}, /* default, full, tiny */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
-    .budget_seconds = {12, 80, 2},
+    .budget_seconds = {10, 80, 2},
     .order = 290,
     .tiny = {.min_rows = 10, .plots = "fused_layernorm,fused_layernorm_speedup"},
 };

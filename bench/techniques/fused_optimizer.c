@@ -275,7 +275,7 @@ static const tb_technique technique = {
     .what = "Per-tensor vs fused optimizer step (SGD, AdamW) over parameter counts.",
     .est_seconds = {30, 420, 3}, /* default, full, tiny */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
-    .budget_seconds = {25, 380, 2},
+    .budget_seconds = {18, 380, 2},
     .order = 280,
     .tiny = {.min_rows = 12, .plots = "fused_optimizer,fused_optimizer_speedup"},
 };

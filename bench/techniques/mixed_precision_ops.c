@@ -325,7 +325,7 @@ static const tb_technique technique = {
             "accumulation.",
     .est_seconds = {15, 200, 3}, /* default, full, tiny */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
-    .budget_seconds = {12, 180, 2},
+    .budget_seconds = {10, 180, 2},
     .order = 370,
     .tiny = {.min_rows = 6, .plots = "mixed_precision_ops_gemm,mixed_precision_ops_conv"},
 };

@@ -244,7 +244,7 @@ static const tb_technique technique = {
             "async on a side stream), 4 KiB .. 256 MiB.",
     .est_seconds = {10, 40, 1}, /* default, full, tiny */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
-    .budget_seconds = {8, 35, 1},
+    .budget_seconds = {5, 35, 1},
     .order = 360,
     .tiny = {.min_rows = 6, .no_gbench = 1},
 };
