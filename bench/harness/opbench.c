@@ -6,25 +6,41 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "bench/harness/opb_plan.h"
+#include "lib/core/atomic_file.h"
 #include "lib/core/grow.h"
 #include "lib/report/plot.h"
 
-/* Google Benchmark calls this once per repetition, the repetitions of one
- * case back to back: the untimed warm-up calls (c->warmups: 2, the
- * harness's; 1 for ops whose one call takes long and caches nothing; 0 for
- * cold cases) run before the first repetition only. Warming up again before
- * every repetition cost tf32's default profile 12 extra 8192^3 GEMMs
- * (~110 s) and changed nothing: the same primitive and pages stay warm. */
-static void bm_case(tbb_state *st, void *user)
+/* One arm's unit loop: `units` calls of the case's op back to back, timed
+ * as one span with the backend's events (tb_bench_time_op), so that the
+ * clock's resolution and the event overhead are paid once per repetition,
+ * not once per call. */
+typedef struct unit_loop {
+    opb_case *c;
+    long units;
+} unit_loop;
+
+static int run_units(void *arg)
+{
+    unit_loop *u = arg;
+    for (long i = 0; i < u->units; i++)
+        TB_TRY(u->c->fn(u->c->arg));
+    return TB_OK;
+}
+
+/* tb_arm.run: the case's own untimed warm-up calls before its first
+ * repetition (cold cases have none), then `units` timed calls. */
+static int arm_run(void *user, long units, double *seconds)
 {
     opb_case *c = user;
-    for (; c->warmed < c->warmups; c->warmed++)
-        if (c->fn(c->arg) != TB_OK || c->be->sync(c->be) != TB_OK) {
-            tbb_skip_with_error(st, tb_error_message());
-            return;
-        }
-    tb_bench_timed_iterations(st, c->be, c->fn, c->arg);
+    for (; c->warmed < c->warmups; c->warmed++) {
+        TB_TRY(c->fn(c->arg));
+        TB_TRY(c->be->sync(c->be));
+    }
+    unit_loop u = {c, units};
+    return tb_bench_time_op(c->be, run_units, &u, seconds);
 }
 
 static int set_push(opb_set *set, opb_case *c)
@@ -40,26 +56,33 @@ static int set_push(opb_set *set, opb_case *c)
 int opb_register(tb_bench *b, opb_set *set, int warmups, tb_timed_op fn, void *arg,
                  int64_t iterations, const char *fmt, ...)
 {
-    char name[160];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(name, sizeof name, fmt, ap);
-    va_end(ap);
+    (void)iterations;
     opb_case *c = malloc(sizeof *c);
     if (!c)
-        return TB_FAIL(TB_ERR_NOMEM, "out of memory registering %s", name);
-    *c = (opb_case){b->be, fn, arg, warmups, 0};
-    int rc = set_push(set, c);
-    if (rc != TB_OK) {
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory registering a case");
+    *c = (opb_case){.be = b->be, .fn = fn, .arg = arg, .warmups = warmups, .base = set->n};
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(c->name, sizeof c->name, fmt, ap);
+    va_end(ap);
+    if (len < 0 || (size_t)len >= sizeof c->name) {
         free(c);
-        return rc;
+        return TB_FAIL(TB_ERR_INVALID, "case name too long (%d bytes)", len);
     }
-    tbb_options o = tbb_options_default();
-    o.iterations = iterations < 1 ? 1 : iterations;
-    o.repetitions = b->reps;
-    o.manual_time = 1;
-    o.unit = TBB_US;
-    return tbb_register(name, bm_case, c, &o);
+    int rc = set_push(set, c);
+    if (rc != TB_OK)
+        free(c);
+    return rc;
+}
+
+int opb_compare(opb_set *set, size_t var, size_t base, int aa)
+{
+    if (var >= set->n || base >= set->n || var == base)
+        return TB_FAIL(TB_ERR_INVALID, "opb_compare(%zu, %zu): not two registered cases "
+                       "(%zu registered)", var, base, set->n);
+    set->cases[var]->base = base;
+    set->cases[var]->aa = aa;
+    return TB_OK;
 }
 
 void opb_set_free(opb_set *set)
@@ -103,13 +126,70 @@ int opb_need(const gb_results *r, const gb_run **out, const char *fmt, ...)
     return TB_OK;
 }
 
+/* The sweep whose rows are being filled: opb_run sets it around report, so
+ * that the fillers, which get gb_run pointers (the techniques' calls stay
+ * as they were), can find each run's arm and its paired comparison. Like
+ * Google Benchmark itself, one sweep at a time. */
+typedef struct opb_ctx {
+    const opb_plan *plan;
+    const tb_rounds_result *rr;
+    const gb_results *r;
+} opb_ctx;
+
+static opb_ctx current;
+
+/* The arm behind run, or -1 when run is not from the current sweep's rounds. */
+static int arm_of_run(const gb_run *run)
+{
+    if (!current.r || !run || run < current.r->runs || run >= current.r->runs + current.r->n_runs)
+        return -1;
+    return (int)(run - current.r->runs);
+}
+
+/* The farthest the A/A interval strays from 1: the same reading of a
+ * noise floor as tb_stats_noise_floor, on the paired interval. */
+static double aa_noise(const tb_paired *aa)
+{
+    return fmax(0.0, fmax(aa->hi - 1.0, 1.0 - aa->lo));
+}
+
+static void fill_rounds_columns(tb_result_row *row, const tb_paired *p)
+{
+    row->rounds = (int)p->rounds;
+    row->mde = p->mde;
+    snprintf(row->stopped_by, sizeof row->stopped_by, "%s", tb_rounds_stop_name(current.rr->stop));
+    row->busy = current.rr->busy;
+    row->load_avg = current.rr->load_avg;
+}
+
+/* The arms a row reads (opb_plan_pair): var (-1 for a baseline row)
+ * against ab, and ab's A/A arm. */
+static int pair_arms(int var, int ab, const gb_run *again, int *aa)
+{
+    int ag = again ? arm_of_run(again) : -1;
+    if (again && ag < 0)
+        return TB_FAIL(TB_ERR_INVALID, "%s is not from this sweep's rounds", again->name);
+    return opb_plan_pair(current.plan, var, ab, ag, aa);
+}
+
 int opb_fill_base(tb_result_row *row, const gb_run *base, const gb_run *again, double scale,
                   const char *unit)
 {
     TB_TRY(tb_bench_fill_timing(row, base, scale, unit));
-    TB_TRY(tb_bench_noise_floor(base, again, &row->noise_floor));
     row->speedup = row->speedup_ci_low = row->speedup_ci_high = 1.0;
     row->timing_verdict = TB_TIMING_BASELINE;
+    int ab = arm_of_run(base);
+    if (ab < 0)
+        return tb_bench_noise_floor(base, again, &row->noise_floor);
+    int aa;
+    TB_TRY(pair_arms(-1, ab, again, &aa));
+    row->noise_floor = 0;
+    if (aa < 0)
+        return TB_OK;
+    const tb_paired *p = &current.rr->arms[aa].cmp;
+    row->noise_floor = aa_noise(p);
+    row->unreliable = p->lo > 1.0 || p->hi < 1.0;
+    fill_rounds_columns(row, p);
     return TB_OK;
 }
 
@@ -117,7 +197,25 @@ int opb_fill_variant(tb_result_row *row, const gb_run *me, const gb_run *base,
                      const gb_run *again, double scale, const char *unit)
 {
     TB_TRY(tb_bench_fill_timing(row, me, scale, unit));
-    return tb_bench_fill_speedup(row, base, again, me);
+    int am = arm_of_run(me), ab = arm_of_run(base);
+    if (am < 0 || ab < 0)
+        return tb_bench_fill_speedup(row, base, again, me);
+    int aa;
+    TB_TRY(pair_arms(am, ab, again, &aa));
+    const tb_paired *cmp = &current.rr->arms[am].cmp;
+    const tb_paired *aap = aa >= 0 ? &current.rr->arms[aa].cmp : NULL;
+    int unreliable = 0;
+    tb_speed_verdict v = tb_stats_paired_verdict(cmp, aap, &unreliable);
+    row->speedup = cmp->speedup;
+    row->speedup_ci_low = cmp->lo;
+    row->speedup_ci_high = cmp->hi;
+    row->noise_floor = aap ? aa_noise(aap) : 0;
+    row->unreliable = unreliable;
+    row->timing_verdict = v == TB_SPEED_FASTER   ? TB_TIMING_FASTER
+                          : v == TB_SPEED_SLOWER ? TB_TIMING_SLOWER
+                                                 : TB_TIMING_WITHIN_NOISE;
+    fill_rounds_columns(row, cmp);
+    return TB_OK;
 }
 
 void opb_set_check(tb_result_row *row, const tb_compare *c, const char *against)
@@ -134,20 +232,157 @@ int opb_add_na(tb_bench *b, const char *setting, const char *metric, const char 
                              metric, reason);
 }
 
+void opb_rounds_cfg(const tb_bench *b, tb_rounds_cfg *cfg)
+{
+    /* Per tb_profile: default, full, tiny. Op calls are short and many
+     * sweep points share one round, so a repetition is shorter than a
+     * training step's 0.2 s: 50 ms of calls already averages over
+     * thousands of small calls, and the budget buys rounds instead. */
+    static const double min_rep_s[3] = {0.05, 0.2, 0.002};
+    /* Many arms share a sweep (gelu: 56); a settled op warms in far less. */
+    static const double warmup_max_s[3] = {0.3, 3.0, 0.05};
+    static const int max_rounds[3] = {60, 200, 5};
+    int p = b->profile;
+    double budget = b->tech->budget_seconds[p];
+    if (budget <= 0)
+        budget = b->tech->est_seconds[p];
+    /* FNV-1a of the technique's name: a fixed seed per technique, so a
+     * rerun shuffles its rounds the same way. */
+    uint64_t seed = 0xcbf29ce484222325ull;
+    for (const char *c = b->technique; *c; c++)
+        seed = (seed ^ (unsigned char)*c) * 0x100000001b3ull;
+    /* --reps is the minimum of rounds, as in the step harness. */
+    int min_rounds = b->reps > 5 ? b->reps : 5;
+    *cfg = (tb_rounds_cfg){.min_rep_s = min_rep_s[p], .min_rounds = min_rounds,
+                           .max_rounds = max_rounds[p] > min_rounds ? max_rounds[p] : min_rounds,
+                           .target_half_width = 0.02,
+                           .budget_s = budget, .warmup_max_s = warmup_max_s[p], .seed = seed};
+}
+
+/* The per-round times of every arm as Google Benchmark-like runs named
+ * "<arm name>/", so that the techniques' opb_need lookups stay as they
+ * were: repetitions are the rounds, seconds are per call. */
+static int runs_of_rounds(const opb_plan *plan, const tb_rounds_result *rr, gb_results **out)
+{
+    gb_results *r = calloc(1, sizeof *r);
+    if (!r)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory");
+    r->runs = calloc((size_t)plan->n_arms, sizeof *r->runs);
+    if (!r->runs) {
+        free(r);
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory");
+    }
+    r->n_runs = (size_t)plan->n_arms;
+    for (int i = 0; i < plan->n_arms; i++) {
+        gb_run *run = &r->runs[i];
+        size_t n = (size_t)rr->rounds, len = strlen(plan->names[i]);
+        run->name = malloc(len + 2);
+        run->seconds = malloc((n ? n : 1) * sizeof *run->seconds);
+        run->cpu_seconds = calloc(n ? n : 1, sizeof *run->cpu_seconds);
+        run->iterations = calloc(n ? n : 1, sizeof *run->iterations);
+        run->label = strdup("");
+        run->error_message = strdup("");
+        if (!run->name || !run->seconds || !run->cpu_seconds || !run->iterations ||
+            !run->label || !run->error_message) {
+            gb_results_free(r);
+            return TB_FAIL(TB_ERR_NOMEM, "out of memory");
+        }
+        memcpy(run->name, plan->names[i], len);
+        memcpy(run->name + len, "/", 2);
+        memcpy(run->seconds, rr->arms[i].seconds, n * sizeof *run->seconds);
+        for (size_t k = 0; k < n; k++)
+            run->iterations[k] = rr->arms[i].units_per_rep;
+        run->repetitions = (int)n;
+        run->manual_time = 1;
+    }
+    *out = r;
+    return TB_OK;
+}
+
+/* The arms of set's cases (opb_plan.h), each running its case. */
+static int plan_arms(const opb_set *set, opb_plan *plan)
+{
+    opb_plan_case *pc = calloc(set->n ? set->n : 1, sizeof *pc);
+    if (!pc)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < set->n; i++)
+        pc[i] = (opb_plan_case){set->cases[i]->name, set->cases[i]->base, set->cases[i]->aa};
+    int rc = opb_plan_build(pc, set->n, plan);
+    free(pc);
+    TB_TRY(rc);
+    for (int a = 0; a < plan->n_arms; a++) {
+        plan->arms[a].run = arm_run;
+        plan->arms[a].user = set->cases[plan->case_of_arm[a]];
+    }
+    return TB_OK;
+}
+
+/* Times every case in interleaved rounds; Google Benchmark's JSON of them
+ * is kept as results/<device>/<technique>.gbench.json (atomically). */
+static int time_cases(tb_bench *b, const opb_set *set, opb_plan *plan, tb_rounds_result *rr,
+                      gb_results **out)
+{
+    TB_TRY(plan_arms(set, plan));
+    tb_rounds_cfg cfg;
+    opb_rounds_cfg(b, &cfg);
+    char path[PATH_MAX + 64], name[96], tmp[PATH_MAX + 96];
+    snprintf(name, sizeof name, "%s.gbench.json", b->technique);
+    TB_TRY(tb_outdir_join(b->od.results, name, path, sizeof path));
+    TB_TRY(tb_atomic_reserve(path, tmp, sizeof tmp));
+    cfg.gbench_json = tmp;
+    fprintf(stderr, "%s: %zu cases as %d arms in rounds (seed %llu, budget %.0f s, "
+            "repetitions of >= %g s)\n", b->technique, set->n, plan->n_arms,
+            (unsigned long long)cfg.seed, cfg.budget_s, cfg.min_rep_s);
+    int rc = tb_rounds_run(&cfg, plan->arms, plan->n_arms, rr);
+    if (rc == TB_OK)
+        rc = tb_atomic_publish(tmp, path);
+    if (rc != TB_OK) {
+        unlink(tmp);
+        return rc;
+    }
+    fprintf(stderr, "%s: %d rounds, stopped by %s after %.1f s (load %.2f%s)\n", b->technique,
+            rr->rounds, tb_rounds_stop_name(rr->stop), rr->seconds, rr->load_avg,
+            rr->busy ? ", busy machine" : "");
+    return runs_of_rounds(plan, rr, out);
+}
+
+/* Every timed row of the sweep (rows from first on) measured in its rounds
+ * gets the machine's load, compared or not (a copy ceiling too): the rows
+ * the comparison fillers did not already mark. */
+static void mark_machine(tb_results *res, size_t first, const tb_rounds_result *rr)
+{
+    for (size_t i = first; i < res->n; i++) {
+        tb_result_row *row = &res->rows[i];
+        if (row->reps <= 0 || !isnan(row->load_avg))
+            continue;
+        row->busy = rr->busy;
+        row->load_avg = rr->load_avg;
+    }
+}
+
 int opb_run(tb_bench *b, const opb_sweep *sw, void *state)
 {
     opb_set set = {0};
+    opb_plan plan = {0};
+    tb_rounds_result rr = {0};
     gb_results *r = NULL;
     int rc;
     TB_TRY_GOTO(rc, sw->setup(b, state, &set), out_free);
-    fprintf(stderr, "%s: timing %zu cases x %d repetitions\n", b->technique, set.n, b->reps);
     if (set.n > 0)
-        TB_TRY_GOTO(rc, tb_bench_run(b, &r), out_free);
-    TB_TRY_GOTO(rc, sw->report(b, state, r), out_free);
+        TB_TRY_GOTO(rc, time_cases(b, &set, &plan, &rr, &r), out_free);
+    current = (opb_ctx){&plan, &rr, r};
+    size_t first_row = b->res.n;
+    rc = sw->report(b, state, r);
+    current = (opb_ctx){0};
+    TB_TRY_GOTO(rc, rc, out_free);
+    if (r)
+        mark_machine(&b->res, first_row, &rr);
     TB_TRY_GOTO(rc, tb_bench_save(b), out_free);
     TB_TRY_GOTO(rc, sw->plot(b, state), out_free);
 out_free:
     gb_results_free(r);
+    tb_rounds_result_free(&rr);
+    opb_plan_free(&plan);
     opb_set_free(&set);
     sw->teardown(b, state);
     return rc;

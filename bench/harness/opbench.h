@@ -1,11 +1,20 @@
 /*
  * opbench.h - what the op-level technique binaries share (bench/techniques/gelu.c's
- * pattern, factored out): registering a timed op with Google Benchmark
- * (two warm-up calls, then manual time per iteration from the backend's
- * events), finding its runs again, filling result rows (timing; noise floor
- * of a baseline timed twice; speedup with its interval and verdict),
- * correctness verdicts, n/a rows and figures grouped by (setting, metric).
- * Random inputs: tb_rng_fill (lib/core/rng.h).
+ * pattern, factored out): registering a timed op and saying which case is
+ * compared with which, timing every case in interleaved rounds
+ * (bench/harness/rounds.h: warm-up until settled, a minimum repetition
+ * time, rounds in a shuffled order, adaptive stop; Google Benchmark times
+ * each repetition), finding a case's per-round times again, filling result
+ * rows (timing; the paired speedup with its interval, its A/A noise check
+ * and verdict; rounds, minimum detectable effect, why the rounds stopped,
+ * the machine's load), correctness verdicts, n/a rows and figures grouped
+ * by (setting, metric). Random inputs: tb_rng_fill (lib/core/rng.h).
+ *
+ * One sweep is one experiment: every registered case is an arm of the same
+ * rounds (opb_plan.h says which arms, and makes an A/A arm for a compared
+ * baseline the sweep did not copy itself), so drift hits every case alike.
+ * Cases compared with nothing (a copy ceiling) are interleaved too, with
+ * the same minimum repetition time, and get no comparison.
  *
  * Used by bench/techniques/{pinned_memory,conv_autotuner,fused_optimizer,
  * mixed_precision_ops,tf32,caching_allocator,fused_attention,
@@ -18,15 +27,19 @@
 #include <stdint.h>
 
 #include "bench/harness/harness.h"
+#include "bench/harness/rounds.h"
 #include "lib/core/rng.h"
 
-/* One registered benchmark: fn(arg) is one timed iteration. */
+/* One registered case: fn(arg) is one unit of work. */
 typedef struct opb_case {
     tb_backend *be;
     tb_timed_op fn;
     void *arg;
     int warmups;               /* untimed calls first: 2 (the harness's), 1 or 0 */
     int warmed;                /* of them made so far (before the first repetition) */
+    char name[160];            /* "gelu_fwd_fused/1024" (no trailing '/') */
+    size_t base;               /* the case it is compared with; own index: none */
+    int aa;                    /* 1: the A/A copy of case `base` */
 } opb_case;
 
 /* The cases registered so far; they must outlive tb_bench_run. */
@@ -39,18 +52,37 @@ typedef struct opb_set {
  * initialization, autotuner caches. */
 #define OPB_WARMUPS 2
 
-/* Registers "NAME/" (printf-style fmt) with iterations per repetition and
- * b->reps repetitions, unit us, after `warmups` untimed calls: OPB_WARMUPS;
+/* Registers the case "NAME" (printf-style fmt), compared with nothing until
+ * opb_compare says otherwise. Timing: the rounds engine warms it up until
+ * its times settle, then picks the calls per repetition that last the
+ * profile's minimum repetition time (opb_rounds_cfg); `iterations`, the
+ * sweep's own guess of calls per repetition, is no longer used for timing:
+ * the engine's choice replaces it.
+ * Before the engine's warm-up, `warmups` untimed calls: OPB_WARMUPS;
  * 1 for an op that caches nothing and whose single call takes long
  * (attention at T = 4096); 0 for ops whose every call is a first call (a
  * new shape each time: the autotuner's tuning cost, a batch size that
- * changes every step), which fn must make cold itself. Errors inside a run
- * end it with Google Benchmark's skip-with-error, which the row fillers
- * then report.
- * REQUIRES: iterations >= 1; arg lives until tb_bench_run returns. */
+ * changes every step), which fn must make cold itself. An error in a call
+ * ends the sweep with its status.
+ * REQUIRES: iterations >= 1; arg lives until opb_run returns. */
 int opb_register(tb_bench *b, opb_set *set, int warmups, tb_timed_op fn, void *arg,
                  int64_t iterations, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 void opb_set_free(opb_set *set);
+
+/* Says that case var (its index in set: set->n - 1 right after it was
+ * registered) is compared with case base: a variant (aa = 0), or base's
+ * A/A copy (aa = 1: the same op timed as if it were another, the noise
+ * check). A compared base without an A/A copy gets one made by the
+ * harness. REQUIRES: both registered; base compared with nothing itself
+ * (checked when the sweep runs: TB_ERR_INVALID). */
+int opb_compare(opb_set *set, size_t var, size_t base, int aa);
+
+/* The rounds configuration of b's profile: minimum repetition time,
+ * rounds from --reps (at least 5) to a cap, the target half-width (2%), b's technique's
+ * budget for the profile (technique.h: budget_seconds; 0 there: the
+ * harness's default), and a seed derived from the technique's name, so
+ * that a rerun shuffles its rounds the same way (printed on stderr). */
+void opb_rounds_cfg(const tb_bench *b, tb_rounds_cfg *cfg);
 
 /* A sweep as callbacks on its own state: setup allocates and registers
  * the cases; report checks correctness, adds rows and draws figures (the
@@ -62,9 +94,11 @@ typedef struct opb_sweep {
     void (*teardown)(tb_bench *b, void *state);
 } opb_sweep;
 
-/* setup, run Google Benchmark, report, save, plot, teardown. When setup
- * registered nothing (every row n/a on this backend), Google Benchmark is
- * not run and report gets r == NULL. */
+/* setup, the rounds of every registered case (one experiment), report,
+ * save, plot, teardown. report gets each arm's per-round times per call as
+ * a gb_run named "<case name>/" (repetitions: the rounds), for opb_need and
+ * the fillers below. When setup registered nothing (every row n/a on this
+ * backend), nothing is timed and report gets r == NULL. */
 int opb_run(tb_bench *b, const opb_sweep *sw, void *state);
 
 /* main() of a technique binary: tb_bench_init with no flags of its own,
@@ -83,10 +117,20 @@ int opb_need(const gb_results *r, const gb_run **out, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Baseline row: timing in unit (scale: seconds -> unit), speedup 1 and the
- * noise floor from base vs again. */
+ * noise floor from base vs again: the paired A/A interval of the rounds
+ * (max(0, hi - 1, 1 - lo)), with its rounds, minimum detectable effect, why
+ * the rounds stopped, unreliable (the A/A interval excludes 1), busy and
+ * the load average. Runs that did not come from this sweep's rounds (the
+ * DDP sweep's): the unpaired bootstrap of harness.h. */
 int opb_fill_base(tb_result_row *row, const gb_run *base, const gb_run *again, double scale,
                   const char *unit);
-/* Variant row: timing, speedup over base with interval, noise floor, verdict. */
+/* Variant row: timing, the paired speedup over base (tb_stats_paired of the
+ * per-round times) with its interval, minimum detectable effect and rounds,
+ * the noise floor and unreliable flag from base's A/A pair (again, or the
+ * A/A arm the harness made when again is NULL), the verdict
+ * (tb_stats_paired_verdict), busy and load. TB_ERR_INVALID when me was not
+ * declared compared with base (opb_compare). Runs not from this sweep's
+ * rounds: the unpaired bootstrap of harness.h. */
 int opb_fill_variant(tb_result_row *row, const gb_run *me, const gb_run *base,
                      const gb_run *again, double scale, const char *unit);
 

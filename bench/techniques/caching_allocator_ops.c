@@ -143,12 +143,21 @@ static int setup(tb_bench *b, void *state, opb_set *set)
     st->cases = calloc(NCASES, sizeof *st->cases);
     if (!st->cases)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory");
+    size_t idx[NCASES];
     for (int k = 0; k < NCASES; k++) {
         if (!runnable(b->be, k))
             continue;
         st->cases[k] = (alloc_case){b->be, st, k, 0};
         TB_TRY(opb_register(b, set, OPB_WARMUPS, run_case, &st->cases[k], iterations,
                             "alloc_%s/%d", case_defs[k].name, st->batch));
+        idx[k] = set->n - 1;
+    }
+    /* Every case is compared with plain of its kind (fixed or varying
+     * batch), which always runs; "again" is plain's A/A copy. */
+    for (int k = 0; k < NCASES; k++) {
+        int base = case_defs[k].vary ? C_VPLAIN : C_PLAIN;
+        if (k != base && runnable(b->be, k))
+            TB_TRY(opb_compare(set, idx[k], idx[base], k == C_PLAIN_AGAIN || k == C_VPLAIN_AGAIN));
     }
     return TB_OK;
 }
@@ -218,6 +227,8 @@ static const tb_technique technique = {
     .what = "Device allocator modes on a training step's allocations: plain, caching, "
             "empty cache every step, preallocation with a varying batch.",
     .est_seconds = {5, 20, 2}, /* default, full, tiny */
+    /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
+    .budget_seconds = {3, 18, 1},
     .order = 350,
     .tiny = {.min_rows = 6, .plots = "caching_allocator_ops"},
 };

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "bench/harness/harness.h"
+#include "bench/harness/opbench.h"
 #include "lib/core/rng.h"
 
 typedef enum ceil_op { OP_GEMM, OP_D2D, OP_H2D } ceil_op;
@@ -201,6 +202,24 @@ static int plan(tb_bench *bn, ceil_case *cs, ceil_bufs *bf)
     return probe_gemms(cs, side);
 }
 
+/* The calls a repetition needs to last the profile's minimum repetition
+ * time (opb_rounds_cfg, the op sweeps' value), from one call timed after a
+ * warm-up call: the ceilings are rates with nothing to compare, so they keep
+ * plain back-to-back repetitions, but no repetition is shorter than a
+ * compared op's. At least `least`. */
+static int calls_for_min_time(tb_bench *bn, ceil_case *c, int64_t least, int64_t *out)
+{
+    tb_rounds_cfg cfg;
+    opb_rounds_cfg(bn, &cfg);
+    double t = 0;
+    TB_TRY(run_case(c));
+    TB_TRY(bn->be->sync(bn->be));
+    TB_TRY(tb_bench_time_op(bn->be, run_case, c, &t));
+    int64_t need = t > 0 ? (int64_t)ceil(cfg.min_rep_s / t) : least;
+    *out = need > least ? need : least;
+    return TB_OK;
+}
+
 static int register_all(tb_bench *bn, ceil_case *cs)
 {
     int cuda = strcmp(bn->info.backend, "cuda") == 0;
@@ -215,6 +234,7 @@ static int register_all(tb_bench *bn, ceil_case *cs)
         o.iterations = cuda ? 10 : (cs[k].op == OP_GEMM ? 1 : 5);
         if (bn->profile == TB_PROFILE_TINY)
             o.iterations = 2;
+        TB_TRY(calls_for_min_time(bn, &cs[k], o.iterations, &o.iterations));
         o.repetitions = bn->reps;
         o.manual_time = 1;
         o.unit = TBB_MS;
@@ -291,6 +311,8 @@ static const tb_technique technique = {
     .what = "Peak GEMM rate, copy and host-to-device bandwidth: the ceilings the "
             "techniques are held to.",
     .est_seconds = {30, 90, 5}, /* default, full, tiny */
+    /* plain repetitions (rates, nothing compared), each of at least the op sweeps' minimum time */
+    .budget_seconds = {15, 80, 4},
     .order = 0,
     .tiny = {.min_rows = 7},
 };

@@ -15,8 +15,11 @@
  * step whose batch size changes every time: every new shape is tuned again
  * (autotuned), or gets its default algorithm's primitive made (baseline),
  * so that row is the cost per step of cudnn.benchmark with varying shapes.
- * Each such call uses a batch size the process has never seen (batch
- * +- up to 12 around the shape's, see cold_batch), so no cache helps it.
+ * Each such call uses a batch size no recent call used (batch +- up to 132
+ * around the shape's, see cold_batch, cycling every COLD_CYCLE calls: the
+ * rounds engine makes as many calls as its warm-up and rounds need, and
+ * a cycle longer than the CPU backend's 64-entry primitive cache means
+ * every call misses it), so no cache helps it.
  *
  * Writes results/<device>/conv_autotuner.csv and plots/<device>/
  * conv_autotuner_speedup.* . The chosen algorithms are in each autotuned
@@ -89,6 +92,12 @@ static tb_conv_desc make_desc(const conv_shape *s)
 
 /* How far cold batch sizes stray from the base with reps calls a case. */
 static int cold_spread(int reps) { return 4 * ((reps - 1) / 2) + 4; }
+
+/* Calls of a cold lane before its batch sizes repeat: more than the CPU
+ * backend's primitive cache holds (CONV_CACHE_SIZE, 64; LRU), so a size
+ * is evicted before it comes back, while the buffers stay bounded however
+ * many calls the rounds make. */
+#define COLD_CYCLE 66
 
 /* The batch of a cold case's call: base +- (4 (calls/2) + lane + 1), signs
  * alternating: every (lane, call) gets its own size, averaging the base.
@@ -167,7 +176,7 @@ static int run_case(void *arg)
     if (!case_defs[c->k].cold)
         return conv_pass(c->be, c->bf, &c->d, c->algo, case_defs[c->k].bwd);
     tb_conv_desc d = c->d;
-    d.n = cold_batch(c->d.n, c->spread, c->lane, c->calls++);
+    d.n = cold_batch(c->d.n, c->spread, c->lane, c->calls++ % COLD_CYCLE);
     int algo[3];
     TB_TRY(pick_algos(c->be, &d, case_defs[c->k].tuned, algo));
     if (case_defs[c->k].find)
@@ -184,6 +193,20 @@ static int64_t plan_iterations(int profile, const tb_conv_desc *d)
     return it < 1 ? 1 : it;
 }
 
+/* The case just registered as case_defs[k]: each default, its again and
+ * tuned come in a row (find, the tuning cost alone, is compared with
+ * nothing), so its base is the default registered k - base cases ago. */
+static int compare_case(opb_set *set, int k)
+{
+    static const int base_of[NCASES] = {C_FWD_DEF, C_FWD_DEF, C_FWD_DEF, C_STEP_DEF,
+                                        C_STEP_DEF, C_STEP_DEF, C_FIND, C_VARY_DEF,
+                                        C_VARY_DEF, C_VARY_DEF};
+    if (base_of[k] == k)
+        return TB_OK;
+    return opb_compare(set, set->n - 1, set->n - 1 - (size_t)(k - base_of[k]),
+                       k == C_FWD_DEF_AGAIN || k == C_STEP_DEF_AGAIN || k == C_VARY_DEF_AGAIN);
+}
+
 static int register_shape(tb_bench *b, opb_set *set, conv_case *cases, const conv_bufs *f,
                           shape_tuning *t, int idx)
 {
@@ -194,7 +217,7 @@ static int register_shape(tb_bench *b, opb_set *set, conv_case *cases, const con
             continue;
         conv_case *c = &cases[idx * NCASES + k];
         *c = (conv_case){b->be, f, t->d, {0}, k, case_defs[k].cold ? lane++ : 0, 0,
-                         cold_spread(b->reps)};
+                         cold_spread(COLD_CYCLE)};
         memcpy(c->algo, case_defs[k].tuned ? t->tuned : t->def, sizeof c->algo);
         if (case_defs[k].cold)
             TB_TRY(opb_register(b, set, 0, run_case, c, 1, "conv_%s/%d", case_defs[k].name,
@@ -203,15 +226,20 @@ static int register_shape(tb_bench *b, opb_set *set, conv_case *cases, const con
             TB_TRY(opb_register(b, set, OPB_WARMUPS, run_case, c,
                                 plan_iterations(b->profile, &t->d), "conv_%s/%d",
                                 case_defs[k].name, idx));
+        TB_TRY(compare_case(set, k));
     }
     return TB_OK;
 }
 
-static void max_sizes(const conv_shape *shapes, int n, int spread, conv_bufs *f)
+/* Buffers for the largest shape; a cold shape's batch goes up to base +
+ * 2 spread (cold_batch). */
+static void max_sizes(const conv_shape *shapes, const shape_tuning *tune, int n, int spread,
+                      conv_bufs *f)
 {
     for (int i = 0; i < n; i++) {
         tb_conv_desc d = make_desc(&shapes[i]);
-        d.n += 2 * spread;
+        if (tune[i].cold)
+            d.n += 2 * spread;
         size_t nx = (size_t)d.n * d.c * d.h * d.w, nw = (size_t)d.k * d.c * d.r * d.s,
                ny = (size_t)d.n * d.k * tb_conv_out_h(&d) * tb_conv_out_w(&d);
         f->nx = nx > f->nx ? nx : f->nx;
@@ -341,7 +369,7 @@ static int report_shape(tb_bench *b, const gb_results *r, conv_bufs *f, const co
     TB_TRY(add_find_row(b, r, idx, s->what));
     snprintf(note, sizeof note, "%.60s; batch %d +-%d, new every step: each new shape re-tunes "
              "(autotuned) or builds its default primitive (default)", s->what, s->n,
-             cold_spread(b->reps));
+             cold_spread(COLD_CYCLE));
     return add_pair(b, r, idx, C_VARY_DEF, "fwd+bwd time, new batch every step",
                     ", batch varies", NULL, note);
 }
@@ -379,7 +407,7 @@ static int setup(tb_bench *b, void *state, opb_set *set)
     st->cases = calloc((size_t)st->nshapes * NCASES, sizeof *st->cases);
     if (!st->cases)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory");
-    max_sizes(st->shapes, st->nshapes, cold_spread(b->reps), &st->f);
+    max_sizes(st->shapes, st->tune, st->nshapes, cold_spread(COLD_CYCLE), &st->f);
     TB_TRY(alloc_bufs(b->be, &st->f));
     for (int i = 0; i < st->nshapes; i++) {
         st->tune[i].be = b->be;
@@ -425,6 +453,8 @@ static const tb_technique technique = {
     .what = "Default vs autotuned convolution algorithm (fwd, fwd+bwd), tuning cost, "
             "and batch sizes that change every step.",
     .est_seconds = {90, 900, 15}, /* default, full, tiny */
+    /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
+    .budget_seconds = {40, 850, 10},
     .order = 340,
     .tiny = {.min_rows = 10, .plots = "conv_autotuner,conv_autotuner_speedup"},
 };

@@ -18,10 +18,27 @@
  * All-reduce bus bandwidth: the N-rank worker times the blocking all-reduce
  * over message sizes (lib/dist/comm.h; busbw as nccl-tests defines it).
  *
- * Step times are per step (the first step is warm-up and dropped), the
- * slowest rank's; medians with a bootstrap 95% interval over the steps.
- * The baseline is DDP on 1 rank (one process at the global batch), timed
- * twice for the noise floor. Scaling efficiency at n = t(1) / (n t(n)).
+ * DDP configurations are timed in interleaved rounds (issue 14): each round
+ * launches every configuration once, in an order shuffled per round from
+ * ROUND_SEED, each launch a short run (a warm-up step, dropped, then
+ * steps_per_round steps); a round's value of a configuration is the median
+ * of its launch's step times (the slowest rank's). The baseline is DDP on
+ * 1 rank (one process at the global batch), and an A/A copy of it is
+ * launched in every round too. Speedups are paired (tb_stats_paired on the
+ * per-round medians, tb_stats_paired_verdict with the A/A pair); rounds go
+ * on from 5 until every interval is within +-2%, the budget
+ * (budget_seconds) is spent or MAX_ROUNDS. Why launches and not a process
+ * kept alive across rounds: a configuration is a group of MPI processes
+ * that runs its steps and exits (bench/cmd/ddp_worker.c); keeping all eight
+ * groups alive would leave 15 processes on 2 cores polling MPI between
+ * their rounds. The launch itself (mpirun, model build, warm-up step) is
+ * outside the timed steps. Checks (--verify) and the bus bandwidth run in
+ * the first round's launches only.
+ * DP runs in this process after the rounds, one run per replica count
+ * (steps of the profile): not interleaved with the DDP launches, so its
+ * rows keep the unpaired bootstrap interval against the baseline's
+ * per-round medians, and say so.
+ * Scaling efficiency at n = t(1) / (n t(n)).
  *
  * Correctness (--verify in the workers, rank 0): weights bitwise equal on
  * every rank, and the final loss within 1e-4 relative of one process at
@@ -42,13 +59,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <time.h>
+
 #include "bench/harness/harness.h"
+#include "bench/harness/rounds.h"
+#include "lib/core/rng.h"
 #include "lib/dist/comm.h"
 #include "lib/dist/dp.h"
 #include "lib/nn/optim.h"
 #include "lib/report/plot.h"
 
 #define MAX_STEPS 256
+#define MAX_ROUNDS 40
+#define ROUND_SEED 0x6464705f726f756eull /* "ddp_roun": the rounds' orders */
+#define TARGET_HALF_WIDTH 0.02
 #define LOSS_TOL 1e-4
 #define BIG_BUCKET ((size_t)25 << 20)
 #define DP_THREADS "DP threads"
@@ -63,8 +87,10 @@ typedef struct ddp_case {
     int overlap, sync_bn, verify, busbw;
     double imbalance;
     /* read back */
-    double step_s[MAX_STEPS], exposed_s[MAX_STEPS], allreduce_s[MAX_STEPS];
+    double step_s[MAX_STEPS], exposed_s[MAX_STEPS], allreduce_s[MAX_STEPS]; /* all rounds' */
     int n;
+    double round_s[MAX_ROUNDS]; /* per round: the median of its launch's steps */
+    int rounds;
     double bytes, last_loss;
     int have_verify, weights_identical, failed_checks;
     double loss, ref_loss, rel, max_abs_w;
@@ -72,6 +98,7 @@ typedef struct ddp_case {
 
 typedef struct plan {
     int steps, batch, max_ranks, busbw_reps;
+    int steps_per_round;      /* timed steps of one launch in a round */
     size_t small_bucket, busbw_max;
     long data_limit;
 } plan;
@@ -89,6 +116,8 @@ typedef struct sweep {
     const char *dp_label;     /* the plots' DP series */
     const char *dp_na;        /* the DP setting this device does not run, and why */
     char dp_na_why[512];
+    tb_rounds_stop stop;      /* why the DDP rounds stopped */
+    double load_avg;          /* mean 1-minute load average over the rounds */
 } sweep;
 
 static void plan_profile(int profile, plan *p)
@@ -105,6 +134,9 @@ static void plan_profile(int profile, plan *p)
         p->data_limit = 16384;
     if (p->max_ranks < 1)
         p->max_ranks = 1;
+    /* The profile's steps spread over the minimum of 5 rounds, at least 2 a
+     * launch (a median of one step is one scheduler hiccup away). */
+    p->steps_per_round = p->steps / 5 > 2 ? p->steps / 5 : 2;
 }
 
 /* The worker binary: in the runfiles tree beside this one (bazel run,
@@ -162,7 +194,7 @@ static int plan_cases(sweep *s)
 
 /* mpirun -np n [--oversubscribe] [--allow-run-as-root] worker flags;
  * the workers' output goes to our stderr. */
-static int launch(sweep *s, ddp_case *c, const char *report)
+static int launch(sweep *s, ddp_case *c, const char *report, int first)
 {
     char a[16][128];
     int k = 0;
@@ -189,7 +221,7 @@ static int launch(sweep *s, ddp_case *c, const char *report)
     ARG("--data-limit=%ld", s->p.data_limit);
     ARG("--test-limit=256");
     ARG("--batch-size=%d", s->p.batch);
-    ARG("--max-steps=%d", s->p.steps);
+    ARG("--max-steps=%d", s->p.steps_per_round + 1); /* + the dropped warm-up step */
     ARG("--bucket-size=%zu", c->bucket);
     ARG("--%soverlap", c->overlap ? "" : "no-");
     ARG("--imbalance=%g", c->imbalance);
@@ -200,11 +232,11 @@ static int launch(sweep *s, ddp_case *c, const char *report)
     char rep[200], bb[64], br[64];
     snprintf(rep, sizeof rep, "--report=%s", report);
     argv[na++] = rep;
-    if (c->verify)
+    if (c->verify && first)
         argv[na++] = "--verify";
     if (c->sync_bn)
         argv[na++] = "--sync-bn";
-    if (c->busbw) {
+    if (c->busbw && first) {
         snprintf(bb, sizeof bb, "--busbw-max=%zu", s->p.busbw_max);
         snprintf(br, sizeof br, "--busbw-reps=%d", s->p.busbw_reps);
         argv[na++] = bb;
@@ -267,13 +299,24 @@ static int step_row(const char *line, void *ctx)
     return 0;
 }
 
+/* Appends the launch's timed steps to the case's and its median to the
+ * case's rounds. */
 static int read_steps(ddp_case *c, const char *report)
 {
     char path[256];
-    c->n = 0;
+    int n0 = c->n;
     TB_TRY(each_report_line(report, "steps", path, sizeof path, step_row, c));
-    if (c->n < TB_MIN_REPS)
-        return TB_FAIL(TB_ERR_DATA, "%s: %d timed steps, fewer than %d", path, c->n, TB_MIN_REPS);
+    if (c->n - n0 < 1)
+        return TB_FAIL(TB_ERR_DATA, "%s: no timed step", path);
+    if (c->rounds >= MAX_ROUNDS)
+        return TB_FAIL(TB_ERR_INTERNAL, "more than %d rounds", MAX_ROUNDS);
+    TB_TRY(tb_stats_median(c->step_s + n0, (size_t)(c->n - n0), &c->round_s[c->rounds]));
+    fprintf(stderr, "ddp: %s, %d rank%s, round %d: median step %.2f ms of", c->label, c->ranks,
+            c->ranks > 1 ? "s" : "", c->rounds + 1, 1e3 * c->round_s[c->rounds]);
+    for (int i = n0; i < c->n; i++)
+        fprintf(stderr, " %.2f", 1e3 * c->step_s[i]);
+    fprintf(stderr, "\n");
+    c->rounds++;
     return TB_OK;
 }
 
@@ -326,21 +369,145 @@ static int read_busbw(sweep *s, const char *report)
     return each_report_line(report, "busbw", path, sizeof path, busbw_row, s);
 }
 
-static int run_case(sweep *s, ddp_case *c, int index)
+static int run_case(sweep *s, ddp_case *c, int index, int first)
 {
     char report[160], path[220];
     snprintf(report, sizeof report, "%s/run%d", s->tmp, index);
-    TB_TRY(launch(s, c, report));
+    TB_TRY(launch(s, c, report, first));
     TB_TRY(read_steps(c, report));
-    if (c->verify)
+    if (c->verify && first)
         TB_TRY(read_verify(c, report));
-    if (c->busbw)
+    if (c->busbw && first)
         TB_TRY(read_busbw(s, report));
     static const char *const ext[] = {"steps", "trace", "verify", "busbw"};
     for (int i = 0; i < 4; i++) {
         snprintf(path, sizeof path, "%s.%s.csv", report, ext[i]);
         unlink(path);
     }
+    return TB_OK;
+}
+
+/* ---- the DDP rounds ---- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double load_1min(void)
+{
+    double l = NAN;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = NAN;
+        fclose(f);
+    }
+    return l;
+}
+
+/* Every compared case (the A/A copy too) against the baseline, case 0. */
+static int compare_with_base(const sweep *s, const ddp_case *c, tb_paired *out)
+{
+    const ddp_case *b0 = &s->cases[0];
+    return tb_stats_paired(b0->round_s, c->round_s, (size_t)b0->rounds, ROUND_SEED, out);
+}
+
+static int widest_interval(const sweep *s, double *w)
+{
+    *w = 0;
+    for (int i = 1; i < s->ncases; i++) {
+        tb_paired p;
+        TB_TRY(compare_with_base(s, &s->cases[i], &p));
+        *w = p.half_width > *w ? p.half_width : *w;
+    }
+    return TB_OK;
+}
+
+/* Rounds of launches, every case once a round in a shuffled order, from 5
+ * rounds until the widest interval is within the target, the budget would
+ * be passed by another round as long as the longest so far (round 0, with
+ * the checks and the bus bandwidth, not counted), or MAX_ROUNDS. */
+static int run_rounds(sweep *s)
+{
+    int order[64];
+    if (s->ncases > 64)
+        return TB_FAIL(TB_ERR_INTERNAL, "%d DDP cases, more than 64", s->ncases);
+    tb_rng rng = tb_rng_seeded(ROUND_SEED);
+    double t0 = now_s(), longest = 0, budget = s->b->tech->budget_seconds[s->b->profile];
+    double load_sum = 0;
+    int load_n = 0;
+    s->stop = TB_STOP_CAP;
+    for (int r = 0; r < MAX_ROUNDS; r++) {
+        double tr = now_s();
+        for (int i = 0; i < s->ncases; i++)
+            order[i] = i;
+        for (int i = s->ncases - 1; i > 0; i--) {
+            int j = (int)tb_rng_below(&rng, (uint32_t)i + 1), t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        for (int k = 0; k < s->ncases; k++)
+            TB_TRY(run_case(s, &s->cases[order[k]], order[k], r == 0));
+        double l = load_1min();
+        if (!isnan(l))
+            load_sum += l, load_n++;
+        if (r > 0 && now_s() - tr > longest)
+            longest = now_s() - tr;
+        if (r + 1 < 5)
+            continue;
+        double w;
+        TB_TRY(widest_interval(s, &w));
+        fprintf(stderr, "ddp: round %d: widest interval +-%.1f%%, %.1f s spent\n", r + 1,
+                100 * w, now_s() - t0);
+        if (w <= TARGET_HALF_WIDTH) {
+            s->stop = TB_STOP_TARGET;
+            break;
+        }
+        if (budget > 0 && now_s() - t0 + longest > budget) {
+            s->stop = TB_STOP_BUDGET;
+            break;
+        }
+    }
+    s->load_avg = load_n ? load_sum / load_n : NAN;
+    fprintf(stderr, "ddp: %d rounds, stopped by %s (seed %llu, load %.2f)\n", s->cases[0].rounds,
+            tb_rounds_stop_name(s->stop), (unsigned long long)ROUND_SEED, s->load_avg);
+    return TB_OK;
+}
+
+/* The paired columns of a DDP row: the speedup over the 1-rank baseline
+ * from the per-round medians, the A/A pair's noise floor and unreliable
+ * flag, the verdict; for the baseline itself the A/A pair's. busy is not
+ * judged: the sweep's own MPI ranks are the "other processes" a busy rule
+ * would count; the load average is given. */
+static int fill_paired(const sweep *s, tb_result_row *row, const ddp_case *c, int is_base)
+{
+    tb_paired cmp, aa;
+    TB_TRY(compare_with_base(s, &s->cases[1], &aa));
+    row->noise_floor = fmax(0.0, fmax(aa.hi - 1.0, 1.0 - aa.lo));
+    row->load_avg = s->load_avg;
+    row->busy = 0;
+    snprintf(row->stopped_by, sizeof row->stopped_by, "%s", tb_rounds_stop_name(s->stop));
+    if (is_base) {
+        row->unreliable = aa.lo > 1.0 || aa.hi < 1.0;
+        row->rounds = (int)aa.rounds;
+        row->mde = aa.mde;
+        return TB_OK;
+    }
+    TB_TRY(compare_with_base(s, c, &cmp));
+    int unreliable = 0;
+    tb_speed_verdict v = tb_stats_paired_verdict(&cmp, &aa, &unreliable);
+    row->speedup = cmp.speedup;
+    row->speedup_ci_low = cmp.lo;
+    row->speedup_ci_high = cmp.hi;
+    row->unreliable = unreliable;
+    row->rounds = (int)cmp.rounds;
+    row->mde = cmp.mde;
+    row->timing_verdict = v == TB_SPEED_FASTER   ? TB_TIMING_FASTER
+                          : v == TB_SPEED_SLOWER ? TB_TIMING_SLOWER
+                                                 : TB_TIMING_WITHIN_NOISE;
     return TB_OK;
 }
 
@@ -495,15 +662,13 @@ static int add_ddp_row(sweep *s, ddp_case *c, const gb_run *base, const gb_run *
                        double base_s, double balanced_exposed_ms)
 {
     tb_bench *b = s->b;
-    gb_run me = as_run(c->label, c->step_s, c->n);
+    (void)base, (void)again;
+    gb_run me = as_run(c->label, c->round_s, c->rounds);
     tb_result_row row;
     int is_base = c == &s->cases[0];
     tb_bench_row(b, &row, c->label, is_base, "ranks", c->ranks, "step time");
     TB_TRY(tb_bench_fill_timing(&row, &me, 1e3, "ms"));
-    if (is_base)
-        TB_TRY(tb_bench_noise_floor(base, again, &row.noise_floor));
-    else
-        TB_TRY(tb_bench_fill_speedup(&row, base, again, &me));
+    TB_TRY(fill_paired(s, &row, c, is_base));
     row.rate = s->p.batch / (row.median * 1e-3);
     snprintf(row.rate_unit, sizeof row.rate_unit, "samples/s");
     double exposed_ms, ar_ms;
@@ -583,7 +748,8 @@ static int add_dp_rows(sweep *s, dp_result *dp, int ndp, const gb_run *base, con
         double rel = fabs(r->loss - r->ref_loss) / fmax(fabs(r->ref_loss), 1e-30);
         set_check(&row, rel, r->max_abs_w, 1, "1 process, BN per replica");
         snprintf(row.note, sizeof row.note, "DataParallel: %d replica%s (%s), one process, "
-                 "global batch %d; efficiency %.2f; weights vs reference max abs diff %.2e",
+                 "global batch %d; efficiency %.2f; weights vs reference max abs diff %.2e; "
+                 "unpaired (not in the DDP rounds)",
                  r->n, r->n > 1 ? "s" : "", strcmp(r->setting, DP_GPUS) == 0
                      ? "GPUs driven from one thread" : "one host thread each",
                  s->p.batch, base_s / (r->n * row.median * 1e-3), r->max_abs_w);
@@ -738,11 +904,12 @@ static int run(tb_bench *b, int max_ranks, const char *argv0)
         goto out_free;
     }
     TB_TRY_GOTO(rc, plan_cases(s), out_rmdir);
-    for (int i = 0; i < s->ncases; i++)
-        TB_TRY_GOTO(rc, run_case(s, &s->cases[i], i), out_rmdir);
+    TB_TRY_GOTO(rc, run_rounds(s), out_rmdir);
     TB_TRY_GOTO(rc, run_dp(s, &dp, &ndp), out_rmdir);
-    gb_run base = as_run("base", s->cases[0].step_s, s->cases[0].n);
-    gb_run again = as_run("again", s->cases[1].step_s, s->cases[1].n);
+    /* The baseline's per-round medians: what DP's rows (not interleaved)
+     * and the efficiencies are held to. */
+    gb_run base = as_run("base", s->cases[0].round_s, s->cases[0].rounds);
+    gb_run again = as_run("again", s->cases[1].round_s, s->cases[1].rounds);
     double base_s;
     tb_stats_median(base.seconds, (size_t)base.repetitions, &base_s);
     double balanced_ms = NAN;
@@ -777,6 +944,9 @@ static const tb_technique technique = {
             "small CNN at the same global batch, and the "
             "all-reduce bus bandwidth.",
     .est_seconds = {60, 300, 45}, /* default, full, tiny */
+    /* the DDP rounds' (launches of every configuration per round, see the
+     * top of the file); DP and the checks come on top */
+    .budget_seconds = {45, 250, 30},
     .order = 320,
     .tiny = {.min_rows = 12, .plots = "ddp,ddp_efficiency,ddp_busbw", .no_gbench = 1},
 };

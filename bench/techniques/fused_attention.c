@@ -241,6 +241,9 @@ static int setup(tb_bench *b, void *state, opb_set *set)
                                         "attn_%s_%s_%s/%d", bwd ? "fwdbwd" : "fwd",
                                         vnames[v], causal ? "causal" : "full",
                                         st->seqs[s]));
+                    /* manual, manual_again, fused in a row: compared with manual. */
+                    if (v != V_MANUAL)
+                        TB_TRY(opb_compare(set, set->n - 1, set->n - 1 - v, v == V_MANUAL_AGAIN));
                 }
     return TB_OK;
 }
@@ -289,6 +292,8 @@ static const tb_technique technique = {
     .what = "Manual vs fused attention (forward, forward+backward; causal and not) over "
             "sequence lengths 128 .. 4096: time and memory.",
     .est_seconds = {90, 420, 6}, /* default, full, tiny */
+    /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
+    .budget_seconds = {35, 380, 4},
     .order = 310,
     .tiny = {.min_rows = 8,
              .plots = "fused_attention,fused_attention_speedup,fused_attention_memory"},

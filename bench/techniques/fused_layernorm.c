@@ -40,6 +40,11 @@ static const struct { const char *name; int bwd; tb_ln_variant v; } case_defs[NC
     {"bwd_fused", 1, TB_LN_FUSED},
 };
 
+/* What each case is compared with (its own index: nothing): the copy is the
+ * ceiling, fused is compared with unfused, "again" is unfused's A/A copy. */
+static const int case_base[NCASES] = {C_COPY, C_FWD_UN, C_FWD_UN, C_FWD_UN,
+                                      C_BWD_UN, C_BWD_UN, C_BWD_UN};
+
 typedef struct ln_bufs {
     float *x, *dy, *y, *dx, *gamma, *beta, *dgamma, *dbeta, *mean, *rstd; /* device */
     float *hx, *hdy, *hgamma, *hbeta, *hout, *href, *hbase, *hrg, *hrb;     /* host */
@@ -231,6 +236,10 @@ static int setup(tb_bench *b, void *state, opb_set *set)
             TB_TRY(opb_register(b, set, OPB_WARMUPS, run_case, c,
                                 plan_iterations(b->profile, st->shapes[s]), "ln_%s/%dx%d",
                                 case_defs[k].name, st->shapes[s].rows, st->shapes[s].cols));
+            /* A shape's cases are registered together. */
+            if (case_base[k] != k)
+                TB_TRY(opb_compare(set, set->n - 1, set->n - 1 - k + case_base[k],
+                                   k == C_FWD_UN_AGAIN || k == C_BWD_UN_AGAIN));
         }
     return TB_OK;
 }
@@ -278,6 +287,8 @@ static const tb_technique technique = {
     .what = "Fused vs unfused layer norm (forward and backward) over transformer "
             "shapes, beside the copy bandwidth.",
     .est_seconds = {15, 90, 3}, /* default, full, tiny */
+    /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
+    .budget_seconds = {10, 80, 2},
     .order = 290,
     .tiny = {.min_rows = 10, .plots = "fused_layernorm,fused_layernorm_speedup"},
 };

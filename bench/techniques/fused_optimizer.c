@@ -112,6 +112,9 @@ static int register_all(tb_bench *b, opt_sweep *sw, opb_set *set)
                 TB_TRY(opb_register(b, set, OPB_WARMUPS, run_step, c,
                                     plan_iterations(b->profile, sw->pts[p]), "opt_%s_%s/%dx%zu",
                                     opts[o].name, vnames[v], sw->pts[p].count, sw->pts[p].each));
+                /* per_tensor, its again, fused in a row: compared with per_tensor. */
+                if (v != V_PER)
+                    TB_TRY(opb_compare(set, set->n - 1, set->n - 1 - v, v == V_PER_AGAIN));
             }
     return TB_OK;
 }
@@ -271,6 +274,8 @@ static const tb_technique technique = {
     .name = "fused_optimizer",
     .what = "Per-tensor vs fused optimizer step (SGD, AdamW) over parameter counts.",
     .est_seconds = {30, 420, 3}, /* default, full, tiny */
+    /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
+    .budget_seconds = {18, 380, 2},
     .order = 280,
     .tiny = {.min_rows = 12, .plots = "fused_optimizer,fused_optimizer_speedup"},
 };

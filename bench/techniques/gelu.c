@@ -68,6 +68,11 @@ static const struct { const char *name; gelu_op op; tb_gelu_variant v; } case_de
     {"bwd_fused", OP_BWD, TB_GELU_FUSED},
 };
 
+/* What each case is compared with (its own index: nothing): the copy is the
+ * ceiling, fused is compared with unfused, "again" is unfused's A/A copy. */
+static const int case_base[NCASES] = {C_COPY, C_FWD_UNFUSED, C_FWD_UNFUSED, C_FWD_UNFUSED,
+                                      C_BWD_UNFUSED, C_BWD_UNFUSED, C_BWD_UNFUSED};
+
 static void plan_sizes(int profile, gelu_sweep *sw)
 {
     int lo = 10, hi = 24, step = 2;       /* default: 2^10 .. 2^24 */
@@ -103,6 +108,11 @@ static int register_all(tb_bench *b, gelu_sweep *sw, opb_set *set)
                              sw->sizes[s], plan_iterations(b->profile, sw->sizes[s])};
             TB_TRY(opb_register(b, set, OPB_WARMUPS, run_case, c, c->iterations, "gelu_%s/%zu",
                                 case_defs[k].name, sw->sizes[s]));
+            /* The cases of a size are registered together: case k's base
+             * is case_base[k] of the same size. */
+            if (case_base[k] != k)
+                TB_TRY(opb_compare(set, set->n - 1, set->n - 1 - k + case_base[k],
+                                   k == C_FWD_UNFUSED_AGAIN || k == C_BWD_UNFUSED_AGAIN));
         }
     }
     return TB_OK;
@@ -178,12 +188,12 @@ static int add_rows(tb_bench *b, const gb_results *r, size_t n, const size_check
             const gb_run *me = run[fused ? dir[d].fused : dir[d].base];
             tb_bench_row(b, &row, fused ? "fused" : "unfused", !fused, "elements", (double)n,
                          dir[d].metric);
-            /* The baseline row keeps speedup empty (opb_fill_base would write 1). */
             if (fused)
                 TB_TRY(opb_fill_variant(&row, me, run[dir[d].base], run[dir[d].again], 1e6, "us"));
             else {
-                TB_TRY(tb_bench_fill_timing(&row, me, 1e6, "us"));
-                TB_TRY(tb_bench_noise_floor(me, run[dir[d].again], &row.noise_floor));
+                /* The baseline row keeps speedup empty (opb_fill_base writes 1). */
+                TB_TRY(opb_fill_base(&row, me, run[dir[d].again], 1e6, "us"));
+                row.speedup = row.speedup_ci_low = row.speedup_ci_high = NAN;
             }
             row.rate = dir[d].bytes * (double)n / (row.median * 1e-6) / 1e9;
             snprintf(row.rate_unit, sizeof row.rate_unit, "GB/s");
@@ -273,6 +283,8 @@ static const tb_technique technique = {
     .what = "Fused vs unfused GELU (forward and backward) over sizes, beside the "
             "copy bandwidth.",
     .est_seconds = {40, 240, 5}, /* default, full, tiny */
+    /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
+    .budget_seconds = {25, 200, 2},
     .order = 10,
     .tiny = {.min_rows = 15, .plots = "gelu,gelu_speedup"},
 };

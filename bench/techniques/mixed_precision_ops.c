@@ -209,16 +209,25 @@ static int setup(tb_bench *b, void *state, opb_set *set)
     if (!st->cases)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory");
     TB_TRY(alloc_bufs(b->be, &st->f));
-    for (int i = 0; i < st->npts; i++)
+    for (int i = 0; i < st->npts; i++) {
+        size_t base = 0;
         for (int v = 0; v < NV; v++) {
             mp_case *c = &st->cases[i * NV + v];
             *c = (mp_case){b->be, &st->f, &st->pts[i], v, 0};
             TB_TRY(try_case(c, st->why[i][v], sizeof st->why[i][v], &st->ok[i][v]));
-            if (st->ok[i][v])
-                TB_TRY(opb_register(b, set, OPB_WARMUPS, run_case, c,
-                                    plan_iterations(b->profile, c->p), "mp_%s/%d", vdefs[v].name,
-                                    i));
+            if (!st->ok[i][v])
+                continue;
+            TB_TRY(opb_register(b, set, OPB_WARMUPS, run_case, c,
+                                plan_iterations(b->profile, c->p), "mp_%s/%d", vdefs[v].name,
+                                i));
+            /* Every precision is compared with f32 of its point; f32_again
+             * is f32's A/A copy. */
+            if (v == V_F32)
+                base = set->n - 1;
+            else if (st->ok[i][V_F32])
+                TB_TRY(opb_compare(set, set->n - 1, base, v == V_F32_AGAIN));
         }
+    }
     return TB_OK;
 }
 
@@ -315,6 +324,8 @@ static const tb_technique technique = {
     .what = "GEMM and convolution alone: fp32 vs bf16 / fp16 inputs with fp32 "
             "accumulation.",
     .est_seconds = {15, 200, 3}, /* default, full, tiny */
+    /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
+    .budget_seconds = {10, 180, 2},
     .order = 370,
     .tiny = {.min_rows = 6, .plots = "mixed_precision_ops_gemm,mixed_precision_ops_conv"},
 };

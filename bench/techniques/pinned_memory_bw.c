@@ -138,6 +138,10 @@ static int setup(tb_bench *b, void *state, opb_set *set)
                 TB_TRY(opb_register(b, set, OPB_WARMUPS, run_case, c,
                                     plan_iterations(b->profile, st->sizes[s]), "copy_%s_%s/%zu",
                                     d2h ? "d2h" : "h2d", vdefs[v].name, st->sizes[s]));
+                /* pageable, its again, pinned, pinned async in a row:
+                 * compared with pageable. */
+                if (v != V_PAGEABLE)
+                    TB_TRY(opb_compare(set, set->n - 1, set->n - 1 - v, v == V_PAGEABLE_AGAIN));
             }
     return TB_OK;
 }
@@ -239,6 +243,8 @@ static const tb_technique technique = {
     .what = "Host-to-device and device-to-host bandwidth, pageable vs pinned (sync and "
             "async on a side stream), 4 KiB .. 256 MiB.",
     .est_seconds = {10, 40, 1}, /* default, full, tiny */
+    /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
+    .budget_seconds = {5, 35, 1},
     .order = 360,
     .tiny = {.min_rows = 6, .no_gbench = 1},
 };

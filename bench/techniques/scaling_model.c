@@ -181,6 +181,8 @@ static const tb_technique technique = {
             "devices, ring and tree, overlap on/off, from ddp.csv's measured "
             "compute time and gradient bytes. A prediction, not a measurement.",
     .est_seconds = {2, 2, 2}, /* default, full, tiny */
+    /* times nothing (reads ddp.csv); its run time, so bench:all's sum counts it */
+    .budget_seconds = {1, 2, 2},
     .order = 330,
     .after = {"ddp_sweep"}, /* reads its ddp.csv */
     .tiny = {.min_rows = 88, .plots = "scaling_model", .no_gbench = 1},

@@ -1,21 +1,22 @@
 /*
  * tf32.c - `bazel run //bench:tf32`: square fp32 GEMMs (n x n x n) with
  * plain fp32 math vs TF32 math (torch.backends.cuda.matmul.allow_tf32),
- * over n = 256 .. 8192. Baseline: fp32 (the technique off).
+ * over n = 256 .. 8192 (default profile: 4096). Baseline: fp32 (the technique off).
  *
  * CUDA: cuBLAS in TF32 tensor-op math. CPU: the nearest analogue, oneDNN's
  * fpmath mode bf16 (fp32 data, bf16 multiplies); on a CPU without
  * avx512_bf16 (or AMX) oneDNN accepts the mode and computes in fp32, so the
  * two settings run the same code and should be within the noise.
  *
- * Profiles: default and full go to 8192, default with about 4 GFLOP per
- * repetition (full 20), at least one call. One 8192 GEMM is 1.1 TFLOP,
- * about 11 s on two idle CPU cores (twice that under load): there each
- * case makes one warm-up call instead of the harness's two (the first call
- * creates the oneDNN primitive and touches the output's pages; a second
- * would add 3 x 11 s), so 8192 costs 3 warm-ups (before the first
- * repetition only, bench/harness/opbench.c) + 3 x 5 repetitions + 2
- * calls of the correctness check. tiny runs 256 and 512 for the tests.
+ * Profiles: default goes to 4096, full to 8192; the rounds engine picks
+ * the calls per repetition (opb_rounds_cfg's minimum time, at least one
+ * call). One 8192 GEMM is 1.1 TFLOP, about 11 s on two idle CPU cores
+ * (twice that under load): there each case makes one warm-up call instead
+ * of the harness's two (the first call creates the oneDNN primitive and
+ * touches the output's pages), so 8192 costs at least 3 warm-ups + 3 x 5
+ * rounds + 2 calls of the correctness check, about 220 s: more than the
+ * default profile's share of bench:all's 15 minutes, hence 4096 there
+ * (about 30 s). tiny runs 256 and 512 for the tests.
  *
  * Writes results/<device>/tf32.csv and plots/<device>/tf32.* (GFLOP/s) and
  * tf32_speedup.* . Correctness: the TF32 result against the fp32 result of
@@ -58,7 +59,7 @@ static int run_gemm(void *arg)
 
 static int plan_sizes(int profile, int *sizes)
 {
-    int hi = profile == TB_PROFILE_TINY ? 512 : 8192;
+    int hi = profile == TB_PROFILE_TINY ? 512 : profile == TB_PROFILE_FULL ? 8192 : 4096;
     int n = 0;
     for (int s = 256; s <= hi; s *= 2)
         sizes[n++] = s;
@@ -204,6 +205,10 @@ static int setup(tb_bench *b, void *state, opb_set *set)
             TB_TRY(opb_register(b, set, plan_warmups(st->sizes[s]), run_gemm, c,
                                 plan_iterations(b->profile, st->sizes[s]), "gemm_%s/%d",
                                 vnames[v], st->sizes[s]));
+            /* f32, f32_again, tf32 of a size are registered in a row (tf32,
+             * the last, may be left out): both compared with f32. */
+            if (v != V_F32)
+                TB_TRY(opb_compare(set, set->n - 1, set->n - 1 - v, v == V_F32_AGAIN));
         }
     return TB_OK;
 }
@@ -245,8 +250,10 @@ static int run(tb_bench *b)
 
 static const tb_technique technique = {
     .name = "tf32",
-    .what = "Square GEMMs, fp32 vs TF32 math, n = 256 .. 8192.",
-    .est_seconds = {230, 600, 3}, /* default, full, tiny */
+    .what = "Square GEMMs, fp32 vs TF32 math, n = 256 .. 4096 (full: 8192).",
+    .est_seconds = {60, 600, 3}, /* default, full, tiny */
+    /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
+    .budget_seconds = {35, 540, 2},
     .order = 300,
     .tiny = {.min_rows = 4, .plots = "tf32,tf32_speedup"},
 };

@@ -24,9 +24,15 @@
  *   On a loaded machine a fit may hit the 30 s limit: its rows say so.
  *   full: all 60000 images, 10 epochs, 10000 test images, 900 s.
  *   tiny: 16 images, for the tests (85% is not reached; rows n/a).
- * Every setting fits the same seeds; the speedup interval is a bootstrap
- * over them, with no A/A noise floor (no baseline fitted twice: that would
- * cost another 5 fits).
+ * Rounds (issue 14): round r fits every setting with seed r, plus the
+ * baseline a second time (its A/A copy, the noise check), in an order
+ * shuffled per round from VF_SEED, so drift on the machine hits every
+ * setting alike. The same seed trains the same trajectory, so the per-seed
+ * ratios pair exactly: the speedup and its interval come from them
+ * (tb_stats_paired), the noise floor and the unreliable flag from the A/A
+ * pair, the verdict from tb_stats_paired_verdict. The number of rounds is
+ * fixed (the profile's seeds: a fit is seconds to minutes, so the rounds
+ * are not adaptive), which the rows say as stopped by "cap".
  *
  *   bazel run //bench:validation_frequency -- [--device=cpu] [--profile=...]
  */
@@ -34,6 +40,8 @@
 #include <stdio.h>
 
 #include "bench/harness/harness.h"
+#include "bench/harness/rounds.h"
+#include "lib/core/rng.h"
 #include "lib/core/stats.h"
 #include "lib/train/train.h"
 
@@ -54,6 +62,10 @@ static const vf_plan plans[3] = {
 
 static const int val_every[] = {1, 2, 5};
 #define NSETTINGS ((int)(sizeof val_every / sizeof val_every[0]))
+/* The arms of a round: the settings, then the baseline's A/A copy. */
+#define NARMS (NSETTINGS + 1)
+#define AA_ARM NSETTINGS
+#define VF_SEED 0x76665f726f756e64ull /* "vf_round": the rounds' orders */
 
 typedef struct vf_result {
     double tta[MAX_SEEDS], fit[MAX_SEEDS];
@@ -93,11 +105,15 @@ static int fit_once(tb_bench *b, const vf_plan *p, int every, long long seed,
     return TB_OK;
 }
 
-/* One timed row over the seeds; the speedup against base (the same seeds
- * validated every epoch) with a bootstrap interval of the ratio of medians.
- * No A/A run here, so the verdict uses no noise floor. */
+static double load_avg_sum;   /* over the rounds: the rows' load_avg */
+static int load_avg_n;
+
+/* One timed row over the seeds (the rounds): the speedup against base (the
+ * same seeds validated every epoch) paired per seed, the noise floor and
+ * unreliable flag from aa (the baseline's A/A copy; NULL when it has no
+ * value for every seed), the verdict. */
 static int add_timed(tb_bench *b, const vf_plan *p, int i, const char *setting,
-                     const char *metric, const double *x, const double *base)
+                     const char *metric, const double *x, const double *base, const double *aa)
 {
     tb_result_row row;
     tb_summary sm;
@@ -107,11 +123,24 @@ static int add_timed(tb_bench *b, const vf_plan *p, int i, const char *setting,
     row.reps = p->seeds;
     row.median = sm.median, row.min = sm.min, row.max = sm.max;
     snprintf(row.unit, sizeof row.unit, "s");
+    snprintf(row.stopped_by, sizeof row.stopped_by, "%s", tb_rounds_stop_name(TB_STOP_CAP));
+    row.load_avg = load_avg_n ? load_avg_sum / load_avg_n : NAN;
+    tb_paired aap, cmp;
+    if (aa) {
+        TB_TRY(tb_stats_paired(base, aa, n, VF_SEED, &aap));
+        row.noise_floor = fmax(0.0, fmax(aap.hi - 1.0, 1.0 - aap.lo));
+        row.unreliable = aap.lo > 1.0 || aap.hi < 1.0;
+        row.rounds = (int)aap.rounds;
+        row.mde = aap.mde;
+    }
     if (i > 0) {
-        tb_interval ci;
-        TB_TRY(tb_stats_speedup_ci(base, n, x, n, NULL, &ci));
-        row.speedup = ci.point, row.speedup_ci_low = ci.lo, row.speedup_ci_high = ci.hi;
-        tb_speed_verdict v = tb_stats_timing_verdict(&ci, 0);
+        TB_TRY(tb_stats_paired(base, x, n, VF_SEED, &cmp));
+        int unreliable = 0;
+        tb_speed_verdict v = tb_stats_paired_verdict(&cmp, aa ? &aap : NULL, &unreliable);
+        row.speedup = cmp.speedup, row.speedup_ci_low = cmp.lo, row.speedup_ci_high = cmp.hi;
+        row.unreliable = unreliable;
+        row.rounds = (int)cmp.rounds;
+        row.mde = cmp.mde;
         row.timing_verdict = v == TB_SPEED_FASTER   ? TB_TIMING_FASTER
                              : v == TB_SPEED_SLOWER ? TB_TIMING_SLOWER
                                                     : TB_TIMING_WITHIN_NOISE;
@@ -122,6 +151,7 @@ static int add_timed(tb_bench *b, const vf_plan *p, int i, const char *setting,
 static int add_rows(tb_bench *b, const vf_plan *p, const vf_result *r, int n)
 {
     int base_reached = r[0].reached == p->seeds;
+    const double *aa_tta = r[AA_ARM].reached == p->seeds ? r[AA_ARM].tta : NULL;
     for (int i = 0; i < n; i++) {
         char setting[48], why[256];
         snprintf(setting, sizeof setting, "validate every %d", val_every[i]);
@@ -134,14 +164,15 @@ static int add_rows(tb_bench *b, const vf_plan *p, const vf_result *r, int n)
             TB_TRY(tb_results_add_na(&b->res, b->technique, b->info.backend, b->info.name,
                                      setting, "time to accuracy", why));
         } else {
-            TB_TRY(add_timed(b, p, i, setting, "time to accuracy", r[i].tta, r[0].tta));
+            TB_TRY(add_timed(b, p, i, setting, "time to accuracy", r[i].tta, r[0].tta, aa_tta));
             snprintf(b->res.rows[b->res.n - 1].note, sizeof b->res.rows[0].note, "%s", why);
         }
-        TB_TRY(add_timed(b, p, i, setting, "fit time", r[i].fit, r[0].fit));
+        TB_TRY(add_timed(b, p, i, setting, "fit time", r[i].fit, r[0].fit, r[AA_ARM].fit));
         snprintf(b->res.rows[b->res.n - 1].note, sizeof b->res.rows[0].note,
                  "training + %d validations (%.1f s of them) until stopped by %s; %s",
                  r[i].evaluations, r[i].eval_s, r[i].stopped_by,
-                 "one fit per seed (seeds 0..4 for every setting), no A/A noise floor");
+                 "a round per seed: every setting and the baseline's A/A copy fit that seed, "
+                 "in a shuffled order");
     }
     return TB_OK;
 }
@@ -150,15 +181,36 @@ static int run(tb_bench *b)
 {
     const vf_plan *p = &plans[b->profile];
     tb_dataset *train = NULL, *test = NULL;
-    vf_result res[NSETTINGS] = {0};
+    vf_result res[NARMS] = {0};
     int rc;
     TB_TRY_GOTO(rc, tb_dataset_open_fashion_mnist(NULL, TB_SPLIT_TRAIN, (long)p->train_n, &train),
                 out_free);
     TB_TRY_GOTO(rc, tb_dataset_open_fashion_mnist(NULL, TB_SPLIT_TEST, (long)p->test_n, &test),
                 out_free);
-    for (int i = 0; i < NSETTINGS; i++)
-        for (int s = 0; s < p->seeds; s++)
-            TB_TRY_GOTO(rc, fit_once(b, p, val_every[i], s, train, test, &res[i], s), out_free);
+    tb_rng rng = tb_rng_seeded(VF_SEED);
+    load_avg_sum = 0, load_avg_n = 0;
+    fprintf(stderr, "validation_frequency: %d rounds of %d fits (seed %llu for the orders)\n",
+            p->seeds, NARMS, (unsigned long long)VF_SEED);
+    for (int s = 0; s < p->seeds; s++) {
+        int order[NARMS];
+        for (int k = 0; k < NARMS; k++)
+            order[k] = k;
+        for (int k = NARMS - 1; k > 0; k--) {
+            int j = (int)tb_rng_below(&rng, (uint32_t)k + 1), t = order[k];
+            order[k] = order[j];
+            order[j] = t;
+        }
+        for (int k = 0; k < NARMS; k++) {
+            int arm = order[k], every = val_every[arm == AA_ARM ? 0 : arm];
+            TB_TRY_GOTO(rc, fit_once(b, p, every, s, train, test, &res[arm], s), out_free);
+        }
+        double l;
+        FILE *f = fopen("/proc/loadavg", "r");
+        if (f && fscanf(f, "%lf", &l) == 1)
+            load_avg_sum += l, load_avg_n++;
+        if (f)
+            fclose(f);
+    }
     TB_TRY_GOTO(rc, add_rows(b, p, res, NSETTINGS), out_free);
     rc = tb_bench_save(b);
 out_free:
@@ -170,7 +222,9 @@ out_free:
 static const tb_technique technique = {
     .name = "validation_frequency",
     .what = "time to 85% accuracy validating every 1 / 2 / 5 epochs",
-    .est_seconds = {210, 3600, 30}, /* default, full, tiny */
+    .est_seconds = {270, 4800, 40}, /* default, full, tiny */
+    /* its rounds: 5 seeds x 4 fits (no adaptive stop: see the top of the file) */
+    .budget_seconds = {230, 4800, 35},
     .order = 220,
     .tiny = {.min_rows = 6, .no_gbench = 1},
 };
