@@ -29,8 +29,16 @@ static const size_t ew_sizes[] = {1, 1003, 65537};
 
 static const char *const gelu_names[] = {"unfused", "fused"};
 
+/* Both GELU forms (erf, tanh) share these cases: a backend slot and the
+ * double reference of the same form. */
+typedef int (*gelu_fwd_slot)(tb_backend *be, tb_gelu_variant v, const float *x, float *y,
+                             size_t n);
+typedef int (*gelu_bwd_slot)(tb_backend *be, tb_gelu_variant v, const float *x,
+                             const float *dy, float *dx, size_t n);
+
 /* GELU's error bound is absolute, 1e-6 max(1, |x|): floor 1 (sc_cmp_floor). */
-int check_gelu_fwd(sc_ctx *sc)
+static int gelu_fwd_cases(sc_ctx *sc, gelu_fwd_slot op,
+                          void (*ref)(const float *x, float *y, size_t n))
 {
     tb_backend *be = sc->be;
     for (size_t i = 0; i < N_EW_SIZES; i++) {
@@ -38,11 +46,11 @@ int check_gelu_fwd(sc_ctx *sc)
         float *x, *dx, *want, *dy;
         TB_TRY(sc_randf(sc, &x, &dx, n, -6.0f, 6.0f));
         TB_TRY(sc_outf(sc, &want, &dy, n));
-        tb_ref_gelu_fwd(x, want, n);
+        ref(x, want, n);
         for (int v = 0; v < 2; v++) {
             sc_case c;
             sc_case_start(&c, "%s n=%zu", gelu_names[v], n);
-            TB_TRY(SC_FINISH(sc, &c, be->gelu_fwd(be, (tb_gelu_variant)v, dx, dy, n), 0,
+            TB_TRY(SC_FINISH(sc, &c, op(be, (tb_gelu_variant)v, dx, dy, n), 0,
                              {"y", want, dy, n, TOL_SUM, 1.0}));
         }
         TB_TRY(sc_release(sc));
@@ -50,7 +58,8 @@ int check_gelu_fwd(sc_ctx *sc)
     return TB_OK;
 }
 
-int check_gelu_bwd(sc_ctx *sc)
+static int gelu_bwd_cases(sc_ctx *sc, gelu_bwd_slot op,
+                          void (*ref)(const float *x, const float *dy, float *dx, size_t n))
 {
     tb_backend *be = sc->be;
     for (size_t i = 0; i < N_EW_SIZES; i++) {
@@ -59,60 +68,31 @@ int check_gelu_bwd(sc_ctx *sc)
         TB_TRY(sc_randf(sc, &x, &dx_in, n, -6.0f, 6.0f));
         TB_TRY(sc_randf(sc, &g, &dg, n, -1.0f, 1.0f));
         TB_TRY(sc_outf(sc, &want, &out, n));
-        tb_ref_gelu_bwd(x, g, want, n);
+        ref(x, g, want, n);
         for (int v = 0; v < 2; v++) {
             sc_case c;
             sc_case_start(&c, "%s n=%zu", gelu_names[v], n);
-            TB_TRY(SC_FINISH(sc, &c, be->gelu_bwd(be, (tb_gelu_variant)v, dx_in, dg, out, n), 0,
+            TB_TRY(SC_FINISH(sc, &c, op(be, (tb_gelu_variant)v, dx_in, dg, out, n), 0,
                              {"dx", want, out, n, TOL_SUM, 1.0}));
         }
         TB_TRY(sc_release(sc));
     }
     return TB_OK;
 }
+
+int check_gelu_fwd(sc_ctx *sc) { return gelu_fwd_cases(sc, sc->be->gelu_fwd, tb_ref_gelu_fwd); }
+int check_gelu_bwd(sc_ctx *sc) { return gelu_bwd_cases(sc, sc->be->gelu_bwd, tb_ref_gelu_bwd); }
 
 /* The tanh GELU (GPT-2's): the same cases and bound as the erf form's,
  * against the double tanh formula. */
 int check_gelu_tanh_fwd(sc_ctx *sc)
 {
-    tb_backend *be = sc->be;
-    for (size_t i = 0; i < N_EW_SIZES; i++) {
-        size_t n = ew_sizes[i];
-        float *x, *dx, *want, *dy;
-        TB_TRY(sc_randf(sc, &x, &dx, n, -6.0f, 6.0f));
-        TB_TRY(sc_outf(sc, &want, &dy, n));
-        tb_ref_gelu_tanh_fwd(x, want, n);
-        for (int v = 0; v < 2; v++) {
-            sc_case c;
-            sc_case_start(&c, "%s n=%zu", gelu_names[v], n);
-            TB_TRY(SC_FINISH(sc, &c, be->gelu_tanh_fwd(be, (tb_gelu_variant)v, dx, dy, n), 0,
-                             {"y", want, dy, n, TOL_SUM, 1.0}));
-        }
-        TB_TRY(sc_release(sc));
-    }
-    return TB_OK;
+    return gelu_fwd_cases(sc, sc->be->gelu_tanh_fwd, tb_ref_gelu_tanh_fwd);
 }
 
 int check_gelu_tanh_bwd(sc_ctx *sc)
 {
-    tb_backend *be = sc->be;
-    for (size_t i = 0; i < N_EW_SIZES; i++) {
-        size_t n = ew_sizes[i];
-        float *x, *dx_in, *g, *dg, *want, *out;
-        TB_TRY(sc_randf(sc, &x, &dx_in, n, -6.0f, 6.0f));
-        TB_TRY(sc_randf(sc, &g, &dg, n, -1.0f, 1.0f));
-        TB_TRY(sc_outf(sc, &want, &out, n));
-        tb_ref_gelu_tanh_bwd(x, g, want, n);
-        for (int v = 0; v < 2; v++) {
-            sc_case c;
-            sc_case_start(&c, "%s n=%zu", gelu_names[v], n);
-            TB_TRY(SC_FINISH(sc, &c,
-                             be->gelu_tanh_bwd(be, (tb_gelu_variant)v, dx_in, dg, out, n), 0,
-                             {"dx", want, out, n, TOL_SUM, 1.0}));
-        }
-        TB_TRY(sc_release(sc));
-    }
-    return TB_OK;
+    return gelu_bwd_cases(sc, sc->be->gelu_tanh_bwd, tb_ref_gelu_tanh_bwd);
 }
 
 static int relu_fwd_one(sc_ctx *sc, size_t n)
