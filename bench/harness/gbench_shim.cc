@@ -15,6 +15,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <new>
@@ -103,6 +104,22 @@ void options_apply(benchmark::internal::Benchmark *b, const tbb_options *o)
     b->ReportAggregatesOnly(false);
 }
 
+// The C++ exception being handled, as a status naming what was being done
+// (an allocation failure is TB_ERR_NOMEM, anything else TB_ERR_INTERNAL).
+// REQUIRES: called inside a catch block (it rethrows to look at it).
+int exception_status(const char *doing)
+{
+    try {
+        throw;
+    } catch (const std::bad_alloc &) {
+        return TB_FAIL(TB_ERR_NOMEM, "%s", doing);
+    } catch (const std::exception &e) {
+        return TB_FAIL(TB_ERR_INTERNAL, "%s: %s", doing, e.what());
+    } catch (...) {
+        return TB_FAIL(TB_ERR_INTERNAL, "%s: unknown C++ exception", doing);
+    }
+}
+
 } // namespace
 
 extern "C" {
@@ -130,12 +147,10 @@ int tbb_register(const char *name, tbb_fn fn, void *user, const tbb_options *opt
                 current_arity = 0;
             });
         options_apply(b, &o);
-    } catch (const std::bad_alloc &) {
-        return TB_FAIL(TB_ERR_NOMEM, "registering benchmark %s", name);
-    } catch (const std::exception &e) {
-        return TB_FAIL(TB_ERR_INTERNAL, "registering benchmark %s: %s", name, e.what());
     } catch (...) {
-        return TB_FAIL(TB_ERR_INTERNAL, "registering benchmark %s: unknown C++ exception", name);
+        char doing[320]; // no allocation while an exception (maybe bad_alloc) is handled
+        std::snprintf(doing, sizeof doing, "registering benchmark %s", name);
+        return exception_status(doing);
     }
     return TB_OK;
 }
@@ -181,12 +196,8 @@ int tbb_run(int *argc, char **argv, const char *json_out_path, size_t *n_run)
         }
         if (n_run)
             *n_run = n;
-    } catch (const std::bad_alloc &) {
-        return TB_FAIL(TB_ERR_NOMEM, "running benchmarks");
-    } catch (const std::exception &e) {
-        return TB_FAIL(TB_ERR_INTERNAL, "running benchmarks: %s", e.what());
     } catch (...) {
-        return TB_FAIL(TB_ERR_INTERNAL, "running benchmarks: unknown C++ exception");
+        return exception_status("running benchmarks");
     }
     return TB_OK;
 }
@@ -221,12 +232,8 @@ int tbb_run_quiet(char **json, size_t *len, size_t *n_run)
         *len = s.size();
         if (n_run)
             *n_run = n;
-    } catch (const std::bad_alloc &) {
-        return TB_FAIL(TB_ERR_NOMEM, "running benchmarks");
-    } catch (const std::exception &e) {
-        return TB_FAIL(TB_ERR_INTERNAL, "running benchmarks: %s", e.what());
     } catch (...) {
-        return TB_FAIL(TB_ERR_INTERNAL, "running benchmarks: unknown C++ exception");
+        return exception_status("running benchmarks");
     }
     return TB_OK;
 }
