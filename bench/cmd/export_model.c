@@ -58,6 +58,7 @@
 #include "lib/nn/model.h"
 #include "lib/nn/optim.h"
 #include "lib/train/config.h"
+#include "lib/train/train.h"
 
 static const char *summary =
     "Builds a model from bench:train's flags on a seeded batch, runs one training step\n"
@@ -311,18 +312,6 @@ static int forward_to_host(tb_model *m, const device_batch *b, float *logits, fl
     return tb_tensor_to_host(out, logits);
 }
 
-static int make_optim(const tb_config *c, tb_model *m, tb_optim *opt)
-{
-    tb_opt_hparams hp = {
-        .kind = (tb_opt_kind)c->optimizer, .lr = (float)c->lr, .momentum = (float)c->momentum,
-        .weight_decay = (float)c->weight_decay, .beta1 = (float)c->beta1,
-        .beta2 = (float)c->beta2, .eps = (float)c->eps, .trust_coef = (float)c->trust_coef,
-        .grad_scale = 1.0f,
-    };
-    tb_lr_schedule s = {.peak_lr = tb_config_peak_lr(c), .warmup_steps = c->warmup_steps};
-    return tb_optim_init(opt, m, &hp, &s, c->fused_optimizer);
-}
-
 /* zero_grad, forward, backward, one optimizer step, forward again: the
  * trainer's step (lib/train/train.c) with one micro-batch. */
 static int run_step(const tb_config *c, tb_model *m, export_data *d)
@@ -332,7 +321,7 @@ static int run_step(const tb_config *c, tb_model *m, export_data *d)
     int rc;
     TB_TRY_GOTO(rc, batch_upload(m, d, &b), out_free_batch);
     TB_TRY_GOTO(rc, params_to_host(m, m->flat_w, d->params0), out_free_batch);
-    TB_TRY_GOTO(rc, make_optim(c, m, &opt), out_free_batch);
+    TB_TRY_GOTO(rc, tb_train_optim_init(c, m, &opt), out_free_batch);
     tb_model_train_mode(m, 1);
     TB_TRY_GOTO(rc, tb_model_zero_grad(m, c->grads_to_none), out_free_optim);
     TB_TRY_GOTO(rc, forward_to_host(m, &b, d->logits0, &d->loss0), out_free_optim);

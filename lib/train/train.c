@@ -211,9 +211,8 @@ static int make_batch_buffers(tb_trainer *t)
     return TB_OK;
 }
 
-static int make_optim(tb_trainer *t)
+int tb_train_optim_init(const tb_config *c, tb_model *m, tb_optim *opt)
 {
-    const tb_config *c = &t->cfg;
     tb_opt_hparams hp = {
         .kind = (tb_opt_kind)c->optimizer, .lr = (float)c->lr, .momentum = (float)c->momentum,
         .weight_decay = (float)c->weight_decay, .beta1 = (float)c->beta1,
@@ -221,7 +220,7 @@ static int make_optim(tb_trainer *t)
         .grad_scale = 1.0f,
     };
     tb_lr_schedule s = {.peak_lr = tb_config_peak_lr(c), .warmup_steps = c->warmup_steps};
-    return tb_optim_init(&t->opt, t->model, &hp, &s, c->fused_optimizer);
+    return tb_optim_init(opt, m, &hp, &s, c->fused_optimizer);
 }
 
 /* Device buffers and state of the trainer's toggles (loss read interval,
@@ -260,7 +259,7 @@ static int trainer_build(tb_trainer *t)
     TB_TRY(make_loader(t, t->train_ds, 1, &t->train_ld));
     TB_TRY(make_loader(t, t->test_ds, 0, &t->test_ld));
     TB_TRY(make_model(t));
-    TB_TRY(make_optim(t));
+    TB_TRY(tb_train_optim_init(&t->cfg, t->model, &t->opt));
     TB_TRY(make_toggles(t));
     if (c->amp_dtype == TB_AMP_FP16)
         TB_TRY(tb_trainer_enable_loss_scaling(t));

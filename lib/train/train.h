@@ -145,6 +145,12 @@ void tb_trainer_destroy(tb_trainer *t);
  * use this to drive the scaler's wiring on a backend without fp16. */
 int tb_trainer_enable_loss_scaling(tb_trainer *t);
 
+/* The optimizer cfg asks for over m's parameters, as the trainer builds it:
+ * kind and hyper-parameters, the warm-up and linear-scaling schedule,
+ * fused or not. REQUIRES: cfg passed tb_config_validate. opt is freed with
+ * tb_optim_free. Errors: tb_optim_init's. */
+int tb_train_optim_init(const tb_config *cfg, tb_model *m, tb_optim *opt);
+
 /* Copies one batch to the device, forward, loss, backward with the loss
  * scaled by loss_scale. *loss is its mean loss (read from the device). */
 int tb_train_micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, float *loss);
