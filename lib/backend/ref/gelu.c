@@ -17,18 +17,6 @@ double tb_ref_gelu_grad(double x)
     return 0.5 * (1.0 + erf(x * TB_REF_SQRT1_2)) + x * exp(-0.5 * x * x) * TB_REF_INV_SQRT_2PI;
 }
 
-void tb_ref_gelu_fwd(const float *x, float *y, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        y[i] = (float)tb_ref_gelu(x[i]);
-}
-
-void tb_ref_gelu_bwd(const float *x, const float *dy, float *dx, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        dx[i] = (float)((double)dy[i] * tb_ref_gelu_grad(x[i]));
-}
-
 /* Folds one element's error into e; non-finite results count as infinite. */
 static void err_add(tb_ref_err *e, size_t i, double got, double ref, double scale)
 {
@@ -42,20 +30,54 @@ static void err_add(tb_ref_err *e, size_t i, double got, double ref, double scal
     }
 }
 
-tb_ref_err tb_ref_gelu_fwd_err(const float *x, const float *y, size_t n)
+/* The loops both forms share: f is the GELU, g its derivative, each in
+ * double and rounded once to float. */
+typedef double (*gelu_fn)(double x);
+
+static void fwd_with(gelu_fn f, const float *x, float *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = (float)f(x[i]);
+}
+
+static void bwd_with(gelu_fn g, const float *x, const float *dy, float *dx, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dx[i] = (float)((double)dy[i] * g(x[i]));
+}
+
+static tb_ref_err fwd_err_with(gelu_fn f, const float *x, const float *y, size_t n)
 {
     tb_ref_err e = {0};
     for (size_t i = 0; i < n; i++)
-        err_add(&e, i, y[i], tb_ref_gelu(x[i]), fabs((double)x[i]));
+        err_add(&e, i, y[i], f(x[i]), fabs((double)x[i]));
     return e;
+}
+
+static tb_ref_err bwd_err_with(gelu_fn g, const float *x, const float *dy, const float *dx,
+                               size_t n)
+{
+    tb_ref_err e = {0};
+    for (size_t i = 0; i < n; i++)
+        err_add(&e, i, dx[i], (double)dy[i] * g(x[i]), fabs((double)dy[i]));
+    return e;
+}
+
+void tb_ref_gelu_fwd(const float *x, float *y, size_t n) { fwd_with(tb_ref_gelu, x, y, n); }
+
+void tb_ref_gelu_bwd(const float *x, const float *dy, float *dx, size_t n)
+{
+    bwd_with(tb_ref_gelu_grad, x, dy, dx, n);
+}
+
+tb_ref_err tb_ref_gelu_fwd_err(const float *x, const float *y, size_t n)
+{
+    return fwd_err_with(tb_ref_gelu, x, y, n);
 }
 
 tb_ref_err tb_ref_gelu_bwd_err(const float *x, const float *dy, const float *dx, size_t n)
 {
-    tb_ref_err e = {0};
-    for (size_t i = 0; i < n; i++)
-        err_add(&e, i, dx[i], (double)dy[i] * tb_ref_gelu_grad(x[i]), fabs((double)dy[i]));
-    return e;
+    return bwd_err_with(tb_ref_gelu_grad, x, dy, dx, n);
 }
 
 /* ---- the tanh form ---- */
@@ -77,28 +99,20 @@ double tb_ref_gelu_tanh_grad(double x)
 
 void tb_ref_gelu_tanh_fwd(const float *x, float *y, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        y[i] = (float)tb_ref_gelu_tanh(x[i]);
+    fwd_with(tb_ref_gelu_tanh, x, y, n);
 }
 
 void tb_ref_gelu_tanh_bwd(const float *x, const float *dy, float *dx, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        dx[i] = (float)((double)dy[i] * tb_ref_gelu_tanh_grad(x[i]));
+    bwd_with(tb_ref_gelu_tanh_grad, x, dy, dx, n);
 }
 
 tb_ref_err tb_ref_gelu_tanh_fwd_err(const float *x, const float *y, size_t n)
 {
-    tb_ref_err e = {0};
-    for (size_t i = 0; i < n; i++)
-        err_add(&e, i, y[i], tb_ref_gelu_tanh(x[i]), fabs((double)x[i]));
-    return e;
+    return fwd_err_with(tb_ref_gelu_tanh, x, y, n);
 }
 
 tb_ref_err tb_ref_gelu_tanh_bwd_err(const float *x, const float *dy, const float *dx, size_t n)
 {
-    tb_ref_err e = {0};
-    for (size_t i = 0; i < n; i++)
-        err_add(&e, i, dx[i], (double)dy[i] * tb_ref_gelu_tanh_grad(x[i]), fabs((double)dy[i]));
-    return e;
+    return bwd_err_with(tb_ref_gelu_tanh_grad, x, dy, dx, n);
 }
