@@ -18,6 +18,7 @@
  * resource report must show no spills (tools/nvcc_wrap.sh enforces it).
  */
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdint.h>
 
 #include "kernels/elementwise.h"
@@ -37,10 +38,14 @@ struct op_axpby {
     __device__ float operator()(float x, float y) const { return tb_axpby_f(alpha, x, beta, y); }
 };
 
-__global__ void bias_add_kernel(float *y, const float *bias, size_t rows, size_t cols)
+/* 2-D: no per-element division to find the column. */
+__global__ void bias_add_kernel(float *y, const float *bias, size_t rows, int cols)
 {
-    TB_GRID_STRIDE(i, rows * cols)
-        y[i] = tb_add_f(y[i], bias[i % cols]);
+    TB_ROWS_COLS_2D(r, c, rows, cols)
+    {
+        size_t i = r * cols + c;
+        y[i] = tb_add_f(y[i], bias[c]);
+    }
 }
 
 __global__ void dropout_fwd_kernel(uint64_t seed, uint64_t offset, uint32_t threshold,
@@ -92,8 +97,10 @@ extern "C" int tb_cuda_bias_add(float *y, const float *bias, size_t rows, size_t
 {
     if (rows == 0 || cols == 0)
         return TB_OK;
-    bias_add_kernel<<<tb_grid_for(rows * cols), TB_BLOCK, 0, (cudaStream_t)stream>>>(y, bias, rows,
-                                                                                    cols);
+    if (cols > (size_t)INT_MAX / 2)
+        return TB_FAIL(TB_ERR_INVALID, "bias_add: %zu columns; at most %d", cols, INT_MAX / 2);
+    bias_add_kernel<<<tb_grid_2d(rows, cols), TB_BLOCK, 0, (cudaStream_t)stream>>>(y, bias, rows,
+                                                                                  (int)cols);
     TB_CHECK_LAUNCH();
     return TB_OK;
 }

@@ -15,14 +15,18 @@
  * tested there). Row sums are in double with a fixed tree (each thread
  * strides the row, then xor-butterfly warp sums, then warp 0 sums the
  * warps), one function for both variants: fused and unfused give the same
- * bits on one GPU. Column sums (dgamma, dbeta): one thread per column,
- * rows in order, in double. Deterministic.
+ * bits on one GPU. Column sums (dgamma, dbeta): kernels/colsum.cuh's
+ * two-stage column sum (32-column blocks by row chunks, then the chunks in
+ * order), in double, both sums in one pass. Deterministic. The unfused
+ * passes walk a 2-D grid (rows on y, columns on x): no per-element division.
  *
  * Build check (no GPU needed): bazel build //kernels:attn_cuda.
  */
 #include <cuda_runtime.h>
 #include <math.h>
 
+#include "kernels/colsum.cuh"
+#include "kernels/launch.cuh"
 #include "kernels/layernorm.h"
 #include "kernels/layernorm_math.h"
 #include "lib/backend/cuda/check.h"
@@ -30,9 +34,6 @@
 
 #define LN_THREADS 256
 #define LN_WARPS (LN_THREADS / 32)
-#define LN_COL_THREADS 128
-#define LN_EW_THREADS 256
-#define LN_EW_MAX_BLOCKS 4096
 #define FULL_MASK 0xffffffffu
 
 /* Sum over the block, in double, returned to every thread. REQUIRES: all
@@ -99,37 +100,28 @@ __global__ void __launch_bounds__(LN_THREADS)
     }
 }
 
-/* dgamma, dbeta: one thread per column, rows in order, in double. prod ==
- * NULL: dy * xhat recomputed from x and the statistics (fused); otherwise
- * read from prod (unfused). */
-__global__ void ln_param_grad_kernel(const float *x, const float *dy, const float *prod,
-                                     const float *mean, const float *rstd, int rows, int cols,
-                                     float *dgamma, float *dbeta, int accumulate)
-{
-    int c = blockIdx.x * LN_COL_THREADS + threadIdx.x;
-    if (c >= cols)
-        return;
-    double g = 0.0, b = 0.0;
-    for (int r = 0; r < rows; r++) {
-        size_t i = (size_t)r * cols + c;
-        g += prod ? prod[i]
-                  : TB_MUL(dy[i], tb_ln_normalize_f(tb_ln_center_f(x[i], mean[r]), rstd[r]));
-        b += dy[i];
+/* dgamma, dbeta's terms for row r at element i: acc[0] += dy * xhat, acc[1]
+ * += dy. prod == NULL: dy * xhat recomputed from x and the statistics
+ * (fused); otherwise read from prod (unfused). */
+struct ln_param_term {
+    const float *x, *dy, *prod, *mean, *rstd;
+    __device__ void operator()(int r, size_t i, double *acc) const
+    {
+        acc[0] += prod ? prod[i]
+                       : TB_MUL(dy[i], tb_ln_normalize_f(tb_ln_center_f(x[i], mean[r]), rstd[r]));
+        acc[1] += dy[i];
     }
-    dgamma[c] = (float)((accumulate ? (double)dgamma[c] : 0.0) + g);
-    dbeta[c] = (float)((accumulate ? (double)dbeta[c] : 0.0) + b);
-}
+};
 
 /* ---------------------------------------------------------------- unfused */
 
 template <int PASS>
 __global__ void ln_pass_kernel(const float *a, const float *b, const float *row,
-                               const float *col, float *out, size_t n, int cols)
+                               const float *col, float *out, int rows, int cols)
 {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        size_t r = i / cols;
-        int c = (int)(i % cols);
+    TB_ROWS_COLS_2D(r, c, rows, cols)
+    {
+        size_t i = (size_t)r * cols + c;
         float v;
         switch (PASS) {
         case TB_LN_PASS_CENTER:
@@ -167,18 +159,12 @@ __global__ void ln_rstd_kernel(float *v, float eps, int rows)
         v[r] = tb_ln_rstd_f(v[r], eps);
 }
 
-static unsigned ew_grid(size_t n)
-{
-    size_t b = (n + LN_EW_THREADS - 1) / LN_EW_THREADS;
-    return (unsigned)(b < LN_EW_MAX_BLOCKS ? b : LN_EW_MAX_BLOCKS);
-}
-
 template <int PASS>
 static int ln_pass(const float *a, const float *b, const float *row, const float *col,
                    float *out, int rows, int cols, cudaStream_t s)
 {
-    size_t n = (size_t)rows * cols;
-    ln_pass_kernel<PASS><<<ew_grid(n), LN_EW_THREADS, 0, s>>>(a, b, row, col, out, n, cols);
+    ln_pass_kernel<PASS><<<tb_grid_2d(rows, cols), TB_BLOCK, 0, s>>>(a, b, row, col, out, rows,
+                                                                     cols);
     TB_CHECK_LAUNCH();
     return TB_OK;
 }
@@ -192,13 +178,11 @@ static int ln_row_mean(const float *a, float *out, int rows, int cols, cudaStrea
 
 static int ln_param_grad(const float *x, const float *dy, const float *prod, const float *mean,
                          const float *rstd, int rows, int cols, float *dgamma, float *dbeta,
-                         int accumulate, cudaStream_t s)
+                         int accumulate, double *part, cudaStream_t s)
 {
-    unsigned grid = (unsigned)((cols + LN_COL_THREADS - 1) / LN_COL_THREADS);
-    ln_param_grad_kernel<<<grid, LN_COL_THREADS, 0, s>>>(x, dy, prod, mean, rstd, rows, cols,
-                                                         dgamma, dbeta, accumulate);
-    TB_CHECK_LAUNCH();
-    return TB_OK;
+    tb_colsum_out<2> out = {{dgamma, dbeta}};
+    return tb_colsum_launch<2>(ln_param_term{x, dy, prod, mean, rstd}, rows, cols, part, out,
+                               accumulate, s);
 }
 
 static int ln_fwd_unfused(const float *x, const float *gamma, const float *beta, float eps,
@@ -220,13 +204,13 @@ static int ln_fwd_unfused(const float *x, const float *gamma, const float *beta,
 static int ln_bwd_unfused(const float *x, const float *dy, const float *gamma,
                           const float *mean, const float *rstd, int rows, int cols, float *dx,
                           float *dgamma, float *dbeta, int accumulate, float *xhat, float *g,
-                          float *rowtmp, cudaStream_t s)
+                          float *rowtmp, double *part, cudaStream_t s)
 {
     float *a = rowtmp, *c = rowtmp + rows;
     TB_TRY(ln_pass<TB_LN_PASS_CENTER>(x, NULL, mean, NULL, xhat, rows, cols, s));
     TB_TRY(ln_pass<TB_LN_PASS_SCALE_ROW>(xhat, NULL, rstd, NULL, xhat, rows, cols, s));
     TB_TRY(ln_pass<TB_LN_PASS_MUL>(dy, xhat, NULL, NULL, dx, rows, cols, s));
-    TB_TRY(ln_param_grad(x, dy, dx, mean, rstd, rows, cols, dgamma, dbeta, accumulate, s));
+    TB_TRY(ln_param_grad(x, dy, dx, mean, rstd, rows, cols, dgamma, dbeta, accumulate, part, s));
     TB_TRY(ln_pass<TB_LN_PASS_MUL_COL>(dy, NULL, NULL, gamma, g, rows, cols, s));
     TB_TRY(ln_row_mean(g, a, rows, cols, s));
     TB_TRY(ln_pass<TB_LN_PASS_MUL>(g, xhat, NULL, NULL, dx, rows, cols, s));
@@ -258,20 +242,26 @@ extern "C" int tb_cuda_layernorm_bwd(int variant, const float *x, const float *d
                                      const float *gamma, const float *save_mean,
                                      const float *save_rstd, int rows, int cols, float *dx,
                                      float *dgamma, float *dbeta, int accumulate, float *tmp1,
-                                     float *tmp2, float *rowtmp, void *stream)
+                                     float *tmp2, float *rowtmp, double *col_part,
+                                     void *stream)
 {
     if (rows < 0 || cols <= 0)
         return TB_OK;
     cudaStream_t s = (cudaStream_t)stream;
     if (rows == 0) /* nothing to normalize; dgamma, dbeta still written */
         return ln_param_grad(x, dy, NULL, save_mean, save_rstd, 0, cols, dgamma, dbeta,
-                             accumulate, s);
+                             accumulate, col_part, s);
     if (variant == 0)
         return ln_bwd_unfused(x, dy, gamma, save_mean, save_rstd, rows, cols, dx, dgamma, dbeta,
-                              accumulate, tmp1, tmp2, rowtmp, s);
+                              accumulate, tmp1, tmp2, rowtmp, col_part, s);
     ln_bwd_fused_kernel<<<rows, LN_THREADS, 0, s>>>(x, dy, gamma, save_mean, save_rstd, cols,
                                                     dx);
     TB_CHECK_LAUNCH();
     return ln_param_grad(x, dy, NULL, save_mean, save_rstd, rows, cols, dgamma, dbeta,
-                         accumulate, s);
+                         accumulate, col_part, s);
+}
+
+extern "C" size_t tb_cuda_layernorm_bwd_partials(int rows, int cols)
+{
+    return tb_colsum_partials(2, rows, cols);
 }

@@ -18,6 +18,10 @@
  *     order, dy (max: where argmax names this element) or dy / area
  *     (average) -- the order in which the CPU scatters them.
  *
+ * Index math is 32-bit (the slot's checks keep tensors under 2^31
+ * elements, as the int32 argmax needs; the launchers check it again): a
+ * flat index splits with 32-bit divisions, not 64-bit ones.
+ *
  * Build check (no GPU needed): bazel build //kernels:ops_cuda.
  */
 #include <cuda_runtime.h>
@@ -38,12 +42,13 @@ __device__ size_t pool_index(const tb_pool_geom &g, int n, int c, int h, int w, 
 }
 
 /* Splits a flat index of a tensor of height hh and width ww. */
-__device__ void pool_split(const tb_pool_geom &g, size_t i, int hh, int ww, int *n, int *c,
-                           int *h, int *w)
+__device__ void pool_split(const tb_pool_geom &g, unsigned i, unsigned hh, unsigned ww, int *n,
+                           int *c, int *h, int *w)
 {
+    unsigned gc = (unsigned)g.c;
     if (g.layout == TB_NHWC) {
-        *c = (int)(i % g.c);
-        i /= g.c;
+        *c = (int)(i % gc);
+        i /= gc;
         *w = (int)(i % ww);
         i /= ww;
         *h = (int)(i % hh);
@@ -54,15 +59,15 @@ __device__ void pool_split(const tb_pool_geom &g, size_t i, int hh, int ww, int 
     i /= ww;
     *h = (int)(i % hh);
     i /= hh;
-    *c = (int)(i % g.c);
-    *n = (int)(i / g.c);
+    *c = (int)(i % gc);
+    *n = (int)(i / gc);
 }
 
 __global__ void pool_fwd_kernel(tb_pool_geom g, const float *x, float *y, int32_t *argmax,
-                                size_t total)
+                                unsigned total)
 {
-    TB_GRID_STRIDE(o, total)
-    {
+    for (unsigned o = blockIdx.x * blockDim.x + threadIdx.x; o < total;
+         o += gridDim.x * blockDim.x) {
         int n, c, p, q;
         pool_split(g, o, g.p, g.q, &n, &c, &p, &q);
         int h0 = p * g.stride - g.pad, w0 = q * g.stride - g.pad;
@@ -99,10 +104,10 @@ __device__ void covering(int h, int stride, int pad, int window, int outs, int *
 }
 
 __global__ void pool_bwd_kernel(tb_pool_geom g, const float *dy, const int32_t *argmax, float *dx,
-                                size_t total)
+                                unsigned total)
 {
-    TB_GRID_STRIDE(i, total)
-    {
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += gridDim.x * blockDim.x) {
         int n, c, h, w, p0, p1, q0, q1;
         pool_split(g, i, g.h, g.w, &n, &c, &h, &w);
         covering(h, g.stride, g.pad, g.window, g.p, &p0, &p1);
@@ -121,14 +126,28 @@ __global__ void pool_bwd_kernel(tb_pool_geom g, const float *dy, const int32_t *
     }
 }
 
+/* The 32-bit index math's bound: input and output under 2^31 elements (the
+ * grid-stride step, at most 2^20, cannot wrap an unsigned past that). */
+static int pool_fits(const char *op, const tb_pool_geom *g)
+{
+    size_t in = (size_t)g->n * g->c * g->h * g->w, out = (size_t)g->n * g->c * g->p * g->q;
+    if (in > (size_t)INT32_MAX || out > (size_t)INT32_MAX)
+        return TB_FAIL(TB_ERR_INVALID,
+                       "%s: %zu input and %zu output elements; the kernels index with 32 bits "
+                       "(at most %d): split the batch",
+                       op, in, out, (int)INT32_MAX);
+    return TB_OK;
+}
+
 extern "C" int tb_cuda_pool_fwd(const tb_pool_geom *g, const float *x, float *y, int32_t *argmax,
                                 void *stream)
 {
     size_t total = (size_t)g->n * g->c * g->p * g->q;
     if (total == 0)
         return TB_OK;
+    TB_TRY(pool_fits("pool_fwd", g));
     pool_fwd_kernel<<<tb_grid_for(total), TB_BLOCK, 0, (cudaStream_t)stream>>>(*g, x, y, argmax,
-                                                                              total);
+                                                                              (unsigned)total);
     TB_CHECK_LAUNCH();
     return TB_OK;
 }
@@ -139,8 +158,9 @@ extern "C" int tb_cuda_pool_bwd(const tb_pool_geom *g, const float *dy, const in
     size_t total = (size_t)g->n * g->c * g->h * g->w;
     if (total == 0)
         return TB_OK;
+    TB_TRY(pool_fits("pool_bwd", g));
     pool_bwd_kernel<<<tb_grid_for(total), TB_BLOCK, 0, (cudaStream_t)stream>>>(*g, dy, argmax, dx,
-                                                                              total);
+                                                                              (unsigned)total);
     TB_CHECK_LAUNCH();
     return TB_OK;
 }

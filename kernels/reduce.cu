@@ -12,8 +12,10 @@
  *       partials. A fixed grid leaves big GPUs a little idle on small inputs
  *       and is still bandwidth-bound on large ones; the price of results that
  *       do not change with the GPU.
- *   bias_grad  one block per 32 columns; its 8 thread rows each sum every
- *       8th row of dy in order, in double, then a fixed tree over the 8.
+ *   bias_grad  kernels/colsum.cuh's two-stage column sum: blocks of 32
+ *       columns by row chunks write double partials, then one thread per
+ *       column adds its chunks in order. The row chunking depends on rows
+ *       only, so the result does not change with the GPU either.
  * Summing in double matches the CPU backend (lib/backend/cpu/reduce.c), which also sums
  * in double; the per-element test is kernels/elementwise_math.h's
  * tb_nonfinite_f, checked by the CPU tests.
@@ -22,6 +24,7 @@
  */
 #include <cuda_runtime.h>
 
+#include "kernels/colsum.cuh"
 #include "kernels/elementwise_math.h"
 #include "kernels/launch.cuh"
 #include "kernels/reduce.h"
@@ -29,8 +32,6 @@
 #include "lib/core/status.h"
 
 #define RED_THREADS 256
-#define BG_COLS 32
-#define BG_ROWS 8
 
 struct term_value {
     __device__ double operator()(float x) const { return (double)x; }
@@ -79,24 +80,11 @@ __global__ void __launch_bounds__(RED_THREADS) reduce_final_kernel(const double 
         out[0] = (float)s[0];
 }
 
-__global__ void __launch_bounds__(BG_COLS *BG_ROWS)
-    bias_grad_kernel(const float *dy, float *dbias, size_t rows, size_t cols, int accumulate)
-{
-    __shared__ double s[BG_ROWS][BG_COLS + 1];
-    size_t c = (size_t)blockIdx.x * BG_COLS + threadIdx.x;
-    double acc = 0.0;
-    if (c < cols)
-        for (size_t r = threadIdx.y; r < rows; r += BG_ROWS)
-            acc += dy[r * cols + c];
-    s[threadIdx.y][threadIdx.x] = acc;
-    for (int half = BG_ROWS / 2; half > 0; half /= 2) {
-        __syncthreads();
-        if ((int)threadIdx.y < half)
-            s[threadIdx.y][threadIdx.x] += s[threadIdx.y + half][threadIdx.x];
-    }
-    if (threadIdx.y == 0 && c < cols)
-        dbias[c] = (float)((accumulate ? (double)dbias[c] : 0.0) + s[0][threadIdx.x]);
-}
+/* bias_grad's term: dy itself. */
+struct term_dy {
+    const float *dy;
+    __device__ void operator()(int, size_t i, double *acc) const { acc[0] += dy[i]; }
+};
 
 template <class Term>
 static int launch_reduce(const float *x, size_t n, float *out, double *part, Term term,
@@ -121,14 +109,17 @@ extern "C" int tb_cuda_count_nonfinite(const float *x, size_t n, float *out, dou
     return launch_reduce(x, n, out, partials, term_nonfinite{}, (cudaStream_t)stream);
 }
 
-extern "C" int tb_cuda_bias_grad(const float *dy, float *dbias, size_t rows, size_t cols,
-                                 int accumulate, void *stream)
+extern "C" size_t tb_cuda_bias_grad_partials(int rows, int cols)
 {
-    if (cols == 0)
+    return tb_colsum_partials(1, rows, cols);
+}
+
+extern "C" int tb_cuda_bias_grad(const float *dy, float *dbias, int rows, int cols,
+                                 int accumulate, double *partials, void *stream)
+{
+    if (cols <= 0 || rows < 0)
         return TB_OK;
-    dim3 block(BG_COLS, BG_ROWS);
-    unsigned grid = (unsigned)((cols + BG_COLS - 1) / BG_COLS);
-    bias_grad_kernel<<<grid, block, 0, (cudaStream_t)stream>>>(dy, dbias, rows, cols, accumulate);
-    TB_CHECK_LAUNCH();
-    return TB_OK;
+    tb_colsum_out<1> out = {{dbias}};
+    return tb_colsum_launch<1>(term_dy{dy}, rows, cols, partials, out, accumulate,
+                               (cudaStream_t)stream);
 }

@@ -27,9 +27,12 @@ int tb_cuda_reduce_sum(const float *x, size_t n, float *out, double *partials, v
 /* out[0] = number of NaN/Inf in x[0..n), as a float. */
 int tb_cuda_count_nonfinite(const float *x, size_t n, float *out, double *partials,
                             void *stream);
-/* dbias(cols) = (accumulate ? dbias : 0) + column sums of dy(rows x cols). */
-int tb_cuda_bias_grad(const float *dy, float *dbias, size_t rows, size_t cols, int accumulate,
-                      void *stream);
+/* Doubles of device scratch tb_cuda_bias_grad needs for (rows, cols). */
+size_t tb_cuda_bias_grad_partials(int rows, int cols);
+/* dbias(cols) = (accumulate ? dbias : 0) + column sums of dy(rows x cols).
+ * REQUIRES: partials holds tb_cuda_bias_grad_partials(rows, cols) doubles. */
+int tb_cuda_bias_grad(const float *dy, float *dbias, int rows, int cols, int accumulate,
+                      double *partials, void *stream);
 
 #ifdef __cplusplus
 }

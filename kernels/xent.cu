@@ -30,6 +30,7 @@
  * Build check (no GPU needed): bazel build //kernels:ops_cuda.
  */
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 
@@ -90,13 +91,13 @@ __global__ void __launch_bounds__(XENT_WARPS * 32)
     }
 }
 
-__global__ void xent_bwd_kernel(const float *probs, const int32_t *labels, size_t rows,
-                                int classes, float scale, float *dlogits)
+/* 2-D: rows on y, classes on x, no per-element division. */
+__global__ void xent_bwd_kernel(const float *probs, const int32_t *labels, int rows, int classes,
+                                float scale, float *dlogits)
 {
-    TB_GRID_STRIDE(i, rows * classes)
+    TB_ROWS_COLS_2D(r, j, rows, classes)
     {
-        size_t r = i / classes;
-        int j = (int)(i % classes);
+        size_t i = r * classes + j;
         dlogits[i] = tb_xent_grad_f(probs[i], j == labels[r], scale);
     }
 }
@@ -212,9 +213,11 @@ extern "C" int tb_cuda_softmax_xent_bwd(const float *probs, const int32_t *label
 {
     if (rows <= 0 || classes <= 0)
         return TB_OK;
-    size_t total = (size_t)rows * classes;
-    xent_bwd_kernel<<<tb_grid_for(total), TB_BLOCK, 0, (cudaStream_t)stream>>>(
-        probs, labels, (size_t)rows, classes, scale, dlogits);
+    if (classes > INT_MAX / 2)
+        return TB_FAIL(TB_ERR_INVALID, "softmax_xent_bwd: %d classes; at most %d", classes,
+                       INT_MAX / 2);
+    xent_bwd_kernel<<<tb_grid_2d(rows, classes), TB_BLOCK, 0, (cudaStream_t)stream>>>(
+        probs, labels, rows, classes, scale, dlogits);
     TB_CHECK_LAUNCH();
     return TB_OK;
 }

@@ -15,7 +15,10 @@
 
 /* ------------------------------------------------------------ layer norm, attention */
 
-static const int ln_shapes[][2] = {{1, 7}, {37, 65}, {3, 1001}};
+/* 517 x 768: GPT-2's width, 9 row chunks of the column sums (dgamma, dbeta),
+ * the last one short; 4673 x 33: past the 64-chunk cap, a second column tile
+ * with one live column. */
+static const int ln_shapes[][2] = {{1, 7}, {37, 65}, {3, 1001}, {517, 768}, {4673, 33}};
 #define LN_EPS 1e-5f
 
 static const char *const ln_names[] = {"unfused", "fused"};

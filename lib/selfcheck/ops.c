@@ -326,7 +326,10 @@ int check_cast_lowp_to_f32(sc_ctx *sc)
     return TB_OK;
 }
 
-static const int bias_shapes[][2] = {{1, 1}, {37, 129}, {300, 65}};
+/* 517 x 768 and 4673 x 33: bias_grad's column sums with several row chunks
+ * and past the chunk cap; 70001 x 3: more rows than a 2-D grid's y (bias_add). */
+static const int bias_shapes[][2] = {{1, 1}, {37, 129}, {300, 65}, {517, 768}, {4673, 33},
+                                     {70001, 3}};
 
 static int bias_add_one(sc_ctx *sc, int rows, int cols)
 {
@@ -363,7 +366,8 @@ int check_bias_grad(sc_ctx *sc) { return SC_EACH_SHAPE(sc, bias_shapes, bias_gra
 
 /* ------------------------------------------------------------ loss, reductions */
 
-static const int xent_shapes[][2] = {{1, 10}, {7, 10}, {33, 1001}};
+/* 70001 x 3: more rows than the backward's 2-D grid has in y. */
+static const int xent_shapes[][2] = {{1, 10}, {7, 10}, {33, 1001}, {70001, 3}};
 
 static int xent_labels(sc_ctx *sc, int rows, int classes, int32_t **host, int32_t **dev)
 {

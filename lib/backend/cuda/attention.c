@@ -97,14 +97,18 @@ static int cuda_layernorm_bwd(tb_backend *be, tb_ln_variant variant, const float
 {
     TB_TRY(tb_check_layernorm("layernorm_bwd", variant, x, gamma, rows, cols));
     TB_TRY(tb_cuda_bind(be));
+    void *part;
+    TB_TRY(tb_cuda_scratch_get(be, &tb_cuda_ctx(be)->col_part,
+                               tb_cuda_layernorm_bwd_partials(rows, cols) * sizeof(double),
+                               &part));
     if (variant == TB_LN_FUSED || rows == 0)
         return tb_cuda_layernorm_bwd((int)variant, x, dy, gamma, save_mean, save_rstd, rows,
-                                     cols, dx, dgamma, dbeta, accumulate, NULL, NULL, NULL,
+                                     cols, dx, dgamma, dbeta, accumulate, NULL, NULL, NULL, part,
                                      stream_of(be));
     ln_temps t;
     TB_TRY(ln_temps_get(be, rows, cols, 1, &t));
     int rc = tb_cuda_layernorm_bwd(0, x, dy, gamma, save_mean, save_rstd, rows, cols, dx, dgamma,
-                                   dbeta, accumulate, t.t1, t.t2, t.rows, stream_of(be));
+                                   dbeta, accumulate, t.t1, t.t2, t.rows, part, stream_of(be));
     return ln_temps_put(be, &t, rc);
 }
 

@@ -91,6 +91,7 @@ typedef struct cuda_ctx {
     cuda_bn_cache *bn;         /* NULL until the first batch norm */
 
     cuda_scratch reduce_part;  /* reduce_sum/count_nonfinite block partials */
+    cuda_scratch col_part;     /* bias_grad, layernorm dgamma/dbeta chunk partials */
     cuda_scratch opt_tmp;      /* per-tensor optimizer temporaries */
     cuda_scratch opt_chunks;   /* fused optimizer: device chunk table */
     void *opt_built;           /* this step's chunk table, host */

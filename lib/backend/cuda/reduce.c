@@ -18,7 +18,10 @@ static int cuda_bias_grad(tb_backend *be, const float *dy, float *dbias, int row
     if (rows < 0 || cols < 0)
         return TB_FAIL(TB_ERR_INVALID, "bias_grad: rows %d, cols %d", rows, cols);
     TB_TRY(tb_cuda_bind(be));
-    return tb_cuda_bias_grad(dy, dbias, (size_t)rows, (size_t)cols, accumulate, stream_of(be));
+    void *part;
+    TB_TRY(tb_cuda_scratch_get(be, &tb_cuda_ctx(be)->col_part,
+                               tb_cuda_bias_grad_partials(rows, cols) * sizeof(double), &part));
+    return tb_cuda_bias_grad(dy, dbias, rows, cols, accumulate, part, stream_of(be));
 }
 
 static int partials(tb_backend *be, double **part)
