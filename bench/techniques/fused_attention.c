@@ -20,6 +20,11 @@
  * fused_attention.* (time), fused_attention_speedup.* and
  * fused_attention_memory.* . Correctness: fused against manual, out (forward)
  * and the worst of dq, dk, dv (backward), tolerances ATTN_TOL_*.
+ *
+ * What "fused" is here: tunebench's own tiled kernel in scalar fp32 (on a
+ * GPU, CUDA cores with 16-32 row tiles; no tensor cores), not cuDNN's or
+ * PyTorch's flash attention. Every fused row's note says so, so that its
+ * speedup is never read as theirs.
  */
 #include <math.h>
 #include <stdio.h>
@@ -37,6 +42,9 @@ static int attn_heads = 1;
  * longer rows than the test's. */
 #define ATTN_TOL_FWD 2e-5
 #define ATTN_TOL_BWD 5e-5
+
+/* The fused rows' label (see the header comment). */
+#define FUSED_LABEL "own fp32 kernel, no tensor cores (not cuDNN/PyTorch flash)"
 
 enum { V_MANUAL, V_MANUAL_AGAIN, V_FUSED, NV };
 static const char *const vnames[NV] = {"manual", "manual_again", "fused"};
@@ -206,9 +214,9 @@ static int add_rows(tb_bench *b, const gb_results *r, const tb_attn_desc *d, int
             tb_compare_format(&chk->cmp[bwd], verdict, sizeof verdict);
         }
         snprintf(row.note, sizeof row.note,
-                 "B=%d H=%d D=%d; workspace: saved %zu B, temp %zu B%s%s", d->batch, d->heads,
-                 d->head_dim, saved, temp, fused ? (bwd ? "; dq dk dv vs manual: "
-                                                        : "; out vs manual: ") : "", verdict);
+                 "%sB=%d H=%d D=%d; workspace: saved %zu B, temp %zu B%s%s",
+                 fused ? FUSED_LABEL "; " : "", d->batch, d->heads, d->head_dim, saved, temp,
+                 fused ? (bwd ? "; dq dk dv vs manual: " : "; out vs manual: ") : "", verdict);
         TB_TRY(tb_results_add(&b->res, &row));
     }
     return TB_OK;
@@ -290,7 +298,8 @@ static int run(tb_bench *b)
 static const tb_technique technique = {
     .name = "fused_attention",
     .what = "Manual vs fused attention (forward, forward+backward; causal and not) over "
-            "sequence lengths 128 .. 4096: time and memory.",
+            "sequence lengths 128 .. 4096: time and memory. Fused is tunebench's own scalar "
+            "fp32 kernel (no tensor cores), not cuDNN's or PyTorch's flash attention.",
     .est_seconds = {90, 420, 6}, /* default, full, tiny */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
     .budget_seconds = {35, 380, 4},
