@@ -14,7 +14,7 @@ if_cuda(with_cuda, without): one of two lists, chosen by the configuration
 step (no select(), no #ifdef): the CUDA file or target, or its stand-in.
 """
 
-load("@local_config//:defs.bzl", "CUDA_PATH", "HAS_CUDA")
+load("@local_config//:defs.bzl", "HAS_CUDA", "NVCC")
 
 CUDA_ONLY = [] if HAS_CUDA else ["//tools:cuda_not_found"]
 
@@ -37,7 +37,7 @@ def _cuda_objects_impl(ctx):
         obj = ctx.actions.declare_file("_cuda_objs/%s/%s.pic.o" % (ctx.label.name, stem))
         rep = ctx.actions.declare_file("_cuda_objs/%s/%s.ptxas.txt" % (ctx.label.name, stem))
         args = ctx.actions.args()
-        args.add(CUDA_PATH + "/bin/nvcc")
+        args.add(NVCC)
         args.add(obj.path)
         args.add(rep.path)
         args.add(src.path)

@@ -5,8 +5,9 @@
 #
 # Does nothing slow when everything is there: apt-get runs only when a
 # package is missing. The CUDA toolkit is not a Debian package of this
-# release: when it is missing this says how to get it, and tunebench builds
-# and runs its CPU backend without it.
+# release: on a machine with an NVIDIA driver and no toolkit this installs
+# one from NVIDIA's PyPI wheels (tools/cuda_wheels.sh) that matches the
+# driver; with no driver, tunebench builds and runs its CPU backend.
 set -euo pipefail
 
 PACKAGES=(
@@ -19,6 +20,7 @@ PACKAGES=(
   zlib1g-dev           # gzip IDX datasets
   dataset-fashion-mnist  # the real dataset
   python3              # a few test helpers
+  python3-pip unzip    # CUDA wheels: tools/cuda_wheels.sh (setup on a GPU machine, .ci/run)
   git
 )
 
@@ -47,16 +49,11 @@ if [ ! -x /usr/bin/bazel-4.2.3 ] && [ -x /usr/bin/bazel-4 ]; then
   $SUDO ln -sf /usr/bin/bazel-4 /usr/bin/bazel-4.2.3
 fi
 
-cuda="${CUDA_PATH:-/usr/local/cuda}"
-if [ -x "$cuda/bin/nvcc" ] && [ -f "$cuda/include/cudnn.h" ] && [ -f "$cuda/include/nccl.h" ]; then
-  echo "setup: CUDA toolkit found at $cuda" >&2
-else
-  cat >&2 <<MSG
-setup: no CUDA toolkit with cuDNN and NCCL at $cuda.
-  tunebench builds and runs its CPU backend without it. For the CUDA backend
-  install the CUDA Toolkit 12 or 13, cuDNN 9 and NCCL 2 from NVIDIA (their
-  Debian repository or runfile), or point CUDA_PATH at an existing toolkit
-  that has include/cudnn.h, include/nccl.h and lib64/libcudnn.so.
-MSG
-fi
+# ---- CUDA toolkit (tools/cuda_pick.sh): found, or installed from NVIDIA's
+# wheels into ~/.cache/tunebench/cuda-VERSION when a driver is there and no
+# toolkit is (the version the driver runs), or the CPU backend alone. ----
+# shellcheck source=tools/cuda_pick.sh
+. "$(dirname "$0")/cuda_pick.sh"
+tb_cuda_setup "${CUDA_PATH:-/usr/local/cuda}" "${TB_CACHE_DIR:-$HOME/.cache/tunebench}"
+# ---- end CUDA toolkit ----
 echo "setup: ready" >&2
