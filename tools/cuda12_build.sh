@@ -18,7 +18,7 @@
 # second run downloads nothing. Prints "cuda12: PASSED ..." or
 # "cuda12: FAILED ..." last; exit status 0 or 1.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 version="${1:-12.9}"
 cache="${TB_CACHE_DIR:-$HOME/.cache/tunebench}"
 prefix="$cache/cuda-$version"
@@ -50,7 +50,7 @@ exe="$bin/bench/selfcheck"
 [ -x "$exe" ] || fail "no $exe"
 needed="$(readelf -d "$exe" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')"
 for lib in libcudart.so.12 libcublas.so.12 libcudnn.so.9 libnccl.so.2; do
-  echo "$needed" | grep -qx "$lib" || fail "bench/selfcheck does not link $lib: $(echo $needed)"
+  echo "$needed" | grep -qx "$lib" || fail "bench/selfcheck does not link $lib: ${needed//$'\n'/ }"
 done
 readelf -d "$exe" | grep -q "$prefix/lib64" ||
   fail "bench/selfcheck's run path does not name $prefix/lib64"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tools/cuda_pick.sh - sourced by tools/setup.sh: which CUDA toolkit to
 # install from NVIDIA's wheels on a machine with a driver and no toolkit.
 #

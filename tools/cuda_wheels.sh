@@ -73,7 +73,8 @@ lay_out() {
     [ -e "$base" ] || ln -s "$(basename "$so")" "$base"
   done
   [ -e "$dst/lib" ] || ln -s lib64 "$dst/lib"
-  local tgt="$dst/targets/$(uname -m)-linux"
+  local tgt
+  tgt="$dst/targets/$(uname -m)-linux"
   mkdir -p "$tgt"
   [ -e "$tgt/include" ] || ln -s ../../include "$tgt/include"
   [ -e "$tgt/lib" ] || ln -s ../../lib64 "$tgt/lib"

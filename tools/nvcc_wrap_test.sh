@@ -28,6 +28,7 @@ __global__ void hot_kernel(const float *x, float *y, int n)
         y[k] = acc[k];
 }
 CU
+# shellcheck disable=SC2054  # the commas belong to -gencode
 flags=(-gencode=arch=compute_90,code=sm_90 -O3 -Xptxas -v)
 fails=0
 check() { # check WHAT GOT WANT
