@@ -1,0 +1,170 @@
+/*
+ * sim_test.c - the sim backend keeps CUDA's ordering: ops are queued, not
+ * run; stream_sync waits for its stream only; events order streams; a
+ * capture records calls with their arguments and a launch replays them;
+ * synchronizing inside a capture fails; a queued failure is sticky. No
+ * check depends on a timing: streams are held back by gates the test
+ * opens.
+ *
+ * Run: bazel test //lib/backend/sim:sim_test
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "lib/backend/sim/sim.h"
+#include "lib/core/testing.h"
+
+/* A host function that blocks its stream until the test opens the gate. */
+typedef struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int open;
+} gate;
+
+static int gate_pass(void *arg)
+{
+    gate *g = arg;
+    pthread_mutex_lock(&g->mu);
+    while (!g->open)
+        pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    return TB_OK;
+}
+
+static void gate_open(gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->open = 1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void test_ops_are_queued(tb_backend *be)
+{
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    float x[4] = {1, 2, 3, 4}, y[4] = {0};
+    CHECK_OK(tb_sim_host_fn(be, NULL, gate_pass, &g, 0));
+    CHECK_OK(be->axpby(be, 3.0f, x, 0.0f, y, 4));
+    CHECK(y[3] == 0.0f, "axpby ran before the compute stream reached it");
+    gate_open(&g);
+    CHECK_OK(be->stream_sync(be, NULL));
+    CHECK(y[0] == 3.0f && y[3] == 12.0f, "after stream_sync y = %g %g", y[0], y[3]);
+}
+
+/* stream_sync(compute) returns while a side stream is still held; sync
+ * waits for it too. */
+static void test_sync_waits_for_what_it_names(tb_backend *be)
+{
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    tb_stream *side = NULL;
+    tb_event *e = NULL;
+    int done = -1;
+    CHECK_OK(be->stream_create(be, &side));
+    CHECK_OK(be->event_create(be, &e));
+    CHECK_OK(tb_sim_host_fn(be, side, gate_pass, &g, 0));
+    CHECK_OK(be->event_record(be, e, side));
+    float v = 1.0f, w = 0.0f;
+    CHECK_OK(be->copy_d2d(be, &w, &v, sizeof v, NULL)); /* synchronous: compute only */
+    CHECK(w == 1.0f, "a synchronous copy returned before it ran");
+    CHECK_OK(be->stream_sync(be, NULL));
+    CHECK_OK(tb_sim_event_done(be, e, &done));
+    CHECK(done == 0, "the side stream ran past its gate");
+    gate_open(&g);
+    CHECK_OK(be->sync(be));
+    CHECK_OK(tb_sim_event_done(be, e, &done));
+    CHECK(done == 1, "sync returned before the side stream finished");
+    CHECK_OK(be->event_destroy(be, e));
+    CHECK_OK(be->stream_destroy(be, side));
+}
+
+/* side waits for an event recorded on compute behind a gate. */
+static void test_events_order_streams(tb_backend *be)
+{
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    tb_stream *side = NULL;
+    tb_event *on_compute = NULL, *on_side = NULL;
+    float buf[8];
+    int done = -1;
+    memset(buf, 0, sizeof buf);
+    CHECK_OK(be->stream_create(be, &side));
+    CHECK_OK(be->event_create(be, &on_compute));
+    CHECK_OK(be->event_create(be, &on_side));
+    CHECK_OK(tb_sim_host_fn(be, NULL, gate_pass, &g, 0));
+    CHECK_OK(be->event_record(be, on_compute, NULL));
+    CHECK_OK(be->stream_wait_event(be, side, on_compute));
+    CHECK_OK(be->memset(be, buf, 0xff, sizeof buf, side));
+    CHECK_OK(be->event_record(be, on_side, side));
+    CHECK_OK(tb_sim_event_done(be, on_side, &done));
+    CHECK(done == 0 && buf[0] == 0.0f, "the side stream did not wait for the event");
+    gate_open(&g);
+    CHECK_OK(be->event_sync(be, on_side));
+    unsigned char b0;
+    memcpy(&b0, buf, 1);
+    CHECK(b0 == 0xff, "event_sync returned before the memset ran");
+    float ms = -1;
+    CHECK_OK(be->event_elapsed_ms(be, on_compute, on_side, &ms));
+    CHECK(ms >= 0, "elapsed %g ms between ordered events", ms);
+    CHECK_OK(be->event_destroy(be, on_compute));
+    CHECK_OK(be->event_destroy(be, on_side));
+    CHECK_OK(be->stream_destroy(be, side));
+}
+
+/* A capture records axpby with alpha = 2 and runs nothing; each launch
+ * reads x as it is then, with the recorded alpha. */
+static void test_graph_records_and_replays(tb_backend *be)
+{
+    float x[3] = {1, 2, 3}, y[3] = {0};
+    tb_graph *g = NULL;
+    long before = tb_sim_graph_launches(be);
+    CHECK_OK(be->graph_begin(be));
+    CHECK_OK(be->axpby(be, 2.0f, x, 0.0f, y, 3));
+    int rc = be->sync(be);
+    CHECK(rc == TB_ERR_INVALID && strstr(tb_error_message(), "during a graph capture"),
+          "sync inside a capture: rc %d, '%s'", rc, tb_error_message());
+    tb_error_clear();
+    CHECK_OK(be->graph_end(be, &g));
+    CHECK_OK(be->sync(be));
+    CHECK(y[0] == 0.0f, "the captured axpby ran at capture time");
+    x[0] = 10.0f;
+    CHECK_OK(be->graph_launch(be, g));
+    CHECK_OK(be->graph_launch(be, g));
+    CHECK_OK(be->sync(be));
+    CHECK(y[0] == 20.0f && y[2] == 6.0f, "replay gave %g %g, want 20 6", y[0], y[2]);
+    CHECK(tb_sim_graph_launches(be) == before + 2, "launches counted");
+    CHECK_OK(be->graph_destroy(be, g));
+}
+
+/* An op that fails on the worker: the call returned OK, the next sync
+ * says what failed, and so does every sync after it. */
+static void test_failure_is_sticky(void)
+{
+    tb_backend *be = NULL;
+    CHECK_OK(tb_backend_sim_create(1, &be));
+    if (!be)
+        return;
+    float y[2] = {0};
+    CHECK_OK(be->gemm(be, 0, 0, -1, 2, 2, 1.0f, y, 2, y, 2, 0.0f, y, 2, TB_MATH_F32));
+    for (int k = 0; k < 2; k++) {
+        int rc = be->sync(be);
+        CHECK(rc != TB_OK && strstr(tb_error_message(), "sim: a queued op failed"),
+              "sync %d after a failed op: rc %d, '%s'", k, rc, tb_error_message());
+        tb_error_clear();
+    }
+    be->destroy(be);
+}
+
+int main(void)
+{
+    tb_backend *be = NULL;
+    CHECK_OK(tb_backend_sim_create(1, &be));
+    if (!be)
+        return tb_test_exit(1);
+    CHECK(tb_sim_is(be) && strcmp(be->name, "sim") == 0, "a sim backend");
+    test_ops_are_queued(be);
+    test_sync_waits_for_what_it_names(be);
+    test_events_order_streams(be);
+    test_graph_records_and_replays(be);
+    CHECK_OK(be->destroy(be));
+    test_failure_is_sticky();
+    return tb_test_exit(0);
+}
