@@ -15,6 +15,8 @@
  *     must keep replaying (re-capture at the new scale), not fall back to
  *     launching ops; every full micro-batch after the 3 warm-ups is a
  *     replay (tb_sim_graph_launches counts them).
+ * And the sim without graphs trains what the CPU backend trains (its
+ * generated op wrappers copy the arguments right).
  *
  * Run: bazel test //lib/train:graph_sim_test
  */
@@ -31,6 +33,7 @@
 
 typedef struct run_cfg {
     int graphs, accum, steps;
+    int on_cpu;        /* the CPU backend itself instead of the sim */
     int scale_every;   /* > 0: loss scaling on, growth after this many good steps */
 } run_cfg;
 
@@ -56,7 +59,7 @@ static int run_steps(tb_trainer *t, const run_cfg *r, run_out *out)
     if (!out->w)
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory for the parameters");
     TB_TRY(t->be->copy_d2h(t->be, out->w, t->model->flat_w, out->numel * sizeof(float), NULL));
-    out->launches = tb_sim_graph_launches(t->be);
+    out->launches = tb_sim_is(t->be) ? tb_sim_graph_launches(t->be) : 0;
     return TB_OK;
 }
 
@@ -73,7 +76,7 @@ static int train(const tb_dataset *train_ds, const tb_dataset *test_ds, const ru
     tb_backend *be = NULL;
     tb_trainer *t = NULL;
     int rc;
-    TB_TRY(tb_backend_sim_create(1, &be));
+    TB_TRY(r->on_cpu ? tb_backend_cpu_create(1, &be) : tb_backend_sim_create(1, &be));
     TB_TRY_GOTO(rc, tb_config_validate(&c), out_close);
     TB_TRY_GOTO(rc, tb_trainer_create_with_data(&c, be, train_ds, test_ds, &t), out_close);
     rc = run_steps(t, r, out);
@@ -116,6 +119,27 @@ static void check_case(const tb_dataset *tr, const tb_dataset *te, run_cfg r, co
     free(graph.w);
 }
 
+/* The sim's queued ops (generated wrappers, run on the worker) train what
+ * the CPU backend trains when it runs them as they are called. */
+static void check_sim_is_cpu(const tb_dataset *tr, const tb_dataset *te)
+{
+    run_out cpu = {0}, sim = {0};
+    run_cfg r = {.accum = 2, .steps = 3, .on_cpu = 1};
+    printf("the sim backend without graphs vs the CPU backend\n");
+    int rc = train(tr, te, &r, &cpu);
+    r.on_cpu = 0;
+    rc = rc == TB_OK ? train(tr, te, &r, &sim) : rc;
+    CHECK(rc == TB_OK, "training failed: %s", tb_error_message());
+    tb_error_clear();
+    if (rc == TB_OK) {
+        double d = max_rel_diff(&sim, &cpu);
+        printf("    max |w_sim - w_cpu| / max |w| = %.3g\n", d);
+        CHECK(d <= 1e-5, "the sim trained other weights than the CPU (%.3g)", d);
+    }
+    free(cpu.w);
+    free(sim.w);
+}
+
 int main(void)
 {
     tb_dataset *train_ds = NULL, *test_ds = NULL;
@@ -126,6 +150,7 @@ int main(void)
     sc.split = TB_SPLIT_TEST;
     if (tb_dataset_synthetic_create(&sc, &test_ds) != TB_OK)
         return tb_test_exit(tb_error_last());
+    check_sim_is_cpu(train_ds, test_ds);
     for (int accum = 1; accum <= 4; accum++) {
         char what[96];
         snprintf(what, sizeof what, "--cuda-graphs, --accum-steps=%d, grads to none", accum);
