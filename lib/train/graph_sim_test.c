@@ -10,7 +10,9 @@
  * the bit):
  *   - gradient accumulation 1, 2, 3 and 4 with grads set to none: a replay
  *     must reset the gradients on the first micro-batch of a step and add
- *     on the others, whichever micro-batch the graph was captured on;
+ *     on the others, whichever micro-batch the graph was captured on; also
+ *     with grads zeroed by a memset, and with --loss-read-every=3 (the loss
+ *     summed on the device outside the graph);
  *   - dynamic loss scaling whose scale changes every 2 steps: the trainer
  *     must keep replaying (re-capture at the new scale), not fall back to
  *     launching ops; every full micro-batch after the 3 warm-ups is a
@@ -34,6 +36,8 @@
 typedef struct run_cfg {
     int graphs, accum, steps;
     int on_cpu;        /* the CPU backend itself instead of the sim */
+    int zero_grads;    /* grads zeroed by a memset (set_to_none off) */
+    int read_every;    /* --loss-read-every; 0: 1 */
     int scale_every;   /* > 0: loss scaling on, growth after this many good steps */
 } run_cfg;
 
@@ -73,6 +77,8 @@ static int train(const tb_dataset *train_ds, const tb_dataset *test_ds, const ru
     c.accum_steps = r->accum;
     c.cuda_graphs = r->graphs;
     c.seed = 3;
+    c.grads_to_none = !r->zero_grads;
+    c.loss_read_every = r->read_every > 0 ? r->read_every : 1;
     tb_backend *be = NULL;
     tb_trainer *t = NULL;
     int rc;
@@ -158,6 +164,10 @@ int main(void)
     }
     check_case(train_ds, test_ds, (run_cfg){.accum = 2, .steps = 6, .scale_every = 2},
                "--cuda-graphs with loss scaling, the scale growing every 2 steps");
+    check_case(train_ds, test_ds, (run_cfg){.accum = 3, .steps = 3, .zero_grads = 1},
+               "--cuda-graphs, --accum-steps=3, grads zeroed (--grads-to-none=0)");
+    check_case(train_ds, test_ds, (run_cfg){.accum = 2, .steps = 4, .read_every = 3},
+               "--cuda-graphs, --accum-steps=2, --loss-read-every=3");
     tb_dataset_free(train_ds);
     tb_dataset_free(test_ds);
     return tb_test_exit(TB_OK);
