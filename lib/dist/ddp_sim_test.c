@@ -1,14 +1,15 @@
 /*
  * ddp_sim_test.c - DDP's overlap measured on the CUDA-semantics sim backend
  * (lib/backend/sim/sim.h), whose communicator (comm_sim.h) runs each
- * all-reduce on a side stream for 50 ms after the compute stream reaches
+ * all-reduce on a side stream for 100 ms after the compute stream reaches
  * the bucket's gradients, as NCCL does on a GPU.
  *
  * With overlap on, the bucket of the first layer's gradients can only start
- * once the compute stream has finished backward, so at least one 50 ms
+ * once the compute stream has finished backward, so at least one 100 ms
  * all-reduce runs after backward ends: the step's exposed communication
- * is >= 50 ms (a lower bound set by the injected sleep, not a speed: it
- * holds however slow the machine). A backward timed up to a device-wide
+ * is about 100 ms or more, less only by how late the host thread wakes from
+ * its wait for the compute stream; the test asks for half (a bound set by
+ * the injected sleep, not a speed). A backward timed up to a device-wide
  * sync waits for every all-reduce as well, and then exposed reads ~0.
  * Also: the gradients after finish are the ones a plain backward gives
  * (one rank: the all-reduce leaves them as they are), to the bit.
@@ -27,7 +28,7 @@
 #include "lib/dist/dp.h"
 
 #define MB 8
-#define DELAY_S 0.05
+#define DELAY_S 0.1
 
 typedef struct batch {
     float images[MB * 28 * 28];
@@ -119,10 +120,11 @@ int main(void)
                "(each all-reduce %.0f ms)\n", nb, 1e3 * step.backward_s,
                1e3 * step.allreduce_s, 1e3 * step.exposed_s, 1e3 * DELAY_S);
         CHECK(nb >= 2, "the small CNN in 64 KiB buckets: %d buckets, want several", nb);
-        CHECK(step.exposed_s >= DELAY_S, "exposed communication %.1f ms < one all-reduce "
-              "(%.0f ms) that can only start after backward: backward's time waited for the "
-              "communication", 1e3 * step.exposed_s, 1e3 * DELAY_S);
-        CHECK(memcmp(plain, ddp_g, numel * sizeof(float)) == 0, "DDP's gradients on one rank are the plain backward's, to the bit");
+        CHECK(step.exposed_s >= 0.5 * DELAY_S, "exposed communication %.1f ms < half of one "
+              "all-reduce (%.0f ms) that can only start after backward: backward's time "
+              "waited for the communication", 1e3 * step.exposed_s, 1e3 * DELAY_S);
+        CHECK(memcmp(plain, ddp_g, numel * sizeof(float)) == 0,
+              "DDP's gradients on one rank are the plain backward's, to the bit");
     }
     free(plain);
     free(ddp_g);

@@ -102,12 +102,13 @@ static void run_work(sim_ctx *c, item *it)
 {
     pthread_mutex_lock(&mu);
     int failed = c->err_code != TB_OK;
+    double op_delay_s = c->op_delay_s;
     pthread_mutex_unlock(&mu);
     if (failed) /* a broken context runs nothing more, as CUDA's sticky errors */
         return;
     int rc;
     if (it->kind == ITEM_OP) {
-        sleep_s(c->op_delay_s);
+        sleep_s(op_delay_s);
         rc = it->run(c->cpu, it->args);
     } else {
         sleep_s(it->delay_s);
@@ -569,13 +570,8 @@ static int sim_destroy(tb_backend *be)
 {
     sim_ctx *c = ctx_of(be);
     int rc = TB_OK;
-    pthread_mutex_lock(&mu);
-    int capturing = c->capture != NULL;
-    pthread_mutex_unlock(&mu);
-    if (capturing) {
-        graph_free(c->capture);
-        c->capture = NULL;
-    }
+    graph_free(c->capture); /* a capture never ended */
+    c->capture = NULL;
     while (c->streams)
         stream_stop(c, c->streams);
     if (c->cpu)
@@ -640,8 +636,9 @@ int tb_sim_set_op_delay(tb_backend *be, double seconds)
 {
     if (!tb_sim_is(be) || !(seconds >= 0))
         return TB_FAIL(TB_ERR_INVALID, "tb_sim_set_op_delay: a sim backend and seconds >= 0");
-    drain(ctx_of(be)->compute);
+    pthread_mutex_lock(&mu);
     ctx_of(be)->op_delay_s = seconds;
+    pthread_mutex_unlock(&mu);
     return TB_OK;
 }
 

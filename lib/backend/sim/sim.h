@@ -46,7 +46,8 @@ int tb_backend_sim_create(int threads, tb_backend **out);
 int tb_sim_is(const tb_backend *be);
 
 /* From now on every op the compute stream runs first sleeps `seconds`
- * on the worker (a slow device). REQUIRES: seconds >= 0. */
+ * on the worker (a slow device); ops already queued may take either.
+ * REQUIRES: seconds >= 0. */
 int tb_sim_set_op_delay(tb_backend *be, double seconds);
 
 /* Queues fn(arg) on stream s (NULL: compute) after `delay_s` seconds of
