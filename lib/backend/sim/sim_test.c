@@ -2,6 +2,7 @@
  * sim_test.c - the sim backend keeps CUDA's ordering: ops are queued, not
  * run; stream_sync waits for its stream only; events order streams; a
  * capture records calls with their arguments and a launch replays them;
+ * copy_peer orders both devices;
  * synchronizing inside a capture fails; a queued failure is sticky. No
  * check depends on a timing: streams are held back by gates the test
  * opens.
@@ -134,6 +135,35 @@ static void test_graph_records_and_replays(tb_backend *be)
     CHECK_OK(be->graph_destroy(be, g));
 }
 
+/* copy_peer from a device held by a gate: the copy waits for the source
+ * device's earlier work, and the source's later work waits for the copy. */
+static void test_copy_peer_orders_both_devices(tb_backend *a)
+{
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    tb_backend *b = NULL;
+    float src[4] = {0}, one[4] = {1, 1, 1, 1}, dst[4] = {0};
+    CHECK_OK(tb_backend_sim_create(1, &b));
+    if (!b)
+        return;
+    CHECK_OK(tb_sim_host_fn(a, NULL, gate_pass, &g, 0));
+    CHECK_OK(a->axpby(a, 5.0f, one, 0.0f, src, 4)); /* src = 5 behind the gate */
+    CHECK_OK(b->copy_peer(b, dst, a, src, sizeof src));
+    CHECK_OK(a->axpby(a, 1.0f, one, 0.0f, src, 4)); /* src = 1 after the copy */
+    tb_event *copied = NULL;
+    int done = -1;
+    CHECK_OK(b->event_create(b, &copied));
+    CHECK_OK(b->event_record(b, copied, NULL));
+    CHECK_OK(tb_sim_event_done(b, copied, &done));
+    CHECK(done == 0 && dst[0] == 0.0f, "the copy did not wait for the source device");
+    gate_open(&g);
+    CHECK_OK(a->sync(a));
+    CHECK_OK(b->sync(b));
+    CHECK(dst[0] == 5.0f && src[0] == 1.0f, "copy_peer gave %g (want 5), source then %g "
+          "(want 1)", dst[0], src[0]);
+    CHECK_OK(b->event_destroy(b, copied));
+    b->destroy(b);
+}
+
 /* An op that fails on the worker: the call returned OK, the next sync
  * says what failed, and so does every sync after it. */
 static void test_failure_is_sticky(void)
@@ -164,6 +194,7 @@ int main(void)
     test_sync_waits_for_what_it_names(be);
     test_events_order_streams(be);
     test_graph_records_and_replays(be);
+    test_copy_peer_orders_both_devices(be);
     CHECK_OK(be->destroy(be));
     test_failure_is_sticky();
     return tb_test_exit(0);
