@@ -102,20 +102,33 @@ static double max_rel_diff(const run_out *a, const run_out *b)
     return m > 0 ? d / m : d;
 }
 
+/* Trains as ref says, then as r says, and checks that r's weights are
+ * ref's within the tolerance. Both runs' results stay in *o_ref and *o;
+ * returns 0 when either failed to train. */
+static int compare(const tb_dataset *tr, const tb_dataset *te, const run_cfg *ref,
+                   const run_cfg *r, run_out *o_ref, run_out *o, const char *what)
+{
+    printf("%s\n", what);
+    int rc = train(tr, te, ref, o_ref);
+    rc = rc == TB_OK ? train(tr, te, r, o) : rc;
+    CHECK(rc == TB_OK, "%s: training failed: %s", what, tb_error_message());
+    tb_error_clear();
+    if (rc != TB_OK)
+        return 0;
+    double d = max_rel_diff(o, o_ref);
+    printf("    max |w - w_ref| / max |w_ref| = %.3g\n", d);
+    CHECK(d <= 1e-5, "%s: trained other weights (%.3g)", what, d);
+    return 1;
+}
+
+/* --cuda-graphs against launches. */
 static void check_case(const tb_dataset *tr, const tb_dataset *te, run_cfg r, const char *what)
 {
     run_out eager = {0}, graph = {0};
-    printf("%s\n", what);
-    r.graphs = 0;
-    int rc = train(tr, te, &r, &eager);
+    run_cfg ref = r;
+    ref.graphs = 0;
     r.graphs = 1;
-    rc = rc == TB_OK ? train(tr, te, &r, &graph) : rc;
-    CHECK(rc == TB_OK, "training failed: %s", tb_error_message());
-    tb_error_clear();
-    if (rc == TB_OK) {
-        double d = max_rel_diff(&graph, &eager);
-        printf("    max |w_graph - w_eager| / max |w| = %.3g\n", d);
-        CHECK(d <= 1e-5, "%s: --cuda-graphs trained other weights (%.3g)", what, d);
+    if (compare(tr, te, &ref, &r, &eager, &graph, what)) {
         long micro = (long)r.steps * r.accum;
         CHECK(graph.launches == micro - 3, "%s: %ld replays of %ld micro-batches, want all "
               "but the 3 warm-ups", what, graph.launches, micro);
@@ -130,18 +143,8 @@ static void check_case(const tb_dataset *tr, const tb_dataset *te, run_cfg r, co
 static void check_sim_is_cpu(const tb_dataset *tr, const tb_dataset *te)
 {
     run_out cpu = {0}, sim = {0};
-    run_cfg r = {.accum = 2, .steps = 3, .on_cpu = 1};
-    printf("the sim backend without graphs vs the CPU backend\n");
-    int rc = train(tr, te, &r, &cpu);
-    r.on_cpu = 0;
-    rc = rc == TB_OK ? train(tr, te, &r, &sim) : rc;
-    CHECK(rc == TB_OK, "training failed: %s", tb_error_message());
-    tb_error_clear();
-    if (rc == TB_OK) {
-        double d = max_rel_diff(&sim, &cpu);
-        printf("    max |w_sim - w_cpu| / max |w| = %.3g\n", d);
-        CHECK(d <= 1e-5, "the sim trained other weights than the CPU (%.3g)", d);
-    }
+    run_cfg ref = {.accum = 2, .steps = 3, .on_cpu = 1}, r = {.accum = 2, .steps = 3};
+    compare(tr, te, &ref, &r, &cpu, &sim, "the sim backend without graphs vs the CPU backend");
     free(cpu.w);
     free(sim.w);
 }
