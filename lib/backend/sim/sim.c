@@ -22,6 +22,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/backend/cpu/gelu.h"
+
 typedef enum item_kind {
     ITEM_OP = 0,     /* run(cpu, args) after the backend's op delay */
     ITEM_HOST = 1,   /* host(harg) after the item's own delay */
@@ -56,6 +58,8 @@ struct tb_stream {
 struct tb_event {
     long recorded, done;     /* records issued, records run */
     double t;                /* CLOCK_MONOTONIC of the last record run */
+    int refs;                /* queued records and waits that name it */
+    int destroyed;           /* event_destroy came first: the last of them frees it */
 };
 
 struct tb_graph {
@@ -125,19 +129,24 @@ static void run_work(sim_ctx *c, item *it)
     tb_error_clear();
 }
 
-/* Events and waits, under the lock. */
+/* Events and waits, under the lock. An event may be destroyed while
+ * records and waits still name it, as CUDA allows: the last one frees it. */
 static void run_marker(item *it)
 {
+    if (it->kind == ITEM_WAIT_STREAM) {
+        while (it->other->done < it->target)
+            pthread_cond_wait(&cv, &mu);
+        return;
+    }
     if (it->kind == ITEM_EVENT) {
         it->ev->done = it->target;
         it->ev->t = now_s();
-    } else if (it->kind == ITEM_WAIT_EVENT) {
+    } else {
         while (it->ev->done < it->target)
             pthread_cond_wait(&cv, &mu);
-    } else {
-        while (it->other->done < it->target)
-            pthread_cond_wait(&cv, &mu);
     }
+    if (--it->ev->refs == 0 && it->ev->destroyed)
+        free(it->ev);
 }
 
 static void *worker_main(void *arg)
@@ -167,6 +176,7 @@ static void *worker_main(void *arg)
         pthread_cond_broadcast(&cv);
     }
     pthread_mutex_unlock(&mu);
+    tb_cpu_gelu_ws_free(); /* the CPU GELU's per-thread temporaries, grown on this thread */
     return NULL;
 }
 
@@ -180,6 +190,8 @@ static int push(tb_stream *s, const item *proto)
     *it = *proto;
     it->next = NULL;
     pthread_mutex_lock(&mu);
+    if (it->kind == ITEM_EVENT || it->kind == ITEM_WAIT_EVENT)
+        it->ev->refs++;
     if (s->tail)
         s->tail->next = it;
     else
@@ -463,11 +475,12 @@ static int sim_event_destroy(tb_backend *be, tb_event *e)
     (void)be;
     if (!e)
         return TB_OK;
-    pthread_mutex_lock(&mu); /* a queued record or wait may still name it */
-    while (e->done < e->recorded)
-        pthread_cond_wait(&cv, &mu);
+    pthread_mutex_lock(&mu);
+    int named = e->refs > 0; /* by a queued record or wait: it frees e */
+    e->destroyed = 1;
     pthread_mutex_unlock(&mu);
-    free(e);
+    if (!named)
+        free(e);
     return TB_OK;
 }
 
