@@ -2,7 +2,8 @@
  * sim_test.c - the sim backend keeps CUDA's ordering: ops are queued, not
  * run; stream_sync waits for its stream only; events order streams; a
  * capture records calls with their arguments and a launch replays them;
- * copy_peer orders both devices;
+ * copy_peer orders both devices; an event may be destroyed while a wait
+ * still names it;
  * synchronizing inside a capture fails; a queued failure is sticky. No
  * check depends on a timing: streams are held back by gates the test
  * opens.
@@ -135,6 +136,35 @@ static void test_graph_records_and_replays(tb_backend *be)
     CHECK_OK(be->graph_destroy(be, g));
 }
 
+/* An event destroyed while a record and a wait still name it (CUDA
+ * allows it: the wait still orders the streams). Under AddressSanitizer a
+ * freed event read by the worker fails here. */
+static void test_event_destroyed_while_named(tb_backend *be)
+{
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    tb_stream *side = NULL;
+    tb_event *e = NULL;
+    unsigned char buf[4] = {0};
+    int done = -1;
+    CHECK_OK(be->stream_create(be, &side));
+    CHECK_OK(be->event_create(be, &e));
+    CHECK_OK(tb_sim_host_fn(be, NULL, gate_pass, &g, 0));
+    CHECK_OK(be->event_record(be, e, NULL));
+    CHECK_OK(be->stream_wait_event(be, side, e));
+    CHECK_OK(be->event_destroy(be, e));
+    CHECK_OK(be->memset(be, buf, 7, sizeof buf, side));
+    tb_event *after = NULL;
+    CHECK_OK(be->event_create(be, &after));
+    CHECK_OK(be->event_record(be, after, side));
+    CHECK_OK(tb_sim_event_done(be, after, &done));
+    CHECK(done == 0 && buf[0] == 0, "the wait on a destroyed event did not hold the side stream");
+    gate_open(&g);
+    CHECK_OK(be->sync(be));
+    CHECK(buf[3] == 7, "the side stream ran after the gate");
+    CHECK_OK(be->event_destroy(be, after));
+    CHECK_OK(be->stream_destroy(be, side));
+}
+
 /* copy_peer from a device held by a gate: the copy waits for the source
  * device's earlier work, and the source's later work waits for the copy. */
 static void test_copy_peer_orders_both_devices(tb_backend *a)
@@ -195,6 +225,7 @@ int main(void)
     test_events_order_streams(be);
     test_graph_records_and_replays(be);
     test_copy_peer_orders_both_devices(be);
+    test_event_destroyed_while_named(be);
     CHECK_OK(be->destroy(be));
     test_failure_is_sticky();
     return tb_test_exit(0);
