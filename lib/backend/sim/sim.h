@@ -23,7 +23,14 @@
  *     message (CUDA's sticky errors).
  * Not modelled: device memory apart from host memory (pointers are host
  * pointers), kernel concurrency inside a stream, augment_u8 and
- * labels_u8_to_i32 (the CPU has none).
+ * labels_u8_to_i32 (the CPU has none), argument errors returned at the call
+ * (the CUDA backend checks arguments on the host; here they surface at the
+ * next synchronization, so bench:selfcheck's walk, which expects them at
+ * the call, does not run on the sim), events recorded inside a capture.
+ * The CPU allocator's byte counters are updated from the worker too when
+ * an op allocates temporaries (layer norm, attention): mem_stats may be off
+ * while the host allocates at the same time. Destroy a sim backend only
+ * after the work of other sim backends that waits for it (copy_peer) ran.
  *
  * It is never a device users can pick (tb_device_parse does not know it);
  * tests create it with tb_backend_sim_create.
