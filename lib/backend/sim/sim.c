@@ -288,12 +288,17 @@ static int sim_dev_alloc(tb_backend *be, void **p, size_t bytes)
 
 static int sim_sync(tb_backend *be);
 
-/* cudaFree waits for the device: queued work may still read p. */
+/* cudaFree waits for the device: queued work may still read p. Inside a
+ * capture the recorded calls may read p at every replay, and the sim has
+ * no caching allocator to keep it for them: refused. */
 static int sim_dev_free(tb_backend *be, void *p)
 {
     tb_backend *cpu = ctx_of(be)->cpu;
-    if (!ctx_of(be)->capture)
-        TB_TRY(sim_sync(be));
+    if (ctx_of(be)->capture)
+        return TB_FAIL(TB_ERR_INVALID, "sim: dev_free during a graph capture: replays would "
+                       "read freed memory; free after graph_end (the CUDA backend's caching "
+                       "allocator would keep the block, the sim does not)");
+    TB_TRY(sim_sync(be));
     return cpu->dev_free(cpu, p);
 }
 
@@ -539,25 +544,20 @@ static int sim_event_elapsed_ms(tb_backend *be, tb_event *start, tb_event *end, 
     return TB_OK;
 }
 
-/* Every stream of the backend (cudaDeviceSynchronize). */
+/* Every stream of the backend (cudaDeviceSynchronize): what each had
+ * queued when this call reached it. REQUIRES: no other host thread
+ * destroys one of be's streams meanwhile. */
 static int sim_sync(tb_backend *be)
 {
     sim_ctx *c = ctx_of(be);
     TB_TRY(refuse_in_capture(be, "sync"));
-    for (;;) {
-        int left = 0;
-        pthread_mutex_lock(&mu);
-        for (tb_stream *s = c->streams; s; s = s->next) {
-            long target = s->queued;
-            while (s->done < target) {
-                pthread_cond_wait(&cv, &mu);
-                left = 1;
-            }
-        }
-        pthread_mutex_unlock(&mu);
-        if (!left)
-            break;
+    pthread_mutex_lock(&mu);
+    for (tb_stream *s = c->streams; s; s = s->next) {
+        long target = s->queued;
+        while (s->done < target)
+            pthread_cond_wait(&cv, &mu);
     }
+    pthread_mutex_unlock(&mu);
     return sticky(c);
 }
 

@@ -13,7 +13,8 @@
  *     a stream wait for it; event_sync waits for that point only, and
  *     elapsed time is measured between the points' completions;
  *   - stream_sync waits for one stream, sync for every stream (cudaDeviceSynchronize);
- *   - dev_free waits for every stream first (cudaFree's implicit sync);
+ *   - dev_free waits for every stream first (cudaFree's implicit sync), and
+ *     is refused inside a capture (replays would read freed memory);
  *   - graph_begin .. graph_end records the compute stream's queued calls,
  *     with the arguments they were given, instead of running them;
  *     graph_launch queues the recording again (with the same arguments);
