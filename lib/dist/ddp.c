@@ -192,7 +192,10 @@ int tb_ddp_backward(tb_ddp *d, float loss_scale, int sync)
         TB_TRY(tb_ddp_poll(d));
     }
     m->ctx.grad_accumulate = 1;
-    TB_TRY(m->ctx.be->sync(m->ctx.be));
+    /* The compute stream only: a device-wide sync would also wait for the
+     * all-reduces already queued on the communicator's side stream (NCCL's),
+     * so backward would include them and exposed communication read ~0. */
+    TB_TRY(m->ctx.be->stream_sync(m->ctx.be, NULL));
     d->t_backward_end = tb_comm_now();
     d->step.backward_s = d->t_backward_end - t0;
     return TB_OK;

@@ -30,9 +30,12 @@
  * buckets of start to seen-complete), exposed communication (from the end
  * of backward until the last bucket is reduced and averaged: the wait the
  * overlap did not hide), bytes all-reduced, and each bucket's start and end
- * relative to the end of backward (negative: before it ended).
+ * relative to the end of backward (negative: before it ended). Backward ends
+ * when the compute stream has run it (stream_sync of the compute stream, not
+ * a device-wide sync, which on CUDA would wait for NCCL's side stream too).
  *
- * Test: bazel test //lib/dist:ddp_test (2 ranks under mpirun, bench/cmd/ddp_worker.c --verify)
+ * Test: bazel test //lib/dist:ddp_test (2 ranks under mpirun, bench/cmd/ddp_worker.c --verify);
+ * //lib/dist:ddp_sim_test (the overlap's exposed time on the CUDA-semantics sim backend)
  */
 #ifndef TB_DDP_H
 #define TB_DDP_H
@@ -69,7 +72,8 @@ typedef struct tb_ddp_trace_entry {
 
 typedef struct tb_ddp_step {
     int synced;               /* 0 for a no_sync backward */
-    double backward_s;        /* backward, hooks and polling included */
+    double backward_s;        /* backward, hooks and polling included, until the
+                                 compute stream has run it */
     double allreduce_s;       /* sum over buckets of start..seen complete */
     double exposed_s;         /* end of backward .. gradients reduced and averaged */
     size_t bytes;             /* all-reduced in this step */

@@ -13,7 +13,8 @@
 struct tb_dp_replica {
     tb_backend *be;           /* replica 0: main's (borrowed) */
     tb_model *m;              /* replica 0: main (borrowed) */
-    int owned;
+    int owned;                /* the backend was opened by tb_dp_create (replica i > 0's
+                                 model is always its own) */
     int lo, cnt;              /* this step's share of the batch */
     tb_tensor x;              /* (cnt, C, H, W); replica 0's holds the whole batch until the
                                  scatter has sent the other shares */
@@ -61,10 +62,10 @@ static int replica_open(tb_dp_replica *r, const tb_backend *be0, int i, int thre
     return TB_OK;
 }
 
+/* Replica i's model on r->be (opened, or the caller's). */
 static int replica_build(tb_dp_replica *r, const tb_model *main, const tb_layer_spec *spec,
-                         const tb_model_opts *o, int i, int threads)
+                         const tb_model_opts *o)
 {
-    TB_TRY(replica_open(r, main->ctx.be, i, threads));
     TB_TRY(tb_model_build(r->be, spec, o, &r->m));
     r->m->ctx.gelu = main->ctx.gelu;
     r->m->ctx.conv_autotune = main->ctx.conv_autotune;
@@ -85,8 +86,40 @@ static int dp_alloc_device0(tb_dp *dp, const tb_model_opts *opts)
     return be0->dev_alloc(be0, (void **)&dp->grad_stage, main->numel * sizeof(float));
 }
 
-int tb_dp_create(tb_model *main, const tb_layer_spec *spec, const tb_model_opts *opts, int n,
-              tb_dp_mode mode, int threads_per_replica, tb_dp **out)
+/* TB_DP_ONE_THREAD: an event per phase boundary on every replica's device. */
+static int marks_create(tb_dp *dp)
+{
+    if (dp->mode != TB_DP_ONE_THREAD)
+        return TB_OK;
+    dp->marks = calloc((size_t)dp->n * TB_DP_MARKS, sizeof *dp->marks);
+    if (!dp->marks)
+        return TB_FAIL(TB_ERR_NOMEM, "out of host memory for DataParallel's events");
+    for (int i = 0; i < dp->n; i++)
+        for (int k = 0; k < TB_DP_MARKS; k++)
+            TB_TRY(dp->reps[i].be->event_create(dp->reps[i].be, &dp->marks[i * TB_DP_MARKS + k]));
+    return TB_OK;
+}
+
+/* Replica i's backend: backends[i] when given, else opened here. */
+static int dp_build(tb_dp *dp, const tb_layer_spec *spec, const tb_model_opts *opts,
+                    tb_backend *const *backends, int threads_per_replica)
+{
+    TB_TRY(replica_alloc(&dp->reps[0], opts));
+    for (int i = 1; i < dp->n; i++) {
+        tb_dp_replica *r = &dp->reps[i];
+        if (backends)
+            r->be = backends[i];
+        else
+            TB_TRY(replica_open(r, dp->main->ctx.be, i, threads_per_replica));
+        TB_TRY(replica_build(r, dp->main, spec, opts));
+    }
+    TB_TRY(marks_create(dp));
+    return dp_alloc_device0(dp, opts);
+}
+
+static int dp_create(tb_model *main, const tb_layer_spec *spec, const tb_model_opts *opts, int n,
+                     tb_dp_mode mode, tb_backend *const *backends, int threads_per_replica,
+                     tb_dp **out)
 {
     *out = NULL;
     if (n < 1)
@@ -104,11 +137,7 @@ int tb_dp_create(tb_model *main, const tb_layer_spec *spec, const tb_model_opts 
     dp->main = main;
     dp->reps[0] = (tb_dp_replica){.be = main->ctx.be, .m = main};
     int rc;
-    TB_TRY_GOTO(rc, replica_alloc(&dp->reps[0], opts), out_destroy);
-    for (int i = 1; i < n; i++)
-        TB_TRY_GOTO(rc, replica_build(&dp->reps[i], main, spec, opts, i, threads_per_replica),
-                    out_destroy);
-    TB_TRY_GOTO(rc, dp_alloc_device0(dp, opts), out_destroy);
+    TB_TRY_GOTO(rc, dp_build(dp, spec, opts, backends, threads_per_replica), out_destroy);
     *out = dp;
     return TB_OK;
 
@@ -117,11 +146,36 @@ out_destroy:
     return rc;
 }
 
+int tb_dp_create(tb_model *main, const tb_layer_spec *spec, const tb_model_opts *opts, int n,
+              tb_dp_mode mode, int threads_per_replica, tb_dp **out)
+{
+    return dp_create(main, spec, opts, n, mode, NULL, threads_per_replica, out);
+}
+
+int tb_dp_create_on(tb_model *main, const tb_layer_spec *spec, const tb_model_opts *opts, int n,
+                    tb_dp_mode mode, tb_backend *const *backends, tb_dp **out)
+{
+    *out = NULL;
+    if (!backends || n < 1 || backends[0] != main->ctx.be)
+        return TB_FAIL(TB_ERR_INVALID, "tb_dp_create_on: backends[0] must be the model's "
+                       "backend, one backend per replica");
+    for (int i = 1; i < n; i++)
+        if (!backends[i] || backends[i]->copy_peer != main->ctx.be->copy_peer)
+            return TB_FAIL(TB_ERR_INVALID, "tb_dp_create_on: replica %d's backend is not of "
+                           "the model's kind (%s)", i, main->ctx.be->name);
+    return dp_create(main, spec, opts, n, mode, backends, 0, out);
+}
+
 void tb_dp_destroy(tb_dp *dp)
 {
     if (!dp)
         return;
     tb_backend *be0 = dp->main->ctx.be;
+    for (int i = 0; dp->marks && i < dp->n; i++)
+        for (int k = 0; k < TB_DP_MARKS; k++)
+            if (dp->marks[i * TB_DP_MARKS + k])
+                dp->reps[i].be->event_destroy(dp->reps[i].be, dp->marks[i * TB_DP_MARKS + k]);
+    free(dp->marks);
     tb_xent_free(&dp->loss);
     tb_tensor_free(&dp->logits);
     if (dp->labels)
@@ -132,11 +186,10 @@ void tb_dp_destroy(tb_dp *dp)
         tb_dp_replica *r = &dp->reps[i];
         tb_tensor_free(&r->x);
         tb_tensor_free(&r->dlogits);
-        if (r->owned) {
+        if (i > 0)
             tb_model_destroy(r->m);
-            if (r->be)
-                tb_backend_close(r->be);
-        }
+        if (r->owned && r->be)
+            tb_backend_close(r->be);
     }
     free(dp->reps);
     free(dp);
@@ -226,6 +279,16 @@ static int replica_backward(tb_dp_replica *r)
 
 /* ---- the step ---- */
 
+/* TB_DP_ONE_THREAD: phase boundary k reached on every device's stream. */
+static int mark(tb_dp *dp, int k)
+{
+    for (int i = 0; dp->marks && i < dp->n; i++) {
+        tb_backend *be = dp->reps[i].be;
+        TB_TRY(be->event_record(be, dp->marks[i * TB_DP_MARKS + k], NULL));
+    }
+    return TB_OK;
+}
+
 /* The batch onto device 0 (a DataParallel user's input.to(device_ids[0])),
  * then each other replica's share from there. */
 static int scatter(tb_dp *dp, const float *images, const int32_t *labels, int batch)
@@ -309,17 +372,24 @@ int tb_dp_step(tb_dp *dp, const float *images, const int32_t *labels, int batch,
                        dp->reps[0].x.cap_n);
     dp->bytes = (tb_dp_bytes){0};
     double t0 = now_s();
+    TB_TRY(mark(dp, 0));
     TB_TRY(scatter(dp, images, labels, batch));
+    TB_TRY(mark(dp, 1));
     double t1 = now_s();
     TB_TRY(replicate(dp));
+    TB_TRY(mark(dp, 2));
     double t2 = now_s();
     TB_TRY(run_replicas(dp, replica_forward));
+    TB_TRY(mark(dp, 3));
     double t3 = now_s();
     TB_TRY(gather_loss(dp, batch, loss_scale));
+    TB_TRY(mark(dp, 4));
     double t4 = now_s();
     TB_TRY(run_replicas(dp, replica_backward));
+    TB_TRY(mark(dp, 5));
     double t5 = now_s();
     TB_TRY(reduce_grads(dp));
+    TB_TRY(mark(dp, 6));
     double t6 = now_s();
     if (loss)
         TB_TRY(tb_xent_read_loss(&dp->loss, loss));
@@ -328,6 +398,32 @@ int tb_dp_step(tb_dp *dp, const float *images, const int32_t *labels, int batch,
                               .forward_s = t3 - t2, .gather_loss_s = t4 - t3,
                               .backward_s = t5 - t4, .reduce_s = t6 - t5,
                               .loss_read_s = t7 - t6};
+    /* The host waited for device 0 reading the loss; the other devices'
+     * last events follow the reduction's copies, so this waits ~nothing. */
+    return loss ? tb_dp_read_times(dp, &dp->times) : TB_OK;
+}
+
+int tb_dp_read_times(tb_dp *dp, tb_dp_times *out)
+{
+    if (!dp->marks) { /* TB_DP_THREADS: the host clock already waited for each device */
+        *out = dp->times;
+        return TB_OK;
+    }
+    double ph[TB_DP_MARKS - 1] = {0};
+    for (int i = 0; i < dp->n; i++) {
+        tb_backend *be = dp->reps[i].be;
+        tb_event **ev = &dp->marks[i * TB_DP_MARKS];
+        TB_TRY(be->event_sync(be, ev[TB_DP_MARKS - 1]));
+        for (int k = 0; k + 1 < TB_DP_MARKS; k++) {
+            float ms;
+            TB_TRY(be->event_elapsed_ms(be, ev[k], ev[k + 1], &ms));
+            ph[k] = ph[k] > 1e-3 * ms ? ph[k] : 1e-3 * ms;
+        }
+    }
+    dp->times = (tb_dp_times){.scatter_s = ph[0], .replicate_s = ph[1], .forward_s = ph[2],
+                              .gather_loss_s = ph[3], .backward_s = ph[4], .reduce_s = ph[5],
+                              .loss_read_s = dp->times.loss_read_s};
+    *out = dp->times;
     return TB_OK;
 }
 

@@ -37,7 +37,9 @@
  * without SyncBatchNorm). Only replica 0's running statistics are kept,
  * as DataParallel keeps device 0's buffers.
  *
- * Test: bazel test //lib/dist:dp_test (both modes on 2 CPU backends).
+ * Test: bazel test //lib/dist:dp_test (both modes on 2 CPU backends);
+ * //lib/dist:dp_sim_test (the one-thread mode's phase times on the
+ * CUDA-semantics sim backend).
  */
 #ifndef TB_DP_H
 #define TB_DP_H
@@ -59,9 +61,14 @@ typedef enum tb_dp_mode {
 
 typedef struct tb_dp_replica tb_dp_replica;
 
-/* Host wall time of each phase of the last step. TB_DP_ONE_THREAD on
- * CUDA: the time to issue it (the devices run asynchronously), except
- * where the host waits (scatter's copy to device 0; loss_read). */
+/* Time of each phase of the last step. TB_DP_THREADS: host wall time
+ * (each thread waits for its device at the end of its phase).
+ * TB_DP_ONE_THREAD: device time from events recorded on every replica's
+ * stream at each phase boundary: a phase's time is the longest, over the
+ * devices, between its two boundaries (the host only queued the work, so
+ * its clock would measure the queueing); filled by tb_dp_read_times, which
+ * tb_dp_step calls when it reads the loss. loss_read_s is host time in
+ * both modes (the host's wait for the loss). */
 typedef struct tb_dp_times {
     double replicate_s, scatter_s, forward_s, gather_loss_s, backward_s, reduce_s, loss_read_s;
 } tb_dp_times;
@@ -73,6 +80,11 @@ typedef struct tb_dp_bytes {
     size_t scatter, replicate, gather, grad_scatter, reduce;
 } tb_dp_bytes;
 
+/* Phase boundaries the one-thread mode records events at: before the
+ * scatter and after each of scatter, replicate, forward, gather_loss,
+ * backward and reduce. */
+#define TB_DP_MARKS 7
+
 typedef struct tb_dp {
     int n;                    /* replicas, >= 1 */
     tb_dp_mode mode;
@@ -82,7 +94,9 @@ typedef struct tb_dp {
     tb_tensor logits;         /* (B, classes, 1, 1) gathered on device 0 */
     int32_t *labels;          /* (B) device 0 */
     float *grad_stage;        /* (numel) device 0: one replica's gradients before the add */
-    tb_dp_times times;        /* of the last step */
+    tb_dp_times times;        /* of the last step (see tb_dp_times) */
+    tb_event **marks;         /* (n * TB_DP_MARKS) TB_DP_ONE_THREAD: replica i's event at
+                                 boundary k is marks[i * TB_DP_MARKS + k]; NULL otherwise */
     tb_dp_bytes bytes;        /* of the last step */
 } tb_dp;
 
@@ -94,7 +108,17 @@ typedef struct tb_dp {
  * REQUIRES: main outlives dp. */
 int tb_dp_create(tb_model *main, const tb_layer_spec *spec, const tb_model_opts *opts, int n,
               tb_dp_mode mode, int threads_per_replica, tb_dp **out);
+/* The same with the replicas on the caller's backends (borrowed; they
+ * must outlive dp): backends[0] is main's, backends[1 .. n-1] of the same
+ * kind (tests run DataParallel on the sim backend this way). */
+int tb_dp_create_on(tb_model *main, const tb_layer_spec *spec, const tb_model_opts *opts, int n,
+                    tb_dp_mode mode, tb_backend *const *backends, tb_dp **out);
 void tb_dp_destroy(tb_dp *dp);
+
+/* The last step's phase times into *out (and dp->times). TB_DP_ONE_THREAD:
+ * waits for the step's last events on every device (a host wait: call it
+ * outside a timed loop) and computes them from the events. */
+int tb_dp_read_times(tb_dp *dp, tb_dp_times *out);
 
 /* One forward/backward of a batch of `batch` samples (host memory,
  * normalized images (batch, C, H, W) and labels), with the loss scaled by

@@ -85,8 +85,10 @@ typedef struct tb_trainer {
     uint8_t *x_u8;            /* (B, C, H, W) device: raw samples to augment */
     int32_t *aug_params;      /* (B, 3) device: each sample's (dy, dx, flip) */
     int32_t *aug_params_host; /* (B, 3) */
-    tb_graph *graph;          /* the captured forward + backward; NULL before */
-    float graph_scale;        /* the loss scale captured in it */
+    tb_graph *graph[2];       /* the captured forward + backward, indexed by the
+                                 model's grad_accumulate when captured (0: the
+                                 backward writes the gradients, 1: adds); NULL before */
+    float graph_scale;        /* the loss scale both captures were made with */
     int graph_warm;           /* warm-up micro-batches run before the capture */
 } tb_trainer;
 

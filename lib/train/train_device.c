@@ -29,10 +29,15 @@
  * the graph's static inputs the same way), so pinned memory and graphs
  * compose; the copy costs one device-to-device pass over the batch.
  *
- * Tests: bazel test //lib/train:device_toggles_test (the CPU refusals; the CUDA
- * paths compile and link here and are unverified without a GPU:
- * bench:selfcheck's graph_begin, augment_u8 and labels_u8_to_i32 cases are
- * the first check on one).
+ * Two captures, one per value of the model's grad_accumulate (written or
+ * added gradients, a kernel argument the graph freezes), both re-captured
+ * when the loss scale changes (tb_train_graph_fwd_bwd).
+ *
+ * Tests: bazel test //lib/train:device_toggles_test (the CPU refusals) and
+ * //lib/train:graph_sim_test (--cuda-graphs on the CUDA-semantics sim
+ * backend: accumulation and loss-scale changes train what launches train);
+ * on a GPU, bench:selfcheck's graph_begin, augment_u8 and labels_u8_to_i32
+ * cases are the first check.
  */
 #include "lib/train/train_device.h"
 
@@ -124,11 +129,22 @@ int tb_train_device_init(tb_trainer *t)
     return TB_OK;
 }
 
+/* Both captures gone (at the end, or when the loss scale changed). */
+static int drop_graphs(tb_trainer *t)
+{
+    int rc = TB_OK;
+    for (int k = 0; k < 2; k++) {
+        int k_rc = t->graph[k] ? t->be->graph_destroy(t->be, t->graph[k]) : TB_OK;
+        rc = rc == TB_OK ? k_rc : rc;
+        t->graph[k] = NULL;
+    }
+    return rc;
+}
+
 void tb_train_device_free(tb_trainer *t)
 {
     tb_backend *be = t->be;
-    if (t->graph)
-        be->graph_destroy(be, t->graph);
+    (void)drop_graphs(t);
     if (t->labels_u8)
         be->dev_free(be, t->labels_u8);
     if (t->x_u8)
@@ -276,7 +292,10 @@ static int fwd_bwd_direct(tb_trainer *t, float loss_scale)
     return tb_model_backward(t->model, loss_scale);
 }
 
-static int graph_capture(tb_trainer *t, float loss_scale)
+/* Captures forward + loss + backward as the model's grad_accumulate now
+ * says (the layers pass it to the weight-gradient kernels as an argument,
+ * which the graph freezes). */
+static int graph_capture(tb_trainer *t, int acc, float loss_scale)
 {
     tb_backend *be = t->be;
     TB_TRY(be->graph_begin(be));
@@ -285,20 +304,33 @@ static int graph_capture(tb_trainer *t, float loss_scale)
     int end_rc = be->graph_end(be, &g); /* ends the capture even after a failure */
     TB_TRY(rc);
     TB_TRY(end_rc);
-    t->graph = g;
+    t->graph[acc] = g;
     t->graph_scale = loss_scale;
     return TB_OK;
 }
 
+/* Two graphs, one per value of grad_accumulate: with gradient accumulation
+ * and grads set to none, the first micro-batch of a step writes the
+ * gradients and the others add to them, and one capture would freeze
+ * whichever the capture's micro-batch did. The loss scale is a frozen
+ * argument too: when dynamic loss scaling changes it (a rare event: an
+ * overflow, or 2000 good steps), both graphs are captured again at the new
+ * scale, not dropped for launches. */
 int tb_train_graph_fwd_bwd(tb_trainer *t, int size, float loss_scale)
 {
-    if (size != t->cfg.batch_size || (t->graph && loss_scale != t->graph_scale))
+    tb_model *m = t->model;
+    int acc = m->ctx.grad_accumulate ? 1 : 0;
+    if (size != t->cfg.batch_size)
         return fwd_bwd_direct(t, loss_scale);
-    if (!t->graph && t->graph_warm < TB_GRAPH_WARMUP) {
+    if (t->graph_warm < TB_GRAPH_WARMUP) {
         t->graph_warm++;
         return fwd_bwd_direct(t, loss_scale);
     }
-    if (!t->graph)
-        TB_TRY(graph_capture(t, loss_scale)); /* recorded, not run: launch it below */
-    return t->be->graph_launch(t->be, t->graph);
+    if ((t->graph[0] || t->graph[1]) && loss_scale != t->graph_scale)
+        TB_TRY(drop_graphs(t));
+    if (!t->graph[acc])
+        TB_TRY(graph_capture(t, acc, loss_scale)); /* recorded, not run: launch it below */
+    TB_TRY(t->be->graph_launch(t->be, t->graph[acc]));
+    m->ctx.grad_accumulate = 1; /* what the replayed backward leaves, as tb_model_backward does */
+    return TB_OK;
 }

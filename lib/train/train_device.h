@@ -67,9 +67,11 @@ void tb_train_device_free(tb_trainer *t);
 int tb_train_device_batch(tb_trainer *t, const tb_batch *b, const void *images);
 
 /* Forward, loss and backward of the batch already in t->x / t->labels:
- * directly for the 3 warm-up micro-batches, for a partial batch and for a
- * loss scale other than the captured one; otherwise a replay of the graph,
- * captured on the first call after the warm-up. */
+ * directly for the 3 warm-up micro-batches and for a partial batch;
+ * otherwise a replay of the graph captured for the model's current
+ * grad_accumulate (one each for 0 and 1, captured on first need), both
+ * captured again when loss_scale differs from the one they were captured
+ * with. Leaves grad_accumulate = 1, as tb_model_backward does. */
 int tb_train_graph_fwd_bwd(tb_trainer *t, int size, float loss_scale);
 
 #define TB_GRAPH_WARMUP 3
