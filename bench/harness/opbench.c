@@ -153,11 +153,13 @@ static double aa_noise(const tb_paired *aa)
     return fmax(0.0, fmax(aa->hi - 1.0, 1.0 - aa->lo));
 }
 
-static void fill_rounds_columns(tb_result_row *row, const tb_paired *p)
+/* arm: the arm whose interval the row reports (its stop is the row's). */
+static void fill_rounds_columns(tb_result_row *row, const tb_paired *p, int arm)
 {
     row->rounds = (int)p->rounds;
     row->mde = p->mde;
-    snprintf(row->stopped_by, sizeof row->stopped_by, "%s", tb_rounds_stop_name(current.rr->stop));
+    snprintf(row->stopped_by, sizeof row->stopped_by, "%s",
+             tb_rounds_stop_name(current.rr->arms[arm].stop));
     row->busy = current.rr->busy;
     row->load_avg = current.rr->load_avg;
 }
@@ -189,7 +191,7 @@ int opb_fill_base(tb_result_row *row, const gb_run *base, const gb_run *again, d
     const tb_paired *p = &current.rr->arms[aa].cmp;
     row->noise_floor = aa_noise(p);
     row->unreliable = p->lo > 1.0 || p->hi < 1.0;
-    fill_rounds_columns(row, p);
+    fill_rounds_columns(row, p, aa);
     return TB_OK;
 }
 
@@ -214,7 +216,7 @@ int opb_fill_variant(tb_result_row *row, const gb_run *me, const gb_run *base,
     row->timing_verdict = v == TB_SPEED_FASTER   ? TB_TIMING_FASTER
                           : v == TB_SPEED_SLOWER ? TB_TIMING_SLOWER
                                                  : TB_TIMING_WITHIN_NOISE;
-    fill_rounds_columns(row, cmp);
+    fill_rounds_columns(row, cmp, am);
     return TB_OK;
 }
 
@@ -275,7 +277,7 @@ static int runs_of_rounds(const opb_plan *plan, const tb_rounds_result *rr, gb_r
     r->n_runs = (size_t)plan->n_arms;
     for (int i = 0; i < plan->n_arms; i++) {
         gb_run *run = &r->runs[i];
-        size_t n = (size_t)rr->rounds, len = strlen(plan->names[i]);
+        size_t n = (size_t)rr->arms[i].rounds, len = strlen(plan->names[i]);
         run->name = malloc(len + 2);
         run->seconds = malloc((n ? n : 1) * sizeof *run->seconds);
         run->cpu_seconds = calloc(n ? n : 1, sizeof *run->cpu_seconds);

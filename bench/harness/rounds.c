@@ -22,21 +22,30 @@
  *              units;
  *   recalibrate after round 1, an arm whose repetition lasted under half of
  *              min_rep_s takes its length from that round instead (once);
- *   rounds     round r runs every arm once, in tb_rounds_order(seed, r);
- *              Google Benchmark times each repetition: the round's arms are
- *              registered in that order with iterations = units_per_rep,
- *              one repetition and manual time, run quietly (tbb_run_quiet),
- *              read back with gb_results_parse and cleared; the arm's run()
- *              does all units in one call and each GB iteration reports
+ *   rounds     round r runs tb_rounds_sequence(seed, r, ...): every arm
+ *              still running once, in tb_rounds_order(seed, r), each
+ *              compared arm between two repetitions of its baseline (why:
+ *              rounds.h); Google Benchmark times each repetition: the
+ *              sequence is registered in order with iterations =
+ *              units_per_rep, one repetition and manual time (a baseline's
+ *              several slots under one name: GB reports them as its
+ *              repetitions, in order), run quietly (tbb_run_quiet), read
+ *              back with gb_results_parse and cleared; the arm's run() does
+ *              all units in one call and each GB iteration reports
  *              seconds / units, so GB's time per iteration is the seconds
  *              per unit;
- *   stop       after min_rounds: "target" when every comparison arm (A/A
- *              arms included) has a tb_stats_paired half-width at most
- *              target_half_width, after this round and the one before
- *              (stop_here says why two); else "cap" at max_rounds; else "budget"
- *              when the time spent (warm-up included) plus the longest round
- *              so far would pass budget_s (so a run ends within its budget
- *              unless a round is longer than all before it). Never on a
+ *   stop       per arm, after min_rounds of it: a compared arm (A/A arms
+ *              included) stops on "target" when its tb_stats_paired
+ *              half-width is at most target_half_width after this round
+ *              and the one before (stop_here says why two); a baseline
+ *              stops when its last compared arm does (one with none at all
+ *              runs min_rounds); the experiment ends when no arm runs, or,
+ *              after min_rounds, on "cap" at max_rounds, or on "budget" when
+ *              the time spent (warm-up included) plus the last round's would
+ *              pass budget_s
+ *              (rounds only shrink as arms stop, so a run ends within its
+ *              budget unless a round is longer than the one before); the
+ *              arms still running then stop for that reason. Never on a
  *              verdict.
  *   machine    over the rounds: the mean of /proc/loadavg's 1-minute value
  *              (read after every round) and the CPU seconds other processes
@@ -145,6 +154,27 @@ void tb_rounds_order(uint64_t seed, int r, int n, int *perm)
     }
 }
 
+int tb_rounds_sequence(uint64_t seed, int r, const int *base, const int *active, int n,
+                       int *seq)
+{
+    int *order = seq + 2 * n, len = 0;
+    tb_rounds_order(seed, r, n, order);
+    for (int k = 0; k < n; k++) {
+        int b = order[k];
+        if (base[b] != b || !active[b])
+            continue;
+        seq[len++] = b;
+        for (int j = 0; j < n; j++) {
+            int x = order[j];
+            if (x != b && base[x] == b && active[x]) {
+                seq[len++] = x;
+                seq[len++] = b;
+            }
+        }
+    }
+    return len;
+}
+
 int tb_rounds_busy_rule(double load_avg, double other_cpu_s, double wall_s, int ncpu)
 {
     if (!isnan(other_cpu_s) && wall_s > 0)
@@ -221,6 +251,8 @@ typedef struct arm_job {
     const tb_arm *arm;
     long units;
     int rc;              /* status of prepare/run in the last round */
+    int active;          /* 1 while the arm still runs in the rounds */
+    int met_before;      /* its interval was within the target after the last round */
 } arm_job;
 
 static void gb_arm_fn(tbb_state *st, void *user)
@@ -383,18 +415,47 @@ static void json_free(gb_json *j)
 
 /* ---- one round ---- */
 
-/* Registers the arms in order, runs them under GB, and stores each arm's
- * seconds per unit of round r in out->arms[i].seconds[r]. */
-static int run_round(arm_job *jobs, const int *order, int n_arms, int r, gb_json *json,
-                     tb_rounds_result *out)
+/* The round's per-slot times into arm i's result: a compared arm gets its
+ * slot and the mean of the two baseline slots around it (its reference), a
+ * baseline the mean of its slots. */
+static void store_round(const tb_arm *arms, int n_arms, const int *seq, int len,
+                        const double *slot_s, tb_rounds_result *out)
+{
+    for (int i = 0; i < n_arms; i++) {
+        tb_rounds_arm_result *a = &out->arms[i];
+        double sum = 0;
+        int n = 0;
+        for (int p = 0; p < len; p++) {
+            if (seq[p] != i)
+                continue;
+            if (arms[i].base != i) {
+                /* tb_rounds_sequence puts the base on both sides */
+                a->seconds[a->rounds] = slot_s[p];
+                a->ref[a->rounds] = 0.5 * (slot_s[p - 1] + slot_s[p + 1]);
+            } else {
+                sum += slot_s[p];
+            }
+            n++;
+        }
+        if (n && arms[i].base == i)
+            a->seconds[a->rounds] = sum / n;
+        if (n)
+            a->rounds++;
+    }
+}
+
+/* Registers round r's sequence of repetitions (seq, len slots), runs it
+ * under GB, and stores the times (store_round). slot_s: room for len. */
+static int run_round(arm_job *jobs, const tb_arm *arms, int n_arms, const int *seq, int len,
+                     int r, double *slot_s, gb_json *json, tb_rounds_result *out)
 {
     int rc = TB_OK;
     char *text = NULL;
-    size_t len = 0, n_run = 0;
+    size_t len_text = 0, n_run = 0;
     gb_results *res = NULL;
     tbb_clear();
-    for (int k = 0; k < n_arms; k++) {
-        arm_job *job = &jobs[order[k]];
+    for (int k = 0; k < len; k++) {
+        arm_job *job = &jobs[seq[k]];
         tbb_options o = tbb_options_default();
         o.iterations = job->units;
         o.repetitions = 1;
@@ -402,27 +463,34 @@ static int run_round(arm_job *jobs, const int *order, int n_arms, int r, gb_json
         o.unit = TBB_US;
         TB_TRY_GOTO(rc, tbb_register(job->arm->name, gb_arm_fn, job, &o), out_clear);
     }
-    TB_TRY_GOTO(rc, tbb_run_quiet(&text, &len, &n_run), out_clear);
-    for (int i = 0; i < n_arms; i++)
-        if (jobs[i].rc != TB_OK) {
-            rc = TB_FAIL(jobs[i].rc, "arm %s failed in round %d", jobs[i].arm->name, r);
+    TB_TRY_GOTO(rc, tbb_run_quiet(&text, &len_text, &n_run), out_clear);
+    for (int k = 0; k < len; k++)
+        if (jobs[seq[k]].rc != TB_OK) {
+            rc = TB_FAIL(jobs[seq[k]].rc, "arm %s failed in round %d", arms[seq[k]].name, r);
             goto out_free_text;
         }
-    TB_TRY_GOTO(rc, gb_results_parse(text, len, &res), out_free_text);
-    for (int i = 0; i < n_arms; i++) {
+    TB_TRY_GOTO(rc, gb_results_parse(text, len_text, &res), out_free_text);
+    /* an arm's slots are its GB repetitions, in the order they ran */
+    for (int k = 0; k < len; k++) {
         char prefix[160];
-        snprintf(prefix, sizeof prefix, "%s/", jobs[i].arm->name);
+        int i = seq[k], nth = 0, slots = 0;
+        for (int j = 0; j < len; j++) {
+            slots += seq[j] == i;
+            nth += j < k && seq[j] == i;
+        }
+        snprintf(prefix, sizeof prefix, "%s/", arms[i].name);
         const gb_run *run = NULL;
-        for (size_t k = 0; k < res->n_runs && !run; k++)
-            if (strncmp(res->runs[k].name, prefix, strlen(prefix)) == 0)
-                run = &res->runs[k];
-        if (!run || run->repetitions != 1 || run->error_occurred) {
-            rc = TB_FAIL(TB_ERR_DATA, "round %d: Google Benchmark has no usable run of arm %s",
-                         r, jobs[i].arm->name);
+        for (size_t q = 0; q < res->n_runs && !run; q++)
+            if (strncmp(res->runs[q].name, prefix, strlen(prefix)) == 0)
+                run = &res->runs[q];
+        if (!run || run->repetitions != slots || run->error_occurred) {
+            rc = TB_FAIL(TB_ERR_DATA, "round %d: Google Benchmark has no usable run of arm %s "
+                         "(%d repetitions expected)", r, arms[i].name, slots);
             goto out_free_res;
         }
-        out->arms[i].seconds[r] = run->seconds[0];
+        slot_s[k] = run->seconds[nth];
     }
+    store_round(arms, n_arms, seq, len, slot_s, out);
     TB_TRY_GOTO(rc, json_add_round(json, text), out_free_res);
 out_free_res:
     gb_results_free(res);
@@ -435,27 +503,11 @@ out_clear:
 
 /* ---- the stop rule ---- */
 
-/* Pairs every comparison arm with its base over the first `rounds`
- * rounds; *widest gets the largest half-width (0 with no comparison) and
- * *widest_arm its index (-1: none). */
-static int compare_all(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, int rounds,
-                       tb_rounds_result *out, double *widest, int *widest_arm)
+/* Pairs compared arm i with its reference over its rounds. */
+static int compare_arm(const tb_rounds_cfg *cfg, int i, tb_rounds_result *out)
 {
-    *widest = 0;
-    *widest_arm = -1;
-    for (int i = 0; i < n_arms; i++) {
-        int b = arms[i].base;
-        if (b == i)
-            continue;
-        tb_paired *c = &out->arms[i].cmp;
-        TB_TRY(tb_stats_paired(out->arms[b].seconds, out->arms[i].seconds, (size_t)rounds,
-                               cfg->seed, c));
-        if (!(c->half_width <= *widest)) {
-            *widest = c->half_width;
-            *widest_arm = i;
-        }
-    }
-    return TB_OK;
+    tb_rounds_arm_result *a = &out->arms[i];
+    return tb_stats_paired(a->ref, a->seconds, (size_t)a->rounds, cfg->seed, &a->cmp);
 }
 
 static int check_cfg(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms)
@@ -485,7 +537,8 @@ static int check_cfg(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms)
     return TB_OK;
 }
 
-static int result_alloc(const tb_rounds_cfg *cfg, int n_arms, tb_rounds_result *out)
+static int result_alloc(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms,
+                        tb_rounds_result *out)
 {
     memset(out, 0, sizeof *out);
     out->seed = cfg->seed;
@@ -497,7 +550,9 @@ static int result_alloc(const tb_rounds_cfg *cfg, int n_arms, tb_rounds_result *
         return TB_FAIL(TB_ERR_NOMEM, "rounds result");
     for (int i = 0; i < n_arms; i++) {
         out->arms[i].seconds = calloc((size_t)cfg->max_rounds, sizeof(double));
-        if (!out->arms[i].seconds)
+        if (arms[i].base != i)
+            out->arms[i].ref = calloc((size_t)cfg->max_rounds, sizeof(double));
+        if (!out->arms[i].seconds || (arms[i].base != i && !out->arms[i].ref))
             return TB_FAIL(TB_ERR_NOMEM, "rounds result (%d rounds)", cfg->max_rounds);
     }
     return TB_OK;
@@ -507,8 +562,10 @@ void tb_rounds_result_free(tb_rounds_result *r)
 {
     if (!r)
         return;
-    for (int i = 0; r->arms && i < r->n_arms; i++)
+    for (int i = 0; r->arms && i < r->n_arms; i++) {
         free(r->arms[i].seconds);
+        free(r->arms[i].ref);
+    }
     free(r->arms);
     memset(r, 0, sizeof *r);
 }
@@ -551,31 +608,85 @@ static void watch_finish(const machine_watch *w, tb_rounds_result *out)
     out->busy = tb_rounds_busy_rule(out->load_avg, other, wall, ncpu > 0 ? (int)ncpu : 1);
 }
 
-/* The stop rule after `rounds` rounds (see the top of the file): 1 and
- * *stop set when the rounds end here. spent: seconds since the warm-up
- * began; longest: the longest round so far. */
-static int stop_here(const tb_rounds_cfg *cfg, int rounds, double widest, double spent,
-                     double longest, int *met_before, tb_rounds_stop *stop)
+/* Arm i's own stop rule after a round: 1 when it stops on its target.
+ * The target must hold after two rounds in a row: stopping the first time
+ * an interval dips under it picks rounds whose spread happened to come
+ * out low, and the A/A interval then covers 1 in 92% of runs instead of
+ * 95% (simulated in lib/core/stats_test.c: 2.5% noise, +-2% target, 5..60
+ * rounds); twice in a row gives 94%, for about two more rounds. */
+static int arm_met_target(const tb_rounds_cfg *cfg, arm_job *job, const tb_rounds_arm_result *a)
 {
-    /* The target must hold after two rounds in a row: stopping the first
-     * time an interval dips under it picks rounds whose spread happened to
-     * come out low, and the A/A interval then covers 1 in 92% of runs
-     * instead of 95% (simulated in lib/core/stats_test.c: 2.5% noise,
-     * +-2% target, 5..60 rounds); twice in a row gives 94%, for about two
-     * more rounds. */
-    int met = widest <= cfg->target_half_width;
-    int met_twice = met && *met_before;
-    *met_before = met;
-    if (rounds < cfg->min_rounds)
-        return 0;
-    if (met_twice)
-        *stop = TB_STOP_TARGET;
+    int met = a->cmp.half_width <= cfg->target_half_width;
+    int twice = met && job->met_before;
+    job->met_before = met;
+    return twice && a->rounds >= cfg->min_rounds;
+}
+
+/* After round `rounds`: compares every running arm, stops those on their
+ * target and the baselines left without running arms. *widest gets the
+ * largest half-width among the arms still running (0: none) and *widest_arm
+ * its index (-1: none). Returns the number of arms still running. */
+static int update_arms(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, arm_job *jobs,
+                       int rounds, tb_rounds_result *out, double *widest, int *widest_arm,
+                       int *rc)
+{
+    int running = 0;
+    *widest = 0;
+    *widest_arm = -1;
+    *rc = TB_OK;
+    for (int i = 0; i < n_arms; i++) {
+        if (!jobs[i].active || arms[i].base == i || out->arms[i].rounds < 2)
+            continue;
+        if ((*rc = compare_arm(cfg, i, out)) != TB_OK)
+            return 0;
+        if (arm_met_target(cfg, &jobs[i], &out->arms[i])) {
+            jobs[i].active = 0;
+            out->arms[i].stop = TB_STOP_TARGET;
+        } else if (!(out->arms[i].cmp.half_width <= *widest)) {
+            *widest = out->arms[i].cmp.half_width;
+            *widest_arm = i;
+        }
+    }
+    for (int b = 0; b < n_arms; b++) {
+        if (arms[b].base != b || !jobs[b].active)
+            continue;
+        int has = 0, runs = 0;
+        for (int i = 0; i < n_arms; i++)
+            if (i != b && arms[i].base == b) {
+                has = 1;
+                runs |= jobs[i].active;
+            }
+        if (has ? !runs : rounds >= cfg->min_rounds) {
+            jobs[b].active = 0;
+            out->arms[b].stop = TB_STOP_TARGET;
+        }
+    }
+    for (int i = 0; i < n_arms; i++)
+        running += jobs[i].active;
+    return running;
+}
+
+/* The experiment-wide rule once arms are updated: 1 and out->stop set when
+ * the rounds end here; the arms still running then stop for that reason.
+ * spent: seconds since the warm-up began; last: the last round's. */
+static int stop_here(const tb_rounds_cfg *cfg, int rounds, int running, double spent,
+                     double last, arm_job *jobs, int n_arms, tb_rounds_result *out)
+{
+    if (!running)
+        out->stop = TB_STOP_TARGET;
+    else if (rounds < cfg->min_rounds)
+        return 0; /* the budget buys at least min_rounds, as the cap allows */
     else if (rounds >= cfg->max_rounds)
-        *stop = TB_STOP_CAP;
-    else if (cfg->budget_s > 0 && spent + longest > cfg->budget_s)
-        *stop = TB_STOP_BUDGET;
+        out->stop = TB_STOP_CAP;
+    else if (cfg->budget_s > 0 && spent + last > cfg->budget_s)
+        out->stop = TB_STOP_BUDGET;
     else
         return 0;
+    for (int i = 0; i < n_arms; i++)
+        if (jobs[i].active) {
+            jobs[i].active = 0;
+            out->arms[i].stop = out->stop;
+        }
     return 1;
 }
 
@@ -615,40 +726,62 @@ static void recalibrate(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms
 
 /* Runs rounds until the stop rule says so. */
 static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, arm_job *jobs,
-                      int *order, double t_start, gb_json *json, tb_rounds_result *out)
+                      double t_start, gb_json *json, tb_rounds_result *out)
 {
-    double longest = 0;
-    int tty = isatty(STDERR_FILENO), met_before = 0;
+    int tty = isatty(STDERR_FILENO), rc = TB_OK;
+    int *seq = malloc(3 * (size_t)n_arms * sizeof *seq), *base = malloc((size_t)n_arms * sizeof *base);
+    int *active = malloc((size_t)n_arms * sizeof *active);
+    double *slot_s = malloc(2 * (size_t)n_arms * sizeof *slot_s);
     machine_watch w;
+    if (!seq || !base || !active || !slot_s) {
+        rc = TB_FAIL(TB_ERR_NOMEM, "rounds: %d arms", n_arms);
+        goto out_free;
+    }
+    for (int i = 0; i < n_arms; i++) {
+        base[i] = arms[i].base;
+        jobs[i].active = 1;
+    }
     watch_start(&w);
     for (int r = 0; r < cfg->max_rounds; r++) {
         double t_round = now_s(), widest;
         int wi;
-        tb_rounds_order(cfg->seed, r, n_arms, order);
-        TB_TRY(run_round(jobs, order, n_arms, r, json, out));
+        for (int i = 0; i < n_arms; i++)
+            active[i] = jobs[i].active;
+        int len = tb_rounds_sequence(cfg->seed, r, base, active, n_arms, seq);
+        TB_TRY_GOTO(rc, run_round(jobs, arms, n_arms, seq, len, r, slot_s, json, out), out_free);
         out->rounds = r + 1;
         watch_round(&w);
         double t = now_s();
-        if (t - t_round > longest)
-            longest = t - t_round;
         if (out->rounds == 1)
             recalibrate(cfg, arms, n_arms, jobs, out);
-        if (out->rounds < 2)
-            continue;
-        TB_TRY(compare_all(cfg, arms, n_arms, out->rounds, out, &widest, &wi));
-        /* on a terminal the line is rewritten in place; in a log, one a round */
-        char width[32];
-        snprintf(width, sizeof width, widest > 1 ? "over 100%%" : "+-%.1f%%", 100 * widest);
-        fprintf(stderr, "%srounds: round %d: widest interval %s (%s), %.1f s spent%s",
-                tty ? "\r" : "", out->rounds, width, wi >= 0 ? arms[wi].name : "no comparison",
-                t - t_start, tty ? "\033[K" : "\n");
-        if (stop_here(cfg, out->rounds, widest, t - t_start, longest, &met_before, &out->stop))
+        int running = update_arms(cfg, arms, n_arms, jobs, out->rounds, out, &widest, &wi, &rc);
+        if (rc != TB_OK)
+            goto out_free;
+        if (out->rounds >= 2) {
+            /* on a terminal the line is rewritten in place; in a log, one a round */
+            char width[32];
+            snprintf(width, sizeof width, widest > 1 ? "over 100%%" : "+-%.1f%%", 100 * widest);
+            fprintf(stderr, "%srounds: round %d: %d arm%s running, widest interval %s (%s), "
+                    "%.1f s spent%s", tty ? "\r" : "", out->rounds, running,
+                    running == 1 ? "" : "s", width, wi >= 0 ? arms[wi].name : "none",
+                    t - t_start, tty ? "\033[K" : "\n");
+        }
+        if (stop_here(cfg, out->rounds, running, t - t_start, t - t_round, jobs, n_arms, out))
             break;
     }
     if (tty && out->rounds >= 2)
         fputc('\n', stderr);
+    /* the final comparisons, over each arm's own rounds */
+    for (int i = 0; i < n_arms && rc == TB_OK; i++)
+        if (arms[i].base != i)
+            rc = compare_arm(cfg, i, out);
     watch_finish(&w, out);
-    return TB_OK;
+out_free:
+    free(seq);
+    free(base);
+    free(active);
+    free(slot_s);
+    return rc;
 }
 
 static int warm_up_arm(const tb_rounds_cfg *cfg, const tb_arm *arms, int i, arm_job *jobs,
@@ -668,15 +801,13 @@ int tb_rounds_run(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms,
 {
     int rc;
     arm_job *jobs = NULL;
-    int *order = NULL;
     gb_json json = {0};
     memset(out, 0, sizeof *out);
     TB_TRY(check_cfg(cfg, arms, n_arms));
     double t_start = now_s();
-    TB_TRY_GOTO(rc, result_alloc(cfg, n_arms, out), out_fail);
+    TB_TRY_GOTO(rc, result_alloc(cfg, arms, n_arms, out), out_fail);
     jobs = calloc((size_t)n_arms, sizeof *jobs);
-    order = calloc((size_t)n_arms, sizeof *order);
-    if (!jobs || !order) {
+    if (!jobs) {
         rc = TB_FAIL(TB_ERR_NOMEM, "rounds: %d arms", n_arms);
         goto out_fail;
     }
@@ -693,7 +824,7 @@ int tb_rounds_run(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms,
             out->arms[i].units_per_rep = jobs[i].units;
             out->arms[i].warmup_units = 0;
         }
-    TB_TRY_GOTO(rc, run_rounds(cfg, arms, n_arms, jobs, order, t_start, &json, out), out_fail);
+    TB_TRY_GOTO(rc, run_rounds(cfg, arms, n_arms, jobs, t_start, &json, out), out_fail);
     out->seconds = now_s() - t_start;
     if (cfg->gbench_json)
         TB_TRY_GOTO(rc, json_write(&json, cfg->gbench_json), out_fail);
@@ -707,6 +838,5 @@ out_fail:
 out_free:
     json_free(&json);
     free(jobs);
-    free(order);
     return rc;
 }

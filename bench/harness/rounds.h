@@ -13,14 +13,23 @@
  *   2. picks each arm's repetition length: the number of units that lasts
  *      at least cfg->min_rep_s (a profile value), as Google Benchmark picks
  *      iterations, once, after the warm-up;
- *   3. runs rounds: each round times every arm once, one repetition each,
- *      in an order shuffled per round from cfg->seed (recorded in the
- *      results), so drift, thermal and load changes hit every arm alike;
- *   4. after cfg->min_rounds, stops when every comparison's paired interval
- *      (lib/core/stats.h, tb_stats_paired) is at most cfg->target_half_width
- *      wide (after two rounds in a row), or when cfg->budget_s of timing
- *      is spent, or at
- *      cfg->max_rounds; never on a verdict. The result says which.
+ *   3. runs rounds: each round times every arm still running once, one
+ *      repetition each, in an order shuffled per round from cfg->seed
+ *      (recorded in the results), with its baseline timed just before and
+ *      just after it (B X1 B X2 B ...: a baseline's repetitions are shared by
+ *      its neighbours), so that the slow drift of a shared machine (its
+ *      speed wanders over seconds: successive repetitions correlate at
+ *      0.5-0.8 on a cloud VM) hits an arm and its reference alike: a
+ *      compared arm's per-round reference is the mean of the two baseline
+ *      repetitions around it, which cancels any drift linear over the three;
+ *   4. after cfg->min_rounds, an arm stops once its paired interval
+ *      (lib/core/stats.h, tb_stats_paired, of its per-round ratios to its
+ *      reference) is at most cfg->target_half_width wide after two rounds
+ *      in a row; a baseline stops with the last arm compared with it; the
+ *      experiment ends when every arm has stopped, or when cfg->budget_s of
+ *      timing is spent, or at cfg->max_rounds; never on a verdict. Each arm
+ *      says why it stopped and after how many rounds (the time then goes to
+ *      the arms still wide).
  * Google Benchmark times each repetition: every round registers its arms in
  * the round's order with fixed iterations and one repetition, and runs
  * them; the runs of all rounds go to one JSON file.
@@ -74,13 +83,21 @@ typedef enum tb_rounds_stop {
 typedef struct tb_rounds_arm_result {
     long units_per_rep;        /* chosen after the warm-up */
     long warmup_units;         /* units the warm-up ran */
-    double *seconds;           /* (rounds) seconds per UNIT in each round */
-    tb_paired cmp;             /* vs arm `base` (rounds == 0 for a baseline) */
+    int rounds;                /* rounds this arm ran: the experiment's first `rounds` */
+    tb_rounds_stop stop;       /* why it stopped: target (its own interval), budget or cap */
+    double *seconds;           /* (rounds) seconds per UNIT in each round; a baseline's:
+                                  the mean of its repetitions in the round */
+    double *ref;               /* (rounds) a compared arm's reference in each round: its
+                                  base's seconds per unit around it (the mean of the
+                                  base's repetitions just before and just after); NULL
+                                  for a baseline */
+    tb_paired cmp;             /* ref vs seconds over rounds (rounds == 0 for a baseline) */
 } tb_rounds_arm_result;
 
 typedef struct tb_rounds_result {
-    int rounds;                /* rounds completed */
-    tb_rounds_stop stop;
+    int rounds;                /* rounds completed (the longest-running arm's) */
+    tb_rounds_stop stop;       /* target when every arm stopped on its own interval; else
+                                  what ended the experiment (budget, cap) */
     uint64_t seed;
     double seconds;            /* wall time spent */
     double load_avg;           /* mean 1-minute load average over the rounds */

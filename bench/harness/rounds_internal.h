@@ -1,7 +1,8 @@
 /*
  * rounds_internal.h - the pieces of bench/harness/rounds.c that its test
  * reaches directly: the clock (so fake arms can advance a fake one and the
- * test never waits), the warm-up rule, the round orders and the busy rule.
+ * test never waits), the warm-up rule, the round orders and sequences, and
+ * the busy rule.
  * Not for techniques: they use rounds.h only.
  *
  * Test: bazel test //bench/harness:rounds_test
@@ -24,6 +25,16 @@ int tb_rounds_settled(const double *t, int n);
 /* Round r's order of n arms (a permutation of 0..n-1 in perm), a pure
  * function of (seed, r). */
 void tb_rounds_order(uint64_t seed, int r, int n, int *perm);
+
+/* Round r's repetitions, in the order they run: the arms in
+ * tb_rounds_order(seed, r, n), each baseline b with active[b] in that order
+ * followed by its active compared arms in that order, each between two
+ * repetitions of b (b x1 b x2 b ... xk b); a baseline without active
+ * compared arms runs once. base[i] is arm i's baseline (base[i] == i: a
+ * baseline); an inactive baseline's arms are not run. Writes seq (room for
+ * 3n entries: at most 2n - 1 slots, then the order) and returns its length. */
+int tb_rounds_sequence(uint64_t seed, int r, const int *base, const int *active, int n,
+                       int *seq);
 
 /* Busy rule: 1 when other processes used more than TB_ROUNDS_BUSY_CORES of
  * one core on average over wall_s. other_cpu_s NaN (not measured: no

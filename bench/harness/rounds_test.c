@@ -39,6 +39,8 @@ typedef struct fake {
     double unit_s;       /* settled seconds per unit */
     double noise;        /* sigma of the log-normal noise per repetition */
     double drift;        /* relative slow-down per fake second */
+    double wave;         /* amplitude of a slow wave in the machine's speed... */
+    double period;       /* ...of this period in fake seconds (a shared VM's drift) */
     double warm_amp;     /* unit k (from the start) takes 1 + warm_amp e^(-k / 8) longer */
     double first_s;      /* the first unit takes this much longer (a lazy build) */
     long done;           /* units run so far */
@@ -66,7 +68,8 @@ static int fake_run(void *user, long units, double *seconds)
     if (f->fail_at && f->calls == f->fail_at)
         return TB_FAIL(TB_ERR_NUMERIC, "fake arm fails on call %d", f->calls);
     double warm = 1 + f->warm_amp * exp(-(double)f->done / 8);
-    double s = (double)units * f->unit_s * (1 + f->drift * fake_clock) * warm *
+    double wave = f->period > 0 ? 1 + f->wave * sin(2 * M_PI * fake_clock / f->period) : 1;
+    double s = (double)units * f->unit_s * (1 + f->drift * fake_clock) * wave * warm *
                exp(f->noise * normal(&f->rng));
     if (f->done == 0)
         s += f->first_s;
@@ -99,13 +102,15 @@ static tb_rounds_cfg cfg_default(void)
     return c;
 }
 
+static uint64_t seed_base = 100;
+
 static void reset(fake *f, int n)
 {
     fake_clock = 0;
     log_n = 0;
     memset(log_arms, 0, sizeof log_arms);
     for (int i = 0; i < n; i++) {
-        f[i].rng = tb_rng_seeded(100 + (uint64_t)i);
+        f[i].rng = tb_rng_seeded(seed_base + (uint64_t)i);
         log_arms[i] = &f[i];
     }
 }
@@ -181,27 +186,38 @@ static void test_effect_and_drift(const char *dir)
           "the 5%% effect is found: %.4f [%.4f, %.4f]", fast->speedup, fast->lo, fast->hi);
     CHECK(fabs(fast->speedup / 1.05 - 1) < 0.01, "drift does not bias it: %.4f vs 1.05",
           fast->speedup);
-    CHECK(aa->lo <= 1 && aa->hi >= 1, "the A/A arm covers 1: [%.4f, %.4f]", aa->lo, aa->hi);
+    CHECK(fabs(aa->speedup - 1) < 0.02, "the A/A arm is near 1 (its coverage over seeds: "
+          "test_wave_drift): %.4f [%.4f, %.4f]", aa->speedup, aa->lo, aa->hi);
     CHECK(fast->half_width <= 0.01 && aa->half_width <= 0.01, "both within the target");
     CHECK(r.arms[0].cmp.rounds == 0, "the baseline has no comparison of its own");
+    /* the logged order of the timed repetitions is the engine's sequence,
+     * an arm running in round k while k < its rounds */
+    int base_of[3] = {0, 0, 0}, active[3], seq[9], pos = 0, match = 1, base_slots = 0;
+    for (int k = 0; k < r.rounds; k++) {
+        for (int i = 0; i < 3; i++)
+            active[i] = k < r.arms[i].rounds;
+        int len = tb_rounds_sequence(1234, k, base_of, active, 3, seq);
+        for (int q = 0; q < len; q++) {
+            match &= pos < log_n && log_ids[pos++] == seq[q];
+            base_slots += seq[q] == 0;
+        }
+    }
+    CHECK(match && pos == log_n, "each round ran tb_rounds_sequence(seed, round)'s order");
     for (int i = 0; i < 3; i++) {
         double first_rep = r.arms[i].seconds[0] * (double)r.arms[i].units_per_rep;
         CHECK(first_rep >= c.min_rep_s * 0.95, "arm %d: %ld units a repetition reach min_rep_s "
               "(%.3f s in round 1)", i, r.arms[i].units_per_rep, first_rep);
         CHECK(r.arms[i].warmup_units > 6, "arm %d: a falling start warms up longer (%ld units)",
               i, r.arms[i].warmup_units);
-        CHECK(f[i].prepared == r.rounds + 1, "arm %d: prepared for the warm-up and each round "
-              "(%d)", i, f[i].prepared);
+        int reps = i == 0 ? base_slots : r.arms[i].rounds;
+        CHECK(f[i].prepared == reps + 1, "arm %d: prepared for the warm-up and each repetition "
+              "(%d, %d repetitions)", i, f[i].prepared, reps);
+        CHECK(r.arms[i].stop == TB_STOP_TARGET, "arm %d stopped on its target", i);
     }
-    /* the logged order of the timed repetitions is the engine's order */
-    int match = log_n == 3 * r.rounds;
-    for (int k = 0; match && k < r.rounds; k++) {
-        int o[3];
-        tb_rounds_order(1234, k, 3, o);
-        for (int i = 0; i < 3; i++)
-            match &= log_ids[3 * k + i] == o[i];
-    }
-    CHECK(match, "each round ran its arms in tb_rounds_order(seed, round)'s order");
+    CHECK(r.arms[0].rounds == r.rounds && r.arms[0].rounds ==
+          (r.arms[1].rounds > r.arms[2].rounds ? r.arms[1].rounds : r.arms[2].rounds),
+          "the baseline runs as long as its longest-running arm (%d, %d, %d)", r.arms[0].rounds,
+          r.arms[1].rounds, r.arms[2].rounds);
 
     gb_results *g = NULL;
     rc = gb_results_read(json, &g);
@@ -217,10 +233,11 @@ static void test_effect_and_drift(const char *dir)
             CHECK(run, "GB's JSON has arm %s", arms[i].name);
             if (!run)
                 continue;
-            CHECK(run->repetitions == r.rounds, "arm %s: %d repetitions in GB's JSON, %d rounds",
-                  arms[i].name, run->repetitions, r.rounds);
-            int same = run->repetitions == r.rounds;
-            for (int k = 0; same && k < r.rounds; k++)
+            int reps = i == 0 ? base_slots : r.arms[i].rounds;
+            CHECK(run->repetitions == reps, "arm %s: %d repetitions in GB's JSON, %d ran",
+                  arms[i].name, run->repetitions, reps);
+            int same = i == 0 || run->repetitions == r.arms[i].rounds;
+            for (int k = 0; i > 0 && same && k < r.arms[i].rounds; k++)
                 same &= fabs(run->seconds[k] / r.arms[i].seconds[k] - 1) < 1e-6 &&
                         run->iterations[k] == r.arms[i].units_per_rep;
             CHECK(same, "arm %s: GB's times and iterations are the rounds' own", arms[i].name);
@@ -229,6 +246,113 @@ static void test_effect_and_drift(const char *dir)
     }
     CHECK(!isnan(r.load_avg) && r.load_avg >= 0, "load average read (%.2f)", r.load_avg);
     CHECK(r.other_cpu_s >= 0, "other processes' CPU time read (%.2f s)", r.other_cpu_s);
+    tb_rounds_result_free(&r);
+}
+
+/* Sequences: every running compared arm once, between two repetitions of
+ * its baseline; stopped arms and the arms of a stopped baseline left out;
+ * a baseline with nothing to compare once. */
+static void test_sequences(void)
+{
+    /* arms 0 and 3 are baselines; 1, 2, 4 compare with 0; 5 with 3; 6 alone */
+    int base[7] = {0, 0, 0, 3, 0, 3, 6}, all[7] = {1, 1, 1, 1, 1, 1, 1};
+    int seq[21];
+    for (int r = 0; r < 20; r++) {
+        int len = tb_rounds_sequence(99, r, base, all, 7, seq);
+        int seen[7] = {0}, ok = len == 4 * 2 + 3;
+        for (int q = 0; q < len; q++) {
+            int i = seq[q];
+            seen[i]++;
+            if (base[i] != i)
+                ok &= q > 0 && q + 1 < len && seq[q - 1] == base[i] && seq[q + 1] == base[i];
+        }
+        ok &= seen[1] == 1 && seen[2] == 1 && seen[4] == 1 && seen[5] == 1 && seen[6] == 1 &&
+              seen[0] == 4 && seen[3] == 2;
+        CHECK(ok, "round %d: every compared arm between two of its baseline's (%d slots)", r,
+              len);
+    }
+    int some[7] = {1, 0, 1, 0, 1, 1, 0};
+    int len = tb_rounds_sequence(99, 3, base, some, 7, seq), ok = len == 5;
+    for (int q = 0; q < len; q++)
+        ok &= seq[q] == 0 || seq[q] == 2 || seq[q] == 4;
+    CHECK(ok, "stopped arms, a stopped baseline's arms and a stopped lone arm are left out "
+          "(%d slots)", len);
+}
+
+/* A slow wave in the machine's speed (+-15%, a 3 s period: repetitions of
+ * 0.2 s see it change between neighbours), as a shared VM's drift, over 40
+ * seeds: the bracketed reference cancels most of it, so the 5% effect
+ * comes out unbiased and the A/A arm's 95% interval covers 1 about as
+ * often as it should (at least 34 of 40: the chance of fewer, with true
+ * 95% coverage, is under 2%). */
+static void test_wave_drift(void)
+{
+    int covered = 0, found = 0, target = 0, seeds = 40;
+    double worst = 0;
+    for (int k = 0; k < seeds; k++) {
+        fake f[3];
+        for (int i = 0; i < 3; i++)
+            f[i] = (fake){.unit_s = i == 2 ? 0.010 / 1.05 : 0.010, .noise = 0.01, .wave = 0.15,
+                          .period = 3};
+        seed_base = 1000 + 10 * (uint64_t)k;
+        reset(f, 3);
+        tb_arm arms[3] = {{"base", 0, 0, fake_run, NULL, &f[0]},
+                          {"again", 0, 1, fake_run, NULL, &f[1]},
+                          {"fast", 0, 0, fake_run, NULL, &f[2]}};
+        tb_rounds_cfg c = cfg_default();
+        c.target_half_width = 0.01;
+        c.seed = 77 + (uint64_t)k;
+        tb_rounds_result r;
+        if (tb_rounds_run(&c, arms, 3, &r) != TB_OK)
+            break;
+        const tb_paired *fast = &r.arms[2].cmp, *aa = &r.arms[1].cmp;
+        covered += aa->lo <= 1 && aa->hi >= 1;
+        found += fast->lo > 1;
+        target += r.stop == TB_STOP_TARGET;
+        if (fabs(fast->speedup / 1.05 - 1) > worst)
+            worst = fabs(fast->speedup / 1.05 - 1);
+        tb_rounds_result_free(&r);
+    }
+    seed_base = 100;
+    fprintf(stderr, "wave drift over %d seeds: target %d, 5%% effect found %d (worst %.2f%% "
+            "off), A/A covers 1 in %d\n", seeds, target, found, 100 * worst, covered);
+    CHECK(target == seeds, "a +-15%% wave: every run reaches the target (%d of %d)", target,
+          seeds);
+    CHECK(found == seeds && worst < 0.012, "the 5%% effect found through the wave in every run "
+          "(%d of %d), off by at most %.2f%%", found, seeds, 100 * worst);
+    CHECK(covered >= 34, "the A/A interval covers 1 in %d of %d runs", covered, seeds);
+}
+
+/* Each arm stops on its own: a quiet arm reaches the target and stops
+ * early, a noisy one runs on to the cap; the baseline runs with the noisy
+ * one; the rows say which stopped why. */
+static void test_per_arm_stop(void)
+{
+    fake f[3] = {{.unit_s = 0.010, .noise = 0.004},
+                 {.unit_s = 0.012, .noise = 0.004},
+                 {.unit_s = 0.011, .noise = 0.2}};
+    reset(f, 3);
+    tb_arm arms[3] = {{"base", 0, 0, fake_run, NULL, &f[0]},
+                      {"quiet", 0, 0, fake_run, NULL, &f[1]},
+                      {"noisy", 0, 0, fake_run, NULL, &f[2]}};
+    tb_rounds_cfg c = cfg_default();
+    c.max_rounds = 30;
+    tb_rounds_result r;
+    int rc = tb_rounds_run(&c, arms, 3, &r);
+    CHECK(rc == TB_OK, "the per-arm experiment runs");
+    if (rc != TB_OK)
+        return;
+    CHECK(r.arms[1].stop == TB_STOP_TARGET && r.arms[1].rounds < 15,
+          "the quiet arm stops on its target early (%s, %d rounds)",
+          tb_rounds_stop_name(r.arms[1].stop), r.arms[1].rounds);
+    CHECK(r.arms[2].stop == TB_STOP_CAP && r.arms[2].rounds == 30,
+          "the noisy arm runs to the cap (%s, %d rounds)", tb_rounds_stop_name(r.arms[2].stop),
+          r.arms[2].rounds);
+    CHECK(r.arms[0].rounds == 30 && r.stop == TB_STOP_CAP && r.rounds == 30,
+          "the baseline and the experiment run with it (%d rounds, %s)", r.arms[0].rounds,
+          tb_rounds_stop_name(r.stop));
+    CHECK(r.arms[1].cmp.rounds == (size_t)r.arms[1].rounds,
+          "the quiet arm's interval is over its own rounds (%zu)", r.arms[1].cmp.rounds);
     tb_rounds_result_free(&r);
 }
 
@@ -354,7 +478,7 @@ static void test_errors(void)
     tb_arm arms[2] = {{"a", 0, 0, fake_run, NULL, &f[0]}, {"b", 0, 0, fake_run, NULL, &f[1]}};
     tb_rounds_cfg c = cfg_default();
     tb_rounds_result r;
-    f[1].fail_at = 12; /* after its warm-up, in a round */
+    f[1].fail_at = 8; /* after its 6-unit warm-up, in round 2 */
     int rc = tb_rounds_run(&c, arms, 2, &r);
     CHECK(rc == TB_ERR_NUMERIC, "an arm's failure in a round is the run's error (%d)", rc);
     tb_error_clear();
@@ -388,7 +512,10 @@ int main(void)
     tb_rounds_set_clock(fake_now, NULL);
     test_orders();
     test_settled_rule();
+    test_sequences();
     test_effect_and_drift(dir);
+    test_wave_drift();
+    test_per_arm_stop();
     test_target_early();
     test_aa_shares_warmup();
     test_warmup_cap();

@@ -69,6 +69,7 @@ struct step_run {
     int check_steps;
     /* the rounds */
     double target, budget;    /* flags; 0: the profile's, the technique's */
+    double min_rep;           /* flag; 0: the profile's */
     int max_rounds;           /* flag; 0: the profile's */
     long long seed;           /* flag; 0: from the technique's name */
     tb_step_plan plan;
@@ -379,7 +380,7 @@ static void rounds_config(const step_run *r, tb_rounds_cfg *c)
     double declared = r->tech->desc.budget_seconds[r->b.profile];
     int cap = r->max_rounds > 0 ? r->max_rounds : p->max_rounds;
     *c = (tb_rounds_cfg){
-        .min_rep_s = p->min_rep_s,
+        .min_rep_s = r->min_rep > 0 ? r->min_rep : p->min_rep_s,
         .min_rounds = r->b.reps,
         .max_rounds = cap < r->b.reps ? r->b.reps : cap,
         .target_half_width = r->target > 0 ? r->target : p->target,
@@ -436,12 +437,17 @@ static double report_scale(const step_run *r, int i)
     return r->tech->per_sample ? 1000.0 / ((double)c.batch_size * c.accum_steps) : 1.0;
 }
 
-/* Arm a's per-round times as reported, into out (rounds). */
-static void arm_times(const step_run *r, const tb_rounds_result *res, int a, double *out)
+/* Arm a's per-round times as reported, into out (its rounds); ref: its
+ * reference's instead (a compared arm's bracketing baseline repetitions),
+ * scaled as the baseline's setting is. */
+static void arm_times(const step_run *r, const tb_rounds_result *res, int a, int ref,
+                      double *out)
 {
-    double k = report_scale(r, r->plan.arm_setting[a]);
-    for (int i = 0; i < res->rounds; i++)
-        out[i] = res->arms[a].seconds[i] * k;
+    const tb_rounds_arm_result *ar = &res->arms[a];
+    int s = ref ? r->plan.arm_setting[r->plan.arm_base[a]] : r->plan.arm_setting[a];
+    double k = report_scale(r, s);
+    for (int i = 0; i < ar->rounds; i++)
+        out[i] = (ref ? ar->ref[i] : ar->seconds[i]) * k;
 }
 
 static void set_check(step_run *r, int i, tb_result_row *row)
@@ -482,26 +488,37 @@ static double samples_per_unit(const step_run *r, int i)
     return (double)c.batch_size * c.accum_steps;
 }
 
-/* The paired timings behind a row: its per-round times, its baseline's,
- * the baseline's A/A copy's (rounds each). */
+/* The paired timings behind a row: its per-round times (n_me rounds) and,
+ * for a compared row, its reference's in the same rounds; the baseline's
+ * A/A copy's and that copy's reference (n_aa rounds). */
 typedef struct row_times {
-    int n;
-    double *me, *base, *again;
+    int n_me, n_aa;
+    double *me, *me_ref, *again, *again_ref;
+    tb_rounds_stop stop; /* why the row's arm stopped */
 } row_times;
 
 static int times_of(const step_run *r, const tb_rounds_result *res, int i, row_times *t)
 {
     const tb_step_plan *p = &r->plan;
-    int b = r->tech->settings[i].base;
-    t->n = res->rounds;
-    t->me = calloc(3 * (size_t)res->rounds, sizeof *t->me);
+    int b = r->tech->settings[i].base, am = p->set_arm[i], aa = p->aa_arm[b];
+    t->n_me = res->arms[am].rounds;
+    t->n_aa = aa >= 0 ? res->arms[aa].rounds : 0;
+    t->stop = res->arms[am].stop;
+    if (am == p->set_arm[b] && aa >= 0)
+        t->stop = res->arms[aa].stop; /* a baseline row reads its A/A pair */
+    t->me = calloc(2 * (size_t)t->n_me + 2 * (size_t)t->n_aa + 1, sizeof *t->me);
     if (!t->me)
-        return TB_FAIL(TB_ERR_NOMEM, "out of memory for %d rounds", res->rounds);
-    t->base = t->me + res->rounds;
-    t->again = t->base + res->rounds;
-    arm_times(r, res, p->set_arm[i], t->me);
-    arm_times(r, res, p->set_arm[b], t->base);
-    arm_times(r, res, p->aa_arm[b], t->again);
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory for %d rounds", t->n_me + t->n_aa);
+    t->me_ref = t->me + t->n_me;
+    t->again = t->me_ref + t->n_me;
+    t->again_ref = t->again + t->n_aa;
+    arm_times(r, res, am, 0, t->me);
+    if (am != p->set_arm[b])
+        arm_times(r, res, am, 1, t->me_ref);
+    if (aa >= 0) {
+        arm_times(r, res, aa, 0, t->again);
+        arm_times(r, res, aa, 1, t->again_ref);
+    }
     return TB_OK;
 }
 
@@ -509,7 +526,7 @@ static int times_of(const step_run *r, const tb_rounds_result *res, int i, row_t
  * CSV had them for Google Benchmark's repetitions: reps = rounds. */
 static int fill_times(tb_result_row *row, const row_times *t, int epoch)
 {
-    gb_run run = {.name = row->setting, .repetitions = t->n, .seconds = t->me};
+    gb_run run = {.name = row->setting, .repetitions = t->n_me, .seconds = t->me};
     return tb_bench_fill_timing(row, &run, epoch ? 1.0 : 1e3, epoch ? "s" : "ms");
 }
 
@@ -532,15 +549,15 @@ static tb_timing_verdict timing_verdict(tb_speed_verdict v)
 static int fill_paired(tb_result_row *row, const row_times *t, int baseline)
 {
     tb_paired aa, cmp;
-    TB_TRY(tb_stats_paired(t->base, t->again, (size_t)t->n, TB_STATS_DEFAULT_SEED, &aa));
+    TB_TRY(tb_stats_paired(t->again_ref, t->again, (size_t)t->n_aa, TB_STATS_DEFAULT_SEED, &aa));
     row->noise_floor = tb_stats_paired_noise_floor(&aa);
-    row->rounds = t->n;
+    row->rounds = baseline ? t->n_aa : t->n_me;
     if (baseline) {
         tb_stats_paired_verdict(&aa, &aa, &row->unreliable);
         row->mde = aa.mde;
         return TB_OK;
     }
-    TB_TRY(tb_stats_paired(t->base, t->me, (size_t)t->n, TB_STATS_DEFAULT_SEED, &cmp));
+    TB_TRY(tb_stats_paired(t->me_ref, t->me, (size_t)t->n_me, TB_STATS_DEFAULT_SEED, &cmp));
     row->speedup = cmp.speedup;
     row->speedup_ci_low = cmp.lo;
     row->speedup_ci_high = cmp.hi;
@@ -568,7 +585,7 @@ static int add_row(step_run *r, const tb_rounds_result *res, int i)
         rc = fill_paired(&row, &tm, s->base == i);
     free(tm.me);
     TB_TRY(rc);
-    snprintf(row.stopped_by, sizeof row.stopped_by, "%s", tb_rounds_stop_name(res->stop));
+    snprintf(row.stopped_by, sizeof row.stopped_by, "%s", tb_rounds_stop_name(tm.stop));
     row.busy = res->busy;
     row.load_avg = res->load_avg;
     row.rate = samples_per_unit(r, i) / (row.median / (epoch ? 1.0 : 1e3));
@@ -693,6 +710,9 @@ static int check_round_flags(const step_run *r)
     if (!(r->budget >= 0))
         return TB_FAIL(TB_ERR_INVALID, "--budget=%g: seconds, >= 0 (0: the technique's)",
                        r->budget);
+    if (!(r->min_rep >= 0 && r->min_rep <= 60))
+        return TB_FAIL(TB_ERR_INVALID, "--min-rep=%g: seconds in [0, 60] (0: the profile's)",
+                       r->min_rep);
     if (r->max_rounds != 0 && r->max_rounds < r->b.reps)
         return TB_FAIL(TB_ERR_INVALID, "--max-rounds=%d: at least --reps=%d (or 0: the "
                        "profile's)", r->max_rounds, r->b.reps);
@@ -725,6 +745,8 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
          "profile's, 0.02 by default), or on --budget, or at --max-rounds", NULL},
         {"budget", TB_FLAG_DOUBLE, &r->budget,
          "seconds of warm-up and rounds at most (0 = the technique's for the profile)", NULL},
+        {"min-rep", TB_FLAG_DOUBLE, &r->min_rep,
+         "a repetition lasts at least this many seconds (0 = the profile's)", NULL},
         {"max-rounds", TB_FLAG_INT, &r->max_rounds,
          "cap of the rounds (0 = the profile's); --reps is their minimum", NULL},
         {"seed", TB_FLAG_LONG, &r->seed,

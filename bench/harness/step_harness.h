@@ -23,11 +23,12 @@
  *      seed, plus an A/A arm per baseline (a second, independent trainer of
  *      the baseline's setting: the noise a comparison sees); the engine warms
  *      each arm up until settled, picks the units (steps, epochs) per
- *      repetition that last at least the profile's minimum, then runs rounds
- *      (every arm once, in an order shuffled per round from a recorded
- *      seed) until every interval is within --target (+-2%), or the
- *      technique's budget is spent, or --max-rounds; --reps is the minimum
- *      of rounds. Trainers stay alive across rounds where their check-pass
+ *      repetition that last at least the profile's minimum (--min-rep), then
+ *      runs rounds (every arm once, in an order shuffled per round from a
+ *      recorded seed, each between two repetitions of its baseline) in which
+ *      each arm stops once its interval is within --target (+-2%), until all
+ *      have, or the technique's budget is spent, or --max-rounds; --reps is
+ *      the minimum of rounds. Trainers stay alive across rounds where their check-pass
  *      peaks fit together (step_plan.h), else each is rebuilt every round,
  *      untimed. Google Benchmark times each repetition
  *      (<technique>.gbench.json holds every round);
