@@ -23,7 +23,10 @@
  * declare for the profile (bench/cmd/plan.h), prints the total against the
  * profile's limit, and refuses (exit 2) when they add up to more, unless
  * --allow-over-budget (then it warns and goes on); the plan, with the limit
- * that applied, goes to results/<device>/budget.json for the report.
+ * that applied, goes to results/<device>/budget.json for the report. What
+ * a technique's budget leaves unused (it stopped on its targets early) is
+ * passed on to the next technique with a budget (--extra-budget), so the
+ * run stays within the sum of the budgets.
  * At the end it writes REPORT.md, REPORT.html, summary.md and summary.tex
  * (lib/report/report.h).
  * Exit status: 0 when every technique succeeded, 1 when one failed, 130 when
@@ -421,7 +424,7 @@ int main(int argc, char **argv)
     snprintf(a_out, sizeof a_out, "--out-dir=%s", out_dir);
     snprintf(a_thr, sizeof a_thr, "--threads=%d", threads);
 
-    double t0 = now_s(), done_est = 0;
+    double t0 = now_s(), done_est = 0, carry = 0;
     int failed = 0;
     for (int k = 0; k < ntodo && !interrupted; k++) {
         const tb_plan_entry *t = todo[k];
@@ -438,11 +441,25 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench:all: [%d/%d] %s (about %s left)\n", k + 1, ntodo, t->name, eta);
         if (tm && tb_telemetry_segment(tm, t->name) != TB_OK)
             tb_error_clear();
-        char bin[4200];
+        char bin[4200], a_extra[64];
         snprintf(bin, sizeof bin, "%s/%s", bin_dir, t->name);
-        char *args[] = {bin, a_dev, a_prof, a_thr, *out_dir ? a_out : NULL, NULL};
+        /* The time earlier techniques' budgets left unused (they stopped on
+         * their targets) goes to the next one with a budget: the run stays
+         * within the sum of the budgets, and the techniques still wide get
+         * the rounds. */
+        double budget = t->budget_seconds[profile];
+        snprintf(a_extra, sizeof a_extra, "--extra-budget=%.1f", budget > 0 ? carry : 0.0);
+        if (budget > 0 && carry >= 0.05)
+            fprintf(stderr, "bench:all: %s: budget %g s + %.1f s left unused by earlier "
+                    "techniques\n", t->name, budget, carry);
+        char *args[] = {bin, a_dev, a_prof, a_thr, a_extra, *out_dir ? a_out : NULL, NULL};
         double s = now_s();
         int rc = run_one(bin, args);
+        if (budget > 0) {
+            carry += budget - (now_s() - s);
+            if (carry < 0)
+                carry = 0;
+        }
         if (rc != 0 && !interrupted) {
             failed++;
             fprintf(stderr, "bench:all: %s failed (exit %d); its earlier results are kept\n",

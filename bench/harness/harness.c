@@ -39,7 +39,7 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
     tb_results_init(&b->res);
 
     int describe = 0;
-    tb_flag flags[6 + TB_MAX_EXTRA_FLAGS] = {
+    tb_flag flags[7 + TB_MAX_EXTRA_FLAGS] = {
         {"device", TB_FLAG_STRING, &b->device_spec, "auto, cpu, cuda or cuda:N", NULL},
         {"threads", TB_FLAG_INT, &b->threads, "CPU threads for kernels (0 = all cores)", NULL},
         {"profile", TB_FLAG_CHOICE, &b->profile,
@@ -47,14 +47,17 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
         {"out-dir", TB_FLAG_STRING, &b->out_dir,
          "root for results/ and plots/ (default: the source tree under bazel run)", NULL},
         {"reps", TB_FLAG_INT, &b->reps, "repetitions per measurement (at least 5)", NULL},
+        {"extra-budget", TB_FLAG_DOUBLE, &b->extra_budget,
+         "seconds added to the technique's time budget (bench:all passes on the time earlier "
+         "techniques left unused)", NULL},
         {"describe", TB_FLAG_BOOL, &describe,
          "print this technique's declaration as one JSON line (what bench:all reads) and exit",
          NULL},
     };
     if (nextra > TB_MAX_EXTRA_FLAGS)
         return TB_FAIL(TB_ERR_INTERNAL, "too many technique flags");
-    memcpy(flags + 6, extra, nextra * sizeof *extra);
-    size_t nflags = 6 + nextra;
+    memcpy(flags + 7, extra, nextra * sizeof *extra);
+    size_t nflags = 7 + nextra;
     int help = 0;
     TB_TRY(tb_flags_parse(flags, nflags, &argc, argv, "benchmark_", &help));
     if (describe) {
@@ -72,6 +75,9 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
     for (int i = 1; i < argc; i++)
         if (strncmp(argv[i], "--benchmark_", 12) != 0)
             return TB_FAIL(TB_ERR_INVALID, "unexpected argument '%s'; see --help", argv[i]);
+    if (!(b->extra_budget >= 0 && b->extra_budget <= 86400))
+        return TB_FAIL(TB_ERR_INVALID, "--extra-budget=%g: seconds in [0, 86400]",
+                       b->extra_budget);
     if (b->reps < TB_MIN_REPS)
         return TB_FAIL(TB_ERR_INVALID, "--reps=%d: at least %d repetitions are needed for a "
                        "median and its interval", b->reps, TB_MIN_REPS);
@@ -100,6 +106,12 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
             b->od.results);
     fprintf(stderr, "%s: pinning: %s\n", technique, pinning);
     return TB_OK;
+}
+
+double tb_bench_budget(const tb_bench *b)
+{
+    double declared = b->tech->budget_seconds[b->profile];
+    return (declared > 0 ? declared : 0) + b->extra_budget;
 }
 
 int tb_bench_run(tb_bench *b, gb_results **out)

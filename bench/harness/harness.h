@@ -38,6 +38,8 @@ typedef struct tb_bench {
     int profile;               /* tb_profile */
     const char *out_dir;
     int reps;
+    double extra_budget;       /* seconds added to the technique's declared budget
+                                  (bench:all passes on what earlier ones left unused) */
     /* opened by tb_bench_init */
     tb_backend *be;
     tb_device_info info;
@@ -55,6 +57,10 @@ typedef struct tb_bench {
  * exit 0. REQUIRES: tech outlives b. */
 int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, size_t nextra,
                   int argc, char **argv, int *done);
+
+/* The technique's time budget for its profile: the declared one
+ * (tech->budget_seconds; 0 when it declares none) plus --extra-budget. */
+double tb_bench_budget(const tb_bench *b);
 
 /* Runs the registered benchmarks; Google Benchmark's JSON is kept as
  * results/<device>/<technique>.gbench.json (written to a temporary name and
