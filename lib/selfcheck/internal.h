@@ -259,6 +259,18 @@ int check_labels_u8_to_i32(sc_ctx *sc);
 /* ---- training step checks ---- */
 /* The table, ended by a NULL name (lib/selfcheck/train.c). */
 extern const tb_step_check sc_step_checks[];
+/* The toggle cases, ended by a NULL name (lib/selfcheck/toggles.c). */
+extern const tb_step_check sc_toggle_checks[];
+/* The default step config: 4 steps of batch 32 on 256 synthetic samples
+ * (64 test samples), small CNN, lr 0.01, seed 7 (lib/selfcheck/train.c). */
+void sc_step_defaults(tb_config *c);
+/* The loss of cfg's first epoch on be: the epoch's mean training loss, or
+ * with evaluate the test loss after the steps. cfg is left as it was. */
+int sc_config_loss(tb_backend *be, const tb_config *cfg, int evaluate, double *loss);
+/* The fp32 tolerance of a step check's loss: a few fp32 steps whose
+ * conv/gemm algorithms and reduction orders differ by backend. */
+#define SC_STEP_TOL_F32 1e-3
+#define SC_STEP_WHY_F32 "fp32 steps; conv/gemm algorithms and reduction orders differ by backend"
 /* The mean loss of the epoch's few steps of the small CNN on be, the
  * default step config changed by tweak (lib/selfcheck/train.c). */
 int sc_step_loss(tb_backend *be, void (*tweak)(tb_config *), double *loss);

@@ -77,6 +77,7 @@ typedef struct tb_step_check {
     const char *why;  /* why that tolerance */
     int (*run)(tb_backend *be, double *loss_be, double *loss_ref);
     const char *ref;  /* what loss_ref comes from; NULL: "CPU" */
+    const char *dtype; /* what the backend under test computes in; NULL: "fp32" */
 } tb_step_check;
 
 /* The table of them is sc_step_checks[] in lib/selfcheck/train.c. */
