@@ -14,7 +14,10 @@
  *   lib/selfcheck/runtime.c  memory, streams, device info, graph capture,
  *                            device-side data (augment, labels)
  *   lib/selfcheck/train.c    training step checks (the sc_step_checks[] table)
+ *   lib/selfcheck/toggles.c  training-toggle cases (sc_toggle_checks[]): each
+ *                            toggle against its fp32 equivalent on the CPU
  *   lib/selfcheck/dist.c     DataParallel on 2 GPUs, pinned vs pageable
+ *   lib/selfcheck/ddp.c      DDP on one rank (NCCL on CUDA, MPI on the CPU)
  *
  * A check reads as: inputs from sc_randf (host and device), outputs from
  * sc_outf (NaN-filled), the reference on the host, then one case per
@@ -282,5 +285,7 @@ int sc_on_be_and_cpu(tb_backend *be, int (*loss_of)(tb_backend *, const void *, 
 int sc_step_dp_two_gpus(tb_backend *be, double *got, double *ref);
 int sc_step_pinned(tb_backend *be, double *got, double *ref);
 int sc_step_pinned_async(tb_backend *be, double *got, double *ref);
+/* lib/selfcheck/ddp.c */
+int sc_step_ddp_one_rank(tb_backend *be, double *got, double *ref);
 
 #endif

@@ -16,9 +16,15 @@
  *     algorithm and every one conv_find returns;
  *   - training step checks (a table in lib/selfcheck/train.c): toggles against
  *     the CPU backend, and --pin-memory / --non-blocking against pageable
- *     copies on the same backend (bitwise: a copy does not change data).
+ *     copies on the same backend (bitwise: a copy does not change data);
+ *   - training-toggle cases (lib/selfcheck/toggles.c): every training toggle
+ *     on the backend under test against its fp32 equivalent on the CPU, by
+ *     the loss after a few steps, within a tolerance per dtype (fp32 1e-3,
+ *     tf32 1e-2, bf16 3e-2, fp16 1e-2; the file says why). --only picks
+ *     them by name too ("--only=amp").
  * Lines look like
  *   PASS conv_fwd NCHW 2x3x7x7 k5 3x3 s1 p1 bias algo=<name> max_rel_err=1.2e-07 tol=1e-05
+ *   PASS step amp=bf16 (vs fp32) dtype=bf16 loss=2.0784 cpu=2.0775 rel_err=0.00044 tol=0.03
  *   FAIL relu_fwd n=1003 y: max_rel_err=1 > tol=0 at index 5 (got 0.3, want 0)
  *   n/a  gemm 64x48x80 math=lowp: <why>
  * and end with "selfcheck: N passed, N failed, N n/a".

@@ -25,8 +25,11 @@
  *     each is a FAIL line for that slot.
  *  5. The training-toggle cases (lib/selfcheck/toggles.c): each has its line
  *     in the CPU walk, PASS, or n/a with the trainer's reason for the
- *     toggles only a GPU has; and a GEMM that writes where it should add
- *     (gradient accumulation broken) fails the accum-steps case.
+ *     toggles only a GPU has; a GEMM that writes where it should add
+ *     (gradient accumulation broken) fails the accum-steps case, and a
+ *     fused attention that masks the future of a non-causal model fails
+ *     the fused-attention case (so the toggle reaches the op); --tensors-on-device passes on the
+ *     CPU given a host stand-in for the labels_u8_to_i32 slot.
  * With --selfcheck-binary=PATH it instead runs bench:selfcheck: the default
  * (--device=cuda) exits 0 saying there is nothing to check when no GPU is
  * usable; --device=auto exits 0 with the summary (the CPU, or the GPU);
@@ -125,12 +128,12 @@ static const toggle_line toggle_lines[] = {
     {"amp=bf16 (vs fp32)", NULL},
     {"amp=fp16 loss scaling (vs fp32)", NA_FP16},
     {"tf32 (vs fp32)", NULL},
-    {"transformer tf32 (vs fp32)", NULL},
+    {"transformer tf32 (test loss, vs fp32)", NULL},
     {"wide_cnn channels-last (vs NCHW)", NULL},
     {"conv-autotune (vs default algorithms)", NULL},
-    {"transformer fused-gelu (vs unfused)", NULL},
-    {"transformer fused-layernorm (vs unfused)", NULL},
-    {"transformer fused-attention (vs manual)", NULL},
+    {"transformer fused-gelu (test loss, vs unfused)", NULL},
+    {"transformer fused-layernorm (test loss, vs unfused)", NULL},
+    {"transformer fused-attention (test loss, vs manual)", NULL},
     {"optimizer=adamw", NULL},
     {"optimizer=adamw fused-optimizer (vs unfused)", NULL},
     {"grads-to-none=false (vs none)", NULL},
@@ -144,6 +147,7 @@ static const toggle_line toggle_lines[] = {
     {"preallocation, partial last batch", "preallocation: n/a on the cpu backend: "
                                           "mem_set_mode is NULL there"},
     {"retry after an out-of-memory", NULL},
+    {"DDP one rank, NCCL on CUDA / MPI on the CPU (vs plain backward)", NULL},
     {"resnet50 32x32 one step (test loss)", NULL},
     {"resnet50 32x32 channels-last one step (test loss, vs NCHW)", NULL},
     {"gpt2 1 layer", NULL},
@@ -366,6 +370,22 @@ static int gemm_drops_beta(tb_backend *be, int ta, int tb, int m, int n, int k, 
     return real_gemm(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc, math);
 }
 
+static int (*real_attention_fwd)(tb_backend *, tb_attn_variant, const tb_attn_desc *,
+                                 const float *, const float *, const float *, float *, float *);
+
+/* The fused attention masking the future when asked not to (a causal
+ * flag taken from the wrong place): the manual variant, which the CPU
+ * reference runs, is untouched. */
+static int attention_fused_causal(tb_backend *be, tb_attn_variant variant, const tb_attn_desc *d,
+                                  const float *q, const float *k, const float *v, float *out,
+                                  float *saved)
+{
+    tb_attn_desc as_run = *d;
+    if (variant == TB_ATTN_FUSED)
+        as_run.causal = 1;
+    return real_attention_fwd(be, variant, &as_run, q, k, v, out, saved);
+}
+
 /* A toggle case with a broken op under it: the walk of that case alone
  * must fail it (the CPU reference it compares with is a fresh backend). */
 static void test_broken_toggle(tb_backend *be)
@@ -374,6 +394,33 @@ static void test_broken_toggle(tb_backend *be)
     expect_fail_line(be, "gemm", (tb_slot_fn)gemm_drops_beta, "transformer accum-steps=2",
                      "FAIL step transformer accum-steps=2 batch 16 (vs batch 32): ", NULL,
                      "accumulation overwrites: the accum-steps case");
+    real_attention_fwd = be->attention_fwd;
+    expect_fail_line(be, "attention_fwd", (tb_slot_fn)attention_fused_causal,
+                     "transformer fused-attention",
+                     "FAIL step transformer fused-attention (test loss, vs manual): ", NULL,
+                     "fused variant causal when asked not to: the fused-attention case");
+}
+
+/* --tensors-on-device on the CPU: with a host stand-in for the slot the
+ * CPU lacks (labels_u8_to_i32, NULL there), the trainer's device-label
+ * path runs and the case passes against the CPU's host-made labels. */
+static int host_labels_u8_to_i32(tb_backend *be, const uint8_t *src, int32_t *dst, int n)
+{
+    (void)be;
+    for (int i = 0; i < n; i++)
+        dst[i] = src[i];
+    return TB_OK;
+}
+
+static void test_tensors_on_device_path(tb_backend *be)
+{
+    tb_backend with = *be; /* shares ctx; never destroyed */
+    with.labels_u8_to_i32 = host_labels_u8_to_i32;
+    tb_selfcheck_counts c;
+    char *text = walk(&with, "tensors-on-device", &c);
+    CHECK(text && strstr(text, "PASS step tensors-on-device dtype=fp32 ") && c.failed == 0,
+          "tensors-on-device with a host labels_u8_to_i32 did not pass");
+    free(text);
 }
 
 static void test_broken_ops(tb_backend *be)
@@ -486,6 +533,7 @@ int main(int argc, char **argv)
     test_cpu_walk(be);
     test_broken_ops(be);
     test_broken_toggle(be);
+    test_tensors_on_device_path(be);
     tb_backend_close(be);
     printf("%s\n", failures ? "FAILED" : "PASSED");
     return failures ? 1 : 0;
