@@ -88,6 +88,16 @@ typedef struct tb_step_check {
 
 /* The table of them is sc_step_checks[] in lib/selfcheck/train.c. */
 
+/* Host stand-ins for the device-data slots, with the slots' signatures:
+ * the references the augment_u8 and labels_u8_to_i32 checks compare with
+ * (augment_u8 from kernels/augment_math.h, as datasets/augment.c does). A
+ * test puts them in a copy of a CPU backend, where those slots are NULL, to
+ * drive --augment-on-device and --tensors-on-device through the trainer on
+ * the CPU. be is unused. REQUIRES: host pointers. Return TB_OK. */
+int tb_selfcheck_host_augment_u8(tb_backend *be, const tb_augment_desc *d, const uint8_t *src,
+                                 const int32_t *params, float *dst, int n);
+int tb_selfcheck_host_labels_u8_to_i32(tb_backend *be, const uint8_t *src, int32_t *dst, int n);
+
 #ifdef __cplusplus
 }
 #endif

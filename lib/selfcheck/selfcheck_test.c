@@ -28,8 +28,10 @@
  *     toggles only a GPU has; a GEMM that writes where it should add
  *     (gradient accumulation broken) fails the accum-steps case, and a
  *     fused attention that masks the future of a non-causal model fails
- *     the fused-attention case (so the toggle reaches the op); --tensors-on-device passes on the
- *     CPU given a host stand-in for the labels_u8_to_i32 slot.
+ *     the fused-attention case (so the toggle reaches the op);
+ *     --tensors-on-device and --augment-on-device pass on the CPU given
+ *     host stand-ins for the labels_u8_to_i32 and augment_u8 slots
+ *     (tb_selfcheck_host_*).
  * With --selfcheck-binary=PATH it instead runs bench:selfcheck: the default
  * (--device=cuda) exits 0 saying there is nothing to check when no GPU is
  * usable; --device=auto exits 0 with the summary (the CPU, or the GPU);
@@ -401,25 +403,21 @@ static void test_broken_toggle(tb_backend *be)
                      "fused variant causal when asked not to: the fused-attention case");
 }
 
-/* --tensors-on-device on the CPU: with a host stand-in for the slot the
- * CPU lacks (labels_u8_to_i32, NULL there), the trainer's device-label
- * path runs and the case passes against the CPU's host-made labels. */
-static int host_labels_u8_to_i32(tb_backend *be, const uint8_t *src, int32_t *dst, int n)
-{
-    (void)be;
-    for (int i = 0; i < n; i++)
-        dst[i] = src[i];
-    return TB_OK;
-}
-
-static void test_tensors_on_device_path(tb_backend *be)
+/* --tensors-on-device and --augment-on-device on the CPU: with the host
+ * stand-ins for the slots the CPU lacks (labels_u8_to_i32, augment_u8, NULL
+ * there), the trainer's device-data paths run and both cases pass against
+ * the CPU's host-made labels and loader augmentation. */
+static void test_device_data_paths(tb_backend *be)
 {
     tb_backend with = *be; /* shares ctx; never destroyed */
-    with.labels_u8_to_i32 = host_labels_u8_to_i32;
+    with.labels_u8_to_i32 = tb_selfcheck_host_labels_u8_to_i32;
+    with.augment_u8 = tb_selfcheck_host_augment_u8;
     tb_selfcheck_counts c;
-    char *text = walk(&with, "tensors-on-device", &c);
-    CHECK(text && strstr(text, "PASS step tensors-on-device dtype=fp32 ") && c.failed == 0,
-          "tensors-on-device with a host labels_u8_to_i32 did not pass");
+    char *text = walk(&with, "on-device", &c);
+    CHECK(text && strstr(text, "PASS step tensors-on-device dtype=fp32 ") &&
+              strstr(text, "PASS step augment-on-device (vs the loader's) dtype=fp32 ") &&
+              c.failed == 0,
+          "tensors-on-device / augment-on-device with host stand-ins did not pass");
     free(text);
 }
 
@@ -533,7 +531,7 @@ int main(int argc, char **argv)
     test_cpu_walk(be);
     test_broken_ops(be);
     test_broken_toggle(be);
-    test_tensors_on_device_path(be);
+    test_device_data_paths(be);
     tb_backend_close(be);
     printf("%s\n", failures ? "FAILED" : "PASSED");
     return failures ? 1 : 0;
