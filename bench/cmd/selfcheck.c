@@ -8,6 +8,7 @@
  *   bazel run //bench:selfcheck -- --device=cuda:1
  *   bazel run //bench:selfcheck -- --device=cpu     # the CPU fast paths
  *   bazel run //bench:selfcheck -- --only=conv      # slots matching "conv"
+ *   bazel run //bench:selfcheck -- --only=amp       # the training-toggle cases of --amp
  *
  * With --device=cuda (the default) and no usable GPU it says there is
  * nothing to check and exits 0; --device=auto falls back to the CPU with one
@@ -36,8 +37,9 @@ int main(int argc, char **argv)
         {"device", TB_FLAG_STRING, &device,
          "cuda, cuda:N, cpu (checks the CPU fast paths) or auto", NULL},
         {"threads", TB_FLAG_INT, &threads, "CPU kernel threads (0 = all cores)", NULL},
-        {"only", TB_FLAG_STRING, &only, "only slots whose name contains this (default all)",
-         NULL},
+        {"only", TB_FLAG_STRING, &only,
+         "only slots and step cases whose name contains this (\"step\": every step case; "
+         "default all)", NULL},
         {"seed", TB_FLAG_LONG, &seed, "seed of the random inputs (0 = the fixed default)", NULL},
     };
     size_t nflags = sizeof flags / sizeof flags[0];

@@ -93,11 +93,17 @@ static int ln_bwd_one(sc_ctx *sc, int rows, int cols)
 int check_layernorm_fwd(sc_ctx *sc) { return SC_EACH_SHAPE(sc, ln_shapes, ln_fwd_one); }
 int check_layernorm_bwd(sc_ctx *sc) { return SC_EACH_SHAPE(sc, ln_shapes, ln_bwd_one); }
 
-/* Odd sequence lengths, causal and not, head sizes 16 and 64. */
+/* Odd sequence lengths, causal and not, head sizes 16 and 64, and head
+ * sizes 65-128 (kernels/attention.cu pads them to its 128 template, whose
+ * key tiles hold 16 keys) with non-causal rows longer than one key tile;
+ * scale 1/sqrt(head size) or near it. */
 static const tb_attn_desc attn_descs[] = {
     {2, 3, 7, 16, 0, 0.25f},
     {1, 2, 65, 16, 1, 0.25f},
     {2, 1, 33, 64, 1, 0.125f},
+    {1, 2, 37, 80, 0, 0.111803f},
+    {2, 1, 70, 128, 0, 0.0883883f},
+    {1, 1, 41, 96, 1, 0.102062f},
 };
 #define N_ATTN_DESCS (sizeof attn_descs / sizeof attn_descs[0])
 

@@ -130,8 +130,7 @@ static int conv_fwd_one(sc_ctx *sc, const tb_conv_desc *d, int algo, const char 
     tb_conv_desc rd = *d;
     rd.math = TB_MATH_F32;
     TB_TRY(tb_conv_ref_fwd(&rd, x, w, bias, want));
-    double tol = d->math == TB_MATH_TF32 ? TOL_TF32 : d->math == TB_MATH_LOWP ? TOL_LOWP
-                                                                              : conv_tol(name);
+    double tol = conv_tol(name); /* fp32 math: conv_reduced_one checks the others */
     char ds[96];
     conv_desc_str(d, ds, sizeof ds);
     sc_case c;
@@ -142,10 +141,11 @@ static int conv_fwd_one(sc_ctx *sc, const tb_conv_desc *d, int algo, const char 
 }
 
 /* Runs kind with be's default algorithm for d: y = fwd(x, w, bias), dx =
- * bwd_data(dy, w), or dw, dbias = bwd_filter(x, dy), written to out, out_b. */
+ * bwd_data(dy, w), or dw, dbias = bwd_filter(x, dy) (added to when acc),
+ * written to out, out_b. */
 static int conv_run_default(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
                             const void *x, const void *w, const void *dy, const float *bias,
-                            float *out, float *out_b)
+                            float *out, float *out_b, int acc)
 {
     int algo = 0;
     TB_TRY(be->conv_algo_default(be, d, kind, &algo));
@@ -153,59 +153,76 @@ static int conv_run_default(tb_backend *be, const tb_conv_desc *d, tb_conv_kind 
         return be->conv_fwd(be, d, algo, x, w, bias, out);
     if (kind == TB_CONV_BWD_DATA)
         return be->conv_bwd_data(be, d, algo, dy, w, out);
-    return be->conv_bwd_filter(be, d, algo, x, dy, out, out_b, 0);
+    return be->conv_bwd_filter(be, d, algo, x, dy, out, out_b, acc);
 }
 
-/* Mixed precision: bf16 and fp16 inputs (each direction's, lib/backend/backend.h),
- * fp32 outputs, against the fp32 reference on the unrounded inputs at
- * TOL_LOWP, both layouts, the default algorithm; n/a where the backend
- * lacks the dtype (CPU fp16). */
-static int conv_lowp_one(sc_ctx *sc, tb_conv_kind kind, tb_dtype dt, tb_layout layout)
+/* An input of a reduced-precision case: fp32 for TF32 math, else bf16 or
+ * fp16 bits on the device (f holds the values they round from). */
+static int conv_rand_in(sc_ctx *sc, tb_dtype dt, float **f, void **dev, size_t n)
+{
+    if (dt == TB_F32)
+        return sc_randf(sc, f, (float **)dev, n, -1.0f, 1.0f);
+    return sc_rand_lowp(sc, dt, f, dev, n);
+}
+
+/* Reduced precision, the default algorithm, both layouts: TF32 math on
+ * fp32 inputs (at TOL_TF32), and bf16 / fp16 inputs (each direction's,
+ * lib/backend/backend.h) with fp32 outputs (at TOL_LOWP), against the fp32
+ * reference on the unrounded inputs; bwd_filter also adding to dw and
+ * dbias (gradient accumulation, with --amp). n/a where the backend lacks
+ * the math mode or dtype (CPU fp16). */
+static int conv_reduced_one(sc_ctx *sc, tb_conv_kind kind, tb_dtype dt, tb_layout layout,
+                            int acc)
 {
     tb_backend *be = sc->be;
     tb_conv_desc d = {.n = 2, .c = 5, .h = 9, .w = 7, .k = 8, .r = 3, .s = 3, .stride = 1,
-                      .pad = 1, .layout = layout, .dtype = dt, .math = TB_MATH_LOWP};
+                      .pad = 1, .layout = layout, .dtype = dt,
+                      .math = dt == TB_F32 ? TB_MATH_TF32 : TB_MATH_LOWP};
     tb_conv_desc rd = d;
     rd.dtype = TB_F32;
     rd.math = TB_MATH_F32;
     conv_sizes n = conv_sizes_of(&d);
     float *x, *w, *g, *bias, *dbias, *want, *out, *want_b = NULL, *out_b = NULL;
     void *dx, *dw, *dg;
-    TB_TRY(sc_rand_lowp(sc, dt, &x, &dx, n.x));
-    TB_TRY(sc_rand_lowp(sc, dt, &w, &dw, n.w));
-    TB_TRY(sc_rand_lowp(sc, dt, &g, &dg, n.y));
+    TB_TRY(conv_rand_in(sc, dt, &x, &dx, n.x));
+    TB_TRY(conv_rand_in(sc, dt, &w, &dw, n.w));
+    TB_TRY(conv_rand_in(sc, dt, &g, &dg, n.y));
     TB_TRY(sc_randf(sc, &bias, &dbias, (size_t)d.k, -1.0f, 1.0f));
     size_t nout = kind == TB_CONV_FWD ? n.y : kind == TB_CONV_BWD_DATA ? n.x : n.w;
-    TB_TRY(sc_outf(sc, &want, &out, nout));
+    TB_TRY(sc_inoutf(sc, &want, &out, nout, acc));
     if (kind == TB_CONV_FWD)
         TB_TRY(tb_conv_ref_fwd(&rd, x, w, bias, want));
     else if (kind == TB_CONV_BWD_DATA)
         TB_TRY(tb_conv_ref_bwd_data(&rd, g, w, want));
     else {
-        TB_TRY(sc_outf(sc, &want_b, &out_b, (size_t)d.k));
-        TB_TRY(tb_conv_ref_bwd_filter(&rd, x, g, want, want_b, 0));
+        TB_TRY(sc_inoutf(sc, &want_b, &out_b, (size_t)d.k, acc));
+        TB_TRY(tb_conv_ref_bwd_filter(&rd, x, g, want, want_b, acc));
     }
+    double tol = dt == TB_F32 ? TOL_TF32 : TOL_LOWP;
     sc_case c;
-    sc_case_start(&c, "%s %s n=2 c=5 9x7 k=8 3x3 default algorithm",
-                  layout == TB_NHWC ? "nhwc" : "nchw", sc_lowp_names[dt]);
-    TB_TRY(SC_FINISH(sc, &c, conv_run_default(be, &d, kind, dx, dw, dg, dbias, out, out_b), 1,
+    sc_case_start(&c, "%s %s n=2 c=5 9x7 k=8 3x3%s default algorithm",
+                  layout == TB_NHWC ? "nhwc" : "nchw", dt == TB_F32 ? "tf32" : sc_lowp_names[dt],
+                  acc ? " accumulate=1" : "");
+    TB_TRY(SC_FINISH(sc, &c,
+                     conv_run_default(be, &d, kind, dx, dw, dg, dbias, out, out_b, acc), 1,
                      {kind == TB_CONV_FWD ? "y" : kind == TB_CONV_BWD_DATA ? "dx" : "dw", want, out,
-                      nout, TOL_LOWP},
-                     {"dbias", want_b, out_b, (size_t)d.k, TOL_LOWP}));
+                      nout, tol},
+                     {"dbias", want_b, out_b, (size_t)d.k, tol}));
     return sc_release(sc);
 }
 
-static int conv_lowp_cases(sc_ctx *sc, tb_conv_kind kind)
+static int conv_reduced_cases(sc_ctx *sc, tb_conv_kind kind)
 {
-    for (int dt = TB_BF16; dt <= TB_F16; dt++)
+    for (int dt = TB_F32; dt <= TB_F16; dt++)
         for (int lay = TB_NCHW; lay <= TB_NHWC; lay++)
-            TB_TRY(conv_lowp_one(sc, kind, (tb_dtype)dt, (tb_layout)lay));
+            for (int acc = 0; acc <= (kind == TB_CONV_BWD_FILTER); acc++)
+                TB_TRY(conv_reduced_one(sc, kind, (tb_dtype)dt, (tb_layout)lay, acc));
     return TB_OK;
 }
 
 int check_conv_fwd(sc_ctx *sc)
 {
-    TB_TRY(conv_lowp_cases(sc, TB_CONV_FWD));
+    TB_TRY(conv_reduced_cases(sc, TB_CONV_FWD));
     for (size_t i = 0; i < N_CONV_DESCS; i++) {
         conv_algos a;
         conv_algo_list(sc, &conv_descs[i], TB_CONV_FWD, &a);
@@ -214,26 +231,13 @@ int check_conv_fwd(sc_ctx *sc)
         if (a.n > 0) /* no conv bias before batch norm: bias NULL */
             TB_TRY(conv_fwd_one(sc, &conv_descs[i], a.id[0], a.name[0], 0, 0));
     }
-    /* TF32 math with its own default algorithm; n/a where the backend lacks it */
-    tb_conv_desc d = conv_descs[0];
-    d.math = TB_MATH_TF32;
-    int algo = 0;
-    int rc = sc->be->conv_algo_default(sc->be, &d, TB_CONV_FWD, &algo);
-    if (rc == TB_OK)
-        return conv_fwd_one(sc, &d, algo, "default", 1, 1);
-    sc_case c;
-    char ds[96];
-    conv_desc_str(&d, ds, sizeof ds);
-    sc_case_start(&c, "%s default algorithm", ds);
-    sc_ran(sc, &c, rc, 1);
-    sc_case_end(sc, &c);
     return TB_OK;
 }
 
 int check_conv_bwd_data(sc_ctx *sc)
 {
     tb_backend *be = sc->be;
-    TB_TRY(conv_lowp_cases(sc, TB_CONV_BWD_DATA));
+    TB_TRY(conv_reduced_cases(sc, TB_CONV_BWD_DATA));
     for (size_t i = 0; i < N_CONV_DESCS; i++) {
         const tb_conv_desc *d = &conv_descs[i];
         conv_sizes n = conv_sizes_of(d);
@@ -281,7 +285,7 @@ static int conv_bwd_filter_one(sc_ctx *sc, const tb_conv_desc *d, int algo, cons
 
 int check_conv_bwd_filter(sc_ctx *sc)
 {
-    TB_TRY(conv_lowp_cases(sc, TB_CONV_BWD_FILTER));
+    TB_TRY(conv_reduced_cases(sc, TB_CONV_BWD_FILTER));
     for (size_t i = 0; i < N_CONV_DESCS; i++) {
         conv_algos a;
         conv_algo_list(sc, &conv_descs[i], TB_CONV_BWD_FILTER, &a);

@@ -14,7 +14,10 @@
  *   lib/selfcheck/runtime.c  memory, streams, device info, graph capture,
  *                            device-side data (augment, labels)
  *   lib/selfcheck/train.c    training step checks (the sc_step_checks[] table)
+ *   lib/selfcheck/toggles.c  training-toggle cases (sc_toggle_checks[]): each
+ *                            toggle against its fp32 equivalent on the CPU
  *   lib/selfcheck/dist.c     DataParallel on 2 GPUs, pinned vs pageable
+ *   lib/selfcheck/ddp.c      DDP on one rank (NCCL on CUDA, MPI on the CPU)
  *
  * A check reads as: inputs from sc_randf (host and device), outputs from
  * sc_outf (NaN-filled), the reference on the host, then one case per
@@ -259,6 +262,18 @@ int check_labels_u8_to_i32(sc_ctx *sc);
 /* ---- training step checks ---- */
 /* The table, ended by a NULL name (lib/selfcheck/train.c). */
 extern const tb_step_check sc_step_checks[];
+/* The toggle cases, ended by a NULL name (lib/selfcheck/toggles.c). */
+extern const tb_step_check sc_toggle_checks[];
+/* The default step config: 4 steps of batch 32 on 256 synthetic samples
+ * (64 test samples), small CNN, lr 0.01, seed 7 (lib/selfcheck/train.c). */
+void sc_step_defaults(tb_config *c);
+/* The loss of cfg's first epoch on be: the epoch's mean training loss, or
+ * with evaluate the test loss after the steps. cfg is left as it was. */
+int sc_config_loss(tb_backend *be, const tb_config *cfg, int evaluate, double *loss);
+/* The fp32 tolerance of a step check's loss: a few fp32 steps whose
+ * conv/gemm algorithms and reduction orders differ by backend. */
+#define SC_STEP_TOL_F32 1e-3
+#define SC_STEP_WHY_F32 "fp32 steps; conv/gemm algorithms and reduction orders differ by backend"
 /* The mean loss of the epoch's few steps of the small CNN on be, the
  * default step config changed by tweak (lib/selfcheck/train.c). */
 int sc_step_loss(tb_backend *be, void (*tweak)(tb_config *), double *loss);
@@ -270,5 +285,7 @@ int sc_on_be_and_cpu(tb_backend *be, int (*loss_of)(tb_backend *, const void *, 
 int sc_step_dp_two_gpus(tb_backend *be, double *got, double *ref);
 int sc_step_pinned(tb_backend *be, double *got, double *ref);
 int sc_step_pinned_async(tb_backend *be, double *got, double *ref);
+/* lib/selfcheck/ddp.c */
+int sc_step_ddp_one_rank(tb_backend *be, double *got, double *ref);
 
 #endif

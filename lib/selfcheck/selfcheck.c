@@ -274,30 +274,43 @@ static void run_op(sc_ctx *sc, const tb_slot_info *s)
     run_check(sc, s->name, "", oc->check);
 }
 
-static void run_step_checks(sc_ctx *sc)
+/* One line per step check: the loss on the backend under test against
+ * the reference's, within the check's tolerance. */
+static void run_step_check(sc_ctx *sc, const tb_step_check *st)
 {
-    for (const tb_step_check *st = sc_step_checks; st->name; st++) {
-        sc->slot = "step";
-        sc_case c;
-        sc_case_start(&c, "%s", st->name);
-        double got = 0, ref = 0;
-        int rc = st->run(sc->be, &got, &ref);
-        if (rc == TB_ERR_UNSUPPORTED) {
-            sc_case_na_rc(&c);
-        } else if (rc != TB_OK) {
-            sc_case_fail_rc(&c, "the steps", rc);
-        } else {
-            tb_compare cmp;
-            tb_compare_values(ref, got, st->tol, &cmp);
-            if (cmp.verdict == TB_MATCH_DIFFERS)
-                sc_case_fail(&c, "loss %.9g, %s %.9g: rel_err=%.2g > tol=%g (%s)", got,
-                             st->ref ? st->ref : "CPU", ref, cmp.max_rel, st->tol, st->why);
-            else
-                snprintf(c.note, sizeof c.note, "loss=%.9g %s=%.9g rel_err=%.2g tol=%g", got,
-                         st->ref ? st->ref : "cpu", ref, cmp.max_rel, st->tol);
-        }
-        sc_case_end(sc, &c);
+    sc->slot = "step";
+    sc_case c;
+    sc_case_start(&c, "%s", st->name);
+    const char *dtype = st->dtype ? st->dtype : "fp32";
+    const char *ref_name = st->ref ? st->ref : "cpu";
+    double got = 0, ref = 0;
+    int rc = st->run(sc->be, &got, &ref);
+    if (rc == TB_ERR_UNSUPPORTED) {
+        sc_case_na_rc(&c);
+    } else if (rc != TB_OK) {
+        sc_case_fail_rc(&c, "the steps", rc);
+    } else {
+        tb_compare cmp;
+        tb_compare_values(ref, got, st->tol, &cmp);
+        if (cmp.verdict == TB_MATCH_DIFFERS)
+            sc_case_fail(&c, "dtype=%s loss %.9g, %s %.9g: rel_err=%.2g > tol=%g (%s)", dtype,
+                         got, ref_name, ref, cmp.max_rel, st->tol, st->why);
+        else
+            snprintf(c.note, sizeof c.note, "dtype=%s loss=%.9g %s=%.9g rel_err=%.2g tol=%g",
+                     dtype, got, ref_name, ref, cmp.max_rel, st->tol);
     }
+    sc_case_end(sc, &c);
+}
+
+/* The step checks and the toggle cases; a filter picks the lot ("step")
+ * or the cases whose name holds it ("amp"). */
+static void run_step_checks(sc_ctx *sc, const tb_selfcheck_opts *o)
+{
+    const tb_step_check *const tables[] = {sc_step_checks, sc_toggle_checks};
+    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+        for (const tb_step_check *st = tables[t]; st->name; st++)
+            if (wanted(o, "step") || wanted(o, st->name))
+                run_step_check(sc, st);
 }
 
 int tb_selfcheck_run(tb_backend *be, const tb_selfcheck_opts *opts, tb_selfcheck_counts *counts)
@@ -320,8 +333,7 @@ int tb_selfcheck_run(tb_backend *be, const tb_selfcheck_opts *opts, tb_selfcheck
         for (size_t i = 0; i < tb_optable_count; i++)
             if (tb_optable[i].kind == TB_SLOT_OP && wanted(&o, tb_optable[i].name))
                 run_op(&sc, &tb_optable[i]);
-        if (wanted(&o, "step"))
-            run_step_checks(&sc);
+        run_step_checks(&sc, &o);
     } else {
         sc_fail_line(&sc, "ops: not run, the backend's runtime slots above are missing");
     }

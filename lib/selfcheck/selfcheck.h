@@ -16,9 +16,15 @@
  *     algorithm and every one conv_find returns;
  *   - training step checks (a table in lib/selfcheck/train.c): toggles against
  *     the CPU backend, and --pin-memory / --non-blocking against pageable
- *     copies on the same backend (bitwise: a copy does not change data).
+ *     copies on the same backend (bitwise: a copy does not change data);
+ *   - training-toggle cases (lib/selfcheck/toggles.c): every training toggle
+ *     on the backend under test against its fp32 equivalent on the CPU, by
+ *     the loss after a few steps, within a tolerance per dtype (fp32 1e-3,
+ *     tf32 1e-2, bf16 3e-2, fp16 1e-2; the file says why). --only picks
+ *     them by name too ("--only=amp").
  * Lines look like
  *   PASS conv_fwd NCHW 2x3x7x7 k5 3x3 s1 p1 bias algo=<name> max_rel_err=1.2e-07 tol=1e-05
+ *   PASS step amp=bf16 (vs fp32) dtype=bf16 loss=2.0784 cpu=2.0775 rel_err=0.00044 tol=0.03
  *   FAIL relu_fwd n=1003 y: max_rel_err=1 > tol=0 at index 5 (got 0.3, want 0)
  *   n/a  gemm 64x48x80 math=lowp: <why>
  * and end with "selfcheck: N passed, N failed, N n/a".
@@ -77,9 +83,20 @@ typedef struct tb_step_check {
     const char *why;  /* why that tolerance */
     int (*run)(tb_backend *be, double *loss_be, double *loss_ref);
     const char *ref;  /* what loss_ref comes from; NULL: "CPU" */
+    const char *dtype; /* what the backend under test computes in; NULL: "fp32" */
 } tb_step_check;
 
 /* The table of them is sc_step_checks[] in lib/selfcheck/train.c. */
+
+/* Host stand-ins for the device-data slots, with the slots' signatures:
+ * the references the augment_u8 and labels_u8_to_i32 checks compare with
+ * (augment_u8 from kernels/augment_math.h, as datasets/augment.c does). A
+ * test puts them in a copy of a CPU backend, where those slots are NULL, to
+ * drive --augment-on-device and --tensors-on-device through the trainer on
+ * the CPU. be is unused. REQUIRES: host pointers. Return TB_OK. */
+int tb_selfcheck_host_augment_u8(tb_backend *be, const tb_augment_desc *d, const uint8_t *src,
+                                 const int32_t *params, float *dst, int n);
+int tb_selfcheck_host_labels_u8_to_i32(tb_backend *be, const uint8_t *src, int32_t *dst, int n);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,15 @@
  *     xent_lse_fwd with one loss off by 1e-4, an xent_lse_bwd with its lse
  *     off by 1e-3, and one that is right out of place but wrong in place:
  *     each is a FAIL line for that slot.
+ *  5. The training-toggle cases (lib/selfcheck/toggles.c): each has its line
+ *     in the CPU walk, PASS, or n/a with the trainer's reason for the
+ *     toggles only a GPU has; a GEMM that writes where it should add
+ *     (gradient accumulation broken) fails the accum-steps case, and a
+ *     fused attention that masks the future of a non-causal model fails
+ *     the fused-attention case (so the toggle reaches the op);
+ *     --tensors-on-device and --augment-on-device pass on the CPU given
+ *     host stand-ins for the labels_u8_to_i32 and augment_u8 slots
+ *     (tb_selfcheck_host_*).
  * With --selfcheck-binary=PATH it instead runs bench:selfcheck: the default
  * (--device=cuda) exits 0 saying there is nothing to check when no GPU is
  * usable; --device=auto exits 0 with the summary (the CPU, or the GPU);
@@ -99,6 +108,72 @@ static char *walk(tb_backend *be, const char *filter, tb_selfcheck_counts *count
     return text;
 }
 
+/* Every toggle case of lib/selfcheck/toggles.c and what the CPU backend
+ * makes of it: a PASS line (the toggle ran on the CPU against its fp32
+ * equivalent on another CPU backend) or n/a with the reason the trainer
+ * gives for a toggle only a GPU has. */
+typedef struct toggle_line {
+    const char *name;
+    const char *na_why; /* NULL: must pass on the CPU */
+} toggle_line;
+
+#define NA_GRAPHS "--cuda-graphs: n/a on the CPU backend: no kernel launches to capture"
+#define NA_FP16 "--amp=fp16 is not available on the cpu backend"
+
+static const toggle_line toggle_lines[] = {
+    {"cuda-graphs (vs launches)", NA_GRAPHS},
+    {"cuda-graphs amp=fp16 (vs fp32 launches)", NA_FP16},
+    {"cuda-graphs accum-steps=2", NA_GRAPHS},
+    {"tensors-on-device", "--tensors-on-device: n/a on the CPU backend: host and device memory "
+                          "are the same"},
+    {"augment-on-device (vs the loader's)", "--augment-on-device: n/a on the CPU backend"},
+    {"amp=bf16 (vs fp32)", NULL},
+    {"amp=fp16 loss scaling (vs fp32)", NA_FP16},
+    {"tf32 (vs fp32)", NULL},
+    {"transformer tf32 (test loss, vs fp32)", NULL},
+    {"wide_cnn channels-last (vs NCHW)", NULL},
+    {"conv-autotune (vs default algorithms)", NULL},
+    {"transformer fused-gelu (test loss, vs unfused)", NULL},
+    {"transformer fused-layernorm (test loss, vs unfused)", NULL},
+    {"transformer fused-attention (test loss, vs manual)", NULL},
+    {"optimizer=adamw", NULL},
+    {"optimizer=adamw fused-optimizer (vs unfused)", NULL},
+    {"grads-to-none=false (vs none)", NULL},
+    {"transformer accum-steps=2 batch 16 (vs batch 32)", NULL},
+    {"optimizer=sgd first step (test loss)", NULL},
+    {"optimizer=lars first step (test loss)", NULL},
+    {"optimizer=novograd first step (test loss)", NULL},
+    {"workers=2 (vs 0)", NULL},
+    {"conv-bias=false", NULL},
+    {"wide_cnn dropout=0.2", NULL},
+    {"preallocation, partial last batch", "preallocation: n/a on the cpu backend: "
+                                          "mem_set_mode is NULL there"},
+    {"retry after an out-of-memory", NULL},
+    {"DDP one rank, NCCL on CUDA / MPI on the CPU (vs plain backward)", NULL},
+    {"resnet50 32x32 one step (test loss)", NULL},
+    {"resnet50 32x32 channels-last one step (test loss, vs NCHW)", NULL},
+    {"gpt2 1 layer", NULL},
+    {"gpt2 1 layer fused attention, layernorm, gelu (vs unfused)", NULL},
+};
+
+static void check_toggle_lines(const char *text)
+{
+    int passed = 0, na = 0;
+    for (size_t i = 0; i < sizeof toggle_lines / sizeof toggle_lines[0]; i++) {
+        const toggle_line *t = &toggle_lines[i];
+        char want[256];
+        if (t->na_why)
+            snprintf(want, sizeof want, "n/a  step %s: %s", t->name, t->na_why);
+        else
+            snprintf(want, sizeof want, "PASS step %s dtype=", t->name);
+        int found = text && strstr(text, want);
+        CHECK(found, "toggle case \"%s\": no line \"%s\"", t->name, want);
+        passed += found && !t->na_why;
+        na += found && t->na_why;
+    }
+    printf("toggle cases: %d passed on the CPU, %d n/a with the CPU's reason\n", passed, na);
+}
+
 static void test_cpu_walk(tb_backend *be)
 {
     tb_selfcheck_counts c;
@@ -115,6 +190,7 @@ static void test_cpu_walk(tb_backend *be)
     CHECK(text && strstr(text, "n/a  step pin-memory non-blocking (vs pageable, same backend): "
                                "--pin-memory: n/a on the CPU backend"),
           "the pin-memory non-blocking step check is not n/a on the CPU with its reason");
+    check_toggle_lines(text);
     char want[64];
     snprintf(want, sizeof want, "selfcheck: %d passed, %d failed, %d n/a\n", c.passed, c.failed,
              c.na);
@@ -252,8 +328,11 @@ static int add_unsupported(tb_backend *be, const float *a, const float *b, float
     return TB_FAIL(TB_ERR_UNSUPPORTED, "add: not on this backend (deliberately broken)");
 }
 
-/* Runs the walk on slot only with be's copy whose slot is f: it must fail. */
-static void expect_caught(tb_backend *be, const char *slot, tb_slot_fn f, const char *what)
+/* Runs the walk on the checks filter picks with be's copy whose slot is
+ * f: a FAIL line must start with fail_line (or with fail_line2 when not
+ * NULL). */
+static void expect_fail_line(tb_backend *be, const char *slot, tb_slot_fn f, const char *filter,
+                             const char *fail_line, const char *fail_line2, const char *what)
 {
     tb_backend broken = *be; /* shares ctx; never destroyed */
     const tb_slot_info *s = tb_optable_find(slot);
@@ -263,14 +342,82 @@ static void expect_caught(tb_backend *be, const char *slot, tb_slot_fn f, const 
     }
     tb_slot_set(&broken, s, f);
     tb_selfcheck_counts c;
-    char *text = walk(&broken, slot, &c);
-    char case_line[64], slot_line[64]; /* "FAIL relu_fwd n=3: ..." or "FAIL bias_add: NULL" */
-    snprintf(case_line, sizeof case_line, "FAIL %s ", slot);
-    snprintf(slot_line, sizeof slot_line, "FAIL %s:", slot);
-    int named = text && (strstr(text, case_line) || strstr(text, slot_line));
+    char *text = walk(&broken, filter, &c);
+    int named = text && (strstr(text, fail_line) || (fail_line2 && strstr(text, fail_line2)));
     CHECK(c.failed > 0 && named, "%s (%s) was not caught: %d failed", slot, what, c.failed);
     printf("broken %s (%s): caught, %d of %d checks failed\n", slot, what, c.failed,
            c.failed + c.passed);
+    free(text);
+}
+
+/* Runs the walk on slot only with be's copy whose slot is f: it must fail. */
+static void expect_caught(tb_backend *be, const char *slot, tb_slot_fn f, const char *what)
+{
+    char case_line[64], slot_line[64]; /* "FAIL relu_fwd n=3: ..." or "FAIL bias_add: NULL" */
+    snprintf(case_line, sizeof case_line, "FAIL %s ", slot);
+    snprintf(slot_line, sizeof slot_line, "FAIL %s:", slot);
+    expect_fail_line(be, slot, f, slot, case_line, slot_line, what);
+}
+
+static int (*real_gemm)(tb_backend *, int, int, int, int, int, float, const float *, int,
+                        const float *, int, float, float *, int, tb_math);
+
+/* A GEMM that writes C when asked to add to it: gradient accumulation over
+ * micro-batches keeps the last micro-batch's weight gradients only. */
+static int gemm_drops_beta(tb_backend *be, int ta, int tb, int m, int n, int k, float alpha,
+                           const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                           int ldc, tb_math math)
+{
+    (void)beta;
+    return real_gemm(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc, math);
+}
+
+static int (*real_attention_fwd)(tb_backend *, tb_attn_variant, const tb_attn_desc *,
+                                 const float *, const float *, const float *, float *, float *);
+
+/* The fused attention masking the future when asked not to (a causal
+ * flag taken from the wrong place): the manual variant, which the CPU
+ * reference runs, is untouched. */
+static int attention_fused_causal(tb_backend *be, tb_attn_variant variant, const tb_attn_desc *d,
+                                  const float *q, const float *k, const float *v, float *out,
+                                  float *saved)
+{
+    tb_attn_desc as_run = *d;
+    if (variant == TB_ATTN_FUSED)
+        as_run.causal = 1;
+    return real_attention_fwd(be, variant, &as_run, q, k, v, out, saved);
+}
+
+/* A toggle case with a broken op under it: the walk of that case alone
+ * must fail it (the CPU reference it compares with is a fresh backend). */
+static void test_broken_toggle(tb_backend *be)
+{
+    real_gemm = be->gemm;
+    expect_fail_line(be, "gemm", (tb_slot_fn)gemm_drops_beta, "transformer accum-steps=2",
+                     "FAIL step transformer accum-steps=2 batch 16 (vs batch 32): ", NULL,
+                     "accumulation overwrites: the accum-steps case");
+    real_attention_fwd = be->attention_fwd;
+    expect_fail_line(be, "attention_fwd", (tb_slot_fn)attention_fused_causal,
+                     "transformer fused-attention",
+                     "FAIL step transformer fused-attention (test loss, vs manual): ", NULL,
+                     "fused variant causal when asked not to: the fused-attention case");
+}
+
+/* --tensors-on-device and --augment-on-device on the CPU: with the host
+ * stand-ins for the slots the CPU lacks (labels_u8_to_i32, augment_u8, NULL
+ * there), the trainer's device-data paths run and both cases pass against
+ * the CPU's host-made labels and loader augmentation. */
+static void test_device_data_paths(tb_backend *be)
+{
+    tb_backend with = *be; /* shares ctx; never destroyed */
+    with.labels_u8_to_i32 = tb_selfcheck_host_labels_u8_to_i32;
+    with.augment_u8 = tb_selfcheck_host_augment_u8;
+    tb_selfcheck_counts c;
+    char *text = walk(&with, "on-device", &c);
+    CHECK(text && strstr(text, "PASS step tensors-on-device dtype=fp32 ") &&
+              strstr(text, "PASS step augment-on-device (vs the loader's) dtype=fp32 ") &&
+              c.failed == 0,
+          "tensors-on-device / augment-on-device with host stand-ins did not pass");
     free(text);
 }
 
@@ -383,6 +530,8 @@ int main(int argc, char **argv)
     test_coverage();
     test_cpu_walk(be);
     test_broken_ops(be);
+    test_broken_toggle(be);
+    test_device_data_paths(be);
     tb_backend_close(be);
     printf("%s\n", failures ? "FAILED" : "PASSED");
     return failures ? 1 : 0;

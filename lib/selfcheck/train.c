@@ -16,29 +16,37 @@
 #include "lib/core/status.h"
 #include "lib/train/train.h"
 
-/* The default step config: 4 steps of batch 32 on 256 synthetic samples,
- * small CNN, seed 7; the loss is the epoch's mean loss, or with evaluate
- * the test loss after the steps. */
-#define STEP_TOL 1e-3
-#define STEP_WHY "4 fp32 steps; conv/gemm algorithms and reduction orders differ by backend"
+#define STEP_TOL SC_STEP_TOL_F32
+#define STEP_WHY SC_STEP_WHY_F32
 
-static int run_loss(tb_backend *be, void (*tweak)(tb_config *), int evaluate, double *loss)
+void sc_step_defaults(tb_config *c)
 {
-    tb_config c;
-    tb_config_defaults(&c);
-    c.dataset = TB_DATA_SYNTHETIC;
-    c.data_limit = 256;
-    c.test_limit = 64;
-    c.batch_size = 32;
-    c.max_steps = 4;
-    c.lr = 0.01;
-    c.seed = 7;
-    tweak(&c);
+    tb_config_defaults(c);
+    c->dataset = TB_DATA_SYNTHETIC;
+    c->data_limit = 256;
+    c->test_limit = 64;
+    c->batch_size = 32;
+    c->max_steps = 4;
+    c->lr = 0.01;
+    c->seed = 7;
+}
+
+int sc_config_loss(tb_backend *be, const tb_config *cfg, int evaluate, double *loss)
+{
+    tb_config c = *cfg; /* validation resolves recipe values in place */
     tb_epoch_stats es;
     tb_eval_stats ev;
     TB_TRY(tb_trainer_one_epoch(&c, be, NULL, NULL, &es, evaluate ? &ev : NULL));
     *loss = evaluate ? ev.mean_loss : es.mean_loss;
     return TB_OK;
+}
+
+static int run_loss(tb_backend *be, void (*tweak)(tb_config *), int evaluate, double *loss)
+{
+    tb_config c;
+    sc_step_defaults(&c);
+    tweak(&c);
+    return sc_config_loss(be, &c, evaluate, loss);
 }
 
 int sc_step_loss(tb_backend *be, void (*tweak)(tb_config *), double *loss)
