@@ -240,6 +240,34 @@ int tb_flag_set(const tb_flag *f, const char *text)
     return TB_OK;
 }
 
+int tb_flag_check(const tb_flag *f)
+{
+    double x;
+    const char *why = NULL;
+    switch (f->kind) {
+    case TB_FLAG_INT: x = *(int *)f->value; break;
+    case TB_FLAG_LONG: x = (double)*(long long *)f->value; break;
+    case TB_FLAG_SIZE: x = (double)*(size_t *)f->value; break;
+    case TB_FLAG_DOUBLE_AUTO:
+    case TB_FLAG_DOUBLE:
+        x = *(double *)f->value;
+        if (f->kind == TB_FLAG_DOUBLE_AUTO && tb_flag_unset(x))
+            return TB_OK;
+        if (!isfinite(x))
+            why = "not a finite number";
+        break;
+    default: return TB_OK;
+    }
+    if (!why && !in_range(f->range, x))
+        why = "out of range";
+    if (!why)
+        return TB_OK;
+    char want[256], val[64];
+    expected(f, want, sizeof want);
+    tb_flag_value_str(f, val, sizeof val);
+    return TB_FAIL(TB_ERR_INVALID, "--%s=%s: %s (expected %s)", f->name, val, why, want);
+}
+
 int tb_flags_parse(const tb_flag *flags, size_t nflags, int *argc, char **argv,
                    const char *pass_prefix, int *help_asked)
 {

@@ -75,6 +75,12 @@ int tb_flags_parse(const tb_flag *flags, size_t nflags, int *argc, char **argv,
  * number > 0)"); the value is then left as it was. */
 int tb_flag_set(const tb_flag *f, const char *text);
 
+/* Checks f's current value as tb_flag_set would have checked it (finite,
+ * within f's range): for values set by code rather than parsed, e.g. a
+ * configuration a technique fills in. TB_OK, or TB_ERR_INVALID as
+ * tb_flag_set words it. */
+int tb_flag_check(const tb_flag *f);
+
 /* Prints "usage: PROG [flags]", the summary, and one line per flag with
  * its current value (the default, before parsing). */
 void tb_flags_usage(FILE *f, const char *prog, const char *summary, const tb_flag *flags,
