@@ -149,6 +149,7 @@ static void guard_main(const char *bin, char *const args[], pid_t parent)
     prctl(PR_SET_PDEATHSIG, SIGHUP);
     if (getppid() != parent) /* bench:all died before the line above */
         _exit(128 + SIGKILL);
+    pid_t self = getpid();
     pid_t worker = fork();
     if (worker < 0)
         _exit(127);
@@ -161,6 +162,8 @@ static void guard_main(const char *bin, char *const args[], pid_t parent)
         sigprocmask(SIG_SETMASK, &before, NULL);
         /* should the guard itself be killed, the technique goes too */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != self) /* the guard died before the line above */
+            _exit(128 + SIGKILL);
         execv(bin, args);
         static const char msg[] = "bench:all: cannot run a technique binary\n";
         ssize_t w = write(2, msg, sizeof msg - 1);
