@@ -36,7 +36,8 @@ int main(int argc, char **argv)
     tb_flag flags[] = {
         {"device", TB_FLAG_STRING, &device,
          "cuda, cuda:N, cpu (checks the CPU fast paths) or auto", NULL},
-        {"threads", TB_FLAG_INT, &threads, "CPU kernel threads (0 = all cores)", NULL},
+        {"threads", TB_FLAG_INT, &threads, "CPU kernel threads (0 = all cores)", NULL,
+         TB_RANGE(0, TB_THREADS_MAX)},
         {"only", TB_FLAG_STRING, &only,
          "only slots and step cases whose name contains this (\"step\": every step case; "
          "default all)", NULL},

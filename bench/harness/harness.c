@@ -41,15 +41,18 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
     int describe = 0;
     tb_flag flags[7 + TB_MAX_EXTRA_FLAGS] = {
         {"device", TB_FLAG_STRING, &b->device_spec, "auto, cpu, cuda or cuda:N", NULL},
-        {"threads", TB_FLAG_INT, &b->threads, "CPU threads for kernels (0 = all cores)", NULL},
+        {"threads", TB_FLAG_INT, &b->threads, "CPU threads for kernels (0 = all cores)", NULL,
+         TB_RANGE(0, TB_THREADS_MAX)},
         {"profile", TB_FLAG_CHOICE, &b->profile,
          "sweep length: default (minutes), full (real measurements), tiny (tests)", profile_names},
         {"out-dir", TB_FLAG_STRING, &b->out_dir,
          "root for results/ and plots/ (default: the source tree under bazel run)", NULL},
-        {"reps", TB_FLAG_INT, &b->reps, "repetitions per measurement (at least 5)", NULL},
+        {"reps", TB_FLAG_INT, &b->reps,
+         "repetitions per measurement (at least 5: a median and its interval)", NULL,
+         TB_RANGE(TB_MIN_REPS, 100000)},
         {"extra-budget", TB_FLAG_DOUBLE, &b->extra_budget,
          "seconds added to the technique's time budget (bench:all passes on the time earlier "
-         "techniques left unused)", NULL},
+         "techniques left unused)", NULL, TB_RANGE(0, 86400)},
         {"describe", TB_FLAG_BOOL, &describe,
          "print this technique's declaration as one JSON line (what bench:all reads) and exit",
          NULL},
@@ -75,12 +78,6 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
     for (int i = 1; i < argc; i++)
         if (strncmp(argv[i], "--benchmark_", 12) != 0)
             return TB_FAIL(TB_ERR_INVALID, "unexpected argument '%s'; see --help", argv[i]);
-    if (!(b->extra_budget >= 0 && b->extra_budget <= 86400))
-        return TB_FAIL(TB_ERR_INVALID, "--extra-budget=%g: seconds in [0, 86400]",
-                       b->extra_budget);
-    if (b->reps < TB_MIN_REPS)
-        return TB_FAIL(TB_ERR_INVALID, "--reps=%d: at least %d repetitions are needed for a "
-                       "median and its interval", b->reps, TB_MIN_REPS);
     b->argc = argc;
     b->argv = argv;
 
@@ -357,7 +354,12 @@ void tb_bench_timed_loop(tbb_state *st, tb_backend *be, tb_timed_op op, void *ar
 
 int tb_bench_fail(const char *technique, int rc)
 {
-    fprintf(stderr, "%s: failed\n", technique);
-    tb_error_print(stderr);
+    /* the reason on the same line as the name: "gelu: error: ..." */
+    if (tb_error_depth() == 0) {
+        fprintf(stderr, "%s: error: %s\n", technique, tb_err_name(rc));
+    } else {
+        fprintf(stderr, "%s: ", technique);
+        tb_error_print(stderr);
+    }
     return tb_exit_code(rc);
 }
