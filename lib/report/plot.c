@@ -397,7 +397,7 @@ static int has_content(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
 }
 
-static int write_custom_script(const tb_plot_custom *c, const char *dir, const char *name)
+int tb_plot_write_custom(const tb_plot_custom *c, const char *dir, const char *name)
 {
     char path[PATH_MAX];
     tb_atomic_file af;
@@ -423,7 +423,7 @@ int tb_plot_render(const tb_plot *p, const char *dir, const char *name, unsigned
 int tb_plot_render_custom(const tb_plot_custom *c, const char *dir, const char *name,
                           unsigned formats)
 {
-    TB_TRY(write_custom_script(c, dir, name));
+    TB_TRY(tb_plot_write_custom(c, dir, name));
     return render_script(dir, name, formats);
 }
 

@@ -85,6 +85,9 @@ typedef struct tb_plot_custom {
 int tb_plot_render_custom(const tb_plot_custom *c, const char *dir, const char *name,
                           unsigned formats);
 
+/* Writes dir/NAME.gp of a custom figure only. */
+int tb_plot_write_custom(const tb_plot_custom *c, const char *dir, const char *name);
+
 /* The eight colours of the line styles (Okabe-Ito, colour-blind safe), so
  * a setting keeps its colour across figures. */
 extern const char *const tb_plot_colors[8];

@@ -70,6 +70,11 @@ typedef struct tb_report_folder {
     int ntech;
     char tech[TB_REPORT_MAX_TECH][32]; /* technique ids, sorted */
     tb_results rows[TB_REPORT_MAX_TECH];
+    /* From each <technique>.json beside the CSV: the headline setting the
+     * technique declares ("headline"), and the workload its rows name (a
+     * "workload" column, when results carry one); "" when absent. */
+    char headline[TB_REPORT_MAX_TECH][64];
+    char workload[TB_REPORT_MAX_TECH][96];
     tb_results ceilings, waterfall, tta;
     int have_ceilings, have_waterfall, have_tta;
     tb_fingerprint fp;

@@ -1,0 +1,223 @@
+/*
+ * forest.c - the forest plot as a gnuplot multiplot; see forest.h.
+ *
+ * Layout: a grid of panels, one row of panels per level (training step
+ * above kernels, a level with no rows left out) and one column per
+ * machine, placed with screen-coordinate margins so that every panel's
+ * rows line up with the labels of the first column. The x axis is log2
+ * (a 2x speedup and a 2x slowdown are the same distance from 1x).
+ *
+ * Test: bazel test //lib/report:report_test
+ */
+#include "lib/report/forest.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/report/plot.h"
+
+/* Verdict colours: the same in every figure and in the compare page. */
+static const char *const group_color[TB_GROUP_COUNT] = {"#0072b2", "#777777", "#d55e00",
+                                                        "#777777"};
+
+void tb_forest_point_of(const tb_report_pick *p, tb_forest_point *out)
+{
+    memset(out, 0, sizeof *out);
+    out->speedup = out->lo = out->hi = out->noise = NAN;
+    out->group = tb_report_pick_group(p);
+    if (!p->best || isnan(p->best->speedup))
+        return;
+    out->speedup = p->best->speedup;
+    out->lo = p->best->speedup_ci_low;
+    out->hi = p->best->speedup_ci_high;
+    out->noise = p->best->noise_floor;
+    out->differs = p->best->correctness == TB_CORRECT_DIFFERS;
+}
+
+/* Rows of a level, counted. */
+static size_t level_rows(const tb_forest *fp, int step)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < fp->n; i++)
+        k += fp->rows[i].step_level == step;
+    return k;
+}
+
+/* The x range over every point, intervals and noise bands included,
+ * always holding 0.5x..2x so small effects are seen at their size. */
+static void x_range(const tb_forest *fp, double *lo, double *hi)
+{
+    *lo = 0.5;
+    *hi = 2;
+    for (size_t i = 0; i < fp->n; i++)
+        for (int c = 0; c < fp->ncols; c++) {
+            const tb_forest_point *p = &fp->rows[i].at[c];
+            double a = isnan(p->lo) ? p->speedup : p->lo, b = isnan(p->hi) ? p->speedup : p->hi;
+            if (isnan(a))
+                continue;
+            *lo = fmin(*lo, a);
+            *hi = fmax(*hi, b);
+            if (!isnan(p->noise))
+                *lo = fmin(*lo, fmax(1 - p->noise, 0.05)), *hi = fmax(*hi, 1 + p->noise);
+        }
+    *lo /= 1.3;
+    *hi *= 1.3;
+}
+
+static void put_label(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* $f<level>_<col>: y, speedup, lo, hi, noise band lo, hi, colour; the top
+ * row of a panel has the largest y. NaN rows are skipped (a gap). */
+static void put_block(FILE *f, const tb_forest *fp, int step, int col)
+{
+    size_t nl = level_rows(fp, step), k = 0;
+    fprintf(f, "$f%d_%d << EOD\n", step, col);
+    for (size_t i = 0; i < fp->n; i++) {
+        const tb_forest_row *r = &fp->rows[i];
+        if (r->step_level != step)
+            continue;
+        const tb_forest_point *p = &r->at[col];
+        double y = (double)(nl - k++);
+        if (isnan(p->speedup))
+            continue;
+        double nf = isnan(p->noise) ? 0 : p->noise;
+        unsigned rgb = 0;
+        sscanf(group_color[p->group] + 1, "%x", &rgb);
+        fprintf(f, "%g %.6g %.6g %.6g %.6g %.6g %u\n", y, p->speedup,
+                isnan(p->lo) ? p->speedup : p->lo, isnan(p->hi) ? p->speedup : p->hi,
+                fmax(1 - nf, 0.05), 1 + nf, rgb);
+    }
+    fputs("EOD\n", f);
+}
+
+static void setup(FILE *f, const void *arg)
+{
+    const tb_forest *fp = arg;
+    double lo, hi;
+    x_range(fp, &lo, &hi);
+    for (int step = 1; step >= 0; step--)
+        for (int c = 0; level_rows(fp, step) && c < fp->ncols; c++)
+            put_block(f, fp, step, c);
+    fprintf(f, "tb_xlo = %.4g\ntb_xhi = %.4g\n", lo, hi);
+}
+
+/* The y tick labels of a level: the row labels in the first column,
+ * none in the others (they share the first column's rows). */
+static void put_yticks(FILE *f, const tb_forest *fp, int step, int col)
+{
+    size_t nl = level_rows(fp, step), k = 0;
+    if (col > 0) {
+        fputs("        set ytics format ''\n", f);
+        return;
+    }
+    fputs("        set ytics (", f);
+    for (size_t i = 0; i < fp->n; i++) {
+        const tb_forest_row *r = &fp->rows[i];
+        if (r->step_level != step)
+            continue;
+        char lab[200];
+        snprintf(lab, sizeof lab, "%s%s", r->label, r->at[0].differs ? "  [DIFFERS]" : "");
+        fputs(k ? ", " : "", f);
+        put_label(f, lab);
+        fprintf(f, " %zu", nl - k++);
+    }
+    fputs(") nomirror scale 0\n", f);
+}
+
+/* Geometry, in screen fractions: the label column, then equal columns. */
+#define LABEL_W 0.40
+#define TOP_PAD 0.06
+
+static void draw(FILE *f, const void *arg)
+{
+    const tb_forest *fp = arg;
+    size_t ns = level_rows(fp, 1), nk = level_rows(fp, 0);
+    double units = (double)(ns + nk) + (ns ? 3.2 : 0) + (nk ? 3.2 : 0);
+    double top = 1 - TOP_PAD, colw = (0.98 - LABEL_W) / fp->ncols;
+    fputs("        set multiplot\n"
+          "        set logscale x 2\n        set xrange [tb_xlo:tb_xhi]\n"
+          "        set format x '%g×'\n        set grid xtics\n        set mxtics 1\n"
+          "        set xlabel 'speedup over the baseline (×, log scale; right of 1× is faster)'\n"
+          "        set key at screen 0.98, screen 0.995 horizontal right top box opaque\n",
+          f);
+    for (int step = 1; step >= 0; step--) {
+        size_t nl = step ? ns : nk;
+        if (!nl)
+            continue;
+        double h = (nl + 3.2) / units * (1 - TOP_PAD);
+        for (int c = 0; c < fp->ncols; c++) {
+            double l = LABEL_W + c * colw;
+            fprintf(f, "        set lmargin at screen %.4f\n        set rmargin at screen %.4f\n"
+                       "        set tmargin at screen %.4f\n        set bmargin at screen %.4f\n",
+                    l + 0.005, l + colw - 0.01, top - 0.035, top - h + 0.075);
+            fprintf(f, "        set yrange [0.4:%zu.6]\n", nl);
+            fputs("        set title ", f);
+            char title[200];
+            snprintf(title, sizeof title, "%s%s%s", fp->ncols > 1 ? fp->col_title[c] : "",
+                     fp->ncols > 1 ? ": " : "",
+                     step ? "training step (whole step or epoch)" : "kernels and single operations");
+            put_label(f, title);
+            fputc('\n', f);
+            put_yticks(f, fp, step, c);
+            fputs("        set arrow 1 from 1, graph 0 to 1, graph 1 nohead dashtype 2 "
+                  "linewidth 1.5 linecolor rgb 'black' front\n", f);
+            fprintf(f, "        plot $f%d_%d using 2:1:5:6:($1-0.32):($1+0.32) with boxxyerror "
+                       "fillstyle solid 0.35 noborder linecolor rgb '#bbbbbb' title %s, \\\n",
+                    step, c, step == 1 || !ns ? "'noise band (A/A)'" : "''");
+            fprintf(f, "            $f%d_%d using 2:1:3:4:7 with xerrorbars pointtype 7 "
+                       "pointsize 1.3 linewidth 2 linecolor rgb variable notitle", step, c);
+            if (step == 1 || !ns)
+                for (int g = 0; g < TB_GROUP_NA; g++)
+                    fprintf(f, ", \\\n            NaN with points pointtype 7 pointsize 1.3 "
+                               "linecolor rgb '%s' title '%s'",
+                            group_color[g], tb_report_group_name(g));
+            fputs("\n        unset key\n", f);
+        }
+        top -= h;
+    }
+    fputs("        unset multiplot\n", f);
+}
+
+static tb_plot_custom custom_of(const tb_forest *fp)
+{
+    size_t rows = level_rows(fp, 1) + level_rows(fp, 0);
+    tb_plot_custom c = {setup, draw, fp, 0, 0};
+    c.width_px = fp->ncols > 1 ? 760 + 420 * fp->ncols : 1300;
+    c.height_px = (int)(170 + 30 * rows + 150 * (level_rows(fp, 1) && level_rows(fp, 0)));
+    return c;
+}
+
+static int check(const tb_forest *fp, const char *name)
+{
+    if (fp->ncols < 1 || fp->ncols > TB_FOREST_MAX_COLS)
+        return TB_FAIL(TB_ERR_INVALID, "forest plot %s: %d columns (machines); 1 to %d can be "
+                       "drawn side by side", name, fp->ncols, TB_FOREST_MAX_COLS);
+    if (!fp->n)
+        return TB_FAIL(TB_ERR_INVALID, "forest plot %s: no rows (no technique was compared "
+                       "with its baseline)", name);
+    return TB_OK;
+}
+
+int tb_forest_write_script(const tb_forest *fp, const char *dir, const char *name)
+{
+    TB_TRY(check(fp, name));
+    tb_plot_custom c = custom_of(fp);
+    return tb_plot_write_custom(&c, dir, name);
+}
+
+int tb_forest_render(const tb_forest *fp, const char *dir, const char *name)
+{
+    TB_TRY(check(fp, name));
+    tb_plot_custom c = custom_of(fp);
+    return tb_plot_render_custom(&c, dir, name, TB_PLOT_ALL);
+}
