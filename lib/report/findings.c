@@ -93,6 +93,14 @@ static void effect_text(const tb_result_row *r, char *buf, size_t cap)
     int faster = r->speedup >= 1;
     char a[32], lo[32], hi[32];
     num2(a, sizeof a, faster ? r->speedup : 1 / r->speedup);
+    if (r->timing_verdict != TB_TIMING_FASTER && r->timing_verdict != TB_TIMING_SLOWER &&
+        !isnan(r->speedup_ci_low) && !isnan(r->speedup_ci_high)) { /* a DIFFERS row's time */
+        num2(a, sizeof a, r->speedup);
+        num2(lo, sizeof lo, r->speedup_ci_low);
+        num2(hi, sizeof hi, r->speedup_ci_high);
+        snprintf(buf, cap, "no detectable change in time (%s× [%s, %s])", a, lo, hi);
+        return;
+    }
     if (isnan(r->speedup_ci_low) || isnan(r->speedup_ci_high)) {
         snprintf(buf, cap, "%s× %s (no interval)", a, faster ? "faster" : "slower");
         return;

@@ -117,10 +117,11 @@ static void put_yticks(FILE *f, const tb_forest *fp, int step, int col)
 {
     size_t nl = level_rows(fp, step), k = 0;
     if (col > 0) {
-        fputs("        set ytics format ''\n", f);
+        fputs("        set ytics format ''\n        unset ylabel\n", f);
         return;
     }
-    fputs("        set ytics (", f);
+    fputs("        set ylabel 'technique: headline setting (workload, or metric of a kernel)' "
+          "offset 1,0\n        set ytics (", f);
     for (size_t i = 0; i < fp->n; i++) {
         const tb_forest_row *r = &fp->rows[i];
         if (r->step_level != step)
