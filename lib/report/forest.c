@@ -117,11 +117,10 @@ static void put_yticks(FILE *f, const tb_forest *fp, int step, int col)
 {
     size_t nl = level_rows(fp, step), k = 0;
     if (col > 0) {
-        fputs("        set ytics format ''\n        unset ylabel\n", f);
+        fputs("        set ytics format ''\n", f);
         return;
     }
-    fputs("        set ylabel 'technique: headline setting (workload, or metric of a kernel)' "
-          "offset 1,0\n        set ytics (", f);
+    fputs("        set ytics (", f);
     for (size_t i = 0; i < fp->n; i++) {
         const tb_forest_row *r = &fp->rows[i];
         if (r->step_level != step)
@@ -135,16 +134,29 @@ static void put_yticks(FILE *f, const tb_forest *fp, int step, int col)
     fputs(") nomirror scale 0\n", f);
 }
 
-/* Geometry, in screen fractions: the label column, then equal columns. */
-#define LABEL_W 0.40
-#define TOP_PAD 0.06
+/* Geometry in pixels: each row ROW_PX, each panel a title above and the
+ * tick labels and axis label below, the key at the top. The label column
+ * takes LABEL_W of the width, the machines share the rest. */
+#define ROW_PX 21
+#define PANEL_TOP_PX 34
+#define PANEL_BOTTOM_PX 66
+#define KEY_PX 56
+#define LABEL_W 0.42
+
+static void size_of(const tb_forest *fp, int *w, int *h)
+{
+    size_t ns = level_rows(fp, 1), nk = level_rows(fp, 0);
+    *w = fp->ncols > 1 ? 560 + 400 * fp->ncols : 1000;
+    *h = KEY_PX + (int)(ROW_PX * (ns + nk)) + (PANEL_TOP_PX + PANEL_BOTTOM_PX) * (!!ns + !!nk);
+}
 
 static void draw(FILE *f, const void *arg)
 {
     const tb_forest *fp = arg;
-    size_t ns = level_rows(fp, 1), nk = level_rows(fp, 0);
-    double units = (double)(ns + nk) + (ns ? 3.2 : 0) + (nk ? 3.2 : 0);
-    double top = 1 - TOP_PAD, colw = (0.98 - LABEL_W) / fp->ncols;
+    int w, hpx;
+    size_of(fp, &w, &hpx);
+    size_t ns = level_rows(fp, 1);
+    double H = hpx, top = 1 - KEY_PX / H, colw = (0.98 - LABEL_W) / fp->ncols;
     fputs("        set multiplot\n"
           "        set logscale x 2\n        set xrange [tb_xlo:tb_xhi]\n"
           "        set format x '%g×'\n        set grid xtics\n        set mxtics 1\n"
@@ -152,21 +164,23 @@ static void draw(FILE *f, const void *arg)
           "        set key at screen 0.98, screen 0.995 horizontal right top box opaque\n",
           f);
     for (int step = 1; step >= 0; step--) {
-        size_t nl = step ? ns : nk;
+        size_t nl = level_rows(fp, step);
         if (!nl)
             continue;
-        double h = (nl + 3.2) / units * (1 - TOP_PAD);
+        double h = (PANEL_TOP_PX + PANEL_BOTTOM_PX + ROW_PX * (double)nl) / H;
         for (int c = 0; c < fp->ncols; c++) {
             double l = LABEL_W + c * colw;
             fprintf(f, "        set lmargin at screen %.4f\n        set rmargin at screen %.4f\n"
                        "        set tmargin at screen %.4f\n        set bmargin at screen %.4f\n",
-                    l + 0.005, l + colw - 0.01, top - 0.035, top - h + 0.075);
+                    l + 0.005, l + colw - 0.01, top - PANEL_TOP_PX / H,
+                    top - h + PANEL_BOTTOM_PX / H);
             fprintf(f, "        set yrange [0.4:%zu.6]\n", nl);
             fputs("        set title ", f);
             char title[200];
             snprintf(title, sizeof title, "%s%s%s", fp->ncols > 1 ? fp->col_title[c] : "",
                      fp->ncols > 1 ? ": " : "",
-                     step ? "training step (whole step or epoch)" : "kernels and single operations");
+                     step ? "training step or epoch: technique: setting (workload)"
+                          : "single kernels and operations: technique: setting (metric)");
             put_label(f, title);
             fputc('\n', f);
             put_yticks(f, fp, step, c);
@@ -191,10 +205,8 @@ static void draw(FILE *f, const void *arg)
 
 static tb_plot_custom custom_of(const tb_forest *fp)
 {
-    size_t rows = level_rows(fp, 1) + level_rows(fp, 0);
     tb_plot_custom c = {setup, draw, fp, 0, 0};
-    c.width_px = fp->ncols > 1 ? 760 + 420 * fp->ncols : 1300;
-    c.height_px = (int)(170 + 30 * rows + 150 * (level_rows(fp, 1) && level_rows(fp, 0)));
+    size_of(fp, &c.width_px, &c.height_px);
     return c;
 }
 

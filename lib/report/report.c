@@ -785,6 +785,7 @@ static void sec_findings(doc *d, const tb_report_folder *f, const tb_report_pick
     size_t idx[TB_FINDINGS_MAX];
     size_t n = tb_report_findings(picks, (size_t)f->ntech, idx, TB_FINDINGS_MAX);
     tb_doc_text(d, BK_H2, "Findings");
+    tb_doc_text(d, BK_COL, "%s", "");
     if (!n)
         tb_doc_text(d, BK_P, "No technique changed the measured time beyond its interval on "
                           "this machine, and none changed the result: the summary below gives "
@@ -798,8 +799,10 @@ static void sec_findings(doc *d, const tb_report_folder *f, const tb_report_pick
     if (!have_forest) {
         tb_doc_text(d, BK_P, "The forest plot (every technique's speedup with its interval) "
                           "was not drawn: %s.", why);
+        tb_doc_text(d, BK_COLS_END, "%s", "");
         return;
     }
+    tb_doc_text(d, BK_COL, "%s", "");
     char cap[900], rounds[96];
     rounds_text(f->rows, (size_t)f->ntech, rounds, sizeof rounds);
     snprintf(cap, sizeof cap,
@@ -812,6 +815,7 @@ static void sec_findings(doc *d, const tb_report_folder *f, const tb_report_pick
              device_name(f), rounds, f->slug);
     add_own_figure(d, f, "forest", "forest plot: every technique's speedup with its 95% interval",
                    cap);
+    tb_doc_text(d, BK_COLS_END, "%s", "");
 }
 
 /* Figures the report draws itself, shown in their own sections. */
