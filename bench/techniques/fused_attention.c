@@ -289,6 +289,7 @@ static int run(tb_bench *b)
 
 static const tb_technique technique = {
     .name = "fused_attention",
+    .headline = "fused",
     .what = "Manual vs fused attention (forward, forward+backward; causal and not) over "
             "sequence lengths 128 .. 4096: time and memory.",
     .est_seconds = {90, 420, 6}, /* default, full, tiny */

@@ -167,8 +167,10 @@ static void put_integer_x(FILE *f, const tb_plot *p)
         }
     if (p->x_log || !(hi > lo))
         return;
-    double step = ceil((hi - lo) / 10);
-    fprintf(f, "set xtics %g\nset mxtics 1\nset format x '%%.0f'\n", step < 1 ? 1 : step);
+    double step = fmax(1, ceil((hi - lo) / 10));
+    /* the range ends half a step past the data: no tick at -1 workers */
+    fprintf(f, "set xrange [%g:%g]\nset xtics %g, %g, %g\nset mxtics 1\nset format x '%%.0f'\n",
+            lo - step / 2, hi + step / 2, lo, step, hi);
 }
 
 /* The one plot command, all series and reference lines. */

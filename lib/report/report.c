@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <string.h>
 
+#include "lib/report/bars.h"
 #include "lib/report/cells.h"
 #include "lib/report/doc_blocks.h"
 #include "lib/report/findings.h"
@@ -116,6 +117,8 @@ static int plot_owner(const tb_report_folder *f, const char *plot)
 }
 
 static void rounds_text(const tb_results *res, size_t nres, char *buf, size_t cap);
+static void add_own_figure(doc *d, const tb_report_folder *f, const char *name, const char *alt,
+                           const char *caption);
 
 /* What a figure of res measured: its metrics (up to three), the sweep
  * parameter, what it ran on and how many rounds, for the caption. */
@@ -399,6 +402,59 @@ static void step_table(doc *d, const tb_results *res, const char *kind, const ch
     }
 }
 
+/* The waterfall's rows of one kind as labeled bars: cumulative speedup
+ * (stage) or speedup over all off (leave-one-out), the median step time
+ * above each bar, the baseline drawn too. */
+static void waterfall_figure(doc *d, const tb_report_folder *f, const char *kind)
+{
+    tb_bar bars[64];
+    size_t n = 0;
+    double all_on = NAN;
+    int stages = !strcmp(kind, "stage");
+    for (size_t i = 0; i < f->waterfall.n && n < 64; i++) {
+        const tb_result_row *r = &f->waterfall.rows[i];
+        if (strcmp(r->param_name, kind) != 0)
+            continue;
+        tb_bar *b = &bars[n++];
+        memset(b, 0, sizeof *b);
+        snprintf(b->label, sizeof b->label, "%s", r->setting);
+        b->y = r->is_baseline ? 1 : r->speedup;
+        b->lo = r->is_baseline ? NAN : r->speedup_ci_low;
+        b->hi = r->is_baseline ? NAN : r->speedup_ci_high;
+        if (!isnan(r->median)) {
+            char t[32];
+            tb_report_num(t, sizeof t, r->median);
+            snprintf(b->text, sizeof b->text, "%s %s", t, r->unit);
+        }
+        b->color = r->is_baseline ? 5 : stages ? 0 : !strcmp(r->setting, "all on") ? 0 : 1;
+        if (!stages && !strcmp(r->setting, "all on"))
+            all_on = r->speedup;
+    }
+    if (!n)
+        return;
+    char name[64], cap[700], what[500];
+    snprintf(name, sizeof name, "%s_%s", TB_REPORT_WATERFALL, stages ? "stages" : "leave_one_out");
+    tb_bars b = {stages ? "Techniques switched on one after another (cumulative)"
+                        : "Every technique on but one (leave-one-out)",
+                 stages ? "cumulative speedup over all off (×)" : "speedup over all off (×)",
+                 stages ? "configuration: each adds one technique to the ones left of it"
+                        : "configuration: the technique named is left off",
+                 bars, n, stages ? 1 : all_on, stages ? "1× (all off)" : "all on"};
+    if (tb_bars_render(&b, f->plots_dir, name) != TB_OK) {
+        tb_doc_text(d, BK_P, "The %s figure was not drawn: %s.", kind, tb_error_message());
+        tb_error_clear();
+        return;
+    }
+    measured_text(f, &f->waterfall, what, sizeof what);
+    snprintf(cap, sizeof cap, "%sBars: %s, with the 95%% interval; above each bar the median "
+             "step time. Also `%s.svg` and `%s.pdf` in `plots/%s/`.", what,
+             stages ? "cumulative speedup of each configuration over every technique off"
+                    : "speedup over every technique off; the dashed line is all on",
+             name, name, f->slug);
+    add_own_figure(d, f, name, stages ? "waterfall: cumulative speedup, bar per technique"
+                                      : "leave-one-out: speedup with all on but one", cap);
+}
+
 static void sec_waterfall(doc *d, const tb_report_folder *f)
 {
     if (!sec_begin(d, "Waterfall: techniques switched on one after another", f->have_waterfall,
@@ -418,7 +474,8 @@ static void sec_waterfall(doc *d, const tb_report_folder *f)
                       "whose removal costs little matters little here; one whose removal costs "
                       "more than its own step above interacts with the others.");
     step_table(d, &f->waterfall, "leave-one-out", "configuration", "speedup over all off [95% CI]");
-    add_figures_named(d, f, TB_REPORT_WATERFALL, &f->waterfall);
+    waterfall_figure(d, f, "stage");
+    waterfall_figure(d, f, "leave-one-out");
 }
 
 static void sec_tta(doc *d, const tb_report_folder *f)
@@ -821,7 +878,8 @@ static void sec_findings(doc *d, const tb_report_folder *f, const tb_report_pick
 /* Figures the report draws itself, shown in their own sections. */
 static int report_figure(const char *name)
 {
-    return !strcmp(name, "forest");
+    return !strcmp(name, "forest") || !strcmp(name, TB_REPORT_WATERFALL "_stages") ||
+           !strcmp(name, TB_REPORT_WATERFALL "_leave_one_out");
 }
 
 static void build_doc(doc *d, const tb_report_folder *f, const tb_report_pick *picks)
@@ -942,4 +1000,37 @@ int tb_report_write_dir(const char *results_dir, const char *plots_dir)
     int rc = tb_report_write(f);
     tb_report_folder_free(f);
     return rc;
+}
+
+/* A finding without the Markdown's ** markers, for a terminal. */
+static void put_plain(FILE *out, const char *prefix, const char *text)
+{
+    fputs(prefix, out);
+    for (const char *c = text; *c; c++)
+        if (strncmp(c, "**", 2) != 0)
+            fputc(*c, out);
+        else
+            c++;
+    fputc('\n', out);
+}
+
+int tb_report_print_findings(const char *results_dir, const char *prefix, FILE *out)
+{
+    tb_report_folder *f = NULL;
+    tb_report_pick picks[TB_REPORT_MAX_TECH];
+    size_t idx[TB_FINDINGS_MAX];
+    TB_TRY(tb_report_load(results_dir, NULL, &f));
+    for (int t = 0; t < f->ntech; t++)
+        pick_one(f, t, &picks[t]);
+    size_t n = tb_report_findings(picks, (size_t)f->ntech, idx, TB_FINDINGS_MAX);
+    if (!n)
+        fprintf(out, "%sno technique changed the time beyond its interval, none changed the "
+                     "result\n", prefix);
+    for (size_t i = 0; i < n; i++) {
+        char text[700];
+        tb_report_finding_text(&picks[idx[i]], text, sizeof text);
+        put_plain(out, prefix, text);
+    }
+    tb_report_folder_free(f);
+    return ferror(out) ? TB_FAIL(TB_ERR_IO, "cannot print the findings") : TB_OK;
 }

@@ -99,6 +99,10 @@ int tb_report_write(const tb_report_folder *f);
 /* Loads and writes in one call (what bench:all and bench:report do). */
 int tb_report_write_dir(const char *results_dir, const char *plots_dir);
 
+/* The report's findings (findings.h) for results_dir, one a line after
+ * prefix, without Markdown: the closing lines of bench:all. */
+int tb_report_print_findings(const char *results_dir, const char *prefix, FILE *out);
+
 #ifdef __cplusplus
 }
 #endif
