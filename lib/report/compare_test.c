@@ -156,7 +156,12 @@ int main(void)
         CHECK(strstr(md, "n/a: rate is GB/s, not samples/s"));
         CHECK(strstr(md, "6400000 samples per $") == NULL); /* 2.3e7: per hour, machine 2 */
         CHECK(strstr(md, "2.3e+07 samples per $"));
-        CHECK(strstr(md, "64.0 samples/s per W"));
+        CHECK(strstr(md, "64.0 samples/s per W (power: given with --power)"));
+        /* at a glance first: the forest plot of both machines, side by side */
+        const char *glance = strstr(md, "## At a glance"), *machines = strstr(md, "## Machines");
+        CHECK(glance && machines && glance < machines &&
+              strstr(glance, "![forest plot of every machine side by side]"
+                             "(plots/forest_compare.png)"));
     }
     free(md);
     static const char *const figs[] = {"loader_compare_speedup", "loader_compare_vs_reference",
@@ -167,6 +172,11 @@ int main(void)
             snprintf(path, sizeof path, "%s/plots/%s.%s", out, figs[i], ext[k]);
             CHECK(access(path, R_OK) == 0);
         }
+    /* one column per machine in the forest's script, both machines named */
+    char *gp = tb_test_slurp(out, "plots/forest_compare.gp");
+    CHECK(gp && strstr(gp, "$f1_0 << EOD") && strstr(gp, "$f1_1 << EOD") &&
+          strstr(gp, "\"#1 CPU (2 threads)\"") && strstr(gp, "\"#2 CPU (1 threads)\""));
+    free(gp);
     char *html = tb_test_slurp(out, "COMPARE.html");
     if (html) {
         CHECK(strstr(html, "src=\"data:image/png;base64,iVBORw0KGgo"));

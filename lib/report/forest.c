@@ -117,7 +117,7 @@ static void put_yticks(FILE *f, const tb_forest *fp, int step, int col)
 {
     size_t nl = level_rows(fp, step), k = 0;
     if (col > 0) {
-        fputs("        set ytics format ''\n", f);
+        fputs("        unset ytics\n", f); /* the rows are the first column's */
         return;
     }
     fputs("        set ytics (", f);
@@ -141,13 +141,24 @@ static void put_yticks(FILE *f, const tb_forest *fp, int step, int col)
 #define PANEL_TOP_PX 34
 #define PANEL_BOTTOM_PX 66
 #define KEY_PX 56
-#define LABEL_W 0.42
+#define LABEL_PX 420
 
 static void size_of(const tb_forest *fp, int *w, int *h)
 {
     size_t ns = level_rows(fp, 1), nk = level_rows(fp, 0);
-    *w = fp->ncols > 1 ? 560 + 400 * fp->ncols : 1000;
+    *w = LABEL_PX + (fp->ncols > 1 ? 380 : 580) * fp->ncols;
     *h = KEY_PX + (int)(ROW_PX * (ns + nk)) + (PANEL_TOP_PX + PANEL_BOTTOM_PX) * (!!ns + !!nk);
+}
+
+/* The legend as labels along the top (gnuplot's key stacks its entries
+ * when placed on the screen in a multiplot): colours by verdict, the band. */
+static void put_legend(FILE *f)
+{
+    fprintf(f, "        set label 1 '▬ noise band (A/A: the baseline against itself)' at screen "
+               "0.01, screen 0.985 textcolor rgb '#999999'\n");
+    for (int g = 0; g < TB_GROUP_NA; g++)
+        fprintf(f, "        set label %d '● %s' at screen %.2f, screen 0.985 textcolor rgb '%s'\n",
+                g + 2, tb_report_group_name(g), 0.42 + 0.14 * g, group_color[g]);
 }
 
 static void draw(FILE *f, const void *arg)
@@ -156,20 +167,23 @@ static void draw(FILE *f, const void *arg)
     int w, hpx;
     size_of(fp, &w, &hpx);
     size_t ns = level_rows(fp, 1);
-    double H = hpx, top = 1 - KEY_PX / H, colw = (0.98 - LABEL_W) / fp->ncols;
-    fputs("        set multiplot\n"
-          "        set logscale x 2\n        set xrange [tb_xlo:tb_xhi]\n"
-          "        set format x '%g×'\n        set grid xtics\n        set mxtics 1\n"
-          "        set xlabel 'speedup over the baseline (×, log scale; right of 1× is faster)'\n"
-          "        set key at screen 0.98, screen 0.995 horizontal right top box opaque\n",
-          f);
+    double H = hpx, top = 1 - KEY_PX / H, label_w = LABEL_PX / (double)w;
+    double colw = (0.99 - label_w) / fp->ncols;
+    fprintf(f, "        set multiplot\n"
+               "        set logscale x 2\n        set xrange [tb_xlo:tb_xhi]\n"
+               "        set format x '%%g×'\n        set grid xtics\n        set mxtics 1\n"
+               "        set xlabel '%s'\n"
+               "        unset key\n",
+            fp->ncols > 1 ? "speedup (×, log scale)"
+                          : "speedup over the baseline (×, log scale; right of 1× is faster)");
+    put_legend(f);
     for (int step = 1; step >= 0; step--) {
         size_t nl = level_rows(fp, step);
         if (!nl)
             continue;
         double h = (PANEL_TOP_PX + PANEL_BOTTOM_PX + ROW_PX * (double)nl) / H;
         for (int c = 0; c < fp->ncols; c++) {
-            double l = LABEL_W + c * colw;
+            double l = label_w + c * colw;
             fprintf(f, "        set lmargin at screen %.4f\n        set rmargin at screen %.4f\n"
                        "        set tmargin at screen %.4f\n        set bmargin at screen %.4f\n",
                     l + 0.005, l + colw - 0.01, top - PANEL_TOP_PX / H,
@@ -177,26 +191,23 @@ static void draw(FILE *f, const void *arg)
             fprintf(f, "        set yrange [0.4:%zu.6]\n", nl);
             fputs("        set title ", f);
             char title[200];
-            snprintf(title, sizeof title, "%s%s%s", fp->ncols > 1 ? fp->col_title[c] : "",
-                     fp->ncols > 1 ? ": " : "",
-                     step ? "training step or epoch: technique: setting (workload)"
-                          : "single kernels and operations: technique: setting (metric)");
+            if (fp->ncols > 1) /* the machine, and which panel */
+                snprintf(title, sizeof title, "%s%s", fp->col_title[c],
+                         step ? "" : ", kernels");
+            else
+                snprintf(title, sizeof title, "%s",
+                         step ? "training step or epoch: technique: setting (workload)"
+                              : "single kernels and operations: technique: setting (metric)");
             put_label(f, title);
             fputc('\n', f);
             put_yticks(f, fp, step, c);
             fputs("        set arrow 1 from 1, graph 0 to 1, graph 1 nohead dashtype 2 "
                   "linewidth 1.5 linecolor rgb 'black' front\n", f);
             fprintf(f, "        plot $f%d_%d using 2:1:5:6:($1-0.32):($1+0.32) with boxxyerror "
-                       "fillstyle solid 0.35 noborder linecolor rgb '#bbbbbb' title %s, \\\n",
-                    step, c, step == 1 || !ns ? "'noise band (A/A)'" : "''");
+                       "fillstyle solid 0.35 noborder linecolor rgb '#bbbbbb', \\\n", step, c);
             fprintf(f, "            $f%d_%d using 2:1:3:4:7 with xerrorbars pointtype 7 "
-                       "pointsize 1.3 linewidth 2 linecolor rgb variable notitle", step, c);
-            if (step == 1 || !ns)
-                for (int g = 0; g < TB_GROUP_NA; g++)
-                    fprintf(f, ", \\\n            NaN with points pointtype 7 pointsize 1.3 "
-                               "linecolor rgb '%s' title '%s'",
-                            group_color[g], tb_report_group_name(g));
-            fputs("\n        unset key\n", f);
+                       "pointsize 1.3 linewidth 2 linecolor rgb variable\n", step, c);
+            fputs("        unset label\n", f); /* the legend is drawn once */
         }
         top -= h;
     }
