@@ -274,9 +274,11 @@ static void print_rows(const tb_results *res)
         char sp[64] = "", val[32] = "", med[32];
         if (!isnan(r->param_value))
             snprintf(val, sizeof val, "%.6g", r->param_value);
-        if (isnan(r->median)) {
-            printf("%-10s %-10s %12s %-14s n/a (%s)\n", r->setting, r->param_name, val,
-                   r->metric, r->note[0] ? r->note : "no reason recorded");
+        if (isnan(r->median)) { /* a note that says "n/a ..." itself is not wrapped again */
+            int said = !strncmp(r->note, "n/a", 3);
+            printf("%-10s %-10s %12s %-14s %s%s%s\n", r->setting, r->param_name, val, r->metric,
+                   said ? "" : "n/a (", r->note[0] ? r->note : "no reason recorded",
+                   said ? "" : ")");
             continue;
         }
         snprintf(med, sizeof med, "%.4g", r->median);
