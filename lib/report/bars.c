@@ -16,17 +16,6 @@
 
 #include "lib/report/plot.h"
 
-static void put_quoted(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fputc('\\', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static void setup(FILE *f, const void *arg)
 {
     const tb_bars *b = arg;
@@ -42,25 +31,25 @@ static void setup(FILE *f, const void *arg)
         else
             fprintf(f, "%zu %.6g %.6g %.6g %u ", i, r->y, lo, hi, rgb);
         if (!isnan(r->y)) {
-            put_quoted(f, r->text);
+            tb_plot_put_quoted(f, r->text);
             fputc('\n', f);
             top = fmax(top, hi);
         }
     }
     fputs("EOD\n", f);
     fputs("set title ", f);
-    put_quoted(f, b->title);
+    tb_plot_put_quoted(f, b->title);
     fputs("\nset ylabel ", f);
-    put_quoted(f, b->y_label);
+    tb_plot_put_quoted(f, b->y_label);
     fputs("\nset xlabel ", f);
-    put_quoted(f, b->x_label);
+    tb_plot_put_quoted(f, b->x_label);
     fprintf(f, "\nset xrange [-0.7:%zu.7]\nset yrange [0:%.4g]\n", b->n - 1, top * 1.18);
     fputs("set xtics rotate by 35 right nomirror\nset grid ytics\nset boxwidth 0.7\n"
           "set style fill solid 0.8 noborder\nset key outside top center horizontal\n"
           "set bmargin 12\nset errorbars small\nset xtics (", f);
     for (size_t i = 0; i < b->n; i++) {
         fputs(i ? ", " : "", f);
-        put_quoted(f, b->bars[i].label);
+        tb_plot_put_quoted(f, b->bars[i].label);
         fprintf(f, " %zu", i);
     }
     fputs(")\n", f);
@@ -76,7 +65,7 @@ static void draw(FILE *f, const void *arg)
     if (!isnan(b->ref_y)) {
         fprintf(f, ", \\\n            %.6g with lines dashtype 2 linewidth 1.5 linecolor rgb "
                    "'gray30' title ", b->ref_y);
-        put_quoted(f, b->ref_name ? b->ref_name : "");
+        tb_plot_put_quoted(f, b->ref_name ? b->ref_name : "");
     }
     fputc('\n', f);
 }

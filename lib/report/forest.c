@@ -65,17 +65,6 @@ static void x_range(const tb_forest *fp, double *lo, double *hi)
     *hi *= 1.3;
 }
 
-static void put_label(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fputc('\\', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 /* $f<level>_<col>: y, speedup, lo, hi, noise band lo, hi, colour; the top
  * row of a panel has the largest y. NaN rows are skipped (a gap). */
 static void put_block(FILE *f, const tb_forest *fp, int step, int col)
@@ -128,7 +117,7 @@ static void put_yticks(FILE *f, const tb_forest *fp, int step, int col)
         char lab[200];
         snprintf(lab, sizeof lab, "%s%s", r->label, r->at[0].differs ? "  [DIFFERS]" : "");
         fputs(k ? ", " : "", f);
-        put_label(f, lab);
+        tb_plot_put_quoted(f, lab);
         fprintf(f, " %zu", nl - k++);
     }
     fputs(") nomirror scale 0\n", f);
@@ -198,7 +187,7 @@ static void draw(FILE *f, const void *arg)
                 snprintf(title, sizeof title, "%s",
                          step ? "training step or epoch: technique: setting (workload)"
                               : "single kernels and operations: technique: setting (metric)");
-            put_label(f, title);
+            tb_plot_put_quoted(f, title);
             fputc('\n', f);
             put_yticks(f, fp, step, c);
             fputs("        set arrow 1 from 1, graph 0 to 1, graph 1 nohead dashtype 2 "

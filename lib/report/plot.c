@@ -187,7 +187,10 @@ static void put_plot_command(FILE *f, const tb_plot *p, const char *name)
             fputs(" using 1:2:3:4 with yerrorlines", f);
         else
             fputs(" using 1:2 with linespoints", f);
-        fprintf(f, " linestyle %zu title ", i % 8 + 1);
+        if (s->style > 0)
+            fprintf(f, " linestyle %d title ", (s->style - 1) % 8 + 1);
+        else
+            fprintf(f, " linestyle %zu title ", i % 8 + 1);
         put_gp_string(f, s->name ? s->name : "");
         fputs(i + 1 < p->n_series || p->n_hlines ? ", \\\n" : "\n", f);
     }
@@ -288,6 +291,17 @@ static void put_script(FILE *f, const tb_plot *p, const char *name)
     tb_plot_put_styles(f);
     generic_draw g = {p, name};
     put_terminals(f, 1200, 800, draw_generic, &g);
+}
+
+void tb_plot_put_quoted(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        fputc(*s == '\n' ? ' ' : *s, f);
+    }
+    fputc('"', f);
 }
 
 void tb_plot_put_styles(FILE *f)

@@ -38,6 +38,8 @@ typedef struct tb_plot_series {
     const double *x, *y;      /* n points each */
     const double *y_low, *y_high; /* error bars (e.g. the 95% interval): both or NULL */
     size_t n;
+    int style;                /* 1..8: line style (colour, point) fixed by the caller, so a
+                                 setting keeps its colour across figures; 0: by position */
 } tb_plot_series;
 
 /* A horizontal reference line, e.g. the copy-bandwidth ceiling. */
@@ -91,6 +93,10 @@ int tb_plot_write_custom(const tb_plot_custom *c, const char *dir, const char *n
 /* The eight colours of the line styles (Okabe-Ito, colour-blind safe), so
  * a setting keeps its colour across figures. */
 extern const char *const tb_plot_colors[8];
+
+/* Writes s as a double-quoted gnuplot string (" and \ escaped): for tick
+ * labels and data-block text, where single quotes would end a label. */
+void tb_plot_put_quoted(FILE *f, const char *s);
 
 /* Writes the line styles 1..8 (tb_plot_colors) as gnuplot commands. */
 void tb_plot_put_styles(FILE *f);
