@@ -128,7 +128,7 @@ static void put_yticks(FILE *f, const tb_forest *fp, int step, int col)
  * takes LABEL_W of the width, the machines share the rest. */
 #define ROW_PX 21
 #define PANEL_TOP_PX 34
-#define PANEL_BOTTOM_PX 66
+#define PANEL_BOTTOM_PX 74
 #define KEY_PX 56
 #define LABEL_PX 420
 
@@ -141,13 +141,14 @@ static void size_of(const tb_forest *fp, int *w, int *h)
 
 /* The legend as labels along the top (gnuplot's key stacks its entries
  * when placed on the screen in a multiplot): colours by verdict, the band. */
-static void put_legend(FILE *f)
+static void put_legend(FILE *f, int w)
 {
-    fprintf(f, "        set label 1 '▬ noise band (A/A: the baseline against itself)' at screen "
-               "0.01, screen 0.985 textcolor rgb '#999999'\n");
+    static const int x_px[TB_GROUP_NA] = {260, 380, 600}; /* after the band's entry */
+    fprintf(f, "        set label 1 '▬ noise band (A/A)' at screen %.4f, screen 0.985 "
+               "textcolor rgb '#999999'\n", 10.0 / w);
     for (int g = 0; g < TB_GROUP_NA; g++)
-        fprintf(f, "        set label %d '● %s' at screen %.2f, screen 0.985 textcolor rgb '%s'\n",
-                g + 2, tb_report_group_name(g), 0.42 + 0.14 * g, group_color[g]);
+        fprintf(f, "        set label %d '● %s' at screen %.4f, screen 0.985 textcolor rgb '%s'\n",
+                g + 2, tb_report_group_name(g), x_px[g] / (double)w, group_color[g]);
 }
 
 static void draw(FILE *f, const void *arg)
@@ -165,7 +166,7 @@ static void draw(FILE *f, const void *arg)
                "        unset key\n",
             fp->ncols > 1 ? "speedup (×, log scale)"
                           : "speedup over the baseline (×, log scale; right of 1× is faster)");
-    put_legend(f);
+    put_legend(f, w);
     for (int step = 1; step >= 0; step--) {
         size_t nl = level_rows(fp, step);
         if (!nl)
