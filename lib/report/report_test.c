@@ -238,7 +238,7 @@ static void make_folder(const char *root, char *rdir, char *pdir)
     CHECK_OK(save(&et, rdir, "eta"));
     /* alpha declares "half" its headline: the summary shows it, not the
      * faster "on" (the JSON sidecar carries what the CSV does not). */
-    char side[4200];
+    char side[4300];
     snprintf(side, sizeof side, "%s/alpha.json", rdir);
     FILE *sf = fopen(side, "w");
     CHECK(sf && fputs("{\"schema\": \"tunebench-results/2\", \"headline\": \"half\", "
@@ -654,6 +654,20 @@ static void test_optional_sections(const char *rdir, const char *pdir)
     CHECK(md && strstr(md, "| ceilings | harness default | 40.0 |") &&
           strstr(md, "| alpha | 840 | 840 |"));
     CHECK(md && !strstr(md, "**Over the limit**"));
+    /* the waterfall as labeled bars: configurations named on the axis, each
+     * axis titled with its unit, a caption saying what was measured */
+    char *gp = tb_test_slurp(pdir, "waterfall_stages.gp");
+    CHECK(gp && strstr(gp, "set ylabel \"cumulative speedup over all off (×)\"") &&
+          strstr(gp, "set xlabel \"configuration: ") &&
+          strstr(gp, "set xtics (\"all off\" 0, \"+ fused GELU\" 1)") &&
+          !strstr(gp, "yerrorlines"));
+    free(gp);
+    gp = tb_test_slurp(pdir, "waterfall_leave_one_out.gp");
+    CHECK(gp && strstr(gp, "\"all on but fused GELU\" 1)") && strstr(gp, "title \"all on\""));
+    free(gp);
+    CHECK(md && strstr(md, "*Measured: step time against stage, every setting of the technique "
+                           "beside its baseline, on Test CPU;") &&
+          strstr(md, "Bars: cumulative speedup of each configuration over every technique off"));
     if (md)
         check_na_reasons(md);
     free(md);
