@@ -16,8 +16,16 @@
  * technique measures the whole training step, else the first metric its
  * baseline rows list; its point is the largest swept value where the
  * baseline and another setting were both timed (the size closest to real
- * training); its setting is the non-baseline setting with the largest
- * median speedup there (first in the file on a tie).
+ * training); its setting is the headline the technique declares
+ * (bench/harness/technique.h, carried by its JSON sidecar), else the
+ * non-baseline setting with the largest median speedup there (first in the
+ * file on a tie), said as such. The summary is grouped faster / no
+ * detectable effect / slower / not applicable and sorted by effect.
+ *
+ * The report opens with the findings (findings.h) beside the forest plot
+ * (forest.h, plots/<device>/forest.*), then the summary; the waterfall and
+ * leave-one-out are drawn as labeled bars (bars.h). Every figure has a
+ * caption saying what was measured, on what, with how many rounds.
  *
  * Flags (cells.h, TB_FLAG_*; the table is in results/README.md): beside
  * every row, in the summary (where a busy machine is said once per
