@@ -113,12 +113,21 @@ int main(void)
     snprintf(path, sizeof path, "%s/results/cpu-test/gelu.csv", r2);
     to_schema1(path);
 
+    /* machine 1 ran on a GPU: its telemetry holds NVML's power samples */
+    snprintf(path, sizeof path, "%s/results/cpu-test/telemetry.json", r1);
+    FILE *tf = fopen(path, "w");
+    CHECK(tf && fputs("{\"segments\": [{\"label\": \"a\", \"gpu_power_w_max\": 250.5}, "
+                      "{\"label\": \"b\", \"gpu_power_w_max\": 310}, {\"label\": \"c\"}]}\n",
+                      tf) >= 0 && fclose(tf) == 0);
+
     static tb_cmp_set s;
     CHECK_OK(tb_compare_add_dir(&s, r1));  /* a root holding results/ */
+    CHECK(s.m[0].power_w == 310 && strstr(s.m[0].power_src, "NVML"));
     char sub[4200];
     snprintf(sub, sizeof sub, "%s/results/cpu-test", r2);
     CHECK_OK(tb_compare_add_dir(&s, sub)); /* a results folder itself */
     CHECK(s.n == 2);
+    CHECK(isnan(s.m[1].power_w)); /* no telemetry: nothing measured */
     double price[2] = {2.0, 1.0}, power[2] = {200, 100}, bad[1] = {1};
     CHECK(tb_compare_set_prices(&s, TB_PRICE_PER_HOUR, bad, 1) == TB_ERR_INVALID);
     tb_error_clear();
