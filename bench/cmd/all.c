@@ -294,15 +294,22 @@ static int finish(const tb_outdir *od, tb_telemetry *tm, tb_run_state *st, int w
         rc = tb_telemetry_save(tm, path);
     if (rc == TB_OK)
         rc = tb_run_state_save(st, od->results);
-    if (rc == TB_OK && write_report) {
+    if (rc == TB_OK && write_report)
         rc = tb_report_write_dir(od->results, od->plots);
-        if (rc == TB_OK)
-            fprintf(stderr, "bench:all: report: %s/REPORT.html (and REPORT.md, summary.tex)\n",
-                    od->results);
-    }
     if (rc != TB_OK)
         tb_error_print(stderr);
     return rc;
+}
+
+/* The last lines a run prints: its top results, as the report's findings
+ * say them, and where the report is. */
+static void closing_lines(const tb_outdir *od)
+{
+    fprintf(stderr, "bench:all: top results on this machine (the report's findings):\n");
+    if (tb_report_print_findings(od->results, "  ", stderr) != TB_OK)
+        tb_error_print(stderr);
+    fprintf(stderr, "bench:all: report: %s/REPORT.html (and REPORT.md, summary.tex); "
+                    "figures in %s\n", od->results, od->plots);
 }
 
 int main(int argc, char **argv)
@@ -502,6 +509,8 @@ int main(int argc, char **argv)
     int frc = finish(&od, tm, st, 1);
     tb_telemetry_free(tm);
     fprintf(stderr, "bench:all: %d steps in %.1f s, %d failed\n", ntodo, now_s() - t0, failed);
+    if (frc == TB_OK)
+        closing_lines(&od);
     free(fp);
     free(now);
     free(st);

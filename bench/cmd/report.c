@@ -28,8 +28,11 @@
 static int write_one(const char *dir, const char *plots)
 {
     int rc = tb_report_write_dir(dir, plots);
-    if (rc == TB_OK)
+    if (rc == TB_OK) {
         printf("bench:report: wrote %s/REPORT.md, REPORT.html, summary.md, summary.tex\n", dir);
+        printf("bench:report: findings:\n");
+        rc = tb_report_print_findings(dir, "  ", stdout);
+    }
     return rc;
 }
 

@@ -64,7 +64,7 @@ def check_rounds(where, r, want):
 def main():
     args = sys.argv[1:]
     out, tech, golden = args[0], args[1], args[2]
-    min_rows, plots, gbench, na_note, want_rounds = 1, [tech], True, None, False
+    min_rows, plots, gbench, na_note, want_rounds, headline = 1, [tech], True, None, False, None
     if tech.startswith("--describe="):
         with open(tech.partition("=")[2]) as f:
             desc = json.load(f)
@@ -72,6 +72,7 @@ def main():
         tech, min_rows, gbench, na_note = (desc["results"], tiny["min_rows"], tiny["gbench"],
                                            tiny["na_note"])
         plots = [p for p in tiny["plots"].split(",") if p]
+        headline = desc.get("headline")
     for a in args[3:]:
         key, _, value = a.partition("=")
         if key == "--min-rows":
@@ -149,6 +150,15 @@ def main():
             if name.endswith("gbench.json") and ("NaN" in text or "Infinity" in text):
                 continue  # Google Benchmark writes bare NaN for empty counters
             fail("%s is not JSON: %s" % (p, e))
+    # The headline the report's summary shows must name one of its settings,
+    # and the JSON sidecar carries it to the report.
+    if headline:
+        settings = {dict(zip(schema, r))["setting"] for r in rows[1:]}
+        if headline not in settings:
+            fail("headline %r is none of the settings %r" % (headline, sorted(settings)))
+        with open(os.path.join(res_dir, tech + ".json")) as f:
+            if json.load(f).get("headline") != headline:
+                fail("%s.json does not carry the headline %r" % (tech, headline))
     plot_dir = os.path.join(out, "plots", slug)
     for p in plots:
         base = os.path.join(plot_dir, p)

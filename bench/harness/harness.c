@@ -272,19 +272,31 @@ void tb_bench_row(const tb_bench *b, tb_result_row *row, const char *setting, in
     snprintf(row->metric, sizeof row->metric, "%s", metric);
 }
 
+/* The rows as a table on stdout, the way the report says them: an n/a row
+ * prints "n/a (its reason)", never "nan". */
 static void print_rows(const tb_results *res)
 {
     printf("%-10s %-10s %12s %-14s %10s %-8s %-20s %-14s %s\n", "setting", "param", "value",
            "metric", "median", "unit", "speedup [95% CI]", "verdict", "correctness");
     for (size_t i = 0; i < res->n; i++) {
         const tb_result_row *r = &res->rows[i];
-        char sp[64] = "";
+        char sp[64] = "", val[32] = "", med[32];
+        if (!isnan(r->param_value))
+            snprintf(val, sizeof val, "%.6g", r->param_value);
+        if (isnan(r->median)) { /* a note that says "n/a ..." itself is not wrapped again */
+            int said = !strncmp(r->note, "n/a", 3);
+            printf("%-10s %-10s %12s %-14s %s%s%s\n", r->setting, r->param_name, val, r->metric,
+                   said ? "" : "n/a (", r->note[0] ? r->note : "no reason recorded",
+                   said ? "" : ")");
+            continue;
+        }
+        snprintf(med, sizeof med, "%.4g", r->median);
         if (!isnan(r->speedup))
             snprintf(sp, sizeof sp, "%.3f [%.3f, %.3f]", r->speedup, r->speedup_ci_low,
                      r->speedup_ci_high);
-        printf("%-10s %-10s %12.6g %-14s %10.4g %-8s %-20s %-14s %s\n", r->setting,
-               r->param_name, r->param_value, r->metric, r->median, r->unit, sp,
-               tb_timing_verdict_name(r->timing_verdict), tb_correctness_name(r->correctness));
+        printf("%-10s %-10s %12s %-14s %10s %-8s %-20s %-14s %s\n", r->setting, r->param_name,
+               val, r->metric, med, r->unit, sp, tb_timing_verdict_name(r->timing_verdict),
+               tb_correctness_name(r->correctness));
     }
 }
 
@@ -296,7 +308,7 @@ int tb_bench_save(tb_bench *b)
     TB_TRY(tb_results_save_csv(&b->res, path));
     snprintf(name, sizeof name, "%s.json", b->technique);
     TB_TRY(tb_outdir_join(b->od.results, name, path, sizeof path));
-    TB_TRY(tb_results_save_json(&b->res, path));
+    TB_TRY(tb_results_save_json_headline(&b->res, b->tech ? b->tech->headline : NULL, path));
     print_rows(&b->res);
     fprintf(stderr, "%s: wrote %s/%s.csv\n", b->technique, b->od.results, b->technique);
     return TB_OK;

@@ -2,6 +2,7 @@
 #include "bench/harness/opbench.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -407,6 +408,7 @@ enum { MAX_SERIES = 16, MAX_POINTS = 64 };
 
 typedef struct plot_data {
     char names[MAX_SERIES][128];
+    int style[MAX_SERIES];     /* from the setting's place among all settings */
     double x[MAX_SERIES][MAX_POINTS], y[MAX_SERIES][MAX_POINTS];
     double lo[MAX_SERIES][MAX_POINTS], hi[MAX_SERIES][MAX_POINTS];
     size_t n[MAX_SERIES];
@@ -424,7 +426,38 @@ static double row_y(const tb_result_row *r, opb_y y)
     return NAN;
 }
 
-static int series_of(plot_data *pd, const tb_result_row *r)
+/* The place of `name` among the distinct values of a string field of
+ * res's rows, in first-seen order; *count gets how many there are. */
+static int place_of(const tb_results *res, size_t off, const char *name, int *count)
+{
+    int k = 0, at = 0;
+    for (size_t i = 0; i < res->n; i++) {
+        const char *s = (const char *)&res->rows[i] + off;
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = !strcmp((const char *)&res->rows[j] + off, s);
+        if (seen)
+            continue;
+        if (!strcmp(s, name))
+            at = k;
+        k++;
+    }
+    *count = k;
+    return at;
+}
+
+/* A series' line style from its setting's and metric's places among all
+ * of res (the baseline included): a setting keeps its colour in its time,
+ * rate and speedup figures, whichever of them leaves the baseline out. */
+static int setting_style(const tb_results *res, const tb_result_row *r)
+{
+    int nset, nmet;
+    int set = place_of(res, offsetof(tb_result_row, setting), r->setting, &nset);
+    int met = place_of(res, offsetof(tb_result_row, metric), r->metric, &nmet);
+    return 1 + set * nmet + met;
+}
+
+static int series_of(plot_data *pd, const tb_results *res, const tb_result_row *r)
 {
     char name[128];
     snprintf(name, sizeof name, "%s, %s", r->setting, r->metric);
@@ -434,6 +467,7 @@ static int series_of(plot_data *pd, const tb_result_row *r)
     if (pd->nseries == MAX_SERIES)
         return -1;
     snprintf(pd->names[pd->nseries], sizeof pd->names[0], "%s", name);
+    pd->style[pd->nseries] = setting_style(res, r);
     return pd->nseries++;
 }
 
@@ -446,7 +480,7 @@ static void collect(const tb_results *res, opb_y y, const char *metric, plot_dat
         double v = row_y(r, y);
         if (isnan(v) || isnan(r->param_value))
             continue;
-        int s = series_of(pd, r);
+        int s = series_of(pd, res, r);
         if (s < 0 || pd->n[s] == MAX_POINTS)
             continue;
         size_t k = pd->n[s]++;
@@ -476,7 +510,8 @@ int opb_plot_metric(tb_bench *b, const char *name, const char *title, const char
         for (int s = 0; s < pd->nseries; s++)
             series[s] = (tb_plot_series){pd->names[s], pd->x[s], pd->y[s],
                                          y == OPB_Y_SPEEDUP ? pd->lo[s] : NULL,
-                                         y == OPB_Y_SPEEDUP ? pd->hi[s] : NULL, pd->n[s]};
+                                         y == OPB_Y_SPEEDUP ? pd->hi[s] : NULL, pd->n[s],
+                                         pd->style[s]};
         char full[256];
         snprintf(full, sizeof full, "%s, %s (%d threads)", title, b->info.name, b->info.threads);
         tb_plot_hline one = {"no change", 1.0};

@@ -633,41 +633,55 @@ static int plot_group(const char *names[], size_t *n, const char *name)
     return (int)(*n)++;
 }
 
-/* Speedup over the baseline per setting, with its 95% interval: one series
- * per param_name, so rows that sweep different things (the waterfall's
- * cumulative stages and its leave-one-out) are not joined by one line. */
-static int plot_speedups(step_run *r)
+/* Speedup over the baseline per setting (time 0) or the median time
+ * itself (time 1), with its 95% interval: one series per param_name, so
+ * rows that sweep different things (the waterfall's cumulative stages and
+ * its leave-one-out) are not joined by one line. The baseline is drawn
+ * too (at 1x in the speedup figure), so a sweep shows where it starts. */
+static int plot_rows(step_run *r, int time)
 {
     size_t cap = (size_t)r->tech->n_settings, ng = 0, count[MAX_PLOT_GROUPS] = {0};
-    const char *names[MAX_PLOT_GROUPS];
+    const char *names[MAX_PLOT_GROUPS], *unit = "", *metric = "time";
     double *buf = calloc(cap * 4 * MAX_PLOT_GROUPS, sizeof *buf);
     if (!buf)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory for the plot");
     for (size_t i = 0; i < r->b.res.n; i++) {
         const tb_result_row *row = &r->b.res.rows[i];
-        int g = isnan(row->speedup) ? -1 : plot_group(names, &ng, row->param_name);
+        int base = row->is_baseline && !isnan(row->median);
+        int shown = time ? !isnan(row->median) : base || !isnan(row->speedup);
+        int g = shown ? plot_group(names, &ng, row->param_name) : -1;
         if (g < 0 || count[g] >= cap)
             continue;
         double *x = buf + (size_t)g * 4 * cap;
         size_t k = count[g]++;
-        x[k] = row->param_value, x[cap + k] = row->speedup;
-        x[2 * cap + k] = row->speedup_ci_low, x[3 * cap + k] = row->speedup_ci_high;
+        x[k] = row->param_value;
+        if (time) {
+            x[cap + k] = row->median, x[2 * cap + k] = row->ci_low;
+            x[3 * cap + k] = row->ci_high, unit = row->unit, metric = row->metric;
+        } else {
+            x[cap + k] = base ? 1 : row->speedup;
+            x[2 * cap + k] = base ? 1 : row->speedup_ci_low;
+            x[3 * cap + k] = base ? 1 : row->speedup_ci_high;
+        }
     }
     tb_plot_series sp[MAX_PLOT_GROUPS];
     for (size_t g = 0; g < ng; g++) {
         const double *x = buf + g * 4 * cap;
-        sp[g] = (tb_plot_series){ng > 1 ? names[g] : "speedup", x, x + cap, x + 2 * cap,
-                                 x + 3 * cap, count[g]};
+        sp[g] = (tb_plot_series){ng > 1 ? names[g] : time ? "median" : "speedup", x, x + cap,
+                                 x + 2 * cap, x + 3 * cap, count[g]};
     }
     int rc = TB_OK;
     if (ng > 0) {
-        char title[256], xl[96];
-        snprintf(title, sizeof title, "%s: speedup over the technique off, %s (median, 95%% CI)",
-                 r->tech->desc.name, r->b.info.name);
+        char title[256], xl[96], yl[96], name[128];
+        snprintf(title, sizeof title, "%s: %s, %s (median, 95%% CI)", r->tech->desc.name,
+                 time ? metric : "speedup over the technique off", r->b.info.name);
         snprintf(xl, sizeof xl, "%s", r->tech->param_name);
+        snprintf(yl, sizeof yl, "%s (%s)", metric, unit);
+        snprintf(name, sizeof name, "%s%s", r->tech->desc.name, time ? "_time" : "");
         tb_plot_hline one = {"no change", 1.0};
-        tb_plot p = {title, xl, "speedup (x)", 0, 0, sp, ng, &one, 1, 0};
-        rc = tb_plot_render(&p, r->b.od.plots, r->tech->desc.name, TB_PLOT_ALL);
+        tb_plot p = {title, xl, time ? yl : "speedup (x)", 0, 0, sp, ng, time ? NULL : &one,
+                     time ? 0 : 1, 0};
+        rc = tb_plot_render(&p, r->b.od.plots, name, TB_PLOT_ALL);
     }
     free(buf);
     return rc;
@@ -718,7 +732,8 @@ static int run(step_run *r)
     TB_TRY(check_all(r));
     TB_TRY(time_and_report(r));
     TB_TRY(tb_bench_save(&r->b));
-    return plot_speedups(r);
+    TB_TRY(plot_rows(r, 0));
+    return plot_rows(r, 1);
 }
 
 /* The rounds' flags beyond their ranges (tb_step_main's table): a cap of 0

@@ -27,6 +27,8 @@ int tb_technique_describe(const tb_technique *t, FILE *f)
     tb_json_write_string(f, tb_technique_results(t));
     fputs(",\"what\":", f);
     put_string_or_null(f, t->what);
+    fputs(",\"headline\":", f);
+    put_string_or_null(f, t->headline);
     fprintf(f, ",\"est_seconds\":[%g,%g,%g],\"budget_seconds\":[%g,%g,%g],\"order\":%d,"
             "\"after\":[", t->est_seconds[0], t->est_seconds[1], t->est_seconds[2],
             t->budget_seconds[0], t->budget_seconds[1], t->budget_seconds[2], t->order);

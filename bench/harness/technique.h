@@ -37,6 +37,11 @@ typedef struct tb_technique {
     const char *results;      /* results/<device>/<results>.csv and the technique
                                  column; NULL: name */
     const char *what;         /* one line for --help */
+    /* The setting the report's summary shows, declared before anything is
+     * measured (showing the fastest of several noisy settings would bias
+     * every summary upward); must match a setting name of its rows. NULL:
+     * none (the summary shows the fastest and says so). */
+    const char *headline;
     double est_seconds[3];    /* expected run time per tb_profile */
     /* Timing budget of its rounds per tb_profile (bench/harness/rounds.h:
      * the rounds stop when every interval is narrow enough or this is
@@ -54,7 +59,7 @@ typedef struct tb_technique {
 const char *tb_technique_results(const tb_technique *t);
 
 /* Writes t as one JSON line:
- * {"name":..,"results":..,"what":..,"est_seconds":[d,f,t],
+ * {"name":..,"results":..,"what":..,"headline":..,"est_seconds":[d,f,t],
  *  "budget_seconds":[d,f,t],"order":..,
  *  "after":[..],"tiny":{"min_rows":..,"plots":..,"na_note":..,"gbench":..}}
  * Returns TB_OK or TB_ERR_IO. */

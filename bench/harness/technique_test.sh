@@ -21,7 +21,13 @@ for a in $after; do
         echo "note: $a (declared after) is not in this test's data; not run first"
     fi
 done
-"$bin" --device=cpu --profile=tiny --threads=2 --out-dir="$out"
+"$bin" --device=cpu --profile=tiny --threads=2 --out-dir="$out" | tee "$tmp/stdout.txt"
+# The console speaks like the report: a number it does not have is "n/a (why)".
+if grep -qiwE 'nan|-nan' "$tmp/stdout.txt"; then
+    echo "FAIL: stdout prints nan where it means n/a:" >&2
+    grep -iwE 'nan|-nan' "$tmp/stdout.txt" >&2
+    exit 1
+fi
 # Under bazel test this script runs as bench/<name>_test: find the checker
 # in the runfiles, else beside the script's source.
 checker="${TEST_SRCDIR:-/nonexistent}/tunebench/bench/harness/check_outputs.py"

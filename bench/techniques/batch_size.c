@@ -50,6 +50,7 @@ static const tb_step_setting settings[] = {
 static const tb_step_technique tech = {
     .desc = {
         .name = "batch_size",
+        .headline = "batch=64",
         .what = "batch size 16.. the largest that fits: throughput, memory, accuracy",
         .est_seconds = {40, 300, 15}, /* default, full, tiny */
         .budget_seconds = {32, 160, 2}, /* of its rounds, same order */

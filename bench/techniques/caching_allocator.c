@@ -36,6 +36,7 @@ static const tb_step_setting settings[] = {
 static const tb_step_technique tech = {
     .desc = {
         .name = "caching_allocator",
+        .headline = "caching",
         .what = "caching device allocator vs malloc/free per allocation on the training step",
         .est_seconds = {13, 35, 5}, /* default, full, tiny */
         .budget_seconds = {5, 25, 1}, /* of its rounds, same order */

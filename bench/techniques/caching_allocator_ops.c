@@ -224,6 +224,7 @@ static int run(tb_bench *b)
 
 static const tb_technique technique = {
     .name = "caching_allocator_ops",
+    .headline = "caching",
     .what = "Device allocator modes on a training step's allocations: plain, caching, "
             "empty cache every step, preallocation with a varying batch.",
     .est_seconds = {5, 20, 2}, /* default, full, tiny */

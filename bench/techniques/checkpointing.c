@@ -64,6 +64,7 @@ static const tb_step_setting settings[] = {
 static const tb_step_technique tech = {
     .desc = {
         .name = "checkpointing",
+        .headline = "checkpointing",
         .what = "activation checkpointing vs storing: time added, memory saved, larger batch",
         .est_seconds = {32, 130, 26}, /* default, full, tiny */
         .budget_seconds = {24, 120, 2}, /* of its rounds, same order */

@@ -450,6 +450,7 @@ static int run(tb_bench *b)
 
 static const tb_technique technique = {
     .name = "conv_autotuner",
+    .headline = "autotuned",
     .what = "Default vs autotuned convolution algorithm (fwd, fwd+bwd), tuning cost, "
             "and batch sizes that change every step.",
     .est_seconds = {90, 900, 15}, /* default, full, tiny */

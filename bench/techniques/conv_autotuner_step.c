@@ -56,6 +56,7 @@ static const tb_step_setting settings[] = {
 static const tb_step_technique tech = {
     .desc = {
         .name = "conv_autotuner_step",
+        .headline = "on",
         .what = "conv autotuner on the training step, fixed and changing batch size",
         .est_seconds = {32, 130, 10}, /* default, full, tiny */
         .budget_seconds = {24, 120, 2}, /* of its rounds, same order */

@@ -21,6 +21,7 @@ static const tb_step_setting settings[] = {
 static const tb_step_technique tech = {
     .desc = {
         .name = "conv_bias",
+        .headline = "no bias",
         .what = "no conv bias before batch norm vs bias=True on the training step",
         .est_seconds = {20, 70, 10}, /* default, full, tiny */
         .budget_seconds = {12, 60, 2}, /* of its rounds, same order */

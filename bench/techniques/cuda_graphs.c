@@ -11,6 +11,7 @@
 static const tb_device_toggle toggle = {
     .desc = {
         .name = "cuda_graphs",
+        .headline = "on",
         .what = "CUDA graph capture and replay of the training step vs kernel launches",
         .est_seconds = {13, 35, 5}, /* default, full, tiny */
         .budget_seconds = {5, 25, 1}, /* of its rounds, same order */

@@ -109,6 +109,7 @@ static const tb_step_setting settings[] = {
 static const tb_step_technique tech = {
     .desc = {
         .name = "data_format",
+        .headline = "decoded once in RAM",
         .what = "gzip IDX read per epoch vs raw uint8 in /dev/shm vs decoded once in RAM",
         .est_seconds = {36, 150, 10}, /* default, full, tiny */
         .budget_seconds = {28, 140, 2}, /* of its rounds, same order */

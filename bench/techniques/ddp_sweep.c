@@ -939,6 +939,7 @@ out_free:
 static const tb_technique technique = {
     .name = "ddp_sweep",
     .results = "ddp",
+    .headline = "DDP bucket=25M",
     .what = "DP (threads on the CPU, GPUs from one thread on CUDA) vs DDP "
             "(MPI ranks, buckets, overlap, imbalance, SyncBatchNorm) on the "
             "small CNN at the same global batch, and the "

@@ -26,6 +26,7 @@ static const tb_step_setting settings[] = {
 static const tb_step_technique tech = {
     .desc = {
         .name = "debug_apis",
+        .headline = "debug APIs off",
         .what = "debug APIs off: baseline detect_anomaly ON (technique off) vs detect_anomaly off",
         .est_seconds = {20, 70, 12}, /* default, full, tiny */
         .budget_seconds = {12, 60, 2}, /* of its rounds, same order */

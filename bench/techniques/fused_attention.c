@@ -297,6 +297,7 @@ static int run(tb_bench *b)
 
 static const tb_technique technique = {
     .name = "fused_attention",
+    .headline = "fused",
     .what = "Manual vs fused attention (forward, forward+backward; causal and not) over "
             "sequence lengths 128 .. 4096: time and memory. Fused is tunebench's own scalar "
             "fp32 kernel (no tensor cores), not cuDNN's or PyTorch's flash attention.",

@@ -20,6 +20,7 @@ static const tb_step_setting settings[] = {
 static const tb_step_technique tech = {
     .desc = {
         .name = "fused_gelu_step",
+        .headline = "fused",
         .what = "fused vs unfused GELU on the training step",
         .est_seconds = {20, 70, 10}, /* default, full, tiny */
         .budget_seconds = {12, 60, 2}, /* of its rounds, same order */

@@ -284,6 +284,7 @@ static int run(tb_bench *b)
 
 static const tb_technique technique = {
     .name = "fused_layernorm",
+    .headline = "fused",
     .what = "Fused vs unfused layer norm (forward and backward) over transformer "
             "shapes, beside the copy bandwidth.",
     .est_seconds = {15, 90, 3}, /* default, full, tiny */

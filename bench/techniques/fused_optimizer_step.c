@@ -33,6 +33,7 @@ static const tb_step_setting settings[] = {
 static const tb_step_technique tech = {
     .desc = {
         .name = "fused_optimizer_step",
+        .headline = "fused adamw",
         .what = "fused vs per-tensor optimizer (SGD, AdamW) on the training step",
         .est_seconds = {32, 130, 15}, /* default, full, tiny */
         .budget_seconds = {24, 120, 2}, /* of its rounds, same order */

@@ -280,6 +280,7 @@ static int run(tb_bench *b)
 
 static const tb_technique technique = {
     .name = "gelu",
+    .headline = "fused",
     .what = "Fused vs unfused GELU (forward and backward) over sizes, beside the "
             "copy bandwidth.",
     .est_seconds = {40, 240, 5}, /* default, full, tiny */

@@ -21,6 +21,7 @@ static const tb_step_setting settings[] = {
 static const tb_step_technique tech = {
     .desc = {
         .name = "grads_to_none",
+        .headline = "to none",
         .what = "zero_grad(set_to_none=True) vs memset on the training step",
         .est_seconds = {20, 70, 5}, /* default, full, tiny */
         .budget_seconds = {12, 60, 2}, /* of its rounds, same order */

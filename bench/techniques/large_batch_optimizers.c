@@ -92,6 +92,7 @@ static const tb_step_setting settings[] = {
 static const tb_step_technique tech = {
     .desc = {
         .name = "large_batch_optimizers",
+        .headline = "lamb",
         .what = "LARS / LAMB / NovoGrad vs SGD / AdamW at a large batch: time, accuracy",
         .est_seconds = {36, 900, 67}, /* default, full, tiny */
         .budget_seconds = {28, 140, 2}, /* of its rounds, same order */

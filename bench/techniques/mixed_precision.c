@@ -35,6 +35,7 @@ static const tb_step_setting settings[] = {
 static const tb_step_technique tech = {
     .desc = {
         .name = "mixed_precision",
+        .headline = "bf16",
         .what = "mixed precision (autocast) off / bf16 / fp16 on the training step",
         .est_seconds = {20, 120, 10}, /* default, full, tiny */
         .budget_seconds = {12, 60, 2}, /* of its rounds, same order */

@@ -321,6 +321,7 @@ static int run(tb_bench *b)
 
 static const tb_technique technique = {
     .name = "mixed_precision_ops",
+    .headline = "bf16",
     .what = "GEMM and convolution alone: fp32 vs bf16 / fp16 inputs with fp32 "
             "accumulation.",
     .est_seconds = {15, 200, 3}, /* default, full, tiny */

@@ -49,6 +49,7 @@ static const tb_step_setting settings[] = {
 static const tb_step_technique tech = {
     .desc = {
         .name = "no_grad_eval",
+        .headline = "no_grad",
         .what = "evaluation under no_grad vs keeping activations: time and peak memory",
         .est_seconds = {20, 120, 11}, /* default, full, tiny */
         .budget_seconds = {12, 60, 2}, /* of its rounds, same order */

@@ -29,6 +29,7 @@ static const tb_step_setting settings[] = {
 static const tb_step_technique tech = {
     .desc = {
         .name = "persistent_workers",
+        .headline = "persistent",
         .what = "loader workers kept across short epochs vs restarted every epoch",
         .est_seconds = {20, 80, 15}, /* default, full, tiny */
         .budget_seconds = {12, 60, 2}, /* of its rounds, same order */

@@ -41,6 +41,7 @@ static const tb_step_setting settings[] = {
 static const tb_step_technique tech = {
     .desc = {
         .name = "pinned_memory",
+        .headline = "pinned + non_blocking",
         .what = "pinned host memory and async copies on the training step",
         .est_seconds = {13, 35, 5}, /* default, full, tiny */
         .budget_seconds = {5, 25, 1}, /* of its rounds, same order */

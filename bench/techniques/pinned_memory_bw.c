@@ -240,6 +240,7 @@ static int run(tb_bench *b)
 
 static const tb_technique technique = {
     .name = "pinned_memory_bw",
+    .headline = "pinned",
     .what = "Host-to-device and device-to-host bandwidth, pageable vs pinned (sync and "
             "async on a side stream), 4 KiB .. 256 MiB.",
     .est_seconds = {10, 40, 1}, /* default, full, tiny */

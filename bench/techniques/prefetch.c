@@ -28,6 +28,7 @@ static const tb_step_setting settings[] = {
 static const tb_step_technique tech = {
     .desc = {
         .name = "prefetch",
+        .headline = "prefetch=2",
         .what = "prefetch depth per loader worker (2 workers): epoch time",
         .est_seconds = {28, 120, 15}, /* default, full, tiny */
         .budget_seconds = {20, 100, 2}, /* of its rounds, same order */

@@ -45,6 +45,7 @@ static const tb_step_setting settings[] = {
 static const tb_step_technique tech = {
     .desc = {
         .name = "profiler",
+        .headline = "profiler off",
         .what = "profiler off: baseline --trace ON (technique off) vs no trace, on the training step",
         .est_seconds = {20, 70, 20}, /* default, full, tiny */
         .budget_seconds = {12, 60, 2}, /* of its rounds, same order */

@@ -11,6 +11,7 @@
 static const tb_device_toggle toggle = {
     .desc = {
         .name = "tensors_on_device",
+        .headline = "on",
         .what = "per-step tensors made by device ops vs built on the host and copied",
         .est_seconds = {13, 35, 5}, /* default, full, tiny */
         .budget_seconds = {5, 25, 1}, /* of its rounds, same order */

@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "lib/report/cells.h"
+#include "lib/report/findings.h"
+#include "lib/report/forest.h"
 #include "lib/report/doc.h"
 #include "lib/report/plot.h"
 
@@ -52,6 +54,23 @@ static int is_results_folder(const char *dir)
     return csv;
 }
 
+/* The highest GPU power NVML reported while the machine's run was
+ * recorded (telemetry.json), or NaN: the per-watt figures' divisor when no
+ * --power is given, named as such. */
+static void measured_power(tb_cmp_machine *m)
+{
+    const tb_json *segs = m->f->telemetry ? tb_json_get(m->f->telemetry, "segments") : NULL;
+    m->power_w = NAN;
+    m->power_src[0] = '\0';
+    for (size_t i = 0; segs && i < segs->len; i++) {
+        double w = tb_json_get_number(tb_json_at(segs, i), "gpu_power_w_max", NAN);
+        if (!isnan(w) && (isnan(m->power_w) || w > m->power_w))
+            m->power_w = w;
+    }
+    if (!isnan(m->power_w))
+        snprintf(m->power_src, sizeof m->power_src, "NVML, highest sample of the run");
+}
+
 static int add_machine(tb_cmp_set *s, const char *dir)
 {
     if (s->n == TB_COMPARE_MAX)
@@ -69,7 +88,7 @@ static int add_machine(tb_cmp_set *s, const char *dir)
     else
         snprintf(m->label, sizeof m->label, "#%d %s", s->n + 1, name ? name : m->f->slug);
     m->price = NAN;
-    m->power_w = NAN;
+    measured_power(m);
     s->n++;
     return TB_OK;
 }
@@ -125,8 +144,10 @@ int tb_compare_set_power(tb_cmp_set *s, const double *v, int n)
     if (n != s->n)
         return TB_FAIL(TB_ERR_INVALID, "%d power figures for %d machines: give one per machine, "
                        "in order", n, s->n);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         s->m[i].power_w = v[i];
+        snprintf(s->m[i].power_src, sizeof s->m[i].power_src, "given with --power");
+    }
     return TB_OK;
 }
 
@@ -146,6 +167,24 @@ static const tb_results *tech_rows(const tb_cmp_machine *m, const char *t)
         if (!strcmp(m->f->tech[i], t))
             return &m->f->rows[i];
     return NULL;
+}
+
+/* The headline setting technique t declares in machine m's results, and
+ * the workload its rows name ("": none). */
+static const char *tech_headline(const tb_cmp_machine *m, const char *t)
+{
+    for (int i = 0; i < m->f->ntech; i++)
+        if (!strcmp(m->f->tech[i], t))
+            return m->f->headline[i];
+    return "";
+}
+
+static const char *tech_workload(const tb_cmp_machine *m, const char *t)
+{
+    for (int i = 0; i < m->f->ntech; i++)
+        if (!strcmp(m->f->tech[i], t))
+            return m->f->workload[i];
+    return "";
 }
 
 static const tb_result_row *find_row(const tb_results *res, const tb_result_row *like)
@@ -193,7 +232,7 @@ static void compute_cell(const tb_cmp_set *s, int m, const char *tech, const tb_
         snprintf(c->own.technique, sizeof c->own.technique, "%s", tech);
         return;
     }
-    tb_report_pick_best(res, tech, &c->own);
+    tb_report_pick_headline(res, tech, tech_headline(&s->m[m], tech), &c->own);
     const tb_result_row *like = ref->best ? ref->best : ref->baseline;
     if (!like)
         return;
@@ -248,12 +287,13 @@ static void cost_str(char *buf, size_t cap, const tb_cmp_set *s, int m, const cm
     const char *r = c->at_ref ? c->at_ref->rate_unit : "";
     char n[32];
     if (isnan(div) || (!per_watt && s->price_kind == TB_PRICE_NONE)) {
-        snprintf(buf, cap, "n/a: no %s given", per_watt ? "--power" : "price");
+        snprintf(buf, cap, "n/a: no %s", per_watt ? "--power given and no NVML power measured"
+                                                   : "price given");
     } else if (!c->at_ref || strcmp(r, "samples/s") != 0 || isnan(c->at_ref->rate)) {
         snprintf(buf, cap, "n/a: rate is %s, not samples/s", r[0] ? r : "not measured");
     } else if (per_watt) {
         tb_report_num(n, sizeof n, c->at_ref->rate / div);
-        snprintf(buf, cap, "%s samples/s per W", n);
+        snprintf(buf, cap, "%s samples/s per W (power: %s)", n, mm->power_src);
     } else if (s->price_kind == TB_PRICE_PER_HOUR) {
         tb_report_num(n, sizeof n, c->at_ref->rate * 3600.0 / div);
         snprintf(buf, cap, "%s samples per $", n);
@@ -272,7 +312,7 @@ static void sec_machines(tb_doc *d, const tb_cmp_set *s)
     tb_doc_table(d, 6, h);
     for (int i = 0; i < s->n; i++) {
         const tb_cmp_machine *m = &s->m[i];
-        char label[240], price[64], power[64];
+        char label[240], price[64], power[200];
         snprintf(label, sizeof label, "%s%s", m->label, i == s->reference ? " (reference)" : "");
         const char *be = m->f->have_fp ? tb_fingerprint_get(&m->f->fp, "device.backend") : NULL;
         const char *host = m->f->have_fp ? tb_fingerprint_get(&m->f->fp, "run.host") : NULL;
@@ -282,9 +322,9 @@ static void sec_machines(tb_doc *d, const tb_cmp_set *s)
             snprintf(price, sizeof price, "$%.2f%s", m->price,
                      s->price_kind == TB_PRICE_PER_HOUR ? " per hour" : " purchase");
         if (isnan(m->power_w))
-            snprintf(power, sizeof power, "n/a: not given");
+            snprintf(power, sizeof power, "n/a: no --power given and no NVML power measured");
         else
-            snprintf(power, sizeof power, "%.0f W", m->power_w);
+            snprintf(power, sizeof power, "%.0f W (%s)", m->power_w, m->power_src);
         const char *row[6] = {label, be ? be : "unknown", host ? host : "unknown", m->dir, price,
                               power};
         tb_doc_row(d, row);
@@ -394,6 +434,84 @@ static void sec_costs(tb_doc *d, const tb_cmp_set *s, char (*tech)[32], int nt)
             tb_doc_row(d, row);
         }
     }
+}
+
+/* ---- at a glance: the forest plot of every machine ---- */
+
+/* The forest's rows: every technique compared on some machine, in the
+ * reference machine's summary order (then the others' techniques), one
+ * column per machine. */
+static size_t glance_rows(const tb_cmp_set *s, char (*tech)[32], int nt, tb_forest_row *rows)
+{
+    tb_report_pick ref[TB_REPORT_MAX_TECH * TB_COMPARE_MAX];
+    size_t order[TB_REPORT_MAX_TECH * TB_COMPARE_MAX], n = 0;
+    for (int t = 0; t < nt; t++) {
+        cmp_cell c;
+        compute_cell(s, s->reference, tech[t], &(tb_report_pick){{0}}, &c);
+        ref[t] = c.own;
+    }
+    tb_report_order(ref, (size_t)nt, order);
+    for (int k = 0; k < nt; k++) {
+        int t = (int)order[k], any = 0;
+        tb_forest_row *r = &rows[n];
+        memset(r, 0, sizeof *r);
+        const tb_result_row *shown = NULL;
+        const char *work = "";
+        for (int m = 0; m < s->n && m < TB_FOREST_MAX_COLS; m++) {
+            cmp_cell c;
+            compute_cell(s, m, tech[t], &ref[t], &c);
+            tb_forest_point_of(&c.own, &r->at[m]);
+            if (!isnan(r->at[m].speedup) && (!shown || m == s->reference)) {
+                shown = c.own.best;
+                work = tech_workload(&s->m[m], tech[t]);
+            }
+            any |= !isnan(r->at[m].speedup);
+        }
+        if (!any)
+            continue;
+        r->step_level = tb_report_is_step_level(shown);
+        /* as in the report: the results' workload, else the default small CNN */
+        snprintf(r->label, sizeof r->label, "%s: %s (%s)", tech[t], shown->setting,
+                 work[0] ? work : r->step_level ? "small CNN" : shown->metric);
+        n++;
+    }
+    return n;
+}
+
+static void sec_glance(tb_doc *d, const tb_cmp_set *s, char (*tech)[32], int nt,
+                       const char *plots)
+{
+    tb_forest_row *rows = calloc((size_t)nt + 1, sizeof *rows);
+    tb_forest fp = {s->n < TB_FOREST_MAX_COLS ? s->n : TB_FOREST_MAX_COLS, {0}, rows, 0};
+    char png[PATH_MAX + 32], cap[800];
+    tb_doc_heading(d, 2, "At a glance");
+    if (!rows) {
+        tb_doc_para(d, "The side-by-side forest plot was not drawn: out of memory.");
+        return;
+    }
+    for (int m = 0; m < fp.ncols; m++)
+        fp.col_title[m] = s->m[m].label;
+    fp.n = glance_rows(s, tech, nt, rows);
+    if (!fp.n || tb_forest_render(&fp, plots, "forest_compare") != TB_OK) {
+        tb_doc_para(d, fp.n ? "The side-by-side forest plot was not drawn (see the error "
+                              "above)."
+                            : "No technique was compared with its baseline on any machine.");
+        if (fp.n)
+            tb_error_print(stderr), tb_error_clear();
+        free(rows);
+        return;
+    }
+    snprintf(png, sizeof png, "%s/forest_compare.png", plots);
+    snprintf(cap, sizeof cap,
+             "Each technique's speedup over its own baseline on each machine (%d%s side by "
+             "side, same rows), with its 95%% interval, coloured by verdict; the grey band is "
+             "the row's noise floor on that machine, the dashed line 1×. A row missing on a "
+             "machine was not compared there. Upper panels: the training step or epoch; lower: "
+             "single kernels and operations. Also `forest_compare.svg` and `.pdf` in `plots/`.",
+             fp.ncols, s->n > fp.ncols ? " of the machines" : " machines");
+    tb_doc_figure(d, png, "plots/forest_compare.png",
+                  "forest plot of every machine side by side", cap);
+    free(rows);
 }
 
 /* ---- figures ---- */
@@ -599,6 +717,7 @@ int tb_compare_write(const tb_cmp_set *s, const char *out_dir)
                    "the same setting, metric and point (2× means twice as fast as the "
                    "reference). The best setting of a machine follows the report's summary rule "
                    "(REPORT.md of each folder).");
+    sec_glance(d, s, tech, nt, plots);
     tb_doc_heading(d, 2, "Machines");
     sec_machines(d, s);
     sec_software(d, s);

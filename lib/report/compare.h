@@ -8,9 +8,15 @@
  * point; above 1 is faster than the reference). Given prices and power,
  * rows whose rate is in samples/s also get samples/s per dollar (purchase
  * price), samples per dollar (price per hour) and samples/s per watt;
- * other rates say n/a and why. When software stacks differ
+ * other rates say n/a and why. Power is the --power figure, else the
+ * highest NVML power sample in the machine's telemetry.json (a GPU run of
+ * bench:all); every per-watt number says which. When software stacks differ
  * (tb_fingerprint_diff, TB_FP_SOFTWARE) the page warns and lists what
  * differs: a speedup may come from a library, not the hardware.
+ *
+ * The page opens with the forest plot of every machine side by side
+ * (forest.h; plots/forest_compare.*): each technique's speedup over its own
+ * baseline, same rows, one column per machine.
  *
  * Writes, under out_dir: COMPARE.md, COMPARE.html (self-contained),
  * compare.csv (schema tunebench-compare/1, results/README.md), and
@@ -45,7 +51,8 @@ typedef struct tb_cmp_machine {
     char dir[PATH_MAX];        /* its results folder */
     tb_report_folder *f;
     double price;              /* NaN when not given */
-    double power_w;            /* NaN when not given */
+    double power_w;            /* NaN when neither given nor measured */
+    char power_src[96];        /* where power_w comes from: "--power", or NVML */
 } tb_cmp_machine;
 
 typedef struct tb_cmp_set {

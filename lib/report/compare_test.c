@@ -113,12 +113,21 @@ int main(void)
     snprintf(path, sizeof path, "%s/results/cpu-test/gelu.csv", r2);
     to_schema1(path);
 
+    /* machine 1 ran on a GPU: its telemetry holds NVML's power samples */
+    snprintf(path, sizeof path, "%s/results/cpu-test/telemetry.json", r1);
+    FILE *tf = fopen(path, "w");
+    CHECK(tf && fputs("{\"segments\": [{\"label\": \"a\", \"gpu_power_w_max\": 250.5}, "
+                      "{\"label\": \"b\", \"gpu_power_w_max\": 310}, {\"label\": \"c\"}]}\n",
+                      tf) >= 0 && fclose(tf) == 0);
+
     static tb_cmp_set s;
     CHECK_OK(tb_compare_add_dir(&s, r1));  /* a root holding results/ */
+    CHECK(s.m[0].power_w == 310 && strstr(s.m[0].power_src, "NVML"));
     char sub[4200];
     snprintf(sub, sizeof sub, "%s/results/cpu-test", r2);
     CHECK_OK(tb_compare_add_dir(&s, sub)); /* a results folder itself */
     CHECK(s.n == 2);
+    CHECK(isnan(s.m[1].power_w)); /* no telemetry: nothing measured */
     double price[2] = {2.0, 1.0}, power[2] = {200, 100}, bad[1] = {1};
     CHECK(tb_compare_set_prices(&s, TB_PRICE_PER_HOUR, bad, 1) == TB_ERR_INVALID);
     tb_error_clear();
@@ -156,7 +165,12 @@ int main(void)
         CHECK(strstr(md, "n/a: rate is GB/s, not samples/s"));
         CHECK(strstr(md, "6400000 samples per $") == NULL); /* 2.3e7: per hour, machine 2 */
         CHECK(strstr(md, "2.3e+07 samples per $"));
-        CHECK(strstr(md, "64.0 samples/s per W"));
+        CHECK(strstr(md, "64.0 samples/s per W (power: given with --power)"));
+        /* at a glance first: the forest plot of both machines, side by side */
+        const char *glance = strstr(md, "## At a glance"), *machines = strstr(md, "## Machines");
+        CHECK(glance && machines && glance < machines &&
+              strstr(glance, "![forest plot of every machine side by side]"
+                             "(plots/forest_compare.png)"));
     }
     free(md);
     static const char *const figs[] = {"loader_compare_speedup", "loader_compare_vs_reference",
@@ -167,6 +181,11 @@ int main(void)
             snprintf(path, sizeof path, "%s/plots/%s.%s", out, figs[i], ext[k]);
             CHECK(access(path, R_OK) == 0);
         }
+    /* one column per machine in the forest's script, both machines named */
+    char *gp = tb_test_slurp(out, "plots/forest_compare.gp");
+    CHECK(gp && strstr(gp, "$f1_0 << EOD") && strstr(gp, "$f1_1 << EOD") &&
+          strstr(gp, "\"#1 CPU (2 threads)\"") && strstr(gp, "\"#2 CPU (1 threads)\""));
+    free(gp);
     char *html = tb_test_slurp(out, "COMPARE.html");
     if (html) {
         CHECK(strstr(html, "src=\"data:image/png;base64,iVBORw0KGgo"));

@@ -15,7 +15,13 @@
 extern "C" {
 #endif
 
-typedef enum block_kind { BK_H1, BK_H2, BK_H3, BK_P, BK_LEAD, BK_TABLE, BK_IMG } block_kind;
+/* BK_COL starts a column (the first one also the row of columns that
+ * holds it), BK_COLS_END closes the row: side by side in HTML (the
+ * findings beside the forest plot, so both are on the first screen),
+ * one after the other in Markdown. */
+typedef enum block_kind {
+    BK_H1, BK_H2, BK_H3, BK_P, BK_LEAD, BK_TABLE, BK_IMG, BK_COL, BK_COLS_END
+} block_kind;
 
 typedef struct block {
     block_kind kind;

@@ -40,6 +40,27 @@ static int load_csv(tb_report_folder *f, const char *name)
     return tb_results_read_csv(path, dst);
 }
 
+/* The headline and workload of technique t from its JSON sidecar, when
+ * there is one: a missing or unreadable sidecar leaves them "" (the CSV
+ * holds every number; these only label them). */
+static void load_sidecar(tb_report_folder *f, int t)
+{
+    char name[64], path[PATH_MAX + 64];
+    tb_json *j = NULL;
+    snprintf(name, sizeof name, "%s.json", f->tech[t]);
+    if (tb_outdir_join(f->results_dir, name, path, sizeof path) != TB_OK ||
+        access(path, R_OK) != 0 || tb_json_parse_file(path, 0, &j) != TB_OK) {
+        tb_error_clear();
+        return;
+    }
+    snprintf(f->headline[t], sizeof f->headline[t], "%s", tb_json_get_string(j, "headline", ""));
+    const tb_json *rows = tb_json_get(j, "rows");
+    for (size_t i = 0; rows && i < rows->len && !f->workload[t][0]; i++)
+        snprintf(f->workload[t], sizeof f->workload[t], "%s",
+                 tb_json_get_string(tb_json_at(rows, i), "workload", ""));
+    tb_json_free(j);
+}
+
 static int list_dir(const char *dir, const char *suffix, char (*names)[160], int max, int *n)
 {
     *n = 0;
@@ -106,6 +127,8 @@ int tb_report_load(const char *results_dir, const char *plots_dir, tb_report_fol
     TB_TRY_GOTO(rc, list_dir(f->results_dir, ".csv", names, TB_REPORT_MAX_PLOTS, &n), out_fail);
     for (int i = 0; i < n; i++)
         TB_TRY_GOTO(rc, load_csv(f, names[i]), out_fail);
+    for (int t = 0; t < f->ntech; t++)
+        load_sidecar(f, t);
     char path[PATH_MAX + 64];
     TB_TRY_GOTO(rc, tb_outdir_join(f->results_dir, "fingerprint.json", path, sizeof path), out_fail);
     if (access(path, R_OK) == 0) {

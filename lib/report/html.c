@@ -114,7 +114,7 @@ void tb_report_html_begin(FILE *f, const char *title)
           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>", f);
     tb_report_html_escape(f, title);
     fputs("</title>\n<style>\n"
-          "body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;max-width:1180px;"
+          "body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;max-width:1360px;"
           "margin:2em auto;padding:0 1.2em;color:#1d1d1f;line-height:1.5;font-size:15px}\n"
           "h1{font-size:1.9em;margin-bottom:.2em}h2{margin-top:2.2em;border-bottom:2px solid #ddd;"
           "padding-bottom:.2em}h3{margin-top:1.6em}\n"
@@ -128,6 +128,9 @@ void tb_report_html_begin(FILE *f, const char *title)
           "figure{margin:1em 0 2em}figure img{max-width:100%;width:960px;border:1px solid #ddd}\n"
           "figcaption{color:#555;font-size:.9em}\n"
           ".lead{background:#f4f8ff;border-left:4px solid #4a7bd0;padding:.8em 1em}\n"
+          ".cols{display:flex;gap:1.6em;align-items:flex-start}.col{flex:1 1 0;min-width:0}\n"
+          ".col:first-child{flex:0 0 34%}.col figure{margin:0}"
+          ".col figure img{width:auto;max-height:78vh}h1+p+h2{margin-top:1em}\n"
           "</style>\n</head>\n<body>\n", f);
 }
 
@@ -135,6 +138,7 @@ void tb_report_html_end(FILE *f) { fputs("</body>\n</html>\n", f); }
 
 int tb_html_write(const doc *d, const char *title, FILE *f)
 {
+    int in_cols = 0;
     tb_report_html_begin(f, title);
     for (size_t i = 0; i < d->n; i++) {
         const block *b = &d->b[i];
@@ -150,6 +154,15 @@ int tb_html_write(const doc *d, const char *title, FILE *f)
             break;
         case BK_TABLE: html_table(f, b); break;
         case BK_IMG: TB_TRY(html_img(f, b)); break;
+        case BK_COL:
+            fputs(in_cols ? "</div>\n<div class=\"col\">\n" : "<div class=\"cols\">\n<div class=\"col\">\n", f);
+            in_cols = 1;
+            break;
+        case BK_COLS_END:
+            if (in_cols)
+                fputs("</div>\n</div>\n", f);
+            in_cols = 0;
+            break;
         }
     }
     tb_report_html_end(f);

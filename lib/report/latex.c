@@ -70,13 +70,19 @@ int tb_report_summary_tex(const tb_report_pick *picks, size_t n, const char *dev
           "\\begin{tabular}{@{}l p{2.1cm} p{2.4cm} p{2.4cm} p{2.1cm} p{2.0cm} p{2.8cm} p{2.3cm}@{}}\n"
           "\\toprule\n", f);
     static const char *const tex_header[SUM_COLS] = {
-        "Technique", "Measured at", "Baseline", "Best setting", "Speedup [95\\% CI]", "Verdict",
+        "Technique", "Measured at", "Baseline", "Setting shown", "Speedup [95\\% CI]", "Verdict",
         "Correctness", "Flags"};
     for (int c = 0; c < SUM_COLS; c++)
         fprintf(f, "%s%s", tex_header[c], c + 1 < SUM_COLS ? " & " : " \\\\\n\\midrule\n");
+    size_t order[n ? n : 1];
+    tb_report_order(picks, n, order);
     for (size_t i = 0; i < n; i++) {
         char cells[SUM_COLS][320];
-        tb_report_summary_cells(&picks[i], cells);
+        tb_report_group g = tb_report_pick_group(&picks[order[i]]);
+        if (i == 0 || g != tb_report_pick_group(&picks[order[i - 1]]))
+            fprintf(f, "%s\\multicolumn{%d}{@{}l}{\\textit{%s}} \\\\\n", i ? "\\midrule\n" : "",
+                    SUM_COLS, tb_report_group_name(g));
+        tb_report_summary_cells(&picks[order[i]], cells);
         for (int c = 0; c < SUM_COLS; c++) {
             tex_escape(f, cells[c]);
             fputs(c + 1 < SUM_COLS ? " & " : " \\\\\n", f);

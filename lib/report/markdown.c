@@ -50,6 +50,8 @@ int tb_md_write(const doc *d, FILE *f)
         case BK_LEAD: fprintf(f, "> %s\n\n", b->text); break;
         case BK_TABLE: md_table(f, b); break;
         case BK_IMG: fprintf(f, "![%s](%s)\n\n*%s*\n\n", b->alt, b->md_src, b->text); break;
+        case BK_COL:
+        case BK_COLS_END: break; /* columns are for the screen; Markdown reads top down */
         }
     }
     return ferror(f) ? TB_FAIL(TB_ERR_IO, "cannot write the Markdown report") : TB_OK;

@@ -39,6 +39,8 @@ static const struct {
 };
 #define N_FORMATS 3
 
+static int render_script(const char *dir, const char *name, unsigned formats);
+
 static int name_ok(const char *name)
 {
     if (!name || !name[0] || name[0] == '.')
@@ -145,6 +147,32 @@ static void put_single_x(FILE *f, const tb_plot *p)
     fputs(")\n", f);
 }
 
+const char *const tb_plot_colors[8] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7",
+                                       "#e69f00", "#56b4e9", "#f0e442", "#000000"};
+
+/* An integer parameter (workers, ranks, prefetch depth) on a linear axis:
+ * ticks at whole numbers only, never "1.5 workers". */
+static void put_integer_x(FILE *f, const tb_plot *p)
+{
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < p->n_series; i++)
+        for (size_t k = 0; k < p->series[i].n; k++) {
+            double v = p->series[i].x[k];
+            if (isnan(v))
+                continue;
+            if (v != floor(v))
+                return;
+            lo = fmin(lo, v);
+            hi = fmax(hi, v);
+        }
+    if (p->x_log || !(hi > lo))
+        return;
+    double step = fmax(1, ceil((hi - lo) / 10));
+    /* the range ends half a step past the data: no tick at -1 workers */
+    fprintf(f, "set xrange [%g:%g]\nset xtics %g, %g, %g\nset mxtics 1\nset format x '%%.0f'\n",
+            lo - step / 2, hi + step / 2, lo, step, hi);
+}
+
 /* The one plot command, all series and reference lines. */
 static void put_plot_command(FILE *f, const tb_plot *p, const char *name)
 {
@@ -159,7 +187,10 @@ static void put_plot_command(FILE *f, const tb_plot *p, const char *name)
             fputs(" using 1:2:3:4 with yerrorlines", f);
         else
             fputs(" using 1:2 with linespoints", f);
-        fprintf(f, " linestyle %zu title ", i % 8 + 1);
+        if (s->style > 0)
+            fprintf(f, " linestyle %d title ", (s->style - 1) % 8 + 1);
+        else
+            fprintf(f, " linestyle %zu title ", i % 8 + 1);
         put_gp_string(f, s->name ? s->name : "");
         fputs(i + 1 < p->n_series || p->n_hlines ? ", \\\n" : "\n", f);
     }
@@ -197,7 +228,8 @@ static int write_data_file(const tb_plot *p, const char *dir, const char *name)
     return tb_atomic_commit(&af);
 }
 
-static void put_script(FILE *f, const tb_plot *p, const char *name)
+/* The opening every script shares: how to re-render it, the output names. */
+static void put_preamble(FILE *f, const char *name)
 {
     fprintf(f, "# %s.gp - written by tunebench (lib/report/plot.c). Re-render by hand with:\n"
                "#     cd <this directory> && gnuplot %s.gp\n"
@@ -208,6 +240,40 @@ static void put_script(FILE *f, const tb_plot *p, const char *name)
         fprintf(f, "if (!exists(\"%s\")) %s = '%s.%s'\n", formats_table[i].var,
                 formats_table[i].var, name, formats_table[i].ext);
     fputs("set encoding utf8\n", f);
+}
+
+/* The loop over terminals (PNG, SVG, PDF at w x h pixels; the PDF at the
+ * same aspect), with draw() writing the plot commands inside it. */
+static void put_terminals(FILE *f, int w, int h, void (*draw)(FILE *, const void *),
+                          const void *arg)
+{
+    fprintf(f,
+            "do for [tb_i = 1:3] {\n"
+            "    tb_out = (tb_i == 1 ? tb_png : tb_i == 2 ? tb_svg : tb_pdf)\n"
+            "    if (tb_out ne '') {\n"
+            "        if (tb_i == 1) { set terminal pngcairo size %d,%d noenhanced font 'Sans,12' }\n"
+            "        if (tb_i == 2) { set terminal svg size %d,%d noenhanced font 'Sans,12' }\n"
+            "        if (tb_i == 3) { set terminal pdfcairo size 8in,%.2fin noenhanced font 'Sans,10' }\n"
+            "        set output tb_out\n",
+            w, h, w, h, 8.0 * h / w);
+    draw(f, arg);
+    fputs("        unset output\n    }\n}\n", f);
+}
+
+typedef struct generic_draw {
+    const tb_plot *p;
+    const char *name;
+} generic_draw;
+
+static void draw_generic(FILE *f, const void *arg)
+{
+    const generic_draw *g = arg;
+    put_plot_command(f, g->p, g->name);
+}
+
+static void put_script(FILE *f, const tb_plot *p, const char *name)
+{
+    put_preamble(f, name);
     if (!p->data_file)
         put_data(f, p);
     if (p->title) {
@@ -218,25 +284,32 @@ static void put_script(FILE *f, const tb_plot *p, const char *name)
     put_axis(f, 'x', p->x_label, p->x_log);
     put_axis(f, 'y', p->y_label, p->y_log);
     put_single_x(f, p);
+    put_integer_x(f, p);
     /* Offsets keep the first and last points off the frame. */
     fputs("set grid\nset key top left box opaque\nset errorbars small\n"
           "set offsets graph 0.03, graph 0.03, graph 0.05, 0\n", f);
+    tb_plot_put_styles(f);
+    generic_draw g = {p, name};
+    put_terminals(f, 1200, 800, draw_generic, &g);
+}
+
+void tb_plot_put_quoted(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        fputc(*s == '\n' ? ' ' : *s, f);
+    }
+    fputc('"', f);
+}
+
+void tb_plot_put_styles(FILE *f)
+{
     /* Colour-blind safe (Okabe-Ito), distinguishable in grey by point type. */
-    static const char *colors[8] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7",
-                                    "#e69f00", "#56b4e9", "#f0e442", "#000000"};
     for (int i = 0; i < 8; i++)
         fprintf(f, "set style line %d linecolor rgb '%s' linewidth 2 pointtype %d pointsize 1\n",
-                i + 1, colors[i], 5 + 2 * (i % 4));
-    fputs("do for [tb_i = 1:3] {\n"
-          "    tb_out = (tb_i == 1 ? tb_png : tb_i == 2 ? tb_svg : tb_pdf)\n"
-          "    if (tb_out ne '') {\n"
-          "        if (tb_i == 1) { set terminal pngcairo size 1200,800 noenhanced font 'Sans,12' }\n"
-          "        if (tb_i == 2) { set terminal svg size 1200,800 noenhanced font 'Sans,12' }\n"
-          "        if (tb_i == 3) { set terminal pdfcairo size 8in,5.33in noenhanced font 'Sans,10' }\n"
-          "        set output tb_out\n",
-          f);
-    put_plot_command(f, p, name);
-    fputs("        unset output\n    }\n}\n", f);
+                i + 1, tb_plot_colors[i], 5 + 2 * (i % 4));
 }
 
 int tb_plot_write_script(const tb_plot *p, const char *dir, const char *name)
@@ -340,12 +413,42 @@ static int has_content(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
 }
 
+int tb_plot_write_custom(const tb_plot_custom *c, const char *dir, const char *name)
+{
+    char path[PATH_MAX];
+    tb_atomic_file af;
+    if (!name_ok(name))
+        return TB_FAIL(TB_ERR_INVALID, "bad plot name '%s': use [A-Za-z0-9._-]", name ? name : "");
+    if (snprintf(path, sizeof path, "%s/%s.gp", dir, name) >= (int)sizeof path)
+        return TB_FAIL(TB_ERR_INVALID, "path too long: %s/%s.gp", dir, name);
+    TB_TRY(tb_atomic_open(&af, path));
+    put_preamble(af.fp, name);
+    tb_plot_put_styles(af.fp);
+    c->setup(af.fp, c->arg);
+    put_terminals(af.fp, c->width_px > 0 ? c->width_px : 1200,
+                  c->height_px > 0 ? c->height_px : 800, c->draw, c->arg);
+    return tb_atomic_commit(&af);
+}
+
 int tb_plot_render(const tb_plot *p, const char *dir, const char *name, unsigned formats)
+{
+    TB_TRY(tb_plot_write_script(p, dir, name));
+    return render_script(dir, name, formats);
+}
+
+int tb_plot_render_custom(const tb_plot_custom *c, const char *dir, const char *name,
+                          unsigned formats)
+{
+    TB_TRY(tb_plot_write_custom(c, dir, name));
+    return render_script(dir, name, formats);
+}
+
+/* Runs dir/NAME.gp into temporary names and renames them into place. */
+static int render_script(const char *dir, const char *name, unsigned formats)
 {
     char finals[N_FORMATS][PATH_MAX], tmps[N_FORMATS][PATH_MAX], defs[N_FORMATS * 160];
     int rc = TB_OK, reserved = 0;
     size_t dl = 0;
-    TB_TRY(tb_plot_write_script(p, dir, name));
     for (int i = 0; i < N_FORMATS; i++) {
         int want = (formats & formats_table[i].format) != 0;
         snprintf(finals[i], sizeof finals[i], "%s/%s.%s", dir, name, formats_table[i].ext);

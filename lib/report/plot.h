@@ -17,6 +17,7 @@
 #define TB_PLOT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "lib/core/status.h"
 
@@ -37,6 +38,8 @@ typedef struct tb_plot_series {
     const double *x, *y;      /* n points each */
     const double *y_low, *y_high; /* error bars (e.g. the 95% interval): both or NULL */
     size_t n;
+    int style;                /* 1..8: line style (colour, point) fixed by the caller, so a
+                                 setting keeps its colour across figures; 0: by position */
 } tb_plot_series;
 
 /* A horizontal reference line, e.g. the copy-bandwidth ceiling. */
@@ -66,6 +69,37 @@ int tb_plot_write_script(const tb_plot *p, const char *dir, const char *name);
  * TB_ERR_IO naming the install command when gnuplot is missing, and with
  * gnuplot's stderr when it fails; earlier images are then left as they were. */
 int tb_plot_render(const tb_plot *p, const char *dir, const char *name, unsigned formats);
+
+/* A figure the line plot above cannot draw (a forest plot, labeled bars):
+ * setup() writes data blocks and settings once, draw() the plot or
+ * multiplot commands, run once per output format. The script is kept as
+ * NAME.gp like any other, with the same styles (linestyle 1..8 in the
+ * colours of tb_plot_colors). */
+typedef struct tb_plot_custom {
+    void (*setup)(FILE *f, const void *arg);
+    void (*draw)(FILE *f, const void *arg);
+    const void *arg;
+    int width_px, height_px;  /* 0: 1200 x 800 */
+} tb_plot_custom;
+
+/* As tb_plot_render, for a custom figure. REQUIRES: dir exists; name made
+ * of [A-Za-z0-9._-]; setup and draw non-NULL. */
+int tb_plot_render_custom(const tb_plot_custom *c, const char *dir, const char *name,
+                          unsigned formats);
+
+/* Writes dir/NAME.gp of a custom figure only. */
+int tb_plot_write_custom(const tb_plot_custom *c, const char *dir, const char *name);
+
+/* The eight colours of the line styles (Okabe-Ito, colour-blind safe), so
+ * a setting keeps its colour across figures. */
+extern const char *const tb_plot_colors[8];
+
+/* Writes s as a double-quoted gnuplot string (" and \ escaped): for tick
+ * labels and data-block text, where single quotes would end a label. */
+void tb_plot_put_quoted(FILE *f, const char *s);
+
+/* Writes the line styles 1..8 (tb_plot_colors) as gnuplot commands. */
+void tb_plot_put_styles(FILE *f);
 
 #ifdef __cplusplus
 }

@@ -123,6 +123,25 @@ static void test_single_x(void)
           "a sweep keeps gnuplot's own range");
 }
 
+/* An integer parameter (workers 0..4): whole-number ticks from the first
+ * value to the last, never 1.5 workers or -1; a series' fixed style is
+ * the one it gets, wherever it stands in the figure. */
+static void test_integer_x(void)
+{
+    char buf[8192];
+    printf("integer ticks and fixed styles\n");
+    static double x[5] = {0, 1, 2, 3, 4}, y[5] = {1, 0.8, 0.9, 1.1, 0.85};
+    tb_plot_series s = {"speedup", x, y, NULL, NULL, 5, 3};
+    tb_plot p = {"workers", "workers", "speedup (x)", 0, 0, &s, 1, NULL, 0, 0};
+    CHECK(tb_plot_write_script(&p, dir, "ints") == TB_OK, "written");
+    CHECK(head("ints.gp", buf, sizeof buf) > 0 &&
+              strstr(buf, "set xrange [-0.5:4.5]\nset xtics 0, 1, 4\n") &&
+              strstr(buf, "with linespoints linestyle 3 title 'speedup'"),
+          "ints.gp has whole-number ticks over the data and linestyle 3");
+    CHECK(head("gelu.gp", buf, sizeof buf) > 0 && !strstr(buf, "set xtics 0, 1"),
+          "a sweep of sizes keeps its log axis ticks");
+}
+
 static void test_failures(void)
 {
     char before[64], after[64];
@@ -173,6 +192,7 @@ int main(void)
     }
     test_render();
     test_single_x();
+    test_integer_x();
     test_failures();
     printf("images in %s\n", dir);
     printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);

@@ -15,11 +15,15 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 
+#include "lib/report/bars.h"
 #include "lib/report/cells.h"
 #include "lib/report/doc_blocks.h"
+#include "lib/report/findings.h"
 #include "lib/report/folder.h"
+#include "lib/report/forest.h"
 #include "lib/report/html.h"
 #include "lib/report/markdown.h"
 
@@ -77,6 +81,10 @@ static void sec_header(doc *d, const tb_report_folder *f)
                 fp_get(f, "run.host", "unknown"), fp_get(f, "run.time_utc", "an unrecorded time"),
                 fp_get(f, "git.revision", "unknown"), fp_get(f, "device.backend", "unknown"),
                 fp_get(f, "device.threads", "an unrecorded number of"), f->slug, f->slug);
+}
+
+static void sec_how_to_read(doc *d)
+{
     tb_doc_text(d, BK_H2, "How to read this report");
     tb_doc_text(d, BK_LEAD, "%s", newcomer);
 }
@@ -108,9 +116,41 @@ static int plot_owner(const tb_report_folder *f, const char *plot)
     return best;
 }
 
-static void add_figure(doc *d, const tb_report_folder *f, const char *name)
+static void rounds_text(const tb_results *res, size_t nres, char *buf, size_t cap);
+static void add_own_figure(doc *d, const tb_report_folder *f, const char *name, const char *alt,
+                           const char *caption);
+
+/* What a figure of res measured: its metrics (up to three), the sweep
+ * parameter, what it ran on and how many rounds, for the caption. */
+static void measured_text(const tb_report_folder *f, const tb_results *res, char *buf, size_t cap)
 {
-    char png[PATH_MAX + 200], md[PATH_MAX + 200], cap[600];
+    char metrics[200] = "", rounds[96], param[64] = "";
+    const char *seen[3];
+    size_t len = 0;
+    int k = 0;
+    for (size_t i = 0; i < res->n && k < 3; i++) {
+        const tb_result_row *r = &res->rows[i];
+        int dup = 0;
+        for (int j = 0; j < k; j++)
+            dup |= !strcmp(seen[j], r->metric);
+        if (!is_timed(r) || dup)
+            continue;
+        seen[k] = r->metric;
+        len += (size_t)snprintf(metrics + len, len < sizeof metrics ? sizeof metrics - len : 0,
+                                "%s%s", k++ ? ", " : "", r->metric);
+        if (!param[0] && r->param_name[0])
+            snprintf(param, sizeof param, " against %s", r->param_name);
+    }
+    rounds_text(res, 1, rounds, sizeof rounds);
+    snprintf(buf, cap, "Measured: %s%s, every setting of the technique beside its baseline, on "
+             "%s; %s. ", k ? metrics : "nothing timed", param, device_name(f), rounds);
+}
+
+/* A figure with its caption: what it measured (res; NULL: not known to the
+ * report) and where its other formats and script are. */
+static void add_figure(doc *d, const tb_report_folder *f, const char *name, const tb_results *res)
+{
+    char png[PATH_MAX + 200], md[PATH_MAX + 200], cap[1000], what[500] = "";
     snprintf(png, sizeof png, "%s/%s.png", f->plots_dir, name);
     char sibling[PATH_MAX];
     /* Relative path when plots/ is the sibling of results/, else absolute. */
@@ -119,21 +159,24 @@ static void add_figure(doc *d, const tb_report_folder *f, const char *name)
         snprintf(md, sizeof md, "../../plots/%s/%s.png", f->slug, name);
     else
         snprintf(md, sizeof md, "%s", png);
+    if (res)
+        measured_text(f, res, what, sizeof what);
     snprintf(cap, sizeof cap,
-             "Figure `%s`: also `%s.svg` (documentation) and `%s.pdf` (papers) in "
+             "%sFigure `%s`: also `%s.svg` (documentation) and `%s.pdf` (papers) in "
              "`plots/%s/`, with the gnuplot script `%s.gp` to restyle it.",
-             name, name, name, f->slug, name);
+             what, name, name, name, f->slug, name);
     char alt[200];
     snprintf(alt, sizeof alt, "figure %s", name);
     tb_doc_figure(d, png, md, alt, cap);
 }
 
 /* Every figure whose name begins with prefix (waterfall_*, time_to_accuracy_*). */
-static void add_figures_named(doc *d, const tb_report_folder *f, const char *prefix)
+static void add_figures_named(doc *d, const tb_report_folder *f, const char *prefix,
+                              const tb_results *res)
 {
     for (int i = 0; i < f->nplots; i++)
         if (has_prefix(f->plots[i], prefix))
-            add_figure(d, f, f->plots[i]);
+            add_figure(d, f, f->plots[i], res);
 }
 
 enum { TECH_COLS = 8 };
@@ -246,7 +289,7 @@ static void sec_technique(doc *d, const tb_report_folder *f, int t, const tb_rep
     }
     for (int i = 0; i < f->nplots; i++)
         if (plot_owner(f, f->plots[i]) == t)
-            add_figure(d, f, f->plots[i]);
+            add_figure(d, f, f->plots[i], res);
 }
 
 /* The row of ceilings.csv named like r's ceiling, as "2.96 GB/s [2.78,
@@ -359,6 +402,59 @@ static void step_table(doc *d, const tb_results *res, const char *kind, const ch
     }
 }
 
+/* The waterfall's rows of one kind as labeled bars: cumulative speedup
+ * (stage) or speedup over all off (leave-one-out), the median step time
+ * above each bar, the baseline drawn too. */
+static void waterfall_figure(doc *d, const tb_report_folder *f, const char *kind)
+{
+    tb_bar bars[64];
+    size_t n = 0;
+    double all_on = NAN;
+    int stages = !strcmp(kind, "stage");
+    for (size_t i = 0; i < f->waterfall.n && n < 64; i++) {
+        const tb_result_row *r = &f->waterfall.rows[i];
+        if (strcmp(r->param_name, kind) != 0)
+            continue;
+        tb_bar *b = &bars[n++];
+        memset(b, 0, sizeof *b);
+        snprintf(b->label, sizeof b->label, "%s", r->setting);
+        b->y = r->is_baseline ? 1 : r->speedup;
+        b->lo = r->is_baseline ? NAN : r->speedup_ci_low;
+        b->hi = r->is_baseline ? NAN : r->speedup_ci_high;
+        if (!isnan(r->median)) {
+            char t[32];
+            tb_report_num(t, sizeof t, r->median);
+            snprintf(b->text, sizeof b->text, "%s %s", t, r->unit);
+        }
+        b->color = r->is_baseline ? 5 : stages ? 0 : !strcmp(r->setting, "all on") ? 0 : 1;
+        if (!stages && !strcmp(r->setting, "all on"))
+            all_on = r->speedup;
+    }
+    if (!n)
+        return;
+    char name[64], cap[700], what[500];
+    snprintf(name, sizeof name, "%s_%s", TB_REPORT_WATERFALL, stages ? "stages" : "leave_one_out");
+    tb_bars b = {stages ? "Techniques switched on one after another (cumulative)"
+                        : "Every technique on but one (leave-one-out)",
+                 stages ? "cumulative speedup over all off (×)" : "speedup over all off (×)",
+                 stages ? "configuration: each adds one technique to the ones left of it"
+                        : "configuration: the technique named is left off",
+                 bars, n, stages ? 1 : all_on, stages ? "1× (all off)" : "all on"};
+    if (tb_bars_render(&b, f->plots_dir, name) != TB_OK) {
+        tb_doc_text(d, BK_P, "The %s figure was not drawn: %s.", kind, tb_error_message());
+        tb_error_clear();
+        return;
+    }
+    measured_text(f, &f->waterfall, what, sizeof what);
+    snprintf(cap, sizeof cap, "%sBars: %s, with the 95%% interval; above each bar the median "
+             "step time. Also `%s.svg` and `%s.pdf` in `plots/%s/`.", what,
+             stages ? "cumulative speedup of each configuration over every technique off"
+                    : "speedup over every technique off; the dashed line is all on",
+             name, name, f->slug);
+    add_own_figure(d, f, name, stages ? "waterfall: cumulative speedup, bar per technique"
+                                      : "leave-one-out: speedup with all on but one", cap);
+}
+
 static void sec_waterfall(doc *d, const tb_report_folder *f)
 {
     if (!sec_begin(d, "Waterfall: techniques switched on one after another", f->have_waterfall,
@@ -378,7 +474,8 @@ static void sec_waterfall(doc *d, const tb_report_folder *f)
                       "whose removal costs little matters little here; one whose removal costs "
                       "more than its own step above interacts with the others.");
     step_table(d, &f->waterfall, "leave-one-out", "configuration", "speedup over all off [95% CI]");
-    add_figures_named(d, f, TB_REPORT_WATERFALL);
+    waterfall_figure(d, f, "stage");
+    waterfall_figure(d, f, "leave-one-out");
 }
 
 static void sec_tta(doc *d, const tb_report_folder *f)
@@ -394,7 +491,7 @@ static void sec_tta(doc *d, const tb_report_folder *f)
                       "reaches the target; the speedup is against the baseline (every "
                       "technique off).");
     step_table(d, &f->tta, NULL, "configuration", "speedup [95% CI]");
-    add_figures_named(d, f, TB_REPORT_TTA);
+    add_figures_named(d, f, TB_REPORT_TTA, &f->tta);
 }
 
 /* Every flagged row of res, as rows of the "Flagged rows" table (its
@@ -650,11 +747,151 @@ static void sec_files(doc *d, const tb_report_folder *f)
                 f->slug, f->slug);
 }
 
+/* Rounds (or, unpaired, repetitions) behind the timed rows of res, as
+ * "5 to 40 interleaved rounds a row". */
+static void rounds_text(const tb_results *res, size_t nres, char *buf, size_t cap)
+{
+    int rlo = 0, rhi = 0, plo = 0, phi = 0;
+    for (size_t k = 0; k < nres; k++)
+        for (size_t i = 0; i < res[k].n; i++) {
+            const tb_result_row *r = &res[k].rows[i];
+            if (!is_timed(r))
+                continue;
+            int paired = r->rounds > 0, v = paired ? r->rounds : r->reps;
+            int *lo = paired ? &rlo : &plo, *hi = paired ? &rhi : &phi;
+            if (!*lo || v < *lo)
+                *lo = v;
+            if (v > *hi)
+                *hi = v;
+        }
+    char span[48];
+    if (rhi || phi) {
+        int lo = rhi ? rlo : plo, hi = rhi ? rhi : phi;
+        if (lo == hi)
+            snprintf(span, sizeof span, "%d", lo);
+        else
+            snprintf(span, sizeof span, "%d to %d", lo, hi);
+    }
+    if (rhi)
+        snprintf(buf, cap, "%s interleaved rounds a row", span);
+    else if (phi)
+        snprintf(buf, cap, "%s repetitions a row, not paired in rounds", span);
+    else
+        snprintf(buf, cap, "no timed rows");
+}
+
+/* The forest plot's rows: every technique whose shown setting has a
+ * speedup, in the summary's order, labeled with what it ran on. */
+static size_t forest_rows(const tb_report_folder *f, const tb_report_pick *picks,
+                          tb_forest_row *rows)
+{
+    size_t order[TB_REPORT_MAX_TECH], n = 0;
+    tb_report_order(picks, (size_t)f->ntech, order);
+    for (int i = 0; i < f->ntech; i++) {
+        const tb_report_pick *p = &picks[order[i]];
+        if (!p->best || isnan(p->best->speedup))
+            continue;
+        tb_forest_row *r = &rows[n++];
+        memset(r, 0, sizeof *r);
+        snprintf(r->label, sizeof r->label, "%s: %s (%s)", p->technique, p->best->setting,
+                 p->workload[0] ? p->workload : p->best->metric);
+        r->step_level = tb_report_is_step_level(p->best);
+        tb_forest_point_of(p, &r->at[0]);
+    }
+    return n;
+}
+
+/* Draws plots/<device>/forest.* from the picks; a failure (no gnuplot, no
+ * plots folder) is said in the report, not fatal: the tables hold it all. */
+static int render_forest(const tb_report_folder *f, const tb_report_pick *picks, char *why,
+                         size_t cap)
+{
+    tb_forest_row rows[TB_REPORT_MAX_TECH];
+    tb_forest fp = {1, {device_name(f)}, rows, forest_rows(f, picks, rows)};
+    why[0] = '\0';
+    if (!fp.n) {
+        snprintf(why, cap, "no technique was compared with its baseline in this run");
+        return 0;
+    }
+    mkdir(f->plots_dir, 0777); /* an existing folder is fine; a failure shows below */
+    if (tb_forest_render(&fp, f->plots_dir, "forest") != TB_OK) {
+        snprintf(why, cap, "%s", tb_error_message());
+        tb_error_clear();
+        return 0;
+    }
+    return 1;
+}
+
+/* A figure the report drew itself, at the top, with its caption. */
+static void add_own_figure(doc *d, const tb_report_folder *f, const char *name, const char *alt,
+                           const char *caption)
+{
+    char png[PATH_MAX + 64], md[PATH_MAX + 200], sib[PATH_MAX];
+    snprintf(png, sizeof png, "%s/%s.png", f->plots_dir, name);
+    tb_report_sibling_plots_dir(f->results_dir, f->slug, sib, sizeof sib);
+    if (!strcmp(sib, f->plots_dir))
+        snprintf(md, sizeof md, "../../plots/%s/%s.png", f->slug, name);
+    else
+        snprintf(md, sizeof md, "%s", png);
+    tb_doc_figure(d, png, md, alt, caption);
+}
+
+static void sec_findings(doc *d, const tb_report_folder *f, const tb_report_pick *picks,
+                         int have_forest, const char *why)
+{
+    size_t idx[TB_FINDINGS_MAX];
+    size_t n = tb_report_findings(picks, (size_t)f->ntech, idx, TB_FINDINGS_MAX);
+    tb_doc_text(d, BK_H2, "Findings");
+    tb_doc_text(d, BK_COL, "%s", "");
+    if (!n)
+        tb_doc_text(d, BK_P, "No technique changed the measured time beyond its interval on "
+                          "this machine, and none changed the result: the summary below gives "
+                          "each one's interval.");
+    for (size_t i = 0; i < n; i++) {
+        char text[700];
+        tb_report_finding_text(&picks[idx[i]], text, sizeof text);
+        tb_doc_text(d, BK_P, "%s", text);
+    }
+    tb_doc_text(d, BK_P, "%s", tb_report_findings_rule);
+    if (!have_forest) {
+        tb_doc_text(d, BK_P, "The forest plot (every technique's speedup with its interval) "
+                          "was not drawn: %s.", why);
+        tb_doc_text(d, BK_COLS_END, "%s", "");
+        return;
+    }
+    tb_doc_text(d, BK_COL, "%s", "");
+    char cap[900], rounds[96];
+    rounds_text(f->rows, (size_t)f->ntech, rounds, sizeof rounds);
+    snprintf(cap, sizeof cap,
+             "Speedup of each technique's headline setting over its baseline on %s (ratio of "
+             "medians, log scale, with its 95%% interval; %s), sorted by effect and coloured by "
+             "verdict; the grey band is the row's noise floor, the dashed line 1× (no change). "
+             "Upper panel: the whole training step or epoch, with the workload in brackets; "
+             "lower panel: single kernels and operations, which are not training-step speedups. "
+             "Also `forest.svg` and `forest.pdf` in `plots/%s/`.",
+             device_name(f), rounds, f->slug);
+    add_own_figure(d, f, "forest", "forest plot: every technique's speedup with its 95% interval",
+                   cap);
+    tb_doc_text(d, BK_COLS_END, "%s", "");
+}
+
+/* Figures the report draws itself, shown in their own sections. */
+static int report_figure(const char *name)
+{
+    return !strcmp(name, "forest") || !strcmp(name, TB_REPORT_WATERFALL "_stages") ||
+           !strcmp(name, TB_REPORT_WATERFALL "_leave_one_out");
+}
+
 static void build_doc(doc *d, const tb_report_folder *f, const tb_report_pick *picks)
 {
+    char why[600];
+    int have_forest = render_forest(f, picks, why, sizeof why);
     sec_header(d, f);
+    sec_findings(d, f, picks, have_forest, why);
     tb_doc_text(d, BK_H2, "Summary");
     tb_report_summary_doc(d, picks, (size_t)f->ntech);
+    sec_how_to_read(d);
+
     sec_flagged(d, f);
     sec_ceilings(d, f, picks);
     sec_waterfall(d, f);
@@ -666,11 +903,11 @@ static void build_doc(doc *d, const tb_report_folder *f, const tb_report_pick *p
     for (int i = 0; i < f->nplots; i++) {
         const char *p = f->plots[i];
         if (plot_owner(f, p) >= 0 || has_prefix(p, TB_REPORT_WATERFALL) ||
-            has_prefix(p, TB_REPORT_TTA))
+            has_prefix(p, TB_REPORT_TTA) || report_figure(p))
             continue;
         if (!other++)
             tb_doc_text(d, BK_H2, "Other figures");
-        add_figure(d, f, p);
+        add_figure(d, f, p, NULL);
     }
     sec_na(d, f);
     sec_telemetry(d, f);
@@ -722,11 +959,23 @@ static int write_one(const report_src *s, const char *name, tb_atomic_writer w)
     return tb_atomic_write_with(path, w, s);
 }
 
+/* The summary's pick for technique t, labeled with its workload: the
+ * results' own, else the small CNN every step technique runs by default. */
+static void pick_one(const tb_report_folder *f, int t, tb_report_pick *p)
+{
+    tb_report_pick_headline(&f->rows[t], f->tech[t], f->headline[t], p);
+    const tb_result_row *r = p->best ? p->best : p->baseline;
+    if (f->workload[t][0])
+        snprintf(p->workload, sizeof p->workload, "%s", f->workload[t]);
+    else if (r && tb_report_is_step_level(r))
+        snprintf(p->workload, sizeof p->workload, "small CNN");
+}
+
 int tb_report_write(const tb_report_folder *f)
 {
     tb_report_pick picks[TB_REPORT_MAX_TECH];
     for (int t = 0; t < f->ntech; t++)
-        tb_report_pick_best(&f->rows[t], f->tech[t], &picks[t]);
+        pick_one(f, t, &picks[t]);
     doc d = {0};
     report_src src = {&d, f, picks};
     int rc = TB_OK;
@@ -751,4 +1000,37 @@ int tb_report_write_dir(const char *results_dir, const char *plots_dir)
     int rc = tb_report_write(f);
     tb_report_folder_free(f);
     return rc;
+}
+
+/* A finding without the Markdown's ** markers, for a terminal. */
+static void put_plain(FILE *out, const char *prefix, const char *text)
+{
+    fputs(prefix, out);
+    for (const char *c = text; *c; c++)
+        if (strncmp(c, "**", 2) != 0)
+            fputc(*c, out);
+        else
+            c++;
+    fputc('\n', out);
+}
+
+int tb_report_print_findings(const char *results_dir, const char *prefix, FILE *out)
+{
+    tb_report_folder *f = NULL;
+    tb_report_pick picks[TB_REPORT_MAX_TECH];
+    size_t idx[TB_FINDINGS_MAX];
+    TB_TRY(tb_report_load(results_dir, NULL, &f));
+    for (int t = 0; t < f->ntech; t++)
+        pick_one(f, t, &picks[t]);
+    size_t n = tb_report_findings(picks, (size_t)f->ntech, idx, TB_FINDINGS_MAX);
+    if (!n)
+        fprintf(out, "%sno technique changed the time beyond its interval, none changed the "
+                     "result\n", prefix);
+    for (size_t i = 0; i < n; i++) {
+        char text[700];
+        tb_report_finding_text(&picks[idx[i]], text, sizeof text);
+        put_plain(out, prefix, text);
+    }
+    tb_report_folder_free(f);
+    return ferror(out) ? TB_FAIL(TB_ERR_IO, "cannot print the findings") : TB_OK;
 }

@@ -16,8 +16,16 @@
  * technique measures the whole training step, else the first metric its
  * baseline rows list; its point is the largest swept value where the
  * baseline and another setting were both timed (the size closest to real
- * training); its setting is the non-baseline setting with the largest
- * median speedup there (first in the file on a tie).
+ * training); its setting is the headline the technique declares
+ * (bench/harness/technique.h, carried by its JSON sidecar), else the
+ * non-baseline setting with the largest median speedup there (first in the
+ * file on a tie), said as such. The summary is grouped faster / no
+ * detectable effect / slower / not applicable and sorted by effect.
+ *
+ * The report opens with the findings (findings.h) beside the forest plot
+ * (forest.h, plots/<device>/forest.*), then the summary; the waterfall and
+ * leave-one-out are drawn as labeled bars (bars.h). Every figure has a
+ * caption saying what was measured, on what, with how many rounds.
  *
  * Flags (cells.h, TB_FLAG_*; the table is in results/README.md): beside
  * every row, in the summary (where a busy machine is said once per
@@ -70,6 +78,11 @@ typedef struct tb_report_folder {
     int ntech;
     char tech[TB_REPORT_MAX_TECH][32]; /* technique ids, sorted */
     tb_results rows[TB_REPORT_MAX_TECH];
+    /* From each <technique>.json beside the CSV: the headline setting the
+     * technique declares ("headline"), and the workload its rows name (a
+     * "workload" column, when results carry one); "" when absent. */
+    char headline[TB_REPORT_MAX_TECH][64];
+    char workload[TB_REPORT_MAX_TECH][96];
     tb_results ceilings, waterfall, tta;
     int have_ceilings, have_waterfall, have_tta;
     tb_fingerprint fp;
@@ -93,6 +106,10 @@ int tb_report_write(const tb_report_folder *f);
 
 /* Loads and writes in one call (what bench:all and bench:report do). */
 int tb_report_write_dir(const char *results_dir, const char *plots_dir);
+
+/* The report's findings (findings.h) for results_dir, one a line after
+ * prefix, without Markdown: the closing lines of bench:all. */
+int tb_report_print_findings(const char *results_dir, const char *prefix, FILE *out);
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,14 @@
  *     unreliable, imprecise) exactly where they apply, a busy technique
  *     flagged above its table and in the summary, the counts, and the
  *     "Flagged rows" list;
+ *   - the answer first: REPORT.html holds the findings, then the forest
+ *     plot, then the summary grouped faster / no detectable effect / not
+ *     applicable, each group sorted by effect; the findings' rule (DIFFERS
+ *     first, then faster or slower by the interval end nearest 1, never a
+ *     within-noise row) and its sentences; the headline setting declared in
+ *     a technique's JSON sidecar shown instead of its fastest;
+ *   - every figure has a caption saying what was measured, and every
+ *     gnuplot script axis labels (the forest's x axis in ×);
  *   - summary.md / summary.tex match golden files byte for byte
  *     (lib/report/testdata/report_summary_golden.{md,tex}; regenerate with
  *     TB_UPDATE_GOLDEN=/path/to/lib/report/testdata).
@@ -29,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/report/findings.h"
 #include "lib/report/plot.h"
 #include "lib/report/report.h"
 #include "lib/report/results_testing.h"
@@ -227,6 +236,13 @@ static void make_folder(const char *root, char *rdir, char *pdir)
     CHECK_OK(save(&e, rdir, "epsilon"));
     CHECK_OK(save(&z, rdir, "zeta"));
     CHECK_OK(save(&et, rdir, "eta"));
+    /* alpha declares "half" its headline: the summary shows it, not the
+     * faster "on" (the JSON sidecar carries what the CSV does not). */
+    char side[4300];
+    snprintf(side, sizeof side, "%s/alpha.json", rdir);
+    FILE *sf = fopen(side, "w");
+    CHECK(sf && fputs("{\"schema\": \"tunebench-results/2\", \"headline\": \"half\", "
+                      "\"rows\": []}\n", sf) >= 0 && fclose(sf) == 0);
     tb_results_free(&z), tb_results_free(&et);
     tb_results_free(&a), tb_results_free(&b), tb_results_free(&g), tb_results_free(&c);
     tb_results_free(&dl), tb_results_free(&e);
@@ -246,6 +262,76 @@ static void make_folder(const char *root, char *rdir, char *pdir)
     tb_plot_series s = {"on", x, y, NULL, NULL, 2};
     tb_plot p = {"alpha", "elements", "speedup (x)", 2, 0, &s, 1, NULL, 0, 0};
     CHECK_OK(tb_plot_render(&p, pdir, "alpha_speedup", TB_PLOT_PNG));
+}
+
+/* The findings' rule and the summary's order on picks made here. */
+static void test_findings_and_order(void)
+{
+    tb_results res[5];
+    void (*build[5])(tb_results *) = {build_zeta, build_eta, build_alpha, build_beta,
+                                      build_epsilon};
+    static const char *const names[5] = {"zeta", "eta", "alpha", "beta", "epsilon"};
+    /* zeta's headline "wide" is within noise: no finding, whatever its fastest */
+    static const char *const heads[5] = {"wide", "", "", "", ""};
+    tb_report_pick p[5];
+    for (int i = 0; i < 5; i++) {
+        tb_results_init(&res[i]);
+        build[i](&res[i]);
+        tb_report_pick_headline(&res[i], names[i], heads[i], &p[i]);
+    }
+    CHECK(p[0].headline && !strcmp(p[0].best->setting, "wide"));
+    CHECK(!p[1].headline && !strcmp(p[2].best->setting, "on"));
+    size_t idx[TB_FINDINGS_MAX];
+    size_t n = tb_report_findings(p, 5, idx, TB_FINDINGS_MAX);
+    /* beta DIFFERS (within noise, still first); then by interval end nearest
+     * 1: alpha 1.90 and epsilon 1.90 (input order), eta 1.47; zeta left out */
+    CHECK(n == 4);
+    if (n == 4)
+        CHECK(idx[0] == 3 && idx[1] == 2 && idx[2] == 4 && idx[3] == 1);
+    CHECK(tb_report_findings(p, 5, idx, 2) == 2 && idx[0] == 3 && idx[1] == 2);
+    char text[700];
+    tb_report_finding_text(&p[2], text, sizeof text);
+    CHECK(!strcmp(text, "**alpha** (on): 2.0× faster [1.9, 2.1] on fwd time at elements = 4096 "
+                        "(one kernel or operation, not the training step), same result within "
+                        "0.001%."));
+    /* a slowdown reads as its factor, interval turned round */
+    tb_result_row slow = *p[1].best;
+    slow.speedup = 0.5, slow.speedup_ci_low = 0.4, slow.speedup_ci_high = 0.625;
+    slow.correctness = TB_CORRECT_EXACT;
+    tb_report_pick ps = p[1];
+    ps.best = &slow;
+    snprintf(ps.workload, sizeof ps.workload, "ResNet-50");
+    tb_report_finding_text(&ps, text, sizeof text);
+    CHECK(!strcmp(text, "**eta** (on): 2.0× slower [1.6, 2.5] on the training step (ResNet-50), "
+                        "bitwise the same result."));
+    CHECK(tb_report_sure_effect(&slow) == log(0.625));
+    /* order: faster by speedup (eta 1.5 > alpha 2.0? no: alpha 2.0, epsilon 2.0, eta 1.5),
+     * then within noise (zeta's wide, beta) */
+    size_t order[5];
+    tb_report_order(p, 5, order);
+    CHECK(order[0] == 2 && order[1] == 4 && order[2] == 1);
+    CHECK(tb_report_pick_group(&p[order[3]]) == TB_GROUP_NO_EFFECT &&
+          tb_report_pick_group(&p[order[4]]) == TB_GROUP_NO_EFFECT);
+    for (int i = 0; i < 5; i++)
+        tb_results_free(&res[i]);
+}
+
+/* Every gnuplot script in pdir labels its axes; the forest's x axis says
+ * its unit. */
+static void check_plot_labels(const char *pdir)
+{
+    static const char *const names[2] = {"forest.gp", "alpha_speedup.gp"};
+    for (int i = 0; i < 2; i++) {
+        char *gp = tb_test_slurp(pdir, names[i]);
+        /* the forest's rows are labeled one by one, its panels say what they hold */
+        CHECK(gp && strstr(gp, "set xlabel '") && (i == 0 || strstr(gp, "set ylabel '")));
+        if (gp && i == 0)
+            CHECK(strstr(gp, "set xlabel 'speedup over the baseline (×, log scale") &&
+                  strstr(gp, "\"training step or epoch: technique: setting (workload)\"") &&
+                  strstr(gp, "\"single kernels and operations: technique: setting (metric)\"") &&
+                  strstr(gp, "\"beta: none (small CNN)  [DIFFERS]\""));
+        free(gp);
+    }
 }
 
 static void test_pick(const char *rdir)
@@ -327,8 +413,8 @@ static void check_units(const char *md)
                 t[--l] = '\0';
             cell[n++] = t;
         }
-        CHECK(n == 8);
-        if (n != 8)
+        CHECK(n == 8 || n == 2); /* the not-applicable group: technique, reason */
+        if (n != 8 && n != 2)
             continue;
         rows++;
         for (int c = 0; c < n; c++)
@@ -336,7 +422,7 @@ static void check_units(const char *md)
                 fprintf(stderr, "summary cell n/a without a reason: %s\n", cell[c]);
                 failures++;
             }
-        if (!strncmp(cell[4], "n/a", 3))
+        if (n == 2 || !strncmp(cell[4], "n/a", 3))
             continue;
         if (!matches("^[a-z0-9]+: " TIME "$", cell[2]) || !matches("^[a-z0-9]+: " TIME "$", cell[3]) ||
             !matches("^" SPEEDUP "$", cell[4])) {
@@ -347,6 +433,50 @@ static void check_units(const char *md)
     }
     CHECK(rows == 7);
     CHECK(!strstr(md, "none compared"));
+}
+
+static int count_of(const char *text, const char *needle);
+
+/* Where needle first occurs in html, as an offset; -1 when absent. */
+static long at(const char *html, const char *needle)
+{
+    const char *p = strstr(html, needle);
+    if (!p)
+        fprintf(stderr, "not in REPORT.html: %s\n", needle);
+    return p ? p - html : -1;
+}
+
+/* The first screen: findings, forest plot, then the grouped summary in
+ * its order; every figure captioned with what it measured. */
+static void check_html_order(const char *html)
+{
+    long findings = at(html, "<h2>Findings</h2>");
+    long first = at(html, "<p><b>beta</b> (none): no detectable change in time (1.0× [0.96, "
+                          "1.1]) on the training step (small CNN), but the result DIFFERS by 50% "
+                          "(tolerance 0.001%, vs float64 reference).</p>");
+    long forest = at(html, "<figure><img alt=\"forest plot:");
+    long summary = at(html, "<h2>Summary</h2>");
+    long faster = at(html, "<h3>faster</h3>");
+    long none = at(html, "<h3>no detectable effect</h3>");
+    long na = at(html, "<h3>not applicable here</h3>");
+    long how = at(html, "<h2>How to read this report</h2>");
+    CHECK(findings >= 0 && findings < first && first < forest && forest < summary &&
+          summary < faster && faster < none && none < na && na < how);
+    CHECK(!strstr(html, "<h3>slower</h3>")); /* no empty group */
+    /* faster, by effect: epsilon and alpha... as ordered by speedup */
+    long eps = at(html, "<tr><td>epsilon</td>"), eta = at(html, "<tr><td>eta</td>");
+    long alpha = at(html, "<tr><td>alpha</td>"), zeta = at(html, "<tr><td>zeta</td>");
+    long beta = at(html, "<tr><td>beta</td>"), delta = at(html, "<tr><td>delta</td>");
+    long gamma = at(html, "<tr><td>gamma</td>");
+    CHECK(faster < eps && eps < eta && eta < alpha && alpha < zeta && zeta < none);
+    CHECK(none < beta && beta < na && na < delta && delta < gamma);
+    int figures = count_of(html, "<figure>");
+    CHECK(figures == 2); /* forest and alpha_speedup */
+    CHECK(count_of(html, "<figcaption>Measured: fwd time against elements, every setting of "
+                         "the technique beside its baseline, on Test CPU; 5 repetitions a "
+                         "row, not paired in rounds.") == 1);
+    CHECK(count_of(html, "<figcaption>Speedup of each technique&#39;s headline setting") +
+              count_of(html, "<figcaption>Speedup of each technique's headline setting") == 1);
 }
 
 static void check_html(const char *html)
@@ -524,6 +654,20 @@ static void test_optional_sections(const char *rdir, const char *pdir)
     CHECK(md && strstr(md, "| ceilings | harness default | 40.0 |") &&
           strstr(md, "| alpha | 840 | 840 |"));
     CHECK(md && !strstr(md, "**Over the limit**"));
+    /* the waterfall as labeled bars: configurations named on the axis, each
+     * axis titled with its unit, a caption saying what was measured */
+    char *gp = tb_test_slurp(pdir, "waterfall_stages.gp");
+    CHECK(gp && strstr(gp, "set ylabel \"cumulative speedup over all off (×)\"") &&
+          strstr(gp, "set xlabel \"configuration: ") &&
+          strstr(gp, "set xtics (\"all off\" 0, \"+ fused GELU\" 1)") &&
+          !strstr(gp, "yerrorlines"));
+    free(gp);
+    gp = tb_test_slurp(pdir, "waterfall_leave_one_out.gp");
+    CHECK(gp && strstr(gp, "\"all on but fused GELU\" 1)") && strstr(gp, "title \"all on\""));
+    free(gp);
+    CHECK(md && strstr(md, "*Measured: step time against stage, every setting of the technique "
+                           "beside its baseline, on Test CPU;") &&
+          strstr(md, "Bars: cumulative speedup of each configuration over every technique off"));
     if (md)
         check_na_reasons(md);
     free(md);
@@ -538,19 +682,26 @@ int main(void)
     test_pick(rdir);
     CHECK_OK(tb_report_write_dir(rdir, NULL)); /* plots found as the sibling folder */
 
+    test_findings_and_order();
+    check_plot_labels(pdir);
     char *html = tb_test_slurp(rdir, "REPORT.html");
-    if (html)
+    if (html) {
         check_html(html);
+        check_html_order(html);
+    }
     free(html);
     char *md = tb_test_slurp(rdir, "REPORT.md");
     if (md) {
         check_na_reasons(md);
         CHECK(strstr(md, "](../../plots/test-cpu/alpha_speedup.png)"));
-        CHECK(strstr(md, "| gamma | step time | n/a: nothing was timed | "
-                         "graphs: n/a: CUDA graphs need a GPU |"));
+        CHECK(strstr(md, "| gamma | graphs: n/a: CUDA graphs need a GPU |"));
         /* the other setting's reason in the summary, its leading "n/a" not doubled */
-        CHECK(strstr(md, "| delta | step time | pageable: 20.0 ms [19.4, 20.8] | "
-                         "pinned: n/a: on the CPU backend: no copy to a device |"));
+        CHECK(strstr(md, "| delta | pinned: n/a: on the CPU backend: no copy to a device |"));
+        /* the headline, not the fastest; the others named as showing their fastest */
+        CHECK(strstr(md, "| alpha | fwd time, elements = 4096 | off: 8.00 ms [7.76, 8.32] | "
+                         "half: 6.00 ms [5.82, 6.24] | 1.33×"));
+        CHECK(strstr(md, "**No headline setting declared** (the row shows the fastest setting, "
+                         "which flatters it): `beta`, `epsilon`, `eta`, `zeta`."));
         CHECK(!strstr(md, "n/a: n/a"));
         CHECK(strstr(md, "Not timed: **pinned** (step time), n/a: on the CPU backend: no copy"));
         /* settings that are their own point: both rows in the section */

@@ -296,8 +296,19 @@ int tb_results_write_csv(const tb_results *res, FILE *f)
 
 int tb_results_write_json(const tb_results *res, FILE *f)
 {
+    return tb_results_write_json_headline(res, NULL, f);
+}
+
+int tb_results_write_json_headline(const tb_results *res, const char *headline, FILE *f)
+{
     char num[64];
-    fprintf(f, "{\n  \"schema\": \"%s\",\n  \"rows\": [", TB_RESULTS_SCHEMA);
+    fprintf(f, "{\n  \"schema\": \"%s\",\n", TB_RESULTS_SCHEMA);
+    if (headline && headline[0]) {
+        fputs("  \"headline\": ", f);
+        tb_json_write_string(f, headline);
+        fputs(",\n", f);
+    }
+    fputs("  \"rows\": [", f);
     for (size_t r = 0; r < res->n; r++) {
         const tb_result_row *row = &res->rows[r];
         fprintf(f, "%s\n    {", r ? "," : "");
@@ -322,7 +333,16 @@ int tb_results_write_json(const tb_results *res, FILE *f)
 
 static int write_csv(const void *res, FILE *f) { return tb_results_write_csv(res, f); }
 
-static int write_json(const void *res, FILE *f) { return tb_results_write_json(res, f); }
+typedef struct json_src {
+    const tb_results *res;
+    const char *headline;
+} json_src;
+
+static int write_json(const void *arg, FILE *f)
+{
+    const json_src *s = arg;
+    return tb_results_write_json_headline(s->res, s->headline, f);
+}
 
 int tb_results_save_csv(const tb_results *res, const char *path)
 {
@@ -331,7 +351,13 @@ int tb_results_save_csv(const tb_results *res, const char *path)
 
 int tb_results_save_json(const tb_results *res, const char *path)
 {
-    return tb_atomic_write_with(path, write_json, res);
+    return tb_results_save_json_headline(res, NULL, path);
+}
+
+int tb_results_save_json_headline(const tb_results *res, const char *headline, const char *path)
+{
+    json_src s = {res, headline};
+    return tb_atomic_write_with(path, write_json, &s);
 }
 
 /* ---- reading ---- */

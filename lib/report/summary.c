@@ -142,16 +142,96 @@ void tb_report_pick_best(const tb_results *res, const char *technique, tb_report
     }
 }
 
+/* The row of `setting` the summary should show in place of the fastest:
+ * at the fastest's point when it was timed there, else at any point. */
+static const tb_result_row *find_setting(const tb_results *res, const tb_report_pick *p,
+                                         const char *setting)
+{
+    const tb_result_row *any = NULL;
+    for (size_t i = 0; i < res->n; i++) {
+        const tb_result_row *r = &res->rows[i];
+        if (strcmp(r->technique, p->technique) || strcmp(r->metric, p->best->metric) ||
+            strcmp(r->setting, setting) || r->is_baseline || isnan(r->speedup))
+            continue;
+        if (same_point(r->param_value, p->best->param_value))
+            return r;
+        if (!any)
+            any = r;
+    }
+    return any;
+}
+
+void tb_report_pick_headline(const tb_results *res, const char *technique, const char *headline,
+                             tb_report_pick *out)
+{
+    tb_report_pick_best(res, technique, out);
+    if (!out->best || !headline || !headline[0])
+        return;
+    const tb_result_row *h = find_setting(res, out, headline);
+    if (h) {
+        out->best = h;
+        out->headline = 1;
+    }
+}
+
+tb_report_group tb_report_pick_group(const tb_report_pick *p)
+{
+    if (!p->best)
+        return TB_GROUP_NA;
+    if (p->best->timing_verdict == TB_TIMING_FASTER)
+        return TB_GROUP_FASTER;
+    if (p->best->timing_verdict == TB_TIMING_SLOWER)
+        return TB_GROUP_SLOWER;
+    return TB_GROUP_NO_EFFECT;
+}
+
+const char *tb_report_group_name(tb_report_group g)
+{
+    static const char *const names[TB_GROUP_COUNT] = {"faster", "no detectable effect", "slower",
+                                                      "not applicable here"};
+    return g < TB_GROUP_COUNT ? names[g] : "?";
+}
+
+/* Within a group: the larger effect first (a slowdown's effect is 1/speedup). */
+static int order_before(const tb_report_pick *a, const tb_report_pick *b)
+{
+    tb_report_group ga = tb_report_pick_group(a), gb = tb_report_pick_group(b);
+    if (ga != gb)
+        return ga < gb;
+    if (ga == TB_GROUP_NA)
+        return strcmp(a->technique, b->technique) < 0;
+    double ea = a->best->speedup, eb = b->best->speedup;
+    if (ea != eb)
+        return ga == TB_GROUP_SLOWER ? ea < eb : ea > eb;
+    return strcmp(a->technique, b->technique) < 0;
+}
+
+void tb_report_order(const tb_report_pick *picks, size_t n, size_t *order)
+{
+    for (size_t i = 0; i < n; i++) { /* insertion sort: stable, n is tens */
+        size_t k = i;
+        while (k > 0 && order_before(&picks[i], &picks[order[k - 1]])) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = i;
+    }
+}
+
 /* ---- summary table ---- */
 
 static const char *summary_rule =
-    "One row per technique. **Measurement**: the whole training step (`step time`) when the "
-    "technique measures it, otherwise the first metric it lists. **Point**: the largest swept "
-    "size where the baseline and another setting were both timed, the one closest to real "
-    "training. **Best setting**: the setting with the largest median speedup there. Every other "
-    "setting and size is in the technique's section below and in its CSV. **Flags**: why a "
-    "number is less certain than it looks (stopped by the time budget, a busy machine, an A/A "
-    "check that failed, or an interval or noise floor wider than ±10% with no such reason).";
+    "One row per technique, grouped by verdict (faster, no detectable effect, slower, not "
+    "applicable here) and sorted by effect within each group. **Measurement**: the whole "
+    "training step (`step time`) when the technique measures it, otherwise the first metric it "
+    "lists. **Point**: the largest swept size where the baseline and another setting were both "
+    "timed, the one closest to real training. **Setting shown**: the technique's headline "
+    "setting, declared in its home (`bench/techniques/<name>.c`) before anything was measured; "
+    "picking the fastest of several noisy settings would bias every row upward. A technique "
+    "that declares none shows its fastest setting and says so. Every other setting and size is "
+    "in the technique's section below and in its CSV. **Flags**: why a number is less certain "
+    "than it looks (stopped by the time budget, a busy machine, an A/A check that failed, or an "
+    "interval or noise floor wider than ±10% with no such reason).";
 
 /* The flags cell: the shown row's own flags, except a busy machine, which
  * is said once for the whole technique (any of its rows busy). */
@@ -237,7 +317,7 @@ void tb_report_summary_cells(const tb_report_pick *p, char cells[SUM_COLS][320])
 }
 
 static const char *const summary_header[SUM_COLS] = {
-    "technique", "measured at", "baseline: median [95% CI]", "best setting: median [95% CI]",
+    "technique", "measured at", "baseline: median [95% CI]", "setting shown: median [95% CI]",
     "speedup [95% CI]", "verdict", "correctness (tolerance)", "flags"};
 
 /* "n rows stopped by the budget" and the like, over every technique. */
@@ -271,18 +351,66 @@ static void summary_counts(doc *d, const tb_report_pick *picks, size_t n)
                 t.unreliable, t.imprecise);
 }
 
+/* The not-applicable group: what was not compared, and why. */
+static void summary_na_row(doc *d, const tb_report_pick *p)
+{
+    char why[400];
+    if (p->na)
+        tb_report_na(why, sizeof why, p->na->setting, p->na->note);
+    else if (p->baseline)
+        snprintf(why, sizeof why, "n/a: no other setting was timed against the baseline");
+    else
+        snprintf(why, sizeof why, "n/a: the CSV has no rows");
+    const char *row[2] = {p->technique, why};
+    tb_doc_row(d, row);
+}
+
+/* The techniques whose row shows their fastest setting, named once: their
+ * speedups are the best of several noisy ones, biased upward. */
+static void summary_no_headline(doc *d, const tb_report_pick *picks, size_t n)
+{
+    char names[1024] = "";
+    size_t len = 0;
+    int k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!picks[i].best || picks[i].headline)
+            continue;
+        len += (size_t)snprintf(names + len, len < sizeof names ? sizeof names - len : 0,
+                                "%s`%s`", k++ ? ", " : "", picks[i].technique);
+    }
+    if (k)
+        tb_doc_text(d, BK_P, "**No headline setting declared** (the row shows the fastest "
+                    "setting, which flatters it): %s.", names);
+}
+
 void tb_report_summary_doc(doc *d, const tb_report_pick *picks, size_t n)
 {
+    static const char *const na_header[2] = {"technique", "why it was not compared here"};
+    size_t order[n ? n : 1];
+    tb_report_order(picks, n, order);
     tb_doc_text(d, BK_P, "%s", summary_rule);
-    tb_doc_table(d, SUM_COLS, summary_header);
     for (size_t i = 0; i < n; i++) {
+        const tb_report_pick *p = &picks[order[i]];
+        tb_report_group g = tb_report_pick_group(p);
+        if (i == 0 || g != tb_report_pick_group(&picks[order[i - 1]])) {
+            tb_doc_text(d, BK_H3, "%s", tb_report_group_name(g));
+            if (g == TB_GROUP_NA)
+                tb_doc_table(d, 2, na_header);
+            else
+                tb_doc_table(d, SUM_COLS, summary_header);
+        }
+        if (g == TB_GROUP_NA) {
+            summary_na_row(d, p);
+            continue;
+        }
         char cells[SUM_COLS][320];
         const char *row[SUM_COLS];
-        tb_report_summary_cells(&picks[i], cells);
+        tb_report_summary_cells(p, cells);
         for (int c = 0; c < SUM_COLS; c++)
             row[c] = cells[c];
         tb_doc_row(d, row);
     }
+    summary_no_headline(d, picks, n);
     summary_counts(d, picks, n);
 }
 

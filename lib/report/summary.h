@@ -37,8 +37,21 @@ typedef struct tb_report_pick {
     const tb_result_row *best;     /* best non-baseline row there; NULL if none has a speedup */
     const tb_result_row *na;       /* the first n/a row, if any (its note is the reason) */
     int swept;                     /* the baseline was timed at more than one point */
+    int headline;                  /* 1: best is the headline setting the technique
+                                      declares; 0: none declared (or not timed), best
+                                      is the fastest of the settings */
     tb_report_flag_counts flags;   /* over all the technique's rows */
+    char workload[96];             /* what it ran on ("ResNet-50", "small CNN"); "" unknown */
 } tb_report_pick;
+
+/* The summary's groups, in the order the report shows them. */
+typedef enum tb_report_group {
+    TB_GROUP_FASTER = 0,           /* the shown setting's verdict is faster */
+    TB_GROUP_NO_EFFECT,            /* within noise, or no verdict */
+    TB_GROUP_SLOWER,
+    TB_GROUP_NA,                   /* nothing compared here; the n/a reason says why */
+    TB_GROUP_COUNT
+} tb_report_group;
 
 /* Counts the flags of res's rows of technique into *out. */
 void tb_report_count_flags(const tb_results *res, const char *technique,
@@ -48,6 +61,23 @@ void tb_report_count_flags(const tb_results *res, const char *technique,
  * technique with no timed rows gets baseline = best = NULL and na set (or
  * NULL when it has no rows at all). */
 void tb_report_pick_best(const tb_results *rows, const char *technique, tb_report_pick *out);
+
+/* As tb_report_pick_best, but the shown setting is `headline` (the one the
+ * technique declares in its home, bench/techniques/<name>.c) at the same
+ * point, when it was timed there; headline NULL or "" or not timed: the
+ * fastest, with out->headline = 0 so the report can say so (the best of
+ * several noisy settings is biased upward). */
+void tb_report_pick_headline(const tb_results *rows, const char *technique, const char *headline,
+                             tb_report_pick *out);
+
+tb_report_group tb_report_pick_group(const tb_report_pick *p);
+/* "faster", "no detectable effect", "slower", "not applicable here". */
+const char *tb_report_group_name(tb_report_group g);
+
+/* The summary's order: faster (largest speedup first), no detectable
+ * effect (largest first), slower (largest slowdown first), not applicable
+ * (by name). Writes n indices into order. */
+void tb_report_order(const tb_report_pick *picks, size_t n, size_t *order);
 
 /* The summary table alone: picks[n] as a Markdown table (with the rule as
  * a sentence above it) and as a LaTeX booktabs table (a complete
@@ -63,7 +93,8 @@ int tb_report_summary_tex(const tb_report_pick *picks, size_t n, const char *dev
 enum { SUM_COLS = 8 };
 void tb_report_summary_cells(const tb_report_pick *p, char cells[SUM_COLS][320]);
 
-/* The rule as a paragraph, the summary table, then the flag counts over
+/* The rule as a paragraph, then one table per group (tb_report_order; the
+ * not-applicable group as technique and reason), then the flag counts over
  * every row of every technique, appended to d. */
 void tb_report_summary_doc(tb_doc *d, const tb_report_pick *picks, size_t n);
 
