@@ -34,10 +34,11 @@
  *              all units in one call and each GB iteration reports
  *              seconds / units, so GB's time per iteration is the seconds
  *              per unit;
- *   stop       per arm, after min_rounds of it: a compared arm (A/A arms
- *              included) stops on "target" when its tb_stats_paired
- *              half-width is at most target_half_width after this round
- *              and the one before (stop_here says why two); a baseline
+ *   stop       per arm, after min_rounds of it: a compared arm stops on
+ *              "target" when its tb_stats_paired half-width (an A/A arm:
+ *              its noise floor, how far its interval strays from 1) is at
+ *              most target_half_width after this round and the one before
+ *              (arm_met_target says why two); a baseline
  *              stops when its last compared arm does (one with none at all
  *              runs min_rounds); the experiment ends when no arm runs, or,
  *              after min_rounds, on "cap" at max_rounds, or on "budget" when
@@ -616,7 +617,11 @@ static void watch_finish(const machine_watch *w, tb_rounds_result *out)
  * rounds); twice in a row gives 94%, for about two more rounds. */
 static int arm_met_target(const tb_rounds_cfg *cfg, arm_job *job, const tb_rounds_arm_result *a)
 {
-    int met = a->cmp.half_width <= cfg->target_half_width;
+    /* An A/A arm's interval is the baseline's noise floor: it runs until
+     * the interval lies within +-target of 1 (tb_stats_paired_noise_floor),
+     * the figure its rows report; a setting's until its half-width does. */
+    double width = job->arm->aa ? tb_stats_paired_noise_floor(&a->cmp) : a->cmp.half_width;
+    int met = width <= cfg->target_half_width;
     int twice = met && job->met_before;
     job->met_before = met;
     return twice && a->rounds >= cfg->min_rounds;
