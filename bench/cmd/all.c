@@ -148,7 +148,7 @@ static void format_secs(double s, char *out, size_t cap)
  * starts end when it does, or when bench:all dies, even by SIGKILL. */
 static int run_one(const char *bin, char *const args[])
 {
-    int rc = tb_guard_run(bin, args, &child);
+    int rc = tb_guard_run(bin, args, &child, &interrupted);
     if (rc < 0)
         return TB_FAIL(TB_ERR_IO, "fork failed: %s", strerror(errno));
     return rc;

@@ -181,7 +181,8 @@ static void guard_main(const char *bin, char *const args[], pid_t parent)
     _exit(code);
 }
 
-int tb_guard_run(const char *bin, char *const args[], volatile pid_t *running)
+int tb_guard_run(const char *bin, char *const args[], volatile pid_t *running,
+                 volatile sig_atomic_t *stop)
 {
     pid_t parent = getpid();
     pid_t pid = fork();
@@ -190,6 +191,11 @@ int tb_guard_run(const char *bin, char *const args[], volatile pid_t *running)
     if (pid == 0)
         guard_main(bin, args, parent);
     *running = pid;
+    /* a signal that came after the caller's last look at *stop and before
+     * *running was set found no one to pass it on to: pass it now (the
+     * guard forwards it; a technique not yet started dies of it) */
+    if (stop && *stop)
+        kill(pid, SIGINT);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;

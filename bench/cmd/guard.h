@@ -20,13 +20,17 @@
 #ifndef TB_BENCH_GUARD_H
 #define TB_BENCH_GUARD_H
 
+#include <signal.h>
 #include <sys/types.h>
 
 /* Runs bin with args (NULL-terminated, args[0] = bin) in a guard, waits, and
  * returns its exit status, or 128 + the signal that ended it, or -1 when it
  * could not start (errno set). *running is set to the guard's pid while it
- * runs (for a signal handler to pass signals on) and back to 0. */
-int tb_guard_run(const char *bin, char *const args[], volatile pid_t *running);
+ * runs (for a signal handler to pass signals on) and back to 0; when *stop
+ * (may be NULL) is already set then, the guard is sent SIGINT at once (the
+ * handler that set it had no pid to pass the signal to). */
+int tb_guard_run(const char *bin, char *const args[], volatile pid_t *running,
+                 volatile sig_atomic_t *stop);
 
 /* Takes the run lock DIR/.bench_all.lock and writes this pid into it. The
  * descriptor stays open (and inherited) for the life of the process.
