@@ -19,6 +19,7 @@ PACKAGES=(
   zlib1g-dev           # gzip IDX datasets
   dataset-fashion-mnist  # the real dataset
   python3              # a few test helpers
+  patchelf             # //kit:gpu_kit sets the bundled binaries' $ORIGIN run paths
   git
 )
 
