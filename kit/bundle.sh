@@ -12,6 +12,10 @@
 # and driver's (cudart, cuBLAS, cuDNN, NCCL, libcuda: the GPU machine has its
 # own, matched to its driver; tools/gpu_check.sh finds them). Those go to
 # tunebench/lib/ with RUNPATH $ORIGIN; binaries get $ORIGIN/../lib.
+# Fashion-MNIST (Debian's dataset-fashion-mnist, which tools/setup.sh installs)
+# goes to data/fashion-mnist/ as raw IDX: xz packs it 4 MB smaller than its
+# gzip files, and tools/gpu_check.sh gzips it again on arrival (the loader
+# and data_format read the .gz files Debian installs).
 # MANIFEST lists each file, its kind and its size. Tested by //kit:gpu_kit_test.
 set -euo pipefail
 
@@ -43,6 +47,15 @@ system_lib() {
 }
 
 for f in "${files[@]}"; do cp "$f" "$root/"; done
+fmnist=/usr/share/datasets/fashion-mnist
+mkdir -p "$root/data/fashion-mnist"
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+  [ -f "$fmnist/$f.gz" ] || {
+    echo "bundle.sh: $fmnist/$f.gz missing: install Debian's dataset-fashion-mnist (tools/setup.sh)" >&2
+    exit 1
+  }
+  gzip -dc "$fmnist/$f.gz" > "$root/data/fashion-mnist/$f"
+done
 declare -A libs=()
 for b in "$@"; do
   dst="$root/tunebench/bench/$(basename "$b")"
@@ -70,10 +83,11 @@ for real in "${!libs[@]}"; do
 done
 
 ( cd "$root" && find . -type f ! -name MANIFEST | sort | while read -r f; do
-    case "$f" in ./tunebench/bench/*) kind=binary ;; ./tunebench/lib/*) kind=library ;; *) kind=file ;; esac
+    case "$f" in ./tunebench/bench/*) kind=binary ;; ./tunebench/lib/*) kind=library ;;
+      ./data/*) kind=data ;; *) kind=file ;; esac
     printf '%s %s %s\n' "${f#./}" "$kind" "$(stat -c %s "$f")"
   done ) > "$root/MANIFEST"
-# -9e: the binaries share most of their code, and
-# xz's 64 MiB window finds it across files.
+# -9: the binaries share most of their code, and xz's 64 MiB window finds it
+# across files (-9e saves little more and takes minutes longer).
 tar -C "$stage" --owner=0 --group=0 --numeric-owner -cf - tunebench-gpu-kit |
-  xz -9e -T1 > "$out"
+  xz -9 -T1 > "$out"

@@ -64,5 +64,15 @@ done
 for l in libstdc++.so.6 libgomp.so.1 libdnnl.so.2 libbenchmark.so.1debian libz.so.1; do
   [ -f "$root/tunebench/lib/$l" ] || fail "the kit lacks $l"
 done
+# Fashion-MNIST as raw IDX: 60000 and 10000 28x28 images (header counts).
+idx_count() { od -An -tu1 -j4 -N4 "$1" | awk '{print $1 * 16777216 + $2 * 65536 + $3 * 256 + $4}'; }
+for f in train-images-idx3-ubyte:60000 train-labels-idx1-ubyte:60000 t10k-images-idx3-ubyte:10000 t10k-labels-idx1-ubyte:10000; do
+  p="$root/data/fashion-mnist/${f%%:*}"
+  [ -f "$p" ] || { fail "the kit lacks ${p#$root/}"; continue; }
+  [ "$(idx_count "$p")" = "${f##*:}" ] || fail "${p#$root/}: not ${f##*:} items"
+done
+# Well under the 64 MiB a device session carries.
+size=$(stat -c %s "$kit")
+[ "$size" -lt $((48 * 1048576)) ] || fail "the kit is $size bytes, over 48 MiB"
 echo "kit: $(stat -c %s "$kit") bytes, $nbin binaries, $nlib libraries, $fails failures"
 [ "$fails" = 0 ] && echo PASS || { echo FAIL; exit 1; }

@@ -47,6 +47,16 @@ done
 mkdir -p "$out" || die "cannot create $out"
 out="$(cd "$out" && pwd)"
 
+# The kit's Fashion-MNIST is raw IDX (xz packs it smaller); the loader and
+# data_format read the .gz files Debian's package installs: make them.
+gzip_data() {
+  local f
+  for f in "$1"/data/fashion-mnist/*-ubyte; do
+    [ -f "$f" ] || continue
+    gzip -n -6 "$f" || return 1
+  done
+}
+
 # ---- unpack (once per kit: later stages reuse it) ----
 if [ -d "$kit" ]; then
   root="$(cd "$kit" && pwd)"
@@ -57,14 +67,18 @@ else
   if [ ! -f "$unpack/tunebench-gpu-kit/MANIFEST" ]; then
     say "unpacking $kit ($(stat -c %s "$kit") bytes)"
     rm -rf "$unpack.part" && mkdir -p "$unpack.part" &&
-      tar -C "$unpack.part" -xJf "$kit" && rm -rf "$unpack" && mv "$unpack.part" "$unpack" ||
-      die "cannot unpack $kit"
+      tar -C "$unpack.part" -xJf "$kit" && gzip_data "$unpack.part/tunebench-gpu-kit" &&
+      rm -rf "$unpack" && mv "$unpack.part" "$unpack" || die "cannot unpack $kit"
   fi
   root="$unpack/tunebench-gpu-kit"
 fi
 bin="$root/tunebench/bench"
 [ -x "$bin/all" ] && [ -x "$bin/selfcheck" ] || die "$root is not a tunebench GPU kit (no tunebench/bench/all)"
 export RUNFILES_DIR="$root"   # bench:all finds the techniques in $RUNFILES_DIR/tunebench/bench
+# The kit's own copy of Fashion-MNIST, unless the caller names one.
+if [ -z "${TB_DATA_DIR:-}" ] && [ -f "$root/data/fashion-mnist/train-images-idx3-ubyte.gz" ]; then
+  export TB_DATA_DIR="$root/data/fashion-mnist"
+fi
 
 # ---- the CUDA toolkit's libraries: the kit leaves them to this machine ----
 missing_libs() { ldd "$bin/selfcheck" 2>/dev/null | awk '/not found/{print $1}' | sort -u; }
@@ -111,6 +125,7 @@ stage_fingerprint() {
   mkdir -p "$f"
   cp "$root/MANIFEST" "$f/kit_MANIFEST.txt"
   { date -u; uname -a; echo "device=$device quick=$quick"; echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset}"
+    echo "TB_DATA_DIR=${TB_DATA_DIR:-}"
     echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"; } > "$f/host.txt"
   nvidia-smi -q > "$f/nvidia-smi-q.txt" 2>&1 || echo "nvidia-smi: not available" >> "$f/host.txt"
   nvidia-smi > "$f/nvidia-smi.txt" 2>&1 || true
@@ -200,7 +215,7 @@ stage_torch() {
 }
 
 for s in ${stages//,/ }; do
-  say "stage $s (device $device${quick:+, quick=$quick})"
+  say "stage $s (device $device$([ "$quick" = 1 ] && echo ", quick"))"
   t0=$(date +%s)
   profile_note=""
   "stage_$s"; rc=$?

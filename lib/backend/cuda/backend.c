@@ -400,6 +400,7 @@ static int cuda_device_info(tb_backend *be, tb_device_info *info)
     TB_TRY(device_attr(cudaDevAttrGlobalMemoryBusWidth, dev, &info->mem_bus_bits));
     TB_TRY(device_attr(cudaDevAttrComputeCapabilityMajor, dev, &info->cc_major));
     TB_TRY(device_attr(cudaDevAttrComputeCapabilityMinor, dev, &info->cc_minor));
+    TB_CHECK_CUDA(cudaDeviceGetPCIBusId(info->pci_bus_id, (int)sizeof info->pci_bus_id, dev));
     return cuda_versions(info);
 }
 
