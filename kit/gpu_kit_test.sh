@@ -17,7 +17,7 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 tar -C "$tmp" -xJf "$kit" || { echo "FAIL: cannot unpack $kit"; exit 1; }
-root="$tmp/tunebench-gpu-kit"
+root="$(readlink -f "$tmp/tunebench-gpu-kit")"
 [ -f "$root/MANIFEST" ] || { echo "FAIL: no MANIFEST"; exit 1; }
 
 want=(all selfcheck train gpu_check.sh torch_step.py)
@@ -43,6 +43,7 @@ check_loads() {
     [ "$arrow" = "=>" ] || continue
     if [[ "$name" =~ $toolkit ]]; then continue; fi
     if [ "$path" = "not" ]; then fail "$f: $name not found"; continue; fi
+    path="$(readlink -f "$path")"   # ldd writes $ORIGIN/../lib as bench/../lib
     case "$path" in
       "$root"/tunebench/lib/*) ;;
       *) [[ "$path" =~ $glibc ]] || fail "$f loads $path from outside the kit" ;;
@@ -72,7 +73,7 @@ for f in train-images-idx3-ubyte:60000 train-labels-idx1-ubyte:60000 t10k-images
   [ "$(idx_count "$p")" = "${f##*:}" ] || fail "${p#$root/}: not ${f##*:} items"
 done
 # Well under the 64 MiB a device session carries.
-size=$(stat -c %s "$kit")
+size=$(stat -L -c %s "$kit")
 [ "$size" -lt $((48 * 1048576)) ] || fail "the kit is $size bytes, over 48 MiB"
-echo "kit: $(stat -c %s "$kit") bytes, $nbin binaries, $nlib libraries, $fails failures"
+echo "kit: $(stat -L -c %s "$kit") bytes, $nbin binaries, $nlib libraries, $fails failures"
 [ "$fails" = 0 ] && echo PASS || { echo FAIL; exit 1; }

@@ -396,8 +396,7 @@ int tb_telemetry_write_json(const tb_telemetry *t, FILE *f)
                             : t->gpu_why[0] ? t->gpu_why
                                             : "sampled through NVML");
     if (t->gpu_pci[0]) {
-        fputs(",
-  "gpu_pci_bus_id": ", f);
+        fputs(",\n  \"gpu_pci_bus_id\": ", f);
         tb_json_write_string(f, t->gpu_pci);
     }
     fputs(",\n  \"throttled_means\": \"an NVML power or thermal reason was set "
