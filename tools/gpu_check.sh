@@ -109,7 +109,7 @@ find_cuda_libs || die "the kit's binaries cannot start (ldd $bin/selfcheck)"
 
 # Plots: drawn where gnuplot is installed, else only their scripts are kept.
 if [ "${TB_KIT_GNUPLOT:-}" = none ] || ! command -v gnuplot >/dev/null; then
-  export TB_GNUPLOT="$(type -P true || echo /bin/true)"   # the binary: execvp cannot run a builtin
+  export TB_GNUPLOT=none   # lib/report/plot.h: scripts only
   say "no gnuplot: plot scripts are written, not drawn (gnuplot NAME.gp in plots/<device> later)"
 fi
 

@@ -346,6 +346,9 @@ int tb_plot_render(const tb_plot *p, const char *dir, const char *name, unsigned
     int rc = TB_OK, reserved = 0;
     size_t dl = 0;
     TB_TRY(tb_plot_write_script(p, dir, name));
+    const char *bin = getenv("TB_GNUPLOT");
+    if (bin && strcmp(bin, "none") == 0)
+        return TB_OK; /* scripts only: `gnuplot NAME.gp` draws them later */
     for (int i = 0; i < N_FORMATS; i++) {
         int want = (formats & formats_table[i].format) != 0;
         snprintf(finals[i], sizeof finals[i], "%s/%s.%s", dir, name, formats_table[i].ext);
