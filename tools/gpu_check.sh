@@ -177,16 +177,19 @@ stage_profile() {
 
 # tunebench's steady-state throughput: two runs, W and W+N steps; the
 # difference of their training times is N steps' time, without the warm-up.
-tb_throughput() { # model unit W N train-flags...
-  local model="$1" unit="$2" w="$3" n="$4" t1 t2 per
-  shift 4
-  per=$("$bin/train" --device="$device" --model="$model" --dataset=synthetic --max-steps="$w" --test-limit=1 "$@" 2>&1 |
-        sed -n "s/.* \([0-9.]*\) $unit.*/\1/p" | head -1)
-  t2=$("$bin/train" --device="$device" --model="$model" --dataset=synthetic --max-steps="$((w + n))" --test-limit=1 "$@" 2>&1 |
+# Prints items/s; ITEMS is the items (images or tokens) of one step.
+tb_throughput() { # model unit W N batch train-flags...
+  local model="$1" unit="$2" w="$3" n="$4" batch="$5" r1 r2
+  shift 5
+  # Exactly the samples the steps take, so no epoch ends early.
+  r1=$("$bin/train" --device="$device" --model="$model" --dataset=synthetic --batch-size="$batch" \
+        --max-steps="$w" --data-limit="$((w * batch))" --test-limit=1 "$@" 2>&1 |
        sed -n "s/.* \([0-9.]*\) $unit.*/\1/p" | head -1)
-  [ -n "$per" ] && [ -n "$t2" ] || return 1
-  # items per step from the flags' batch (and context for tokens).
-  awk -v w="$w" -v n="$n" -v r1="$per" -v r2="$t2" -v items="$ITEMS" 'BEGIN {
+  r2=$("$bin/train" --device="$device" --model="$model" --dataset=synthetic --batch-size="$batch" \
+        --max-steps="$((w + n))" --data-limit="$(((w + n) * batch))" --test-limit=1 "$@" 2>&1 |
+       sed -n "s/.* \([0-9.]*\) $unit.*/\1/p" | head -1)
+  [ -n "$r1" ] && [ -n "$r2" ] || { say "bench:train printed no $unit for $model"; return 1; }
+  awk -v w="$w" -v n="$n" -v r1="$r1" -v r2="$r2" -v items="$ITEMS" 'BEGIN {
       d = (w + n) * items / r2 - w * items / r1;
       if (d <= 0) exit 1; printf "%.2f\n", n * items / d }'
 }
@@ -206,8 +209,8 @@ stage_torch() {
   python3 "$py" --device="$tdev" --model=gpt2 --context=$ctx --layers=$layers --batch-size=$gb \
     --warmup=$w --steps=$n --header=0 >> "$out/torch_steps.csv" || return 1
   local tr tg
-  ITEMS=$rb tr=$(tb_throughput resnet50 images/s $w $n --image-size=$rs --batch-size=$rb) || return 1
-  ITEMS=$((gb * ctx)) tg=$(tb_throughput gpt2 tokens/s $w $n --context=$ctx --layers=$layers --batch-size=$gb) || return 1
+  ITEMS=$rb tr=$(tb_throughput resnet50 images/s $w $n $rb --image-size=$rs) || return 1
+  ITEMS=$((gb * ctx)) tg=$(tb_throughput gpt2 tokens/s $w $n $gb --context=$ctx --layers=$layers) || return 1
   awk -F, -v tr="$tr" -v tg="$tg" 'NR == 1 { print "model,device,batch,size,unit,tunebench,torch,tunebench_over_torch"; next }
       { tb = $1 == "resnet50" ? tr : tg; printf "%s,%s,%s,%s,%s,%s,%s,%.3f\n", $1, $2, $3, $4, $9, tb, $8, tb / $8 }' \
       "$out/torch_steps.csv" > "$csv"
