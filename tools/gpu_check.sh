@@ -184,10 +184,10 @@ tb_throughput() { # model unit W N batch train-flags...
   # Exactly the samples the steps take, so no epoch ends early.
   r1=$("$bin/train" --device="$device" --model="$model" --dataset=synthetic --batch-size="$batch" \
         --max-steps="$w" --data-limit="$((w * batch))" --test-limit=1 "$@" 2>&1 |
-       sed -n "s/.* \([0-9.]*\) $unit.*/\1/p" | head -1)
+       sed -n "s|.* \([0-9.]*\) $unit.*|\1|p" | head -1)
   r2=$("$bin/train" --device="$device" --model="$model" --dataset=synthetic --batch-size="$batch" \
         --max-steps="$((w + n))" --data-limit="$(((w + n) * batch))" --test-limit=1 "$@" 2>&1 |
-       sed -n "s/.* \([0-9.]*\) $unit.*/\1/p" | head -1)
+       sed -n "s|.* \([0-9.]*\) $unit.*|\1|p" | head -1)
   [ -n "$r1" ] && [ -n "$r2" ] || { say "bench:train printed no $unit for $model"; return 1; }
   awk -v w="$w" -v n="$n" -v r1="$r1" -v r2="$r2" -v items="$ITEMS" 'BEGIN {
       d = (w + n) * items / r2 - w * items / r1;
