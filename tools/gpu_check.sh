@@ -147,9 +147,12 @@ stage_selfcheck() {
 
 profile_note=""
 stage_profile() {
-  local profile="${TB_GPU_PROFILE:-gpu}" args=() rc
+  local profile="${TB_GPU_PROFILE:-gpu}" args=() rc probe
   [ "$quick" = 1 ] && profile="${TB_GPU_PROFILE:-tiny}"
-  if "$bin/all" --profile="$profile" --help 2>&1 >/dev/null | grep -q "bad value '$profile' for --profile"; then
+  # Read whole (a grep -q in a pipe would cut it short and, under pipefail,
+  # turn its match into a failure).
+  probe=$("$bin/all" --profile="$profile" --help 2>&1)
+  if [[ "$probe" == *"bad value '$profile' for --profile"* ]]; then
     say "bench:all has no profile '$profile' in this build; running the default profile instead"
     profile_note="profile $profile unknown, ran default"
     profile=default
