@@ -21,6 +21,7 @@ PACKAGES=(
   dataset-fashion-mnist  # the real dataset
   python3              # a few test helpers
   python3-pip unzip    # CUDA wheels: tools/cuda_wheels.sh (setup on a GPU machine, .ci/run)
+  patchelf             # //kit:gpu_kit sets the bundled binaries' $ORIGIN run paths
   git
 )
 

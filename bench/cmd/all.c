@@ -228,7 +228,7 @@ static int check_budget(const tb_plan_budget *b, const char *profile_name,
 /* Opens the device once to learn its results folder and fingerprint,
  * then closes it so the technique binaries have it to themselves. */
 static int open_run(const char *device, int threads, const char *out_dir, int argc, char **argv,
-                    tb_outdir *od, tb_fingerprint *fp, int *gpu_index)
+                    tb_outdir *od, tb_fingerprint *fp, char *gpu_pci, size_t pci_cap)
 {
     tb_device_kind kind;
     int ordinal;
@@ -251,7 +251,9 @@ static int open_run(const char *device, int threads, const char *out_dir, int ar
     /* Temporaries of a killed earlier run: nobody will finish them. */
     TB_TRY(tb_atomic_sweep_stale(od->results, NULL));
     TB_TRY(tb_atomic_sweep_stale(od->plots, NULL));
-    *gpu_index = strcmp(info.backend, "cuda") == 0 ? info.index : -1;
+    /* NVML is asked by PCI bus id: its index is not the CUDA ordinal when
+     * CUDA_VISIBLE_DEVICES or CUDA's fastest-first order renumbers. */
+    snprintf(gpu_pci, pci_cap, "%s", strcmp(info.backend, "cuda") == 0 ? info.pci_bus_id : "");
     return tb_fingerprint_collect(fp, &info, argc, argv);
 }
 
@@ -399,12 +401,12 @@ int main(int argc, char **argv)
     tb_fingerprint *fp = calloc(1, sizeof *fp);
     tb_run_state *now = calloc(1, sizeof *now), *st = calloc(1, sizeof *st);
     tb_telemetry *tm = NULL;
-    int gpu_index = -1;
+    char gpu_pci[32] = "";
     if (!fp || !now || !st) {
         fprintf(stderr, "bench:all: out of memory\n");
         return 1;
     }
-    if (open_run(device, threads, out_dir, argc, argv, &od, fp, &gpu_index) != TB_OK) {
+    if (open_run(device, threads, out_dir, argc, argv, &od, fp, gpu_pci, sizeof gpu_pci) != TB_OK) {
         tb_error_print(stderr);
         return tb_exit_code(tb_error_last());
     }
@@ -415,7 +417,7 @@ int main(int argc, char **argv)
             tb_error_print(stderr);
         return prc;
     }
-    if (tb_telemetry_start(gpu_index, 500, &tm) != TB_OK) {
+    if (tb_telemetry_start(gpu_pci, 500, &tm) != TB_OK) {
         /* Telemetry is a help for reading the numbers, not a reason to stop. */
         fprintf(stderr, "bench:all: no telemetry this run: %s\n", tb_error_message());
         tb_error_clear();

@@ -580,8 +580,12 @@ static void close_everything(worker *w)
 {
     tb_ddp_destroy(w->ddp);
     tb_trainer_destroy(w->t);
-    if (w->comm && w->comm != w->mpi)
-        tb_comm_destroy(w->comm);
+    if (w->comm && w->comm != w->mpi && tb_comm_destroy(w->comm) != TB_OK) {
+        /* The run's results stand; the teardown's failure is still news. */
+        fprintf(stderr, "ddp: rank %d: closing the NCCL communicator failed\n", w->mpi->rank);
+        tb_error_print(stderr);
+        tb_error_clear();
+    }
     if (w->be)
         tb_backend_close(w->be);
     free(w->recs);
@@ -631,7 +635,11 @@ int main(int argc, char **argv)
     close_everything(&w);
     if (w.wf.verify && rc == TB_OK && w.mpi->rank == 0)
         printf("verify: %s (%d failed checks)\n", failed ? "FAILED" : "PASSED", failed);
-    tb_comm_destroy(w.mpi);
+    if (tb_comm_destroy(w.mpi) != TB_OK) {
+        tb_error_print(stderr);
+        if (rc == TB_OK)
+            rc = tb_error_last();
+    }
     if (rc != TB_OK)
         return tb_exit_code(rc);
     return failed ? 1 : 0;

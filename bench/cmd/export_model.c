@@ -178,6 +178,7 @@ static int build_model(const tb_config *c, const export_opts *eo, tb_backend *be
     m->ctx.attention = c->fused_attention ? TB_ATTN_FUSED : TB_ATTN_MANUAL;
     m->ctx.math = c->tf32 ? TB_MATH_TF32 : TB_MATH_F32;
     m->ctx.conv_autotune = c->conv_autotune;
+    m->ctx.conv_deterministic = c->cudnn_deterministic;
     return TB_OK;
 }
 

@@ -92,6 +92,12 @@ static void base_config(step_run *r)
     /* train_test's lr for batch 32: at 0.05 a few steps of SGD with momentum
      * amplify rounding differences beyond what the tolerances mean to catch. */
     c->lr = 0.01;
+    /* A bitwise check (tolerance 0) compares two runs: a convolution
+     * algorithm that adds with atomics (cuDNN's BWD_*_ALGO_0) differs from
+     * run to run and would fail it with nothing wrong. Both arms run the
+     * same deterministic algorithms, so the timing comparison stays fair;
+     * the row's note says so. */
+    c->cudnn_deterministic = r->tech->tolerance == 0;
     if (r->tech->setup)
         r->tech->setup(c, r->b.profile);
 }
@@ -471,6 +477,14 @@ static void arm_times(const step_run *r, const tb_rounds_result *res, int a, int
         out[i] = (ref ? ar->ref[i] : ar->seconds[i]) * k;
 }
 
+/* Only where determinism was a choice: the CPU's algorithms all repeat. */
+static const char *deterministic_note(const step_run *r)
+{
+    return r->base_cfg.cudnn_deterministic && strcmp(r->b.be->name, "cuda") == 0
+               ? "; deterministic conv algorithms (cudnn.deterministic): the check is bitwise"
+               : "";
+}
+
 static void set_check(step_run *r, int i, tb_result_row *row)
 {
     const tb_step_technique *t = r->tech;
@@ -494,9 +508,10 @@ static void set_check(step_run *r, int i, tb_result_row *row)
         row->tolerance = t->tolerance;
     snprintf(row->checked_against, sizeof row->checked_against, "%s",
              base == i ? "baseline run again" : "baseline");
-    snprintf(row->note, sizeof row->note, "loss after %d steps %.7g vs %.7g%s%s%s%s",
+    snprintf(row->note, sizeof row->note, "loss after %d steps %.7g vs %.7g%s%s%s%s%s",
              r->check_steps, got, ref, t->tolerance > 0 ? "; tolerance: " : "",
-             t->tolerance > 0 ? t->tolerance_why : "", s->note[0] ? "; " : "", s->note);
+             t->tolerance > 0 ? t->tolerance_why : "",
+             deterministic_note(r), s->note[0] ? "; " : "", s->note);
 }
 
 static double samples_per_unit(const step_run *r, int i)

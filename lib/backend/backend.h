@@ -66,6 +66,9 @@ typedef struct tb_device_info {
     int mem_clock_khz;
     int mem_bus_bits;
     int cc_major, cc_minor;   /* compute capability; 0 on the CPU */
+    char pci_bus_id[32];      /* "0000:3B:00.0" for a GPU, "" on the CPU: how NVML
+                                 finds this device (its index is not CUDA's
+                                 ordinal under CUDA_VISIBLE_DEVICES) */
     char cpu_flags[160];      /* avx2 avx512f avx512bw avx512_bf16 ... */
     char runtime[48];         /* "CUDA runtime 13.0", "" on CPU */
     char driver[48];
@@ -80,6 +83,9 @@ typedef struct tb_conv_desc {
     tb_layout layout;         /* of x, y and w (KCRS or KRSC) */
     tb_dtype dtype;
     tb_math math;
+    int deterministic;        /* 1: conv_algo_default and conv_find choose only
+                                 algorithms whose results repeat bitwise (no
+                                 atomics): cudnn.deterministic = True */
 } tb_conv_desc;
 
 static inline int tb_conv_out_h(const tb_conv_desc *d) { return (d->h + 2 * d->pad - d->r) / d->stride + 1; }

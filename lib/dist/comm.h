@@ -97,7 +97,7 @@ typedef struct tb_comm_ops {
     int (*wait)(tb_comm *c, tb_comm_req *req);
     int (*bcast)(tb_comm *c, void *buf, size_t bytes, int root);
     int (*barrier)(tb_comm *c);
-    void (*destroy)(tb_comm *c);
+    int (*destroy)(tb_comm *c); /* frees everything, returns the first failure */
 } tb_comm_ops;
 
 /* The ops table of a transport whose functions are PREFIX_allreduce_sum,
@@ -131,8 +131,10 @@ int tb_comm_mpi_init(int *argc, char ***argv, double timeout_s, tb_comm **out);
 int tb_comm_nccl_create(tb_comm *mpi, tb_backend *be, tb_comm **out);
 
 /* Destroys c; for the MPI communicator also stops the watchdog and calls
- * MPI_Finalize (when this module initialized MPI). NULL is a no-op. */
-void tb_comm_destroy(tb_comm *c);
+ * MPI_Finalize (when this module initialized MPI); for NCCL first waits for
+ * collectives still running. Frees everything even after a failure and
+ * returns the first one (TB_ERR_MPI, TB_ERR_NCCL, TB_ERR_CUDA). NULL: TB_OK. */
+int tb_comm_destroy(tb_comm *c);
 
 static inline int tb_comm_rank(const tb_comm *c) { return c->rank; }
 static inline int tb_comm_size(const tb_comm *c) { return c->size; }

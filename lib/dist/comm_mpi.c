@@ -229,16 +229,18 @@ static int mpi_barrier(tb_comm *c)
     return TB_OK;
 }
 
-static void mpi_destroy(tb_comm *c)
+static int mpi_destroy(tb_comm *c)
 {
     mpi_state *st = c->impl;
+    int rc = TB_OK, r;
     watch_stop();
-    if (c->mpi != MPI_COMM_NULL)
-        MPI_Comm_free(&c->mpi);
-    if (st && st->initialized_here)
-        MPI_Finalize();
+    if (c->mpi != MPI_COMM_NULL && (r = MPI_Comm_free(&c->mpi)) != MPI_SUCCESS)
+        rc = tb_mpi_fail(r, __FILE__, __LINE__, "MPI_Comm_free");
+    if (st && st->initialized_here && (r = MPI_Finalize()) != MPI_SUCCESS && rc == TB_OK)
+        rc = tb_mpi_fail(r, __FILE__, __LINE__, "MPI_Finalize");
     free(st);
     free(c);
+    return rc;
 }
 
 static const tb_comm_ops mpi_ops = TB_COMM_OPS("mpi", mpi);
@@ -280,7 +282,7 @@ int tb_comm_mpi_init(int *argc, char ***argv, double timeout_s, tb_comm **out)
     return TB_OK;
 
 out_destroy:
-    mpi_destroy(c);
+    (void)mpi_destroy(c); /* adds to the chain; the first failure is returned */
     return rc;
 out_free:
     free(st);
@@ -288,10 +290,9 @@ out_free:
     return rc;
 }
 
-void tb_comm_destroy(tb_comm *c)
+int tb_comm_destroy(tb_comm *c)
 {
-    if (c)
-        c->ops->destroy(c);
+    return c ? c->ops->destroy(c) : TB_OK;
 }
 
 static int reduce_double(tb_comm *c, double *v, int n, MPI_Op op)

@@ -160,23 +160,50 @@ static int nccl_bcast(tb_comm *c, void *buf, size_t bytes, int root)
 
 static int nccl_barrier(tb_comm *c) { return c->parent->ops->barrier(c->parent); }
 
-static void nccl_destroy(tb_comm *c)
+/* Teardown keeps going after a failure and returns the first one. */
+static void keep_first(int *rc, int r)
+{
+    if (*rc == TB_OK)
+        *rc = r;
+}
+
+static int cuda_status(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess)
+        return TB_OK;
+    return TB_FAIL(TB_ERR_CUDA, "%s failed: %s (%d)", what, cudaGetErrorString(e), (int)e);
+}
+
+static int nccl_destroy(tb_comm *c)
 {
     nccl_state *s = state(c);
+    int rc = TB_OK;
     if (s) {
-        if (s->comm)
-            ncclCommDestroy(s->comm);
-        for (int i = 0; i < s->pool_n; i++)
-            cudaEventDestroy(s->pool[i]);
-        if (s->ready)
-            cudaEventDestroy(s->ready);
+        /* A collective nobody waited for may still run on the side stream,
+         * using the communicator and events freed below: finish it first. */
+        if (s->be)
+            keep_first(&rc, tb_cuda_bind(s->be));
         if (s->side)
-            cudaStreamDestroy(s->side);
+            keep_first(&rc, cuda_status(cudaStreamSynchronize(s->side),
+                                        "cudaStreamSynchronize (NCCL side stream)"));
+        if (s->comm) {
+            ncclResult_t r = ncclCommDestroy(s->comm);
+            if (r != ncclSuccess)
+                keep_first(&rc, TB_FAIL(TB_ERR_NCCL, "ncclCommDestroy failed: %s (NCCL result "
+                                        "%d)", ncclGetErrorString(r), (int)r));
+        }
+        for (int i = 0; i < s->pool_n; i++)
+            keep_first(&rc, cuda_status(cudaEventDestroy(s->pool[i]), "cudaEventDestroy"));
+        if (s->ready)
+            keep_first(&rc, cuda_status(cudaEventDestroy(s->ready), "cudaEventDestroy"));
+        if (s->side)
+            keep_first(&rc, cuda_status(cudaStreamDestroy(s->side), "cudaStreamDestroy"));
         free(s->pool);
         free(s->pool_busy);
         free(s);
     }
     free(c);
+    return rc;
 }
 
 static const tb_comm_ops nccl_ops = TB_COMM_OPS("nccl", nccl);
@@ -223,6 +250,6 @@ int tb_comm_nccl_create(tb_comm *mpi, tb_backend *be, tb_comm **out)
     return TB_OK;
 
 out_destroy:
-    nccl_destroy(c);
+    (void)nccl_destroy(c); /* adds to the chain; the first failure is returned */
     return rc;
 }

@@ -177,8 +177,7 @@ int main(int argc, char **argv)
     }
     if (hang_rank >= 0 || exit_rank >= 0) {
         misbehave(c, hang_rank, exit_rank);
-        tb_comm_destroy(c);
-        return 0;
+        return tb_comm_destroy(c) == TB_OK ? 0 : 1;
     }
     CHECK(c->size >= 1 && c->rank >= 0 && c->rank < c->size, "rank %d of %d", c->rank, c->size);
     test_blocking(c);
@@ -191,6 +190,9 @@ int main(int argc, char **argv)
     tb_comm_sum_double(c, &f, 1);
     if (c->rank == 0)
         printf("%s: %d ranks, %g failures\n", f ? "FAILED" : "PASSED", c->size, f);
-    tb_comm_destroy(c);
+    if (tb_comm_destroy(c) != TB_OK) {
+        tb_error_print(stderr); /* MPI_Comm_free or MPI_Finalize failed */
+        return 1;
+    }
     return f ? 1 : 0;
 }

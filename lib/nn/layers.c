@@ -132,7 +132,8 @@ static int desc_equal(const tb_conv_desc *a, const tb_conv_desc *b)
 {
     return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w && a->k == b->k &&
            a->r == b->r && a->s == b->s && a->stride == b->stride && a->pad == b->pad &&
-           a->layout == b->layout && a->dtype == b->dtype && a->math == b->math;
+           a->layout == b->layout && a->dtype == b->dtype && a->math == b->math &&
+           a->deterministic == b->deterministic;
 }
 
 /* The autotuner: time every usable algorithm once and keep the fastest. */

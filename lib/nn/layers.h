@@ -98,6 +98,8 @@ typedef struct tb_layer_ctx {
     tb_gelu_variant gelu;
     tb_gelu_approx gelu_approx; /* the model's GELU: exact erf, or tanh (GPT-2) */
     int conv_autotune;   /* 0: conv_algo_default; 1: conv_find once per shape */
+    int conv_deterministic; /* conv algorithms that repeat bitwise only
+                               (tb_conv_desc.deterministic; cudnn.deterministic) */
     tb_math math;        /* GEMM/conv math mode (--tf32 sets TB_MATH_TF32) */
     uint64_t dropout_seed;
     int dropout_layers;  /* dropout layers created so far (their mask regions) */

@@ -132,6 +132,28 @@ static int check_autotune_cache(fixture *f)
     return TB_OK;
 }
 
+/* cudnn.deterministic reaches the backend: every conv looked up under it
+ * asks with desc.deterministic set, and is cached apart from the default. */
+static int check_deterministic_desc(fixture *f)
+{
+    const tb_tensor *y;
+    tb_layer_ctx *ctx = &f->m->ctx;
+    tb_conv_algo_cache_free(&ctx->algos);
+    TB_TRY(forward_batch(f, BATCH, &y));
+    int plain = ctx->algos.count;
+    ctx->conv_deterministic = 1;
+    TB_TRY(forward_batch(f, BATCH, &y));
+    int all = ctx->algos.count, det = 0;
+    for (int i = 0; i < all; i++)
+        det += ctx->algos.entries[i].desc.deterministic;
+    ctx->conv_deterministic = 0;
+    char what[160];
+    snprintf(what, sizeof what, "deterministic convs: %d default lookups, then %d more, %d of "
+             "them asking for deterministic algorithms", plain, all - plain, det);
+    CHECK_WHAT(plain > 0 && all == 2 * plain && det == plain, what);
+    return TB_OK;
+}
+
 static int check_partial_batch(fixture *f)
 {
     const tb_tensor *y;
@@ -262,6 +284,7 @@ static int run(tb_backend *be, void *arg)
     TB_TRY_GOTO(rc, fixture_init(&f, be, 1), out_free);
     TB_TRY_GOTO(rc, check_zero_grad(&f), out_free);
     TB_TRY_GOTO(rc, check_autotune_cache(&f), out_free);
+    TB_TRY_GOTO(rc, check_deterministic_desc(&f), out_free);
     TB_TRY_GOTO(rc, check_partial_batch(&f), out_free);
     TB_TRY_GOTO(rc, check_flat_buffers(&f, be), out_free);
     TB_TRY_GOTO(rc, check_bn_running_stats(be), out_free);

@@ -449,6 +449,9 @@ static int render_script(const char *dir, const char *name, unsigned formats)
     char finals[N_FORMATS][PATH_MAX], tmps[N_FORMATS][PATH_MAX], defs[N_FORMATS * 160];
     int rc = TB_OK, reserved = 0;
     size_t dl = 0;
+    const char *bin = getenv("TB_GNUPLOT");
+    if (bin && strcmp(bin, "none") == 0)
+        return TB_OK; /* scripts only: `gnuplot NAME.gp` draws them later */
     for (int i = 0; i < N_FORMATS; i++) {
         int want = (formats & formats_table[i].format) != 0;
         snprintf(finals[i], sizeof finals[i], "%s/%s.%s", dir, name, formats_table[i].ext);

@@ -9,7 +9,9 @@
  * tunebench renders each image to a temporary name and renames it into
  * place (lib/core/atomic_file.h), so an interrupted run never leaves half a PNG.
  * gnuplot comes from Debian's gnuplot-nox (pngcairo, svg, pdfcairo); the
- * environment variable TB_GNUPLOT names another binary.
+ * environment variable TB_GNUPLOT names another binary, and TB_GNUPLOT=none
+ * writes the scripts only (a machine without gnuplot, such as a GPU box
+ * running the kit: the figures are drawn later from the scripts).
  *
  * Test: bazel test //lib/report:plot_test
  */

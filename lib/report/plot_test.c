@@ -175,6 +175,16 @@ static void test_failures(void)
     CHECK(size_after == size_before && memcmp(before, after, 8) == 0, "earlier gelu.png intact");
     CHECK(tb_test_count_temps(dir) == 0, "no temporaries left");
 
+    /* TB_GNUPLOT=none: the script, no images, no error. */
+    char probe[64];
+    setenv("TB_GNUPLOT", "none", 1);
+    CHECK(tb_plot_render(&p, dir, "scripts_only", TB_PLOT_ALL) == TB_OK &&
+              head("scripts_only.gp", probe, sizeof probe) > 0 &&
+              head("scripts_only.png", probe, sizeof probe) < 0 &&
+              head("scripts_only.svg", probe, sizeof probe) < 0,
+          "TB_GNUPLOT=none writes scripts_only.gp and draws nothing");
+    unsetenv("TB_GNUPLOT");
+
     CHECK(tb_plot_render(&p, dir, "../escape", TB_PLOT_PNG) == TB_ERR_INVALID, "bad name refused");
     p.n_series = 0;
     CHECK(tb_plot_render(&p, dir, "empty", TB_PLOT_PNG) == TB_ERR_INVALID, "no series refused");

@@ -42,7 +42,7 @@ struct tb_telemetry {
     int running;
     volatile int stop;
     pthread_mutex_t mu;       /* guards samples and segments */
-    int gpu_index;
+    char gpu_pci[32];         /* "" without a GPU */
     int period_ms;
     double t_start;
     uint64_t prev_busy, prev_total;
@@ -151,8 +151,8 @@ static void take_sample(tb_telemetry *t)
     s.cpu_util = read_cpu_util(t);
     s.cpu_mhz = read_cpu_mhz();
     s.gpu.available = 0;
-    if (t->gpu_index >= 0)
-        tb_nvml_read((unsigned)t->gpu_index, &s.gpu);
+    if (t->gpu_pci[0])
+        tb_nvml_read_pci(t->gpu_pci, &s.gpu);
     s.throttled = s.gpu.available && tb_telemetry_is_throttled(s.gpu.throttle);
     pthread_mutex_lock(&t->mu);
     s.t = now_s() - t->t_start;
@@ -209,7 +209,7 @@ static void close_segment(tb_telemetry *t)
     s->load_after = read_loadavg();
 }
 
-int tb_telemetry_start(int gpu_index, int period_ms, tb_telemetry **out)
+int tb_telemetry_start(const char *gpu_pci, int period_ms, tb_telemetry **out)
 {
     *out = NULL;
     if (period_ms < 10)
@@ -218,14 +218,19 @@ int tb_telemetry_start(int gpu_index, int period_ms, tb_telemetry **out)
     if (!t)
         return TB_FAIL(TB_ERR_NOMEM, "telemetry: out of memory");
     pthread_mutex_init(&t->mu, NULL);
-    t->gpu_index = gpu_index;
+    if (gpu_pci && strlen(gpu_pci) >= sizeof t->gpu_pci) {
+        free(t);
+        return TB_FAIL(TB_ERR_INVALID, "telemetry: PCI bus id '%.40s' is longer than %zu "
+                       "characters", gpu_pci, sizeof t->gpu_pci - 1);
+    }
+    snprintf(t->gpu_pci, sizeof t->gpu_pci, "%s", gpu_pci ? gpu_pci : "");
     t->period_ms = period_ms;
     t->t_start = now_s();
     if (isnan(read_cpu_mhz()))
         snprintf(t->freq_why, sizeof t->freq_why,
                  "n/a (this machine exposes no CPU frequency: no %s)", FREQ_PATH);
     const char *why = NULL;
-    if (gpu_index >= 0 && !tb_nvml_available(&why))
+    if (t->gpu_pci[0] && !tb_nvml_available(&why))
         snprintf(t->gpu_why, sizeof t->gpu_why, "%s", why ? why : "NVML not available");
     int rc = open_segment(t, "start");
     if (rc != TB_OK)
@@ -387,9 +392,13 @@ int tb_telemetry_write_json(const tb_telemetry *t, FILE *f)
     fprintf(f, "  \"period_ms\": %d,\n  \"cpu_frequency\": ", t->period_ms);
     tb_json_write_string(f, t->freq_why[0] ? t->freq_why : "sampled (cpu_mhz)");
     fputs(",\n  \"gpu\": ", f);
-    tb_json_write_string(f, t->gpu_index < 0 ? "n/a (no GPU in this run)"
+    tb_json_write_string(f, !t->gpu_pci[0] ? "n/a (no GPU in this run)"
                             : t->gpu_why[0] ? t->gpu_why
                                             : "sampled through NVML");
+    if (t->gpu_pci[0]) {
+        fputs(",\n  \"gpu_pci_bus_id\": ", f);
+        tb_json_write_string(f, t->gpu_pci);
+    }
     fputs(",\n  \"throttled_means\": \"an NVML power or thermal reason was set "
           "(sw_power_cap, hw_slowdown, sw_thermal, hw_thermal, hw_power_brake)\",\n", f);
     fputs("  \"segments\": [\n", f);

@@ -43,10 +43,12 @@ extern "C" {
 
 typedef struct tb_telemetry tb_telemetry;
 
-/* Starts the sampler thread. gpu_index: NVML device to read, or -1 for none
- * (the CPU backend). period_ms: time between samples (>= 10).
+/* Starts the sampler thread. gpu_pci: the PCI bus id of the GPU to read
+ * through NVML (tb_device_info.pci_bus_id; NVML's indices are not CUDA's
+ * ordinals), or NULL / "" for none (the CPU backend). period_ms: time
+ * between samples (>= 10).
  * The first segment is labelled "start" until tb_telemetry_segment names one. */
-int tb_telemetry_start(int gpu_index, int period_ms, tb_telemetry **out);
+int tb_telemetry_start(const char *gpu_pci, int period_ms, tb_telemetry **out);
 
 /* Closes the current segment and opens one named label (a technique name).
  * Reads /proc/loadavg at the boundary. */

@@ -37,7 +37,7 @@ static void test_parsers(void)
 static void test_run(void)
 {
     tb_telemetry *t = NULL;
-    CHECK(tb_telemetry_start(-1, 20, &t) == 0 && t);
+    CHECK(tb_telemetry_start(NULL, 20, &t) == 0 && t);
     if (!t)
         return;
     struct timespec ts = {0, 120 * 1000 * 1000};

@@ -88,6 +88,7 @@ static const config_field fields[] = {
     ROW(BOOL_AUTO, "conv-bias", conv_bias, "auto", NULL, "bias on convolutions followed by batch norm: true (nn.Conv2d bias=True), false, or auto = the model's own (true for the small CNNs, false for resnet50 as torchvision)"),
     ROW(BOOL, "fused-gelu", fused_gelu, "false", NULL, "one-pass GELU instead of eager's five passes"),
     ROW(BOOL, "conv-autotune", conv_autotune, "false", NULL, "time every conv algorithm per shape, keep the fastest (cudnn.benchmark)"),
+    ROW(BOOL, "cudnn-deterministic", cudnn_deterministic, "false", NULL, "only conv algorithms whose results repeat bitwise, none with atomics (cudnn.deterministic; the CPU's are all deterministic)"),
     NUM(DOUBLE, "dropout", dropout, "0.1", TB_RANGE_HALF_OPEN(0, 1), "dropout probability in the wide model's head"),
     ROW(CHOICE, "optimizer", optimizer, "sgd", tb_optimizer_names, "sgd (momentum), adamw, or the large-batch lars, lamb, novograd"),
     NUM(DOUBLE_AUTO, "lr", lr, "auto", TB_RANGE_ABOVE(0), "peak learning rate; auto = the recipe's (sgd 0.05, resnet50 sgd 0.1 x batch/256, adamw 0.002, lars 1, lamb 0.005, novograd 0.01)"),

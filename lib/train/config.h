@@ -100,6 +100,7 @@ typedef struct tb_config {
                                  torchvision's bias=False); validate resolves auto */
     int fused_gelu;           /* tb_gelu_variant */
     int conv_autotune;        /* cudnn.benchmark */
+    int cudnn_deterministic;  /* cudnn.deterministic: conv algorithms without atomics */
     double dropout;           /* p of the wide model's dropout layer */
 
     /* ---- optimizer ---- */

@@ -165,6 +165,7 @@ static int make_model(tb_trainer *t)
     t->model->ctx.gelu_approx = mo.gelu_approx;
     t->model->ctx.gelu = c->fused_gelu ? TB_GELU_FUSED : TB_GELU_UNFUSED;
     t->model->ctx.conv_autotune = c->conv_autotune;
+    t->model->ctx.conv_deterministic = c->cudnn_deterministic;
     t->model->ctx.layernorm = c->fused_layernorm ? TB_LN_FUSED : TB_LN_UNFUSED;
     t->model->ctx.attention = c->fused_attention ? TB_ATTN_FUSED : TB_ATTN_MANUAL;
     t->model->ctx.math = c->tf32 ? TB_MATH_TF32 : TB_MATH_F32;

@@ -302,8 +302,15 @@ static int graph_capture(tb_trainer *t, int acc, float loss_scale)
     int rc = fwd_bwd_direct(t, loss_scale);
     tb_graph *g = NULL;
     int end_rc = be->graph_end(be, &g); /* ends the capture even after a failure */
-    TB_TRY(rc);
-    TB_TRY(end_rc);
+    if (rc == TB_OK)
+        rc = end_rc;
+    if (rc != TB_OK) {
+        /* The graph of a step that failed is never launched: free it now.
+         * A failure to free only adds to the chain; the step's is returned. */
+        if (g)
+            (void)be->graph_destroy(be, g);
+        return rc;
+    }
     t->graph[acc] = g;
     t->graph_scale = loss_scale;
     return TB_OK;

@@ -451,6 +451,32 @@ int tb_cuda_dev_free(tb_backend *be, void *p)
     return TB_OK;
 }
 
+int tb_cuda_transient_alloc(tb_backend *be, void **p, size_t bytes)
+{
+    *p = NULL;
+    if (bytes == 0)
+        return TB_OK;
+    TB_TRY(tb_cuda_bind(be));
+    cudaError_t e = cudaMalloc(p, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        *p = NULL;
+        return TB_FAIL(TB_ERR_DEVICE_OOM, "cuda:%d: out of memory for %zu bytes of scratch "
+                       "(%.1f MiB)", be->device, bytes, bytes / 1048576.0);
+    }
+    TB_CHECK_CUDA(e);
+    return TB_OK;
+}
+
+int tb_cuda_transient_free(tb_backend *be, void *p)
+{
+    if (!p)
+        return TB_OK;
+    TB_TRY(tb_cuda_bind(be));
+    TB_CHECK_CUDA(cudaFree(p));
+    return TB_OK;
+}
+
 static int cuda_mem_stats(tb_backend *be, size_t *in_use, size_t *peak)
 {
     if (in_use)

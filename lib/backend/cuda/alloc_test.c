@@ -194,6 +194,30 @@ static void check_limit_and_peak(tb_backend *be)
     tb_error_clear();
 }
 
+/* The autotuner's scratch: straight to the device and back, never cached,
+ * never counted (a 100 MiB workspace must not be the run's peak). */
+static void check_transient(tb_backend *be)
+{
+    size_t u0, p0, u1, p1;
+    void *ws = NULL;
+    be->mem_stats(be, &u0, &p0);
+    size_t used0 = fake_used;
+    long m0 = fake_mallocs, f0 = fake_frees;
+    CHECK(tb_cuda_transient_alloc(be, &ws, 100 * MiB) == TB_OK && ws, "transient 100 MiB");
+    CHECK(fake_mallocs == m0 + 1 && fake_used == used0 + 100 * MiB,
+          "one cudaMalloc of exactly the size asked");
+    be->mem_stats(be, &u1, &p1);
+    CHECK(u1 == u0 && p1 == p0, "not counted: in_use %zu -> %zu, peak %zu -> %zu", u0, u1, p0,
+          p1);
+    CHECK(tb_cuda_transient_free(be, ws) == TB_OK && fake_frees == f0 + 1 && fake_used == used0,
+          "freed to the device at once: nothing stays reserved");
+    CHECK(tb_cuda_transient_alloc(be, &ws, fake_capacity + MiB) == TB_ERR_DEVICE_OOM && !ws,
+          "more than the device has: TB_ERR_DEVICE_OOM");
+    tb_error_clear();
+    CHECK(tb_cuda_transient_alloc(be, &ws, 0) == TB_OK && !ws &&
+              tb_cuda_transient_free(be, NULL) == TB_OK, "0 bytes and NULL: nothing to do");
+}
+
 int main(void)
 {
     tb_backend *be = calloc(1, sizeof *be);
@@ -206,6 +230,7 @@ int main(void)
     check_reserve(be);
     check_oom(be);
     check_limit_and_peak(be);
+    check_transient(be);
 
     void *leak;
     be->dev_alloc(be, &leak, 12345);

@@ -39,6 +39,7 @@
 #include <nccl.h>
 
 #include "lib/backend/backend.h"
+#include "lib/backend/cuda_verdict.h"
 #include "lib/backend/cuda/cuda.h"
 #include "lib/backend/cuda/check.h"
 #include "lib/backend/nvml_dl.h"
@@ -64,40 +65,27 @@ static cudaStream_t stream_of(tb_backend *be, tb_stream *s)
  * Device count and why there is none
  * ------------------------------------------------------------------- */
 
-static void describe_no_device(cudaError_t e, char *why, size_t cap)
+/* Reads what tb_cuda_verdict_machine (lib/backend/cuda_verdict.h) needs;
+ * its decision tells error 35's two causes apart: no driver at all, or one
+ * older than the runtime this build links. */
+static void describe_no_device(cudaError_t e, int n, char *why, size_t cap)
 {
-    int driver = 0, runtime = 0;
-    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+    tb_cuda_probe in = {(int)e, n, 0, 0, getenv("CUDA_VISIBLE_DEVICES")};
 
     /* Both calls work without a driver; failures leave 0 = unknown. */
-    if (cudaDriverGetVersion(&driver) != cudaSuccess)
-        driver = 0;
-    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess)
-        runtime = 0;
+    if (cudaDriverGetVersion(&in.driver_version) != cudaSuccess)
+        in.driver_version = 0;
+    if (cudaRuntimeGetVersion(&in.runtime_version) != cudaSuccess)
+        in.runtime_version = 0;
     cudaGetLastError(); /* none of these may be blamed on a later call */
-
-    if (e == cudaErrorInsufficientDriver && driver == 0)
-        snprintf(why, cap, "no CUDA driver found (cudaGetDeviceCount: %s, error %d)",
-                 cudaGetErrorString(e), (int)e);
-    else if (e == cudaErrorInsufficientDriver)
-        snprintf(why, cap,
-                 "the CUDA driver (%d.%d) is older than this build's CUDA runtime (%d.%d) "
-                 "(cudaGetDeviceCount: %s, error %d)",
-                 driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10,
-                 cudaGetErrorString(e), (int)e);
-    else if (e == cudaErrorNoDevice || e == cudaSuccess)
-        snprintf(why, cap, "no CUDA device%s%s%s", visible ? " (CUDA_VISIBLE_DEVICES=" : "",
-                 visible ? visible : "", visible ? ")" : "");
-    else
-        snprintf(why, cap, "CUDA is not usable (cudaGetDeviceCount: %s, error %d)",
-                 cudaGetErrorString(e), (int)e);
+    tb_cuda_verdict_machine(&in, why, cap);
 }
 
 /* *why points to a per-thread buffer valid until the next call on the
  * same thread; "" when devices were found. */
 int tb_cuda_device_count(const char **why)
 {
-    static _Thread_local char reason[320];
+    static _Thread_local char reason[512];
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
 
@@ -108,7 +96,7 @@ int tb_cuda_device_count(const char **why)
     }
     if (n <= 0) {
         n = 0;
-        describe_no_device(e, reason, sizeof reason);
+        describe_no_device(e, n, reason, sizeof reason);
     }
     if (why)
         *why = reason;
@@ -244,6 +232,9 @@ static int cuda_memset(tb_backend *be, void *p, int value, size_t bytes, tb_stre
 
     if (bytes == 0)
         return TB_OK;
+    /* cudaMemsetAsync acts on the current device's context, which another
+     * backend driven by this thread may have changed. */
+    TB_TRY(tb_cuda_bind(be));
     TB_CHECK_CUDA(cudaMemsetAsync(p, value, bytes, st));
     if (!s)
         TB_CHECK_CUDA(cudaStreamSynchronize(st));
@@ -409,6 +400,7 @@ static int cuda_device_info(tb_backend *be, tb_device_info *info)
     TB_TRY(device_attr(cudaDevAttrGlobalMemoryBusWidth, dev, &info->mem_bus_bits));
     TB_TRY(device_attr(cudaDevAttrComputeCapabilityMajor, dev, &info->cc_major));
     TB_TRY(device_attr(cudaDevAttrComputeCapabilityMinor, dev, &info->cc_minor));
+    TB_CHECK_CUDA(cudaDeviceGetPCIBusId(info->pci_bus_id, (int)sizeof info->pci_bus_id, dev));
     return cuda_versions(info);
 }
 
@@ -494,6 +486,20 @@ static int cuda_open_handles(tb_backend *be)
     return TB_OK;
 }
 
+/* The kernels exist for sm_80 and newer only (tools/cuda.bzl): an older GPU
+ * would fail at its first launch with "no kernel image"; say so up front. */
+static int check_compute_capability(int ordinal)
+{
+    struct cudaDeviceProp prop;
+    char why[512];
+
+    TB_CHECK_CUDA(cudaGetDeviceProperties(&prop, ordinal));
+    if (tb_cuda_verdict_device(ordinal, prop.name, prop.major, prop.minor, why, sizeof why) !=
+        TB_CUDA_USABLE)
+        return TB_FAIL(TB_ERR_NO_DEVICE, "%s", why);
+    return TB_OK;
+}
+
 int tb_cuda_owns(const tb_backend *be) { return be && be->destroy == cuda_destroy; }
 
 void tb_backend_cuda_fill_table(tb_backend *be)
@@ -555,6 +561,8 @@ int tb_backend_cuda_create(int ordinal, tb_backend **out)
     if (ordinal >= count)
         return TB_FAIL(TB_ERR_NO_DEVICE, "cuda:%d requested, but this machine has %d CUDA device%s "
                        "(cuda:0 to cuda:%d)", ordinal, count, count == 1 ? "" : "s", count - 1);
+
+    TB_TRY(check_compute_capability(ordinal));
 
     be = calloc(1, sizeof *be);
     if (!be)

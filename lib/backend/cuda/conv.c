@@ -7,14 +7,19 @@
  *   conv_algo_default  cudnnGetConvolution{Forward,BackwardData,
  *                      BackwardFilter}Algorithm_v7: cuDNN's heuristic, the
  *                      first result that says SUCCESS (what PyTorch runs
- *                      with cudnn.benchmark = False).
+ *                      with cudnn.benchmark = False); with
+ *                      d->deterministic, the first that is also
+ *                      CUDNN_DETERMINISTIC (cudnn.deterministic = True),
+ *                      and conv_find leaves the others out.
  *   conv_find          cudnnFind*AlgorithmEx on scratch buffers of the
  *                      problem's shape: the autotuner (cudnn.benchmark =
  *                      True). Every algorithm is timed; the results carry
  *                      the cuDNN enum name, time and workspace, fastest
  *                      first, failed ones last with ms = -1. The workspace
  *                      offered is the largest any algorithm asks for, capped
- *                      at half the free device memory.
+ *                      at half the free device memory; it and the operands
+ *                      are transient (cudaMalloc/cudaFree, outside the
+ *                      cache and the memory counts).
  *   conv_fwd           cudnnConvolutionForward, then the bias with
  *                      cudnnAddTensor.
  *   conv_bwd_data      cudnnConvolutionBackwardData (dx written).
@@ -54,6 +59,7 @@
 #include "kernels/cast.h"
 #include "kernels/elementwise.h"
 #include "lib/backend/backend.h"
+#include "lib/backend/conv_pick.h"
 #include "lib/backend/cuda/cuda.h"
 #include "lib/backend/cuda/check.h"
 #include "lib/core/status.h"
@@ -84,6 +90,7 @@ typedef struct conv_perf {
     cudnnStatus_t status;
     float ms;
     size_t memory;
+    cudnnDeterminism_t determinism;
 } conv_perf;
 
 static const char *const FWD_NAMES[] = {
@@ -302,10 +309,14 @@ static void perfs_of(tb_conv_kind kind, int n, const cudnnConvolutionFwdAlgoPerf
                      const cudnnConvolutionBwdFilterAlgoPerf_t *bf, conv_perf *out)
 {
     for (int i = 0; i < n; i++)
-        out[i] = kind == TB_CONV_FWD ? (conv_perf){f[i].algo, f[i].status, f[i].time, f[i].memory}
-               : kind == TB_CONV_BWD_DATA
-                   ? (conv_perf){bd[i].algo, bd[i].status, bd[i].time, bd[i].memory}
-                   : (conv_perf){bf[i].algo, bf[i].status, bf[i].time, bf[i].memory};
+        out[i] = kind == TB_CONV_FWD
+                     ? (conv_perf){f[i].algo, f[i].status, f[i].time, f[i].memory,
+                                   f[i].determinism}
+                 : kind == TB_CONV_BWD_DATA
+                     ? (conv_perf){bd[i].algo, bd[i].status, bd[i].time, bd[i].memory,
+                                   bd[i].determinism}
+                     : (conv_perf){bf[i].algo, bf[i].status, bf[i].time, bf[i].memory,
+                                   bf[i].determinism};
 }
 
 static int heuristic(cudnnHandle_t h, const conv_entry *e, tb_conv_kind kind, conv_perf *out,
@@ -328,6 +339,13 @@ static int heuristic(cudnnHandle_t h, const conv_entry *e, tb_conv_kind kind, co
                                                                      e->w, want, n, bf));
     perfs_of(kind, *n, f, bd, bf, out);
     return TB_OK;
+}
+
+/* A result as lib/backend/conv_pick.h sees it. */
+static tb_conv_candidate candidate_of(const conv_perf *p)
+{
+    return (tb_conv_candidate){p->algo, p->status == CUDNN_STATUS_SUCCESS,
+                               p->determinism == CUDNN_DETERMINISTIC};
 }
 
 /* Operand buffers of a find: x, w, y in the kind's roles. */
@@ -377,15 +395,18 @@ static int cuda_conv_algo_default(tb_backend *be, const tb_conv_desc *d, tb_conv
     TB_TRY(tb_cuda_bind(be));
     TB_TRY(entry_get(be, d, &e));
     TB_TRY(heuristic(tb_cuda_ctx(be)->cudnn, e, kind, perf, &n));
-    for (int i = 0; i < n; i++) {
-        if (perf[i].status == CUDNN_STATUS_SUCCESS) {
-            *algo = perf[i].algo;
-            return TB_OK;
-        }
+    tb_conv_candidate cand[MAX_ALGOS];
+    for (int i = 0; i < n; i++)
+        cand[i] = candidate_of(&perf[i]);
+    int pick = tb_conv_pick(cand, n, d->deterministic);
+    if (pick >= 0) {
+        *algo = perf[pick].algo;
+        return TB_OK;
     }
-    return TB_FAIL(TB_ERR_CUDNN, "convolution %s: cuDNN's heuristic found no algorithm for n=%d "
-                   "c=%d h=%d w=%d k=%d r=%d s=%d", kind_name(kind), d->n, d->c, d->h, d->w,
-                   d->k, d->r, d->s);
+    return TB_FAIL(TB_ERR_CUDNN, "convolution %s: cuDNN's heuristic found no %salgorithm for "
+                   "n=%d c=%d h=%d w=%d k=%d r=%d s=%d", kind_name(kind),
+                   d->deterministic ? "deterministic " : "", d->n, d->c, d->h, d->w, d->k, d->r,
+                   d->s);
 }
 
 /* The find's workspace: what the hungriest algorithm asks, at most half
@@ -414,11 +435,13 @@ static int find_bufs_alloc(tb_backend *be, const tb_conv_desc *d, conv_entry *e,
     size_t y = (size_t)d->n * d->k * tb_conv_out_h(d) * tb_conv_out_w(d) * sizeof(float);
     cudaStream_t s = tb_cuda_ctx(be)->compute;
 
+    /* Transient, not from the cache: the workspace may be half the free
+     * memory, which the cache would keep reserved and count as the peak. */
     TB_TRY(find_ws_size(be, e, kind, &b->ws_bytes));
-    TB_TRY(tb_cuda_dev_alloc(be, &b->x, x));
-    TB_TRY(tb_cuda_dev_alloc(be, &b->w, w));
-    TB_TRY(tb_cuda_dev_alloc(be, &b->y, y));
-    TB_TRY(tb_cuda_dev_alloc(be, &b->ws, b->ws_bytes));
+    TB_TRY(tb_cuda_transient_alloc(be, &b->x, x));
+    TB_TRY(tb_cuda_transient_alloc(be, &b->w, w));
+    TB_TRY(tb_cuda_transient_alloc(be, &b->y, y));
+    TB_TRY(tb_cuda_transient_alloc(be, &b->ws, b->ws_bytes));
     /* Zeros, not garbage: NaN or denormal patterns must not time differently. */
     TB_CHECK_CUDA(cudaMemsetAsync(b->x, 0, x, s));
     TB_CHECK_CUDA(cudaMemsetAsync(b->w, 0, w, s));
@@ -431,7 +454,7 @@ static int find_bufs_free(tb_backend *be, find_bufs *b)
     int rc = TB_OK, r;
     void *p[4] = {b->x, b->w, b->y, b->ws};
     for (int i = 0; i < 4; i++)
-        if ((r = tb_cuda_dev_free(be, p[i])) != TB_OK && rc == TB_OK)
+        if ((r = tb_cuda_transient_free(be, p[i])) != TB_OK && rc == TB_OK)
             rc = r;
     return rc;
 }
@@ -474,8 +497,11 @@ static int cuda_conv_find(tb_backend *be, const tb_conv_desc *d, tb_conv_kind ki
     TB_TRY_GOTO(rc, find_bufs_alloc(be, d, e, kind, &b), out_free_bufs);
     TB_TRY_GOTO(rc, find_ex(tb_cuda_ctx(be)->cudnn, e, kind, &b, raw, &n), out_free_bufs);
     for (int i = 0; i < n && *returned < max; i++) {
+        tb_conv_candidate cand = candidate_of(&raw[i]);
+        if (cand.ok && !tb_conv_allowed(&cand, d->deterministic))
+            continue; /* runs, but not bitwise the same twice: not offered */
         tb_conv_algo_perf *p = &perf[(*returned)++];
-        int ok = raw[i].status == CUDNN_STATUS_SUCCESS;
+        int ok = cand.ok;
         p->algo = raw[i].algo;
         snprintf(p->name, sizeof p->name, "%s", algo_name(kind, raw[i].algo));
         p->ms = ok ? raw[i].ms : -1.0f;

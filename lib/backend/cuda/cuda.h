@@ -152,6 +152,13 @@ int tb_cuda_alloc_release(tb_backend *be);
 /* The allocator's table functions, also used inside the backend. */
 int tb_cuda_dev_alloc(tb_backend *be, void **p, size_t bytes);
 int tb_cuda_dev_free(tb_backend *be, void *p);
+/* Scratch that lives only inside one backend call (the autotuner's
+ * operands and its workspace, up to half the free device memory): one
+ * cudaMalloc and one cudaFree on be's device, outside the cache and the
+ * counts, so it neither stays reserved afterwards nor shows as the run's
+ * peak. Fails with TB_ERR_DEVICE_OOM; bytes == 0 gives NULL. */
+int tb_cuda_transient_alloc(tb_backend *be, void **p, size_t bytes);
+int tb_cuda_transient_free(tb_backend *be, void *p);
 
 #ifdef __cplusplus
 }

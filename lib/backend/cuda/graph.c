@@ -36,7 +36,10 @@ static int cuda_graph_end(tb_backend *be, tb_graph **g)
     cudaGraphExec_t exec = NULL;
     int rc = TB_OK;
     *g = NULL;
-    TB_CHECK_CUDA(cudaStreamEndCapture(tb_cuda_ctx(be)->compute, &graph));
+    /* Freed below also when ending fails: CUDA returns NULL for an
+     * invalidated capture, but a graph it does return is ours. */
+    TB_CHECK_CUDA_GOTO(rc, cudaStreamEndCapture(tb_cuda_ctx(be)->compute, &graph),
+                       out_free_graph);
     TB_CHECK_CUDA_GOTO(rc, cudaGraphInstantiate(&exec, graph, 0), out_free_graph);
     *g = (tb_graph *)exec;
 out_free_graph:

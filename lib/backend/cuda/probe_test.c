@@ -60,8 +60,8 @@ static int reason_is_clear(const char *why, int built)
     /* Error 35 (insufficient driver) must talk about the driver. */
     if (strstr(why, "error 35"))
         return strstr(why, "driver") != NULL;
-    return strncmp(why, "no CUDA driver found", 20) == 0 ||
-           strncmp(why, "the CUDA driver", 15) == 0 ||
+    return strncmp(why, "no NVIDIA driver found", 22) == 0 ||
+           strncmp(why, "the NVIDIA driver is too old", 28) == 0 ||
            strncmp(why, "no CUDA device", 14) == 0 ||
            strncmp(why, "CUDA is not usable", 18) == 0;
 }
@@ -69,7 +69,7 @@ static int reason_is_clear(const char *why, int built)
 static void check_no_device(int built, const char *why)
 {
     tb_backend *be = (tb_backend *)&be; /* must be reset to NULL */
-    char reason[320];
+    char reason[512];
 
     snprintf(reason, sizeof reason, "%s", why);
     CHECK(reason_is_clear(reason, built), "the reason is clear: \"%s\"", reason);

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""torch_step.py - PyTorch's training-step throughput on the workloads tunebench
+times (ResNet-50 v1.5 on synthetic images, GPT-2 small on synthetic tokens), so
+that tools/gpu_check.sh can put tunebench's number beside PyTorch's on the same
+machine.
+
+    python3 tools/torch_step.py --device=cuda --model=resnet50 --image-size=224 \
+        --batch-size=32 --steps=20 --warmup=5
+    python3 tools/torch_step.py --device=cpu --model=gpt2 --context=128 --layers=2 \
+        --batch-size=2 --steps=3 --warmup=1
+
+Prints one CSV row per model (header first): the median step time after the
+warm-up steps, timed with torch.cuda.synchronize() around each step (host
+clock), and images/s or tokens/s from it. Plain fp32, SGD with momentum,
+PyTorch's defaults otherwise (cudnn.benchmark off, TF32 as PyTorch sets it):
+the same settings tunebench's baseline uses. ResNet-50 comes from torchvision
+when it is installed, else from the plain definition below (same layers).
+
+Tested by the kit's CPU rehearsal (tools/gpu_check.sh --device=cpu --quick)
+where PyTorch is installed; not part of the Bazel tests.
+"""
+import argparse
+import statistics
+import sys
+import time
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu")
+    p.add_argument("--model", default="resnet50,gpt2", help="comma-separated: resnet50, gpt2")
+    p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--context", type=int, default=1024)
+    p.add_argument("--layers", type=int, default=12, help="GPT-2 blocks (12 = GPT-2 small)")
+    p.add_argument("--batch-size", type=int, default=0,
+                   help="0 = tunebench's default (32 for resnet50, 4 for gpt2)")
+    p.add_argument("--steps", type=int, default=20, help="timed steps")
+    p.add_argument("--warmup", type=int, default=5, help="untimed steps first")
+    p.add_argument("--header", type=int, default=1, help="print the CSV header")
+    a = p.parse_args(argv)
+    for name in a.model.split(","):
+        if name not in ("resnet50", "gpt2"):
+            p.error("unknown model %r: use resnet50 and/or gpt2" % name)
+    if a.steps < 1 or a.warmup < 0 or a.batch_size < 0:
+        p.error("--steps must be >= 1, --warmup and --batch-size >= 0")
+    return a
+
+
+def resnet50(torch, nn):
+    """ResNet-50 v1.5 (stride in the 3x3), torchvision's layers, 1000 classes."""
+    try:
+        import torchvision
+        return torchvision.models.resnet50(), "torchvision"
+    except Exception:  # no torchvision, or one built for another torch
+        pass
+
+    class Bottleneck(nn.Module):
+        def __init__(self, cin, width, stride):
+            super().__init__()
+            cout = width * 4
+            self.body = nn.Sequential(
+                nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(True),
+                nn.Conv2d(width, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width),
+                nn.ReLU(True), nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout))
+            self.short = None
+            if stride != 1 or cin != cout:
+                self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                           nn.BatchNorm2d(cout))
+            self.relu = nn.ReLU(True)
+
+        def forward(self, x):
+            s = x if self.short is None else self.short(x)
+            return self.relu(self.body(x) + s)
+
+    layers = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(True),
+              nn.MaxPool2d(3, 2, 1)]
+    cin = 64
+    for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        for b in range(blocks):
+            layers.append(Bottleneck(cin, width, stride if b == 0 else 1))
+            cin = width * 4
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2048, 1000)]
+    return nn.Sequential(*layers), "plain definition"
+
+
+def gpt2(torch, nn, context, n_layers):
+    """GPT-2 small: d 768, 12 heads, MLP 3072 (tanh GELU), tied head."""
+    d, heads, vocab = 768, 12, 50257
+    F = torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+        def forward(self, x):
+            B, T, _ = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+            q, k, v = (t.view(B, T, heads, d // heads).transpose(1, 2) for t in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).reshape(B, T, d))
+            return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+    class GPT2(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(context, d)
+            self.blocks = nn.ModuleList(Block() for _ in range(n_layers))
+            self.ln_f = nn.LayerNorm(d)
+
+        def forward(self, idx):
+            pos = torch.arange(idx.shape[1], device=idx.device)
+            x = self.wte(idx) + self.wpe(pos)
+            for b in self.blocks:
+                x = b(x)
+            return self.ln_f(x) @ self.wte.weight.t()
+
+    return GPT2(), "plain definition"
+
+
+def time_steps(torch, model, make_batch, loss_of, device, steps, warmup):
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+    x, y = make_batch()
+    cuda = device.startswith("cuda")
+    times = []
+    for i in range(warmup + steps):
+        if cuda:
+            torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_of(model(x), y)
+        loss.backward()
+        opt.step()
+        if cuda:
+            torch.cuda.synchronize(device)
+        if i >= warmup:
+            times.append(time.perf_counter() - t0)
+    if not torch.isfinite(loss).item():
+        raise RuntimeError("the loss is not finite: %s" % loss.item())
+    return statistics.median(times)
+
+
+def run_model(torch, a, name):
+    nn, F = torch.nn, torch.nn.functional
+    g = torch.Generator(device="cpu").manual_seed(1234)
+    if name == "resnet50":
+        b = a.batch_size or 32
+        model, src = resnet50(torch, nn)
+        make = lambda: (torch.randn(b, 3, a.image_size, a.image_size, generator=g).to(a.device),
+                        torch.randint(0, 1000, (b,), generator=g).to(a.device))
+        loss_of = F.cross_entropy
+        size, per_step, unit = a.image_size, b, "images/s"
+    else:
+        b = a.batch_size or 4
+        model, src = gpt2(torch, nn, a.context, a.layers)
+        make = lambda: (torch.randint(0, 50257, (b, a.context), generator=g).to(a.device),
+                        torch.randint(0, 50257, (b, a.context), generator=g).to(a.device))
+        loss_of = lambda logits, y: F.cross_entropy(logits.view(-1, logits.shape[-1]), y.view(-1))
+        size, per_step, unit = a.context, b * a.context, "tokens/s"
+    model = model.to(a.device).train()
+    med = time_steps(torch, model, make, loss_of, a.device, a.steps, a.warmup)
+    return "%s,%s,%d,%d,%d,%d,%.6f,%.2f,%s,torch %s,%s" % (
+        name, a.device, b, size, a.warmup, a.steps, med, per_step / med, unit,
+        torch.__version__, src)
+
+
+def main(argv):
+    a = parse_args(argv)
+    try:
+        import torch
+    except ImportError as e:
+        print("torch_step: PyTorch is not importable (%s): nothing to compare" % e,
+              file=sys.stderr)
+        return 3
+    if a.device.startswith("cuda") and not torch.cuda.is_available():
+        print("torch_step: --device=%s but torch.cuda.is_available() is False (torch %s, "
+              "built for CUDA %s)" % (a.device, torch.__version__, torch.version.cuda),
+              file=sys.stderr)
+        return 2
+    if a.header:
+        print("model,device,batch,size,warmup,steps,median_step_s,throughput,unit,torch,source")
+    for name in a.model.split(","):
+        print(run_model(torch, a, name), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
