@@ -85,6 +85,12 @@ run() {
 }
 
 wanted=("$@")
+for w in "${wanted[@]}"; do
+  if [[ " ${TARGETS[*]} " != *" $w "* ]]; then
+    echo "fuzz.sh: no fuzz target '$w': the targets are flags idx json run_state results_csv" >&2
+    exit 2
+  fi
+done
 passed=0
 failed=0
 for line in "${TARGETS[@]}"; do
