@@ -20,7 +20,10 @@ int tb_dataset_alloc(int n, int c, int h, int w, int num_classes, tb_dataset **o
     if (n <= 0 || c <= 0 || c > TB_DATASET_MAX_CHANNELS || h <= 0 || w <= 0 || num_classes <= 0)
         return TB_FAIL(TB_ERR_INVALID, "dataset shape n=%d c=%d h=%d w=%d classes=%d",
                        n, c, h, w, num_classes);
-    size_t pixels = (size_t)n * c * h * w;
+    size_t pixels;
+    if (__builtin_mul_overflow((size_t)n * (size_t)c, (size_t)h * (size_t)w, &pixels))
+        return TB_FAIL(TB_ERR_INVALID, "dataset shape n=%d c=%d h=%d w=%d: %d x %d x %d x %d "
+                       "bytes is more than memory can address", n, c, h, w, n, c, h, w);
     tb_dataset *ds = calloc(1, sizeof *ds);
     if (!ds)
         return TB_FAIL(TB_ERR_NOMEM, "cannot allocate a dataset");

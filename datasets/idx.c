@@ -143,7 +143,12 @@ static int read_body(idx_stream *s, long limit, idx_array *a)
     TB_TRY(item_bytes(s->path, a, &item));
     int whole = limit <= 0 || (unsigned long)limit >= a->file_count;
     uint32_t count = whole ? a->file_count : (uint32_t)limit;
-    size_t want = item * count, got;
+    size_t want, got;
+    /* dimensions up to 2^28 each can multiply past 2^64, which would wrap to
+     * a small size and read as an empty, valid file */
+    if (__builtin_mul_overflow(item, (size_t)count, &want))
+        return TB_FAIL(TB_ERR_DATA, "%s: the header announces %u items of %zu bytes, more "
+                       "than memory can address; not a real IDX file", s->path, count, item);
     a->data = malloc(want ? want : 1);
     if (!a->data)
         return TB_FAIL(TB_ERR_NOMEM, "%s: cannot allocate %zu bytes", s->path, want);

@@ -272,6 +272,23 @@ static void test_errors(void)
     uint32_t zero[3] = {20, 0, 28};
     write_file(p, 1, 3, zero, 0, 0, 0);
     expect_fail("zero dimension", p, lb, 0, TB_ERR_DATA, p, "dimension 1");
+
+    /* 2^24 items of 2^20 x 2^20 bytes: each dimension is allowed, their
+     * product is 2^64, which wrapped to 0 and read as an empty valid file */
+    path_of(p, "wrapping-dims");
+    uint32_t huge[3] = {1u << 24, 1u << 20, 1u << 20};
+    write_file(p, 0, 3, huge, 64, 0, 0);
+    expect_fail("dimensions multiplying to 2^64", p, lb, 0, TB_ERR_DATA, p,
+                "more than memory can address");
+    path_of(p, "wrapping-dims.gz");
+    write_file(p, 1, 3, huge, 64, 0, 0);
+    expect_fail("same, gzip", p, lb, 0, TB_ERR_DATA, p, "more than memory can address");
+
+    tb_dataset *big = NULL;
+    CHECK(tb_dataset_alloc(1 << 30, 1, 1 << 30, 1 << 30, 10, &big) == TB_ERR_INVALID && !big &&
+              strstr(tb_error_message(), "more than memory can address"),
+          "a dataset of 2^90 bytes is refused: %s", tb_error_message());
+    tb_error_clear();
 }
 
 static void test_fmnist_errors(void)

@@ -26,9 +26,14 @@
  * that applied, goes to results/<device>/budget.json for the report.
  * At the end it writes REPORT.md, REPORT.html, summary.md and summary.tex
  * (lib/report/report.h).
+ * Each technique runs in a guard (bench/cmd/guard.h): if bench:all dies,
+ * even by SIGKILL, the technique and whatever it started (the ddp sweep's
+ * MPI ranks) die with it; and a run holds a lock in its results folder, so
+ * a second run or a --resume refuses while any process of an earlier one
+ * lives.
  * Exit status: 0 when every technique succeeded, 1 when one failed, 130 when
- * interrupted, 2 on a bad flag, when --resume refuses or when the budgets
- * exceed the profile's limit.
+ * interrupted, 2 on a bad flag, when --resume refuses, when another run
+ * holds the folder, or when the budgets exceed the profile's limit.
  */
 #include <errno.h>
 #include <signal.h>
@@ -40,6 +45,7 @@
 #include <unistd.h>
 
 #include "bench/cmd/cli.h"
+#include "bench/cmd/guard.h"
 #include "bench/cmd/plan.h"
 #include "lib/core/atomic_file.h"
 #include "lib/backend/backend.h"
@@ -107,6 +113,26 @@ static int in_list(const char *list, const char *name)
     return 0;
 }
 
+/* 1 when every name of the comma-separated list is a technique of this
+ * build; otherwise says which is not and returns 0. */
+static int names_known(const char *flag, const char *list, const tb_plan_entry *techs, int ntech)
+{
+    for (const char *l = list; *l;) {
+        const char *comma = strchr(l, ',');
+        size_t len = comma ? (size_t)(comma - l) : strlen(l);
+        int known = 0;
+        for (int i = 0; i < ntech; i++)
+            known |= strlen(techs[i].name) == len && !strncmp(techs[i].name, l, len);
+        if (!known) {
+            fprintf(stderr, "bench:all: --%s=%s: unknown technique '%.*s'; see --help for the "
+                    "list\n", flag, list, (int)len, l);
+            return 0;
+        }
+        l = comma ? comma + 1 : l + len;
+    }
+    return 1;
+}
+
 static void format_secs(double s, char *out, size_t cap)
 {
     if (s < 90)
@@ -115,24 +141,14 @@ static void format_secs(double s, char *out, size_t cap)
         snprintf(out, cap, "%d min %02d s", (int)(s / 60), (int)s % 60);
 }
 
+/* The technique in a guard (bench/cmd/guard.h): it and everything it
+ * starts end when it does, or when bench:all dies, even by SIGKILL. */
 static int run_one(const char *bin, char *const args[])
 {
-    pid_t pid = fork();
-    if (pid < 0)
+    int rc = tb_guard_run(bin, args, &child);
+    if (rc < 0)
         return TB_FAIL(TB_ERR_IO, "fork failed: %s", strerror(errno));
-    if (pid == 0) {
-        execv(bin, args);
-        fprintf(stderr, "bench:all: cannot run %s: %s\n", bin, strerror(errno));
-        _exit(127);
-    }
-    child = pid;
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    child = 0;
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    return 128 + WTERMSIG(status);
+    return rc;
 }
 
 /* What budget.json holds (results/README.md): the profile, its limit, the
@@ -224,6 +240,11 @@ static int open_run(const char *device, int threads, const char *out_dir, int ar
     tb_device_slug(&info, slug, sizeof slug);
     TB_TRY(tb_outdir_init(od, out_dir, slug));
     TB_TRY(tb_outdir_create(od));
+    /* One run per folder: an earlier one's techniques may still be writing
+     * (their temporaries are not stale then); a killed run's take a moment
+     * to be reaped by their guards. */
+    if (tb_run_lock(od->results, 5.0) != 0)
+        return TB_FAIL(TB_ERR_INVALID, "%s: another run is using this folder", od->results);
     /* Temporaries of a killed earlier run: nobody will finish them. */
     TB_TRY(tb_atomic_sweep_stale(od->results, NULL));
     TB_TRY(tb_atomic_sweep_stale(od->plots, NULL));
@@ -291,7 +312,8 @@ int main(int argc, char **argv)
         {"profile", TB_FLAG_CHOICE, &profile, "sweep length", profiles},
         {"out-dir", TB_FLAG_STRING, &out_dir,
          "where results/ and plots/ go (default: the source tree under bazel run)", NULL},
-        {"threads", TB_FLAG_INT, &threads, "CPU threads (0 = all cores)", NULL},
+        {"threads", TB_FLAG_INT, &threads, "CPU threads (0 = all cores)", NULL,
+         TB_RANGE(0, TB_THREADS_MAX)},
         {"only", TB_FLAG_STRING, &only, "comma-separated techniques to run (default all)", NULL},
         {"skip", TB_FLAG_STRING, &skip,
          "comma-separated techniques to skip (ceilings: skip the ceilings run)", NULL},
@@ -324,19 +346,9 @@ int main(int argc, char **argv)
         printf("\n");
         return 0;
     }
-    for (const char *l = only; *l;) {
-        /* Catch typos in --only before spending minutes on a run. */
-        const char *comma = strchr(l, ',');
-        size_t len = comma ? (size_t)(comma - l) : strlen(l);
-        int known = 0;
-        for (int i = 0; i < ntech; i++)
-            known |= strlen(techs[i].name) == len && !strncmp(techs[i].name, l, len);
-        if (!known) {
-            fprintf(stderr, "bench:all: unknown technique '%.*s' in --only; see --help\n", (int)len, l);
-            return 2;
-        }
-        l = comma ? comma + 1 : l + len;
-    }
+    /* Catch typos before spending minutes on a run. */
+    if (!names_known("only", only, techs, ntech) || !names_known("skip", skip, techs, ntech))
+        return 2;
 
     /* The techniques to run: the ceilings first whatever --only says. */
     const tb_plan_entry **todo = calloc((size_t)ntech + 1, sizeof *todo);

@@ -518,20 +518,20 @@ static int parse(worker *w, int *argc, char **argv, int *help)
     size_t nc;
     const tb_flag *cf = tb_config_flags(&w->cfg, &nc);
     tb_flag own[] = {
-        {"bucket-size", TB_FLAG_SIZE, &w->wf.bucket_bytes, "DDP bucket size (bucket_cap_mb), K/M/G suffixes", NULL},
+        {"bucket-size", TB_FLAG_SIZE, &w->wf.bucket_bytes, "DDP bucket size (bucket_cap_mb), K/M/G suffixes", NULL, TB_RANGE(1, 1024.0 * 1024 * 1024 * 1024)},
         {"overlap", TB_FLAG_BOOL, &w->wf.overlap, "start each bucket's all-reduce during backward", NULL},
-        {"comm-timeout", TB_FLAG_DOUBLE, &w->wf.comm_timeout, "seconds a collective may wait before the job is aborted", NULL},
+        {"comm-timeout", TB_FLAG_DOUBLE, &w->wf.comm_timeout, "seconds a collective may wait before the job is aborted", NULL, TB_RANGE(0.001, 604800)},
         {"comm", TB_FLAG_CHOICE, &w->wf.comm, "auto (NCCL on CUDA, MPI on CPU), mpi or nccl", comm_names},
         {"verify", TB_FLAG_BOOL, &w->wf.verify, "check identical weights, bytes, overlap, loss vs one process", NULL},
         {"report", TB_FLAG_STRING, &w->wf.report, "rank 0 writes PATH.steps.csv and PATH.trace.csv", NULL},
-        {"imbalance", TB_FLAG_DOUBLE, &w->wf.imbalance, "rank r's shard weighs 1 + x*r/(N-1): load imbalance", NULL},
+        {"imbalance", TB_FLAG_DOUBLE, &w->wf.imbalance, "rank r's shard weighs 1 + x*r/(N-1): load imbalance", NULL, TB_RANGE(0, 1000)},
         {"sync-bn", TB_FLAG_BOOL, &w->wf.sync_bn, "SyncBatchNorm: batch statistics over all ranks (CPU backend)", NULL},
         {"checkpoint", TB_FLAG_STRING, &w->wf.checkpoint, "rank 0 writes weights and optimizer state here at the end", NULL},
-        {"busbw-max", TB_FLAG_SIZE, &w->wf.busbw_max, "with --report: time all-reduce of 4K .. this many bytes (PATH.busbw.csv)", NULL},
-        {"busbw-reps", TB_FLAG_INT, &w->wf.busbw_reps, "repetitions per all-reduce size", NULL},
-        {"test-hang-rank", TB_FLAG_INT, &w->wf.hang_rank, "test hook: this rank hangs", NULL},
-        {"test-exit-rank", TB_FLAG_INT, &w->wf.exit_rank, "test hook: this rank exits with status 3", NULL},
-        {"test-fail-step", TB_FLAG_INT, &w->wf.fail_step, "test hook: at this step", NULL},
+        {"busbw-max", TB_FLAG_SIZE, &w->wf.busbw_max, "with --report: time all-reduce of 4K .. this many bytes (PATH.busbw.csv)", NULL, TB_RANGE(0, 1024.0 * 1024 * 1024 * 1024)},
+        {"busbw-reps", TB_FLAG_INT, &w->wf.busbw_reps, "repetitions per all-reduce size", NULL, TB_RANGE(1, 100000)},
+        {"test-hang-rank", TB_FLAG_INT, &w->wf.hang_rank, "test hook: this rank hangs", NULL, TB_RANGE_MIN(-1)},
+        {"test-exit-rank", TB_FLAG_INT, &w->wf.exit_rank, "test hook: this rank exits with status 3", NULL, TB_RANGE_MIN(-1)},
+        {"test-fail-step", TB_FLAG_INT, &w->wf.fail_step, "test hook: at this step", NULL, TB_RANGE_MIN(0)},
     };
     size_t n_own = sizeof own / sizeof own[0];
     tb_flag all[nc + n_own];

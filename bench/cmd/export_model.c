@@ -601,10 +601,11 @@ int main(int argc, char **argv)
     flags[ncfg] = (tb_flag){"out", TB_FLAG_STRING, &eo.out, "folder the export is written to",
                             NULL};
     flags[ncfg + 1] = (tb_flag){"classes", TB_FLAG_INT, &eo.classes,
-                                "classes of an image model (gpt2: --vocab)", NULL};
+                                "classes of an image model (gpt2: --vocab)", NULL,
+                                TB_RANGE(0, 1 << 20)};
     flags[ncfg + 2] = (tb_flag){"resnet-blocks", TB_FLAG_INT, &eo.resnet_blocks,
                                 "resnet50: only the first N bottlenecks (then the pool and "
-                                "the head); 0 = all 16", NULL};
+                                "the head); 0 = all 16", NULL, TB_RANGE(0, 16)};
     int code = tb_cli_parse("bench:export_model", "", summary, flags, ncfg + EXTRA_FLAGS, 0,
                             &argc, argv);
     if (code >= 0)

@@ -35,7 +35,8 @@ int main(int argc, char **argv)
     tb_flag flags[] = {
         {"device", TB_FLAG_STRING, &device,
          "cuda, cuda:N, cpu (checks the CPU fast paths) or auto", NULL},
-        {"threads", TB_FLAG_INT, &threads, "CPU kernel threads (0 = all cores)", NULL},
+        {"threads", TB_FLAG_INT, &threads, "CPU kernel threads (0 = all cores)", NULL,
+         TB_RANGE(0, TB_THREADS_MAX)},
         {"only", TB_FLAG_STRING, &only, "only slots whose name contains this (default all)",
          NULL},
         {"seed", TB_FLAG_LONG, &seed, "seed of the random inputs (0 = the fixed default)", NULL},

@@ -41,12 +41,14 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
     int describe = 0;
     tb_flag flags[6 + TB_MAX_EXTRA_FLAGS] = {
         {"device", TB_FLAG_STRING, &b->device_spec, "auto, cpu, cuda or cuda:N", NULL},
-        {"threads", TB_FLAG_INT, &b->threads, "CPU threads for kernels (0 = all cores)", NULL},
+        {"threads", TB_FLAG_INT, &b->threads, "CPU threads for kernels (0 = all cores)", NULL,
+         TB_RANGE(0, TB_THREADS_MAX)},
         {"profile", TB_FLAG_CHOICE, &b->profile,
          "sweep length: default (minutes), full (real measurements), tiny (tests)", profile_names},
         {"out-dir", TB_FLAG_STRING, &b->out_dir,
          "root for results/ and plots/ (default: the source tree under bazel run)", NULL},
-        {"reps", TB_FLAG_INT, &b->reps, "repetitions per measurement (at least 5)", NULL},
+        {"reps", TB_FLAG_INT, &b->reps, "repetitions per measurement (at least 5)", NULL,
+         TB_RANGE(TB_MIN_REPS, 100000)},
         {"describe", TB_FLAG_BOOL, &describe,
          "print this technique's declaration as one JSON line (what bench:all reads) and exit",
          NULL},
@@ -345,7 +347,12 @@ void tb_bench_timed_loop(tbb_state *st, tb_backend *be, tb_timed_op op, void *ar
 
 int tb_bench_fail(const char *technique, int rc)
 {
-    fprintf(stderr, "%s: failed\n", technique);
-    tb_error_print(stderr);
+    /* the reason on the same line as the name: "gelu: error: ..." */
+    if (tb_error_depth() == 0) {
+        fprintf(stderr, "%s: error: %s\n", technique, tb_err_name(rc));
+    } else {
+        fprintf(stderr, "%s: ", technique);
+        tb_error_print(stderr);
+    }
     return tb_exit_code(rc);
 }

@@ -45,6 +45,7 @@ typedef struct setting_state {
     char why[200];            /* the n/a reason */
     float loss, loss_again;   /* last loss of the check; a baseline's second run */
     double peak_bytes;
+    int steps;                /* steps of its check (per-sample techniques: its own) */
     char note[200];
 } setting_state;
 
@@ -94,6 +95,15 @@ static void base_config(step_run *r)
         r->tech->setup(c, r->b.profile);
 }
 
+/* Setting i's configuration, as its trainer had it. */
+static tb_config setting_config(const step_run *r, int i)
+{
+    tb_config c = r->base_cfg;
+    if (r->tech->settings[i].apply)
+        r->tech->settings[i].apply(&c, r->tech->settings[i].param);
+    return c;
+}
+
 static int ctx_open(step_run *r, int idx, tb_step_ctx *c)
 {
     const tb_step_setting *s = &r->tech->settings[idx];
@@ -101,11 +111,9 @@ static int ctx_open(step_run *r, int idx, tb_step_ctx *c)
     c->tech = r->tech;
     c->setting = s;
     c->bench = &r->b;
-    c->cfg = r->base_cfg;
     c->train = r->train;
     c->test = r->test;
-    if (s->apply)
-        s->apply(&c->cfg, s->param);
+    c->cfg = setting_config(r, idx);
     TB_TRY(tb_config_validate(&c->cfg));
     if (s->prepare)
         TB_TRY(s->prepare(r->b.be, s->param));
@@ -163,6 +171,24 @@ static int mark_oom(step_run *r, int idx, int rc)
     return TB_OK;
 }
 
+/* Marks setting idx n/a when its step is larger than the training subset:
+ * the loader would hand it the whole subset, the very batch a smaller
+ * setting trains on, and its row would repeat that one's loss. */
+static int mark_batch_past_data(step_run *r, int idx)
+{
+    tb_config cfg = setting_config(r, idx);
+    TB_TRY(tb_config_validate(&cfg));
+    long per_step = (long)cfg.batch_size * cfg.accum_steps;
+    if (!r->train || per_step <= r->train->n)
+        return TB_OK;
+    setting_state *s = &r->st[idx];
+    s->na = 1;
+    snprintf(s->why, sizeof s->why, "a step of %ld samples is more than the %d training "
+             "samples of this profile", per_step, r->train->n);
+    fprintf(stderr, "%s: %s: %s\n", r->tech->desc.name, r->tech->settings[idx].name, s->why);
+    return TB_OK;
+}
+
 static int check_run(step_run *r, int idx, float *loss, int with_note)
 {
     tb_backend *be = r->b.be;
@@ -186,6 +212,7 @@ static int check_run(step_run *r, int idx, float *loss, int with_note)
     if (rc == TB_OK && with_note && r->tech->check_note)
         rc = r->tech->check_note(&c, r->st[idx].note, sizeof r->st[idx].note);
     r->st[idx].peak_bytes = (double)peak;
+    r->st[idx].steps = steps;
     ctx_close(&c);
     return rc;
 }
@@ -201,13 +228,16 @@ static int check_all(step_run *r)
             snprintf(s->why, sizeof s->why, "%s", na);
             continue;
         }
+        TB_TRY(mark_batch_past_data(r, i));
+        if (s->na)
+            continue;
         int rc = check_run(r, i, &s->loss, 1);
         TB_TRY(mark_oom(r, i, rc));
         if (!s->na && t->settings[i].base == i)
             TB_TRY(mark_oom(r, i, check_run(r, i, &s->loss_again, 0)));
         if (!s->na)
             fprintf(stderr, "%s: check %-24s loss after %d steps %.9g, peak %.1f MiB\n", t->desc.name,
-                    t->settings[i].name, r->check_steps, s->loss, s->peak_bytes / 1048576.0);
+                    t->settings[i].name, s->steps, s->loss, s->peak_bytes / 1048576.0);
     }
     return TB_OK;
 }
@@ -418,15 +448,6 @@ static int time_all(step_run *r, tb_rounds_result *res)
 }
 
 /* ---- rows ---- */
-
-/* Setting i's configuration, as its trainer had it. */
-static tb_config setting_config(const step_run *r, int i)
-{
-    tb_config c = r->base_cfg;
-    if (r->tech->settings[i].apply)
-        r->tech->settings[i].apply(&c, r->tech->settings[i].param);
-    return c;
-}
 
 /* Seconds of one unit as reported: per 1000 samples when the entry asks
  * (its settings differ in batch size, so a step is not the same work). */
@@ -713,20 +734,23 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
         return 1;
     }
     r->tech = tech;
-    r->mem_limit_mib = -1;
+    r->mem_limit_mib = TB_FLAG_UNSET;
     tb_flag extra[] = {
-        {"mem-limit", TB_FLAG_DOUBLE, &r->mem_limit_mib,
+        {"mem-limit", TB_FLAG_DOUBLE_AUTO, &r->mem_limit_mib,
          "device memory limit in MiB counted by the backend's allocator (0 = none; "
-         "default: the technique's for the profile)", NULL},
+         "auto: the technique's for the profile)", NULL, TB_RANGE_MIN(0)},
         {"check-steps", TB_FLAG_INT, &r->check_steps,
-         "steps of the correctness pass (0 = the profile's)", NULL},
+         "steps of the correctness pass (0 = the profile's)", NULL, TB_RANGE(0, 1000000)},
         {"target", TB_FLAG_DOUBLE, &r->target,
          "rounds stop once every speedup's 95% interval is within +-this (relative; 0 = the "
-         "profile's, 0.02 by default), or on --budget, or at --max-rounds", NULL},
+         "profile's, 0.02 by default), or on --budget, or at --max-rounds", NULL,
+         TB_RANGE_HALF_OPEN(0, 0.5)},
         {"budget", TB_FLAG_DOUBLE, &r->budget,
-         "seconds of warm-up and rounds at most (0 = the technique's for the profile)", NULL},
+         "seconds of warm-up and rounds at most (0 = the technique's for the profile)", NULL,
+         TB_RANGE_MIN(0)},
         {"max-rounds", TB_FLAG_INT, &r->max_rounds,
-         "cap of the rounds (0 = the profile's); --reps is their minimum", NULL},
+         "cap of the rounds (0 = the profile's); --reps is their minimum", NULL,
+         TB_RANGE_MIN(0)},
         {"seed", TB_FLAG_LONG, &r->seed,
          "seed of the rounds' shuffled orders (0 = one fixed per technique)", NULL},
     };
@@ -736,7 +760,7 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
         rc = check_round_flags(r);
     if (rc == TB_OK && !done) {
         r->prof = step_profiles[r->b.profile];
-        if (r->mem_limit_mib < 0)
+        if (tb_flag_unset(r->mem_limit_mib))
             r->mem_limit_mib = tech->mem_limit_mib[r->b.profile];
         rc = run(r);
     }

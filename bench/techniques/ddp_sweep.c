@@ -957,7 +957,7 @@ int main(int argc, char **argv)
     int done = 0, max_ranks = 0;
     tb_flag extra[] = {
         {"max-ranks", TB_FLAG_INT, &max_ranks, "DDP ranks and DP replicas 1..N (0 = the cores)",
-         NULL},
+         NULL, TB_RANGE(0, 64)},
     };
     int rc = tb_bench_init(&b, &technique, extra, 1, argc, argv, &done);
     if (rc == TB_OK && !done)

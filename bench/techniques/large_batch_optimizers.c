@@ -47,7 +47,7 @@ static void set_optimizer(tb_config *cfg, double kind)
 {
     cfg->optimizer = (int)kind;
     cfg->lr_base_batch = 0;
-    cfg->weight_decay = -1;    /* the optimizer's recipe value */
+    cfg->weight_decay = TB_FLAG_UNSET; /* the optimizer's recipe value */
     switch ((int)kind) {
     case TB_OPT_SGD:
         cfg->lr = 0.04;

@@ -195,14 +195,14 @@ int main(int argc, char **argv)
     model_inputs in = {.backward_fraction = 2.0 / 3.0};
     tb_flag extra[] = {
         {"compute-ms", TB_FLAG_DOUBLE, &in.compute_ms, "compute time per step at 1 device (0 = "
-         "ddp.csv's 1-rank step time)", NULL},
+         "ddp.csv's 1-rank step time)", NULL, TB_RANGE_MIN(0)},
         {"grad-bytes", TB_FLAG_DOUBLE, &in.grad_bytes, "gradient bytes per step (0 = ddp.csv's)",
-         NULL},
+         NULL, TB_RANGE_MIN(0)},
         {"backward-fraction", TB_FLAG_DOUBLE, &in.backward_fraction, "share of compute that is "
-         "backward, the overlap window", NULL},
+         "backward, the overlap window", NULL, TB_RANGE(0, 1)},
         {"alpha-us", TB_FLAG_DOUBLE, &in.alpha_us, "link latency (us) instead of the presets "
-         "(nvlink 3 us / 150 GB/s, infiniband 5 us / 25 GB/s)", NULL},
-        {"beta-gbs", TB_FLAG_DOUBLE, &in.beta_gbs, "link bandwidth (GB/s), with --alpha-us", NULL},
+         "(nvlink 3 us / 150 GB/s, infiniband 5 us / 25 GB/s)", NULL, TB_RANGE_MIN(0)},
+        {"beta-gbs", TB_FLAG_DOUBLE, &in.beta_gbs, "link bandwidth (GB/s), with --alpha-us", NULL, TB_RANGE_MIN(0)},
     };
     int rc = tb_bench_init(&b, &technique, extra, TB_COUNT(extra), argc, argv, &done);
     if (rc == TB_OK && !done) {

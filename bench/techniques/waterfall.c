@@ -369,8 +369,8 @@ static int tta_main(int argc, char **argv)
     double mem = 0;
     int steps = 0;
     tb_flag extra[] = {
-        {"mem-limit", TB_FLAG_DOUBLE, &mem, "ignored here", NULL},
-        {"check-steps", TB_FLAG_INT, &steps, "ignored here", NULL},
+        {"mem-limit", TB_FLAG_DOUBLE, &mem, "ignored here", NULL, TB_RANGE_MIN(0)},
+        {"check-steps", TB_FLAG_INT, &steps, "ignored here", NULL, TB_RANGE_MIN(0)},
     };
     tb_dataset *train = NULL, *test = NULL;
     rc = tb_bench_init(&b, &tta_part, extra, TB_COUNT(extra), argc, argv, &done);

@@ -480,16 +480,26 @@ struct tb_backend {
 typedef enum tb_device_kind { TB_DEVICE_AUTO = 0, TB_DEVICE_CPU = 1, TB_DEVICE_CUDA = 2 } tb_device_kind;
 int tb_device_parse(const char *spec, tb_device_kind *kind, int *ordinal);
 
+/* The most CPU threads any --threads flag accepts; the CPU backend also
+ * refuses more than TB_THREADS_PER_CORE threads per core of the machine it
+ * runs on (tens of thousands of OpenMP threads crash libgomp, and past a few
+ * per core they only contend). */
+#define TB_THREADS_MAX 4096
+#define TB_THREADS_PER_CORE 8
+
 /* Opens a backend. AUTO: CUDA device 0 when one is usable, otherwise the CPU
  * with one line on stderr saying why. CUDA: fails with TB_ERR_NO_DEVICE when
  * no usable device (no driver, no GPU, bad ordinal, or built without CUDA).
- * threads: CPU kernel threads (0 = all cores). */
+ * threads: CPU kernel threads (0 = all cores); TB_ERR_INVALID, naming
+ * --threads, when negative or past TB_THREADS_PER_CORE per core. */
 int tb_backend_open(tb_device_kind kind, int ordinal, int threads, tb_backend **out);
 void tb_backend_close(tb_backend *be);
 
 /* Backend constructors; tb_backend_open picks one. The CUDA one is defined in
  * lib/backend/cuda/backend.c, or in lib/backend/cuda/absent.c when built without CUDA. */
 int tb_backend_cpu_create(int threads, tb_backend **out);
+/* The most threads tb_backend_cpu_create accepts on this machine. */
+int tb_cpu_threads_limit(void);
 int tb_backend_cuda_create(int ordinal, tb_backend **out);
 /* 1 if this binary was built with the CUDA backend. */
 int tb_cuda_built(void);

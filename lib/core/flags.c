@@ -2,6 +2,8 @@
 #include "lib/core/flags.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -16,13 +18,21 @@ static const tb_flag *find(const tb_flag *flags, size_t n, const char *name, siz
     return NULL;
 }
 
-static int parse_size(const char *s, size_t *out)
+/* 2^64 as a double: the first value a size_t cannot hold. */
+#define SIZE_LIMIT 18446744073709551616.0
+
+/* Each parser returns NULL, or why text is not a value of its kind. */
+static const char *parse_size(const char *s, size_t *out)
 {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (end == s || errno || v < 0)
-        return -1;
+    if (end == s)
+        return "not a size";
+    if (!isfinite(v))
+        return "not a finite size";
+    if (v < 0)
+        return "a size cannot be negative";
     double mul = 1;
     switch (*end) {
     case 'k': case 'K': mul = 1024.0; end++; break;
@@ -33,74 +43,182 @@ static int parse_size(const char *s, size_t *out)
     if (*end == 'i' || *end == 'B' || *end == 'b')
         end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
     if (*end)
-        return -1;
+        return "not a size";
+    /* converting a double at or past 2^64 to size_t is undefined */
+    if (errno || v * mul >= SIZE_LIMIT)
+        return "too large for a size";
     *out = (size_t)(v * mul);
-    return 0;
+    return NULL;
 }
 
-static int set_value(const tb_flag *f, const char *v)
+static const char *parse_double(const char *v, double *out)
 {
-    char *end = NULL;
+    char *end;
     errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || *end)
+        return "not a number";
+    if (!isfinite(x) || errno == ERANGE)
+        return "not a finite number";
+    *out = x;
+    return NULL;
+}
+
+static const char *parse_long(const char *v, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (end == v || *end)
+        return "not an integer";
+    if (errno || x < lo || x > hi)
+        return "out of range";
+    *out = x;
+    return NULL;
+}
+
+static const char *parse_bool(const char *v, int *out)
+{
+    if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on"))
+        *out = 1;
+    else if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off"))
+        *out = 0;
+    else
+        return "not a boolean";
+    return NULL;
+}
+
+static int in_range(const tb_flag_range *r, double x)
+{
+    if (!r)
+        return 1;
+    int above = r->min_open ? x > r->min : x >= r->min;
+    int below = r->max_open ? x < r->max : x <= r->max;
+    return above && below;
+}
+
+/* Parses v as f's kind into *val (the widest type the kind needs) and checks
+ * f's range; stores nothing. */
+typedef union flag_val {
+    int i;
+    long long l;
+    double d;
+    size_t z;
+    const char *s;
+} flag_val;
+
+static const char *parse_value(const tb_flag *f, const char *v, flag_val *val)
+{
+    const char *why = NULL;
+    double x = 0;
     switch (f->kind) {
     case TB_FLAG_BOOL:
-        if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on"))
-            *(int *)f->value = 1;
-        else if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off"))
-            *(int *)f->value = 0;
-        else
-            return -1;
-        return 0;
-    case TB_FLAG_INT: {
-        long x = strtol(v, &end, 10);
-        if (end == v || *end || errno || x < -2147483647L || x > 2147483647L)
-            return -1;
-        *(int *)f->value = (int)x;
-        return 0;
-    }
-    case TB_FLAG_LONG: {
-        long long x = strtoll(v, &end, 10);
-        if (end == v || *end || errno)
-            return -1;
-        *(long long *)f->value = x;
-        return 0;
-    }
-    case TB_FLAG_DOUBLE: {
-        double x = strtod(v, &end);
-        if (end == v || *end || errno)
-            return -1;
-        *(double *)f->value = x;
-        return 0;
-    }
-    case TB_FLAG_STRING:
-        *(const char **)f->value = v;
-        return 0;
-    case TB_FLAG_SIZE:
-        return parse_size(v, (size_t *)f->value);
+        return parse_bool(v, &val->i);
     case TB_FLAG_BOOL_AUTO:
         if (!strcasecmp(v, "auto")) {
-            *(int *)f->value = TB_FLAG_AUTO;
-            return 0;
+            val->i = TB_FLAG_AUTO;
+            return NULL;
         }
-        return set_value(&(tb_flag){f->name, TB_FLAG_BOOL, f->value, f->help, NULL}, v);
+        return parse_bool(v, &val->i);
+    case TB_FLAG_STRING:
+        val->s = v;
+        return NULL;
     case TB_FLAG_CHOICE:
         for (int i = 0; f->choices && f->choices[i]; i++)
             if (!strcmp(f->choices[i], v)) {
-                *(int *)f->value = i;
-                return 0;
+                val->i = i;
+                return NULL;
             }
-        return -1;
+        return "not one of the choices";
+    case TB_FLAG_INT:
+        why = parse_long(v, INT_MIN, INT_MAX, &val->l);
+        val->i = (int)val->l;
+        x = (double)val->l;
+        break;
+    case TB_FLAG_LONG:
+        why = parse_long(v, LLONG_MIN, LLONG_MAX, &val->l);
+        x = (double)val->l;
+        break;
+    case TB_FLAG_DOUBLE_AUTO:
+        if (!strcasecmp(v, "auto")) {
+            val->d = TB_FLAG_UNSET;
+            return NULL;
+        }
+        /* fall through */
+    case TB_FLAG_DOUBLE:
+        why = parse_double(v, &val->d);
+        x = val->d;
+        break;
+    case TB_FLAG_SIZE:
+        why = parse_size(v, &val->z);
+        x = (double)val->z;
+        break;
     }
-    return -1;
+    if (why)
+        return why;
+    return in_range(f->range, x) ? NULL : "out of range";
+}
+
+static void store(const tb_flag *f, const flag_val *val)
+{
+    switch (f->kind) {
+    case TB_FLAG_BOOL: case TB_FLAG_BOOL_AUTO: case TB_FLAG_INT: case TB_FLAG_CHOICE:
+        *(int *)f->value = val->i;
+        break;
+    case TB_FLAG_LONG: *(long long *)f->value = val->l; break;
+    case TB_FLAG_DOUBLE: case TB_FLAG_DOUBLE_AUTO: *(double *)f->value = val->d; break;
+    case TB_FLAG_SIZE: *(size_t *)f->value = val->z; break;
+    case TB_FLAG_STRING: *(const char **)f->value = val->s; break;
+    }
+}
+
+/* A bound as the flag's kind writes it: 4096, 0.5, 1G. */
+static void bound_str(const tb_flag *f, double v, char *out, size_t cap)
+{
+    if (f->kind == TB_FLAG_SIZE && v >= 1024 && fmod(v, 1024) == 0) {
+        static const char *const unit[] = {"K", "M", "G", "T"};
+        int u = 0;
+        v /= 1024;
+        while (u < 3 && v >= 1024 && fmod(v, 1024) == 0) {
+            v /= 1024;
+            u++;
+        }
+        snprintf(out, cap, "%.0f%s", v, unit[u]);
+    } else {
+        snprintf(out, cap, f->kind == TB_FLAG_DOUBLE || f->kind == TB_FLAG_DOUBLE_AUTO ? "%g"
+                                                                                       : "%.0f", v);
+    }
+}
+
+/* " in 0..4096", " in [0, 1)", " > 0", " >= 1", or "" without a range. */
+static void range_str(const tb_flag *f, char *out, size_t cap)
+{
+    const tb_flag_range *r = f->range;
+    out[0] = 0;
+    if (!r)
+        return;
+    char lo[32], hi[32];
+    bound_str(f, r->min, lo, sizeof lo);
+    bound_str(f, r->max, hi, sizeof hi);
+    int real = f->kind == TB_FLAG_DOUBLE || f->kind == TB_FLAG_DOUBLE_AUTO;
+    if (isinf(r->max))
+        snprintf(out, cap, " %s %s", r->min_open ? ">" : ">=", lo);
+    else if (real || r->min_open || r->max_open)
+        snprintf(out, cap, " in %s%s, %s%s", r->min_open ? "(" : "[", lo, hi,
+                 r->max_open ? ")" : "]");
+    else
+        snprintf(out, cap, " in %s..%s", lo, hi);
 }
 
 static void expected(const tb_flag *f, char *out, size_t cap)
 {
-    static const char *what[] = {"true or false", "an integer", "an integer", "a number",
+    static const char *what[] = {"true or false", "an integer", "an integer", "a finite number",
                                  "a string", "a size like 512M or 2G", "",
-                                 "true, false or auto"};
+                                 "true, false or auto", "auto or a finite number"};
     if (f->kind != TB_FLAG_CHOICE) {
-        snprintf(out, cap, "%s", what[f->kind]);
+        char range[96];
+        range_str(f, range, sizeof range);
+        snprintf(out, cap, "%s%s", what[f->kind], range);
         return;
     }
     size_t len = (size_t)snprintf(out, cap, "one of");
@@ -110,13 +228,44 @@ static void expected(const tb_flag *f, char *out, size_t cap)
 
 int tb_flag_set(const tb_flag *f, const char *text)
 {
-    if (set_value(f, text) != 0) {
+    flag_val val;
+    memset(&val, 0, sizeof val);
+    const char *why = parse_value(f, text, &val);
+    if (why) {
         char want[256];
         expected(f, want, sizeof want);
-        return TB_FAIL(TB_ERR_INVALID, "bad value '%s' for --%s: expected %s", text, f->name,
-                       want);
+        return TB_FAIL(TB_ERR_INVALID, "--%s=%s: %s (expected %s)", f->name, text, why, want);
     }
+    store(f, &val);
     return TB_OK;
+}
+
+int tb_flag_check(const tb_flag *f)
+{
+    double x;
+    const char *why = NULL;
+    switch (f->kind) {
+    case TB_FLAG_INT: x = *(int *)f->value; break;
+    case TB_FLAG_LONG: x = (double)*(long long *)f->value; break;
+    case TB_FLAG_SIZE: x = (double)*(size_t *)f->value; break;
+    case TB_FLAG_DOUBLE_AUTO:
+    case TB_FLAG_DOUBLE:
+        x = *(double *)f->value;
+        if (f->kind == TB_FLAG_DOUBLE_AUTO && tb_flag_unset(x))
+            return TB_OK;
+        if (!isfinite(x))
+            why = "not a finite number";
+        break;
+    default: return TB_OK;
+    }
+    if (!why && !in_range(f->range, x))
+        why = "out of range";
+    if (!why)
+        return TB_OK;
+    char want[256], val[64];
+    expected(f, want, sizeof want);
+    tb_flag_value_str(f, val, sizeof val);
+    return TB_FAIL(TB_ERR_INVALID, "--%s=%s: %s (expected %s)", f->name, val, why, want);
 }
 
 int tb_flags_parse(const tb_flag *flags, size_t nflags, int *argc, char **argv,
@@ -176,6 +325,14 @@ void tb_flag_value_str(const tb_flag *f, char *out, size_t cap)
     case TB_FLAG_INT: snprintf(out, cap, "%d", *(int *)f->value); break;
     case TB_FLAG_LONG: snprintf(out, cap, "%lld", *(long long *)f->value); break;
     case TB_FLAG_DOUBLE: snprintf(out, cap, "%g", *(double *)f->value); break;
+    case TB_FLAG_DOUBLE_AUTO: {
+        double v = *(double *)f->value;
+        if (tb_flag_unset(v))
+            snprintf(out, cap, "auto");
+        else
+            snprintf(out, cap, "%g", v);
+        break;
+    }
     case TB_FLAG_STRING: {
         const char *s = *(const char **)f->value;
         snprintf(out, cap, "%s", s ? s : "");

@@ -9,6 +9,87 @@
 
 static const char *const colors[] = {"red", "green", NULL};
 
+/* Parses "--NAME=VALUE" against one flag; the status, the message kept. */
+static int parse_one(const tb_flag *f, const char *arg, char *msg, size_t cap)
+{
+    char *av[] = {"prog", (char *)arg, NULL};
+    int argc = 2, help = 0;
+    int rc = tb_flags_parse(f, 1, &argc, av, NULL, &help);
+    snprintf(msg, cap, "%s", tb_error_message());
+    tb_error_clear();
+    return rc;
+}
+
+/* Ranges, NaN and infinity, values past what the type holds: each refused
+ * with the flag, the value and what it expects, the old value kept. */
+static void check_ranges(void)
+{
+    int threads = 7;
+    long long seed = 3;
+    double lr = 0.5, mom = 0.25, wd = TB_FLAG_UNSET;
+    size_t bucket = 1;
+    tb_flag fl[] = {
+        {"threads", TB_FLAG_INT, &threads, "t", NULL, TB_RANGE(0, 4096)},
+        {"seed", TB_FLAG_LONG, &seed, "s", NULL, TB_RANGE_MIN(0)},
+        {"lr", TB_FLAG_DOUBLE, &lr, "lr", NULL, TB_RANGE_ABOVE(0)},
+        {"momentum", TB_FLAG_DOUBLE, &mom, "m", NULL, TB_RANGE_HALF_OPEN(0, 1)},
+        {"wd", TB_FLAG_DOUBLE_AUTO, &wd, "wd", NULL, TB_RANGE_MIN(0)},
+        {"bucket-size", TB_FLAG_SIZE, &bucket, "b", NULL, TB_RANGE(1, 1024.0 * 1024 * 1024)},
+        {"free", TB_FLAG_DOUBLE, &lr, "no range", NULL},
+    };
+    static const struct {
+        int flag;
+        const char *arg, *want;
+    } bad[] = {
+        {0, "--threads=100000", "--threads=100000: out of range (expected an integer in 0..4096)"},
+        {0, "--threads=-1", "expected an integer in 0..4096"},
+        {0, "--threads=99999999999", "--threads=99999999999: out of range"},
+        {1, "--seed=-5", "--seed=-5: out of range (expected an integer >= 0)"},
+        {1, "--seed=99999999999999999999", "out of range"},
+        {2, "--lr=nan", "--lr=nan: not a finite number (expected a finite number > 0)"},
+        {2, "--lr=inf", "--lr=inf: not a finite number"},
+        {2, "--lr=-1e30", "--lr=-1e30: out of range (expected a finite number > 0)"},
+        {2, "--lr=0", "out of range"},
+        {2, "--lr=1e999", "not a finite number"},
+        {3, "--momentum=nan", "not a finite number (expected a finite number in [0, 1))"},
+        {3, "--momentum=1", "--momentum=1: out of range"},
+        {4, "--wd=-1", "--wd=-1: out of range (expected auto or a finite number >= 0)"},
+        {4, "--wd=nan", "not a finite number"},
+        {5, "--bucket-size=1e300", "--bucket-size=1e300: too large for a size"},
+        {5, "--bucket-size=16E", "not a size"},
+        {5, "--bucket-size=17179869184G", "too large for a size"},
+        {5, "--bucket-size=2G", "out of range (expected a size like 512M or 2G in 1..1G)"},
+        {5, "--bucket-size=0", "out of range"},
+        {5, "--bucket-size=-1M", "cannot be negative"},
+        {5, "--bucket-size=infG", "not a finite size"},
+        {6, "--free=-inf", "--free=-inf: not a finite number (expected a finite number)"},
+    };
+    char msg[512];
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        int rc = parse_one(&fl[bad[k].flag], bad[k].arg, msg, sizeof msg);
+        CHECK(rc == TB_ERR_INVALID && strstr(msg, bad[k].want), "%s: rc %d, message '%s'",
+              bad[k].arg, rc, msg);
+    }
+    CHECK(threads == 7 && seed == 3 && lr == 0.5 && mom == 0.25 && tb_flag_unset(wd) &&
+              bucket == 1, "refused values leave the old ones");
+    CHECK(parse_one(&fl[0], "--threads=4096", msg, sizeof msg) == TB_OK && threads == 4096,
+          "the top of a closed range");
+    CHECK(parse_one(&fl[3], "--momentum=0", msg, sizeof msg) == TB_OK && mom == 0,
+          "the bottom of a half-open range");
+    CHECK(parse_one(&fl[4], "--wd=0.01", msg, sizeof msg) == TB_OK && wd == 0.01, "wd 0.01");
+    char val[32];
+    tb_flag_value_str(&fl[4], val, sizeof val);
+    CHECK(!strcmp(val, "0.01"), "wd shows as %s", val);
+    CHECK(parse_one(&fl[4], "--wd=auto", msg, sizeof msg) == TB_OK && tb_flag_unset(wd),
+          "--wd=auto unsets");
+    tb_flag_value_str(&fl[4], val, sizeof val);
+    CHECK(!strcmp(val, "auto"), "unset shows as %s", val);
+    CHECK(parse_one(&fl[5], "--bucket-size=1G", msg, sizeof msg) == TB_OK &&
+              bucket == 1024u * 1024 * 1024, "1G at the top of its range");
+    CHECK(parse_one(&fl[6], "--free=-1e300", msg, sizeof msg) == TB_OK && lr == -1e300,
+          "no range: any finite value");
+}
+
 int main(void)
 {
     int b = 0, i = 5, color = 0, help = 0;
@@ -81,6 +162,8 @@ int main(void)
               strstr(tb_error_message(), "true, false or auto"),
           "--bias=maybe: %s", tb_error_message());
     tb_error_clear();
+
+    check_ranges();
 
     char buf[4096];
     FILE *f = fmemopen(buf, sizeof buf, "w");

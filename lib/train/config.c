@@ -51,54 +51,57 @@ typedef struct config_field {
     size_t offset;                 /* of the field in tb_config */
     const char *def;
     const char *const *choices;    /* TB_FLAG_CHOICE only */
+    const tb_flag_range *range;    /* numeric flags: the values that mean something */
     const char *help;
 } config_field;
 
 #define ROW(kind, nm, field, def, choices, help) \
-    {TB_FLAG_##kind, nm, offsetof(tb_config, field), def, choices, help}
+    {TB_FLAG_##kind, nm, offsetof(tb_config, field), def, choices, NULL, help}
+#define NUM(kind, nm, field, def, range, help) \
+    {TB_FLAG_##kind, nm, offsetof(tb_config, field), def, NULL, range, help}
 
 static const config_field fields[] = {
     ROW(STRING, "device", device, "auto", NULL, "auto, cpu, cuda or cuda:N"),
-    ROW(INT, "threads", threads, "0", NULL, "CPU kernel threads, 0 = all cores"),
+    NUM(INT, "threads", threads, "0", TB_RANGE(0, TB_THREADS_MAX), "CPU kernel threads, 0 = all cores"),
     ROW(BOOL, "flush-denormal", flush_denormal, "false", NULL, "flush denormal floats to zero on CPU threads (torch.set_flush_denormal)"),
-    ROW(INT, "epochs", epochs, "1", NULL, "training epochs"),
-    ROW(INT, "max-steps", max_steps, "0", NULL, "stop each epoch after N optimizer steps, 0 = no limit"),
+    NUM(INT, "epochs", epochs, "1", TB_RANGE(1, 1000000), "training epochs"),
+    NUM(INT, "max-steps", max_steps, "0", TB_RANGE_MIN(0), "stop each epoch after N optimizer steps, 0 = no limit"),
     ROW(LONG, "seed", seed, "0", NULL, "seed of initialization, shuffling, augmentation, dropout"),
     ROW(CHOICE, "dataset", dataset, "fashion_mnist", tb_dataset_names, "training data (synthetic is labeled so in results)"),
     ROW(STRING, "data-dir", data_dir, "", NULL, "Fashion-MNIST directory; empty = $TB_DATA_DIR or /usr/share/datasets/fashion-mnist"),
-    ROW(LONG, "data-limit", data_limit, "0", NULL, "use the first N training samples, 0 = all"),
-    ROW(LONG, "test-limit", test_limit, "0", NULL, "use the first N test samples, 0 = all"),
+    NUM(LONG, "data-limit", data_limit, "0", TB_RANGE_MIN(0), "use the first N training samples, 0 = all"),
+    NUM(LONG, "test-limit", test_limit, "0", TB_RANGE_MIN(0), "use the first N test samples, 0 = all"),
     ROW(BOOL, "augment", augment, "false", NULL, "random crop (padding 2/4) and horizontal flip for training"),
-    ROW(INT, "batch-size", batch_size, "0", NULL, "samples per micro-batch; 0 = the model's default (256; resnet50 " STR(RESNET50_BATCH) ", gpt2 " STR(GPT2_BATCH) ")"),
-    ROW(INT, "workers", workers, "0", NULL, "loader workers (DataLoader num_workers)"),
-    ROW(INT, "prefetch-factor", prefetch_factor, "2", NULL, "batches queued per worker (prefetch_factor)"),
+    NUM(INT, "batch-size", batch_size, "0", TB_RANGE(0, 1 << 20), "samples per micro-batch; 0 = the model's default (256; resnet50 " STR(RESNET50_BATCH) ", gpt2 " STR(GPT2_BATCH) ")"),
+    NUM(INT, "workers", workers, "0", TB_RANGE(0, 1024), "loader workers (DataLoader num_workers)"),
+    NUM(INT, "prefetch-factor", prefetch_factor, "2", TB_RANGE(1, 1024), "batches queued per worker (prefetch_factor)"),
     ROW(BOOL, "persistent-workers", persistent_workers, "false", NULL, "keep workers across epochs (persistent_workers)"),
     ROW(CHOICE, "worker-mode", worker_mode, "threads", worker_mode_names, "loader workers are threads or processes"),
     ROW(BOOL, "pin-memory", pin_memory, "false", NULL, "copy each batch to the device from page-locked host buffers (DataLoader pin_memory; CUDA only, n/a on the CPU)"),
     ROW(BOOL, "non-blocking", non_blocking, "false", NULL, "do not wait for the batch copy (.to(device, non_blocking=True)); with --pin-memory it runs on a side stream and overlaps compute (CUDA only, n/a on the CPU)"),
     ROW(CHOICE, "model", model, "small_cnn", tb_model_names, "small_cnn (1x28x28), wide_cnn (3x32x32), transformer (1x28x28 as 28 tokens), resnet50 (ResNet-50 v1.5, 3 x image-size^2, 1000 classes) or gpt2 (GPT-2 small, 124M); resnet50 and gpt2 need --dataset=synthetic"),
-    ROW(INT, "image-size", image_size, "0", NULL, "resnet50: images are 3 x S x S, S in 32..1024; 0 = 224 (parameters do not depend on it)"),
-    ROW(INT, "context", context, "0", NULL, "gpt2: tokens per sample, 1..8192 (the position table's rows); 0 = 1024"),
-    ROW(INT, "layers", layers, "0", NULL, "gpt2: transformer blocks, 1..96; 0 = 12"),
-    ROW(INT, "vocab", vocab, "0", NULL, "gpt2: vocabulary size, 2..1048576; 0 = 50257"),
+    NUM(INT, "image-size", image_size, "0", TB_RANGE(0, 1024), "resnet50: images are 3 x S x S, S in 32..1024; 0 = 224 (parameters do not depend on it)"),
+    NUM(INT, "context", context, "0", TB_RANGE(0, 8192), "gpt2: tokens per sample, 1..8192 (the position table's rows); 0 = 1024"),
+    NUM(INT, "layers", layers, "0", TB_RANGE(0, 96), "gpt2: transformer blocks, 1..96; 0 = 12"),
+    NUM(INT, "vocab", vocab, "0", TB_RANGE(0, 1 << 20), "gpt2: vocabulary size, 2..1048576; 0 = 50257"),
     ROW(CHOICE, "gelu", gelu, "auto", tb_gelu_names, "GELU form: erf (exact, PyTorch's default), tanh (GPT-2's approximation) or auto = the model's own (tanh for gpt2, erf otherwise)"),
     ROW(BOOL_AUTO, "conv-bias", conv_bias, "auto", NULL, "bias on convolutions followed by batch norm: true (nn.Conv2d bias=True), false, or auto = the model's own (true for the small CNNs, false for resnet50 as torchvision)"),
     ROW(BOOL, "fused-gelu", fused_gelu, "false", NULL, "one-pass GELU instead of eager's five passes"),
     ROW(BOOL, "conv-autotune", conv_autotune, "false", NULL, "time every conv algorithm per shape, keep the fastest (cudnn.benchmark)"),
-    ROW(DOUBLE, "dropout", dropout, "0.1", NULL, "dropout probability in the wide model's head"),
+    NUM(DOUBLE, "dropout", dropout, "0.1", TB_RANGE_HALF_OPEN(0, 1), "dropout probability in the wide model's head"),
     ROW(CHOICE, "optimizer", optimizer, "sgd", tb_optimizer_names, "sgd (momentum), adamw, or the large-batch lars, lamb, novograd"),
-    ROW(DOUBLE, "lr", lr, "-1", NULL, "peak learning rate; -1 = recipe value (sgd 0.05, resnet50 sgd 0.1 x batch/256, adamw 0.002, lars 1, lamb 0.005, novograd 0.01)"),
-    ROW(DOUBLE, "momentum", momentum, "0.9", NULL, "SGD and LARS momentum"),
-    ROW(DOUBLE, "weight-decay", weight_decay, "-1", NULL, "weight decay; -1 = recipe value (sgd 5e-4, adamw 0.01, lars 5e-4, lamb 0.01, novograd 1e-3)"),
-    ROW(DOUBLE, "beta1", beta1, "0.9", NULL, "AdamW / LAMB / NovoGrad beta1"),
-    ROW(DOUBLE, "beta2", beta2, "0.999", NULL, "AdamW / LAMB / NovoGrad beta2"),
-    ROW(DOUBLE, "eps", eps, "1e-8", NULL, "AdamW / LAMB / NovoGrad / LARS epsilon"),
+    NUM(DOUBLE_AUTO, "lr", lr, "auto", TB_RANGE_ABOVE(0), "peak learning rate; auto = the recipe's (sgd 0.05, resnet50 sgd 0.1 x batch/256, adamw 0.002, lars 1, lamb 0.005, novograd 0.01)"),
+    NUM(DOUBLE, "momentum", momentum, "0.9", TB_RANGE_HALF_OPEN(0, 1), "SGD and LARS momentum"),
+    NUM(DOUBLE_AUTO, "weight-decay", weight_decay, "auto", TB_RANGE_MIN(0), "weight decay; auto = the recipe's (sgd 5e-4, adamw 0.01, lars 5e-4, lamb 0.01, novograd 1e-3)"),
+    NUM(DOUBLE, "beta1", beta1, "0.9", TB_RANGE_HALF_OPEN(0, 1), "AdamW / LAMB / NovoGrad beta1"),
+    NUM(DOUBLE, "beta2", beta2, "0.999", TB_RANGE_HALF_OPEN(0, 1), "AdamW / LAMB / NovoGrad beta2"),
+    NUM(DOUBLE, "eps", eps, "1e-8", TB_RANGE_ABOVE(0), "AdamW / LAMB / NovoGrad / LARS epsilon"),
     ROW(BOOL, "fused-optimizer", fused_optimizer, "false", NULL, "one pass over all parameters (fused=True)"),
     ROW(BOOL, "grads-to-none", grads_to_none, "true", NULL, "zero_grad(set_to_none=True): first backward writes, no memset"),
-    ROW(INT, "accum-steps", accum_steps, "1", NULL, "micro-batches of gradient accumulation per optimizer step"),
-    ROW(INT, "warmup-steps", warmup_steps, "0", NULL, "linear learning-rate warm-up steps"),
-    ROW(INT, "lr-base-batch", lr_base_batch, "0", NULL, "> 0: scale lr by batch*accum/this (linear scaling rule)"),
-    ROW(DOUBLE, "trust-coef", trust_coef, "0.001", NULL, "LARS trust coefficient (eta)"),
+    NUM(INT, "accum-steps", accum_steps, "1", TB_RANGE(1, 1 << 20), "micro-batches of gradient accumulation per optimizer step"),
+    NUM(INT, "warmup-steps", warmup_steps, "0", TB_RANGE_MIN(0), "linear learning-rate warm-up steps"),
+    NUM(INT, "lr-base-batch", lr_base_batch, "0", TB_RANGE_MIN(0), "> 0: scale lr by batch*accum/this (linear scaling rule)"),
+    NUM(DOUBLE, "trust-coef", trust_coef, "0.001", TB_RANGE_ABOVE(0), "LARS trust coefficient (eta)"),
     ROW(CHOICE, "amp", amp_dtype, "off", tb_amp_names, "mixed precision (autocast, lib/nn/amp.h): conv and linear in bf16 or fp16 with fp32 accumulation, the rest fp32; fp16 adds dynamic loss scaling (GradScaler); CPU: bf16 only (oneDNN 2.6 has no CPU fp16)"),
     ROW(BOOL, "channels-last", channels_last, "false", NULL, "NHWC activations and KRSC conv weights (memory_format=torch.channels_last)"),
     ROW(BOOL, "tf32", tf32, "false", NULL, "gemm and convolution in TF32 math (allow_tf32): cuBLAS/cuDNN tensor-core TF32 on CUDA; on the CPU oneDNN's bf16 fpmath mode, which computes in f32 anyway on CPUs without AVX512_BF16 (this VM)"),
@@ -106,11 +109,11 @@ static const config_field fields[] = {
     ROW(BOOL, "fused-layernorm", fused_layernorm, "false", NULL, "transformer: one-pass layer norm (apex FusedLayerNorm)"),
     ROW(BOOL, "checkpointing", checkpointing, "false", NULL, "recompute cheap layers (BN+ReLU, GELU, pooling) in backward instead of storing them"),
     ROW(BOOL, "detect-anomaly", detect_anomaly, "false", NULL, "NaN/Inf check after every op, forward and backward (autograd.detect_anomaly)"),
-    ROW(INT, "loss-read-every", loss_read_every, "1", NULL, "copy the loss to the host every N steps (1 = every step, .item())"),
+    NUM(INT, "loss-read-every", loss_read_every, "1", TB_RANGE_MIN(1), "copy the loss to the host every N steps (1 = every step, .item())"),
     ROW(BOOL, "eval-no-grad", eval_no_grad, "false", NULL, "evaluate under no_grad: no activations kept for backward"),
-    ROW(INT, "val-every", val_every, "1", NULL, "evaluate every N epochs (0 = only after the last); check_val_every_n_epoch"),
-    ROW(DOUBLE, "target-accuracy", target_accuracy, "0", NULL, "> 0: stop when an evaluation reaches this accuracy (e.g. 0.85)"),
-    ROW(DOUBLE, "max-time", max_time, "0", NULL, "> 0: stop training after this many seconds"),
+    NUM(INT, "val-every", val_every, "1", TB_RANGE_MIN(0), "evaluate every N epochs (0 = only after the last); check_val_every_n_epoch"),
+    NUM(DOUBLE, "target-accuracy", target_accuracy, "0", TB_RANGE(0, 1), "> 0: stop when an evaluation reaches this accuracy (e.g. 0.85)"),
+    NUM(DOUBLE, "max-time", max_time, "0", TB_RANGE_MIN(0), "> 0: stop training after this many seconds"),
     ROW(STRING, "trace", trace, "", NULL, "write each step's phases as a Chrome trace JSON (Perfetto) to this path"),
     ROW(BOOL, "tensors-on-device", tensors_on_device, "false", NULL, "create tensors (one-hot labels, masks) with device ops instead of on the host + copy"),
     ROW(BOOL, "augment-on-device", augment_on_device, "false", NULL, "crop + flip + normalize on the device instead of in the loader"),
@@ -120,7 +123,7 @@ static const config_field fields[] = {
 
 static tb_flag flag_of(tb_config *cfg, const config_field *f)
 {
-    tb_flag flag = {f->name, f->kind, (char *)cfg + f->offset, f->help, f->choices};
+    tb_flag flag = {f->name, f->kind, (char *)cfg + f->offset, f->help, f->choices, f->range};
     return flag;
 }
 
@@ -142,13 +145,6 @@ const tb_flag *tb_config_flags(tb_config *cfg, size_t *n)
         table[i] = flag_of(cfg, &fields[i]);
     *n = N_FIELDS;
     return table;
-}
-
-static int check_min(const char *flag, long long v, long long min)
-{
-    if (v < min)
-        return TB_FAIL(TB_ERR_INVALID, "--%s=%lld: must be at least %lld", flag, v, min);
-    return TB_OK;
 }
 
 /* One size flag: 0 becomes def on the model it applies to (applies), must
@@ -246,31 +242,17 @@ int tb_config_validate(tb_config *cfg)
     if (cfg->model != TB_MODEL_RESNET50)
         cfg->gelu = tb_config_gelu_approx(cfg) == TB_GELU_TANH ? TB_GELU_CHOICE_TANH
                                                                : TB_GELU_CHOICE_ERF;
-    TB_TRY(check_min("threads", cfg->threads, 0));
-    TB_TRY(check_min("epochs", cfg->epochs, 1));
-    TB_TRY(check_min("max-steps", cfg->max_steps, 0));
-    TB_TRY(check_min("data-limit", cfg->data_limit, 0));
-    TB_TRY(check_min("test-limit", cfg->test_limit, 0));
-    TB_TRY(check_min("batch-size", cfg->batch_size, 1));
-    TB_TRY(check_min("workers", cfg->workers, 0));
-    TB_TRY(check_min("prefetch-factor", cfg->prefetch_factor, 1));
-    TB_TRY(check_min("accum-steps", cfg->accum_steps, 1));
-    TB_TRY(check_min("warmup-steps", cfg->warmup_steps, 0));
-    TB_TRY(check_min("lr-base-batch", cfg->lr_base_batch, 0));
+    /* every numeric field within its flag's range, also when code set it */
+    for (size_t i = 0; i < N_FIELDS; i++) {
+        tb_flag flag = flag_of(cfg, &fields[i]);
+        TB_TRY(tb_flag_check(&flag));
+    }
     if (cfg->optimizer < TB_OPT_SGD || cfg->optimizer > TB_OPT_NOVOGRAD)
         return TB_FAIL(TB_ERR_INVALID, "--optimizer: sgd, adamw, lars, lamb or novograd");
-    TB_TRY(check_min("loss-read-every", cfg->loss_read_every, 1));
     if (cfg->amp_dtype < TB_AMP_OFF || cfg->amp_dtype > TB_AMP_FP16)
         return TB_FAIL(TB_ERR_INVALID, "--amp: off, bf16 or fp16");
-    TB_TRY(check_min("val-every", cfg->val_every, 0));
-    if (!(cfg->trust_coef > 0) || cfg->target_accuracy < 0 || cfg->target_accuracy > 1 ||
-        cfg->max_time < 0)
-        return TB_FAIL(TB_ERR_INVALID, "--trust-coef must be > 0, --target-accuracy in [0, 1], "
-                       "--max-time >= 0");
     if (cfg->trace && !cfg->trace[0])
         cfg->trace = NULL;
-    if (!(cfg->dropout >= 0 && cfg->dropout < 1))
-        return TB_FAIL(TB_ERR_INVALID, "--dropout=%g: must be in [0, 1)", cfg->dropout);
     if (cfg->data_dir && !cfg->data_dir[0])
         cfg->data_dir = NULL;
     /* recipe lr and weight decay per optimizer, in tb_opt_kind order */
@@ -279,14 +261,13 @@ int tb_config_validate(tb_config *cfg)
     /* ResNet-50's SGD recipe (Goyal et al. 2017, torchvision's reference:
      * lr 0.1 per 256 samples); the small CNN's 0.05 at batch 8 diverges
      * (train loss 14.7 after 3 steps, evaluation loss 2e8) */
-    if (cfg->lr < 0 && cfg->model == TB_MODEL_RESNET50 && cfg->optimizer == TB_OPT_SGD)
+    if (tb_flag_unset(cfg->lr) && cfg->model == TB_MODEL_RESNET50 &&
+        cfg->optimizer == TB_OPT_SGD)
         cfg->lr = 0.1 * cfg->batch_size / 256.0;
-    if (cfg->lr < 0)
+    if (tb_flag_unset(cfg->lr))
         cfg->lr = recipe_lr[cfg->optimizer];
-    if (cfg->weight_decay < 0)
+    if (tb_flag_unset(cfg->weight_decay))
         cfg->weight_decay = recipe_wd[cfg->optimizer];
-    if (cfg->lr == 0 || cfg->momentum < 0 || cfg->momentum >= 1)
-        return TB_FAIL(TB_ERR_INVALID, "--lr must be > 0 and --momentum in [0, 1)");
     return TB_OK;
 }
 

@@ -104,9 +104,9 @@ typedef struct tb_config {
 
     /* ---- optimizer ---- */
     int optimizer;            /* tb_opt_kind: sgd, adamw, lars, lamb, novograd */
-    double lr;                /* < 0: the optimizer's recipe value (sgd 0.05, adamw 0.002) */
+    double lr;                /* TB_FLAG_UNSET: the optimizer's recipe value (sgd 0.05, adamw 0.002) */
     double momentum;
-    double weight_decay;      /* < 0: recipe value (sgd 5e-4, adamw 0.01) */
+    double weight_decay;      /* TB_FLAG_UNSET: recipe value (sgd 5e-4, adamw 0.01) */
     double beta1, beta2, eps;
     int fused_optimizer;      /* fused=True: one pass over the flat buffer */
     int grads_to_none;        /* zero_grad(set_to_none=...) */
@@ -143,7 +143,7 @@ void tb_config_defaults(tb_config *cfg);
 const tb_flag *tb_config_flags(tb_config *cfg, size_t *n);
 
 /* Checks ranges and combinations; TB_ERR_INVALID naming the flag. Resolves
- * the recipe values (lr, weight_decay < 0) for the chosen optimizer, and the
+ * the recipe values (lr, weight_decay unset) for the chosen optimizer, and the
  * model's own values: batch size 0, image size / context / layers / vocab 0
  * (for the model they apply to), --conv-bias=auto and --gelu=auto. Refused
  * with the reason: a size flag on a model it does not apply to or out of

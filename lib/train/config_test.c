@@ -12,6 +12,7 @@
  */
 #include "lib/train/config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "lib/core/testing.h"
@@ -27,7 +28,7 @@ static void check_defaults(void)
     CHECK(c.model == TB_MODEL_SMALL_CNN && c.conv_bias == TB_FLAG_AUTO && c.fused_gelu == 0 &&
           c.dropout == 0.1 && c.gelu == TB_GELU_CHOICE_AUTO);
     CHECK(c.image_size == 0 && c.context == 0 && c.layers == 0 && c.vocab == 0);
-    CHECK(c.optimizer == 0 && c.lr == -1 && c.momentum == 0.9 && c.weight_decay == -1 &&
+    CHECK(c.optimizer == 0 && tb_flag_unset(c.lr) && c.momentum == 0.9 && tb_flag_unset(c.weight_decay) &&
           c.beta1 == 0.9 && c.beta2 == 0.999 && c.eps == 1e-8 && c.trust_coef == 0.001);
     CHECK(c.grads_to_none == 1 && c.accum_steps == 1 && c.loss_read_every == 1 &&
           c.val_every == 1 && c.amp_dtype == TB_AMP_OFF && c.trace == NULL &&
@@ -148,7 +149,8 @@ static void check_big_models(void)
         {{"--model=gpt2", "--dataset=synthetic", "--image-size=64"}, "--image-size=64"},
         {{"--model=resnet50", "--dataset=synthetic", "--image-size=16"},
          "--image-size=16: resnet50 takes 32..1024"},
-        {{"--model=gpt2", "--dataset=synthetic", "--context=-3"}, "--context=-3: gpt2 takes"},
+        {{"--model=gpt2", "--dataset=synthetic", "--context=-3"},
+         "--context=-3: out of range (expected an integer in 0..8192)"},
         {{"--model=gpt2", "--dataset=synthetic", "--vocab=1"}, "--vocab=1: gpt2 takes 2.."},
         {{"--model=gpt2", "--dataset=synthetic", "--layers=97"}, "--layers=97"},
         {{"--model=resnet50"}, "--model=resnet50 trains on --dataset=synthetic only"},
@@ -176,12 +178,68 @@ static void check_big_models(void)
     }
 }
 
+/* NaN, infinities and values outside a flag's range: refused naming the
+ * flag, whether typed or set by code; "auto" (or nothing) is the recipe. */
+static void check_hostile_values(void)
+{
+    static const struct {
+        const char *arg, *want;
+    } bad[] = {
+        {"--lr=nan", "--lr=nan: not a finite number (expected auto or a finite number > 0)"},
+        {"--lr=inf", "--lr=inf: not a finite number"},
+        {"--lr=-1e30", "--lr=-1e30: out of range"},
+        {"--lr=-1", "--lr=-1: out of range"},
+        {"--lr=0", "--lr=0: out of range"},
+        {"--momentum=nan", "--momentum=nan: not a finite number (expected a finite number in [0, 1))"},
+        {"--momentum=1", "--momentum=1: out of range"},
+        {"--weight-decay=-1", "--weight-decay=-1: out of range"},
+        {"--threads=-1", "--threads=-1: out of range (expected an integer in 0..4096)"},
+        {"--threads=100000", "--threads=100000: out of range"},
+        {"--batch-size=100000000", "--batch-size=100000000: out of range"},
+        {"--max-time=inf", "--max-time=inf: not a finite number"},
+        {"--target-accuracy=1.5", "--target-accuracy=1.5: out of range"},
+        {"--dropout=nan", "--dropout=nan: not a finite number"},
+        {"--beta2=1", "--beta2=1: out of range"},
+        {"--eps=0", "--eps=0: out of range"},
+        {"--workers=100000", "--workers=100000: out of range"},
+    };
+    tb_config c;
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char *argv[] = {"prog", (char *)bad[k].arg, NULL};
+        int rc = parse_validate(argv, 2, &c);
+        CHECK(rc == TB_ERR_INVALID && strstr(tb_error_message(), bad[k].want),
+              "%s: rc %d, message '%s'", bad[k].arg, rc, tb_error_message());
+        tb_error_clear();
+    }
+    char *recipe[] = {"prog", "--optimizer=adamw", "--lr=auto", "--weight-decay=auto", NULL};
+    CHECK_OK(parse_validate(recipe, 4, &c));
+    CHECK(c.lr == 0.002 && c.weight_decay == 0.01, "auto is adamw's recipe: %g %g", c.lr,
+          c.weight_decay);
+    char *given[] = {"prog", "--lr=1e-30", "--weight-decay=0", NULL};
+    CHECK_OK(parse_validate(given, 3, &c));
+    CHECK(c.lr == 1e-30 && c.weight_decay == 0, "a tiny lr and no decay are kept: %g %g",
+          c.lr, c.weight_decay);
+    /* a technique filling in the config in code gets the same checks */
+    tb_config_defaults(&c);
+    c.momentum = NAN;
+    CHECK(tb_config_validate(&c) == TB_ERR_INVALID &&
+              strstr(tb_error_message(), "--momentum=nan: not a finite number"),
+          "momentum NaN set in code: %s", tb_error_message());
+    tb_error_clear();
+    tb_config_defaults(&c);
+    c.lr = -1;
+    CHECK(tb_config_validate(&c) == TB_ERR_INVALID && strstr(tb_error_message(), "--lr=-1"),
+          "the old -1 sentinel set in code is refused: %s", tb_error_message());
+    tb_error_clear();
+}
+
 int main(void)
 {
     check_defaults();
     check_flags_parse();
     check_describe();
     check_big_models();
+    check_hostile_values();
     printf("config_test: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -5,7 +5,10 @@
  * "Device" memory is host memory from an allocator that counts bytes in use
  * and the high-water mark, and can refuse allocations past a limit
  * (--mem-limit): Linux never refuses a malloc, so the out-of-memory point of
- * the batch-size sweep has to be counted. Work runs synchronously on the
+ * the batch-size sweep has to be counted. The same count is held under what
+ * the machine had available when the backend opened (memavail.c), so that a
+ * batch too big for the machine is an out-of-memory error, not a process
+ * the kernel's OOM killer ends. Work runs synchronously on the
  * calling thread plus OpenMP worker threads, so streams are tokens and an
  * event is a CLOCK_MONOTONIC time stamp taken when it is recorded.
  * Pinned host memory has no meaning without a device to copy to: host_alloc
@@ -62,6 +65,15 @@ static int cpu_dev_alloc(tb_backend *be, void **p, size_t bytes)
                        "out of memory: allocating %zu bytes would use %zu of the %zu-byte "
                        "--mem-limit; use a smaller batch or raise the limit",
                        bytes, in_use, c->limit);
+    }
+    if (c->budget && in_use > c->budget) {
+        /* past this, the kernel's OOM killer would end the process, silently,
+         * once the pages are touched: a clean error instead */
+        __atomic_sub_fetch(&c->in_use, bytes, __ATOMIC_RELAXED);
+        return TB_FAIL(TB_ERR_DEVICE_OOM,
+                       "out of memory: allocating %zu MiB would hold %zu MiB, more than the "
+                       "%zu MiB this machine had to spare (%s); use a smaller batch",
+                       bytes >> 20, in_use >> 20, c->budget >> 20, c->budget_source);
     }
     size_t rounded = ((bytes + CPU_ALIGN - 1) / CPU_ALIGN) * CPU_ALIGN;
     cpu_block_header *h = aligned_alloc(CPU_ALIGN, sizeof *h + rounded);
@@ -341,9 +353,20 @@ int tb_cpu_has_avx512_fp16(void)
     return (d >> 23) & 1;
 }
 
+int tb_cpu_threads_limit(void)
+{
+    int cap = TB_THREADS_PER_CORE * omp_get_num_procs();
+    return cap < TB_THREADS_MAX ? cap : TB_THREADS_MAX;
+}
+
 int tb_backend_cpu_create(int threads, tb_backend **out)
 {
     *out = NULL;
+    /* before any OpenMP region sizes its thread pool from it */
+    if (threads < 0 || threads > tb_cpu_threads_limit())
+        return TB_FAIL(TB_ERR_INVALID, "--threads=%d: this machine takes 0 (all %d cores) to "
+                       "%d (%d per core)", threads, omp_get_num_procs(), tb_cpu_threads_limit(),
+                       TB_THREADS_PER_CORE);
     tb_backend *be = calloc(1, sizeof *be);
     tb_cpu_ctx *c = calloc(1, sizeof *c);
     if (!be || !c) {
@@ -352,6 +375,7 @@ int tb_backend_cpu_create(int threads, tb_backend **out)
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory creating the CPU backend");
     }
     c->threads = threads > 0 ? threads : omp_get_num_procs();
+    c->budget = tb_cpu_mem_budget(&c->budget_source);
     *be = (tb_backend){
         .name = "cpu",
         .device = 0,

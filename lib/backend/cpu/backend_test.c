@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/backend/backend.h"
 #include "lib/core/testing.h"
@@ -121,6 +122,68 @@ static void test_parse(void)
     }
 }
 
+/* A thread count the machine cannot use is refused before any OpenMP
+ * region sees it (--threads=100000 crashed inside libgomp). */
+static void test_thread_limit(void)
+{
+    int limit = tb_cpu_threads_limit();
+    CHECK(limit >= TB_THREADS_PER_CORE && limit <= TB_THREADS_MAX, "limit %d", limit);
+    const int bad[] = {-1, limit + 1, 100000};
+    for (int k = 0; k < 3; k++) {
+        tb_backend *be = NULL;
+        int rc = tb_backend_cpu_create(bad[k], &be);
+        char want[32];
+        snprintf(want, sizeof want, "--threads=%d:", bad[k]);
+        CHECK(rc == TB_ERR_INVALID && !be && strstr(tb_error_message(), want),
+              "%d threads: rc %d, '%s'", bad[k], rc, tb_error_message());
+        tb_error_clear();
+    }
+    tb_backend *be = NULL;
+    CHECK(tb_backend_cpu_create(limit, &be) == TB_OK && be, "%d threads (the limit)", limit);
+    if (be) {
+        tb_device_info info;
+        CHECK(be->device_info(be, &info) == TB_OK && info.threads == limit, "threads kept");
+        tb_backend_close(be);
+    }
+}
+
+/* The allocator refuses, as out of memory, what would take its count past
+ * what the machine has available (here an injected MemAvailable of 64 MiB),
+ * instead of letting the kernel's OOM killer end the process later. */
+static void test_mem_budget(void)
+{
+    char path[] = "/tmp/backend_test_meminfo_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "temp file");
+    if (fd < 0)
+        return;
+    const char text[] = "MemTotal:       1048576 kB\nMemFree:          1000 kB\n"
+                        "MemAvailable:     65536 kB\n";
+    CHECK(write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1), "write");
+    close(fd);
+    setenv("TB_TEST_MEMINFO", path, 1);
+    tb_backend *be = NULL;
+    int rc = tb_backend_cpu_create(1, &be);
+    unsetenv("TB_TEST_MEMINFO");
+    unlink(path);
+    CHECK(rc == TB_OK, "backend");
+    if (rc != TB_OK)
+        return;
+    void *small = NULL, *big = NULL;
+    CHECK(be->dev_alloc(be, &small, 32u << 20) == TB_OK, "32 MiB of 64 available");
+    rc = be->dev_alloc(be, &big, 32u << 20);
+    CHECK(rc == TB_ERR_DEVICE_OOM && !big && strstr(tb_error_message(), "MemAvailable"),
+          "64 MiB held of 64 available: rc %d, '%s'", rc, tb_error_message());
+    tb_error_clear();
+    size_t in_use = 0;
+    CHECK(be->mem_stats(be, &in_use, NULL) == TB_OK && in_use == 32u << 20,
+          "a refused allocation is not counted: %zu", in_use);
+    be->dev_free(be, small);
+    CHECK(be->dev_alloc(be, &big, 48u << 20) == TB_OK, "48 MiB once the 32 are back");
+    be->dev_free(be, big);
+    tb_backend_close(be);
+}
+
 int main(void)
 {
     tb_backend *be = NULL;
@@ -133,6 +196,8 @@ int main(void)
     test_events(be);
     test_device_info(be);
     test_parse();
+    test_thread_limit();
+    test_mem_budget();
     tb_backend_close(be);
     printf("%s\n", failures ? "FAILED" : "all backend_cpu checks passed");
     return failures != 0;

@@ -14,9 +14,17 @@ typedef struct tb_cpu_ctx {
     size_t in_use;   /* bytes held through dev_alloc */
     size_t peak;     /* high-water mark of in_use */
     size_t limit;    /* 0 = none; see mem_set_limit */
+    size_t budget;   /* 0 = unknown; what the machine had to spare at creation */
+    const char *budget_source; /* where budget comes from, for messages */
     void *dnnl;      /* lib/backend/cpu/dnnl.c: engine, stream, primitive cache */
     void *ops;       /* lib/backend/cpu/ops_common.h: workspaces */
 } tb_cpu_ctx;
+
+/* Bytes the allocator may count out before the machine runs short: 15/16
+ * of MemAvailable (/proc/meminfo, or the file $TB_TEST_MEMINFO names), or
+ * 3/4 of the address-space limit when that is lower; 0 when neither is
+ * known. *source says which, for messages. lib/backend/cpu/memavail.c. */
+size_t tb_cpu_mem_budget(const char **source);
 
 /* CLOCK_MONOTONIC in seconds. */
 double tb_cpu_now_seconds(void);

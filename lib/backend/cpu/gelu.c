@@ -29,6 +29,7 @@
 
 #include <immintrin.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -528,18 +529,58 @@ static int resolve_threads(int threads) { return threads > 0 ? threads : omp_get
 /* Per calling thread: callers running GELU from several threads (the
  * data-parallel technique) must not share temporaries. */
 #define TB_GELU_TMPS 3 /* the tanh backward's; the others use two */
-static _Thread_local struct {
+typedef struct ws_cache {
     float *t[TB_GELU_TMPS];
     size_t n[TB_GELU_TMPS]; /* floats t[i] holds */
 } ws_cache;
 
-void tb_cpu_gelu_ws_free(void)
+/* The calling thread's cache, heap-allocated and owned through a pthread key
+ * whose destructor frees it when the thread exits: a _Thread_local alone has
+ * no destructor, and every DataParallel replica thread leaked its cache. */
+static pthread_key_t ws_key;
+static pthread_once_t ws_key_once = PTHREAD_ONCE_INIT;
+static int ws_key_ok;
+
+static void ws_release(ws_cache *c)
 {
     for (int i = 0; i < TB_GELU_TMPS; i++) {
-        free(ws_cache.t[i]);
-        ws_cache.t[i] = NULL;
-        ws_cache.n[i] = 0;
+        free(c->t[i]);
+        c->t[i] = NULL;
+        c->n[i] = 0;
     }
+}
+
+static void ws_destroy(void *p)
+{
+    ws_release(p);
+    free(p);
+}
+
+static void ws_key_create(void) { ws_key_ok = pthread_key_create(&ws_key, ws_destroy) == 0; }
+
+/* The calling thread's cache, made on first use; NULL when out of memory. */
+static ws_cache *ws_mine(void)
+{
+    pthread_once(&ws_key_once, ws_key_create);
+    if (!ws_key_ok)
+        return NULL;
+    ws_cache *c = pthread_getspecific(ws_key);
+    if (c)
+        return c;
+    c = calloc(1, sizeof *c);
+    if (c && pthread_setspecific(ws_key, c) != 0) {
+        free(c);
+        c = NULL;
+    }
+    return c;
+}
+
+void tb_cpu_gelu_ws_free(void)
+{
+    pthread_once(&ws_key_once, ws_key_create);
+    ws_cache *c = ws_key_ok ? pthread_getspecific(ws_key) : NULL;
+    if (c)
+        ws_release(c);
 }
 
 static float *alloc_floats(size_t n)
@@ -554,17 +595,20 @@ static int ws_get_n(size_t n, int count, float **t)
 {
     if (n > SIZE_MAX / sizeof(float) - 64)
         return TB_FAIL(TB_ERR_NOMEM, "GELU temporaries: %zu floats is too many", n);
+    ws_cache *c = ws_mine();
+    if (!c)
+        return TB_FAIL(TB_ERR_NOMEM, "GELU temporaries: cannot make this thread's cache");
     for (int i = 0; i < count; i++) {
-        if (ws_cache.n[i] < n) {
-            free(ws_cache.t[i]);
-            ws_cache.n[i] = 0;
-            ws_cache.t[i] = alloc_floats(n);
-            if (!ws_cache.t[i])
+        if (c->n[i] < n) {
+            free(c->t[i]);
+            c->n[i] = 0;
+            c->t[i] = alloc_floats(n);
+            if (!c->t[i])
                 return TB_FAIL(TB_ERR_NOMEM, "GELU temporaries: cannot allocate %d x %zu floats",
                                count, n);
-            ws_cache.n[i] = n;
+            c->n[i] = n;
         }
-        t[i] = ws_cache.t[i];
+        t[i] = c->t[i];
     }
     return TB_OK;
 }
