@@ -284,6 +284,19 @@ static void test_errors(void)
     write_file(p, 1, 3, huge, 64, 0, 0);
     expect_fail("same, gzip", p, lb, 0, TB_ERR_DATA, p, "more than memory can address");
 
+    /* A 64-byte body under a header announcing 2^28 items of 64 x 64 bytes
+     * (1 TiB): refused as truncated before any allocation, where it was
+     * malloc'ed first (found by fuzz/idx_fuzz.c: ASan's
+     * allocation-size-too-big; without ASan "cannot allocate"). */
+    path_of(p, "terabyte-claim");
+    uint32_t tib[3] = {1u << 28, 64, 64};
+    write_file(p, 0, 3, tib, 64, 0, 0);
+    expect_fail("1 TiB announced by a raw file of 80 bytes", p, lb, 0, TB_ERR_DATA, p,
+                "truncated: the header announces 1099511627776 bytes");
+    path_of(p, "terabyte-claim.gz");
+    write_file(p, 1, 3, tib, 64, 0, 0);
+    expect_fail("same, gzip", p, lb, 0, TB_ERR_DATA, p, "more than this gzip file can hold");
+
     tb_dataset *big = NULL;
     CHECK(tb_dataset_alloc(1 << 30, 1, 1 << 30, 1 << 30, 10, &big) == TB_ERR_INVALID && !big &&
               strstr(tb_error_message(), "more than memory can address"),
