@@ -6,7 +6,8 @@
  * before it run_state.json, after it the fingerprint (empty when there is
  * no NUL). A crash, a sanitizer report, or a broken contract aborts:
  *   - on success the state lists at most TB_RUN_STATE_MAX techniques, each
- *     found by tb_run_state_is_done, and is compatible with itself;
+ *     found by tb_run_state_is_done, holds the file's thread count exactly,
+ *     and is compatible with itself;
  *   - on failure the error chain says why.
  * Fuzz: tools/fuzz.sh run_state. Replayed on its corpus and past crashes by
  * bazel test //fuzz:run_state_replay_test.
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "fuzz/fuzz_files.h"
+#include "lib/core/json.h"
 #include "lib/core/status.h"
 #include "lib/report/resume.h"
 
@@ -47,6 +49,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     must(s.ndone >= 0 && s.ndone <= TB_RUN_STATE_MAX, "done count within the table");
+    /* The state says what the file says: its thread count, exactly. */
+    tb_json *root = NULL;
+    must(tb_json_parse((const char *)data, state_len, 0, &root) == TB_OK,
+         "a state that loaded parses");
+    must(s.threads == tb_json_get_number(root, "threads", -1), "threads as the file says");
+    tb_json_free(root);
     for (int i = 0; i < s.ndone; i++)
         must(tb_run_state_is_done(&s, s.done[i]), "every listed technique is done");
     must(tb_run_state_compatible(&s, &s, why, sizeof why), "a state is compatible with itself");
