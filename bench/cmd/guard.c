@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,36 +20,63 @@ static volatile sig_atomic_t guard_signal; /* last SIGINT/SIGTERM/SIGHUP receive
 
 static void on_guard_signal(int sig) { guard_signal = sig; }
 
-/* Sends sig to every child of this process, as /proc lists them now.
- * Returns how many were signalled. Async-signal-safe (no stdio, no malloc). */
-static int signal_children(int sig)
+/* The parent pid in /proc/PID/stat ("pid (comm) state ppid ..."; comm may
+ * hold spaces and parentheses: read from the last ')'), or -1. */
+static long ppid_of(const char *pid)
 {
-    char path[64], buf[4096];
-    pid_t self = getpid();
-    /* the guard is single-threaded: its children hang off its one task */
-    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)self, (int)self);
+    char path[64] = "/proc/", buf[512];
+    size_t len = strlen(pid);
+    if (len > 32)
+        return -1;
+    memcpy(path + 6, pid, len);
+    memcpy(path + 6 + len, "/stat", 6);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return 0;
+        return -1;
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
     if (n <= 0)
-        return 0;
+        return -1;
     buf[n] = 0;
-    int count = 0;
-    long pid = 0;
-    for (char *p = buf; *p || pid; p++) {
-        if (*p >= '0' && *p <= '9') {
-            pid = pid * 10 + (*p - '0');
-        } else {
-            if (pid > 0 && kill((pid_t)pid, sig) == 0)
-                count++;
-            pid = 0;
+    char *p = strrchr(buf, ')');
+    if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
+        return -1;
+    long ppid = 0;
+    for (p += 4; *p >= '0' && *p <= '9'; p++)
+        ppid = ppid * 10 + (*p - '0');
+    return ppid;
+}
+
+/* Sends sig to every child of this process, found by reading the parent
+ * of each process in /proc. Async-signal-safe: raw getdents64, no stdio
+ * streams, no malloc (the guard is forked from a threaded process). */
+static void signal_children(int sig)
+{
+    int dir = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return;
+    long self = (long)getpid();
+    char buf[8192];
+    long n;
+    while ((n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+        for (long off = 0; off < n;) {
+            struct linux_dirent64 {
+                unsigned long long ino;
+                long long off;
+                unsigned short reclen;
+                unsigned char type;
+                char name[];
+            } *d = (void *)(buf + off);
+            off += d->reclen;
+            if (d->name[0] < '1' || d->name[0] > '9' || ppid_of(d->name) != self)
+                continue;
+            long pid = 0;
+            for (const char *c = d->name; *c >= '0' && *c <= '9'; c++)
+                pid = pid * 10 + (*c - '0');
+            kill((pid_t)pid, sig);
         }
-        if (!*p)
-            break;
     }
-    return count;
+    close(dir);
 }
 
 /* Kills every descendant: orphans become the subreaper's children, so kill
@@ -121,6 +149,7 @@ static void guard_main(const char *bin, char *const args[], pid_t parent)
     prctl(PR_SET_PDEATHSIG, SIGHUP);
     if (getppid() != parent) /* bench:all died before the line above */
         _exit(128 + SIGKILL);
+    pid_t self = getpid();
     pid_t worker = fork();
     if (worker < 0)
         _exit(127);
@@ -133,6 +162,8 @@ static void guard_main(const char *bin, char *const args[], pid_t parent)
         sigprocmask(SIG_SETMASK, &before, NULL);
         /* should the guard itself be killed, the technique goes too */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != self) /* the guard died before the line above */
+            _exit(128 + SIGKILL);
         execv(bin, args);
         static const char msg[] = "bench:all: cannot run a technique binary\n";
         ssize_t w = write(2, msg, sizeof msg - 1);

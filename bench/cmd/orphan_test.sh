@@ -15,18 +15,28 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fail() { echo "FAIL: $*" >&2; for f in "$TMP"/log*; do echo "--- $f"; tail -20 "$f"; done >&2; exit 1; }
 
 # "pid:starttime" of every descendant of $1 (the start time tells a reused
-# pid from the process seen).
+# pid from the process seen), from /proc alone.
 descendants() {
-    local todo=$1 p kids
-    while [ -n "$todo" ]; do
-        set -- $todo
-        p=$1; shift; todo="$*"
-        kids=$(ps -o pid= --ppid "$p" 2> /dev/null | tr -d ' ')
-        for k in $kids; do
-            echo "$k:$(cut -d' ' -f22 "/proc/$k/stat" 2> /dev/null)"
-            todo="$todo $k"
-        done
-    done
+    python3 - "$1" << 'PY'
+import os, sys
+procs = {}
+for name in os.listdir("/proc"):
+    if not name.isdigit():
+        continue
+    try:
+        stat = open("/proc/%s/stat" % name).read()
+    except OSError:
+        continue
+    fields = stat[stat.rindex(")") + 2:].split()
+    procs[int(name)] = (int(fields[1]), fields[19])  # ppid, start time
+todo = [int(sys.argv[1])]
+while todo:
+    parent = todo.pop()
+    for pid, (ppid, start) in procs.items():
+        if ppid == parent:
+            print("%d:%s" % (pid, start))
+            todo.append(pid)
+PY
 }
 
 alive() { # pid:starttime
@@ -72,7 +82,7 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 if [ -n "$left" ]; then
-    for d in $left; do ps -o pid,ppid,pgid,args -p "${d%%:*}" | tail -1; done >&2
+    for d in $left; do tr '\0' ' ' < "/proc/${d%%:*}/cmdline"; echo; done >&2
     for d in $left; do kill -KILL "${d%%:*}" 2> /dev/null; done
     fail "processes outlived bench:all by 10 s:$left"
 fi

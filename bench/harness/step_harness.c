@@ -704,16 +704,10 @@ static int run(step_run *r)
     return plot_speedups(r);
 }
 
-/* The rounds' flags: a target in (0, 0.5), a budget >= 0, a cap of 0 (the
- * profile's) or at least --reps. */
+/* The rounds' flags beyond their ranges (tb_step_main's table): a cap of 0
+ * (the profile's) or at least --reps. */
 static int check_round_flags(const step_run *r)
 {
-    if (r->target != 0 && !(r->target > 0 && r->target < 0.5))
-        return TB_FAIL(TB_ERR_INVALID, "--target=%g: a relative half-width in (0, 0.5), e.g. "
-                       "0.02 for +-2%%", r->target);
-    if (!(r->budget >= 0))
-        return TB_FAIL(TB_ERR_INVALID, "--budget=%g: seconds, >= 0 (0: the technique's)",
-                       r->budget);
     if (r->max_rounds != 0 && r->max_rounds < r->b.reps)
         return TB_FAIL(TB_ERR_INVALID, "--max-rounds=%d: at least --reps=%d (or 0: the "
                        "profile's)", r->max_rounds, r->b.reps);

@@ -5,7 +5,8 @@
 # 512's (it was: the subset held 512 samples and both trained on all of
 # them); and each check line says the steps it ran (128 samples: batch 16
 # runs 8). Stops the binary once its correctness pass has printed the
-# largest batch; reads losses, never timings.
+# largest batch; reads losses, never timings. Under --mem-limit=1 every
+# batch is an out-of-memory row of the CSV.
 #
 #   bazel test //bench:batch_size_data_test
 # args: the bench:batch_size binary.
@@ -32,4 +33,12 @@ l1024=$(loss 1024)
 [ "${l512#* }" != "${l1024#* }" ] || fail "batch 512 and 1024 report the same loss ${l512#* }: same samples trained"
 [ "$(loss 16 | cut -d' ' -f1)" = 8 ] || fail "batch 16's check should say 8 steps: $(loss 16)"
 echo "batch 512: $l512; batch 1024: $l1024 (steps, loss)"
+
+# --mem-limit=1: every batch runs out of memory; the CSV still holds each as
+# an n/a row saying so (no Google Benchmark run is left to fail).
+"$BIN" --device=cpu --profile=tiny --threads=2 --mem-limit=1 --out-dir="$TMP/oom" > "$LOG" 2>&1 ||
+    fail "--mem-limit=1 exited $?"
+csv=$(echo "$TMP"/oom/results/*/batch_size.csv)
+[ "$(grep -c 'out of memory under --mem-limit=1 MiB' "$csv")" = 7 ] ||
+    fail "expected 7 out-of-memory rows in $csv"
 echo "batch_size_data_test: ok"

@@ -367,8 +367,9 @@ void tb_flags_usage(FILE *f, const char *prog, const char *summary, const tb_fla
         expected(&flags[i], want, sizeof want);
         char left[64];
         snprintf(left, sizeof left, "--%s", flags[i].name);
-        fprintf(f, "  %-26s %s [%s]%s%s\n", left, flags[i].help, def,
-                flags[i].kind == TB_FLAG_CHOICE ? "; " : "",
-                flags[i].kind == TB_FLAG_CHOICE ? want : "");
+        /* the choices, or the values a ranged number takes */
+        int show = flags[i].kind == TB_FLAG_CHOICE || flags[i].range;
+        fprintf(f, "  %-26s %s [%s]%s%s\n", left, flags[i].help, def, show ? "; " : "",
+                show ? want : "");
     }
 }

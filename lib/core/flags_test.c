@@ -88,6 +88,12 @@ static void check_ranges(void)
               bucket == 1024u * 1024 * 1024, "1G at the top of its range");
     CHECK(parse_one(&fl[6], "--free=-1e300", msg, sizeof msg) == TB_OK && lr == -1e300,
           "no range: any finite value");
+    char buf[2048];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    tb_flags_usage(f, "prog", "ranges", fl, 2);
+    fclose(f);
+    CHECK(strstr(buf, "[4096]; an integer in 0..4096") && strstr(buf, "[3]; an integer >= 0"),
+          "--help shows each range:\n%s", buf);
 }
 
 int main(void)
