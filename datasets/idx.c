@@ -18,7 +18,28 @@ typedef struct idx_stream {
     const char *path;
     gzFile gz;
     FILE *f;
+    size_t most;   /* the most bytes it can yield; SIZE_MAX when unknown */
 } idx_stream;
+
+/* Deflate turns one input byte into at most 1032 output bytes (its best
+ * ratio is 258 bytes per 2 bits): the most a gzip file of n bytes inflates to. */
+#define GZIP_MAX_RATIO 1032u
+
+/* What a regular file of its size can yield, raw or inflated: a bound for a
+ * header's claim, so a corrupt header cannot make the reader allocate
+ * terabytes before it finds the file short. */
+static void stream_bound(idx_stream *s, FILE *f)
+{
+    struct stat st;
+    s->most = SIZE_MAX;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
+        return;
+    size_t n = (size_t)st.st_size;
+    if (s->gz == NULL)
+        s->most = n;
+    else if (n <= SIZE_MAX / GZIP_MAX_RATIO)
+        s->most = n * GZIP_MAX_RATIO;
+}
 
 static int stream_open(idx_stream *s, const char *path)
 {
@@ -29,9 +50,10 @@ static int stream_open(idx_stream *s, const char *path)
     TB_CHECK_IO(!f, "cannot open %s", path);
     size_t got = fread(magic, 1, 2, f);
     if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
-        fclose(f);
         /* gzopen on a file that just opened fine fails only for lack of memory. */
         s->gz = gzopen(path, "rb");
+        stream_bound(s, f);
+        fclose(f);
         if (!s->gz)
             return TB_FAIL(TB_ERR_IO, "cannot open %s through zlib", path);
         gzbuffer(s->gz, 1 << 17);
@@ -39,6 +61,7 @@ static int stream_open(idx_stream *s, const char *path)
     }
     rewind(f);
     s->f = f;
+    stream_bound(s, f);
     return TB_OK;
 }
 
@@ -149,6 +172,10 @@ static int read_body(idx_stream *s, long limit, idx_array *a)
     if (__builtin_mul_overflow(item, (size_t)count, &want))
         return TB_FAIL(TB_ERR_DATA, "%s: the header announces %u items of %zu bytes, more "
                        "than memory can address; not a real IDX file", s->path, count, item);
+    if (want > s->most)
+        return TB_FAIL(TB_ERR_DATA, "%s: truncated: the header announces %zu bytes of items, "
+                       "more than this %s file can hold", s->path, want,
+                       s->gz ? "gzip" : "raw");
     a->data = malloc(want ? want : 1);
     if (!a->data)
         return TB_FAIL(TB_ERR_NOMEM, "%s: cannot allocate %zu bytes", s->path, want);

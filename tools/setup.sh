@@ -12,7 +12,8 @@ set -euo pipefail
 
 PACKAGES=(
   bazel-bootstrap      # Bazel 4.2.3, offline-capable
-  build-essential      # gcc, g++
+  build-essential      # gcc, g++ (and GCC's ASan, UBSan, TSan runtimes: tools/sanitize.sh)
+  clang libclang-rt-dev  # clang and libFuzzer: the fuzz targets (tools/fuzz.sh)
   gnuplot-nox          # plots (pngcairo, svg, pdfcairo)
   libopenmpi-dev openmpi-bin  # DDP ranks
   libdnnl-dev          # oneDNN: CPU convolution and matmul

@@ -72,7 +72,9 @@ static void make_machine(const char *root, const char *slug, double scale, const
  * ends at each comma. */
 static void to_schema1(const char *path)
 {
-    char *text = slurp(path), *out = text ? malloc(strlen(text) + 1) : NULL;
+    /* Room for a newline added to a last line without one, and the NUL the
+     * strstr checks below need. */
+    char *text = slurp(path), *out = text ? malloc(strlen(text) + 2) : NULL;
     CHECK(text && out);
     if (!text || !out) {
         free(text);
@@ -91,6 +93,7 @@ static void to_schema1(const char *path)
         out[n++] = '\n';
         line = end ? end + 1 : line + len;
     }
+    out[n] = '\0';
     FILE *f = fopen(path, "wb");
     CHECK(f && fwrite(out, 1, n, f) == n && fclose(f) == 0);
     CHECK(strncmp(out, "technique,", 10) == 0 && !strstr(out, "rounds") &&

@@ -11,6 +11,7 @@
 #include "lib/report/results.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <locale.h>
 #include <math.h>
 #include <stddef.h>
@@ -441,7 +442,9 @@ static int set_field(tb_result_row *row, const col_def *c, const char *text)
     case COL_NUM:
         return parse_number(text, (double *)base);
     case COL_INT:
-        if (parse_number(text, &v) != 0)
+        /* A count (reps, rounds): beyond an int it is no count of ours, and
+         * converting it would be undefined. */
+        if (parse_number(text, &v) != 0 || v < INT_MIN || v > INT_MAX)
             return -1;
         *(int *)base = isnan(v) ? 0 : (int)v;
         return 0;

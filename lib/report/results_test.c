@@ -323,6 +323,12 @@ static void test_malformed(void)
               strstr(tb_error_message(), "median"),
           "bad number: %s", tb_error_message());
     tb_error_clear();
+    /* A count beyond an int (found by fuzz/results_csv_fuzz.c). */
+    strcpy(bad + hl, "gelu,cpu,x,unfused,1,elements,16777216,fwd time,ms,1.5e12,");
+    rc = parse_text(bad, &res);
+    CHECK(rc == TB_ERR_DATA && strstr(tb_error_message(), "reps"),
+          "reps out of an int's range: %s", tb_error_message());
+    tb_error_clear();
     strcpy(bad + hl, "\"unterminated,cpu\n");
     rc = parse_text(bad, &res);
     CHECK(rc == TB_ERR_DATA, "unterminated quote: %s", tb_error_message());

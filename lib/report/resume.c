@@ -6,6 +6,7 @@
 #include "lib/report/resume.h"
 
 #include <stdio.h>
+#include <limits.h>
 #include <string.h>
 
 #include "lib/core/atomic_file.h"
@@ -69,7 +70,11 @@ static int parse_state(const tb_json *root, const char *path, tb_run_state *s)
     if (strcmp(tb_json_get_string(root, "schema", ""), TB_RUN_STATE_SCHEMA) != 0)
         return TB_FAIL(TB_ERR_DATA, "%s: not a %s file", path, TB_RUN_STATE_SCHEMA);
     snprintf(s->profile, sizeof s->profile, "%s", tb_json_get_string(root, "profile", ""));
-    s->threads = (int)tb_json_get_number(root, "threads", -1);
+    /* A thread count; converting a number beyond an int would be undefined. */
+    double threads = tb_json_get_number(root, "threads", -1);
+    if (!(threads >= -1 && threads <= INT_MAX) || threads != (int)threads)
+        return TB_FAIL(TB_ERR_DATA, "%s: \"threads\" is %g, not a thread count", path, threads);
+    s->threads = (int)threads;
     s->complete = tb_json_get_bool(root, "complete", 0);
     const tb_json *done = tb_json_get(root, "done");
     if (!done || done->type != TB_JSON_ARRAY)

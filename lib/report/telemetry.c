@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -40,7 +41,7 @@ typedef struct tm_segment {
 struct tb_telemetry {
     pthread_t thread;
     int running;
-    volatile int stop;
+    atomic_int stop;          /* set by tb_telemetry_stop while the sampler reads it */
     pthread_mutex_t mu;       /* guards samples and segments */
     char gpu_pci[32];         /* "" without a GPU */
     int period_ms;

@@ -68,8 +68,15 @@
 #define ATTN_BK 64              /* keys per tile */
 #define ATTN_DC 64              /* head-dim columns per register block; D pads to it */
 
+/* Under TSan (tools/sanitize.sh) one version: it instruments the resolver
+ * that target_clones adds, which the loader runs before TSan's runtime is up
+ * (SIGSEGV before main). */
+#ifdef __SANITIZE_THREAD__
+#define ATTN_CLONES
+#else
 #define ATTN_CLONES \
     __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
 
 typedef float v16f __attribute__((vector_size(64)));
 
