@@ -46,7 +46,7 @@
  *
  * Profiles: tiny (tests: batch 16, a few steps, 5 rounds of very short
  * repetitions), default (bench:all: every sweep point, repetitions of at
- * least 0.2 s, rounds until +-2% or the budget), full (batch 64, longer
+ * least 0.05 s, rounds until +-2% or the budget), full (batch 64, longer
  * repetitions, larger budgets).
  *
  * Use (bench/techniques/grads_to_none.c is the shortest example):
