@@ -947,7 +947,7 @@ static const tb_technique technique = {
     .est_seconds = {60, 300, 45}, /* default, full, tiny */
     /* the DDP rounds' (launches of every configuration per round, see the
      * top of the file); DP and the checks come on top */
-    .budget_seconds = {45, 250, 30},
+    .budget_seconds = {38, 250, 30},
     .order = 320,
     .tiny = {.min_rows = 12, .plots = "ddp,ddp_efficiency,ddp_busbw", .no_gbench = 1},
 };

@@ -225,7 +225,7 @@ static const tb_technique technique = {
     .what = "time to 85% accuracy validating every 1 / 2 / 5 epochs",
     .est_seconds = {270, 4800, 40}, /* default, full, tiny */
     /* its rounds: 5 seeds x 4 fits (no adaptive stop: see the top of the file) */
-    .budget_seconds = {230, 4800, 35},
+    .budget_seconds = {200, 4800, 35},
     .order = 220,
     .tiny = {.min_rows = 6, .no_gbench = 1},
 };
