@@ -23,11 +23,7 @@
  * declare for the profile (bench/cmd/plan.h), prints the total against the
  * profile's limit, and refuses (exit 2) when they add up to more, unless
  * --allow-over-budget (then it warns and goes on); the plan, with the limit
- * that applied, goes to results/<device>/budget.json for the report. What
- * the techniques' budgets leave unused (they stopped on their targets
- * early) goes to the next technique with a budget (--extra-budget), as far
- * as the profile's limit allows once the budgets still to come and a margin
- * for set-up are set aside.
+ * that applied, goes to results/<device>/budget.json for the report.
  * At the end it writes REPORT.md, REPORT.html, summary.md and summary.tex
  * (lib/report/report.h).
  * Each technique runs in a guard (bench/cmd/guard.h): if bench:all dies,
@@ -77,12 +73,6 @@ static void on_signal(int sig)
     if (child > 0)
         kill(child, sig);
 }
-
-/* The run's allowance for what the budgets do not hold: set-up and
- * correctness passes (seconds per technique still to run, as measured in a
- * default run: 1-2 s beyond their budgets) and the report at the end. */
-#define SPARE_PER_TECHNIQUE_S 2.0
-#define SPARE_MARGIN_S 15.0
 
 static double now_s(void)
 {
@@ -452,15 +442,13 @@ int main(int argc, char **argv)
     snprintf(a_out, sizeof a_out, "--out-dir=%s", out_dir);
     snprintf(a_thr, sizeof a_thr, "--threads=%d", threads);
 
-    double t0 = now_s(), done_est = 0, budget_left = budget.total_s;
+    double t0 = now_s(), done_est = 0;
     int failed = 0;
     for (int k = 0; k < ntodo && !interrupted; k++) {
         const tb_plan_entry *t = todo[k];
         if (tb_run_state_is_done(st, t->name)) {
             fprintf(stderr, "bench:all: [%d/%d] %s: finished in the interrupted run, kept\n",
                     k + 1, ntodo, t->name);
-            if (t->budget_seconds[profile] > 0)
-                budget_left -= t->budget_seconds[profile];
             continue;
         }
         double elapsed = now_s() - t0;
@@ -471,27 +459,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench:all: [%d/%d] %s (about %s left)\n", k + 1, ntodo, t->name, eta);
         if (tm && tb_telemetry_segment(tm, t->name) != TB_OK)
             tb_error_clear();
-        char bin[4200], a_extra[64];
+        char bin[4200];
         snprintf(bin, sizeof bin, "%s/%s", bin_dir, t->name);
-        /* Time the run can spare goes to this technique: the profile's
-         * limit, less a margin for set-up and the report, less the time
-         * spent, less the budgets of the techniques still to run (this one
-         * included). It is what earlier techniques' budgets left unused
-         * (they stopped on their targets), so the run keeps to the limit,
-         * and techniques still wide get the rounds. */
-        double budget = t->budget_seconds[profile];
-        double spare = tb_plan_profile_limit(profile) - SPARE_MARGIN_S -
-                       SPARE_PER_TECHNIQUE_S * (ntodo - k) - (now_s() - t0) - budget_left;
-        if (!(budget > 0) || spare < 0.05 || profile == TB_PROFILE_TINY)
-            spare = 0; /* tiny: the tests' profile, shapes only */
-        snprintf(a_extra, sizeof a_extra, "--extra-budget=%.1f", spare);
-        if (spare > 0)
-            fprintf(stderr, "bench:all: %s: budget %g s + %.1f s left unused by earlier "
-                    "techniques\n", t->name, budget, spare);
-        char *args[] = {bin, a_dev, a_prof, a_thr, a_extra, *out_dir ? a_out : NULL, NULL};
+        char *args[] = {bin, a_dev, a_prof, a_thr, *out_dir ? a_out : NULL, NULL};
         double s = now_s();
         int rc = run_one(bin, args);
-        budget_left -= budget > 0 ? budget : 0;
         if (rc != 0 && !interrupted) {
             failed++;
             fprintf(stderr, "bench:all: %s failed (exit %d); its earlier results are kept\n",
