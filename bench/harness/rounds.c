@@ -48,6 +48,14 @@
  *              budget unless a round is longer than the one before); the
  *              arms still running then stop for that reason. Never on a
  *              verdict.
+ *   rebuilds   with cfg->rounds_per_build > 0, before round r when r is a
+ *              multiple of it: each running arm with a rebuild hook (not an
+ *              A/A arm on its base's state) is rebuilt, untimed, and its
+ *              build count grows; each round records the build of each arm
+ *              (a compared arm's: its own count plus its base's, so it
+ *              changes when either is rebuilt); comparisons are
+ *              tb_stats_paired_builds over those, and arm_met_target
+ *              waits for TB_ROUNDS_MIN_BUILDS builds;
  *   machine    over the rounds: the mean of /proc/loadavg's 1-minute value
  *              (read after every round) and the CPU seconds other processes
  *              took = (busy jiffies of /proc/stat's "cpu" line: user, nice,
@@ -254,6 +262,7 @@ typedef struct arm_job {
     int rc;              /* status of prepare/run in the last round */
     int active;          /* 1 while the arm still runs in the rounds */
     int met_before;      /* its interval was within the target after the last round */
+    int builds;          /* rebuilds of its state so far (cfg->rounds_per_build) */
 } arm_job;
 
 static void gb_arm_fn(tbb_state *st, void *user)
@@ -419,13 +428,15 @@ static void json_free(gb_json *j)
 /* The round's per-slot times into arm i's result: a compared arm gets its
  * slot and the mean of the two baseline slots around it (its reference), a
  * baseline the mean of its slots. */
-static void store_round(const tb_arm *arms, int n_arms, const int *seq, int len,
-                        const double *slot_s, tb_rounds_result *out)
+static void store_round(const tb_arm *arms, const arm_job *jobs, int n_arms, const int *seq,
+                        int len, const double *slot_s, tb_rounds_result *out)
 {
     for (int i = 0; i < n_arms; i++) {
         tb_rounds_arm_result *a = &out->arms[i];
         double sum = 0;
         int n = 0;
+        /* a compared arm's build changes when it or its base is rebuilt */
+        a->build[a->rounds] = jobs[i].builds + (arms[i].base != i ? jobs[arms[i].base].builds : 0);
         for (int p = 0; p < len; p++) {
             if (seq[p] != i)
                 continue;
@@ -491,7 +502,7 @@ static int run_round(arm_job *jobs, const tb_arm *arms, int n_arms, const int *s
         }
         slot_s[k] = run->seconds[nth];
     }
-    store_round(arms, n_arms, seq, len, slot_s, out);
+    store_round(arms, jobs, n_arms, seq, len, slot_s, out);
     TB_TRY_GOTO(rc, json_add_round(json, text), out_free_res);
 out_free_res:
     gb_results_free(res);
@@ -508,7 +519,8 @@ out_clear:
 static int compare_arm(const tb_rounds_cfg *cfg, int i, tb_rounds_result *out)
 {
     tb_rounds_arm_result *a = &out->arms[i];
-    return tb_stats_paired(a->ref, a->seconds, (size_t)a->rounds, cfg->seed, &a->cmp);
+    return tb_stats_paired_builds(a->ref, a->seconds, a->build, (size_t)a->rounds, cfg->seed,
+                                  &a->cmp);
 }
 
 static int check_cfg(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms)
@@ -551,6 +563,9 @@ static int result_alloc(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms
         return TB_FAIL(TB_ERR_NOMEM, "rounds result");
     for (int i = 0; i < n_arms; i++) {
         out->arms[i].seconds = calloc((size_t)cfg->max_rounds, sizeof(double));
+        out->arms[i].build = calloc((size_t)cfg->max_rounds, sizeof(int));
+        if (!out->arms[i].build)
+            return TB_FAIL(TB_ERR_NOMEM, "rounds result (%d rounds)", cfg->max_rounds);
         if (arms[i].base != i)
             out->arms[i].ref = calloc((size_t)cfg->max_rounds, sizeof(double));
         if (!out->arms[i].seconds || (arms[i].base != i && !out->arms[i].ref))
@@ -565,6 +580,7 @@ void tb_rounds_result_free(tb_rounds_result *r)
         return;
     for (int i = 0; r->arms && i < r->n_arms; i++) {
         free(r->arms[i].seconds);
+        free(r->arms[i].build);
         free(r->arms[i].ref);
     }
     free(r->arms);
@@ -615,7 +631,8 @@ static void watch_finish(const machine_watch *w, tb_rounds_result *out)
  * out low, and the A/A interval then covers 1 in 92% of runs instead of
  * 95% (simulated in lib/core/stats_test.c: 2.5% noise, +-2% target, 5..60
  * rounds); twice in a row gives 94%, for about two more rounds. */
-static int arm_met_target(const tb_rounds_cfg *cfg, arm_job *job, const tb_rounds_arm_result *a)
+static int arm_met_target(const tb_rounds_cfg *cfg, const tb_arm *arms, arm_job *job,
+                          const tb_rounds_arm_result *a)
 {
     /* An A/A arm's interval is the baseline's noise floor: it runs until
      * the interval lies within +-target of 1 (tb_stats_paired_noise_floor),
@@ -624,6 +641,11 @@ static int arm_met_target(const tb_rounds_cfg *cfg, arm_job *job, const tb_round
     int met = width <= cfg->target_half_width;
     int twice = met && job->met_before;
     job->met_before = met;
+    /* with rebuilds, the interval must have seen a few builds */
+    int rebuilt = cfg->rounds_per_build > 0 &&
+                  (job->arm->rebuild || arms[job->arm->base].rebuild);
+    if (rebuilt && a->cmp.builds < TB_ROUNDS_MIN_BUILDS)
+        return 0;
     return twice && a->rounds >= cfg->min_rounds;
 }
 
@@ -644,7 +666,7 @@ static int update_arms(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms,
             continue;
         if ((*rc = compare_arm(cfg, i, out)) != TB_OK)
             return 0;
-        if (arm_met_target(cfg, &jobs[i], &out->arms[i])) {
+        if (arm_met_target(cfg, arms, &jobs[i], &out->arms[i])) {
             jobs[i].active = 0;
             out->arms[i].stop = TB_STOP_TARGET;
         } else if (!(out->arms[i].cmp.half_width <= *widest)) {
@@ -729,6 +751,28 @@ static void recalibrate(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms
         }
 }
 
+/* Before round r (cfg->rounds_per_build > 0): a fresh build of every
+ * running arm that has a rebuild hook (an A/A arm on its base's state is
+ * rebuilt with its base). Untimed, but inside the budget's wall time. */
+static int rebuild_arms(const tb_arm *arms, int n_arms, arm_job *jobs, int r)
+{
+    int n = 0;
+    double t0 = now_s();
+    for (int i = 0; i < n_arms; i++) {
+        if (!jobs[i].active || !arms[i].rebuild || shares_base(arms, i))
+            continue;
+        int rc = arms[i].rebuild(arms[i].user);
+        if (rc != TB_OK)
+            return TB_FAIL(rc, "arm %s: rebuild before round %d failed", arms[i].name, r + 1);
+        jobs[i].builds++;
+        n++;
+    }
+    if (n)
+        fprintf(stderr, "rounds: %d arm%s rebuilt before round %d (%.2f s)\n", n,
+                n == 1 ? "" : "s", r + 1, now_s() - t0);
+    return TB_OK;
+}
+
 /* Runs rounds until the stop rule says so. */
 static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, arm_job *jobs,
                       double t_start, gb_json *json, tb_rounds_result *out)
@@ -748,6 +792,8 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
     }
     watch_start(&w);
     for (int r = 0; r < cfg->max_rounds; r++) {
+        if (cfg->rounds_per_build > 0 && r > 0 && r % cfg->rounds_per_build == 0)
+            TB_TRY_GOTO(rc, rebuild_arms(arms, n_arms, jobs, r), out_free);
         double t_round = now_s(), widest;
         int wi;
         for (int i = 0; i < n_arms; i++)

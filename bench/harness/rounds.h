@@ -31,6 +31,14 @@
  *      timing is spent, or at cfg->max_rounds; never on a verdict. Each arm
  *      says why it stopped and after how many rounds (the time then goes to
  *      the arms still wide).
+ *   5. rebuilds (cfg->rounds_per_build > 0): every that many rounds each arm
+ *      with a rebuild hook gets a fresh build of its state (untimed), and
+ *      its rounds are grouped by build: a trainer's autotuner choice and
+ *      where its tensors landed are drawn once a build, so two runs of the
+ *      program differ by more than the rounds of one build show. The
+ *      interval is over builds (tb_stats_paired_builds: the between-build
+ *      spread added), and an arm stops on its target only once its rounds
+ *      span TB_ROUNDS_MIN_BUILDS builds.
  * Google Benchmark times each repetition: every round registers its arms in
  * the round's order with fixed iterations and one repetition, and runs
  * them; the runs of all rounds go to one JSON file.
@@ -62,6 +70,12 @@ typedef struct tb_arm {
     int (*run)(void *user, long units, double *seconds);
     int (*prepare)(void *user);
     void *user;
+    /* Replaces the arm's state with a fresh build of it (a new trainer from
+     * the same seed, new buffers: what a rerun of the whole program would
+     * get), warmed up, untimed; the engine calls it every
+     * cfg->rounds_per_build rounds. NULL: the arm is never rebuilt (one
+     * build; with a prepare hook every round is a build of its own). */
+    int (*rebuild)(void *user);
 } tb_arm;
 
 typedef struct tb_rounds_cfg {
@@ -72,8 +86,16 @@ typedef struct tb_rounds_cfg {
     double budget_s;           /* wall time for warm-up + rounds; <= 0: no budget */
     double warmup_max_s;       /* cap of one arm's warm-up */
     uint64_t seed;             /* round orders */
+    int rounds_per_build;      /* arms with a rebuild hook get a fresh build every this many
+                                  rounds, and may stop on their target only once their
+                                  rounds span TB_ROUNDS_MIN_BUILDS builds; 0: never */
     const char *gbench_json;   /* Google Benchmark's JSON of every round; NULL: none */
 } tb_rounds_cfg;
+
+/* With rebuilds, an arm's interval must span this many builds before it
+ * may stop on its target: the between-build spread needs a few builds to
+ * be seen at all. */
+#define TB_ROUNDS_MIN_BUILDS 3
 
 typedef enum tb_rounds_stop {
     TB_STOP_TARGET = 0,        /* every interval within target_half_width */
@@ -88,11 +110,14 @@ typedef struct tb_rounds_arm_result {
     tb_rounds_stop stop;       /* why it stopped: target (its own interval), budget or cap */
     double *seconds;           /* (rounds) seconds per UNIT in each round; a baseline's:
                                   the mean of its repetitions in the round */
+    int *build;                /* (rounds) the build each round ran on (0, 1, ...: the
+                                  count of rebuilds of this arm, or of its base, before it) */
     double *ref;               /* (rounds) a compared arm's reference in each round: its
                                   base's seconds per unit around it (the mean of the
                                   base's repetitions just before and just after); NULL
                                   for a baseline */
-    tb_paired cmp;             /* ref vs seconds over rounds (rounds == 0 for a baseline) */
+    tb_paired cmp;             /* ref vs seconds over rounds (rounds == 0 for a baseline);
+                                  over builds (tb_stats_paired_builds) */
 } tb_rounds_arm_result;
 
 typedef struct tb_rounds_result {

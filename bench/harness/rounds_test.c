@@ -43,6 +43,9 @@ typedef struct fake {
     double period;       /* ...of this period in fake seconds (a shared VM's drift) */
     double warm_amp;     /* unit k (from the start) takes 1 + warm_amp e^(-k / 8) longer */
     double first_s;      /* the first unit takes this much longer (a lazy build) */
+    double build_sd;     /* each build's own speed: x exp(build_sd N(0,1)), drawn anew... */
+    double build_k;      /* ...at every rebuild (1 until the first) */
+    int rebuilt;         /* rebuild calls */
     long done;           /* units run so far */
     int prepared;        /* prepare calls */
     int fail_at;         /* run call that fails (0: none) */
@@ -69,7 +72,8 @@ static int fake_run(void *user, long units, double *seconds)
         return TB_FAIL(TB_ERR_NUMERIC, "fake arm fails on call %d", f->calls);
     double warm = 1 + f->warm_amp * exp(-(double)f->done / 8);
     double wave = f->period > 0 ? 1 + f->wave * sin(2 * M_PI * fake_clock / f->period) : 1;
-    double s = (double)units * f->unit_s * (1 + f->drift * fake_clock) * wave * warm *
+    double k = f->build_k > 0 ? f->build_k : 1;
+    double s = (double)units * f->unit_s * k * (1 + f->drift * fake_clock) * wave * warm *
                exp(f->noise * normal(&f->rng));
     if (f->done == 0)
         s += f->first_s;
@@ -86,6 +90,16 @@ static int fake_run(void *user, long units, double *seconds)
 static int fake_prepare(void *user)
 {
     ((fake *)user)->prepared++;
+    return TB_OK;
+}
+
+/* A fresh build: its own speed factor, the units' warm-up again. */
+static int fake_rebuild(void *user)
+{
+    fake *f = user;
+    f->rebuilt++;
+    f->build_k = exp(f->build_sd * normal(&f->rng));
+    f->done = 0;
     return TB_OK;
 }
 
@@ -323,6 +337,59 @@ static void test_wave_drift(void)
     CHECK(covered >= 34, "the A/A interval covers 1 in %d of %d runs", covered, seeds);
 }
 
+/* Builds that differ: each build of an arm runs at its own speed (sd 3%,
+ * as an autotuner's choice or a tensor's placement would make it), 1%
+ * noise a repetition. Kept alive for the whole run, the per-round ratios
+ * see one draw per arm and the A/A interval misses 1 in most runs; rebuilt
+ * every 3 rounds, the interval over builds covers 1 as it should, and each
+ * arm stops only once its rounds span TB_ROUNDS_MIN_BUILDS builds. */
+static void test_build_spread(void)
+{
+    int covered[2] = {0, 0}, seeds = 40, min_builds = 1 << 30, rebuilds_ok = 1;
+    for (int rebuild = 0; rebuild <= 1; rebuild++)
+        for (int k = 0; k < seeds; k++) {
+            fake f[2];
+            for (int i = 0; i < 2; i++)
+                f[i] = (fake){.unit_s = 0.010, .noise = 0.01, .build_sd = 0.03};
+            seed_base = 5000 + 10 * (uint64_t)k;
+            reset(f, 2);
+            for (int i = 0; i < 2; i++)
+                f[i].build_k = exp(f[i].build_sd * normal(&f[i].rng)); /* the first build */
+            tb_arm arms[2] = {{"base", 0, 0, fake_run, NULL, &f[0], fake_rebuild},
+                              {"again", 0, 1, fake_run, NULL, &f[1], fake_rebuild}};
+            tb_rounds_cfg c = cfg_default();
+            c.target_half_width = 0.02;
+            c.max_rounds = 60;
+            c.seed = 300 + (uint64_t)k;
+            c.rounds_per_build = rebuild ? 3 : 0;
+            tb_rounds_result r;
+            if (tb_rounds_run(&c, arms, 2, &r) != TB_OK)
+                break;
+            const tb_paired *aa = &r.arms[1].cmp;
+            covered[rebuild] += aa->lo <= 1 && aa->hi >= 1;
+            if (rebuild) {
+                if (r.arms[1].stop == TB_STOP_TARGET && (int)aa->builds < min_builds)
+                    min_builds = (int)aa->builds;
+                /* rebuilt before rounds 4, 7, ...: (rounds - 1) / 3 times */
+                rebuilds_ok &= f[0].rebuilt == (r.arms[0].rounds - 1) / 3 &&
+                               r.arms[1].build[r.arms[1].rounds - 1] == 2 * f[0].rebuilt;
+            } else {
+                rebuilds_ok &= f[0].rebuilt == 0 && aa->builds == 1;
+            }
+            tb_rounds_result_free(&r);
+        }
+    seed_base = 100;
+    fprintf(stderr, "builds with a 3%% spread, %d seeds: A/A covers 1 in %d kept alive, %d "
+            "rebuilt every 3 rounds\n", seeds, covered[0], covered[1]);
+    CHECK(covered[0] < 30, "kept alive, one build per arm: the interval misses the build "
+          "spread (%d of %d cover 1)", covered[0], seeds);
+    CHECK(covered[1] >= 34, "rebuilt: the interval over builds covers 1 in %d of %d", covered[1],
+          seeds);
+    CHECK(min_builds >= TB_ROUNDS_MIN_BUILDS, "an arm stops on target only after %d builds "
+          "(least seen %d)", TB_ROUNDS_MIN_BUILDS, min_builds);
+    CHECK(rebuilds_ok, "rebuild runs every 3 rounds, and each round records its build");
+}
+
 /* Each arm stops on its own: a quiet arm reaches the target and stops
  * early, a noisy one runs on to the cap; the baseline runs with the noisy
  * one; the rows say which stopped why. */
@@ -516,6 +583,7 @@ int main(void)
     test_effect_and_drift(dir);
     test_wave_drift();
     test_per_arm_stop();
+    test_build_spread();
     test_target_early();
     test_aa_shares_warmup();
     test_warmup_cap();

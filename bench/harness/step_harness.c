@@ -34,12 +34,14 @@ typedef struct step_profile {
     double target;            /* half-width the rounds aim at, relative */
     double budget_s;          /* a technique's budget when it declares none */
     double warmup_max_s;      /* cap of one arm's warm-up */
+    int rounds_per_build;     /* kept-alive trainers are built afresh every this many
+                                 rounds (rounds.h: intervals over builds) */
 } step_profile;
 
 static const step_profile step_profiles[3] = {
-    [TB_PROFILE_DEFAULT] = {32, 256, 1000, 2, 20, 1024, 0.05, 100, 0.02, 15, 1.0},
-    [TB_PROFILE_FULL] = {64, 2048, 10000, 3, 100, 16384, 0.2, 200, 0.02, 120, 10},
-    [TB_PROFILE_TINY] = {16, 64, 256, 1, 5, 128, 0.002, 5, 0.02, 2, 0.1},
+    [TB_PROFILE_DEFAULT] = {32, 256, 1000, 2, 20, 1024, 0.05, 100, 0.02, 15, 1.0, 4},
+    [TB_PROFILE_FULL] = {64, 2048, 10000, 3, 100, 16384, 0.2, 200, 0.02, 120, 10, 5},
+    [TB_PROFILE_TINY] = {16, 64, 256, 1, 5, 128, 0.002, 5, 0.02, 2, 0.1, 2},
 };
 
 /* What the correctness pass learned about one setting. */
@@ -75,6 +77,7 @@ struct step_run {
     double target, budget;    /* flags; 0: the profile's, the technique's */
     double min_rep;           /* flag; 0: the profile's */
     int max_rounds;           /* flag; 0: the profile's */
+    int rounds_per_build;     /* flag; 0: the profile's */
     long long seed;           /* flag; 0: from the technique's name */
     tb_step_plan plan;
     step_arm *arms;           /* (plan.n_arms) */
@@ -383,8 +386,11 @@ static int make_arms(step_run *r)
             return TB_FAIL(TB_ERR_NOMEM, "out of memory for arm names");
         /* the names the Google Benchmark JSON had before the rounds */
         snprintf(name, 16, "%s%02d", r->plan.arm_aa[a] ? "again" : "set", sa->idx);
+        /* rebuilt every round (prepare), or kept alive and rebuilt every
+         * rounds_per_build rounds (rebuild) */
         r->tarms[a] = (tb_arm){name, r->plan.arm_base[a], r->plan.arm_aa[a], arm_run,
-                               r->rebuild ? arm_rebuild : NULL, sa};
+                               r->rebuild ? arm_rebuild : NULL, sa,
+                               r->rebuild ? NULL : arm_rebuild};
     }
     return TB_OK;
 }
@@ -426,6 +432,7 @@ static void rounds_config(const step_run *r, tb_rounds_cfg *c)
         .budget_s = r->budget > 0 ? r->budget : declared > 0 ? declared : p->budget_s,
         .warmup_max_s = p->warmup_max_s,
         .seed = r->seed != 0 ? (uint64_t)r->seed : name_seed(r->tech->desc.name),
+        .rounds_per_build = r->rounds_per_build > 0 ? r->rounds_per_build : p->rounds_per_build,
     };
 }
 
@@ -441,11 +448,15 @@ static int time_all(step_run *r, tb_rounds_result *res)
     TB_TRY(tb_outdir_join(r->b.od.results, name, path, sizeof path));
     TB_TRY(tb_atomic_reserve(path, tmp, sizeof tmp));
     cfg.gbench_json = tmp;
+    char how[64];
+    if (r->rebuild)
+        snprintf(how, sizeof how, "rebuilt every round");
+    else
+        snprintf(how, sizeof how, "trainers rebuilt every %d rounds", cfg.rounds_per_build);
     fprintf(stderr, "%s: timing %d arms (%s) in rounds of >= %g s repetitions: %d..%d rounds, "
-            "target +-%g%%, budget %g s, seed %#llx\n", r->tech->desc.name, r->plan.n_arms,
-            r->rebuild ? "rebuilt every round" : "trainers kept alive", cfg.min_rep_s,
-            cfg.min_rounds, cfg.max_rounds, 100 * cfg.target_half_width, cfg.budget_s,
-            (unsigned long long)cfg.seed);
+            "target +-%g%%, budget %g s, seed %#llx\n", r->tech->desc.name, r->plan.n_arms, how,
+            cfg.min_rep_s, cfg.min_rounds, cfg.max_rounds, 100 * cfg.target_half_width,
+            cfg.budget_s, (unsigned long long)cfg.seed);
     int rc = tb_rounds_run(&cfg, r->tarms, r->plan.n_arms, res);
     if (rc != TB_OK) {
         unlink(tmp);
@@ -467,17 +478,28 @@ static double report_scale(const step_run *r, int i)
     return r->tech->per_sample ? 1000.0 / ((double)c.batch_size * c.accum_steps) : 1.0;
 }
 
-/* Arm a's per-round times as reported, into out (its rounds); ref: its
- * reference's instead (a compared arm's bracketing baseline repetitions),
- * scaled as the baseline's setting is. */
-static void arm_times(const step_run *r, const tb_rounds_result *res, int a, int ref,
-                      double *out)
+/* Arm a's per-round times as reported, into out (its rounds). */
+static void arm_times(const step_run *r, const tb_rounds_result *res, int a, double *out)
 {
     const tb_rounds_arm_result *ar = &res->arms[a];
-    int s = ref ? r->plan.arm_setting[r->plan.arm_base[a]] : r->plan.arm_setting[a];
-    double k = report_scale(r, s);
+    double k = report_scale(r, r->plan.arm_setting[a]);
     for (int i = 0; i < ar->rounds; i++)
-        out[i] = (ref ? ar->ref[i] : ar->seconds[i]) * k;
+        out[i] = ar->seconds[i] * k;
+}
+
+/* Arm a's comparison (the engine's, per unit, over builds) as reported:
+ * per 1000 samples when the entry asks, which scales the speedup and its
+ * interval by the ratio of the two settings' scales (widths and mde are
+ * relative: unchanged). */
+static tb_paired arm_cmp(const step_run *r, const tb_rounds_result *res, int a)
+{
+    tb_paired p = res->arms[a].cmp;
+    double k = report_scale(r, r->plan.arm_setting[r->plan.arm_base[a]]) /
+               report_scale(r, r->plan.arm_setting[a]);
+    p.speedup *= k;
+    p.lo *= k;
+    p.hi *= k;
+    return p;
 }
 
 /* Only where determinism was a choice: the CPU's algorithms all repeat. */
@@ -532,7 +554,9 @@ static double samples_per_unit(const step_run *r, int i)
  * A/A copy's and that copy's reference (n_aa rounds). */
 typedef struct row_times {
     int n_me, n_aa;
-    double *me, *me_ref, *again, *again_ref;
+    double *me;          /* (n_me) the row's per-round unit times, as reported */
+    tb_paired cmp, aa;   /* the engine's comparisons, over builds (rounds.h), as
+                            reported; rounds 0: none (cmp: a baseline row) */
     tb_rounds_stop stop; /* why the row's arm stopped */
 } row_times;
 
@@ -543,21 +567,16 @@ static int times_of(const step_run *r, const tb_rounds_result *res, int i, row_t
     t->n_me = res->arms[am].rounds;
     t->n_aa = aa >= 0 ? res->arms[aa].rounds : 0;
     t->stop = res->arms[am].stop;
+    if (am != p->set_arm[b])
+        t->cmp = arm_cmp(r, res, am);
+    if (aa >= 0)
+        t->aa = arm_cmp(r, res, aa);
     if (am == p->set_arm[b] && aa >= 0)
         t->stop = res->arms[aa].stop; /* a baseline row reads its A/A pair */
-    t->me = calloc(2 * (size_t)t->n_me + 2 * (size_t)t->n_aa + 1, sizeof *t->me);
+    t->me = calloc((size_t)t->n_me + 1, sizeof *t->me);
     if (!t->me)
-        return TB_FAIL(TB_ERR_NOMEM, "out of memory for %d rounds", t->n_me + t->n_aa);
-    t->me_ref = t->me + t->n_me;
-    t->again = t->me_ref + t->n_me;
-    t->again_ref = t->again + t->n_aa;
-    arm_times(r, res, am, 0, t->me);
-    if (am != p->set_arm[b])
-        arm_times(r, res, am, 1, t->me_ref);
-    if (aa >= 0) {
-        arm_times(r, res, aa, 0, t->again);
-        arm_times(r, res, aa, 1, t->again_ref);
-    }
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory for %d rounds", t->n_me);
+    arm_times(r, res, am, t->me);
     return TB_OK;
 }
 
@@ -587,21 +606,21 @@ static tb_timing_verdict timing_verdict(tb_speed_verdict v)
  * unreliable when the A/A interval excludes 1. */
 static int fill_paired(tb_result_row *row, const row_times *t, int baseline)
 {
-    tb_paired aa, cmp;
-    TB_TRY(tb_stats_paired(t->again_ref, t->again, (size_t)t->n_aa, TB_STATS_DEFAULT_SEED, &aa));
-    row->noise_floor = tb_stats_paired_noise_floor(&aa);
+    if (t->aa.rounds < 2 || (!baseline && t->cmp.rounds < 2))
+        return TB_FAIL(TB_ERR_INTERNAL, "%s: fewer than 2 paired rounds", row->setting);
+    const tb_paired *aa = &t->aa, *cmp = &t->cmp;
+    row->noise_floor = tb_stats_paired_noise_floor(aa);
     row->rounds = baseline ? t->n_aa : t->n_me;
     if (baseline) {
-        tb_stats_paired_verdict(&aa, &aa, &row->unreliable);
-        row->mde = aa.mde;
+        tb_stats_paired_verdict(aa, aa, &row->unreliable);
+        row->mde = aa->mde;
         return TB_OK;
     }
-    TB_TRY(tb_stats_paired(t->me_ref, t->me, (size_t)t->n_me, TB_STATS_DEFAULT_SEED, &cmp));
-    row->speedup = cmp.speedup;
-    row->speedup_ci_low = cmp.lo;
-    row->speedup_ci_high = cmp.hi;
-    row->mde = cmp.mde;
-    row->timing_verdict = timing_verdict(tb_stats_paired_verdict(&cmp, &aa, &row->unreliable));
+    row->speedup = cmp->speedup;
+    row->speedup_ci_low = cmp->lo;
+    row->speedup_ci_high = cmp->hi;
+    row->mde = cmp->mde;
+    row->timing_verdict = timing_verdict(tb_stats_paired_verdict(cmp, aa, &row->unreliable));
     return TB_OK;
 }
 
@@ -631,6 +650,11 @@ static int add_row(step_run *r, const tb_rounds_result *res, int i)
     snprintf(row.rate_unit, sizeof row.rate_unit, "samples/s");
     row.memory_bytes = r->st[i].peak_bytes;
     set_check(r, i, &row);
+    if (s->base != i && tm.cmp.between > 0) {
+        size_t len = strlen(row.note);
+        snprintf(row.note + len, sizeof row.note - len, "%sits %zu builds differ (sd %.1f%%): "
+                 "interval widened", len ? "; " : "", tm.cmp.builds, 100 * tm.cmp.between);
+    }
     if (t->row_hook)
         t->row_hook(i, &row);
     return tb_results_add(&r->b.res, &row);
@@ -800,6 +824,10 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
          TB_RANGE_MIN(0)},
         {"seed", TB_FLAG_LONG, &r->seed,
          "seed of the rounds' shuffled orders (0 = one fixed per technique)", NULL},
+        {"rounds-per-build", TB_FLAG_INT, &r->rounds_per_build,
+         "kept-alive trainers are built afresh every this many rounds, and intervals count "
+         "the spread between builds (0 = the profile's: 4 by default)", NULL,
+         TB_RANGE(0, 100000)},
     };
     int done = 0;
     int rc = tb_bench_init(&r->b, &tech->desc, extra, TB_COUNT(extra), argc, argv, &done);

@@ -114,6 +114,10 @@ typedef struct tb_paired {
     double mde;           /* minimum detectable effect, relative (e.g. 0.021 = 2.1%):
                              the smallest true speedup this many rounds would call
                              faster or slower with 80% power at the 5% level */
+    size_t builds;        /* tb_stats_paired_builds: the builds the rounds spanned
+                             (0: not grouped, tb_stats_paired) */
+    double between;       /* tb_stats_paired_builds: the between-build standard
+                             deviation of the log ratio (0 when none is seen) */
 } tb_paired;
 
 /* The speedup of var over base from the per-round ratios base[r] / var[r]:
@@ -126,6 +130,23 @@ typedef struct tb_paired {
  * alone). */
 int tb_stats_paired(const double *base, const double *var, size_t n, uint64_t seed,
                     tb_paired *out);
+
+/* tb_stats_paired for rounds grouped into builds: round r ran on build[r]
+ * (non-decreasing; a build is a fresh copy of both arms' state: a new
+ * trainer from the same seed, new buffers, a new autotuner choice). What
+ * differs between builds (an algorithm the autotuner picked, where the
+ * allocator put the tensors) is the same for every round of a build, so the
+ * per-round ratios alone underrate the uncertainty of a result that another
+ * run, with its own builds, would reproduce. The estimate is
+ * tb_stats_paired's; the interval is widened, on the log scale, by the
+ * between-build component (stats.c: one-way random-effects ANOVA, a
+ * Student-t quantile with builds - 1 degrees of freedom), which is 0 when
+ * the builds agree beyond what the round-to-round noise explains. One
+ * build, or one round a build: tb_stats_paired's result (the per-round
+ * ratios then already carry any build-to-build spread), with builds set.
+ * REQUIRES: as tb_stats_paired; build non-NULL and non-decreasing. */
+int tb_stats_paired_builds(const double *base, const double *var, const int *build, size_t n,
+                           uint64_t seed, tb_paired *out);
 
 /* The verdict of a paired comparison, the noise counted once: "faster" when
  * the interval's lower end is above 1, "slower" when its upper end is

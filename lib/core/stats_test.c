@@ -514,6 +514,74 @@ static void test_paired_adaptive(void)
 /* Two runs of the same comparison agree as honest intervals should:
  * z = |log s1 - log s2| / sqrt(se1^2 + se2^2), se = (log hi - log lo) / 3.92
  * (tools/compare_runs.py) is above 1.96 for about 5% of pairs. */
+/* Rounds grouped into builds: each build shifts the log ratio by u_b ~
+ * N(0, sb^2), each round adds 2% noise; 4 builds of 6 rounds, effect 1.05.
+ * With sb = 2% the per-round interval misses the truth often (it does not
+ * see what a rerun would redraw); tb_stats_paired_builds must cover it in
+ * about 95% of runs, and cost little when there is no build effect. */
+static double builds_coverage(double sb, int use_builds, int trials, double *med_hw)
+{
+    enum { B = 4, PER = 6, N = B * PER };
+    double b[N], v[N], hw[2000];
+    int build[N], cov = 0;
+    for (int t = 0; t < trials; t++) {
+        tb_rng r = tb_rng_seeded(880000 + (uint64_t)t);
+        for (int k = 0; k < B; k++) {
+            double u = sb * gauss(&r);
+            for (int i = 0; i < PER; i++) {
+                int x = k * PER + i;
+                build[x] = k;
+                b[x] = 1e-3 * exp(0.02 * gauss(&r));
+                v[x] = 1e-3 / 1.05 * exp(0.02 * gauss(&r) - u);
+            }
+        }
+        tb_paired p;
+        if ((use_builds ? tb_stats_paired_builds(b, v, build, N, 0, &p)
+                        : tb_stats_paired(b, v, N, 0, &p)) != TB_OK)
+            return -1;
+        cov += covers(&p, 1.05);
+        hw[t] = p.half_width;
+    }
+    tb_stats_median(hw, (size_t)trials, med_hw);
+    return (double)cov / trials;
+}
+
+static void test_paired_builds(void)
+{
+    printf("paired over builds: coverage with and without a build effect\n");
+    double hw_plain, hw_builds, hw_none_plain, hw_none;
+    double plain = builds_coverage(0.02, 0, 1000, &hw_plain);
+    double with = builds_coverage(0.02, 1, 1000, &hw_builds);
+    double none_plain = builds_coverage(0, 0, 1000, &hw_none_plain);
+    double none = builds_coverage(0, 1, 1000, &hw_none);
+    printf("  build sd 2%%: per-round coverage %.3f (+-%.2f%%), over builds %.3f (+-%.2f%%)\n",
+           plain, 100 * hw_plain, with, 100 * hw_builds);
+    printf("  no build effect: per-round %.3f (+-%.2f%%), over builds %.3f (+-%.2f%%)\n",
+           none_plain, 100 * hw_none_plain, none, 100 * hw_none);
+    CHECK(plain < 0.85, "the per-round interval misses a build effect: %.3f < 0.85", plain);
+    CHECK(with >= 0.92, "over builds covers it: %.3f >= 0.92", with);
+    CHECK(none >= 0.95, "no build effect: coverage kept, %.3f >= 0.95", none);
+    CHECK(hw_none <= 1.25 * hw_none_plain, "no build effect: median width +%.0f%% <= 25%%",
+          100 * (hw_none / hw_none_plain - 1));
+
+    /* known answers: one build, or a build per round, is tb_stats_paired's result */
+    double b[8] = {1, 1.1, 0.9, 1.05, 1, 1.02, 0.98, 1.01}, v[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    int one[8] = {0}, each[8] = {0, 1, 2, 3, 4, 5, 6, 7}, two[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+    tb_paired p, q;
+    CHECK_OK(tb_stats_paired(b, v, 8, 0, &p));
+    CHECK_OK(tb_stats_paired_builds(b, v, one, 8, 0, &q));
+    CHECK(q.lo == p.lo && q.hi == p.hi && q.builds == 1, "one build: the per-round interval");
+    CHECK_OK(tb_stats_paired_builds(b, v, each, 8, 0, &q));
+    CHECK(q.lo == p.lo && q.hi == p.hi && q.builds == 8, "a build a round: the same");
+    CHECK_OK(tb_stats_paired_builds(b, v, two, 8, 0, &q));
+    CHECK(q.builds == 2 && q.speedup == p.speedup && q.lo <= p.lo && q.hi >= p.hi,
+          "two builds: same estimate, interval no narrower");
+    int back[8] = {0, 1, 0, 1, 1, 1, 1, 1};
+    CHECK(tb_stats_paired_builds(b, v, back, 8, 0, &q) == TB_ERR_INVALID,
+          "builds out of order refused");
+    tb_error_clear();
+}
+
 static void test_paired_agreement(void)
 {
     printf("paired: two runs of the same 5%% effect (tools/compare_runs.py's z)\n");
@@ -662,6 +730,7 @@ int main(void)
     test_paired_mde();
     test_paired_adaptive();
     test_paired_agreement();
+    test_paired_builds();
     test_correctness();
     if (failures) {
         printf("stats_test: %d FAILED\n", failures);
