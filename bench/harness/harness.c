@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench/harness/pin.h"
@@ -25,11 +26,19 @@ static void remove_pending_and_die(int sig)
     raise(sig);
 }
 
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, size_t nextra,
                   int argc, char **argv, int *done)
 {
     const char *technique = tb_technique_results(tech);
     memset(b, 0, sizeof *b);
+    b->t_start = mono_now();
     b->tech = tech;
     b->technique = technique;
     b->device_spec = "auto";
@@ -51,8 +60,8 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
          "repetitions per measurement (at least 5: a median and its interval)", NULL,
          TB_RANGE(TB_MIN_REPS, 100000)},
         {"extra-budget", TB_FLAG_DOUBLE, &b->extra_budget,
-         "seconds added to the technique's time budget (bench:all passes on the time earlier "
-         "techniques left unused)", NULL, TB_RANGE(0, 86400)},
+         "seconds added to the technique's time budget (its checks and timing together)", NULL,
+         TB_RANGE(0, 86400)},
         {"describe", TB_FLAG_BOOL, &describe,
          "print this technique's declaration as one JSON line (what bench:all reads) and exit",
          NULL},
@@ -109,6 +118,20 @@ double tb_bench_budget(const tb_bench *b)
 {
     double declared = b->tech->budget_seconds[b->profile];
     return (declared > 0 ? declared : 0) + b->extra_budget;
+}
+
+double tb_bench_budget_left(const tb_bench *b)
+{
+    double budget = tb_bench_budget(b);
+    if (budget <= 0)
+        return 0;
+    double spent = mono_now() - b->t_start, left = budget - spent;
+    if (left >= TB_BUDGET_FLOOR * budget)
+        return left;
+    fprintf(stderr, "%s: set-up and checks took %.1f s of its %.0f s budget: the rounds get "
+            "%.1f s (%.0f%% of the budget)\n", b->technique, spent, budget,
+            TB_BUDGET_FLOOR * budget, 100 * TB_BUDGET_FLOOR);
+    return TB_BUDGET_FLOOR * budget;
 }
 
 int tb_bench_run(tb_bench *b, gb_results **out)

@@ -38,8 +38,8 @@ typedef struct tb_bench {
     int profile;               /* tb_profile */
     const char *out_dir;
     int reps;
-    double extra_budget;       /* seconds added to the technique's declared budget
-                                  (bench:all passes on what earlier ones left unused) */
+    double extra_budget;       /* seconds added to the technique's declared budget */
+    double t_start;            /* CLOCK_MONOTONIC seconds when tb_bench_init began */
     /* opened by tb_bench_init */
     tb_backend *be;
     tb_device_info info;
@@ -59,8 +59,18 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
                   int argc, char **argv, int *done);
 
 /* The technique's time budget for its profile: the declared one
- * (tech->budget_seconds; 0 when it declares none) plus --extra-budget. */
+ * (tech->budget_seconds; 0 when it declares none) plus --extra-budget. It
+ * is the whole technique's: set-up and correctness checks count against it
+ * (tb_bench_budget_left), so that bench:all's plan, the sum of the
+ * budgets, is what a run takes. */
 double tb_bench_budget(const tb_bench *b);
+
+/* What is left of tb_bench_budget for the timing rounds: the budget less
+ * the seconds since tb_bench_init began, but never under TB_BUDGET_FLOOR of
+ * the budget (the rounds keep their minimum; a check that ate the budget
+ * is said on stderr). 0 when there is no budget. */
+double tb_bench_budget_left(const tb_bench *b);
+#define TB_BUDGET_FLOOR 0.2
 
 /* Runs the registered benchmarks; Google Benchmark's JSON is kept as
  * results/<device>/<technique>.gbench.json (written to a temporary name and

@@ -246,7 +246,7 @@ void opb_rounds_cfg(const tb_bench *b, tb_rounds_cfg *cfg)
     static const double warmup_max_s[3] = {0.3, 3.0, 0.05};
     static const int max_rounds[3] = {60, 200, 5};
     int p = b->profile;
-    double budget = tb_bench_budget(b);
+    double budget = tb_bench_budget_left(b);
     if (budget <= 0)
         budget = b->tech->est_seconds[p];
     /* FNV-1a of the technique's name: a fixed seed per technique, so a

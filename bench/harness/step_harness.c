@@ -422,7 +422,7 @@ static uint64_t name_seed(const char *name)
 static void rounds_config(const step_run *r, tb_rounds_cfg *c)
 {
     const step_profile *p = &r->prof;
-    double declared = tb_bench_budget(&r->b);
+    double declared = tb_bench_budget_left(&r->b);
     int cap = r->max_rounds > 0 ? r->max_rounds : p->max_rounds;
     *c = (tb_rounds_cfg){
         .min_rep_s = r->min_rep > 0 ? r->min_rep : p->min_rep_s,

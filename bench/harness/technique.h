@@ -43,10 +43,12 @@ typedef struct tb_technique {
      * none (the summary shows the fastest and says so). */
     const char *headline;
     double est_seconds[3];    /* expected run time per tb_profile */
-    /* Timing budget of its rounds per tb_profile (bench/harness/rounds.h:
-     * the rounds stop when every interval is narrow enough or this is
-     * spent); bench:all checks that a profile's budgets add up to at most
-     * its limit. 0: the harness's default. */
+    /* Time budget of the whole technique per tb_profile: its set-up and
+     * checks count against it, and its rounds (bench/harness/rounds.h) get
+     * what is left (tb_bench_budget_left: at least TB_BUDGET_FLOOR of it)
+     * and stop when every interval is narrow enough or that is spent;
+     * bench:all checks that a profile's budgets add up to at most its
+     * limit. 0: the harness's default. */
     double budget_seconds[3];
     /* bench:all runs techniques by ascending order (ties by name), each one
      * after those named in `after` (whose results it reads). */

@@ -436,7 +436,7 @@ static int run_rounds(sweep *s)
     if (s->ncases > 64)
         return TB_FAIL(TB_ERR_INTERNAL, "%d DDP cases, more than 64", s->ncases);
     tb_rng rng = tb_rng_seeded(ROUND_SEED);
-    double t0 = now_s(), longest = 0, budget = tb_bench_budget(s->b);
+    double t0 = now_s(), longest = 0, budget = tb_bench_budget_left(s->b);
     double load_sum = 0;
     int load_n = 0;
     s->stop = TB_STOP_CAP;
