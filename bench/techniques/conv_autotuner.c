@@ -455,7 +455,7 @@ static const tb_technique technique = {
             "and batch sizes that change every step.",
     .est_seconds = {90, 900, 15}, /* default, full, tiny */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
-    .budget_seconds = {20, 850, 10},
+    .budget_seconds = {45, 850, 10},
     .order = 340,
     .tiny = {.min_rows = 10, .plots = "conv_autotuner,conv_autotuner_speedup"},
 };

@@ -303,7 +303,7 @@ static const tb_technique technique = {
             "fp32 kernel (no tensor cores), not cuDNN's or PyTorch's flash attention.",
     .est_seconds = {90, 420, 6}, /* default, full, tiny */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
-    .budget_seconds = {20, 380, 4},
+    .budget_seconds = {35, 380, 4},
     .order = 310,
     .tiny = {.min_rows = 8,
              .plots = "fused_attention,fused_attention_speedup,fused_attention_memory"},

@@ -285,7 +285,7 @@ static const tb_technique technique = {
             "copy bandwidth.",
     .est_seconds = {40, 240, 5}, /* default, full, tiny */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
-    .budget_seconds = {20, 200, 2},
+    .budget_seconds = {26, 200, 2},
     .order = 10,
     .tiny = {.min_rows = 15, .plots = "gelu,gelu_speedup"},
 };
