@@ -34,11 +34,17 @@
  * their rounds. The launch itself (mpirun, model build, warm-up step) is
  * outside the timed steps. Checks (--verify) and the bus bandwidth run in
  * the first round's launches only.
- * DP runs in this process after the rounds, one run per replica count
- * (steps of the profile): not interleaved with the DDP launches, so its
- * rows keep the unpaired bootstrap interval against the baseline's
- * per-round medians, and say so.
- * Scaling efficiency at n = t(1) / (n t(n)).
+ * DP runs in this process after the DDP rounds: first its check (one run
+ * per replica count, the profile's steps, against the reference below),
+ * then its own interleaved experiment (bench/harness/rounds.h): an arm per
+ * replica count, each a DataParallel of its own kept alive and rebuilt
+ * every few rounds, plus an A/A copy of 1 replica, its baseline; DP rows
+ * are paired against DP on 1 replica in this process (the DDP launches are
+ * other processes: they cannot share its rounds). It gets DP_BUDGET_SHARE
+ * of the technique's budget, the DDP rounds the rest.
+ * Scaling efficiency at n = t(1) / (n t(n)): DDP's per step against the
+ * 1-rank baseline's median, DP's per round against its bracketing 1-replica
+ * repetitions.
  *
  * Correctness (--verify in the workers, rank 0): weights bitwise equal on
  * every rank, and the final loss within 1e-4 relative of one process at
@@ -77,6 +83,9 @@
 #define BIG_BUCKET ((size_t)25 << 20)
 #define DP_THREADS "DP threads"
 #define DP_GPUS "DP GPUs one thread"
+/* The share of the technique's budget DP's rounds get (the DDP rounds
+ * before them keep what is left of the rest). */
+#define DP_BUDGET_SHARE 0.2
 
 /* ---- one DDP launch ---- */
 
@@ -437,6 +446,9 @@ static int run_rounds(sweep *s)
         return TB_FAIL(TB_ERR_INTERNAL, "%d DDP cases, more than 64", s->ncases);
     tb_rng rng = tb_rng_seeded(ROUND_SEED);
     double t0 = now_s(), longest = 0, budget = tb_bench_budget_left(s->b);
+    if (budget > 0) /* DP's rounds come after these */
+        budget = fmax(budget - DP_BUDGET_SHARE * tb_bench_budget(s->b),
+                      TB_BUDGET_FLOOR * tb_bench_budget(s->b));
     double load_sum = 0;
     int load_n = 0;
     s->stop = TB_STOP_CAP;
@@ -520,6 +532,7 @@ typedef struct dp_result {
     int nsteps;
     double loss, ref_loss, max_abs_w;
 } dp_result;
+
 
 /* The DP check's batch: these exact images (an LCG from seed 12345), not a
  * draw of lib/core/rng.h. The 2-replica DataParallel run's verdict against
@@ -621,6 +634,111 @@ out_free:
     tb_dp_check_net_free(&net);
     if (be)
         tb_backend_close(be);
+    return rc;
+}
+
+/* One DP arm of the rounds: a DataParallel of n replicas with its own
+ * backend and model, stepping on the check's batch (the step time does not
+ * depend on the values). */
+typedef struct dp_arm {
+    const dp_where *w;
+    const plan *p;
+    int n, threads;
+    const float *img;
+    const int32_t *lab;
+    tb_backend *be;
+    tb_dp_check_net net;
+    tb_dp *dp;
+} dp_arm;
+
+static void dp_arm_close(dp_arm *a)
+{
+    tb_dp_destroy(a->dp);
+    tb_dp_check_net_free(&a->net);
+    if (a->be)
+        tb_backend_close(a->be);
+    a->dp = NULL;
+    a->be = NULL;
+    memset(&a->net, 0, sizeof a->net);
+}
+
+/* One training step, ended on the host (as dp_run's timed steps). */
+static int dp_arm_step(dp_arm *a)
+{
+    TB_TRY(tb_model_zero_grad(a->net.m, 1));
+    TB_TRY(tb_dp_step(a->dp, a->img, a->lab, a->p->batch, 1.0f, NULL));
+    TB_TRY(tb_optim_step(&a->net.opt));
+    return a->be->sync(a->be);
+}
+
+/* A fresh build, warmed up by one step. */
+static int dp_arm_open(dp_arm *a)
+{
+    int per = a->threads / a->n > 0 ? a->threads / a->n : 1;
+    TB_TRY(dp_model(a->w, per, a->p->batch, &a->be, &a->net));
+    TB_TRY(tb_dp_create(a->net.m, tb_spec_small_cnn, &a->net.opts, a->n, a->w->mode, per,
+                        &a->dp));
+    return dp_arm_step(a);
+}
+
+static int dp_arm_run(void *user, long units, double *seconds)
+{
+    dp_arm *a = user;
+    double t0 = tb_comm_now();
+    for (long i = 0; i < units; i++)
+        TB_TRY(dp_arm_step(a));
+    *seconds = tb_comm_now() - t0;
+    return TB_OK;
+}
+
+static int dp_arm_rebuild(void *user)
+{
+    dp_arm *a = user;
+    dp_arm_close(a);
+    return dp_arm_open(a);
+}
+
+/* DP's interleaved experiment: arm 0 is 1 replica (the baseline), arm 1
+ * its A/A copy, arm n for n >= 2 is n replicas. */
+static int dp_time(sweep *s, const dp_where *w, int nmax, const float *img, const int32_t *lab,
+                   tb_rounds_result *res)
+{
+    tb_bench *b = s->b;
+    int narms = nmax + 1, threads = b->info.threads > 0 ? b->info.threads : 1, rc = TB_OK;
+    static const double min_rep_s[3] = {0.05, 0.2, 0.002};
+    static const char *const names[] = {"dp1", "dp1_again", "dp2", "dp3", "dp4", "dp5",
+                                        "dp6", "dp7", "dp8"};
+    if (narms > (int)TB_COUNT(names))
+        return TB_FAIL(TB_ERR_INVALID, "DP rounds: %d replicas, at most %d", nmax,
+                       (int)TB_COUNT(names) - 1);
+    dp_arm *arms = calloc((size_t)narms, sizeof *arms);
+    tb_arm *t = calloc((size_t)narms, sizeof *t);
+    if (!arms || !t) {
+        rc = TB_FAIL(TB_ERR_NOMEM, "out of host memory for %d DP arms", narms);
+        goto out_free;
+    }
+    for (int a = 0; a < narms; a++) {
+        arms[a] = (dp_arm){.w = w, .p = &s->p, .n = a < 2 ? 1 : a, .threads = threads,
+                           .img = img, .lab = lab};
+        t[a] = (tb_arm){names[a], 0, a == 1, dp_arm_run, NULL, &arms[a], dp_arm_rebuild};
+        TB_TRY_GOTO(rc, dp_arm_open(&arms[a]), out_free);
+    }
+    int p = b->profile;
+    double budget = DP_BUDGET_SHARE * tb_bench_budget(b);
+    tb_rounds_cfg cfg = {.min_rep_s = min_rep_s[p], .min_rounds = b->reps > 5 ? b->reps : 5,
+                         .max_rounds = p == TB_PROFILE_TINY ? 5 : 100,
+                         .target_half_width = TARGET_HALF_WIDTH, .budget_s = budget,
+                         .warmup_max_s = p == TB_PROFILE_TINY ? 0.05 : 1.0, .seed = ROUND_SEED,
+                         .rounds_per_build = p == TB_PROFILE_TINY ? 2 : 4};
+    if (cfg.max_rounds < cfg.min_rounds)
+        cfg.max_rounds = cfg.min_rounds;
+    fprintf(stderr, "ddp: DataParallel timed in rounds: %d arms, budget %.1f s\n", narms, budget);
+    rc = tb_rounds_run(&cfg, t, narms, res);
+out_free:
+    for (int a = 0; arms && a < narms; a++)
+        dp_arm_close(&arms[a]);
+    free(arms);
+    free(t);
     return rc;
 }
 
@@ -732,29 +850,75 @@ static int add_busbw_rows(sweep *s)
     return TB_OK;
 }
 
-static int add_dp_rows(sweep *s, dp_result *dp, int ndp, const gb_run *base, const gb_run *again,
-                       double base_s)
+/* DP's scaling efficiency per round: the bracketing 1-replica repetitions'
+ * time over n times this arm's (the paired reference of the rounds). */
+static int add_dp_efficiency(tb_bench *b, const char *setting, int n,
+                             const tb_rounds_arm_result *e)
+{
+    double *eff = malloc(((size_t)e->rounds + 1) * sizeof *eff);
+    if (!eff)
+        return TB_FAIL(TB_ERR_NOMEM, "out of host memory");
+    for (int k = 0; k < e->rounds; k++)
+        eff[k] = e->ref[k] / ((double)n * e->seconds[k]);
+    gb_run r = as_run(setting, eff, e->rounds);
+    tb_result_row row;
+    tb_bench_row(b, &row, setting, 0, "ranks", n, "scaling efficiency");
+    int rc = tb_bench_fill_timing(&row, &r, 1.0, "fraction");
+    snprintf(row.note, sizeof row.note, "t(1 replica) / (n t(n)) per round, the 1-replica time "
+             "from the repetitions around it; 1 is perfect scaling");
+    if (rc == TB_OK)
+        rc = tb_results_add(&b->res, &row);
+    free(eff);
+    return rc;
+}
+
+/* DP's rows from its rounds: 1 replica is the baseline (its A/A pair's
+ * noise floor), n replicas its paired speedup; the correctness of each
+ * from its check run (dp[n - 1]). */
+static int add_dp_rows(sweep *s, const dp_result *dp, int ndp, const tb_rounds_result *res)
 {
     tb_bench *b = s->b;
+    const tb_paired *aa = ndp > 0 ? &res->arms[1].cmp : NULL;
     for (int i = 0; i < ndp; i++) {
-        dp_result *r = &dp[i];
-        gb_run me = as_run("DP", r->step_s, r->nsteps);
+        const dp_result *r = &dp[i];
+        int arm = r->n == 1 ? 0 : r->n, is_base = arm == 0;
+        const tb_rounds_arm_result *ar = &res->arms[arm];
+        gb_run me = as_run("DP", ar->seconds, ar->rounds);
         tb_result_row row;
-        tb_bench_row(b, &row, r->setting, 0, "ranks", r->n, "step time");
+        tb_bench_row(b, &row, r->setting, is_base, "ranks", r->n, "step time");
         TB_TRY(tb_bench_fill_timing(&row, &me, 1e3, "ms"));
-        TB_TRY(tb_bench_fill_speedup(&row, base, again, &me));
+        const tb_paired *cmp = is_base ? aa : &ar->cmp;
+        int unreliable = 0;
+        tb_speed_verdict v = tb_stats_paired_verdict(cmp, aa, &unreliable);
+        row.noise_floor = tb_stats_paired_noise_floor(aa);
+        row.unreliable = unreliable;
+        row.mde = cmp->mde;
+        row.rounds = (int)cmp->rounds;
+        row.load_avg = res->load_avg;
+        row.busy = res->busy;
+        snprintf(row.stopped_by, sizeof row.stopped_by, "%s",
+                 tb_rounds_stop_name(res->arms[is_base ? 1 : arm].stop));
+        if (!is_base) {
+            row.speedup = cmp->speedup;
+            row.speedup_ci_low = cmp->lo;
+            row.speedup_ci_high = cmp->hi;
+            row.timing_verdict = v == TB_SPEED_FASTER   ? TB_TIMING_FASTER
+                                 : v == TB_SPEED_SLOWER ? TB_TIMING_SLOWER
+                                                        : TB_TIMING_WITHIN_NOISE;
+        }
         row.rate = s->p.batch / (row.median * 1e-3);
         snprintf(row.rate_unit, sizeof row.rate_unit, "samples/s");
         double rel = fabs(r->loss - r->ref_loss) / fmax(fabs(r->ref_loss), 1e-30);
         set_check(&row, rel, r->max_abs_w, 1, "1 process, BN per replica");
         snprintf(row.note, sizeof row.note, "DataParallel: %d replica%s (%s), one process, "
-                 "global batch %d; efficiency %.2f; weights vs reference max abs diff %.2e; "
-                 "unpaired (not in the DDP rounds)",
+                 "global batch %d; weights vs reference max abs diff %.2e; paired with DP on 1 "
+                 "replica in this process (its own rounds, not the DDP launches')",
                  r->n, r->n > 1 ? "s" : "", strcmp(r->setting, DP_GPUS) == 0
                      ? "GPUs driven from one thread" : "one host thread each",
-                 s->p.batch, base_s / (r->n * row.median * 1e-3), r->max_abs_w);
+                 s->p.batch, r->max_abs_w);
         TB_TRY(tb_results_add(&b->res, &row));
-        TB_TRY(add_efficiency(b, r->setting, "ranks", r->n, r->step_s, r->nsteps, base_s));
+        /* 1 replica: its A/A copy's rounds (efficiency about 1 by construction) */
+        TB_TRY(add_dp_efficiency(b, r->setting, r->n, &res->arms[is_base ? 1 : arm]));
     }
     if (!s->dp_na)
         return TB_OK;
@@ -853,7 +1017,8 @@ static int dp_plan(sweep *s, dp_where *w, int *nmax)
     return TB_OK;
 }
 
-static int run_dp(sweep *s, dp_result **out, int *nout)
+/* DP's checks (dp_run per replica count), then its rounds (dp_time) into *res. */
+static int run_dp(sweep *s, dp_result **out, int *nout, tb_rounds_result *res)
 {
     dp_where w;
     int nmax;
@@ -877,6 +1042,7 @@ static int run_dp(sweep *s, dp_result **out, int *nout)
                 w.setting);
         TB_TRY_GOTO(rc, dp_run(&w, &s->p, n, threads, img, lab, &dp[n - 1]), out_free);
     }
+    TB_TRY_GOTO(rc, dp_time(s, &w, nmax, img, lab, res), out_free);
     *out = dp;
     *nout = nmax;
     dp = NULL;
@@ -891,6 +1057,7 @@ static int run(tb_bench *b, int max_ranks, const char *argv0)
 {
     sweep *s = calloc(1, sizeof *s);
     dp_result *dp = NULL;
+    tb_rounds_result dpres = {0};
     int ndp = 0, rc;
     if (!s)
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory");
@@ -905,7 +1072,7 @@ static int run(tb_bench *b, int max_ranks, const char *argv0)
     }
     TB_TRY_GOTO(rc, plan_cases(s), out_rmdir);
     TB_TRY_GOTO(rc, run_rounds(s), out_rmdir);
-    TB_TRY_GOTO(rc, run_dp(s, &dp, &ndp), out_rmdir);
+    TB_TRY_GOTO(rc, run_dp(s, &dp, &ndp, &dpres), out_rmdir);
     /* The baseline's per-round medians: what DP's rows (not interleaved)
      * and the efficiencies are held to. */
     gb_run base = as_run("base", s->cases[0].round_s, s->cases[0].rounds);
@@ -923,13 +1090,14 @@ static int run(tb_bench *b, int max_ranks, const char *argv0)
         if (i != 1)
             TB_TRY_GOTO(rc, add_ddp_row(s, &s->cases[i], &base, &again, base_s, balanced_ms),
                         out_rmdir);
-    TB_TRY_GOTO(rc, add_dp_rows(s, dp, ndp, &base, &again, base_s), out_rmdir);
+    TB_TRY_GOTO(rc, add_dp_rows(s, dp, ndp, &dpres), out_rmdir);
     TB_TRY_GOTO(rc, add_busbw_rows(s), out_rmdir);
     TB_TRY_GOTO(rc, tb_bench_save(b), out_rmdir);
     TB_TRY_GOTO(rc, plot_all(s), out_rmdir);
 out_rmdir:
     rmdir(s->tmp);
 out_free:
+    tb_rounds_result_free(&dpres);
     free(dp);
     free(s->cases);
     free(s);
@@ -945,8 +1113,8 @@ static const tb_technique technique = {
             "small CNN at the same global batch, and the "
             "all-reduce bus bandwidth.",
     .est_seconds = {60, 300, 45}, /* default, full, tiny */
-    /* the DDP rounds' (launches of every configuration per round, see the
-     * top of the file); DP and the checks come on top */
+    /* the whole sweep's: the DDP rounds get what the checks leave less
+     * DP_BUDGET_SHARE, DP's rounds that share */
     .budget_seconds = {38, 250, 30},
     .order = 320,
     .tiny = {.min_rows = 12, .plots = "ddp,ddp_efficiency,ddp_busbw", .no_gbench = 1},
