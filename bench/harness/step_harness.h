@@ -30,7 +30,10 @@
  *      have, or the technique's budget is spent, or --max-rounds; --reps is
  *      the minimum of rounds. Trainers stay alive across rounds where their check-pass
  *      peaks fit together (step_plan.h), else each is rebuilt every round,
- *      untimed. Google Benchmark times each repetition
+ *      untimed, one alive at a time; kept-alive trainers are still built
+ *      afresh every --rounds-per-build rounds (step times: every round;
+ *      epoch times: every 4), so that the intervals hold the spread between
+ *      builds (rounds.h). Google Benchmark times each repetition
  *      (<technique>.gbench.json holds every round);
  *   5. rows: per setting the median, interval, min and max of its per-round
  *      unit times (reps = rounds), the speedup over its baseline with the
