@@ -48,10 +48,12 @@
  *              budget unless a round is longer than the one before); the
  *              arms still running then stop for that reason. Never on a
  *              verdict.
- *   rebuilds   with cfg->rounds_per_build > 0, before round r when r is a
- *              multiple of it: each running arm with a rebuild hook (not an
- *              A/A arm on its base's state) is rebuilt, untimed, and its
- *              build count grows; each round records the build of each arm
+ *   rebuilds   with cfg->rounds_per_build > 0, before each round: each
+ *              running arm with a rebuild hook (not an A/A arm on its
+ *              base's state) that has run build_interval rounds since its
+ *              last build (rounds_per_build, or more when its last rebuild
+ *              took over TB_ROUNDS_REBUILD_SHARE of that many repetitions)
+ *              is rebuilt, untimed, and its build count grows; each round records the build of each arm
  *              (a compared arm's: its own count plus its base's, so it
  *              changes when either is rebuilt); comparisons are
  *              tb_stats_paired_builds over those, and arm_met_target
@@ -263,6 +265,8 @@ typedef struct arm_job {
     int active;          /* 1 while the arm still runs in the rounds */
     int met_before;      /* its interval was within the target after the last round */
     int builds;          /* rebuilds of its state so far (cfg->rounds_per_build) */
+    int since_build;     /* rounds it ran since its last build */
+    double rebuild_s;    /* what its last rebuild took (0: none yet) */
 } arm_job;
 
 static void gb_arm_fn(tbb_state *st, void *user)
@@ -751,19 +755,41 @@ static void recalibrate(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms
         }
 }
 
+/* Rounds between arm i's builds: cfg->rounds_per_build, or more when its
+ * last rebuild took more than TB_ROUNDS_REBUILD_SHARE of that many of its
+ * repetitions (the last round's length). */
+static int build_interval(const tb_rounds_cfg *cfg, const arm_job *job,
+                          const tb_rounds_arm_result *a)
+{
+    int k = cfg->rounds_per_build;
+    double rep_s = a->rounds > 0 ? a->seconds[a->rounds - 1] * (double)job->units : 0;
+    if (job->rebuild_s > 0 && rep_s > 0) {
+        double need = ceil(job->rebuild_s / (TB_ROUNDS_REBUILD_SHARE * rep_s));
+        if (need > k)
+            k = need > 1e6 ? 1000000 : (int)need;
+    }
+    return k;
+}
+
 /* Before round r (cfg->rounds_per_build > 0): a fresh build of every
- * running arm that has a rebuild hook (an A/A arm on its base's state is
- * rebuilt with its base). Untimed, but inside the budget's wall time. */
-static int rebuild_arms(const tb_arm *arms, int n_arms, arm_job *jobs, int r)
+ * running arm that has a rebuild hook and is due (build_interval rounds
+ * since its last; an A/A arm on its base's state is rebuilt with its
+ * base). Untimed, but inside the budget's wall time. */
+static int rebuild_arms(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, arm_job *jobs,
+                        const tb_rounds_result *out, int r)
 {
     int n = 0;
     double t0 = now_s();
     for (int i = 0; i < n_arms; i++) {
-        if (!jobs[i].active || !arms[i].rebuild || shares_base(arms, i))
+        if (!jobs[i].active || !arms[i].rebuild || shares_base(arms, i) ||
+            jobs[i].since_build < build_interval(cfg, &jobs[i], &out->arms[i]))
             continue;
+        double t1 = now_s();
         int rc = arms[i].rebuild(arms[i].user);
         if (rc != TB_OK)
             return TB_FAIL(rc, "arm %s: rebuild before round %d failed", arms[i].name, r + 1);
+        jobs[i].rebuild_s = now_s() - t1;
+        jobs[i].since_build = 0;
         jobs[i].builds++;
         n++;
     }
@@ -792,14 +818,16 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
     }
     watch_start(&w);
     for (int r = 0; r < cfg->max_rounds; r++) {
-        if (cfg->rounds_per_build > 0 && r > 0 && r % cfg->rounds_per_build == 0)
-            TB_TRY_GOTO(rc, rebuild_arms(arms, n_arms, jobs, r), out_free);
+        if (cfg->rounds_per_build > 0 && r > 0)
+            TB_TRY_GOTO(rc, rebuild_arms(cfg, arms, n_arms, jobs, out, r), out_free);
         double t_round = now_s(), widest;
         int wi;
         for (int i = 0; i < n_arms; i++)
             active[i] = jobs[i].active;
         int len = tb_rounds_sequence(cfg->seed, r, base, active, n_arms, seq);
         TB_TRY_GOTO(rc, run_round(jobs, arms, n_arms, seq, len, r, slot_s, json, out), out_free);
+        for (int i = 0; i < n_arms; i++)
+            jobs[i].since_build += active[i];
         out->rounds = r + 1;
         watch_round(&w);
         double t = now_s();

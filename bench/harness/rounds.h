@@ -38,7 +38,8 @@
  *      program differ by more than the rounds of one build show. The
  *      interval is over builds (tb_stats_paired_builds: the between-build
  *      spread added), and an arm stops on its target only once its rounds
- *      span TB_ROUNDS_MIN_BUILDS builds.
+ *      span TB_ROUNDS_MIN_BUILDS builds. An arm whose build is dear is
+ *      rebuilt less often (TB_ROUNDS_REBUILD_SHARE).
  * Google Benchmark times each repetition: every round registers its arms in
  * the round's order with fixed iterations and one repetition, and runs
  * them; the runs of all rounds go to one JSON file.
@@ -87,8 +88,10 @@ typedef struct tb_rounds_cfg {
     double warmup_max_s;       /* cap of one arm's warm-up */
     uint64_t seed;             /* round orders */
     int rounds_per_build;      /* arms with a rebuild hook get a fresh build every this many
-                                  rounds, and may stop on their target only once their
-                                  rounds span TB_ROUNDS_MIN_BUILDS builds; 0: never */
+                                  rounds at least (more apart when a build is dear: see
+                                  TB_ROUNDS_REBUILD_SHARE), and may stop on their target
+                                  only once their rounds span TB_ROUNDS_MIN_BUILDS builds;
+                                  0: never */
     const char *gbench_json;   /* Google Benchmark's JSON of every round; NULL: none */
 } tb_rounds_cfg;
 
@@ -96,6 +99,11 @@ typedef struct tb_rounds_cfg {
  * may stop on its target: the between-build spread needs a few builds to
  * be seen at all. */
 #define TB_ROUNDS_MIN_BUILDS 3
+/* An arm's rebuilds (their measured time, warm-up included) take at most
+ * about this share of its timed repetitions: a build that costs as much as
+ * 4 repetitions comes every 16 rounds, not every round (a ResNet-50
+ * trainer's, beside the small CNN's 0.05 s). */
+#define TB_ROUNDS_REBUILD_SHARE 0.25
 
 typedef enum tb_rounds_stop {
     TB_STOP_TARGET = 0,        /* every interval within target_half_width */

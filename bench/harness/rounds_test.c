@@ -46,6 +46,7 @@ typedef struct fake {
     double build_sd;     /* each build's own speed: x exp(build_sd N(0,1)), drawn anew... */
     double build_k;      /* ...at every rebuild (1 until the first) */
     int rebuilt;         /* rebuild calls */
+    double rebuild_cost_s; /* fake seconds a rebuild takes */
     long done;           /* units run so far */
     int prepared;        /* prepare calls */
     int fail_at;         /* run call that fails (0: none) */
@@ -98,6 +99,7 @@ static int fake_rebuild(void *user)
 {
     fake *f = user;
     f->rebuilt++;
+    fake_clock += f->rebuild_cost_s;
     f->build_k = exp(f->build_sd * normal(&f->rng));
     f->done = 0;
     return TB_OK;
@@ -390,6 +392,32 @@ static void test_build_spread(void)
     CHECK(rebuilds_ok, "rebuild runs every 3 rounds, and each round records its build");
 }
 
+/* A dear build is rebuilt less often: repetitions of ~0.21 s, a rebuild
+ * of 0.4 s, asked for every round: after the first (which measures it)
+ * every ceil(0.4 / (0.25 x 0.21)) = 8 rounds, so 4 rebuilds in 30 rounds
+ * (before rounds 2, 10, 18, 26). */
+static void test_dear_build(void)
+{
+    fake f[2] = {{.unit_s = 0.010, .noise = 0.01, .rebuild_cost_s = 0.4},
+                 {.unit_s = 0.010, .noise = 0.01, .rebuild_cost_s = 0.4}};
+    reset(f, 2);
+    tb_arm arms[2] = {{"base", 0, 0, fake_run, NULL, &f[0], fake_rebuild},
+                      {"again", 0, 1, fake_run, NULL, &f[1], fake_rebuild}};
+    tb_rounds_cfg c = cfg_default();
+    c.target_half_width = 1e-6; /* never met: runs to the cap */
+    c.max_rounds = 30;
+    c.rounds_per_build = 1;
+    tb_rounds_result r;
+    int rc = tb_rounds_run(&c, arms, 2, &r);
+    CHECK(rc == TB_OK, "the experiment runs");
+    if (rc != TB_OK)
+        return;
+    CHECK(r.rounds == 30, "ran to the cap (%d rounds)", r.rounds);
+    CHECK(f[0].rebuilt == 4 && f[1].rebuilt == 4, "a 0.4 s build every 8 rounds: %d and %d "
+          "rebuilds in 30 rounds", f[0].rebuilt, f[1].rebuilt);
+    tb_rounds_result_free(&r);
+}
+
 /* Each arm stops on its own: a quiet arm reaches the target and stops
  * early, a noisy one runs on to the cap; the baseline runs with the noisy
  * one; the rows say which stopped why. */
@@ -584,6 +612,7 @@ int main(void)
     test_wave_drift();
     test_per_arm_stop();
     test_build_spread();
+    test_dear_build();
     test_target_early();
     test_aa_shares_warmup();
     test_warmup_cap();
