@@ -22,33 +22,56 @@
  *                      queries x ATTN_BK keys with online softmax
  *                      (kernels/attn_math.h); saves only each row's
  *                      logsumexp. The backward recomputes P tile by tile.
+ *                      Measure: bazel run //bench:fused_attention
  *
- * Fused attention, how the work is split:
- *   forward   one OpenMP task per (b, h, query tile), dynamic schedule
- *             (causal tiles differ in work); every task is independent.
- *   backward  one task per (b, h), flash-attention v1's order: outer loop
- *             over key tiles keeping dK, dV for the tile, inner loop over
- *             query tiles adding into dQ. Five tile products per tile pair,
- *             like the GPU's, no atomics, and results independent of the
- *             thread count; the cost is that B*H < threads leaves threads
- *             idle (the CUDA kernels split dK/dV and dQ instead).
- *   tiles     64 x 64 and D padded to DP, a multiple of 64; one thread's
- *             buffers are 12 tiles of 64 x DP floats plus T floats (196 KB
- *             at D = 64, T = 1024), which stay in this CPU's 1 MB per-core
- *             L2.
- *   speed     the tile products are written with GCC vector extensions
- *             (16-float vectors, accumulators in registers). They and the
- *             softmax rows (whose exp is fmaf polynomials, a libm call
- *             without FMA) are compiled three times with target_clones
- *             for the x86-64-v4 (AVX-512), v3 (AVX2 + FMA) and baseline
- *             ISA levels, picked at load time by cpuid: no -march=native.
- *             Levels, not arch= names: an arch= clone asks whether the CPU
- *             IS that model, which a VM's "Intel Xeon Processor" is not.
+ * Fused attention (PyTorch's CPU flash attention is built the same way):
+ *   packing   each call first packs, per head, in parallel over key blocks:
+ *             K and V transposed into (D, 64) panels (the right operand of
+ *             S = Q K^T and dP = dO V^T), and K, V, Q, dO as rows padded to
+ *             DP (a multiple of 64) for the products that produce D
+ *             columns. O(T D) work against the O(T^2 D) that follows; the
+ *             old kernel re-transposed K per (query tile, key tile) pair.
+ *             Heads go ATTN_HEAD_CHUNK at a time, which bounds the packed
+ *             copies.
+ *   forward   one OpenMP task per (b, h, 64-query block), dynamic schedule,
+ *             the causal blocks with the most keys first. Per key block:
+ *             S = Q_blk K_blk^T (tile product), online softmax over the
+ *             tile's rows (kernels/attn_math.h; the causal mask is
+ *             evaluated only on tiles that cross the diagonal, and fully
+ *             masked tiles are never visited), O += P V_blk. Saves only
+ *             each row's logsumexp.
+ *   backward  after packing (which also computes rowdot = rowsum(dO * O)),
+ *             one task per (b, h, group of key blocks): group g of G holds
+ *             key blocks g, g + G, ... (early and late ones, balanced under
+ *             the causal mask). Per key block and each query block that
+ *             sees it: S and dP recomputed (two tile products), P = exp(S -
+ *             lse), dS = scale P (dP - rowdot), then dV += P^T dO,
+ *             dK += dS^T Q (P and dS read transposed in place) and
+ *             dQ_g += dS K into the group's own (T, DP) partial. A last
+ *             pass adds the G partials in group order into dq. G depends on
+ *             the shape only (ATTN_BWD_TASKS tasks per head chunk, at most
+ *             ATTN_BWD_GROUPS), never on the thread count: no atomics, and
+ *             the same bits for any number of threads.
+ *   kernels   the tile product c (+)= a b (a possibly read transposed), the
+ *             softmax tile and the backward's probability tile are inlined
+ *             into one function per code path, chosen at run time by
+ *             __builtin_cpu_supports (tb_cpu_attn_set_path lets a test
+ *             force one): AVX-512 keeps a 4 x 64 block of c in 16 zmm
+ *             registers (each b vector loaded feeds four FMAs); AVX2 and
+ *             the baseline ISA (the portable fallback) use an omp simd row
+ *             update. The exp is kernels/gelu_math.h's polynomial, which
+ *             the softmax loops vectorize. Paths agree within rounding.
+ *   memory    temp = packed copies (5 T DP-ish floats per head, G T DP more
+ *             for the dQ partials in the backward) for up to
+ *             ATTN_HEAD_CHUNK heads, plus per thread two 64 x 64 tiles and
+ *             two 64 x DP accumulators; attention_workspace declares it.
+ *             Still far below manual's (B, H, T, T) at T >= 512.
  *
  * Determinism: every sum has a fixed order that depends on the sizes only;
  * results are the same for any thread count. Tested against the double
  * reference (lib/backend/ref/attention.c) by lib/backend/cpu/attention_test.c.
  */
+#include <immintrin.h>
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -644,10 +667,99 @@ ATTN_DEFINE_KERNELS(avx2, __attribute__((target("avx2,fma"))), 0)
 ATTN_DEFINE_KERNELS(avx512,
                     __attribute__((target("avx512f,avx2,fma,prefer-vector-width=512"))), 1)
 
+/* ---- AVX-512 forms of the two element-wise tiles, for full tiles ----
+ * A tile with 64 valid keys that the causal mask does not cross has no
+ * -inf to guard: its rows go straight through exp_neg_512, the steps of
+ * kernels/gelu_math.h's tb_exp_neg_f on 16 lanes (the same polynomial;
+ * FMA contractions may round differently than the omp simd loops). The
+ * other tiles (the diagonal, the last partial block) take the bodies above. */
+#define ATTN_AVX512 __attribute__((target("avx512f,avx2,fma")))
+
+ATTN_AVX512 static inline __m512 exp_neg_512(__m512 s)
+{
+    __m512 flush = _mm512_set1_ps(TB_EXP_FLUSH), round = _mm512_set1_ps(TB_EXP_ROUND);
+    __m512 z = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_min_ps(s, flush));
+    __m512 t = _mm512_fmadd_ps(z, _mm512_set1_ps(TB_EXP_LOG2E), round);
+    __m512 kf = _mm512_sub_ps(t, round);
+    __m512 r = _mm512_fmadd_ps(kf, _mm512_set1_ps(-TB_EXP_LN2_HI), z);
+    r = _mm512_fmadd_ps(kf, _mm512_set1_ps(-TB_EXP_LN2_LO), r);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(TB_EXP_C5), r, _mm512_set1_ps(TB_EXP_C4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(TB_EXP_C3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(TB_EXP_C2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(TB_EXP_C1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(TB_EXP_C0));
+    __m512 e = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+    __m512i bits = _mm512_add_epi32(_mm512_castps_si512(t),
+                                    _mm512_set1_epi32((int)(127u - TB_EXP_ROUND_BITS)));
+    e = _mm512_mul_ps(e, _mm512_castsi512_ps(_mm512_slli_epi32(bits, 23)));
+    __mmask16 over = _mm512_cmp_ps_mask(s, flush, _CMP_GT_OQ);
+    return _mm512_mask_mov_ps(e, over, _mm512_setzero_ps());
+}
+
+static int attn_tile_full(const attn_geom *g, int i0, int nq, int j0, int nk)
+{
+    (void)nq;
+    return nk == ATTN_BK && !(g->causal && j0 + nk - 1 > i0);
+}
+
+ATTN_AVX512 static void softmax_avx512_tiles(const attn_geom *g, float *s, int i0, int nq,
+                                             int j0, int nk, float *m, float *l, float *o)
+{
+    if (!attn_tile_full(g, i0, nq, j0, nk)) {
+        softmax_avx512(g, s, i0, nq, j0, nk, m, l, o);
+        return;
+    }
+    __m512 scale = _mm512_set1_ps(g->scale);
+    for (int ii = 0; ii < nq; ii++) {
+        float *srow = s + (size_t)ii * ATTN_BK, *orow = o + (size_t)ii * g->DP;
+        __m512 x0 = _mm512_mul_ps(_mm512_load_ps(srow), scale);
+        __m512 x1 = _mm512_mul_ps(_mm512_load_ps(srow + 16), scale);
+        __m512 x2 = _mm512_mul_ps(_mm512_load_ps(srow + 32), scale);
+        __m512 x3 = _mm512_mul_ps(_mm512_load_ps(srow + 48), scale);
+        float mt = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(x0, x1), _mm512_max_ps(x2, x3)));
+        float mn = tb_attn_max_f(m[ii], mt), r = tb_attn_rescale_f(m[ii], mn);
+        __m512 vm = _mm512_set1_ps(mn);
+        __m512 p0 = exp_neg_512(_mm512_sub_ps(vm, x0)), p1 = exp_neg_512(_mm512_sub_ps(vm, x1));
+        __m512 p2 = exp_neg_512(_mm512_sub_ps(vm, x2)), p3 = exp_neg_512(_mm512_sub_ps(vm, x3));
+        _mm512_store_ps(srow, p0), _mm512_store_ps(srow + 16, p1);
+        _mm512_store_ps(srow + 32, p2), _mm512_store_ps(srow + 48, p3);
+        float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(p0, p1), _mm512_add_ps(p2, p3)));
+        l[ii] = tb_attn_sum_update_f(l[ii], r, sum);
+        m[ii] = mn;
+        if (r != 1.0f) {
+            __m512 vr = _mm512_set1_ps(r);
+            for (int d = 0; d < g->DP; d += 16)
+                _mm512_store_ps(orow + d, _mm512_mul_ps(_mm512_load_ps(orow + d), vr));
+        }
+    }
+}
+
+ATTN_AVX512 static void probs_avx512_tiles(const attn_geom *g, const float *lse,
+                                           const float *rowdot, int i0, int nq, int j0, int nk,
+                                           float *s, float *dp)
+{
+    if (!attn_tile_full(g, i0, nq, j0, nk)) {
+        probs_avx512(g, lse, rowdot, i0, nq, j0, nk, s, dp);
+        return;
+    }
+    __m512 scale = _mm512_set1_ps(g->scale);
+    for (int ii = 0; ii < nq; ii++) {
+        float *srow = s + (size_t)ii * ATTN_BK, *dprow = dp + (size_t)ii * ATTN_BK;
+        __m512 li = _mm512_set1_ps(lse[i0 + ii]), di = _mm512_set1_ps(rowdot[i0 + ii]);
+        for (int j = 0; j < ATTN_BK; j += 16) {
+            __m512 sc = _mm512_mul_ps(_mm512_load_ps(srow + j), scale);
+            __m512 p = exp_neg_512(_mm512_sub_ps(li, sc));
+            _mm512_store_ps(srow + j, p);
+            __m512 ds = _mm512_mul_ps(p, _mm512_sub_ps(_mm512_load_ps(dprow + j), di));
+            _mm512_store_ps(dprow + j, _mm512_mul_ps(ds, scale));
+        }
+    }
+}
+
 static const attn_kernels attn_paths[] = {
     [TB_CPU_PATH_GENERIC] = {gemm_generic, softmax_generic, probs_generic},
     [TB_CPU_PATH_AVX2] = {gemm_avx2, softmax_avx2, probs_avx2},
-    [TB_CPU_PATH_AVX512] = {gemm_avx512, softmax_avx512, probs_avx512},
+    [TB_CPU_PATH_AVX512] = {gemm_avx512, softmax_avx512_tiles, probs_avx512_tiles},
 };
 
 static int attn_path = TB_CPU_PATH_AUTO; /* resolved on first use */
