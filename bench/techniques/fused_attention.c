@@ -21,8 +21,9 @@
  * fused_attention_memory.* . Correctness: fused against manual, out (forward)
  * and the worst of dq, dk, dv (backward), tolerances ATTN_TOL_*.
  *
- * What "fused" is here: tunebench's own tiled kernel in scalar fp32 (on a
- * GPU, CUDA cores with 16-32 row tiles; no tensor cores), not cuDNN's or
+ * What "fused" is here: tunebench's own tiled kernel in fp32 (on the CPU,
+ * AVX-512 tile products where the CPU has it, lib/backend/cpu/attention.c;
+ * on a GPU, CUDA cores with 16-32 row tiles; no tensor cores), not cuDNN's or
  * PyTorch's flash attention. Every fused row's note says so, so that its
  * speedup is never read as theirs.
  */
@@ -299,8 +300,8 @@ static const tb_technique technique = {
     .name = "fused_attention",
     .headline = "fused",
     .what = "Manual vs fused attention (forward, forward+backward; causal and not) over "
-            "sequence lengths 128 .. 4096: time and memory. Fused is tunebench's own scalar "
-            "fp32 kernel (no tensor cores), not cuDNN's or PyTorch's flash attention.",
+            "sequence lengths 128 .. 4096: time and memory. Fused is tunebench's own fp32 "
+            "kernel (no tensor cores), not cuDNN's or PyTorch's flash attention.",
     .est_seconds = {90, 420, 6}, /* default, full, tiny */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
     .budget_seconds = {35, 380, 4},

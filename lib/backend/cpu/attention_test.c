@@ -30,6 +30,7 @@
 
 #include "lib/backend/ref/attention.h"
 #include "lib/backend/backend.h"
+#include "lib/backend/cpu/cpu.h"
 #include "lib/core/status.h"
 #include "lib/core/testing.h"
 #include "lib/core/rng.h"
@@ -49,8 +50,14 @@
 #define LN_FWD_TOL 2e-6
 #define LN_BWD_TOL 1e-5
 
-static const int SEQS[] = {1, 7, 64, 129, 256};
-static const int DIMS[] = {16, 64};
+/* T: one row, under a block, one block, blocks and a remainder, causal
+ * tiles off the diagonal. D: padded to 64, exactly 64 (GPT-2's heads), two
+ * column blocks (80 pads to 128). */
+static const int SEQS[] = {1, 7, 64, 129, 256, 200, 520};
+static const int DIMS[] = {16, 64, 80};
+/* The same for the paths AUTO does not pick (kept short: the baseline
+ * path is slow). */
+static const int SEQS_OTHER[] = {7, 129, 200};
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -300,15 +307,42 @@ static void attn_case(tb_backend *be1, tb_backend *be2, int T, int D, int causal
     free(q), free(k), free(v), free(dout), free(ro), free(rl), free(rdq), free(rdk), free(rdv);
 }
 
-static void test_attention(void)
+static void test_attention_path(int path, int best)
 {
+    if (tb_cpu_attn_set_path(path) != TB_OK) { /* this CPU lacks it */
+        tb_error_clear();
+        printf("skip attention on code path %d: this CPU cannot run it\n", path);
+        return;
+    }
+    CHECK(tb_cpu_attn_path() == path, "attention path %d not selected", path);
     tb_backend *be1 = open_cpu(1), *be2 = open_cpu(2);
-    for (size_t t = 0; t < sizeof SEQS / sizeof SEQS[0]; t++)
+    const int *seqs = path == best ? SEQS : SEQS_OTHER;
+    size_t nseqs = path == best ? sizeof SEQS / sizeof SEQS[0]
+                                : sizeof SEQS_OTHER / sizeof SEQS_OTHER[0];
+    for (size_t t = 0; t < nseqs; t++)
         for (size_t dd = 0; dd < sizeof DIMS / sizeof DIMS[0]; dd++)
             for (int causal = 0; causal <= 1; causal++)
-                attn_case(be1, be2, SEQS[t], DIMS[dd], causal);
+                attn_case(be1, be2, seqs[t], DIMS[dd], causal);
     /* an odd head size and a batch of 1 head */
     attn_case(be1, be2, 33, 5, 1);
+    tb_backend_close(be1);
+    tb_backend_close(be2);
+    printf("ok   attention on code path %d: fused = manual = reference, forward and backward\n",
+           path);
+}
+
+/* Every fused code path (the portable one included), then the default. */
+static void test_attention(void)
+{
+    TRY(tb_cpu_attn_set_path(TB_CPU_PATH_AUTO));
+    int best = tb_cpu_attn_path();
+    for (int path = TB_CPU_PATH_GENERIC; path <= TB_CPU_PATH_AVX512; path++)
+        test_attention_path(path, best);
+    TRY(tb_cpu_attn_set_path(TB_CPU_PATH_AUTO));
+    CHECK(tb_cpu_attn_path() != TB_CPU_PATH_AUTO, "AUTO not resolved");
+    CHECK(tb_cpu_attn_set_path(9) == TB_ERR_INVALID, "path 9 accepted");
+    tb_error_clear();
+    tb_backend *be2 = open_cpu(2);
     tb_attn_desc bad = {.batch = 1, .heads = 1, .seq = 0, .head_dim = 8, .scale = 1};
     size_t s;
     CHECK(be2->attention_workspace(be2, TB_ATTN_FUSED, &bad, &s, NULL) == TB_ERR_INVALID,
@@ -317,9 +351,7 @@ static void test_attention(void)
     CHECK(be2->attention_workspace(be2, (tb_attn_variant)7, &bad, &s, NULL) == TB_ERR_INVALID,
           "variant 7 accepted");
     tb_error_clear();
-    tb_backend_close(be1);
     tb_backend_close(be2);
-    printf("ok   attention: fused = manual = reference, forward and backward\n");
 }
 
 /* ---------------------------------------------------------------- layer norm */

@@ -52,4 +52,10 @@ int tb_cpu_xent_lse_set_path(int path);
 int tb_cpu_xent_lse_path(void); /* the path in use (never AUTO) */
 void tb_cpu_release_ops(struct tb_backend *be);
 
+/* Fused attention's tile kernels (lib/backend/cpu/attention.c), the same
+ * way: TB_CPU_PATH_*; the paths agree within rounding (FMA or not), not
+ * bitwise. */
+int tb_cpu_attn_set_path(int path);
+int tb_cpu_attn_path(void); /* the path in use (never AUTO) */
+
 #endif
