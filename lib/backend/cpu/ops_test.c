@@ -406,9 +406,10 @@ static void test_pool_case(tb_backend *be, tb_pool_desc d)
 /* Max pooling on values with many ties and some NaN: the first of equal
  * values wins and NaN propagates (a later NaN takes over), as in the
  * reference; y and argmax must match it exactly. */
-static void test_pool_ties_nan(tb_backend *be, tb_layout layout)
+static void test_pool_ties_nan(tb_backend *be, tb_layout layout, int window, int pad)
 {
-    tb_pool_desc d = {TB_POOL_MAX, 2, 5, 9, 9, 3, 2, 1, layout};
+    /* 9x9: with the 2x2 window (its own NCHW path) the last row and column are dropped */
+    tb_pool_desc d = {TB_POOL_MAX, 2, 5, 9, 9, window, 2, pad, layout};
     int P, Q;
     tb_ref_pool_out(&d, &P, &Q);
     size_t nin = (size_t)d.n * d.c * d.h * d.w, nout = (size_t)d.n * d.c * P * Q;
@@ -418,8 +419,8 @@ static void test_pool_ties_nan(tb_backend *be, tb_layout layout)
         x[i] = i % 11 == 5 ? NAN : (float)((i * 7) % 4) - 1.5f; /* 4 values: ties everywhere */
     CHECK(be->pool_fwd(be, &d, x, y, am) == TB_OK, "pool_fwd ties status");
     tb_ref_pool_fwd(&d, x, yr, amr);
-    CHECK(same(y, yr, nout * 4) && same(am, amr, nout * 4), "max pool ties/NaN %s differs",
-          layout == TB_NCHW ? "NCHW" : "NHWC");
+    CHECK(same(y, yr, nout * 4) && same(am, amr, nout * 4), "max pool ties/NaN %s %dx%d differs",
+          layout == TB_NCHW ? "NCHW" : "NHWC", window, window);
     free(x), free(y), free(yr), free(am), free(amr);
 }
 
@@ -439,8 +440,10 @@ static void test_pool(int threads)
                                   (tb_layout)l};
                 test_pool_case(be, d);
             }
-    test_pool_ties_nan(be, TB_NCHW);
-    test_pool_ties_nan(be, TB_NHWC);
+    for (int l = 0; l < 2; l++) {
+        test_pool_ties_nan(be, (tb_layout)l, 3, 1);
+        test_pool_ties_nan(be, (tb_layout)l, 2, 0);
+    }
     tb_pool_desc bad = {TB_POOL_MAX, 1, 1, 4, 4, 2, 1, 2, TB_NCHW};
     float x[16], y[64];
     int32_t am[64];

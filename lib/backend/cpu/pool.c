@@ -79,6 +79,40 @@ static void pool_max_plane(const tb_pool_desc *d, const pool_geom *g, size_t pl,
     }
 }
 
+/* x <- v where v is greater or NaN (the scan order of pool_max_plane). */
+#define MAX_TAKE(best, bi, v, i)                                                               \
+    do {                                                                                     \
+        int take_ = ((v) > (best)) | ((v) != (v));                                           \
+        (best) = take_ ? (v) : (best);                                                       \
+        (bi) = take_ ? (i) : (bi);                                                           \
+    } while (0)
+
+/* pool_max_plane for the common 2x2 window, stride 2, no padding: one row
+ * of outputs at a time, vectorized across q (omp simd); same scan order,
+ * so the same result. */
+static void pool_max_plane_2x2(const tb_pool_desc *d, const pool_geom *g, size_t pl,
+                               const float *x, float *y, int32_t *argmax)
+{
+    size_t in0 = pl * d->h * d->w, out0 = pl * g->P * g->Q;
+    for (int p = 0; p < g->P; p++) {
+        int32_t r0 = (int32_t)(in0 + (size_t)(2 * p) * d->w), r1 = r0 + d->w;
+        float *yo = y + out0 + (size_t)p * g->Q;
+        int32_t *ao = argmax + out0 + (size_t)p * g->Q;
+#pragma omp simd
+        for (int q = 0; q < g->Q; q++) {
+            int32_t i = r0 + 2 * q, bi = i;
+            float best = x[i], v = x[i + 1];
+            MAX_TAKE(best, bi, v, i + 1);
+            v = x[r1 + 2 * q];
+            MAX_TAKE(best, bi, v, r1 + 2 * q);
+            v = x[r1 + 2 * q + 1];
+            MAX_TAKE(best, bi, v, r1 + 2 * q + 1);
+            yo[q] = best;
+            ao[q] = bi;
+        }
+    }
+}
+
 static void pool_avg_plane(const tb_pool_desc *d, const pool_geom *g, size_t pl, const float *x,
                            float *y)
 {
@@ -100,7 +134,9 @@ static void pool_avg_plane(const tb_pool_desc *d, const pool_geom *g, size_t pl,
 static void pool_fwd_plane(const tb_pool_desc *d, const pool_geom *g, size_t pl, const float *x,
                            float *y, int32_t *argmax)
 {
-    if (d->kind == TB_POOL_MAX)
+    if (d->kind == TB_POOL_MAX && d->window == 2 && d->stride == 2 && d->pad == 0)
+        pool_max_plane_2x2(d, g, pl, x, y, argmax);
+    else if (d->kind == TB_POOL_MAX)
         pool_max_plane(d, g, pl, x, y, argmax);
     else
         pool_avg_plane(d, g, pl, x, y);
