@@ -15,6 +15,9 @@ clock), and images/s or tokens/s from it. Plain fp32, SGD with momentum,
 PyTorch's defaults otherwise (cudnn.benchmark off, TF32 as PyTorch sets it):
 the same settings tunebench's baseline uses. ResNet-50 comes from torchvision
 when it is installed, else from the plain definition below (same layers).
+--channels-last=1 (model and images in torch.channels_last) and --amp=bf16
+(torch.autocast) give the settings tunebench's --channels-last and --amp
+toggle; tools/vs_torch_resnet.sh compares the four combinations.
 
 Tested by the kit's CPU rehearsal (tools/gpu_check.sh --device=cpu --quick)
 where PyTorch is installed; not part of the Bazel tests.
@@ -37,6 +40,13 @@ def parse_args(argv):
     p.add_argument("--steps", type=int, default=20, help="timed steps")
     p.add_argument("--warmup", type=int, default=5, help="untimed steps first")
     p.add_argument("--header", type=int, default=1, help="print the CSV header")
+    p.add_argument("--channels-last", type=int, default=0,
+                   help="1: model and images in torch.channels_last (resnet50)")
+    p.add_argument("--amp", default="off", choices=("off", "bf16"),
+                   help="bf16: forward and loss under torch.autocast(bfloat16), as "
+                   "tunebench's --amp=bf16 (no loss scaling, as bf16 needs none)")
+    p.add_argument("--threads", type=int, default=0,
+                   help="> 0: torch.set_num_threads(N) (CPU); 0 = PyTorch's default")
     a = p.parse_args(argv)
     for name in a.model.split(","):
         if name not in ("resnet50", "gpt2"):
@@ -120,17 +130,20 @@ def gpt2(torch, nn, context, n_layers):
     return GPT2(), "plain definition"
 
 
-def time_steps(torch, model, make_batch, loss_of, device, steps, warmup):
+def time_steps(torch, model, make_batch, loss_of, device, steps, warmup, amp="off"):
     opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
     x, y = make_batch()
     cuda = device.startswith("cuda")
+    dev_type = "cuda" if cuda else "cpu"
+    dtype = torch.bfloat16 if amp == "bf16" else None
     times = []
     for i in range(warmup + steps):
         if cuda:
             torch.cuda.synchronize(device)
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = loss_of(model(x), y)
+        with torch.autocast(dev_type, dtype=dtype, enabled=dtype is not None):
+            loss = loss_of(model(x), y)
         loss.backward()
         opt.step()
         if cuda:
@@ -160,7 +173,12 @@ def run_model(torch, a, name):
         loss_of = lambda logits, y: F.cross_entropy(logits.view(-1, logits.shape[-1]), y.view(-1))
         size, per_step, unit = a.context, b * a.context, "tokens/s"
     model = model.to(a.device).train()
-    med = time_steps(torch, model, make, loss_of, a.device, a.steps, a.warmup)
+    if a.channels_last and name == "resnet50":
+        model = model.to(memory_format=torch.channels_last)
+        plain = make
+        make = lambda: (lambda xy: (xy[0].contiguous(memory_format=torch.channels_last),
+                                    xy[1]))(plain())
+    med = time_steps(torch, model, make, loss_of, a.device, a.steps, a.warmup, a.amp)
     return "%s,%s,%d,%d,%d,%d,%.6f,%.2f,%s,torch %s,%s" % (
         name, a.device, b, size, a.warmup, a.steps, med, per_step / med, unit,
         torch.__version__, src)
@@ -179,6 +197,8 @@ def main(argv):
               "built for CUDA %s)" % (a.device, torch.__version__, torch.version.cuda),
               file=sys.stderr)
         return 2
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
     if a.header:
         print("model,device,batch,size,warmup,steps,median_step_s,throughput,unit,torch,source")
     for name in a.model.split(","):

@@ -6,6 +6,12 @@
  *   NCHW   one thread owns each channel and sums its rows in order, in double
  *   NHWC   BN_ROW_CHUNKS fixed row ranges, partial sums in double, added in
  *          chunk order
+ * The per-channel (NCHW) and per-row-range (NHWC) loops are compiled for
+ * x86-64-v4 (AVX-512), v3 (AVX2) and the baseline (SSE2), picked at load
+ * time (BN_CLONES): the double sums ran 2 lanes wide on SSE2, and batch
+ * norm was ~18% of a small-CNN step. The vector width sets the order of
+ * the sums inside a row, so the statistics' last bits may differ between
+ * CPUs of different ISA levels; on one CPU they do not depend on threads.
  */
 #include <math.h>
 #include <string.h>
@@ -17,6 +23,14 @@
 #include "lib/core/status.h"
 
 #define BN_ROW_CHUNKS ((size_t)64) /* NHWC batch norm: fixed row chunks of the sums */
+
+/* Under TSan (tools/sanitize.sh) one version: it instruments the ifunc
+ * resolver target_clones adds, which runs before TSan's runtime is up. */
+#ifdef __SANITIZE_THREAD__
+#define BN_CLONES
+#else
+#define BN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
 
 /* Batch statistics done: rounds them, saves mean and invstd, moves the
  * running statistics. */
@@ -31,7 +45,8 @@ static void bn_finish_channel(const tb_bn_desc *d, int c, double mean, double va
     running_var[c] = tb_bn_running_f(running_var[c], (float)tb_bn_unbiased(var, m), d->momentum);
 }
 
-static double sqdev_f64(const float *x, size_t n, double mu)
+static inline __attribute__((always_inline)) double sqdev_f64(const float *x, size_t n,
+                                                               double mu)
 {
     double s = 0.0;
 #pragma omp simd reduction(+ : s)
@@ -43,7 +58,7 @@ static double sqdev_f64(const float *x, size_t n, double mu)
 }
 
 /* NCHW: channel c is n runs of hw floats, C * hw apart. */
-static void bn_train_channel_nchw(const tb_bn_desc *d, int c, const float *x, const float *gamma,
+BN_CLONES static void bn_train_channel_nchw(const tb_bn_desc *d, int c, const float *x, const float *gamma,
                                   const float *beta, float *y, float *rm, float *rv, float *sm,
                                   float *si)
 {
@@ -80,7 +95,7 @@ static void bn_chunk(size_t rows, size_t kc, size_t k, size_t *lo, size_t *hi)
 }
 
 /* part[c] = sum over rows [lo, hi) of x[r][c] (sqdev: of (x - mean[c])^2). */
-static void nhwc_rows_sum(const float *x, size_t C, size_t lo, size_t hi, const double *mean,
+BN_CLONES static void nhwc_rows_sum(const float *x, size_t C, size_t lo, size_t hi, const double *mean,
                           double *part)
 {
     memset(part, 0, C * sizeof *part);
@@ -115,7 +130,7 @@ static int bn_fwd_train_nhwc(tb_backend *be, const tb_bn_desc *d, const float *x
 {
     int t = threads_of(be);
     size_t C = (size_t)d->c, rows = (size_t)d->n * d->hw, kc = bn_row_chunks(rows);
-    float *ws;
+    float *ws = NULL;
     TB_TRY(ws_floats(be, 2 * (kc * C + 2 * C), &ws));
     double *part = (double *)ws, *mean = part + kc * C, *var = mean + C;
     int par = rows * C >= PAR_MIN;
@@ -210,7 +225,7 @@ static void bn_bwd_finish(const tb_bn_desc *d, int c, double sum_dy, double sum_
     *mean_dy_xhat = (float)(dg / m);
 }
 
-static void bn_bwd_channel_nchw(const tb_bn_desc *d, int c, const float *x, const float *dy,
+BN_CLONES static void bn_bwd_channel_nchw(const tb_bn_desc *d, int c, const float *x, const float *dy,
                                 const float *gamma, const float *sm, const float *si,
                                 const bn_grads *gr)
 {
@@ -241,7 +256,7 @@ static void bn_bwd_channel_nchw(const tb_bn_desc *d, int c, const float *x, cons
 
 /* Backward sums over rows [lo, hi): part[c] = sum dy, part[C + c] =
  * sum dy (x - mean). */
-static void nhwc_rows_bwd_sums(const float *x, const float *dy, size_t C, size_t lo, size_t hi,
+BN_CLONES static void nhwc_rows_bwd_sums(const float *x, const float *dy, size_t C, size_t lo, size_t hi,
                                const float *mean, double *part)
 {
     memset(part, 0, 2 * C * sizeof *part);
@@ -260,7 +275,7 @@ static int bn_bwd_nhwc(tb_backend *be, const tb_bn_desc *d, const float *x, cons
 {
     int t = threads_of(be);
     size_t C = (size_t)d->c, rows = (size_t)d->n * d->hw, kc = bn_row_chunks(rows);
-    float *ws;
+    float *ws = NULL;
     TB_TRY(ws_floats(be, 2 * (2 * kc * C + 2 * C) + 3 * C, &ws));
     double *part = (double *)ws, *sums = part + 2 * kc * C;
     float *k = (float *)(sums + 2 * C), *mdy = k + C, *mdyx = mdy + C;

@@ -7,7 +7,8 @@
  *   flushes them), fp16 denormals, the largest finite values and the
  *   overflow threshold (65520 -> Inf), every bf16 and fp16 bit pattern
  *   round-tripping lowp -> f32 -> lowp, and the cast slots equal to the
- *   header with 1 and 2 threads on a size above the one-thread cutoff;
+ *   header with 1 and 2 threads on a size above the one-thread cutoff, on
+ *   the AVX-512 bf16 path (where the CPU has it) and the portable one;
  *   gemm_lowp (bf16) and bf16 convolution, all three directions and both
  *   layouts, against the fp32 reference at the bf16 tolerance; fp16 refused
  *   with TB_ERR_UNSUPPORTED (oneDNN 2.6 has no CPU fp16).
@@ -23,6 +24,7 @@
 
 #include "kernels/cast_math.h"
 #include "lib/backend/backend.h"
+#include "lib/backend/cpu/cpu.h"
 #include "lib/backend/ref/conv.h"
 #include "lib/core/status.h"
 #include "lib/core/testing.h"
@@ -140,7 +142,11 @@ static void test_cast_slots(void)
     tb_rng r = tb_rng_seeded(7);
     for (size_t i = 0; i < n; i++)
         x[i] = fbits((uint32_t)(tb_rng_next_u64(&r) >> 32)); /* any bit pattern: NaN, Inf, denormals */
-    for (int threads = 1; threads <= 2; threads++) {
+    for (int run = 0; run < 4; run++) {
+        int threads = 1 + run % 2, path = run < 2 ? TB_CPU_PATH_AUTO : TB_CPU_PATH_GENERIC;
+        CHECK(tb_cpu_cast_set_path(path) == TB_OK, "cast path %d", path);
+        printf("cast slots: %d threads, bf16 path %s\n", threads,
+               tb_cpu_cast_path() == TB_CPU_PATH_AVX512 ? "avx512" : "generic");
         tb_backend *be;
         if (tb_backend_cpu_create(threads, &be) != TB_OK) {
             tb_error_print(stdout);
@@ -166,6 +172,9 @@ static void test_cast_slots(void)
         tb_error_clear();
         tb_backend_close(be);
     }
+    tb_cpu_cast_set_path(TB_CPU_PATH_AUTO);
+    CHECK(tb_cpu_cast_set_path(99) == TB_ERR_INVALID, "unknown cast path refused");
+    tb_error_clear();
     free(x);
     free(y);
     free(lp);

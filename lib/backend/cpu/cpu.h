@@ -58,4 +58,9 @@ void tb_cpu_release_ops(struct tb_backend *be);
 int tb_cpu_attn_set_path(int path);
 int tb_cpu_attn_path(void); /* the path in use (never AUTO) */
 
+/* cast_f32_to_lowp's bf16 code paths (lib/backend/cpu/cast.c): GENERIC or
+ * AVX512, the same bits; forced as xent_lse's are (tests only). */
+int tb_cpu_cast_set_path(int path);
+int tb_cpu_cast_path(void); /* the path in use (never AUTO) */
+
 #endif

@@ -51,7 +51,12 @@
         }                                                                       \
     } while (0)
 
-#define CONV_CACHE_SIZE 64
+/* ResNet-50 alone needs 74 convolution entries (25 shapes, 3 directions,
+ * no data gradient for the stem) plus the evaluation batch's forwards: with
+ * 64, LRU eviction on that cyclic order missed on every call, and each step
+ * re-created (and re-JITted) every primitive. 256 holds a model's training
+ * and evaluation shapes with room for the autotuner's. */
+#define CONV_CACHE_SIZE 256
 #define GEMM_CACHE_SIZE 32
 #define FIND_TIMED_RUNS 3
 #define FIND_CUTOFF 4.0f /* warm-ups this many times the best so far are not timed again */

@@ -327,6 +327,29 @@ static void check_bias_invariant(tb_backend *be, const tb_conv_desc *d, tb_conv_
         printf("  %d: %s | %s\n", i, a[i], i < nb ? b[i] : "");
 }
 
+/* The default is the first non-`ref:` entry, or, when that is an im2col
+ * `gemm:` one (oneDNN's choice for plain NCHW), the first direct
+ * implementation on blocked activations ("+reorder"), if the list has one. */
+static void check_default_policy(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
+                                 int def, const char *what)
+{
+    char a[TB_MAX_CONV_ALGOS][64];
+    int na = 0;
+    CHECK(tb_cpu_dnnl_algo_names(be, d, kind, 0, a, TB_MAX_CONV_ALGOS, &na) == TB_OK,
+          "%s: algo names", what);
+    if (na > TB_MAX_CONV_ALGOS)
+        na = TB_MAX_CONV_ALGOS;
+    int first = 0, direct = -1;
+    while (first < na - 1 && strncmp(a[first], "ref:", 4) == 0)
+        first++;
+    for (int i = first + 1; i < na && direct < 0; i++)
+        if (strstr(a[i], "+reorder") && !strstr(a[i], "gemm:") && strncmp(a[i], "ref:", 4))
+            direct = i;
+    int want = strstr(a[first], "gemm:") && direct >= 0 ? direct : first;
+    CHECK(def == want, "%s kind %d: default %d (%s), want %d (%s)", what, (int)kind, def,
+          def >= 0 && def < na ? a[def] : "?", want, want < na ? a[want] : "?");
+}
+
 static const char *kind_names[] = {"fwd", "bwd_data", "bwd_filter"};
 
 static void test_conv_shape(tb_backend *be, const tb_conv_desc *d)
@@ -348,6 +371,7 @@ static void test_conv_shape(tb_backend *be, const tb_conv_desc *d)
         CHECK(be->conv_algo_default(be, d, (tb_conv_kind)kind, &def) == TB_OK && def >= 0,
               "%s: default", what);
         check_bias_invariant(be, d, (tb_conv_kind)kind, what);
+        check_default_policy(be, d, (tb_conv_kind)kind, def, what);
         printf("%s %-10s default %d; found:", what, kind_names[kind], def);
         for (int i = 0; i < n; i++)
             printf(" %d=%s", perf[i].algo, perf[i].name);

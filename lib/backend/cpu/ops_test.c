@@ -403,6 +403,27 @@ static void test_pool_case(tb_backend *be, tb_pool_desc d)
     free(x), free(y), free(yr), free(dy), free(dx), free(dxr), free(am), free(amr);
 }
 
+/* Max pooling on values with many ties and some NaN: the first of equal
+ * values wins and NaN propagates (a later NaN takes over), as in the
+ * reference; y and argmax must match it exactly. */
+static void test_pool_ties_nan(tb_backend *be, tb_layout layout, int window, int pad)
+{
+    /* 9x9: with the 2x2 window (its own NCHW path) the last row and column are dropped */
+    tb_pool_desc d = {TB_POOL_MAX, 2, 5, 9, 9, window, 2, pad, layout};
+    int P, Q;
+    tb_ref_pool_out(&d, &P, &Q);
+    size_t nin = (size_t)d.n * d.c * d.h * d.w, nout = (size_t)d.n * d.c * P * Q;
+    float *x = fnew(nin), *y = fnew(nout), *yr = fnew(nout);
+    int32_t *am = xmalloc(nout * 4), *amr = xmalloc(nout * 4);
+    for (size_t i = 0; i < nin; i++)
+        x[i] = i % 11 == 5 ? NAN : (float)((i * 7) % 4) - 1.5f; /* 4 values: ties everywhere */
+    CHECK(be->pool_fwd(be, &d, x, y, am) == TB_OK, "pool_fwd ties status");
+    tb_ref_pool_fwd(&d, x, yr, amr);
+    CHECK(same(y, yr, nout * 4) && same(am, amr, nout * 4), "max pool ties/NaN %s %dx%d differs",
+          layout == TB_NCHW ? "NCHW" : "NHWC", window, window);
+    free(x), free(y), free(yr), free(am), free(amr);
+}
+
 static void test_pool(int threads)
 {
     /* n, c, h, w, window, stride, pad */
@@ -419,6 +440,10 @@ static void test_pool(int threads)
                                   (tb_layout)l};
                 test_pool_case(be, d);
             }
+    for (int l = 0; l < 2; l++) {
+        test_pool_ties_nan(be, (tb_layout)l, 3, 1);
+        test_pool_ties_nan(be, (tb_layout)l, 2, 0);
+    }
     tb_pool_desc bad = {TB_POOL_MAX, 1, 1, 4, 4, 2, 1, 2, TB_NCHW};
     float x[16], y[64];
     int32_t am[64];
