@@ -65,7 +65,7 @@ typedef struct torch_proc {
 } torch_proc;
 
 static const char *g_python, *g_script, *g_only = "";
-static double g_budget = 60;
+static double g_budget = 120;
 
 /* 1 when `python -c "import torch"` succeeds. */
 static int torch_importable(const char *python)
@@ -190,6 +190,14 @@ static int add_rows(tb_bench *b, const vs_config *c, const tb_rounds_result *r)
         const tb_rounds_arm_result *ar = &r->arms[a];
         tb_result_row row;
         snprintf(set, sizeof set, "%s %s", a ? "tunebench" : "pytorch", c->name);
+        if (ar->rounds < TB_MIN_REPS) {
+            char why[128];
+            snprintf(why, sizeof why, "n/a: %d rounds within the budget (%g s), %d needed: "
+                     "raise --budget", ar->rounds, g_budget, TB_MIN_REPS);
+            TB_TRY(tb_results_add_na(&b->res, TECHNIQUE, b->info.backend, b->info.name, set,
+                                     "step time", why));
+            continue;
+        }
         tb_bench_row(b, &row, set, a == 0, "", 0, "step time");
         gb_run run = {.name = set, .repetitions = ar->rounds, .seconds = ar->seconds};
         TB_TRY(tb_bench_fill_timing(&row, &run, 1e3, "ms"));
