@@ -15,9 +15,19 @@ clock), and images/s or tokens/s from it. Plain fp32, SGD with momentum,
 PyTorch's defaults otherwise (cudnn.benchmark off, TF32 as PyTorch sets it):
 the same settings tunebench's baseline uses. ResNet-50 comes from torchvision
 when it is installed, else from the plain definition below (same layers).
---channels-last=1 (model and images in torch.channels_last) and --amp=bf16
-(torch.autocast) give the settings tunebench's --channels-last and --amp
-toggle; tools/vs_torch_resnet.sh compares the four combinations.
+
+tools/vs_torch_resnet.sh compares the four ResNet-50 combinations of
+--channels-last and --amp=bf16 with tunebench's.
+
+Options for bench:vs_torch (bench/cmd/vs_torch.c), which drives one long-lived
+process per configuration so that start-up is never timed:
+    --channels-last[=1]    model and images in torch.channels_last (ResNet-50)
+    --threads=N            torch.set_num_threads(N) (CPU; 0: PyTorch's default)
+    --amp=bf16             forward and loss under torch.autocast(bfloat16)
+    --vocab=N              GPT-2's vocabulary (default 50257)
+    --serve                build the model, print "ready", then read commands
+                           from stdin: "run K" runs K steps and prints the
+                           seconds they took on one line; "quit" (or EOF) ends
 
 Tested by the kit's CPU rehearsal (tools/gpu_check.sh --device=cpu --quick)
 where PyTorch is installed; not part of the Bazel tests.
@@ -40,13 +50,15 @@ def parse_args(argv):
     p.add_argument("--steps", type=int, default=20, help="timed steps")
     p.add_argument("--warmup", type=int, default=5, help="untimed steps first")
     p.add_argument("--header", type=int, default=1, help="print the CSV header")
-    p.add_argument("--channels-last", type=int, default=0,
-                   help="1: model and images in torch.channels_last (resnet50)")
-    p.add_argument("--amp", default="off", choices=("off", "bf16"),
-                   help="bf16: forward and loss under torch.autocast(bfloat16), as "
-                   "tunebench's --amp=bf16 (no loss scaling, as bf16 needs none)")
+    p.add_argument("--channels-last", type=int, nargs="?", const=1, default=0,
+                   help="model and images in torch.channels_last (resnet50); "
+                   "--channels-last alone or =1")
     p.add_argument("--threads", type=int, default=0,
                    help="> 0: torch.set_num_threads(N) (CPU); 0 = PyTorch's default")
+    p.add_argument("--amp", default="off", choices=["off", "bf16"], help="autocast dtype")
+    p.add_argument("--vocab", type=int, default=50257, help="GPT-2's vocabulary")
+    p.add_argument("--serve", action="store_true",
+                   help='read "run K" / "quit" commands from stdin (bench:vs_torch)')
     a = p.parse_args(argv)
     for name in a.model.split(","):
         if name not in ("resnet50", "gpt2"):
@@ -93,9 +105,9 @@ def resnet50(torch, nn):
     return nn.Sequential(*layers), "plain definition"
 
 
-def gpt2(torch, nn, context, n_layers):
+def gpt2(torch, nn, context, n_layers, vocab=50257):
     """GPT-2 small: d 768, 12 heads, MLP 3072 (tanh GELU), tied head."""
-    d, heads, vocab = 768, 12, 50257
+    d, heads = 768, 12
     F = torch.nn.functional
 
     class Block(nn.Module):
@@ -130,29 +142,61 @@ def gpt2(torch, nn, context, n_layers):
     return GPT2(), "plain definition"
 
 
-def time_steps(torch, model, make_batch, loss_of, device, steps, warmup, amp="off"):
+def make_step(torch, model, make_batch, loss_of, device, amp="off"):
+    """One training step as a function returning the loss (not synchronized)."""
     opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
     x, y = make_batch()
-    cuda = device.startswith("cuda")
-    dev_type = "cuda" if cuda else "cpu"
-    dtype = torch.bfloat16 if amp == "bf16" else None
-    times = []
-    for i in range(warmup + steps):
-        if cuda:
-            torch.cuda.synchronize(device)
-        t0 = time.perf_counter()
+    dev_type = "cuda" if device.startswith("cuda") else "cpu"
+
+    def step():
         opt.zero_grad(set_to_none=True)
-        with torch.autocast(dev_type, dtype=dtype, enabled=dtype is not None):
+        with torch.autocast(dev_type, dtype=torch.bfloat16, enabled=amp == "bf16"):
             loss = loss_of(model(x), y)
         loss.backward()
         opt.step()
-        if cuda:
-            torch.cuda.synchronize(device)
+        return loss
+    return step
+
+
+def sync(torch, device):
+    if device.startswith("cuda"):
+        torch.cuda.synchronize(device)
+
+
+def time_steps(torch, step, device, steps, warmup):
+    times = []
+    for i in range(warmup + steps):
+        sync(torch, device)
+        t0 = time.perf_counter()
+        loss = step()
+        sync(torch, device)
         if i >= warmup:
             times.append(time.perf_counter() - t0)
     if not torch.isfinite(loss).item():
         raise RuntimeError("the loss is not finite: %s" % loss.item())
     return statistics.median(times)
+
+
+def serve(torch, step, device):
+    """bench:vs_torch's loop: "run K" -> the seconds K steps took."""
+    print("ready", flush=True)
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd or cmd[0] == "quit":
+            break
+        if cmd[0] != "run" or len(cmd) != 2:
+            print("error: unknown command %r" % line.strip(), flush=True)
+            continue
+        sync(torch, device)
+        t0 = time.perf_counter()
+        for _ in range(int(cmd[1])):
+            loss = step()
+        sync(torch, device)
+        dt = time.perf_counter() - t0
+        if not torch.isfinite(loss).item():
+            print("error: the loss is not finite", flush=True)
+            continue
+        print("%.9f" % dt, flush=True)
 
 
 def run_model(torch, a, name):
@@ -167,18 +211,22 @@ def run_model(torch, a, name):
         size, per_step, unit = a.image_size, b, "images/s"
     else:
         b = a.batch_size or 4
-        model, src = gpt2(torch, nn, a.context, a.layers)
-        make = lambda: (torch.randint(0, 50257, (b, a.context), generator=g).to(a.device),
-                        torch.randint(0, 50257, (b, a.context), generator=g).to(a.device))
+        model, src = gpt2(torch, nn, a.context, a.layers, a.vocab)
+        make = lambda: (torch.randint(0, a.vocab, (b, a.context), generator=g).to(a.device),
+                        torch.randint(0, a.vocab, (b, a.context), generator=g).to(a.device))
         loss_of = lambda logits, y: F.cross_entropy(logits.view(-1, logits.shape[-1]), y.view(-1))
         size, per_step, unit = a.context, b * a.context, "tokens/s"
     model = model.to(a.device).train()
     if a.channels_last and name == "resnet50":
         model = model.to(memory_format=torch.channels_last)
-        plain = make
-        make = lambda: (lambda xy: (xy[0].contiguous(memory_format=torch.channels_last),
-                                    xy[1]))(plain())
-    med = time_steps(torch, model, make, loss_of, a.device, a.steps, a.warmup, a.amp)
+        make_plain = make
+        make = lambda: (lambda x, y: (x.contiguous(memory_format=torch.channels_last), y))(
+            *make_plain())
+    step = make_step(torch, model, make, loss_of, a.device, a.amp)
+    if a.serve:
+        serve(torch, step, a.device)
+        return None
+    med = time_steps(torch, step, a.device, a.steps, a.warmup)
     return "%s,%s,%d,%d,%d,%d,%.6f,%.2f,%s,torch %s,%s" % (
         name, a.device, b, size, a.warmup, a.steps, med, per_step / med, unit,
         torch.__version__, src)
@@ -199,6 +247,9 @@ def main(argv):
         return 2
     if a.threads > 0:
         torch.set_num_threads(a.threads)
+    if a.serve:
+        run_model(torch, a, a.model.split(",")[0])
+        return 0
     if a.header:
         print("model,device,batch,size,warmup,steps,median_step_s,throughput,unit,torch,source")
     for name in a.model.split(","):

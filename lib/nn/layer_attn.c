@@ -59,6 +59,12 @@ static tb_attn_desc mha_desc(const mha_layer *a, int n)
                           .scale = 1.0f / sqrtf((float)a->head_dim)};
 }
 
+/* Q K^T and P V at batch n: the whole T x T scores (tb_flop_family's rule). */
+static double attn_flops(const mha_layer *a, int n)
+{
+    return 4.0 * n * (double)a->tokens * a->tokens * a->dim;
+}
+
 /* Slice j (of 3H) of a qkv-shaped buffer at batch n. */
 static float *slice(const mha_layer *a, float *base, int n, int j)
 {
@@ -100,12 +106,19 @@ static int mha_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
     tb_backend *be = l->ctx->be;
     int n = x->n;
     tb_attn_desc desc = mha_desc(a, n);
+    double rows = (double)n * a->tokens, d = a->dim;
     TB_TRY(tb_tensor_set_batch(&a->y, n));
+    tb_layer_op_begin(l->ctx, "qkv", "qkv_gemm", 0);
     TB_TRY(mha_project_in(l, x));
+    TB_TRY(tb_layer_op_end(l->ctx, 2.0 * rows * 3 * d * d, 0));
+    tb_layer_op_begin(l->ctx, "attention", "attention", 0);
     TB_TRY(be->attention_fwd(be, l->ctx->attention, &desc, slice(a, a->qkv.data, n, 0),
                              slice(a, a->qkv.data, n, a->heads),
                              slice(a, a->qkv.data, n, 2 * a->heads), a->o.data, a->saved));
+    TB_TRY(tb_layer_op_end(l->ctx, attn_flops(a, n), 0));
+    tb_layer_op_begin(l->ctx, "attn_proj", "attn_proj_gemm", 0);
     TB_TRY(mha_project_out(l, n));
+    TB_TRY(tb_layer_op_end(l->ctx, 2.0 * rows * d * d, 0));
     a->x = x;
     *y = &a->y;
     return TB_OK;
@@ -156,14 +169,21 @@ static int mha_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
     int n = dy->n;
     tb_attn_desc desc = mha_desc(a, n);
     float *qkv = a->qkv.data, *dqkv = a->dqkv.data;
+    double rows = (double)n * a->tokens, d = a->dim;
+    tb_layer_op_begin(l->ctx, "attn_proj", "attn_proj_gemm", 1);
     TB_TRY(mha_back_out(l, dy));
+    TB_TRY(tb_layer_op_end(l->ctx, 4.0 * rows * d * d, 0));
+    tb_layer_op_begin(l->ctx, "attention", "attention", 1);
     TB_TRY(be->attention_bwd(be, l->ctx->attention, &desc, slice(a, qkv, n, 0),
                              slice(a, qkv, n, a->heads), slice(a, qkv, n, 2 * a->heads), a->o.data,
                              a->dout.data, a->saved, slice(a, dqkv, n, 0),
                              slice(a, dqkv, n, a->heads), slice(a, dqkv, n, 2 * a->heads)));
+    TB_TRY(tb_layer_op_end(l->ctx, 2.0 * attn_flops(a, n), 0));
     if (l->need_dx)
         TB_TRY(tb_tensor_set_batch(&a->dx, n));
+    tb_layer_op_begin(l->ctx, "qkv", "qkv_gemm", 1);
     TB_TRY(mha_back_in(l, n));
+    TB_TRY(tb_layer_op_end(l->ctx, (l->need_dx ? 4.0 : 2.0) * rows * 3 * d * d, 0));
     *dx = l->need_dx ? &a->dx : NULL;
     return TB_OK;
 }

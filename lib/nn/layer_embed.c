@@ -99,9 +99,20 @@ static void embed_flops(const tb_layer *l, tb_flops *f)
     f->bwd[TB_FLOPS_ELEMENTWISE] += 2 * td;
 }
 
+/* Only the rows of wte and wpe the tokens pick are touched: forward reads
+ * two rows and writes one per token; backward reads dy and adds into the
+ * two gradient rows (read and write). */
+static double embed_bytes(const tb_layer *l, int n, int backward)
+{
+    const embed_layer *e = (const embed_layer *)l;
+    double td = (double)n * e->seq * e->dim;
+    return 4.0 * td * (backward ? 5.0 : 3.0);
+}
+
 static const tb_layer_vtbl embed_vtbl = {
     .kind = "embedding", .forward = embed_forward, .backward = embed_backward,
     .alloc = embed_alloc, .release = embed_release, .flops = embed_flops,
+    .bytes = embed_bytes,
 };
 
 int tb_layer_embedding_create(tb_layer_ctx *ctx, tb_shape in, int vocab, int dim, int context,

@@ -237,6 +237,42 @@ int tb_layer_anomaly_check(tb_layer *l, const tb_tensor *t, int backward)
 
 /* ---- activation memory: no_grad evaluation and checkpointing ---- */
 
+/* ---- the per-op timeline (ctx->hook) ---- */
+
+/* The least traffic of a leaf layer's call on a batch of n, in bytes: its
+ * input and output once each (backward: dy, the saved input and dx), and
+ * its parameters (backward: their gradients too). Containers: 0 (their
+ * children account for what they move). */
+static double call_bytes(const tb_layer *l, int n, int backward)
+{
+    if (l->nchildren > 0)
+        return 0;
+    if (l->vt->bytes)
+        return l->vt->bytes(l, n, backward);
+    double in = (double)tb_shape_numel(l->in) * n, out = (double)tb_shape_numel(l->out) * n;
+    double params = 0;
+    for (int i = 0; i < l->nparams; i++)
+        params += (double)l->params[i].n;
+    return 4.0 * (backward ? 2.0 * in + out + 2.0 * params : in + out + params);
+}
+
+int tb_layer_hooked_call(tb_layer *l, const tb_tensor *in, int backward, const tb_tensor **out)
+{
+    const tb_layer_hook *h = l->ctx->hook;
+    tb_flops f;
+    memset(&f, 0, sizeof f);
+    if (l->vt->flops)
+        l->vt->flops(l, &f);
+    double flops = 0;
+    for (int k = 0; k < TB_FLOP_FAMILIES; k++)
+        flops += backward ? f.bwd[k] : f.fwd[k];
+    int n = in ? in->n : 0;
+    h->begin(h->user, l->name, l->vt->kind, backward);
+    int rc = tb_layer_call(l, in, backward, out);
+    int rc_end = h->end(h->user, flops * n, call_bytes(l, n, backward), 0);
+    return rc != TB_OK ? rc : rc_end;
+}
+
 static size_t tensor_cap_bytes(const tb_tensor *t)
 {
     return (size_t)t->cap_n * t->c * t->h * t->w * sizeof(float);

@@ -125,6 +125,9 @@ typedef struct tb_layer_ctx {
     /* autocast (--amp): TB_F32 off, or TB_BF16 / TB_F16; see lib/nn/amp.h for
      * which layers run in it. */
     tb_dtype amp;
+    /* the per-op timeline (--trace's op breakdown, lib/train/trace.h):
+     * NULL when off, and then a layer call costs one branch more */
+    const struct tb_layer_hook *hook;
 } tb_layer_ctx;
 
 /* Finds (or chooses and caches) the algorithm for d and kind: the backend's
@@ -191,6 +194,9 @@ typedef struct tb_layer_vtbl {
      * work only, e.g. a residual add; lib/nn/flops.c walks the children).
      * NULL: the layer does no arithmetic worth counting. */
     void (*flops)(const tb_layer *l, tb_flops *f);
+    /* The least bytes a call on a batch of n moves (the op timeline's GB/s);
+     * NULL: its input and output once, its parameters whole (layers.c). */
+    double (*bytes)(const tb_layer *l, int n, int backward);
 } tb_layer_vtbl;
 
 struct tb_layer {
@@ -290,16 +296,54 @@ int tb_layer_residual_create(tb_layer_ctx *ctx, tb_layer *main_path, tb_layer *s
  * TB_ERR_NUMERIC naming l when there are any. Costs a device sync. */
 int tb_layer_anomaly_check(tb_layer *l, const tb_tensor *t, int backward);
 
+/* ---- the per-op timeline (ctx->hook) ----
+ * begin is called before a layer's forward or backward (or an op inside
+ * one: tb_layer_op_begin), end after it; calls nest as the layers do.
+ * family is the layer's kind ("layernorm", "mha") or the op's ("qkv_gemm",
+ * "attention", "xent"); flops and bytes are what the call did for its
+ * whole batch (bytes: the least memory traffic it needs, 0 when not
+ * estimated); sub_op marks an op inside a layer, whose FLOPs and bytes the
+ * enclosing layer's include. end's status is the sync's (a device's
+ * asynchronous work is synchronized so that the call's time includes it). */
+typedef struct tb_layer_hook {
+    void (*begin)(void *user, const char *name, const char *family, int backward);
+    int (*end)(void *user, double flops, double bytes, int sub_op);
+    void *user;
+} tb_layer_hook;
+
+/* A layer's call under ctx->hook (lib/nn/layers.c): FLOPs from its vtbl. */
+int tb_layer_hooked_call(tb_layer *l, const tb_tensor *in, int backward,
+                         const tb_tensor **out);
+
+/* An op inside a layer (or the loss) as its own event; no-ops without a hook. */
+static inline void tb_layer_op_begin(const tb_layer_ctx *ctx, const char *name,
+                                     const char *family, int backward)
+{
+    if (ctx->hook)
+        ctx->hook->begin(ctx->hook->user, name, family, backward);
+}
+static inline int tb_layer_op_end(const tb_layer_ctx *ctx, double flops, double bytes)
+{
+    return ctx->hook ? ctx->hook->end(ctx->hook->user, flops, bytes, 1) : TB_OK;
+}
+
+/* The raw call, without the hook. */
+static inline int tb_layer_call(tb_layer *l, const tb_tensor *in, int backward,
+                                const tb_tensor **out)
+{
+    return backward ? l->vt->backward(l, in, out) : l->vt->forward(l, in, out);
+}
+
 static inline int tb_layer_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 {
-    int rc = l->vt->forward(l, x, y);
+    int rc = l->ctx->hook ? tb_layer_hooked_call(l, x, 0, y) : l->vt->forward(l, x, y);
     if (rc != TB_OK || !l->ctx->detect_anomaly)
         return rc;
     return tb_layer_anomaly_check(l, *y, 0);
 }
 static inline int tb_layer_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 {
-    int rc = l->vt->backward(l, dy, dx);
+    int rc = l->ctx->hook ? tb_layer_hooked_call(l, dy, 1, dx) : l->vt->backward(l, dy, dx);
     if (rc != TB_OK || !l->ctx->detect_anomaly)
         return rc;
     return tb_layer_anomaly_check(l, *dx, 1);

@@ -483,7 +483,11 @@ int tb_model_forward_loss(tb_model *m, const tb_tensor *x, const int32_t *labels
     TB_TRY(tb_model_forward(m, x, &out));
     if (logits)
         *logits = out;
-    return tb_xent_forward(&m->loss, out, labels);
+    /* the op timeline's "xent": it reads the logits once (lse: 5 FLOPs an element) */
+    double logit_n = (double)tb_tensor_numel(out);
+    tb_layer_op_begin(&m->ctx, "xent", "xent", 0);
+    TB_TRY(tb_xent_forward(&m->loss, out, labels));
+    return tb_layer_op_end(&m->ctx, 5.0 * logit_n, 4.0 * logit_n);
 }
 
 int tb_model_backward(tb_model *m, float loss_scale)
@@ -493,7 +497,11 @@ int tb_model_backward(tb_model *m, float loss_scale)
     if (m->ctx.acts.no_grad)
         return TB_FAIL(TB_ERR_INVALID, "tb_model_backward under no_grad");
     const tb_tensor *d, *dx;
+    double logit_n = (double)m->loss.n * m->loss.classes;
+    tb_layer_op_begin(&m->ctx, "xent", "xent", 1);
     TB_TRY(tb_xent_backward(&m->loss, loss_scale / (float)m->loss.n, &d));
+    /* softmax minus one-hot, in place: read and write each logit */
+    TB_TRY(tb_layer_op_end(&m->ctx, 4.0 * logit_n, 8.0 * logit_n));
     TB_TRY(tb_layer_backward(m->net, d, &dx));
     m->ctx.grad_accumulate = 1;
     return TB_OK;

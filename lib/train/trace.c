@@ -37,7 +37,20 @@ void tb_trace_free(tb_trace *tr)
 void tb_trace_begin(tb_trace *tr, tb_phase p)
 {
     tb_nvtx_push(tb_phase_names[p]);
+    tr->phase_open = p;
     tr->open_at[p] = mono_seconds();
+}
+
+/* A new event slot, zeroed. */
+static int push_event(tb_trace *tr, tb_trace_event **out)
+{
+    tb_trace_event *ev = tb_grow(tr->ev, &tr->cap, tr->n, sizeof *ev, 256);
+    if (!ev)
+        return TB_FAIL(TB_ERR_NOMEM, "out of host memory for over %zu trace events", tr->cap);
+    tr->ev = ev;
+    *out = &tr->ev[tr->n++];
+    memset(*out, 0, sizeof **out);
+    return TB_OK;
 }
 
 int tb_trace_end(tb_trace *tr, tb_phase p)
@@ -46,14 +59,56 @@ int tb_trace_end(tb_trace *tr, tb_phase p)
         TB_TRY(tr->be->sync(tr->be));
     double end = mono_seconds();
     tb_nvtx_pop();
-    tb_trace_event *ev = tb_grow(tr->ev, &tr->cap, tr->n, sizeof *ev, 256);
-    if (!ev)
-        return TB_FAIL(TB_ERR_NOMEM, "out of host memory for over %zu trace events", tr->cap);
-    tr->ev = ev;
-    tr->ev[tr->n++] = (tb_trace_event){
-        .phase = p, .step = tr->step,
-        .ts_us = 1e6 * (tr->open_at[p] - tr->t0), .dur_us = 1e6 * (end - tr->open_at[p]),
+    tb_trace_event *e;
+    TB_TRY(push_event(tr, &e));
+    e->phase = p;
+    e->step = tr->step;
+    e->ts_us = 1e6 * (tr->open_at[p] - tr->t0);
+    e->dur_us = 1e6 * (end - tr->open_at[p]);
+    return TB_OK;
+}
+
+void tb_trace_op_begin(tb_trace *tr, const char *name, const char *family, int backward)
+{
+    int d = tr->depth++;
+    if (d >= TB_TRACE_DEPTH)
+        return;
+    tb_trace_open_op *o = &tr->ops[d];
+    snprintf(o->name, sizeof o->name, "%s", name);
+    o->family = family;
+    o->backward = backward;
+    o->child_us = 0;
+    o->sub_ops = 0;
+    o->t = mono_seconds();
+}
+
+static double pos(double v) { return v > 0 ? v : 0; }
+
+int tb_trace_op_end(tb_trace *tr, double flops, double bytes, int sub_op)
+{
+    if (tr->be)
+        TB_TRY(tr->be->sync(tr->be));
+    double end = mono_seconds();
+    int d = --tr->depth;
+    if (d >= TB_TRACE_DEPTH)
+        return TB_OK;
+    const tb_trace_open_op *o = &tr->ops[d];
+    double dur = 1e6 * (end - o->t);
+    if (d > 0) {
+        tb_trace_open_op *parent = &tr->ops[d - 1];
+        parent->child_us += dur;
+        parent->sub_ops += sub_op;
+    }
+    if (o->sub_ops)
+        flops = bytes = 0;
+    tb_trace_event *e;
+    TB_TRY(push_event(tr, &e));
+    *e = (tb_trace_event){
+        .phase = (tb_phase)tr->phase_open, .step = tr->step, .ts_us = 1e6 * (o->t - tr->t0),
+        .dur_us = dur, .op = 1, .backward = o->backward, .depth = d, .family = o->family,
+        .self_us = pos(dur - o->child_us), .flops = flops, .bytes = bytes,
     };
+    snprintf(e->name, sizeof e->name, "%s", o->name);
     return TB_OK;
 }
 
@@ -64,6 +119,17 @@ int tb_trace_write(const tb_trace *tr, const char *path)
     fputs("{\"traceEvents\": [\n", af.fp);
     for (size_t i = 0; i < tr->n; i++) {
         const tb_trace_event *e = &tr->ev[i];
+        if (e->op) {
+            fprintf(af.fp,
+                    "  {\"name\": \"%s\", \"cat\": \"op\", \"ph\": \"X\", \"ts\": %.3f, "
+                    "\"dur\": %.3f, \"pid\": 1, \"tid\": 1, \"args\": {\"step\": %ld, "
+                    "\"family\": \"%s\", \"dir\": \"%s\", \"depth\": %d, \"self_ms\": %.4f, "
+                    "\"gflop\": %.6g, \"mb\": %.6g}}%s\n",
+                    e->name, e->ts_us, e->dur_us, e->step, e->family,
+                    e->backward ? "bwd" : "fwd", e->depth, e->self_us / 1e3, e->flops / 1e9,
+                    e->bytes / 1e6, i + 1 < tr->n ? "," : "");
+            continue;
+        }
         fprintf(af.fp,
                 "  {\"name\": \"%s\", \"cat\": \"step\", \"ph\": \"X\", \"ts\": %.3f, "
                 "\"dur\": %.3f, \"pid\": 1, \"tid\": 1, \"args\": {\"step\": %ld}}%s\n",
@@ -72,4 +138,118 @@ int tb_trace_write(const tb_trace *tr, const char *path)
     }
     fputs("],\n\"displayTimeUnit\": \"ms\"}\n", af.fp);
     return tb_atomic_commit(&af);
+}
+
+/* ---- the op breakdown table ---- */
+
+#define SUMMARY_ROWS 64
+
+typedef struct summary_row {
+    const char *family;
+    int backward;        /* -1: a phase's own row */
+    long calls;
+    double us, flops, bytes;
+} summary_row;
+
+static summary_row *row_for(summary_row *rows, int *n, const char *family, int backward)
+{
+    for (int i = 0; i < *n; i++)
+        if (rows[i].backward == backward && !strcmp(rows[i].family, family))
+            return &rows[i];
+    if (*n == SUMMARY_ROWS)
+        return NULL;
+    rows[*n] = (summary_row){.family = family, .backward = backward};
+    return &rows[(*n)++];
+}
+
+static int by_time_desc(const void *a, const void *b)
+{
+    double x = ((const summary_row *)a)->us, y = ((const summary_row *)b)->us;
+    return (x < y) - (x > y);
+}
+
+/* Phase time less the depth-0 ops inside it: what no op event covers. */
+static void add_phase_rows(const tb_trace *tr, long skip, long steps, summary_row *rows,
+                           int *n, double *step_us)
+{
+    double phase_us[TB_PHASE_COUNT] = {0}, op_us[TB_PHASE_COUNT] = {0};
+    for (size_t i = 0; i < tr->n; i++) {
+        const tb_trace_event *e = &tr->ev[i];
+        if (e->step < skip)
+            continue;
+        if (!e->op)
+            phase_us[e->phase] += e->dur_us;
+        else if (e->depth == 0)
+            op_us[e->phase] += e->dur_us;
+    }
+    static const char *const other[TB_PHASE_COUNT] = {
+        "data", "copy", "forward (outside ops)", "backward (outside ops)", "optimizer",
+        "allreduce"};
+    for (int p = 0; p < TB_PHASE_COUNT; p++) {
+        *step_us += phase_us[p];
+        summary_row *r = phase_us[p] > 0 ? row_for(rows, n, other[p], -1) : NULL;
+        if (!r)
+            continue;
+        r->us = pos(phase_us[p] - op_us[p]);
+        r->calls = steps;
+        r->bytes = p == TB_PHASE_OPTIMIZER ? tr->optimizer_bytes : 0;
+    }
+}
+
+/* The first step counted and how many steps there are from it. */
+static long counted_steps(const tb_trace *tr, long skip_steps, long *skip)
+{
+    long lo = -1, hi = -1, all_lo = -1;
+    for (size_t i = 0; i < tr->n; i++) {
+        long s = tr->ev[i].step;
+        all_lo = all_lo < 0 || s < all_lo ? s : all_lo;
+        hi = s > hi ? s : hi;
+        if (s >= skip_steps && (lo < 0 || s < lo))
+            lo = s;
+    }
+    *skip = lo >= 0 ? lo : all_lo;
+    return hi >= *skip && *skip >= 0 ? hi - *skip + 1 : 0;
+}
+
+void tb_trace_summary(const tb_trace *tr, long skip_steps, FILE *f)
+{
+    summary_row rows[SUMMARY_ROWS];
+    int n = 0;
+    long skip, steps = counted_steps(tr, skip_steps, &skip);
+    if (steps <= 0) {
+        fprintf(f, "op breakdown: no steps traced\n");
+        return;
+    }
+    for (size_t i = 0; i < tr->n; i++) {
+        const tb_trace_event *e = &tr->ev[i];
+        summary_row *r = e->op && e->step >= skip ? row_for(rows, &n, e->family, e->backward)
+                                                  : NULL;
+        if (!r)
+            continue;
+        r->calls++;
+        r->us += e->self_us;
+        r->flops += e->flops;
+        r->bytes += e->bytes;
+    }
+    double step_us = 0;
+    add_phase_rows(tr, skip, steps, rows, &n, &step_us);
+    qsort(rows, (size_t)n, sizeof rows[0], by_time_desc);
+    fprintf(f, "op breakdown: %ld steps from step %ld, %.3f ms a step (self time: an op's "
+               "own, its children's excluded)\n", steps, skip, step_us / 1e3 / (double)steps);
+    fprintf(f, "%-24s %-4s %7s %10s %9s %6s %9s %8s\n", "family", "dir", "calls", "total ms",
+            "ms/step", "share", "GFLOP/s", "GB/s");
+    for (int i = 0; i < n; i++) {
+        const summary_row *r = &rows[i];
+        double s = r->us / 1e6;
+        char gf[16] = "-", gb[16] = "-";
+        if (r->flops > 0 && s > 0)
+            snprintf(gf, sizeof gf, "%.1f", r->flops / s / 1e9);
+        if (r->bytes > 0 && s > 0)
+            snprintf(gb, sizeof gb, "%.2f", r->bytes * (r->backward < 0 ? (double)steps : 1.0)
+                                                / s / 1e9);
+        fprintf(f, "%-24s %-4s %7ld %10.3f %9.3f %5.1f%% %9s %8s\n", r->family,
+                r->backward < 0 ? "" : r->backward ? "bwd" : "fwd", r->calls, r->us / 1e3,
+                r->us / 1e3 / (double)steps, step_us > 0 ? 100.0 * r->us / step_us : 0.0, gf,
+                gb);
+    }
 }

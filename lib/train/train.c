@@ -3,6 +3,8 @@
  * targets of lib/train/BUILD). */
 #include "lib/train/train.h"
 
+#include "lib/core/atomic_file.h"
+
 #include "lib/nn/amp.h"
 #include "lib/train/train_device.h"
 
@@ -224,6 +226,17 @@ int tb_train_optim_init(const tb_config *c, tb_model *m, tb_optim *opt)
     return tb_optim_init(opt, m, &hp, &s, c->fused_optimizer);
 }
 
+/* --trace's op breakdown: the layers' hook forwards to the trace. */
+static void op_hook_begin(void *user, const char *name, const char *family, int backward)
+{
+    tb_trace_op_begin(user, name, family, backward);
+}
+
+static int op_hook_end(void *user, double flops, double bytes, int sub_op)
+{
+    return tb_trace_op_end(user, flops, bytes, sub_op);
+}
+
 /* Device buffers and state of the trainer's toggles (loss read interval,
  * anomaly detection, device-side data, CUDA graphs). */
 static int make_toggles(tb_trainer *t)
@@ -244,6 +257,7 @@ static int make_toggles(tb_trainer *t)
         if (!t->trace)
             return TB_FAIL(TB_ERR_NOMEM, "out of host memory for the step trace");
         TB_TRY(tb_trace_init(t->trace, be));
+        t->op_hook = (tb_layer_hook){op_hook_begin, op_hook_end, t->trace};
     }
     return TB_OK;
 }
@@ -367,6 +381,14 @@ static int batch_to_device(tb_trainer *t, const tb_batch *b)
     return tb_train_device_batch(t, b, images);
 }
 
+/* The op events of a traced step's forward and backward (not evaluation's;
+ * not under --cuda-graphs, whose replay launches no layer). */
+static void op_trace(tb_trainer *t, int on)
+{
+    if (t->trace && !t->cfg.cuda_graphs)
+        t->model->ctx.hook = on ? &t->op_hook : NULL;
+}
+
 /* --trace phases; no-ops when tracing is off. */
 static void phase_begin(tb_trainer *t, tb_phase p)
 {
@@ -401,6 +423,7 @@ static int micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, int r
     phase_begin(t, TB_PHASE_COPY);
     TB_TRY(batch_to_device(t, b));
     TB_TRY(phase_end(t, TB_PHASE_COPY));
+    op_trace(t, 1);
     phase_begin(t, TB_PHASE_FORWARD);
     if (t->cfg.cuda_graphs) /* forward and backward: one replay (lib/train/train_device.c) */
         TB_TRY(tb_train_graph_fwd_bwd(t, b->size, loss_scale));
@@ -413,6 +436,7 @@ static int micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, int r
     if (!t->cfg.cuda_graphs)
         TB_TRY(tb_model_backward(t->model, loss_scale));
     TB_TRY(phase_end(t, TB_PHASE_BACKWARD));
+    op_trace(t, 0);
     *loss = 0;
     if (read)
         return tb_xent_read_loss(&t->model->loss, loss);
@@ -647,9 +671,37 @@ int tb_trainer_fit(tb_trainer *t, tb_fit_stats *st, tb_fit_epoch_fn on_epoch, vo
     return TB_OK;
 }
 
+/* The least traffic of one optimizer step: weights and gradients, and the
+ * state it keeps (SGD's momentum; AdamW's, LAMB's two moments), 4 bytes
+ * each, read and written (gradients read only). */
+static double optimizer_bytes(const tb_trainer *t)
+{
+    double n = (double)t->model->numel;
+    int adam_like = t->cfg.optimizer != TB_OPT_SGD && t->cfg.optimizer != TB_OPT_LARS;
+    return 4.0 * n * (adam_like ? 7.0 : 5.0);
+}
+
+/* PATH.ops.txt beside the trace: the op breakdown (also to stderr). */
+static int write_summary(tb_trainer *t)
+{
+    char path[4096];
+    int len = snprintf(path, sizeof path, "%s.ops.txt", t->cfg.trace);
+    if (len < 0 || (size_t)len >= sizeof path)
+        return TB_FAIL(TB_ERR_INVALID, "trace path too long: %s", t->cfg.trace);
+    t->trace->optimizer_bytes = optimizer_bytes(t);
+    tb_trace_summary(t->trace, 1, stderr);
+    tb_atomic_file af;
+    TB_TRY(tb_atomic_open(&af, path));
+    tb_trace_summary(t->trace, 1, af.fp);
+    return tb_atomic_commit(&af);
+}
+
 int tb_trainer_write_trace(tb_trainer *t)
 {
-    return t->trace ? tb_trace_write(t->trace, t->cfg.trace) : TB_OK;
+    if (!t->trace)
+        return TB_OK;
+    TB_TRY(tb_trace_write(t->trace, t->cfg.trace));
+    return write_summary(t);
 }
 
 /* ---- evaluation ---- */

@@ -70,6 +70,8 @@ typedef struct tb_trainer {
     long loss_unread_images;
     float *anomaly_count;     /* (1) device counter of --detect-anomaly's checks */
     tb_trace *trace;          /* --trace: the step timeline; NULL when off */
+    tb_layer_hook op_hook;    /* --trace's op breakdown: the model's ctx.hook during
+                                 a traced step's forward and backward */
     double deadline;          /* --max-time: CLOCK_MONOTONIC seconds; 0 = none */
     int timed_out;            /* tb_train_epoch stopped at the deadline */
     /* --channels-last and --amp */

@@ -51,6 +51,10 @@ enum { TB_CPU_PATH_AUTO = 0, TB_CPU_PATH_GENERIC = 1, TB_CPU_PATH_AVX2 = 2, TB_C
 int tb_cpu_xent_lse_set_path(int path);
 int tb_cpu_xent_lse_path(void); /* the path in use (never AUTO) */
 void tb_cpu_release_ops(struct tb_backend *be);
+/* gemm and gemm_lowp pack a strided B or C dense around oneDNN's call
+ * (lib/backend/cpu/gemm.c); 0 turns that off (tests; process-wide, not
+ * while other threads call gemm). */
+void tb_cpu_gemm_set_pack(int on);
 
 /* Fused attention's tile kernels (lib/backend/cpu/attention.c), the same
  * way: TB_CPU_PATH_*; the paths agree within rounding (FMA or not), not

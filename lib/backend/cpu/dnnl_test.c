@@ -155,14 +155,20 @@ static void test_gemm(tb_backend *be)
     static const int sizes[][3] = {{17, 33, 65}, {1, 1, 1}, {64, 48, 129}, {5, 1, 7}};
     static const float ab[][2] = {{1.0f, 0.0f}, {1.0f, 1.0f}, {0.5f, 2.0f}, {-1.5f, 0.0f}};
     int cases = 0;
-    for (int math = TB_MATH_F32; math <= TB_MATH_TF32; math++)
-        for (int t = 0; t < 4; t++)
-            for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
-                for (size_t i = 0; i < sizeof ab / sizeof ab[0]; i++, cases++)
-                    test_gemm_case(be, t & 1, t >> 1, sizes[s][0], sizes[s][1], sizes[s][2],
-                                   ab[i][0], ab[i][1], (tb_math)math);
-    printf("gemm: %d cases (4 transposes, 4 sizes, alpha/beta, f32 tol %g, tf32 tol %g)\n",
-           cases, TOL_F32, TOL_TF32);
+    /* pack 1: the strided B and C are packed dense (gemm.c's default);
+     * pack 0: oneDNN reads and writes them strided (its gemm:jit) */
+    for (int pack = 1; pack >= 0; pack--) {
+        tb_cpu_gemm_set_pack(pack);
+        for (int math = TB_MATH_F32; math <= TB_MATH_TF32; math++)
+            for (int t = 0; t < 4; t++)
+                for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+                    for (size_t i = 0; i < sizeof ab / sizeof ab[0]; i++, cases++)
+                        test_gemm_case(be, t & 1, t >> 1, sizes[s][0], sizes[s][1],
+                                       sizes[s][2], ab[i][0], ab[i][1], (tb_math)math);
+    }
+    tb_cpu_gemm_set_pack(1);
+    printf("gemm: %d cases (strided B and C packed or not, 4 transposes, 4 sizes, alpha/beta, "
+           "f32 tol %g, tf32 tol %g)\n", cases, TOL_F32, TOL_TF32);
 }
 
 /* Informational: does bf16 fpmath change anything on this CPU? */

@@ -13,6 +13,18 @@
  * this was written on has AVX-512 with VNNI only, where oneDNN accepts the
  * mode and computes in f32 (bitwise identical results; the test prints
  * which case it sees).
+ *
+ * Dense B and C: oneDNN 2.6's brgemm matmul (brg:avx512_core, its fast
+ * AVX-512 one) takes only dense weights and destination. A B or C whose
+ * leading dimension is wider than its rows (attention's per-head slices of
+ * d-wide rows in lib/nn/layer_attn.c) got gemm:jit instead, whose median
+ * was about 30x slower on the same 512x768x64 shapes (ONEDNN_VERBOSE=1 on a
+ * GPT-2 step: 8.7-9.8 ms against 0.3 ms). So such a B is packed into the
+ * workspace before the call, and such a C computed in the workspace (its
+ * values copied in first when beta != 0) and copied out after: k*n and m*n
+ * element copies against m*n*k multiply-adds. The primitive is the dense
+ * one; on a CPU without AVX-512 (gemm:jit for every shape) the copies are
+ * still correct. tb_cpu_gemm_set_pack(0) turns the packing off (tests).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -156,16 +168,88 @@ static int gemm_check_args(int ta, int tb, int m, int n, int k, int lda, int ldb
     return TB_OK;
 }
 
+static int pack_enabled = 1;
+
+void tb_cpu_gemm_set_pack(int on) { pack_enabled = !!on; }
+
+/* rows of row_bytes from src (a row every sld bytes) to dst (every dld). */
+static void copy_rows(char *dst, size_t dld, const char *src, size_t sld, int rows,
+                      size_t row_bytes)
+{
+    for (int r = 0; r < rows; r++)
+        memcpy(dst + (size_t)r * dld, src + (size_t)r * sld, row_bytes);
+}
+
+/* Where B and C go when they are packed (see the file header): the caller's
+ * strided operand, and the dense copy the primitive reads or writes. */
+typedef struct gemm_pack {
+    int b_rows, b_cols;       /* B as stored: (tb ? n x k : k x n); b_ld 0: not packed */
+    int b_ld;
+    const void *b_user;
+    int c_ld;                 /* 0: C not packed */
+    float *c_user;
+    size_t esize;             /* bytes of an A or B element */
+} gemm_pack;
+
+/* Fills key's dense leading dimensions and p for a strided B or C. */
+static void gemm_pack_plan(gemm_entry *key, const void *b, float *c, size_t esize, gemm_pack *p)
+{
+    memset(p, 0, sizeof *p);
+    p->esize = esize;
+    int b_dense = key->tb ? key->k : key->n;
+    if (pack_enabled && key->ldb != b_dense) {
+        p->b_rows = key->tb ? key->n : key->k;
+        p->b_cols = b_dense;
+        p->b_ld = key->ldb;
+        p->b_user = b;
+        key->ldb = b_dense;
+    }
+    if (pack_enabled && key->ldc != key->n) {
+        p->c_ld = key->ldc;
+        p->c_user = c;
+        key->ldc = key->n;
+    }
+}
+
+static size_t pack_b_bytes(const gemm_pack *p)
+{
+    return p->b_ld ? ws_round((size_t)p->b_rows * p->b_cols * p->esize) : 0;
+}
+
+/* Copies a packed B in (and C when beta reads it) at the workspace's
+ * offset `at`; *b and *c then point at the dense copies. */
+static void pack_in(const gemm_pack *p, const gemm_entry *e, char *at, float beta,
+                    const void **b, float **c)
+{
+    if (p->b_ld) {
+        copy_rows(at, (size_t)p->b_cols * p->esize, p->b_user, (size_t)p->b_ld * p->esize,
+                  p->b_rows, (size_t)p->b_cols * p->esize);
+        *b = at;
+    }
+    if (p->c_ld) {
+        float *dense = (float *)(at + pack_b_bytes(p));
+        if (beta != 0.0f)
+            copy_rows((char *)dense, (size_t)e->n * sizeof(float), (const char *)p->c_user,
+                      (size_t)p->c_ld * sizeof(float), e->m, (size_t)e->n * sizeof(float));
+        *c = dense;
+    }
+}
+
 static int gemm_run(tb_backend *be, gemm_entry *key, float alpha, const void *a,
-                    const void *b, float beta, float *c)
+                    const void *b, float beta, float *c, size_t esize)
 {
     dnnl_state *st = state_of(be);
     gemm_entry *e;
+    gemm_pack p;
+    gemm_pack_plan(key, b, c, esize, &p);
     TB_TRY(gemm_lookup(st, key, alpha, beta, &e));
+    size_t at = ws_round(e->ws_bytes);
+    size_t c_bytes = p.c_ld ? (size_t)e->m * e->n * sizeof(float) : 0;
+    TB_TRY(workspace_reserve(be, st, at + pack_b_bytes(&p) + c_bytes));
+    pack_in(&p, e, (char *)st->ws + at, beta, &b, &c);
     TB_CHECK_DNNL(dnnl_memory_set_data_handle(e->a, (void *)a));
     TB_CHECK_DNNL(dnnl_memory_set_data_handle(e->b, (void *)b));
     TB_CHECK_DNNL(dnnl_memory_set_data_handle(e->c, c));
-    TB_TRY(workspace_reserve(be, st, e->ws_bytes));
     TB_CHECK_DNNL(dnnl_memory_set_data_handle(e->scratch, e->ws_bytes ? st->ws : NULL));
     dnnl_exec_arg_t args[] = {
         {DNNL_ARG_SRC, e->a},
@@ -175,6 +259,9 @@ static int gemm_run(tb_backend *be, gemm_entry *key, float alpha, const void *a,
     };
     TB_CHECK_DNNL(dnnl_primitive_execute(e->prim, st->stream, 4, args));
     TB_CHECK_DNNL(dnnl_stream_wait(st->stream));
+    if (p.c_ld)
+        copy_rows((char *)p.c_user, (size_t)p.c_ld * sizeof(float), (const char *)c,
+                  (size_t)e->n * sizeof(float), e->m, (size_t)e->n * sizeof(float));
     return TB_OK;
 }
 
@@ -194,7 +281,7 @@ static int cpu_gemm(tb_backend *be, int trans_a, int trans_b, int m, int n, int 
     };
     int prev;
     lock_enter(be, &prev);
-    int rc = gemm_run(be, &key, alpha, a, b, beta, c);
+    int rc = gemm_run(be, &key, alpha, a, b, beta, c, sizeof(float));
     lock_leave(be, prev);
     return rc;
 }
@@ -215,7 +302,7 @@ static int cpu_gemm_lowp(tb_backend *be, tb_dtype dtype, int trans_a, int trans_
     };
     int prev;
     lock_enter(be, &prev);
-    int rc = gemm_run(be, &key, alpha, a, b, beta, c);
+    int rc = gemm_run(be, &key, alpha, a, b, beta, c, 2); /* bf16 and fp16: 2 bytes */
     lock_leave(be, prev);
     return rc;
 }

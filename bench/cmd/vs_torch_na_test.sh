@@ -1,0 +1,25 @@
+#!/bin/bash
+# vs_torch_na_test.sh: bench:vs_torch with a Python that cannot import torch
+# (/bin/false) exits 0, says so on stderr, and writes one n/a row per
+# configuration ("n/a: PyTorch not installed") in the results schema.
+set -uo pipefail
+bin="$TEST_SRCDIR/$TEST_WORKSPACE/bench/vs_torch"
+out="${TEST_TMPDIR:-$(mktemp -d)}/out"
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$bin" --python=/bin/false --out-dir="$out" > "$out.stdout" 2> "$out.stderr"; rc=$?
+[ "$rc" = 0 ] || fail "exited $rc: $(cat "$out.stderr")"
+grep -q "PyTorch is not installed" "$out.stderr" || fail "no stderr message: $(cat "$out.stderr")"
+csv=$(ls "$out"/results/*/vs_torch.csv 2>/dev/null | head -1)
+[ -n "$csv" ] || fail "no results/<device>/vs_torch.csv under $out"
+head -1 "$csv" | grep -q "^technique," || fail "no header: $(head -1 "$csv")"
+rows=$(tail -n +2 "$csv" | grep -c "n/a: PyTorch not installed")
+[ "$rows" = 5 ] || fail "want 5 n/a rows, got $rows: $(cat "$csv")"
+for c in "fp32 nchw" "channels-last" "bf16 autocast" "channels-last bf16" "gpt2"; do
+  grep -q "$c" "$csv" || fail "no row for $c"
+done
+# TB_TORCH_PYTHON is the default when --python is not given
+TB_TORCH_PYTHON=/bin/false "$bin" --out-dir="$out/env" > /dev/null 2> "$out.env" ||
+  fail "TB_TORCH_PYTHON=/bin/false exited non-zero"
+grep -q "/bin/false" "$out.env" || fail "TB_TORCH_PYTHON not used: $(cat "$out.env")"
+echo "PASS: n/a path"
