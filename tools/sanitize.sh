@@ -24,6 +24,7 @@ ASAN_TESTS=(
   //lib/report:results_test //lib/report:fingerprint_test //lib/report:compare_test
   //lib/report:report_test //lib/report:plot_test //lib/report:telemetry_test
   //lib/train:config_test //lib/train:loader_test //lib/train:device_toggles_test
+  //lib/train:trace_ops_test
   //lib/nn:layers_test //lib/nn:gradcheck_test //lib/nn:loss_scaler_test
   //lib/nn:embed_test //lib/nn:flops_test
   //lib/backend:device_fallback_test
