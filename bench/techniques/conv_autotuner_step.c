@@ -65,6 +65,7 @@ static const tb_step_technique tech = {
     },
     .param_name = "autotune",
     TB_STEP_SETTINGS(settings),
+    .workloads = TB_WL_BIT(TB_WL_RESNET50),
     .metric = TB_METRIC_STEP,
     .setup = setup,
     .na_reason = tb_step_na_never,

@@ -79,7 +79,7 @@ static int open_synthetic(const tb_config *cfg, tb_split split, tb_dataset **out
     return tb_dataset_synthetic_create(&sc, out);
 }
 
-static int open_split(const tb_config *cfg, tb_split split, tb_dataset **out)
+int tb_train_open_split(const tb_config *cfg, tb_split split, tb_dataset **out)
 {
     if (cfg->dataset == TB_DATA_SYNTHETIC)
         return open_synthetic(cfg, split, out);
@@ -315,8 +315,8 @@ int tb_trainer_create(const tb_config *cfg, tb_backend *be, tb_trainer **out)
     *out = NULL;
     tb_dataset *train = NULL, *test = NULL;
     int rc;
-    TB_TRY_GOTO(rc, open_split(cfg, TB_SPLIT_TRAIN, &train), out_free_data);
-    TB_TRY_GOTO(rc, open_split(cfg, TB_SPLIT_TEST, &test), out_free_data);
+    TB_TRY_GOTO(rc, tb_train_open_split(cfg, TB_SPLIT_TRAIN, &train), out_free_data);
+    TB_TRY_GOTO(rc, tb_train_open_split(cfg, TB_SPLIT_TEST, &test), out_free_data);
     TB_TRY_GOTO(rc, tb_trainer_create_with_data(cfg, be, train, test, out), out_free_data);
     (*out)->owned_train = train;
     (*out)->owned_test = test;

@@ -31,6 +31,16 @@ void tb_workload_apply(tb_config *c, tb_workload w, tb_workload_size s)
     c->image_size = c->context = c->layers = c->vocab = c->width = c->batch_size = 0;
     if (s == TB_WL_FULL)
         return;
+    if (s == TB_WL_TINY) {
+        c->batch_size = 2;
+        if (w == TB_WL_RESNET50) {
+            c->width = 8;
+            c->image_size = 32;
+        } else {
+            c->layers = 1, c->width = 64, c->context = 32, c->vocab = 256;
+        }
+        return;
+    }
     if (w == TB_WL_RESNET50) {
         c->width = RESNET50_REDUCED_WIDTH;
         c->image_size = RESNET50_REDUCED_IMAGE;
@@ -56,7 +66,7 @@ void tb_workload_label(tb_workload w, tb_workload_size s, char *buf, size_t cap)
         snprintf(buf, cap, "small_cnn-fashion_mnist");
     else
         snprintf(buf, cap, "%s-%s-synthetic", tb_workload_model_name(w),
-                 s == TB_WL_FULL ? "full" : "reduced");
+                 s == TB_WL_FULL ? "full" : s == TB_WL_TINY ? "tiny" : "reduced");
 }
 
 void tb_workload_describe(const tb_config *c, char *buf, size_t cap)

@@ -60,6 +60,8 @@ typedef enum tb_workload {
 typedef enum tb_workload_size {
     TB_WL_REDUCED = 0,        /* the CPU's default: see the top of this file */
     TB_WL_FULL = 1,           /* the real sizes */
+    TB_WL_TINY = 2,           /* tests: shapes, not timings (resnet50 width 8 at
+                                 32x32, gpt2 1 layer, d 64, context 32, vocab 256) */
 } tb_workload_size;
 
 /* Largest difference, absolute, between a reduced workload's share of the
@@ -76,7 +78,7 @@ void tb_workload_apply(tb_config *c, tb_workload w, tb_workload_size s);
 const char *tb_workload_model_name(tb_workload w);
 
 /* The CSV's workload column: "small_cnn-fashion_mnist",
- * "resnet50-reduced-synthetic", "gpt2-full-synthetic", ... (the data named,
+ * "resnet50-reduced-synthetic", "gpt2-full-synthetic", "gpt2-tiny-synthetic" (the data named,
  * so synthetic rows say so). buf gets at most cap - 1 characters. */
 void tb_workload_label(tb_workload w, tb_workload_size s, char *buf, size_t cap);
 
