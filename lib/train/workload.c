@@ -14,7 +14,7 @@
 /* The reduced sizes (see workload.h for why these). */
 #define RESNET50_REDUCED_WIDTH 24
 #define RESNET50_REDUCED_IMAGE 64
-#define RESNET50_REDUCED_BATCH 2
+#define RESNET50_REDUCED_BATCH 4
 #define GPT2_REDUCED_LAYERS 2
 #define GPT2_REDUCED_WIDTH 192
 #define GPT2_REDUCED_CONTEXT 256
@@ -35,7 +35,8 @@ void tb_workload_apply(tb_config *c, tb_workload w, tb_workload_size s)
         c->batch_size = 2;
         if (w == TB_WL_RESNET50) {
             c->width = 8;
-            c->image_size = 32;
+            c->image_size = 64;
+            c->batch_size = 4;
         } else {
             c->layers = 1, c->width = 64, c->context = 32, c->vocab = 256;
         }
