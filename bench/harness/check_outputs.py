@@ -16,6 +16,10 @@ usage: check_outputs.py OUT_DIR TECHNIQUE GOLDEN_CSV [--min-rows=N] [--plots=a,b
 - a row with rounds (bench/harness/rounds.h) has at least 5, stopped_by
   target, budget or cap, and a minimum detectable effect; with --rounds
   every timed row must have them, and its reps are its rounds;
+- with workloads (the step harness's, from --describe): every row names one
+  of them in its workload column, each has rows, all the same number (every
+  setting on every workload), synthetic data is named so, and a timed row
+  carries its throughput, model FLOP rate and MFU (issue 15);
 - no correctness verdict is DIFFERS; every n/a row says why in note
   (with --na-note: there are n/a rows, and each note contains TEXT);
 - <technique>.json, <technique>.gbench.json and fingerprint.json parse;
@@ -61,10 +65,36 @@ def check_rounds(where, r, want):
         fail(where + ": reps %s, rounds %d" % (r["reps"], rounds))
 
 
+def check_workloads(body, workloads):
+    """The workload rows' shape: each named model has rows, as many as the others."""
+    count = {w: 0 for w in workloads}
+    for r in body:
+        model = r["workload"].split("-")[0]
+        if model not in count:
+            fail("row %s: workload %r is none of %r" % (r["setting"], r["workload"], workloads))
+        if model in ("resnet50", "gpt2") and not r["workload"].endswith("-synthetic"):
+            fail("row %s: workload %r does not say its data is synthetic"
+                 % (r["setting"], r["workload"]))
+        count[model] += 1
+        if r["median"] != "":
+            unit = {"resnet50": "images/s", "gpt2": "tokens/s"}.get(model, "samples/s")
+            if r["rate_unit"] != unit or not (num(r["rate"]) > 0):
+                fail("row %s on %s: rate %r %r, want %s" % (r["setting"], r["workload"],
+                                                             r["rate"], r["rate_unit"], unit))
+            if not (num(r["model_gflops"]) > 0):
+                fail("row %s on %s: no model FLOP rate" % (r["setting"], r["workload"]))
+            if r["gemm_ceiling"] != "" and not (0 < num(r["mfu"])):
+                fail("row %s on %s: a GEMM ceiling without an MFU" % (r["setting"],
+                                                                      r["workload"]))
+    if len(set(count.values())) != 1 or 0 in count.values():
+        fail("rows per workload %r: want rows on each, as many on every one" % count)
+
+
 def main():
     args = sys.argv[1:]
     out, tech, golden = args[0], args[1], args[2]
     min_rows, plots, gbench, na_note, want_rounds, headline = 1, [tech], True, None, False, None
+    workloads = None
     if tech.startswith("--describe="):
         with open(tech.partition("=")[2]) as f:
             desc = json.load(f)
@@ -73,6 +103,8 @@ def main():
                                            tiny["na_note"])
         plots = [p for p in tiny["plots"].split(",") if p]
         headline = desc.get("headline")
+        if tiny.get("workloads"):
+            workloads = tiny["workloads"].split(",")
     for a in args[3:]:
         key, _, value = a.partition("=")
         if key == "--min-rows":
@@ -130,6 +162,8 @@ def main():
             s, a, b = num(r["speedup"]), num(r["speedup_ci_low"]), num(r["speedup_ci_high"])
             if not (a <= s <= b) or s <= 0:
                 fail(where + ": speedup %g outside its interval [%g, %g]" % (s, a, b))
+    if workloads:
+        check_workloads(body, workloads)
     if na_note is not None:
         na_rows = [r for r in body if r["timing_verdict"] == "n/a" and r["median"] == ""]
         if not na_rows:
@@ -137,7 +171,11 @@ def main():
         for r in na_rows:
             if na_note not in r["note"]:
                 fail("n/a row %s: note %r does not say %r" % (r["setting"], r["note"], na_note))
-    names = [tech + ".json", "fingerprint.json"] + ([tech + ".gbench.json"] if gbench else [])
+    gbench_names = [tech + ".gbench.json"]
+    if workloads and len(workloads) > 1:  # one per workload
+        gbench_names = sorted({"%s.%s.gbench.json" % (tech, r["workload"]) for r in body
+                               if r["rounds"] != ""})
+    names = [tech + ".json", "fingerprint.json"] + (gbench_names if gbench else [])
     for name in names:
         p = os.path.join(res_dir, name)
         if not os.path.exists(p):

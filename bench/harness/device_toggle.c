@@ -31,6 +31,7 @@ int tb_device_toggle_main(const tb_device_toggle *toggle, int argc, char **argv)
         .param_name = "on",
         TB_STEP_SETTINGS(settings),
         .metric = TB_METRIC_STEP,
+        .workloads = toggle->workloads,
         .na_reason = na_reason,
         .tolerance = 0,
         .tolerance_why = toggle->tolerance_why,

@@ -18,6 +18,7 @@ typedef struct tb_device_toggle {
     size_t field;             /* offsetof(tb_config, the int toggle) */
     const char *cpu_reason;   /* why "on" means nothing on the CPU backend */
     const char *tolerance_why;
+    unsigned workloads;       /* tb_step_technique's: 0 the small CNN */
 } tb_device_toggle;
 
 /* main() of such a technique: tb_step_main on the two settings. Returns the

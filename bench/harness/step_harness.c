@@ -7,9 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/harness/gemm_ceiling.h"
 #include "bench/harness/rounds.h"
 #include "bench/harness/step_plan.h"
 #include "lib/core/atomic_file.h"
+#include "lib/nn/flops.h"
 #include "lib/report/plot.h"
 
 /* Per profile: the subset, the batch, the correctness pass, and the rounds
@@ -58,6 +60,7 @@ typedef struct setting_state {
     float loss, loss_again;   /* last loss of the check; a baseline's second run */
     double peak_bytes;
     int steps;                /* steps of its check (per-sample techniques: its own) */
+    double flops_per_sample;  /* its model's, fwd+bwd (lib/nn/flops.h); 0: unknown */
     char note[200];
 } setting_state;
 
@@ -73,13 +76,24 @@ typedef struct step_arm {
 
 struct step_run {
     const tb_step_technique *tech;
+    tb_technique desc;        /* tech->desc, its tiny test told the workloads */
+    char wl_names[64];        /* "resnet50,gpt2": desc.tiny.workloads */
     tb_bench b;
     step_profile prof;
     tb_config base_cfg;
     tb_dataset *train, *test;
     setting_state *st;
     double mem_limit_mib;
-    int check_steps;
+    int check_steps;          /* of the workload being run */
+    int check_steps_flag;     /* --check-steps; 0: the profile's */
+    /* the workloads */
+    int wl_size_flag;         /* --workload-size: 0 auto, else tb_workload_size + 1 */
+    int wl;                   /* tb_workload being run */
+    int wl_size;              /* tb_workload_size of the big models */
+    int n_wl;                 /* workloads of the technique */
+    int wl_left;              /* of them not yet timed, the one being timed included */
+    char wl_label[48];        /* the rows' workload column */
+    char wl_desc[200];        /* its configuration and FLOP shares */
     /* the rounds */
     double target, budget;    /* flags; 0: the profile's, the technique's */
     double min_rep;           /* flag; 0: the profile's */
@@ -113,6 +127,22 @@ static void base_config(step_run *r)
     c->cudnn_deterministic = r->tech->tolerance == 0;
     if (r->tech->setup)
         r->tech->setup(c, r->b.profile);
+    if (r->wl == TB_WL_SMALL_CNN)
+        return;
+    /* the big models: their own batch, 8 steps of data, 2 test batches */
+    tb_workload_apply(c, (tb_workload)r->wl, (tb_workload_size)r->wl_size);
+    /* ResNet-50's recipe lr (0.1 x batch / 256): small batches of it are
+     * ill-conditioned (lib/nn/model_resnet.c), and 0.01 at batch 2 let
+     * rounding differences grow past the tolerances in a few steps */
+    if (r->wl == TB_WL_RESNET50)
+        c->lr = TB_FLAG_UNSET;
+    tb_config v = *c;
+    if (tb_config_validate(&v) != TB_OK) {
+        tb_error_clear(); /* ctx_open reports it, per setting */
+        return;
+    }
+    c->data_limit = 8LL * v.batch_size;
+    c->test_limit = 2LL * v.batch_size;
 }
 
 /* Setting i's configuration, as its trainer had it. */
@@ -131,6 +161,7 @@ static int ctx_open(step_run *r, int idx, tb_step_ctx *c)
     c->tech = r->tech;
     c->setting = s;
     c->bench = &r->b;
+    c->workload = r->wl;
     c->train = r->train;
     c->test = r->test;
     c->cfg = setting_config(r, idx);
@@ -229,6 +260,11 @@ static int check_run(step_run *r, int idx, float *loss, int with_note)
         rc = tb_trainer_sync(c.t);
     if (rc == TB_OK)
         rc = be->mem_stats(be, &in_use, &peak);
+    if (rc == TB_OK) {
+        tb_flops f;
+        tb_model_flops(c.t->model, &f);
+        r->st[idx].flops_per_sample = tb_flops_total(&f);
+    }
     if (rc == TB_OK && with_note && r->tech->check_note)
         rc = r->tech->check_note(&c, r->st[idx].note, sizeof r->st[idx].note);
     r->st[idx].peak_bytes = (double)peak;
@@ -436,7 +472,11 @@ static void rounds_config(const step_run *r, tb_rounds_cfg *c)
         .min_rounds = r->b.reps,
         .max_rounds = cap < r->b.reps ? r->b.reps : cap,
         .target_half_width = r->target > 0 ? r->target : p->target,
-        .budget_s = r->budget > 0 ? r->budget : declared > 0 ? declared : p->budget_s,
+        /* --budget: split evenly between the workloads; the technique's
+         * budget: what is left of it, between the workloads still to time */
+        .budget_s = r->budget > 0 ? r->budget / (r->n_wl > 0 ? r->n_wl : 1)
+                    : declared > 0 ? declared / (r->wl_left > 0 ? r->wl_left : 1)
+                                   : p->budget_s / (r->n_wl > 0 ? r->n_wl : 1),
         .warmup_max_s = p->warmup_max_s,
         .seed = r->seed != 0 ? (uint64_t)r->seed : name_seed(r->tech->desc.name),
         .rounds_per_build = r->rounds_per_build > 0 ? r->rounds_per_build
@@ -452,7 +492,11 @@ static int time_all(step_run *r, tb_rounds_result *res)
     char path[PATH_MAX + 64], name[96], tmp[PATH_MAX + 96];
     tb_rounds_cfg cfg;
     rounds_config(r, &cfg);
-    snprintf(name, sizeof name, "%s.gbench.json", r->b.technique);
+    /* one file per workload when there are several: <technique>.<workload>.gbench.json */
+    if (r->n_wl > 1)
+        snprintf(name, sizeof name, "%s.%s.gbench.json", r->b.technique, r->wl_label);
+    else
+        snprintf(name, sizeof name, "%s.gbench.json", r->b.technique);
     TB_TRY(tb_outdir_join(r->b.od.results, name, path, sizeof path));
     TB_TRY(tb_atomic_reserve(path, tmp, sizeof tmp));
     cfg.gbench_json = tmp;
@@ -461,17 +505,17 @@ static int time_all(step_run *r, tb_rounds_result *res)
         snprintf(how, sizeof how, "rebuilt every round");
     else
         snprintf(how, sizeof how, "trainers rebuilt every %d rounds", cfg.rounds_per_build);
-    fprintf(stderr, "%s: timing %d arms (%s) in rounds of >= %g s repetitions: %d..%d rounds, "
-            "target +-%g%%, budget %g s, seed %#llx\n", r->tech->desc.name, r->plan.n_arms, how,
-            cfg.min_rep_s, cfg.min_rounds, cfg.max_rounds, 100 * cfg.target_half_width,
-            cfg.budget_s, (unsigned long long)cfg.seed);
+    fprintf(stderr, "%s: %s: timing %d arms (%s) in rounds of >= %g s repetitions: %d..%d "
+            "rounds, target +-%g%%, budget %g s, seed %#llx\n", r->tech->desc.name, r->wl_label,
+            r->plan.n_arms, how, cfg.min_rep_s, cfg.min_rounds, cfg.max_rounds,
+            100 * cfg.target_half_width, cfg.budget_s, (unsigned long long)cfg.seed);
     int rc = tb_rounds_run(&cfg, r->tarms, r->plan.n_arms, res);
     if (rc != TB_OK) {
         unlink(tmp);
         return rc;
     }
-    fprintf(stderr, "%s: %d rounds in %.1f s, stopped by %s; load %.2f%s\n", r->tech->desc.name,
-            res->rounds, res->seconds, tb_rounds_stop_name(res->stop), res->load_avg,
+    fprintf(stderr, "%s: %s: %d rounds in %.1f s, stopped by %s; load %.2f%s\n",
+            r->tech->desc.name, r->wl_label, res->rounds, res->seconds, tb_rounds_stop_name(res->stop), res->load_avg,
             res->busy ? " (busy machine)" : "");
     return tb_atomic_publish(tmp, path);
 }
@@ -632,15 +676,58 @@ static int fill_paired(tb_result_row *row, const row_times *t, int baseline)
     return TB_OK;
 }
 
+/* The rate columns: throughput in the workload's unit (samples/s; images/s
+ * for ResNet-50, tokens/s for GPT-2), the model's FLOP rate, and its MFU
+ * against the GEMM ceiling of the setting's precision (gemm_ceiling.h). */
+static int set_rates(step_run *r, int i, tb_result_row *row, double samples_per_s)
+{
+    tb_config c = setting_config(r, i);
+    TB_TRY(tb_config_validate(&c));
+    row->rate = samples_per_s;
+    snprintf(row->rate_unit, sizeof row->rate_unit, "samples/s");
+    if (c.model == TB_MODEL_RESNET50)
+        snprintf(row->rate_unit, sizeof row->rate_unit, "images/s");
+    if (c.model == TB_MODEL_GPT2) {
+        row->rate = samples_per_s * c.context;
+        snprintf(row->rate_unit, sizeof row->rate_unit, "tokens/s");
+    }
+    double fps = r->st[i].flops_per_sample;
+    if (!(fps > 0) || !isfinite(samples_per_s))
+        return TB_OK;
+    row->model_gflops = samples_per_s * fps / 1e9;
+    int n = r->b.profile == TB_PROFILE_TINY ? 128
+            : strcmp(r->b.info.backend, "cuda") == 0 ? 8192 : 1024;
+    char how[96];
+    TB_TRY(tb_gemm_ceiling(r->b.be, c.amp_dtype, c.tf32, n, &row->gemm_ceiling, how, sizeof how));
+    if (isfinite(row->gemm_ceiling) && row->gemm_ceiling > 0)
+        row->mfu = row->model_gflops / row->gemm_ceiling;
+    return TB_OK;
+}
+
+/* Puts text and "; " before row's note, cut to the note's size. */
+static void prefix_note(tb_result_row *row, const char *text)
+{
+    char old[sizeof row->note];
+    memcpy(old, row->note, sizeof old);
+    int n = snprintf(row->note, sizeof row->note, "%s%s", text, old[0] ? "; " : "");
+    if (n >= 0 && (size_t)n < sizeof row->note)
+        memcpy(row->note + n, old, sizeof row->note - (size_t)n - 1);
+    row->note[sizeof row->note - 1] = '\0';
+}
+
 static int add_row(step_run *r, const tb_rounds_result *res, int i)
 {
     const tb_step_technique *t = r->tech;
     const tb_step_setting *s = &t->settings[i];
     const char *metric = t->per_sample ? "time per 1000 samples"
                          : t->metric == TB_METRIC_EPOCH ? "epoch time" : "step time";
-    if (r->st[i].na)
-        return tb_results_add_na(&r->b.res, t->desc.name, r->b.info.backend, r->b.info.name, s->name,
-                                 metric, r->st[i].why);
+    if (r->st[i].na) {
+        TB_TRY(tb_results_add_na(&r->b.res, t->desc.name, r->b.info.backend, r->b.info.name,
+                                 s->name, metric, r->st[i].why));
+        tb_result_row *na = &r->b.res.rows[r->b.res.n - 1];
+        snprintf(na->workload, sizeof na->workload, "%s", r->wl_label);
+        return TB_OK;
+    }
     tb_result_row row;
     row_times tm = {0};
     int epoch = t->metric == TB_METRIC_EPOCH;
@@ -654,15 +741,17 @@ static int add_row(step_run *r, const tb_rounds_result *res, int i)
     snprintf(row.stopped_by, sizeof row.stopped_by, "%s", tb_rounds_stop_name(tm.stop));
     row.busy = res->busy;
     row.load_avg = res->load_avg;
-    row.rate = samples_per_unit(r, i) / (row.median / (epoch ? 1.0 : 1e3));
-    snprintf(row.rate_unit, sizeof row.rate_unit, "samples/s");
     row.memory_bytes = r->st[i].peak_bytes;
+    snprintf(row.workload, sizeof row.workload, "%s", r->wl_label);
+    TB_TRY(set_rates(r, i, &row, samples_per_unit(r, i) / (row.median / (epoch ? 1.0 : 1e3))));
     set_check(r, i, &row);
     if (s->base != i && tm.cmp.between > 0) {
         size_t len = strlen(row.note);
         snprintf(row.note + len, sizeof row.note - len, "%sits %zu builds differ (sd %.1f%%): "
                  "interval widened", len ? "; " : "", tm.cmp.builds, 100 * tm.cmp.between);
     }
+    if (s->base == i && r->wl != TB_WL_SMALL_CNN)
+        prefix_note(&row, r->wl_desc);
     if (t->row_hook)
         t->row_hook(i, &row);
     return tb_results_add(&r->b.res, &row);
@@ -670,16 +759,33 @@ static int add_row(step_run *r, const tb_rounds_result *res, int i)
 
 #define MAX_PLOT_GROUPS 4
 
-/* Index of row's param_name among names[0..*n), added when new; -1 when
- * there are already MAX_PLOT_GROUPS. */
-static int plot_group(const char *names[], size_t *n, const char *name)
+/* The model part of a workload label ("gpt2" of "gpt2-reduced-synthetic"),
+ * in a static buffer: the plot's series names copy it at once. */
+static const char *workload_model(const char *label)
 {
+    static char model[48];
+    size_t n = strcspn(label, "-");
+    snprintf(model, sizeof model, "%.*s", (int)(n < sizeof model ? n : sizeof model - 1), label);
+    return model;
+}
+
+/* Index of row's series among names[0..*n), added when new; -1 when there
+ * are already MAX_PLOT_GROUPS. A series is a param_name, and with several
+ * workloads the workload's model too ("gpt2: fused"). */
+static int plot_group(char names[][96], size_t *n, const tb_result_row *row, int n_wl)
+{
+    char name[96];
+    if (n_wl > 1)
+        snprintf(name, sizeof name, "%.40s: %.40s", workload_model(row->workload),
+                 row->param_name);
+    else
+        snprintf(name, sizeof name, "%s", row->param_name);
     for (size_t g = 0; g < *n; g++)
         if (strcmp(names[g], name) == 0)
             return (int)g;
     if (*n == MAX_PLOT_GROUPS)
         return -1;
-    names[*n] = name;
+    snprintf(names[*n], 96, "%s", name);
     return (int)(*n)++;
 }
 
@@ -691,7 +797,8 @@ static int plot_group(const char *names[], size_t *n, const char *name)
 static int plot_rows(step_run *r, int time)
 {
     size_t cap = (size_t)r->tech->n_settings, ng = 0, count[MAX_PLOT_GROUPS] = {0};
-    const char *names[MAX_PLOT_GROUPS], *unit = "", *metric = "time";
+    char names[MAX_PLOT_GROUPS][96];
+    const char *unit = "", *metric = "time";
     double *buf = calloc(cap * 4 * MAX_PLOT_GROUPS, sizeof *buf);
     if (!buf)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory for the plot");
@@ -699,7 +806,7 @@ static int plot_rows(step_run *r, int time)
         const tb_result_row *row = &r->b.res.rows[i];
         int base = row->is_baseline && !isnan(row->median);
         int shown = time ? !isnan(row->median) : base || !isnan(row->speedup);
-        int g = shown ? plot_group(names, &ng, row->param_name) : -1;
+        int g = shown ? plot_group(names, &ng, row, r->n_wl) : -1;
         if (g < 0 || count[g] >= cap)
             continue;
         double *x = buf + (size_t)g * 4 * cap;
@@ -739,11 +846,49 @@ static int plot_rows(step_run *r, int time)
 
 /* ---- main ---- */
 
+/* The workload's data: the Fashion-MNIST subset, or the big models'
+ * synthetic images or tokens (lib/train/train.h), shared by its settings. */
 static int open_data(step_run *r)
 {
-    const tb_config *c = &r->base_cfg;
-    TB_TRY(tb_dataset_open_fashion_mnist(c->data_dir, TB_SPLIT_TRAIN, (long)c->data_limit, &r->train));
-    return tb_dataset_open_fashion_mnist(c->data_dir, TB_SPLIT_TEST, (long)c->test_limit, &r->test);
+    tb_config c = r->base_cfg;
+    if (r->wl == TB_WL_SMALL_CNN) {
+        TB_TRY(tb_dataset_open_fashion_mnist(c.data_dir, TB_SPLIT_TRAIN, (long)c.data_limit,
+                                             &r->train));
+        return tb_dataset_open_fashion_mnist(c.data_dir, TB_SPLIT_TEST, (long)c.test_limit,
+                                             &r->test);
+    }
+    TB_TRY(tb_config_validate(&c));
+    TB_TRY(tb_train_open_split(&c, TB_SPLIT_TRAIN, &r->train));
+    return tb_train_open_split(&c, TB_SPLIT_TEST, &r->test);
+}
+
+/* The baseline row's remark on a big model: its configuration and FLOP
+ * shares beside the full model's (tb_workload_full_share). */
+static void describe_workload(step_run *r)
+{
+    tb_config c = r->base_cfg;
+    r->wl_desc[0] = '\0';
+    if (r->wl == TB_WL_SMALL_CNN || tb_config_validate(&c) != TB_OK) {
+        tb_error_clear();
+        return;
+    }
+    tb_flops f;
+    if (tb_workload_flops(&c, r->b.be, &f) != TB_OK) {
+        tb_error_clear();
+        return;
+    }
+    char cfg[96];
+    tb_workload_describe(&c, cfg, sizeof cfg);
+    size_t at = (size_t)snprintf(r->wl_desc, sizeof r->wl_desc, "%s; FLOP shares", cfg);
+    for (int k = 0; k < TB_FLOP_FAMILIES && at < sizeof r->wl_desc; k++) {
+        double here = tb_flops_share(&f, (tb_flop_family)k);
+        double full = tb_workload_full_share((tb_workload)r->wl, (tb_flop_family)k);
+        if (here < 0.0005 && full < 0.0005)
+            continue;
+        at += (size_t)snprintf(r->wl_desc + at, sizeof r->wl_desc - at, " %s %.1f%% (full %.1f%%)",
+                               tb_flops_family_name((tb_flop_family)k), 100 * here, 100 * full);
+    }
+    fprintf(stderr, "%s: %s: %s\n", r->tech->desc.name, r->wl_label, r->wl_desc);
 }
 
 static int time_and_report(step_run *r)
@@ -765,22 +910,58 @@ static int time_and_report(step_run *r)
     return rc;
 }
 
-static int run(step_run *r)
+/* The steps of a big model's check pass per profile (a reduced step lasts
+ * tenths of a second on 2 cores; a tiny one milliseconds). */
+static const int big_check_steps[3] = {
+    [TB_PROFILE_DEFAULT] = 3, [TB_PROFILE_FULL] = 10, [TB_PROFILE_TINY] = 5};
+
+/* Checks, times and adds the rows of one workload, r->wl. */
+static int run_workload(step_run *r)
 {
     const tb_step_technique *t = r->tech;
-    if (t->backend_ready)
-        t->backend_ready(r->b.info.backend);
+    tb_workload_label((tb_workload)r->wl, (tb_workload_size)r->wl_size, r->wl_label,
+                      sizeof r->wl_label);
     base_config(r);
-    if (r->check_steps <= 0)
-        r->check_steps = r->prof.check_steps;
-    if (r->mem_limit_mib > 0)
-        TB_TRY(r->b.be->mem_set_limit(r->b.be, (size_t)(r->mem_limit_mib * 1048576.0)));
+    r->check_steps = r->check_steps_flag > 0         ? r->check_steps_flag
+                     : r->wl == TB_WL_SMALL_CNN ? r->prof.check_steps
+                                                : big_check_steps[r->b.profile];
     TB_TRY(open_data(r));
+    describe_workload(r);
+    free(r->st);
     r->st = calloc((size_t)t->n_settings, sizeof *r->st);
     if (!r->st)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory planning %s", t->desc.name);
     TB_TRY(check_all(r));
     TB_TRY(time_and_report(r));
+    free_arms(r);
+    tb_dataset_free(r->train);
+    tb_dataset_free(r->test);
+    r->train = r->test = NULL;
+    return TB_OK;
+}
+
+static unsigned workload_set(const tb_step_technique *t)
+{
+    return t->workloads ? t->workloads : TB_WL_BIT(TB_WL_SMALL_CNN);
+}
+
+static int run(step_run *r)
+{
+    const tb_step_technique *t = r->tech;
+    if (t->backend_ready)
+        t->backend_ready(r->b.info.backend);
+    if (r->mem_limit_mib > 0)
+        TB_TRY(r->b.be->mem_set_limit(r->b.be, (size_t)(r->mem_limit_mib * 1048576.0)));
+    r->wl_size = r->wl_size_flag > 0                 ? r->wl_size_flag - 1
+                 : r->b.profile == TB_PROFILE_TINY ? TB_WL_TINY
+                 : strcmp(r->b.info.backend, "cuda") == 0 ? TB_WL_FULL
+                                                         : TB_WL_REDUCED;
+    r->wl_left = r->n_wl;
+    for (r->wl = 0; r->wl < TB_WORKLOADS; r->wl++)
+        if (workload_set(t) & TB_WL_BIT(r->wl)) {
+            TB_TRY(run_workload(r));
+            r->wl_left--;
+        }
     TB_TRY(tb_bench_save(&r->b));
     TB_TRY(plot_rows(r, 0));
     return plot_rows(r, 1);
@@ -802,6 +983,9 @@ static int check_round_flags(const step_run *r)
     return TB_OK;
 }
 
+/* --workload-size: index 0 auto, else tb_workload_size + 1 */
+static const char *const wl_size_names[] = {"auto", "reduced", "full", "tiny", NULL};
+
 int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
 {
     step_run *r = calloc(1, sizeof *r);
@@ -815,7 +999,7 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
         {"mem-limit", TB_FLAG_DOUBLE_AUTO, &r->mem_limit_mib,
          "device memory limit in MiB counted by the backend's allocator (0 = none; "
          "auto: the technique's for the profile)", NULL, TB_RANGE_MIN(0)},
-        {"check-steps", TB_FLAG_INT, &r->check_steps,
+        {"check-steps", TB_FLAG_INT, &r->check_steps_flag,
          "steps of the correctness pass (0 = the profile's)", NULL, TB_RANGE(0, 1000000)},
         {"target", TB_FLAG_DOUBLE, &r->target,
          "rounds stop once every speedup's 95% interval is within +-this (relative; 0 = the "
@@ -837,9 +1021,25 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
          "the spread between builds (0 = the profile's: 1 for step times, 4 for epoch times)",
          NULL,
          TB_RANGE(0, 100000)},
+        {"workload-size", TB_FLAG_CHOICE, &r->wl_size_flag,
+         "size of the ResNet-50 and GPT-2 workloads (lib/train/workload.h): auto (tiny in the "
+         "tiny profile, full on CUDA, else reduced), reduced, full (the real models) or tiny",
+         wl_size_names, NULL},
     };
+    /* the tiny test learns the workloads from --describe */
+    r->desc = tech->desc;
+    unsigned set = workload_set(tech);
+    for (int w = 0; w < TB_WORKLOADS; w++) {
+        if (!(set & TB_WL_BIT(w)))
+            continue;
+        r->n_wl++;
+        size_t at = strlen(r->wl_names);
+        snprintf(r->wl_names + at, sizeof r->wl_names - at, "%s%s", at ? "," : "",
+                 tb_workload_model_name((tb_workload)w));
+    }
+    r->desc.tiny.workloads = r->wl_names;
     int done = 0;
-    int rc = tb_bench_init(&r->b, &tech->desc, extra, TB_COUNT(extra), argc, argv, &done);
+    int rc = tb_bench_init(&r->b, &r->desc, extra, TB_COUNT(extra), argc, argv, &done);
     if (rc == TB_OK && !done)
         rc = check_round_flags(r);
     if (rc == TB_OK && !done) {

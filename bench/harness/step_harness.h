@@ -43,6 +43,23 @@
  *      stopped, the machine's load; <technique>.csv/.json and
  *      plots/<device>/<technique>.png (speedup per setting, 95% interval).
  *
+ * Workloads (lib/train/workload.h, issue 15): an entry declares the
+ * workloads it means something on (.workloads, a TB_WL_BIT set; none: the
+ * small CNN on Fashion-MNIST), and steps 2-5 run once per workload, each
+ * with an equal share of the technique's budget, its rows carrying the
+ * workload column ("resnet50-reduced-synthetic": the synthetic data named).
+ * ResNet-50 and GPT-2 run at the profile's size (--workload-size: reduced
+ * in the default profile, tiny in the tiny one, full = the real models),
+ * with their own batch: an entry's setup hook sets the small CNN's batch
+ * and data only. Their subset is 8 steps of training data and 2 batches of
+ * test data; their check pass is 3 steps in the default profile (a reduced
+ * step lasts tenths of a second on 2 cores). Every timed row carries its
+ * throughput (samples/s; images/s for ResNet-50, tokens/s for GPT-2), the
+ * model's FLOP rate (lib/nn/flops.h on the setting's own model) and its MFU
+ * against a GEMM ceiling in the setting's precision measured in the same
+ * process (bench/harness/gemm_ceiling.h). The baseline row's note names the
+ * workload's configuration and its FLOP shares beside the full model's.
+ *
  * Epoch metrics: a unit is one epoch of the profile's subset (default 256
  * images, 8 steps), so a repetition is a few short epochs and every round
  * times every setting: the loader techniques get rounds like the others.
@@ -66,6 +83,7 @@
 #include "bench/harness/harness.h"
 #include "lib/train/config.h"
 #include "lib/train/train.h"
+#include "lib/train/workload.h"
 
 typedef enum tb_step_metric {
     TB_METRIC_STEP = 0,   /* one optimizer step ("step time", ms) */
@@ -84,6 +102,7 @@ typedef struct tb_step_ctx {
     const tb_dataset *train, *test; /* the profile's subset, shared, decoded once */
     tb_trainer *t;
     long calls;               /* run_once calls on this trainer so far */
+    int workload;             /* tb_workload being run */
     void *user;               /* the technique's own state (run_once's) */
 } tb_step_ctx;
 
@@ -139,6 +158,9 @@ typedef struct tb_step_technique {
      * model). 0: the harness decides (step_plan.h; settings with a prepare
      * hook are always rebuilt: the backend state it sets is process-wide). */
     int rebuild_each_round;
+    /* TB_WL_BIT set (lib/train/workload.h) of the workloads it runs on, in
+     * enum order; 0: the small CNN on Fashion-MNIST only. */
+    unsigned workloads;
 } tb_step_technique;
 
 /* Runs the technique: flags, checks, timing, rows, plot. Returns the exit

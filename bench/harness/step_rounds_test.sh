@@ -27,34 +27,46 @@ for bin in "$@"; do
 import csv, glob, json, sys
 out, name = sys.argv[1], sys.argv[2]
 res = glob.glob("%s/results/*/" % out)[0]
-rows = list(csv.DictReader(open(res + name + ".csv")))
-runs = json.load(open(res + name + ".gbench.json"))["benchmarks"]
-count = {}
-for b in runs:
-    if b.get("run_type", "iteration") == "iteration":
-        arm = b["run_name"].split("/")[0]
-        count[arm] = count.get(arm, 0) + 1
-timed = [(i, r) for i, r in enumerate(rows) if r["median"] != ""]
-if not timed:
-    sys.exit("FAIL: %s: no timed row" % name)
-for i, r in timed:
-    n, arm = int(r["rounds"]), "set%02d" % i
-    if n < 6:
-        sys.exit("FAIL: %s: row %d has %d rounds, want >= --reps=6" % (name, i, n))
-    if r["stopped_by"] not in ("target", "budget", "cap"):
-        sys.exit("FAIL: %s: row %d stopped by %r" % (name, i, r["stopped_by"]))
-    if r["is_baseline"] == "1":
-        if r["noise_floor"] == "" or count.get("again%02d" % i) != n:
-            sys.exit("FAIL: %s: baseline row %d: A/A arm ran %r times, its row says %d rounds "
-                     "(runs %r)" % (name, i, count.get("again%02d" % i), n, count))
-        if count.get(arm, 0) <= n:
-            sys.exit("FAIL: %s: baseline %s ran %r times, not more than its A/A's %d"
-                     % (name, arm, count.get(arm), n))
-    elif count.get(arm) != n:
-        sys.exit("FAIL: %s: %s ran %r times, its row says %d rounds (runs %r)"
-                 % (name, arm, count.get(arm), n, count))
+allrows = list(csv.DictReader(open(res + name + ".csv")))
+# one experiment per workload (step_harness.h): its own rows, numbered from 0,
+# and its own Google Benchmark JSON when there are several
+wls = []
+for r in allrows:
+    if r["workload"] not in wls:
+        wls.append(r["workload"])
+timed_all = []
+for wl in wls:
+    rows = [r for r in allrows if r["workload"] == wl]
+    path = res + (name + "." + wl if len(wls) > 1 else name) + ".gbench.json"
+    runs = json.load(open(path))["benchmarks"]
+    count = {}
+    for b in runs:
+        if b.get("run_type", "iteration") == "iteration":
+            arm = b["run_name"].split("/")[0]
+            count[arm] = count.get(arm, 0) + 1
+    timed = [(i, r) for i, r in enumerate(rows) if r["median"] != ""]
+    if not timed:
+        sys.exit("FAIL: %s: no timed row on %s" % (name, wl))
+    timed_all += timed
+    for i, r in timed:
+        n, arm = int(r["rounds"]), "set%02d" % i
+        if n < 6:
+            sys.exit("FAIL: %s: row %d has %d rounds, want >= --reps=6" % (name, i, n))
+        if r["stopped_by"] not in ("target", "budget", "cap"):
+            sys.exit("FAIL: %s: row %d stopped by %r" % (name, i, r["stopped_by"]))
+        if r["is_baseline"] == "1":
+            if r["noise_floor"] == "" or count.get("again%02d" % i) != n:
+                sys.exit("FAIL: %s: baseline row %d: A/A arm ran %r times, its row says %d "
+                         "rounds (runs %r)" % (name, i, count.get("again%02d" % i), n, count))
+            if count.get(arm, 0) <= n:
+                sys.exit("FAIL: %s: baseline %s ran %r times, not more than its A/A's %d"
+                         % (name, arm, count.get(arm), n))
+        elif count.get(arm) != n:
+            sys.exit("FAIL: %s: %s ran %r times, its row says %d rounds (runs %r)"
+                     % (name, arm, count.get(arm), n, count))
+timed = timed_all
 n = max(int(r["rounds"]) for _, r in timed)
-print("ok: %s: up to %d rounds, arms %r" % (name, n, sorted(count)))
+print("ok: %s: up to %d rounds on %s" % (name, n, ",".join(wls)))
 PY
 done
 # Bad values of the rounds' flags are refused before anything runs.

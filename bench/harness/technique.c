@@ -41,7 +41,9 @@ int tb_technique_describe(const tb_technique *t, FILE *f)
     tb_json_write_string(f, t->tiny.plots ? t->tiny.plots : "");
     fputs(",\"na_note\":", f);
     put_string_or_null(f, t->tiny.na_note);
-    fprintf(f, ",\"gbench\":%s}}\n", t->tiny.no_gbench ? "false" : "true");
+    fprintf(f, ",\"gbench\":%s,\"workloads\":", t->tiny.no_gbench ? "false" : "true");
+    put_string_or_null(f, t->tiny.workloads);
+    fputs("}}\n", f);
     if (fflush(f) != 0 || ferror(f))
         return TB_FAIL(TB_ERR_IO, "cannot write the description of %s", t->name);
     return TB_OK;

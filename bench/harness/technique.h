@@ -30,6 +30,9 @@ typedef struct tb_tiny_test {
     const char *na_note;      /* NULL, or the text every CPU n/a row's note holds
                                  (the test then also wants n/a rows) */
     int no_gbench;            /* times without Google Benchmark: no .gbench.json */
+    /* NULL, or the models its rows must cover, comma-separated
+     * ("resnet50,gpt2"; lib/train/workload.h): the step harness fills it */
+    const char *workloads;
 } tb_tiny_test;
 
 typedef struct tb_technique {
@@ -63,7 +66,8 @@ const char *tb_technique_results(const tb_technique *t);
 /* Writes t as one JSON line:
  * {"name":..,"results":..,"what":..,"headline":..,"est_seconds":[d,f,t],
  *  "budget_seconds":[d,f,t],"order":..,
- *  "after":[..],"tiny":{"min_rows":..,"plots":..,"na_note":..,"gbench":..}}
+ *  "after":[..],"tiny":{"min_rows":..,"plots":..,"na_note":..,"gbench":..,
+ *  "workloads":..}}
  * Returns TB_OK or TB_ERR_IO. */
 int tb_technique_describe(const tb_technique *t, FILE *f);
 

@@ -65,6 +65,10 @@ static const tb_step_technique tech = {
     },
     .param_name = "autotune",
     TB_STEP_SETTINGS(settings),
+    /* Not yet on ResNet-50 (issue 15): there the autotuned algorithms' loss
+     * differs from the default ones' by ~1e-3 relative at the first forward
+     * (tiny: width 8, 64x64, batch 4) and by 8% after 5 steps, past the
+     * tolerance; to be understood in lib/backend/cpu's conv_find first. */
     .metric = TB_METRIC_STEP,
     .setup = setup,
     .na_reason = tb_step_na_never,

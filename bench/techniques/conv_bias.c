@@ -30,6 +30,7 @@ static const tb_step_technique tech = {
     },
     .param_name = "bias removed",
     TB_STEP_SETTINGS(settings),
+    .workloads = TB_WL_BIT(TB_WL_RESNET50),
     .metric = TB_METRIC_STEP,
     .na_reason = tb_step_na_never,
     .tolerance = 5e-2,

@@ -20,6 +20,7 @@ static const tb_device_toggle toggle = {
     },
     .field = offsetof(tb_config, cuda_graphs),
     .cpu_reason = "n/a on the CPU backend: no kernel launches to capture",
+    .workloads = TB_WL_BIT(TB_WL_RESNET50) | TB_WL_BIT(TB_WL_GPT2),
     .tolerance_why = "replay runs the same kernels on the same buffers: bitwise equal",
 };
 

@@ -29,6 +29,7 @@ static const tb_step_technique tech = {
     },
     .param_name = "fused",
     TB_STEP_SETTINGS(settings),
+    .workloads = TB_WL_BIT(TB_WL_GPT2),
     .metric = TB_METRIC_STEP,
     .na_reason = tb_step_na_never,
     .tolerance = 1e-5,

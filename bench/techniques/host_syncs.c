@@ -88,6 +88,7 @@ static const tb_step_technique tech = {
     },
     .param_name = "loss_read_every",
     TB_STEP_SETTINGS(settings),
+    .workloads = TB_WL_BIT(TB_WL_RESNET50) | TB_WL_BIT(TB_WL_GPT2),
     .metric = TB_METRIC_EPOCH,
     .setup = setup,
     .na_reason = tb_step_na_never,

@@ -44,6 +44,7 @@ static const tb_step_technique tech = {
     },
     .param_name = "amp",
     TB_STEP_SETTINGS(settings),
+    .workloads = TB_WL_BIT(TB_WL_RESNET50) | TB_WL_BIT(TB_WL_GPT2),
     .metric = TB_METRIC_STEP,
     .na_reason = na_reason,
     .tolerance = 5e-2,

@@ -50,6 +50,7 @@ static const tb_step_technique tech = {
     },
     .param_name = "staging",
     TB_STEP_SETTINGS(settings),
+    .workloads = TB_WL_BIT(TB_WL_RESNET50) | TB_WL_BIT(TB_WL_GPT2),
     .metric = TB_METRIC_STEP,
     .na_reason = na_reason,
     .tolerance = 0,

@@ -127,6 +127,17 @@ extern const tb_layer_spec tb_spec_transformer[];
  * classes with conv_bias 0, torchvision's bias=False). */
 extern const tb_layer_spec tb_spec_resnet50[];
 
+/* Entries of tb_spec_resnet50, its TB_SPEC_END included. */
+#define TB_SPEC_RESNET50_LEN 21
+
+/* tb_spec_resnet50 at another width, into out: the stem's channels and
+ * stage 1's bottleneck width are `width` (torchvision's: 64), stages 2-4
+ * 2x, 4x, 8x it; depth, strides and the head unchanged. The reduced
+ * workloads (lib/train/workload.h) narrow it so a step on a CPU lasts tens
+ * of milliseconds while the convolutions keep their share of the FLOPs.
+ * REQUIRES: width >= 1. */
+void tb_spec_resnet50_width(int width, tb_layer_spec out[TB_SPEC_RESNET50_LEN]);
+
 /* One ResNet v1.5 bottleneck (torchvision's Bottleneck) on in: main path
  * conv1x1(width)-BN-ReLU, conv3x3(width, stride, pad 1)-BN-ReLU,
  * conv1x1(4 width)-BN; shortcut the identity, or conv1x1(4 width, stride)-BN

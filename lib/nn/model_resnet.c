@@ -56,6 +56,18 @@ const tb_layer_spec tb_spec_resnet50[] = {
 
 #define BOTTLENECK_EXPANSION 4
 
+_Static_assert(sizeof tb_spec_resnet50 / sizeof tb_spec_resnet50[0] == TB_SPEC_RESNET50_LEN,
+               "TB_SPEC_RESNET50_LEN counts tb_spec_resnet50's entries");
+
+void tb_spec_resnet50_width(int width, tb_layer_spec out[TB_SPEC_RESNET50_LEN])
+{
+    for (int i = 0; i < TB_SPEC_RESNET50_LEN; i++) {
+        out[i] = tb_spec_resnet50[i];
+        if (out[i].kind == TB_SPEC_CONV_BN_RELU || out[i].kind == TB_SPEC_BOTTLENECK)
+            out[i].k = tb_spec_resnet50[i].k / 64 * width; /* 64, 128, 256, 512: exact */
+    }
+}
+
 /* A path under construction: its layers, destroyed on failure. */
 typedef struct path {
     tb_layer *items[8];

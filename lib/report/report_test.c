@@ -241,7 +241,7 @@ static void make_folder(const char *root, char *rdir, char *pdir)
     char side[4300];
     snprintf(side, sizeof side, "%s/alpha.json", rdir);
     FILE *sf = fopen(side, "w");
-    CHECK(sf && fputs("{\"schema\": \"tunebench-results/2\", \"headline\": \"half\", "
+    CHECK(sf && fputs("{\"schema\": \"tunebench-results/3\", \"headline\": \"half\", "
                       "\"rows\": []}\n", sf) >= 0 && fclose(sf) == 0);
     tb_results_free(&z), tb_results_free(&et);
     tb_results_free(&a), tb_results_free(&b), tb_results_free(&g), tb_results_free(&c);

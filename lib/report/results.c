@@ -88,6 +88,12 @@ static const col_def columns[] = {
     BOOL2(unreliable),
     BOOL2(busy),
     NUM2(load_avg),
+    /* schema 3: the workload and the model FLOP rate against the GEMM
+     * ceiling (issue 15) */
+    STR2(workload),
+    NUM2(model_gflops),
+    NUM2(gemm_ceiling),
+    NUM2(mfu),
 };
 #define NCOLS (sizeof columns / sizeof columns[0])
 

@@ -31,8 +31,10 @@ extern "C" {
 #endif
 
 /* 2: rounds, mde, stopped_by, unreliable, busy, load_avg appended (the
- * paired measurement); a schema-1 CSV still loads, those fields empty. */
-#define TB_RESULTS_SCHEMA "tunebench-results/2"
+ * paired measurement); a schema-1 CSV still loads, those fields empty.
+ * 3: workload, model_gflops, gemm_ceiling, mfu appended (step techniques
+ * per workload, issue 15); a schema-2 CSV loads with them empty. */
+#define TB_RESULTS_SCHEMA "tunebench-results/3"
 
 typedef enum tb_timing_verdict {
     TB_TIMING_NA = 0,         /* "n/a": not timed (see note) */
@@ -87,6 +89,12 @@ typedef struct tb_result_row {
     int unreliable;           /* 1: its baseline's A/A interval excludes 1 */
     int busy;                 /* 1: measured on a busy machine */
     double load_avg;          /* mean 1-minute load average while it was measured */
+    /* schema 3 (lib/train/workload.h) */
+    char workload[48];        /* "gpt2-reduced-synthetic"; "" where no model trains */
+    double model_gflops;      /* model FLOPs per second (lib/nn/flops.h), 1e9 */
+    double gemm_ceiling;      /* the GEMM ceiling it is held to, GFLOP/s, for the
+                                 precision in use (how measured: the note) */
+    double mfu;               /* model_gflops / gemm_ceiling */
     char note[256];           /* n/a reason or remark */
 } tb_result_row;
 

@@ -94,6 +94,11 @@ static int build_rows(tb_results *res)
     r.unreliable = 1;
     r.busy = 1;
     r.load_avg = 3.5;
+    /* schema 3: a workload and its model FLOP rate against a GEMM ceiling */
+    snprintf(r.workload, sizeof r.workload, "gpt2-reduced-synthetic");
+    r.model_gflops = 12.5;
+    r.gemm_ceiling = 100;
+    r.mfu = 0.125;
     snprintf(r.note, sizeof r.note, "two lines:\nsecond line");
     TB_TRY(tb_results_add(res, &r));
 
@@ -180,6 +185,11 @@ static void test_round_trip(void)
                   !strcmp(back.rows[1].stopped_by, "target") && !back.rows[1].busy &&
                   !back.rows[1].unreliable && back.rows[1].load_avg == 0.12,
               "paired columns parsed (rounds, mde, stopped_by, load_avg)");
+        CHECK(!strcmp(back.rows[2].workload, "gpt2-reduced-synthetic") &&
+                  back.rows[2].model_gflops == 12.5 && back.rows[2].gemm_ceiling == 100 &&
+                  back.rows[2].mfu == 0.125 && !back.rows[1].workload[0] &&
+                  isnan(back.rows[1].mfu),
+              "schema-3 columns parsed (workload, model_gflops, gemm_ceiling, mfu)");
         CHECK(back.rows[2].busy == 1 && back.rows[2].unreliable == 1 &&
                   !strcmp(back.rows[2].stopped_by, "budget") && back.rows[2].load_avg == 3.5,
               "flags parsed (busy, unreliable, stopped by budget)");

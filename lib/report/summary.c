@@ -292,6 +292,11 @@ void tb_report_summary_cells(const tb_report_pick *p, char cells[SUM_COLS][320])
     }
     const tb_result_row *b = p->baseline;
     summary_point(p, cells[1], 320);
+    /* a step technique measured on several workloads: say which one is shown */
+    if (b->workload[0]) {
+        size_t at = strlen(cells[1]);
+        snprintf(cells[1] + at, 320 - at, ", on %s", b->workload);
+    }
     tb_report_time(bt, sizeof bt, b);
     snprintf(cells[2], 320, "%s: %s", b->setting, bt);
     if (!p->best) {

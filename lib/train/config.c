@@ -40,6 +40,8 @@ const char *const tb_amp_names[] = {"off", "bf16", "fp16", NULL};
 #define GPT2_CONTEXT 1024
 #define GPT2_LAYERS 12
 #define GPT2_VOCAB 50257
+#define GPT2_WIDTH 768
+#define RESNET50_WIDTH 64
 
 /* One row per field of tb_config: its flag, its default as the command line
  * would write it, and its help. tb_config_defaults, tb_config_flags and
@@ -84,6 +86,7 @@ static const config_field fields[] = {
     NUM(INT, "context", context, "0", TB_RANGE(0, 8192), "gpt2: tokens per sample, 1..8192 (the position table's rows); 0 = 1024"),
     NUM(INT, "layers", layers, "0", TB_RANGE(0, 96), "gpt2: transformer blocks, 1..96; 0 = 12"),
     NUM(INT, "vocab", vocab, "0", TB_RANGE(0, 1 << 20), "gpt2: vocabulary size, 2..1048576; 0 = 50257"),
+    NUM(INT, "width", width, "0", TB_RANGE(0, 8192), "resnet50: stem channels and stage 1's bottleneck width, 1..256, later stages 2x/4x/8x (0 = 64, torchvision's); gpt2: model dimension d, a multiple of 64 up to 8192, heads d/64, MLP 4d (0 = 768)"),
     ROW(CHOICE, "gelu", gelu, "auto", tb_gelu_names, "GELU form: erf (exact, PyTorch's default), tanh (GPT-2's approximation) or auto = the model's own (tanh for gpt2, erf otherwise)"),
     ROW(BOOL_AUTO, "conv-bias", conv_bias, "auto", NULL, "bias on convolutions followed by batch norm: true (nn.Conv2d bias=True), false, or auto = the model's own (true for the small CNNs, false for resnet50 as torchvision)"),
     ROW(BOOL, "fused-gelu", fused_gelu, "false", NULL, "one-pass GELU instead of eager's five passes"),
@@ -180,6 +183,11 @@ static int check_model(tb_config *c)
     TB_TRY(check_size(c, "context", &c->context, gpt2, GPT2_CONTEXT, 1, 8192, "gpt2"));
     TB_TRY(check_size(c, "layers", &c->layers, gpt2, GPT2_LAYERS, 1, 96, "gpt2"));
     TB_TRY(check_size(c, "vocab", &c->vocab, gpt2, GPT2_VOCAB, 2, 1 << 20, "gpt2"));
+    TB_TRY(check_size(c, "width", &c->width, resnet || gpt2, gpt2 ? GPT2_WIDTH : RESNET50_WIDTH,
+                      gpt2 ? 64 : 1, gpt2 ? 8192 : 256, "resnet50 and gpt2"));
+    if (gpt2 && c->width % 64 != 0)
+        return TB_FAIL(TB_ERR_INVALID, "--width=%d: gpt2's d must be a multiple of 64 (heads "
+                       "of 64 dimensions, as GPT-2's)", c->width);
     if ((resnet || gpt2) && c->dataset != TB_DATA_SYNTHETIC)
         return TB_FAIL(TB_ERR_INVALID, "--model=%s trains on --dataset=synthetic only "
                        "(Fashion-MNIST is 28x28 grey images in 10 classes, not %s): add "

@@ -16,7 +16,7 @@
  *
  * The big models (issue 13): --model=resnet50 (3 x S x S images, S =
  * --image-size, 1000 classes) and --model=gpt2 (--context tokens,
- * --layers blocks, --vocab ids) train on --dataset=synthetic only, made on
+ * --layers blocks, --vocab ids; both narrowed by --width) train on --dataset=synthetic only, made on
  * the fly. Their size flags and --batch-size default to 0, "the model's
  * own", which tb_config_validate resolves (see tb_config_model_batch for the
  * batch sizes and how they were sized).
@@ -92,6 +92,11 @@ typedef struct tb_config {
                                  rows); 0 = 1024 */
     int layers;               /* gpt2: transformer blocks; 0 = 12 */
     int vocab;                /* gpt2: token ids in [0, vocab); 0 = 50257 */
+    int width;                /* resnet50: the stem's channels and stage 1's bottleneck
+                                 width, the later stages 2x, 4x, 8x it (64 =
+                                 torchvision's); gpt2: the model dimension d, heads
+                                 d/64, MLP 4d (768); 0 = the model's own. The
+                                 reduced workloads (lib/train/workload.h) use it */
     int gelu;                 /* tb_gelu_choice: the GELU's form; auto = the model's
                                  own (tanh for gpt2, erf otherwise) */
     int conv_bias;            /* bias on convolutions followed by BN: 1 (nn.Conv2d's

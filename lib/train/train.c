@@ -81,7 +81,7 @@ static int open_synthetic(const tb_config *cfg, tb_split split, tb_dataset **out
     return tb_dataset_synthetic_create(&sc, out);
 }
 
-static int open_split(const tb_config *cfg, tb_split split, tb_dataset **out)
+int tb_train_open_split(const tb_config *cfg, tb_split split, tb_dataset **out)
 {
     if (cfg->dataset == TB_DATA_SYNTHETIC)
         return open_synthetic(cfg, split, out);
@@ -129,6 +129,11 @@ tb_gpt2_dims tb_train_gpt2_dims(const tb_config *c)
     g.context = c->context > 0 ? c->context : g.context;
     g.layers = c->layers > 0 ? c->layers : g.layers;
     g.vocab = c->vocab > 0 ? c->vocab : g.vocab;
+    if (c->width > 0) { /* heads of 64 dimensions and a 4d MLP, as GPT-2 small's */
+        g.dim = c->width;
+        g.heads = c->width / 64;
+        g.mlp = 4 * c->width;
+    }
     return g;
 }
 
@@ -161,6 +166,10 @@ static int make_model(tb_trainer *t)
     if (tb_config_token_model(c)) {
         tb_gpt2_dims g = tb_train_gpt2_dims(c);
         TB_TRY(tb_model_build_gpt2(t->be, &g, &mo, &t->model));
+    } else if (c->model == TB_MODEL_RESNET50 && c->width > 0) {
+        tb_layer_spec spec[TB_SPEC_RESNET50_LEN];
+        tb_spec_resnet50_width(c->width, spec);
+        TB_TRY(tb_model_build(t->be, spec, &mo, &t->model));
     } else {
         TB_TRY(tb_model_build(t->be, tb_train_model_spec(c), &mo, &t->model));
     }
@@ -320,8 +329,8 @@ int tb_trainer_create(const tb_config *cfg, tb_backend *be, tb_trainer **out)
     *out = NULL;
     tb_dataset *train = NULL, *test = NULL;
     int rc;
-    TB_TRY_GOTO(rc, open_split(cfg, TB_SPLIT_TRAIN, &train), out_free_data);
-    TB_TRY_GOTO(rc, open_split(cfg, TB_SPLIT_TEST, &test), out_free_data);
+    TB_TRY_GOTO(rc, tb_train_open_split(cfg, TB_SPLIT_TRAIN, &train), out_free_data);
+    TB_TRY_GOTO(rc, tb_train_open_split(cfg, TB_SPLIT_TEST, &test), out_free_data);
     TB_TRY_GOTO(rc, tb_trainer_create_with_data(cfg, be, train, test, out), out_free_data);
     (*out)->owned_train = train;
     (*out)->owned_test = test;

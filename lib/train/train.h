@@ -130,6 +130,11 @@ void tb_train_split_sizes(const tb_config *cfg, long *train, long *test);
 /* GPT-2 small with --context, --layers and --vocab of c (0: GPT-2's). */
 tb_gpt2_dims tb_train_gpt2_dims(const tb_config *c);
 
+/* Opens cfg's data for split: Fashion-MNIST (--data-limit / --test-limit
+ * samples) or the synthetic images or tokens of cfg's model, sized by
+ * tb_train_split_sizes. The caller frees *out (tb_dataset_free). */
+int tb_train_open_split(const tb_config *cfg, tb_split split, tb_dataset **out);
+
 /* Opens the datasets cfg names (Fashion-MNIST from cfg->data_dir, or
  * synthetic data shaped for cfg->model) and builds everything.
  * REQUIRES: cfg passed tb_config_validate. be is borrowed.

@@ -1,0 +1,119 @@
+/* gemm_ceiling.c - see gemm_ceiling.h. */
+#include "bench/harness/gemm_ceiling.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/harness/harness.h"
+#include "lib/train/config.h"
+
+#define CEILING_REPS 3
+
+typedef struct gemm_case {
+    tb_backend *be;
+    int n, amp;
+    tb_math math;
+    float *a, *b, *c;         /* (n x n); a, b hold bf16/fp16 bits under amp */
+} gemm_case;
+
+static int run_gemm(void *arg)
+{
+    gemm_case *g = arg;
+    if (g->amp != TB_AMP_OFF)
+        return g->be->gemm_lowp(g->be, g->amp == TB_AMP_BF16 ? TB_BF16 : TB_F16, 0, 0, g->n,
+                                g->n, g->n, 1.0f, g->a, g->n, g->b, g->n, 0.0f, g->c, g->n);
+    return g->be->gemm(g->be, 0, 0, g->n, g->n, g->n, 1.0f, g->a, g->n, g->b, g->n, 0.0f, g->c,
+                       g->n, g->math);
+}
+
+/* Operands of small, exactly representable values (0.5 as fp32, or as
+ * bf16 / fp16 bits): no denormals, no overflow in any precision. */
+static int fill(gemm_case *g, float *dev, size_t bytes)
+{
+    size_t n = bytes / sizeof(float);
+    float *host = malloc(bytes);
+    if (!host)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory for the GEMM ceiling's operands");
+    uint32_t half_bits = g->amp == TB_AMP_BF16 ? 0x3f003f00u : 0x38003800u; /* 0.5, 0.5 */
+    for (size_t i = 0; i < n; i++) {
+        if (g->amp == TB_AMP_OFF)
+            host[i] = 0.5f;
+        else
+            memcpy(&host[i], &half_bits, sizeof half_bits);
+    }
+    int rc = g->be->copy_h2d(g->be, dev, host, bytes, NULL);
+    free(host);
+    return rc;
+}
+
+static int measure(gemm_case *g, double *best)
+{
+    size_t nn = (size_t)g->n * g->n, ab = g->amp != TB_AMP_OFF ? nn * 2 : nn * 4;
+    int rc = TB_OK;
+    TB_TRY_GOTO(rc, g->be->dev_alloc(g->be, (void **)&g->a, ab), out);
+    TB_TRY_GOTO(rc, g->be->dev_alloc(g->be, (void **)&g->b, ab), out_free_a);
+    TB_TRY_GOTO(rc, g->be->dev_alloc(g->be, (void **)&g->c, nn * 4), out_free_b);
+    TB_TRY_GOTO(rc, fill(g, g->a, ab), out_free_c);
+    TB_TRY_GOTO(rc, fill(g, g->b, ab), out_free_c);
+    TB_TRY_GOTO(rc, run_gemm(g), out_free_c); /* warm-up: primitives, caches */
+    TB_TRY_GOTO(rc, g->be->sync(g->be), out_free_c);
+    *best = INFINITY;
+    for (int i = 0; i < CEILING_REPS; i++) {
+        double s;
+        TB_TRY_GOTO(rc, tb_bench_time_op(g->be, run_gemm, g, &s), out_free_c);
+        *best = fmin(*best, s);
+    }
+out_free_c:
+    g->be->dev_free(g->be, g->c);
+out_free_b:
+    g->be->dev_free(g->be, g->b);
+out_free_a:
+    g->be->dev_free(g->be, g->a);
+out:
+    return rc;
+}
+
+/* The cache: one ceiling per (amp, tf32) and size, for the process. */
+typedef struct cached {
+    int valid, n;
+    double gflops;
+    char how[96];
+} cached;
+
+static cached cache[3][2];
+
+int tb_gemm_ceiling(tb_backend *be, int amp, int tf32, int n, double *gflops, char *how,
+                    size_t cap)
+{
+    amp = amp < TB_AMP_OFF || amp > TB_AMP_FP16 ? TB_AMP_OFF : amp;
+    tf32 = amp == TB_AMP_OFF && tf32 ? 1 : 0;
+    cached *k = &cache[amp][tf32];
+    if (k->valid && k->n == n) {
+        *gflops = k->gflops;
+        snprintf(how, cap, "%s", k->how);
+        return TB_OK;
+    }
+    const char *prec = amp == TB_AMP_BF16 ? "bf16" : amp == TB_AMP_FP16 ? "fp16"
+                       : tf32             ? "tf32" : "fp32";
+    gemm_case g = {.be = be, .n = n, .amp = amp, .math = tf32 ? TB_MATH_TF32 : TB_MATH_F32};
+    double best = INFINITY;
+    int rc = measure(&g, &best);
+    if (rc == TB_ERR_UNSUPPORTED) {
+        k->gflops = NAN;
+        snprintf(k->how, sizeof k->how, "no %s GEMM on this backend: no ceiling", prec);
+        tb_error_clear();
+    } else if (rc != TB_OK) {
+        return rc;
+    } else {
+        k->gflops = 2.0 * n * n * (double)n / best / 1e9;
+        snprintf(k->how, sizeof k->how, "%s GEMM %d^3, best of %d in this process", prec, n,
+                 CEILING_REPS);
+    }
+    k->valid = 1;
+    k->n = n;
+    *gflops = k->gflops;
+    snprintf(how, cap, "%s", k->how);
+    return TB_OK;
+}

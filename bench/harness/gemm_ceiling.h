@@ -1,0 +1,31 @@
+/*
+ * gemm_ceiling.h - the GEMM ceiling a step technique's model FLOP rate is
+ * held to (its MFU, issue 15), measured in the same process: a square
+ * n x n x n GEMM in the precision the setting trains in (fp32; TF32 math
+ * with --tf32, oneDNN's bf16 fpmath mode on the CPU; bf16 operands with
+ * fp32 accumulation under --amp=bf16, fp16 under --amp=fp16), timed a few
+ * times with the backend's events after one warm-up, the fastest kept
+ * (a ceiling: the best the device showed). Measured once per precision
+ * and cached for the process. bench:ceilings measures the same ceilings
+ * with full statistics; this short one keeps each technique standalone.
+ *
+ *   double gflops;  char how[96];
+ *   tb_gemm_ceiling(be, TB_AMP_OFF, 0, 1024, &gflops, how, sizeof how);
+ */
+#ifndef TB_BENCH_GEMM_CEILING_H
+#define TB_BENCH_GEMM_CEILING_H
+
+#include <stddef.h>
+
+#include "lib/backend/backend.h"
+
+/* *gflops = the ceiling, 1e9 FLOP/s (2 n^3 / fastest time); how = one
+ * line saying what was measured ("fp32 GEMM 1024^3, best of 3 in this
+ * process"). amp is a tb_amp_dtype, tf32 the config's flag. Where the
+ * backend has no such GEMM (fp16 on the CPU), *gflops is NaN, how says
+ * why, and TB_OK is returned. REQUIRES: n >= 16. Errors: device memory,
+ * a failing GEMM. */
+int tb_gemm_ceiling(tb_backend *be, int amp, int tf32, int n, double *gflops, char *how,
+                    size_t cap);
+
+#endif
