@@ -716,14 +716,16 @@ ATTN_AVX512 static void softmax_avx512_tiles(const attn_geom *g, float *s, int i
         __m512 x1 = _mm512_mul_ps(_mm512_load_ps(srow + 16), scale);
         __m512 x2 = _mm512_mul_ps(_mm512_load_ps(srow + 32), scale);
         __m512 x3 = _mm512_mul_ps(_mm512_load_ps(srow + 48), scale);
-        float mt = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(x0, x1), _mm512_max_ps(x2, x3)));
+        __m512 x01 = _mm512_max_ps(x0, x1), x23 = _mm512_max_ps(x2, x3);
+        float mt = _mm512_reduce_max_ps(_mm512_max_ps(x01, x23));
         float mn = tb_attn_max_f(m[ii], mt), r = tb_attn_rescale_f(m[ii], mn);
         __m512 vm = _mm512_set1_ps(mn);
         __m512 p0 = exp_neg_512(_mm512_sub_ps(vm, x0)), p1 = exp_neg_512(_mm512_sub_ps(vm, x1));
         __m512 p2 = exp_neg_512(_mm512_sub_ps(vm, x2)), p3 = exp_neg_512(_mm512_sub_ps(vm, x3));
         _mm512_store_ps(srow, p0), _mm512_store_ps(srow + 16, p1);
         _mm512_store_ps(srow + 32, p2), _mm512_store_ps(srow + 48, p3);
-        float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(p0, p1), _mm512_add_ps(p2, p3)));
+        __m512 p01 = _mm512_add_ps(p0, p1), p23 = _mm512_add_ps(p2, p3);
+        float sum = _mm512_reduce_add_ps(_mm512_add_ps(p01, p23));
         l[ii] = tb_attn_sum_update_f(l[ii], r, sum);
         m[ii] = mn;
         if (r != 1.0f) {
