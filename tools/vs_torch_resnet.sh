@@ -16,6 +16,11 @@
 # images/s, with min..max, and the ratio tunebench/PyTorch of the medians
 # (> 1: tunebench faster) and the median of the per-round ratios.
 #
+# On a busy machine use THREADS=1: with 2 OpenMP threads on 2 cores that
+# other work shares, both sides' spinning threads lose most of the time
+# (seen: tunebench bf16 2.9 vs 17 images/s with 1 thread), and the ratio
+# measures the scheduler. The issue's floor is for an idle machine, 2 threads.
+#
 # Needs: bazel (builds //bench:train), PyTorch importable by $PYTHON
 # (default /work/torch-venv/bin/python, else python3). Not a test: timings
 # belong to an idle machine; on a shared one say so beside the figures.
