@@ -11,7 +11,7 @@ lib/report/results.h), or a results root holding exactly one device folder.
 Agreement (the default mode). A compared row is a non-baseline row with a
 speedup and its interval (speedup, speedup_ci_low, speedup_ci_high) and a
 timing verdict faster / slower / within noise. Rows of the two runs are
-matched by (technique, setting, param_name, param_value, metric). For each
+matched by (technique, setting, param_name, param_value, metric, workload). For each
 matched row, with se = (log hi - log lo) / (2 * 1.96) from each run's 95%
 interval,
     z = |log s1 - log s2| / sqrt(se1^2 + se2^2);
@@ -94,7 +94,10 @@ def compared_row(row, where):
     if not (0 < lo <= s <= hi):
         raise BadInput("%s: speedup %g outside its interval [%g, %g] (or not positive)" %
                        (where, s, lo, hi))
-    key = (row["technique"], row["setting"], row["param_name"], row["param_value"], row["metric"])
+    # the workload (schema 3) tells apart a technique's rows on its models;
+    # a run before it has none (empty: matches an empty workload only)
+    key = (row["technique"], row["setting"], row["param_name"], row["param_value"], row["metric"],
+           row.get("workload") or "")
     rec = {"s": s, "lo": lo, "hi": hi, "metric": row["metric"],
            "noise": number(row["noise_floor"], where, "noise_floor"),
            "se": (math.log(hi) - math.log(lo)) / (2 * Z95),
@@ -135,11 +138,11 @@ def read_run(path):
 
 
 def label(key):
-    technique, setting, pname, pval, metric = key
+    technique, setting, pname, pval, metric, workload = key
     s = "%s %s" % (technique, setting)
     if pname or pval:
         s += " %s=%s" % (pname, pval)
-    return s + " (%s)" % metric
+    return s + " (%s%s)" % (metric, ", " + workload if workload else "")
 
 
 def z_score(a, b):

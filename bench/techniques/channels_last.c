@@ -23,7 +23,7 @@ static const tb_step_technique tech = {
         .name = "channels_last",
         .headline = "channels last",
         .what = "channels last (NHWC) vs NCHW on the training step",
-        .est_seconds = {20, 70, 10}, /* default, full, tiny */
+        .est_seconds = {5, 70, 10}, /* default, full, tiny */
         .budget_seconds = {12, 60, 2}, /* of its rounds, same order */
         .order = 240,
         .tiny = {.min_rows = 2, .plots = "channels_last"},

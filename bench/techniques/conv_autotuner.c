@@ -453,7 +453,7 @@ static const tb_technique technique = {
     .headline = "autotuned",
     .what = "Default vs autotuned convolution algorithm (fwd, fwd+bwd), tuning cost, "
             "and batch sizes that change every step.",
-    .est_seconds = {90, 900, 15}, /* default, full, tiny */
+    .est_seconds = {58, 900, 15}, /* default, full, tiny */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
     .budget_seconds = {45, 850, 10},
     .order = 340,

@@ -1112,7 +1112,7 @@ static const tb_technique technique = {
             "(MPI ranks, buckets, overlap, imbalance, SyncBatchNorm) on the "
             "small CNN at the same global batch, and the "
             "all-reduce bus bandwidth.",
-    .est_seconds = {60, 300, 45}, /* default, full, tiny */
+    .est_seconds = {42, 300, 45}, /* default, full, tiny */
     /* the whole sweep's: the DDP rounds get what the checks leave less
      * DP_BUDGET_SHARE, DP's rounds that share */
     .budget_seconds = {38, 250, 30},

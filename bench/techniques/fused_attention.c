@@ -302,7 +302,7 @@ static const tb_technique technique = {
     .what = "Manual vs fused attention (forward, forward+backward; causal and not) over "
             "sequence lengths 128 .. 4096: time and memory. Fused is tunebench's own fp32 "
             "kernel (no tensor cores), not cuDNN's or PyTorch's flash attention.",
-    .est_seconds = {90, 420, 6}, /* default, full, tiny */
+    .est_seconds = {54, 420, 6}, /* default, full, tiny */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
     .budget_seconds = {35, 380, 4},
     .order = 310,

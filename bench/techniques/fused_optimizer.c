@@ -274,7 +274,7 @@ static const tb_technique technique = {
     .name = "fused_optimizer",
     .headline = "fused",
     .what = "Per-tensor vs fused optimizer step (SGD, AdamW) over parameter counts.",
-    .est_seconds = {30, 420, 3}, /* default, full, tiny */
+    .est_seconds = {22, 420, 3}, /* default, full, tiny */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
     .budget_seconds = {18, 380, 2},
     .order = 280,

@@ -283,7 +283,7 @@ static const tb_technique technique = {
     .headline = "fused",
     .what = "Fused vs unfused GELU (forward and backward) over sizes, beside the "
             "copy bandwidth.",
-    .est_seconds = {40, 240, 5}, /* default, full, tiny */
+    .est_seconds = {32, 240, 5}, /* default, full, tiny */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
     .budget_seconds = {26, 200, 2},
     .order = 10,

@@ -81,7 +81,7 @@ static const tb_step_technique tech = {
         .name = "host_syncs",
         .headline = "read every 10",
         .what = "loss read by the host every step (.item()) vs every 10 / 50 steps",
-        .est_seconds = {24, 600, 75}, /* default, full, tiny */
+        .est_seconds = {29, 600, 75}, /* default, full, tiny */
         .budget_seconds = {16, 80, 2}, /* of its rounds, same order */
         .order = 200,
         .tiny = {.min_rows = 3, .plots = "host_syncs"},

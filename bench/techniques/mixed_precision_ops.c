@@ -324,7 +324,7 @@ static const tb_technique technique = {
     .headline = "bf16",
     .what = "GEMM and convolution alone: fp32 vs bf16 / fp16 inputs with fp32 "
             "accumulation.",
-    .est_seconds = {15, 200, 3}, /* default, full, tiny */
+    .est_seconds = {10, 200, 3}, /* default, full, tiny */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
     .budget_seconds = {10, 180, 2},
     .order = 370,

@@ -243,7 +243,7 @@ static const tb_technique technique = {
     .headline = "pinned",
     .what = "Host-to-device and device-to-host bandwidth, pageable vs pinned (sync and "
             "async on a side stream), 4 KiB .. 256 MiB.",
-    .est_seconds = {10, 40, 1}, /* default, full, tiny */
+    .est_seconds = {1, 40, 1}, /* default, full, tiny */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
     .budget_seconds = {5, 35, 1},
     .order = 360,

@@ -13,7 +13,7 @@ static const tb_device_toggle toggle = {
         .name = "tensors_on_device",
         .headline = "on",
         .what = "per-step tensors made by device ops vs built on the host and copied",
-        .est_seconds = {13, 35, 5}, /* default, full, tiny */
+        .est_seconds = {6, 35, 5}, /* default, full, tiny */
         .budget_seconds = {5, 25, 1}, /* of its rounds, same order */
         .order = 130,
         .tiny = {.min_rows = 2},
