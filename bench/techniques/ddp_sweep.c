@@ -528,8 +528,6 @@ static int fill_paired(const sweep *s, tb_result_row *row, const ddp_case *c, in
 typedef struct dp_result {
     const char *setting;
     int n;
-    double step_s[MAX_STEPS];
-    int nsteps;
     double loss, ref_loss, max_abs_w;
 } dp_result;
 
@@ -593,50 +591,6 @@ out_free:
     return rc;
 }
 
-static int dp_run(const dp_where *w, const plan *p, int n, int threads, const float *img,
-                  const int32_t *lab, dp_result *r)
-{
-    tb_backend *be = NULL;
-    tb_dp_check_net net = {0};
-    tb_dp *dp = NULL;
-    float *ref_w = NULL;
-    int per = threads / n > 0 ? threads / n : 1, rc;
-    r->setting = w->setting;
-    r->n = n;
-    r->nsteps = 0;
-    TB_TRY_GOTO(rc, dp_model(w, per, p->batch, &be, &net), out_free);
-    TB_TRY_GOTO(rc, tb_dp_create(net.m, tb_spec_small_cnn, &net.opts, n, w->mode, per, &dp),
-                    out_free);
-    for (int step = 0; step < p->steps; step++) {
-        float l = NAN;
-        int last = step == p->steps - 1;
-        double t0 = tb_comm_now();
-        TB_TRY_GOTO(rc, tb_model_zero_grad(net.m, 1), out_free);
-        /* the loss read (a host wait on a GPU) only on the last step, as a
-         * loop that does not print it every step */
-        TB_TRY_GOTO(rc, tb_dp_step(dp, img, lab, p->batch, 1.0f, last ? &l : NULL), out_free);
-        TB_TRY_GOTO(rc, tb_optim_step(&net.opt), out_free);
-        TB_TRY_GOTO(rc, be->sync(be), out_free); /* device 0's optimizer ends the step */
-        if (step > 0 && r->nsteps < MAX_STEPS) /* the first step warms up */
-            r->step_s[r->nsteps++] = tb_comm_now() - t0;
-        if (last)
-            r->loss = l;
-    }
-    float ref_loss = NAN;
-    TB_TRY_GOTO(rc, dp_reference(w, p, n, img, lab, &ref_loss, &ref_w), out_free);
-    r->ref_loss = ref_loss;
-    r->max_abs_w = 0;
-    for (size_t i = 0; i < net.m->numel; i++)
-        r->max_abs_w = fmax(r->max_abs_w, fabs((double)net.m->flat_w[i] - ref_w[i]));
-out_free:
-    free(ref_w);
-    tb_dp_destroy(dp);
-    tb_dp_check_net_free(&net);
-    if (be)
-        tb_backend_close(be);
-    return rc;
-}
-
 /* One DP arm of the rounds: a DataParallel of n replicas with its own
  * backend and model, stepping on the check's batch (the step time does not
  * depend on the values). */
@@ -662,23 +616,61 @@ static void dp_arm_close(dp_arm *a)
     memset(&a->net, 0, sizeof a->net);
 }
 
-/* One training step, ended on the host (as dp_run's timed steps). */
-static int dp_arm_step(dp_arm *a)
+/* One training step, ended on the host (device 0's optimizer ends it).
+ * loss non-NULL: read it (a host wait on a GPU), as a loop that prints it
+ * only now and then. */
+static int dp_arm_step(dp_arm *a, float *loss)
 {
     TB_TRY(tb_model_zero_grad(a->net.m, 1));
-    TB_TRY(tb_dp_step(a->dp, a->img, a->lab, a->p->batch, 1.0f, NULL));
+    TB_TRY(tb_dp_step(a->dp, a->img, a->lab, a->p->batch, 1.0f, loss));
     TB_TRY(tb_optim_step(&a->net.opt));
     return a->be->sync(a->be);
 }
 
-/* A fresh build, warmed up by one step. */
-static int dp_arm_open(dp_arm *a)
+/* A fresh build: the backend, the model and its DataParallel. */
+static int dp_arm_build(dp_arm *a)
 {
     int per = a->threads / a->n > 0 ? a->threads / a->n : 1;
     TB_TRY(dp_model(a->w, per, a->p->batch, &a->be, &a->net));
-    TB_TRY(tb_dp_create(a->net.m, tb_spec_small_cnn, &a->net.opts, a->n, a->w->mode, per,
-                        &a->dp));
-    return dp_arm_step(a);
+    return tb_dp_create(a->net.m, tb_spec_small_cnn, &a->net.opts, a->n, a->w->mode, per,
+                        &a->dp);
+}
+
+/* A fresh build, warmed up by one step (an arm of the rounds). */
+static int dp_arm_open(dp_arm *a)
+{
+    TB_TRY(dp_arm_build(a));
+    return dp_arm_step(a, NULL);
+}
+
+/* DP's check: n replicas trained the profile's steps from scratch, the
+ * last loss and the weights against the per-replica-share reference. */
+static int dp_run(const dp_where *w, const plan *p, int n, int threads, const float *img,
+                  const int32_t *lab, dp_result *r)
+{
+    dp_arm a = {.w = w, .p = p, .n = n, .threads = threads, .img = img, .lab = lab};
+    float *ref_w = NULL;
+    int rc;
+    r->setting = w->setting;
+    r->n = n;
+    TB_TRY_GOTO(rc, dp_arm_build(&a), out_free);
+    for (int step = 0; step < p->steps; step++) {
+        float l = NAN;
+        int last = step == p->steps - 1;
+        TB_TRY_GOTO(rc, dp_arm_step(&a, last ? &l : NULL), out_free);
+        if (last)
+            r->loss = l;
+    }
+    float ref_loss = NAN;
+    TB_TRY_GOTO(rc, dp_reference(w, p, n, img, lab, &ref_loss, &ref_w), out_free);
+    r->ref_loss = ref_loss;
+    r->max_abs_w = 0;
+    for (size_t i = 0; i < a.net.m->numel; i++)
+        r->max_abs_w = fmax(r->max_abs_w, fabs((double)a.net.m->flat_w[i] - ref_w[i]));
+out_free:
+    free(ref_w);
+    dp_arm_close(&a);
+    return rc;
 }
 
 static int dp_arm_run(void *user, long units, double *seconds)
@@ -686,7 +678,7 @@ static int dp_arm_run(void *user, long units, double *seconds)
     dp_arm *a = user;
     double t0 = tb_comm_now();
     for (long i = 0; i < units; i++)
-        TB_TRY(dp_arm_step(a));
+        TB_TRY(dp_arm_step(a, NULL));
     *seconds = tb_comm_now() - t0;
     return TB_OK;
 }
