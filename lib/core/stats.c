@@ -423,25 +423,27 @@ int tb_stats_paired_builds(const double *base, const double *var, const int *bui
         return TB_OK;
 
     /* one-way ANOVA of the log ratios by build (the groups are runs of equal build[]) */
+    double *d = malloc(n * sizeof *d);
+    if (!d)
+        return TB_FAIL(TB_ERR_NOMEM, "%zu log ratios", n);
     double grand = 0, ssw = 0, ssb = 0, sum_n2 = 0;
     for (size_t r = 0; r < n; r++)
-        grand += log(base[r]) - log(var[r]);
+        grand += d[r] = log(base[r]) - log(var[r]);
     grand /= (double)n;
     for (size_t a = 0; a < n;) {
         size_t b = a;
         double m = 0;
         while (b < n && build[b] == build[a])
-            m += log(base[b]) - log(var[b]), b++;
+            m += d[b++];
         double nbk = (double)(b - a);
         m /= nbk;
-        for (size_t r = a; r < b; r++) {
-            double e = log(base[r]) - log(var[r]) - m;
-            ssw += e * e;
-        }
+        for (size_t r = a; r < b; r++)
+            ssw += (d[r] - m) * (d[r] - m);
         ssb += nbk * (m - grand) * (m - grand);
         sum_n2 += nbk * nbk;
         a = b;
     }
+    free(d);
     double N = (double)n, B = (double)nb;
     double msb = ssb / (B - 1), msw = ssw / (N - B), n0 = (N - sum_n2 / N) / (B - 1);
     double sb2 = n0 > 0 ? (msb - msw) / n0 : 0;
