@@ -18,11 +18,13 @@
  * All-reduce bus bandwidth: the N-rank worker times the blocking all-reduce
  * over message sizes (lib/dist/comm.h; busbw as nccl-tests defines it).
  *
- * DDP configurations are timed in interleaved rounds (issue 14): each round
- * launches every configuration once, in an order shuffled per round from
- * ROUND_SEED, each launch a short run (a warm-up step, dropped, then
- * steps_per_round steps); a round's value of a configuration is the median
- * of its launch's step times (the slowest rank's). The baseline is DDP on
+ * DDP configurations are timed in interleaved rounds (issue 14). First each
+ * configuration's check launch (untimed): --verify, the bus bandwidth, and
+ * its step time, from which its timed launches get as many steps as last
+ * the profile's min_launch_s. Then each round launches every configuration
+ * once, in an order shuffled per round from ROUND_SEED (a warm-up step,
+ * dropped, then its timed steps); a round's value of a configuration is the
+ * median of its launch's step times (the slowest rank's). The baseline is DDP on
  * 1 rank (one process at the global batch), and an A/A copy of it is
  * launched in every round too. Speedups are paired (tb_stats_paired on the
  * per-round medians, tb_stats_paired_verdict with the A/A pair); rounds go
@@ -32,8 +34,7 @@
  * that runs its steps and exits (bench/cmd/ddp_worker.c); keeping all eight
  * groups alive would leave 15 processes on 2 cores polling MPI between
  * their rounds. The launch itself (mpirun, model build, warm-up step) is
- * outside the timed steps. Checks (--verify) and the bus bandwidth run in
- * the first round's launches only.
+ * outside the timed steps.
  * DP runs in this process after the DDP rounds: first its check (one run
  * per replica count, the profile's steps, against the reference below),
  * then its own interleaved experiment (bench/harness/rounds.h): an arm per
@@ -75,8 +76,10 @@
 #include "lib/nn/optim.h"
 #include "lib/report/plot.h"
 
-#define MAX_STEPS 256
+#define MAX_STEPS 256      /* all-reduce repetitions of one size */
+#define MAX_LAUNCH_STEPS 64 /* timed steps of one launch */
 #define MAX_ROUNDS 40
+#define MAX_TIMED_STEPS (MAX_ROUNDS * MAX_LAUNCH_STEPS) /* a case's, over its rounds */
 #define ROUND_SEED 0x6464705f726f756eull /* "ddp_roun": the rounds' orders */
 #define TARGET_HALF_WIDTH 0.02
 #define LOSS_TOL 1e-4
@@ -96,8 +99,10 @@ typedef struct ddp_case {
     int overlap, sync_bn, verify, busbw;
     double imbalance;
     /* read back */
-    double step_s[MAX_STEPS], exposed_s[MAX_STEPS], allreduce_s[MAX_STEPS]; /* all rounds' */
-    int n;
+    double step_s[MAX_TIMED_STEPS], exposed_s[MAX_TIMED_STEPS], allreduce_s[MAX_TIMED_STEPS];
+    int n;                    /* timed steps so far (all rounds') */
+    int launch_steps;         /* timed steps of each of its launches (from its check launch) */
+    double check_step_s;      /* the check launch's median step */
     double round_s[MAX_ROUNDS]; /* per round: the median of its launch's steps */
     int rounds;
     double bytes, last_loss;
@@ -107,7 +112,8 @@ typedef struct ddp_case {
 
 typedef struct plan {
     int steps, batch, max_ranks, busbw_reps;
-    int steps_per_round;      /* timed steps of one launch in a round */
+    int check_steps;          /* steps of a check launch (the --verify run), warm-up not counted */
+    double min_launch_s;      /* a timed launch's steps last at least this */
     size_t small_bucket, busbw_max;
     long data_limit;
 } plan;
@@ -143,9 +149,14 @@ static void plan_profile(int profile, plan *p)
         p->data_limit = 16384;
     if (p->max_ranks < 1)
         p->max_ranks = 1;
-    /* The profile's steps spread over the minimum of 5 rounds, at least 2 a
-     * launch (a median of one step is one scheduler hiccup away). */
-    p->steps_per_round = p->steps / 5 > 2 ? p->steps / 5 : 2;
+    /* The checks compare the loss after the profile's steps spread over 5
+     * rounds, at least 2 (the length LOSS_TOL was set for: the relative
+     * difference grows with the steps, 1.3e-4 after 12). A timed launch
+     * runs as many steps as last min_launch_s (MAX_LAUNCH_STEPS at most):
+     * the median of 2 steps, 16 ms of a launch that costs 0.45 s, was one
+     * scheduler hiccup away, and the intervals were +-10-20% after 7 rounds. */
+    p->check_steps = p->steps / 5 > 2 ? p->steps / 5 : 2;
+    p->min_launch_s = profile == TB_PROFILE_TINY ? 0.0 : profile == TB_PROFILE_FULL ? 0.4 : 0.1;
 }
 
 /* The worker binary: in the runfiles tree beside this one (bazel run,
@@ -203,7 +214,7 @@ static int plan_cases(sweep *s)
 
 /* mpirun -np n [--oversubscribe] [--allow-run-as-root] worker flags;
  * the workers' output goes to our stderr. */
-static int launch(sweep *s, ddp_case *c, const char *report, int first)
+static int launch(sweep *s, ddp_case *c, const char *report, int check)
 {
     char a[16][128];
     int k = 0;
@@ -230,7 +241,8 @@ static int launch(sweep *s, ddp_case *c, const char *report, int first)
     ARG("--data-limit=%ld", s->p.data_limit);
     ARG("--test-limit=256");
     ARG("--batch-size=%d", s->p.batch);
-    ARG("--max-steps=%d", s->p.steps_per_round + 1); /* + the dropped warm-up step */
+    /* + the dropped warm-up step */
+    ARG("--max-steps=%d", (check ? s->p.check_steps : c->launch_steps) + 1);
     ARG("--bucket-size=%zu", c->bucket);
     ARG("--%soverlap", c->overlap ? "" : "no-");
     ARG("--imbalance=%g", c->imbalance);
@@ -241,18 +253,19 @@ static int launch(sweep *s, ddp_case *c, const char *report, int first)
     char rep[200], bb[64], br[64];
     snprintf(rep, sizeof rep, "--report=%s", report);
     argv[na++] = rep;
-    if (c->verify && first)
+    if (c->verify && check)
         argv[na++] = "--verify";
     if (c->sync_bn)
         argv[na++] = "--sync-bn";
-    if (c->busbw && first) {
+    if (c->busbw && check) {
         snprintf(bb, sizeof bb, "--busbw-max=%zu", s->p.busbw_max);
         snprintf(br, sizeof br, "--busbw-reps=%d", s->p.busbw_reps);
         argv[na++] = bb;
         argv[na++] = br;
     }
     argv[na] = NULL;
-    fprintf(stderr, "ddp: %s on %d rank%s\n", c->label, c->ranks, c->ranks > 1 ? "s" : "");
+    fprintf(stderr, "ddp: %s on %d rank%s%s\n", c->label, c->ranks, c->ranks > 1 ? "s" : "",
+            check ? " (checks, untimed)" : "");
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0)
@@ -298,7 +311,7 @@ static int step_row(const char *line, void *ctx)
                &bytes, &loss) != 9)
         return 0; /* the header */
     c->last_loss = loss;
-    if (step == 0 || c->n >= MAX_STEPS) /* warm-up */
+    if (step == 0 || c->n >= MAX_TIMED_STEPS) /* warm-up */
         return 0;
     c->step_s[c->n] = st;
     c->exposed_s[c->n] = ex;
@@ -308,15 +321,26 @@ static int step_row(const char *line, void *ctx)
     return 0;
 }
 
-/* Appends the launch's timed steps to the case's and its median to the
- * case's rounds. */
-static int read_steps(ddp_case *c, const char *report)
+/* A timed launch: appends its steps to the case's and their median to the
+ * case's rounds. A check launch (check = 1): takes the median step, from
+ * which the case's timed launches get their length, and keeps nothing. */
+static int read_steps(const sweep *s, ddp_case *c, const char *report, int check)
 {
     char path[256];
     int n0 = c->n;
     TB_TRY(each_report_line(report, "steps", path, sizeof path, step_row, c));
     if (c->n - n0 < 1)
         return TB_FAIL(TB_ERR_DATA, "%s: no timed step", path);
+    if (check) {
+        TB_TRY(tb_stats_median(c->step_s + n0, (size_t)(c->n - n0), &c->check_step_s));
+        c->n = n0;
+        double want = s->p.min_launch_s / c->check_step_s;
+        c->launch_steps = want < 2 ? 2 : want > MAX_LAUNCH_STEPS ? MAX_LAUNCH_STEPS : (int)ceil(want);
+        fprintf(stderr, "ddp: %s, %d rank%s: checks done, median step %.2f ms: %d timed steps a "
+                "launch\n", c->label, c->ranks, c->ranks > 1 ? "s" : "", 1e3 * c->check_step_s,
+                c->launch_steps);
+        return TB_OK;
+    }
     if (c->rounds >= MAX_ROUNDS)
         return TB_FAIL(TB_ERR_INTERNAL, "more than %d rounds", MAX_ROUNDS);
     TB_TRY(tb_stats_median(c->step_s + n0, (size_t)(c->n - n0), &c->round_s[c->rounds]));
@@ -378,15 +402,18 @@ static int read_busbw(sweep *s, const char *report)
     return each_report_line(report, "busbw", path, sizeof path, busbw_row, s);
 }
 
-static int run_case(sweep *s, ddp_case *c, int index, int first)
+/* One launch of case c: its checks (check = 1: the verification and bus
+ * bandwidth, untimed, sizing its timed launches), or one round's timed
+ * steps. */
+static int run_case(sweep *s, ddp_case *c, int index, int check)
 {
     char report[160], path[220];
     snprintf(report, sizeof report, "%s/run%d", s->tmp, index);
-    TB_TRY(launch(s, c, report, first));
-    TB_TRY(read_steps(c, report));
-    if (c->verify && first)
+    TB_TRY(launch(s, c, report, check));
+    TB_TRY(read_steps(s, c, report, check));
+    if (c->verify && check)
         TB_TRY(read_verify(c, report));
-    if (c->busbw && first)
+    if (c->busbw && check)
         TB_TRY(read_busbw(s, report));
     static const char *const ext[] = {"steps", "trace", "verify", "busbw"};
     for (int i = 0; i < 4; i++) {
@@ -435,10 +462,11 @@ static int widest_interval(const sweep *s, double *w)
     return TB_OK;
 }
 
-/* Rounds of launches, every case once a round in a shuffled order, from 5
+/* First every case's check launch (untimed: the verification, the bus
+ * bandwidth and the step time that sizes its timed launches), then rounds
+ * of timed launches, every case once a round in a shuffled order, from 5
  * rounds until the widest interval is within the target, the budget would
- * be passed by another round as long as the longest so far (round 0, with
- * the checks and the bus bandwidth, not counted), or MAX_ROUNDS. */
+ * be passed by another round as long as the longest so far, or MAX_ROUNDS. */
 static int run_rounds(sweep *s)
 {
     int order[64];
@@ -452,6 +480,8 @@ static int run_rounds(sweep *s)
     double load_sum = 0;
     int load_n = 0;
     s->stop = TB_STOP_CAP;
+    for (int i = 0; i < s->ncases; i++)
+        TB_TRY(run_case(s, &s->cases[i], i, 1));
     for (int r = 0; r < MAX_ROUNDS; r++) {
         double tr = now_s();
         for (int i = 0; i < s->ncases; i++)
@@ -462,11 +492,11 @@ static int run_rounds(sweep *s)
             order[j] = t;
         }
         for (int k = 0; k < s->ncases; k++)
-            TB_TRY(run_case(s, &s->cases[order[k]], order[k], r == 0));
+            TB_TRY(run_case(s, &s->cases[order[k]], order[k], 0));
         double l = load_1min();
         if (!isnan(l))
             load_sum += l, load_n++;
-        if (r > 0 && now_s() - tr > longest)
+        if (now_s() - tr > longest)
             longest = now_s() - tr;
         if (r + 1 < 5)
             continue;
@@ -757,7 +787,7 @@ static void set_check(tb_result_row *row, double rel, double max_abs_w, int weig
 static int add_efficiency(tb_bench *b, const char *setting, const char *param, int n,
                           const double *step_s, int nsteps, double base_s)
 {
-    double eff[MAX_STEPS];
+    double eff[MAX_TIMED_STEPS];
     for (int i = 0; i < nsteps; i++)
         eff[i] = base_s / ((double)n * step_s[i]);
     gb_run r = as_run(setting, eff, nsteps);
@@ -1104,10 +1134,10 @@ static const tb_technique technique = {
             "(MPI ranks, buckets, overlap, imbalance, SyncBatchNorm) on the "
             "small CNN at the same global batch, and the "
             "all-reduce bus bandwidth.",
-    .est_seconds = {42, 300, 45}, /* default, full, tiny */
+    .est_seconds = {48, 300, 45}, /* default, full, tiny */
     /* the whole sweep's: the DDP rounds get what the checks leave less
      * DP_BUDGET_SHARE, DP's rounds that share */
-    .budget_seconds = {38, 250, 30},
+    .budget_seconds = {44, 250, 30},
     .order = 320,
     .tiny = {.min_rows = 12, .plots = "ddp,ddp_efficiency,ddp_busbw", .no_gbench = 1},
 };
