@@ -24,7 +24,7 @@ static const tb_step_technique tech = {
         .headline = "to none",
         .what = "zero_grad(set_to_none=True) vs memset on the training step",
         .est_seconds = {14, 70, 5}, /* default, full, tiny */
-        .budget_seconds = {12, 60, 2}, /* of its rounds, same order */
+        .budget_seconds = {18, 60, 2}, /* of its rounds, same order */
         .order = 60,
         .tiny = {.min_rows = 2, .plots = "grads_to_none"},
     },

@@ -38,7 +38,7 @@ static const tb_step_technique tech = {
         .headline = "bf16",
         .what = "mixed precision (autocast) off / bf16 / fp16 on the training step",
         .est_seconds = {14, 120, 10}, /* default, full, tiny */
-        .budget_seconds = {12, 60, 2}, /* of its rounds, same order */
+        .budget_seconds = {18, 60, 2}, /* of its rounds, same order */
         .order = 230,
         .tiny = {.min_rows = 3, .plots = "mixed_precision"},
     },

@@ -32,7 +32,7 @@ static const tb_step_technique tech = {
         .headline = "persistent",
         .what = "loader workers kept across short epochs vs restarted every epoch",
         .est_seconds = {14, 80, 15}, /* default, full, tiny */
-        .budget_seconds = {12, 60, 2}, /* of its rounds, same order */
+        .budget_seconds = {16, 60, 2}, /* of its rounds, same order */
         .order = 40,
         .tiny = {.min_rows = 2, .plots = "persistent_workers"},
     },

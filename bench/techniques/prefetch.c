@@ -31,7 +31,7 @@ static const tb_step_technique tech = {
         .headline = "prefetch=2",
         .what = "prefetch depth per loader worker (2 workers): epoch time",
         .est_seconds = {23, 120, 15}, /* default, full, tiny */
-        .budget_seconds = {20, 100, 2}, /* of its rounds, same order */
+        .budget_seconds = {26, 100, 2}, /* of its rounds, same order */
         .order = 30,
         .tiny = {.min_rows = 4, .plots = "prefetch"},
     },

@@ -204,7 +204,7 @@ static const tb_step_technique waterfall = {
         /* The step part's rounds (all 30 configurations interleaved); the
          * rest of est_seconds is the time-to-accuracy part (2 runs of at
          * most 30 s in the default profile), which is not timed in rounds. */
-        .budget_seconds = {56, 900, 10},
+        .budget_seconds = {80, 900, 10},
         .order = 270,
         .tiny = {.min_rows = 30, .plots = "waterfall", .na_note = "n/a on the CPU backend: "},
     },
