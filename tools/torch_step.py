@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """torch_step.py - PyTorch's training-step throughput on the workloads tunebench
-times (ResNet-50 v1.5 on synthetic images, GPT-2 small on synthetic tokens), so
+times (ResNet-50 v1.5 on synthetic images, GPT-2 small on synthetic tokens,
+tunebench's small CNN on synthetic 1x28x28 images), so
 that tools/gpu_check.sh can put tunebench's number beside PyTorch's on the same
 machine.
 
@@ -41,12 +42,13 @@ import time
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu")
-    p.add_argument("--model", default="resnet50,gpt2", help="comma-separated: resnet50, gpt2")
+    p.add_argument("--model", default="resnet50,gpt2",
+                   help="comma-separated: resnet50, gpt2, small_cnn")
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument("--context", type=int, default=1024)
     p.add_argument("--layers", type=int, default=12, help="GPT-2 blocks (12 = GPT-2 small)")
     p.add_argument("--batch-size", type=int, default=0,
-                   help="0 = tunebench's default (32 for resnet50, 4 for gpt2)")
+                   help="0 = tunebench's default (32 for resnet50 and small_cnn, 4 for gpt2)")
     p.add_argument("--steps", type=int, default=20, help="timed steps")
     p.add_argument("--warmup", type=int, default=5, help="untimed steps first")
     p.add_argument("--header", type=int, default=1, help="print the CSV header")
@@ -61,8 +63,8 @@ def parse_args(argv):
                    help='read "run K" / "quit" commands from stdin (bench:vs_torch)')
     a = p.parse_args(argv)
     for name in a.model.split(","):
-        if name not in ("resnet50", "gpt2"):
-            p.error("unknown model %r: use resnet50 and/or gpt2" % name)
+        if name not in ("resnet50", "gpt2", "small_cnn"):
+            p.error("unknown model %r: use resnet50, gpt2 and/or small_cnn" % name)
     if a.steps < 1 or a.warmup < 0 or a.batch_size < 0:
         p.error("--steps must be >= 1, --warmup and --batch-size >= 0")
     return a
@@ -103,6 +105,29 @@ def resnet50(torch, nn):
             cin = width * 4
     layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2048, 1000)]
     return nn.Sequential(*layers), "plain definition"
+
+
+def small_cnn(nn):
+    """tunebench's small CNN (lib/nn/model.c, tb_spec_small_cnn) as its trainer
+    builds it for 1x28x28 images and 10 classes: conv3x3(16) with bias, BN,
+    ReLU; maxpool 2; a residual block (conv-BN-ReLU-conv-BN + identity,
+    ReLU) of 16; conv3x3 stride 2 (32), BN, ReLU; a residual block of 32;
+    linear(64) on the flattened 7x7 map; exact GELU; linear(10)."""
+    def conv_bn(cin, cout, stride, relu=True):
+        layers = [nn.Conv2d(cin, cout, 3, stride, 1, bias=True), nn.BatchNorm2d(cout)]
+        return nn.Sequential(*(layers + [nn.ReLU()] if relu else layers))
+
+    class Res(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.body = nn.Sequential(conv_bn(c, c, 1), conv_bn(c, c, 1, relu=False))
+
+        def forward(self, x):
+            return nn.functional.relu(self.body(x) + x)
+
+    return nn.Sequential(conv_bn(1, 16, 1), nn.MaxPool2d(2, 2), Res(16), conv_bn(16, 32, 2),
+                         Res(32), nn.Flatten(), nn.Linear(32 * 7 * 7, 64), nn.GELU(),
+                         nn.Linear(64, 10)), "plain definition"
 
 
 def gpt2(torch, nn, context, n_layers, vocab=50257):
@@ -209,6 +234,13 @@ def run_model(torch, a, name):
                         torch.randint(0, 1000, (b,), generator=g).to(a.device))
         loss_of = F.cross_entropy
         size, per_step, unit = a.image_size, b, "images/s"
+    elif name == "small_cnn":
+        b = a.batch_size or 32
+        model, src = small_cnn(nn)
+        make = lambda: (torch.randn(b, 1, 28, 28, generator=g).to(a.device),
+                        torch.randint(0, 10, (b,), generator=g).to(a.device))
+        loss_of = F.cross_entropy
+        size, per_step, unit = 28, b, "images/s"
     else:
         b = a.batch_size or 4
         model, src = gpt2(torch, nn, a.context, a.layers, a.vocab)

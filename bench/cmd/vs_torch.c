@@ -5,7 +5,8 @@
  * Configurations (same shapes, same SGD with momentum, synthetic data on
  * both sides): ResNet-50 at 64x64 batch 16 in fp32 NCHW, channels-last,
  * bf16 autocast, channels-last + bf16; GPT-2 with 2 blocks, context 128,
- * batch 2 and the full vocabulary of 50,257.
+ * batch 2 and the full vocabulary of 50,257; the small CNN (1x28x28, batch
+ * 32) in fp32 and under bf16 autocast.
  *
  * Per configuration one long-lived PyTorch process (tools/torch_step.py
  * --serve, driven over a pipe: "run K" answers the seconds K steps took,
@@ -17,6 +18,14 @@
  * with its 95% interval (> 1: tunebench is faster). Rows: per
  * configuration "pytorch <config>" (baseline) and "tunebench <config>",
  * step time in ms, in results/<device>/vs_torch.csv (results/README.md).
+ * Then, per model with an fp32 and a bf16 configuration (same layout),
+ * a row "bf16 gain <model>" (metric "bf16 gain", unit x): tunebench's bf16
+ * speedup over its fp32 (median, the two configurations' medians) and, as
+ * its speedup column, that gain over PyTorch's, which is the bf16
+ * configuration's speedup over PyTorch divided by the fp32 one's; its 95%
+ * interval adds the two intervals' log half-widths in quadrature (the two
+ * experiments are independent). > 1: tunebench gains more from bf16 than
+ * PyTorch does (issue 17 asks for >= 1).
  *
  * --only=TEXT times only the configurations whose name holds TEXT.
  * Python: --python, else $TB_TORCH_PYTHON, else python3. When `import
@@ -26,6 +35,7 @@
  * the n/a path only: bazel test //bench:vs_torch_na_test
  */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,21 +52,44 @@
 #define NA_NOTE "n/a: PyTorch not installed"
 #define TECHNIQUE "vs_torch"
 
+typedef enum vs_model { VS_RESNET50, VS_GPT2, VS_SMALL_CNN } vs_model;
+
 typedef struct vs_config {
     const char *name;   /* the row's setting, after "pytorch " / "tunebench " */
-    int gpt2;
+    vs_model model;
     int channels_last;
     int bf16;
 } vs_config;
 
 static const vs_config configs[] = {
-    {"resnet50 64x64 b16 fp32 nchw", 0, 0, 0},
-    {"resnet50 64x64 b16 channels-last", 0, 1, 0},
-    {"resnet50 64x64 b16 bf16 autocast", 0, 0, 1},
-    {"resnet50 64x64 b16 channels-last bf16", 0, 1, 1},
-    {"gpt2 2 layers ctx128 b2", 1, 0, 0},
+    {"resnet50 64x64 b16 fp32 nchw", VS_RESNET50, 0, 0},
+    {"resnet50 64x64 b16 channels-last", VS_RESNET50, 1, 0},
+    {"resnet50 64x64 b16 bf16 autocast", VS_RESNET50, 0, 1},
+    {"resnet50 64x64 b16 channels-last bf16", VS_RESNET50, 1, 1},
+    {"gpt2 2 layers ctx128 b2", VS_GPT2, 0, 0},
+    {"small_cnn 28x28 b32 fp32", VS_SMALL_CNN, 0, 0},
+    {"small_cnn 28x28 b32 bf16 autocast", VS_SMALL_CNN, 0, 1},
 };
 #define NCONFIGS (int)(sizeof configs / sizeof configs[0])
+
+/* The bf16 gain rows: a model's fp32 and bf16 configurations (indices in
+ * configs[]) and the row's name. */
+static const struct {
+    int fp32, bf16;
+    const char *name;
+} gains[] = {
+    {0, 2, "resnet50 64x64 b16 nchw"},
+    {1, 3, "resnet50 64x64 b16 channels-last"},
+    {5, 6, "small_cnn 28x28 b32"},
+};
+
+/* What a configuration's experiment gave, for the gain rows. */
+typedef struct vs_outcome {
+    int ok;                       /* both arms have rows */
+    double tb_ms, pt_ms;          /* medians */
+    double speedup, lo, hi;       /* PyTorch time / tunebench's, paired, 95% */
+} vs_outcome;
+static vs_outcome outcomes[NCONFIGS];
 
 /* The PyTorch side: a torch_step.py --serve child. */
 typedef struct torch_proc {
@@ -85,9 +118,13 @@ static int torch_importable(const char *python)
     return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
-static int torch_start(const vs_config *c, torch_proc *p)
+/* Starts PyTorch's side of configuration c with `threads` CPU threads
+ * (0: PyTorch's default, as tunebench's 0 is all cores). */
+static int torch_start(const vs_config *c, int threads, torch_proc *p)
 {
     int in[2], out[2];
+    char threads_arg[32];
+    snprintf(threads_arg, sizeof threads_arg, "--threads=%d", threads);
     if (pipe(in) || pipe(out))
         return TB_FAIL(TB_ERR_IO, "pipe: %s", strerror(errno));
     p->pid = fork();
@@ -98,12 +135,13 @@ static int torch_start(const vs_config *c, torch_proc *p)
         dup2(out[1], 1);
         close(in[1]);
         close(out[0]);
-        const char *model = c->gpt2 ? "--model=gpt2" : "--model=resnet50";
+        int gpt2 = c->model == VS_GPT2, small = c->model == VS_SMALL_CNN;
+        const char *model = gpt2 ? "--model=gpt2" : small ? "--model=small_cnn" : "--model=resnet50";
         execlp(g_python, g_python, g_script, "--device=cpu", model, "--serve",
-               c->gpt2 ? "--context=128" : "--image-size=64", c->gpt2 ? "--layers=2" : "--header=0",
-               c->gpt2 ? "--batch-size=2" : "--batch-size=16",
+               gpt2 ? "--context=128" : "--image-size=64", gpt2 ? "--layers=2" : "--header=0",
+               gpt2 ? "--batch-size=2" : small ? "--batch-size=32" : "--batch-size=16",
                c->channels_last ? "--channels-last" : "--header=0",
-               c->bf16 ? "--amp=bf16" : "--amp=off", (char *)NULL);
+               c->bf16 ? "--amp=bf16" : "--amp=off", threads_arg, (char *)NULL);
         _exit(127);
     }
     close(in[0]);
@@ -167,12 +205,13 @@ static int make_trainer(tb_bench *b, const vs_config *c, tb_trainer **t)
     cfg.device = b->device_spec;
     cfg.threads = b->threads;
     cfg.dataset = TB_DATA_SYNTHETIC;
-    cfg.model = c->gpt2 ? TB_MODEL_GPT2 : TB_MODEL_RESNET50;
-    cfg.batch_size = c->gpt2 ? 2 : 16;
-    if (c->gpt2) {
+    cfg.model = c->model == VS_GPT2 ? TB_MODEL_GPT2
+                : c->model == VS_SMALL_CNN ? TB_MODEL_SMALL_CNN : TB_MODEL_RESNET50;
+    cfg.batch_size = c->model == VS_GPT2 ? 2 : c->model == VS_SMALL_CNN ? 32 : 16;
+    if (c->model == VS_GPT2) {
         cfg.context = 128;
         cfg.layers = 2;
-    } else {
+    } else if (c->model == VS_RESNET50) {
         cfg.image_size = 64;
     }
     cfg.channels_last = c->channels_last;
@@ -182,10 +221,12 @@ static int make_trainer(tb_bench *b, const vs_config *c, tb_trainer **t)
     return tb_trainer_create(&cfg, b->be, t);
 }
 
-/* The two rows of one configuration from its experiment. */
-static int add_rows(tb_bench *b, const vs_config *c, const tb_rounds_result *r)
+/* The two rows of one configuration from its experiment; what they say
+ * goes to *o too. */
+static int add_rows(tb_bench *b, const vs_config *c, const tb_rounds_result *r, vs_outcome *o)
 {
     char set[64];
+    *o = (vs_outcome){.ok = 1};
     for (int a = 0; a < 2; a++) {
         const tb_rounds_arm_result *ar = &r->arms[a];
         tb_result_row row;
@@ -196,6 +237,7 @@ static int add_rows(tb_bench *b, const vs_config *c, const tb_rounds_result *r)
                      "raise --budget", ar->rounds, g_budget, TB_MIN_REPS);
             TB_TRY(tb_results_add_na(&b->res, TECHNIQUE, b->info.backend, b->info.name, set,
                                      "step time", why));
+            o->ok = 0;
             continue;
         }
         tb_bench_row(b, &row, set, a == 0, "", 0, "step time");
@@ -205,7 +247,11 @@ static int add_rows(tb_bench *b, const vs_config *c, const tb_rounds_result *r)
         snprintf(row.stopped_by, sizeof row.stopped_by, "%s", tb_rounds_stop_name(ar->stop));
         row.busy = r->busy;
         row.load_avg = r->load_avg;
+        *(a ? &o->tb_ms : &o->pt_ms) = row.median;
         if (a == 1) {
+            o->speedup = ar->cmp.speedup;
+            o->lo = ar->cmp.lo;
+            o->hi = ar->cmp.hi;
             row.speedup = ar->cmp.speedup;
             row.speedup_ci_low = ar->cmp.lo;
             row.speedup_ci_high = ar->cmp.hi;
@@ -220,14 +266,14 @@ static int add_rows(tb_bench *b, const vs_config *c, const tb_rounds_result *r)
     return TB_OK;
 }
 
-static int run_config(tb_bench *b, const vs_config *c)
+static int run_config(tb_bench *b, const vs_config *c, vs_outcome *o)
 {
     torch_proc p = {0};
     tb_trainer *t = NULL;
     tb_rounds_result res = {0};
     int rc;
     TB_TRY_GOTO(rc, make_trainer(b, c, &t), out);
-    TB_TRY_GOTO(rc, torch_start(c, &p), out);
+    TB_TRY_GOTO(rc, torch_start(c, b->threads, &p), out);
     tb_arm arms[2] = {
         {.name = "pytorch", .base = 0, .run = torch_run, .user = &p},
         {.name = "tunebench", .base = 0, .run = tb_run, .user = t},
@@ -239,12 +285,43 @@ static int run_config(tb_bench *b, const vs_config *c)
     fprintf(stderr, "vs_torch: %s: rounds of PyTorch and tunebench, budget %g s\n", c->name,
             g_budget);
     TB_TRY_GOTO(rc, tb_rounds_run(cp, arms, 2, &res), out);
-    rc = add_rows(b, c, &res);
+    rc = add_rows(b, c, &res, o);
 out:
     tb_rounds_result_free(&res);
     torch_stop(&p);
     tb_trainer_destroy(t);
     return rc;
+}
+
+/* The "bf16 gain" row of a model from its fp32 and bf16 experiments
+ * (nothing when either did not run or has no rows). */
+static int add_gain_row(tb_bench *b, const char *name, const vs_outcome *f, const vs_outcome *h)
+{
+    if (!f->ok || !h->ok || !(f->lo > 0) || !(h->lo > 0))
+        return TB_OK;
+    char set[96];
+    snprintf(set, sizeof set, "bf16 gain %s", name);
+    tb_result_row row;
+    tb_bench_row(b, &row, set, 0, "", 0, "bf16 gain");
+    double tb_gain = f->tb_ms / h->tb_ms, pt_gain = f->pt_ms / h->pt_ms;
+    /* the ratio of the two paired speedups; log half-widths in quadrature */
+    double r = h->speedup / f->speedup;
+    double hf = 0.5 * log(f->hi / f->lo), hh = 0.5 * log(h->hi / h->lo);
+    double hw = sqrt(hf * hf + hh * hh);
+    row.median = tb_gain;
+    snprintf(row.unit, sizeof row.unit, "x");
+    row.speedup = r;
+    row.speedup_ci_low = r * exp(-hw);
+    row.speedup_ci_high = r * exp(hw);
+    row.timing_verdict = row.speedup_ci_low > 1   ? TB_TIMING_FASTER
+                         : row.speedup_ci_high < 1 ? TB_TIMING_SLOWER
+                                                   : TB_TIMING_WITHIN_NOISE;
+    snprintf(row.note, sizeof row.note,
+             "bf16 speedup over fp32 (step-time medians): tunebench %.3fx, PyTorch %.3fx; "
+             "speedup column: tunebench's gain / PyTorch's (> 1: tunebench gains more), "
+             "interval from the two configurations' (log half-widths in quadrature)",
+             tb_gain, pt_gain);
+    return tb_results_add(&b->res, &row);
 }
 
 static int run(tb_bench *b)
@@ -263,13 +340,15 @@ static int run(tb_bench *b)
     }
     for (int i = 0; i < NCONFIGS; i++)
         if (strstr(configs[i].name, g_only))
-            TB_TRY(run_config(b, &configs[i]));
+            TB_TRY(run_config(b, &configs[i], &outcomes[i]));
+    for (size_t g = 0; g < sizeof gains / sizeof gains[0]; g++)
+        TB_TRY(add_gain_row(b, gains[g].name, &outcomes[gains[g].fp32], &outcomes[gains[g].bf16]));
     return tb_bench_save(b);
 }
 
 static const tb_technique technique = {
     .name = TECHNIQUE,
-    .what = "tunebench's ResNet-50 and GPT-2 training steps beside PyTorch's, interleaved and "
+    .what = "tunebench's ResNet-50, GPT-2 and small-CNN training steps beside PyTorch's, interleaved and "
             "paired (needs PyTorch; not in bench:all)",
     .est_seconds = {400, 900, 5},
     .budget_seconds = {300, 800, 4},
