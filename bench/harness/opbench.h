@@ -16,6 +16,14 @@
  * Cases compared with nothing (a copy ceiling) are interleaved too, with
  * the same minimum repetition time, and get no comparison.
  *
+ * Rebuilds (opb_set_rebuild): a case may own what its op works on and
+ * rebuild it between rounds (new buffers, same inputs), so that its
+ * interval is over builds as a step technique's (rounds.h, step 5): buffer
+ * placement is drawn once per allocation and made two runs of gelu
+ * disagree on 12 of 56 rows with tight intervals. A point's baseline
+ * rebuilds; its variants and A/A copy share its buffers and change build
+ * with it.
+ *
  * Used by bench/techniques/{pinned_memory,conv_autotuner,fused_optimizer,
  * mixed_precision_ops,tf32,caching_allocator,fused_attention,
  * fused_layernorm}.c. Each is run as `bazel run //bench:<name>`.

@@ -11,8 +11,8 @@
  * Profiles: default goes to 4096, full to 8192; the rounds engine picks
  * the calls per repetition (opb_rounds_cfg's minimum time, at least one
  * call). One 8192 GEMM is 1.1 TFLOP, about 11 s on two idle CPU cores
- * (twice that under load): there each case makes one warm-up call instead
- * of the harness's two (the first call creates the oneDNN primitive and
+ * (twice that under load): there (from n = 4096 on, 0.7 s a call) each
+ * case makes one warm-up call instead of the harness's two (the first call creates the oneDNN primitive and
  * touches the output's pages), so 8192 costs at least 3 warm-ups + 3 x 5
  * rounds + 2 calls of the correctness check, about 220 s: more than the
  * default profile's share of bench:all's 15 minutes, hence 4096 there
