@@ -118,6 +118,11 @@ int opb_set_rebuild(opb_set *set, size_t idx, int (*rebuild)(void *arg), int war
  * a run not from the current sweep's rounds or never compared. */
 size_t opb_builds(const gb_run *run);
 
+/* The share of a technique's budget kept for its correctness pass and rows
+ * after the rounds (an idle run: gelu's took 2.2 s of 26, fused_layernorm's
+ * 1.4 s of 10). */
+#define OPB_CHECK_SHARE 0.10
+
 /* The rounds configuration of b's profile: minimum repetition time and
  * the floor it may shrink to so that the minimum rounds fit the budget
  * (rounds.h: min_rep_floor_s), rounds from --reps (at least 5) to a cap,
@@ -127,10 +132,6 @@ size_t opb_builds(const gb_run *run);
  * the sweep's checks after the rounds need (OPB_CHECK_SHARE of it), and a
  * seed derived from the technique's name, so that a rerun shuffles its
  * rounds the same way (printed on stderr). */
-/* The share of a technique's budget kept for its correctness pass and rows
- * after the rounds (an idle run: gelu's took 2.2 s of 26, fused_layernorm's
- * 1.4 s of 10). */
-#define OPB_CHECK_SHARE 0.10
 void opb_rounds_cfg(const tb_bench *b, tb_rounds_cfg *cfg);
 
 /* A sweep as callbacks on its own state: setup allocates and registers
