@@ -44,6 +44,16 @@ static int arm_run(void *user, long units, double *seconds)
     return tb_bench_time_op(c->be, run_units, &u, seconds);
 }
 
+/* tb_arm.rebuild: the case's own rebuild, then its warm-up calls again. */
+static int arm_rebuild(void *user)
+{
+    opb_case *c = user;
+    TB_TRY(c->rebuild(c->arg));
+    for (int k = 0; k < c->rebuild_warmups; k++)
+        TB_TRY(c->fn(c->arg));
+    return c->be->sync(c->be);
+}
+
 static int set_push(opb_set *set, opb_case *c)
 {
     opb_case **p = tb_grow(set->cases, &set->cap, set->n, sizeof *p, 64);
@@ -83,6 +93,16 @@ int opb_compare(opb_set *set, size_t var, size_t base, int aa)
                        "(%zu registered)", var, base, set->n);
     set->cases[var]->base = base;
     set->cases[var]->aa = aa;
+    return TB_OK;
+}
+
+int opb_set_rebuild(opb_set *set, size_t idx, int (*rebuild)(void *arg), int warmups)
+{
+    if (idx >= set->n || !rebuild || warmups < 0)
+        return TB_FAIL(TB_ERR_INVALID, "opb_set_rebuild(%zu, %d warm-ups): no such case (%zu "
+                       "registered), no rebuild or negative warm-ups", idx, warmups, set->n);
+    set->cases[idx]->rebuild = rebuild;
+    set->cases[idx]->rebuild_warmups = warmups;
     return TB_OK;
 }
 
@@ -145,6 +165,16 @@ static int arm_of_run(const gb_run *run)
     if (!current.r || !run || run < current.r->runs || run >= current.r->runs + current.r->n_runs)
         return -1;
     return (int)(run - current.r->runs);
+}
+
+size_t opb_builds(const gb_run *run)
+{
+    int a = arm_of_run(run);
+    if (a < 0)
+        return 0;
+    if (current.plan->arms[a].base == a)
+        a = opb_plan_aa_arm(current.plan, a);
+    return a >= 0 ? current.rr->arms[a].cmp.builds : 0;
 }
 
 /* The farthest the A/A interval strays from 1: the same reading of a
@@ -245,10 +275,21 @@ void opb_rounds_cfg(const tb_bench *b, tb_rounds_cfg *cfg)
     /* Many arms share a sweep (gelu: 56); a settled op warms in far less. */
     static const double warmup_max_s[3] = {0.3, 3.0, 0.05};
     static const int max_rounds[3] = {60, 200, 5};
+    /* Repetitions may shrink to this so that the minimum rounds of a sweep
+     * of many arms fit its budget (fused_attention's 72 arms: 5 rounds of
+     * 50 ms repetitions took 42 s of its 35); 10 ms still holds hundreds
+     * of small calls. The tiny profile's are already as short. */
+    static const double min_rep_floor_s[3] = {0.01, 0.05, 0};
+    /* A case's buffers are rebuilt every 2 rounds (every 4 in the full
+     * profile's longer runs): an op sweep stops at 5 to 10 rounds in the
+     * default profile, which must span TB_ROUNDS_MIN_BUILDS builds. */
+    static const int rounds_per_build[3] = {2, 4, 2};
     int p = b->profile;
     double budget = tb_bench_budget_left(b);
     if (budget <= 0)
         budget = b->tech->est_seconds[p];
+    else
+        budget -= OPB_CHECK_SHARE * tb_bench_budget(b);
     /* FNV-1a of the technique's name: a fixed seed per technique, so a
      * rerun shuffles its rounds the same way. */
     uint64_t seed = 0xcbf29ce484222325ull;
@@ -259,7 +300,9 @@ void opb_rounds_cfg(const tb_bench *b, tb_rounds_cfg *cfg)
     *cfg = (tb_rounds_cfg){.min_rep_s = min_rep_s[p], .min_rounds = min_rounds,
                            .max_rounds = max_rounds[p] > min_rounds ? max_rounds[p] : min_rounds,
                            .target_half_width = 0.02,
-                           .budget_s = budget, .warmup_max_s = warmup_max_s[p], .seed = seed};
+                           .budget_s = budget, .warmup_max_s = warmup_max_s[p], .seed = seed,
+                           .rounds_per_build = rounds_per_build[p],
+                           .min_rep_floor_s = min_rep_floor_s[p]};
 }
 
 /* The per-round times of every arm as Google Benchmark-like runs named
@@ -314,8 +357,16 @@ static int plan_arms(const opb_set *set, opb_plan *plan)
     free(pc);
     TB_TRY(rc);
     for (int a = 0; a < plan->n_arms; a++) {
+        opb_case *c = set->cases[plan->case_of_arm[a]];
+        /* an A/A copy registered with its base's op and argument runs on
+         * its base's case: the engine then warms it up and rebuilds it
+         * with its base (rounds.c, shares_base), not twice */
+        opb_case *b = set->cases[c->base];
+        if (c->aa && c->fn == b->fn && c->arg == b->arg)
+            c = b;
         plan->arms[a].run = arm_run;
-        plan->arms[a].user = set->cases[plan->case_of_arm[a]];
+        plan->arms[a].user = c;
+        plan->arms[a].rebuild = c->rebuild ? arm_rebuild : NULL;
     }
     return TB_OK;
 }

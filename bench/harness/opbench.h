@@ -16,6 +16,14 @@
  * Cases compared with nothing (a copy ceiling) are interleaved too, with
  * the same minimum repetition time, and get no comparison.
  *
+ * Rebuilds (opb_set_rebuild): a case may own what its op works on and
+ * rebuild it between rounds (new buffers, same inputs), so that its
+ * interval is over builds as a step technique's (rounds.h, step 5): buffer
+ * placement is drawn once per allocation and made two runs of gelu
+ * disagree on 12 of 56 rows with tight intervals. A point's baseline
+ * rebuilds; its variants and A/A copy share its buffers and change build
+ * with it.
+ *
  * Used by bench/techniques/{pinned_memory,conv_autotuner,fused_optimizer,
  * mixed_precision_ops,tf32,caching_allocator,fused_attention,
  * fused_layernorm}.c. Each is run as `bazel run //bench:<name>`.
@@ -40,6 +48,8 @@ typedef struct opb_case {
     char name[160];            /* "gelu_fwd_fused/1024" (no trailing '/') */
     size_t base;               /* the case it is compared with; own index: none */
     int aa;                    /* 1: the A/A copy of case `base` */
+    int (*rebuild)(void *arg); /* a fresh build of arg's state (opb_set_rebuild); NULL: none */
+    int rebuild_warmups;       /* untimed calls after each rebuild */
 } opb_case;
 
 /* The cases registered so far; they must outlive tb_bench_run. */
@@ -73,15 +83,55 @@ void opb_set_free(opb_set *set);
  * registered) is compared with case base: a variant (aa = 0), or base's
  * A/A copy (aa = 1: the same op timed as if it were another, the noise
  * check). A compared base without an A/A copy gets one made by the
- * harness. REQUIRES: both registered; base compared with nothing itself
+ * harness. An A/A copy registered with its base's fn and arg is warmed up
+ * and rebuilt with its base, as the harness's own copy is (its warm-up is
+ * not made twice). REQUIRES: both registered; base compared with nothing itself
  * (checked when the sweep runs: TB_ERR_INVALID). */
 int opb_compare(opb_set *set, size_t var, size_t base, int aa);
 
-/* The rounds configuration of b's profile: minimum repetition time,
- * rounds from --reps (at least 5) to a cap, the target half-width (2%), b's technique's
- * budget for the profile (technique.h: budget_seconds; 0 there: the
- * harness's default), and a seed derived from the technique's name, so
- * that a rerun shuffles its rounds the same way (printed on stderr). */
+/* Gives case idx a rebuild: rebuild(arg) frees and reallocates what the
+ * case's op works on (its buffers, refilled from the same seed or host
+ * copy: what another run of the program would get, at other addresses and
+ * on other pages), and touches every page it will write. The rounds call
+ * it, untimed, every opb_rounds_cfg's rounds_per_build rounds (less often
+ * when it is dear: rounds.h, TB_ROUNDS_REBUILD_SHARE), then make `warmups`
+ * untimed calls of the case (OPB_REBUILD_WARMUPS; 0 where one call is long
+ * and the rebuild already touched every page: a GEMM of seconds, whose
+ * primitive outlives its buffers), and compare the case over builds
+ * (tb_stats_paired_builds): a result's interval then holds the spread that
+ * buffer placement (cache sets, 4 KiB aliasing between inputs and outputs,
+ * pages near the cache's size) puts between two runs of the program, which
+ * one process's rounds cannot show. A case and its base should each
+ * own what they rebuild (a shared buffer rebuilt by one case changes the
+ * other's state behind its build count). An A/A copy the harness makes
+ * (opb_plan.h) is rebuilt with its base.
+ * REQUIRES: idx registered; rebuild leaves the case runnable, or returns an
+ * error (the sweep ends with it). */
+int opb_set_rebuild(opb_set *set, size_t idx, int (*rebuild)(void *arg), int warmups);
+
+/* Untimed calls of a case after a rebuild, as a rule (its pages are
+ * touched by the rebuild: one call loads its caches and any lazy state). */
+#define OPB_REBUILD_WARMUPS 1
+
+/* The builds the interval of run's comparison spans (the arm's cmp.builds
+ * for a compared case; for a baseline, its A/A arm's), inside report; 0 for
+ * a run not from the current sweep's rounds or never compared. */
+size_t opb_builds(const gb_run *run);
+
+/* The share of a technique's budget kept for its correctness pass and rows
+ * after the rounds (an idle run: gelu's took 2.2 s of 26, fused_layernorm's
+ * 1.4 s of 10). */
+#define OPB_CHECK_SHARE 0.10
+
+/* The rounds configuration of b's profile: minimum repetition time and
+ * the floor it may shrink to so that the minimum rounds fit the budget
+ * (rounds.h: min_rep_floor_s), rounds from --reps (at least 5) to a cap,
+ * the target half-width (2%), the rounds between rebuilds of the cases
+ * that have one (opb_set_rebuild), b's technique's budget for the profile
+ * (technique.h: budget_seconds; 0 there: the harness's default) less what
+ * the sweep's checks after the rounds need (OPB_CHECK_SHARE of it), and a
+ * seed derived from the technique's name, so that a rerun shuffles its
+ * rounds the same way (printed on stderr). */
 void opb_rounds_cfg(const tb_bench *b, tb_rounds_cfg *cfg);
 
 /* A sweep as callbacks on its own state: setup allocates and registers

@@ -20,6 +20,12 @@
  *              (the same code on the same state) is not warmed up again:
  *              it takes its base's units_per_rep and reports 0 warm-up
  *              units;
+ *   fit        with cfg->min_rep_floor_s > 0 and a budget: when min_rounds
+ *              rounds (each arm's repetitions in tb_rounds_sequence's slots,
+ *              a whole number of units each) would take more than 85% of
+ *              the budget the warm-up left, the longest repetition length
+ *              down to the floor at which they take no more (bisection);
+ *              the rounds then run with it as their min_rep_s;
  *   recalibrate after round 1, an arm whose repetition lasted under half of
  *              min_rep_s takes its length from that round instead (once);
  *   rounds     round r runs tb_rounds_sequence(seed, r, ...): every arm
@@ -267,6 +273,7 @@ typedef struct arm_job {
     int builds;          /* rebuilds of its state so far (cfg->rounds_per_build) */
     int since_build;     /* rounds it ran since its last build */
     double rebuild_s;    /* what its last rebuild took (0: none yet) */
+    double unit_s;       /* seconds a unit, from the warm-up */
 } arm_job;
 
 static void gb_arm_fn(tbb_state *st, void *user)
@@ -742,11 +749,12 @@ static void recalibrate(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms
         if (shares_base(arms, i) || !(unit_s > 0) ||
             unit_s * (double)jobs[i].units >= 0.5 * cfg->min_rep_s)
             continue;
+        double lasted = unit_s * (double)jobs[i].units;
         jobs[i].units = reps_units(cfg->min_rep_s, unit_s);
         out->arms[i].units_per_rep = jobs[i].units;
         fprintf(stderr, "rounds: %s: repetition of round 1 lasted %.3g s, under half of "
-                "%.3g s: now %ld units a repetition\n", arms[i].name,
-                unit_s * (double)jobs[i].units, cfg->min_rep_s, jobs[i].units);
+                "%.3g s: now %ld units a repetition\n", arms[i].name, lasted, cfg->min_rep_s,
+                jobs[i].units);
     }
     for (int i = 0; i < n_arms; i++)
         if (shares_base(arms, i)) {
@@ -868,11 +876,82 @@ static int warm_up_arm(const tb_rounds_cfg *cfg, const tb_arm *arms, int i, arm_
 {
     double unit_s = 0;
     TB_TRY(warm_up(cfg, &arms[i], &out->arms[i].warmup_units, &unit_s));
+    jobs[i].unit_s = unit_s;
     jobs[i].units = reps_units(cfg->min_rep_s, unit_s);
     out->arms[i].units_per_rep = jobs[i].units;
     fprintf(stderr, "rounds: %s warmed up in %ld units, %.3g s a unit, %ld units a "
             "repetition\n", arms[i].name, out->arms[i].warmup_units, unit_s, jobs[i].units);
     return TB_OK;
+}
+
+/* Seconds one round of every arm takes with repetitions of at least rep
+ * seconds: slots[i] repetitions of arm i, each a whole number of its units. */
+static double round_seconds(const arm_job *jobs, const int *slots, int n_arms, double rep)
+{
+    double s = 0;
+    for (int i = 0; i < n_arms; i++)
+        s += slots[i] * (double)reps_units(rep, jobs[i].unit_s) * jobs[i].unit_s;
+    return s;
+}
+
+/* Share of the budget left after the warm-up that the minimum rounds may
+ * take by the estimate: the rest is for rebuilds, the stop rule's last
+ * round and the estimate's error. */
+#define FIT_SHARE 0.85
+
+/* The repetition length (cfg->min_rep_s, or shorter down to
+ * cfg->min_rep_floor_s) at which cfg->min_rounds rounds of every arm fit
+ * FIT_SHARE of the budget left (rounds.h, step 2); sets every arm's
+ * units_per_rep from it. *rep_s gets the length chosen. */
+static int fit_reps(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, arm_job *jobs,
+                    double left, tb_rounds_result *out, double *rep_s)
+{
+    *rep_s = cfg->min_rep_s;
+    if (!(cfg->min_rep_floor_s > 0) || !(cfg->budget_s > 0) ||
+        cfg->min_rep_floor_s >= cfg->min_rep_s)
+        return TB_OK;
+    int *seq = malloc(3 * (size_t)n_arms * sizeof *seq), *base = malloc((size_t)n_arms * sizeof *base);
+    int *active = malloc((size_t)n_arms * sizeof *active), *slots = calloc((size_t)n_arms, sizeof *slots);
+    int rc = TB_OK;
+    if (!seq || !base || !active || !slots) {
+        rc = TB_FAIL(TB_ERR_NOMEM, "rounds: %d arms", n_arms);
+        goto out_free;
+    }
+    for (int i = 0; i < n_arms; i++) {
+        base[i] = arms[i].base;
+        active[i] = 1;
+    }
+    int len = tb_rounds_sequence(cfg->seed, 0, base, active, n_arms, seq);
+    for (int k = 0; k < len; k++)
+        slots[seq[k]]++;
+    double room = FIT_SHARE * left / cfg->min_rounds;
+    if (round_seconds(jobs, slots, n_arms, cfg->min_rep_s) <= room)
+        goto out_free;
+    /* round_seconds grows with rep: the longest rep that fits, by bisection */
+    double lo = cfg->min_rep_floor_s, hi = cfg->min_rep_s;
+    if (round_seconds(jobs, slots, n_arms, lo) <= room)
+        for (int it = 0; it < 30; it++) {
+            double mid = 0.5 * (lo + hi);
+            if (round_seconds(jobs, slots, n_arms, mid) <= room)
+                lo = mid;
+            else
+                hi = mid;
+        }
+    *rep_s = lo;
+    for (int i = 0; i < n_arms; i++) {
+        jobs[i].units = reps_units(lo, jobs[i].unit_s);
+        out->arms[i].units_per_rep = jobs[i].units;
+    }
+    fprintf(stderr, "rounds: %d rounds of >= %g s repetitions would take %.1f s of the %.1f s "
+            "left: repetitions of >= %.3g s instead (%.1f s)\n", cfg->min_rounds,
+            cfg->min_rep_s, cfg->min_rounds * round_seconds(jobs, slots, n_arms, cfg->min_rep_s),
+            left, lo, cfg->min_rounds * round_seconds(jobs, slots, n_arms, lo));
+out_free:
+    free(seq);
+    free(base);
+    free(active);
+    free(slots);
+    return rc;
 }
 
 int tb_rounds_run(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms,
@@ -899,11 +978,16 @@ int tb_rounds_run(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms,
         if (shares_base(arms, i)) {
             /* the same code on the same state as its base: the base's
              * warm-up warmed it, and its repetitions must be as long */
+            jobs[i].unit_s = jobs[arms[i].base].unit_s;
             jobs[i].units = jobs[arms[i].base].units;
             out->arms[i].units_per_rep = jobs[i].units;
             out->arms[i].warmup_units = 0;
         }
-    TB_TRY_GOTO(rc, run_rounds(cfg, arms, n_arms, jobs, t_start, &json, out), out_fail);
+    /* the rounds run on a copy of cfg whose min_rep_s is the length chosen */
+    tb_rounds_cfg run_cfg = *cfg;
+    TB_TRY_GOTO(rc, fit_reps(cfg, arms, n_arms, jobs, cfg->budget_s - (now_s() - t_start), out,
+                             &run_cfg.min_rep_s), out_fail);
+    TB_TRY_GOTO(rc, run_rounds(&run_cfg, arms, n_arms, jobs, t_start, &json, out), out_fail);
     out->seconds = now_s() - t_start;
     if (cfg->gbench_json)
         TB_TRY_GOTO(rc, json_write(&json, cfg->gbench_json), out_fail);

@@ -12,7 +12,12 @@
  *      units), within a cap;
  *   2. picks each arm's repetition length: the number of units that lasts
  *      at least cfg->min_rep_s (a profile value), as Google Benchmark picks
- *      iterations, once, after the warm-up;
+ *      iterations, once, after the warm-up; with cfg->min_rep_floor_s > 0
+ *      and a budget, a shorter length when cfg->min_rounds rounds of
+ *      min_rep_s would not fit what the warm-up left of the budget (a sweep
+ *      of 72 arms: the minimum rounds, not the budget, would end it),
+ *      never below the floor; an arm whose single unit lasts longer runs
+ *      one unit;
  *   3. runs rounds: each round times every arm still running once, one
  *      repetition each, in an order shuffled per round from cfg->seed
  *      (recorded in the results), with its baseline timed just before and
@@ -93,6 +98,10 @@ typedef struct tb_rounds_cfg {
                                   only once their rounds span TB_ROUNDS_MIN_BUILDS builds;
                                   0: never */
     const char *gbench_json;   /* Google Benchmark's JSON of every round; NULL: none */
+    double min_rep_floor_s;    /* > 0: when min_rounds rounds of min_rep_s repetitions would
+                                  not fit the budget left after the warm-up, repetitions are
+                                  shortened (never below this) so that they do (see step 2
+                                  above); 0: min_rep_s always */
 } tb_rounds_cfg;
 
 /* With rebuilds, an arm's interval must span this many builds before it

@@ -418,6 +418,51 @@ static void test_dear_build(void)
     tb_rounds_result_free(&r);
 }
 
+/* The minimum rounds fitted to the budget: at 0.2 s repetitions, 5 rounds
+ * of a pair and an arm whose unit lasts 0.15 s take ~5.7 s, more than a
+ * 4 s budget; with a floor of 0.02 s the repetitions shrink (the long arm
+ * runs one unit) and the experiment ends within its budget; without a
+ * floor the 5 rounds run past it. */
+static void test_fit_budget(void)
+{
+    double seconds[2] = {0, 0};
+    long units[2][3];
+    int rounds[2] = {0, 0};
+    for (int floor_on = 0; floor_on <= 1; floor_on++) {
+        fake f[3] = {{.unit_s = 0.001, .noise = 0.002},
+                     {.unit_s = 0.0011, .noise = 0.002},
+                     {.unit_s = 0.15, .noise = 0.002}};
+        reset(f, 3);
+        tb_arm arms[3] = {{"base", 0, 0, fake_run, NULL, &f[0]},
+                          {"var", 0, 0, fake_run, NULL, &f[1]},
+                          {"long", 2, 0, fake_run, NULL, &f[2]}};
+        tb_rounds_cfg c = cfg_default();
+        c.target_half_width = 1e-6; /* never met: the budget ends it */
+        c.max_rounds = 50;
+        c.budget_s = 4;
+        c.min_rep_floor_s = floor_on ? 0.02 : 0;
+        tb_rounds_result r;
+        int rc = tb_rounds_run(&c, arms, 3, &r);
+        CHECK(rc == TB_OK, "the experiment runs (floor %d)", floor_on);
+        if (rc != TB_OK)
+            return;
+        seconds[floor_on] = r.seconds;
+        rounds[floor_on] = r.rounds;
+        for (int i = 0; i < 3; i++)
+            units[floor_on][i] = r.arms[i].units_per_rep;
+        tb_rounds_result_free(&r);
+    }
+    CHECK(rounds[0] == 5 && seconds[0] > 4, "no floor: the 5 minimum rounds run past the 4 s "
+          "budget (%d rounds, %.2f s)", rounds[0], seconds[0]);
+    CHECK(rounds[1] >= 5 && seconds[1] <= 4, "a floor: at least 5 rounds within the 4 s budget "
+          "(%d rounds, %.2f s)", rounds[1], seconds[1]);
+    CHECK(units[0][0] >= 210 && units[1][0] < 200 && units[1][0] >= 21,
+          "the pair's repetitions shrink toward the floor (%ld -> %ld units)", units[0][0],
+          units[1][0]);
+    CHECK(units[0][2] == 2 && units[1][2] == 1, "the long arm runs one unit (%ld -> %ld)",
+          units[0][2], units[1][2]);
+}
+
 /* Each arm stops on its own: a quiet arm reaches the target and stops
  * early, a noisy one runs on to the cap; the baseline runs with the noisy
  * one; the rows say which stopped why. */
@@ -613,6 +658,7 @@ int main(void)
     test_per_arm_stop();
     test_build_spread();
     test_dear_build();
+    test_fit_budget();
     test_target_early();
     test_aa_shares_warmup();
     test_warmup_cap();

@@ -59,7 +59,8 @@ typedef struct attn_bufs {
 
 typedef struct attn_case {
     tb_backend *be;
-    const attn_bufs *bf;
+    attn_bufs *bf;             /* its point's device buffers (attn_dev_alloc) */
+    const attn_bufs *host;     /* the host inputs they are filled from */
     tb_attn_desc d;
     tb_attn_variant v;
     int bwd;
@@ -119,6 +120,57 @@ static int alloc_bufs(tb_backend *be, attn_bufs *f, int max_seq)
     return TB_OK;
 }
 
+static void attn_dev_free(tb_backend *be, attn_bufs *g)
+{
+    float **dev[] = {&g->q, &g->k, &g->v, &g->out, &g->dout, &g->dq, &g->dk, &g->dv, &g->saved};
+    for (int i = 0; i < 9; i++) {
+        be->dev_free(be, *dev[i]);
+        *dev[i] = NULL;
+    }
+}
+
+/* The device buffers of one point (g->max_n, g->max_saved floats; no host
+ * arrays): q, k, v and dout from the host inputs' first floats, every page
+ * of the others touched (a first write is not timed). What the cases of
+ * one (T, mask, direction) run on; its manual baseline rebuilds them (new
+ * addresses and pages: what another run of the program would draw), and
+ * fused and the A/A copy, compared with it, change build with it. */
+static int attn_dev_alloc(tb_backend *be, const attn_bufs *host, attn_bufs *g)
+{
+    int rc;
+    size_t nb = g->max_n * sizeof(float);
+    float **dev[] = {&g->q, &g->k, &g->v, &g->dout, &g->out, &g->dq, &g->dk, &g->dv};
+    const float *src[] = {host->hq, host->hk, host->hv, host->hdout};
+    for (int i = 0; i < 8; i++)
+        *dev[i] = NULL;
+    g->saved = NULL;
+    for (int i = 0; i < 8; i++) {
+        TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)dev[i], nb), out_free);
+        if (i < 4)
+            TB_TRY_GOTO(rc, be->copy_h2d(be, *dev[i], src[i], nb, NULL), out_free);
+        else
+            TB_TRY_GOTO(rc, be->memset(be, *dev[i], 0, nb, NULL), out_free);
+    }
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&g->saved, g->max_saved * sizeof(float)),
+                out_free);
+    TB_TRY_GOTO(rc, be->memset(be, g->saved, 0, g->max_saved * sizeof(float), NULL), out_free);
+    return be->sync(be);
+out_free:
+    attn_dev_free(be, g);
+    return rc;
+}
+
+/* opb_set_rebuild: new buffers before the old are freed, so that the
+ * allocator cannot hand the same blocks back. */
+static int case_rebuild(void *arg)
+{
+    attn_case *c = arg;
+    attn_bufs old = *c->bf;
+    TB_TRY(attn_dev_alloc(c->be, c->host, c->bf));
+    attn_dev_free(c->be, &old);
+    return TB_OK;
+}
+
 static void free_bufs(tb_backend *be, attn_bufs *f)
 {
     float *dev[] = {f->q, f->k, f->v, f->out, f->dout, f->dq, f->dk, f->dv, f->saved};
@@ -144,7 +196,7 @@ static int measure_call(tb_backend *be, attn_bufs *f, const tb_attn_desc *d, tb_
     TB_TRY(be->mem_stats(be, &in_use, NULL));
     TB_TRY(be->mem_reset_peak(be));
     TB_TRY(be->dev_alloc(be, (void **)&saved, saved_bytes));
-    attn_case c = {be, f, *d, v, bwd};
+    attn_case c = {be, f, f, *d, v, bwd};
     attn_bufs g = *f;
     g.saved = saved;
     c.bf = &g;
@@ -225,8 +277,9 @@ static int add_rows(tb_bench *b, const gb_results *r, const tb_attn_desc *d, int
 
 typedef struct attn_state {
     int seqs[8], nseqs;
-    attn_bufs f;
+    attn_bufs f;               /* host inputs, and the checks' device buffers */
     attn_case *cases;          /* nseqs * 2 masks * 2 directions * NV */
+    attn_bufs *devs;           /* nseqs * 2 masks * 2 directions: what the cases run on */
 } attn_state;
 
 static int setup(tb_bench *b, void *state, opb_set *set)
@@ -238,22 +291,37 @@ static int setup(tb_bench *b, void *state, opb_set *set)
     if (!st->cases)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory");
     TB_TRY(alloc_bufs(b->be, &st->f, st->seqs[st->nseqs - 1]));
+    st->devs = calloc((size_t)st->nseqs * 4, sizeof *st->devs);
+    if (!st->devs)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory");
     attn_case *c = st->cases;
+    attn_bufs *g = st->devs;
     for (int s = 0; s < st->nseqs; s++)
         for (int causal = 0; causal < 2; causal++)
-            for (int bwd = 0; bwd < 2; bwd++)
+            for (int bwd = 0; bwd < 2; bwd++, g++) {
+                int t = st->seqs[s];
+                g->max_n = (size_t)ATTN_B * attn_heads * t * ATTN_D;
+                g->max_saved = (size_t)ATTN_B * attn_heads * t * (size_t)t;
+                TB_TRY(attn_dev_alloc(b->be, &st->f, g));
                 for (int v = 0; v < NV; v++, c++) {
-                    *c = (attn_case){b->be, &st->f, make_desc(st->seqs[s], causal), vvar[v], bwd};
+                    *c = (attn_case){b->be, g, &st->f, make_desc(t, causal), vvar[v], bwd};
                     /* Nothing to warm but caches from T = 1024 on: one warm-up. */
+                    /* the A/A copy runs manual's case (warmed up and rebuilt with it) */
+                    attn_case *arg = v == V_MANUAL_AGAIN ? c - 1 : c;
                     TB_TRY(opb_register(b, set, st->seqs[s] >= 1024 ? 1 : OPB_WARMUPS, run_case,
-                                        c, plan_iterations(b->profile, st->seqs[s]),
+                                        arg, plan_iterations(b->profile, st->seqs[s]),
                                         "attn_%s_%s_%s/%d", bwd ? "fwdbwd" : "fwd",
                                         vnames[v], causal ? "causal" : "full",
                                         st->seqs[s]));
-                    /* manual, manual_again, fused in a row: compared with manual. */
+                    /* manual, manual_again, fused in a row: compared with manual,
+                     * which rebuilds the point's buffers */
                     if (v != V_MANUAL)
                         TB_TRY(opb_compare(set, set->n - 1, set->n - 1 - v, v == V_MANUAL_AGAIN));
+                    else
+                        TB_TRY(opb_set_rebuild(set, set->n - 1, case_rebuild,
+                                               OPB_REBUILD_WARMUPS));
                 }
+            }
     return TB_OK;
 }
 
@@ -286,6 +354,9 @@ static void teardown(tb_bench *b, void *state)
 {
     attn_state *st = state;
     free(st->cases);
+    for (int i = 0; st->devs && i < st->nseqs * 4; i++)
+        attn_dev_free(b->be, &st->devs[i]);
+    free(st->devs);
     free_bufs(b->be, &st->f);
 }
 

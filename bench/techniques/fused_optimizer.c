@@ -43,11 +43,14 @@ enum { NOPTS = 2 };
 enum { V_PER, V_PER_AGAIN, V_FUSED, NV };
 static const char *const vnames[NV] = {"per_tensor", "per_tensor_again", "fused"};
 
+typedef struct opt_group opt_group;
+
 typedef struct opt_case {
     tb_backend *be;
     tb_opt_hparams hp;
     tb_param_view *views;
     int count, fused;
+    opt_group *group;       /* whose views these are */
 } opt_case;
 
 static int run_step(void *arg)
@@ -90,31 +93,116 @@ static int64_t plan_iterations(int profile, opt_point p)
     return it < 1 ? 1 : it;
 }
 
+/* What the cases of one (optimizer, point) time: parameters, gradients and
+ * moments of their own (count x each floats), filled from the host inputs,
+ * and views into them. The per-tensor baseline rebuilds them (new
+ * addresses and pages, as another run of the program would draw); fused
+ * and the A/A copy, compared with it, change build with it. */
+typedef struct opt_group {
+    tb_backend *be;
+    const opt_bufs *host;   /* h_init, h_grad */
+    opt_point p;
+    opt_bufs dev;           /* param, grad, s1, s2 only */
+    tb_param_view *views;   /* (p.count), into dev; rewritten by each rebuild */
+} opt_group;
+
+static void group_free_dev(tb_backend *be, opt_bufs *d)
+{
+    be->dev_free(be, d->param);
+    be->dev_free(be, d->grad);
+    be->dev_free(be, d->s1);
+    be->dev_free(be, d->s2);
+    d->param = d->grad = d->s1 = d->s2 = NULL;
+}
+
+/* g's buffers (every page written) and its views into them. */
+static int group_alloc(opt_group *g)
+{
+    tb_backend *be = g->be;
+    size_t bytes = (size_t)g->p.count * g->p.each * sizeof(float);
+    opt_bufs *d = &g->dev;
+    int rc;
+    *d = (opt_bufs){0};
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&d->param, bytes), out_free);
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&d->grad, bytes), out_free);
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&d->s1, bytes), out_free);
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&d->s2, bytes), out_free);
+    TB_TRY_GOTO(rc, be->copy_h2d(be, d->param, g->host->h_init, bytes, NULL), out_free);
+    TB_TRY_GOTO(rc, be->copy_h2d(be, d->grad, g->host->h_grad, bytes, NULL), out_free);
+    TB_TRY_GOTO(rc, be->memset(be, d->s1, 0, bytes, NULL), out_free);
+    TB_TRY_GOTO(rc, be->memset(be, d->s2, 0, bytes, NULL), out_free);
+    for (int i = 0; i < g->p.count; i++) {
+        size_t off = (size_t)i * g->p.each;
+        g->views[i] = (tb_param_view){d->param + off, d->grad + off, d->s1 + off, d->s2 + off,
+                                      g->p.each};
+    }
+    return be->sync(be);
+out_free:
+    group_free_dev(be, d);
+    return rc;
+}
+
+/* opb_set_rebuild (the per-tensor baseline): new buffers before the old
+ * are freed, so that the allocator cannot hand the same blocks back. */
+static int group_rebuild(void *arg);
+
 typedef struct opt_sweep {
     const opt_point *pts;
     int npts;
-    tb_param_view **views;  /* per point */
+    tb_param_view **views;  /* per point: the checks', into bf */
     opt_case *cases;        /* NOPTS * npts * NV */
+    opt_group *groups;      /* NOPTS * npts: what the cases time */
     opt_bufs bf;
 } opt_sweep;
+
+static int group_rebuild(void *arg)
+{
+    opt_group *g = ((opt_case *)arg)->group;
+    opt_bufs old = g->dev;
+    TB_TRY(group_alloc(g));
+    group_free_dev(g->be, &old);
+    return TB_OK;
+}
+
+static int alloc_groups(tb_bench *b, opt_sweep *sw)
+{
+    sw->groups = calloc((size_t)NOPTS * sw->npts, sizeof *sw->groups);
+    if (!sw->groups)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory planning the sweep");
+    for (int i = 0; i < NOPTS * sw->npts; i++) {
+        opt_group *g = &sw->groups[i];
+        *g = (opt_group){b->be, &sw->bf, sw->pts[i % sw->npts], {0}, NULL};
+        g->views = calloc((size_t)g->p.count, sizeof *g->views);
+        if (!g->views)
+            return TB_FAIL(TB_ERR_NOMEM, "out of memory planning the sweep");
+        TB_TRY(group_alloc(g));
+    }
+    return TB_OK;
+}
 
 static int register_all(tb_bench *b, opt_sweep *sw, opb_set *set)
 {
     sw->cases = calloc((size_t)NOPTS * sw->npts * NV, sizeof *sw->cases);
     if (!sw->cases)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory planning the sweep");
+    TB_TRY(alloc_groups(b, sw));
     for (int o = 0; o < NOPTS; o++)
         for (int p = 0; p < sw->npts; p++)
             for (int v = 0; v < NV; v++) {
                 opt_case *c = &sw->cases[(o * sw->npts + p) * NV + v];
-                *c = (opt_case){b->be, hparams(opts[o].kind), sw->views[p], sw->pts[p].count,
-                                v == V_FUSED};
-                TB_TRY(opb_register(b, set, OPB_WARMUPS, run_step, c,
+                opt_group *g = &sw->groups[o * sw->npts + p];
+                *c = (opt_case){b->be, hparams(opts[o].kind), g->views, sw->pts[p].count,
+                                v == V_FUSED, g};
+                /* the A/A copy runs per_tensor's case (warmed up with it) */
+                TB_TRY(opb_register(b, set, OPB_WARMUPS, run_step, v == V_PER_AGAIN ? c - 1 : c,
                                     plan_iterations(b->profile, sw->pts[p]), "opt_%s_%s/%dx%zu",
                                     opts[o].name, vnames[v], sw->pts[p].count, sw->pts[p].each));
                 /* per_tensor, its again, fused in a row: compared with per_tensor. */
                 if (v != V_PER)
                     TB_TRY(opb_compare(set, set->n - 1, set->n - 1 - v, v == V_PER_AGAIN));
+                else
+                    TB_TRY(opb_set_rebuild(set, set->n - 1, group_rebuild,
+                                           OPB_REBUILD_WARMUPS));
             }
     return TB_OK;
 }
@@ -257,6 +345,11 @@ static void teardown(tb_bench *b, void *state)
 {
     opt_sweep *sw = state;
     free(sw->cases);
+    for (int i = 0; sw->groups && i < NOPTS * sw->npts; i++) {
+        group_free_dev(b->be, &sw->groups[i].dev);
+        free(sw->groups[i].views);
+    }
+    free(sw->groups);
     for (int p = 0; sw->views && p < sw->npts; p++)
         free(sw->views[p]);
     free(sw->views);

@@ -25,12 +25,24 @@
 /* The op one benchmark times, with its buffers. */
 typedef enum gelu_op { OP_COPY, OP_FWD, OP_BWD } gelu_op;
 
+/* What the cases of one size and direction (copy, forward, backward) work
+ * on: buffers of exactly n floats, the inputs copied from the sweep's host
+ * arrays. The direction's baseline rebuilds them (new addresses, new
+ * pages: what another run of the program would draw), so that its
+ * variants and A/A copy, compared with it, change build with it. */
+typedef struct gelu_bufs {
+    tb_backend *be;
+    const float *hx, *hdy;     /* host inputs (the sweep's), n floats read */
+    float *x, *dy, *out;       /* device buffers of n floats; dy: backward only */
+    size_t n;
+    int with_dy;
+} gelu_bufs;
+
 typedef struct gelu_case {
     tb_backend *be;
     gelu_op op;
     tb_gelu_variant v;
-    float *x, *dy, *out;       /* device buffers of max_n floats */
-    size_t n;
+    gelu_bufs *buf;
     int64_t iterations;
 } gelu_case;
 
@@ -38,19 +50,64 @@ static int run_case(void *arg)
 {
     gelu_case *c = arg;
     tb_backend *be = c->be;
+    gelu_bufs *g = c->buf;
     switch (c->op) {
-    case OP_COPY: return be->copy_d2d(be, c->out, c->x, c->n * sizeof(float), NULL);
-    case OP_FWD: return be->gelu_fwd(be, c->v, c->x, c->out, c->n);
-    case OP_BWD: return be->gelu_bwd(be, c->v, c->x, c->dy, c->out, c->n);
+    case OP_COPY: return be->copy_d2d(be, g->out, g->x, g->n * sizeof(float), NULL);
+    case OP_FWD: return be->gelu_fwd(be, c->v, g->x, g->out, g->n);
+    case OP_BWD: return be->gelu_bwd(be, c->v, g->x, g->dy, g->out, g->n);
     }
     return TB_FAIL(TB_ERR_INTERNAL, "unknown op");
 }
+
+static void bufs_free(gelu_bufs *g)
+{
+    g->be->dev_free(g->be, g->x);
+    g->be->dev_free(g->be, g->dy);
+    g->be->dev_free(g->be, g->out);
+    g->x = g->dy = g->out = NULL;
+}
+
+/* Allocates g's buffers, copies the inputs in and touches every page of
+ * the output (its first write must not be timed). */
+static int bufs_alloc(gelu_bufs *g)
+{
+    tb_backend *be = g->be;
+    size_t bytes = g->n * sizeof(float);
+    int rc;
+    g->x = g->dy = g->out = NULL;
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&g->x, bytes), out_free);
+    TB_TRY_GOTO(rc, be->copy_h2d(be, g->x, g->hx, bytes, NULL), out_free);
+    if (g->with_dy) {
+        TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&g->dy, bytes), out_free);
+        TB_TRY_GOTO(rc, be->copy_h2d(be, g->dy, g->hdy, bytes, NULL), out_free);
+    }
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&g->out, bytes), out_free);
+    TB_TRY_GOTO(rc, be->memset(be, g->out, 0, bytes, NULL), out_free);
+    return be->sync(be);
+out_free:
+    bufs_free(g);
+    return rc;
+}
+
+/* opb_set_rebuild: new buffers before the old are freed, so that the
+ * allocator cannot hand the same blocks back. */
+static int case_rebuild(void *arg)
+{
+    gelu_bufs *g = ((gelu_case *)arg)->buf, old = *g;
+    TB_TRY(bufs_alloc(g));
+    bufs_free(&old);
+    return TB_OK;
+}
+
+/* Buffers per size: copy, forward, backward. */
+enum { B_COPY, B_FWD, B_BWD, NBUFS };
 
 typedef struct gelu_sweep {
     size_t sizes[32];
     int nsizes;
     gelu_case *cases;          /* nsizes * NCASES */
-    float *x, *dy, *out;       /* device buffers of the largest size */
+    gelu_bufs *bufs;           /* nsizes * NBUFS: what the cases time */
+    float *x, *dy, *out;       /* device buffers of the largest size: the checks' */
     float *hx, *hdy, *href, *hout[2]; /* host: inputs, reference, read back */
 } gelu_sweep;
 
@@ -96,23 +153,46 @@ static int64_t plan_iterations(int profile, size_t n)
     return it < 2 ? 2 : it;
 }
 
+/* Each size's buffers (copy, forward, backward), allocated and filled. */
+static int alloc_bufs(tb_bench *b, gelu_sweep *sw)
+{
+    sw->bufs = calloc((size_t)sw->nsizes * NBUFS, sizeof *sw->bufs);
+    if (!sw->bufs)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory planning the sweep");
+    for (int s = 0; s < sw->nsizes; s++)
+        for (int d = 0; d < NBUFS; d++) {
+            gelu_bufs *g = &sw->bufs[s * NBUFS + d];
+            *g = (gelu_bufs){b->be, sw->hx, sw->hdy, NULL, NULL, NULL, sw->sizes[s], d == B_BWD};
+            TB_TRY(bufs_alloc(g));
+        }
+    return TB_OK;
+}
+
 static int register_all(tb_bench *b, gelu_sweep *sw, opb_set *set)
 {
     sw->cases = calloc((size_t)sw->nsizes * NCASES, sizeof *sw->cases);
     if (!sw->cases)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory planning the sweep");
+    TB_TRY(alloc_bufs(b, sw));
     for (int s = 0; s < sw->nsizes; s++) {
         for (int k = 0; k < NCASES; k++) {
             gelu_case *c = &sw->cases[s * NCASES + k];
-            *c = (gelu_case){b->be, case_defs[k].op, case_defs[k].v, sw->x, sw->dy, sw->out,
-                             sw->sizes[s], plan_iterations(b->profile, sw->sizes[s])};
-            TB_TRY(opb_register(b, set, OPB_WARMUPS, run_case, c, c->iterations, "gelu_%s/%zu",
+            int d = case_defs[k].op == OP_COPY ? B_COPY : case_defs[k].op == OP_FWD ? B_FWD : B_BWD;
+            *c = (gelu_case){b->be, case_defs[k].op, case_defs[k].v, &sw->bufs[s * NBUFS + d],
+                             plan_iterations(b->profile, sw->sizes[s])};
+            /* an A/A copy runs its base's case (warmed up and rebuilt with it) */
+            int aa = k == C_FWD_UNFUSED_AGAIN || k == C_BWD_UNFUSED_AGAIN;
+            gelu_case *arg = aa ? &sw->cases[s * NCASES + case_base[k]] : c;
+            TB_TRY(opb_register(b, set, OPB_WARMUPS, run_case, arg, c->iterations, "gelu_%s/%zu",
                                 case_defs[k].name, sw->sizes[s]));
+            /* the copy and each direction's baseline rebuild the size's
+             * buffers; the variant and the A/A copy follow their base */
+            if (case_base[k] == k)
+                TB_TRY(opb_set_rebuild(set, set->n - 1, case_rebuild, OPB_REBUILD_WARMUPS));
             /* The cases of a size are registered together: case k's base
              * is case_base[k] of the same size. */
             if (case_base[k] != k)
-                TB_TRY(opb_compare(set, set->n - 1, set->n - 1 - k + case_base[k],
-                                   k == C_FWD_UNFUSED_AGAIN || k == C_BWD_UNFUSED_AGAIN));
+                TB_TRY(opb_compare(set, set->n - 1, set->n - 1 - k + case_base[k], aa));
         }
     }
     return TB_OK;
@@ -261,6 +341,10 @@ static void teardown(tb_bench *b, void *state)
     gelu_sweep *sw = state;
     tb_backend *be = b->be;
     free(sw->cases);
+    for (int i = 0; sw->bufs && i < sw->nsizes * NBUFS; i++)
+        if (sw->bufs[i].be)
+            bufs_free(&sw->bufs[i]);
+    free(sw->bufs);
     be->dev_free(be, sw->x);
     be->dev_free(be, sw->dy);
     be->dev_free(be, sw->out);

@@ -11,8 +11,8 @@
  * Profiles: default goes to 4096, full to 8192; the rounds engine picks
  * the calls per repetition (opb_rounds_cfg's minimum time, at least one
  * call). One 8192 GEMM is 1.1 TFLOP, about 11 s on two idle CPU cores
- * (twice that under load): there each case makes one warm-up call instead
- * of the harness's two (the first call creates the oneDNN primitive and
+ * (twice that under load): there (from n = 4096 on, 0.7 s a call) each
+ * case makes one warm-up call instead of the harness's two (the first call creates the oneDNN primitive and
  * touches the output's pages), so 8192 costs at least 3 warm-ups + 3 x 5
  * rounds + 2 calls of the correctness check, about 220 s: more than the
  * default profile's share of bench:all's 15 minutes, hence 4096 there
@@ -57,6 +57,60 @@ static int run_gemm(void *arg)
                        c->n, c->math);
 }
 
+/* What the cases of one size time: a, b and c of n x n floats, a and b
+ * copied from the host inputs' first n^2 (as the checks' buffers hold
+ * them). The fp32 baseline rebuilds them (new addresses and pages: what
+ * another run of the program would draw); TF32 and the A/A copy, compared
+ * with it, change build with it. */
+static void size_free(tb_backend *be, gemm_bufs *g)
+{
+    be->dev_free(be, g->a);
+    be->dev_free(be, g->b);
+    be->dev_free(be, g->c);
+    g->a = g->b = g->c = NULL;
+}
+
+static int size_alloc(tb_backend *be, const gemm_bufs *host, int n, gemm_bufs *g)
+{
+    size_t bytes = (size_t)n * n * sizeof(float);
+    int rc;
+    *g = (gemm_bufs){0};
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&g->a, bytes), out_free);
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&g->b, bytes), out_free);
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&g->c, bytes), out_free);
+    TB_TRY_GOTO(rc, be->copy_h2d(be, g->a, host->ha, bytes, NULL), out_free);
+    TB_TRY_GOTO(rc, be->copy_h2d(be, g->b, host->hb, bytes, NULL), out_free);
+    /* every page of the output touched: its first write is not timed */
+    TB_TRY_GOTO(rc, be->memset(be, g->c, 0, bytes, NULL), out_free);
+    return be->sync(be);
+out_free:
+    size_free(be, g);
+    return rc;
+}
+
+typedef struct size_bufs {
+    tb_backend *be;
+    const gemm_bufs *host;     /* the sweep's host inputs */
+    gemm_bufs dev;             /* a, b, c only */
+    int n;
+} size_bufs;
+
+typedef struct sized_case {
+    gemm_case g;               /* g.bf points at size->dev */
+    size_bufs *size;
+} sized_case;
+
+/* opb_set_rebuild: new buffers before the old are freed, so that the
+ * allocator cannot hand the same blocks back. */
+static int size_rebuild(void *arg)
+{
+    size_bufs *z = ((sized_case *)arg)->size;
+    gemm_bufs old = z->dev;
+    TB_TRY(size_alloc(z->be, z->host, z->n, &z->dev));
+    size_free(z->be, &old);
+    return TB_OK;
+}
+
 static int plan_sizes(int profile, int *sizes)
 {
     int hi = profile == TB_PROFILE_TINY ? 512 : profile == TB_PROFILE_FULL ? 8192 : 4096;
@@ -75,11 +129,12 @@ static int64_t plan_iterations(int profile, int n)
     return it < 1 ? 1 : it;
 }
 
-/* One warm-up call where a single call is over 0.5 TFLOP (see the file
- * comment), the harness's two below. */
+/* One warm-up call where a single call is over 0.1 TFLOP (n = 4096 and
+ * up: 0.7 s and more on two cores; see the file comment), the harness's
+ * two below: the engine's own warm-up makes three more calls. */
 static int plan_warmups(int n)
 {
-    return 2.0 * n * (double)n * n > 5e11 ? 1 : 2;
+    return 2.0 * n * (double)n * n > 1e11 ? 1 : 2;
 }
 
 /* Tries TF32 math once outside the timed runs: a backend that refuses it
@@ -183,9 +238,22 @@ static int add_na_rows(tb_bench *b, const char *why)
 typedef struct tf32_state {
     int sizes[8], nsizes, tf32_ok;
     char why[256];
-    gemm_bufs f;
-    gemm_case *cases;
+    gemm_bufs f;               /* host inputs, and the checks' device buffers */
+    sized_case *cases;
+    size_bufs *bufs;           /* (nsizes): what the cases time */
 } tf32_state;
+
+static int alloc_sizes(tb_bench *b, tf32_state *st)
+{
+    st->bufs = calloc((size_t)st->nsizes, sizeof *st->bufs);
+    if (!st->bufs)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory");
+    for (int s = 0; s < st->nsizes; s++) {
+        st->bufs[s] = (size_bufs){b->be, &st->f, {0}, st->sizes[s]};
+        TB_TRY(size_alloc(b->be, &st->f, st->sizes[s], &st->bufs[s].dev));
+    }
+    return TB_OK;
+}
 
 static int setup(tb_bench *b, void *state, opb_set *set)
 {
@@ -196,15 +264,24 @@ static int setup(tb_bench *b, void *state, opb_set *set)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory");
     TB_TRY(alloc_bufs(b->be, &st->f, st->sizes[st->nsizes - 1]));
     st->tf32_ok = tf32_supported(b->be, &st->f, st->why, sizeof st->why);
+    TB_TRY(alloc_sizes(b, st));
     for (int s = 0; s < st->nsizes; s++)
         for (int v = 0; v < NV; v++) {
             if (vmath[v] == TB_MATH_TF32 && !st->tf32_ok)
                 continue;
-            gemm_case *c = &st->cases[s * NV + v];
-            *c = (gemm_case){b->be, &st->f, st->sizes[s], vmath[v]};
-            TB_TRY(opb_register(b, set, plan_warmups(st->sizes[s]), run_gemm, c,
+            sized_case *c = &st->cases[s * NV + v];
+            *c = (sized_case){{b->be, &st->bufs[s].dev, st->sizes[s], vmath[v]}, &st->bufs[s]};
+            /* the A/A copy runs f32's case (warmed up and rebuilt with it) */
+            gemm_case *arg = v == V_F32_AGAIN ? &st->cases[s * NV + V_F32].g : &c->g;
+            TB_TRY(opb_register(b, set, plan_warmups(st->sizes[s]), run_gemm, arg,
                                 plan_iterations(b->profile, st->sizes[s]), "gemm_%s/%d",
                                 vnames[v], st->sizes[s]));
+            /* the baseline rebuilds the size's buffers; from n = 1024 on
+             * (a call of 2 GFLOP and more) no call after it: the rebuild
+             * touched every page and oneDNN's primitive outlives them */
+            if (v == V_F32)
+                TB_TRY(opb_set_rebuild(set, set->n - 1, size_rebuild,
+                                       st->sizes[s] >= 1024 ? 0 : OPB_REBUILD_WARMUPS));
             /* f32, f32_again, tf32 of a size are registered in a row (tf32,
              * the last, may be left out): both compared with f32. */
             if (v != V_F32)
@@ -238,6 +315,9 @@ static void teardown(tb_bench *b, void *state)
 {
     tf32_state *st = state;
     free(st->cases);
+    for (int s = 0; st->bufs && s < st->nsizes; s++)
+        size_free(b->be, &st->bufs[s].dev);
+    free(st->bufs);
     free_bufs(b->be, &st->f);
 }
 
