@@ -335,7 +335,8 @@ static void check_bias_invariant(tb_backend *be, const tb_conv_desc *d, tb_conv_
 
 /* The default is the first non-`ref:` entry, or, when that is an im2col
  * `gemm:` one (oneDNN's choice for plain NCHW), the first direct
- * implementation on blocked activations ("+reorder"), if the list has one. */
+ * implementation on blocked activations ("+reorder"), if the list has one,
+ * except for fwd and bwd-data with c * r * s < 16 (the gemm stays). */
 static void check_default_policy(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
                                  int def, const char *what)
 {
@@ -351,7 +352,8 @@ static void check_default_policy(tb_backend *be, const tb_conv_desc *d, tb_conv_
     for (int i = first + 1; i < na && direct < 0; i++)
         if (strstr(a[i], "+reorder") && !strstr(a[i], "gemm:") && strncmp(a[i], "ref:", 4))
             direct = i;
-    int want = strstr(a[first], "gemm:") && direct >= 0 ? direct : first;
+    int gemm_stays = kind != TB_CONV_BWD_FILTER && d->c * d->r * d->s < 16;
+    int want = strstr(a[first], "gemm:") && direct >= 0 && !gemm_stays ? direct : first;
     CHECK(def == want, "%s kind %d: default %d (%s), want %d (%s)", what, (int)kind, def,
           def >= 0 && def < na ? a[def] : "?", want, want < na ? a[want] : "?");
 }
