@@ -554,10 +554,26 @@ static int is_gemm_impl(const char *name) { return strstr(name, "gemm:") != NULL
  * gradient, which the direct kernel still wins. Measured (1 thread, shared
  * machine, bf16, batch 32, 1x28x28 -> 16): fwd gemm 0.22 ms vs direct 0.95,
  * bwd-data 0.24 vs 1.84, bwd-filter 0.41 vs 0.12; ResNet-50's stem
- * (c * r * s = 147) keeps the direct one (fwd 4.0 vs 10.8 ms). */
+ * (c * r * s = 147) keeps the direct one (fwd 4.0 vs 10.8 ms).
+ * And a 1x1, stride-1, unpadded conv on plain NCHW, where the `gemm:` entry
+ * is one matrix product per image with no im2col and no activation
+ * reorders: it stays for the filter gradient, and forward and data gradient
+ * with at least 128 pixels an image; with fewer (ResNet-50's stages 3 and 4
+ * at 64x64: 16 and 4) its skinny products lose to the direct kernel.
+ * Measured with conv_find (1 thread, shared machine, batch 16, ms gemm vs
+ * direct+reorder): 64->256 at 16x16 bf16 fwd 0.64 vs 0.92, bwd-data 0.75
+ * vs 0.83, bwd-filter 0.74 vs 0.89; 256->128 at 16x16 bf16 1.26 vs 1.45,
+ * 1.34 vs 1.50, 1.57 vs 1.85, fp32 2.50 vs 2.94, 2.62 vs 2.94, 2.84 vs
+ * 2.95; 512->128 at 8x8 bf16 ties (0.71 vs 0.68, 0.77 vs 0.69) but
+ * bwd-filter 0.66 vs 0.75; 1024->256 at 4x4 bf16 fwd 1.01 vs 0.67,
+ * bwd-data 2.17 vs 0.76, bwd-filter 0.83 vs 1.50. */
 static int gemm_stays(const tb_conv_desc *d, tb_conv_kind kind)
 {
-    return kind != TB_CONV_BWD_FILTER && d->c * d->r * d->s < 16;
+    if (kind != TB_CONV_BWD_FILTER && d->c * d->r * d->s < 16)
+        return 1;
+    int plain_1x1 = d->layout == TB_NCHW && d->r == 1 && d->s == 1 && d->stride == 1 &&
+                    d->pad == 0;
+    return plain_1x1 && (kind == TB_CONV_BWD_FILTER || d->h * d->w >= 128);
 }
 
 /* The default among the n names of the list: the first non-`ref:` entry,
