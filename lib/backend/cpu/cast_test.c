@@ -305,7 +305,7 @@ static void test_conv_lowp(tb_backend *be)
                           .math = TB_MATH_LOWP};
         conv_one(be, d);
     }
-    /* c * r * s < 16: the im2col default (conv.c's gemm_stays) */
+    /* c * r * s < 16: the im2col default for bwd-data (conv.c's gemm_stays) */
     conv_one(be, (tb_conv_desc){.n = 2, .c = 1, .h = 10, .w = 9, .k = 16, .r = 3, .s = 3,
                                 .stride = 1, .pad = 1, .layout = TB_NCHW, .dtype = TB_BF16,
                                 .math = TB_MATH_LOWP});

@@ -548,13 +548,13 @@ static int cpu_conv_bwd_filter(tb_backend *be, const tb_conv_desc *d, int algo,
 static int is_gemm_impl(const char *name) { return strstr(name, "gemm:") != NULL; }
 
 /* Whether im2col stays the default over a direct kernel on blocked
- * activations: when x has so few input taps per output (c * r * s < 16: the
- * small CNN's first layer, c = 1, 3x3) that the direct kernel computes mostly
- * padding (x's channels padded to a block of 16). Not for the filter
- * gradient, which the direct kernel still wins. Measured (1 thread, shared
- * machine, bf16, batch 32, 1x28x28 -> 16): fwd gemm 0.22 ms vs direct 0.95,
- * bwd-data 0.24 vs 1.84, bwd-filter 0.41 vs 0.12; ResNet-50's stem
- * (c * r * s = 147) keeps the direct one (fwd 4.0 vs 10.8 ms).
+ * activations: for the data gradient when x has so few input taps per
+ * output (c * r * s < 16: the small CNN's first layer, c = 1, 3x3; a model
+ * skips that layer's dx, a lone conv does not) that the direct kernel
+ * writes mostly padding (dx's channels padded to a block of 16). Measured
+ * with conv_find (1 thread, shared machine, bf16, batch 32, 1x28x28 -> 16,
+ * ms gemm vs direct+reorder): bwd-data 0.21 vs 0.90, but fwd 0.20 vs 0.12
+ * and bwd-filter 0.40 vs 0.12, which keep the direct one.
  * And a 1x1, stride-1, unpadded conv on plain NCHW, where the `gemm:` entry
  * is one matrix product per image with no im2col and no activation
  * reorders: it stays for the filter gradient, and forward and data gradient
@@ -569,7 +569,7 @@ static int is_gemm_impl(const char *name) { return strstr(name, "gemm:") != NULL
  * bwd-data 2.17 vs 0.76, bwd-filter 0.83 vs 1.50. */
 static int gemm_stays(const tb_conv_desc *d, tb_conv_kind kind)
 {
-    if (kind != TB_CONV_BWD_FILTER && d->c * d->r * d->s < 16)
+    if (kind == TB_CONV_BWD_DATA && d->c * d->r * d->s < 16)
         return 1;
     int plain_1x1 = d->layout == TB_NCHW && d->r == 1 && d->s == 1 && d->stride == 1 &&
                     d->pad == 0;

@@ -336,7 +336,7 @@ static void check_bias_invariant(tb_backend *be, const tb_conv_desc *d, tb_conv_
 /* The default is the first non-`ref:` entry, or, when that is an im2col
  * `gemm:` one (oneDNN's choice for plain NCHW), the first direct
  * implementation on blocked activations ("+reorder"), if the list has one,
- * except where conv.c's gemm_stays keeps the gemm: fwd and bwd-data with
+ * except where conv.c's gemm_stays keeps the gemm: bwd-data with
  * c * r * s < 16; plain 1x1 stride-1 convs' bwd-filter, and their fwd and
  * bwd-data from 128 pixels an image. */
 static void check_default_policy(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
@@ -356,7 +356,7 @@ static void check_default_policy(tb_backend *be, const tb_conv_desc *d, tb_conv_
             direct = i;
     int plain_1x1 = d->layout == TB_NCHW && d->r == 1 && d->s == 1 && d->stride == 1 &&
                     d->pad == 0;
-    int gemm_stays = (kind != TB_CONV_BWD_FILTER && d->c * d->r * d->s < 16) ||
+    int gemm_stays = (kind == TB_CONV_BWD_DATA && d->c * d->r * d->s < 16) ||
                      (plain_1x1 && (kind == TB_CONV_BWD_FILTER || d->h * d->w >= 128));
     int want = strstr(a[first], "gemm:") && direct >= 0 && !gemm_stays ? direct : first;
     CHECK(def == want, "%s kind %d: default %d (%s), want %d (%s)", what, (int)kind, def,
