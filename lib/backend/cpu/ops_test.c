@@ -433,6 +433,7 @@ static void test_pool(int threads)
     static const int shapes[][7] = {
         {2, 3, 7, 7, 3, 2, 1},   {2, 5, 8, 8, 2, 2, 0},     {2, 4, 7, 7, 7, 1, 0}, /* global */
         {1, 17, 9, 9, 3, 1, 1},  {1, 1, 1, 1, 1, 1, 0},     {16, 33, 28, 28, 3, 2, 1},
+        {3, 2, 10, 11, 3, 2, 1}, /* odd width: a clipped last window in each row */
     };
     tb_backend *be = open_ops(threads);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
