@@ -305,6 +305,14 @@ static void test_conv_lowp(tb_backend *be)
                           .math = TB_MATH_LOWP};
         conv_one(be, d);
     }
+    /* c * r * s < 16: the im2col default for bwd-data (conv.c's gemm_stays) */
+    conv_one(be, (tb_conv_desc){.n = 2, .c = 1, .h = 10, .w = 9, .k = 16, .r = 3, .s = 3,
+                                .stride = 1, .pad = 1, .layout = TB_NCHW, .dtype = TB_BF16,
+                                .math = TB_MATH_LOWP});
+    /* 1x1 stride 1 with >= 128 pixels: the plain gemm in every direction */
+    conv_one(be, (tb_conv_desc){.n = 2, .c = 16, .h = 12, .w = 11, .k = 32, .r = 1, .s = 1,
+                                .stride = 1, .pad = 0, .layout = TB_NCHW, .dtype = TB_BF16,
+                                .math = TB_MATH_LOWP});
     tb_conv_desc d = {.n = 2, .c = 4, .h = 8, .w = 8, .k = 8, .r = 3, .s = 3, .stride = 1,
                       .pad = 1, .layout = TB_NCHW, .dtype = TB_F16, .math = TB_MATH_LOWP};
     int algo;

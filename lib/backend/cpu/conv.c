@@ -26,7 +26,11 @@
  * one: then the first of those, reorders and all. On ResNet-50 (64x64,
  * batch 16, 1 thread, shared machine) that made the NCHW step 1.2x (fp32)
  * and 1.4x (bf16, whose gemm path gained nothing over fp32) faster, as
- * PyTorch's NCHW convolutions reorder to blocked layouts too. The
+ * PyTorch's NCHW convolutions reorder to blocked layouts too. Where the
+ * gemm is no im2col (1x1, stride 1, no padding) it stays for the filter
+ * gradient, and for the other directions from 128 pixels an image
+ * (gemm_stays, with its measurements): ResNet-50's bf16 NCHW step a further
+ * ~7% faster (1 thread, shared machine). The
  * `ref:` entries (slow, for checking oneDNN itself) keep their ids but
  * conv_find skips them. A conv bias does not change the list (a test
  * checks that), so an id found without bias is valid with one.
@@ -547,10 +551,40 @@ static int cpu_conv_bwd_filter(tb_backend *be, const tb_conv_desc *d, int algo,
 
 static int is_gemm_impl(const char *name) { return strstr(name, "gemm:") != NULL; }
 
+/* Whether im2col stays the default over a direct kernel on blocked
+ * activations: for the data gradient when x has so few input taps per
+ * output (c * r * s < 16: the small CNN's first layer, c = 1, 3x3; a model
+ * skips that layer's dx, a lone conv does not) that the direct kernel
+ * writes mostly padding (dx's channels padded to a block of 16). Measured
+ * with conv_find (1 thread, shared machine, bf16, batch 32, 1x28x28 -> 16,
+ * ms gemm vs direct+reorder): bwd-data 0.21 vs 0.90, but fwd 0.20 vs 0.12
+ * and bwd-filter 0.40 vs 0.12, which keep the direct one.
+ * And a 1x1, stride-1, unpadded conv on plain NCHW, where the `gemm:` entry
+ * is one matrix product per image with no im2col and no activation
+ * reorders: it stays for the filter gradient, and forward and data gradient
+ * with at least 128 pixels an image; with fewer (ResNet-50's stages 3 and 4
+ * at 64x64: 16 and 4) its skinny products lose to the direct kernel.
+ * Measured with conv_find (1 thread, shared machine, batch 16, ms gemm vs
+ * direct+reorder): 64->256 at 16x16 bf16 fwd 0.64 vs 0.92, bwd-data 0.75
+ * vs 0.83, bwd-filter 0.74 vs 0.89; 256->128 at 16x16 bf16 1.26 vs 1.45,
+ * 1.34 vs 1.50, 1.57 vs 1.85, fp32 2.50 vs 2.94, 2.62 vs 2.94, 2.84 vs
+ * 2.95; 512->128 at 8x8 bf16 ties (0.71 vs 0.68, 0.77 vs 0.69) but
+ * bwd-filter 0.66 vs 0.75; 1024->256 at 4x4 bf16 fwd 1.01 vs 0.67,
+ * bwd-data 2.17 vs 0.76, bwd-filter 0.83 vs 1.50. */
+static int gemm_stays(const tb_conv_desc *d, tb_conv_kind kind)
+{
+    if (kind == TB_CONV_BWD_DATA && d->c * d->r * d->s < 16)
+        return 1;
+    int plain_1x1 = d->layout == TB_NCHW && d->r == 1 && d->s == 1 && d->stride == 1 &&
+                    d->pad == 0;
+    return plain_1x1 && (kind == TB_CONV_BWD_FILTER || d->h * d->w >= 128);
+}
+
 /* The default among the n names of the list: the first non-`ref:` entry,
- * unless that is an im2col `gemm:` one and a direct implementation on
- * blocked activations exists (part 2): then the first such. */
-static int default_of(char (*names)[64], int n)
+ * unless that is an im2col `gemm:` one, gemm_stays says no, and a direct
+ * implementation on blocked activations exists (part 2): then the first
+ * such. */
+static int default_of(const tb_conv_desc *d, tb_conv_kind kind, char (*names)[64], int n)
 {
     int first = -1;
     for (int i = 0; i < n && first < 0; i++)
@@ -558,7 +592,7 @@ static int default_of(char (*names)[64], int n)
             first = i;
     if (first < 0)
         return 0;
-    if (!is_gemm_impl(names[first]))
+    if (!is_gemm_impl(names[first]) || gemm_stays(d, kind))
         return first;
     for (int i = first + 1; i < n; i++)
         if (strstr(names[i], "+reorder") && !is_ref_impl(names[i]) && !is_gemm_impl(names[i]))
@@ -577,7 +611,7 @@ static int cpu_conv_algo_default(tb_backend *be, const tb_conv_desc *d, tb_conv_
     int rc = conv_walk_list(state_of(be), d, kind, 0, &w);
     lock_leave(be, prev);
     TB_TRY(rc);
-    *algo = default_of(names, w.count < TB_MAX_CONV_ALGOS ? w.count : TB_MAX_CONV_ALGOS);
+    *algo = default_of(d, kind, names, w.count < TB_MAX_CONV_ALGOS ? w.count : TB_MAX_CONV_ALGOS);
     return TB_OK;
 }
 

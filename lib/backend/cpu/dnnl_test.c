@@ -335,7 +335,10 @@ static void check_bias_invariant(tb_backend *be, const tb_conv_desc *d, tb_conv_
 
 /* The default is the first non-`ref:` entry, or, when that is an im2col
  * `gemm:` one (oneDNN's choice for plain NCHW), the first direct
- * implementation on blocked activations ("+reorder"), if the list has one. */
+ * implementation on blocked activations ("+reorder"), if the list has one,
+ * except where conv.c's gemm_stays keeps the gemm: bwd-data with
+ * c * r * s < 16; plain 1x1 stride-1 convs' bwd-filter, and their fwd and
+ * bwd-data from 128 pixels an image. */
 static void check_default_policy(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
                                  int def, const char *what)
 {
@@ -351,7 +354,11 @@ static void check_default_policy(tb_backend *be, const tb_conv_desc *d, tb_conv_
     for (int i = first + 1; i < na && direct < 0; i++)
         if (strstr(a[i], "+reorder") && !strstr(a[i], "gemm:") && strncmp(a[i], "ref:", 4))
             direct = i;
-    int want = strstr(a[first], "gemm:") && direct >= 0 ? direct : first;
+    int plain_1x1 = d->layout == TB_NCHW && d->r == 1 && d->s == 1 && d->stride == 1 &&
+                    d->pad == 0;
+    int gemm_stays = (kind == TB_CONV_BWD_DATA && d->c * d->r * d->s < 16) ||
+                     (plain_1x1 && (kind == TB_CONV_BWD_FILTER || d->h * d->w >= 128));
+    int want = strstr(a[first], "gemm:") && direct >= 0 && !gemm_stays ? direct : first;
     CHECK(def == want, "%s kind %d: default %d (%s), want %d (%s)", what, (int)kind, def,
           def >= 0 && def < na ? a[def] : "?", want, want < na ? a[want] : "?");
 }
@@ -414,6 +421,8 @@ static void test_conv(tb_backend *be)
         {.n = 4, .c = 1, .h = 28, .w = 28, .k = 16, .r = 3, .s = 3, .stride = 1, .pad = 1},
         /* a small CNN's inner layer: blocked (16-channel) implementations apply */
         {.n = 2, .c = 32, .h = 7, .w = 7, .k = 32, .r = 3, .s = 3, .stride = 1, .pad = 1},
+        /* 1x1 with >= 128 pixels: the plain gemm stays in every direction */
+        {.n = 2, .c = 16, .h = 12, .w = 11, .k = 32, .r = 1, .s = 1, .stride = 1, .pad = 0},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int layout = TB_NCHW; layout <= TB_NHWC; layout++) {

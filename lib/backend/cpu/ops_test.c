@@ -353,7 +353,10 @@ static void test_bn_case(tb_backend *be, tb_bn_desc d)
 
 static void test_bn(int threads)
 {
-    static const int shapes[][3] = {{2, 3, 7}, {33, 7, 1}, {3, 17, 49}, {1, 1, 2}, {8, 40, 256}};
+    /* hw < 32 takes batchnorm.c's small-plane NCHW path; {16, 600, 4}: two
+     * position chunks, above the one-thread cutoff */
+    static const int shapes[][3] = {{2, 3, 7},   {33, 7, 1},   {3, 17, 49},
+                                    {1, 1, 2},   {8, 40, 256}, {16, 600, 4}};
     tb_backend *be = open_ops(threads);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int l = 0; l < 2; l++) {
@@ -430,6 +433,7 @@ static void test_pool(int threads)
     static const int shapes[][7] = {
         {2, 3, 7, 7, 3, 2, 1},   {2, 5, 8, 8, 2, 2, 0},     {2, 4, 7, 7, 7, 1, 0}, /* global */
         {1, 17, 9, 9, 3, 1, 1},  {1, 1, 1, 1, 1, 1, 0},     {16, 33, 28, 28, 3, 2, 1},
+        {3, 2, 10, 11, 3, 2, 1}, /* odd width: a clipped last window in each row */
     };
     tb_backend *be = open_ops(threads);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
