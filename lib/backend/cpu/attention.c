@@ -919,10 +919,12 @@ static void attn_pack_bwd(const attn_geom *g, const float *q, const float *k, co
 
 /* Key block kb of one head against every query block that sees it: dK and
  * dV of the block (written to dk, dv), dS K added to the group's dQ
- * partial dqp. */
+ * partial dqp, or written to it when first (the group's first key block,
+ * which sees every query block the group's later ones see: no memset). */
 static void attn_bwd_keys(const attn_kernels *kn, const attn_geom *g, const float *q,
                           const float *dout, const float *lse, const attn_head_ws *hw,
-                          float *dqp, float *dk, float *dv, int kb, attn_thread_ws *w)
+                          float *dqp, float *dk, float *dv, int kb, int first,
+                          attn_thread_ws *w)
 {
     int T = g->T, D = g->D, DP = g->DP, j0 = kb * ATTN_BK;
     int nk = T - j0 < ATTN_BK ? T - j0 : ATTN_BK;
@@ -939,7 +941,7 @@ static void attn_bwd_keys(const attn_kernels *kn, const attn_geom *g, const floa
         kn->gemm(nk, nq, DP, w->s, 1, ATTN_BK, hw->dop + (size_t)i0 * DP, DP, w->dv, DP, 1);
         kn->gemm(nk, nq, DP, w->dp, 1, ATTN_BK, hw->qp + (size_t)i0 * DP, DP, w->dk, DP, 1);
         /* dQ += dS K */
-        kn->gemm(nq, nk, DP, w->dp, ATTN_BK, 1, kp, DP, dqp + (size_t)i0 * DP, DP, 1);
+        kn->gemm(nq, nk, DP, w->dp, ATTN_BK, 1, kp, DP, dqp + (size_t)i0 * DP, DP, !first);
     }
     for (int j = 0; j < nk; j++) {
         memcpy(dk + (size_t)(j0 + j) * D, w->dk + (size_t)j * DP, sizeof(float) * D);
@@ -998,10 +1000,13 @@ static void attn_bwd_chunk(const attn_kernels *kn, const attn_geom *g, int t, fl
             size_t off = (h0 + h) * hd;
             attn_head_ws hw = attn_head_carve(g, 1, ws, h);
             float *dqp = hw.dqp + g->tpad * (size_t)g->DP * gi;
-            memset(dqp, 0, sizeof(float) * g->tpad * g->DP);
+            /* Key block gi writes every row its query blocks reach; under
+             * the causal mask rows before block gi stay 0. */
+            if (g->causal)
+                memset(dqp, 0, sizeof(float) * (size_t)gi * ATTN_BQ * g->DP);
             for (int kb = gi; kb < nb; kb += G)
                 attn_bwd_keys(kn, g, a->q + off, a->dout + off, a->lse + (h0 + h) * g->T, &hw,
-                              dqp, a->dk + off, a->dv + off, kb, &w);
+                              dqp, a->dk + off, a->dv + off, kb, kb == gi, &w);
         }
 #pragma omp for schedule(static)
         for (long task = 0; task < (long)hc * nb; task++) {
