@@ -1,6 +1,6 @@
 /*
  * layernorm_math.h - per-element layer norm math shared by the CPU backend
- * (lib/backend/cpu/attention.c) and the CUDA kernels (kernels/layernorm.cu), so the CPU
+ * (lib/backend/cpu/layernorm.c) and the CUDA kernels (kernels/layernorm.cu), so the CPU
  * tests (lib/backend/cpu/attention_test.c) check the arithmetic the GPU runs.
  *
  * Forward, per row of `cols` values (F.layer_norm with an affine):

@@ -154,7 +154,8 @@ typedef enum tb_mem_mode {
     TB_MEM_PLAIN = 1,   /* one device malloc/free per dev_alloc/dev_free */
 } tb_mem_mode;
 
-/* ---- attention and layer norm (lib/backend/cpu/attention.c, lib/backend/cuda/attention.c) ---- */
+/* ---- attention and layer norm (lib/backend/cpu/attention.c, lib/backend/cpu/layernorm.c,
+ * lib/backend/cuda/attention.c) ---- */
 typedef enum tb_ln_variant {
     TB_LN_UNFUSED = 0, /* several passes (mean, center, variance, normalize, scale, shift),
                         * as eager PyTorch's decomposition runs them */
@@ -361,7 +362,8 @@ struct tb_backend {
     int (*opt_step)(tb_backend *be, const tb_opt_hparams *hp, const tb_param_view *tensors,
                     int count, int fused);
 
-    /* ---- attention and layer norm (lib/backend/cpu/attention.c, lib/backend/cuda/attention.c; plain
+    /* ---- attention and layer norm (lib/backend/cpu/attention.c, lib/backend/cpu/layernorm.c,
+     * lib/backend/cuda/attention.c; plain
      * references in lib/backend/ref/attention.h). fp32 only. ---- */
 
     /* Layer norm over each row of x (rows x cols), as F.layer_norm with an

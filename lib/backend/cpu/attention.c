@@ -1,18 +1,7 @@
 /*
- * attention.c - the CPU backend's layer norm and attention slots
- * (lib/backend/backend.h, "attention and layer norm"):
+ * attention.c - the CPU backend's attention slots (lib/backend/backend.h,
+ * "attention and layer norm"; layer norm is lib/backend/cpu/layernorm.c):
  *
- *   layernorm_fwd/bwd  TB_LN_UNFUSED: eager PyTorch's decomposition, one
- *                      OpenMP pass over the whole tensor per step (mean,
- *                      center, square, variance, rstd, normalize, scale,
- *                      shift; twelve passes backward), temporaries from
- *                      dev_alloc as PyTorch's allocator would hand them out.
- *                      TB_LN_FUSED: one task per row that keeps the row in
- *                      cache (apex's FusedLayerNorm), plus one column pass
- *                      for dgamma/dbeta in the backward.
- *                      Both run kernels/layernorm_math.h's steps in the same
- *                      order with the same sums, compiled for the baseline
- *                      ISA (no FMA contraction): bitwise equal results.
  *   attention_*        TB_ATTN_MANUAL: as eager PyTorch's
  *                      softmax(q @ k.transpose * scale + mask) @ v: the
  *                      backend's gemm (oneDNN) per head into a materialized
@@ -79,14 +68,12 @@
 #include <string.h>
 
 #include "kernels/attn_math.h"
-#include "kernels/layernorm_math.h"
 #include "lib/backend/backend.h"
 #include "lib/backend/checks.h"
 #include "lib/backend/cpu/cpu.h"
 #include "lib/backend/cpu/ops_common.h"
 #include "lib/core/status.h"
 
-#define LN_COL_BLOCK 64         /* dgamma/dbeta columns per task */
 #define ATTN_BQ 64              /* query rows per tile */
 #define ATTN_BK 64              /* keys per tile */
 #define ATTN_DC 64              /* head-dim columns per register block; D pads to it */
@@ -105,252 +92,6 @@
 #endif
 
 typedef float v16f __attribute__((vector_size(64)));
-
-/* ================================================================ layer norm */
-
-/* Row sums use ops_common.h's sum_f64, one function for both variants, so
- * their row statistics are the same bits. */
-
-/* ---- fused: one row at a time ---- */
-
-static void ln_row_fwd(const float *x, const float *gamma, const float *beta, float eps, int cols,
-                       float *y, float *mean_out, float *rstd_out)
-{
-    float mean = (float)(sum_f64(x, cols) / cols);
-    double v = 0.0;
-#pragma omp simd reduction(+ : v)
-    for (int c = 0; c < cols; c++)
-        v += tb_ln_square_f(tb_ln_center_f(x[c], mean));
-    float rstd = tb_ln_rstd_f((float)(v / cols), eps);
-#pragma omp simd
-    for (int c = 0; c < cols; c++)
-        y[c] = tb_ln_affine_f(tb_ln_normalize_f(tb_ln_center_f(x[c], mean), rstd), gamma[c],
-                              beta[c]);
-    *mean_out = mean;
-    *rstd_out = rstd;
-}
-
-static void ln_row_bwd(const float *x, const float *dy, const float *gamma, float mean,
-                       float rstd, int cols, float *dx)
-{
-    double a = 0.0, c2 = 0.0;
-#pragma omp simd reduction(+ : a, c2)
-    for (int c = 0; c < cols; c++) {
-        float xhat = tb_ln_normalize_f(tb_ln_center_f(x[c], mean), rstd);
-        float g = TB_MUL(dy[c], gamma[c]);
-        a += g;
-        c2 += TB_MUL(g, xhat);
-    }
-    float af = (float)(a / cols), cf = (float)(c2 / cols);
-#pragma omp simd
-    for (int c = 0; c < cols; c++) {
-        float xhat = tb_ln_normalize_f(tb_ln_center_f(x[c], mean), rstd);
-        dx[c] = tb_ln_dx_f(TB_MUL(dy[c], gamma[c]), xhat, af, cf, rstd);
-    }
-}
-
-/* dgamma, dbeta over columns [c0, c0 + cw): rows in order, in double.
- * xhat == NULL: recomputed from x and the saved statistics (fused);
- * otherwise dy * xhat is read from prod (unfused). */
-static void ln_param_grad_block(const float *x, const float *dy, const float *prod,
-                                const float *mean, const float *rstd, int rows, int cols, int c0,
-                                int cw, float *dgamma, float *dbeta, int accumulate)
-{
-    double ag[LN_COL_BLOCK] = {0}, ab[LN_COL_BLOCK] = {0};
-    for (int r = 0; r < rows; r++) {
-        size_t o = (size_t)r * cols + c0;
-        if (prod) {
-#pragma omp simd
-            for (int j = 0; j < cw; j++) {
-                ag[j] += prod[o + j];
-                ab[j] += dy[o + j];
-            }
-        } else {
-            float m = mean[r], s = rstd[r];
-#pragma omp simd
-            for (int j = 0; j < cw; j++) {
-                ag[j] += TB_MUL(dy[o + j], tb_ln_normalize_f(tb_ln_center_f(x[o + j], m), s));
-                ab[j] += dy[o + j];
-            }
-        }
-    }
-    for (int j = 0; j < cw; j++) {
-        dgamma[c0 + j] = (float)((accumulate ? (double)dgamma[c0 + j] : 0.0) + ag[j]);
-        dbeta[c0 + j] = (float)((accumulate ? (double)dbeta[c0 + j] : 0.0) + ab[j]);
-    }
-}
-
-static void ln_param_grad(int t, const float *x, const float *dy, const float *prod,
-                          const float *mean, const float *rstd, int rows, int cols,
-                          float *dgamma, float *dbeta, int accumulate)
-{
-    int blocks = (cols + LN_COL_BLOCK - 1) / LN_COL_BLOCK;
-#pragma omp parallel for num_threads(t) schedule(static) if ((size_t)rows * cols >= PAR_MIN)
-    for (int b = 0; b < blocks; b++) {
-        int c0 = b * LN_COL_BLOCK;
-        int cw = cols - c0 < LN_COL_BLOCK ? cols - c0 : LN_COL_BLOCK;
-        ln_param_grad_block(x, dy, prod, mean, rstd, rows, cols, c0, cw, dgamma, dbeta,
-                            accumulate);
-    }
-}
-
-/* ---- unfused: one pass over the tensor per step ---- */
-
-static void ln_pass_row(tb_ln_pass k, const float *a, const float *b, float rv, const float *col,
-                        float *out, int cols)
-{
-    switch (k) {
-    case TB_LN_PASS_CENTER:
-    case TB_LN_PASS_SUB_ROW:
-#pragma omp simd
-        for (int c = 0; c < cols; c++)
-            out[c] = tb_ln_center_f(a[c], rv);
-        break;
-    case TB_LN_PASS_SQUARE:
-#pragma omp simd
-        for (int c = 0; c < cols; c++)
-            out[c] = tb_ln_square_f(a[c]);
-        break;
-    case TB_LN_PASS_SCALE_ROW:
-#pragma omp simd
-        for (int c = 0; c < cols; c++)
-            out[c] = tb_ln_normalize_f(a[c], rv);
-        break;
-    case TB_LN_PASS_MUL_COL:
-#pragma omp simd
-        for (int c = 0; c < cols; c++)
-            out[c] = TB_MUL(a[c], col[c]);
-        break;
-    case TB_LN_PASS_ADD_COL:
-#pragma omp simd
-        for (int c = 0; c < cols; c++)
-            out[c] = TB_ADD(a[c], col[c]);
-        break;
-    case TB_LN_PASS_MUL:
-#pragma omp simd
-        for (int c = 0; c < cols; c++)
-            out[c] = TB_MUL(a[c], b[c]);
-        break;
-    case TB_LN_PASS_SUB:
-#pragma omp simd
-        for (int c = 0; c < cols; c++)
-            out[c] = TB_ADD(a[c], -b[c]);
-        break;
-    }
-}
-
-/* One element-wise pass over rows x cols; row is per-row (may be NULL). */
-static void ln_pass_all(int t, tb_ln_pass k, const float *a, const float *b, const float *row,
-                        const float *col, float *out, int rows, int cols)
-{
-#pragma omp parallel for num_threads(t) schedule(static) if ((size_t)rows * cols >= PAR_MIN)
-    for (int r = 0; r < rows; r++) {
-        size_t o = (size_t)r * cols;
-        ln_pass_row(k, a + o, b ? b + o : NULL, row ? row[r] : 0.0f, col, out + o, cols);
-    }
-}
-
-/* out[r] = mean of row r of a, one reduction pass. */
-static void ln_row_means(int t, const float *a, float *out, int rows, int cols)
-{
-#pragma omp parallel for num_threads(t) schedule(static) if ((size_t)rows * cols >= PAR_MIN)
-    for (int r = 0; r < rows; r++)
-        out[r] = (float)(sum_f64(a + (size_t)r * cols, cols) / cols);
-}
-
-static int ln_fwd_unfused(tb_backend *be, const float *x, const float *gamma, const float *beta,
-                          float eps, int rows, int cols, float *y, float *mean, float *rstd)
-{
-    int t = threads_of(be), rc = TB_OK;
-    size_t n = (size_t)rows * cols;
-    float *xc, *tmp;
-    TB_TRY(be->dev_alloc(be, (void **)&xc, n * sizeof(float)));
-    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&tmp, n * sizeof(float)), out_free_xc);
-    ln_row_means(t, x, mean, rows, cols);                                     /* mean */
-    ln_pass_all(t, TB_LN_PASS_CENTER, x, NULL, mean, NULL, xc, rows, cols);   /* xc = x - mean */
-    ln_pass_all(t, TB_LN_PASS_SQUARE, xc, NULL, NULL, NULL, tmp, rows, cols); /* xc * xc */
-    ln_row_means(t, tmp, rstd, rows, cols);                                   /* var */
-    for (int r = 0; r < rows; r++)                                            /* rsqrt(var + eps) */
-        rstd[r] = tb_ln_rstd_f(rstd[r], eps);
-    ln_pass_all(t, TB_LN_PASS_SCALE_ROW, xc, NULL, rstd, NULL, tmp, rows, cols); /* xhat */
-    ln_pass_all(t, TB_LN_PASS_MUL_COL, tmp, NULL, NULL, gamma, y, rows, cols);   /* * gamma */
-    ln_pass_all(t, TB_LN_PASS_ADD_COL, y, NULL, NULL, beta, y, rows, cols);      /* + beta */
-    rc = be->dev_free(be, tmp);
-out_free_xc:;
-    int rc2 = be->dev_free(be, xc);
-    return rc != TB_OK ? rc : rc2;
-}
-
-/* native_layer_norm_backward's decomposition, one pass per line. */
-static int ln_bwd_unfused(tb_backend *be, const float *x, const float *dy, const float *gamma,
-                          const float *mean, const float *rstd, int rows, int cols, float *dx,
-                          float *dgamma, float *dbeta, int accumulate)
-{
-    int t = threads_of(be), rc = TB_OK;
-    size_t n = (size_t)rows * cols;
-    float *xhat, *g, *rowv;
-    TB_TRY(be->dev_alloc(be, (void **)&xhat, n * sizeof(float)));
-    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&g, n * sizeof(float)), out_free_xhat);
-    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&rowv, 2 * (size_t)rows * sizeof(float) + 1),
-                out_free_g);
-    float *a = rowv, *c = rowv + rows;
-    ln_pass_all(t, TB_LN_PASS_CENTER, x, NULL, mean, NULL, xhat, rows, cols);       /* x - mean */
-    ln_pass_all(t, TB_LN_PASS_SCALE_ROW, xhat, NULL, rstd, NULL, xhat, rows, cols); /* xhat */
-    ln_pass_all(t, TB_LN_PASS_MUL, dy, xhat, NULL, NULL, dx, rows, cols);           /* dy * xhat */
-    ln_param_grad(t, x, dy, dx, mean, rstd, rows, cols, dgamma, dbeta, accumulate);
-    ln_pass_all(t, TB_LN_PASS_MUL_COL, dy, NULL, NULL, gamma, g, rows, cols); /* g = dy * gamma */
-    ln_row_means(t, g, a, rows, cols); /* a = mean(g) */
-    ln_pass_all(t, TB_LN_PASS_MUL, g, xhat, NULL, NULL, dx, rows, cols); /* g * xhat */
-    ln_row_means(t, dx, c, rows, cols); /* c = mean(g xhat) */
-    ln_pass_all(t, TB_LN_PASS_SUB_ROW, g, NULL, a, NULL, g, rows, cols); /* g - a */
-    ln_pass_all(t, TB_LN_PASS_SCALE_ROW, xhat, NULL, c, NULL, dx, rows, cols); /* xhat * c */
-    ln_pass_all(t, TB_LN_PASS_SUB, g, dx, NULL, NULL, g, rows, cols); /* (g - a) - xhat c */
-    ln_pass_all(t, TB_LN_PASS_SCALE_ROW, g, NULL, rstd, NULL, dx, rows, cols); /* * rstd */
-    rc = be->dev_free(be, rowv);
-out_free_g:;
-    int rc2 = be->dev_free(be, g);
-    rc = rc != TB_OK ? rc : rc2;
-out_free_xhat:
-    rc2 = be->dev_free(be, xhat);
-    return rc != TB_OK ? rc : rc2;
-}
-
-static int cpu_layernorm_fwd(tb_backend *be, tb_ln_variant variant, const float *x,
-                             const float *gamma, const float *beta, float eps, int rows, int cols,
-                             float *y, float *save_mean, float *save_rstd)
-{
-    TB_TRY(tb_check_layernorm("layernorm_fwd", variant, x, gamma, rows, cols));
-    if (!(eps > 0.0f))
-        return TB_FAIL(TB_ERR_INVALID, "layernorm_fwd: eps %g", (double)eps);
-    if (variant == TB_LN_UNFUSED)
-        return ln_fwd_unfused(be, x, gamma, beta, eps, rows, cols, y, save_mean, save_rstd);
-    int t = threads_of(be);
-#pragma omp parallel for num_threads(t) schedule(static) if ((size_t)rows * cols >= PAR_MIN)
-    for (int r = 0; r < rows; r++) {
-        size_t o = (size_t)r * cols;
-        ln_row_fwd(x + o, gamma, beta, eps, cols, y + o, &save_mean[r], &save_rstd[r]);
-    }
-    return TB_OK;
-}
-
-static int cpu_layernorm_bwd(tb_backend *be, tb_ln_variant variant, const float *x,
-                             const float *dy, const float *gamma, const float *save_mean,
-                             const float *save_rstd, int rows, int cols, float *dx,
-                             float *dgamma, float *dbeta, int accumulate)
-{
-    TB_TRY(tb_check_layernorm("layernorm_bwd", variant, x, gamma, rows, cols));
-    if (variant == TB_LN_UNFUSED)
-        return ln_bwd_unfused(be, x, dy, gamma, save_mean, save_rstd, rows, cols, dx, dgamma,
-                              dbeta, accumulate);
-    int t = threads_of(be);
-#pragma omp parallel for num_threads(t) schedule(static) if ((size_t)rows * cols >= PAR_MIN)
-    for (int r = 0; r < rows; r++) {
-        size_t o = (size_t)r * cols;
-        ln_row_bwd(x + o, dy + o, gamma, save_mean[r], save_rstd[r], cols, dx + o);
-    }
-    ln_param_grad(t, x, dy, NULL, save_mean, save_rstd, rows, cols, dgamma, dbeta, accumulate);
-    return TB_OK;
-}
 
 /* ================================================================ attention */
 
@@ -919,10 +660,12 @@ static void attn_pack_bwd(const attn_geom *g, const float *q, const float *k, co
 
 /* Key block kb of one head against every query block that sees it: dK and
  * dV of the block (written to dk, dv), dS K added to the group's dQ
- * partial dqp. */
+ * partial dqp, or written to it when first (the group's first key block,
+ * which sees every query block the group's later ones see: no memset). */
 static void attn_bwd_keys(const attn_kernels *kn, const attn_geom *g, const float *q,
                           const float *dout, const float *lse, const attn_head_ws *hw,
-                          float *dqp, float *dk, float *dv, int kb, attn_thread_ws *w)
+                          float *dqp, float *dk, float *dv, int kb, int first,
+                          attn_thread_ws *w)
 {
     int T = g->T, D = g->D, DP = g->DP, j0 = kb * ATTN_BK;
     int nk = T - j0 < ATTN_BK ? T - j0 : ATTN_BK;
@@ -939,7 +682,7 @@ static void attn_bwd_keys(const attn_kernels *kn, const attn_geom *g, const floa
         kn->gemm(nk, nq, DP, w->s, 1, ATTN_BK, hw->dop + (size_t)i0 * DP, DP, w->dv, DP, 1);
         kn->gemm(nk, nq, DP, w->dp, 1, ATTN_BK, hw->qp + (size_t)i0 * DP, DP, w->dk, DP, 1);
         /* dQ += dS K */
-        kn->gemm(nq, nk, DP, w->dp, ATTN_BK, 1, kp, DP, dqp + (size_t)i0 * DP, DP, 1);
+        kn->gemm(nq, nk, DP, w->dp, ATTN_BK, 1, kp, DP, dqp + (size_t)i0 * DP, DP, !first);
     }
     for (int j = 0; j < nk; j++) {
         memcpy(dk + (size_t)(j0 + j) * D, w->dk + (size_t)j * DP, sizeof(float) * D);
@@ -998,10 +741,13 @@ static void attn_bwd_chunk(const attn_kernels *kn, const attn_geom *g, int t, fl
             size_t off = (h0 + h) * hd;
             attn_head_ws hw = attn_head_carve(g, 1, ws, h);
             float *dqp = hw.dqp + g->tpad * (size_t)g->DP * gi;
-            memset(dqp, 0, sizeof(float) * g->tpad * g->DP);
+            /* Key block gi writes every row its query blocks reach; under
+             * the causal mask rows before block gi stay 0. */
+            if (g->causal)
+                memset(dqp, 0, sizeof(float) * (size_t)gi * ATTN_BQ * g->DP);
             for (int kb = gi; kb < nb; kb += G)
                 attn_bwd_keys(kn, g, a->q + off, a->dout + off, a->lse + (h0 + h) * g->T, &hw,
-                              dqp, a->dk + off, a->dv + off, kb, &w);
+                              dqp, a->dk + off, a->dv + off, kb, kb == gi, &w);
         }
 #pragma omp for schedule(static)
         for (long task = 0; task < (long)hc * nb; task++) {
@@ -1164,8 +910,6 @@ static int cpu_attention_bwd(tb_backend *be, tb_attn_variant variant, const tb_a
 
 int tb_cpu_install_attn_ops(tb_backend *be)
 {
-    be->layernorm_fwd = cpu_layernorm_fwd;
-    be->layernorm_bwd = cpu_layernorm_bwd;
     be->attention_workspace = cpu_attention_workspace;
     be->attention_fwd = cpu_attention_fwd;
     be->attention_bwd = cpu_attention_bwd;

@@ -413,6 +413,7 @@ int tb_backend_cpu_create(int threads, tb_backend **out)
     TB_TRY_GOTO(rc, tb_cpu_install_dnnl_ops(be), out_free_backend);
     TB_TRY_GOTO(rc, tb_cpu_install_ops(be), out_release_dnnl);
     TB_TRY_GOTO(rc, tb_cpu_install_attn_ops(be), out_release_dnnl);
+    TB_TRY_GOTO(rc, tb_cpu_install_ln_ops(be), out_release_dnnl);
     TB_TRY_GOTO(rc, tb_cpu_install_cast_ops(be), out_release_dnnl);
     TB_TRY_GOTO(rc, tb_cpu_install_token_ops(be), out_release_dnnl);
     *out = be;

@@ -39,7 +39,8 @@ int tb_cpu_has_avx512_fp16(void);
 struct tb_backend;
 int tb_cpu_install_dnnl_ops(struct tb_backend *be);  /* gemm.c, conv.c: lib/backend/cpu/dnnl.c */
 int tb_cpu_install_ops(struct tb_backend *be);       /* the rest: lib/backend/cpu/ops_common.c */
-int tb_cpu_install_attn_ops(struct tb_backend *be);  /* layernorm_*, attention_*: lib/backend/cpu/attention.c */
+int tb_cpu_install_attn_ops(struct tb_backend *be);  /* attention_*: lib/backend/cpu/attention.c */
+int tb_cpu_install_ln_ops(struct tb_backend *be);    /* layernorm_*: lib/backend/cpu/layernorm.c */
 int tb_cpu_install_cast_ops(struct tb_backend *be);  /* cast_*: lib/backend/cpu/cast.c */
 int tb_cpu_install_token_ops(struct tb_backend *be); /* embedding_*: lib/backend/cpu/tokens.c */
 void tb_cpu_release_dnnl_ops(struct tb_backend *be); /* primitive caches */

@@ -1,7 +1,7 @@
 /*
  * ops_common.c - the CPU backend's own-kernel op families (every op slot of
  * lib/backend/backend.h except gelu_* (gelu.c), gemm and conv_* (dnnl.c),
- * layernorm_* and attention_* (attention.c), cast_* (cast.c), embedding_*
+ * layernorm_* (layernorm.c), attention_* (attention.c), cast_* (cast.c), embedding_*
  * (tokens.c)): their shared scratch memory and the one call that installs
  * them all.
  *
