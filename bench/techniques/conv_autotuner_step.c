@@ -58,8 +58,8 @@ static const tb_step_technique tech = {
         .name = "conv_autotuner_step",
         .headline = "on",
         .what = "conv autotuner on the training step, fixed and changing batch size",
-        .est_seconds = {27, 130, 10}, /* default, full, tiny */
-        .budget_seconds = {24, 120, 2}, /* of its rounds, same order */
+        .est_seconds = {27, 130, 10, 15}, /* default, full, tiny, gpu */
+        .budget_seconds = {24, 120, 2, 13}, /* of its rounds, same order */
         .order = 90,
         .tiny = {.min_rows = 4, .plots = "conv_autotuner_step"},
     },

@@ -287,9 +287,9 @@ static const tb_technique technique = {
     .headline = "fused",
     .what = "Fused vs unfused layer norm (forward and backward) over transformer "
             "shapes, beside the copy bandwidth.",
-    .est_seconds = {17, 90, 3}, /* default, full, tiny */
+    .est_seconds = {17, 90, 3, 12}, /* default, full, tiny, gpu */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
-    .budget_seconds = {10, 80, 2},
+    .budget_seconds = {10, 80, 2, 10},
     .order = 290,
     .tiny = {.min_rows = 10, .plots = "fused_layernorm,fused_layernorm_speedup"},
 };

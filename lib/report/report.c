@@ -705,6 +705,16 @@ static void sec_budget(doc *d, const tb_report_folder *f)
                 over ? " **Over the limit**: the run was started with `--allow-over-budget`." : "",
                 undeclared ? " Techniques with budget \"harness default\" declare none for this "
                              "profile and are not in the sum." : "");
+    if (!strcmp(tb_json_get_string(b, "profile", ""), "gpu"))
+        tb_doc_text(d, BK_P, "**The gpu profile**%s: the real ResNet-50 (224 x 224, batch 256) and "
+                    "GPT-2 (12 layers, d 768, context 1024, vocabulary 50,257, batch 16), sized "
+                    "for one 80 GB GPU (a batch that does not fit is halved until it does, and "
+                    "its rows say so); every other size as in the full profile. %s",
+                    tb_json_get_bool(b, "profile_auto", 0)
+                        ? ", chosen by default because the CUDA backend was active" : "",
+                    strcmp(fp_get(f, "device.backend", ""), "cuda")
+                        ? "This run was not on a GPU: its times say nothing about the budgets, "
+                          "which are for one H100." : "");
     static const char *const h[3] = {"technique", "budget (s)", "estimated run time (s)"};
     tb_doc_table(d, 3, h);
     const tb_json *techs = tb_json_get(b, "techniques");
