@@ -728,6 +728,25 @@ static void test_optional_sections(const char *rdir, const char *pdir)
     if (md)
         check_na_reasons(md);
     free(md);
+
+    /* the gpu profile, chosen by --profile=auto: the report says so, and
+     * that this CPU run's times say nothing about its H100 budgets */
+    bf = fopen(bpath, "w");
+    CHECK(bf != NULL);
+    if (bf) {
+        fputs("{\"schema\": \"tunebench-budget/1\", \"profile\": \"gpu\", "
+              "\"profile_auto\": true, \"limit_s\": 600, \"budget_s\": 523, \"est_s\": 599, "
+              "\"undeclared\": 0, \"over\": false, \"allowed_over\": false, "
+              "\"techniques\": []}\n", bf);
+        fclose(bf);
+    }
+    CHECK_OK(tb_report_write_dir(rdir, pdir));
+    md = slurp(path);
+    CHECK(md && strstr(md, "Profile `gpu`, limit 600 s:") &&
+          strstr(md, "**The gpu profile**, chosen by default because the CUDA backend was "
+                     "active: the real ResNet-50 (224 x 224, batch 256)") &&
+          strstr(md, "This run was not on a GPU"));
+    free(md);
 }
 
 int main(void)
