@@ -2,7 +2,7 @@
  * all.c - `bazel run //bench:all`: runs every technique's benchmark, one
  * after another, and reports progress with an estimate of the time left.
  *
- *   bazel run //bench:all -- [--device=auto] [--profile=default|full|tiny]
+ *   bazel run //bench:all -- [--device=auto] [--profile=auto|default|full|tiny|gpu]
  *                            [--out-dir=DIR] [--only=a,b] [--skip=a,b] [--resume]
  *                            [--allow-over-budget]
  *
@@ -24,6 +24,9 @@
  * profile's limit, and refuses (exit 2) when they add up to more, unless
  * --allow-over-budget (then it warns and goes on); the plan, with the limit
  * that applied, goes to results/<device>/budget.json for the report.
+ * --profile=auto (the default) is gpu on the CUDA backend, default
+ * elsewhere, said on stderr and in budget.json ("profile_auto"); gpu asked
+ * for on the CPU runs, with a warning (bench/harness/technique.h).
  * At the end it writes REPORT.md, REPORT.html, summary.md and summary.tex
  * (lib/report/report.h).
  * Each technique runs in a guard (bench/cmd/guard.h): if bench:all dies,
@@ -160,6 +163,7 @@ typedef struct budget_src {
     const tb_plan_entry *const *todo;
     int ntodo;
     int allowed_over;
+    int profile_auto;         /* the profile was chosen by --profile=auto */
 } budget_src;
 
 static int write_budget(const void *arg, FILE *f)
@@ -167,6 +171,7 @@ static int write_budget(const void *arg, FILE *f)
     const budget_src *s = arg;
     fprintf(f, "{\n  \"schema\": \"tunebench-budget/1\",\n  \"profile\": ");
     tb_json_write_string(f, s->profile_name);
+    fprintf(f, ",\n  \"profile_auto\": %s", s->profile_auto ? "true" : "false");
     fprintf(f, ",\n  \"limit_s\": %g,\n  \"budget_s\": %g,\n  \"est_s\": %g,\n"
             "  \"undeclared\": %d,\n  \"over\": %s,\n  \"allowed_over\": %s,\n"
             "  \"techniques\": [", s->b->limit_s, s->b->total_s, s->b->est_s, s->b->undeclared,
@@ -302,6 +307,31 @@ static int finish(const tb_outdir *od, tb_telemetry *tm, tb_run_state *st, int w
 
 /* The last lines a run prints: its top results, as the report's findings
  * say them, and where the report is. */
+/* --profile=auto made a tb_profile: gpu on the CUDA backend, else
+ * default (tb_profile_resolve, which says so); the backend is opened for
+ * its name only. */
+static void resolve_profile(const char *device, int threads, int *profile)
+{
+    tb_device_kind kind;
+    int ordinal;
+    tb_backend *be = NULL;
+    tb_device_info info;
+    if (*profile != TB_PROFILE_AUTO && *profile != TB_PROFILE_GPU)
+        return;
+    /* A device that cannot be opened is said by open_run, after the plan:
+     * here it only means not CUDA. */
+    int rc = tb_device_parse(device, &kind, &ordinal);
+    if (rc == TB_OK)
+        rc = tb_backend_open(kind, ordinal, threads, &be);
+    if (rc == TB_OK) {
+        rc = be->device_info(be, &info);
+        tb_backend_close(be);
+    }
+    if (rc != TB_OK)
+        tb_error_clear();
+    tb_profile_resolve(profile, rc == TB_OK ? info.backend : "cpu", "bench:all");
+}
+
 static void closing_lines(const tb_outdir *od)
 {
     fprintf(stderr, "bench:all: top results on this machine (the report's findings):\n");
@@ -314,11 +344,14 @@ static void closing_lines(const tb_outdir *od)
 int main(int argc, char **argv)
 {
     const char *device = "auto", *out_dir = "", *only = "", *skip = "";
-    int profile = 0, threads = 0, resume = 0, allow_over = 0;
-    static const char *const profiles[] = {"default", "full", "tiny", NULL};
+    int profile = TB_PROFILE_AUTO, threads = 0, resume = 0, allow_over = 0;
+    /* tb_profile order, then auto */
+    static const char *const profiles[] = {"default", "full", "tiny", "gpu", "auto", NULL};
     tb_flag flags[] = {
         {"device", TB_FLAG_STRING, &device, "auto, cpu, cuda or cuda:N", NULL},
-        {"profile", TB_FLAG_CHOICE, &profile, "sweep length", profiles},
+        {"profile", TB_FLAG_CHOICE, &profile,
+         "sweep length; auto: gpu on the CUDA backend (the real models, 10 minutes on one "
+         "H100), else default (15 minutes on a 2-core CPU)", profiles},
         {"out-dir", TB_FLAG_STRING, &out_dir,
          "where results/ and plots/ go (default: the source tree under bazel run)", NULL},
         {"threads", TB_FLAG_INT, &threads, "CPU threads (0 = all cores)", NULL,
@@ -358,6 +391,8 @@ int main(int argc, char **argv)
     /* Catch typos before spending minutes on a run. */
     if (!names_known("only", only, techs, ntech) || !names_known("skip", skip, techs, ntech))
         return 2;
+    int profile_auto = profile == TB_PROFILE_AUTO;
+    resolve_profile(device, threads, &profile);
 
     /* The techniques to run: the ceilings first whatever --only says. */
     const tb_plan_entry **todo = calloc((size_t)ntech + 1, sizeof *todo);
@@ -379,10 +414,10 @@ int main(int argc, char **argv)
     /* Every profile's total too, so that a declaration that breaks another
      * profile's limit shows before someone runs that profile. */
     fprintf(stderr, "bench:all: budgets of this plan per profile:");
-    for (int p = 0; profiles[p]; p++) {
+    for (int p = 0; p < TB_PROFILES; p++) {
         tb_plan_budget_sum(todo, ntodo, p, &budget);
         fprintf(stderr, " %s %g s of %g s%s%s", profiles[p], budget.total_s, budget.limit_s,
-                budget.over ? " (OVER)" : "", profiles[p + 1] ? "," : "\n");
+                budget.over ? " (OVER)" : "", p + 1 < TB_PROFILES ? "," : "\n");
     }
     tb_plan_budget_sum(todo, ntodo, profile, &budget);
     int brc = check_budget(&budget, profiles[profile], todo, ntodo, profile, allow_over);
@@ -428,7 +463,8 @@ int main(int argc, char **argv)
             planned += todo[k]->est_seconds[profile];
 
     char bpath[PATH_MAX + 64];
-    budget_src bsrc = {profiles[profile], profile, &budget, todo, ntodo, allow_over};
+    budget_src bsrc = {profiles[profile], profile, &budget, todo, ntodo, allow_over,
+                       profile_auto};
     if (tb_outdir_join(od.results, "budget.json", bpath, sizeof bpath) != TB_OK ||
         tb_atomic_write_with(bpath, write_budget, &bsrc) != TB_OK) {
         /* The report would only lose its budget section: say so, go on. */

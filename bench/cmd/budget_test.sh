@@ -32,7 +32,7 @@ for t in $names; do
     cat > "$RF/tunebench/bench/$t" <<EOF
 #!/bin/sh
 [ "\$1" = "--describe" ] || { echo "$t: a stand-in, not run by this test" >&2; exit 1; }
-echo "{\"name\":\"$t\",\"results\":\"$t\",\"what\":null,\"est_seconds\":[\${EST_D:-10},60,5],\"budget_seconds\":[\$BUDGET_D,3600,\$BUDGET_T],\"order\":0,\"after\":[],\"tiny\":{\"min_rows\":1,\"plots\":\"\",\"na_note\":null,\"gbench\":true}}"
+echo "{\"name\":\"$t\",\"results\":\"$t\",\"what\":null,\"est_seconds\":[\${EST_D:-10},60,5,10],\"budget_seconds\":[\$BUDGET_D,3600,\$BUDGET_T,1],\"order\":0,\"after\":[],\"tiny\":{\"min_rows\":1,\"plots\":\"\",\"na_note\":null,\"gbench\":true}}"
 EOF
     chmod +x "$RF/tunebench/bench/$t"
 done
@@ -52,7 +52,7 @@ rc=$?
 grep -q "refused: the budgets add up to" "$TEST_TMPDIR/err_over" || fail "no reason given"
 grep -q "limit 15 min 00 s" "$TEST_TMPDIR/err_over" || fail "the limit is not printed"
 [ ! -e "$OUT" ] || fail "a refused run wrote $(find "$OUT" | head -3)"
-grep -q "budgets of this plan per profile: default $((n * over)) s of 900 s (OVER), full $((n * 3600)) s of 14400 s (OVER), tiny $n s of 600 s$" \
+grep -q "budgets of this plan per profile: default $((n * over)) s of 900 s (OVER), full $((n * 3600)) s of 14400 s (OVER), tiny $n s of 600 s, gpu $n s of 600 s$" \
     "$TEST_TMPDIR/err_over" || fail "the totals per profile are not printed"
 echo "ok: $n techniques x $over s > 900 s refused (exit 2), nothing written"
 

@@ -59,12 +59,12 @@ static int finish_describe(const char *bin, describing *d, char *buf, size_t cap
     return TB_OK;
 }
 
-/* Reads a JSON array of 3 numbers into v; -1 when it is not one. */
-static int three_numbers(const tb_json *a, double v[3])
+/* Reads a JSON array of TB_PROFILES numbers into v; -1 when it is not one. */
+static int per_profile(const tb_json *a, double v[TB_PROFILES])
 {
-    if (!a || a->len != 3)
+    if (!a || a->len != TB_PROFILES)
         return -1;
-    for (int p = 0; p < 3; p++) {
+    for (int p = 0; p < TB_PROFILES; p++) {
         const tb_json *x = tb_json_at(a, (size_t)p);
         if (!x || x->type != TB_JSON_NUMBER)
             return -1;
@@ -81,18 +81,20 @@ int tb_plan_parse_entry(const char *bin, const char *text, tb_plan_entry *e)
     const tb_json *after = tb_json_get(j, "after");
     const char *name = tb_json_get_string(j, "name", NULL);
     memset(e, 0, sizeof *e);
-    if (!name || three_numbers(tb_json_get(j, "est_seconds"), e->est_seconds) != 0 || !after ||
+    if (!name || per_profile(tb_json_get(j, "est_seconds"), e->est_seconds) != 0 || !after ||
         after->len > TB_MAX_AFTER) {
-        rc = TB_FAIL(TB_ERR_DATA, "%s --describe: no name, est_seconds[3] or after", bin);
+        rc = TB_FAIL(TB_ERR_DATA, "%s --describe: no name, est_seconds[%d] or after", bin,
+                     TB_PROFILES);
         goto out_free_json;
     }
     /* Every binary of this build writes budget_seconds (technique.c): one
      * without it is stale, and its budget would silently count as 0. */
-    if (three_numbers(tb_json_get(j, "budget_seconds"), e->budget_seconds) != 0) {
-        rc = TB_FAIL(TB_ERR_DATA, "%s --describe: no budget_seconds[3] (a stale binary?)", bin);
+    if (per_profile(tb_json_get(j, "budget_seconds"), e->budget_seconds) != 0) {
+        rc = TB_FAIL(TB_ERR_DATA, "%s --describe: no budget_seconds[%d] (a stale binary?)", bin,
+                     TB_PROFILES);
         goto out_free_json;
     }
-    for (int p = 0; p < 3; p++)
+    for (int p = 0; p < TB_PROFILES; p++)
         if (e->budget_seconds[p] < 0) {
             rc = TB_FAIL(TB_ERR_DATA, "%s --describe: negative budget_seconds[%d]", bin, p);
             goto out_free_json;
@@ -109,9 +111,9 @@ out_free_json:
 
 double tb_plan_profile_limit(int profile)
 {
-    /* default, full, tiny (tb_profile); see plan.h for why these. */
-    static const double limit_s[3] = {900, 14400, 600};
-    return profile >= 0 && profile < 3 ? limit_s[profile] : 0;
+    /* default, full, tiny, gpu (tb_profile); see plan.h for why these. */
+    static const double limit_s[TB_PROFILES] = {900, 14400, 600, 600};
+    return profile >= 0 && profile < TB_PROFILES ? limit_s[profile] : 0;
 }
 
 void tb_plan_budget_sum(const tb_plan_entry *const *entries, int n, int profile,

@@ -14,8 +14,8 @@
 
 typedef struct tb_plan_entry {
     char name[64];
-    double est_seconds[3];    /* per tb_profile */
-    double budget_seconds[3]; /* timing budget per tb_profile; 0: the harness's default */
+    double est_seconds[TB_PROFILES];    /* per tb_profile */
+    double budget_seconds[TB_PROFILES]; /* timing budget per tb_profile; 0: the harness's default */
     int order;
     char after[TB_MAX_AFTER][64];
 } tb_plan_entry;
@@ -27,7 +27,7 @@ typedef struct tb_plan_entry {
 int tb_plan_describe(const char *bin_dir, const char *names, tb_plan_entry **out, int *n);
 
 /* Parses one --describe line (text) of binary bin into *e: name,
- * est_seconds[3], budget_seconds[3], order, after. TB_ERR_DATA when a field
+ * est_seconds[TB_PROFILES], budget_seconds[TB_PROFILES], order, after. TB_ERR_DATA when a field
  * is missing or a budget is negative. */
 int tb_plan_parse_entry(const char *bin, const char *text, tb_plan_entry *e);
 
@@ -39,7 +39,9 @@ int tb_plan_parse_entry(const char *bin, const char *text, tb_plan_entry *e);
  * tb_profile, live here and nowhere else (results/README.md quotes them):
  *   default  900    bench:all within 15 minutes on a 2-core VM
  *   full     14400  4 hours
- *   tiny     600    the tests' profile: 10 minutes */
+ *   tiny     600    the tests' profile: 10 minutes
+ *   gpu      600    one H100 in 10 minutes: a short visit to a GPU machine
+ *                   is enough to run it (README: the estimate) */
 double tb_plan_profile_limit(int profile);
 
 typedef struct tb_plan_budget {
@@ -52,8 +54,8 @@ typedef struct tb_plan_budget {
     int over;                 /* total_s > limit_s */
 } tb_plan_budget;
 
-/* Adds up the budgets of entries[0..n) for profile (0..2) into *out.
- * REQUIRES: 0 <= profile < 3. */
+/* Adds up the budgets of entries[0..n) for profile into *out.
+ * REQUIRES: 0 <= profile < TB_PROFILES. */
 void tb_plan_budget_sum(const tb_plan_entry *const *entries, int n, int profile,
                         tb_plan_budget *out);
 

@@ -20,8 +20,8 @@ static const char *line(char *buf, size_t cap, const char *name, double bd, doub
                         double bt)
 {
     snprintf(buf, cap,
-             "{\"name\":\"%s\",\"results\":\"%s\",\"what\":null,\"est_seconds\":[10,60,5],"
-             "\"budget_seconds\":[%g,%g,%g],\"order\":3,\"after\":[\"ceilings\"],"
+             "{\"name\":\"%s\",\"results\":\"%s\",\"what\":null,\"est_seconds\":[10,60,5,20],"
+             "\"budget_seconds\":[%g,%g,%g,30],\"order\":3,\"after\":[\"ceilings\"],"
              "\"tiny\":{\"min_rows\":1,\"plots\":\"\",\"na_note\":null,\"gbench\":true}}\n",
              name, name, bd, bf, bt);
     return buf;
@@ -37,11 +37,12 @@ static void test_parse(void)
           "name, order, after");
     CHECK(e.budget_seconds[0] == 40 && e.budget_seconds[1] == 600 && e.budget_seconds[2] == 8,
           "budget_seconds = [40, 600, 8]");
+    CHECK(e.budget_seconds[TB_PROFILE_GPU] == 30, "the gpu profile's budget read back");
     CHECK(e.est_seconds[1] == 60, "est_seconds kept apart from the budget");
 
     printf("a line without budget_seconds, or with a negative one, is refused\n");
     tb_error_clear();
-    CHECK(tb_plan_parse_entry("old", "{\"name\":\"old\",\"est_seconds\":[1,2,3],\"order\":0,"
+    CHECK(tb_plan_parse_entry("old", "{\"name\":\"old\",\"est_seconds\":[1,2,3,4],\"order\":0,"
                                      "\"after\":[]}", &e) == TB_ERR_DATA &&
               strstr(tb_error_message(), "budget_seconds"),
           "stale binary: %s", tb_error_message());
@@ -49,14 +50,24 @@ static void test_parse(void)
     CHECK(tb_plan_parse_entry("neg", line(buf, sizeof buf, "neg", -1, 0, 0), &e) == TB_ERR_DATA,
           "negative budget refused");
     tb_error_clear();
+    /* a binary from before the gpu profile: 3 budgets, its gpu one unknown */
+    CHECK(tb_plan_parse_entry("three", "{\"name\":\"three\",\"est_seconds\":[1,2,3,4],"
+                                       "\"budget_seconds\":[1,2,3],\"order\":0,\"after\":[]}",
+                              &e) == TB_ERR_DATA,
+          "budgets for 3 profiles of 4 refused");
+    tb_error_clear();
 }
 
 static void test_limits(void)
 {
-    printf("profile limits: default 15 min, full 4 h, tiny 10 min\n");
+    printf("profile limits: default 15 min, full 4 h, tiny 10 min, gpu 10 min\n");
     CHECK(tb_plan_profile_limit(TB_PROFILE_DEFAULT) == 900, "default: 900 s");
     CHECK(tb_plan_profile_limit(TB_PROFILE_FULL) == 14400, "full: 14400 s");
     CHECK(tb_plan_profile_limit(TB_PROFILE_TINY) == 600, "tiny: 600 s");
+    CHECK(tb_plan_profile_limit(TB_PROFILE_GPU) == 600, "gpu: 600 s");
+    CHECK(tb_profile_sizes(TB_PROFILE_GPU) == TB_PROFILE_FULL &&
+              tb_profile_sizes(TB_PROFILE_TINY) == TB_PROFILE_TINY,
+          "the gpu profile is sized as full");
 }
 
 static tb_plan_entry entry(const char *name, double bd, double bf, double bt)

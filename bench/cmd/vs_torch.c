@@ -350,8 +350,8 @@ static const tb_technique technique = {
     .name = TECHNIQUE,
     .what = "tunebench's ResNet-50, GPT-2 and small-CNN training steps beside PyTorch's, interleaved and "
             "paired (needs PyTorch; not in bench:all)",
-    .est_seconds = {400, 900, 5},
-    .budget_seconds = {300, 800, 4},
+    .est_seconds = {400, 900, 5, 0},
+    .budget_seconds = {300, 800, 4, 0},
     .order = 99,
     .tiny = {.min_rows = NCONFIGS, .na_note = NA_NOTE, .no_gbench = 1},
 };

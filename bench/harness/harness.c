@@ -12,7 +12,8 @@
 #include "bench/harness/pin.h"
 #include "lib/core/atomic_file.h"
 
-static const char *const profile_names[] = {"default", "full", "tiny", NULL};
+/* tb_profile order, then auto (the flag's default) */
+static const char *const profile_names[] = {"default", "full", "tiny", "gpu", "auto", NULL};
 
 /* The temporary Google Benchmark is writing into, removed if the run is
  * interrupted so that no half-written file is left beside the results. */
@@ -44,6 +45,7 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
     b->device_spec = "auto";
     b->reps = TB_MIN_REPS;
     b->out_dir = "";
+    b->run_profile = TB_PROFILE_AUTO;
     *done = 0;
     tb_results_init(&b->res);
 
@@ -52,8 +54,10 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
         {"device", TB_FLAG_STRING, &b->device_spec, "auto, cpu, cuda or cuda:N", NULL},
         {"threads", TB_FLAG_INT, &b->threads, "CPU threads for kernels (0 = all cores)", NULL,
          TB_RANGE(0, TB_THREADS_MAX)},
-        {"profile", TB_FLAG_CHOICE, &b->profile,
-         "sweep length: default (minutes), full (real measurements), tiny (tests)", profile_names},
+        {"profile", TB_FLAG_CHOICE, &b->run_profile,
+         "sweep length: default (minutes), full (real measurements), tiny (tests), gpu (the "
+         "real models on one 80 GB GPU in 10 minutes); auto: gpu on the CUDA backend, else "
+         "default", profile_names},
         {"out-dir", TB_FLAG_STRING, &b->out_dir,
          "root for results/ and plots/ (default: the source tree under bazel run)", NULL},
         {"reps", TB_FLAG_INT, &b->reps,
@@ -95,6 +99,8 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
     TB_TRY(tb_device_parse(b->device_spec, &kind, &ordinal));
     TB_TRY(tb_backend_open(kind, ordinal, b->threads, &b->be));
     TB_TRY(b->be->device_info(b->be, &b->info));
+    tb_profile_resolve(&b->run_profile, b->info.backend, technique);
+    b->profile = tb_profile_sizes(b->run_profile);
     char slug[128];
     tb_device_slug(&b->info, slug, sizeof slug);
     TB_TRY(tb_outdir_init(&b->od, b->out_dir, slug));
@@ -108,7 +114,7 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
     TB_TRY(tb_outdir_join(b->od.results, "fingerprint.json", path, sizeof path));
     TB_TRY(tb_fingerprint_save(&b->fp, path));
     fprintf(stderr, "%s: %s backend on %s (%d threads), profile %s; results in %s\n", technique,
-            b->info.backend, b->info.name, b->info.threads, profile_names[b->profile],
+            b->info.backend, b->info.name, b->info.threads, profile_names[b->run_profile],
             b->od.results);
     fprintf(stderr, "%s: pinning: %s\n", technique, pinning);
     return TB_OK;
@@ -116,7 +122,7 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
 
 double tb_bench_budget(const tb_bench *b)
 {
-    double declared = b->tech->budget_seconds[b->profile];
+    double declared = b->tech->budget_seconds[b->run_profile];
     return (declared > 0 ? declared : 0) + b->extra_budget;
 }
 

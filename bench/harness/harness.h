@@ -7,7 +7,8 @@
  * the JSON Google Benchmark wrote, then it checks correctness in a separate
  * pass, never inside the timed loop.
  *
- * Common flags: --device, --threads, --profile=default|full|tiny,
+ * Common flags: --device, --threads, --profile=auto|default|full|tiny|gpu
+ * (auto: gpu on the CUDA backend, else default; technique.h),
  * --out-dir, --reps (at least 5), --describe (bench/harness/technique.h). Google Benchmark's own --benchmark_*
  * flags pass through (e.g. --benchmark_filter).
  */
@@ -35,7 +36,12 @@ typedef struct tb_bench {
     /* common flags */
     const char *device_spec;
     int threads;
-    int profile;               /* tb_profile */
+    /* The profile asked for (tb_profile, TB_PROFILE_GPU included; auto
+     * resolved once the backend is open): its budgets apply. */
+    int run_profile;
+    /* tb_profile_sizes(run_profile), 0..2: the profile whose sizes apply,
+     * what the per-profile tables of the techniques are indexed by. */
+    int profile;
     const char *out_dir;
     int reps;
     double extra_budget;       /* seconds added to the technique's declared budget */

@@ -287,7 +287,7 @@ void opb_rounds_cfg(const tb_bench *b, tb_rounds_cfg *cfg)
     int p = b->profile;
     double budget = tb_bench_budget_left(b);
     if (budget <= 0)
-        budget = b->tech->est_seconds[p];
+        budget = b->tech->est_seconds[b->run_profile];
     else
         budget -= OPB_CHECK_SHARE * tb_bench_budget(b);
     /* FNV-1a of the technique's name: a fixed seed per technique, so a

@@ -93,7 +93,8 @@ struct step_run {
     int n_wl;                 /* workloads of the technique */
     int wl_left;              /* of them not yet timed, the one being timed included */
     char wl_label[48];        /* the rows' workload column */
-    char wl_desc[200];        /* its configuration and FLOP shares */
+    char wl_fit[128];         /* "batch 64 of the gpu profile's 256: ..."; "" */
+    char wl_desc[320];        /* its configuration and FLOP shares */
     /* the rounds */
     double target, budget;    /* flags; 0: the profile's, the technique's */
     double min_rep;           /* flag; 0: the profile's */
@@ -879,7 +880,8 @@ static void describe_workload(step_run *r)
     }
     char cfg[96];
     tb_workload_describe(&c, cfg, sizeof cfg);
-    size_t at = (size_t)snprintf(r->wl_desc, sizeof r->wl_desc, "%s; FLOP shares", cfg);
+    size_t at = (size_t)snprintf(r->wl_desc, sizeof r->wl_desc, "%s%s; FLOP shares", r->wl_fit,
+                                 cfg);
     for (int k = 0; k < TB_FLOP_FAMILIES && at < sizeof r->wl_desc; k++) {
         double here = tb_flops_share(&f, (tb_flop_family)k);
         double full = tb_workload_full_share((tb_workload)r->wl, (tb_flop_family)k);
@@ -915,6 +917,63 @@ static int time_and_report(step_run *r)
 static const int big_check_steps[3] = {
     [TB_PROFILE_DEFAULT] = 3, [TB_PROFILE_FULL] = 10, [TB_PROFILE_TINY] = 5};
 
+static void free_data(step_run *r)
+{
+    tb_dataset_free(r->train);
+    tb_dataset_free(r->test);
+    r->train = r->test = NULL;
+}
+
+/* One step of the base configuration at its batch, on its data, untimed:
+ * TB_ERR_DEVICE_OOM when the batch does not fit. */
+static int try_batch(step_run *r)
+{
+    tb_config c = r->base_cfg;
+    tb_trainer *t = NULL;
+    float loss;
+    TB_TRY(tb_config_validate(&c));
+    TB_TRY(open_data(r));
+    int rc = tb_trainer_create_with_data(&c, r->b.be, r->train, r->test, &t);
+    if (rc == TB_OK)
+        rc = tb_trainer_step(t, &loss);
+    if (rc == TB_OK)
+        rc = tb_trainer_sync(t);
+    if (t)
+        tb_trainer_destroy(t);
+    free_data(r);
+    return rc;
+}
+
+/* The batch-size search of the gpu size (TB_WL_GPU): its batches fill an
+ * 80 GB GPU; where memory is smaller, halve the batch until one step of
+ * the base configuration fits, and say so. Batch 1 out of memory too: left
+ * to the check pass, whose settings then become n/a rows saying why (never
+ * a crash). */
+static int fit_batch(step_run *r)
+{
+    if (r->wl == TB_WL_SMALL_CNN || r->wl_size != TB_WL_GPU)
+        return TB_OK;
+    int asked = r->base_cfg.batch_size;
+    for (;;) {
+        int rc = try_batch(r);
+        if (rc != TB_ERR_DEVICE_OOM)
+            return rc;
+        int b = r->base_cfg.batch_size;
+        fprintf(stderr, "%s: %s: batch %d does not fit in device memory (%s)%s\n",
+                r->tech->desc.name, r->wl_label, b, tb_error_message(),
+                b > 1 ? ": halving it" : ": its settings will be n/a rows");
+        tb_error_clear();
+        if (b <= 1)
+            return TB_OK;
+        r->base_cfg.batch_size = b / 2;
+        r->base_cfg.data_limit = 8LL * (b / 2);
+        r->base_cfg.test_limit = 2LL * (b / 2);
+        if (b / 2 < asked)
+            snprintf(r->wl_fit, sizeof r->wl_fit, "batch %d of the gpu profile's %d: the "
+                     "largest that fits (batch-size search); ", b / 2, asked);
+    }
+}
+
 /* Checks, times and adds the rows of one workload, r->wl. */
 static int run_workload(step_run *r)
 {
@@ -922,6 +981,8 @@ static int run_workload(step_run *r)
     tb_workload_label((tb_workload)r->wl, (tb_workload_size)r->wl_size, r->wl_label,
                       sizeof r->wl_label);
     base_config(r);
+    r->wl_fit[0] = '\0';
+    TB_TRY(fit_batch(r));
     r->check_steps = r->check_steps_flag > 0         ? r->check_steps_flag
                      : r->wl == TB_WL_SMALL_CNN ? r->prof.check_steps
                                                 : big_check_steps[r->b.profile];
@@ -934,9 +995,7 @@ static int run_workload(step_run *r)
     TB_TRY(check_all(r));
     TB_TRY(time_and_report(r));
     free_arms(r);
-    tb_dataset_free(r->train);
-    tb_dataset_free(r->test);
-    r->train = r->test = NULL;
+    free_data(r);
     return TB_OK;
 }
 
@@ -954,6 +1013,7 @@ static int run(step_run *r)
         TB_TRY(r->b.be->mem_set_limit(r->b.be, (size_t)(r->mem_limit_mib * 1048576.0)));
     r->wl_size = r->wl_size_flag > 0                 ? r->wl_size_flag - 1
                  : r->b.profile == TB_PROFILE_TINY ? TB_WL_TINY
+                 : r->b.run_profile == TB_PROFILE_GPU ? TB_WL_GPU
                  : strcmp(r->b.info.backend, "cuda") == 0 ? TB_WL_FULL
                                                          : TB_WL_REDUCED;
     r->wl_left = r->n_wl;
@@ -984,7 +1044,7 @@ static int check_round_flags(const step_run *r)
 }
 
 /* --workload-size: index 0 auto, else tb_workload_size + 1 */
-static const char *const wl_size_names[] = {"auto", "reduced", "full", "tiny", NULL};
+static const char *const wl_size_names[] = {"auto", "reduced", "full", "tiny", "gpu", NULL};
 
 int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
 {
@@ -1023,7 +1083,9 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
          TB_RANGE(0, 100000)},
         {"workload-size", TB_FLAG_CHOICE, &r->wl_size_flag,
          "size of the ResNet-50 and GPT-2 workloads (lib/train/workload.h): auto (tiny in the "
-         "tiny profile, full on CUDA, else reduced), reduced, full (the real models) or tiny",
+         "tiny profile, gpu in the gpu one, full on CUDA, else reduced), reduced, full (the "
+         "real models), tiny or gpu (the real models at batches 256 and 16, halved until they "
+         "fit)",
          wl_size_names, NULL},
     };
     /* the tiny test learns the workloads from --describe */

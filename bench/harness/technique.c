@@ -19,6 +19,14 @@ static void put_string_or_null(FILE *f, const char *s)
         fputs("null", f);
 }
 
+/* [default,full,tiny,gpu] */
+static void put_profiles(FILE *f, const double v[TB_PROFILES])
+{
+    for (int p = 0; p < TB_PROFILES; p++)
+        fprintf(f, "%s%g", p ? "," : "[", v[p]);
+    fputc(']', f);
+}
+
 int tb_technique_describe(const tb_technique *t, FILE *f)
 {
     fputs("{\"name\":", f);
@@ -29,9 +37,11 @@ int tb_technique_describe(const tb_technique *t, FILE *f)
     put_string_or_null(f, t->what);
     fputs(",\"headline\":", f);
     put_string_or_null(f, t->headline);
-    fprintf(f, ",\"est_seconds\":[%g,%g,%g],\"budget_seconds\":[%g,%g,%g],\"order\":%d,"
-            "\"after\":[", t->est_seconds[0], t->est_seconds[1], t->est_seconds[2],
-            t->budget_seconds[0], t->budget_seconds[1], t->budget_seconds[2], t->order);
+    fputs(",\"est_seconds\":", f);
+    put_profiles(f, t->est_seconds);
+    fputs(",\"budget_seconds\":", f);
+    put_profiles(f, t->budget_seconds);
+    fprintf(f, ",\"order\":%d,\"after\":[", t->order);
     for (int i = 0; i < TB_MAX_AFTER && t->after[i]; i++) {
         if (i)
             fputc(',', f);
@@ -47,6 +57,22 @@ int tb_technique_describe(const tb_technique *t, FILE *f)
     if (fflush(f) != 0 || ferror(f))
         return TB_FAIL(TB_ERR_IO, "cannot write the description of %s", t->name);
     return TB_OK;
+}
+
+void tb_profile_resolve(int *profile, const char *backend, const char *who)
+{
+    int cuda = strcmp(backend, "cuda") == 0;
+    if (*profile == TB_PROFILE_AUTO) {
+        *profile = cuda ? TB_PROFILE_GPU : TB_PROFILE_DEFAULT;
+        if (cuda)
+            fprintf(stderr, "%s: profile gpu, chosen because the CUDA backend is active (the "
+                    "real ResNet-50 and GPT-2 at batches for an 80 GB GPU; --profile=default "
+                    "for the short one)\n", who);
+    } else if (*profile == TB_PROFILE_GPU && !cuda) {
+        fprintf(stderr, "%s: WARNING: profile gpu on the %s backend: it is sized for one 80 GB "
+                "GPU (ResNet-50 224x224 batch 256, GPT-2 context 1024 batch 16) and will take "
+                "far longer here than its budgets say\n", who, backend);
+    }
 }
 
 int tb_technique_wants_describe(int argc, char *const *argv)

@@ -15,11 +15,34 @@
 /* The number of entries of a static array. */
 #define TB_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The profiles: how long a run is and what it is sized for.
+ *   default  the CPU's: minutes, the big models reduced (lib/train/workload.h)
+ *   full     real measurements: hours, the real models
+ *   tiny     the tests': shapes, not timings
+ *   gpu      one 80 GB GPU in 10 minutes: the real models at the batches
+ *            that fill it (ResNet-50 224 x 224, batch 256; GPT-2 context 1024,
+ *            batch 16), found smaller by the batch-size search where memory
+ *            is short; chosen by default on the CUDA backend. Everything
+ *            else (sweeps, subsets, rounds) is sized as in full
+ *            (tb_profile_sizes), the budgets are its own. */
 typedef enum tb_profile {
     TB_PROFILE_DEFAULT = 0,
     TB_PROFILE_FULL = 1,
     TB_PROFILE_TINY = 2,
+    TB_PROFILE_GPU = 3,
 } tb_profile;
+#define TB_PROFILES 4
+/* --profile=auto, after the profiles in the flag's choices: resolved to a
+ * tb_profile by tb_profile_resolve once the backend is known. */
+#define TB_PROFILE_AUTO TB_PROFILES
+
+/* The profile whose sizes (sweeps, subsets, rounds; the per-profile tables
+ * of bench/harness and bench/techniques, which have 3 entries) a run of
+ * profile p uses: full for gpu, p otherwise. */
+static inline int tb_profile_sizes(int p)
+{
+    return p == TB_PROFILE_GPU ? TB_PROFILE_FULL : p;
+}
 
 #define TB_MAX_AFTER 4
 
@@ -45,14 +68,14 @@ typedef struct tb_technique {
      * every summary upward); must match a setting name of its rows. NULL:
      * none (the summary shows the fastest and says so). */
     const char *headline;
-    double est_seconds[3];    /* expected run time per tb_profile */
+    double est_seconds[TB_PROFILES]; /* expected run time per tb_profile */
     /* Time budget of the whole technique per tb_profile: its set-up and
      * checks count against it, and its rounds (bench/harness/rounds.h) get
      * what is left (tb_bench_budget_left: at least TB_BUDGET_FLOOR of it)
      * and stop when every interval is narrow enough or that is spent;
      * bench:all checks that a profile's budgets add up to at most its
      * limit. 0: the harness's default. */
-    double budget_seconds[3];
+    double budget_seconds[TB_PROFILES];
     /* bench:all runs techniques by ascending order (ties by name), each one
      * after those named in `after` (whose results it reads). */
     int order;
@@ -64,12 +87,18 @@ typedef struct tb_technique {
 const char *tb_technique_results(const tb_technique *t);
 
 /* Writes t as one JSON line:
- * {"name":..,"results":..,"what":..,"headline":..,"est_seconds":[d,f,t],
- *  "budget_seconds":[d,f,t],"order":..,
+ * {"name":..,"results":..,"what":..,"headline":..,"est_seconds":[d,f,t,g],
+ *  "budget_seconds":[d,f,t,g],"order":..,
  *  "after":[..],"tiny":{"min_rows":..,"plots":..,"na_note":..,"gbench":..,
  *  "workloads":..}}
  * Returns TB_OK or TB_ERR_IO. */
 int tb_technique_describe(const tb_technique *t, FILE *f);
+
+/* Resolves --profile=auto (TB_PROFILE_AUTO: gpu on the CUDA backend, else
+ * default) in *profile, saying on stderr when it picks gpu; a gpu profile
+ * asked for on another backend gets a warning (it is sized for an 80 GB
+ * GPU). who: the name the lines begin with. */
+void tb_profile_resolve(int *profile, const char *backend, const char *who);
 
 /* Whether argv holds --describe (for a main that must stop before its
  * later parts; tb_bench_init answers --describe itself). */

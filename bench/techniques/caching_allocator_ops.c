@@ -227,9 +227,9 @@ static const tb_technique technique = {
     .headline = "caching",
     .what = "Device allocator modes on a training step's allocations: plain, caching, "
             "empty cache every step, preallocation with a varying batch.",
-    .est_seconds = {4, 20, 2}, /* default, full, tiny */
+    .est_seconds = {4, 20, 2, 7}, /* default, full, tiny, gpu */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
-    .budget_seconds = {3, 18, 1},
+    .budget_seconds = {3, 18, 1, 5},
     .order = 350,
     .tiny = {.min_rows = 6, .plots = "caching_allocator_ops"},
 };

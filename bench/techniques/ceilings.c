@@ -310,9 +310,9 @@ static const tb_technique technique = {
     .name = "ceilings",
     .what = "Peak GEMM rate, copy and host-to-device bandwidth: the ceilings the "
             "techniques are held to.",
-    .est_seconds = {6, 90, 5}, /* default, full, tiny */
+    .est_seconds = {6, 90, 5, 14}, /* default, full, tiny, gpu */
     /* plain repetitions (rates, nothing compared), each of at least the op sweeps' minimum time */
-    .budget_seconds = {15, 80, 4},
+    .budget_seconds = {15, 80, 4, 12},
     .order = 0,
     .tiny = {.min_rows = 7},
 };

@@ -13,8 +13,8 @@ static const tb_device_toggle toggle = {
         .name = "cuda_graphs",
         .headline = "on",
         .what = "CUDA graph capture and replay of the training step vs kernel launches",
-        .est_seconds = {6, 35, 5}, /* default, full, tiny */
-        .budget_seconds = {5, 25, 1}, /* of its rounds, same order */
+        .est_seconds = {6, 35, 5, 20}, /* default, full, tiny, gpu */
+        .budget_seconds = {5, 25, 1, 18}, /* of its rounds, same order */
         .order = 150,
         .tiny = {.min_rows = 2},
     },

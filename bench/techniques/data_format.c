@@ -111,8 +111,8 @@ static const tb_step_technique tech = {
         .name = "data_format",
         .headline = "decoded once in RAM",
         .what = "gzip IDX read per epoch vs raw uint8 in /dev/shm vs decoded once in RAM",
-        .est_seconds = {26, 150, 10}, /* default, full, tiny */
-        .budget_seconds = {28, 140, 2}, /* of its rounds, same order */
+        .est_seconds = {26, 150, 10, 14}, /* default, full, tiny, gpu */
+        .budget_seconds = {28, 140, 2, 12}, /* of its rounds, same order */
         .order = 50,
         .tiny = {.min_rows = 3, .plots = "data_format"},
     },

@@ -1134,10 +1134,10 @@ static const tb_technique technique = {
             "(MPI ranks, buckets, overlap, imbalance, SyncBatchNorm) on the "
             "small CNN at the same global batch, and the "
             "all-reduce bus bandwidth.",
-    .est_seconds = {48, 300, 45}, /* default, full, tiny */
+    .est_seconds = {48, 300, 45, 16}, /* default, full, tiny, gpu */
     /* the whole sweep's: the DDP rounds get what the checks leave less
      * DP_BUDGET_SHARE, DP's rounds that share */
-    .budget_seconds = {44, 250, 30},
+    .budget_seconds = {44, 250, 30, 14},
     .order = 320,
     .tiny = {.min_rows = 12, .plots = "ddp,ddp_efficiency,ddp_busbw", .no_gbench = 1},
 };

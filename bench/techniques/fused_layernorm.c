@@ -394,12 +394,12 @@ static const tb_technique technique = {
     .headline = "fused",
     .what = "Fused vs unfused layer norm (forward and backward) over transformer "
             "shapes, beside the copy bandwidth.",
-    .est_seconds = {17, 90, 3}, /* default, full, tiny */
-    /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
-    /* default 13 s (was 10): its 5 minimum rounds of 24 arms, one
-     * rebuild of each shape's buffers and its checks did not fit 10 (an
-     * idle run ended at 15.1 s); bench:all's default plan adds up to 864 s */
-    .budget_seconds = {13, 80, 2},
+    .est_seconds = {17, 90, 3, 12}, /* default, full, tiny, gpu */
+    /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds; default
+     * 13 s (was 10): its 5 minimum rounds of 24 arms, one rebuild of each
+     * shape's buffers and its checks did not fit 10 (an idle run ended at
+     * 15.1 s) */
+    .budget_seconds = {13, 80, 2, 10},
     .order = 290,
     .tiny = {.min_rows = 10, .plots = "fused_layernorm,fused_layernorm_speedup"},
 };

@@ -367,9 +367,9 @@ static const tb_technique technique = {
     .headline = "fused",
     .what = "Fused vs unfused GELU (forward and backward) over sizes, beside the "
             "copy bandwidth.",
-    .est_seconds = {32, 240, 5}, /* default, full, tiny */
+    .est_seconds = {32, 240, 5, 12}, /* default, full, tiny, gpu */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
-    .budget_seconds = {26, 200, 2},
+    .budget_seconds = {26, 200, 2, 10},
     .order = 10,
     .tiny = {.min_rows = 15, .plots = "gelu,gelu_speedup"},
 };

@@ -23,8 +23,8 @@ static const tb_step_technique tech = {
         .name = "grads_to_none",
         .headline = "to none",
         .what = "zero_grad(set_to_none=True) vs memset on the training step",
-        .est_seconds = {14, 70, 5}, /* default, full, tiny */
-        .budget_seconds = {18, 60, 2}, /* of its rounds, same order */
+        .est_seconds = {14, 70, 5, 20}, /* default, full, tiny, gpu */
+        .budget_seconds = {18, 60, 2, 18}, /* of its rounds, same order */
         .order = 60,
         .tiny = {.min_rows = 2, .plots = "grads_to_none"},
     },

@@ -81,10 +81,10 @@ static const tb_step_technique tech = {
         .name = "host_syncs",
         .headline = "read every 10",
         .what = "loss read by the host every step (.item()) vs every 10 / 50 steps",
-        .est_seconds = {31, 600, 75}, /* default, full, tiny */
+        .est_seconds = {31, 600, 75, 20}, /* default, full, tiny, gpu */
         /* the whole technique's, same order: its checks on GPT-2 and
          * ResNet-50 alone took 16.6 s in an idle default run */
-        .budget_seconds = {28, 80, 2},
+        .budget_seconds = {28, 80, 2, 18},
         .order = 200,
         .tiny = {.min_rows = 3, .plots = "host_syncs"},
     },

@@ -389,9 +389,9 @@ static const tb_technique technique = {
     .headline = "bf16",
     .what = "GEMM and convolution alone: fp32 vs bf16 / fp16 inputs with fp32 "
             "accumulation.",
-    .est_seconds = {10, 200, 3}, /* default, full, tiny */
+    .est_seconds = {10, 200, 3, 14}, /* default, full, tiny, gpu */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
-    .budget_seconds = {10, 180, 2},
+    .budget_seconds = {10, 180, 2, 12},
     .order = 370,
     .tiny = {.min_rows = 6, .plots = "mixed_precision_ops_gemm,mixed_precision_ops_conv"},
 };

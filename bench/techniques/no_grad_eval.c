@@ -51,8 +51,8 @@ static const tb_step_technique tech = {
         .name = "no_grad_eval",
         .headline = "no_grad",
         .what = "evaluation under no_grad vs keeping activations: time and peak memory",
-        .est_seconds = {6, 120, 11}, /* default, full, tiny */
-        .budget_seconds = {12, 60, 2}, /* of its rounds, same order */
+        .est_seconds = {6, 120, 11, 10}, /* default, full, tiny, gpu */
+        .budget_seconds = {12, 60, 2, 8}, /* of its rounds, same order */
         .order = 260,
         .tiny = {.min_rows = 2, .plots = "no_grad_eval"},
     },

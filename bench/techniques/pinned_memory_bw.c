@@ -243,9 +243,9 @@ static const tb_technique technique = {
     .headline = "pinned",
     .what = "Host-to-device and device-to-host bandwidth, pageable vs pinned (sync and "
             "async on a side stream), 4 KiB .. 256 MiB.",
-    .est_seconds = {1, 40, 1}, /* default, full, tiny */
+    .est_seconds = {1, 40, 1, 10}, /* default, full, tiny, gpu */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
-    .budget_seconds = {5, 35, 1},
+    .budget_seconds = {5, 35, 1, 8},
     .order = 360,
     .tiny = {.min_rows = 6, .no_gbench = 1},
 };

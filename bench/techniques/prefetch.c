@@ -30,8 +30,8 @@ static const tb_step_technique tech = {
         .name = "prefetch",
         .headline = "prefetch=2",
         .what = "prefetch depth per loader worker (2 workers): epoch time",
-        .est_seconds = {23, 120, 15}, /* default, full, tiny */
-        .budget_seconds = {26, 100, 2}, /* of its rounds, same order */
+        .est_seconds = {23, 120, 15, 10}, /* default, full, tiny, gpu */
+        .budget_seconds = {26, 100, 2, 8}, /* of its rounds, same order */
         .order = 30,
         .tiny = {.min_rows = 4, .plots = "prefetch"},
     },

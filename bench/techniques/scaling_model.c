@@ -180,9 +180,9 @@ static const tb_technique technique = {
     .what = "Alpha-beta MODEL of data-parallel scaling efficiency, 1..1024 "
             "devices, ring and tree, overlap on/off, from ddp.csv's measured "
             "compute time and gradient bytes. A prediction, not a measurement.",
-    .est_seconds = {1, 2, 2}, /* default, full, tiny */
+    .est_seconds = {1, 2, 2, 3}, /* default, full, tiny, gpu */
     /* times nothing (reads ddp.csv); its run time, so bench:all's sum counts it */
-    .budget_seconds = {1, 2, 2},
+    .budget_seconds = {1, 2, 2, 1},
     .order = 330,
     .after = {"ddp_sweep"}, /* reads its ddp.csv */
     .tiny = {.min_rows = 88, .plots = "scaling_model", .no_gbench = 1},

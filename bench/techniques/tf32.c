@@ -332,9 +332,9 @@ static const tb_technique technique = {
     .name = "tf32",
     .headline = "tf32",
     .what = "Square GEMMs, fp32 vs TF32 math, n = 256 .. 4096 (full: 8192).",
-    .est_seconds = {41, 600, 3}, /* default, full, tiny */
+    .est_seconds = {41, 600, 3, 14}, /* default, full, tiny, gpu */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
-    .budget_seconds = {34, 540, 2},
+    .budget_seconds = {34, 540, 2, 12},
     .order = 300,
     .tiny = {.min_rows = 4, .plots = "tf32,tf32_speedup"},
 };

@@ -59,7 +59,7 @@ static void tex_counts(const tb_report_pick *picks, size_t n, FILE *f)
 int tb_report_summary_tex(const tb_report_pick *picks, size_t n, const char *device, FILE *f)
 {
     fputs("% tunebench summary table, written by bench:report (lib/report/report.c).\n"
-          "% Needs \\usepackage{booktabs}. One row per technique; the rule is in REPORT.md.\n"
+          "% Needs \\usepackage{booktabs}. One row per technique (and workload); the rule is in REPORT.md.\n"
           "% table* spans both columns of a two-column paper; use table in one column.\n"
           "\\begin{table*}[t]\n\\centering\n\\small\n", f);
     fputs("\\caption{Speedup of each technique over its baseline on ", f);

@@ -29,6 +29,17 @@
 
 /* ---- the report's sections ---- */
 
+/* The summary's rows: a technique measured on several workloads (at most
+ * REPORT_MAX_WL) has one per workload. */
+#define REPORT_MAX_WL 4
+#define REPORT_MAX_PICKS (TB_REPORT_MAX_TECH * REPORT_MAX_WL)
+
+typedef struct report_picks {
+    tb_report_pick tech[TB_REPORT_MAX_TECH]; /* per technique: its own section */
+    tb_report_pick wl[REPORT_MAX_PICKS];     /* summary, findings, forest plot */
+    size_t nwl;
+} report_picks;
+
 static const char *newcomer =
     "Each technique was timed on this machine with and without it. The "
     "**baseline** is the technique switched off (for example unfused GELU). Settings are timed "
@@ -694,6 +705,16 @@ static void sec_budget(doc *d, const tb_report_folder *f)
                 over ? " **Over the limit**: the run was started with `--allow-over-budget`." : "",
                 undeclared ? " Techniques with budget \"harness default\" declare none for this "
                              "profile and are not in the sum." : "");
+    if (!strcmp(tb_json_get_string(b, "profile", ""), "gpu"))
+        tb_doc_text(d, BK_P, "**The gpu profile**%s: the real ResNet-50 (224 x 224, batch 256) and "
+                    "GPT-2 (12 layers, d 768, context 1024, vocabulary 50,257, batch 16), sized "
+                    "for one 80 GB GPU (a batch that does not fit is halved until it does, and "
+                    "its rows say so); every other size as in the full profile. %s",
+                    tb_json_get_bool(b, "profile_auto", 0)
+                        ? ", chosen by default because the CUDA backend was active" : "",
+                    strcmp(fp_get(f, "device.backend", ""), "cuda")
+                        ? "This run was not on a GPU: its times say nothing about the budgets, "
+                          "which are for one H100." : "");
     static const char *const h[3] = {"technique", "budget (s)", "estimated run time (s)"};
     tb_doc_table(d, 3, h);
     const tb_json *techs = tb_json_get(b, "techniques");
@@ -782,12 +803,12 @@ static void rounds_text(const tb_results *res, size_t nres, char *buf, size_t ca
 
 /* The forest plot's rows: every technique whose shown setting has a
  * speedup, in the summary's order, labeled with what it ran on. */
-static size_t forest_rows(const tb_report_folder *f, const tb_report_pick *picks,
-                          tb_forest_row *rows)
+static size_t forest_rows(const report_picks *ps, tb_forest_row *rows)
 {
-    size_t order[TB_REPORT_MAX_TECH], n = 0;
-    tb_report_order(picks, (size_t)f->ntech, order);
-    for (int i = 0; i < f->ntech; i++) {
+    const tb_report_pick *picks = ps->wl;
+    size_t order[REPORT_MAX_PICKS], n = 0;
+    tb_report_order(picks, ps->nwl, order);
+    for (size_t i = 0; i < ps->nwl; i++) {
         const tb_report_pick *p = &picks[order[i]];
         if (!p->best || isnan(p->best->speedup))
             continue;
@@ -803,11 +824,11 @@ static size_t forest_rows(const tb_report_folder *f, const tb_report_pick *picks
 
 /* Draws plots/<device>/forest.* from the picks; a failure (no gnuplot, no
  * plots folder) is said in the report, not fatal: the tables hold it all. */
-static int render_forest(const tb_report_folder *f, const tb_report_pick *picks, char *why,
+static int render_forest(const tb_report_folder *f, const report_picks *ps, char *why,
                          size_t cap)
 {
-    tb_forest_row rows[TB_REPORT_MAX_TECH];
-    tb_forest fp = {1, {device_name(f)}, rows, forest_rows(f, picks, rows)};
+    tb_forest_row rows[REPORT_MAX_PICKS];
+    tb_forest fp = {1, {device_name(f)}, rows, forest_rows(ps, rows)};
     why[0] = '\0';
     if (!fp.n) {
         snprintf(why, cap, "no technique was compared with its baseline in this run");
@@ -836,11 +857,12 @@ static void add_own_figure(doc *d, const tb_report_folder *f, const char *name, 
     tb_doc_figure(d, png, md, alt, caption);
 }
 
-static void sec_findings(doc *d, const tb_report_folder *f, const tb_report_pick *picks,
+static void sec_findings(doc *d, const tb_report_folder *f, const report_picks *ps,
                          int have_forest, const char *why)
 {
+    const tb_report_pick *picks = ps->wl;
     size_t idx[TB_FINDINGS_MAX];
-    size_t n = tb_report_findings(picks, (size_t)f->ntech, idx, TB_FINDINGS_MAX);
+    size_t n = tb_report_findings(picks, ps->nwl, idx, TB_FINDINGS_MAX);
     tb_doc_text(d, BK_H2, "Findings");
     tb_doc_text(d, BK_COL, "%s", "");
     if (!n)
@@ -882,14 +904,15 @@ static int report_figure(const char *name)
            !strcmp(name, TB_REPORT_WATERFALL "_leave_one_out");
 }
 
-static void build_doc(doc *d, const tb_report_folder *f, const tb_report_pick *picks)
+static void build_doc(doc *d, const tb_report_folder *f, const report_picks *ps)
 {
     char why[600];
-    int have_forest = render_forest(f, picks, why, sizeof why);
+    const tb_report_pick *picks = ps->tech;
+    int have_forest = render_forest(f, ps, why, sizeof why);
     sec_header(d, f);
-    sec_findings(d, f, picks, have_forest, why);
+    sec_findings(d, f, ps, have_forest, why);
     tb_doc_text(d, BK_H2, "Summary");
-    tb_report_summary_doc(d, picks, (size_t)f->ntech);
+    tb_report_summary_doc(d, ps->wl, ps->nwl);
     sec_how_to_read(d);
 
     sec_flagged(d, f);
@@ -922,7 +945,7 @@ static void build_doc(doc *d, const tb_report_folder *f, const tb_report_pick *p
 typedef struct report_src {
     const doc *d;
     const tb_report_folder *f;
-    const tb_report_pick *p;
+    const report_picks *p;
 } report_src;
 
 static int w_md(const void *arg, FILE *out)
@@ -943,13 +966,13 @@ static int w_sum_md(const void *arg, FILE *out)
 {
     const report_src *s = arg;
     fprintf(out, "# tunebench summary: %s\n\n", device_name(s->f));
-    return tb_report_summary_md(s->p, (size_t)s->f->ntech, out);
+    return tb_report_summary_md(s->p->wl, s->p->nwl, out);
 }
 
 static int w_sum_tex(const void *arg, FILE *out)
 {
     const report_src *s = arg;
-    return tb_report_summary_tex(s->p, (size_t)s->f->ntech, device_name(s->f), out);
+    return tb_report_summary_tex(s->p->wl, s->p->nwl, device_name(s->f), out);
 }
 
 static int write_one(const report_src *s, const char *name, tb_atomic_writer w)
@@ -959,8 +982,8 @@ static int write_one(const report_src *s, const char *name, tb_atomic_writer w)
     return tb_atomic_write_with(path, w, s);
 }
 
-/* The summary's pick for technique t, labeled with its workload: the
- * results' own, else the small CNN every step technique runs by default. */
+/* The pick for technique t, labeled with its workload: the results' own,
+ * else the small CNN every step technique runs by default. */
 static void pick_one(const tb_report_folder *f, int t, tb_report_pick *p)
 {
     tb_report_pick_headline(&f->rows[t], f->tech[t], f->headline[t], p);
@@ -971,15 +994,37 @@ static void pick_one(const tb_report_folder *f, int t, tb_report_pick *p)
         snprintf(p->workload, sizeof p->workload, "small CNN");
 }
 
+/* Every technique's pick, and the summary's: one per (technique, workload)
+ * for a technique whose rows name several workloads, else its own. */
+static void pick_all(const tb_report_folder *f, report_picks *ps)
+{
+    char wl[REPORT_MAX_WL][48];
+    ps->nwl = 0;
+    for (int t = 0; t < f->ntech; t++) {
+        pick_one(f, t, &ps->tech[t]);
+        size_t n = tb_report_workloads(&f->rows[t], f->tech[t], wl, REPORT_MAX_WL);
+        if (n < 2) {
+            ps->wl[ps->nwl++] = ps->tech[t];
+            continue;
+        }
+        for (size_t k = 0; k < n; k++) {
+            tb_report_pick *p = &ps->wl[ps->nwl++];
+            tb_report_pick_workload(&f->rows[t], f->tech[t], f->headline[t], wl[k], p);
+            snprintf(p->workload, sizeof p->workload, "%s", wl[k]);
+        }
+    }
+}
+
 int tb_report_write(const tb_report_folder *f)
 {
-    tb_report_pick picks[TB_REPORT_MAX_TECH];
-    for (int t = 0; t < f->ntech; t++)
-        pick_one(f, t, &picks[t]);
+    report_picks *ps = malloc(sizeof *ps);
+    if (!ps)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory picking the summary's rows");
+    pick_all(f, ps);
     doc d = {0};
-    report_src src = {&d, f, picks};
+    report_src src = {&d, f, ps};
     int rc = TB_OK;
-    build_doc(&d, f, picks);
+    build_doc(&d, f, ps);
     if (d.oom) {
         rc = TB_FAIL(TB_ERR_NOMEM, "out of memory building the report");
         goto out_free;
@@ -990,6 +1035,7 @@ int tb_report_write(const tb_report_folder *f)
     TB_TRY_GOTO(rc, write_one(&src, "summary.tex", w_sum_tex), out_free);
 out_free:
     tb_doc_clear(&d);
+    free(ps);
     return rc;
 }
 
@@ -1017,12 +1063,16 @@ static void put_plain(FILE *out, const char *prefix, const char *text)
 int tb_report_print_findings(const char *results_dir, const char *prefix, FILE *out)
 {
     tb_report_folder *f = NULL;
-    tb_report_pick picks[TB_REPORT_MAX_TECH];
     size_t idx[TB_FINDINGS_MAX];
     TB_TRY(tb_report_load(results_dir, NULL, &f));
-    for (int t = 0; t < f->ntech; t++)
-        pick_one(f, t, &picks[t]);
-    size_t n = tb_report_findings(picks, (size_t)f->ntech, idx, TB_FINDINGS_MAX);
+    report_picks *ps = malloc(sizeof *ps);
+    if (!ps) {
+        tb_report_folder_free(f);
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory picking the findings");
+    }
+    pick_all(f, ps);
+    const tb_report_pick *picks = ps->wl;
+    size_t n = tb_report_findings(picks, ps->nwl, idx, TB_FINDINGS_MAX);
     if (!n)
         fprintf(out, "%sno technique changed the time beyond its interval, none changed the "
                      "result\n", prefix);
@@ -1031,6 +1081,7 @@ int tb_report_print_findings(const char *results_dir, const char *prefix, FILE *
         tb_report_finding_text(&picks[idx[i]], text, sizeof text);
         put_plain(out, prefix, text);
     }
+    free(ps);
     tb_report_folder_free(f);
     return ferror(out) ? TB_FAIL(TB_ERR_IO, "cannot print the findings") : TB_OK;
 }

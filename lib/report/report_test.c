@@ -25,6 +25,8 @@
  *     a technique's JSON sidecar shown instead of its fastest;
  *   - every figure has a caption saying what was measured, and every
  *     gnuplot script axis labels (the forest's x axis in ×);
+ *   - a step technique on several workloads (theta) has a summary row per
+ *     workload, keyed "theta (gpt2)", and a row in the "Per workload" table;
  *   - summary.md / summary.tex match golden files byte for byte
  *     (lib/report/testdata/report_summary_golden.{md,tex}; regenerate with
  *     TB_UPDATE_GOLDEN=/path/to/lib/report/testdata).
@@ -195,6 +197,30 @@ static void build_eta(tb_results *res)
     res->rows[res->n - 1].noise_floor = 0.15;
 }
 
+/* Rows on one workload of a step technique measured on several. */
+static void on_workload(tb_results *res, size_t from, const char *workload)
+{
+    for (size_t i = from; i < res->n; i++)
+        snprintf(res->rows[i].workload, sizeof res->rows[i].workload, "%s", workload);
+}
+
+/* A step technique on three workloads (issue 15): faster on GPT-2, within
+ * noise on ResNet-50, n/a on the small CNN; the summary has a row for
+ * each, and "Per workload" sets them side by side. */
+static void build_theta(tb_results *res)
+{
+    add_timed(res, "theta", "off", 1, "", NAN, "step time", 30.0, 1);
+    add_timed(res, "theta", "on", 0, "", NAN, "step time", 20.0, 1.5);
+    on_workload(res, 0, "gpt2-reduced-synthetic");
+    size_t at = res->n;
+    add_timed(res, "theta", "off", 1, "", NAN, "step time", 40.0, 1);
+    add_timed(res, "theta", "on", 0, "", NAN, "step time", 39.6, 1.01);
+    on_workload(res, at, "resnet50-reduced-synthetic");
+    at = res->n;
+    add_na(res, "theta", "on", "step time", "no attention in the small CNN");
+    on_workload(res, at, "small_cnn-fashion_mnist");
+}
+
 static int save(const tb_results *res, const char *dir, const char *name)
 {
     char path[4200];
@@ -208,9 +234,11 @@ static void make_folder(const char *root, char *rdir, char *pdir)
     sprintf(pdir, "%s/plots/test-cpu", root);
     CHECK_OK(tb_mkdir_p(rdir));
     CHECK_OK(tb_mkdir_p(pdir));
-    tb_results a, b, g, c, dl, e, z, et;
+    tb_results a, b, g, c, dl, e, z, et, th;
     tb_results_init(&a), tb_results_init(&b), tb_results_init(&g), tb_results_init(&c);
     tb_results_init(&dl), tb_results_init(&e), tb_results_init(&z), tb_results_init(&et);
+    tb_results_init(&th);
+    build_theta(&th);
     build_zeta(&z);
     build_eta(&et);
     build_alpha(&a);
@@ -236,6 +264,7 @@ static void make_folder(const char *root, char *rdir, char *pdir)
     CHECK_OK(save(&e, rdir, "epsilon"));
     CHECK_OK(save(&z, rdir, "zeta"));
     CHECK_OK(save(&et, rdir, "eta"));
+    CHECK_OK(save(&th, rdir, "theta"));
     /* alpha declares "half" its headline: the summary shows it, not the
      * faster "on" (the JSON sidecar carries what the CSV does not). */
     char side[4300];
@@ -243,7 +272,11 @@ static void make_folder(const char *root, char *rdir, char *pdir)
     FILE *sf = fopen(side, "w");
     CHECK(sf && fputs("{\"schema\": \"tunebench-results/3\", \"headline\": \"half\", "
                       "\"rows\": []}\n", sf) >= 0 && fclose(sf) == 0);
-    tb_results_free(&z), tb_results_free(&et);
+    snprintf(side, sizeof side, "%s/theta.json", rdir);
+    sf = fopen(side, "w");
+    CHECK(sf && fputs("{\"schema\": \"tunebench-results/3\", \"headline\": \"on\", "
+                      "\"rows\": []}\n", sf) >= 0 && fclose(sf) == 0);
+    tb_results_free(&z), tb_results_free(&et), tb_results_free(&th);
     tb_results_free(&a), tb_results_free(&b), tb_results_free(&g), tb_results_free(&c);
     tb_results_free(&dl), tb_results_free(&e);
 
@@ -397,7 +430,9 @@ static int matches(const char *re, const char *s)
 static void check_units(const char *md)
 {
     int rows = 0;
-    for (const char *line = strstr(md, "\n| "); line; line = strstr(line + 1, "\n| ")) {
+    const char *by_wl = strstr(md, "### Per workload"); /* its cells are checked apart */
+    for (const char *line = strstr(md, "\n| "); line && (!by_wl || line < by_wl);
+         line = strstr(line + 1, "\n| ")) {
         char buf[4096], *cell[8];
         const char *end = strchr(line + 1, '\n');
         snprintf(buf, sizeof buf, "%.*s", (int)(end ? end - line - 1 : (long)strlen(line + 1)),
@@ -431,7 +466,7 @@ static void check_units(const char *md)
             failures++;
         }
     }
-    CHECK(rows == 7);
+    CHECK(rows == 10);
     CHECK(!strstr(md, "none compared"));
 }
 
@@ -579,7 +614,7 @@ static void check_flags(const char *md)
     line_of(md, "| alpha |", l, sizeof l);
     CHECK(strstr(l, " |  |") == l + strlen(l) - 5);
     /* the counts, and the flagged rows listed (five of zeta, two of eta) */
-    CHECK(strstr(md, "**Flags** over all 21 timed rows: 6 flagged; 2 stopped by the time budget, "
+    CHECK(strstr(md, "**Flags** over all 25 timed rows: 6 flagged; 2 stopped by the time budget, "
                      "1 at the round cap, 1 measured on a busy machine (1 technique), "
                      "1 unreliable (A/A interval excludes 1), 2 imprecise"));
     const char *flagged = strstr(md, "## Flagged rows");
@@ -592,6 +627,28 @@ static void check_flags(const char *md)
         CHECK(strstr(sec, "| zeta | budget | step time | (no sweep) | 1.05× [0.920, 1.19] | 60 |"));
         CHECK(!strstr(sec, "| precise |") && !strstr(sec, "| alpha |"));
     }
+}
+
+/* A step technique on several workloads: a summary row for each, keyed
+ * by its workload, and the "Per workload" table. */
+static void check_per_workload(const char *md)
+{
+    char l[4096];
+    printf("summary: one row per (technique, workload)\n");
+    line_of(md, "| theta (gpt2) |", l, sizeof l);
+    CHECK(strstr(l, "| step time, (no sweep), on gpt2-reduced-synthetic | off: 30.0 ms") &&
+          strstr(l, "| on: 20.0 ms") && strstr(l, "| faster |"));
+    line_of(md, "| theta (resnet50) |", l, sizeof l);
+    CHECK(strstr(l, "| step time, (no sweep), on resnet50-reduced-synthetic | off: 40.0 ms") &&
+          strstr(l, "| on: 39.6 ms") && strstr(l, "| within noise"));
+    CHECK(strstr(md, "| theta (small_cnn) | on: n/a: no attention in the small CNN |"));
+    CHECK(strstr(md, "### Per workload"));
+    CHECK(strstr(md, "| technique | gpt2-reduced-synthetic | resnet50-reduced-synthetic | "
+                     "small_cnn-fashion_mnist |"));
+    CHECK(strstr(md, "| theta | on: 1.50× [1.43, 1.57], faster | on: 1.01× [0.960, 1.06], no "
+                     "detectable effect | n/a: no attention in the small CNN |"));
+    /* the single-workload techniques keep one row, their name alone */
+    CHECK(strstr(md, "| alpha | fwd time") && !strstr(md, "| alpha ("));
 }
 
 /* Waterfall and time to accuracy: absent, then present. */
@@ -671,6 +728,25 @@ static void test_optional_sections(const char *rdir, const char *pdir)
     if (md)
         check_na_reasons(md);
     free(md);
+
+    /* the gpu profile, chosen by --profile=auto: the report says so, and
+     * that this CPU run's times say nothing about its H100 budgets */
+    bf = fopen(bpath, "w");
+    CHECK(bf != NULL);
+    if (bf) {
+        fputs("{\"schema\": \"tunebench-budget/1\", \"profile\": \"gpu\", "
+              "\"profile_auto\": true, \"limit_s\": 600, \"budget_s\": 523, \"est_s\": 599, "
+              "\"undeclared\": 0, \"over\": false, \"allowed_over\": false, "
+              "\"techniques\": []}\n", bf);
+        fclose(bf);
+    }
+    CHECK_OK(tb_report_write_dir(rdir, pdir));
+    md = slurp(path);
+    CHECK(md && strstr(md, "Profile `gpu`, limit 600 s:") &&
+          strstr(md, "**The gpu profile**, chosen by default because the CUDA backend was "
+                     "active: the real ResNet-50 (224 x 224, batch 256)") &&
+          strstr(md, "This run was not on a GPU"));
+    free(md);
 }
 
 int main(void)
@@ -709,6 +785,7 @@ int main(void)
         CHECK(strstr(md, "| tf32 | step time | 4.00 ms [3.88, 4.16] | 2.00× [1.90, 2.10] |"));
         CHECK(strstr(md, "| copy bandwidth | bytes = 268435456 | 21.5 GB/s [20.7, 22.2] |"));
         check_flags(md);
+        check_per_workload(md);
     }
     free(md);
     char *sum = tb_test_slurp(rdir, "summary.md");

@@ -15,6 +15,15 @@
 
 /* ---- the summary rule ---- */
 
+/* Whether r is a row of technique on workload (a value of the workload
+ * column; NULL or "": any workload). */
+static int mine(const tb_result_row *r, const char *technique, const char *workload)
+{
+    if (strcmp(r->technique, technique) != 0)
+        return 0;
+    return !workload || !workload[0] || !strcmp(r->workload, workload);
+}
+
 /* The larger of two points; NaN (no sweep) ranks below any value. */
 static int point_above(double a, double b)
 {
@@ -23,12 +32,12 @@ static int point_above(double a, double b)
     return isnan(b) || a > b;
 }
 
-static const char *pick_metric(const tb_results *res, const char *technique)
+static const char *pick_metric(const tb_results *res, const char *technique, const char *wl)
 {
     const char *first = NULL;
     for (size_t i = 0; i < res->n; i++) {
         const tb_result_row *r = &res->rows[i];
-        if (strcmp(r->technique, technique) != 0 || !is_timed(r) || !r->is_baseline)
+        if (!mine(r, technique, wl) || !is_timed(r) || !r->is_baseline)
             continue;
         if (!strcmp(r->metric, "step time"))
             return r->metric;
@@ -38,14 +47,14 @@ static const char *pick_metric(const tb_results *res, const char *technique)
     return first;
 }
 
-void tb_report_count_flags(const tb_results *res, const char *technique,
-                           tb_report_flag_counts *out)
+static void count_flags(const tb_results *res, const char *technique, const char *wl,
+                        tb_report_flag_counts *out)
 {
     memset(out, 0, sizeof *out);
     out->max_load = NAN;
     for (size_t i = 0; i < res->n; i++) {
         const tb_result_row *r = &res->rows[i];
-        if (strcmp(r->technique, technique) != 0 || !is_timed(r))
+        if (!mine(r, technique, wl) || !is_timed(r))
             continue;
         int f = tb_report_row_flags(r);
         out->rows++;
@@ -61,15 +70,25 @@ void tb_report_count_flags(const tb_results *res, const char *technique,
     }
 }
 
-void tb_report_pick_best(const tb_results *res, const char *technique, tb_report_pick *out)
+void tb_report_count_flags(const tb_results *res, const char *technique,
+                           tb_report_flag_counts *out)
+{
+    count_flags(res, technique, NULL, out);
+}
+
+/* The summary rule over the technique's rows on workload wl (NULL: all). */
+static void pick_rows(const tb_results *res, const char *technique, const char *wl,
+                      tb_report_pick *out)
 {
     memset(out, 0, sizeof *out);
     snprintf(out->technique, sizeof out->technique, "%s", technique);
-    tb_report_count_flags(res, technique, &out->flags);
+    if (wl)
+        snprintf(out->of_workload, sizeof out->of_workload, "%s", wl);
+    count_flags(res, technique, wl, &out->flags);
     for (size_t i = 0; i < res->n && !out->na; i++)
-        if (!strcmp(res->rows[i].technique, technique) && !is_timed(&res->rows[i]))
+        if (mine(&res->rows[i], technique, wl) && !is_timed(&res->rows[i]))
             out->na = &res->rows[i];
-    const char *metric = pick_metric(res, technique);
+    const char *metric = pick_metric(res, technique, wl);
     if (!metric)
         return;
     /* The largest point with a baseline and a non-baseline speedup. */
@@ -77,7 +96,7 @@ void tb_report_pick_best(const tb_results *res, const char *technique, tb_report
     int found = 0;
     for (size_t i = 0; i < res->n; i++) {
         const tb_result_row *r = &res->rows[i];
-        if (strcmp(r->technique, technique) || strcmp(r->metric, metric) || r->is_baseline ||
+        if (!mine(r, technique, wl) || strcmp(r->metric, metric) || r->is_baseline ||
             isnan(r->speedup))
             continue;
         if (!found || point_above(r->param_value, point)) {
@@ -87,7 +106,7 @@ void tb_report_pick_best(const tb_results *res, const char *technique, tb_report
     }
     for (size_t i = 0; i < res->n; i++) {
         const tb_result_row *r = &res->rows[i];
-        if (strcmp(r->technique, technique) || strcmp(r->metric, metric) || !is_timed(r))
+        if (!mine(r, technique, wl) || strcmp(r->metric, metric) || !is_timed(r))
             continue;
         if (found && !same_point(r->param_value, point))
             continue;
@@ -104,7 +123,7 @@ void tb_report_pick_best(const tb_results *res, const char *technique, tb_report
         out->best = NULL;
         for (size_t i = 0; i < res->n; i++) {
             const tb_result_row *r = &res->rows[i];
-            if (strcmp(r->technique, technique) || strcmp(r->metric, metric) || !is_timed(r))
+            if (!mine(r, technique, wl) || strcmp(r->metric, metric) || !is_timed(r))
                 continue;
             if (!r->is_baseline && !isnan(r->speedup) &&
                 (!out->best || r->speedup > out->best->speedup))
@@ -116,7 +135,7 @@ void tb_report_pick_best(const tb_results *res, const char *technique, tb_report
         double want = out->best ? out->best->median * out->best->speedup : NAN, gap = INFINITY;
         for (size_t i = 0; i < res->n; i++) {
             const tb_result_row *r = &res->rows[i];
-            if (strcmp(r->technique, technique) || strcmp(r->metric, metric) || !is_timed(r) ||
+            if (!mine(r, technique, wl) || strcmp(r->metric, metric) || !is_timed(r) ||
                 !r->is_baseline)
                 continue;
             double g = isnan(want) ? 0 : fabs(r->median - want);
@@ -129,17 +148,22 @@ void tb_report_pick_best(const tb_results *res, const char *technique, tb_report
     if (!found) /* baseline timed, nothing compared with it: show the largest point */
         for (size_t i = 0; i < res->n; i++) {
             const tb_result_row *r = &res->rows[i];
-            if (!strcmp(r->technique, technique) && !strcmp(r->metric, metric) &&
+            if (mine(r, technique, wl) && !strcmp(r->metric, metric) &&
                 r->is_baseline && is_timed(r) &&
                 (out->baseline == r || point_above(r->param_value, out->baseline->param_value)))
                 out->baseline = r;
         }
     for (size_t i = 0; out->baseline && i < res->n; i++) {
         const tb_result_row *r = &res->rows[i];
-        if (!strcmp(r->technique, technique) && !strcmp(r->metric, metric) && r->is_baseline &&
+        if (mine(r, technique, wl) && !strcmp(r->metric, metric) && r->is_baseline &&
             is_timed(r) && !same_point(r->param_value, out->baseline->param_value))
             out->swept = 1;
     }
+}
+
+void tb_report_pick_best(const tb_results *res, const char *technique, tb_report_pick *out)
+{
+    pick_rows(res, technique, NULL, out);
 }
 
 /* The row of `setting` the summary should show in place of the fastest:
@@ -150,7 +174,7 @@ static const tb_result_row *find_setting(const tb_results *res, const tb_report_
     const tb_result_row *any = NULL;
     for (size_t i = 0; i < res->n; i++) {
         const tb_result_row *r = &res->rows[i];
-        if (strcmp(r->technique, p->technique) || strcmp(r->metric, p->best->metric) ||
+        if (!mine(r, p->technique, p->of_workload) || strcmp(r->metric, p->best->metric) ||
             strcmp(r->setting, setting) || r->is_baseline || isnan(r->speedup))
             continue;
         if (same_point(r->param_value, p->best->param_value))
@@ -164,7 +188,13 @@ static const tb_result_row *find_setting(const tb_results *res, const tb_report_
 void tb_report_pick_headline(const tb_results *res, const char *technique, const char *headline,
                              tb_report_pick *out)
 {
-    tb_report_pick_best(res, technique, out);
+    tb_report_pick_workload(res, technique, headline, NULL, out);
+}
+
+void tb_report_pick_workload(const tb_results *res, const char *technique, const char *headline,
+                             const char *workload, tb_report_pick *out)
+{
+    pick_rows(res, technique, workload, out);
     if (!out->best || !headline || !headline[0])
         return;
     const tb_result_row *h = find_setting(res, out, headline);
@@ -172,6 +202,23 @@ void tb_report_pick_headline(const tb_results *res, const char *technique, const
         out->best = h;
         out->headline = 1;
     }
+}
+
+size_t tb_report_workloads(const tb_results *res, const char *technique, char names[][48],
+                           size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < res->n; i++) {
+        const tb_result_row *r = &res->rows[i];
+        size_t k = 0;
+        if (strcmp(r->technique, technique) != 0 || !r->workload[0])
+            continue;
+        while (k < n && strcmp(names[k], r->workload) != 0)
+            k++;
+        if (k == n && n < max)
+            snprintf(names[n++], 48, "%s", r->workload);
+    }
+    return n;
 }
 
 tb_report_group tb_report_pick_group(const tb_report_pick *p)
@@ -221,7 +268,9 @@ void tb_report_order(const tb_report_pick *picks, size_t n, size_t *order)
 /* ---- summary table ---- */
 
 static const char *summary_rule =
-    "One row per technique, grouped by verdict (faster, no detectable effect, slower, not "
+    "One row per technique, and per workload for a step technique measured on several (its "
+    "workload in brackets: a tip that helps the transformer may do nothing for the CNN; the "
+    "table \"Per workload\" below sets them side by side), grouped by verdict (faster, no detectable effect, slower, not "
     "applicable here) and sorted by effect within each group. **Measurement**: the whole "
     "training step (`step time`) when the technique measures it, otherwise the first metric it "
     "lists. **Point**: the largest swept size where the baseline and another setting were both "
@@ -270,6 +319,25 @@ static void summary_point(const tb_report_pick *p, char *buf, size_t cap)
     }
 }
 
+/* The model part of a workload column ("gpt2" of "gpt2-reduced-synthetic"). */
+static void workload_model(const char *label, char *buf, size_t cap)
+{
+    int n = (int)strcspn(label, "-");
+    snprintf(buf, cap, "%.*s", n, label);
+}
+
+/* "amp (gpt2)" for a pick of one of several workloads, else "amp". */
+static void technique_cell(const tb_report_pick *p, char *buf, size_t cap)
+{
+    char model[48];
+    if (!p->of_workload[0]) {
+        snprintf(buf, cap, "%s", p->technique);
+        return;
+    }
+    workload_model(p->of_workload, model, sizeof model);
+    snprintf(buf, cap, "%s (%s)", p->technique, model);
+}
+
 void tb_report_summary_cells(const tb_report_pick *p, char cells[SUM_COLS][320])
 {
     char bt[96], best[160];
@@ -277,7 +345,7 @@ void tb_report_summary_cells(const tb_report_pick *p, char cells[SUM_COLS][320])
     static const char *nothing = "n/a: nothing timed to compare with";
     for (int c = 0; c < SUM_COLS; c++)
         cells[c][0] = '\0';
-    snprintf(cells[0], 320, "%s", p->technique);
+    technique_cell(p, cells[0], 320);
     if (!p->baseline) {
         snprintf(cells[1], 320, "%s", p->na ? p->na->metric : "");
         snprintf(cells[2], 320, "%s", not_timed);
@@ -366,8 +434,20 @@ static void summary_na_row(doc *d, const tb_report_pick *p)
         snprintf(why, sizeof why, "n/a: no other setting was timed against the baseline");
     else
         snprintf(why, sizeof why, "n/a: the CSV has no rows");
-    const char *row[2] = {p->technique, why};
+    char tech[96];
+    technique_cell(p, tech, sizeof tech);
+    const char *row[2] = {tech, why};
     tb_doc_row(d, row);
+}
+
+/* Whether an earlier pick of the same technique shows its fastest setting. */
+static int named_before(const tb_report_pick *picks, size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if (!strcmp(picks[j].technique, picks[i].technique) && picks[j].best &&
+            !picks[j].headline)
+            return 1;
+    return 0;
 }
 
 /* The techniques whose row shows their fastest setting, named once: their
@@ -378,7 +458,7 @@ static void summary_no_headline(doc *d, const tb_report_pick *picks, size_t n)
     size_t len = 0;
     int k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!picks[i].best || picks[i].headline)
+        if (!picks[i].best || picks[i].headline || named_before(picks, i))
             continue;
         len += (size_t)snprintf(names + len, len < sizeof names ? sizeof names - len : 0,
                                 "%s`%s`", k++ ? ", " : "", picks[i].technique);
@@ -386,6 +466,87 @@ static void summary_no_headline(doc *d, const tb_report_pick *picks, size_t n)
     if (k)
         tb_doc_text(d, BK_P, "**No headline setting declared** (the row shows the fastest "
                     "setting, which flatters it): %s.", names);
+}
+
+#define BY_WL_MAX 4
+
+/* Whether picks[i] is its technique's first pick (a technique measured on
+ * several workloads has one pick for each). */
+static int first_of_technique(const tb_report_pick *picks, size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if (!strcmp(picks[j].technique, picks[i].technique))
+            return 0;
+    return 1;
+}
+
+/* The shown setting's result in one cell of "Per workload". */
+static void by_workload_cell(const tb_report_pick *p, char *buf, size_t cap)
+{
+    char sp[96];
+    tb_report_group g = tb_report_pick_group(p);
+    if (g == TB_GROUP_NA) {
+        if (p->na)
+            tb_report_na(buf, cap, NULL, p->na->note);
+        else
+            snprintf(buf, cap, "n/a: nothing compared");
+        return;
+    }
+    tb_report_speedup(sp, sizeof sp, p->best);
+    snprintf(buf, cap, "%s: %s, %s", p->best->setting, sp, tb_report_group_name(g));
+}
+
+/* Index of the pick of technique `tech` on workload `wl` (-1: none). */
+static long find_pick(const tb_report_pick *picks, size_t n, const char *tech, const char *wl)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(picks[i].technique, tech) && !strcmp(picks[i].of_workload, wl))
+            return (long)i;
+    return -1;
+}
+
+/* "Per workload": a row per technique measured on several workloads, a
+ * column per workload, so a reader sees at a glance which models a tip
+ * helps. Nothing when no technique has per-workload picks. */
+static void summary_by_workload(doc *d, const tb_report_pick *picks, size_t n)
+{
+    char wl[BY_WL_MAX][48], cells[1 + BY_WL_MAX][320];
+    const char *header[1 + BY_WL_MAX], *row[1 + BY_WL_MAX];
+    size_t nwl = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        if (!picks[i].of_workload[0])
+            continue;
+        while (k < nwl && strcmp(wl[k], picks[i].of_workload) != 0)
+            k++;
+        if (k == nwl && nwl < BY_WL_MAX)
+            snprintf(wl[nwl++], 48, "%s", picks[i].of_workload);
+    }
+    if (!nwl)
+        return;
+    tb_doc_text(d, BK_H3, "Per workload");
+    tb_doc_text(d, BK_P, "Each step technique measured on several workloads, its shown setting's "
+                "speedup [95%% CI] and verdict on each; \"not run\": the technique does not "
+                "declare that workload.");
+    header[0] = "technique";
+    for (size_t k = 0; k < nwl; k++)
+        header[1 + k] = wl[k];
+    tb_doc_table(d, (int)(1 + nwl), header);
+    for (size_t i = 0; i < n; i++) {
+        if (!picks[i].of_workload[0] || !first_of_technique(picks, i))
+            continue;
+        snprintf(cells[0], 320, "%s", picks[i].technique);
+        for (size_t k = 0; k < nwl; k++) {
+            long at = find_pick(picks, n, picks[i].technique, wl[k]);
+            if (at < 0)
+                snprintf(cells[1 + k], 320, "not run");
+            else
+                by_workload_cell(&picks[at], cells[1 + k], 320);
+        }
+        for (size_t c = 0; c < 1 + nwl; c++)
+            row[c] = cells[c];
+        tb_doc_row(d, row);
+    }
 }
 
 void tb_report_summary_doc(doc *d, const tb_report_pick *picks, size_t n)
@@ -415,6 +576,7 @@ void tb_report_summary_doc(doc *d, const tb_report_pick *picks, size_t n)
             row[c] = cells[c];
         tb_doc_row(d, row);
     }
+    summary_by_workload(d, picks, n);
     summary_no_headline(d, picks, n);
     summary_counts(d, picks, n);
 }

@@ -1,7 +1,10 @@
 /*
  * summary.h - the summary: one row per technique, picked by the summary
  * rule (stated in report.h and in the report itself), as a Markdown table
- * (summary.c) and as a LaTeX booktabs table (latex.c).
+ * (summary.c) and as a LaTeX booktabs table (latex.c). A step technique
+ * measured on several workloads (issue 15) has a row per workload
+ * (tb_report_pick_workload), and the Markdown adds a "Per workload" table:
+ * a row per such technique, a column per workload.
  *
  * Test: bazel test //lib/report:report_test (goldens:
  * testdata/report_summary_golden.md and .tex)
@@ -42,6 +45,10 @@ typedef struct tb_report_pick {
                                       is the fastest of the settings */
     tb_report_flag_counts flags;   /* over all the technique's rows */
     char workload[96];             /* what it ran on ("ResNet-50", "small CNN"); "" unknown */
+    /* The workload column the pick is limited to ("gpt2-reduced-synthetic"):
+     * a step technique measured on several workloads has one pick for each
+     * (tb_report_pick_workload); "": all the technique's rows. */
+    char of_workload[48];
 } tb_report_pick;
 
 /* The summary's groups, in the order the report shows them. */
@@ -69,6 +76,19 @@ void tb_report_pick_best(const tb_results *rows, const char *technique, tb_repor
  * several noisy settings is biased upward). */
 void tb_report_pick_headline(const tb_results *rows, const char *technique, const char *headline,
                              tb_report_pick *out);
+
+/* As tb_report_pick_headline over the technique's rows whose workload
+ * column is `workload` only (NULL or "": all its rows), with
+ * out->of_workload set to it: one summary row per (technique, workload),
+ * so that a tip helping GPT-2 and doing nothing for ResNet-50 shows both. */
+void tb_report_pick_workload(const tb_results *rows, const char *technique, const char *headline,
+                             const char *workload, tb_report_pick *out);
+
+/* The distinct non-empty workload columns of the technique's rows, in the
+ * order they first appear, into names[0..max); returns how many (at most
+ * max). */
+size_t tb_report_workloads(const tb_results *rows, const char *technique, char names[][48],
+                           size_t max);
 
 tb_report_group tb_report_pick_group(const tb_report_pick *p);
 /* "faster", "no detectable effect", "slower", "not applicable here". */

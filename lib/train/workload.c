@@ -31,6 +31,10 @@ void tb_workload_apply(tb_config *c, tb_workload w, tb_workload_size s)
     c->image_size = c->context = c->layers = c->vocab = c->width = c->batch_size = 0;
     if (s == TB_WL_FULL)
         return;
+    if (s == TB_WL_GPU) {
+        c->batch_size = w == TB_WL_RESNET50 ? TB_WL_GPU_BATCH_RESNET50 : TB_WL_GPU_BATCH_GPT2;
+        return;
+    }
     if (s == TB_WL_TINY) {
         c->batch_size = 2;
         if (w == TB_WL_RESNET50) {
@@ -67,7 +71,9 @@ void tb_workload_label(tb_workload w, tb_workload_size s, char *buf, size_t cap)
         snprintf(buf, cap, "small_cnn-fashion_mnist");
     else
         snprintf(buf, cap, "%s-%s-synthetic", tb_workload_model_name(w),
-                 s == TB_WL_FULL ? "full" : s == TB_WL_TINY ? "tiny" : "reduced");
+                 s == TB_WL_FULL || s == TB_WL_GPU ? "full"
+                 : s == TB_WL_TINY                 ? "tiny"
+                                                   : "reduced");
 }
 
 void tb_workload_describe(const tb_config *c, char *buf, size_t cap)

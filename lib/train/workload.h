@@ -67,7 +67,17 @@ typedef enum tb_workload_size {
     TB_WL_TINY = 2,           /* tests: shapes, not timings (resnet50 width 8 at
                                  64x64, batch 4; gpt2 1 layer, d 64, context 32,
                                  vocab 256, batch 2) */
+    TB_WL_GPU = 3,            /* the gpu profile (bench/harness/technique.h): the
+                                 real models at the batches that fill an 80 GB
+                                 GPU, TB_WL_GPU_BATCH_*; labeled "full" (the
+                                 models are); the step harness halves the
+                                 batch where memory is short */
 } tb_workload_size;
+
+/* The gpu profile's batches: 256 images of 224 x 224, 16 sequences of 1024
+ * tokens (16,384 tokens a step). */
+#define TB_WL_GPU_BATCH_RESNET50 256
+#define TB_WL_GPU_BATCH_GPT2 16
 
 /* Largest difference, absolute, between a reduced workload's share of the
  * FLOPs of any op family and the full model's (0.03: 3 points). */

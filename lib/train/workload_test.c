@@ -8,7 +8,10 @@
  *   - the reduced GPT-2 keeps the head's share of the GEMM FLOPs near GPT-2
  *     small's (where the full vocabulary on 2 layers would not);
  *   - labels name the data (synthetic), configurations validate, and the
- *     full size is the models' own.
+ *     full size is the models' own;
+ *   - the gpu size (the gpu profile) is the real models, ResNet-50 at
+ *     224 x 224 and GPT-2 at context 1024 (12 layers, d 768, vocabulary
+ *     50,257), at batches 256 and 16, labeled "full".
  *
  * Run: bazel test //lib/train:workload_test
  */
@@ -97,10 +100,28 @@ static void check_labels(void)
           "the small CNN workload leaves the configuration alone");
 }
 
+static void check_gpu_size(void)
+{
+    tb_config c;
+    char buf[64];
+    tb_config_defaults(&c);
+    tb_workload_apply(&c, TB_WL_RESNET50, TB_WL_GPU);
+    CHECK(tb_config_validate(&c) == TB_OK && c.image_size == 224 && c.width == 64 &&
+              c.batch_size == 256, "gpu size: resnet50 at 224x224, width 64, batch 256");
+    tb_config_defaults(&c);
+    tb_workload_apply(&c, TB_WL_GPT2, TB_WL_GPU);
+    CHECK(tb_config_validate(&c) == TB_OK && c.context == 1024 && c.layers == 12 &&
+              c.width == 768 && c.vocab == 50257 && c.batch_size == 16,
+          "gpu size: gpt2 12 layers, d 768, context 1024, vocab 50257, batch 16");
+    tb_workload_label(TB_WL_GPT2, TB_WL_GPU, buf, sizeof buf);
+    CHECK(strcmp(buf, "gpt2-full-synthetic") == 0, "gpu size labeled full");
+}
+
 static int run(tb_backend *be, void *arg)
 {
     (void)arg;
     check_labels();
+    check_gpu_size();
     TB_TRY(check_workload(be, TB_WL_RESNET50));
     TB_TRY(check_workload(be, TB_WL_GPT2));
     return check_vocab_matters(be);

@@ -423,6 +423,15 @@ static void test_conv(tb_backend *be)
         {.n = 2, .c = 32, .h = 7, .w = 7, .k = 32, .r = 3, .s = 3, .stride = 1, .pad = 1},
         /* 1x1 with >= 128 pixels: the plain gemm stays in every direction */
         {.n = 2, .c = 16, .h = 12, .w = 11, .k = 32, .r = 1, .s = 1, .stride = 1, .pad = 0},
+        /* the reduced ResNet-50's (width 24, 64x64, batch 4; lib/train/workload.h):
+         * channel counts that are not multiples of 16 (blocked layouts pad
+         * them), the stem, a bottleneck's 1x1s, its strided 3x3 (v1.5) and
+         * the strided 1x1 shortcut, and the last stage's 2x2 maps */
+        {.n = 4, .c = 3, .h = 64, .w = 64, .k = 24, .r = 7, .s = 7, .stride = 2, .pad = 3},
+        {.n = 4, .c = 24, .h = 16, .w = 16, .k = 96, .r = 1, .s = 1, .stride = 1, .pad = 0},
+        {.n = 4, .c = 48, .h = 16, .w = 16, .k = 48, .r = 3, .s = 3, .stride = 2, .pad = 1},
+        {.n = 4, .c = 96, .h = 16, .w = 16, .k = 192, .r = 1, .s = 1, .stride = 2, .pad = 0},
+        {.n = 4, .c = 192, .h = 2, .w = 2, .k = 192, .r = 3, .s = 3, .stride = 1, .pad = 1},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int layout = TB_NCHW; layout <= TB_NHWC; layout++) {

@@ -1,0 +1,53 @@
+#!/bin/bash
+# gpu_profile_test.sh - the gpu profile's shape, on a machine without a GPU
+# (bench/harness/technique.h: the real ResNet-50 and GPT-2 at batches for
+# an 80 GB GPU, in 10 minutes):
+#   - the real technique binaries' gpu budgets add up to at most 600 s, and
+#     every technique declares one (bench:all prints the plan per profile
+#     before it opens anything; an unknown device stops it right after);
+#   - --profile=gpu on the CPU warns that it is sized for an 80 GB GPU;
+#   - its workloads are the full models (rows labeled gpt2-full-synthetic),
+#     and a batch that does not fit in memory is halved, then becomes n/a
+#     rows saying why, never a crash (GPT-2 under a 64 MiB --mem-limit:
+#     nothing fits, which makes it quick).
+#
+#   bazel test //bench:gpu_profile_test
+# args: the bench:all binary, the fused_gelu_step binary.
+set -u
+ALL=$1
+GELU=$2
+fail() { echo "FAIL: $*" >&2; for f in "$TEST_TMPDIR"/err*; do echo "--- $f"; cat "$f"; done >&2; exit 1; }
+
+"$ALL" --profile=gpu --device=no-such-device --out-dir="$TEST_TMPDIR/none" \
+    > /dev/null 2> "$TEST_TMPDIR/err_plan"
+line=$(grep "budgets of this plan per profile:" "$TEST_TMPDIR/err_plan")
+[ -n "$line" ] || fail "bench:all printed no plan"
+total=$(echo "$line" | sed -n 's/.* gpu \([0-9.]*\) s of 600 s$/\1/p')
+[ -n "$total" ] || fail "no gpu total within its 600 s limit in: $line"
+grep -q "declare no budget for profile gpu" "$TEST_TMPDIR/err_plan" &&
+    fail "techniques without a gpu budget"
+grep -q "profile gpu: the time budgets of" "$TEST_TMPDIR/err_plan" || fail "not planned as gpu"
+grep -q "WARNING: the estimated run time" "$TEST_TMPDIR/err_plan" &&
+    fail "the gpu profile's estimated run time (budgets and start-up) is over 600 s"
+echo "ok: the gpu profile's budgets add up to $total s of 600 s, every technique declares one"
+
+"$GELU" --profile=gpu --device=cpu --mem-limit=64 --out-dir="$TEST_TMPDIR/gelu" \
+    > /dev/null 2> "$TEST_TMPDIR/err_gelu"
+rc=$?
+[ $rc -eq 0 ] || fail "fused_gelu_step --profile=gpu under a 64 MiB limit: exit $rc"
+grep -q "WARNING: profile gpu on the cpu backend: it is sized for one 80 GB GPU" \
+    "$TEST_TMPDIR/err_gelu" || fail "no warning that gpu is sized for an 80 GB GPU"
+grep -q "gpt2-full-synthetic: batch 16 does not fit in device memory.*: halving it" \
+    "$TEST_TMPDIR/err_gelu" || fail "batch 16 (the gpu profile's) not halved"
+csv=$(ls "$TEST_TMPDIR"/gelu/results/*/fused_gelu_step.csv 2>/dev/null | head -1)
+[ -n "$csv" ] || fail "no CSV"
+python3 - "$csv" <<'PY' || fail "rows are not the full GPT-2's n/a rows"
+import csv, sys
+rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))]
+assert rows, "no rows"
+for r in rows:
+    assert r["workload"] == "gpt2-full-synthetic", r["workload"]
+    assert r["timing_verdict"] == "n/a" and "out of memory" in r["note"], (r["timing_verdict"], r["note"])
+PY
+echo "ok: --profile=gpu warns on the CPU, runs the full GPT-2, and an out-of-memory batch is halved, then n/a"
+echo PASS
