@@ -227,7 +227,7 @@ static const tb_technique technique = {
     .headline = "caching",
     .what = "Device allocator modes on a training step's allocations: plain, caching, "
             "empty cache every step, preallocation with a varying batch.",
-    .est_seconds = {4, 20, 2, 7}, /* default, full, tiny, gpu */
+    .est_seconds = {3, 20, 2, 7}, /* default, full, tiny, gpu */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
     .budget_seconds = {3, 18, 1, 5},
     .order = 350,

@@ -23,7 +23,7 @@ static const tb_step_technique tech = {
         .name = "channels_last",
         .headline = "channels last",
         .what = "channels last (NHWC) vs NCHW on the training step",
-        .est_seconds = {5, 70, 10, 15}, /* default, full, tiny, gpu */
+        .est_seconds = {8, 70, 10, 15}, /* default, full, tiny, gpu */
         .budget_seconds = {12, 60, 2, 13}, /* of its rounds, same order */
         .order = 240,
         .tiny = {.min_rows = 2, .plots = "channels_last"},

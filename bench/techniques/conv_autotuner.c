@@ -456,7 +456,7 @@ static const tb_technique technique = {
     .headline = "autotuned",
     .what = "Default vs autotuned convolution algorithm (fwd, fwd+bwd), tuning cost, "
             "and batch sizes that change every step.",
-    .est_seconds = {58, 900, 15, 26}, /* default, full, tiny, gpu */
+    .est_seconds = {46, 900, 15, 26}, /* default, full, tiny, gpu */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
     .budget_seconds = {45, 850, 10, 24},
     .order = 340,

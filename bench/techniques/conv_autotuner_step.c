@@ -60,11 +60,11 @@ static const tb_step_technique tech = {
         .name = "conv_autotuner_step",
         .headline = "on",
         .what = "conv autotuner on the training step, fixed and changing batch size",
-        /* default: on ResNet-50 its rounds' minimum (5 rounds, trainers
-         * rebuilt each round, "on, batch varies" re-tuning every layer each
-         * step: 2-4 s a step) outlasts the budget: 133 s wall on a busy
-         * 2-core machine (load 6.4), an idle one not measured yet */
-        .est_seconds = {70, 130, 10, 15}, /* default, full, tiny, gpu */
+        /* default: on ResNet-50 ("on, batch varies" re-tunes every layer
+         * each step): 29.9 s in an idle bench:all run, 25 rounds (133 s on
+         * a busy machine, load 6.4, where the minimum rounds outlast the
+         * budget) */
+        .est_seconds = {33, 130, 10, 15}, /* default, full, tiny, gpu */
         .budget_seconds = {30, 120, 2, 13}, /* of its rounds, same order */
         .order = 90,
         .tiny = {.min_rows = 4, .plots = "conv_autotuner_step"},

@@ -1134,7 +1134,7 @@ static const tb_technique technique = {
             "(MPI ranks, buckets, overlap, imbalance, SyncBatchNorm) on the "
             "small CNN at the same global batch, and the "
             "all-reduce bus bandwidth.",
-    .est_seconds = {48, 300, 45, 16}, /* default, full, tiny, gpu */
+    .est_seconds = {42, 300, 45, 16}, /* default, full, tiny, gpu */
     /* the whole sweep's: the DDP rounds get what the checks leave less
      * DP_BUDGET_SHARE, DP's rounds that share */
     .budget_seconds = {44, 250, 30, 14},

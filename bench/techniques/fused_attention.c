@@ -373,7 +373,7 @@ static const tb_technique technique = {
     .what = "Manual vs fused attention (forward, forward+backward; causal and not) over "
             "sequence lengths 128 .. 4096: time and memory. Fused is tunebench's own fp32 "
             "kernel (no tensor cores), not cuDNN's or PyTorch's flash attention.",
-    .est_seconds = {54, 420, 6, 18}, /* default, full, tiny, gpu */
+    .est_seconds = {33, 420, 6, 18}, /* default, full, tiny, gpu */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
     .budget_seconds = {35, 380, 4, 16},
     .order = 310,

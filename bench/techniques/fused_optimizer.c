@@ -367,7 +367,7 @@ static const tb_technique technique = {
     .name = "fused_optimizer",
     .headline = "fused",
     .what = "Per-tensor vs fused optimizer step (SGD, AdamW) over parameter counts.",
-    .est_seconds = {22, 420, 3, 14}, /* default, full, tiny, gpu */
+    .est_seconds = {17, 420, 3, 14}, /* default, full, tiny, gpu */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
     .budget_seconds = {18, 380, 2, 12},
     .order = 280,

@@ -332,7 +332,7 @@ static const tb_technique technique = {
     .name = "tf32",
     .headline = "tf32",
     .what = "Square GEMMs, fp32 vs TF32 math, n = 256 .. 4096 (full: 8192).",
-    .est_seconds = {41, 600, 3, 14}, /* default, full, tiny, gpu */
+    .est_seconds = {33, 600, 3, 14}, /* default, full, tiny, gpu */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
     .budget_seconds = {34, 540, 2, 12},
     .order = 300,
