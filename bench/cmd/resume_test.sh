@@ -37,10 +37,23 @@ csv_intact() {
         fail "${f%.csv}.json is not valid JSON"
 }
 
-# 1. Interrupt with SIGINT (what Ctrl-C sends) once ceilings finished.
+# Waits until bench:all has started grads_to_none (its progress line): the
+# tiny run of it takes about a second, so the interrupt must follow its
+# start closely rather than ceilings' end, which a busy machine's 0.2 s
+# polls can miss (seen in CI: grads_to_none had finished).
+wait_started() {
+    for _ in $(seq 1 6000); do
+        if grep -qs '\] grads_to_none' "$1"; then return 0; fi
+        sleep 0.05
+    done
+    fail "grads_to_none did not start within 300 s"
+}
+# 1. Interrupt with SIGINT (what Ctrl-C sends) once ceilings finished and
+# grads_to_none started.
 "$ALL" --device=cpu --profile=tiny --only=grads_to_none --out-dir="$OUT" > "$TEST_TMPDIR/log1" 2>&1 &
 pid=$!
 wait_ceilings_done "$OUT"
+wait_started "$TEST_TMPDIR/log1"
 kill -INT $pid
 wait $pid
 rc=$?
