@@ -266,26 +266,6 @@ static int add_rows(tb_bench *b, const vs_config *c, const tb_rounds_result *r, 
     return TB_OK;
 }
 
-/* CPU seconds process pid has used (utime + stime), NAN when unreadable. */
-static double proc_cpu_s(pid_t pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NAN;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    const char *p = strrchr(buf, ')');
-    unsigned long long ut, st;
-    long tick = sysconf(_SC_CLK_TCK);
-    if (!p || tick <= 0 ||
-        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-        return NAN;
-    return (double)(ut + st) / (double)tick;
-}
-
 static int run_config(tb_bench *b, const vs_config *c, vs_outcome *o)
 {
     torch_proc p = {0};
@@ -300,21 +280,13 @@ static int run_config(tb_bench *b, const vs_config *c, vs_outcome *o)
     };
     tb_rounds_cfg cfg = {.min_rep_s = 1.0, .min_rounds = 5, .max_rounds = 30,
                          .target_half_width = 0.03, .budget_s = g_budget,
-                         .warmup_max_s = g_budget / 4, .seed = 0x7b5e},
+                         .warmup_max_s = g_budget / 4, .seed = 0x7b5e,
+                         /* the PyTorch arm's process: not "other processes" */
+                         .own_pid = p.pid},
                   *cp = &cfg;
     fprintf(stderr, "vs_torch: %s: rounds of PyTorch and tunebench, budget %g s\n", c->name,
             g_budget);
-    double torch0 = proc_cpu_s(p.pid);
     TB_TRY_GOTO(rc, tb_rounds_run(cp, arms, 2, &res), out);
-    /* The PyTorch arm is a process of ours: its CPU time is not "other
-     * processes" (the rounds' busy rule would flag every run). */
-    double torch_cpu = proc_cpu_s(p.pid) - torch0;
-    if (!isnan(torch_cpu) && !isnan(res.other_cpu_s)) {
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        res.other_cpu_s = fmax(0, res.other_cpu_s - torch_cpu);
-        res.busy = tb_rounds_busy_rule(res.load_avg, res.other_cpu_s, res.seconds,
-                                       ncpu > 0 ? (int)ncpu : 1);
-    }
     rc = add_rows(b, c, &res, o);
 out:
     tb_rounds_result_free(&res);

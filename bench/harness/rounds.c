@@ -69,7 +69,8 @@
  *              took = (busy jiffies of /proc/stat's "cpu" line: user, nice,
  *              system, irq, softirq, steal) minus this process's utime +
  *              stime (/proc/self/stat, all its threads), over the same
- *              interval; children this process has not waited for count as
+ *              interval (plus cfg->own_pid's, a child running an arm);
+ *              other children this process has not waited for count as
  *              others (the DDP sweep's worker processes would: its caller
  *              must know). busy = tb_rounds_busy_rule: others above 10% of
  *              one core on average over the rounds; only where that cannot
@@ -227,7 +228,27 @@ static int read_text(const char *path, char *buf, size_t cap)
     return n > 0;
 }
 
-static machine_snap machine_sample(void)
+/* utime + stime of /proc/<what>/stat in clock ticks; 0 and *ok = 0 when
+ * unreadable. */
+static unsigned long long proc_ticks(const char *what, int *ok)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%s/stat", what);
+    *ok = 0;
+    if (!read_text(path, buf, sizeof buf))
+        return 0;
+    /* fields after the command's closing parenthesis: 3 state ... 14 utime 15 stime */
+    const char *p = strrchr(buf, ')');
+    unsigned long long ut, st;
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+                     &st) != 2)
+        return 0;
+    *ok = 1;
+    return ut + st;
+}
+
+/* own_pid > 0: that child's CPU time counts as this process's. */
+static machine_snap machine_sample(int own_pid)
 {
     machine_snap s = {0, 0, 0};
     char buf[4096];
@@ -240,15 +261,19 @@ static machine_snap machine_sample(void)
         return s;
     /* user nice system idle iowait irq softirq steal: all but idle and iowait */
     s.busy_s = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / tick;
-    if (!read_text("/proc/self/stat", buf, sizeof buf))
+    int ok;
+    unsigned long long self = proc_ticks("self", &ok);
+    if (!ok)
         return s;
-    /* fields after the command's closing parenthesis: 3 state ... 14 utime 15 stime */
-    const char *p = strrchr(buf, ')');
-    unsigned long long ut, st;
-    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-                     &st) != 2)
-        return s;
-    s.self_s = (double)(ut + st) / tick;
+    if (own_pid > 0) {
+        char pid[32];
+        snprintf(pid, sizeof pid, "%d", own_pid);
+        unsigned long long child = proc_ticks(pid, &ok);
+        if (!ok)
+            return s;
+        self += child;
+    }
+    s.self_s = (double)self / tick;
     s.ok = 1;
     return s;
 }
@@ -602,15 +627,17 @@ void tb_rounds_result_free(tb_rounds_result *r)
 typedef struct machine_watch {
     double real0;
     machine_snap m0;
+    int own_pid;            /* cfg->own_pid */
     double load_sum;
     int load_n;
 } machine_watch;
 
-static void watch_start(machine_watch *w)
+static void watch_start(machine_watch *w, int own_pid)
 {
     memset(w, 0, sizeof *w);
     w->real0 = real_now(NULL);
-    w->m0 = machine_sample();
+    w->own_pid = own_pid;
+    w->m0 = machine_sample(own_pid);
 }
 
 static void watch_round(machine_watch *w)
@@ -625,7 +652,7 @@ static void watch_round(machine_watch *w)
 static void watch_finish(const machine_watch *w, tb_rounds_result *out)
 {
     double wall = real_now(NULL) - w->real0;
-    machine_snap m1 = machine_sample();
+    machine_snap m1 = machine_sample(w->own_pid);
     out->load_avg = w->load_n ? w->load_sum / w->load_n : NAN;
     if (w->m0.ok && m1.ok) {
         double other = (m1.busy_s - w->m0.busy_s) - (m1.self_s - w->m0.self_s);
@@ -824,7 +851,7 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
         base[i] = arms[i].base;
         jobs[i].active = 1;
     }
-    watch_start(&w);
+    watch_start(&w, cfg->own_pid);
     for (int r = 0; r < cfg->max_rounds; r++) {
         if (cfg->rounds_per_build > 0 && r > 0)
             TB_TRY_GOTO(rc, rebuild_arms(cfg, arms, n_arms, jobs, out, r), out_free);

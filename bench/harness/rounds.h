@@ -98,6 +98,9 @@ typedef struct tb_rounds_cfg {
                                   only once their rounds span TB_ROUNDS_MIN_BUILDS builds;
                                   0: never */
     const char *gbench_json;   /* Google Benchmark's JSON of every round; NULL: none */
+    int own_pid;               /* > 0: a child process of the caller's that runs an arm
+                                  (bench:vs_torch's PyTorch): its CPU time counts as this
+                                  process's, not as other processes' (the busy rule) */
     double min_rep_floor_s;    /* > 0: when min_rounds rounds of min_rep_s repetitions would
                                   not fit the budget left after the warm-up, repetitions are
                                   shortened (never below this) so that they do (see step 2
@@ -158,15 +161,5 @@ int tb_rounds_run(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms,
 void tb_rounds_result_free(tb_rounds_result *r);
 
 const char *tb_rounds_stop_name(tb_rounds_stop s); /* "target", "budget", "cap" */
-
-/* Busy rule: 1 when other processes used more than TB_ROUNDS_BUSY_CORES of
- * one core on average over wall_s. other_cpu_s NaN (not measured: no
- * /proc/stat, or under a second of rounds, where 10 ms jiffies are too
- * coarse): 1 when the mean 1-minute load average was above ncpu + 0.5.
- * The load average is only the fallback because it counts this process's
- * own threads: a technique running 4 loader workers beside its kernel
- * threads on 2 cores has a load near 6 on an idle machine. */
-#define TB_ROUNDS_BUSY_CORES 0.10
-int tb_rounds_busy_rule(double load_avg, double other_cpu_s, double wall_s, int ncpu);
 
 #endif

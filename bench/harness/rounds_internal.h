@@ -2,7 +2,7 @@
  * rounds_internal.h - the pieces of bench/harness/rounds.c that its test
  * reaches directly: the clock (so fake arms can advance a fake one and the
  * test never waits), the warm-up rule, the round orders and sequences, and
- * the busy rule's users.
+ * the busy rule.
  * Not for techniques: they use rounds.h only.
  *
  * Test: bazel test //bench/harness:rounds_test
@@ -36,7 +36,14 @@ void tb_rounds_order(uint64_t seed, int r, int n, int *perm);
 int tb_rounds_sequence(uint64_t seed, int r, const int *base, const int *active, int n,
                        int *seq);
 
-/* The busy rule (tb_rounds_busy_rule) is in rounds.h: a caller whose own
- * child processes run beside the rounds (bench:vs_torch) applies it again. */
+/* Busy rule: 1 when other processes used more than TB_ROUNDS_BUSY_CORES of
+ * one core on average over wall_s. other_cpu_s NaN (not measured: no
+ * /proc/stat, or under a second of rounds, where 10 ms jiffies are too
+ * coarse): 1 when the mean 1-minute load average was above ncpu + 0.5.
+ * The load average is only the fallback because it counts this process's
+ * own threads: a technique running 4 loader workers beside its kernel
+ * threads on 2 cores has a load near 6 on an idle machine. */
+#define TB_ROUNDS_BUSY_CORES 0.10
+int tb_rounds_busy_rule(double load_avg, double other_cpu_s, double wall_s, int ncpu);
 
 #endif
