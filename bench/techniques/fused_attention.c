@@ -99,27 +99,6 @@ static int64_t plan_iterations(int profile, int seq)
     return it < 1 ? 1 : it;
 }
 
-static int alloc_bufs(tb_backend *be, attn_bufs *f, int max_seq)
-{
-    f->max_n = (size_t)ATTN_B * attn_heads * max_seq * ATTN_D;
-    f->max_saved = (size_t)ATTN_B * attn_heads * max_seq * (size_t)max_seq;
-    size_t nb = f->max_n * sizeof(float);
-    float **dev[] = {&f->q, &f->k, &f->v, &f->out, &f->dout, &f->dq, &f->dk, &f->dv};
-    for (int i = 0; i < 8; i++)
-        TB_TRY(be->dev_alloc(be, (void **)dev[i], nb));
-    TB_TRY(be->dev_alloc(be, (void **)&f->saved, f->max_saved * sizeof(float)));
-    float **host[] = {&f->hq, &f->hk, &f->hv, &f->hdout};
-    for (int i = 0; i < 4; i++) {
-        TB_TRY(be->host_alloc(be, (void **)host[i], nb, 0));
-        tb_rng_fill(*host[i], f->max_n, (uint64_t)i + 1, -1.0, 1.0);
-        TB_TRY(be->copy_h2d(be, *dev[i == 3 ? 4 : i], *host[i], nb, NULL));
-    }
-    for (int v = 0; v < 2; v++)
-        for (int i = 0; i < 4; i++)
-            TB_TRY(be->host_alloc(be, (void **)&f->hres[v][i], nb, 0));
-    return TB_OK;
-}
-
 static void attn_dev_free(tb_backend *be, attn_bufs *g)
 {
     float **dev[] = {&g->q, &g->k, &g->v, &g->out, &g->dout, &g->dq, &g->dk, &g->dv, &g->saved};
@@ -171,11 +150,27 @@ static int case_rebuild(void *arg)
     return TB_OK;
 }
 
+/* The checks' buffers for the longest sequence: host inputs (seeded),
+ * results read back, and device buffers (attn_dev_alloc). */
+static int alloc_bufs(tb_backend *be, attn_bufs *f, int max_seq)
+{
+    f->max_n = (size_t)ATTN_B * attn_heads * max_seq * ATTN_D;
+    f->max_saved = (size_t)ATTN_B * attn_heads * max_seq * (size_t)max_seq;
+    size_t nb = f->max_n * sizeof(float);
+    float **host[] = {&f->hq, &f->hk, &f->hv, &f->hdout};
+    for (int i = 0; i < 4; i++) {
+        TB_TRY(be->host_alloc(be, (void **)host[i], nb, 0));
+        tb_rng_fill(*host[i], f->max_n, (uint64_t)i + 1, -1.0, 1.0);
+    }
+    for (int v = 0; v < 2; v++)
+        for (int i = 0; i < 4; i++)
+            TB_TRY(be->host_alloc(be, (void **)&f->hres[v][i], nb, 0));
+    return attn_dev_alloc(be, f, f);
+}
+
 static void free_bufs(tb_backend *be, attn_bufs *f)
 {
-    float *dev[] = {f->q, f->k, f->v, f->out, f->dout, f->dq, f->dk, f->dv, f->saved};
-    for (int i = 0; i < 9; i++)
-        be->dev_free(be, dev[i]);
+    attn_dev_free(be, f);
     float *host[] = {f->hq, f->hk, f->hv, f->hdout};
     for (int i = 0; i < 4; i++)
         be->host_free(be, host[i], 0);

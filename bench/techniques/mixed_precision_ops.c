@@ -148,29 +148,6 @@ typedef struct mp_state {
     char why[8][NV][200];
 } mp_state;
 
-static int alloc_bufs(tb_backend *be, mp_bufs *f)
-{
-    TB_TRY(be->dev_alloc(be, (void **)&f->a, f->max_a * sizeof(float)));
-    TB_TRY(be->dev_alloc(be, (void **)&f->b, f->max_b * sizeof(float)));
-    TB_TRY(be->dev_alloc(be, (void **)&f->c, f->max_c * sizeof(float)));
-    TB_TRY(be->host_alloc(be, (void **)&f->ha, f->max_a * sizeof(float), 0));
-    TB_TRY(be->host_alloc(be, (void **)&f->hb, f->max_b * sizeof(float), 0));
-    for (int v = 0; v < NV; v++)
-        TB_TRY(be->host_alloc(be, (void **)&f->hc[v], f->max_c * sizeof(float), 0));
-    tb_rng_fill(f->ha, f->max_a, 1, -1.0, 1.0);
-    tb_rng_fill(f->hb, f->max_b, 2, -1.0, 1.0);
-    TB_TRY(be->copy_h2d(be, f->a, f->ha, f->max_a * sizeof(float), NULL));
-    TB_TRY(be->copy_h2d(be, f->b, f->hb, f->max_b * sizeof(float), NULL));
-    static const tb_dtype lp[2] = {TB_BF16, TB_F16};
-    for (int i = 0; i < 2; i++) {
-        TB_TRY(be->dev_alloc(be, &f->lp_a[i], f->max_a * 2));
-        TB_TRY(be->dev_alloc(be, &f->lp_b[i], f->max_b * 2));
-        TB_TRY(be->cast_f32_to_lowp(be, lp[i], f->a, f->lp_a[i], f->max_a));
-        TB_TRY(be->cast_f32_to_lowp(be, lp[i], f->b, f->lp_b[i], f->max_b));
-    }
-    return be->sync(be);
-}
-
 static void free_dev(tb_backend *be, mp_bufs *g)
 {
     be->dev_free(be, g->a);
@@ -224,15 +201,22 @@ static int point_rebuild(void *arg)
     return TB_OK;
 }
 
+/* The checks' buffers: host inputs (seeded), outputs read back, and device
+ * buffers of the largest sizes (alloc_dev). */
+static int alloc_bufs(tb_backend *be, mp_bufs *f)
+{
+    TB_TRY(be->host_alloc(be, (void **)&f->ha, f->max_a * sizeof(float), 0));
+    TB_TRY(be->host_alloc(be, (void **)&f->hb, f->max_b * sizeof(float), 0));
+    for (int v = 0; v < NV; v++)
+        TB_TRY(be->host_alloc(be, (void **)&f->hc[v], f->max_c * sizeof(float), 0));
+    tb_rng_fill(f->ha, f->max_a, 1, -1.0, 1.0);
+    tb_rng_fill(f->hb, f->max_b, 2, -1.0, 1.0);
+    return alloc_dev(be, f, f);
+}
+
 static void free_bufs(tb_backend *be, mp_bufs *f)
 {
-    be->dev_free(be, f->a);
-    be->dev_free(be, f->b);
-    be->dev_free(be, f->c);
-    for (int i = 0; i < 2; i++) {
-        be->dev_free(be, f->lp_a[i]);
-        be->dev_free(be, f->lp_b[i]);
-    }
+    free_dev(be, f);
     be->host_free(be, f->ha, 0);
     be->host_free(be, f->hb, 0);
     for (int v = 0; v < NV; v++)

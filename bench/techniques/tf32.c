@@ -201,27 +201,28 @@ static int add_rows(tb_bench *b, const gb_results *r, int n, const tb_compare *c
     return TB_OK;
 }
 
+/* The checks' buffers of the largest size: host inputs (seeded), outputs
+ * read back, and device a, b, c (size_alloc). */
 static int alloc_bufs(tb_backend *be, gemm_bufs *f, int max_n)
 {
     size_t n2 = (size_t)max_n * max_n, bytes = n2 * sizeof(float);
-    TB_TRY(be->dev_alloc(be, (void **)&f->a, bytes));
-    TB_TRY(be->dev_alloc(be, (void **)&f->b, bytes));
-    TB_TRY(be->dev_alloc(be, (void **)&f->c, bytes));
     TB_TRY(be->host_alloc(be, (void **)&f->ha, bytes, 0));
     TB_TRY(be->host_alloc(be, (void **)&f->hb, bytes, 0));
     TB_TRY(be->host_alloc(be, (void **)&f->hc[0], bytes, 0));
     TB_TRY(be->host_alloc(be, (void **)&f->hc[1], bytes, 0));
     tb_rng_fill(f->ha, n2, 1, -1.0, 1.0);
     tb_rng_fill(f->hb, n2, 2, -1.0, 1.0);
-    TB_TRY(be->copy_h2d(be, f->a, f->ha, bytes, NULL));
-    return be->copy_h2d(be, f->b, f->hb, bytes, NULL);
+    gemm_bufs dev;
+    TB_TRY(size_alloc(be, f, max_n, &dev));
+    f->a = dev.a;
+    f->b = dev.b;
+    f->c = dev.c;
+    return TB_OK;
 }
 
 static void free_bufs(tb_backend *be, gemm_bufs *f)
 {
-    be->dev_free(be, f->a);
-    be->dev_free(be, f->b);
-    be->dev_free(be, f->c);
+    size_free(be, f);
     be->host_free(be, f->ha, 0);
     be->host_free(be, f->hb, 0);
     be->host_free(be, f->hc[0], 0);
