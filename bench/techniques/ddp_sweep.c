@@ -102,7 +102,6 @@ typedef struct ddp_case {
     double step_s[MAX_TIMED_STEPS], exposed_s[MAX_TIMED_STEPS], allreduce_s[MAX_TIMED_STEPS];
     int n;                    /* timed steps so far (all rounds') */
     int launch_steps;         /* timed steps of each of its launches (from its check launch) */
-    double check_step_s;      /* the check launch's median step */
     double round_s[MAX_ROUNDS]; /* per round: the median of its launch's steps */
     int rounds;
     double bytes, last_loss;
@@ -332,12 +331,13 @@ static int read_steps(const sweep *s, ddp_case *c, const char *report, int check
     if (c->n - n0 < 1)
         return TB_FAIL(TB_ERR_DATA, "%s: no timed step", path);
     if (check) {
-        TB_TRY(tb_stats_median(c->step_s + n0, (size_t)(c->n - n0), &c->check_step_s));
+        double step_s;
+        TB_TRY(tb_stats_median(c->step_s + n0, (size_t)(c->n - n0), &step_s));
         c->n = n0;
-        double want = s->p.min_launch_s / c->check_step_s;
+        double want = s->p.min_launch_s / step_s;
         c->launch_steps = want < 2 ? 2 : want > MAX_LAUNCH_STEPS ? MAX_LAUNCH_STEPS : (int)ceil(want);
         fprintf(stderr, "ddp: %s, %d rank%s: checks done, median step %.2f ms: %d timed steps a "
-                "launch\n", c->label, c->ranks, c->ranks > 1 ? "s" : "", 1e3 * c->check_step_s,
+                "launch\n", c->label, c->ranks, c->ranks > 1 ? "s" : "", 1e3 * step_s,
                 c->launch_steps);
         return TB_OK;
     }
