@@ -14,7 +14,8 @@
 #                stopped (SIGINT, results kept) after ${TB_STAGE_LIMIT:-540} s,
 #                and run again it continues the same run (--resume)
 #   torch        OUTDIR/torch_ratio.csv: tunebench's train steps/s over PyTorch's
-#                (tools/torch_step.py) on ResNet-50 and GPT-2, where torch imports
+#                (tools/torch_step.py) on ResNet-50 and GPT-2, where torch imports,
+#                with TF32 off on both sides, then allowed on both
 # --quick: tiny sizes and a few techniques (the CPU rehearsal). OUTDIR/stages.txt
 # has one line per stage run with its exit status; exit 1 when one failed.
 # Without gnuplot the plots' scripts (.gp, .dat) are written but not drawn:
@@ -169,7 +170,9 @@ stage_profile() {
   ls "$out"/run/results/*/run_state.json >/dev/null 2>&1 && args+=(--resume) &&
     say "continuing the run in $out/run (--resume)"
   say "bench:all ${args[*]}"
-  timeout -s INT -k 30 "${TB_STAGE_LIMIT:-540}" "$bin/all" "${args[@]}" 2>&1 | tee "$out/profile.log" |
+  # profile.log's lines carry the time they were printed (where set-up goes)
+  timeout -s INT -k 30 "${TB_STAGE_LIMIT:-540}" "$bin/all" "${args[@]}" 2>&1 |
+    while IFS= read -r line; do printf '%(%T)T %s\n' -1 "$line"; done | tee -a "$out/profile.log" |
     grep --line-buffered 'bench:all: \[\|failed\|took\|error'
   rc="${PIPESTATUS[0]}"
   if [ "$rc" = 130 ] || [ "$rc" = 124 ]; then
@@ -205,18 +208,24 @@ stage_torch() {
     return 0
   fi
   [ "$tdev" = cuda ] && tdev=cuda:0
-  local rs=224 rb=32 ctx=1024 layers=12 gb=4 w=5 n=20
+  local rs=224 rb=32 ctx=1024 layers=12 gb=4 w=5 n=20 tf tflag tr tg
   [ "$quick" = 1 ] && { rs=64; rb=4; ctx=64; layers=2; gb=2; w=1; n=2; }
-  python3 "$py" --device="$tdev" --model=resnet50 --image-size=$rs --batch-size=$rb \
-    --warmup=$w --steps=$n > "$out/torch_steps.csv" || return 1
-  python3 "$py" --device="$tdev" --model=gpt2 --context=$ctx --layers=$layers --batch-size=$gb \
-    --warmup=$w --steps=$n --header=0 >> "$out/torch_steps.csv" || return 1
-  local tr tg
-  ITEMS=$rb tr=$(tb_throughput resnet50 images/s $w $n $rb --image-size=$rs) || return 1
-  ITEMS=$((gb * ctx)) tg=$(tb_throughput gpt2 tokens/s $w $n $gb --context=$ctx --layers=$layers) || return 1
-  awk -F, -v tr="$tr" -v tg="$tg" 'NR == 1 { print "model,device,batch,size,unit,tunebench,torch,tunebench_over_torch"; next }
-      { tb = $1 == "resnet50" ? tr : tg; printf "%s,%s,%s,%s,%s,%s,%s,%.3f\n", $1, $2, $3, $4, $9, tb, $8, tb / $8 }' \
-      "$out/torch_steps.csv" > "$csv"
+  echo "model,device,batch,size,unit,tf32,tunebench,torch,tunebench_over_torch" > "$csv"
+  # fp32 with TF32 off on both sides (tunebench's baseline), then allowed on
+  # both. tunebench's loader runs 4 workers: PyTorch's side reuses one batch
+  # already on the device, so a loader in the step would be timed on one side only.
+  for tf in 0 1; do
+    tflag=(); [ "$tf" = 1 ] && tflag=(--tf32)
+    python3 "$py" --device="$tdev" --model=resnet50 --image-size=$rs --batch-size=$rb \
+      --warmup=$w --steps=$n --tf32=$tf > "$out/torch_steps_tf32_$tf.csv" || return 1
+    python3 "$py" --device="$tdev" --model=gpt2 --context=$ctx --layers=$layers --batch-size=$gb \
+      --warmup=$w --steps=$n --header=0 --tf32=$tf >> "$out/torch_steps_tf32_$tf.csv" || return 1
+    ITEMS=$rb tr=$(tb_throughput resnet50 images/s $w $n $rb --image-size=$rs --workers=4 "${tflag[@]}") || return 1
+    ITEMS=$((gb * ctx)) tg=$(tb_throughput gpt2 tokens/s $w $n $gb --context=$ctx --layers=$layers --workers=4 "${tflag[@]}") || return 1
+    awk -F, -v tr="$tr" -v tg="$tg" -v tf="$tf" 'NR > 1 { tb = $1 == "resnet50" ? tr : tg
+        printf "%s,%s,%s,%s,%s,%s,%s,%s,%.3f\n", $1, $2, $3, $4, $9, tf, tb, $8, tb / $8 }' \
+        "$out/torch_steps_tf32_$tf.csv" >> "$csv"
+  done
   cat "$csv" >&2
 }
 

@@ -13,8 +13,11 @@ machine.
 Prints one CSV row per model (header first): the median step time after the
 warm-up steps, timed with torch.cuda.synchronize() around each step (host
 clock), and images/s or tokens/s from it. Plain fp32, SGD with momentum,
-PyTorch's defaults otherwise (cudnn.benchmark off, TF32 as PyTorch sets it):
-the same settings tunebench's baseline uses. ResNet-50 comes from torchvision
+PyTorch's defaults otherwise (cudnn.benchmark off), except TF32: --tf32=0
+(the default) turns it off for cuDNN and matrix products, as tunebench's fp32
+baseline has it (PyTorch's own default lets cuDNN convolutions use TF32 on
+Ampere and later, which made the first H100 comparison unfair), and --tf32=1
+allows it for both (tunebench's --tf32). ResNet-50 comes from torchvision
 when it is installed, else from the plain definition below (same layers).
 
 tools/vs_torch_resnet.sh compares the four ResNet-50 combinations of
@@ -59,6 +62,8 @@ def parse_args(argv):
                    help="> 0: torch.set_num_threads(N) (CPU); 0 = PyTorch's default")
     p.add_argument("--amp", default="off", choices=["off", "bf16"], help="autocast dtype")
     p.add_argument("--vocab", type=int, default=50257, help="GPT-2's vocabulary")
+    p.add_argument("--tf32", type=int, default=0, choices=[0, 1],
+                   help="1: allow TF32 in cuDNN and matrix products (CUDA); 0: neither")
     p.add_argument("--serve", action="store_true",
                    help='read "run K" / "quit" commands from stdin (bench:vs_torch)')
     a = p.parse_args(argv)
@@ -279,6 +284,8 @@ def main(argv):
         return 2
     if a.threads > 0:
         torch.set_num_threads(a.threads)
+    torch.backends.cudnn.allow_tf32 = bool(a.tf32)
+    torch.backends.cuda.matmul.allow_tf32 = bool(a.tf32)
     if a.serve:
         run_model(torch, a, a.model.split(",")[0])
         return 0

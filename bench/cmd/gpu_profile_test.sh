@@ -37,8 +37,8 @@ rc=$?
 [ $rc -eq 0 ] || fail "fused_gelu_step --profile=gpu under a 64 MiB limit: exit $rc"
 grep -q "WARNING: profile gpu on the cpu backend: it is sized for one 80 GB GPU" \
     "$TEST_TMPDIR/err_gelu" || fail "no warning that gpu is sized for an 80 GB GPU"
-grep -q "gpt2-full-synthetic: batch 16 does not fit in device memory.*: halving it" \
-    "$TEST_TMPDIR/err_gelu" || fail "batch 16 (the gpu profile's) not halved"
+grep -q "gpt2-full-synthetic: batch 4 does not fit in device memory.*: halving it" \
+    "$TEST_TMPDIR/err_gelu" || fail "batch 4 (the gpu profile's) not halved"
 csv=$(ls "$TEST_TMPDIR"/gelu/results/*/fused_gelu_step.csv 2>/dev/null | head -1)
 [ -n "$csv" ] || fail "no CSV"
 python3 - "$csv" <<'PY' || fail "rows are not the full GPT-2's n/a rows"

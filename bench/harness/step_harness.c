@@ -385,9 +385,12 @@ static int plan_arms(step_run *r)
         rc = tb_step_plan_make(base, timed, t->n_settings, &r->plan);
     if (rc == TB_OK) {
         /* all alive only where they fit: under --mem-limit when there is one,
-         * else in half of the device's memory (host RAM on the CPU) */
+         * else in half of host RAM on the CPU (shared with everything else)
+         * and 85% of a GPU's memory (its own; the rest for the cuDNN and
+         * cuBLAS workspaces a peak may not have counted) */
+        double share = strcmp(r->b.info.backend, "cuda") == 0 ? 0.85 : 0.5;
         double limit = r->mem_limit_mib > 0 ? r->mem_limit_mib * 1048576.0
-                                             : (double)r->b.info.total_mem / 2;
+                                             : (double)r->b.info.total_mem * share;
         r->rebuild = t->rebuild_each_round || any_prepare(t) ||
                      tb_step_plan_must_rebuild(&r->plan, peak, limit);
     }

@@ -70,7 +70,7 @@ void tb_profile_resolve(int *profile, const char *backend, const char *who)
                     "for the short one)\n", who);
     } else if (*profile == TB_PROFILE_GPU && !cuda) {
         fprintf(stderr, "%s: WARNING: profile gpu on the %s backend: it is sized for one 80 GB "
-                "GPU (ResNet-50 224x224 batch 256, GPT-2 context 1024 batch 16) and will take "
+                "GPU (ResNet-50 224x224 batch 64, GPT-2 context 1024 batch 4) and will take "
                 "far longer here than its budgets say\n", who, backend);
     }
 }

@@ -20,8 +20,8 @@
  *   full     real measurements: hours, the real models
  *   tiny     the tests': shapes, not timings
  *   gpu      one 80 GB GPU in 10 minutes: the real models at the batches
- *            that fill it (ResNet-50 224 x 224, batch 256; GPT-2 context 1024,
- *            batch 16), found smaller by the batch-size search where memory
+ *            that fill it (ResNet-50 224 x 224, batch 64; GPT-2 context 1024,
+ *            batch 4), found smaller by the batch-size search where memory
  *            is short; chosen by default on the CUDA backend. Everything
  *            else (sweeps, subsets, rounds) is sized as in full
  *            (tb_profile_sizes), the budgets are its own. */

@@ -706,9 +706,9 @@ static void sec_budget(doc *d, const tb_report_folder *f)
                 undeclared ? " Techniques with budget \"harness default\" declare none for this "
                              "profile and are not in the sum." : "");
     if (!strcmp(tb_json_get_string(b, "profile", ""), "gpu"))
-        tb_doc_text(d, BK_P, "**The gpu profile**%s: the real ResNet-50 (224 x 224, batch 256) and "
-                    "GPT-2 (12 layers, d 768, context 1024, vocabulary 50,257, batch 16), sized "
-                    "for one 80 GB GPU (a batch that does not fit is halved until it does, and "
+        tb_doc_text(d, BK_P, "**The gpu profile**%s: the real ResNet-50 (224 x 224, batch 64) and "
+                    "GPT-2 (12 layers, d 768, context 1024, vocabulary 50,257, batch 4), sized "
+                    "so that each technique's trainers live together on one 80 GB GPU (a batch that does not fit is halved until it does, and "
                     "its rows say so); every other size as in the full profile. %s",
                     tb_json_get_bool(b, "profile_auto", 0)
                         ? ", chosen by default because the CUDA backend was active" : "",

@@ -744,7 +744,7 @@ static void test_optional_sections(const char *rdir, const char *pdir)
     md = slurp(path);
     CHECK(md && strstr(md, "Profile `gpu`, limit 600 s:") &&
           strstr(md, "**The gpu profile**, chosen by default because the CUDA backend was "
-                     "active: the real ResNet-50 (224 x 224, batch 256)") &&
+                     "active: the real ResNet-50 (224 x 224, batch 64)") &&
           strstr(md, "This run was not on a GPU"));
     free(md);
 }

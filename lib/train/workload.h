@@ -68,16 +68,21 @@ typedef enum tb_workload_size {
                                  64x64, batch 4; gpt2 1 layer, d 64, context 32,
                                  vocab 256, batch 2) */
     TB_WL_GPU = 3,            /* the gpu profile (bench/harness/technique.h): the
-                                 real models at the batches that fill an 80 GB
-                                 GPU, TB_WL_GPU_BATCH_*; labeled "full" (the
+                                 real models at batches whose trainers (one per
+                                 arm) live together on an 80 GB GPU,
+                                 TB_WL_GPU_BATCH_*; labeled "full" (the
                                  models are); the step harness halves the
                                  batch where memory is short */
 } tb_workload_size;
 
-/* The gpu profile's batches: 256 images of 224 x 224, 16 sequences of 1024
- * tokens (16,384 tokens a step). */
-#define TB_WL_GPU_BATCH_RESNET50 256
-#define TB_WL_GPU_BATCH_GPT2 16
+/* The gpu profile's batches: 64 images of 224 x 224, 4 sequences of 1024
+ * tokens (4,096 tokens a step). Interleaved rounds keep one trainer per arm
+ * alive (2-4 of them); at batches 256 and 16 one ResNet-50 trainer peaked at
+ * 78 GB and one GPT-2 trainer at 40 GB on an H100 (first GPU run,
+ * 2026-11-24), so each round rebuilt every arm and the profile would have
+ * taken over an hour. */
+#define TB_WL_GPU_BATCH_RESNET50 64
+#define TB_WL_GPU_BATCH_GPT2 4
 
 /* Largest difference, absolute, between a reduced workload's share of the
  * FLOPs of any op family and the full model's (0.03: 3 points). */

@@ -107,12 +107,12 @@ static void check_gpu_size(void)
     tb_config_defaults(&c);
     tb_workload_apply(&c, TB_WL_RESNET50, TB_WL_GPU);
     CHECK(tb_config_validate(&c) == TB_OK && c.image_size == 224 && c.width == 64 &&
-              c.batch_size == 256, "gpu size: resnet50 at 224x224, width 64, batch 256");
+              c.batch_size == 64, "gpu size: resnet50 at 224x224, width 64, batch 64");
     tb_config_defaults(&c);
     tb_workload_apply(&c, TB_WL_GPT2, TB_WL_GPU);
     CHECK(tb_config_validate(&c) == TB_OK && c.context == 1024 && c.layers == 12 &&
-              c.width == 768 && c.vocab == 50257 && c.batch_size == 16,
-          "gpu size: gpt2 12 layers, d 768, context 1024, vocab 50257, batch 16");
+              c.width == 768 && c.vocab == 50257 && c.batch_size == 4,
+          "gpu size: gpt2 12 layers, d 768, context 1024, vocab 50257, batch 4");
     tb_workload_label(TB_WL_GPT2, TB_WL_GPU, buf, sizeof buf);
     CHECK(strcmp(buf, "gpt2-full-synthetic") == 0, "gpu size labeled full");
 }
