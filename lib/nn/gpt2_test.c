@@ -692,6 +692,38 @@ static int all_equal(const float *x, size_t n, float v)
  * N(0, 0.02 / sqrt(2 layers)), zero biases, layer norms 1 and 0. The
  * smallest sampled tensor has 4096 values: its std estimate is within ~2%
  * (1/sqrt(2n)); 10% tells 0.02 from 0.01 and from the uniform default. */
+/* The embedding of a vocabulary of 40,000 x d 64 (2.56M values, three of
+ * params_init_host's chunks of 2^20) holds exactly what one sequential draw
+ * of its stream gives (wte is the first weight: stream 0), so drawing the
+ * chunks on several threads changed no value. */
+static int check_init_chunks(tb_backend *be)
+{
+    tb_gpt2_dims g = {.layers = 1, .heads = 1, .dim = 64, .mlp = 64, .context = 4,
+                      .vocab = 40000};
+    const uint64_t seed = 5;
+    tb_model *m;
+    tb_model_opts o = {.classes = g.vocab, .max_batch = 1, .seed = seed,
+                       .gelu_approx = TB_GELU_TANH};
+    TB_TRY(tb_model_build_gpt2(be, &g, &o, &m));
+    size_t n = (size_t)g.vocab * g.dim;
+    float *got = malloc(m->numel * sizeof *got), *want = malloc(n * sizeof *want);
+    int rc = got && want ? TB_OK : TB_FAIL(TB_ERR_NOMEM, "init chunk buffers");
+    if (rc == TB_OK)
+        rc = be->copy_d2h(be, got, m->flat_w, m->numel * sizeof(float), NULL);
+    if (rc == TB_OK) {
+        tb_param p = *m->params[0];
+        tb_rng r = tb_rng_seeded(seed * 0x100000001b3ull);
+        tb_rng_next_u64(&r);
+        tb_param_init_host(&p, &r, want);
+        CHECK(p.n == n && memcmp(got, want, n * sizeof *want) == 0,
+              "init: wte's %zu values drawn in chunks on all threads = one sequential draw", n);
+    }
+    free(got);
+    free(want);
+    tb_model_destroy(m);
+    return rc;
+}
+
 static int check_init_values(tb_backend *be)
 {
     tb_gpt2_dims g = small_dims(4);
@@ -965,6 +997,7 @@ static int run_all(tb_backend *be, void *arg)
     TB_TRY(check_order(be));
     TB_TRY(check_refusals(be));
     TB_TRY(check_init_values(be));
+    TB_TRY(check_init_chunks(be));
     TB_TRY(check_init(be, 2));
     TB_TRY(check_init(be, 4));
     TB_TRY(check_causal(be, TB_ATTN_MANUAL));
