@@ -114,6 +114,8 @@ def read_run(path):
     folder = device_folder(path)
     rows = {}
     for name in sorted(glob.glob(os.path.join(folder, "*.csv"))):
+        if os.path.basename(name) == "machine_probe.csv":
+            continue  # bench:all's machine state, read by read_probes
         with open(name, newline="", encoding="utf-8") as f:
             reader = csv.DictReader(f)
             header = reader.fieldnames or []
@@ -175,6 +177,34 @@ def print_spread(title, keys, run1, run2):
         pct(median_of(run2[k]["noise"] for k in keys))))
 
 
+def read_probes(path):
+    """machine_probe.csv of a run (results/README.md) by technique; {} if absent."""
+    f = os.path.join(device_folder(path), "machine_probe.csv")
+    if not os.path.exists(f):
+        return {}
+    with open(f, newline="") as fh:
+        return {r["technique"]: r for r in csv.DictReader(fh) if r.get("technique")}
+
+
+def print_probes(path1, path2, keys, run1, run2):
+    """Per technique: rows that disagree, and each run's machine probe before it
+    (compute and copy pair ratios, one CPU's compute time), where both runs have one."""
+    p1, p2 = read_probes(path1), read_probes(path2)
+    if not p1 or not p2:
+        return
+    techs = sorted({k[0] for k in keys})
+    print("machine before each technique (two CPUs together / alone: compute, copy; "
+          "compute alone in ms), run 1 | run 2:")
+    for t in techs:
+        rows = [k for k in keys if k[0] == t]
+        bad = sum(z_score(run1[k], run2[k]) > Z95 for k in rows)
+        cell = []
+        for p in (p1.get(t), p2.get(t)):
+            cell.append("%s %s %s" % (p["fma_pair_ratio"], p["copy_pair_ratio"], p["fma_alone_ms"])
+                        if p else "-")
+        print("  %-26s %3d of %3d disagree   %-24s | %s" % (t, bad, len(rows), cell[0], cell[1]))
+
+
 def agreement(path1, path2, metrics, step_metrics):
     run1, run2 = read_run(path1), read_run(path2)
     if metrics:
@@ -196,6 +226,7 @@ def agreement(path1, path2, metrics, step_metrics):
             print("only in %s (not counted): %s" % (name, label(k)))
     n = len(keys)
     print("rows with z > %.2f: %d of %d (%.1f%%)" % (Z95, above, n, 100.0 * above / n))
+    print_probes(path1, path2, keys, run1, run2)
     print_spread("all matched rows", keys, run1, run2)
     step = [k for k in keys if run1[k]["metric"] in step_metrics]
     print_spread("step and loader rows", step, run1, run2)

@@ -137,6 +137,24 @@ def main():
     check(rc == 0 and "only in run 2 (not counted): steps extra (step time)" in out, "extra row listed")
     check("agree: 11 of 11 rows" in out, "extra row not counted")
 
+    print("== machine probes of both runs printed beside each technique's disagreements")
+    probe_header = ("technique,at_s,cpus,fma_alone_ms,fma_pair_ms,fma_pair_ratio,copy_alone_ms,"
+                    "copy_pair_ms,copy_pair_ratio\n")
+    for folder, ratio in ((a, "1.0010"), (c, "1.8200")):
+        with open(os.path.join(folder, "machine_probe.csv"), "w") as f:
+            f.write(probe_header + "steps,1.0,2,17.0000,17.0170,%s,1.4000,1.5400,1.1000\n" % ratio
+                    + "loader,9.0,2,17.0000,17.0000,1.0000,1.4000,1.4000,1.0000\n")
+    rc, out, _ = run(a, c, "--metrics=step time,epoch time")
+    lines = out.splitlines()
+    check(any(l.split()[:6] == ["loader", "2", "of", "4", "disagree", "1.0000"] and
+              l.rstrip().endswith("| 1.0000 1.0000 17.0000") for l in lines),
+          "loader: 2 of 4 rows disagree, both runs' probes")
+    check(any(l.split()[:6] == ["steps", "0", "of", "6", "disagree", "1.0010"] and
+              l.rstrip().endswith("| 1.8200 1.1000 17.0000") for l in lines),
+          "steps: 0 of 6 disagree, run 2's compute pair ratio 1.82")
+    rc, out, _ = run(a, d)
+    check("machine before each technique" not in out, "no probe table when one run has none")
+
     print("== bad input: exit 2 with a message")
     rc, _, err = run(a, os.path.join(tmp, "missing"))
     check(rc == 2 and "not a folder" in err, "missing folder")

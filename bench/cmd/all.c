@@ -50,6 +50,7 @@
 #include "bench/cmd/cli.h"
 #include "bench/cmd/guard.h"
 #include "bench/cmd/plan.h"
+#include "bench/harness/machine_probe.h"
 #include "lib/core/atomic_file.h"
 #include "lib/backend/backend.h"
 #include "lib/report/fingerprint.h"
@@ -82,6 +83,32 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The machine's state before a technique (bench/harness/machine_probe.h):
+ * one row of results/<device>/machine_probe.csv, appended (rows already
+ * written stay whole), and ", machine: ..." for the progress line. A probe
+ * that fails costs the row, never the run. */
+static void probe_state(const tb_outdir *od, const char *technique, double at_s, char *state,
+                        size_t cap)
+{
+    tb_machine_probe p;
+    char path[PATH_MAX + 64];
+    if (tb_machine_probe_run(3, &p) != TB_OK ||
+        tb_outdir_join(od->results, TB_REPORT_MACHINE_PROBE_CSV, path, sizeof path) != TB_OK) {
+        tb_error_clear();
+        return;
+    }
+    FILE *f = fopen(path, "a");
+    if (f) {
+        if (ftell(f) == 0)
+            tb_machine_probe_csv_header(f);
+        tb_machine_probe_csv_row(f, technique, at_s, &p);
+        fclose(f);
+    }
+    if (p.cpus == 2)
+        snprintf(state, cap, "; two CPUs together: compute %.2fx, copy %.2fx their time alone",
+                 tb_machine_probe_fma_ratio(&p), tb_machine_probe_copy_ratio(&p));
 }
 
 /* The directory holding the technique binaries: RUNFILES_DIR, else the
@@ -492,7 +519,10 @@ int main(int argc, char **argv)
         double speed = done_est > 0 ? elapsed / done_est : 1.0;
         char eta[64];
         format_secs((planned - done_est) * speed, eta, sizeof eta);
-        fprintf(stderr, "bench:all: [%d/%d] %s (about %s left)\n", k + 1, ntodo, t->name, eta);
+        char state[96] = "";
+        probe_state(&od, t->name, elapsed, state, sizeof state);
+        fprintf(stderr, "bench:all: [%d/%d] %s (about %s left%s)\n", k + 1, ntodo, t->name, eta,
+                state);
         if (tm && tb_telemetry_segment(tm, t->name) != TB_OK)
             tb_error_clear();
         char bin[4200];

@@ -126,7 +126,8 @@ int tb_report_load(const char *results_dir, const char *plots_dir, tb_report_fol
     }
     TB_TRY_GOTO(rc, list_dir(f->results_dir, ".csv", names, TB_REPORT_MAX_PLOTS, &n), out_fail);
     for (int i = 0; i < n; i++)
-        TB_TRY_GOTO(rc, load_csv(f, names[i]), out_fail);
+        if (strcmp(names[i], TB_REPORT_MACHINE_PROBE_CSV) != 0)
+            TB_TRY_GOTO(rc, load_csv(f, names[i]), out_fail);
     for (int t = 0; t < f->ntech; t++)
         load_sidecar(f, t);
     char path[PATH_MAX + 64];

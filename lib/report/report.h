@@ -63,6 +63,10 @@ extern "C" {
 
 #define TB_REPORT_MAX_TECH 64
 #define TB_REPORT_MAX_PLOTS 256
+/* bench:all's record of the machine's state before each technique
+ * (bench/harness/machine_probe.h): a CSV of its own schema in the results
+ * folder, which the report does not read as a technique's. */
+#define TB_REPORT_MACHINE_PROBE_CSV "machine_probe.csv"
 
 /* Special CSVs in a results folder: not techniques. Their rows use the
  * standard schema; their meaning is documented in results/README.md. */

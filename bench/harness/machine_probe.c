@@ -1,0 +1,184 @@
+/* machine_probe.c - see machine_probe.h. */
+#define _GNU_SOURCE
+#include "bench/harness/machine_probe.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lib/core/status.h"
+
+#define FMA_ITERS 8000000L
+#define COPY_BYTES ((size_t)16 << 20)
+#define MAX_REPS 64
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Three dependent chains: latency-bound, the same work on any core. */
+static double fma_chain(long n)
+{
+    double a = 1.0, b = 1.0, c = 1.0;
+    for (long i = 0; i < n; i++) {
+        a = a * 1.0000001 + 1e-9;
+        b = b * 0.9999999 + 1e-9;
+        c = c * 1.0000001 - 1e-9;
+    }
+    return a + b + c;
+}
+
+typedef struct probe_job {
+    int cpu;
+    int copy;                  /* 0: fma, 1: copy */
+    char *src, *dst;
+    pthread_barrier_t *start;  /* NULL: alone */
+    double seconds;
+    double sink;
+} probe_job;
+
+static void *probe_thread(void *arg)
+{
+    probe_job *j = arg;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(j->cpu, &one);
+    sched_setaffinity(0, sizeof one, &one); /* best effort: unpinned still measures */
+    if (j->start)
+        pthread_barrier_wait(j->start);
+    double t0 = now_s();
+    if (j->copy) {
+        memcpy(j->dst, j->src, COPY_BYTES);
+        j->sink = j->dst[COPY_BYTES / 2];
+    } else {
+        j->sink = fma_chain(FMA_ITERS);
+    }
+    j->seconds = now_s() - t0;
+    return NULL;
+}
+
+/* Runs jobs[0..n) at once (n = 2: behind a barrier); the slowest's time. */
+static int run_jobs(probe_job *jobs, int n, double *seconds)
+{
+    pthread_t th[2];
+    pthread_barrier_t b;
+    if (n == 2 && pthread_barrier_init(&b, NULL, 2) != 0)
+        return TB_FAIL(TB_ERR_INTERNAL, "machine probe: no barrier");
+    int started = 0, rc = TB_OK;
+    for (int i = 0; i < n; i++) {
+        jobs[i].start = n == 2 ? &b : NULL;
+        if (pthread_create(&th[i], NULL, probe_thread, &jobs[i]) != 0) {
+            rc = TB_FAIL(TB_ERR_INTERNAL, "machine probe: cannot start a thread");
+            break;
+        }
+        started++;
+    }
+    if (rc != TB_OK && started == 1 && n == 2)
+        pthread_barrier_wait(&b); /* take the place of the one that never came */
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    if (n == 2)
+        pthread_barrier_destroy(&b);
+    *seconds = 0;
+    for (int i = 0; i < n; i++)
+        if (jobs[i].seconds > *seconds)
+            *seconds = jobs[i].seconds;
+    return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int tb_machine_probe_run(int reps, tb_machine_probe *out)
+{
+    memset(out, 0, sizeof *out);
+    if (reps < 1)
+        reps = 1;
+    if (reps > MAX_REPS)
+        reps = MAX_REPS;
+    cpu_set_t allowed;
+    int cpu[2] = {0, 0}, n = 0;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+        for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+            if (CPU_ISSET(c, &allowed))
+                cpu[n++] = c;
+    if (n == 0)
+        n = 1;
+    out->cpus = n;
+    char *buf[4] = {NULL, NULL, NULL, NULL};
+    for (int i = 0; i < 4; i++) {
+        buf[i] = malloc(COPY_BYTES);
+        if (!buf[i]) {
+            for (int k = 0; k < i; k++)
+                free(buf[k]);
+            return TB_FAIL(TB_ERR_NOMEM, "machine probe: no memory for its copy buffers");
+        }
+        memset(buf[i], i + 1, COPY_BYTES); /* faulted in: the copy times the copy */
+    }
+    double fa[2 * MAX_REPS], fp[MAX_REPS], ca[2 * MAX_REPS], cp[MAX_REPS];
+    int rc = TB_OK;
+    for (int r = 0; r < reps && rc == TB_OK; r++) {
+        for (int kind = 0; kind < 2 && rc == TB_OK; kind++) {
+            double *alone = kind ? ca : fa, *pair = kind ? cp : fp;
+            for (int i = 0; i < n && rc == TB_OK; i++) {
+                probe_job j = {cpu[i], kind, buf[2 * i], buf[2 * i + 1], NULL, 0, 0};
+                rc = run_jobs(&j, 1, &alone[r * n + i]);
+            }
+            if (n == 2 && rc == TB_OK) {
+                probe_job jobs[2] = {{cpu[0], kind, buf[0], buf[1], NULL, 0, 0},
+                                     {cpu[1], kind, buf[2], buf[3], NULL, 0, 0}};
+                rc = run_jobs(jobs, 2, &pair[r]);
+            }
+        }
+    }
+    for (int i = 0; i < 4; i++)
+        free(buf[i]);
+    if (rc != TB_OK)
+        return rc;
+    out->fma_alone_s = median(fa, reps * n);
+    out->copy_alone_s = median(ca, reps * n);
+    if (n == 2) {
+        out->fma_pair_s = median(fp, reps);
+        out->copy_pair_s = median(cp, reps);
+    }
+    return TB_OK;
+}
+
+double tb_machine_probe_fma_ratio(const tb_machine_probe *p)
+{
+    return p->fma_pair_s > 0 && p->fma_alone_s > 0 ? p->fma_pair_s / p->fma_alone_s : 0;
+}
+
+double tb_machine_probe_copy_ratio(const tb_machine_probe *p)
+{
+    return p->copy_pair_s > 0 && p->copy_alone_s > 0 ? p->copy_pair_s / p->copy_alone_s : 0;
+}
+
+void tb_machine_probe_csv_header(FILE *f)
+{
+    fputs("technique,at_s,cpus,fma_alone_ms,fma_pair_ms,fma_pair_ratio,copy_alone_ms,"
+          "copy_pair_ms,copy_pair_ratio\n", f);
+}
+
+void tb_machine_probe_csv_row(FILE *f, const char *technique, double at_s,
+                              const tb_machine_probe *p)
+{
+    fprintf(f, "%s,%.1f,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", technique, at_s, p->cpus,
+            1e3 * p->fma_alone_s, 1e3 * p->fma_pair_s, tb_machine_probe_fma_ratio(p),
+            1e3 * p->copy_alone_s, 1e3 * p->copy_pair_s, tb_machine_probe_copy_ratio(p));
+}

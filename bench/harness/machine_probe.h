@@ -1,0 +1,57 @@
+/*
+ * machine_probe.h - how fast this machine's first two CPUs are right now,
+ * alone and together, measured in a fraction of a second between
+ * techniques (bench:all) so that a run's results can be read against the
+ * state the machine was in.
+ *
+ * Why: on the 2-vCPU VMs tunebench is developed on, the same technique's
+ * baseline ran 1.3-1.9x slower in one idle run than in the next, in blocks
+ * of consecutive techniques (issue 14's agreement check), while a
+ * one-thread compute loop timed for minutes stayed within 0.2%. A VM's two
+ * vCPUs can land on two hyperthreads of one host core, or share it with
+ * another guest, and then they slow each other down only when both run:
+ * one thread alone cannot see it. So the probe times the same work on one
+ * CPU, then on the two at once.
+ *
+ * What it times, reps times each, medians kept:
+ *   fma   a chain of dependent multiply-adds, 8M iterations (about 17 ms
+ *         on this VM): the core's speed;
+ *   copy  memcpy of 16 MiB (a fresh destination page-faulted in advance):
+ *         the memory system.
+ * Each on CPU c0 alone, on c1 alone, then on both at once (a barrier
+ * starts them together; the pair's time is the slower thread's). The pair
+ * ratio is pair / mean(alone): 1.0 when the two CPUs do not interfere,
+ * up to 2 when they share one core's execution units (or one CPU is
+ * taken away).
+ * c0 and c1 are the first two CPUs this process may use; with one, the
+ * pair fields are 0.
+ *
+ * Test: bazel test //bench/harness:machine_probe_test
+ */
+#ifndef TB_BENCH_MACHINE_PROBE_H
+#define TB_BENCH_MACHINE_PROBE_H
+
+#include <stdio.h>
+
+typedef struct tb_machine_probe {
+    int cpus;              /* CPUs used: 1 or 2 */
+    double fma_alone_s;    /* median of both CPUs' alone times */
+    double fma_pair_s;     /* 0 when cpus < 2 */
+    double copy_alone_s;
+    double copy_pair_s;
+} tb_machine_probe;
+
+/* Runs the probe (reps >= 1 of each measurement). Returns TB_OK or an
+ * error (no memory, a thread that could not start). */
+int tb_machine_probe_run(int reps, tb_machine_probe *out);
+
+/* pair / alone; 0 when there is no pair. */
+double tb_machine_probe_fma_ratio(const tb_machine_probe *p);
+double tb_machine_probe_copy_ratio(const tb_machine_probe *p);
+
+/* The CSV header of machine_probe.csv, and one row (no newline inside). */
+void tb_machine_probe_csv_header(FILE *f);
+void tb_machine_probe_csv_row(FILE *f, const char *technique, double at_s,
+                              const tb_machine_probe *p);
+
+#endif
