@@ -209,15 +209,23 @@ const char *tb_step_na_never(const char *backend, const tb_step_setting *s)
 
 /* ---- the correctness pass ---- */
 
-/* 1: the setting ran out of memory (recorded as n/a), 0: it ran, else an error. */
-static int mark_oom(step_run *r, int idx, int rc)
+/* Marks setting idx n/a when its check ran out of memory, or when the
+ * backend has no implementation of it on this machine (TB_ERR_UNSUPPORTED:
+ * bf16 on a CPU without AVX-512, say); a baseline stays an error, since
+ * every row is read against it. Any other failure is returned. */
+static int mark_na(step_run *r, int idx, int rc)
 {
-    if (rc != TB_ERR_DEVICE_OOM)
+    int unsupported = rc == TB_ERR_UNSUPPORTED && r->tech->settings[idx].base != idx;
+    if (rc != TB_ERR_DEVICE_OOM && !unsupported)
         return rc;
     setting_state *s = &r->st[idx];
     s->na = 1;
-    snprintf(s->why, sizeof s->why, "out of memory under --mem-limit=%g MiB (%s)",
-             r->mem_limit_mib, tb_error_message());
+    if (unsupported)
+        snprintf(s->why, sizeof s->why, "not available on this machine: %s",
+                 tb_error_message());
+    else
+        snprintf(s->why, sizeof s->why, "out of memory under --mem-limit=%g MiB (%s)",
+                 r->mem_limit_mib, tb_error_message());
     tb_error_clear();
     fprintf(stderr, "%s: %s: %s\n", r->tech->desc.name, r->tech->settings[idx].name, s->why);
     return TB_OK;
@@ -289,9 +297,9 @@ static int check_all(step_run *r)
         if (s->na)
             continue;
         int rc = check_run(r, i, &s->loss, 1);
-        TB_TRY(mark_oom(r, i, rc));
+        TB_TRY(mark_na(r, i, rc));
         if (!s->na && t->settings[i].base == i)
-            TB_TRY(mark_oom(r, i, check_run(r, i, &s->loss_again, 0)));
+            TB_TRY(mark_na(r, i, check_run(r, i, &s->loss_again, 0)));
         if (!s->na)
             fprintf(stderr, "%s: check %-24s loss after %d steps %.9g, peak %.1f MiB\n", t->desc.name,
                     t->settings[i].name, s->steps, s->loss, s->peak_bytes / 1048576.0);

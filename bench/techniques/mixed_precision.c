@@ -3,12 +3,14 @@
  * (--amp): conv and linear in bf16 or fp16 with fp32 accumulation, the rest
  * fp32; fp16 adds dynamic loss scaling (GradScaler). Baseline: fp32 (off).
  * Peak memory in memory_bytes. On the CPU, fp16 is an n/a row quoting the
- * backend's refusal; bf16 runs through oneDNN (its avx512_core emulation
- * on this VM, which lacks AVX512_BF16: expect it slower, not faster). The
+ * backend's refusal; bf16 runs through oneDNN: natively with AVX512_BF16,
+ * emulated by its avx512_core kernels without it, and widened to fp32 on a
+ * CPU without AVX-512 (each bf16 row's note says which). The
  * GEMM and convolution alone are bench:mixed_precision_ops.
  *
  *   bazel run //bench:mixed_precision -- [--device=cpu] [--profile=default|full|tiny]
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "bench/harness/step_harness.h"
@@ -24,6 +26,25 @@ static const char *na_reason(const char *backend, const tb_step_setting *s)
         return "the CPU backend refuses it: \"fp16 is n/a (oneDNN 2.6 has no CPU fp16 "
                "training kernels; use bf16)\"";
     return NULL;
+}
+
+/* Which bf16 kernels ran on the CPU, from its flags (oneDNN 2.6 picks by
+ * ISA; lib/backend/cpu/dnnl.h: bf16_mode): the same technique is three
+ * different things on three kinds of CPU. */
+static int bf16_path_note(tb_step_ctx *c, char *note, size_t cap)
+{
+    const tb_device_info *info = &c->bench->info;
+    if (strcmp(info->backend, "cpu") != 0 || c->setting->param != TB_AMP_BF16)
+        return TB_OK;
+    const char *flags = info->cpu_flags;
+    snprintf(note, cap, "%s",
+             strstr(flags, "avx512_bf16") ? "bf16 on oneDNN's native AVX512_BF16 kernels"
+             : strstr(flags, "avx512bw")
+                 ? "bf16 on oneDNN's avx512_core kernels, which emulate it (no AVX512_BF16)"
+                 : "no AVX-512: oneDNN has no bf16 kernels here, so bf16 operands are widened "
+                   "to fp32 for its fp32 ones (a bf16 computation; its time is the casts "
+                   "plus fp32 work)");
+    return TB_OK;
 }
 
 static const tb_step_setting settings[] = {
@@ -47,6 +68,7 @@ static const tb_step_technique tech = {
     .workloads = TB_WL_BIT(TB_WL_RESNET50) | TB_WL_BIT(TB_WL_GPT2),
     .metric = TB_METRIC_STEP,
     .na_reason = na_reason,
+    .check_note = bf16_path_note,
     .tolerance = 5e-2,
     .tolerance_why = "bf16 keeps 8 mantissa bits (~4e-3 a rounding; fp16 11), amplified by "
                      "SGD: amp_test's bound after 50 steps, measured 1.4e-2",

@@ -1,4 +1,5 @@
 /* amp.c - see amp.h. */
+#include <stdio.h>
 #include "lib/nn/amp.h"
 
 int tb_amp_buf_alloc(tb_layer *l, size_t n, void **buf)
@@ -37,9 +38,14 @@ int tb_amp_probe(tb_backend *be, tb_dtype dtype)
     TB_TRY_GOTO(rc, be->copy_h2d(be, dev, &one, sizeof one, NULL), out_free);
     TB_TRY_GOTO(rc, be->cast_f32_to_lowp(be, dtype, dev, lowp, 1), out_free);
     rc = be->gemm_lowp(be, dtype, 0, 0, 1, 1, 1, 1.0f, lowp, 1, lowp, 1, 0.0f, dev, 1);
-    if (rc != TB_OK)
-        rc = TB_FAIL(rc, "--amp=%s is not available on the %s backend",
-                     dtype == TB_F16 ? "fp16" : "bf16", be->name);
+    if (rc != TB_OK) {
+        /* The refusal's own reason (which CPU ISA lacks what) leads the
+         * message: callers that turn it into an n/a row show only this one. */
+        char why[256];
+        snprintf(why, sizeof why, "%s", tb_error_message());
+        rc = TB_FAIL(rc, "--amp=%s is not available on the %s backend (%s)",
+                     dtype == TB_F16 ? "fp16" : "bf16", be->name, why);
+    }
 
 out_free:
     if (lowp)

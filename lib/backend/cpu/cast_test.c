@@ -336,8 +336,18 @@ int main(void)
         tb_error_print(stdout);
         return 1;
     }
-    test_gemm_lowp(be);
-    test_conv_lowp(be);
+    /* bf16 both ways on every CPU: oneDNN's bf16 kernels where it has
+     * them, and the fp32 widening a CPU without AVX-512 runs. */
+    int native = !tb_cpu_bf16_widened(be);
+    printf("bf16 on this CPU: %s\n", native ? "oneDNN's bf16 kernels" : "widened to fp32");
+    for (int widen = native ? 0 : 1; widen < 2; widen++) {
+        tb_cpu_bf16_force_widened(be, widen);
+        printf("-- bf16 %s\n", widen ? "widened to fp32" : "on oneDNN's bf16 kernels");
+        CHECK(tb_cpu_bf16_widened(be) == widen, "bf16 path %d not taken", widen);
+        test_gemm_lowp(be);
+        test_conv_lowp(be);
+    }
+    tb_cpu_bf16_force_widened(be, 0);
     tb_backend_close(be);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;

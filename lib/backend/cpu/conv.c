@@ -218,9 +218,23 @@ out_destroy_hint:
 }
 
 /* Walks the whole algorithm list (see the file header). */
-static int conv_walk_list(dnnl_state *st, const tb_conv_desc *d, tb_conv_kind kind,
+/* The problem oneDNN runs for d: d itself, or its fp32 twin when bf16 runs
+ * widened on this CPU (dnnl.h: bf16_mode). Caller holds the lock. */
+static tb_conv_desc as_run(dnnl_state *st, const tb_conv_desc *d)
+{
+    tb_conv_desc r = *d;
+    if (d->dtype == TB_BF16 && bf16_mode(st) == BF16_WIDENED) {
+        r.dtype = TB_F32;
+        r.math = TB_MATH_F32;
+    }
+    return r;
+}
+
+static int conv_walk_list(dnnl_state *st, const tb_conv_desc *d0, tb_conv_kind kind,
                           int has_bias, conv_walk *w)
 {
+    tb_conv_desc run = as_run(st, d0);
+    const tb_conv_desc *d = &run;
     dnnl_primitive_attr_t attr;
     TB_TRY(attr_create(&attr, d->math));
     int rc = TB_OK, done = 0;
@@ -338,6 +352,13 @@ static int conv_entry_create(tb_backend *be, dnnl_state *st, conv_entry *e)
     conv_walk w = {.want = e->algo, .max = 0, .names = NULL};
     int rc;
     TB_TRY_GOTO(rc, conv_walk_list(st, &e->d, e->kind, e->has_bias, &w), out_destroy_entry);
+    if (!w.pd && w.count == 0) {
+        /* Nothing at all for this problem: the CPU lacks the ISA for its
+         * dtype (bf16 without AVX-512), not a wrong algorithm id. */
+        rc = TB_FAIL(TB_ERR_UNSUPPORTED, "oneDNN has no %s convolution on this CPU (%s)",
+                     e->d.dtype == TB_F32 ? "fp32" : "bf16", tb_cpu_dnnl_isa());
+        goto out_destroy_entry;
+    }
     if (!w.pd) {
         rc = TB_FAIL(TB_ERR_INVALID, "convolution algorithm %d does not exist for this shape "
                      "(%d algorithms); use conv_algo_default or conv_find", e->algo, w.count);
@@ -496,10 +517,25 @@ static int conv_bwd_filter_run(tb_backend *be, dnnl_state *st, conv_entry *e, co
 }
 
 /* Looks up (or creates) the primitive and runs it; ptr as conv_execute. */
-static int conv_run(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind, int algo,
+static int conv_run(tb_backend *be, const tb_conv_desc *d0, tb_conv_kind kind, int algo,
                     void *ptr[3], void *bias, float *dbias, int accumulate)
 {
     dnnl_state *st = state_of(be);
+    tb_conv_desc run = as_run(st, d0);
+    const tb_conv_desc *d = &run;
+    void *widened[3];
+    if (run.dtype != d0->dtype) {
+        /* bf16 widened: the two inputs of every direction come in bf16. */
+        size_t nx = (size_t)d->n * d->c * d->h * d->w;
+        size_t nw = (size_t)d->k * d->c * d->r * d->s;
+        size_t ny = (size_t)d->n * d->k * tb_conv_out_h(d) * tb_conv_out_w(d);
+        size_t n0 = kind == TB_CONV_BWD_DATA ? ny : nx;
+        size_t n1 = kind == TB_CONV_BWD_FILTER ? ny : nw;
+        float *in0, *in1;
+        TB_TRY(bf16_widen2(be, st, ptr[0], n0, ptr[1], n1, &in0, &in1));
+        widened[0] = in0, widened[1] = in1, widened[2] = ptr[2];
+        ptr = widened;
+    }
     conv_entry key = conv_key(d, kind, algo, kind == TB_CONV_BWD_FILTER ? dbias != NULL
                                                                         : bias != NULL);
     conv_entry *e;
@@ -693,10 +729,12 @@ static int cmp_perf(const void *a, const void *b)
 
 /* Times every non-ref algorithm; the fastest one's primitive goes into the
  * cache, ready for the conv_* call that will use it. */
-static int conv_find_run(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
+static int conv_find_run(tb_backend *be, const tb_conv_desc *d0, tb_conv_kind kind,
                          tb_conv_algo_perf *perf, int max, int *returned)
 {
     dnnl_state *st = state_of(be);
+    tb_conv_desc run = as_run(st, d0); /* a widened bf16 problem times its fp32 kernels */
+    const tb_conv_desc *d = &run;
     char names[TB_MAX_CONV_ALGOS][64];
     conv_walk w = {.want = -1, .max = TB_MAX_CONV_ALGOS, .names = names};
     TB_TRY(conv_walk_list(st, d, kind, 0, &w));

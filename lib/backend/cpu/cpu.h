@@ -68,4 +68,12 @@ int tb_cpu_attn_path(void); /* the path in use (never AUTO) */
 int tb_cpu_cast_set_path(int path);
 int tb_cpu_cast_path(void); /* the path in use (never AUTO) */
 
+/* bf16 GEMM and convolution (lib/backend/cpu/dnnl.h: bf16_mode): 1 when
+ * they run widened to fp32 (a CPU without AVX-512, where oneDNN 2.6 has no
+ * bf16 kernels), 0 on oneDNN's bf16 kernels. tb_cpu_bf16_force_widened(be,
+ * 1) makes a CPU that has them widen too, so that path is tested on every
+ * machine; 0 goes back to what the CPU has. Not while other threads call. */
+int tb_cpu_bf16_widened(struct tb_backend *be);
+void tb_cpu_bf16_force_widened(struct tb_backend *be, int on);
+
 #endif

@@ -14,7 +14,9 @@
  * big buffers. conv_find reports that need (scratchpad + reorder buffers)
  * as each algorithm's workspace.
  */
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lib/backend/backend.h"
 #include "lib/backend/cpu/cpu.h"
@@ -60,6 +62,7 @@ void tb_cpu_release_dnnl_ops(tb_backend *be)
     tb_cpu_conv_cache_release(be);
     tb_cpu_gemm_cache_release(be);
     dev_free_ptr(be, &st->ws);
+    dev_free_ptr(be, (void **)&st->widened);
     if (st->stream)
         dnnl_stream_destroy(st->stream);
     if (st->engine)
@@ -67,4 +70,81 @@ void tb_cpu_release_dnnl_ops(tb_backend *be)
     pthread_mutex_destroy(&st->lock);
     free(st);
     ctx_of(be)->dnnl = NULL;
+}
+
+const char *tb_cpu_dnnl_isa(void)
+{
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512bf16"))
+        return "its ISA: avx512_core_bf16";
+    if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+        return "its ISA: avx512_core; oneDNN 2.6 emulates bf16 there";
+    if (__builtin_cpu_supports("avx2"))
+        return "its ISA: avx2, no AVX-512: oneDNN 2.6 has no bf16 kernels for it";
+    return "its ISA is below avx2: oneDNN 2.6 has no bf16 kernels for it";
+}
+
+/* Whether oneDNN has a bf16 matmul on this CPU: one small primitive
+ * descriptor, asked once. Caller holds the lock. */
+int bf16_mode(dnnl_state *st)
+{
+    if (st->bf16 != BF16_UNKNOWN)
+        return st->bf16;
+    dnnl_memory_desc_t a, b, c;
+    dnnl_dims_t dims = {16, 16};
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_desc_t pd = NULL;
+    int ok = dnnl_memory_desc_init_by_tag(&a, 2, dims, dnnl_bf16, dnnl_ab) == dnnl_success &&
+             dnnl_memory_desc_init_by_tag(&b, 2, dims, dnnl_bf16, dnnl_ab) == dnnl_success &&
+             dnnl_memory_desc_init_by_tag(&c, 2, dims, dnnl_f32, dnnl_ab) == dnnl_success &&
+             dnnl_matmul_desc_init(&md, &a, &b, NULL, &c) == dnnl_success &&
+             dnnl_primitive_desc_create(&pd, &md, NULL, st->engine, NULL) == dnnl_success;
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    st->bf16 = ok ? BF16_NATIVE : BF16_WIDENED;
+    return st->bf16;
+}
+
+static void widen(const uint16_t *src, float *dst, size_t n)
+{
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; i++) {
+        uint32_t bits = (uint32_t)src[i] << 16;
+        memcpy(&dst[i], &bits, sizeof bits);
+    }
+}
+
+int bf16_widen2(tb_backend *be, dnnl_state *st, const void *a, size_t na, const void *b,
+                size_t nb, float **wa, float **wb)
+{
+    size_t at = ws_round(na * sizeof(float)) / sizeof(float);
+    size_t bytes = (at + nb) * sizeof(float);
+    if (bytes > st->widened_bytes) {
+        dev_free_ptr(be, (void **)&st->widened);
+        st->widened_bytes = 0;
+        TB_TRY(be->dev_alloc(be, (void **)&st->widened, bytes));
+        st->widened_bytes = bytes;
+    }
+    widen(a, st->widened, na);
+    widen(b, st->widened + at, nb);
+    *wa = st->widened;
+    *wb = st->widened + at;
+    return TB_OK;
+}
+
+int tb_cpu_bf16_widened(tb_backend *be)
+{
+    int prev;
+    lock_enter(be, &prev);
+    int widened = bf16_mode(state_of(be)) == BF16_WIDENED;
+    lock_leave(be, prev);
+    return widened;
+}
+
+void tb_cpu_bf16_force_widened(tb_backend *be, int on)
+{
+    int prev;
+    lock_enter(be, &prev);
+    state_of(be)->bf16 = on ? BF16_WIDENED : BF16_UNKNOWN;
+    lock_leave(be, prev);
 }

@@ -12,9 +12,11 @@
  * with bf16 A and B and an f32 C; a bf16 convolution takes its inputs in
  * bf16 (fwd x, w; bwd data dy, w; bwd filter x, dy) and writes f32 outputs
  * (y, dx, dw, dbias), which oneDNN's bf16 implementations do natively, so
- * no cast follows. On CPUs without AVX512_BF16 (this VM) oneDNN 2.6 still
- * runs bf16 through its avx512_core emulation (lib/backend/cpu/cast_test.c and
- * bench:selfcheck show which implementations it picks). fp16 is
+ * no cast follows. On CPUs with AVX-512 but without AVX512_BF16 oneDNN 2.6
+ * runs bf16 through its avx512_core emulation; on CPUs without AVX-512 it
+ * has no bf16 kernels at all, and bf16 runs widened to fp32 (bf16_mode
+ * below; lib/backend/cpu/cast_test.c checks both paths on every CPU, and
+ * bench:selfcheck shows which implementations run). fp16 is
  * TB_ERR_UNSUPPORTED: oneDNN 2.6 has no CPU fp16 convolution or matmul for
  * training.
  */
@@ -32,24 +34,37 @@
 #include "lib/core/status.h"
 
 /* Checks a dnnl_status_t; on failure records the call, file, line and
- * oneDNN's status name, and returns TB_ERR_DNNL (or jumps to label). */
+ * oneDNN's status name, and returns TB_ERR_DNNL (or jumps to label).
+ * dnnl_unimplemented is TB_ERR_UNSUPPORTED instead: oneDNN has no
+ * implementation of that primitive on this CPU (bf16 on a CPU without
+ * AVX-512, for one), which callers report as an n/a row, not a failure. */
+#define TB_DNNL_FAIL(st, expr)                                                    \
+    ((st) == dnnl_unimplemented                                                   \
+         ? tb_error_push(TB_ERR_UNSUPPORTED, __FILE__, __LINE__,                  \
+                         "oneDNN has no implementation of %s on this CPU (%s)",   \
+                         #expr, tb_cpu_dnnl_isa())                                \
+         : tb_error_push(TB_ERR_DNNL, __FILE__, __LINE__, "%s: %s", #expr,        \
+                         dnnl_status2str(st)))
+
 #define TB_CHECK_DNNL(expr)                                                     \
     do {                                                                        \
         dnnl_status_t tb_dnnl_st_ = (expr);                                     \
         if (tb_dnnl_st_ != dnnl_success)                                        \
-            return tb_error_push(TB_ERR_DNNL, __FILE__, __LINE__, "%s: %s",     \
-                                 #expr, dnnl_status2str(tb_dnnl_st_));          \
+            return TB_DNNL_FAIL(tb_dnnl_st_, expr);                             \
     } while (0)
 
 #define TB_CHECK_DNNL_GOTO(rc, expr, label)                                     \
     do {                                                                        \
         dnnl_status_t tb_dnnl_st_ = (expr);                                     \
         if (tb_dnnl_st_ != dnnl_success) {                                      \
-            (rc) = tb_error_push(TB_ERR_DNNL, __FILE__, __LINE__, "%s: %s",     \
-                                 #expr, dnnl_status2str(tb_dnnl_st_));          \
+            (rc) = TB_DNNL_FAIL(tb_dnnl_st_, expr);                             \
             goto label;                                                         \
         }                                                                       \
     } while (0)
+
+/* What oneDNN can use on this CPU, for messages: "avx512_core_bf16",
+ * "avx512_core", "avx2" or "below avx2" (dnnl.c). */
+const char *tb_cpu_dnnl_isa(void);
 
 /* ResNet-50 alone needs 74 convolution entries (25 shapes, 3 directions,
  * no data gradient for the stem) plus the evaluation batch's forwards: with
@@ -112,7 +127,25 @@ typedef struct dnnl_state {
     size_t ws_bytes;
     conv_entry conv[CONV_CACHE_SIZE];
     gemm_entry gemm[GEMM_CACHE_SIZE];
+    int bf16;                 /* BF16_UNKNOWN, BF16_NATIVE or BF16_WIDENED */
+    float *widened;           /* bf16 operands widened to fp32 (BF16_WIDENED) */
+    size_t widened_bytes;
 } dnnl_state;
+
+/* How bf16 operands run. oneDNN 2.6 has bf16 kernels only from avx512_core
+ * up (native bf16 with AVX512_BF16, emulated below it); on a CPU without
+ * AVX-512 it has none, and bf16 runs WIDENED: each bf16 operand is
+ * widened to fp32 (exactly: bf16 is fp32's upper half) and the fp32
+ * primitive runs, accumulating in fp32 as the bf16 kernels do. The result
+ * is a bf16 computation; its time is the cast plus fp32 work (what a bf16
+ * autocast costs on such a CPU). Probed once per backend (bf16_mode). */
+enum { BF16_UNKNOWN = 0, BF16_NATIVE = 1, BF16_WIDENED = 2 };
+int bf16_mode(dnnl_state *st);
+/* Widens the two bf16 operands a (na values) and b (nb) into st->widened
+ * (grown with be->dev_alloc, so --mem-limit counts it); *wa and *wb point
+ * at their fp32 copies. Caller holds the lock. */
+int bf16_widen2(tb_backend *be, dnnl_state *st, const void *a, size_t na, const void *b,
+                size_t nb, float **wa, float **wb);
 
 static inline tb_cpu_ctx *ctx_of(tb_backend *be) { return (tb_cpu_ctx *)be->ctx; }
 static inline dnnl_state *state_of(tb_backend *be) { return (dnnl_state *)ctx_of(be)->dnnl; }

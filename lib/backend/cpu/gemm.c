@@ -286,6 +286,23 @@ static int cpu_gemm(tb_backend *be, int trans_a, int trans_b, int m, int n, int 
     return rc;
 }
 
+/* Values an operand of rows x cols at leading dimension ld spans. */
+static size_t span(int rows, int cols, int ld) { return (size_t)(rows - 1) * ld + cols; }
+
+/* bf16 on a CPU where oneDNN has no bf16 matmul (dnnl.h: BF16_WIDENED): A
+ * and B widened to fp32, then the fp32 matmul. Caller holds the lock. */
+static int gemm_widened(tb_backend *be, gemm_entry *key, float alpha, const void *a,
+                        const void *b, float beta, float *c)
+{
+    float *wa, *wb;
+    size_t na = key->ta ? span(key->k, key->m, key->lda) : span(key->m, key->k, key->lda);
+    size_t nb = key->tb ? span(key->n, key->k, key->ldb) : span(key->k, key->n, key->ldb);
+    TB_TRY(bf16_widen2(be, state_of(be), a, na, b, nb, &wa, &wb));
+    key->math = TB_MATH_F32;
+    key->dtype = TB_F32;
+    return gemm_run(be, key, alpha, wa, wb, beta, c, sizeof(float));
+}
+
 static int cpu_gemm_lowp(tb_backend *be, tb_dtype dtype, int trans_a, int trans_b, int m, int n,
                          int k, float alpha, const void *a, int lda, const void *b, int ldb,
                          float beta, float *c, int ldc)
@@ -302,7 +319,11 @@ static int cpu_gemm_lowp(tb_backend *be, tb_dtype dtype, int trans_a, int trans_
     };
     int prev;
     lock_enter(be, &prev);
-    int rc = gemm_run(be, &key, alpha, a, b, beta, c, 2); /* bf16 and fp16: 2 bytes */
+    int rc;
+    if (bf16_mode(state_of(be)) == BF16_WIDENED)
+        rc = gemm_widened(be, &key, alpha, a, b, beta, c);
+    else
+        rc = gemm_run(be, &key, alpha, a, b, beta, c, 2); /* bf16 and fp16: 2 bytes */
     lock_leave(be, prev);
     return rc;
 }
