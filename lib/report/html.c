@@ -7,9 +7,11 @@
  */
 #include "lib/report/html.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 void tb_report_html_escape(FILE *f, const char *s)
 {
@@ -95,9 +97,26 @@ static void html_table(FILE *f, const block *b)
     fputs("</tbody></table>\n", f);
 }
 
+/* A figure the run did not draw (no gnuplot where it ran: TB_GNUPLOT=none,
+ * as the GPU kit does) is named, with how to draw it, instead of failing the
+ * whole report; any other unreadable PNG is an error. */
+static void html_img_missing(FILE *f, const block *b)
+{
+    fputs("<figure><p><em>Figure not drawn where this run took place (no gnuplot): ", f);
+    tb_report_html_escape(f, b->png);
+    fputs(" is made by its gnuplot script beside it (<code>gnuplot NAME.gp</code> in the plots "
+          "folder); the report's tables hold the same numbers.</em></p><figcaption>", f);
+    html_inline(f, b->text);
+    fputs("</figcaption></figure>\n", f);
+}
+
 static int html_img(FILE *f, const block *b)
 {
     char *b64 = NULL;
+    if (access(b->png, F_OK) != 0 && errno == ENOENT) {
+        html_img_missing(f, b);
+        return TB_OK;
+    }
     TB_TRY(tb_report_base64_file(b->png, &b64));
     fputs("<figure><img alt=\"", f);
     tb_report_html_escape(f, b->alt);

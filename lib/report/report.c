@@ -157,19 +157,31 @@ static void measured_text(const tb_report_folder *f, const tb_results *res, char
              "%s; %s. ", k ? metrics : "nothing timed", param, device_name(f), rounds);
 }
 
+/* Where figure `name` is (png) and how REPORT.md, in the results folder,
+ * links it (md): relative when plots/ is the sibling of results/ (a
+ * tunebench output tree) or lies inside the results folder (a run kept in
+ * the repository, results/<run>/run/plots/), else absolute. */
+static void figure_paths(const tb_report_folder *f, const char *name, char *png, size_t png_cap,
+                         char *md, size_t md_cap)
+{
+    snprintf(png, png_cap, "%s/%s.png", f->plots_dir, name);
+    char sibling[PATH_MAX];
+    size_t n = strlen(f->results_dir);
+    tb_report_sibling_plots_dir(f->results_dir, f->slug, sibling, sizeof sibling);
+    if (!strcmp(sibling, f->plots_dir))
+        snprintf(md, md_cap, "../../plots/%s/%s.png", f->slug, name);
+    else if (!strncmp(f->plots_dir, f->results_dir, n) && f->plots_dir[n] == '/')
+        snprintf(md, md_cap, "%s/%s.png", f->plots_dir + n + 1, name);
+    else
+        snprintf(md, md_cap, "%s", png);
+}
+
 /* A figure with its caption: what it measured (res; NULL: not known to the
  * report) and where its other formats and script are. */
 static void add_figure(doc *d, const tb_report_folder *f, const char *name, const tb_results *res)
 {
     char png[PATH_MAX + 200], md[PATH_MAX + 200], cap[1000], what[500] = "";
-    snprintf(png, sizeof png, "%s/%s.png", f->plots_dir, name);
-    char sibling[PATH_MAX];
-    /* Relative path when plots/ is the sibling of results/, else absolute. */
-    tb_report_sibling_plots_dir(f->results_dir, f->slug, sibling, sizeof sibling);
-    if (!strcmp(sibling, f->plots_dir))
-        snprintf(md, sizeof md, "../../plots/%s/%s.png", f->slug, name);
-    else
-        snprintf(md, sizeof md, "%s", png);
+    figure_paths(f, name, png, sizeof png, md, sizeof md);
     if (res)
         measured_text(f, res, what, sizeof what);
     snprintf(cap, sizeof cap,
@@ -847,13 +859,8 @@ static int render_forest(const tb_report_folder *f, const report_picks *ps, char
 static void add_own_figure(doc *d, const tb_report_folder *f, const char *name, const char *alt,
                            const char *caption)
 {
-    char png[PATH_MAX + 64], md[PATH_MAX + 200], sib[PATH_MAX];
-    snprintf(png, sizeof png, "%s/%s.png", f->plots_dir, name);
-    tb_report_sibling_plots_dir(f->results_dir, f->slug, sib, sizeof sib);
-    if (!strcmp(sib, f->plots_dir))
-        snprintf(md, sizeof md, "../../plots/%s/%s.png", f->slug, name);
-    else
-        snprintf(md, sizeof md, "%s", png);
+    char png[PATH_MAX + 64], md[PATH_MAX + 200];
+    figure_paths(f, name, png, sizeof png, md, sizeof md);
     tb_doc_figure(d, png, md, alt, caption);
 }
 
