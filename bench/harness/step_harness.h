@@ -53,7 +53,8 @@
  * with their own batch: an entry's setup hook sets the small CNN's batch
  * and data only. Their subset is 8 steps of training data and 2 batches of
  * test data; their check pass is 3 steps in the default profile (a reduced
- * step lasts tenths of a second on 2 cores). Every timed row carries its
+ * step lasts tenths of a second on 2 cores) and in the gpu profile (ten
+ * steps of the real models amplify rounding past any tolerance), 10 in full. Every timed row carries its
  * throughput (samples/s; images/s for ResNet-50, tokens/s for GPT-2), the
  * model's FLOP rate (lib/nn/flops.h on the setting's own model) and its MFU
  * against a GEMM ceiling in the setting's precision measured in the same

@@ -1,0 +1,50 @@
+# mixed_precision_time.gp - written by tunebench (lib/report/plot.c). Re-render by hand with:
+#     cd <this directory> && gnuplot mixed_precision_time.gp
+# Set tb_png, tb_svg or tb_pdf (gnuplot -e "tb_pdf=''" ...) to change an
+# output name; an empty name skips that format.
+if (!exists("tb_png")) tb_png = 'mixed_precision_time.png'
+if (!exists("tb_svg")) tb_svg = 'mixed_precision_time.svg'
+if (!exists("tb_pdf")) tb_pdf = 'mixed_precision_time.pdf'
+set encoding utf8
+$s0 << EOD
+0 129.892 129.579 139.943
+1 88.7865 85.2963 93.4751
+2 88.9736 86.7989 92.9964
+EOD
+$s1 << EOD
+0 128.092 128.039 128.257
+1 118.377 118.269 118.484
+2 118.83 118.8 119.4
+EOD
+set title 'mixed_precision: step time, NVIDIA H200 (median, 95% CI)'
+set xlabel 'amp'
+set ylabel 'step time (ms)'
+set xrange [-0.5:2.5]
+set xtics 0, 1, 2
+set mxtics 1
+set format x '%.0f'
+set grid
+set key top left box opaque
+set errorbars small
+set offsets graph 0.03, graph 0.03, graph 0.05, 0
+set style line 1 linecolor rgb '#0072b2' linewidth 2 pointtype 5 pointsize 1
+set style line 2 linecolor rgb '#d55e00' linewidth 2 pointtype 7 pointsize 1
+set style line 3 linecolor rgb '#009e73' linewidth 2 pointtype 9 pointsize 1
+set style line 4 linecolor rgb '#cc79a7' linewidth 2 pointtype 11 pointsize 1
+set style line 5 linecolor rgb '#e69f00' linewidth 2 pointtype 5 pointsize 1
+set style line 6 linecolor rgb '#56b4e9' linewidth 2 pointtype 7 pointsize 1
+set style line 7 linecolor rgb '#f0e442' linewidth 2 pointtype 9 pointsize 1
+set style line 8 linecolor rgb '#000000' linewidth 2 pointtype 11 pointsize 1
+do for [tb_i = 1:3] {
+    tb_out = (tb_i == 1 ? tb_png : tb_i == 2 ? tb_svg : tb_pdf)
+    if (tb_out ne '') {
+        if (tb_i == 1) { set terminal pngcairo size 1200,800 noenhanced font 'Sans,12' }
+        if (tb_i == 2) { set terminal svg size 1200,800 noenhanced font 'Sans,12' }
+        if (tb_i == 3) { set terminal pdfcairo size 8in,5.33in noenhanced font 'Sans,10' }
+        set output tb_out
+        plot \
+            $s0 using 1:2:3:4 with yerrorlines linestyle 1 title 'resnet50: amp', \
+            $s1 using 1:2:3:4 with yerrorlines linestyle 2 title 'gpt2: amp'
+        unset output
+    }
+}
