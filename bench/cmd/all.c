@@ -24,6 +24,11 @@
  * profile's limit, and refuses (exit 2) when they add up to more, unless
  * --allow-over-budget (then it warns and goes on); the plan, with the limit
  * that applied, goes to results/<device>/budget.json for the report.
+ * While it runs, a time keeper (bench/cmd/plan.h: tb_plan_budget_cut) holds
+ * it to that limit: when the techniques so far took longer than their
+ * budgets (fixed work is slower on a slower CPU), the ones still to run get
+ * their budgets cut in proportion (--extra-budget=-S, at most half), said
+ * on stderr.
  * --profile=auto (the default) is gpu on the CUDA backend, default
  * elsewhere, said on stderr and in budget.json ("profile_auto"); gpu asked
  * for on the CPU runs, with a warning (bench/harness/technique.h).
@@ -286,6 +291,31 @@ static int open_run(const char *device, int threads, const char *out_dir, int ar
     return tb_fingerprint_collect(fp, &info, argc, argv);
 }
 
+/* A technique's share of the plan: its budget, or its estimate where it
+ * declares none. */
+static double keeper_budget(const tb_plan_entry *t, int profile)
+{
+    double b = t->budget_seconds[profile];
+    return b > 0 ? b : t->est_seconds[profile];
+}
+
+/* The seconds bench:all's time keeper takes off todo[k]'s budget
+ * (tb_plan_budget_cut), spent_s into the run: the budgets of todo[k..n)
+ * not yet done (their estimates where they declare none) are what is
+ * still to run. */
+static double keeper_cut(const tb_plan_entry *const *todo, int k, int n, const tb_run_state *st,
+                         int profile, double limit_s, double spent_s, double granted_s)
+{
+    double remaining = 0;
+    for (int i = k; i < n; i++) {
+        if (tb_run_state_is_done(st, todo[i]->name))
+            continue;
+        remaining += keeper_budget(todo[i], profile);
+    }
+    return tb_plan_budget_cut(limit_s, spent_s, granted_s, remaining,
+                              todo[k]->budget_seconds[profile]);
+}
+
 /* The state to continue (--resume) or a fresh one. Returns 2 when --resume
  * must refuse, after saying why. */
 static int prepare_state(int resume, const tb_outdir *od, tb_run_state *now, tb_run_state *st)
@@ -505,7 +535,10 @@ int main(int argc, char **argv)
     snprintf(a_out, sizeof a_out, "--out-dir=%s", out_dir);
     snprintf(a_thr, sizeof a_thr, "--threads=%d", threads);
 
-    double t0 = now_s(), done_est = 0;
+    /* The time keeper (plan.h) holds the run to the profile's limit, or to
+     * the plan's own total when --allow-over-budget let it exceed that. */
+    double keeper_limit = budget.limit_s > budget.total_s ? budget.limit_s : budget.total_s;
+    double t0 = now_s(), done_est = 0, granted = 0;
     int failed = 0;
     for (int k = 0; k < ntodo && !interrupted; k++) {
         const tb_plan_entry *t = todo[k];
@@ -525,9 +558,17 @@ int main(int argc, char **argv)
                 state);
         if (tm && tb_telemetry_segment(tm, t->name) != TB_OK)
             tb_error_clear();
-        char bin[4200];
+        char bin[4200], a_cut[64];
         snprintf(bin, sizeof bin, "%s/%s", bin_dir, t->name);
-        char *args[] = {bin, a_dev, a_prof, a_thr, *out_dir ? a_out : NULL, NULL};
+        double cut = keeper_cut(todo, k, ntodo, st, profile, keeper_limit, now_s() - t0,
+                                granted);
+        snprintf(a_cut, sizeof a_cut, "--extra-budget=%.3f", -cut);
+        if (cut > 0)
+            fprintf(stderr, "bench:all: time keeper: %s's budget cut by %.1f s to %.1f s, so "
+                    "that the run ends within %.0f s (%.0f s spent)\n", t->name, cut,
+                    t->budget_seconds[profile] - cut, keeper_limit, now_s() - t0);
+        char *args[] = {bin, a_dev, a_prof, a_thr, cut > 0 ? a_cut : (*out_dir ? a_out : NULL),
+                        cut > 0 && *out_dir ? a_out : NULL, NULL};
         double s = now_s();
         int rc = run_one(bin, args);
         if (rc != 0 && !interrupted) {
@@ -543,6 +584,7 @@ int main(int argc, char **argv)
         }
         fprintf(stderr, "bench:all: %s took %.1f s\n", t->name, now_s() - s);
         done_est += t->est_seconds[profile];
+        granted += keeper_budget(t, profile) - cut;
     }
     if (interrupted) {
         /* A technique killed by the signal could not remove its temporaries

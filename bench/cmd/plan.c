@@ -237,3 +237,18 @@ out_free:
     free(text);
     return rc;
 }
+
+double tb_plan_budget_cut(double limit_s, double spent_s, double granted_s, double remaining_s,
+                          double budget_s)
+{
+    if (!(limit_s > 0) || !(budget_s > 0) || !(remaining_s > 0))
+        return 0;
+    double stretch = granted_s > 0 ? spent_s / granted_s : 1.0;
+    stretch = stretch < 1.0 ? 1.0 : stretch > 3.0 ? 3.0 : stretch;
+    double over = spent_s + stretch * remaining_s - limit_s;
+    if (!(over > 0))
+        return 0;
+    /* A second of budget saves about `stretch` seconds of wall time. */
+    double cut = over / stretch * budget_s / remaining_s;
+    return cut < TB_PLAN_MAX_CUT * budget_s ? cut : TB_PLAN_MAX_CUT * budget_s;
+}

@@ -59,4 +59,23 @@ typedef struct tb_plan_budget {
 void tb_plan_budget_sum(const tb_plan_entry *const *entries, int n, int profile,
                         tb_plan_budget *out);
 
+/* ---- the time keeper ----
+ * Budgets are wall time, but some of a technique's work is fixed (its
+ * correctness checks, validation_frequency's fits, the minimum of rounds),
+ * and it takes longer on a slower CPU: on a 2-core AVX2 VM the default
+ * plan (860 s of budgets) ran 952 s, 52 s past its 900 s limit. So before
+ * each technique bench:all projects the run's end: the seconds spent so
+ * far, plus the budgets still to run (remaining_s, this one's included)
+ * stretched by how much longer than their budgets the techniques so far
+ * took (spent_s / granted_s, granted_s their budgets; from 1 to 3). When
+ * that passes limit_s, the overshoot comes off the budgets still to run in
+ * proportion to their size: this technique gives up its share, at most
+ * TB_PLAN_MAX_CUT of budget_s (its rounds keep their minimum anyway, and
+ * its rows say they stopped on the budget). Returns the seconds to take
+ * off budget_s (>= 0; 0 when the run is on time or the technique declares
+ * no budget). */
+#define TB_PLAN_MAX_CUT 0.5
+double tb_plan_budget_cut(double limit_s, double spent_s, double granted_s, double remaining_s,
+                          double budget_s);
+
 #endif

@@ -9,6 +9,7 @@
  *
  * Run: bazel test //bench:plan_test
  */
+#include <math.h>
 #include "bench/cmd/plan.h"
 
 #include <string.h>
@@ -112,11 +113,46 @@ static void test_sum(void)
     CHECK(b.n == 2 && b.total_s == 700 && !b.over && b.undeclared == 0, "a + b: 700 s");
 }
 
+/* The time keeper's arithmetic on known numbers. */
+static void test_budget_cut(void)
+{
+    /* 100 s spent on 100 s of budgets, 700 s to run: 800 s, on time. */
+    CHECK(tb_plan_budget_cut(900, 100, 100, 700, 70) == 0, "on time: no cut");
+    CHECK(tb_plan_budget_cut(900, 200, 200, 700, 70) == 0, "exactly at the limit: no cut");
+    /* On budget so far (300 of 300) and 1000 s projected: 100 s over, a
+     * 70 s budget is 10% of what is left, so it gives up 10 s. */
+    double c = tb_plan_budget_cut(900, 300, 300, 700, 70);
+    CHECK(fabs(c - 10) < 1e-9, "100 s over, 10%% of the rest: cut 10 s (%g)", c);
+    /* 200 s of budgets took 300 s: the 600 s still to run will take ~900,
+     * ending at 1200: 300 s over, 200 s of budget (300 / 1.5) to take off,
+     * 60 s's share of it is 20 s. */
+    c = tb_plan_budget_cut(900, 300, 200, 600, 60);
+    CHECK(fabs(c - 20) < 1e-9, "stretched 1.5x: cut 20 s (%g)", c);
+    /* Far behind: at most TB_PLAN_MAX_CUT of the budget. */
+    c = tb_plan_budget_cut(900, 880, 800, 100, 40);
+    CHECK(fabs(c - TB_PLAN_MAX_CUT * 40) < 1e-9, "capped at %g of the budget (%g)",
+          TB_PLAN_MAX_CUT, c);
+    /* The cuts of the remaining techniques, taken in turn with each running
+     * exactly its cut budget, bring the run back to its limit. */
+    double budgets[4] = {100, 50, 30, 20}, spent = 950, granted = 950, rest = 200;
+    for (int i = 0; i < 4; i++) {
+        double cut = tb_plan_budget_cut(1100, spent, granted, rest, budgets[i]);
+        spent += budgets[i] - cut;
+        granted += budgets[i];
+        rest -= budgets[i];
+    }
+    CHECK(fabs(spent - 1100) < 1e-9, "50 s over with 200 s to run: ends at the limit (%g)",
+          spent);
+    CHECK(tb_plan_budget_cut(900, 950, 900, 100, 0) == 0, "no declared budget: nothing to cut");
+    CHECK(tb_plan_budget_cut(0, 950, 900, 100, 10) == 0, "no limit: no cut");
+}
+
 int main(void)
 {
     tb_test_verbose = 1;
     test_parse();
     test_limits();
     test_sum();
+    test_budget_cut();
     return tb_test_exit(TB_OK);
 }

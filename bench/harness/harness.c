@@ -64,8 +64,9 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
          "repetitions per measurement (at least 5: a median and its interval)", NULL,
          TB_RANGE(TB_MIN_REPS, 100000)},
         {"extra-budget", TB_FLAG_DOUBLE, &b->extra_budget,
-         "seconds added to the technique's time budget (its checks and timing together)", NULL,
-         TB_RANGE(0, 86400)},
+         "seconds added to the technique's time budget (its checks and timing together); "
+         "negative: taken off, at most half of it (bench:all's time keeper)", NULL,
+         TB_RANGE(-86400, 86400)},
         {"describe", TB_FLAG_BOOL, &describe,
          "print this technique's declaration as one JSON line (what bench:all reads) and exit",
          NULL},
@@ -123,7 +124,10 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
 double tb_bench_budget(const tb_bench *b)
 {
     double declared = b->tech->budget_seconds[b->run_profile];
-    return (declared > 0 ? declared : 0) + b->extra_budget;
+    declared = declared > 0 ? declared : 0;
+    double budget = declared + b->extra_budget;
+    /* A cut leaves at least half: the rounds' minimum needs something. */
+    return budget > 0.5 * declared ? budget : 0.5 * declared;
 }
 
 double tb_bench_budget_left(const tb_bench *b)

@@ -28,12 +28,22 @@ static const char *na_reason(const char *backend, const tb_step_setting *s)
     return NULL;
 }
 
-/* Which bf16 kernels ran on the CPU, from its flags (oneDNN 2.6 picks by
+/* The row's remark after its check: for fp16, how many of the check's
+ * updates the loss scaler skipped (gradients with Inf/NaN at its scale:
+ * GradScaler's start at 65536 often overflows the first steps), since a
+ * loss after fewer updates differs from the baseline's for that alone; for
+ * bf16 on the CPU, which kernels ran, from its flags (oneDNN 2.6 picks by
  * ISA; lib/backend/cpu/dnnl.h: bf16_mode): the same technique is three
  * different things on three kinds of CPU. */
-static int bf16_path_note(tb_step_ctx *c, char *note, size_t cap)
+static int amp_note(tb_step_ctx *c, char *note, size_t cap)
 {
     const tb_device_info *info = &c->bench->info;
+    if (c->setting->param == TB_AMP_FP16 && c->t->loss_scaling) {
+        const tb_loss_scaler *s = &c->t->scaler;
+        snprintf(note, cap, "loss scaler skipped %ld of its %ld steps (scale now %g)",
+                 s->skipped_steps, s->steps, (double)s->scale);
+        return TB_OK;
+    }
     if (strcmp(info->backend, "cpu") != 0 || c->setting->param != TB_AMP_BF16)
         return TB_OK;
     const char *flags = info->cpu_flags;
@@ -68,7 +78,7 @@ static const tb_step_technique tech = {
     .workloads = TB_WL_BIT(TB_WL_RESNET50) | TB_WL_BIT(TB_WL_GPT2),
     .metric = TB_METRIC_STEP,
     .na_reason = na_reason,
-    .check_note = bf16_path_note,
+    .check_note = amp_note,
     .tolerance = 5e-2,
     .tolerance_why = "bf16 keeps 8 mantissa bits (~4e-3 a rounding; fp16 11), amplified by "
                      "SGD: amp_test's bound after 50 steps, measured 1.4e-2",
