@@ -12,7 +12,14 @@ while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
   shift
 done
 shift  # the --
-if ! "$nvcc" "$@" -c "$src" -o "$out" 2> "$report.tmp"; then
+# nvcc names its temporaries /tmp/tmpxft_<pid>_...: inside Bazel's sandboxes
+# every nvcc has a tiny PID (the same one, often 3) while /tmp is shared, so
+# two nvcc actions at once overwrite each other's files ("cannot open module
+# id file /tmp/tmpxft_00000003_...", seen in CI's CUDA 12 build). Each gets
+# a directory of its own.
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/nvcc_wrap.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+if ! TMPDIR="$tmp" "$nvcc" "$@" -c "$src" -o "$out" 2> "$report.tmp"; then
   cat "$report.tmp" >&2
   echo "nvcc_wrap: nvcc failed on $src" >&2
   exit 1
