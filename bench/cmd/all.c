@@ -574,8 +574,13 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench:all: time keeper: %s's budget cut by %.1f s to %.1f s, so "
                     "that the run ends within %.0f s (%.0f s spent)\n", t->name, cut,
                     t->budget_seconds[profile] - cut, keeper_limit, now_s() - t0);
-        char *args[] = {bin, a_dev, a_prof, a_thr, cut > 0 ? a_cut : (*out_dir ? a_out : NULL),
-                        cut > 0 && *out_dir ? a_out : NULL, NULL};
+        char *args[7] = {bin, a_dev, a_prof, a_thr};
+        int nargs = 4;
+        if (cut > 0)
+            args[nargs++] = a_cut;
+        if (*out_dir)
+            args[nargs++] = a_out;
+        args[nargs] = NULL;
         double s = now_s();
         int rc = run_one(bin, args);
         if (rc != 0 && !interrupted) {

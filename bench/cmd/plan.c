@@ -250,5 +250,5 @@ double tb_plan_budget_cut(double limit_s, double spent_s, double granted_s, doub
         return 0;
     /* A second of budget saves about `stretch` seconds of wall time. */
     double cut = over / stretch * budget_s / remaining_s;
-    return cut < TB_PLAN_MAX_CUT * budget_s ? cut : TB_PLAN_MAX_CUT * budget_s;
+    return cut < TB_BUDGET_MAX_CUT * budget_s ? cut : TB_BUDGET_MAX_CUT * budget_s;
 }

@@ -70,11 +70,10 @@ void tb_plan_budget_sum(const tb_plan_entry *const *entries, int n, int profile,
  * took (spent_s / granted_s, granted_s their budgets; from 1 to 3). When
  * that passes limit_s, the overshoot comes off the budgets still to run in
  * proportion to their size: this technique gives up its share, at most
- * TB_PLAN_MAX_CUT of budget_s (its rounds keep their minimum anyway, and
+ * TB_BUDGET_MAX_CUT of budget_s (its rounds keep their minimum anyway, and
  * its rows say they stopped on the budget). Returns the seconds to take
  * off budget_s (>= 0; 0 when the run is on time or the technique declares
  * no budget). */
-#define TB_PLAN_MAX_CUT 0.5
 double tb_plan_budget_cut(double limit_s, double spent_s, double granted_s, double remaining_s,
                           double budget_s);
 

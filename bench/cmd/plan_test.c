@@ -9,9 +9,9 @@
  *
  * Run: bazel test //bench:plan_test
  */
-#include <math.h>
 #include "bench/cmd/plan.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "lib/core/testing.h"
@@ -128,10 +128,10 @@ static void test_budget_cut(void)
      * 60 s's share of it is 20 s. */
     c = tb_plan_budget_cut(900, 300, 200, 600, 60);
     CHECK(fabs(c - 20) < 1e-9, "stretched 1.5x: cut 20 s (%g)", c);
-    /* Far behind: at most TB_PLAN_MAX_CUT of the budget. */
+    /* Far behind: at most TB_BUDGET_MAX_CUT of the budget. */
     c = tb_plan_budget_cut(900, 880, 800, 100, 40);
-    CHECK(fabs(c - TB_PLAN_MAX_CUT * 40) < 1e-9, "capped at %g of the budget (%g)",
-          TB_PLAN_MAX_CUT, c);
+    CHECK(fabs(c - TB_BUDGET_MAX_CUT * 40) < 1e-9, "capped at %g of the budget (%g)",
+          TB_BUDGET_MAX_CUT, c);
     /* The cuts of the remaining techniques, taken in turn with each running
      * exactly its cut budget, bring the run back to its limit. */
     double budgets[4] = {100, 50, 30, 20}, spent = 950, granted = 950, rest = 200;

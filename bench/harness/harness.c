@@ -125,9 +125,9 @@ double tb_bench_budget(const tb_bench *b)
 {
     double declared = b->tech->budget_seconds[b->run_profile];
     declared = declared > 0 ? declared : 0;
-    double budget = declared + b->extra_budget;
-    /* A cut leaves at least half: the rounds' minimum needs something. */
-    return budget > 0.5 * declared ? budget : 0.5 * declared;
+    double budget = declared + b->extra_budget, least = (1.0 - TB_BUDGET_MAX_CUT) * declared;
+    /* A cut leaves something: the rounds' minimum needs it. */
+    return budget > least ? budget : least;
 }
 
 double tb_bench_budget_left(const tb_bench *b)

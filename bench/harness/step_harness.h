@@ -47,19 +47,21 @@
  * workloads it means something on (.workloads, a TB_WL_BIT set; none: the
  * small CNN on Fashion-MNIST), and steps 2-5 run once per workload, each
  * with an equal share of the technique's budget, its rows carrying the
- * workload column ("resnet50-reduced-synthetic": the synthetic data named).
- * ResNet-50 and GPT-2 run at the profile's size (--workload-size: reduced
- * in the default profile, tiny in the tiny one, full = the real models),
- * with their own batch: an entry's setup hook sets the small CNN's batch
- * and data only. Their subset is 8 steps of training data and 2 batches of
- * test data; their check pass is 3 steps in the default profile (a reduced
- * step lasts tenths of a second on 2 cores) and in the gpu profile (ten
- * steps of the real models amplify rounding past any tolerance), 10 in full. Every timed row carries its
- * throughput (samples/s; images/s for ResNet-50, tokens/s for GPT-2), the
- * model's FLOP rate (lib/nn/flops.h on the setting's own model) and its MFU
+ * workload column ("resnet50-reduced-synthetic": the synthetic data
+ * named). ResNet-50 and GPT-2 run at the profile's size (--workload-size:
+ * reduced in the default profile, tiny in the tiny one, full = the real
+ * models), with their own batch: an entry's setup hook sets the small
+ * CNN's batch and data only. Their subset is 8 steps of training data and
+ * 2 batches of test data; their check pass is 3 steps in the default
+ * profile (a reduced step lasts tenths of a second on 2 cores) and in the
+ * gpu profile (ten steps of the real models amplify rounding past any
+ * tolerance), 10 in full. Every timed row carries its throughput
+ * (samples/s; images/s for ResNet-50, tokens/s for GPT-2), the model's
+ * FLOP rate (lib/nn/flops.h on the setting's own model) and its MFU
  * against a GEMM ceiling in the setting's precision measured in the same
- * process (bench/harness/gemm_ceiling.h). The baseline row's note names the
- * workload's configuration and its FLOP shares beside the full model's.
+ * process (bench/harness/gemm_ceiling.h). The baseline row's note names
+ * the workload's configuration and its FLOP shares beside the full
+ * model's.
  *
  * Epoch metrics: a unit is one epoch of the profile's subset (default 256
  * images, 8 steps), so a repetition is a few short epochs and every round

@@ -44,6 +44,11 @@ static inline int tb_profile_sizes(int p)
     return p == TB_PROFILE_GPU ? TB_PROFILE_FULL : p;
 }
 
+/* The most of a technique's declared budget bench:all's time keeper takes
+ * off (bench/cmd/plan.h: tb_plan_budget_cut); tb_bench_budget never goes
+ * below what is left then, whatever --extra-budget says. */
+#define TB_BUDGET_MAX_CUT 0.5
+
 #define TB_MAX_AFTER 4
 
 /* What the tiny-profile test checks (bench/harness/check_outputs.py). */

@@ -1,6 +1,7 @@
 /* amp.c - see amp.h. */
-#include <stdio.h>
 #include "lib/nn/amp.h"
+
+#include <stdio.h>
 
 int tb_amp_buf_alloc(tb_layer *l, size_t n, void **buf)
 {

@@ -48,8 +48,8 @@
  *             force one): AVX-512 keeps a 4 x 64 block of c in 16 zmm
  *             registers (each b vector loaded feeds four FMAs), AVX2 a 4 x
  *             16 block in 8 ymm; the baseline ISA (the portable fallback)
- *             uses an omp simd row update. The exp is kernels/gelu_math.h's polynomial, which
- *             the softmax loops vectorize. Paths agree within rounding.
+ *             uses an omp simd row update. The exp is kernels/gelu_math.h's
+ *             polynomial, which the softmax loops vectorize. Paths agree within rounding.
  *   memory    temp = packed copies (5 T DP-ish floats per head, G T DP more
  *             for the dQ partials in the backward) for up to
  *             ATTN_HEAD_CHUNK heads, plus per thread two 64 x 64 tiles and

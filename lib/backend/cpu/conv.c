@@ -217,7 +217,14 @@ out_destroy_hint:
     return rc;
 }
 
-/* Walks the whole algorithm list (see the file header). */
+/* Elements of d's x (input), w (filters) and y (output). */
+static void conv_sizes(const tb_conv_desc *d, size_t *nx, size_t *nw, size_t *ny)
+{
+    *nx = (size_t)d->n * d->c * d->h * d->w;
+    *nw = (size_t)d->k * d->c * d->r * d->s;
+    *ny = (size_t)d->n * d->k * tb_conv_out_h(d) * tb_conv_out_w(d);
+}
+
 /* The problem oneDNN runs for d: d itself, or its fp32 twin when bf16 runs
  * widened on this CPU (dnnl.h: bf16_mode). Caller holds the lock. */
 static tb_conv_desc as_run(dnnl_state *st, const tb_conv_desc *d)
@@ -230,6 +237,7 @@ static tb_conv_desc as_run(dnnl_state *st, const tb_conv_desc *d)
     return r;
 }
 
+/* Walks the whole algorithm list (see the file header). */
 static int conv_walk_list(dnnl_state *st, const tb_conv_desc *d0, tb_conv_kind kind,
                           int has_bias, conv_walk *w)
 {
@@ -526,9 +534,8 @@ static int conv_run(tb_backend *be, const tb_conv_desc *d0, tb_conv_kind kind, i
     void *widened[3];
     if (run.dtype != d0->dtype) {
         /* bf16 widened: the two inputs of every direction come in bf16. */
-        size_t nx = (size_t)d->n * d->c * d->h * d->w;
-        size_t nw = (size_t)d->k * d->c * d->r * d->s;
-        size_t ny = (size_t)d->n * d->k * tb_conv_out_h(d) * tb_conv_out_w(d);
+        size_t nx, nw, ny;
+        conv_sizes(d, &nx, &nw, &ny);
         size_t n0 = kind == TB_CONV_BWD_DATA ? ny : nx;
         size_t n1 = kind == TB_CONV_BWD_FILTER ? ny : nw;
         float *in0, *in1;
@@ -665,9 +672,8 @@ static void find_buffers_free(tb_backend *be, find_buffers *b)
 
 static int find_buffers_alloc(tb_backend *be, const tb_conv_desc *d, find_buffers *b)
 {
-    size_t nx = (size_t)d->n * d->c * d->h * d->w;
-    size_t nw = (size_t)d->k * d->c * d->r * d->s;
-    size_t ny = (size_t)d->n * d->k * tb_conv_out_h(d) * tb_conv_out_w(d);
+    size_t nx, nw, ny;
+    conv_sizes(d, &nx, &nw, &ny);
     int rc;
     TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&b->x, nx * sizeof(float)), out_free_buffers);
     TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&b->w, nw * sizeof(float)), out_free_buffers);

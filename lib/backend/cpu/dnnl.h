@@ -62,8 +62,9 @@
         }                                                                       \
     } while (0)
 
-/* What oneDNN can use on this CPU, for messages: "avx512_core_bf16",
- * "avx512_core", "avx2" or "below avx2" (dnnl.c). */
+/* What oneDNN can use for bf16 on this CPU, for messages: "its ISA:
+ * avx512_core_bf16", "... avx512_core; ... emulates bf16", "... avx2, no
+ * AVX-512: ... no bf16 kernels" or "... below avx2 ..." (dnnl.c). */
 const char *tb_cpu_dnnl_isa(void);
 
 /* ResNet-50 alone needs 74 convolution entries (25 shapes, 3 directions,
