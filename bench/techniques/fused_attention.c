@@ -4,10 +4,18 @@
  * P V: eager PyTorch) vs fused (tiled, online softmax, the T x T matrix
  * never stored: scaled_dot_product_attention's flash kernel), forward and
  * forward+backward, causal and not, over sequence lengths 128 .. 4096 at
- * B = 1, D = 64, H = 4 in the full profile and H = 1 in the default and tiny
- * ones (every sequence length stays; one head keeps the default profile in
- * its time budget, and per-head work is the same). Baseline: manual (the
- * technique off).
+ * D = 64 (512, 1024 and 4096 in the default profile). Every point does the
+ * attention work of GPT-2's 12 heads at context 1024, batch 1 (default and
+ * gpu profiles) or 2 (full): B H T^2 = 12 * 1024^2 (twice that), so
+ * B H = 12 (1024 / T)^2, at least 1 (shorter contexts get the batch that
+ * keeps the FLOPs, longer ones fewer heads). Manual's (B, H, T, T)
+ * probabilities are then 48 MB (96 MB) at every length: out of a CPU's
+ * last-level cache, as in training. With one head at T <= 1024 they stay in
+ * cache, and there the fused kernel, which recomputes the scores in its
+ * backward (seven T x T x D products to manual's six, both at the FMA peak),
+ * loses on forward+backward (0.85x at T = 512 on a 2-core AVX-512 EPYC);
+ * the tiny profile (tests) keeps one head. Baseline: manual (the technique
+ * off).
  *
  * Memory: memory_bytes is the peak the backend's allocator saw above what
  * was in use before one call (forward, or forward then backward), the
@@ -33,10 +41,9 @@
 
 #include "bench/harness/opbench.h"
 
-#define ATTN_B 1
-/* Heads: set from the profile in run setup (see the header comment). */
-static int attn_heads = 1;
 #define ATTN_D 64
+#define ATTN_GPT2_HEADS 12
+#define ATTN_GPT2_CONTEXT 1024
 /* Relative to the largest manual value (tb_max_rel_err). Each variant is
  * within 5e-6 (out) and 1e-5 (gradients) of the float64 reference in
  * lib/backend/cpu/attention_test.c; their difference within the sum, with margin for
@@ -77,25 +84,69 @@ static int run_case(void *arg)
                                 f->dq, f->dk, f->dv);
 }
 
-static tb_attn_desc make_desc(int seq, int causal)
+/* The GPT-2 batch whose attention work every point does (see the header
+ * comment): 2 in full, 1 in default and gpu (a GPU's manual path makes one
+ * GEMM call per head: full's 1536 heads at T = 128 would spend its short
+ * budget on launches), 0 in tiny: one head at every length. */
+static int plan_gpt2_batch(const tb_bench *b)
 {
-    return (tb_attn_desc){ATTN_B, attn_heads, seq, ATTN_D, causal, 1.0f / sqrtf((float)ATTN_D)};
+    if (b->profile == TB_PROFILE_TINY)
+        return 0;
+    return b->run_profile == TB_PROFILE_FULL ? 2 : 1;
 }
 
+/* Heads over the batch, B H, at one sequence length: gpt2_batch times the
+ * work of GPT-2's 12 heads at context 1024, at least one head. */
+static size_t plan_batch_heads(int gpt2_batch, int seq)
+{
+    double r = (double)ATTN_GPT2_CONTEXT / seq;
+    double bh = gpt2_batch * ATTN_GPT2_HEADS * r * r;
+    return bh < 1.0 ? 1 : (size_t)(bh + 0.5);
+}
+
+/* B H split as GPT-2's 12 heads times a batch where it divides, else one
+ * batch of B H heads. */
+static tb_attn_desc make_desc(int gpt2_batch, int seq, int causal)
+{
+    size_t bh = plan_batch_heads(gpt2_batch, seq);
+    int heads = bh % ATTN_GPT2_HEADS == 0 ? ATTN_GPT2_HEADS : (int)bh;
+    int batch = (int)(bh / (size_t)heads);
+    return (tb_attn_desc){batch, heads, seq, ATTN_D, causal, 1.0f / sqrtf((float)ATTN_D)};
+}
+
+static size_t desc_floats(const tb_attn_desc *d)
+{
+    return (size_t)d->batch * d->heads * d->seq * d->head_dim;
+}
+
+static size_t desc_probs(const tb_attn_desc *d)
+{
+    return (size_t)d->batch * d->heads * d->seq * (size_t)d->seq;
+}
+
+/* Sequence lengths: 128 .. 4096 in full; 512, 1024 and 4096 in default (at
+ * GPT-2's work per point every length costs as much, and a round of four
+ * left 5 rounds in the budget); 128 and 256 in tiny. */
 static int plan_seqs(int profile, int *seqs)
 {
+    if (profile == TB_PROFILE_DEFAULT) {
+        static const int def[] = {512, 1024, 4096};
+        for (int i = 0; i < 3; i++)
+            seqs[i] = def[i];
+        return 3;
+    }
     int hi = profile == TB_PROFILE_TINY ? 256 : 4096, n = 0;
     for (int t = 128; t <= hi; t *= 2)
         seqs[n++] = t;
     return n;
 }
 
-/* About 2 GFLOP of forward per repetition in default: several iterations
- * at short sequences, one from T = 1024 on. */
-static int64_t plan_iterations(int profile, int seq)
+/* Iterations per repetition: about 2 GFLOP of forward in default (one
+ * call everywhere outside the tiny profile, whose points are small). */
+static int64_t plan_iterations(int profile, const tb_attn_desc *d)
 {
     double flops = profile == TB_PROFILE_FULL ? 1e10 : profile == TB_PROFILE_TINY ? 5e7 : 2e9;
-    int64_t it = (int64_t)(flops / (4.0 * ATTN_B * attn_heads * (double)seq * seq * ATTN_D));
+    int64_t it = (int64_t)(flops / (4.0 * desc_probs(d) * d->head_dim));
     return it < 1 ? 1 : it;
 }
 
@@ -150,12 +201,11 @@ static int case_rebuild(void *arg)
     return TB_OK;
 }
 
-/* The checks' buffers for the longest sequence: host inputs (seeded),
- * results read back, and device buffers (attn_dev_alloc). */
-static int alloc_bufs(tb_backend *be, attn_bufs *f, int max_seq)
+/* The checks' buffers for the largest point (max_n and max_saved set by
+ * the caller): host inputs (seeded), results read back, and device buffers
+ * (attn_dev_alloc). */
+static int alloc_bufs(tb_backend *be, attn_bufs *f)
 {
-    f->max_n = (size_t)ATTN_B * attn_heads * max_seq * ATTN_D;
-    f->max_saved = (size_t)ATTN_B * attn_heads * max_seq * (size_t)max_seq;
     size_t nb = f->max_n * sizeof(float);
     float **host[] = {&f->hq, &f->hk, &f->hv, &f->hdout};
     for (int i = 0; i < 4; i++) {
@@ -203,7 +253,7 @@ static int measure_call(tb_backend *be, attn_bufs *f, const tb_attn_desc *d, tb_
     be->dev_free(be, saved);
     TB_TRY(rc);
     *mem = (double)(peak - in_use);
-    size_t bytes = (size_t)d->batch * d->heads * d->seq * d->head_dim * sizeof(float);
+    size_t bytes = desc_floats(d) * sizeof(float);
     float *src[4] = {f->out, f->dq, f->dk, f->dv};
     for (int i = 0; i < (bwd ? 4 : 1); i++)
         TB_TRY(be->copy_d2h(be, f->hres[v][i], src[i], bytes, NULL));
@@ -217,7 +267,7 @@ typedef struct attn_check {
 
 static int check_point(tb_backend *be, attn_bufs *f, const tb_attn_desc *d, attn_check *chk)
 {
-    size_t n = (size_t)d->batch * d->heads * d->seq * d->head_dim;
+    size_t n = desc_floats(d);
     for (int bwd = 0; bwd < 2; bwd++) {
         for (int v = 0; v < 2; v++)
             TB_TRY(measure_call(be, f, d, (tb_attn_variant)v, bwd, &chk->mem[bwd][v]));
@@ -280,12 +330,17 @@ typedef struct attn_state {
 static int setup(tb_bench *b, void *state, opb_set *set)
 {
     attn_state *st = state;
-    attn_heads = b->profile == TB_PROFILE_FULL ? 4 : 1;
     st->nseqs = plan_seqs(b->profile, st->seqs);
     st->cases = calloc((size_t)st->nseqs * 4 * NV, sizeof *st->cases);
     if (!st->cases)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory");
-    TB_TRY(alloc_bufs(b->be, &st->f, st->seqs[st->nseqs - 1]));
+    for (int s = 0; s < st->nseqs; s++) {
+        tb_attn_desc d = make_desc(plan_gpt2_batch(b), st->seqs[s], 0);
+        size_t n = desc_floats(&d), p = desc_probs(&d);
+        st->f.max_n = n > st->f.max_n ? n : st->f.max_n;
+        st->f.max_saved = p > st->f.max_saved ? p : st->f.max_saved;
+    }
+    TB_TRY(alloc_bufs(b->be, &st->f));
     st->devs = calloc((size_t)st->nseqs * 4, sizeof *st->devs);
     if (!st->devs)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory");
@@ -294,17 +349,17 @@ static int setup(tb_bench *b, void *state, opb_set *set)
     for (int s = 0; s < st->nseqs; s++)
         for (int causal = 0; causal < 2; causal++)
             for (int bwd = 0; bwd < 2; bwd++, g++) {
-                int t = st->seqs[s];
-                g->max_n = (size_t)ATTN_B * attn_heads * t * ATTN_D;
-                g->max_saved = (size_t)ATTN_B * attn_heads * t * (size_t)t;
+                tb_attn_desc d = make_desc(plan_gpt2_batch(b), st->seqs[s], causal);
+                g->max_n = desc_floats(&d);
+                g->max_saved = desc_probs(&d);
                 TB_TRY(attn_dev_alloc(b->be, &st->f, g));
                 for (int v = 0; v < NV; v++, c++) {
-                    *c = (attn_case){b->be, g, &st->f, make_desc(t, causal), vvar[v], bwd};
+                    *c = (attn_case){b->be, g, &st->f, d, vvar[v], bwd};
                     /* Nothing to warm but caches from T = 1024 on: one warm-up. */
                     /* the A/A copy runs manual's case (warmed up and rebuilt with it) */
                     attn_case *arg = v == V_MANUAL_AGAIN ? c - 1 : c;
                     TB_TRY(opb_register(b, set, st->seqs[s] >= 1024 ? 1 : OPB_WARMUPS, run_case,
-                                        arg, plan_iterations(b->profile, st->seqs[s]),
+                                        arg, plan_iterations(b->profile, &d),
                                         "attn_%s_%s_%s/%d", bwd ? "fwdbwd" : "fwd",
                                         vnames[v], causal ? "causal" : "full",
                                         st->seqs[s]));
@@ -325,7 +380,7 @@ static int report(tb_bench *b, void *state, const gb_results *r)
     attn_state *st = state;
     for (int s = 0; s < st->nseqs; s++)
         for (int causal = 0; causal < 2; causal++) {
-            tb_attn_desc d = make_desc(st->seqs[s], causal);
+            tb_attn_desc d = make_desc(plan_gpt2_batch(b), st->seqs[s], causal);
             attn_check chk;
             TB_TRY(check_point(b->be, &st->f, &d, &chk));
             TB_TRY(add_rows(b, r, &d, 0, &chk));
@@ -337,7 +392,7 @@ static int report(tb_bench *b, void *state, const gb_results *r)
 static int plot(tb_bench *b, void *state)
 {
     (void)state;
-    TB_TRY(opb_plot(b, "fused_attention", "Attention time (B=1, H=4, D=64)", "sequence length",
+    TB_TRY(opb_plot(b, "fused_attention", "Attention time (B H T^2 fixed, D=64)", "sequence length",
                     "time (ms)", 2, OPB_Y_MEDIAN));
     TB_TRY(opb_plot(b, "fused_attention_speedup", "Fused over manual attention (median, 95% CI)",
                     "sequence length", "speedup (x)", 2, OPB_Y_SPEEDUP));
@@ -366,11 +421,12 @@ static const tb_technique technique = {
     .name = "fused_attention",
     .headline = "fused",
     .what = "Manual vs fused attention (forward, forward+backward; causal and not) over "
-            "sequence lengths 128 .. 4096: time and memory. Fused is tunebench's own fp32 "
+            "sequence lengths 128 .. 4096 (default: 512, 1024, 4096), each at the FLOPs of GPT-2's 12 "
+            "heads at context 1024: time and memory. Fused is tunebench's own fp32 "
             "kernel (no tensor cores), not cuDNN's or PyTorch's flash attention.",
-    .est_seconds = {33, 420, 6, 18}, /* default, full, tiny, gpu */
+    .est_seconds = {48, 420, 6, 18}, /* default, full, tiny, gpu */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
-    .budget_seconds = {35, 380, 4, 16},
+    .budget_seconds = {50, 380, 4, 16},
     .order = 310,
     .tiny = {.min_rows = 8,
              .plots = "fused_attention,fused_attention_speedup,fused_attention_memory"},
