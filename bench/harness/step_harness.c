@@ -58,6 +58,8 @@ typedef struct setting_state {
     int na;                   /* 1: an n/a row, not timed */
     char why[200];            /* the n/a reason */
     float loss, loss_again;   /* last loss of the check; a baseline's second run */
+    int control;              /* a baseline: 1 once its rounding control ran */
+    float loss_control;       /* its loss from weights moved by CONTROL_NUDGE */
     double peak_bytes;
     int steps;                /* steps of its check (per-sample techniques: its own) */
     double flops_per_sample;  /* its model's, fwd+bwd (lib/nn/flops.h); 0: unknown */
@@ -88,6 +90,7 @@ struct step_run {
     int check_steps_flag;     /* --check-steps; 0: the profile's */
     /* the workloads */
     int wl_size_flag;         /* --workload-size: 0 auto, else tb_workload_size + 1 */
+    int control_flag;         /* --rounding-control: CONTROL_AUTO, _ALWAYS or _NEVER */
     int wl;                   /* tb_workload being run */
     int wl_size;              /* tb_workload_size of the big models */
     int n_wl;                 /* workloads of the technique */
@@ -249,13 +252,50 @@ static int mark_batch_past_data(step_run *r, int idx)
     return TB_OK;
 }
 
-static int check_run(step_run *r, int idx, float *loss, int with_note)
+/* The rounding control of the correctness pass (check_all): the baseline
+ * again, its initial weights each moved by CONTROL_NUDGE of itself, up or
+ * down at random (seeded). What another summation order does to one
+ * layer's output is of this order (fp32 sums of hundreds of terms); how far
+ * the loss then ends after the check's steps is how much this model and
+ * recipe amplify rounding, whatever made it. */
+#define CONTROL_NUDGE 0x1p-17  /* 7.6e-6 relative */
+#define CONTROL_SEED 0x6e75646765ull
+/* A setting differs when its loss is further from the baseline's than
+ * both the entry's tolerance and CONTROL_K times the control's distance. */
+#define CONTROL_K 2.0
+enum { CONTROL_AUTO, CONTROL_ALWAYS, CONTROL_NEVER }; /* --rounding-control */
+
+static int nudge_weights(tb_backend *be, tb_model *m)
+{
+    size_t bytes = m->numel * sizeof(float);
+    float *w = malloc(bytes);
+    if (!w)
+        return TB_FAIL(TB_ERR_NOMEM, "rounding control: %zu bytes of weights", bytes);
+    int rc = be->copy_d2h(be, w, m->flat_w, bytes, NULL);
+    if (rc == TB_OK)
+        rc = be->sync(be);
+    uint64_t x = CONTROL_SEED;
+    for (size_t i = 0; rc == TB_OK && i < m->numel; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+        w[i] *= (float)(x >> 63 ? 1.0 + CONTROL_NUDGE : 1.0 - CONTROL_NUDGE);
+    }
+    if (rc == TB_OK)
+        rc = be->copy_h2d(be, m->flat_w, w, bytes, NULL);
+    if (rc == TB_OK)
+        rc = be->sync(be);
+    free(w);
+    return rc;
+}
+
+static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge)
 {
     tb_backend *be = r->b.be;
     tb_step_ctx c;
     size_t in_use = 0, peak = 0;
     TB_TRY(be->mem_reset_peak(be));
     int rc = ctx_open(r, idx, &c);
+    if (rc == TB_OK && nudge)
+        rc = nudge_weights(be, c.t->model);
     int steps = r->check_steps;
     if (rc == TB_OK && r->tech->per_sample) {
         long per_step = (long)c.cfg.batch_size * c.cfg.accum_steps;
@@ -276,10 +316,62 @@ static int check_run(step_run *r, int idx, float *loss, int with_note)
     }
     if (rc == TB_OK && with_note && r->tech->check_note)
         rc = r->tech->check_note(&c, r->st[idx].note, sizeof r->st[idx].note);
-    r->st[idx].peak_bytes = (double)peak;
-    r->st[idx].steps = steps;
+    if (!nudge) {
+        r->st[idx].peak_bytes = (double)peak;
+        r->st[idx].steps = steps;
+    }
     ctx_close(&c);
     return rc;
+}
+
+static double rel_diff(double ref, double got)
+{
+    return fabs(got - ref) / fmax(fabs(ref), 1e-30);
+}
+
+/* A setting compared by its loss that ended further from its baseline
+ * than the entry's tolerance. */
+static int past_tolerance(const step_run *r, int i)
+{
+    const tb_step_technique *t = r->tech;
+    int b = t->settings[i].base;
+    const setting_state *s = &r->st[i];
+    if (t->tolerance <= 0 || t->not_comparable || s->na || r->st[b].na)
+        return 0;
+    double got = b == i ? s->loss_again : s->loss;
+    return !(rel_diff(r->st[b].loss, got) <= t->tolerance);
+}
+
+/* For every baseline with a setting past the tolerance: the rounding
+ * control (CONTROL_NUDGE). Only then (--rounding-control=auto; always: for
+ * every baseline; never: none): a check that passes costs nothing more. set_check widens that baseline's tolerance to CONTROL_K times the
+ * control's distance, so that a verdict says "differs" only past what
+ * rounding alone moved the baseline itself. */
+static int check_controls(step_run *r)
+{
+    const tb_step_technique *t = r->tech;
+    for (int b = 0; b < t->n_settings; b++) {
+        setting_state *sb = &r->st[b];
+        if (t->settings[b].base != b || sb->na)
+            continue;
+        int need = r->control_flag == CONTROL_ALWAYS && t->tolerance > 0 && !t->not_comparable;
+        for (int i = 0; i < t->n_settings && !need && r->control_flag == CONTROL_AUTO; i++)
+            need = t->settings[i].base == b && past_tolerance(r, i);
+        if (!need)
+            continue;
+        int rc = check_run(r, b, &sb->loss_control, 0, 1);
+        if (rc == TB_ERR_DEVICE_OOM || rc == TB_ERR_UNSUPPORTED) {
+            tb_error_clear(); /* its verdicts keep the declared tolerance */
+            continue;
+        }
+        TB_TRY(rc);
+        sb->control = 1;
+        fprintf(stderr, "%s: check %-24s rounding control (weights moved by %.1e): loss %.9g, "
+                "%.2g%% from the baseline's\n", t->desc.name, t->settings[b].name,
+                CONTROL_NUDGE, sb->loss_control,
+                100 * rel_diff(sb->loss, sb->loss_control));
+    }
+    return TB_OK;
 }
 
 static int check_all(step_run *r)
@@ -296,15 +388,15 @@ static int check_all(step_run *r)
         TB_TRY(mark_batch_past_data(r, i));
         if (s->na)
             continue;
-        int rc = check_run(r, i, &s->loss, 1);
+        int rc = check_run(r, i, &s->loss, 1, 0);
         TB_TRY(mark_na(r, i, rc));
         if (!s->na && t->settings[i].base == i)
-            TB_TRY(mark_na(r, i, check_run(r, i, &s->loss_again, 0)));
+            TB_TRY(mark_na(r, i, check_run(r, i, &s->loss_again, 0, 0)));
         if (!s->na)
             fprintf(stderr, "%s: check %-24s loss after %d steps %.9g, peak %.1f MiB\n", t->desc.name,
                     t->settings[i].name, s->steps, s->loss, s->peak_bytes / 1048576.0);
     }
-    return TB_OK;
+    return check_controls(r);
 }
 
 /* ---- timing: one interleaved experiment (bench/harness/rounds.h) ---- */
@@ -586,21 +678,38 @@ static void set_check(step_run *r, int i, tb_result_row *row)
         return;
     }
     tb_compare cmp;
-    double ref = r->st[base].loss, got = base == i ? s->loss_again : s->loss;
-    if (tb_compare_values(ref, got, t->tolerance, &cmp) != TB_OK) {
+    const setting_state *sb = &r->st[base];
+    double ref = sb->loss, got = base == i ? s->loss_again : s->loss;
+    double tol = t->tolerance, moved = 0;
+    char control[200] = "";
+    if (tol > 0 && sb->control) {
+        moved = rel_diff(ref, sb->loss_control);
+        if (CONTROL_K * moved > tol) {
+            tol = CONTROL_K * moved;
+            snprintf(control, sizeof control,
+                     "; tolerance widened to %.3g (%g x the rounding control: from weights "
+                     "moved by %.1e the baseline itself ended %.3g away)", tol, CONTROL_K,
+                     CONTROL_NUDGE, moved);
+        } else {
+            snprintf(control, sizeof control,
+                     "; rounding control: from weights moved by %.1e the baseline ended %.3g "
+                     "away", CONTROL_NUDGE, moved);
+        }
+    }
+    if (tb_compare_values(ref, got, tol, &cmp) != TB_OK) {
         tb_error_clear();
         return;
     }
     row->correctness = tb_bench_correctness(cmp.verdict);
     row->max_rel_err = cmp.max_rel;
-    if (t->tolerance > 0)
-        row->tolerance = t->tolerance;
+    if (tol > 0)
+        row->tolerance = tol;
     snprintf(row->checked_against, sizeof row->checked_against, "%s",
              base == i ? "baseline run again" : "baseline");
-    snprintf(row->note, sizeof row->note, "loss after %d steps %.7g vs %.7g%s%s%s%s%s",
-             r->check_steps, got, ref, t->tolerance > 0 ? "; tolerance: " : "",
-             t->tolerance > 0 ? t->tolerance_why : "",
-             deterministic_note(r), s->note[0] ? "; " : "", s->note);
+    snprintf(row->note, sizeof row->note, "loss after %d steps %.7g vs %.7g%s%s%s%s%s%s",
+             r->check_steps, got, ref, control, t->tolerance > 0 ? "; tolerance: " : "",
+             t->tolerance > 0 ? t->tolerance_why : "", deterministic_note(r),
+             s->note[0] ? "; " : "", s->note);
 }
 
 static double samples_per_unit(const step_run *r, int i)
@@ -1065,6 +1174,7 @@ static int check_round_flags(const step_run *r)
 
 /* --workload-size: index 0 auto, else tb_workload_size + 1 */
 static const char *const wl_size_names[] = {"auto", "reduced", "full", "tiny", "gpu", NULL};
+static const char *const control_names[] = {"auto", "always", "never", NULL};
 
 int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
 {
@@ -1107,6 +1217,12 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
          "real models), tiny or gpu (the real models at batches 256 and 16, halved until they "
          "fit)",
          wl_size_names, NULL},
+        {"rounding-control", TB_FLAG_CHOICE, &r->control_flag,
+         "the correctness pass's rounding control (the baseline again from weights moved by "
+         "7.6e-6; a setting differs only past twice how far that ended): auto (only for a "
+         "baseline with a setting past the technique's tolerance), always, never (the "
+         "declared tolerance alone)",
+         control_names, NULL},
     };
     /* the tiny test learns the workloads from --describe */
     r->desc = tech->desc;

@@ -17,7 +17,12 @@
  *      check-steps steps, the last loss compared with its baseline's
  *      (tb_compare_values with the entry's tolerance), the peak memory the
  *      backend's allocator counted; a setting that runs out of memory under
- *      --mem-limit becomes an n/a row saying so, and is not timed;
+ *      --mem-limit becomes an n/a row saying so, and is not timed. A
+ *      baseline with a setting past the tolerance gets a rounding control
+ *      (--rounding-control): the baseline again from weights moved by
+ *      7.6e-6 of themselves; its rows' tolerance becomes at least twice how
+ *      far that ended (results/README.md), so that only a difference past
+ *      what rounding does to this model and recipe says DIFFERS;
  *   4. timing in one interleaved experiment (bench/harness/rounds.h): an
  *      arm per timed setting, each with its own trainer built from the same
  *      seed, plus an A/A arm per baseline (a second, independent trainer of

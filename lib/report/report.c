@@ -349,7 +349,7 @@ static void sec_ceilings(doc *d, const tb_report_folder *f, const tb_report_pick
     tb_doc_table(d, 5, h);
     for (size_t i = 0; i < f->ceilings.n; i++) {
         const tb_result_row *r = &f->ceilings.rows[i];
-        char pt[96], rate[160], tm[160], note[300];
+        char pt[96], rate[160], tm[160], note[600];
         tb_report_point(pt, sizeof pt, r);
         tb_report_rate(rate, sizeof rate, r);
         tb_report_time(tm, sizeof tm, r);
@@ -403,7 +403,7 @@ static void step_table(doc *d, const tb_results *res, const char *kind, const ch
         const tb_result_row *r = &res->rows[i];
         if (kind && strcmp(r->param_name, kind) != 0)
             continue;
-        char tm[160], sp[160], v[320], c[320], note[600];
+        char tm[160], sp[160], v[320], c[320], note[900];
         if (!is_timed(r)) {
             tb_report_na(note, sizeof note, NULL, r->note);
             const char *row[6] = {r->setting, "n/a", "n/a", "n/a", "n/a", note};

@@ -95,7 +95,7 @@ typedef struct tb_result_row {
     double gemm_ceiling;      /* the GEMM ceiling it is held to, GFLOP/s, for the
                                  precision in use (how measured: the note) */
     double mfu;               /* model_gflops / gemm_ceiling */
-    char note[256];           /* n/a reason or remark */
+    char note[512];           /* n/a reason or remark */
 } tb_result_row;
 
 /* The rows of one technique, in the order added. */
