@@ -188,21 +188,24 @@ def read_probes(path):
 
 def print_probes(path1, path2, keys, run1, run2):
     """Per technique: rows that disagree, and each run's machine probe before it
-    (compute and copy pair ratios, one CPU's compute time), where both runs have one."""
+    (compute and copy pair ratios, one CPU's compute time, the cache walk's ns a
+    load where the run has it), where both runs have one."""
     p1, p2 = read_probes(path1), read_probes(path2)
     if not p1 or not p2:
         return
     techs = sorted({k[0] for k in keys})
     print("machine before each technique (two CPUs together / alone: compute, copy; "
-          "compute alone in ms), run 1 | run 2:")
+          "compute alone in ms; cache walk ns a load), run 1 | run 2:")
     for t in techs:
         rows = [k for k in keys if k[0] == t]
         bad = sum(z_score(run1[k], run2[k]) > Z95 for k in rows)
         cell = []
         for p in (p1.get(t), p2.get(t)):
-            cell.append("%s %s %s" % (p["fma_pair_ratio"], p["copy_pair_ratio"], p["fma_alone_ms"])
-                        if p else "-")
-        print("  %-26s %3d of %3d disagree   %-24s | %s" % (t, bad, len(rows), cell[0], cell[1]))
+            vals = [p["fma_pair_ratio"], p["copy_pair_ratio"], p["fma_alone_ms"]] if p else []
+            if p and p.get("cache_load_ns"):  # runs before the cache walk have no column
+                vals.append(p["cache_load_ns"])
+            cell.append(" ".join(vals) if p else "-")
+        print("  %-26s %3d of %3d disagree   %-30s | %s" % (t, bad, len(rows), cell[0], cell[1]))
 
 
 def agreement(path1, path2, metrics, step_metrics):

@@ -152,6 +152,13 @@ def main():
     check(any(l.split()[:6] == ["steps", "0", "of", "6", "disagree", "1.0010"] and
               l.rstrip().endswith("| 1.8200 1.1000 17.0000") for l in lines),
           "steps: 0 of 6 disagree, run 2's compute pair ratio 1.82")
+    with open(os.path.join(c, "machine_probe.csv"), "w") as f:
+        f.write(probe_header.rstrip("\n") + ",cache_load_ns\n"
+                + "steps,1.0,2,17.0000,17.0170,1.0010,1.4000,1.5400,1.1000,112.40\n")
+    rc, out, _ = run(a, c, "--metrics=step time,epoch time")
+    check(any(l.split()[:5] == ["steps", "0", "of", "6", "disagree"] and
+              l.rstrip().endswith("| 1.0010 1.1000 17.0000 112.40") for l in out.splitlines()),
+          "steps: run 2's cache walk (112.40 ns) printed after its compute time")
     rc, out, _ = run(a, d)
     check("machine before each technique" not in out, "no probe table when one run has none")
 

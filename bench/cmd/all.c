@@ -112,8 +112,11 @@ static void probe_state(const tb_outdir *od, const char *technique, double at_s,
         fclose(f);
     }
     if (p.cpus == 2)
-        snprintf(state, cap, "; two CPUs together: compute %.2fx, copy %.2fx their time alone",
-                 tb_machine_probe_fma_ratio(&p), tb_machine_probe_copy_ratio(&p));
+        snprintf(state, cap, "; two CPUs together: compute %.2fx, copy %.2fx their time "
+                 "alone; cache walk %.0f ns a load", tb_machine_probe_fma_ratio(&p),
+                 tb_machine_probe_copy_ratio(&p), 1e9 * p.cache_load_s);
+    else
+        snprintf(state, cap, "; cache walk %.0f ns a load", 1e9 * p.cache_load_s);
 }
 
 /* The directory holding the technique binaries: RUNFILES_DIR, else the

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -12,6 +13,8 @@
 
 #define FMA_ITERS 8000000L
 #define COPY_BYTES ((size_t)16 << 20)
+#define CHASE_BYTES ((size_t)8 << 20)
+#define CHASE_STEPS 200000L
 #define MAX_REPS 64
 
 static double now_s(void)
@@ -33,9 +36,48 @@ static double fma_chain(long n)
     return a + b + c;
 }
 
+/* A cyclic walk through every 64-byte line of buf (CHASE_BYTES), in an
+ * order fixed by a seed: each line holds the index of the next. */
+static void chase_build(uint64_t *buf)
+{
+    size_t n = CHASE_BYTES / 64;
+    uint32_t *order = malloc(n * sizeof *order);
+    if (!order) { /* a sequential walk still times the memory */
+        for (size_t i = 0; i < n; i++)
+            buf[i * 8] = (i + 1) % n * 8;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        order[i] = (uint32_t)i;
+    uint64_t x = 0x636163686521ull;
+    for (size_t i = n - 1; i > 0; i--) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t j = x % (i + 1);
+        uint32_t t = order[i];
+        order[i] = order[j], order[j] = t;
+    }
+    for (size_t i = 0; i < n; i++)
+        buf[(size_t)order[i] * 8] = (uint64_t)order[(i + 1) % n] * 8;
+    free(order);
+}
+
+/* CHASE_STEPS dependent loads along the walk: seconds per load. */
+static double chase_time(const uint64_t *buf, double *sink)
+{
+    uint64_t i = 0;
+    for (long k = 0; k < (long)(CHASE_BYTES / 64); k++) /* warm: one lap */
+        i = buf[i];
+    double t0 = now_s();
+    for (long k = 0; k < CHASE_STEPS; k++)
+        i = buf[i];
+    double t = now_s() - t0;
+    *sink = (double)i;
+    return t / CHASE_STEPS;
+}
+
 typedef struct probe_job {
     int cpu;
-    int copy;                  /* 0: fma, 1: copy */
+    int copy;                  /* 0: fma, 1: copy, 2: the cache walk (src) */
     char *src, *dst;
     pthread_barrier_t *start;  /* NULL: alone */
     double seconds;
@@ -51,6 +93,10 @@ static void *probe_thread(void *arg)
     sched_setaffinity(0, sizeof one, &one); /* best effort: unpinned still measures */
     if (j->start)
         pthread_barrier_wait(j->start);
+    if (j->copy == 2) {
+        j->seconds = chase_time((const uint64_t *)j->src, &j->sink);
+        return NULL;
+    }
     double t0 = now_s();
     if (j->copy) {
         memcpy(j->dst, j->src, COPY_BYTES);
@@ -120,19 +166,24 @@ int tb_machine_probe_run(int reps, tb_machine_probe *out)
     if (n == 0)
         n = 1;
     out->cpus = n;
-    char *buf[4] = {NULL, NULL, NULL, NULL};
-    for (int i = 0; i < 4; i++) {
-        buf[i] = malloc(COPY_BYTES);
+    char *buf[5] = {NULL, NULL, NULL, NULL, NULL};
+    for (int i = 0; i < 5; i++) {
+        buf[i] = aligned_alloc(64, COPY_BYTES);
         if (!buf[i]) {
             for (int k = 0; k < i; k++)
                 free(buf[k]);
-            return TB_FAIL(TB_ERR_NOMEM, "machine probe: no memory for its copy buffers");
+            return TB_FAIL(TB_ERR_NOMEM, "machine probe: no memory for its buffers");
         }
         memset(buf[i], i + 1, COPY_BYTES); /* faulted in: the copy times the copy */
     }
-    double fa[2 * MAX_REPS], fp[MAX_REPS], ca[2 * MAX_REPS], cp[MAX_REPS];
+    chase_build((uint64_t *)buf[4]);
+    double fa[2 * MAX_REPS], fp[MAX_REPS], ca[2 * MAX_REPS], cp[MAX_REPS], wa[2 * MAX_REPS];
     int rc = TB_OK;
     for (int r = 0; r < reps && rc == TB_OK; r++) {
+        for (int i = 0; i < n && rc == TB_OK; i++) {
+            probe_job j = {cpu[i], 2, buf[4], NULL, NULL, 0, 0};
+            rc = run_jobs(&j, 1, &wa[r * n + i]);
+        }
         for (int kind = 0; kind < 2 && rc == TB_OK; kind++) {
             double *alone = kind ? ca : fa, *pair = kind ? cp : fp;
             for (int i = 0; i < n && rc == TB_OK; i++) {
@@ -146,10 +197,11 @@ int tb_machine_probe_run(int reps, tb_machine_probe *out)
             }
         }
     }
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         free(buf[i]);
     if (rc != TB_OK)
         return rc;
+    out->cache_load_s = median(wa, reps * n);
     out->fma_alone_s = median(fa, reps * n);
     out->copy_alone_s = median(ca, reps * n);
     if (n == 2) {
@@ -172,13 +224,14 @@ double tb_machine_probe_copy_ratio(const tb_machine_probe *p)
 void tb_machine_probe_csv_header(FILE *f)
 {
     fputs("technique,at_s,cpus,fma_alone_ms,fma_pair_ms,fma_pair_ratio,copy_alone_ms,"
-          "copy_pair_ms,copy_pair_ratio\n", f);
+          "copy_pair_ms,copy_pair_ratio,cache_load_ns\n", f);
 }
 
 void tb_machine_probe_csv_row(FILE *f, const char *technique, double at_s,
                               const tb_machine_probe *p)
 {
-    fprintf(f, "%s,%.1f,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", technique, at_s, p->cpus,
+    fprintf(f, "%s,%.1f,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.2f\n", technique, at_s, p->cpus,
             1e3 * p->fma_alone_s, 1e3 * p->fma_pair_s, tb_machine_probe_fma_ratio(p),
-            1e3 * p->copy_alone_s, 1e3 * p->copy_pair_s, tb_machine_probe_copy_ratio(p));
+            1e3 * p->copy_alone_s, 1e3 * p->copy_pair_s, tb_machine_probe_copy_ratio(p),
+            1e9 * p->cache_load_s);
 }

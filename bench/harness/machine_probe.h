@@ -17,7 +17,15 @@
  *   fma   a chain of dependent multiply-adds, 8M iterations (about 17 ms
  *         on this VM): the core's speed;
  *   copy  memcpy of 16 MiB (a fresh destination page-faulted in advance):
- *         the memory system.
+ *         the memory system;
+ *   cache a walk of 200k dependent loads through the lines of 8 MiB in a
+ *         seeded random order, on each CPU alone: the last-level cache
+ *         this guest gets. On the 2-vCPU AVX-512 EPYC VM a load took
+ *         15 ns at 4 MiB, 36 ns at 8 MiB and 117 ns (DRAM) from 12 MiB of
+ *         a nominal 32 MiB L3: other tenants hold the rest, and what they
+ *         leave changes over minutes. In one session the same bench:waterfall
+ *         ran its small-CNN steps in 3.6 ms, then 2.8 ms a minute later, its
+ *         ratios moving by up to 8%, while fma held.
  * Each on CPU c0 alone, on c1 alone, then on both at once (a barrier
  * starts them together; the pair's time is the slower thread's). The pair
  * ratio is pair / mean(alone): 1.0 when the two CPUs do not interfere,
@@ -39,6 +47,7 @@ typedef struct tb_machine_probe {
     double fma_pair_s;     /* 0 when cpus < 2 */
     double copy_alone_s;
     double copy_pair_s;
+    double cache_load_s;   /* seconds per load of the cache walk, median */
 } tb_machine_probe;
 
 /* Runs the probe (reps >= 1 of each measurement). Returns TB_OK or an

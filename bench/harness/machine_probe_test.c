@@ -1,6 +1,7 @@
 /* machine_probe_test.c - the probe's shape on whatever machine runs it:
  * positive medians, a pair ratio between 0.5 and 4 when two CPUs are
- * allowed (0 with one), and a CSV row with the header's nine fields.
+ * allowed (0 with one), a cache walk's time per load, and a CSV row with
+ * the header's ten fields.
  * Timings are not judged: a test cannot fail on a busy machine. */
 #define _GNU_SOURCE /* fmemopen */
 #include <stdio.h>
@@ -39,7 +40,9 @@ int main(void)
     tb_machine_probe_csv_row(f, "gelu", 12.5, &p);
     fclose(f);
     char *row = strchr(buf, '\n');
-    CHECK(row && fields(buf) == 9 && fields(row + 1) == 9 && !strncmp(row + 1, "gelu,12.5,", 10),
-          "CSV header and row of 9 fields: %s", buf);
+    CHECK(p.cache_load_s > 1e-10 && p.cache_load_s < 1e-5, "cache walk %.2f ns a load",
+          1e9 * p.cache_load_s);
+    CHECK(row && fields(buf) == 10 && fields(row + 1) == 10 && !strncmp(row + 1, "gelu,12.5,", 10),
+          "CSV header and row of 10 fields: %s", buf);
     return tb_test_exit(TB_OK);
 }
