@@ -21,11 +21,12 @@
  *   cache a walk of 200k dependent loads through the lines of 8 MiB in a
  *         seeded random order, on each CPU alone: the last-level cache
  *         this guest gets. On the 2-vCPU AVX-512 EPYC VM a load took
- *         15 ns at 4 MiB, 36 ns at 8 MiB and 117 ns (DRAM) from 12 MiB of
- *         a nominal 32 MiB L3: other tenants hold the rest, and what they
- *         leave changes over minutes. In one session the same bench:waterfall
+ *         15 ns at 4 MiB, 18-60 ns at 8 MiB (from minute to minute) and
+ *         100-130 ns (DRAM) from 12 MiB of a nominal 32 MiB L3: other
+ *         guests hold the rest. In one session the same bench:waterfall
  *         ran its small-CNN steps in 3.6 ms, then 2.8 ms a minute later, its
- *         ratios moving by up to 8%, while fma held.
+ *         ratios moving by up to 8%, while fma held; whether the cache is
+ *         what moved them is not established, this column is there to tell.
  * Each on CPU c0 alone, on c1 alone, then on both at once (a barrier
  * starts them together; the pair's time is the slower thread's). The pair
  * ratio is pair / mean(alone): 1.0 when the two CPUs do not interfere,
