@@ -273,28 +273,6 @@ static int mark_batch_past_data(step_run *r, int idx)
 #define CONTROL_K 2.0
 enum { CONTROL_AUTO, CONTROL_ALWAYS, CONTROL_NEVER }; /* --rounding-control */
 
-static int nudge_weights(tb_backend *be, tb_model *m)
-{
-    size_t bytes = m->numel * sizeof(float);
-    float *w = malloc(bytes);
-    if (!w)
-        return TB_FAIL(TB_ERR_NOMEM, "rounding control: %zu bytes of weights", bytes);
-    int rc = be->copy_d2h(be, w, m->flat_w, bytes, NULL);
-    if (rc == TB_OK)
-        rc = be->sync(be);
-    uint64_t x = CONTROL_SEED;
-    for (size_t i = 0; rc == TB_OK && i < m->numel; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
-        w[i] *= (float)(x >> 63 ? 1.0 + CONTROL_NUDGE : 1.0 - CONTROL_NUDGE);
-    }
-    if (rc == TB_OK)
-        rc = be->copy_h2d(be, m->flat_w, w, bytes, NULL);
-    if (rc == TB_OK)
-        rc = be->sync(be);
-    free(w);
-    return rc;
-}
-
 /* The model's weights read back into host memory (*w, m->numel floats). */
 static int read_weights(tb_backend *be, const tb_model *m, float **w)
 {
@@ -361,7 +339,7 @@ static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge
     TB_TRY(be->mem_reset_peak(be));
     int rc = ctx_open(r, idx, &c);
     if (rc == TB_OK && nudge)
-        rc = nudge_weights(be, c.t->model);
+        rc = tb_model_nudge_weights(c.t->model, CONTROL_NUDGE, CONTROL_SEED);
     int witness = rc == TB_OK && !nudge && with_note && wants_update(r);
     if (witness)
         rc = read_weights(be, c.t->model, &w0);
@@ -797,6 +775,10 @@ static int update_verdict(const setting_state *b, const setting_state *s, double
         return 0;
     }
     double dist = sqrt(d2 / b2);
+    if (at < 0) { /* every tensor's norm the same to the last bit */
+        snprintf(msg, cap, "; first update: the same per-tensor norms (%d tensors)", matched);
+        return 0;
+    }
     int bad = dist > tol;
     snprintf(msg, cap, "; first update: per-tensor norms %.2g apart%s (furthest: tensor %d, %s, "
              "%.2g)", dist, bad ? ", past the tolerance" : "", at, b->upd_name[at], worst);

@@ -625,3 +625,26 @@ void tb_model_print(const tb_model *m, FILE *f)
     print_layers((const tb_layer *const *)m->net->children, m->net->nchildren, f, 0);
     fprintf(f, "total: %zu parameters in %d tensors\n", m->numel, m->nparams);
 }
+
+int tb_model_nudge_weights(tb_model *m, double rel, uint64_t seed)
+{
+    tb_backend *be = m->ctx.be;
+    size_t bytes = m->numel * sizeof(float);
+    float *w = malloc(bytes);
+    if (!w)
+        return TB_FAIL(TB_ERR_NOMEM, "nudging %zu bytes of weights", bytes);
+    int rc = be->copy_d2h(be, w, m->flat_w, bytes, NULL);
+    if (rc == TB_OK)
+        rc = be->sync(be);
+    uint64_t x = seed ? seed : 1;
+    for (size_t i = 0; rc == TB_OK && i < m->numel; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        w[i] *= (float)(x >> 63 ? 1.0 + rel : 1.0 - rel);
+    }
+    if (rc == TB_OK)
+        rc = be->copy_h2d(be, m->flat_w, w, bytes, NULL);
+    if (rc == TB_OK)
+        rc = be->sync(be);
+    free(w);
+    return rc;
+}

@@ -180,6 +180,13 @@ void tb_param_init_host(const tb_param *p, tb_rng *r, float *host);
  * NHWC order; 0: the reverse. REQUIRES: src and dst do not overlap. */
 void tb_model_params_reorder(const tb_model *m, const float *src, float *dst, int to_nhwc);
 
+/* Moves every weight by rel of itself, up or down by a draw from seed
+ * (xorshift64): the correctness checks' rounding control (bench/harness/
+ * step_harness.h, bench:ddp_sweep's DP check), a perturbation of the size
+ * another summation order makes. Reads and writes flat_w through the
+ * backend. Errors: TB_ERR_NOMEM, the backend's copies. */
+int tb_model_nudge_weights(tb_model *m, double rel, uint64_t seed);
+
 /* Forward through the network only: *logits is (N, classes, 1, 1), or for
  * a token model (N, 1, T, classes). REQUIRES: x->dtype is m->in_dtype
  * (TB_I32 token ids, each in [0, classes), for a token model); with
