@@ -30,6 +30,17 @@
 #define TB_MIN_REPS 5
 #define TB_MAX_EXTRA_FLAGS 32
 
+/* The correctness checks' rounding control (bench/harness/step_harness.h's
+ * step checks, bench:ddp_sweep's DataParallel check): the reference again,
+ * each initial weight moved by TB_CONTROL_NUDGE of itself, up or down by a
+ * draw from TB_CONTROL_SEED (tb_model_nudge_weights): about what another
+ * summation order does to one layer's output (fp32 sums of hundreds of
+ * terms). A result differs only when further from the reference than
+ * TB_CONTROL_K times how far that ended, and than the declared tolerance. */
+#define TB_CONTROL_NUDGE 0x1p-17 /* 7.6e-6 relative */
+#define TB_CONTROL_SEED 0x6e75646765ull
+#define TB_CONTROL_K 2.0
+
 typedef struct tb_bench {
     const tb_technique *tech;  /* its declaration */
     const char *technique;     /* "gelu": file names and the technique column */

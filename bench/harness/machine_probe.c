@@ -75,9 +75,11 @@ static double chase_time(const uint64_t *buf, double *sink)
     return t / CHASE_STEPS;
 }
 
+enum { PROBE_FMA, PROBE_COPY, PROBE_WALK };
+
 typedef struct probe_job {
     int cpu;
-    int copy;                  /* 0: fma, 1: copy, 2: the cache walk (src) */
+    int kind;                  /* PROBE_FMA, PROBE_COPY, PROBE_WALK (src: the walk) */
     char *src, *dst;
     pthread_barrier_t *start;  /* NULL: alone */
     double seconds;
@@ -93,12 +95,12 @@ static void *probe_thread(void *arg)
     sched_setaffinity(0, sizeof one, &one); /* best effort: unpinned still measures */
     if (j->start)
         pthread_barrier_wait(j->start);
-    if (j->copy == 2) {
+    if (j->kind == PROBE_WALK) {
         j->seconds = chase_time((const uint64_t *)j->src, &j->sink);
         return NULL;
     }
     double t0 = now_s();
-    if (j->copy) {
+    if (j->kind == PROBE_COPY) {
         memcpy(j->dst, j->src, COPY_BYTES);
         j->sink = j->dst[COPY_BYTES / 2];
     } else {
@@ -181,11 +183,11 @@ int tb_machine_probe_run(int reps, tb_machine_probe *out)
     int rc = TB_OK;
     for (int r = 0; r < reps && rc == TB_OK; r++) {
         for (int i = 0; i < n && rc == TB_OK; i++) {
-            probe_job j = {cpu[i], 2, buf[4], NULL, NULL, 0, 0};
+            probe_job j = {cpu[i], PROBE_WALK, buf[4], NULL, NULL, 0, 0};
             rc = run_jobs(&j, 1, &wa[r * n + i]);
         }
-        for (int kind = 0; kind < 2 && rc == TB_OK; kind++) {
-            double *alone = kind ? ca : fa, *pair = kind ? cp : fp;
+        for (int kind = PROBE_FMA; kind <= PROBE_COPY && rc == TB_OK; kind++) {
+            double *alone = kind == PROBE_COPY ? ca : fa, *pair = kind == PROBE_COPY ? cp : fp;
             for (int i = 0; i < n && rc == TB_OK; i++) {
                 probe_job j = {cpu[i], kind, buf[2 * i], buf[2 * i + 1], NULL, 0, 0};
                 rc = run_jobs(&j, 1, &alone[r * n + i]);

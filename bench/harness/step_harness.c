@@ -67,7 +67,7 @@ typedef struct setting_state {
     char (*upd_name)[32];
     size_t *upd_n;
     int control;              /* a baseline: 1 once its rounding control ran */
-    float loss_control;       /* its loss from weights moved by CONTROL_NUDGE */
+    float loss_control;       /* its loss from weights moved by TB_CONTROL_NUDGE */
     double peak_bytes;
     int steps;                /* steps of its check (per-sample techniques: its own) */
     double flops_per_sample;  /* its model's, fwd+bwd (lib/nn/flops.h); 0: unknown */
@@ -260,29 +260,11 @@ static int mark_batch_past_data(step_run *r, int idx)
     return TB_OK;
 }
 
-/* The rounding control of the correctness pass (check_all): the baseline
- * again, its initial weights each moved by CONTROL_NUDGE of itself, up or
- * down at random (seeded). What another summation order does to one
- * layer's output is of this order (fp32 sums of hundreds of terms); how far
- * the loss then ends after the check's steps is how much this model and
+/* The rounding control of the correctness pass (check_all; the constants
+ * in bench/harness/harness.h): the baseline again from nudged weights; how
+ * far its loss then ends after the check's steps is how much this model and
  * recipe amplify rounding, whatever made it. */
-#define CONTROL_NUDGE 0x1p-17  /* 7.6e-6 relative */
-#define CONTROL_SEED 0x6e75646765ull
-/* A setting differs when its loss is further from the baseline's than
- * both the entry's tolerance and CONTROL_K times the control's distance. */
-#define CONTROL_K 2.0
 enum { CONTROL_AUTO, CONTROL_ALWAYS, CONTROL_NEVER }; /* --rounding-control */
-
-/* The model's weights read back into host memory (*w, m->numel floats). */
-static int read_weights(tb_backend *be, const tb_model *m, float **w)
-{
-    size_t bytes = m->numel * sizeof(float);
-    *w = malloc(bytes);
-    if (!*w)
-        return TB_FAIL(TB_ERR_NOMEM, "update witness: %zu bytes of weights", bytes);
-    TB_TRY(be->copy_d2h(be, *w, m->flat_w, bytes, NULL));
-    return be->sync(be);
-}
 
 static void free_update(setting_state *s)
 {
@@ -323,6 +305,18 @@ static int record_update(const tb_model *m, const float *w0, const float *w1, se
     return TB_OK;
 }
 
+/* After the check's first step: the update witness of s from the weights
+ * w0 read before it. */
+static int record_first_update(tb_trainer *t, const float *w0, setting_state *s)
+{
+    float *w1;
+    TB_TRY(tb_trainer_sync(t));
+    TB_TRY(tb_model_weights_to_host(t->model, &w1));
+    int rc = record_update(t->model, w0, w1, s);
+    free(w1);
+    return rc;
+}
+
 /* The update witness runs where the loss is compared within a tolerance
  * (a bitwise check is strong already). */
 static int wants_update(const step_run *r)
@@ -335,14 +329,14 @@ static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge
     tb_backend *be = r->b.be;
     tb_step_ctx c;
     size_t in_use = 0, peak = 0;
-    float *w0 = NULL, *w1 = NULL;
+    float *w0 = NULL;
     TB_TRY(be->mem_reset_peak(be));
     int rc = ctx_open(r, idx, &c);
     if (rc == TB_OK && nudge)
-        rc = tb_model_nudge_weights(c.t->model, CONTROL_NUDGE, CONTROL_SEED);
+        rc = tb_model_nudge_weights(c.t->model, TB_CONTROL_NUDGE, TB_CONTROL_SEED);
     int witness = rc == TB_OK && !nudge && with_note && wants_update(r);
     if (witness)
-        rc = read_weights(be, c.t->model, &w0);
+        rc = tb_model_weights_to_host(c.t->model, &w0);
     int steps = r->check_steps;
     if (rc == TB_OK && r->tech->per_sample) {
         long per_step = (long)c.cfg.batch_size * c.cfg.accum_steps;
@@ -353,14 +347,9 @@ static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge
     for (int i = 0; i < steps && rc == TB_OK; i++) {
         rc = own ? c.setting->run_once(&c, loss) : tb_trainer_step(c.t, loss);
         if (i == 0 && witness && rc == TB_OK)
-            rc = tb_trainer_sync(c.t);
-        if (i == 0 && witness && rc == TB_OK)
-            rc = read_weights(be, c.t->model, &w1);
-        if (i == 0 && witness && rc == TB_OK)
-            rc = record_update(c.t->model, w0, w1, &r->st[idx]);
+            rc = record_first_update(c.t, w0, &r->st[idx]);
     }
     free(w0);
-    free(w1);
     if (rc == TB_OK)
         rc = tb_trainer_sync(c.t);
     if (rc == TB_OK)
@@ -400,9 +389,10 @@ static int past_tolerance(const step_run *r, int i)
 }
 
 /* For every baseline with a setting past the tolerance: the rounding
- * control (CONTROL_NUDGE). Only then (--rounding-control=auto; always: for
- * every baseline; never: none): a check that passes costs nothing more. set_check widens that baseline's tolerance to CONTROL_K times the
- * control's distance, so that a verdict says "differs" only past what
+ * control (TB_CONTROL_NUDGE). Only then (--rounding-control=auto; always:
+ * for every baseline; never: none): a check that passes costs nothing
+ * more. set_check widens that baseline's tolerance to TB_CONTROL_K times
+ * the control's distance, so that a verdict says "differs" only past what
  * rounding alone moved the baseline itself. */
 static int check_controls(step_run *r)
 {
@@ -425,7 +415,7 @@ static int check_controls(step_run *r)
         sb->control = 1;
         fprintf(stderr, "%s: check %-24s rounding control (weights moved by %.1e): loss %.9g, "
                 "%.2g%% from the baseline's\n", t->desc.name, t->settings[b].name,
-                CONTROL_NUDGE, sb->loss_control,
+                TB_CONTROL_NUDGE, sb->loss_control,
                 100 * rel_diff(sb->loss, sb->loss_control));
     }
     return TB_OK;
@@ -733,8 +723,9 @@ static const char *deterministic_note(const step_run *r)
  * that cancels, so bf16's rounding of the dy it sums can move it by tens of
  * percent (0.44 in the reduced ResNet-50) where the whole update moves by
  * 1e-2. set_check asks only where the loss check is weak. Writes
- * "; first update: ..." to msg; returns 1 when the distance is past tol. A setting whose first step changed no weight (fp16's loss
- * scaler skipping it) is not judged. */
+ * "; first update: ..." to msg; returns 1 when the distance is past tol.
+ * A setting whose first step changed no weight (fp16's loss scaler
+ * skipping it) is not judged. */
 static int update_verdict(const setting_state *b, const setting_state *s, double tol,
                           char *msg, size_t cap)
 {
@@ -803,16 +794,16 @@ static void set_check(step_run *r, int i, tb_result_row *row)
     char control[200] = "";
     if (tol > 0 && sb->control) {
         moved = rel_diff(ref, sb->loss_control);
-        if (CONTROL_K * moved > tol) {
-            tol = CONTROL_K * moved;
+        if (TB_CONTROL_K * moved > tol) {
+            tol = TB_CONTROL_K * moved;
             snprintf(control, sizeof control,
                      "; tolerance widened to %.3g (%g x the rounding control: from weights "
-                     "moved by %.1e the baseline itself ended %.3g away)", tol, CONTROL_K,
-                     CONTROL_NUDGE, moved);
+                     "moved by %.1e the baseline itself ended %.3g away)", tol, TB_CONTROL_K,
+                     TB_CONTROL_NUDGE, moved);
         } else {
             snprintf(control, sizeof control,
                      "; rounding control: from weights moved by %.1e the baseline ended %.3g "
-                     "away", CONTROL_NUDGE, moved);
+                     "away", TB_CONTROL_NUDGE, moved);
         }
     }
     /* A witness that cannot fail: the baseline's loss so near what a model

@@ -54,7 +54,7 @@
  * one-process run (batch norm over the whole batch). DP: the same
  * per-replica-share reference in this process (loss 1e-4 relative; past
  * it, a rounding control widens the row's tolerance to twice how far the
- * reference itself ends from weights moved by 7.6e-6: see DP_NUDGE).
+ * reference itself ends from weights moved by 7.6e-6: TB_CONTROL_NUDGE).
  *
  * Data: synthetic (the step time does not depend on pixel values).
  * Writes results/<device>/ddp.csv (+ .json) and plots ddp (step time),
@@ -564,14 +564,11 @@ typedef struct dp_result {
     double moved;              /* the rounding control's distance; < 0: not run */
 } dp_result;
 
-/* The DP check's rounding control (as the step checks', bench/harness/
- * step_harness.h): when DP ends past LOSS_TOL, the reference again from
- * weights each moved by DP_NUDGE of itself; the row's tolerance becomes at
- * least DP_CONTROL_K times how far that ended. On this VM with oneDNN held
- * to AVX2, 2 replicas ended 1.34e-4 from the reference. */
-#define DP_NUDGE 0x1p-17
-#define DP_NUDGE_SEED 0x6e75646765ull
-#define DP_CONTROL_K 2.0
+/* The DP check's rounding control (bench/harness/harness.h, TB_CONTROL_*,
+ * as the step checks'): when DP ends past LOSS_TOL, the reference again from
+ * nudged weights; the row's tolerance becomes at least TB_CONTROL_K times
+ * how far that ended. On the 2-vCPU EPYC VM with oneDNN held to AVX2,
+ * 2 replicas ended 1.34e-4 from the reference. */
 
 
 /* The DP check's batch: these exact images (an LCG from seed 12345), not a
@@ -618,7 +615,8 @@ static int dp_reference(const dp_where *w, const plan *p, int n, const float *im
     int mb = p->batch / n, rc;
     TB_TRY_GOTO(rc, dp_model(w, 0, mb, &be, &net), out_free);
     if (nudge)
-        TB_TRY_GOTO(rc, tb_model_nudge_weights(net.m, DP_NUDGE, DP_NUDGE_SEED), out_free);
+        TB_TRY_GOTO(rc, tb_model_nudge_weights(net.m, TB_CONTROL_NUDGE, TB_CONTROL_SEED),
+                    out_free);
     for (int step = 0; step < p->steps; step++) {
         TB_TRY_GOTO(rc, tb_dp_reference_grads(net.m, img, lab, n, mb, loss), out_free);
         TB_TRY_GOTO(rc, tb_optim_step(&net.opt), out_free);
@@ -953,13 +951,13 @@ static int add_dp_rows(sweep *s, const dp_result *dp, int ndp, const tb_rounds_r
         row.rate = s->p.batch / (row.median * 1e-3);
         snprintf(row.rate_unit, sizeof row.rate_unit, "samples/s");
         double rel = fabs(r->loss - r->ref_loss) / fmax(fabs(r->ref_loss), 1e-30);
-        double tol = r->moved >= 0 ? fmax(LOSS_TOL, DP_CONTROL_K * r->moved) : LOSS_TOL;
+        double tol = r->moved >= 0 ? fmax(LOSS_TOL, TB_CONTROL_K * r->moved) : LOSS_TOL;
         set_check(&row, rel, r->max_abs_w, 1, "1 process, BN per replica", tol);
         char control[200] = "";
         if (r->moved >= 0)
             snprintf(control, sizeof control, "; rounding control: from weights moved by "
                      "%.1e the reference itself ended %.3g away, so the tolerance is %.3g",
-                     DP_NUDGE, r->moved, tol);
+                     TB_CONTROL_NUDGE, r->moved, tol);
         snprintf(row.note, sizeof row.note, "DataParallel: %d replica%s (%s), one process, "
                  "global batch %d; weights vs reference max abs diff %.2e%s; paired with DP on "
                  "1 replica in this process (its own rounds, not the DDP launches')",

@@ -626,23 +626,34 @@ void tb_model_print(const tb_model *m, FILE *f)
     fprintf(f, "total: %zu parameters in %d tensors\n", m->numel, m->nparams);
 }
 
-int tb_model_nudge_weights(tb_model *m, double rel, uint64_t seed)
+int tb_model_weights_to_host(const tb_model *m, float **w)
 {
     tb_backend *be = m->ctx.be;
     size_t bytes = m->numel * sizeof(float);
-    float *w = malloc(bytes);
-    if (!w)
-        return TB_FAIL(TB_ERR_NOMEM, "nudging %zu bytes of weights", bytes);
-    int rc = be->copy_d2h(be, w, m->flat_w, bytes, NULL);
+    *w = malloc(bytes);
+    if (!*w)
+        return TB_FAIL(TB_ERR_NOMEM, "%zu bytes of weights on the host", bytes);
+    int rc = be->copy_d2h(be, *w, m->flat_w, bytes, NULL);
     if (rc == TB_OK)
         rc = be->sync(be);
+    if (rc != TB_OK) {
+        free(*w);
+        *w = NULL;
+    }
+    return rc;
+}
+
+int tb_model_nudge_weights(tb_model *m, double rel, uint64_t seed)
+{
+    tb_backend *be = m->ctx.be;
+    float *w;
+    TB_TRY(tb_model_weights_to_host(m, &w));
     uint64_t x = seed ? seed : 1;
-    for (size_t i = 0; rc == TB_OK && i < m->numel; i++) {
+    for (size_t i = 0; i < m->numel; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         w[i] *= (float)(x >> 63 ? 1.0 + rel : 1.0 - rel);
     }
-    if (rc == TB_OK)
-        rc = be->copy_h2d(be, m->flat_w, w, bytes, NULL);
+    int rc = be->copy_h2d(be, m->flat_w, w, m->numel * sizeof(float), NULL);
     if (rc == TB_OK)
         rc = be->sync(be);
     free(w);

@@ -180,6 +180,11 @@ void tb_param_init_host(const tb_param *p, tb_rng *r, float *host);
  * NHWC order; 0: the reverse. REQUIRES: src and dst do not overlap. */
 void tb_model_params_reorder(const tb_model *m, const float *src, float *dst, int to_nhwc);
 
+/* A host copy of m's weights (m->numel floats, malloc'd into *w; free it),
+ * read through the backend and synced. Errors: TB_ERR_NOMEM, the backend's
+ * copy. */
+int tb_model_weights_to_host(const tb_model *m, float **w);
+
 /* Moves every weight by rel of itself, up or down by a draw from seed
  * (xorshift64): the correctness checks' rounding control (bench/harness/
  * step_harness.h, bench:ddp_sweep's DP check), a perturbation of the size
