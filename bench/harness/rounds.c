@@ -333,12 +333,12 @@ static void gb_arm_fn(tbb_state *st, void *user)
 /* ---- warm-up ---- */
 
 static int warm_up(const tb_rounds_cfg *cfg, const tb_arm *arm, long *units_run,
-                   double *unit_s)
+                   double *unit_s, double *untimed_s)
 {
     double hist[WARMUP_MAX_PROBES];
     int n = 0, probes = 0;
     long batch = 1;
-    double t0 = now_s(), last = 0;
+    double t0 = now_s(), last = 0, timed = 0;
     *units_run = 0;
     if (arm->prepare)
         TB_TRY(arm->prepare(arm->user));
@@ -348,6 +348,7 @@ static int warm_up(const tb_rounds_cfg *cfg, const tb_arm *arm, long *units_run,
         if (!(s >= 0))
             return TB_FAIL(TB_ERR_DATA, "arm %s reported %g s", arm->name, s);
         *units_run += batch;
+        timed += s;
         probes++;
         last = s / (double)batch;
         /* the time cap waits for 3 probes of the final batch: fewer give
@@ -364,6 +365,7 @@ static int warm_up(const tb_rounds_cfg *cfg, const tb_arm *arm, long *units_run,
         if (capped)
             break;
     }
+    *untimed_s = now_s() - t0 - timed;
     if (n >= 3)
         *unit_s = tb_rounds_settled(hist, n) ? median3(hist + n - 3) : min3(hist + n - 3);
     else
@@ -901,9 +903,15 @@ out_free:
 static int warm_up_arm(const tb_rounds_cfg *cfg, const tb_arm *arms, int i, arm_job *jobs,
                        tb_rounds_result *out)
 {
-    double unit_s = 0;
-    TB_TRY(warm_up(cfg, &arms[i], &out->arms[i].warmup_units, &unit_s));
+    double unit_s = 0, untimed_s = 0;
+    TB_TRY(warm_up(cfg, &arms[i], &out->arms[i].warmup_units, &unit_s, &untimed_s));
     jobs[i].unit_s = unit_s;
+    /* The warm-up's untimed part is the arm's first build (and prepare):
+     * what a rebuild costs, known before the first rebuild is due, so that
+     * a dear build (a ResNet-50 trainer's 0.8 s beside its 0.05 s
+     * repetitions) is spaced by TB_ROUNDS_REBUILD_SHARE from the start. */
+    if (arms[i].rebuild && !(jobs[i].rebuild_s > 0))
+        jobs[i].rebuild_s = untimed_s;
     jobs[i].units = reps_units(cfg->min_rep_s, unit_s);
     out->arms[i].units_per_rep = jobs[i].units;
     fprintf(stderr, "rounds: %s warmed up in %ld units, %.3g s a unit, %ld units a "

@@ -44,7 +44,8 @@
  *      interval is over builds (tb_stats_paired_builds: the between-build
  *      spread added), and an arm stops on its target only once its rounds
  *      span TB_ROUNDS_MIN_BUILDS builds. An arm whose build is dear is
- *      rebuilt less often (TB_ROUNDS_REBUILD_SHARE).
+ *      rebuilt less often (TB_ROUNDS_REBUILD_SHARE), judged from its first
+ *      build (the untimed part of its warm-up) until a rebuild is timed.
  * Google Benchmark times each repetition: every round registers its arms in
  * the round's order with fixed iterations and one repetition, and runs
  * them; the runs of all rounds go to one JSON file.

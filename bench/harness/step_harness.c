@@ -1245,6 +1245,8 @@ static int run_workload(step_run *r)
     const tb_step_technique *t = r->tech;
     tb_workload_label((tb_workload)r->wl, (tb_workload_size)r->wl_size, r->wl_label,
                       sizeof r->wl_label);
+    if (t->workload_ready)
+        t->workload_ready(r->b.info.backend, r->wl);
     base_config(r);
     r->wl_fit[0] = '\0';
     TB_TRY(fit_batch(r));
@@ -1273,8 +1275,6 @@ static unsigned workload_set(const tb_step_technique *t)
 static int run(step_run *r)
 {
     const tb_step_technique *t = r->tech;
-    if (t->backend_ready)
-        t->backend_ready(r->b.info.backend);
     if (r->mem_limit_mib > 0)
         TB_TRY(r->b.be->mem_set_limit(r->b.be, (size_t)(r->mem_limit_mib * 1048576.0)));
     r->wl_size = r->wl_size_flag > 0                 ? r->wl_size_flag - 1

@@ -10,7 +10,7 @@
  *   1. the common flags (bench/harness/harness.h) plus --mem-limit,
  *      --check-steps and the rounds' --target, --budget, --max-rounds and
  *      --seed; the Fashion-MNIST subset of the profile, decoded once;
- *   2. the entry's backend_ready hook, when it has one; n/a rows for the
+ *   2. the entry's workload_ready hook, when it has one; n/a rows for the
  *      settings the backend gives no meaning to (the
  *      baseline is always timed, so every technique has a reference);
  *   3. the correctness pass: per setting a fresh trainer from the same seed,
@@ -155,11 +155,12 @@ typedef struct tb_step_technique {
     /* Non-NULL: adjusts a setting's row before it is added (e.g. the
      * waterfall's param_name per kind of row). */
     void (*row_hook)(int idx, tb_result_row *row);
-    /* Non-NULL: called once the backend is open ("cpu", "cuda"), before
-     * any setting is applied, checked or asked for its n/a reason: for an
-     * entry whose settings depend on the backend (the waterfall's masks
-     * hold only the stages that backend runs). */
-    void (*backend_ready)(const char *backend);
+    /* Non-NULL: called once the backend is open ("cpu", "cuda") and before
+     * each workload (a tb_workload), before any setting is applied, checked
+     * or asked for its n/a reason: for an entry whose settings depend on
+     * the backend or the model (the waterfall's masks hold only the stages
+     * that backend runs and that model has something for). */
+    void (*workload_ready)(const char *backend, int workload);
     /* 1: every setting's trainer is rebuilt each round (from the same seed,
      * warmed up, untimed), one alive at a time, even where memory would
      * hold them all (e.g. a sweep of many configurations on a larger

@@ -9,6 +9,17 @@
  *
  *   bazel run //bench:waterfall -- [--device=cpu] [--profile=default|full|tiny]
  *
+ * The step part runs on three workloads (issue 15): the small CNN on
+ * Fashion-MNIST, ResNet-50 and GPT-2 (reduced in the default profile, the
+ * real models in the full and gpu ones; lib/train/workload.h), each with
+ * its own baseline (all off) and rows carrying the workload column, so that
+ * a reader sees a tip that helps the transformer do nothing for the CNN. A
+ * stage whose model lacks what it acts on (GELU in ResNet-50, convolutions
+ * in GPT-2, layer norm and attention in the CNNs, a loader for the big
+ * models' synthetic batches) is an n/a row saying so on that workload, and
+ * is left out of that workload's "all on". The budget is shared: each
+ * workload gets what is left of it divided by the workloads still to time.
+ *
  * Stages are the training-step toggles lib/train/config.h has; a new toggle joins
  * by one line in `stages`. "debug APIs off" is on when --detect-anomaly is
  * off, so "all off" runs with anomaly detection (the technique off). Host
@@ -43,6 +54,8 @@ typedef struct stage {
     void (*off)(tb_config *cfg);  /* and off (the baseline's value) */
     const char *cpu_na;           /* NULL: runs on the CPU backend; else why it means
                                      nothing there (the trainer's reason) */
+    const char *wl_na[TB_WORKLOADS]; /* NULL: the workload has what the technique acts
+                                        on; else why it does not */
     int needs;                    /* index of a stage it cannot run without, -1: none */
     const char *needs_why;
 } stage;
@@ -67,6 +80,10 @@ static void nhwc_on(tb_config *c) { c->channels_last = 1; }
 static void nhwc_off(tb_config *c) { c->channels_last = 0; }
 static void tb_amp_on(tb_config *c) { c->amp_dtype = TB_AMP_BF16; }
 static void amp_off(tb_config *c) { c->amp_dtype = TB_AMP_OFF; }
+static void ln_on(tb_config *c) { c->fused_layernorm = 1; }
+static void ln_off(tb_config *c) { c->fused_layernorm = 0; }
+static void attn_on(tb_config *c) { c->fused_attention = 1; }
+static void attn_off(tb_config *c) { c->fused_attention = 0; }
 static void tod_on(tb_config *c) { c->tensors_on_device = 1; }
 static void tod_off(tb_config *c) { c->tensors_on_device = 0; }
 static void aod_on(tb_config *c) { c->augment_on_device = 1; }
@@ -83,53 +100,81 @@ static void graphs_off(tb_config *c) { c->cuda_graphs = 0; }
  * with non_blocking, as PyTorch recommends them (bench:pinned_memory times
  * each); with CUDA graphs the trainer copies each staged batch into the
  * graph's fixed inputs on the device (lib/train/train_device.c). */
+/* Why a stage means nothing on a workload: the model lacks what it acts on. */
+#define NO_CONV_GPT2 "n/a on GPT-2: it has no convolutions"
+#define NO_LN(model) "n/a on " model ": it has no layer norm"
+#define NO_ATTN(model) "n/a on " model ": it has no attention"
+#define NO_LOAD(model) "n/a on " model ": its synthetic batches are made once in memory, " \
+                       "leaving nothing to load in workers (bench:workers times loaders on " \
+                       "Fashion-MNIST)"
+
 static const stage stages[] = {
-    {"grads_to_none", gtn_on, gtn_off, NULL, -1, NULL},
-    {"fused_gelu", gelu_on, gelu_off, NULL, -1, NULL},
-    {"no conv bias", bias_on, bias_off, NULL, -1, NULL},
-    {"fused_optimizer", fopt_on, fopt_off, NULL, -1, NULL},
-    {"conv_autotune", tune_on, tune_off, NULL, -1, NULL},
-    {"2 persistent workers", work_on, work_off, NULL, -1, NULL},
-    {"tf32", tf32_on, tf32_off, NULL, -1, NULL},
-    [DEBUG_STAGE] = {"debug APIs off", debug_on, debug_off, NULL, -1, NULL},
-    {"channels last", nhwc_on, nhwc_off, NULL, -1, NULL},
-    {"bf16 autocast", tb_amp_on, amp_off, NULL, -1, NULL},
+    {"grads_to_none", gtn_on, gtn_off, NULL, {NULL}, -1, NULL},
+    {"fused_gelu", gelu_on, gelu_off, NULL,
+     {[TB_WL_RESNET50] = "n/a on ResNet-50: it has no GELU (its activations are ReLU)"}, -1,
+     NULL},
+    {"no conv bias", bias_on, bias_off, NULL, {[TB_WL_GPT2] = NO_CONV_GPT2}, -1, NULL},
+    {"fused_optimizer", fopt_on, fopt_off, NULL, {NULL}, -1, NULL},
+    {"conv_autotune", tune_on, tune_off, NULL, {[TB_WL_GPT2] = NO_CONV_GPT2}, -1, NULL},
+    {"2 persistent workers", work_on, work_off, NULL,
+     {[TB_WL_RESNET50] = NO_LOAD("ResNet-50"), [TB_WL_GPT2] = NO_LOAD("GPT-2")}, -1, NULL},
+    {"tf32", tf32_on, tf32_off, NULL, {NULL}, -1, NULL},
+    [DEBUG_STAGE] = {"debug APIs off", debug_on, debug_off, NULL, {NULL}, -1, NULL},
+    {"channels last", nhwc_on, nhwc_off, NULL,
+     {[TB_WL_GPT2] = "n/a on GPT-2: it has no image tensors (no convolutions)"}, -1, NULL},
+    {"bf16 autocast", tb_amp_on, amp_off, NULL, {NULL}, -1, NULL},
+    {"fused layernorm", ln_on, ln_off, NULL,
+     {[TB_WL_SMALL_CNN] = NO_LN("the small CNN"), [TB_WL_RESNET50] = NO_LN("ResNet-50")}, -1,
+     NULL},
+    {"fused attention", attn_on, attn_off, NULL,
+     {[TB_WL_SMALL_CNN] = NO_ATTN("the small CNN"), [TB_WL_RESNET50] = NO_ATTN("ResNet-50")},
+     -1, NULL},
     {"tensors_on_device", tod_on, tod_off,
-     "n/a on the CPU backend: host and device memory are the same", -1, NULL},
+     "n/a on the CPU backend: host and device memory are the same", {NULL}, -1, NULL},
     {"augment_on_device", aod_on, aod_off,
      "n/a on the CPU backend: the CPU is the device, augmentation already runs where the "
-     "model runs", -1, NULL},
+     "model runs", {NULL}, -1, NULL},
     {"pinned memory + non_blocking", pin_on, pin_off,
      "n/a on the CPU backend: no copy to a device: batches are already where the kernels "
-     "read them", -1, NULL},
+     "read them", {NULL}, -1, NULL},
     {"cuda_graphs", graphs_on, graphs_off,
-     "n/a on the CPU backend: no kernel launches to capture", DEBUG_STAGE,
+     "n/a on the CPU backend: no kernel launches to capture", {NULL}, DEBUG_STAGE,
      "a replay cannot read the loss on the host mid-step (--detect-anomaly)"},
 };
 #define NSTAGES ((int)(sizeof stages / sizeof stages[0]))
 #define NSETTINGS (2 * NSTAGES + 2)
 
-/* Why stage k means nothing on backend, NULL when it runs there. */
-static const char *stage_na(int k, const char *backend)
+/* Why stage k means nothing on backend or on workload wl (a tb_workload),
+ * NULL when it runs there. */
+static const char *stage_na(int k, const char *backend, int wl)
 {
-    return strcmp(backend, "cpu") == 0 ? stages[k].cpu_na : NULL;
+    if (strcmp(backend, "cpu") == 0 && stages[k].cpu_na)
+        return stages[k].cpu_na;
+    return stages[k].wl_na[wl];
 }
 
-/* The stages backend runs. */
-static unsigned stages_on(const char *backend)
+/* The stages backend runs on workload wl. */
+static unsigned stages_on(const char *backend, int wl)
 {
     unsigned mask = 0;
     for (int k = 0; k < NSTAGES; k++)
-        mask |= stage_na(k, backend) ? 0u : 1u << k;
+        mask |= stage_na(k, backend, wl) ? 0u : 1u << k;
     return mask;
 }
 
-/* param holds the mask of stages switched on. */
+/* The workload being run (a tb_workload): set before each workload's
+ * settings are applied (build_masks) and before time to accuracy. */
+static int cur_wl;
+
+/* param holds the mask of stages switched on. A stage the workload's model
+ * has nothing for is left at the model's own value (GPT-2's conv bias is
+ * "auto": it has no convolutions to give one). */
 static void apply_mask(tb_config *cfg, double param)
 {
     unsigned mask = (unsigned)param;
     for (int k = 0; k < NSTAGES; k++)
-        (mask >> k & 1 ? stages[k].on : stages[k].off)(cfg);
+        if (!stages[k].wl_na[cur_wl])
+            (mask >> k & 1 ? stages[k].on : stages[k].off)(cfg);
 }
 
 static tb_step_setting settings[NSETTINGS];
@@ -166,10 +211,12 @@ static void build_names(void)
     }
 }
 
-/* The masks for the stages backend runs (the harness's backend_ready). */
-static void build_masks(const char *backend)
+/* The masks for the stages backend runs on workload wl (the harness's
+ * workload_ready, before each workload). */
+static void build_masks(const char *backend, int wl)
 {
-    unsigned all = stages_on(backend);
+    unsigned all = stages_on(backend, wl);
+    cur_wl = wl;
     for (int i = 0; i < NSETTINGS; i++) {
         int k = row_stage(i);
         unsigned mask = i <= NSTAGES ? ((1u << i) - 1) & all : k < 0 ? all : all & ~(1u << k);
@@ -177,13 +224,14 @@ static void build_masks(const char *backend)
     }
 }
 
-/* A stage the backend does not run, or a stage on without one it needs. */
+/* A stage the backend or the workload gives no meaning to, or a stage on
+ * without one it needs. */
 static const char *na_reason(const char *backend, const tb_step_setting *s)
 {
     static char why[256];
     int k = row_stage((int)(s - settings));
-    if (k >= 0 && stage_na(k, backend))
-        return stage_na(k, backend);
+    if (k >= 0 && stage_na(k, backend, cur_wl))
+        return stage_na(k, backend, cur_wl);
     unsigned mask = (unsigned)s->param;
     for (int j = 0; j < NSTAGES; j++) {
         int need = stages[j].needs;
@@ -200,23 +248,37 @@ static const tb_step_technique waterfall = {
     .desc = {
         .name = "waterfall",
         .what = "techniques switched on one after another, and all on but one",
-        .est_seconds = {49, 1800, 30, 36}, /* default, full, tiny, gpu */
-        /* The step part's rounds (all 30 configurations interleaved); the
-         * rest of est_seconds is the time-to-accuracy part (2 runs of at
-         * most 30 s in the default profile), which is not timed in rounds. */
-        .budget_seconds = {80, 900, 10, 34},
+        .est_seconds = {110, 1800, 30, 36}, /* default, full, tiny, gpu */
+        /* The step part's checks and rounds on the three workloads (each
+         * workload's configurations interleaved); the rest of est_seconds is
+         * the time-to-accuracy part (2 runs of at most 30 s in the default
+         * profile), which is not timed in rounds. Default: 105 s, about 35
+         * s a workload (the small CNN alone had 80 s and stopped on its
+         * target after 67 s of rounds: its intervals now widen a little and
+         * may stop on the budget, which the report flags); gpu: 34 s, about
+         * 11 s a workload, not yet measured on a GPU. */
+        .budget_seconds = {105, 900, 10, 34},
         .order = 270,
-        .tiny = {.min_rows = 30, .plots = "waterfall", .na_note = "n/a on the CPU backend: "},
+        .tiny = {.min_rows = 3 * NSETTINGS, .plots = "waterfall", .na_note = "n/a on "},
     },
     .param_name = "stage",
     TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_STEP,
     .na_reason = na_reason,
-    .tolerance = 5e-2,
-    .tolerance_why = "the conv autotuner's and bf16 autocast's (another summation order or "
-                     "8-bit mantissas, amplified by SGD; 1.1e-2 and 1.4e-2 after 50 steps)",
+    /* Its configurations combine techniques each held to 5% by its own
+     * target, and their differences add: on the tiny ResNet-50 (width 8,
+     * batch 4, 5 steps) "all on but no conv bias" ended 6.1% and "all on
+     * but channels last" 5.4% from all off, where the rounding control
+     * (fp32, weights moved by 7.6e-6) ended 1.5% away; on the reduced one
+     * (3 steps) at most 3.3%. */
+    .tolerance = 1e-1,
+    .tolerance_why = "combinations of techniques each within 5% of its own baseline (bf16's 8-bit "
+                     "mantissas, another summation order in the autotuner's and channels-last's "
+                     "kernels, amplified by SGD), whose differences add: up to 6.1% on the tiny "
+                     "ResNet-50",
     .row_hook = row_hook,
-    .backend_ready = build_masks,
+    .workload_ready = build_masks,
+    .workloads = TB_WL_BIT(TB_WL_SMALL_CNN) | TB_WL_BIT(TB_WL_RESNET50) | TB_WL_BIT(TB_WL_GPT2),
 };
 
 /* ---- time to accuracy ---- */
@@ -343,7 +405,7 @@ static int tta_alone(tb_bench *b, const tta_plan *p, int k, const tb_dataset *tr
 {
     char name[64];
     const stage *st = &stages[k];
-    const char *na = stage_na(k, b->info.backend);
+    const char *na = stage_na(k, b->info.backend, TB_WL_SMALL_CNN);
     unsigned mask = 1u << k;
     if (st->needs >= 0)
         mask |= 1u << st->needs;
@@ -380,7 +442,8 @@ static int tta_main(int argc, char **argv)
     TB_TRY_GOTO(rc, tb_dataset_open_fashion_mnist(NULL, TB_SPLIT_TRAIN, 0, &train), out_close);
     TB_TRY_GOTO(rc, tb_dataset_open_fashion_mnist(NULL, TB_SPLIT_TEST, (long)p->test_n, &test),
                 out_close);
-    unsigned all = stages_on(b.info.backend);
+    cur_wl = TB_WL_SMALL_CNN;
+    unsigned all = stages_on(b.info.backend, cur_wl);
     TB_TRY_GOTO(rc, tta_row(&b, p, "baseline", 1, 0, train, test), out_close);
     TB_TRY_GOTO(rc, tta_row(&b, p, "all techniques", 0, all, train, test), out_close);
     for (int k = 0; p->each_alone && k < NSTAGES; k++)

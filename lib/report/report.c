@@ -392,16 +392,16 @@ static void sec_ceilings(doc *d, const tb_report_folder *f, const tb_report_pick
 }
 
 /* Rows of a waterfall or time-to-accuracy CSV with param_name == kind
- * (NULL: all), as a table. */
-static void step_table(doc *d, const tb_results *res, const char *kind, const char *first_col,
-                       const char *speedup_col)
+ * (NULL: all) on workload wl (NULL: every one), as a table. */
+static void step_table(doc *d, const tb_results *res, const char *kind, const char *wl,
+                       const char *first_col, const char *speedup_col)
 {
     const char *h[6] = {first_col, "median [95% CI]", speedup_col, "verdict",
                         "correctness (tolerance)", "note"};
     tb_doc_table(d, 6, h);
     for (size_t i = 0; i < res->n; i++) {
         const tb_result_row *r = &res->rows[i];
-        if (kind && strcmp(r->param_name, kind) != 0)
+        if ((kind && strcmp(r->param_name, kind) != 0) || (wl && strcmp(r->workload, wl) != 0))
             continue;
         char tm[160], sp[160], v[320], c[320], note[900];
         if (!is_timed(r)) {
@@ -425,10 +425,12 @@ static void step_table(doc *d, const tb_results *res, const char *kind, const ch
     }
 }
 
-/* The waterfall's rows of one kind as labeled bars: cumulative speedup
- * (stage) or speedup over all off (leave-one-out), the median step time
- * above each bar, the baseline drawn too. */
-static void waterfall_figure(doc *d, const tb_report_folder *f, const char *kind)
+/* The waterfall's rows of one kind on workload wl (NULL: the only one) as
+ * labeled bars: cumulative speedup (stage) or speedup over all off
+ * (leave-one-out), the median step time above each bar, the baseline drawn
+ * too; a stage n/a on the workload gets no bar. Several workloads: one
+ * figure each, named after its model (waterfall_stages_gpt2). */
+static void waterfall_figure(doc *d, const tb_report_folder *f, const char *kind, const char *wl)
 {
     tb_bar bars[64];
     size_t n = 0;
@@ -436,7 +438,8 @@ static void waterfall_figure(doc *d, const tb_report_folder *f, const char *kind
     int stages = !strcmp(kind, "stage");
     for (size_t i = 0; i < f->waterfall.n && n < 64; i++) {
         const tb_result_row *r = &f->waterfall.rows[i];
-        if (strcmp(r->param_name, kind) != 0)
+        if (strcmp(r->param_name, kind) != 0 || (wl && strcmp(r->workload, wl) != 0) ||
+            (wl && !is_timed(r)))
             continue;
         tb_bar *b = &bars[n++];
         memset(b, 0, sizeof *b);
@@ -455,10 +458,15 @@ static void waterfall_figure(doc *d, const tb_report_folder *f, const char *kind
     }
     if (!n)
         return;
-    char name[64], cap[700], what[500];
-    snprintf(name, sizeof name, "%s_%s", TB_REPORT_WATERFALL, stages ? "stages" : "leave_one_out");
-    tb_bars b = {stages ? "Techniques switched on one after another (cumulative)"
-                        : "Every technique on but one (leave-one-out)",
+    char name[96], cap[1400], what[500], model[48] = "", title[160];
+    if (wl)
+        snprintf(model, sizeof model, "%.*s", (int)strcspn(wl, "-"), wl);
+    snprintf(name, sizeof name, "%s_%s%s%s", TB_REPORT_WATERFALL,
+             stages ? "stages" : "leave_one_out", model[0] ? "_" : "", model);
+    snprintf(title, sizeof title, "%s%s%s", stages ? "Techniques switched on one after another "
+             "(cumulative)" : "Every technique on but one (leave-one-out)", wl ? ", on " : "",
+             wl ? wl : "");
+    tb_bars b = {title,
                  stages ? "cumulative speedup over all off (×)" : "speedup over all off (×)",
                  stages ? "configuration: each adds one technique to the ones left of it"
                         : "configuration: the technique named is left off",
@@ -469,13 +477,28 @@ static void waterfall_figure(doc *d, const tb_report_folder *f, const char *kind
         return;
     }
     measured_text(f, &f->waterfall, what, sizeof what);
-    snprintf(cap, sizeof cap, "%sBars: %s, with the 95%% interval; above each bar the median "
-             "step time. Also `%s.svg` and `%s.pdf` in `plots/%s/`.", what,
+    snprintf(cap, sizeof cap, "%sBars: %s%s%s, with the 95%% interval; above each bar the "
+             "median step time. Also `%s.svg` and `%s.pdf` in `plots/%s/`.", what,
              stages ? "cumulative speedup of each configuration over every technique off"
                     : "speedup over every technique off; the dashed line is all on",
-             name, name, f->slug);
+             wl ? " on " : "", wl ? wl : "", name, name, f->slug);
     add_own_figure(d, f, name, stages ? "waterfall: cumulative speedup, bar per technique"
                                       : "leave-one-out: speedup with all on but one", cap);
+}
+
+/* The waterfall's two tables and figures on workload wl (NULL: the only
+ * one). */
+static void waterfall_tables(doc *d, const tb_report_folder *f, const char *wl)
+{
+    step_table(d, &f->waterfall, "stage", wl, "switched on (cumulative)",
+               "cumulative speedup [95% CI]");
+    tb_doc_text(d, BK_P, "Leave-one-out: every technique on except the one named. A technique "
+                      "whose removal costs little matters little here; one whose removal costs "
+                      "more than its own step above interacts with the others.");
+    step_table(d, &f->waterfall, "leave-one-out", wl, "configuration",
+               "speedup over all off [95% CI]");
+    waterfall_figure(d, f, "stage", wl);
+    waterfall_figure(d, f, "leave-one-out", wl);
 }
 
 static void sec_waterfall(doc *d, const tb_report_folder *f)
@@ -492,13 +515,30 @@ static void sec_waterfall(doc *d, const tb_report_folder *f)
                       "augmentation made on the device, pinned memory, CUDA graphs) are left out of every "
                       "row here, \"all on\" included; their rows are under \"Not applicable "
                       "on this device\" with the reason.");
-    step_table(d, &f->waterfall, "stage", "switched on (cumulative)", "cumulative speedup [95% CI]");
-    tb_doc_text(d, BK_P, "Leave-one-out: every technique on except the one named. A technique "
-                      "whose removal costs little matters little here; one whose removal costs "
-                      "more than its own step above interacts with the others.");
-    step_table(d, &f->waterfall, "leave-one-out", "configuration", "speedup over all off [95% CI]");
-    waterfall_figure(d, f, "stage");
-    waterfall_figure(d, f, "leave-one-out");
+    /* the workloads, in the order of their rows */
+    const char *wls[8];
+    int nwl = 0;
+    for (size_t i = 0; i < f->waterfall.n; i++) {
+        const char *w = f->waterfall.rows[i].workload;
+        int seen = 0;
+        for (int k = 0; k < nwl; k++)
+            seen |= !strcmp(wls[k], w);
+        if (!seen && nwl < 8)
+            wls[nwl++] = w;
+    }
+    if (nwl <= 1) {
+        waterfall_tables(d, f, NULL);
+        return;
+    }
+    tb_doc_text(d, BK_P, "It ran on %d workloads, each against its own step with every "
+                "technique off: a technique that helps one model may do nothing for another. "
+                "A technique whose model has nothing for it to act on (GELU in ResNet-50, "
+                "convolutions in GPT-2, layer norm and attention in the CNNs) is n/a on that "
+                "workload and left out of its \"all on\".", nwl);
+    for (int k = 0; k < nwl; k++) {
+        tb_doc_text(d, BK_H3, "Waterfall on %s", wls[k]);
+        waterfall_tables(d, f, wls[k]);
+    }
 }
 
 static void sec_tta(doc *d, const tb_report_folder *f)
@@ -513,7 +553,7 @@ static void sec_tta(doc *d, const tb_report_folder *f)
     tb_doc_text(d, BK_P, "Wall time from the start of training until the test accuracy first "
                       "reaches the target; the speedup is against the baseline (every "
                       "technique off).");
-    step_table(d, &f->tta, NULL, "configuration", "speedup [95% CI]");
+    step_table(d, &f->tta, NULL, NULL, "configuration", "speedup [95% CI]");
     add_figures_named(d, f, TB_REPORT_TTA, &f->tta);
 }
 

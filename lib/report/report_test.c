@@ -729,6 +729,42 @@ static void test_optional_sections(const char *rdir, const char *pdir)
         check_na_reasons(md);
     free(md);
 
+    /* the waterfall on two workloads: a section per workload with its own
+     * tables and figures (named after the model), a stage n/a on one of
+     * them in its tables and not among its bars */
+    tb_results_init(&w);
+    static const char *const wls[2] = {"small_cnn-fashion_mnist", "gpt2-reduced-synthetic"};
+    for (int k = 0; k < 2; k++) {
+        add_timed(&w, "waterfall", "all off", 1, "stage", 0, "step time", 10 + k, 1);
+        add_timed(&w, "waterfall", "+ fused GELU", 0, "stage", 1, "step time", 8, 1.25 + k);
+        add_timed(&w, "waterfall", "all on", 0, "leave-one-out", 0, "step time", 8, 1.25 + k);
+        for (size_t i = w.n - 3; i < w.n; i++)
+            snprintf(w.rows[i].workload, sizeof w.rows[i].workload, "%s", wls[k]);
+    }
+    add_na(&w, "waterfall", "+ no conv bias", "step time", "n/a on GPT-2: it has no convolutions");
+    snprintf(w.rows[w.n - 1].workload, sizeof w.rows[0].workload, "%s", wls[1]);
+    snprintf(w.rows[w.n - 1].param_name, sizeof w.rows[0].param_name, "stage");
+    CHECK_OK(save(&w, rdir, "waterfall"));
+    tb_results_free(&w);
+    CHECK_OK(tb_report_write_dir(rdir, pdir));
+    md = slurp(path);
+    CHECK(md && strstr(md, "It ran on 2 workloads, each against its own step"));
+    const char *on_cnn = md ? strstr(md, "### Waterfall on small_cnn-fashion_mnist") : NULL;
+    const char *on_gpt = md ? strstr(md, "### Waterfall on gpt2-reduced-synthetic") : NULL;
+    CHECK(on_cnn && on_gpt && on_cnn < on_gpt);
+    /* each section holds its own rows: GPT-2's 2.25x only after its heading */
+    const char *gpt_row = md ? strstr(md, "| + fused GELU | 8.00 ms [7.76, 8.32] | 2.25×") : NULL;
+    CHECK(gpt_row && on_gpt && gpt_row > on_gpt);
+    CHECK(md && strstr(md, "n/a: on GPT-2: it has no convolutions"));
+    gp = tb_test_slurp(pdir, "waterfall_stages_gpt2.gp");
+    CHECK(gp && strstr(gp, "on gpt2-reduced-synthetic") &&
+          strstr(gp, "set xtics (\"all off\" 0, \"+ fused GELU\" 1)"));
+    free(gp);
+    gp = tb_test_slurp(pdir, "waterfall_leave_one_out_small_cnn.gp");
+    CHECK(gp != NULL);
+    free(gp);
+    free(md);
+
     /* the gpu profile, chosen by --profile=auto: the report says so, and
      * that this CPU run's times say nothing about its H100 budgets */
     bf = fopen(bpath, "w");
