@@ -409,39 +409,61 @@ static conv_entry conv_key(const tb_conv_desc *d, tb_conv_kind kind, int algo, i
     return key;
 }
 
-/* Puts a created entry into the cache, evicting the least recently used. */
+/* The hash of what conv_key_equal compares (conv_key defines every byte of
+ * the desc). */
+static uint32_t conv_key_hash(const conv_entry *k)
+{
+    uint32_t h = cache_hash(2166136261u, &k->d, sizeof k->d);
+    h = cache_hash(h, &k->kind, sizeof k->kind);
+    h = cache_hash(h, &k->algo, sizeof k->algo);
+    return cache_hash(h, &k->has_bias, sizeof k->has_bias);
+}
+
+/* Puts a created entry into the cache, evicting the least recently used
+ * (a scan, on a miss only: creating the primitive costs far more). */
 static conv_entry *conv_cache_insert(tb_backend *be, dnnl_state *st, const conv_entry *e)
 {
-    conv_entry *victim = &st->conv[0];
+    int v = 0;
     for (int i = 0; i < CONV_CACHE_SIZE; i++) {
         conv_entry *c = &st->conv[i];
-        if (!c->used || (victim->used && c->last_use < victim->last_use))
-            victim = c;
+        if (!c->used || (st->conv[v].used && c->last_use < st->conv[v].last_use))
+            v = i;
+        if (!c->used)
+            break;
     }
+    conv_entry *victim = &st->conv[v];
+    if (victim->used)
+        cache_index_remove(&st->conv_ix, v);
     conv_entry_destroy(be, victim);
     *victim = *e;
     victim->used = 1;
     victim->last_use = ++st->clock;
+    cache_index_add(&st->conv_ix, v, conv_key_hash(victim));
     return victim;
+}
+
+/* The cached entry equal to key, NULL if none. */
+static conv_entry *conv_find_entry(dnnl_state *st, const conv_entry *key)
+{
+    uint32_t h = conv_key_hash(key);
+    for (int s = cache_index_first(&st->conv_ix, h); s; s = st->conv_ix.next[s - 1])
+        if (st->conv_ix.hash[s - 1] == h && conv_key_equal(&st->conv[s - 1], key))
+            return &st->conv[s - 1];
+    return NULL;
 }
 
 static int conv_cached(dnnl_state *st, const conv_entry *key)
 {
-    for (int i = 0; i < CONV_CACHE_SIZE; i++)
-        if (conv_key_equal(&st->conv[i], key))
-            return 1;
-    return 0;
+    return conv_find_entry(st, key) != NULL;
 }
 
 static int conv_lookup(tb_backend *be, dnnl_state *st, const conv_entry *key, conv_entry **out)
 {
-    for (int i = 0; i < CONV_CACHE_SIZE; i++) {
-        conv_entry *e = &st->conv[i];
-        if (conv_key_equal(e, key)) {
-            e->last_use = ++st->clock;
-            *out = e;
-            return TB_OK;
-        }
+    conv_entry *e = conv_find_entry(st, key);
+    if (e) {
+        e->last_use = ++st->clock;
+        *out = e;
+        return TB_OK;
     }
     conv_entry fresh = *key;
     TB_TRY(conv_entry_create(be, st, &fresh));
@@ -803,6 +825,8 @@ void tb_cpu_conv_cache_release(tb_backend *be)
     dnnl_state *st = state_of(be);
     for (int i = 0; i < CONV_CACHE_SIZE; i++)
         conv_entry_destroy(be, &st->conv[i]);
+    memset(st->conv_head, 0, sizeof st->conv_head);
+    memset(st->conv_next, 0, sizeof st->conv_next);
 }
 
 void tb_cpu_install_conv(tb_backend *be)

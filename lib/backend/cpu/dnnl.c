@@ -30,6 +30,8 @@ int tb_cpu_install_dnnl_ops(tb_backend *be)
     if (!st)
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory for oneDNN state");
     pthread_mutex_init(&st->lock, NULL);
+    st->conv_ix = (cache_index){st->conv_head, st->conv_next, st->conv_hash, CONV_BUCKETS};
+    st->gemm_ix = (cache_index){st->gemm_head, st->gemm_next, st->gemm_hash, GEMM_BUCKETS};
     c->dnnl = st;
     int prev = threads_enter(be);
     int rc = TB_OK;

@@ -70,10 +70,18 @@ const char *tb_cpu_dnnl_isa(void);
 /* ResNet-50 alone needs 74 convolution entries (25 shapes, 3 directions,
  * no data gradient for the stem) plus the evaluation batch's forwards: with
  * 64, LRU eviction on that cyclic order missed on every call, and each step
- * re-created (and re-JITted) every primitive. 256 holds a model's training
- * and evaluation shapes with room for the autotuner's. */
-#define CONV_CACHE_SIZE 256
-#define GEMM_CACHE_SIZE 32
+ * re-created (and re-JITted) every primitive. Every configuration a process
+ * keeps alive needs its own entries (layout, precision, math mode, bias,
+ * algorithm are in the key): the waterfall's 19 ResNet-50 trainers need
+ * about 900 and its GPT-2 ones about 50 GEMMs; at 256 and 32 the trainers
+ * that ran least recently found theirs evicted, re-created them inside
+ * their timed steps, and a setting's step time swung between 21 and 31 ms
+ * from one round to the next. So: 2048 and 512, found through a hash index
+ * (cache_index below), not a scan of every slot per call. */
+#define CONV_CACHE_SIZE 2048
+#define CONV_BUCKETS 4096
+#define GEMM_CACHE_SIZE 512
+#define GEMM_BUCKETS 1024
 #define FIND_TIMED_RUNS 3
 #define FIND_CUTOFF 4.0f /* warm-ups this many times the best so far are not timed again */
 
@@ -119,6 +127,50 @@ typedef struct gemm_entry {
     size_t ws_bytes;          /* scratchpad, at workspace offset 0 */
 } gemm_entry;
 
+/* A hash index over a cache's slots: each bucket chains the slots whose
+ * key hashes to it. Links hold slot + 1 (0: none), so a calloc'd state
+ * starts empty. */
+typedef struct cache_index {
+    int *head;                /* (buckets) first slot + 1 of each bucket */
+    int *next;                /* (slots) next slot + 1 in the same bucket */
+    uint32_t *hash;           /* (slots) the key hash of each indexed slot */
+    int buckets;              /* a power of two */
+} cache_index;
+
+/* FNV-1a of n bytes, continuing from h (2166136261u to start). */
+static inline uint32_t cache_hash(uint32_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 16777619u;
+    return h;
+}
+
+static inline void cache_index_add(cache_index *ix, int slot, uint32_t h)
+{
+    int b = (int)(h & (uint32_t)(ix->buckets - 1));
+    ix->hash[slot] = h;
+    ix->next[slot] = ix->head[b];
+    ix->head[b] = slot + 1;
+}
+
+/* Unlinks slot (which must be indexed) from its bucket. */
+static inline void cache_index_remove(cache_index *ix, int slot)
+{
+    int *link = &ix->head[ix->hash[slot] & (uint32_t)(ix->buckets - 1)];
+    while (*link && *link != slot + 1)
+        link = &ix->next[*link - 1];
+    if (*link)
+        *link = ix->next[slot];
+    ix->next[slot] = 0;
+}
+
+/* The first slot + 1 of the bucket of hash h; walk on with ix->next[s - 1]. */
+static inline int cache_index_first(const cache_index *ix, uint32_t h)
+{
+    return ix->head[h & (uint32_t)(ix->buckets - 1)];
+}
+
 typedef struct dnnl_state {
     dnnl_engine_t engine;
     dnnl_stream_t stream;
@@ -128,6 +180,11 @@ typedef struct dnnl_state {
     size_t ws_bytes;
     conv_entry conv[CONV_CACHE_SIZE];
     gemm_entry gemm[GEMM_CACHE_SIZE];
+    cache_index conv_ix, gemm_ix; /* over conv[] and gemm[]: their storage follows */
+    int conv_head[CONV_BUCKETS], conv_next[CONV_CACHE_SIZE];
+    uint32_t conv_hash[CONV_CACHE_SIZE];
+    int gemm_head[GEMM_BUCKETS], gemm_next[GEMM_CACHE_SIZE];
+    uint32_t gemm_hash[GEMM_CACHE_SIZE];
     int bf16;                 /* BF16_UNKNOWN, BF16_NATIVE or BF16_WIDENED */
     float *widened;           /* bf16 operands widened to fp32 (BF16_WIDENED) */
     size_t widened_bytes;

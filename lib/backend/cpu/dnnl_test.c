@@ -171,6 +171,20 @@ static void test_gemm(tb_backend *be)
            "f32 tol %g, tf32 tol %g)\n", cases, TOL_F32, TOL_TF32);
 }
 
+/* More GEMM shapes than the primitive cache holds (512, dnnl.h): the
+ * least recently used are evicted from the cache and its hash index, and a
+ * shape evicted comes back right (re-created), as does one still cached. */
+static void test_gemm_cache_evicts(tb_backend *be)
+{
+    int shapes = 540;
+    for (int m = 1; m <= shapes; m++)
+        test_gemm_case(be, 0, 0, m, 3, 2, 1.0f, 0.0f, TB_MATH_F32);
+    test_gemm_case(be, 0, 0, 1, 3, 2, 1.0f, 0.0f, TB_MATH_F32);      /* evicted */
+    test_gemm_case(be, 0, 0, shapes, 3, 2, 1.0f, 0.0f, TB_MATH_F32); /* still cached */
+    test_gemm_case(be, 0, 0, 2, 3, 2, 1.0f, 0.0f, TB_MATH_F32);      /* evicted */
+    printf("gemm cache: %d shapes through a 512-entry cache, evicted ones re-created\n", shapes);
+}
+
 /* Informational: does bf16 fpmath change anything on this CPU? */
 static void test_gemm_tf32_differs(tb_backend *be)
 {
@@ -516,6 +530,7 @@ int main(void)
 {
     tb_backend *be = backend_make(2);
     test_gemm(be);
+    test_gemm_cache_evicts(be);
     test_gemm_tf32_differs(be);
     test_gemm_errors(be);
     test_conv(be);

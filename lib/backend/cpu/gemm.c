@@ -132,27 +132,53 @@ static int gemm_key_equal(const gemm_entry *e, const gemm_entry *k)
            e->math == k->math && e->dtype == k->dtype;
 }
 
+/* The hash of what gemm_key_equal compares. */
+static uint32_t gemm_key_hash(const gemm_entry *k)
+{
+    int f[9] = {k->ta, k->tb, k->m, k->n, k->k, k->lda, k->ldb, k->ldc, (int)k->math};
+    uint32_t h = cache_hash(2166136261u, f, sizeof f);
+    h = cache_hash(h, &k->alpha_bits, sizeof k->alpha_bits);
+    h = cache_hash(h, &k->beta_bits, sizeof k->beta_bits);
+    int dt = (int)k->dtype;
+    return cache_hash(h, &dt, sizeof dt);
+}
+
 /* The cached entry for key, created (evicting the least recently used) if
  * missing. */
 static int gemm_lookup(dnnl_state *st, const gemm_entry *key, float alpha,
                        float beta, gemm_entry **out)
 {
-    gemm_entry *victim = &st->gemm[0];
-    for (int i = 0; i < GEMM_CACHE_SIZE; i++) {
-        gemm_entry *e = &st->gemm[i];
-        if (gemm_key_equal(e, key)) {
+    uint32_t h = gemm_key_hash(key);
+    for (int s = cache_index_first(&st->gemm_ix, h); s; s = st->gemm_ix.next[s - 1]) {
+        gemm_entry *e = &st->gemm[s - 1];
+        if (st->gemm_ix.hash[s - 1] == h && gemm_key_equal(e, key)) {
             e->last_use = ++st->clock;
             *out = e;
             return TB_OK;
         }
-        if (!e->used || (victim->used && e->last_use < victim->last_use))
-            victim = e;
     }
+    /* a miss: the least recently used slot (a scan; creating costs more) */
+    int v = 0;
+    for (int i = 0; i < GEMM_CACHE_SIZE; i++) {
+        gemm_entry *e = &st->gemm[i];
+        if (!e->used || (st->gemm[v].used && e->last_use < st->gemm[v].last_use))
+            v = i;
+        if (!e->used)
+            break;
+    }
+    gemm_entry *victim = &st->gemm[v];
+    if (victim->used)
+        cache_index_remove(&st->gemm_ix, v);
     gemm_entry_destroy(victim);
     *victim = *key;
-    TB_TRY(gemm_entry_create(st, victim, alpha, beta));
+    int rc = gemm_entry_create(st, victim, alpha, beta);
+    if (rc != TB_OK) {
+        gemm_entry_destroy(victim);
+        return rc;
+    }
     victim->used = 1;
     victim->last_use = ++st->clock;
+    cache_index_add(&st->gemm_ix, v, h);
     *out = victim;
     return TB_OK;
 }
@@ -333,6 +359,8 @@ void tb_cpu_gemm_cache_release(tb_backend *be)
     dnnl_state *st = state_of(be);
     for (int i = 0; i < GEMM_CACHE_SIZE; i++)
         gemm_entry_destroy(&st->gemm[i]);
+    memset(st->gemm_head, 0, sizeof st->gemm_head);
+    memset(st->gemm_next, 0, sizeof st->gemm_next);
 }
 
 void tb_cpu_install_gemm(tb_backend *be)
