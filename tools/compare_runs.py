@@ -17,7 +17,10 @@ interval,
     z = |log s1 - log s2| / sqrt(se1^2 + se2^2);
 two honest intervals of the same quantity give z > 1.96 for about 5% of
 rows. The script prints one line per row (technique, setting, s1 [lo, hi],
-s2 [lo, hi], z; `*` marks z > 1.96), the rows found in one run only, the
+s2 [lo, hi], z; `*` marks z > 1.96), the rows found in one run only, each
+run's machine probe before each technique (machine_probe.csv), how many
+disagreeing and agreeing rows had a baseline whose median moved between the
+runs (intervals that do not overlap: the machine ran at another speed), the
 median speedup-interval half-width (max(hi / s - 1, 1 - lo / s)) and median
 noise floor of each run, over all matched rows and over the step and loader
 rows (metric `step time` or `epoch time`, or --step-metrics), and last
@@ -109,10 +112,31 @@ def compared_row(row, where):
     return key, rec
 
 
+def baseline_row(row, where):
+    """(median, ci_low, ci_high) of a timed baseline row, None for any other row."""
+    if row["is_baseline"] != "1":
+        return None
+    vals = [number(row[c], where, c) for c in ("median", "ci_low", "ci_high")]
+    return tuple(vals) if None not in vals else None
+
+
+def attach_baselines(rows, bases):
+    """Each compared row's baseline as rec["base"]: the baseline row of its technique,
+    metric and workload with the same parameter (an op sweep's size), else the only
+    baseline of its technique, metric and workload; None when neither is found."""
+    by_group = {}
+    for (t, metric, wl, pname, pval), b in bases.items():
+        by_group.setdefault((t, metric, wl), []).append(b)
+    for (t, _setting, pname, pval, metric, wl), rec in rows.items():
+        b = bases.get((t, metric, wl, pname, pval))
+        group = by_group.get((t, metric, wl), [])
+        rec["base"] = b if b else group[0] if len(group) == 1 else None
+
+
 def read_run(path):
     """{key: record} of the compared rows of every technique CSV in the run."""
     folder = device_folder(path)
-    rows = {}
+    rows, bases = {}, {}
     for name in sorted(glob.glob(os.path.join(folder, "*.csv"))):
         if os.path.basename(name) == "machine_probe.csv":
             continue  # bench:all's machine state, read by read_probes
@@ -126,6 +150,10 @@ def read_run(path):
                 raise BadInput("%s: missing columns %s" % (name, ", ".join(missing)))
             for i, row in enumerate(reader, start=2):
                 where = "%s line %d" % (name, i)
+                base = baseline_row(row, where)
+                if base:
+                    bases[(row["technique"], row["metric"], row.get("workload") or "",
+                           row["param_name"], row["param_value"])] = base
                 got = compared_row(row, where)
                 if got is None:
                     continue
@@ -136,6 +164,7 @@ def read_run(path):
                 rows[key] = rec
     if not rows:
         raise BadInput("%s: no compared rows (non-baseline rows with a speedup interval)" % folder)
+    attach_baselines(rows, bases)
     return rows
 
 
@@ -208,6 +237,34 @@ def print_probes(path1, path2, keys, run1, run2):
         print("  %-26s %3d of %3d disagree   %-30s | %s" % (t, bad, len(rows), cell[0], cell[1]))
 
 
+def base_moved(a, b):
+    """Whether a row's baseline ran at another speed in the other run: the two
+    baselines' median intervals do not overlap. None when either has none."""
+    if not a.get("base") or not b.get("base"):
+        return None
+    (_, lo1, hi1), (_, lo2, hi2) = a["base"], b["base"]
+    return hi1 < lo2 or hi2 < lo1
+
+
+def print_moved(keys, run1, run2):
+    """How many disagreeing and agreeing rows had a baseline that moved between
+    the runs: a ratio measured while the machine ran at another speed may differ
+    by more than either run's interval (its state is not in the interval)."""
+    counts = {True: [0, 0], False: [0, 0]}  # disagrees: [moved, with a baseline]
+    for k in keys:
+        m = base_moved(run1[k], run2[k])
+        if m is None:
+            continue
+        c = counts[z_score(run1[k], run2[k]) > Z95]
+        c[0] += m
+        c[1] += 1
+    if counts[True][1] + counts[False][1] == 0:
+        return
+    print("baseline moved between the runs (its median's intervals do not overlap: the "
+          "machine ran at another speed): %d of %d disagreeing rows, %d of %d agreeing rows"
+          % (counts[True][0], counts[True][1], counts[False][0], counts[False][1]))
+
+
 def agreement(path1, path2, metrics, step_metrics):
     run1, run2 = read_run(path1), read_run(path2)
     if metrics:
@@ -230,6 +287,7 @@ def agreement(path1, path2, metrics, step_metrics):
     n = len(keys)
     print("rows with z > %.2f: %d of %d (%.1f%%)" % (Z95, above, n, 100.0 * above / n))
     print_probes(path1, path2, keys, run1, run2)
+    print_moved(keys, run1, run2)
     print_spread("all matched rows", keys, run1, run2)
     step = [k for k in keys if run1[k]["metric"] in step_metrics]
     print_spread("step and loader rows", step, run1, run2)

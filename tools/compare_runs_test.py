@@ -31,14 +31,16 @@ def check(cond, what):
 
 
 def row(technique, setting, s=None, se=None, noise=None, metric="step time", baseline=False,
-        verdict=None, pname="", pval=""):
-    """One CSV line; s and se give the speedup and its log-symmetric interval."""
+        verdict=None, pname="", pval="", median=10.0):
+    """One CSV line; s and se give the speedup and its log-symmetric interval; a
+    baseline's median gets an interval of +-2%."""
     v = dict.fromkeys(COLS, "")
     v.update(technique=technique, backend="cpu", device="Test CPU", setting=setting,
              is_baseline="1" if baseline else "0", param_name=pname, param_value=pval,
-             metric=metric, unit="ms", reps="5", median="10", correctness="n/a")
+             metric=metric, unit="ms", reps="5", median="%.9g" % median, correctness="n/a")
     if baseline:
-        v.update(speedup="1", timing_verdict="baseline")
+        v.update(speedup="1", timing_verdict="baseline", ci_low="%.9g" % (0.98 * median),
+                 ci_high="%.9g" % (1.02 * median))
     elif s is not None:
         v.update(speedup="%.9g" % s, speedup_ci_low="%.9g" % (s * math.exp(-1.96 * se)),
                  speedup_ci_high="%.9g" % (s * math.exp(1.96 * se)),
@@ -67,10 +69,11 @@ def run(*args):
     return p.returncode, p.stdout, p.stderr
 
 
-def ten_rows(shifts, se=0.01, noise=0.015):
+def ten_rows(shifts, se=0.01, noise=0.015, loader_base=10.0):
     """Ten compared rows of two techniques, the k-th at 1.05 * exp(shifts[k])."""
     lines = {"steps.csv": [row("steps", "off", baseline=True, noise=noise)],
-             "loader.csv": [row("loader", "workers=0", baseline=True, metric="epoch time")],
+             "loader.csv": [row("loader", "workers=0", baseline=True, metric="epoch time",
+                                median=loader_base)],
              "gelu.csv": [row("gelu", "fused", 1.2, 0.05, noise=0.04, metric="fwd time",
                               pname="elements", pval="1024")]}
     for k, sh in enumerate(shifts):
@@ -127,6 +130,17 @@ def main():
           "1.50% vs 1.50%" in out, "medians of the step and loader rows")
     check("all matched rows (11 rows): median half-width 1.98% vs 1.98%, median noise floor "
           "1.50% vs 1.50%" in out, "medians over all rows")
+
+    print("== disagreeing rows whose baseline moved between the runs are counted")
+    c_moved = write_run(os.path.join(tmp, "cm"), "cpu-test", ten_rows(two_out, loader_base=14.0))
+    rc, out, _ = run(a, c_moved, "--metrics=step time,epoch time")
+    # the loader's baseline 10 ms [9.8, 10.2] -> 14 ms [13.72, 14.28]: its 4 rows moved, 2 of
+    # them (workers=8, 9) disagree; the steps' baseline stayed
+    check("baseline moved between the runs (its median's intervals do not overlap: the machine "
+          "ran at another speed): 2 of 2 disagreeing rows, 2 of 8 agreeing rows" in out,
+          "moved baselines counted per verdict")
+    rc, out, _ = run(a, c, "--metrics=step time,epoch time")
+    check("0 of 2 disagreeing rows, 0 of 8 agreeing rows" in out, "no baseline moved")
 
     print("== rows in one run only are listed, not counted")
     e_lines = ten_rows(zero)
