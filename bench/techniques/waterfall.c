@@ -129,11 +129,23 @@ static const stage stages[] = {
     {"fused attention", attn_on, attn_off, NULL,
      {[TB_WL_SMALL_CNN] = NO_ATTN("the small CNN"), [TB_WL_RESNET50] = NO_ATTN("ResNet-50")},
      -1, NULL},
+    /* Both act on the Fashion-MNIST loader's uint8 batches (their own
+     * targets time them on the small CNN only): the trainer refuses them on
+     * GPT-2 (an image toggle), and ResNet-50's synthetic batches have 1,000
+     * classes, which uint8 labels cannot carry, and no loader augmentation. */
     {"tensors_on_device", tod_on, tod_off,
-     "n/a on the CPU backend: host and device memory are the same", {NULL}, -1, NULL},
+     "n/a on the CPU backend: host and device memory are the same",
+     {[TB_WL_RESNET50] = "n/a on ResNet-50: the toggle carries labels as uint8 bytes, and "
+                         "its 1,000 classes need more (bench:tensors_on_device times it on "
+                         "Fashion-MNIST)",
+      [TB_WL_GPT2] = "n/a on GPT-2: it reads int32 token ids, not the uint8 image labels the "
+                     "toggle carries"}, -1, NULL},
     {"augment_on_device", aod_on, aod_off,
      "n/a on the CPU backend: the CPU is the device, augmentation already runs where the "
-     "model runs", {NULL}, -1, NULL},
+     "model runs",
+     {[TB_WL_RESNET50] = "n/a on ResNet-50: its synthetic batches are made once in memory, "
+                         "with no loader crops or flips to move to the device",
+      [TB_WL_GPT2] = "n/a on GPT-2: it has no images to crop or flip"}, -1, NULL},
     {"pinned memory + non_blocking", pin_on, pin_off,
      "n/a on the CPU backend: no copy to a device: batches are already where the kernels "
      "read them", {NULL}, -1, NULL},
