@@ -515,17 +515,8 @@ static void sec_waterfall(doc *d, const tb_report_folder *f)
                       "augmentation made on the device, pinned memory, CUDA graphs) are left out of every "
                       "row here, \"all on\" included; their rows are under \"Not applicable "
                       "on this device\" with the reason.");
-    /* the workloads, in the order of their rows */
-    const char *wls[8];
-    int nwl = 0;
-    for (size_t i = 0; i < f->waterfall.n; i++) {
-        const char *w = f->waterfall.rows[i].workload;
-        int seen = 0;
-        for (int k = 0; k < nwl; k++)
-            seen |= !strcmp(wls[k], w);
-        if (!seen && nwl < 8)
-            wls[nwl++] = w;
-    }
+    char wls[REPORT_MAX_WL][48];
+    size_t nwl = tb_report_workloads(&f->waterfall, TB_REPORT_WATERFALL, wls, REPORT_MAX_WL);
     if (nwl <= 1) {
         waterfall_tables(d, f, NULL);
         return;
@@ -534,8 +525,8 @@ static void sec_waterfall(doc *d, const tb_report_folder *f)
                 "technique off: a technique that helps one model may do nothing for another. "
                 "A technique whose model has nothing for it to act on (GELU in ResNet-50, "
                 "convolutions in GPT-2, layer norm and attention in the CNNs) is n/a on that "
-                "workload and left out of its \"all on\".", nwl);
-    for (int k = 0; k < nwl; k++) {
+                "workload and left out of its \"all on\".", (int)nwl);
+    for (size_t k = 0; k < nwl; k++) {
         tb_doc_text(d, BK_H3, "Waterfall on %s", wls[k]);
         waterfall_tables(d, f, wls[k]);
     }

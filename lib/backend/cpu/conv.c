@@ -419,18 +419,11 @@ static uint32_t conv_key_hash(const conv_entry *k)
     return cache_hash(h, &k->has_bias, sizeof k->has_bias);
 }
 
-/* Puts a created entry into the cache, evicting the least recently used
- * (a scan, on a miss only: creating the primitive costs far more). */
+/* Puts a created entry into the cache, evicting the least recently used. */
 static conv_entry *conv_cache_insert(tb_backend *be, dnnl_state *st, const conv_entry *e)
 {
-    int v = 0;
-    for (int i = 0; i < CONV_CACHE_SIZE; i++) {
-        conv_entry *c = &st->conv[i];
-        if (!c->used || (st->conv[v].used && c->last_use < st->conv[v].last_use))
-            v = i;
-        if (!c->used)
-            break;
-    }
+    int v = cache_victim(&st->conv[0].used, &st->conv[0].last_use, sizeof st->conv[0],
+                         CONV_CACHE_SIZE);
     conv_entry *victim = &st->conv[v];
     if (victim->used)
         cache_index_remove(&st->conv_ix, v);

@@ -165,6 +165,24 @@ static inline void cache_index_remove(cache_index *ix, int slot)
     ix->next[slot] = 0;
 }
 
+/* The slot a miss fills: the first unused one, else the least recently
+ * used. used and last_use point at slot 0's fields of an array of entries
+ * stride bytes apart (conv_entry, gemm_entry). A scan, on a miss only:
+ * creating the primitive costs far more. */
+static inline int cache_victim(const int *used, const unsigned long *last_use, size_t stride,
+                               int slots)
+{
+    const char *u = (const char *)used, *l = (const char *)last_use;
+    int v = 0;
+    for (int i = 0; i < slots; i++) {
+        if (!*(const int *)(u + i * stride))
+            return i;
+        if (*(const unsigned long *)(l + i * stride) < *(const unsigned long *)(l + v * stride))
+            v = i;
+    }
+    return v;
+}
+
 /* The first slot + 1 of the bucket of hash h; walk on with ix->next[s - 1]. */
 static inline int cache_index_first(const cache_index *ix, uint32_t h)
 {

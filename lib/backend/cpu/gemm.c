@@ -157,15 +157,8 @@ static int gemm_lookup(dnnl_state *st, const gemm_entry *key, float alpha,
             return TB_OK;
         }
     }
-    /* a miss: the least recently used slot (a scan; creating costs more) */
-    int v = 0;
-    for (int i = 0; i < GEMM_CACHE_SIZE; i++) {
-        gemm_entry *e = &st->gemm[i];
-        if (!e->used || (st->gemm[v].used && e->last_use < st->gemm[v].last_use))
-            v = i;
-        if (!e->used)
-            break;
-    }
+    int v = cache_victim(&st->gemm[0].used, &st->gemm[0].last_use, sizeof st->gemm[0],
+                         GEMM_CACHE_SIZE);
     gemm_entry *victim = &st->gemm[v];
     if (victim->used)
         cache_index_remove(&st->gemm_ix, v);
