@@ -37,27 +37,28 @@ csv_intact() {
         fail "${f%.csv}.json is not valid JSON"
 }
 
-# Waits until bench:all has started grads_to_none (its progress line): the
-# tiny run of it takes about a second, so the interrupt must follow its
-# start closely rather than ceilings' end, which a busy machine's 0.2 s
-# polls can miss (seen in CI: grads_to_none had finished).
-wait_started() {
-    for _ in $(seq 1 6000); do
-        if grep -qs '\] grads_to_none' "$1"; then return 0; fi
-        sleep 0.05
+# Waits until grads_to_none's rounds hold after round 1 (TB_TEST_HOLD_ROUNDS,
+# bench/harness/rounds.c): the interrupt then lands mid-technique however
+# fast or slow the machine is (a tiny grads_to_none lasts about a second;
+# polling for its start once missed it on a busy CI machine).
+wait_held() {
+    for _ in $(seq 1 3000); do
+        if grep -qs 'rounds: held after round 1' "$1"; then return 0; fi
+        sleep 0.1
     done
-    fail "grads_to_none did not start within 300 s"
+    fail "grads_to_none's rounds did not reach round 1 within 300 s"
 }
 # 1. Interrupt with SIGINT (what Ctrl-C sends) once ceilings finished and
-# grads_to_none started.
-"$ALL" --device=cpu --profile=tiny --only=grads_to_none --out-dir="$OUT" > "$TEST_TMPDIR/log1" 2>&1 &
+# grads_to_none is mid-run.
+TB_TEST_HOLD_ROUNDS=1 "$ALL" --device=cpu --profile=tiny --only=grads_to_none --out-dir="$OUT" \
+    > "$TEST_TMPDIR/log1" 2>&1 &
 pid=$!
 wait_ceilings_done "$OUT"
-wait_started "$TEST_TMPDIR/log1"
+wait_held "$TEST_TMPDIR/log1"
 kill -INT $pid
 wait $pid
 rc=$?
-[ $rc -eq 130 ] || fail "interrupted bench:all exited $rc, expected 130 (did grads_to_none finish first?)"
+[ $rc -eq 130 ] || fail "interrupted bench:all exited $rc, expected 130"
 R=$(echo "$OUT"/results/*)
 csv_intact "$R/ceilings.csv" 8
 [ ! -e "$R/grads_to_none.csv" ] || fail "grads_to_none.csv exists although grads_to_none was interrupted"
@@ -91,9 +92,11 @@ no_temps "$OUT"
 # 4. SIGKILL of the whole process group (no chance to clean up): the next
 #    --resume removes the orphaned temporaries and keeps finished work.
 OUT2=$TEST_TMPDIR/out2
-setsid "$ALL" --device=cpu --profile=tiny --only=grads_to_none --out-dir="$OUT2" > "$TEST_TMPDIR/log4" 2>&1 &
+TB_TEST_HOLD_ROUNDS=1 setsid "$ALL" --device=cpu --profile=tiny --only=grads_to_none \
+    --out-dir="$OUT2" > "$TEST_TMPDIR/log4" 2>&1 &
 pid=$!
 wait_ceilings_done "$OUT2"
+wait_held "$TEST_TMPDIR/log4"
 kill -KILL -- -$pid 2> /dev/null || kill -KILL $pid
 wait $pid 2> /dev/null
 R2=$(echo "$OUT2"/results/*)

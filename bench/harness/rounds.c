@@ -84,6 +84,10 @@
  *              file (the first round's context, all rows; a run's name is
  *              the same in every round, so GB's compare.py sees the rounds
  *              as repetitions), written atomically.
+ *   test hold  with TB_TEST_HOLD_ROUNDS=1 in the environment, the engine stops
+ *              after round 1, says so on stderr, and waits for a signal:
+ *              bench:resume_test interrupts a technique mid-run with it,
+ *              whatever the machine's speed (a tiny run lasts a second).
  *   GB flags   the rounds run every registered arm whatever
  *              --benchmark_filter says (a filtered-out arm would leave a
  *              round without its pair); --benchmark_enable_random_interleaving
@@ -114,6 +118,18 @@
 #define MAX_BATCH (1L << 40)
 #define MAX_UNITS_PER_REP (1L << 40)
 #define ORDER_STREAM 0x726f756e6473ull /* "rounds": apart from rng.h's data streams */
+
+/* TB_TEST_HOLD_ROUNDS (the header comment): waits here until a signal
+ * ends the process. */
+static void hold_if_asked(void)
+{
+    const char *hold = getenv("TB_TEST_HOLD_ROUNDS");
+    if (!hold || strcmp(hold, "1") != 0)
+        return;
+    fprintf(stderr, "rounds: held after round 1 (TB_TEST_HOLD_ROUNDS=1): waiting for a signal\n");
+    for (;;)
+        pause();
+}
 
 /* ---- clock ---- */
 
@@ -868,8 +884,10 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
         out->rounds = r + 1;
         watch_round(&w);
         double t = now_s();
-        if (out->rounds == 1)
+        if (out->rounds == 1) {
             recalibrate(cfg, arms, n_arms, jobs, out);
+            hold_if_asked();
+        }
         int running = update_arms(cfg, arms, n_arms, jobs, out->rounds, out, &widest, &wi, &rc);
         if (rc != TB_OK)
             goto out_free;
