@@ -96,23 +96,20 @@ static void bn_chunk(size_t rows, size_t kc, size_t k, size_t *lo, size_t *hi)
     *hi = rows * (k + 1) / kc;
 }
 
-/* part[c] = sum over rows [lo, hi) of x[r][c] (sqdev: of (x - mean[c])^2). */
-BN_CLONES static void nhwc_rows_sum(const float *x, size_t C, size_t lo, size_t hi, const double *mean,
-                          double *part)
+/* part[c] = sum over rows [lo, hi) of x[r][c], part[C + c] = of x[r][c]^2,
+ * in double (the NCHW statistics' one pass, bn_train_channel_nchw says why
+ * the cancellation is harmless). */
+BN_CLONES static void nhwc_rows_sum(const float *x, size_t C, size_t lo, size_t hi, double *part)
 {
-    memset(part, 0, C * sizeof *part);
+    double *sq = part + C;
+    memset(part, 0, 2 * C * sizeof *part);
     for (size_t r = lo; r < hi; r++) {
         const float *xr = x + r * C;
-        if (!mean) {
 #pragma omp simd
-            for (size_t c = 0; c < C; c++)
-                part[c] += xr[c];
-        } else {
-#pragma omp simd
-            for (size_t c = 0; c < C; c++) {
-                double e = xr[c] - mean[c];
-                part[c] += e * e;
-            }
+        for (size_t c = 0; c < C; c++) {
+            double v = xr[c];
+            part[c] += v;
+            sq[c] += v * v;
         }
     }
 }
@@ -133,19 +130,22 @@ static int bn_fwd_train_nhwc(tb_backend *be, const tb_bn_desc *d, const float *x
     int t = threads_of(be);
     size_t C = (size_t)d->c, rows = (size_t)d->n * d->hw, kc = bn_row_chunks(rows);
     float *ws = NULL;
-    TB_TRY(ws_floats(be, 2 * (kc * C + 2 * C), &ws));
-    double *part = (double *)ws, *mean = part + kc * C, *var = mean + C;
+    TB_TRY(ws_floats(be, 2 * (2 * kc * C + 2 * C), &ws));
+    double *part = (double *)ws, *mean = part + 2 * kc * C, *var = mean + C;
     int par = rows * C >= PAR_MIN;
-    for (int pass = 0; pass < 2; pass++) {
 #pragma omp parallel for num_threads(t) schedule(static) if (par)
-        for (size_t k = 0; k < kc; k++) {
-            size_t lo, hi;
-            bn_chunk(rows, kc, k, &lo, &hi);
-            nhwc_rows_sum(x, C, lo, hi, pass ? mean : NULL, part + k * C);
-        }
-        bn_combine(part, kc, C, pass ? var : mean);
-        for (size_t c = 0; c < C; c++)
-            (pass ? var : mean)[c] /= (double)rows;
+    for (size_t k = 0; k < kc; k++) {
+        size_t lo, hi;
+        bn_chunk(rows, kc, k, &lo, &hi);
+        nhwc_rows_sum(x, C, lo, hi, part + 2 * k * C);
+    }
+    /* chunk k's sums are part[2kC, 2kC + C), its squares the C after them:
+     * bn_combine over 2C-wide chunks adds both in chunk order */
+    bn_combine(part, kc, 2 * C, mean); /* mean[0, C): sums, var = mean + C: squares */
+    for (size_t c = 0; c < C; c++) {
+        mean[c] /= (double)rows;
+        double v = var[c] / (double)rows - mean[c] * mean[c];
+        var[c] = v > 0.0 ? v : 0.0;
     }
     for (size_t c = 0; c < C; c++)
         bn_finish_channel(d, (int)c, mean[c], var[c], rm, rv, sm, si);
