@@ -20,7 +20,11 @@ rows. The script prints one line per row (technique, setting, s1 [lo, hi],
 s2 [lo, hi], z; `*` marks z > 1.96), the rows found in one run only, each
 run's machine probe before each technique (machine_probe.csv), how many
 disagreeing and agreeing rows had a baseline whose median moved between the
-runs (intervals that do not overlap: the machine ran at another speed), the
+runs (intervals that do not overlap: the machine ran at another speed), how
+many rows were measured in another machine state in each run (their
+xcore_ns, the core-to-core round trip, 3x apart or more) and the agreement
+over the rows measured in the same state (a line of its own; the verdict
+below stays over all rows), the
 median speedup-interval half-width (max(hi / s - 1, 1 - lo / s)) and median
 noise floor of each run, over all matched rows and over the step and loader
 rows (metric `step time` or `epoch time`, or --step-metrics), and last
@@ -48,6 +52,7 @@ import sys
 Z95 = 1.96
 MAX_SHARE_ABOVE = 0.10
 STEP_METRICS = ("step time", "epoch time")
+XCORE_STATES = 3.0
 VERDICTS = ("faster", "slower", "within noise")
 NEEDED = ("technique", "setting", "is_baseline", "param_name", "param_value", "metric",
           "noise_floor", "speedup", "speedup_ci_low", "speedup_ci_high", "timing_verdict")
@@ -108,7 +113,9 @@ def compared_row(row, where):
            # flags of the paired schema (results/README.md, columns 34 and 36);
            # None when the run predates them
            "flagged": (row["stopped_by"] == "budget" or row["busy"] in ("1", "true"))
-           if "stopped_by" in row and "busy" in row else None}
+           if "stopped_by" in row and "busy" in row else None,
+           # the core-to-core round trip the rounds ran at (schema 4); None before it
+           "xcore": number(row["xcore_ns"], where, "xcore_ns") if row.get("xcore_ns") else None}
     return key, rec
 
 
@@ -224,7 +231,8 @@ def print_probes(path1, path2, keys, run1, run2):
         return
     techs = sorted({k[0] for k in keys})
     print("machine before each technique (two CPUs together / alone: compute, copy; "
-          "compute alone in ms; cache walk ns a load), run 1 | run 2:")
+          "compute alone in ms; cache walk ns a load; core-to-core round trip ns), "
+          "run 1 | run 2:")
     for t in techs:
         rows = [k for k in keys if k[0] == t]
         bad = sum(z_score(run1[k], run2[k]) > Z95 for k in rows)
@@ -233,6 +241,8 @@ def print_probes(path1, path2, keys, run1, run2):
             vals = [p["fma_pair_ratio"], p["copy_pair_ratio"], p["fma_alone_ms"]] if p else []
             if p and p.get("cache_load_ns"):  # runs before the cache walk have no column
                 vals.append(p["cache_load_ns"])
+            if p and p.get("xcore_ns"):  # nor before the core-to-core round trip
+                vals.append(p["xcore_ns"])
             cell.append(" ".join(vals) if p else "-")
         print("  %-26s %3d of %3d disagree   %-30s | %s" % (t, bad, len(rows), cell[0], cell[1]))
 
@@ -265,6 +275,37 @@ def print_moved(keys, run1, run2):
           % (counts[True][0], counts[True][1], counts[False][0], counts[False][1]))
 
 
+def other_state(a, b):
+    """Whether a row was measured in another machine state in each run: its
+    core-to-core round trips (xcore_ns) differ by XCORE_STATES times or more
+    (the EPYC VM's two states: 55-80 and 315-570 ns). None when either run has
+    no round trip for it."""
+    x1, x2 = a.get("xcore"), b.get("xcore")
+    if not x1 or not x2:
+        return None
+    return max(x1, x2) >= XCORE_STATES * min(x1, x2)
+
+
+def print_states(keys, run1, run2):
+    """Agreement over the rows measured in the same machine state in both runs,
+    and how many rows were not (two runs of one profile on two different
+    machines, in effect: their ratios need not agree)."""
+    known = [k for k in keys if other_state(run1[k], run2[k]) is not None]
+    if not known:
+        return
+    same = [k for k in known if not other_state(run1[k], run2[k])]
+    other = [k for k in known if other_state(run1[k], run2[k])]
+    bad_other = sum(z_score(run1[k], run2[k]) > Z95 for k in other)
+    print("machine state (xcore_ns, the core-to-core round trip of each row's rounds; %gx "
+          "apart is another state): %d of %d rows measured in another state in each run, %d of "
+          "them disagreeing" % (XCORE_STATES, len(other), len(known), bad_other))
+    if same:
+        bad = sum(z_score(run1[k], run2[k]) > Z95 for k in same)
+        print("agree within one state: %d of %d rows measured in the same state within %.2f "
+              "(%.1f%%)" % (len(same) - bad, len(same), Z95, 100.0 * (len(same) - bad) /
+                            len(same)))
+
+
 def agreement(path1, path2, metrics, step_metrics):
     run1, run2 = read_run(path1), read_run(path2)
     if metrics:
@@ -288,6 +329,7 @@ def agreement(path1, path2, metrics, step_metrics):
     print("rows with z > %.2f: %d of %d (%.1f%%)" % (Z95, above, n, 100.0 * above / n))
     print_probes(path1, path2, keys, run1, run2)
     print_moved(keys, run1, run2)
+    print_states(keys, run1, run2)
     print_spread("all matched rows", keys, run1, run2)
     step = [k for k in keys if run1[k]["metric"] in step_metrics]
     print_spread("step and loader rows", step, run1, run2)

@@ -176,6 +176,38 @@ def main():
     rc, out, _ = run(a, d)
     check("machine before each technique" not in out, "no probe table when one run has none")
 
+    print("== rows measured in another machine state (xcore_ns 3x apart) counted apart")
+    xheader = HEADER + ",rounds,mde,stopped_by,unreliable,busy,load_avg,workload,model_gflops," \
+        "gemm_ceiling,mfu,xcore_ns"
+
+    def with_xcore(lines, ns):
+        """The rows of ten_rows with the schema-4 columns; row k's xcore_ns is ns[k]
+        for the ten compared rows (the baselines and the gelu row: 60)."""
+        out, k = {name: list(rows) for name, rows in lines.items()}, 0
+        for name in ("steps.csv", "loader.csv"):
+            for i, r in enumerate(out[name]):
+                if i == 0:  # the baseline
+                    out[name][i] = r + ",,,target,0,0,0.1,,,,,60"
+                else:
+                    out[name][i] = r + ",,,target,0,0,0.1,,,,,%g" % ns[k]
+                    k += 1
+        out["gelu.csv"] = [r + ",,,target,0,0,0.1,,,,,60" for r in out["gelu.csv"]]
+        return out
+    fast = [60.0] * 10
+    split = [60.0] * 8 + [330.0, 330.0]
+    x1 = write_run(os.path.join(tmp, "x1"), "cpu-test", with_xcore(ten_rows(zero), fast),
+                   header=xheader)
+    x2 = write_run(os.path.join(tmp, "x2"), "cpu-test", with_xcore(ten_rows(two_out), split),
+                   header=xheader)
+    rc, out, _ = run(x1, x2)
+    check(rc == 1 and "2 of 11 rows measured in another state in each run, 2 of them "
+          "disagreeing" in out, "two loader rows in another state, both disagreeing")
+    check("agree within one state: 9 of 9 rows measured in the same state" in out,
+          "the rows of one state all agree")
+    check("agree: 9 of 11 rows within 1.96" in out, "the verdict stays over all rows")
+    rc, out, _ = run(a, c)
+    check("machine state" not in out, "no state line when the runs have no xcore_ns")
+
     print("== bad input: exit 2 with a message")
     rc, _, err = run(a, os.path.join(tmp, "missing"))
     check(rc == 2 and "not a folder" in err, "missing folder")

@@ -113,8 +113,9 @@ static void probe_state(const tb_outdir *od, const char *technique, double at_s,
     }
     if (p.cpus == 2)
         snprintf(state, cap, "; two CPUs together: compute %.2fx, copy %.2fx their time "
-                 "alone; cache walk %.0f ns a load", tb_machine_probe_fma_ratio(&p),
-                 tb_machine_probe_copy_ratio(&p), 1e9 * p.cache_load_s);
+                 "alone; cache walk %.0f ns a load; core-to-core round trip %.0f ns",
+                 tb_machine_probe_fma_ratio(&p), tb_machine_probe_copy_ratio(&p),
+                 1e9 * p.cache_load_s, 1e9 * p.xcore_s);
     else
         snprintf(state, cap, "; cache walk %.0f ns a load", 1e9 * p.cache_load_s);
 }
@@ -562,7 +563,7 @@ int main(int argc, char **argv)
         double speed = done_est > 0 ? elapsed / done_est : 1.0;
         char eta[64];
         format_secs((planned - done_est) * speed, eta, sizeof eta);
-        char state[96] = "";
+        char state[192] = "";
         probe_state(&od, t->name, elapsed, state, sizeof state);
         fprintf(stderr, "bench:all: [%d/%d] %s (about %s left%s)\n", k + 1, ntodo, t->name, eta,
                 state);

@@ -247,6 +247,7 @@ static int add_rows(tb_bench *b, const vs_config *c, const tb_rounds_result *r, 
         snprintf(row.stopped_by, sizeof row.stopped_by, "%s", tb_rounds_stop_name(ar->stop));
         row.busy = r->busy;
         row.load_avg = r->load_avg;
+        row.xcore_ns = r->xcore_ns;
         *(a ? &o->tb_ms : &o->pt_ms) = row.median;
         if (a == 1) {
             o->speedup = ar->cmp.speedup;

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,10 @@
 #define CHASE_BYTES ((size_t)8 << 20)
 #define CHASE_STEPS 200000L
 #define MAX_REPS 64
+#define XCORE_BURSTS 5
+#define XCORE_TRIPS 2000 /* a probe's round trips: 0.1-0.7 ms on the EPYC VM */
+#define XCORE_BURST_MAX_S 0.002
+#define XCORE_STOP (-1L)
 
 static double now_s(void)
 {
@@ -151,6 +156,106 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* ---- core to core: a cache line passed back and forth ----
+ * Thread A (CPU a) writes 2k + 1 and waits for 2k + 2; thread B (CPU b)
+ * waits for 2k + 1 and writes 2k + 2. Both spin (a sleeping waiter would
+ * time the scheduler, not the caches). */
+typedef struct xcore_job {
+    int cpu, first;            /* first: the side that starts each trip */
+    long trips;
+    _Atomic long *line;
+    pthread_barrier_t *start;
+    const int *both;           /* 0 after the barrier: the other thread never started */
+    double seconds;
+} xcore_job;
+
+static void *xcore_thread(void *arg)
+{
+    xcore_job *j = arg;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(j->cpu, &one);
+    sched_setaffinity(0, sizeof one, &one);
+    pthread_barrier_wait(j->start);
+    if (!*j->both)
+        return NULL;
+    double t0 = now_s();
+    long k = 0;
+    for (; k < j->trips; k++) {
+        long mine = j->first ? 2 * k + 1 : 2 * k + 2, theirs = j->first ? 2 * k : 2 * k + 1, v;
+        while ((v = atomic_load_explicit(j->line, memory_order_acquire)) != theirs)
+            if (v == XCORE_STOP)
+                return NULL;
+        /* a busy machine that deschedules one side makes each trip a time
+         * slice: the starting side gives up after XCORE_BURST_MAX_S */
+        if (j->first && (k & 15) == 15 && now_s() - t0 > XCORE_BURST_MAX_S) {
+            atomic_store_explicit(j->line, XCORE_STOP, memory_order_release);
+            break;
+        }
+        atomic_store_explicit(j->line, mine, memory_order_release);
+    }
+    if (j->first && k == j->trips) /* the last answer */
+        while (atomic_load_explicit(j->line, memory_order_acquire) != 2 * j->trips)
+            ;
+    j->seconds = now_s() - t0;
+    j->trips = k;
+    return NULL;
+}
+
+/* The first two CPUs this process may use; how many there are (0..2). */
+static int first_two_cpus(int cpu[2])
+{
+    cpu_set_t allowed;
+    int n = 0;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+        for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+            if (CPU_ISSET(c, &allowed))
+                cpu[n++] = c;
+    return n;
+}
+
+/* One burst of `trips` round trips between cpu[0] and cpu[1]: seconds per
+ * round trip, or 0 when a thread could not start. */
+static double xcore_burst(const int cpu[2], long trips)
+{
+    static _Alignas(64) _Atomic long line;
+    pthread_barrier_t b;
+    if (pthread_barrier_init(&b, NULL, 2) != 0)
+        return 0;
+    atomic_store(&line, 0);
+    int both = 1;
+    xcore_job jobs[2] = {{cpu[0], 1, trips, &line, &b, &both, 0},
+                         {cpu[1], 0, trips, &line, &b, &both, 0}};
+    pthread_t th[2];
+    int started = 0;
+    for (int i = 0; i < 2; i++) {
+        if (pthread_create(&th[i], NULL, xcore_thread, &jobs[i]) != 0)
+            break;
+        started++;
+    }
+    if (started == 1) { /* take the place of the one that never came; it returns */
+        both = 0;
+        pthread_barrier_wait(&b);
+    }
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&b);
+    return started == 2 && jobs[0].trips > 0 ? jobs[0].seconds / (double)jobs[0].trips : 0;
+}
+
+double tb_machine_probe_xcore_s(int trips)
+{
+    int cpu[2];
+    if (first_two_cpus(cpu) < 2 || trips < XCORE_BURSTS)
+        return 0;
+    double t[XCORE_BURSTS];
+    for (int i = 0; i < XCORE_BURSTS; i++)
+        if ((t[i] = xcore_burst(cpu, trips / XCORE_BURSTS)) <= 0)
+            return 0;
+    return median(t, XCORE_BURSTS);
+}
+
 int tb_machine_probe_run(int reps, tb_machine_probe *out)
 {
     memset(out, 0, sizeof *out);
@@ -209,6 +314,7 @@ int tb_machine_probe_run(int reps, tb_machine_probe *out)
     if (n == 2) {
         out->fma_pair_s = median(fp, reps);
         out->copy_pair_s = median(cp, reps);
+        out->xcore_s = tb_machine_probe_xcore_s(XCORE_TRIPS);
     }
     return TB_OK;
 }
@@ -226,14 +332,14 @@ double tb_machine_probe_copy_ratio(const tb_machine_probe *p)
 void tb_machine_probe_csv_header(FILE *f)
 {
     fputs("technique,at_s,cpus,fma_alone_ms,fma_pair_ms,fma_pair_ratio,copy_alone_ms,"
-          "copy_pair_ms,copy_pair_ratio,cache_load_ns\n", f);
+          "copy_pair_ms,copy_pair_ratio,cache_load_ns,xcore_ns\n", f);
 }
 
 void tb_machine_probe_csv_row(FILE *f, const char *technique, double at_s,
                               const tb_machine_probe *p)
 {
-    fprintf(f, "%s,%.1f,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.2f\n", technique, at_s, p->cpus,
+    fprintf(f, "%s,%.1f,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.2f,%.1f\n", technique, at_s, p->cpus,
             1e3 * p->fma_alone_s, 1e3 * p->fma_pair_s, tb_machine_probe_fma_ratio(p),
             1e3 * p->copy_alone_s, 1e3 * p->copy_pair_s, tb_machine_probe_copy_ratio(p),
-            1e9 * p->cache_load_s);
+            1e9 * p->cache_load_s, 1e9 * p->xcore_s);
 }

@@ -27,6 +27,20 @@
  *         ran its small-CNN steps in 3.6 ms, then 2.8 ms a minute later, its
  *         ratios moving by up to 8%, while fma held; whether the cache is
  *         what moved them is not established, this column is there to tell.
+ *   xcore the round trip of one cache line between c0 and c1 (two pinned
+ *         threads pass a counter back and forth, 2,000 trips in 5 bursts,
+ *         the bursts' median): the distance between the two CPUs. This is
+ *         the one that tells the EPYC VM's two states apart: 55-80 ns while
+ *         the host runs the two vCPUs on cores sharing a last-level cache,
+ *         315-570 ns while it runs them apart (seconds to minutes at a
+ *         time, seen within one process and between processes), and then
+ *         two threads train the small CNN no faster than one (4,500
+ *         against 7,100-9,000 images/s at batch 16), while fma, copy and
+ *         even a throughput-bound multiply-add loop on both CPUs at once
+ *         show no difference at all (2026-11-28, alternating 2-thread
+ *         epochs with the probe for minutes). So the slowdown above is the
+ *         threads' hand-offs (every parallel region's barrier and the data
+ *         one thread wrote and the other reads), not a shared core.
  * Each on CPU c0 alone, on c1 alone, then on both at once (a barrier
  * starts them together; the pair's time is the slower thread's). The pair
  * ratio is pair / mean(alone): 1.0 when the two CPUs do not interfere,
@@ -49,11 +63,21 @@ typedef struct tb_machine_probe {
     double copy_alone_s;
     double copy_pair_s;
     double cache_load_s;   /* seconds per load of the cache walk, median */
+    double xcore_s;        /* seconds per core-to-core round trip (tb_machine_probe_xcore_s);
+                              0 when cpus < 2 */
 } tb_machine_probe;
 
 /* Runs the probe (reps >= 1 of each measurement). Returns TB_OK or an
  * error (no memory, a thread that could not start). */
 int tb_machine_probe_run(int reps, tb_machine_probe *out);
+
+/* Seconds per round trip of one cache line between the first two CPUs
+ * this process may use: two threads pinned there pass a counter back and
+ * forth, trips round trips in 5 bursts (median of the bursts). 0 with
+ * fewer than 2 CPUs or when a thread cannot start. 2000 trips take
+ * 0.1-0.7 ms on the EPYC VM; the rounds engine (rounds.c) takes one after
+ * every round. */
+double tb_machine_probe_xcore_s(int trips);
 
 /* pair / alone; 0 when there is no pair. */
 double tb_machine_probe_fma_ratio(const tb_machine_probe *p);

@@ -1,7 +1,7 @@
 /* machine_probe_test.c - the probe's shape on whatever machine runs it:
  * positive medians, a pair ratio between 0.5 and 4 when two CPUs are
  * allowed (0 with one), a cache walk's time per load, and a CSV row with
- * the header's ten fields.
+ * the header's eleven fields.
  * Timings are not judged: a test cannot fail on a busy machine. */
 #define _GNU_SOURCE /* fmemopen */
 #include <stdio.h>
@@ -34,6 +34,16 @@ int main(void)
         CHECK(fr > 0.5 && fr < 4 && cr > 0.5 && cr < 4, "pair ratios fma %.3f, copy %.3f", fr, cr);
     else
         CHECK(fr == 0 && cr == 0, "one CPU: no pair ratios");
+    if (p.cpus == 2)
+        CHECK(p.xcore_s > 1e-9 && p.xcore_s < 1e-4, "core-to-core round trip %.0f ns",
+              1e9 * p.xcore_s);
+    else
+        CHECK(p.xcore_s == 0, "one CPU: no round trip");
+    /* direct: more trips, same order of magnitude (a spin wait never sleeps) */
+    double x = tb_machine_probe_xcore_s(1000);
+    if (p.cpus == 2)
+        CHECK(x > 1e-9 && x < 1e-4, "tb_machine_probe_xcore_s(1000): %.0f ns", 1e9 * x);
+    CHECK(tb_machine_probe_xcore_s(3) == 0, "fewer trips than bursts: 0");
     char buf[1024] = "";
     FILE *f = fmemopen(buf, sizeof buf, "w");
     tb_machine_probe_csv_header(f);
@@ -42,7 +52,7 @@ int main(void)
     char *row = strchr(buf, '\n');
     CHECK(p.cache_load_s > 1e-10 && p.cache_load_s < 1e-5, "cache walk %.2f ns a load",
           1e9 * p.cache_load_s);
-    CHECK(row && fields(buf) == 10 && fields(row + 1) == 10 && !strncmp(row + 1, "gelu,12.5,", 10),
-          "CSV header and row of 10 fields: %s", buf);
+    CHECK(row && fields(buf) == 11 && fields(row + 1) == 11 && !strncmp(row + 1, "gelu,12.5,", 10),
+          "CSV header and row of 11 fields: %s", buf);
     return tb_test_exit(TB_OK);
 }

@@ -193,6 +193,7 @@ static void fill_rounds_columns(tb_result_row *row, const tb_paired *p, int arm)
              tb_rounds_stop_name(current.rr->arms[arm].stop));
     row->busy = current.rr->busy;
     row->load_avg = current.rr->load_avg;
+    row->xcore_ns = current.rr->xcore_ns;
 }
 
 /* The arms a row reads (opb_plan_pair): var (-1 for a baseline row)
@@ -411,6 +412,7 @@ static void mark_machine(tb_results *res, size_t first, const tb_rounds_result *
             continue;
         row->busy = rr->busy;
         row->load_avg = rr->load_avg;
+        row->xcore_ns = rr->xcore_ns;
     }
 }
 

@@ -80,6 +80,18 @@
  *              so it is no more than a fallback). Reading /proc twice per
  *              experiment and loadavg once per round costs microseconds;
  *              scanning every process would cost more and say the same.
+ *              And after every round the round trip of a cache line
+ *              between the first two CPUs (tb_machine_probe_xcore_s,
+ *              XCORE_TRIPS trips, 0.1-0.7 ms): on the 2-vCPU EPYC VM it is
+ *              55-80 ns while the two vCPUs share a last-level cache and
+ *              315-570 ns while the host runs them apart, and two threads
+ *              then step no faster than one (small CNN, batch 16: 4,500
+ *              against 7,100-9,000 images/s), for seconds to minutes at a
+ *              time. The experiment's median goes to its rows (xcore_ns);
+ *              it moved (xcore_moved) when at least XCORE_MIN_SLOW rounds
+ *              and at least XCORE_MIN_SLOW others lie on either side of
+ *              XCORE_MOVED (3) times the least round: its ratios then mix two
+ *              machines, and the rows say busy.
  *   JSON       every round's GB rows go into cfg->gbench_json as one GB JSON
  *              file (the first round's context, all rows; a run's name is
  *              the same in every round, so GB's compare.py sees the rounds
@@ -107,6 +119,7 @@
 
 #include "bench/harness/gb_results.h"
 #include "bench/harness/gbench_shim.h"
+#include "bench/harness/machine_probe.h"
 #include "bench/harness/rounds_internal.h"
 #include "lib/core/atomic_file.h"
 #include "lib/core/rng.h"
@@ -115,6 +128,9 @@
 #define WARMUP_MAX_PROBES 256
 #define REP_HEADROOM 1.05         /* aim 5% above min_rep_s: the settled time is an estimate */
 #define BUSY_MIN_WALL_S 1.0       /* jiffies (10 ms) are too coarse to judge a shorter span */
+#define XCORE_TRIPS 1000          /* round trips sampled after each round */
+#define XCORE_MOVED 3.0           /* a round this many times the least one's is another state */
+#define XCORE_MIN_SLOW 2          /* rounds on each side before the experiment 'moved' */
 #define MAX_BATCH (1L << 40)
 #define MAX_UNITS_PER_REP (1L << 40)
 #define ORDER_STREAM 0x726f756e6473ull /* "rounds": apart from rng.h's data streams */
@@ -207,6 +223,17 @@ int tb_rounds_sequence(uint64_t seed, int r, const int *base, const int *active,
         }
     }
     return len;
+}
+
+int tb_rounds_xcore_moved(const double *x, int n)
+{
+    double least = INFINITY;
+    for (int i = 0; i < n; i++)
+        least = x[i] < least ? x[i] : least;
+    int slow = 0;
+    for (int i = 0; i < n; i++)
+        slow += x[i] > XCORE_MOVED * least;
+    return slow >= XCORE_MIN_SLOW && n - slow >= XCORE_MIN_SLOW;
 }
 
 int tb_rounds_busy_rule(double load_avg, double other_cpu_s, double wall_s, int ncpu)
@@ -612,6 +639,7 @@ static int result_alloc(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms
     out->n_arms = n_arms;
     out->load_avg = NAN;
     out->other_cpu_s = NAN;
+    out->xcore_ns = out->xcore_lo_ns = out->xcore_hi_ns = NAN;
     out->arms = calloc((size_t)n_arms, sizeof *out->arms);
     if (!out->arms)
         return TB_FAIL(TB_ERR_NOMEM, "rounds result");
@@ -648,11 +676,14 @@ typedef struct machine_watch {
     int own_pid;            /* cfg->own_pid */
     double load_sum;
     int load_n;
+    double *xcore;          /* (max_rounds) seconds a round trip, one per round */
+    int xcore_n;
 } machine_watch;
 
-static void watch_start(machine_watch *w, int own_pid)
+static void watch_start(machine_watch *w, int own_pid, double *xcore)
 {
     memset(w, 0, sizeof *w);
+    w->xcore = xcore;
     w->real0 = real_now(NULL);
     w->own_pid = own_pid;
     w->m0 = machine_sample(own_pid);
@@ -665,10 +696,36 @@ static void watch_round(machine_watch *w)
         w->load_sum += l;
         w->load_n++;
     }
+    double x = tb_machine_probe_xcore_s(XCORE_TRIPS);
+    if (x > 0)
+        w->xcore[w->xcore_n++] = x;
 }
 
-static void watch_finish(const machine_watch *w, tb_rounds_result *out)
+static int cmp_dbl(const void *a, const void *b)
 {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The round trips' median, least and largest, and whether they moved. */
+static void xcore_finish(machine_watch *w, tb_rounds_result *out)
+{
+    out->xcore_ns = out->xcore_lo_ns = out->xcore_hi_ns = NAN;
+    out->xcore_moved = 0;
+    int n = w->xcore_n;
+    if (n == 0)
+        return;
+    qsort(w->xcore, (size_t)n, sizeof *w->xcore, cmp_dbl);
+    double med = n % 2 ? w->xcore[n / 2] : 0.5 * (w->xcore[n / 2 - 1] + w->xcore[n / 2]);
+    out->xcore_ns = 1e9 * med;
+    out->xcore_lo_ns = 1e9 * w->xcore[0];
+    out->xcore_hi_ns = 1e9 * w->xcore[n - 1];
+    out->xcore_moved = tb_rounds_xcore_moved(w->xcore, n);
+}
+
+static void watch_finish(machine_watch *w, tb_rounds_result *out)
+{
+    xcore_finish(w, out);
     double wall = real_now(NULL) - w->real0;
     machine_snap m1 = machine_sample(w->own_pid);
     out->load_avg = w->load_n ? w->load_sum / w->load_n : NAN;
@@ -678,7 +735,8 @@ static void watch_finish(const machine_watch *w, tb_rounds_result *out)
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     double other = wall < BUSY_MIN_WALL_S ? NAN : out->other_cpu_s;
-    out->busy = tb_rounds_busy_rule(out->load_avg, other, wall, ncpu > 0 ? (int)ncpu : 1);
+    out->busy = tb_rounds_busy_rule(out->load_avg, other, wall, ncpu > 0 ? (int)ncpu : 1) ||
+                out->xcore_moved;
 }
 
 /* Arm i's own stop rule after a round: 1 when it stops on its target.
@@ -860,8 +918,9 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
     int *seq = malloc(3 * (size_t)n_arms * sizeof *seq), *base = malloc((size_t)n_arms * sizeof *base);
     int *active = malloc((size_t)n_arms * sizeof *active);
     double *slot_s = malloc(2 * (size_t)n_arms * sizeof *slot_s);
+    double *xcore = malloc((size_t)cfg->max_rounds * sizeof *xcore);
     machine_watch w;
-    if (!seq || !base || !active || !slot_s) {
+    if (!seq || !base || !active || !slot_s || !xcore) {
         rc = TB_FAIL(TB_ERR_NOMEM, "rounds: %d arms", n_arms);
         goto out_free;
     }
@@ -869,7 +928,7 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
         base[i] = arms[i].base;
         jobs[i].active = 1;
     }
-    watch_start(&w, cfg->own_pid);
+    watch_start(&w, cfg->own_pid, xcore);
     for (int r = 0; r < cfg->max_rounds; r++) {
         if (cfg->rounds_per_build > 0 && r > 0)
             TB_TRY_GOTO(rc, rebuild_arms(cfg, arms, n_arms, jobs, out, r), out_free);
@@ -915,6 +974,7 @@ out_free:
     free(base);
     free(active);
     free(slot_s);
+    free(xcore);
     return rc;
 }
 
@@ -1044,9 +1104,15 @@ int tb_rounds_run(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms,
     out->seconds = now_s() - t_start;
     if (cfg->gbench_json)
         TB_TRY_GOTO(rc, json_write(&json, cfg->gbench_json), out_fail);
-    fprintf(stderr, "rounds: stopped on %s after %d rounds, %.1f s (seed %llu)%s\n",
+    char xc[160] = "";
+    if (!isnan(out->xcore_ns))
+        snprintf(xc, sizeof xc, "; core-to-core round trip %.0f ns (%.0f-%.0f)%s", out->xcore_ns,
+                 out->xcore_lo_ns, out->xcore_hi_ns,
+                 out->xcore_moved ? ": it moved, the host ran the CPUs apart part of the time"
+                                  : "");
+    fprintf(stderr, "rounds: stopped on %s after %d rounds, %.1f s (seed %llu)%s%s\n",
             tb_rounds_stop_name(out->stop), out->rounds, out->seconds,
-            (unsigned long long)cfg->seed, out->busy ? "; the machine was busy" : "");
+            (unsigned long long)cfg->seed, xc, out->busy ? "; the machine was busy" : "");
     rc = TB_OK;
     goto out_free;
 out_fail:

@@ -51,8 +51,10 @@
  * them; the runs of all rounds go to one JSON file.
  *
  * Each round also samples the machine (lib/report/telemetry.h or /proc):
- * the load average and the CPU time other processes took, so a row can say
- * it was measured on a busy machine.
+ * the load average, the CPU time other processes took, and the round trip
+ * of a cache line between the first two CPUs (machine_probe.h), so a row
+ * can say it was measured on a busy machine, or on one whose host moved
+ * its CPUs mid-experiment.
  *
  * Tests: bazel test //bench/harness:rounds_test (fake arms with known
  * effects and drift).
@@ -149,7 +151,12 @@ typedef struct tb_rounds_result {
     double seconds;            /* wall time spent */
     double load_avg;           /* mean 1-minute load average over the rounds */
     double other_cpu_s;        /* CPU seconds other processes used meanwhile */
-    int busy;                  /* 1: the machine was busy (the rule is in rounds.c) */
+    int busy;                  /* 1: the machine was busy, or its cores' round trip moved
+                                  (the rules are in rounds.c) */
+    double xcore_ns;           /* median core-to-core round trip over the rounds, ns (NaN:
+                                  not measured, fewer than 2 CPUs) */
+    double xcore_lo_ns, xcore_hi_ns; /* its least and largest round */
+    int xcore_moved;           /* 1: it moved between states during the rounds (rounds.c) */
     int n_arms;
     tb_rounds_arm_result *arms; /* (n_arms) */
 } tb_rounds_result;

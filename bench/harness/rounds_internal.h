@@ -36,6 +36,13 @@ void tb_rounds_order(uint64_t seed, int r, int n, int *perm);
 int tb_rounds_sequence(uint64_t seed, int r, const int *base, const int *active, int n,
                        int *seq);
 
+/* Whether per-round core-to-core round trips x[0..n) (any unit) moved
+ * between two states: at least 2 rounds above 3 times the least one and
+ * at least 2 at or below it (one odd round is an interrupt, not a state;
+ * the two states of the EPYC VM are 55-80 and 315-570 ns, and one state's
+ * rounds spread up to 2.3x under a test's load). */
+int tb_rounds_xcore_moved(const double *x, int n);
+
 /* Busy rule: 1 when other processes used more than TB_ROUNDS_BUSY_CORES of
  * one core on average over wall_s. other_cpu_s NaN (not measured: no
  * /proc/stat, or under a second of rounds, where 10 ms jiffies are too

@@ -633,6 +633,19 @@ static void test_errors(void)
     tb_error_clear();
 }
 
+static void test_xcore_moved(void)
+{
+    double fast[6] = {60, 62, 58, 138, 61, 64}, one_odd[6] = {60, 62, 58, 330, 61, 64};
+    double split[6] = {60, 330, 58, 340, 61, 64}, slow[5] = {330, 340, 569, 325, 333};
+    double late[5] = {60, 61, 330, 335, 331};
+    CHECK(!tb_rounds_xcore_moved(fast, 6), "58-138 ns: one state");
+    CHECK(!tb_rounds_xcore_moved(one_odd, 6), "one odd round: not a state");
+    CHECK(tb_rounds_xcore_moved(split, 6), "two rounds at 330 ns among 60s: moved");
+    CHECK(tb_rounds_xcore_moved(late, 5), "60 ns, then 330 ns: moved");
+    CHECK(!tb_rounds_xcore_moved(slow, 5), "apart throughout (569 is under 3x 325): one state");
+    CHECK(!tb_rounds_xcore_moved(fast, 0), "no rounds: not moved");
+}
+
 static void test_busy_rule(void)
 {
     CHECK(!tb_rounds_busy_rule(0.1, 0.5, 20, 2), "idle: load 0.1, 2.5%% of a core");
@@ -665,6 +678,7 @@ int main(void)
     test_noisy_stops();
     test_errors();
     test_busy_rule();
+    test_xcore_moved();
     tb_rounds_set_clock(NULL, NULL);
     return tb_test_exit(TB_OK);
 }

@@ -990,6 +990,7 @@ static int add_row(step_run *r, const tb_rounds_result *res, int i)
     snprintf(row.stopped_by, sizeof row.stopped_by, "%s", tb_rounds_stop_name(tm.stop));
     row.busy = res->busy;
     row.load_avg = res->load_avg;
+    row.xcore_ns = res->xcore_ns;
     row.memory_bytes = r->st[i].peak_bytes;
     snprintf(row.workload, sizeof row.workload, "%s", r->wl_label);
     TB_TRY(set_rates(r, i, &row, samples_per_unit(r, i) / (row.median / (epoch ? 1.0 : 1e3))));

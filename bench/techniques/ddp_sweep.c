@@ -937,6 +937,7 @@ static int add_dp_rows(sweep *s, const dp_result *dp, int ndp, const tb_rounds_r
         row.mde = cmp->mde;
         row.rounds = (int)cmp->rounds;
         row.load_avg = res->load_avg;
+        row.xcore_ns = res->xcore_ns;
         row.busy = res->busy;
         snprintf(row.stopped_by, sizeof row.stopped_by, "%s",
                  tb_rounds_stop_name(res->arms[is_base ? 1 : arm].stop));

@@ -67,8 +67,9 @@ static void make_machine(const char *root, const char *slug, double scale, const
     CHECK_OK(tb_fingerprint_save(&fp, path));
 }
 
-/* Rewrites the CSV at path as schema 1 wrote it: without its last ten
- * columns (rounds .. load_avg of schema 2, workload .. mfu of schema 3). The rows here quote nothing, so a field
+/* Rewrites the CSV at path as schema 1 wrote it: without its last eleven
+ * columns (rounds .. load_avg of schema 2, workload .. mfu of schema 3,
+ * xcore_ns of schema 4). The rows here quote nothing, so a field
  * ends at each comma. */
 static void to_schema1(const char *path)
 {
@@ -86,7 +87,7 @@ static void to_schema1(const char *path)
         char *end = strchr(line, '\n');
         size_t len = end ? (size_t)(end - line) : strlen(line);
         size_t keep = len;
-        for (int commas = 0; keep > 0 && commas < 10; keep--)
+        for (int commas = 0; keep > 0 && commas < 11; keep--)
             commas += line[keep - 1] == ',';
         memcpy(out + n, line, keep);
         n += keep;

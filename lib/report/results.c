@@ -94,6 +94,8 @@ static const col_def columns[] = {
     NUM2(model_gflops),
     NUM2(gemm_ceiling),
     NUM2(mfu),
+    /* schema 4: the core-to-core round trip the rounds ran at (rounds.h) */
+    NUM2(xcore_ns),
 };
 #define NCOLS (sizeof columns / sizeof columns[0])
 

@@ -33,8 +33,10 @@ extern "C" {
 /* 2: rounds, mde, stopped_by, unreliable, busy, load_avg appended (the
  * paired measurement); a schema-1 CSV still loads, those fields empty.
  * 3: workload, model_gflops, gemm_ceiling, mfu appended (step techniques
- * per workload, issue 15); a schema-2 CSV loads with them empty. */
-#define TB_RESULTS_SCHEMA "tunebench-results/3"
+ * per workload, issue 15); a schema-2 CSV loads with them empty.
+ * 4: xcore_ns appended (the machine state the rounds ran in, issue 14); a
+ * schema-3 CSV loads with it empty. */
+#define TB_RESULTS_SCHEMA "tunebench-results/4"
 
 typedef enum tb_timing_verdict {
     TB_TIMING_NA = 0,         /* "n/a": not timed (see note) */
@@ -95,6 +97,10 @@ typedef struct tb_result_row {
     double gemm_ceiling;      /* the GEMM ceiling it is held to, GFLOP/s, for the
                                  precision in use (how measured: the note) */
     double mfu;               /* model_gflops / gemm_ceiling */
+    /* schema 4 */
+    double xcore_ns;          /* median round trip of a cache line between the first two
+                                 CPUs over its rounds (bench/harness/machine_probe.h): the
+                                 state the machine was in */
     char note[512];           /* n/a reason or remark */
 } tb_result_row;
 
