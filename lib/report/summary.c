@@ -52,6 +52,7 @@ static void count_flags(const tb_results *res, const char *technique, const char
 {
     memset(out, 0, sizeof *out);
     out->max_load = NAN;
+    out->xcore_lo = out->xcore_hi = NAN;
     for (size_t i = 0; i < res->n; i++) {
         const tb_result_row *r = &res->rows[i];
         if (!mine(r, technique, wl) || !is_timed(r))
@@ -67,6 +68,12 @@ static void count_flags(const tb_results *res, const char *technique, const char
         if ((f & TB_FLAG_BUSY) && !isnan(r->load_avg) &&
             (isnan(out->max_load) || r->load_avg > out->max_load))
             out->max_load = r->load_avg;
+        if (!isnan(r->xcore_ns)) {
+            if (isnan(out->xcore_lo) || r->xcore_ns < out->xcore_lo)
+                out->xcore_lo = r->xcore_ns;
+            if (isnan(out->xcore_hi) || r->xcore_ns > out->xcore_hi)
+                out->xcore_hi = r->xcore_ns;
+        }
     }
 }
 
@@ -393,6 +400,67 @@ static const char *const summary_header[SUM_COLS] = {
     "technique", "measured at", "baseline: median [95% CI]", "setting shown: median [95% CI]",
     "speedup [95% CI]", "verdict", "correctness (tolerance)", "flags"};
 
+/* A round trip this many times the run's least one is the other state
+ * (the EPYC VM's: 55-80 ns sharing a cache, 315-570 ns apart). */
+#define XCORE_STATES 3.0
+
+/* Whether an earlier pick is of the same technique (another workload). */
+static int technique_before(const tb_report_pick *picks, size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if (!strcmp(picks[j].technique, picks[i].technique))
+            return 1;
+    return 0;
+}
+
+/* The machine state over the run (the rows' xcore_ns): one sentence when
+ * the run saw one state, a paragraph when the host moved the CPUs. */
+static void summary_state(doc *d, const tb_report_pick *picks, size_t n)
+{
+    double lo = NAN, hi = NAN;
+    for (size_t i = 0; i < n; i++) {
+        const tb_report_flag_counts *c = &picks[i].flags;
+        if (!(c->xcore_lo > 0) || !(c->xcore_hi > 0)) /* NaN (none) or 0 (never counted) */
+            continue;
+        if (isnan(lo) || c->xcore_lo < lo)
+            lo = c->xcore_lo;
+        if (isnan(hi) || c->xcore_hi > hi)
+            hi = c->xcore_hi;
+    }
+    if (isnan(lo) || isnan(hi) || !(lo > 0))
+        return;
+    if (hi < XCORE_STATES * lo) {
+        tb_doc_text(d, BK_P, "**Machine state**: the round trip of a cache line between the "
+                    "first two CPUs (`xcore_ns`, sampled after every round) stayed within "
+                    "%.0f-%.0f ns over the run's rows: one state throughout.", lo, hi);
+        return;
+    }
+    int techs = 0, apart = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (technique_before(picks, i))
+            continue;
+        int has = 0, far = 0;
+        for (size_t j = i; j < n; j++) {
+            const tb_report_flag_counts *c = &picks[j].flags;
+            if (strcmp(picks[j].technique, picks[i].technique) || !(c->xcore_hi > 0))
+                continue;
+            has = 1;
+            far |= c->xcore_hi >= XCORE_STATES * lo;
+        }
+        techs += has;
+        apart += far;
+    }
+    tb_doc_text(d, BK_P, "**Machine state**: the round trip of a cache line between the first "
+                "two CPUs (`xcore_ns`, sampled after every round) ranged from %.0f to %.0f ns "
+                "over the run's rows: the host ran the two CPUs close together part of the run "
+                "and apart (%.0fx the least round trip or more) the rest. %d of the %d "
+                "techniques with such rows have rows measured apart. Where threads hand data "
+                "to each other the two states are two different machines (on the VM this was "
+                "found on, two threads stepped the small CNN no faster than one while apart): "
+                "compare rows within one state, as `tools/compare_runs.py` does between runs.",
+                lo, hi, XCORE_STATES, apart, techs);
+}
+
 /* "n rows stopped by the budget" and the like, over every technique. */
 static void summary_counts(doc *d, const tb_report_pick *picks, size_t n)
 {
@@ -579,6 +647,7 @@ void tb_report_summary_doc(doc *d, const tb_report_pick *picks, size_t n)
     summary_by_workload(d, picks, n);
     summary_no_headline(d, picks, n);
     summary_counts(d, picks, n);
+    summary_state(d, picks, n);
 }
 
 int tb_report_summary_md(const tb_report_pick *picks, size_t n, FILE *f)

@@ -30,6 +30,8 @@ typedef struct tb_report_flag_counts {
     int flagged;              /* rows with at least one flag */
     int budget, cap, busy, unreliable, imprecise;
     double max_load;          /* largest load_avg of a busy row; NaN when none */
+    double xcore_lo, xcore_hi; /* least and largest xcore_ns of its timed rows (the
+                                  machine state, results/README.md); NaN when none */
 } tb_report_flag_counts;
 
 /* What the summary shows for one technique. Pointers point into the
