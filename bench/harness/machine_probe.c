@@ -91,13 +91,19 @@ typedef struct probe_job {
     double sink;
 } probe_job;
 
+/* Pins the calling thread to cpu; best effort: unpinned still measures. */
+static void pin_self(int cpu)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    sched_setaffinity(0, sizeof one, &one);
+}
+
 static void *probe_thread(void *arg)
 {
     probe_job *j = arg;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(j->cpu, &one);
-    sched_setaffinity(0, sizeof one, &one); /* best effort: unpinned still measures */
+    pin_self(j->cpu);
     if (j->start)
         pthread_barrier_wait(j->start);
     if (j->kind == PROBE_WALK) {
@@ -172,10 +178,7 @@ typedef struct xcore_job {
 static void *xcore_thread(void *arg)
 {
     xcore_job *j = arg;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(j->cpu, &one);
-    sched_setaffinity(0, sizeof one, &one);
+    pin_self(j->cpu);
     pthread_barrier_wait(j->start);
     if (!*j->both)
         return NULL;
@@ -263,13 +266,7 @@ int tb_machine_probe_run(int reps, tb_machine_probe *out)
         reps = 1;
     if (reps > MAX_REPS)
         reps = MAX_REPS;
-    cpu_set_t allowed;
-    int cpu[2] = {0, 0}, n = 0;
-    CPU_ZERO(&allowed);
-    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
-        for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
-            if (CPU_ISSET(c, &allowed))
-                cpu[n++] = c;
+    int cpu[2] = {0, 0}, n = first_two_cpus(cpu);
     if (n == 0)
         n = 1;
     out->cpus = n;

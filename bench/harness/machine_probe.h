@@ -79,6 +79,12 @@ int tb_machine_probe_run(int reps, tb_machine_probe *out);
  * every round. */
 double tb_machine_probe_xcore_s(int trips);
 
+/* Two round trips this many times apart are two machine states (the EPYC
+ * VM's: 55-80 and 315-570 ns; one state's samples spread up to 2.3x under
+ * a test's load). rounds.c, vs_torch's gain rows; lib/report/summary.c and
+ * tools/compare_runs.py use the same factor. */
+#define TB_MACHINE_XCORE_STATES 3.0
+
 /* pair / alone; 0 when there is no pair. */
 double tb_machine_probe_fma_ratio(const tb_machine_probe *p);
 double tb_machine_probe_copy_ratio(const tb_machine_probe *p);

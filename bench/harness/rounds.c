@@ -129,7 +129,8 @@
 #define REP_HEADROOM 1.05         /* aim 5% above min_rep_s: the settled time is an estimate */
 #define BUSY_MIN_WALL_S 1.0       /* jiffies (10 ms) are too coarse to judge a shorter span */
 #define XCORE_TRIPS 1000          /* round trips sampled after each round */
-#define XCORE_MOVED 3.0           /* a round this many times the least one's is another state */
+#define XCORE_MOVED TB_MACHINE_XCORE_STATES /* a round this many times the least one's is
+                                              another state */
 #define XCORE_MIN_SLOW 2          /* rounds on each side before the experiment 'moved' */
 #define MAX_BATCH (1L << 40)
 #define MAX_UNITS_PER_REP (1L << 40)

@@ -401,7 +401,8 @@ static const char *const summary_header[SUM_COLS] = {
     "speedup [95% CI]", "verdict", "correctness (tolerance)", "flags"};
 
 /* A round trip this many times the run's least one is the other state
- * (the EPYC VM's: 55-80 ns sharing a cache, 315-570 ns apart). */
+ * (the EPYC VM's: 55-80 ns sharing a cache, 315-570 ns apart); the factor
+ * of bench/harness/machine_probe.h's TB_MACHINE_XCORE_STATES. */
 #define XCORE_STATES 3.0
 
 /* Whether an earlier pick is of the same technique (another workload). */
