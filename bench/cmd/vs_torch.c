@@ -96,6 +96,7 @@ typedef struct vs_outcome {
     double tb_ms, pt_ms;          /* medians */
     double speedup, lo, hi;       /* PyTorch time / tunebench's, paired, 95% */
     double xcore_ns;              /* the machine state it ran in (rounds.h) */
+    int busy;                     /* its rows were flagged busy (rounds.h) */
 } vs_outcome;
 static vs_outcome outcomes[NCONFIGS];
 
@@ -234,7 +235,7 @@ static int make_trainer(tb_bench *b, const vs_config *c, tb_trainer **t)
 static int add_rows(tb_bench *b, const vs_config *c, const tb_rounds_result *r, vs_outcome *o)
 {
     char set[64];
-    *o = (vs_outcome){.ok = 1, .xcore_ns = r->xcore_ns};
+    *o = (vs_outcome){.ok = 1, .xcore_ns = r->xcore_ns, .busy = r->busy};
     for (int a = 0; a < 2; a++) {
         const tb_rounds_arm_result *ar = &r->arms[a];
         tb_result_row row;
@@ -332,6 +333,8 @@ static int add_gain_row(tb_bench *b, const char *name, const vs_outcome *f, cons
              "speedup column: tunebench's gain / PyTorch's (> 1: tunebench gains more), "
              "interval from the two configurations' (log half-widths in quadrature)",
              tb_gain, pt_gain);
+    /* a configuration measured on a busy machine, or while its state moved */
+    row.busy = f->busy || h->busy;
     /* Two experiments: the state may have changed between them, and with it
      * both sides' step times (the machine's two states are two machines) */
     if (f->xcore_ns > 0 && h->xcore_ns > 0 &&
