@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Do two runs of the same profile agree as honest intervals should? (issue 14)
 
-usage: compare_runs.py RUN1 RUN2 [--metrics=M1,M2] [--step-metrics=M1,M2]
+usage: compare_runs.py RUN1 RUN2 [--metrics=M1,M2] [--step-metrics=M1,M2] [--same-state]
        compare_runs.py --before-after BEFORE AFTER [--step-metrics=M1,M2]
 
 RUN1, RUN2, BEFORE, AFTER: a results folder of one device, results/<device>/
@@ -29,7 +29,9 @@ median speedup-interval half-width (max(hi / s - 1, 1 - lo / s)) and median
 noise floor of each run, over all matched rows and over the step and loader
 rows (metric `step time` or `epoch time`, or --step-metrics), and last
     agree: K of N rows within 1.96 (X%): PASS|FAIL (at most 10% may exceed)
---metrics restricts the check to rows of those metrics.
+--metrics restricts the check to rows of those metrics; --same-state to the
+rows measured in the same machine state in both runs (xcore_ns within 3x;
+rows without it are left out), for a machine whose host moves its CPUs.
 Exit status: 0 PASS, 1 FAIL, 2 bad input (the message says what).
 
 --before-after: per technique with step or loader rows, the number of
@@ -306,7 +308,7 @@ def print_states(keys, run1, run2):
                             len(same)))
 
 
-def agreement(path1, path2, metrics, step_metrics):
+def agreement(path1, path2, metrics, step_metrics, same_state=False):
     run1, run2 = read_run(path1), read_run(path2)
     if metrics:
         run1 = {k: v for k, v in run1.items() if v["metric"] in metrics}
@@ -315,6 +317,15 @@ def agreement(path1, path2, metrics, step_metrics):
     if not keys:
         raise BadInput("no compared row is in both runs (%d and %d compared rows)" %
                        (len(run1), len(run2)))
+    if same_state:
+        kept = [k for k in keys if other_state(run1[k], run2[k]) is False]
+        print("--same-state: %d of %d matched rows were measured in the same machine state in "
+              "both runs (xcore_ns within %gx); the check is over them alone" %
+              (len(kept), len(keys), XCORE_STATES))
+        if not kept:
+            raise BadInput("--same-state: no row was measured in the same machine state in "
+                           "both runs (or the runs predate xcore_ns)")
+        keys = kept
     print("%-52s %-28s %-28s %7s" % ("row", "run 1", "run 2", "z"))
     above = 0
     for k in keys:
@@ -400,10 +411,12 @@ def parse_list(arg):
 
 
 def main(argv):
-    paths, mode, metrics, step_metrics = [], "agree", None, STEP_METRICS
+    paths, mode, metrics, step_metrics, same_state = [], "agree", None, STEP_METRICS, False
     for a in argv:
         if a == "--before-after":
             mode = "before-after"
+        elif a == "--same-state":
+            same_state = True
         elif a.startswith("--metrics="):
             metrics = parse_list(a)
         elif a.startswith("--step-metrics="):
@@ -419,7 +432,7 @@ def main(argv):
         raise BadInput("two results folders expected, got %d (see --help)" % len(paths))
     if mode == "before-after":
         return before_after(paths[0], paths[1], step_metrics)
-    return agreement(paths[0], paths[1], metrics, step_metrics)
+    return agreement(paths[0], paths[1], metrics, step_metrics, same_state)
 
 
 if __name__ == "__main__":

@@ -205,8 +205,15 @@ def main():
     check("agree within one state: 9 of 9 rows measured in the same state" in out,
           "the rows of one state all agree")
     check("agree: 9 of 11 rows within 1.96" in out, "the verdict stays over all rows")
+    rc, out, _ = run(x1, x2, "--same-state")
+    check(rc == 0 and "9 of 11 matched rows were measured in the same machine state" in out and
+          "agree: 9 of 9 rows within 1.96 (100.0%): PASS" in out,
+          "--same-state: the check over the 9 rows of one state passes")
     rc, out, _ = run(a, c)
     check("machine state" not in out, "no state line when the runs have no xcore_ns")
+    rc, _, err = run(a, c, "--same-state")
+    check(rc == 2 and "no row was measured in the same machine state" in err,
+          "--same-state without xcore_ns: exit 2 with a message")
 
     print("== bad input: exit 2 with a message")
     rc, _, err = run(a, os.path.join(tmp, "missing"))
