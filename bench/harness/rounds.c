@@ -702,29 +702,27 @@ static void watch_round(machine_watch *w)
         w->xcore[w->xcore_n++] = x;
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The round trips' median, least and largest, and whether they moved. */
-static void xcore_finish(machine_watch *w, tb_rounds_result *out)
+static void xcore_finish(const machine_watch *w, tb_rounds_result *out)
 {
     out->xcore_ns = out->xcore_lo_ns = out->xcore_hi_ns = NAN;
     out->xcore_moved = 0;
     int n = w->xcore_n;
-    if (n == 0)
+    double med;
+    if (n == 0 || tb_stats_median(w->xcore, (size_t)n, &med) != TB_OK)
         return;
-    qsort(w->xcore, (size_t)n, sizeof *w->xcore, cmp_dbl);
-    double med = n % 2 ? w->xcore[n / 2] : 0.5 * (w->xcore[n / 2 - 1] + w->xcore[n / 2]);
+    double lo = w->xcore[0], hi = w->xcore[0];
+    for (int i = 1; i < n; i++) {
+        lo = w->xcore[i] < lo ? w->xcore[i] : lo;
+        hi = w->xcore[i] > hi ? w->xcore[i] : hi;
+    }
     out->xcore_ns = 1e9 * med;
-    out->xcore_lo_ns = 1e9 * w->xcore[0];
-    out->xcore_hi_ns = 1e9 * w->xcore[n - 1];
+    out->xcore_lo_ns = 1e9 * lo;
+    out->xcore_hi_ns = 1e9 * hi;
     out->xcore_moved = tb_rounds_xcore_moved(w->xcore, n);
 }
 
-static void watch_finish(machine_watch *w, tb_rounds_result *out)
+static void watch_finish(const machine_watch *w, tb_rounds_result *out)
 {
     xcore_finish(w, out);
     double wall = real_now(NULL) - w->real0;
