@@ -337,16 +337,17 @@ static int add_gain_row(tb_bench *b, const char *name, const vs_outcome *f, cons
     row.busy = f->busy || h->busy;
     /* Two experiments: the state may have changed between them, and with it
      * both sides' step times (the machine's two states are two machines) */
-    if (f->xcore_ns > 0 && h->xcore_ns > 0 &&
-        fmax(f->xcore_ns, h->xcore_ns) >= TB_MACHINE_XCORE_STATES * fmin(f->xcore_ns, h->xcore_ns)) {
+    int known = f->xcore_ns > 0 && h->xcore_ns > 0; /* NaN: not measured */
+    double x_hi = fmax(f->xcore_ns, h->xcore_ns);
+    if (known && x_hi >= TB_MACHINE_XCORE_STATES * fmin(f->xcore_ns, h->xcore_ns)) {
         row.busy = 1;
         size_t n = strlen(row.note);
         snprintf(row.note + n, sizeof row.note - n, "; the fp32 and bf16 configurations ran in "
                  "different machine states (core-to-core round trip %.0f vs %.0f ns, "
                  "machine_probe.h): both gains mix the state change, so the row is flagged; "
                  "rerun until both run in one state", f->xcore_ns, h->xcore_ns);
-    } else if (f->xcore_ns > 0 && h->xcore_ns > 0) {
-        row.xcore_ns = fmax(f->xcore_ns, h->xcore_ns);
+    } else if (known) {
+        row.xcore_ns = x_hi;
     }
     return tb_results_add(&b->res, &row);
 }

@@ -405,13 +405,14 @@ static const char *const summary_header[SUM_COLS] = {
  * of bench/harness/machine_probe.h's TB_MACHINE_XCORE_STATES. */
 #define XCORE_STATES 3.0
 
-/* Whether an earlier pick is of the same technique (another workload). */
-static int technique_before(const tb_report_pick *picks, size_t i)
+/* Whether picks[i] is its technique's first pick (a technique measured on
+ * several workloads has one pick for each). */
+static int first_of_technique(const tb_report_pick *picks, size_t i)
 {
     for (size_t j = 0; j < i; j++)
         if (!strcmp(picks[j].technique, picks[i].technique))
-            return 1;
-    return 0;
+            return 0;
+    return 1;
 }
 
 /* The machine state over the run (the rows' xcore_ns): one sentence when
@@ -428,7 +429,7 @@ static void summary_state(doc *d, const tb_report_pick *picks, size_t n)
         if (isnan(hi) || c->xcore_hi > hi)
             hi = c->xcore_hi;
     }
-    if (isnan(lo) || isnan(hi) || !(lo > 0))
+    if (isnan(lo)) /* no row has a round trip */
         return;
     if (hi < XCORE_STATES * lo) {
         tb_doc_text(d, BK_P, "**Machine state**: the round trip of a cache line between the "
@@ -438,7 +439,7 @@ static void summary_state(doc *d, const tb_report_pick *picks, size_t n)
     }
     int techs = 0, apart = 0;
     for (size_t i = 0; i < n; i++) {
-        if (technique_before(picks, i))
+        if (!first_of_technique(picks, i))
             continue;
         int has = 0, far = 0;
         for (size_t j = i; j < n; j++) {
@@ -538,16 +539,6 @@ static void summary_no_headline(doc *d, const tb_report_pick *picks, size_t n)
 }
 
 #define BY_WL_MAX 4
-
-/* Whether picks[i] is its technique's first pick (a technique measured on
- * several workloads has one pick for each). */
-static int first_of_technique(const tb_report_pick *picks, size_t i)
-{
-    for (size_t j = 0; j < i; j++)
-        if (!strcmp(picks[j].technique, picks[i].technique))
-            return 0;
-    return 1;
-}
 
 /* The shown setting's result in one cell of "Per workload". */
 static void by_workload_cell(const tb_report_pick *p, char *buf, size_t cap)
