@@ -62,7 +62,9 @@
  *              is rebuilt, untimed, and its build count grows; each round records the build of each arm
  *              (a compared arm's: its own count plus its base's, so it
  *              changes when either is rebuilt); comparisons are
- *              tb_stats_paired_builds over those, and arm_met_target
+ *              tb_stats_paired_builds_pooled over those (the spread
+ *              between builds pooled over the experiment's arms,
+ *              pool_builds), and arm_met_target
  *              waits for TB_ROUNDS_MIN_BUILDS builds;
  *   machine    over the rounds: the mean of /proc/loadavg's 1-minute value
  *              (read after every round) and the CPU seconds other processes
@@ -597,12 +599,36 @@ out_clear:
 
 /* ---- the stop rule ---- */
 
-/* Pairs compared arm i with its reference over its rounds. */
-static int compare_arm(const tb_rounds_cfg *cfg, int i, tb_rounds_result *out)
+/* The between-build spread pooled over the compared arms with 2 rounds
+ * or more (tb_stats_build_pool: one machine, one workload, one way of
+ * building). */
+static int pool_builds(const tb_arm *arms, int n_arms, const tb_rounds_result *out,
+                       tb_build_pool *pool)
+{
+    tb_build_anova *an = calloc((size_t)n_arms, sizeof *an);
+    if (!an)
+        return TB_FAIL(TB_ERR_NOMEM, "%d arms' build ANOVAs", n_arms);
+    size_t k = 0;
+    int rc = TB_OK;
+    for (int i = 0; i < n_arms && rc == TB_OK; i++) {
+        const tb_rounds_arm_result *a = &out->arms[i];
+        if (arms[i].base != i && a->rounds >= 2 && a->build)
+            rc = tb_stats_build_anova(a->ref, a->seconds, a->build, (size_t)a->rounds, &an[k++]);
+    }
+    if (rc == TB_OK)
+        *pool = tb_stats_build_pool(an, k);
+    free(an);
+    return rc;
+}
+
+/* Pairs compared arm i with its reference over its rounds, its builds'
+ * spread from pool. */
+static int compare_arm(const tb_rounds_cfg *cfg, int i, const tb_build_pool *pool,
+                       tb_rounds_result *out)
 {
     tb_rounds_arm_result *a = &out->arms[i];
-    return tb_stats_paired_builds(a->ref, a->seconds, a->build, (size_t)a->rounds, cfg->seed,
-                                  &a->cmp);
+    return tb_stats_paired_builds_pooled(a->ref, a->seconds, a->build, (size_t)a->rounds,
+                                         cfg->seed, pool, &a->cmp);
 }
 
 static int check_cfg(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms)
@@ -754,10 +780,12 @@ static int arm_met_target(const tb_rounds_cfg *cfg, const tb_arm *arms, arm_job 
     int met = width <= cfg->target_half_width;
     int twice = met && job->met_before;
     job->met_before = met;
-    /* with rebuilds, the interval must have seen a few builds */
+    /* with rebuilds, the interval must have seen a few builds: its own, or
+     * the experiment's (a pooled spread on as many degrees of freedom) */
     int rebuilt = cfg->rounds_per_build > 0 &&
                   (job->arm->rebuild || arms[job->arm->base].rebuild);
-    if (rebuilt && a->cmp.builds < TB_ROUNDS_MIN_BUILDS)
+    if (rebuilt && a->cmp.builds < TB_ROUNDS_MIN_BUILDS &&
+        a->cmp.between_df < TB_ROUNDS_MIN_BUILDS - 1)
         return 0;
     return twice && a->rounds >= cfg->min_rounds;
 }
@@ -773,11 +801,13 @@ static int update_arms(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms,
     int running = 0;
     *widest = 0;
     *widest_arm = -1;
-    *rc = TB_OK;
+    tb_build_pool pool;
+    if ((*rc = pool_builds(arms, n_arms, out, &pool)) != TB_OK)
+        return 0;
     for (int i = 0; i < n_arms; i++) {
         if (!jobs[i].active || arms[i].base == i || out->arms[i].rounds < 2)
             continue;
-        if ((*rc = compare_arm(cfg, i, out)) != TB_OK)
+        if ((*rc = compare_arm(cfg, i, &pool, out)) != TB_OK)
             return 0;
         if (arm_met_target(cfg, arms, &jobs[i], &out->arms[i])) {
             jobs[i].active = 0;
@@ -964,9 +994,12 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
     if (tty && out->rounds >= 2)
         fputc('\n', stderr);
     /* the final comparisons, over each arm's own rounds */
+    tb_build_pool pool;
+    if (rc == TB_OK)
+        rc = pool_builds(arms, n_arms, out, &pool);
     for (int i = 0; i < n_arms && rc == TB_OK; i++)
         if (arms[i].base != i)
-            rc = compare_arm(cfg, i, out);
+            rc = compare_arm(cfg, i, &pool, out);
     watch_finish(&w, out);
 out_free:
     free(seq);
@@ -991,8 +1024,8 @@ static int warm_up_arm(const tb_rounds_cfg *cfg, const tb_arm *arms, int i, arm_
         jobs[i].rebuild_s = untimed_s;
     jobs[i].units = reps_units(cfg->min_rep_s, unit_s);
     out->arms[i].units_per_rep = jobs[i].units;
-    fprintf(stderr, "rounds: %s warmed up in %ld units, %.3g s a unit, %ld units a "
-            "repetition\n", arms[i].name, out->arms[i].warmup_units, unit_s, jobs[i].units);
+    fprintf(stderr, "rounds: %s warmed up in %ld units, %.3g s a unit (build %.3g s), %ld units a "
+            "repetition\n", arms[i].name, out->arms[i].warmup_units, unit_s, untimed_s, jobs[i].units);
     return TB_OK;
 }
 

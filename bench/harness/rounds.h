@@ -41,9 +41,12 @@
  *      its rounds are grouped by build: a trainer's autotuner choice and
  *      where its tensors landed are drawn once a build, so two runs of the
  *      program differ by more than the rounds of one build show. The
- *      interval is over builds (tb_stats_paired_builds: the between-build
- *      spread added), and an arm stops on its target only once its rounds
- *      span TB_ROUNDS_MIN_BUILDS builds. An arm whose build is dear is
+ *      interval is over builds (tb_stats_paired_builds_pooled: the
+ *      between-build spread, pooled over the experiment's compared arms,
+ *      added; an arm on one build gets the pool's), and an arm stops on its
+ *      target only once its rounds span TB_ROUNDS_MIN_BUILDS builds, or the
+ *      pooled spread it was given has TB_ROUNDS_MIN_BUILDS - 1 degrees of
+ *      freedom. An arm whose build is dear is
  *      rebuilt less often (TB_ROUNDS_REBUILD_SHARE), judged from its first
  *      build (the untimed part of its warm-up) until a rebuild is timed.
  * Google Benchmark times each repetition: every round registers its arms in
@@ -98,8 +101,9 @@ typedef struct tb_rounds_cfg {
     int rounds_per_build;      /* arms with a rebuild hook get a fresh build every this many
                                   rounds at least (more apart when a build is dear: see
                                   TB_ROUNDS_REBUILD_SHARE), and may stop on their target
-                                  only once their rounds span TB_ROUNDS_MIN_BUILDS builds;
-                                  0: never */
+                                  only once their rounds span TB_ROUNDS_MIN_BUILDS builds
+                                  (or their pooled spread as many degrees of freedom, less
+                                  one); 0: never */
     const char *gbench_json;   /* Google Benchmark's JSON of every round; NULL: none */
     int own_pid;               /* > 0: a child process of the caller's that runs an arm
                                   (bench:vs_torch's PyTorch): its CPU time counts as this

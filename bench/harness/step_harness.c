@@ -997,8 +997,11 @@ static int add_row(step_run *r, const tb_rounds_result *res, int i)
     set_check(r, i, &row);
     if (s->base != i && tm.cmp.between > 0) {
         size_t len = strlen(row.note);
-        snprintf(row.note + len, sizeof row.note - len, "%sits %zu builds differ (sd %.1f%%): "
-                 "interval widened", len ? "; " : "", tm.cmp.builds, 100 * tm.cmp.between);
+        int pooled = tm.cmp.between_df > (double)tm.cmp.builds - 1;
+        snprintf(row.note + len, sizeof row.note - len, "%s%zu build%s; builds differ by sd "
+                 "%.1f%% (%s): interval widened", len ? "; " : "", tm.cmp.builds,
+                 tm.cmp.builds == 1 ? "" : "s", 100 * tm.cmp.between,
+                 pooled ? "pooled over the arms' builds" : "its own");
     }
     if (s->base == i && r->wl != TB_WL_SMALL_CNN)
         prefix_note(&row, r->wl_desc);

@@ -358,7 +358,7 @@ int tb_stats_paired(const double *base, const double *var, size_t n, uint64_t se
     double h = (hi - lo) / 2;
     out->rounds = n;
     out->builds = 0;
-    out->between = 0;
+    out->between = out->between_df = 0;
     out->speedup = exp(est);
     out->lo = exp(lo);
     out->hi = exp(hi);
@@ -387,7 +387,17 @@ int tb_stats_paired(const double *base, const double *var, size_t n, uint64_t se
  * build effect) the interval is tb_stats_paired's; a real build effect
  * widens it, and a run with few builds pays for that with t's tail.
  * stats_test checks coverage on simulated builds with and without an
- * effect. */
+ * effect.
+ *
+ * Pooled over the arms of one experiment (tb_stats_build_pool): with
+ * E[SSB_i] = (B_i - 1) (se^2 + n0_i sb^2) for each arm i,
+ *   se^2 = sum SSW_i / sum (N_i - B_i),
+ *   sb^2 = max(0, (sum SSB_i - se^2 sum (B_i - 1)) / sum n0_i (B_i - 1)),
+ * with t(0.975, sum (B_i - 1)). An arm whose MSB_i exceeds the 99th
+ * percentile of its expected value under the pool, se^2 + n0_i sb^2 times
+ * chi^2(B_i - 1) / (B_i - 1), keeps its own estimate and its own t: its
+ * builds differ more than the others' (an autotuner picking differently),
+ * and the pool would hide that. */
 static const double T975_DF[31] = {
     0,       12.7062, 4.30265, 3.18245, 2.77645, 2.57058, 2.44691, 2.36462, 2.30600,
     2.26216, 2.22814, 2.20099, 2.17881, 2.16037, 2.14479, 2.13145, 2.11991, 2.10982,
@@ -404,8 +414,10 @@ static double t975(size_t df)
     return z + (z3 + z) / (4 * v) + (5 * z5 + 16 * z3 + 3 * z) / (96 * v * v);
 }
 
-int tb_stats_paired_builds(const double *base, const double *var, const int *build, size_t n,
-                           uint64_t seed, tb_paired *out)
+/* Validates build[] (non-decreasing) and fills a with the one-way ANOVA of
+ * the log ratios by build (the groups are runs of equal build[]). */
+static int build_anova(const double *base, const double *var, const int *build, size_t n,
+                       tb_build_anova *a)
 {
     if (!build)
         return TB_FAIL(TB_ERR_INVALID, "paired comparison over builds: NULL builds");
@@ -413,46 +425,121 @@ int tb_stats_paired_builds(const double *base, const double *var, const int *bui
         if (build[r] < build[r - 1])
             return TB_FAIL(TB_ERR_INVALID, "paired comparison over builds: build of round %zu "
                            "(%d) before round %zu's (%d)", r, build[r], r - 1, build[r - 1]);
-    TB_TRY(tb_stats_paired(base, var, n, seed, out));
-    size_t nb = 1;
+    memset(a, 0, sizeof *a);
+    a->rounds = n;
+    a->builds = n > 0;
     for (size_t r = 1; r < n; r++)
-        nb += build[r] != build[r - 1];
-    out->builds = nb;
-    out->between = 0;
-    if (nb < 2 || nb >= n)
+        a->builds += build[r] != build[r - 1];
+    if (a->builds < 2 || a->builds >= n)
         return TB_OK;
-
-    /* one-way ANOVA of the log ratios by build (the groups are runs of equal build[]) */
-    double *d = malloc(n * sizeof *d);
-    if (!d)
-        return TB_FAIL(TB_ERR_NOMEM, "%zu log ratios", n);
-    double grand = 0, ssw = 0, ssb = 0, sum_n2 = 0;
+    double grand = 0;
     for (size_t r = 0; r < n; r++)
-        grand += d[r] = log(base[r]) - log(var[r]);
+        grand += log(base[r]) - log(var[r]);
     grand /= (double)n;
-    for (size_t a = 0; a < n;) {
-        size_t b = a;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
         double m = 0;
-        while (b < n && build[b] == build[a])
-            m += d[b++];
-        double nbk = (double)(b - a);
-        m /= nbk;
-        for (size_t r = a; r < b; r++)
-            ssw += (d[r] - m) * (d[r] - m);
-        ssb += nbk * (m - grand) * (m - grand);
-        sum_n2 += nbk * nbk;
-        a = b;
+        while (j < n && build[j] == build[i])
+            m += log(base[j]) - log(var[j]), j++;
+        double nb = (double)(j - i);
+        m /= nb;
+        for (size_t r = i; r < j; r++) {
+            double d = log(base[r]) - log(var[r]) - m;
+            a->ssw += d * d;
+        }
+        a->ssb += nb * (m - grand) * (m - grand);
+        a->sum_n2 += nb * nb;
+        i = j;
     }
-    free(d);
-    double N = (double)n, B = (double)nb;
-    double msb = ssb / (B - 1), msw = ssw / (N - B), n0 = (N - sum_n2 / N) / (B - 1);
-    double sb2 = n0 > 0 ? (msb - msw) / n0 : 0;
-    if (!(sb2 > 0))
-        return TB_OK;
-    out->between = sqrt(sb2);
+    return TB_OK;
+}
 
-    double est = log(out->speedup), lo = log(out->lo), hi = log(out->hi);
-    double extra = t975(nb - 1) * out->between * sqrt(sum_n2) / N;
+int tb_stats_build_anova(const double *base, const double *var, const int *build, size_t n,
+                         tb_build_anova *out)
+{
+    if (!out)
+        return TB_FAIL(TB_ERR_INVALID, "build ANOVA: NULL output");
+    return build_anova(base, var, build, n, out);
+}
+
+/* An arm whose builds tell something: 2 <= builds < rounds. */
+static int anova_counts(const tb_build_anova *a)
+{
+    return a->builds >= 2 && a->builds < a->rounds;
+}
+
+/* n0 (the ANOVA's effective build size) times builds - 1. */
+static double n0_df(const tb_build_anova *a)
+{
+    double N = (double)a->rounds;
+    return N - a->sum_n2 / N;
+}
+
+tb_build_pool tb_stats_build_pool(const tb_build_anova *arms, size_t k)
+{
+    tb_build_pool p = {0, 0, 0, 0};
+    double ssb = 0, ssw = 0, n0df = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (!anova_counts(&arms[i]))
+            continue;
+        ssb += arms[i].ssb;
+        ssw += arms[i].ssw;
+        p.df += (double)(arms[i].builds - 1);
+        p.df_within += (double)(arms[i].rounds - arms[i].builds);
+        n0df += n0_df(&arms[i]);
+    }
+    if (!(p.df > 0) || !(p.df_within > 0))
+        return p;
+    p.within = ssw / p.df_within;
+    double sb2 = n0df > 0 ? (ssb - p.within * p.df) / n0df : 0;
+    p.between = sb2 > 0 ? sqrt(sb2) : 0;
+    return p;
+}
+
+/* chi-square's 99th percentile over k degrees of freedom, divided by k
+ * (Wilson-Hilferty: 6.58 for k = 1 against the exact 6.63, closer beyond). */
+static double chi2_99_over_k(double k)
+{
+    double c = 2 / (9 * k), x = 1 - c + 2.326347874 * sqrt(c);
+    return x * x * x;
+}
+
+int tb_stats_paired_builds_pooled(const double *base, const double *var, const int *build,
+                                  size_t n, uint64_t seed, const tb_build_pool *pool,
+                                  tb_paired *out)
+{
+    tb_build_anova a;
+    TB_TRY(build_anova(base, var, build, n, &a));
+    TB_TRY(tb_stats_paired(base, var, n, seed, out));
+    out->builds = a.builds;
+    out->between = out->between_df = 0;
+    int pooled = pool && pool->df > 0;
+    /* a build a round: the ratios carry the spread; one build: only a pool
+     * can say what another build would give */
+    if (a.builds >= a.rounds || (a.builds < 2 && !pooled))
+        return TB_OK;
+    if (a.builds < 2)
+        a.sum_n2 = (double)n * (double)n;
+
+    /* the pool's component, unless this arm's builds differ more than the
+     * pool explains (its between-build mean square above the 99th
+     * percentile of what the pool predicts): then its own, from its own
+     * builds, as over one arm */
+    tb_build_pool own = tb_stats_build_pool(&a, 1), use = own;
+    if (pooled && a.builds < 2) {
+        use = *pool;
+    } else if (pooled) {
+        double df = (double)(a.builds - 1), n0 = n0_df(&a) / df;
+        double expect = pool->within + n0 * pool->between * pool->between;
+        use = a.ssb / df > chi2_99_over_k(df) * expect ? own : *pool;
+    }
+    out->between_df = use.df;
+    if (!(use.between > 0) || !(use.df >= 1))
+        return TB_OK;
+    out->between = use.between;
+
+    double N = (double)n, est = log(out->speedup), lo = log(out->lo), hi = log(out->hi);
+    double extra = t975((size_t)use.df) * use.between * sqrt(a.sum_n2) / N;
     double h_old = (hi - lo) / 2;
     lo = est - hypot(est - lo, extra);
     hi = est + hypot(hi - est, extra);
@@ -463,6 +550,12 @@ int tb_stats_paired_builds(const double *base, const double *var, const int *bui
     double h = (hi - lo) / 2;
     out->mde = h_old > 0 ? expm1(log1p(out->mde) * h / h_old) : out->mde;
     return TB_OK;
+}
+
+int tb_stats_paired_builds(const double *base, const double *var, const int *build, size_t n,
+                           uint64_t seed, tb_paired *out)
+{
+    return tb_stats_paired_builds_pooled(base, var, build, n, seed, NULL, out);
 }
 
 /* An interval that is absent (NULL, or no rounds) flags nothing. */

@@ -118,6 +118,9 @@ typedef struct tb_paired {
                              (0: not grouped, tb_stats_paired) */
     double between;       /* tb_stats_paired_builds: the between-build standard
                              deviation of the log ratio (0 when none is seen) */
+    double between_df;    /* the degrees of freedom of its estimate: builds - 1 for
+                             the arm's own, more when pooled over an experiment's
+                             arms (0: none estimated) */
 } tb_paired;
 
 /* The speedup of var over base from the per-round ratios base[r] / var[r]:
@@ -147,6 +150,49 @@ int tb_stats_paired(const double *base, const double *var, size_t n, uint64_t se
  * REQUIRES: as tb_stats_paired; build non-NULL and non-decreasing. */
 int tb_stats_paired_builds(const double *base, const double *var, const int *build, size_t n,
                            uint64_t seed, tb_paired *out);
+
+/* The one-way ANOVA, by build, of one arm's per-round log ratios
+ * log(base[r] / var[r]) (what tb_stats_paired_builds widens its interval
+ * with), kept so that the arms of one experiment can pool it. */
+typedef struct tb_build_anova {
+    size_t rounds, builds;
+    double ssb, ssw;      /* between- and within-build sums of squares (0 unless
+                             2 <= builds < rounds) */
+    double sum_n2;        /* sum over builds of their rounds squared */
+} tb_build_anova;
+
+/* The between-build spread pooled over the arms of one experiment (one
+ * machine, one workload, one way of building): every arm's builds are taken
+ * to differ by the same sb, estimated from all of them, with df = sum of
+ * (builds - 1) over the arms with 2 <= builds < rounds (0: none). An arm
+ * kept alive for several rounds a build sees 2-3 builds in a short run,
+ * whose own estimate has 1-2 degrees of freedom: t's tail (12.7 at 1)
+ * then turned a 1% spread into a 10% widening. */
+typedef struct tb_build_pool {
+    double between;       /* sb, on the log scale (0: none seen) */
+    double df;            /* its degrees of freedom */
+    double within;        /* the pooled within-build variance of the log ratios */
+    double df_within;
+} tb_build_pool;
+
+/* Fills *out from one arm's rounds. REQUIRES: as tb_stats_paired_builds. */
+int tb_stats_build_anova(const double *base, const double *var, const int *build, size_t n,
+                         tb_build_anova *out);
+
+/* The pool over k arms' ANOVAs (stats.c gives the estimator). */
+tb_build_pool tb_stats_build_pool(const tb_build_anova *arms, size_t k);
+
+/* tb_stats_paired_builds with the pool's between-build spread and degrees
+ * of freedom in place of the arm's own, unless the arm's own builds differ
+ * beyond the 99th percentile of what the pool predicts (then its own, as
+ * tb_stats_paired_builds). An arm whose rounds all ran on one build gets
+ * the pool's spread in full (its rounds cannot show it; without a pool its
+ * interval is the per-round one). pool NULL, or with df 0: the arm's own.
+ * out->between is the spread used, out->between_df its degrees of freedom
+ * (set when estimated, even at 0). */
+int tb_stats_paired_builds_pooled(const double *base, const double *var, const int *build,
+                                  size_t n, uint64_t seed, const tb_build_pool *pool,
+                                  tb_paired *out);
 
 /* The verdict of a paired comparison, the noise counted once: "faster" when
  * the interval's lower end is above 1, "slower" when its upper end is

@@ -582,6 +582,117 @@ static void test_paired_builds(void)
     tb_error_clear();
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* K arms of one experiment, each nb builds of 4 rounds (2 builds: a
+ * ResNet-50 waterfall's arms, whose dear builds are spaced out), 2.5%
+ * round noise, effect 1.05; arm k's builds shift its log ratio by sd[k].
+ * Returns the coverage and the 90th percentile of the half-widths (what a
+ * few arms pay, which the median hides) of arm `watch` (-1: over all
+ * arms), pooled (tb_stats_paired_builds_pooled over all K) or each arm's
+ * own. one_build: the watched arm runs all its rounds on one build. */
+static double pooled_coverage(const double *sd, int K, int nb, int watch, int one_build,
+                              int pooled, int trials, double *hw90)
+{
+    enum { NMAX = 32, KMAX = 24 };
+    static double b[KMAX][NMAX], v[KMAX][NMAX], hw[2000 * KMAX];
+    int build[NMAX], single[NMAX] = {0}, cov = 0, m = 0, N = 4 * nb;
+    for (int i = 0; i < N; i++)
+        build[i] = i / 4;
+    for (int t = 0; t < trials; t++) {
+        tb_rng r = tb_rng_seeded(990000 + (uint64_t)t);
+        tb_build_anova an[KMAX];
+        for (int k = 0; k < K; k++) {
+            const int *bk = one_build && k == watch ? single : build;
+            double u[NMAX / 4];
+            for (int j = 0; j < nb; j++)
+                u[j] = sd[k] * gauss(&r);
+            for (int i = 0; i < N; i++) {
+                b[k][i] = 1e-3 * exp(0.025 * gauss(&r));
+                v[k][i] = 1e-3 / 1.05 * exp(0.025 * gauss(&r) - u[bk[i]]);
+            }
+            if (tb_stats_build_anova(b[k], v[k], bk, N, &an[k]) != TB_OK)
+                return -1;
+        }
+        tb_build_pool pool = tb_stats_build_pool(an, (size_t)K);
+        for (int k = 0; k < K; k++) {
+            if (watch >= 0 && k != watch)
+                continue;
+            tb_paired p;
+            if (tb_stats_paired_builds_pooled(b[k], v[k], one_build && k == watch ? single : build,
+                                              N, 0, pooled ? &pool : NULL, &p) != TB_OK)
+                return -1;
+            cov += covers(&p, 1.05);
+            hw[m++] = p.half_width;
+        }
+    }
+    qsort(hw, (size_t)m, sizeof *hw, cmp_double);
+    *hw90 = hw[(size_t)(0.9 * (m - 1))];
+    return (double)cov / m;
+}
+
+static void test_paired_builds_pooled(void)
+{
+    printf("paired over builds, pooled over an experiment's arms\n");
+    enum { K = 17 };
+    double zero[K] = {0}, two[K], odd[K] = {0};
+    for (int k = 0; k < K; k++)
+        two[k] = 0.02;
+    odd[3] = 0.04;
+    double hw_own, hw_pool, hw2_own, hw2_pool, hwo_own, hwo_pool;
+    double own = pooled_coverage(zero, K, 2, -1, 0, 0, 400, &hw_own);
+    double pool = pooled_coverage(zero, K, 2, -1, 0, 1, 400, &hw_pool);
+    double own2 = pooled_coverage(two, K, 2, -1, 0, 0, 400, &hw2_own);
+    double pool2 = pooled_coverage(two, K, 2, -1, 0, 1, 400, &hw2_pool);
+    /* one arm apart: 2 builds cannot tell it (own 0.89, pooled 0.81 in
+     * this simulation, printed); 6 builds can, and the arm keeps its own */
+    double odd_own = pooled_coverage(odd, K, 2, 3, 0, 0, 1000, &hwo_own);
+    double odd_pool = pooled_coverage(odd, K, 2, 3, 0, 1, 1000, &hwo_pool);
+    double hw6_own, hw6_pool;
+    double odd6_own = pooled_coverage(odd, K, 6, 3, 0, 0, 1000, &hw6_own);
+    double odd6_pool = pooled_coverage(odd, K, 6, 3, 0, 1, 1000, &hw6_pool);
+    printf("  no build effect:  own %.3f (90th percentile of the half-widths +-%.2f%%), pooled %.3f (+-%.2f%%)\n", own,
+           100 * hw_own, pool, 100 * hw_pool);
+    printf("  sd 2%% every arm:  own %.3f (+-%.2f%%), pooled %.3f (+-%.2f%%)\n", own2,
+           100 * hw2_own, pool2, 100 * hw2_pool);
+    printf("  one arm sd 4%%, the rest 0, 2 builds: that arm own %.3f (+-%.2f%%), pooled %.3f "
+           "(+-%.2f%%)\n", odd_own, 100 * hwo_own, odd_pool, 100 * hwo_pool);
+    printf("  the same, 6 builds: own %.3f (+-%.2f%%), pooled %.3f (+-%.2f%%)\n", odd6_own,
+           100 * hw6_own, odd6_pool, 100 * hw6_pool);
+    CHECK(pool >= 0.95, "no build effect, pooled: coverage %.3f >= 0.95", pool);
+    CHECK(hw_pool <= 0.7 * hw_own, "no build effect: pooling narrows the widest intervals "
+          "(+-%.2f%% against +-%.2f%%)", 100 * hw_pool, 100 * hw_own);
+    CHECK(pool2 >= 0.92, "sd 2%% every arm, pooled: coverage %.3f >= 0.92", pool2);
+    CHECK(hw2_pool < hw2_own, "sd 2%% every arm: pooled narrower than own");
+    /* an arm on one build (its rebuild too dear to repeat in the run):
+     * alone it cannot see the spread; the pool lends it */
+    double hw1_own, hw1_pool;
+    double one_own = pooled_coverage(two, K, 2, 3, 1, 0, 1000, &hw1_own);
+    double one_pool = pooled_coverage(two, K, 2, 3, 1, 1, 1000, &hw1_pool);
+    printf("  sd 2%% every arm, one arm on one build: that arm own %.3f (+-%.2f%%), pooled %.3f "
+           "(+-%.2f%%)\n", one_own, 100 * hw1_own, one_pool, 100 * hw1_pool);
+    CHECK(one_own < 0.85, "one build alone misses the spread: %.3f < 0.85", one_own);
+    CHECK(one_pool >= 0.92, "one build with the pool covers it: %.3f >= 0.92", one_pool);
+    CHECK(odd6_pool >= 0.9, "one arm's 6 builds differ more: its own spread kept, coverage "
+          "%.3f >= 0.9", odd6_pool);
+
+    /* known answer: a pool of the arm alone is its own estimate */
+    double b[8] = {1, 1.1, 0.9, 1.05, 1.2, 1.22, 1.18, 1.21}, v[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    int two_b[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+    tb_build_anova an;
+    tb_paired p, q;
+    CHECK_OK(tb_stats_build_anova(b, v, two_b, 8, &an));
+    tb_build_pool alone = tb_stats_build_pool(&an, 1);
+    CHECK_OK(tb_stats_paired_builds(b, v, two_b, 8, 0, &p));
+    CHECK_OK(tb_stats_paired_builds_pooled(b, v, two_b, 8, 0, &alone, &q));
+    CHECK(p.between > 0 && q.lo == p.lo && q.hi == p.hi && q.between_df == 1,
+          "a pool of one arm: its own interval (df %g)", q.between_df);
+}
+
 static void test_paired_agreement(void)
 {
     printf("paired: two runs of the same 5%% effect (tools/compare_runs.py's z)\n");
@@ -731,6 +842,7 @@ int main(void)
     test_paired_adaptive();
     test_paired_agreement();
     test_paired_builds();
+    test_paired_builds_pooled();
     test_correctness();
     if (failures) {
         printf("stats_test: %d FAILED\n", failures);
