@@ -352,7 +352,8 @@ static void check_bias_invariant(tb_backend *be, const tb_conv_desc *d, tb_conv_
  * implementation on blocked activations ("+reorder"), if the list has one,
  * except where conv.c's gemm_stays keeps the gemm: bwd-data with
  * c * r * s < 16; plain 1x1 stride-1 convs' bwd-filter, and their fwd and
- * bwd-data from 128 pixels an image. */
+ * bwd-data from 128 pixels an image; and a forward `brgconv` choice with
+ * at most 64 output pixels an image yields to the jit kernel after it. */
 static void check_default_policy(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind,
                                  int def, const char *what)
 {
@@ -373,6 +374,17 @@ static void check_default_policy(tb_backend *be, const tb_conv_desc *d, tb_conv_
     int gemm_stays = (kind == TB_CONV_BWD_DATA && d->c * d->r * d->s < 16) ||
                      (plain_1x1 && (kind == TB_CONV_BWD_FILTER || d->h * d->w >= 128));
     int want = strstr(a[first], "gemm:") && direct >= 0 && !gemm_stays ? direct : first;
+    /* a forward brgconv with at most 64 output pixels gives way to the
+     * first jit kernel after it in its part (with or without "+reorder") */
+    if (kind == TB_CONV_FWD && strncmp(a[want], "brgconv", 7) == 0 &&
+        tb_conv_out_h(d) * tb_conv_out_w(d) <= 64) {
+        int reordered = strstr(a[want], "+reorder") != NULL;
+        for (int i = want + 1; i < na; i++)
+            if (strncmp(a[i], "jit", 3) == 0 && (strstr(a[i], "+reorder") != NULL) == reordered) {
+                want = i;
+                break;
+            }
+    }
     CHECK(def == want, "%s kind %d: default %d (%s), want %d (%s)", what, (int)kind, def,
           def >= 0 && def < na ? a[def] : "?", want, want < na ? a[want] : "?");
 }
