@@ -325,6 +325,12 @@ static int check_paired(const double *base, const double *var, size_t n)
     return TB_OK;
 }
 
+/* Round r's log ratio log(base[r] / var[r]): > 0 when the variant is faster. */
+static double log_ratio(const double *base, const double *var, size_t r)
+{
+    return log(base[r]) - log(var[r]);
+}
+
 int tb_stats_paired(const double *base, const double *var, size_t n, uint64_t seed,
                     tb_paired *out)
 {
@@ -336,7 +342,7 @@ int tb_stats_paired(const double *base, const double *var, size_t n, uint64_t se
     if (!d)
         return TB_FAIL(TB_ERR_NOMEM, "%zu log ratios", n);
     for (size_t r = 0; r < n; r++)
-        d[r] = log(base[r]) - log(var[r]);
+        d[r] = log_ratio(base, var, r);
 
     double est = 0, lo = 0, hi = 0, q = 0, q80 = 0;
     int rc = TB_OK;
@@ -434,17 +440,17 @@ static int build_anova(const double *base, const double *var, const int *build, 
         return TB_OK;
     double grand = 0;
     for (size_t r = 0; r < n; r++)
-        grand += log(base[r]) - log(var[r]);
+        grand += log_ratio(base, var, r);
     grand /= (double)n;
     for (size_t i = 0; i < n;) {
         size_t j = i;
         double m = 0;
-        while (j < n && build[j] == build[i])
-            m += log(base[j]) - log(var[j]), j++;
+        for (; j < n && build[j] == build[i]; j++)
+            m += log_ratio(base, var, j);
         double nb = (double)(j - i);
         m /= nb;
         for (size_t r = i; r < j; r++) {
-            double d = log(base[r]) - log(var[r]) - m;
+            double d = log_ratio(base, var, r) - m;
             a->ssw += d * d;
         }
         a->ssb += nb * (m - grand) * (m - grand);

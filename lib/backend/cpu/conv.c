@@ -613,6 +613,9 @@ static int cpu_conv_bwd_filter(tb_backend *be, const tb_conv_desc *d, int algo,
 
 static int is_gemm_impl(const char *name) { return strstr(name, "gemm:") != NULL; }
 
+/* Part 2 of the list: an implementation on blocked activations. */
+static int is_reorder_impl(const char *name) { return strstr(name, "+reorder") != NULL; }
+
 /* Whether im2col stays the default over a direct kernel on blocked
  * activations: for the data gradient when x has so few input taps per
  * output (c * r * s < 16: the small CNN's first layer, c = 1, 3x3; a model
@@ -674,17 +677,16 @@ static int default_of(const tb_conv_desc *d, tb_conv_kind kind, char (*names)[64
     int pick = first;
     if (is_gemm_impl(names[first]) && !gemm_stays(d, kind))
         for (int i = first + 1; i < n; i++)
-            if (strstr(names[i], "+reorder") && !is_ref_impl(names[i]) &&
-                !is_gemm_impl(names[i])) {
+            if (is_reorder_impl(names[i]) && !is_ref_impl(names[i]) && !is_gemm_impl(names[i])) {
                 pick = i;
                 break;
             }
     if (kind != TB_CONV_FWD || !is_brg_impl(names[pick]) ||
         tb_conv_out_h(d) * tb_conv_out_w(d) > BRG_FWD_MAX_PIXELS)
         return pick;
-    int reordered = strstr(names[pick], "+reorder") != NULL;
     for (int i = pick + 1; i < n; i++)
-        if (strncmp(names[i], "jit", 3) == 0 && (strstr(names[i], "+reorder") != NULL) == reordered)
+        if (strncmp(names[i], "jit", 3) == 0 &&
+            is_reorder_impl(names[i]) == is_reorder_impl(names[pick]))
             return i;
     return pick;
 }
