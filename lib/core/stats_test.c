@@ -582,12 +582,6 @@ static void test_paired_builds(void)
     tb_error_clear();
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* K arms of one experiment, each nb builds of 4 rounds (2 builds: a
  * ResNet-50 waterfall's arms, whose dear builds are spaced out), 2.5%
  * round noise, effect 1.05; arm k's builds shift its log ratio by sd[k].
@@ -630,8 +624,8 @@ static double pooled_coverage(const double *sd, int K, int nb, int watch, int on
             hw[m++] = p.half_width;
         }
     }
-    qsort(hw, (size_t)m, sizeof *hw, cmp_double);
-    *hw90 = hw[(size_t)(0.9 * (m - 1))];
+    if (tb_stats_quantile(hw, (size_t)m, 0.9, hw90) != TB_OK)
+        return -1;
     return (double)cov / m;
 }
 
