@@ -11,27 +11,29 @@
  * Per configuration one long-lived PyTorch process (tools/torch_step.py
  * --serve, driven over a pipe: "run K" answers the seconds K steps took,
  * so its start-up is never timed) and one tunebench trainer are two arms
- * of one interleaved, paired experiment (bench/harness/rounds.h): PyTorch
+ * of an interleaved, paired experiment (bench/harness/rounds.h): PyTorch
  * is the baseline arm, tunebench the compared one; each round runs one
  * repetition of each (K steps, K chosen after the warm-up), and the row's
  * speedup is the paired ratio PyTorch time / tunebench time over rounds
  * with its 95% interval (> 1: tunebench is faster). Rows: per
  * configuration "pytorch <config>" (baseline) and "tunebench <config>",
  * step time in ms, in results/<device>/vs_torch.csv (results/README.md).
- * Then, per model with an fp32 and a bf16 configuration (same layout),
- * a row "bf16 gain <model>" (metric "bf16 gain", unit x): tunebench's bf16
- * speedup over its fp32 (median, the two configurations' medians) and, as
- * its speedup column, that gain over PyTorch's, which is the bf16
- * configuration's speedup over PyTorch divided by the fp32 one's; its 95%
- * interval adds the two intervals' log half-widths in quadrature (the two
- * experiments are independent). > 1: tunebench gains more from bf16 than
- * PyTorch does (issue 17 asks for >= 1). The two experiments run a minute
- * or more apart; when their core-to-core round trips (rounds.h: the host
- * running the VM's CPUs together or apart) differ by
- * TB_MACHINE_XCORE_STATES, the gain row is flagged busy and says so: on
- * the EPYC VM, fp32 measured apart and bf16 together made PyTorch's
- * channels-last bf16 gain 1.87x, against 1.52x in a run without the
- * state recorded.
+ *
+ * A model's fp32 and bf16 configurations (same layout) share one
+ * experiment of four arms (groups[]): every round times all four, in a
+ * shuffled order, so both precisions and both frameworks meet the same
+ * machine. That experiment also gives the row "bf16 gain <model>" (metric
+ * "bf16 gain", unit x): tunebench's bf16 speedup over its fp32 (median,
+ * the two configurations' medians) and, as its speedup column, that gain
+ * over PyTorch's, estimated per round (the round's bf16 speedup over
+ * PyTorch divided by its fp32 one) with its paired 95% interval over the
+ * rounds both ran (lib/core/stats.h). > 1: tunebench gains more from bf16
+ * than PyTorch does (issue 17 asks for >= 1). Run as two experiments a
+ * minute apart, the gain mixed the host's machine state (rounds.h: the
+ * VM's CPUs run together or apart) into both sides: on the EPYC VM, fp32
+ * measured apart and bf16 together made PyTorch's channels-last bf16 gain
+ * 1.87x, against 1.52x in one state. Rounds in which the state moved flag
+ * the rows busy, as in every experiment.
  *
  * --only=TEXT times only the configurations whose name holds TEXT.
  * Python: --python, else $TB_TORCH_PYTHON, else python3. When `import
@@ -51,7 +53,6 @@
 #include <unistd.h>
 
 #include "bench/harness/harness.h"
-#include "bench/harness/machine_probe.h"
 #include "bench/harness/rounds.h"
 #include "lib/train/config.h"
 #include "lib/train/train.h"
@@ -79,26 +80,18 @@ static const vs_config configs[] = {
 };
 #define NCONFIGS (int)(sizeof configs / sizeof configs[0])
 
-/* The bf16 gain rows: a model's fp32 and bf16 configurations (indices in
- * configs[]) and the row's name. */
+/* The experiments: one configuration, or a model's fp32 and bf16
+ * configurations (indices in configs[]) with its bf16 gain row's name. */
 static const struct {
-    int fp32, bf16;
-    const char *name;
-} gains[] = {
+    int fp32, bf16; /* bf16 < 0: a configuration alone (fp32: its index) */
+    const char *gain;
+} groups[] = {
     {0, 2, "resnet50 64x64 b16 nchw"},
     {1, 3, "resnet50 64x64 b16 channels-last"},
+    {4, -1, NULL},
     {5, 6, "small_cnn 28x28 b32"},
 };
-
-/* What a configuration's experiment gave, for the gain rows. */
-typedef struct vs_outcome {
-    int ok;                       /* both arms have rows */
-    double tb_ms, pt_ms;          /* medians */
-    double speedup, lo, hi;       /* PyTorch time / tunebench's, paired, 95% */
-    double xcore_ns;              /* the machine state it ran in (rounds.h) */
-    int busy;                     /* its rows were flagged busy (rounds.h) */
-} vs_outcome;
-static vs_outcome outcomes[NCONFIGS];
+#define NGROUPS (int)(sizeof groups / sizeof groups[0])
 
 /* The PyTorch side: a torch_step.py --serve child. */
 typedef struct torch_proc {
@@ -230,14 +223,19 @@ static int make_trainer(tb_bench *b, const vs_config *c, tb_trainer **t)
     return tb_trainer_create(&cfg, b->be, t);
 }
 
-/* The two rows of one configuration from its experiment; what they say
- * goes to *o too. */
-static int add_rows(tb_bench *b, const vs_config *c, const tb_rounds_result *r, vs_outcome *o)
+static tb_timing_verdict verdict_of(const tb_paired *p)
+{
+    return p->lo > 1 ? TB_TIMING_FASTER : p->hi < 1 ? TB_TIMING_SLOWER : TB_TIMING_WITHIN_NOISE;
+}
+
+/* The two rows of one configuration: arms pa (PyTorch) and pa + 1
+ * (tunebench) of experiment r. 0 in *ok when either has too few rounds. */
+static int add_rows(tb_bench *b, const vs_config *c, const tb_rounds_result *r, int pa, int *ok)
 {
     char set[64];
-    *o = (vs_outcome){.ok = 1, .xcore_ns = r->xcore_ns, .busy = r->busy};
+    *ok = 1;
     for (int a = 0; a < 2; a++) {
-        const tb_rounds_arm_result *ar = &r->arms[a];
+        const tb_rounds_arm_result *ar = &r->arms[pa + a];
         tb_result_row row;
         snprintf(set, sizeof set, "%s %s", a ? "tunebench" : "pytorch", c->name);
         if (ar->rounds < TB_MIN_REPS) {
@@ -246,7 +244,7 @@ static int add_rows(tb_bench *b, const vs_config *c, const tb_rounds_result *r, 
                      "raise --budget", ar->rounds, g_budget, TB_MIN_REPS);
             TB_TRY(tb_results_add_na(&b->res, TECHNIQUE, b->info.backend, b->info.name, set,
                                      "step time", why));
-            o->ok = 0;
+            *ok = 0;
             continue;
         }
         tb_bench_row(b, &row, set, a == 0, "", 0, "step time");
@@ -257,17 +255,12 @@ static int add_rows(tb_bench *b, const vs_config *c, const tb_rounds_result *r, 
         row.busy = r->busy;
         row.load_avg = r->load_avg;
         row.xcore_ns = r->xcore_ns;
-        *(a ? &o->tb_ms : &o->pt_ms) = row.median;
         if (a == 1) {
-            o->speedup = ar->cmp.speedup;
-            o->lo = ar->cmp.lo;
-            o->hi = ar->cmp.hi;
             row.speedup = ar->cmp.speedup;
             row.speedup_ci_low = ar->cmp.lo;
             row.speedup_ci_high = ar->cmp.hi;
             row.mde = ar->cmp.mde;
-            row.timing_verdict = ar->cmp.lo > 1 ? TB_TIMING_FASTER
-                                 : ar->cmp.hi < 1 ? TB_TIMING_SLOWER : TB_TIMING_WITHIN_NOISE;
+            row.timing_verdict = verdict_of(&ar->cmp);
             snprintf(row.note, sizeof row.note, "speedup: PyTorch step time / tunebench's, "
                      "paired per round (> 1: tunebench faster)");
         }
@@ -276,80 +269,105 @@ static int add_rows(tb_bench *b, const vs_config *c, const tb_rounds_result *r, 
     return TB_OK;
 }
 
-static int run_config(tb_bench *b, const vs_config *c, vs_outcome *o)
+/* An arm's median step time (a rows' median column: same unit either side). */
+static double arm_median(const tb_rounds_arm_result *ar)
 {
-    torch_proc p = {0};
-    tb_trainer *t = NULL;
-    tb_rounds_result res = {0};
-    int rc;
-    TB_TRY_GOTO(rc, make_trainer(b, c, &t), out);
-    TB_TRY_GOTO(rc, torch_start(c, b->threads, &p), out);
-    tb_arm arms[2] = {
-        {.name = "pytorch", .base = 0, .run = torch_run, .user = &p},
-        {.name = "tunebench", .base = 0, .run = tb_run, .user = t},
-    };
-    tb_rounds_cfg cfg = {.min_rep_s = 1.0, .min_rounds = 5, .max_rounds = 30,
-                         .target_half_width = 0.03, .budget_s = g_budget,
-                         .warmup_max_s = g_budget / 4, .seed = 0x7b5e,
-                         /* the PyTorch arm's process: not "other processes" */
-                         .own_pid = p.pid},
-                  *cp = &cfg;
-    fprintf(stderr, "vs_torch: %s: rounds of PyTorch and tunebench, budget %g s\n", c->name,
-            g_budget);
-    TB_TRY_GOTO(rc, tb_rounds_run(cp, arms, 2, &res), out);
-    rc = add_rows(b, c, &res, o);
-out:
-    tb_rounds_result_free(&res);
-    torch_stop(&p);
-    tb_trainer_destroy(t);
-    return rc;
+    double m;
+    return tb_stats_median(ar->seconds, (size_t)ar->rounds, &m) == TB_OK ? m : NAN;
 }
 
-/* The "bf16 gain" row of a model from its fp32 and bf16 experiments
- * (nothing when either did not run or has no rows). */
-static int add_gain_row(tb_bench *b, const char *name, const vs_outcome *f, const vs_outcome *h)
+/* The "bf16 gain" row of a model from its four-arm experiment (arms 0-1:
+ * fp32 PyTorch, tunebench; 2-3: bf16): per round, tunebench's speedup over
+ * PyTorch in bf16 divided by the one in fp32, over the rounds both ran. */
+static int add_gain_row(tb_bench *b, const char *name, const tb_rounds_result *r)
 {
-    if (!f->ok || !h->ok || !(f->lo > 0) || !(h->lo > 0))
-        return TB_OK;
+    const tb_rounds_arm_result *f = &r->arms[1], *h = &r->arms[3];
+    int n = f->rounds < h->rounds ? f->rounds : h->rounds;
     char set[96];
     snprintf(set, sizeof set, "bf16 gain %s", name);
+    if (n < TB_MIN_REPS) {
+        char why[128];
+        snprintf(why, sizeof why, "n/a: %d rounds of both precisions within the budget, %d "
+                 "needed: raise --budget", n, TB_MIN_REPS);
+        return tb_results_add_na(&b->res, TECHNIQUE, b->info.backend, b->info.name, set,
+                                 "bf16 gain", why);
+    }
+    double *s16 = malloc(2 * (size_t)n * sizeof *s16), *s32 = s16 + n;
+    if (!s16)
+        return TB_FAIL(TB_ERR_NOMEM, "vs_torch: %d rounds' gains", n);
+    for (int i = 0; i < n; i++) {
+        s16[i] = h->ref[i] / h->seconds[i];
+        s32[i] = f->ref[i] / f->seconds[i];
+    }
+    tb_paired g;
+    int rc = tb_stats_paired(s16, s32, (size_t)n, 0x6a1e, &g);
+    free(s16);
+    TB_TRY(rc);
+    double tb_gain = arm_median(&r->arms[1]) / arm_median(&r->arms[3]);
+    double pt_gain = arm_median(&r->arms[0]) / arm_median(&r->arms[2]);
     tb_result_row row;
     tb_bench_row(b, &row, set, 0, "", 0, "bf16 gain");
-    double tb_gain = f->tb_ms / h->tb_ms, pt_gain = f->pt_ms / h->pt_ms;
-    /* the ratio of the two paired speedups; log half-widths in quadrature */
-    double r = h->speedup / f->speedup;
-    double hf = 0.5 * log(f->hi / f->lo), hh = 0.5 * log(h->hi / h->lo);
-    double hw = sqrt(hf * hf + hh * hh);
     row.median = tb_gain;
     snprintf(row.unit, sizeof row.unit, "x");
-    row.speedup = r;
-    row.speedup_ci_low = r * exp(-hw);
-    row.speedup_ci_high = r * exp(hw);
-    row.timing_verdict = row.speedup_ci_low > 1   ? TB_TIMING_FASTER
-                         : row.speedup_ci_high < 1 ? TB_TIMING_SLOWER
-                                                   : TB_TIMING_WITHIN_NOISE;
+    row.rounds = n;
+    row.speedup = g.speedup;
+    row.speedup_ci_low = g.lo;
+    row.speedup_ci_high = g.hi;
+    row.mde = g.mde;
+    row.timing_verdict = verdict_of(&g);
+    row.busy = r->busy;
+    row.load_avg = r->load_avg;
+    row.xcore_ns = r->xcore_ns;
     snprintf(row.note, sizeof row.note,
              "bf16 speedup over fp32 (step-time medians): tunebench %.3fx, PyTorch %.3fx; "
-             "speedup column: tunebench's gain / PyTorch's (> 1: tunebench gains more), "
-             "interval from the two configurations' (log half-widths in quadrature)",
-             tb_gain, pt_gain);
-    /* a configuration measured on a busy machine, or while its state moved */
-    row.busy = f->busy || h->busy;
-    /* Two experiments: the state may have changed between them, and with it
-     * both sides' step times (the machine's two states are two machines) */
-    int known = f->xcore_ns > 0 && h->xcore_ns > 0; /* NaN: not measured */
-    double x_hi = fmax(f->xcore_ns, h->xcore_ns);
-    if (known && x_hi >= TB_MACHINE_XCORE_STATES * fmin(f->xcore_ns, h->xcore_ns)) {
-        row.busy = 1;
-        size_t n = strlen(row.note);
-        snprintf(row.note + n, sizeof row.note - n, "; the fp32 and bf16 configurations ran in "
-                 "different machine states (core-to-core round trip %.0f vs %.0f ns, "
-                 "machine_probe.h): both gains mix the state change, so the row is flagged; "
-                 "rerun until both run in one state", f->xcore_ns, h->xcore_ns);
-    } else if (known) {
-        row.xcore_ns = x_hi;
-    }
+             "speedup column: tunebench's gain / PyTorch's per round, paired over %d rounds "
+             "of one four-arm experiment (> 1: tunebench gains more)", tb_gain, pt_gain, n);
     return tb_results_add(&b->res, &row);
+}
+
+/* One experiment: configurations idx[0..n) (n 1 or 2), each a PyTorch arm
+ * and a tunebench arm compared with it; with two, the gain row too. */
+static int run_group(tb_bench *b, const int *idx, int n, const char *gain)
+{
+    torch_proc p[2] = {{0}};
+    tb_trainer *t[2] = {NULL, NULL};
+    tb_rounds_result res = {0};
+    tb_arm arms[4];
+    char names[4][80];
+    int rc = TB_OK;
+    for (int i = 0; i < n; i++) {
+        const vs_config *c = &configs[idx[i]];
+        TB_TRY_GOTO(rc, make_trainer(b, c, &t[i]), out);
+        TB_TRY_GOTO(rc, torch_start(c, b->threads, &p[i]), out);
+        snprintf(names[2 * i], sizeof names[0], "pytorch %s", c->name);
+        snprintf(names[2 * i + 1], sizeof names[0], "tunebench %s", c->name);
+        arms[2 * i] = (tb_arm){.name = names[2 * i], .base = 2 * i, .run = torch_run,
+                               .user = &p[i]};
+        arms[2 * i + 1] = (tb_arm){.name = names[2 * i + 1], .base = 2 * i, .run = tb_run,
+                                   .user = t[i]};
+    }
+    /* the PyTorch arms' processes: this process's own, not "other
+     * processes" (the busy rule) */
+    tb_rounds_cfg cfg = {.min_rep_s = 1.0, .min_rounds = 5, .max_rounds = 30,
+                         .target_half_width = 0.03, .budget_s = n * g_budget,
+                         .warmup_max_s = g_budget / 4, .seed = 0x7b5e,
+                         .own_pid = {p[0].pid, p[1].pid}};
+    fprintf(stderr, "vs_torch: %s%s: rounds of PyTorch and tunebench%s, budget %g s\n",
+            configs[idx[0]].name, n > 1 ? " and its bf16 twin" : "",
+            n > 1 ? ", both precisions" : "", cfg.budget_s);
+    TB_TRY_GOTO(rc, tb_rounds_run(&cfg, arms, 2 * n, &res), out);
+    int ok[2] = {0, 0};
+    for (int i = 0; i < n; i++)
+        TB_TRY_GOTO(rc, add_rows(b, &configs[idx[i]], &res, 2 * i, &ok[i]), out);
+    if (n == 2 && gain && ok[0] && ok[1])
+        rc = add_gain_row(b, gain, &res);
+out:
+    tb_rounds_result_free(&res);
+    for (int i = 0; i < 2; i++) {
+        torch_stop(&p[i]);
+        tb_trainer_destroy(t[i]);
+    }
+    return rc;
 }
 
 static int run(tb_bench *b)
@@ -366,11 +384,15 @@ static int run(tb_bench *b)
         }
         return tb_bench_save(b);
     }
-    for (int i = 0; i < NCONFIGS; i++)
-        if (strstr(configs[i].name, g_only))
-            TB_TRY(run_config(b, &configs[i], &outcomes[i]));
-    for (size_t g = 0; g < sizeof gains / sizeof gains[0]; g++)
-        TB_TRY(add_gain_row(b, gains[g].name, &outcomes[gains[g].fp32], &outcomes[gains[g].bf16]));
+    for (int g = 0; g < NGROUPS; g++) {
+        int idx[2], n = 0;
+        if (strstr(configs[groups[g].fp32].name, g_only))
+            idx[n++] = groups[g].fp32;
+        if (groups[g].bf16 >= 0 && strstr(configs[groups[g].bf16].name, g_only))
+            idx[n++] = groups[g].bf16;
+        if (n)
+            TB_TRY(run_group(b, idx, n, groups[g].gain));
+    }
     return tb_bench_save(b);
 }
 

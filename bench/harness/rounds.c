@@ -71,7 +71,7 @@
  *              took = (busy jiffies of /proc/stat's "cpu" line: user, nice,
  *              system, irq, softirq, steal) minus this process's utime +
  *              stime (/proc/self/stat, all its threads), over the same
- *              interval (plus cfg->own_pid's, a child running an arm);
+ *              interval (plus cfg->own_pid's, children running arms);
  *              other children this process has not waited for count as
  *              others (the DDP sweep's worker processes would: its caller
  *              must know). busy = tb_rounds_busy_rule: others above 10% of
@@ -293,8 +293,8 @@ static unsigned long long proc_ticks(const char *what, int *ok)
     return ut + st;
 }
 
-/* own_pid > 0: that child's CPU time counts as this process's. */
-static machine_snap machine_sample(int own_pid)
+/* Each own_pid > 0: that child's CPU time counts as this process's. */
+static machine_snap machine_sample(const int *own_pid)
 {
     machine_snap s = {0, 0, 0};
     char buf[4096];
@@ -311,9 +311,11 @@ static machine_snap machine_sample(int own_pid)
     unsigned long long self = proc_ticks("self", &ok);
     if (!ok)
         return s;
-    if (own_pid > 0) {
+    for (int i = 0; i < TB_ROUNDS_OWN_PIDS; i++) {
+        if (own_pid[i] <= 0)
+            continue;
         char pid[32];
-        snprintf(pid, sizeof pid, "%d", own_pid);
+        snprintf(pid, sizeof pid, "%d", own_pid[i]);
         unsigned long long child = proc_ticks(pid, &ok);
         if (!ok)
             return s;
@@ -700,14 +702,14 @@ void tb_rounds_result_free(tb_rounds_result *r)
 typedef struct machine_watch {
     double real0;
     machine_snap m0;
-    int own_pid;            /* cfg->own_pid */
+    const int *own_pid;     /* cfg->own_pid */
     double load_sum;
     int load_n;
     double *xcore;          /* (max_rounds) seconds a round trip, one per round */
     int xcore_n;
 } machine_watch;
 
-static void watch_start(machine_watch *w, int own_pid, double *xcore)
+static void watch_start(machine_watch *w, const int *own_pid, double *xcore)
 {
     memset(w, 0, sizeof *w);
     w->xcore = xcore;

@@ -90,6 +90,9 @@ typedef struct tb_arm {
     int (*rebuild)(void *user);
 } tb_arm;
 
+/* The most child processes an experiment's arms may run in (cfg->own_pid). */
+#define TB_ROUNDS_OWN_PIDS 4
+
 typedef struct tb_rounds_cfg {
     double min_rep_s;          /* a repetition lasts at least this (e.g. 0.2 s on the CPU) */
     int min_rounds;            /* >= 5 */
@@ -105,9 +108,9 @@ typedef struct tb_rounds_cfg {
                                   (or their pooled spread as many degrees of freedom, less
                                   one); 0: never */
     const char *gbench_json;   /* Google Benchmark's JSON of every round; NULL: none */
-    int own_pid;               /* > 0: a child process of the caller's that runs an arm
-                                  (bench:vs_torch's PyTorch): its CPU time counts as this
-                                  process's, not as other processes' (the busy rule) */
+    int own_pid[TB_ROUNDS_OWN_PIDS]; /* > 0: child processes of the caller's that run arms
+                                  (bench:vs_torch's PyTorch): their CPU time counts as this
+                                  process's, not as other processes' (the busy rule); 0: none */
     double min_rep_floor_s;    /* > 0: when min_rounds rounds of min_rep_s repetitions would
                                   not fit the budget left after the warm-up, repetitions are
                                   shortened (never below this) so that they do (see step 2
