@@ -6,8 +6,8 @@
  *   NCHW   one thread owns each channel and sums its rows in order, in double;
  *          planes under BN_SMALL_HW pixels: sums per position over the batch
  *          in order, then per channel over its positions in order
- *   NHWC   BN_ROW_CHUNKS fixed row ranges, partial sums in double, added in
- *          chunk order
+ *   NHWC   up to BN_ROW_CHUNKS fixed row ranges, partial sums in double,
+ *          added in chunk order
  * The per-channel (NCHW) and per-row-range (NHWC) loops are compiled for
  * x86-64-v4 (AVX-512), v3 (AVX2) and the baseline (SSE2), picked at load
  * time (BN_CLONES): the double sums ran 2 lanes wide on SSE2, and batch
@@ -84,10 +84,22 @@ BN_CLONES static void bn_train_channel_nchw(const tb_bn_desc *d, int c, const fl
 }
 
 /* NHWC rows are C contiguous channels: every pass streams through memory
- * row by row. Statistics are per-chunk partial sums over BN_ROW_CHUNKS
- * fixed row ranges (fixed by the shape, not the thread count), added in
- * chunk order: deterministic, and each thread reads whole cache lines. */
-static size_t bn_row_chunks(size_t rows) { return rows < BN_ROW_CHUNKS ? rows : BN_ROW_CHUNKS; }
+ * row by row. Statistics are per-chunk partial sums over at most
+ * BN_ROW_CHUNKS fixed row ranges of at least BN_CHUNK_ROWS rows (fixed by
+ * the shape, not the thread count), added in chunk order: deterministic,
+ * and each thread reads whole cache lines. The sums run in tasks of one
+ * chunk and one block of BN_COMBINE_COLS channels, so that a short, wide
+ * layer (ResNet-50's last stage at 64x64: 64 rows of 2048 channels) has
+ * work for every thread without a partial sum per row: with one-row
+ * chunks there, the partial sums (2 MB of doubles) outweighed x, and
+ * adding them up was 1.2% of the channels-last bf16 step. */
+#define BN_CHUNK_ROWS ((size_t)16)
+#define BN_COMBINE_COLS ((size_t)256)
+static size_t bn_row_chunks(size_t rows)
+{
+    size_t kc = rows / BN_CHUNK_ROWS;
+    return kc < 1 ? 1 : kc > BN_ROW_CHUNKS ? BN_ROW_CHUNKS : kc;
+}
 
 /* Rows [lo, hi) of chunk k of rows split into kc chunks. */
 static void bn_chunk(size_t rows, size_t kc, size_t k, size_t *lo, size_t *hi)
@@ -96,17 +108,28 @@ static void bn_chunk(size_t rows, size_t kc, size_t k, size_t *lo, size_t *hi)
     *hi = rows * (k + 1) / kc;
 }
 
+/* Channels [lo, hi) of block b. */
+static void bn_cols(size_t C, size_t b, size_t *lo, size_t *hi)
+{
+    *lo = b * BN_COMBINE_COLS;
+    *hi = *lo + BN_COMBINE_COLS < C ? *lo + BN_COMBINE_COLS : C;
+}
+
+static size_t bn_col_blocks(size_t C) { return (C + BN_COMBINE_COLS - 1) / BN_COMBINE_COLS; }
+
 /* part[c] = sum over rows [lo, hi) of x[r][c], part[C + c] = of x[r][c]^2,
- * in double (the NCHW statistics' one pass, bn_train_channel_nchw says why
- * the cancellation is harmless). */
-BN_CLONES static void nhwc_rows_sum(const float *x, size_t C, size_t lo, size_t hi, double *part)
+ * for channels [c0, c1), in double (the NCHW statistics' one pass,
+ * bn_train_channel_nchw says why the cancellation is harmless). */
+BN_CLONES static void nhwc_rows_sum(const float *x, size_t C, size_t c0, size_t c1, size_t lo,
+                                    size_t hi, double *part)
 {
     double *sq = part + C;
-    memset(part, 0, 2 * C * sizeof *part);
+    memset(part + c0, 0, (c1 - c0) * sizeof *part);
+    memset(sq + c0, 0, (c1 - c0) * sizeof *sq);
     for (size_t r = lo; r < hi; r++) {
         const float *xr = x + r * C;
 #pragma omp simd
-        for (size_t c = 0; c < C; c++) {
+        for (size_t c = c0; c < c1; c++) {
             double v = xr[c];
             part[c] += v;
             sq[c] += v * v;
@@ -114,13 +137,20 @@ BN_CLONES static void nhwc_rows_sum(const float *x, size_t C, size_t lo, size_t 
     }
 }
 
-/* out[c] = sum of part[k][c] over the kc chunks, in chunk order. */
-static void bn_combine(const double *part, size_t kc, size_t C, double *out)
+/* out[c] = sum of part[k][c] over the kc chunks, in chunk order, for
+ * blocks of BN_COMBINE_COLS columns in parallel: each column's sum is the
+ * same whichever thread adds it. */
+static void bn_combine(int t, const double *part, size_t kc, size_t C, double *out)
 {
-    memset(out, 0, C * sizeof *out);
-    for (size_t k = 0; k < kc; k++)
-        for (size_t c = 0; c < C; c++)
-            out[c] += part[k * C + c];
+#pragma omp parallel for num_threads(t) schedule(static) if (kc * C >= PAR_MIN)
+    for (size_t b = 0; b < bn_col_blocks(C); b++) {
+        size_t lo, hi;
+        bn_cols(C, b, &lo, &hi);
+        memset(out + lo, 0, (hi - lo) * sizeof *out);
+        for (size_t k = 0; k < kc; k++)
+            for (size_t c = lo; c < hi; c++)
+                out[c] += part[k * C + c];
+    }
 }
 
 static int bn_fwd_train_nhwc(tb_backend *be, const tb_bn_desc *d, const float *x,
@@ -133,15 +163,17 @@ static int bn_fwd_train_nhwc(tb_backend *be, const tb_bn_desc *d, const float *x
     TB_TRY(ws_floats(be, 2 * (2 * kc * C + 2 * C), &ws));
     double *part = (double *)ws, *mean = part + 2 * kc * C, *var = mean + C;
     int par = rows * C >= PAR_MIN;
+    size_t nb = bn_col_blocks(C);
 #pragma omp parallel for num_threads(t) schedule(static) if (par)
-    for (size_t k = 0; k < kc; k++) {
-        size_t lo, hi;
+    for (size_t task = 0; task < kc * nb; task++) {
+        size_t k = task / nb, lo, hi, c0, c1;
         bn_chunk(rows, kc, k, &lo, &hi);
-        nhwc_rows_sum(x, C, lo, hi, part + 2 * k * C);
+        bn_cols(C, task % nb, &c0, &c1);
+        nhwc_rows_sum(x, C, c0, c1, lo, hi, part + 2 * k * C);
     }
     /* chunk k's sums are part[2kC, 2kC + C), its squares the C after them:
      * bn_combine over 2C-wide chunks adds both in chunk order */
-    bn_combine(part, kc, 2 * C, mean); /* mean[0, C): sums, var = mean + C: squares */
+    bn_combine(t, part, kc, 2 * C, mean); /* mean[0, C): sums, var = mean + C: squares */
     for (size_t c = 0; c < C; c++) {
         mean[c] /= (double)rows;
         double v = var[c] / (double)rows - mean[c] * mean[c];
@@ -361,16 +393,18 @@ BN_CLONES static void bn_bwd_channel_nchw(const tb_bn_desc *d, int c, const floa
     }
 }
 
-/* Backward sums over rows [lo, hi): part[c] = sum dy, part[C + c] =
- * sum dy (x - mean). */
-BN_CLONES static void nhwc_rows_bwd_sums(const float *x, const float *dy, size_t C, size_t lo, size_t hi,
-                               const float *mean, double *part)
+/* Backward sums over rows [lo, hi) for channels [c0, c1): part[c] =
+ * sum dy, part[C + c] = sum dy (x - mean). */
+BN_CLONES static void nhwc_rows_bwd_sums(const float *x, const float *dy, size_t C, size_t c0,
+                                         size_t c1, size_t lo, size_t hi, const float *mean,
+                                         double *part)
 {
-    memset(part, 0, 2 * C * sizeof *part);
+    memset(part + c0, 0, (c1 - c0) * sizeof *part);
+    memset(part + C + c0, 0, (c1 - c0) * sizeof *part);
     for (size_t r = lo; r < hi; r++) {
         const float *xr = x + r * C, *dyr = dy + r * C;
 #pragma omp simd
-        for (size_t c = 0; c < C; c++) {
+        for (size_t c = c0; c < c1; c++) {
             part[c] += dyr[c];
             part[C + c] += dyr[c] * (xr[c] - mean[c]);
         }
@@ -388,13 +422,15 @@ static int bn_bwd_nhwc(tb_backend *be, const tb_bn_desc *d, const float *x, cons
     float *k = (float *)(sums + 2 * C), *mdy = k + C, *mdyx = mdy + C;
     float *dx = gr->dx;
     int par = rows * C >= PAR_MIN;
+    size_t nb = bn_col_blocks(C);
 #pragma omp parallel for num_threads(t) schedule(static) if (par)
-    for (size_t q = 0; q < kc; q++) {
-        size_t lo, hi;
+    for (size_t task = 0; task < kc * nb; task++) {
+        size_t q = task / nb, lo, hi, c0, c1;
         bn_chunk(rows, kc, q, &lo, &hi);
-        nhwc_rows_bwd_sums(x, dy, C, lo, hi, sm, part + 2 * q * C);
+        bn_cols(C, task % nb, &c0, &c1);
+        nhwc_rows_bwd_sums(x, dy, C, c0, c1, lo, hi, sm, part + 2 * q * C);
     }
-    bn_combine(part, kc, 2 * C, sums);
+    bn_combine(t, part, kc, 2 * C, sums);
     for (size_t c = 0; c < C; c++)
         bn_bwd_finish(d, (int)c, sums[c], sums[C + c], gamma, si, gr, &k[c], &mdy[c], &mdyx[c]);
 #pragma omp parallel for num_threads(t) schedule(static) if (par)

@@ -354,9 +354,11 @@ static void test_bn_case(tb_backend *be, tb_bn_desc d)
 static void test_bn(int threads)
 {
     /* hw < 32 takes batchnorm.c's small-plane NCHW path; {16, 600, 4}: two
-     * position chunks, above the one-thread cutoff */
-    static const int shapes[][3] = {{2, 3, 7},   {33, 7, 1},   {3, 17, 49},
-                                    {1, 1, 2},   {8, 40, 256}, {16, 600, 4}};
+     * position chunks, above the one-thread cutoff (NHWC: 4 row chunks, 3
+     * channel blocks, the last partial); {5, 300, 7}: NHWC's 35 rows in 2
+     * uneven chunks */
+    static const int shapes[][3] = {{2, 3, 7},    {33, 7, 1},   {3, 17, 49}, {1, 1, 2},
+                                    {8, 40, 256}, {16, 600, 4}, {5, 300, 7}};
     tb_backend *be = open_ops(threads);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int l = 0; l < 2; l++) {
