@@ -34,11 +34,17 @@
 #define BN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
 
+/* The per-channel finishers below are inlined into their callers: the
+ * BN_CLONES loops call them once a channel, and a call from AVX code into
+ * this file's SSE code ran with the vector registers' upper halves dirty
+ * (tools/avx_exits.py, the avx_exits test). */
+#define BN_FINISH static inline __attribute__((always_inline))
+
 /* Batch statistics done: rounds them, saves mean and invstd, moves the
  * running statistics. */
-static void bn_finish_channel(const tb_bn_desc *d, int c, double mean, double var,
-                              float *running_mean, float *running_var, float *save_mean,
-                              float *save_invstd)
+BN_FINISH void bn_finish_channel(const tb_bn_desc *d, int c, double mean, double var,
+                                 float *running_mean, float *running_var, float *save_mean,
+                                 float *save_invstd)
 {
     double m = (double)d->n * d->hw;
     save_mean[c] = (float)mean;
@@ -351,9 +357,9 @@ typedef struct bn_grads {
 } bn_grads;
 
 /* Per-channel sums done: writes dgamma/dbeta, returns the dx coefficients. */
-static void bn_bwd_finish(const tb_bn_desc *d, int c, double sum_dy, double sum_dy_xmu,
-                          const float *gamma, const float *save_invstd, const bn_grads *gr,
-                          float *k, float *mean_dy, float *mean_dy_xhat)
+BN_FINISH void bn_bwd_finish(const tb_bn_desc *d, int c, double sum_dy, double sum_dy_xmu,
+                             const float *gamma, const float *save_invstd, const bn_grads *gr,
+                             float *k, float *mean_dy, float *mean_dy_xhat)
 {
     double m = (double)d->n * d->hw, inv = save_invstd[c];
     double dg = sum_dy_xmu * inv;
