@@ -113,6 +113,8 @@ typedef struct conv_entry {
     dnnl_memory_t scratch;    /* oneDNN scratchpad, at workspace offset 0 */
     size_t ws_bytes;          /* scratchpad + reorder buffers */
     float *acc_w, *acc_b;     /* bwd filter with accumulate: computed here, then added */
+    int matmul;               /* the matmul_1x1 entry (conv.c): no primitive of its own,
+                                 a matrix product through the gemm cache */
 } conv_entry;
 
 typedef struct gemm_entry {
@@ -341,6 +343,12 @@ static inline void dev_free_ptr(tb_backend *be, void **p)
 
 /* Each family fills its slots (pointers only) and frees its cached
  * primitives; dnnl.c's install and release call them. */
+/* c(m x n, ld ldc) = op(a) op(b) + beta c, a and b in dtype (TB_F32, or
+ * TB_BF16 on a CPU that runs it natively), math as gemm's: the gemm slot's
+ * product for a caller that holds the lock (conv.c's matmul_1x1). */
+int tb_cpu_gemm_locked(tb_backend *be, tb_dtype dtype, tb_math math, int trans_a, int trans_b,
+                       int m, int n, int k, const void *a, int lda, const void *b, int ldb,
+                       float beta, float *c, int ldc);
 void tb_cpu_install_gemm(tb_backend *be);
 void tb_cpu_install_conv(tb_backend *be);
 void tb_cpu_gemm_cache_release(tb_backend *be);

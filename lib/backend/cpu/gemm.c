@@ -347,6 +347,20 @@ static int cpu_gemm_lowp(tb_backend *be, tb_dtype dtype, int trans_a, int trans_
     return rc;
 }
 
+int tb_cpu_gemm_locked(tb_backend *be, tb_dtype dtype, tb_math math, int trans_a, int trans_b,
+                       int m, int n, int k, const void *a, int lda, const void *b, int ldb,
+                       float beta, float *c, int ldc)
+{
+    TB_TRY(gemm_check_args(trans_a, trans_b, m, n, k, lda, ldb, ldc));
+    gemm_entry key = {
+        .ta = !!trans_a, .tb = !!trans_b, .m = m, .n = n, .k = k,
+        .lda = lda, .ldb = ldb, .ldc = ldc,
+        .alpha_bits = float_bits(1.0f), .beta_bits = float_bits(beta),
+        .math = dtype == TB_F32 ? math : TB_MATH_LOWP, .dtype = dtype,
+    };
+    return gemm_run(be, &key, 1.0f, a, b, beta, c, dtype == TB_F32 ? sizeof(float) : 2);
+}
+
 void tb_cpu_gemm_cache_release(tb_backend *be)
 {
     dnnl_state *st = state_of(be);
