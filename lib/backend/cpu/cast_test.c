@@ -313,10 +313,19 @@ static void test_conv_lowp(tb_backend *be)
     conv_one(be, (tb_conv_desc){.n = 2, .c = 16, .h = 12, .w = 11, .k = 32, .r = 1, .s = 1,
                                 .stride = 1, .pad = 0, .layout = TB_NCHW, .dtype = TB_BF16,
                                 .math = TB_MATH_LOWP});
-    /* 1x1 stride 1 on NHWC with <= 16 pixels: matmul_1x1 (conv.c) in every
+    /* 1x1 stride 1 on NHWC with <= 16 pixels: matmul (conv.c) in every
      * direction, its bias and bias gradient summed from bf16 */
     conv_one(be, (tb_conv_desc){.n = 3, .c = 24, .h = 4, .w = 3, .k = 40, .r = 1, .s = 1,
                                 .stride = 1, .pad = 0, .layout = TB_NHWC, .dtype = TB_BF16,
+                                .math = TB_MATH_LOWP});
+    /* the patch-matrix cases of matmul: a strided 1x1 to 4x4 (every
+     * direction: im2col, and col2im for dx) and a padded 3x3 at 4x4 (its
+     * filter gradient) */
+    conv_one(be, (tb_conv_desc){.n = 3, .c = 24, .h = 7, .w = 7, .k = 40, .r = 1, .s = 1,
+                                .stride = 2, .pad = 0, .layout = TB_NHWC, .dtype = TB_BF16,
+                                .math = TB_MATH_LOWP});
+    conv_one(be, (tb_conv_desc){.n = 3, .c = 24, .h = 4, .w = 4, .k = 16, .r = 3, .s = 3,
+                                .stride = 1, .pad = 1, .layout = TB_NHWC, .dtype = TB_BF16,
                                 .math = TB_MATH_LOWP});
     tb_conv_desc d = {.n = 2, .c = 4, .h = 8, .w = 8, .k = 8, .r = 3, .s = 3, .stride = 1,
                       .pad = 1, .layout = TB_NCHW, .dtype = TB_F16, .math = TB_MATH_LOWP};

@@ -13,10 +13,13 @@
  *   2. then those that want blocked activations (format "any", e.g.
  *      nChw16c), which are not already in part 1; their names get a
  *      "+reorder" suffix;
- * and between the two, for a 1x1, stride-1, unpadded convolution on NHWC,
- * where x and y are (N*H*W) x C and x K matrices and the filters K x C:
- * "matmul_1x1", each direction one oneDNN matrix product on them (the gemm
- * slot's cache, no reorders; bias and its gradient by loops here).
+ * and between the two, for any convolution on NHWC: "matmul", each
+ * direction one oneDNN matrix product (the gemm slot's cache, no reorders)
+ * on the patch matrix of x: (N*P*Q) x (R*S*C), built here (im2col; at
+ * 1x1, stride 1, no padding it is x itself), against the filters as a
+ * K x (R*S*C) matrix (ohwi) and y as (N*P*Q) x K; the data gradient is the
+ * patches' gradient added back into dx (col2im), the bias and its gradient
+ * loops here.
  * Any operand whose layout differs from the caller's (always the weights,
  * unless an implementation takes oihw/ohwi; the activations in part 2) is
  * reordered into and out of the caller's memory inside each conv_* call,
@@ -169,7 +172,7 @@ typedef struct conv_walk {
     char (*names)[64];
     int count;
     dnnl_primitive_desc_t pd, hint;
-    int matmul; /* `want` is the matmul_1x1 entry */
+    int matmul; /* `want` is the matmul entry */
 } conv_walk;
 
 /* Walks one part of the list; *done once `want` was found. */
@@ -247,16 +250,19 @@ static tb_conv_desc as_run(dnnl_state *st, const tb_conv_desc *d)
     return r;
 }
 
-/* The list's matmul_1x1 entry (see the file header): a 1x1, stride-1,
- * unpadded convolution on NHWC is three plain matrix products. */
-#define MATMUL_1X1 "matmul_1x1"
+/* The list's matmul entry (see the file header): a convolution on NHWC as
+ * matrix products on its patch matrix. */
+#define MATMUL_NAME "matmul"
 
-static int matmul_fits(const tb_conv_desc *d)
+static int matmul_fits(const tb_conv_desc *d) { return d->layout == TB_NHWC; }
+
+/* 1x1, stride 1, no padding: the patch matrix is x itself. */
+static int matmul_direct(const tb_conv_desc *d)
 {
-    return d->layout == TB_NHWC && d->r == 1 && d->s == 1 && d->stride == 1 && d->pad == 0;
+    return d->r == 1 && d->s == 1 && d->stride == 1 && d->pad == 0;
 }
 
-static int is_matmul_impl(const char *name) { return strcmp(name, MATMUL_1X1) == 0; }
+static int is_matmul_impl(const char *name) { return strcmp(name, MATMUL_NAME) == 0; }
 
 /* Walks the whole algorithm list (see the file header). */
 static int conv_walk_list(dnnl_state *st, const tb_conv_desc *d0, tb_conv_kind kind,
@@ -269,12 +275,12 @@ static int conv_walk_list(dnnl_state *st, const tb_conv_desc *d0, tb_conv_kind k
     int rc = TB_OK, done = 0;
     for (int blocked = 0; blocked < 2 && !done && rc == TB_OK; blocked++) {
         rc = conv_walk_part(st, d, kind, has_bias, blocked, attr, w, &done);
-        /* matmul_1x1 between parts 1 and 2, where oneDNN has anything for
+        /* matmul between parts 1 and 2, where oneDNN has anything for
          * the problem at all: within the TB_MAX_CONV_ALGOS a caller sees
          * (fp32 lists run to 16 entries and more) */
         if (blocked == 0 && rc == TB_OK && !done && w->count > 0 && matmul_fits(d)) {
             if (w->count < w->max)
-                snprintf(w->names[w->count], 64, "%s", MATMUL_1X1);
+                snprintf(w->names[w->count], 64, "%s", MATMUL_NAME);
             if (w->count++ == w->want) {
                 w->matmul = 1;
                 done = 1;
@@ -318,6 +324,8 @@ static void conv_entry_destroy(tb_backend *be, conv_entry *e)
     memory_destroy(&e->scratch);
     dev_free_ptr(be, (void **)&e->acc_w);
     dev_free_ptr(be, (void **)&e->acc_b);
+    dev_free_ptr(be, &e->col);
+    dev_free_ptr(be, (void **)&e->dcol);
     pd_destroy(&e->pd);
     pd_destroy(&e->hint);
     memset(e, 0, sizeof *e);
@@ -395,7 +403,7 @@ static int conv_entry_create(tb_backend *be, dnnl_state *st, conv_entry *e)
     TB_TRY_GOTO(rc, conv_walk_list(st, &e->d, e->kind, e->has_bias, &w), out_destroy_entry);
     if (w.matmul) {
         e->matmul = 1;
-        snprintf(e->name, sizeof e->name, "%s", MATMUL_1X1);
+        snprintf(e->name, sizeof e->name, "%s", MATMUL_NAME);
         return TB_OK;
     }
     if (!w.pd && w.count == 0) {
@@ -504,6 +512,56 @@ static int conv_lookup(tb_backend *be, dnnl_state *st, const conv_entry *key, co
 
 /* ---- convolution: running one ---- */
 
+/* The patch matrix of NHWC x (elements of es bytes): row m = (n, p, q)
+ * holds, for r < R and s < S in order, the C channels of x at (n, p*stride
+ * - pad + r, q*stride - pad + s), zeros where that is padding. */
+static void im2col_nhwc(const tb_conv_desc *d, const void *x, size_t es, void *col)
+{
+    int P = tb_conv_out_h(d), Q = tb_conv_out_w(d), M = d->n * P * Q;
+    size_t row = (size_t)es * d->c, kc = (size_t)d->r * d->s * row;
+#pragma omp parallel for schedule(static) if ((size_t)M * kc >= 65536)
+    for (int m = 0; m < M; m++) {
+        int n = m / (P * Q), p = m / Q % P, q = m % Q;
+        char *dst = (char *)col + (size_t)m * kc;
+        for (int r = 0; r < d->r; r++)
+            for (int s = 0; s < d->s; s++, dst += row) {
+                int h = p * d->stride - d->pad + r, w = q * d->stride - d->pad + s;
+                if (h < 0 || h >= d->h || w < 0 || w >= d->w)
+                    memset(dst, 0, row);
+                else
+                    memcpy(dst, (const char *)x + (((size_t)n * d->h + h) * d->w + w) * row,
+                           row);
+            }
+    }
+}
+
+/* dx = the patches' gradient dcol added back where each patch came from
+ * (im2col_nhwc's inverse as a sum); one image per thread, each in patch
+ * order: the same bits for any thread count. */
+static void col2im_nhwc(const tb_conv_desc *d, const float *dcol, float *dx)
+{
+    int P = tb_conv_out_h(d), Q = tb_conv_out_w(d), C = d->c;
+    size_t image = (size_t)d->h * d->w * C, kc = (size_t)d->r * d->s * C;
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < d->n; n++) {
+        float *dxn = dx + (size_t)n * image;
+        memset(dxn, 0, image * sizeof *dxn);
+        for (int p = 0; p < P; p++)
+            for (int q = 0; q < Q; q++) {
+                const float *src = dcol + (((size_t)n * P + p) * Q + q) * kc;
+                for (int r = 0; r < d->r; r++)
+                    for (int s = 0; s < d->s; s++, src += C) {
+                        int h = p * d->stride - d->pad + r, w = q * d->stride - d->pad + s;
+                        if (h < 0 || h >= d->h || w < 0 || w >= d->w)
+                            continue;
+                        float *to = dxn + ((size_t)h * d->w + w) * C;
+                        for (int c = 0; c < C; c++)
+                            to[c] += src[c];
+                    }
+            }
+    }
+}
+
 /* y[r][k] += bias[k] for rows r < m of k values. */
 static void add_bias_rows(float *y, const float *bias, size_t rows, size_t k)
 {
@@ -528,29 +586,47 @@ static void bias_grad_rows(const void *dy, int lowp, size_t rows, size_t k, floa
     }
 }
 
-/* The matmul_1x1 entry: with M = N*H*W, x is M x C, y M x K and the
- * filters K x C (ohwi at 1x1); ptr as conv_execute. */
-static int conv_matmul_run(tb_backend *be, const conv_entry *e, void *ptr[3], void *bias,
+/* The matmul entry: with M = N*P*Q and KC = R*S*C, the patch matrix is
+ * M x KC, y M x K and the filters K x KC; ptr as conv_execute. Its patch
+ * buffers are the entry's (be->dev_alloc, kept while it is cached). */
+static int conv_matmul_run(tb_backend *be, conv_entry *e, void *ptr[3], void *bias,
                            int accumulate)
 {
     const tb_conv_desc *d = &e->d;
-    int m = d->n * d->h * d->w, c = d->c, k = d->k;
+    int m = d->n * tb_conv_out_h(d) * tb_conv_out_w(d), kc = d->r * d->s * d->c, k = d->k;
     tb_dtype dt = d->dtype;
-    if (e->kind == TB_CONV_FWD) { /* y = x w^T */
-        TB_TRY(tb_cpu_gemm_locked(be, dt, d->math, 0, 1, m, k, c, ptr[0], c, ptr[1], c, 0.0f,
+    size_t es = dt == TB_F32 ? sizeof(float) : 2, cells = (size_t)m * kc;
+    int direct = matmul_direct(d);
+    const void *cols = ptr[0];
+    if (!direct && e->kind != TB_CONV_BWD_DATA) { /* x's patches */
+        if (!e->col)
+            TB_TRY(be->dev_alloc(be, &e->col, cells * es));
+        im2col_nhwc(d, ptr[0], es, e->col);
+        cols = e->col;
+    }
+    if (e->kind == TB_CONV_FWD) { /* y = patches w^T */
+        TB_TRY(tb_cpu_gemm_locked(be, dt, d->math, 0, 1, m, k, kc, cols, kc, ptr[1], kc, 0.0f,
                                   ptr[2], k));
         if (bias)
             add_bias_rows(ptr[2], bias, (size_t)m, (size_t)k);
         return TB_OK;
     }
-    if (e->kind == TB_CONV_BWD_DATA) /* dx = dy w */
-        return tb_cpu_gemm_locked(be, dt, d->math, 0, 0, m, c, k, ptr[0], k, ptr[1], c, 0.0f,
-                                  ptr[2], c);
-    /* dw (+)= dy^T x, into the caller's dw directly */
-    TB_TRY(tb_cpu_gemm_locked(be, dt, d->math, 1, 0, k, c, m, ptr[1], k, ptr[0], c,
-                              accumulate ? 1.0f : 0.0f, ptr[2], c));
-    if (bias)
-        bias_grad_rows(ptr[1], dt != TB_F32, (size_t)m, (size_t)k, bias, accumulate);
+    if (e->kind == TB_CONV_BWD_FILTER) { /* dw (+)= dy^T patches, into dw directly */
+        TB_TRY(tb_cpu_gemm_locked(be, dt, d->math, 1, 0, k, kc, m, ptr[1], k, cols, kc,
+                                  accumulate ? 1.0f : 0.0f, ptr[2], kc));
+        if (bias)
+            bias_grad_rows(ptr[1], dt != TB_F32, (size_t)m, (size_t)k, bias, accumulate);
+        return TB_OK;
+    }
+    /* the patches' gradient dy w, added back into dx */
+    if (direct)
+        return tb_cpu_gemm_locked(be, dt, d->math, 0, 0, m, kc, k, ptr[0], k, ptr[1], kc, 0.0f,
+                                  ptr[2], kc);
+    if (!e->dcol)
+        TB_TRY(be->dev_alloc(be, (void **)&e->dcol, cells * sizeof(float)));
+    TB_TRY(tb_cpu_gemm_locked(be, dt, d->math, 0, 0, m, kc, k, ptr[0], k, ptr[1], kc, 0.0f,
+                              e->dcol, kc));
+    col2im_nhwc(d, e->dcol, ptr[2]);
     return TB_OK;
 }
 
@@ -748,21 +824,24 @@ static int gemm_stays(const tb_conv_desc *d, tb_conv_kind kind)
 
 static int is_brg_impl(const char *name) { return strncmp(name, "brgconv", 7) == 0; }
 
-/* A 1x1 convolution (matmul_1x1 listed) with at most this many pixels an
- * image: the matrix products beat oneDNN 2.6's 1x1 kernels there in every
- * direction, with their weight reorders (the products need none). Measured
- * on ResNet-50's stride-1 1x1 convolutions at 64x64, batch 16, NHWC, 2
- * threads, AVX-512 BF16 (best of 10, ms, kernel vs product): at 2x2,
- * bf16 512->2048 fwd 0.40 vs 0.33, bwd-data 0.43 vs 0.33, bwd-filter 0.97
- * vs 0.35; 2048->512 0.66 vs 0.35, 0.44 vs 0.36, 1.07 vs 0.35; fp32
- * bwd-filter 1.18 vs 0.66, 1.03 vs 0.62; at 4x4, bf16 1024->512 0.64 vs
- * 0.61, 0.66 vs 0.61, 0.95 vs 0.63, fp32 1.20 vs 1.19, 1.24 vs 1.21,
- * 1.67 vs 1.23. At 8x8 and above within 5% either way (bf16 64->256 at
- * 16x16 bwd-filter 0.36 vs 0.39). A step's 1x1 convolutions, all three
- * directions: bf16 ~7 ms less, fp32 ~4 ms. */
+/* The matmul entry is the default where the output has at most
+ * MATMUL_MAX_PIXELS pixels an image: for the filter gradient of any
+ * convolution, and for the forward and data gradient of a 1x1 one (any
+ * stride). There oneDNN 2.6's kernels lose to the products, weight
+ * reorders included (the products need none); on larger outputs they tie
+ * or win, and a 3x3's forward and data gradient keep its direct kernel
+ * (bf16 256->256 at 4x4: fwd 0.51 vs 0.72 ms). Measured with conv_find on
+ * ResNet-50's convolutions at 64x64, batch 16, NHWC, 2 threads, AVX-512
+ * BF16 (ms, oneDNN's default vs matmul): filter gradients in bf16 of
+ * 512->512 3x3 at 2x2 4.29 vs 0.81, its strided twin 2.55 vs 0.78,
+ * 1024->2048 1x1 stride 2 3.27 vs 0.69, 256->256 3x3 stride 2 to 4x4 1.55
+ * vs 0.80, 2048->512 1x1 0.97 vs 0.35; in fp32 256->256 3x3 stride 2 1.90
+ * vs 1.45, 2048->512 1x1 1.18 vs 0.66; forward of 2048->512 1x1 at 2x2
+ * bf16 0.66 vs 0.35, of 1024->2048 1x1 stride 2 0.87 vs 0.67. A step's
+ * filter gradients in bf16 40.1 -> 28.4 ms. */
 #define MATMUL_MAX_PIXELS 16
 
-/* The default among the n names of the list: matmul_1x1 where
+/* The default among the n names of the list: matmul where
  * MATMUL_MAX_PIXELS says; else the first non-`ref:` entry,
  * unless that is an im2col `gemm:` one, gemm_stays says no, and a direct
  * implementation on blocked activations exists (part 2): then the first
@@ -771,7 +850,9 @@ static int is_brg_impl(const char *name) { return strncmp(name, "brgconv", 7) ==
  * the same part. */
 static int default_of(const tb_conv_desc *d, tb_conv_kind kind, char (*names)[64], int n)
 {
-    for (int i = 0; i < n && d->h * d->w <= MATMUL_MAX_PIXELS; i++)
+    int small = tb_conv_out_h(d) * tb_conv_out_w(d) <= MATMUL_MAX_PIXELS;
+    for (int i = 0; i < n && small && (kind == TB_CONV_BWD_FILTER || (d->r == 1 && d->s == 1));
+         i++)
         if (is_matmul_impl(names[i]))
             return i;
     int first = -1;

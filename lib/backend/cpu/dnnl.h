@@ -113,8 +113,10 @@ typedef struct conv_entry {
     dnnl_memory_t scratch;    /* oneDNN scratchpad, at workspace offset 0 */
     size_t ws_bytes;          /* scratchpad + reorder buffers */
     float *acc_w, *acc_b;     /* bwd filter with accumulate: computed here, then added */
-    int matmul;               /* the matmul_1x1 entry (conv.c): no primitive of its own,
-                                 a matrix product through the gemm cache */
+    int matmul;               /* the matmul entry (conv.c): no primitive of its own,
+                                 matrix products through the gemm cache */
+    void *col;                /* matmul: x's patch matrix (NULL until needed) */
+    float *dcol;              /* matmul: its gradient, for the data gradient */
 } conv_entry;
 
 typedef struct gemm_entry {
@@ -345,7 +347,7 @@ static inline void dev_free_ptr(tb_backend *be, void **p)
  * primitives; dnnl.c's install and release call them. */
 /* c(m x n, ld ldc) = op(a) op(b) + beta c, a and b in dtype (TB_F32, or
  * TB_BF16 on a CPU that runs it natively), math as gemm's: the gemm slot's
- * product for a caller that holds the lock (conv.c's matmul_1x1). */
+ * product for a caller that holds the lock (conv.c's matmul entry). */
 int tb_cpu_gemm_locked(tb_backend *be, tb_dtype dtype, tb_math math, int trans_a, int trans_b,
                        int m, int n, int k, const void *a, int lda, const void *b, int ldb,
                        float beta, float *c, int ldc);

@@ -385,15 +385,16 @@ static void check_default_policy(tb_backend *be, const tb_conv_desc *d, tb_conv_
                 break;
             }
     }
-    /* a 1x1, stride-1, unpadded NHWC problem lists matmul_1x1 (after the
-     * plain-layout entries), the default from 16 output pixels an image down */
-    int matmul = d->layout == TB_NHWC && d->r == 1 && d->s == 1 && d->stride == 1 &&
-                 d->pad == 0, at = -1;
+    /* an NHWC problem lists matmul (after the plain-layout entries); it is
+     * the default with at most 16 output pixels an image, for the filter
+     * gradient and for a 1x1's other directions */
+    int matmul = d->layout == TB_NHWC, at = -1;
     for (int i = 0; i < na; i++)
-        if (strcmp(a[i], "matmul_1x1") == 0)
+        if (strcmp(a[i], "matmul") == 0)
             at = i;
-    CHECK(matmul == (at >= 0), "%s kind %d: matmul_1x1 listed %d of %d", what, (int)kind, at, na);
-    if (matmul && at >= 0 && d->h * d->w <= 16)
+    CHECK(matmul == (at >= 0), "%s kind %d: matmul listed %d of %d", what, (int)kind, at, na);
+    if (at >= 0 && tb_conv_out_h(d) * tb_conv_out_w(d) <= 16 &&
+        (kind == TB_CONV_BWD_FILTER || (d->r == 1 && d->s == 1)))
         want = at;
     CHECK(def == want, "%s kind %d: default %d (%s), want %d (%s)", what, (int)kind, def,
           def >= 0 && def < na ? a[def] : "?", want, want < na ? a[want] : "?");
@@ -468,7 +469,7 @@ static void test_conv(tb_backend *be)
         {.n = 4, .c = 48, .h = 16, .w = 16, .k = 48, .r = 3, .s = 3, .stride = 2, .pad = 1},
         {.n = 4, .c = 96, .h = 16, .w = 16, .k = 192, .r = 1, .s = 1, .stride = 2, .pad = 0},
         {.n = 4, .c = 192, .h = 2, .w = 2, .k = 192, .r = 3, .s = 3, .stride = 1, .pad = 1},
-        /* its later stages' 1x1s: at most 16 pixels an image, matmul_1x1 on NHWC */
+        /* its later stages' 1x1s: at most 16 pixels an image, matmul on NHWC */
         {.n = 4, .c = 96, .h = 4, .w = 4, .k = 48, .r = 1, .s = 1, .stride = 1, .pad = 0},
         {.n = 4, .c = 192, .h = 2, .w = 2, .k = 384, .r = 1, .s = 1, .stride = 1, .pad = 0},
     };
