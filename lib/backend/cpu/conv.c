@@ -41,7 +41,11 @@
  * choice for a forward convolution is a `brgconv` kernel and the output
  * has at most 64 pixels an image, the default is the jit kernel listed
  * after it (default_of says why: ResNet-50's channels-last step at 64x64,
- * batch 16, 2 threads, 7-8% faster in fp32 and bf16). The
+ * batch 16, 2 threads, 7-8% faster in fp32 and bf16). With at most 16
+ * output pixels an image on NHWC, the default is matmul for every filter
+ * gradient and for a 1x1's other directions (MATMUL_MAX_PIXELS says why:
+ * ResNet-50's last two stages, their filter gradients 40.1 -> 28.4 ms a
+ * bf16 step). The
  * `ref:` entries (slow, for checking oneDNN itself) keep their ids but
  * conv_find skips them. A conv bias does not change the list (a test
  * checks that), so an id found without bias is valid with one.
