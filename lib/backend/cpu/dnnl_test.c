@@ -472,6 +472,10 @@ static void test_conv(tb_backend *be)
         /* its later stages' 1x1s: at most 16 pixels an image, matmul on NHWC */
         {.n = 4, .c = 96, .h = 4, .w = 4, .k = 48, .r = 1, .s = 1, .stride = 1, .pad = 0},
         {.n = 4, .c = 192, .h = 2, .w = 2, .k = 384, .r = 1, .s = 1, .stride = 1, .pad = 0},
+        /* and its strided convolutions into 2x2: the 3x3 (v1.5) and the
+         * shortcut (matmul's patch matrix, im2col, and col2im on NHWC) */
+        {.n = 4, .c = 48, .h = 4, .w = 4, .k = 48, .r = 3, .s = 3, .stride = 2, .pad = 1},
+        {.n = 4, .c = 96, .h = 4, .w = 4, .k = 192, .r = 1, .s = 1, .stride = 2, .pad = 0},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int layout = TB_NCHW; layout <= TB_NHWC; layout++) {
