@@ -305,28 +305,30 @@ static void test_conv_lowp(tb_backend *be)
                           .math = TB_MATH_LOWP};
         conv_one(be, d);
     }
-    /* c * r * s < 16: the im2col default for bwd-data (conv.c's gemm_stays) */
-    conv_one(be, (tb_conv_desc){.n = 2, .c = 1, .h = 10, .w = 9, .k = 16, .r = 3, .s = 3,
-                                .stride = 1, .pad = 1, .layout = TB_NCHW, .dtype = TB_BF16,
-                                .math = TB_MATH_LOWP});
-    /* 1x1 stride 1 with >= 128 pixels: the plain gemm in every direction */
-    conv_one(be, (tb_conv_desc){.n = 2, .c = 16, .h = 12, .w = 11, .k = 32, .r = 1, .s = 1,
-                                .stride = 1, .pad = 0, .layout = TB_NCHW, .dtype = TB_BF16,
-                                .math = TB_MATH_LOWP});
-    /* 1x1 stride 1 on NHWC with <= 16 pixels: matmul (conv.c) in every
-     * direction, its bias and bias gradient summed from bf16 */
-    conv_one(be, (tb_conv_desc){.n = 3, .c = 24, .h = 4, .w = 3, .k = 40, .r = 1, .s = 1,
-                                .stride = 1, .pad = 0, .layout = TB_NHWC, .dtype = TB_BF16,
-                                .math = TB_MATH_LOWP});
-    /* the patch-matrix cases of matmul: a strided 1x1 to 4x4 (every
-     * direction: im2col, and col2im for dx) and a padded 3x3 at 4x4 (its
-     * filter gradient) */
-    conv_one(be, (tb_conv_desc){.n = 3, .c = 24, .h = 7, .w = 7, .k = 40, .r = 1, .s = 1,
-                                .stride = 2, .pad = 0, .layout = TB_NHWC, .dtype = TB_BF16,
-                                .math = TB_MATH_LOWP});
-    conv_one(be, (tb_conv_desc){.n = 3, .c = 24, .h = 4, .w = 4, .k = 16, .r = 3, .s = 3,
-                                .stride = 1, .pad = 1, .layout = TB_NHWC, .dtype = TB_BF16,
-                                .math = TB_MATH_LOWP});
+    /* shape (n c h w k r stride pad) and layout, each run in bf16 */
+    static const struct {
+        int n, c, h, w, k, r, stride, pad;
+        tb_layout layout;
+    } cases[] = {
+        /* c * r * s < 16: the im2col default for bwd-data (conv.c's gemm_stays) */
+        {2, 1, 10, 9, 16, 3, 1, 1, TB_NCHW},
+        /* 1x1 stride 1 with >= 128 pixels: the plain gemm in every direction */
+        {2, 16, 12, 11, 32, 1, 1, 0, TB_NCHW},
+        /* 1x1 stride 1 on NHWC with <= 16 pixels: matmul (conv.c) in every
+         * direction, its bias and bias gradient summed from bf16 */
+        {3, 24, 4, 3, 40, 1, 1, 0, TB_NHWC},
+        /* the patch-matrix cases of matmul: a strided 1x1 to 4x4 (every
+         * direction: im2col, and col2im for dx) and a padded 3x3 at 4x4 (its
+         * filter gradient) */
+        {3, 24, 7, 7, 40, 1, 2, 0, TB_NHWC},
+        {3, 24, 4, 4, 16, 3, 1, 1, TB_NHWC},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        conv_one(be, (tb_conv_desc){.n = cases[i].n, .c = cases[i].c, .h = cases[i].h,
+                                    .w = cases[i].w, .k = cases[i].k, .r = cases[i].r,
+                                    .s = cases[i].r, .stride = cases[i].stride,
+                                    .pad = cases[i].pad, .layout = cases[i].layout,
+                                    .dtype = TB_BF16, .math = TB_MATH_LOWP});
     tb_conv_desc d = {.n = 2, .c = 4, .h = 8, .w = 8, .k = 8, .r = 3, .s = 3, .stride = 1,
                       .pad = 1, .layout = TB_NCHW, .dtype = TB_F16, .math = TB_MATH_LOWP};
     int algo;
