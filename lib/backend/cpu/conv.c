@@ -19,7 +19,8 @@
  * 1x1, stride 1, no padding it is x itself), against the filters as a
  * K x (R*S*C) matrix (ohwi) and y as (N*P*Q) x K; the data gradient is the
  * patches' gradient added back into dx (col2im), the bias and its gradient
- * loops here.
+ * through the bias_add and bias_grad slots (the ops family's; a bf16 dy
+ * widened by cast_lowp_to_f32 first).
  * Any operand whose layout differs from the caller's (always the weights,
  * unless an implementation takes oihw/ohwi; the activations in part 2) is
  * reordered into and out of the caller's memory inside each conv_* call,
@@ -56,7 +57,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernels/cast_math.h"
 #include "lib/backend/backend.h"
 #include "lib/backend/cpu/dnnl.h"
 #include "lib/core/rng.h"
@@ -566,30 +566,6 @@ static void col2im_nhwc(const tb_conv_desc *d, const float *dcol, float *dx)
     }
 }
 
-/* y[r][k] += bias[k] for rows r < m of k values. */
-static void add_bias_rows(float *y, const float *bias, size_t rows, size_t k)
-{
-#pragma omp parallel for schedule(static) if (rows * k >= 16384)
-    for (size_t r = 0; r < rows; r++)
-        for (size_t j = 0; j < k; j++)
-            y[r * k + j] += bias[j];
-}
-
-/* db[j] (+)= sum over rows r of dy[r][j] (fp32, or bf16 bits), each
- * column in row order, in double: the same bits for any thread count. */
-static void bias_grad_rows(const void *dy, int lowp, size_t rows, size_t k, float *db,
-                           int accumulate)
-{
-#pragma omp parallel for schedule(static) if (rows * k >= 16384)
-    for (size_t j = 0; j < k; j++) {
-        double s = 0.0;
-        for (size_t r = 0; r < rows; r++)
-            s += lowp ? (double)tb_bf16_to_f32(((const uint16_t *)dy)[r * k + j])
-                      : (double)((const float *)dy)[r * k + j];
-        db[j] = accumulate ? db[j] + (float)s : (float)s;
-    }
-}
-
 /* The matmul entry: with M = N*P*Q and KC = R*S*C, the patch matrix is
  * M x KC, y M x K and the filters K x KC; ptr as conv_execute. Its patch
  * buffers are the entry's (be->dev_alloc, kept while it is cached). */
@@ -608,28 +584,33 @@ static int conv_matmul_run(tb_backend *be, conv_entry *e, void *ptr[3], void *bi
         im2col_nhwc(d, ptr[0], es, e->col);
         cols = e->col;
     }
-    if (e->kind == TB_CONV_FWD) { /* y = patches w^T */
-        TB_TRY(tb_cpu_gemm_locked(be, dt, d->math, 0, 1, m, k, kc, cols, kc, ptr[1], kc, 0.0f,
-                                  ptr[2], k));
-        if (bias)
-            add_bias_rows(ptr[2], bias, (size_t)m, (size_t)k);
-        return TB_OK;
+    if (e->kind == TB_CONV_FWD) { /* y = patches w^T (+ bias) */
+        TB_TRY(tb_cpu_gemm_locked(be, dt, d->math, 0, 1, m, k, kc, 1.0f, cols, kc, ptr[1], kc,
+                                  0.0f, ptr[2], k));
+        return bias ? be->bias_add(be, ptr[2], bias, m, k) : TB_OK;
     }
     if (e->kind == TB_CONV_BWD_FILTER) { /* dw (+)= dy^T patches, into dw directly */
-        TB_TRY(tb_cpu_gemm_locked(be, dt, d->math, 1, 0, k, kc, m, ptr[1], k, cols, kc,
+        TB_TRY(tb_cpu_gemm_locked(be, dt, d->math, 1, 0, k, kc, m, 1.0f, ptr[1], k, cols, kc,
                                   accumulate ? 1.0f : 0.0f, ptr[2], kc));
-        if (bias)
-            bias_grad_rows(ptr[1], dt != TB_F32, (size_t)m, (size_t)k, bias, accumulate);
-        return TB_OK;
+        if (!bias)
+            return TB_OK;
+        const float *dy = ptr[1];
+        if (dt != TB_F32) { /* the bias gradient sums dy in fp32: widened, exactly */
+            if (!e->dcol)
+                TB_TRY(be->dev_alloc(be, (void **)&e->dcol, (size_t)m * k * sizeof(float)));
+            TB_TRY(be->cast_lowp_to_f32(be, dt, ptr[1], e->dcol, (size_t)m * k));
+            dy = e->dcol;
+        }
+        return be->bias_grad(be, dy, bias, m, k, accumulate);
     }
     /* the patches' gradient dy w, added back into dx */
     if (direct)
-        return tb_cpu_gemm_locked(be, dt, d->math, 0, 0, m, kc, k, ptr[0], k, ptr[1], kc, 0.0f,
-                                  ptr[2], kc);
+        return tb_cpu_gemm_locked(be, dt, d->math, 0, 0, m, kc, k, 1.0f, ptr[0], k, ptr[1], kc,
+                                  0.0f, ptr[2], kc);
     if (!e->dcol)
         TB_TRY(be->dev_alloc(be, (void **)&e->dcol, cells * sizeof(float)));
-    TB_TRY(tb_cpu_gemm_locked(be, dt, d->math, 0, 0, m, kc, k, ptr[0], k, ptr[1], kc, 0.0f,
-                              e->dcol, kc));
+    TB_TRY(tb_cpu_gemm_locked(be, dt, d->math, 0, 0, m, kc, k, 1.0f, ptr[0], k, ptr[1], kc,
+                              0.0f, e->dcol, kc));
     col2im_nhwc(d, e->dcol, ptr[2]);
     return TB_OK;
 }

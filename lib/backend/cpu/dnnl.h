@@ -116,7 +116,9 @@ typedef struct conv_entry {
     int matmul;               /* the matmul entry (conv.c): no primitive of its own,
                                  matrix products through the gemm cache */
     void *col;                /* matmul: x's patch matrix (NULL until needed) */
-    float *dcol;              /* matmul: its gradient, for the data gradient */
+    float *dcol;              /* matmul: fp32 scratch: the patches' gradient (data
+                                 gradient), or a bf16 dy widened (a filter gradient's
+                                 bias gradient) */
 } conv_entry;
 
 typedef struct gemm_entry {
@@ -343,14 +345,16 @@ static inline void dev_free_ptr(tb_backend *be, void **p)
     *p = NULL;
 }
 
+/* c(m x n, ld ldc) = alpha op(a) op(b) + beta c, a and b in dtype (TB_F32;
+ * TB_BF16, widened to fp32 where bf16_mode says so), math as the gemm slot's
+ * (TB_MATH_LOWP for bf16): the gemm and gemm_lowp slots' product, for a
+ * caller that holds the lock (those slots; conv.c's matmul entry). */
+int tb_cpu_gemm_locked(tb_backend *be, tb_dtype dtype, tb_math math, int trans_a, int trans_b,
+                       int m, int n, int k, float alpha, const void *a, int lda, const void *b,
+                       int ldb, float beta, float *c, int ldc);
+
 /* Each family fills its slots (pointers only) and frees its cached
  * primitives; dnnl.c's install and release call them. */
-/* c(m x n, ld ldc) = op(a) op(b) + beta c, a and b in dtype (TB_F32, or
- * TB_BF16 on a CPU that runs it natively), math as gemm's: the gemm slot's
- * product for a caller that holds the lock (conv.c's matmul entry). */
-int tb_cpu_gemm_locked(tb_backend *be, tb_dtype dtype, tb_math math, int trans_a, int trans_b,
-                       int m, int n, int k, const void *a, int lda, const void *b, int ldb,
-                       float beta, float *c, int ldc);
 void tb_cpu_install_gemm(tb_backend *be);
 void tb_cpu_install_conv(tb_backend *be);
 void tb_cpu_gemm_cache_release(tb_backend *be);

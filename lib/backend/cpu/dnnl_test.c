@@ -73,7 +73,10 @@ static tb_backend *backend_make(int threads)
     be->name = "cpu";
     be->dev_alloc = test_dev_alloc;
     be->dev_free = test_dev_free;
-    if (tb_cpu_install_dnnl_ops(be) != TB_OK) {
+    /* the ops and casts too: conv.c's matmul entry adds its bias and sums
+     * its bias gradient through their slots */
+    if (tb_cpu_install_dnnl_ops(be) != TB_OK || tb_cpu_install_ops(be) != TB_OK ||
+        tb_cpu_install_cast_ops(be) != TB_OK) {
         tb_error_print(stdout);
         exit(1);
     }
@@ -82,6 +85,7 @@ static tb_backend *backend_make(int threads)
 
 static void backend_free(tb_backend *be)
 {
+    tb_cpu_release_ops(be);
     tb_cpu_release_dnnl_ops(be);
     free(be->ctx);
     free(be);

@@ -292,15 +292,10 @@ static int cpu_gemm(tb_backend *be, int trans_a, int trans_b, int m, int n, int 
         return TB_FAIL(TB_ERR_UNSUPPORTED, "gemm: TB_MATH_LOWP takes bf16 operands: use the "
                        "gemm_lowp slot");
     TB_TRY(check_math(TB_F32, math, "gemm"));
-    TB_TRY(gemm_check_args(trans_a, trans_b, m, n, k, lda, ldb, ldc));
-    gemm_entry key = {
-        .ta = !!trans_a, .tb = !!trans_b, .m = m, .n = n, .k = k,
-        .lda = lda, .ldb = ldb, .ldc = ldc,
-        .alpha_bits = float_bits(alpha), .beta_bits = float_bits(beta), .math = math,
-    };
     int prev;
     lock_enter(be, &prev);
-    int rc = gemm_run(be, &key, alpha, a, b, beta, c, sizeof(float));
+    int rc = tb_cpu_gemm_locked(be, TB_F32, math, trans_a, trans_b, m, n, k, alpha, a, lda, b,
+                                ldb, beta, c, ldc);
     lock_leave(be, prev);
     return rc;
 }
@@ -308,18 +303,29 @@ static int cpu_gemm(tb_backend *be, int trans_a, int trans_b, int m, int n, int 
 /* Values an operand of rows x cols at leading dimension ld spans. */
 static size_t span(int rows, int cols, int ld) { return (size_t)(rows - 1) * ld + cols; }
 
-/* bf16 on a CPU where oneDNN has no bf16 matmul (dnnl.h: BF16_WIDENED): A
- * and B widened to fp32, then the fp32 matmul. Caller holds the lock. */
-static int gemm_widened(tb_backend *be, gemm_entry *key, float alpha, const void *a,
-                        const void *b, float beta, float *c)
+int tb_cpu_gemm_locked(tb_backend *be, tb_dtype dtype, tb_math math, int trans_a, int trans_b,
+                       int m, int n, int k, float alpha, const void *a, int lda, const void *b,
+                       int ldb, float beta, float *c, int ldc)
 {
-    float *wa, *wb;
-    size_t na = key->ta ? span(key->k, key->m, key->lda) : span(key->m, key->k, key->lda);
-    size_t nb = key->tb ? span(key->n, key->k, key->ldb) : span(key->k, key->n, key->ldb);
-    TB_TRY(bf16_widen2(be, state_of(be), a, na, b, nb, &wa, &wb));
-    key->math = TB_MATH_F32;
-    key->dtype = TB_F32;
-    return gemm_run(be, key, alpha, wa, wb, beta, c, sizeof(float));
+    TB_TRY(gemm_check_args(trans_a, trans_b, m, n, k, lda, ldb, ldc));
+    if (dtype != TB_F32 && bf16_mode(state_of(be)) == BF16_WIDENED) {
+        /* no bf16 matmul in oneDNN on this CPU (dnnl.h): A and B widened to
+         * fp32, then the fp32 matmul */
+        float *wa, *wb;
+        size_t na = trans_a ? span(k, m, lda) : span(m, k, lda);
+        size_t nb = trans_b ? span(n, k, ldb) : span(k, n, ldb);
+        TB_TRY(bf16_widen2(be, state_of(be), a, na, b, nb, &wa, &wb));
+        return tb_cpu_gemm_locked(be, TB_F32, TB_MATH_F32, trans_a, trans_b, m, n, k, alpha, wa,
+                                  lda, wb, ldb, beta, c, ldc);
+    }
+    gemm_entry key = {
+        .ta = !!trans_a, .tb = !!trans_b, .m = m, .n = n, .k = k,
+        .lda = lda, .ldb = ldb, .ldc = ldc,
+        .alpha_bits = float_bits(alpha), .beta_bits = float_bits(beta),
+        .math = dtype == TB_F32 ? math : TB_MATH_LOWP, .dtype = dtype,
+    };
+    /* bf16 and fp16: 2 bytes */
+    return gemm_run(be, &key, alpha, a, b, beta, c, dtype == TB_F32 ? sizeof(float) : 2);
 }
 
 static int cpu_gemm_lowp(tb_backend *be, tb_dtype dtype, int trans_a, int trans_b, int m, int n,
@@ -329,36 +335,12 @@ static int cpu_gemm_lowp(tb_backend *be, tb_dtype dtype, int trans_a, int trans_
     if (dtype == TB_F32)
         return TB_FAIL(TB_ERR_INVALID, "gemm_lowp: dtype fp32 (use gemm)");
     TB_TRY(check_math(dtype, TB_MATH_LOWP, "gemm_lowp"));
-    TB_TRY(gemm_check_args(trans_a, trans_b, m, n, k, lda, ldb, ldc));
-    gemm_entry key = {
-        .ta = !!trans_a, .tb = !!trans_b, .m = m, .n = n, .k = k,
-        .lda = lda, .ldb = ldb, .ldc = ldc,
-        .alpha_bits = float_bits(alpha), .beta_bits = float_bits(beta),
-        .math = TB_MATH_LOWP, .dtype = dtype,
-    };
     int prev;
     lock_enter(be, &prev);
-    int rc;
-    if (bf16_mode(state_of(be)) == BF16_WIDENED)
-        rc = gemm_widened(be, &key, alpha, a, b, beta, c);
-    else
-        rc = gemm_run(be, &key, alpha, a, b, beta, c, 2); /* bf16 and fp16: 2 bytes */
+    int rc = tb_cpu_gemm_locked(be, dtype, TB_MATH_LOWP, trans_a, trans_b, m, n, k, alpha, a,
+                                lda, b, ldb, beta, c, ldc);
     lock_leave(be, prev);
     return rc;
-}
-
-int tb_cpu_gemm_locked(tb_backend *be, tb_dtype dtype, tb_math math, int trans_a, int trans_b,
-                       int m, int n, int k, const void *a, int lda, const void *b, int ldb,
-                       float beta, float *c, int ldc)
-{
-    TB_TRY(gemm_check_args(trans_a, trans_b, m, n, k, lda, ldb, ldc));
-    gemm_entry key = {
-        .ta = !!trans_a, .tb = !!trans_b, .m = m, .n = n, .k = k,
-        .lda = lda, .ldb = ldb, .ldc = ldc,
-        .alpha_bits = float_bits(1.0f), .beta_bits = float_bits(beta),
-        .math = dtype == TB_F32 ? math : TB_MATH_LOWP, .dtype = dtype,
-    };
-    return gemm_run(be, &key, 1.0f, a, b, beta, c, dtype == TB_F32 ? sizeof(float) : 2);
 }
 
 void tb_cpu_gemm_cache_release(tb_backend *be)
