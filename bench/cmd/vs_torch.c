@@ -225,11 +225,6 @@ static int make_trainer(tb_bench *b, const vs_config *c, tb_trainer **t)
     return tb_trainer_create(&cfg, b->be, t);
 }
 
-static tb_timing_verdict verdict_of(const tb_paired *p)
-{
-    return p->lo > 1 ? TB_TIMING_FASTER : p->hi < 1 ? TB_TIMING_SLOWER : TB_TIMING_WITHIN_NOISE;
-}
-
 /* The two rows of one configuration: arms pa (PyTorch) and pa + 1
  * (tunebench) of experiment r. 0 in *ok when either has too few rounds. */
 static int add_rows(tb_bench *b, const vs_config *c, const tb_rounds_result *r, int pa, int *ok)
@@ -262,7 +257,8 @@ static int add_rows(tb_bench *b, const vs_config *c, const tb_rounds_result *r, 
             row.speedup_ci_low = ar->cmp.lo;
             row.speedup_ci_high = ar->cmp.hi;
             row.mde = ar->cmp.mde;
-            row.timing_verdict = verdict_of(&ar->cmp);
+            row.timing_verdict =
+                tb_bench_timing_verdict(tb_stats_paired_verdict(&ar->cmp, NULL, NULL));
             snprintf(row.note, sizeof row.note, "speedup: PyTorch step time / tunebench's, "
                      "paired per round (> 1: tunebench faster)");
         }
@@ -316,7 +312,7 @@ static int add_gain_row(tb_bench *b, const char *name, const tb_rounds_result *r
     row.speedup_ci_low = g.lo;
     row.speedup_ci_high = g.hi;
     row.mde = g.mde;
-    row.timing_verdict = verdict_of(&g);
+    row.timing_verdict = tb_bench_timing_verdict(tb_stats_paired_verdict(&g, NULL, NULL));
     row.busy = r->busy;
     row.load_avg = r->load_avg;
     row.xcore_ns = r->xcore_ns;

@@ -281,12 +281,17 @@ int tb_bench_fill_speedup(tb_result_row *row, const gb_run *base, const gb_run *
     row->speedup_ci_low = iv.lo;
     row->speedup_ci_high = iv.hi;
     row->noise_floor = noise;
-    switch (tb_stats_timing_verdict(&iv, noise)) {
-    case TB_SPEED_FASTER: row->timing_verdict = TB_TIMING_FASTER; break;
-    case TB_SPEED_SLOWER: row->timing_verdict = TB_TIMING_SLOWER; break;
-    default: row->timing_verdict = TB_TIMING_WITHIN_NOISE; break;
-    }
+    row->timing_verdict = tb_bench_timing_verdict(tb_stats_timing_verdict(&iv, noise));
     return TB_OK;
+}
+
+tb_timing_verdict tb_bench_timing_verdict(tb_speed_verdict v)
+{
+    switch (v) {
+    case TB_SPEED_FASTER: return TB_TIMING_FASTER;
+    case TB_SPEED_SLOWER: return TB_TIMING_SLOWER;
+    default: return TB_TIMING_WITHIN_NOISE;
+    }
 }
 
 void tb_bench_row(const tb_bench *b, tb_result_row *row, const char *setting, int is_baseline,

@@ -105,6 +105,9 @@ const gb_run *tb_bench_find(const gb_results *r, const char *prefix);
 int tb_bench_fill_timing(tb_result_row *row, const gb_run *run, double unit_scale,
                          const char *unit);
 
+/* The CSV's timing verdict for a comparison's (lib/core/stats.h). */
+tb_timing_verdict tb_bench_timing_verdict(tb_speed_verdict v);
+
 /* Speedup of var over base with its bootstrap interval, the noise floor from
  * base vs base_again (the baseline timed twice in the same run), and the
  * verdict. base_again may be NULL (noise floor 0). */

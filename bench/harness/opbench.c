@@ -245,9 +245,7 @@ int opb_fill_variant(tb_result_row *row, const gb_run *me, const gb_run *base,
     row->speedup_ci_high = cmp->hi;
     row->noise_floor = aap ? aa_noise(aap) : 0;
     row->unreliable = unreliable;
-    row->timing_verdict = v == TB_SPEED_FASTER   ? TB_TIMING_FASTER
-                          : v == TB_SPEED_SLOWER ? TB_TIMING_SLOWER
-                                                 : TB_TIMING_WITHIN_NOISE;
+    row->timing_verdict = tb_bench_timing_verdict(v);
     fill_rounds_columns(row, cmp, am);
     return TB_OK;
 }

@@ -889,15 +889,6 @@ static int fill_times(tb_result_row *row, const row_times *t, int epoch)
     return tb_bench_fill_timing(row, &run, epoch ? 1.0 : 1e3, epoch ? "s" : "ms");
 }
 
-static tb_timing_verdict timing_verdict(tb_speed_verdict v)
-{
-    switch (v) {
-    case TB_SPEED_FASTER: return TB_TIMING_FASTER;
-    case TB_SPEED_SLOWER: return TB_TIMING_SLOWER;
-    default: return TB_TIMING_WITHIN_NOISE;
-    }
-}
-
 /* The paired columns. A compared row: its speedup over the baseline with
  * the paired interval, the verdict (lib/core/stats.h: the noise counted
  * once), the minimum detectable effect, and its baseline's noise floor. The
@@ -921,7 +912,8 @@ static int fill_paired(tb_result_row *row, const row_times *t, int baseline)
     row->speedup_ci_low = cmp->lo;
     row->speedup_ci_high = cmp->hi;
     row->mde = cmp->mde;
-    row->timing_verdict = timing_verdict(tb_stats_paired_verdict(cmp, aa, &row->unreliable));
+    row->timing_verdict =
+        tb_bench_timing_verdict(tb_stats_paired_verdict(cmp, aa, &row->unreliable));
     return TB_OK;
 }
 

@@ -141,9 +141,7 @@ static int add_timed(tb_bench *b, const vf_plan *p, int i, const char *setting,
         row.unreliable = unreliable;
         row.rounds = (int)cmp.rounds;
         row.mde = cmp.mde;
-        row.timing_verdict = v == TB_SPEED_FASTER   ? TB_TIMING_FASTER
-                             : v == TB_SPEED_SLOWER ? TB_TIMING_SLOWER
-                                                    : TB_TIMING_WITHIN_NOISE;
+        row.timing_verdict = tb_bench_timing_verdict(v);
     }
     return tb_results_add(&b->res, &row);
 }
