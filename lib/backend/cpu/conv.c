@@ -13,12 +13,14 @@
  *   2. then those that want blocked activations (format "any", e.g.
  *      nChw16c), which are not already in part 1; their names get a
  *      "+reorder" suffix;
- * and between the two, for any convolution on NHWC: "matmul", each
- * direction one oneDNN matrix product (the gemm slot's cache, no reorders)
- * on the patch matrix of x: (N*P*Q) x (R*S*C), built here (im2col; at
- * 1x1, stride 1, no padding it is x itself), against the filters as a
- * K x (R*S*C) matrix (ohwi) and y as (N*P*Q) x K; the data gradient is the
- * patches' gradient added back into dx (col2im), the bias and its gradient
+ * and between the two, for any convolution: "matmul", each direction one
+ * oneDNN matrix product (the gemm slot's cache, no reorders) on the patch
+ * matrix of x: (N*P*Q) x (R*S*C), built here (im2col; on NHWC at 1x1,
+ * stride 1, no padding it is x itself), against the filters as a
+ * K x (R*S*C) matrix (ohwi; on NCHW oihw, the patches' columns in its
+ * order) and y as (N*P*Q) x K (NHWC's own layout; NCHW's y and dy are
+ * copied to and from it); the data gradient is the patches' gradient added
+ * back into dx (col2im), the bias and its gradient
  * through the bias_add and bias_grad slots (the ops family's; a bf16 dy
  * widened by cast_lowp_to_f32 first).
  * Any operand whose layout differs from the caller's (always the weights,
@@ -44,9 +46,10 @@
  * after it (default_of says why: ResNet-50's channels-last step at 64x64,
  * batch 16, 2 threads, 7-8% faster in fp32 and bf16). With at most 16
  * output pixels an image on NHWC, the default is matmul for every filter
- * gradient and for a 1x1's other directions (MATMUL_MAX_PIXELS says why:
- * ResNet-50's last two stages, their filter gradients 40.1 -> 28.4 ms a
- * bf16 step). The
+ * gradient and for a 1x1's other directions, and on NCHW for filter
+ * gradients with at most 4 (matmul_default; MATMUL_MAX_PIXELS and
+ * MATMUL_NCHW_MAX_PIXELS say why: ResNet-50's last two stages, their
+ * filter gradients 40.1 -> 28.4 ms a channels-last bf16 step). The
  * `ref:` entries (slow, for checking oneDNN itself) keep their ids but
  * conv_find skips them. A conv bias does not change the list (a test
  * checks that), so an id found without bias is valid with one.
@@ -254,16 +257,14 @@ static tb_conv_desc as_run(dnnl_state *st, const tb_conv_desc *d)
     return r;
 }
 
-/* The list's matmul entry (see the file header): a convolution on NHWC as
- * matrix products on its patch matrix. */
+/* The list's matmul entry (see the file header): a convolution as matrix
+ * products on its patch matrix, in either layout. */
 #define MATMUL_NAME "matmul"
 
-static int matmul_fits(const tb_conv_desc *d) { return d->layout == TB_NHWC; }
-
-/* 1x1, stride 1, no padding: the patch matrix is x itself. */
+/* NHWC, 1x1, stride 1, no padding: the patch matrix is x itself. */
 static int matmul_direct(const tb_conv_desc *d)
 {
-    return d->r == 1 && d->s == 1 && d->stride == 1 && d->pad == 0;
+    return d->layout == TB_NHWC && d->r == 1 && d->s == 1 && d->stride == 1 && d->pad == 0;
 }
 
 static int is_matmul_impl(const char *name) { return strcmp(name, MATMUL_NAME) == 0; }
@@ -282,7 +283,7 @@ static int conv_walk_list(dnnl_state *st, const tb_conv_desc *d0, tb_conv_kind k
         /* matmul between parts 1 and 2, where oneDNN has anything for
          * the problem at all: within the TB_MAX_CONV_ALGOS a caller sees
          * (fp32 lists run to 16 entries and more) */
-        if (blocked == 0 && rc == TB_OK && !done && w->count > 0 && matmul_fits(d)) {
+        if (blocked == 0 && rc == TB_OK && !done && w->count > 0) {
             if (w->count < w->max)
                 snprintf(w->names[w->count], 64, "%s", MATMUL_NAME);
             if (w->count++ == w->want) {
@@ -330,6 +331,7 @@ static void conv_entry_destroy(tb_backend *be, conv_entry *e)
     dev_free_ptr(be, (void **)&e->acc_b);
     dev_free_ptr(be, &e->col);
     dev_free_ptr(be, (void **)&e->dcol);
+    dev_free_ptr(be, &e->rows);
     pd_destroy(&e->pd);
     pd_destroy(&e->hint);
     memset(e, 0, sizeof *e);
@@ -566,14 +568,93 @@ static void col2im_nhwc(const tb_conv_desc *d, const float *dcol, float *dx)
     }
 }
 
+/* NCHW x's patch matrix: row m = (n, p, q) holds x[n][c][h][w] at column
+ * (c*R + r)*S + s, the order of oihw filters' rows, where (h, w) = (p *
+ * stride - pad + r, q * stride - pad + s); zeros where that is padding. */
+static void im2col_nchw(const tb_conv_desc *d, const void *x, size_t es, void *col)
+{
+    int P = tb_conv_out_h(d), Q = tb_conv_out_w(d), M = d->n * P * Q;
+    size_t kc = (size_t)d->c * d->r * d->s, plane = (size_t)d->h * d->w;
+#pragma omp parallel for schedule(static) if ((size_t)M * kc >= 65536)
+    for (int m = 0; m < M; m++) {
+        int n = m / (P * Q), p = m / Q % P, q = m % Q;
+        size_t at = (size_t)m * kc;
+        for (int c = 0; c < d->c; c++) {
+            size_t xc = ((size_t)n * d->c + c) * plane;
+            for (int r = 0; r < d->r; r++)
+                for (int s = 0; s < d->s; s++, at++) {
+                    int h = p * d->stride - d->pad + r, w = q * d->stride - d->pad + s;
+                    int in = h >= 0 && h < d->h && w >= 0 && w < d->w;
+                    size_t from = xc + (size_t)h * d->w + w;
+                    if (es == 2)
+                        ((uint16_t *)col)[at] = in ? ((const uint16_t *)x)[from] : 0;
+                    else
+                        ((float *)col)[at] = in ? ((const float *)x)[from] : 0.0f;
+                }
+        }
+    }
+}
+
+/* col2im_nhwc for an NCHW dx, from im2col_nchw's columns; the same
+ * bits for any thread count. */
+static void col2im_nchw(const tb_conv_desc *d, const float *dcol, float *dx)
+{
+    int P = tb_conv_out_h(d), Q = tb_conv_out_w(d);
+    size_t plane = (size_t)d->h * d->w, kc = (size_t)d->c * d->r * d->s;
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < d->n; n++) {
+        float *dxn = dx + (size_t)n * d->c * plane;
+        memset(dxn, 0, (size_t)d->c * plane * sizeof *dxn);
+        for (int p = 0; p < P; p++)
+            for (int q = 0; q < Q; q++) {
+                const float *src = dcol + (((size_t)n * P + p) * Q + q) * kc;
+                for (int c = 0; c < d->c; c++)
+                    for (int r = 0; r < d->r; r++)
+                        for (int s = 0; s < d->s; s++, src++) {
+                            int h = p * d->stride - d->pad + r, w = q * d->stride - d->pad + s;
+                            if (h >= 0 && h < d->h && w >= 0 && w < d->w)
+                                dxn[(size_t)c * plane + (size_t)h * d->w + w] += *src;
+                        }
+            }
+    }
+}
+
+/* An NCHW tensor of n images, k channels and pq pixels, es-byte elements,
+ * to and from the (n*pq) x k matrix of its pixels' rows. */
+static void nchw_to_rows(const void *src, void *dst, int n, int k, size_t pq, size_t es)
+{
+#pragma omp parallel for schedule(static) if ((size_t)n * k * pq >= 65536)
+    for (int i = 0; i < n; i++)
+        for (int c = 0; c < k; c++)
+            for (size_t j = 0; j < pq; j++) {
+                size_t from = ((size_t)i * k + c) * pq + j, to = ((size_t)i * pq + j) * k + c;
+                if (es == 2)
+                    ((uint16_t *)dst)[to] = ((const uint16_t *)src)[from];
+                else
+                    ((float *)dst)[to] = ((const float *)src)[from];
+            }
+}
+
+static void rows_to_nchw(const float *src, float *dst, int n, int k, size_t pq)
+{
+#pragma omp parallel for schedule(static) if ((size_t)n * k * pq >= 65536)
+    for (int i = 0; i < n; i++)
+        for (int c = 0; c < k; c++)
+            for (size_t j = 0; j < pq; j++)
+                dst[((size_t)i * k + c) * pq + j] = src[((size_t)i * pq + j) * k + c];
+}
+
 /* The matmul entry: with M = N*P*Q and KC = R*S*C, the patch matrix is
- * M x KC, y M x K and the filters K x KC; ptr as conv_execute. Its patch
- * buffers are the entry's (be->dev_alloc, kept while it is cached). */
+ * M x KC, y M x K and the filters K x KC (ohwi; oihw on NCHW, whose
+ * patches' columns are in its order, and whose y and dy go through an
+ * M x K copy, e->rows); ptr as conv_execute. Its buffers are the entry's
+ * (be->dev_alloc, kept while it is cached). */
 static int conv_matmul_run(tb_backend *be, conv_entry *e, void *ptr[3], void *bias,
                            int accumulate)
 {
     const tb_conv_desc *d = &e->d;
-    int m = d->n * tb_conv_out_h(d) * tb_conv_out_w(d), kc = d->r * d->s * d->c, k = d->k;
+    size_t pq = (size_t)tb_conv_out_h(d) * tb_conv_out_w(d);
+    int m = d->n * (int)pq, kc = d->r * d->s * d->c, k = d->k, nchw = d->layout == TB_NCHW;
     tb_dtype dt = d->dtype;
     size_t es = dt == TB_F32 ? sizeof(float) : 2, cells = (size_t)m * kc;
     int direct = matmul_direct(d);
@@ -581,37 +662,49 @@ static int conv_matmul_run(tb_backend *be, conv_entry *e, void *ptr[3], void *bi
     if (!direct && e->kind != TB_CONV_BWD_DATA) { /* x's patches */
         if (!e->col)
             TB_TRY(be->dev_alloc(be, &e->col, cells * es));
-        im2col_nhwc(d, ptr[0], es, e->col);
+        (nchw ? im2col_nchw : im2col_nhwc)(d, ptr[0], es, e->col);
         cols = e->col;
     }
+    if (nchw && !e->rows) /* y (fp32) or dy as M x K */
+        TB_TRY(be->dev_alloc(be, &e->rows, (size_t)m * k * sizeof(float)));
     if (e->kind == TB_CONV_FWD) { /* y = patches w^T (+ bias) */
+        float *y = nchw ? e->rows : ptr[2];
         TB_TRY(tb_cpu_gemm_locked(be, dt, d->math, 0, 1, m, k, kc, 1.0f, cols, kc, ptr[1], kc,
-                                  0.0f, ptr[2], k));
-        return bias ? be->bias_add(be, ptr[2], bias, m, k) : TB_OK;
+                                  0.0f, y, k));
+        if (bias)
+            TB_TRY(be->bias_add(be, y, bias, m, k));
+        if (nchw)
+            rows_to_nchw(y, ptr[2], d->n, k, pq);
+        return TB_OK;
+    }
+    const void *dy = ptr[e->kind == TB_CONV_BWD_FILTER ? 1 : 0];
+    if (nchw) {
+        nchw_to_rows(dy, e->rows, d->n, k, pq, es);
+        dy = e->rows;
     }
     if (e->kind == TB_CONV_BWD_FILTER) { /* dw (+)= dy^T patches, into dw directly */
-        TB_TRY(tb_cpu_gemm_locked(be, dt, d->math, 1, 0, k, kc, m, 1.0f, ptr[1], k, cols, kc,
+        TB_TRY(tb_cpu_gemm_locked(be, dt, d->math, 1, 0, k, kc, m, 1.0f, dy, k, cols, kc,
                                   accumulate ? 1.0f : 0.0f, ptr[2], kc));
         if (!bias)
             return TB_OK;
-        const float *dy = ptr[1];
+        const float *dy32 = dy;
         if (dt != TB_F32) { /* the bias gradient sums dy in fp32: widened, exactly */
             if (!e->dcol)
                 TB_TRY(be->dev_alloc(be, (void **)&e->dcol, (size_t)m * k * sizeof(float)));
-            TB_TRY(be->cast_lowp_to_f32(be, dt, ptr[1], e->dcol, (size_t)m * k));
-            dy = e->dcol;
+            TB_TRY(be->cast_lowp_to_f32(be, dt, dy, e->dcol, (size_t)m * k));
+            dy32 = e->dcol;
         }
-        return be->bias_grad(be, dy, bias, m, k, accumulate);
+        return be->bias_grad(be, dy32, bias, m, k, accumulate);
     }
     /* the patches' gradient dy w, added back into dx */
     if (direct)
-        return tb_cpu_gemm_locked(be, dt, d->math, 0, 0, m, kc, k, 1.0f, ptr[0], k, ptr[1], kc,
+        return tb_cpu_gemm_locked(be, dt, d->math, 0, 0, m, kc, k, 1.0f, dy, k, ptr[1], kc,
                                   0.0f, ptr[2], kc);
     if (!e->dcol)
         TB_TRY(be->dev_alloc(be, (void **)&e->dcol, cells * sizeof(float)));
-    TB_TRY(tb_cpu_gemm_locked(be, dt, d->math, 0, 0, m, kc, k, 1.0f, ptr[0], k, ptr[1], kc,
-                              0.0f, e->dcol, kc));
-    col2im_nhwc(d, e->dcol, ptr[2]);
+    TB_TRY(tb_cpu_gemm_locked(be, dt, d->math, 0, 0, m, kc, k, 1.0f, dy, k, ptr[1], kc, 0.0f,
+                              e->dcol, kc));
+    (nchw ? col2im_nchw : col2im_nhwc)(d, e->dcol, ptr[2]);
     return TB_OK;
 }
 
@@ -809,7 +902,7 @@ static int gemm_stays(const tb_conv_desc *d, tb_conv_kind kind)
 
 static int is_brg_impl(const char *name) { return strncmp(name, "brgconv", 7) == 0; }
 
-/* The matmul entry is the default where the output has at most
+/* On NHWC the matmul entry is the default where the output has at most
  * MATMUL_MAX_PIXELS pixels an image: for the filter gradient of any
  * convolution, and for the forward and data gradient of a 1x1 one (any
  * stride). There oneDNN 2.6's kernels lose to the products, weight
@@ -825,9 +918,27 @@ static int is_brg_impl(const char *name) { return strncmp(name, "brgconv", 7) ==
  * bf16 0.66 vs 0.35, of 1024->2048 1x1 stride 2 0.87 vs 0.67. A step's
  * filter gradients in bf16 40.1 -> 28.4 ms. */
 #define MATMUL_MAX_PIXELS 16
+/* On NCHW, where the patch matrix is a gather and y and dy are copied to
+ * and from matrix rows, the matmul entry is the default for filter
+ * gradients with at most this many output pixels an image, and only for
+ * them. ResNet-50 NCHW bf16 as above (ms, oneDNN's best vs matmul): at 2x2
+ * every filter gradient is faster as matmul (512->512 3x3 1.04, 2048->512
+ * 1x1 0.64, the others less); at 4x4 the 3x3 one is not (0.92 vs 1.25),
+ * and the forward and data gradients of 1x1s lose 1.1-2.2x (1024->256 at
+ * 4x4 fwd 0.38 vs 0.84). The NCHW step (--trace, alternated pairs, one
+ * machine state): bf16 171.2 -> 148.1 ms, fp32 230.4 -> 220.3 ms. */
+#define MATMUL_NCHW_MAX_PIXELS 4
+
+static int matmul_default(const tb_conv_desc *d, tb_conv_kind kind)
+{
+    int px = tb_conv_out_h(d) * tb_conv_out_w(d);
+    if (d->layout == TB_NCHW)
+        return kind == TB_CONV_BWD_FILTER && px <= MATMUL_NCHW_MAX_PIXELS;
+    return px <= MATMUL_MAX_PIXELS && (kind == TB_CONV_BWD_FILTER || (d->r == 1 && d->s == 1));
+}
 
 /* The default among the n names of the list: matmul where
- * MATMUL_MAX_PIXELS says; else the first non-`ref:` entry,
+ * matmul_default says; else the first non-`ref:` entry,
  * unless that is an im2col `gemm:` one, gemm_stays says no, and a direct
  * implementation on blocked activations exists (part 2): then the first
  * such; and unless that is a forward `brgconv` with at most
@@ -835,9 +946,7 @@ static int is_brg_impl(const char *name) { return strncmp(name, "brgconv", 7) ==
  * the same part. */
 static int default_of(const tb_conv_desc *d, tb_conv_kind kind, char (*names)[64], int n)
 {
-    int small = tb_conv_out_h(d) * tb_conv_out_w(d) <= MATMUL_MAX_PIXELS;
-    for (int i = 0; i < n && small && (kind == TB_CONV_BWD_FILTER || (d->r == 1 && d->s == 1));
-         i++)
+    for (int i = 0; i < n && matmul_default(d, kind); i++)
         if (is_matmul_impl(names[i]))
             return i;
     int first = -1;

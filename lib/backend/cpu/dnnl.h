@@ -119,6 +119,7 @@ typedef struct conv_entry {
     float *dcol;              /* matmul: fp32 scratch: the patches' gradient (data
                                  gradient), or a bf16 dy widened (a filter gradient's
                                  bias gradient) */
+    void *rows;               /* matmul on NCHW: y (fp32) or dy as (N*P*Q) x K rows */
 } conv_entry;
 
 typedef struct gemm_entry {

@@ -389,16 +389,19 @@ static void check_default_policy(tb_backend *be, const tb_conv_desc *d, tb_conv_
                 break;
             }
     }
-    /* an NHWC problem lists matmul (after the plain-layout entries); it is
-     * the default with at most 16 output pixels an image, for the filter
-     * gradient and for a 1x1's other directions */
-    int matmul = d->layout == TB_NHWC, at = -1;
+    /* every problem lists matmul (after the plain-layout entries); on NHWC
+     * it is the default with at most 16 output pixels an image, for the
+     * filter gradient and for a 1x1's other directions, on NCHW with at
+     * most 4, for the filter gradient alone */
+    int at = -1, px = tb_conv_out_h(d) * tb_conv_out_w(d);
     for (int i = 0; i < na; i++)
         if (strcmp(a[i], "matmul") == 0)
             at = i;
-    CHECK(matmul == (at >= 0), "%s kind %d: matmul listed %d of %d", what, (int)kind, at, na);
-    if (at >= 0 && tb_conv_out_h(d) * tb_conv_out_w(d) <= 16 &&
-        (kind == TB_CONV_BWD_FILTER || (d->r == 1 && d->s == 1)))
+    CHECK(at >= 0, "%s kind %d: matmul not listed (%d entries)", what, (int)kind, na);
+    int mm = d->layout == TB_NHWC
+                 ? px <= 16 && (kind == TB_CONV_BWD_FILTER || (d->r == 1 && d->s == 1))
+                 : px <= 4 && kind == TB_CONV_BWD_FILTER;
+    if (at >= 0 && mm)
         want = at;
     CHECK(def == want, "%s kind %d: default %d (%s), want %d (%s)", what, (int)kind, def,
           def >= 0 && def < na ? a[def] : "?", want, want < na ? a[want] : "?");
