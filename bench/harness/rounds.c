@@ -2,7 +2,9 @@
  * rounds.c - the interleaved, paired, adaptive timing engine of rounds.h.
  *
  * What it does, in order (the rules are stated where they live below):
- *   warm-up    each arm alone, in probes of `batch` units; a probe shorter
+ *   warm-up    each arm alone, in tb_rounds_build_order(seed, 0) (an arm's
+ *              first run builds it: the baseline is not always built
+ *              first), in probes of `batch` units; a probe shorter
  *              than PROBE_MIN_S doubles the batch (the arm's own timer
  *              overhead then stays small) and restarts the history; the arm
  *              has settled when tb_rounds_settled says so (the median of the
@@ -59,7 +61,7 @@
  *              base's state) that has run build_interval rounds since its
  *              last build (rounds_per_build, or more when its last rebuild
  *              took over TB_ROUNDS_REBUILD_SHARE of that many repetitions)
- *              is rebuilt, untimed, and its build count grows; each round records the build of each arm
+ *              is rebuilt, untimed, in tb_rounds_build_order(seed, r), and its build count grows; each round records the build of each arm
  *              (a compared arm's: its own count plus its base's, so it
  *              changes when either is rebuilt); comparisons are
  *              tb_stats_paired_builds_pooled over those (the spread
@@ -137,6 +139,7 @@
 #define MAX_BATCH (1L << 40)
 #define MAX_UNITS_PER_REP (1L << 40)
 #define ORDER_STREAM 0x726f756e6473ull /* "rounds": apart from rng.h's data streams */
+#define BUILD_STREAM 0x6275696c6473ull /* "builds": the order arms are built in */
 
 /* TB_TEST_HOLD_ROUNDS (the header comment): waits here until a signal
  * ends the process. */
@@ -194,9 +197,10 @@ int tb_rounds_settled(const double *t, int n)
     return median3(t + n - 3) >= median3(t + n - 6) * (1.0 - TB_ROUNDS_SETTLE);
 }
 
-void tb_rounds_order(uint64_t seed, int r, int n, int *perm)
+/* A permutation of 0..n-1 into perm from (seed, r) on its own stream. */
+static void shuffle(uint64_t seed, int r, uint64_t stream, int n, int *perm)
 {
-    tb_rng g = tb_rng_make(seed, (uint64_t)r, 0, ORDER_STREAM);
+    tb_rng g = tb_rng_make(seed, (uint64_t)r, 0, stream);
     for (int i = 0; i < n; i++)
         perm[i] = i;
     for (int i = n - 1; i > 0; i--) {
@@ -205,6 +209,16 @@ void tb_rounds_order(uint64_t seed, int r, int n, int *perm)
         perm[i] = perm[j];
         perm[j] = x;
     }
+}
+
+void tb_rounds_order(uint64_t seed, int r, int n, int *perm)
+{
+    shuffle(seed, r, ORDER_STREAM, n, perm);
+}
+
+void tb_rounds_build_order(uint64_t seed, int r, int n, int *perm)
+{
+    shuffle(seed, r, BUILD_STREAM, n, perm);
 }
 
 int tb_rounds_sequence(uint64_t seed, int r, const int *base, const int *active, int n,
@@ -920,21 +934,28 @@ static int build_interval(const tb_rounds_cfg *cfg, const arm_job *job,
 static int rebuild_arms(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, arm_job *jobs,
                         const tb_rounds_result *out, int r)
 {
-    int n = 0;
+    int n = 0, *order = malloc((size_t)n_arms * sizeof *order);
+    if (!order)
+        return TB_FAIL(TB_ERR_NOMEM, "rounds: %d arms", n_arms);
+    tb_rounds_build_order(cfg->seed, r, n_arms, order);
     double t0 = now_s();
-    for (int i = 0; i < n_arms; i++) {
+    for (int k = 0; k < n_arms; k++) {
+        int i = order[k];
         if (!jobs[i].active || !arms[i].rebuild || shares_base(arms, i) ||
             jobs[i].since_build < build_interval(cfg, &jobs[i], &out->arms[i]))
             continue;
         double t1 = now_s();
         int rc = arms[i].rebuild(arms[i].user);
-        if (rc != TB_OK)
+        if (rc != TB_OK) {
+            free(order);
             return TB_FAIL(rc, "arm %s: rebuild before round %d failed", arms[i].name, r + 1);
+        }
         jobs[i].rebuild_s = now_s() - t1;
         jobs[i].since_build = 0;
         jobs[i].builds++;
         n++;
     }
+    free(order);
     if (n)
         fprintf(stderr, "rounds: %d arm%s rebuilt before round %d (%.2f s)\n", n,
                 n == 1 ? "" : "s", r + 1, now_s() - t0);
@@ -1118,9 +1139,21 @@ int tb_rounds_run(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms,
     }
     for (int i = 0; i < n_arms; i++)
         jobs[i].arm = &arms[i];
-    for (int i = 0; i < n_arms; i++)
-        if (!shares_base(arms, i))
-            TB_TRY_GOTO(rc, warm_up_arm(cfg, arms, i, jobs, out), out_fail);
+    /* arms are built (lazily, by their first run) and warmed up in an order
+     * drawn from the seed: see tb_rounds_build_order */
+    int *order = malloc((size_t)n_arms * sizeof *order);
+    if (!order) {
+        rc = TB_FAIL(TB_ERR_NOMEM, "rounds: %d arms", n_arms);
+        goto out_fail;
+    }
+    tb_rounds_build_order(cfg->seed, 0, n_arms, order);
+    rc = TB_OK;
+    for (int k = 0; k < n_arms && rc == TB_OK; k++)
+        if (!shares_base(arms, order[k]))
+            rc = warm_up_arm(cfg, arms, order[k], jobs, out);
+    free(order);
+    if (rc != TB_OK)
+        goto out_fail;
     for (int i = 0; i < n_arms; i++)
         if (shares_base(arms, i)) {
             /* the same code on the same state as its base: the base's

@@ -26,6 +26,17 @@ int tb_rounds_settled(const double *t, int n);
  * function of (seed, r). */
 void tb_rounds_order(uint64_t seed, int r, int n, int *perm);
 
+/* The order arms are built in (a permutation of 0..n-1 in perm): before
+ * the first round (r = 0: each arm's first build, by its warm-up) and for
+ * the rebuilds before round r; a pure function of (seed, r), on a stream of
+ * its own. Drawn, not arm 0 first: a trainer built earlier ran steadily
+ * slower than its copies built after it (the reduced ResNet-50: an A/A
+ * copy of the baseline, built after it, 0.3-2.9% faster in 11 of 13
+ * experiments of an idle bench:all, with or without rebuilds; built before
+ * it, 0.2-0.7% slower; the cause not found), and in index order the
+ * baseline came first, which made every setting look faster by that. */
+void tb_rounds_build_order(uint64_t seed, int r, int n, int *perm);
+
 /* Round r's repetitions, in the order they run: the arms in
  * tb_rounds_order(seed, r, n), each baseline b with active[b] in that order
  * followed by its active compared arms in that order, each between two

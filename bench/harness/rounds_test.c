@@ -51,8 +51,12 @@ typedef struct fake {
     int prepared;        /* prepare calls */
     int fail_at;         /* run call that fails (0: none) */
     int calls;
+    int first_at;        /* its first run call was the experiment's this-th (1-based) */
+    int rebuilt_at;      /* its first rebuild was the experiment's this-th rebuild */
     tb_rng rng;
 } fake;
+
+static int first_calls, rebuild_calls; /* counters for first_at and rebuilt_at */
 
 /* Arm ids of the timed repetitions, in the order they ran (units > 1). */
 static int log_ids[4096];
@@ -68,7 +72,8 @@ static double normal(tb_rng *r)
 static int fake_run(void *user, long units, double *seconds)
 {
     fake *f = user;
-    f->calls++;
+    if (f->calls++ == 0)
+        f->first_at = ++first_calls;
     if (f->fail_at && f->calls == f->fail_at)
         return TB_FAIL(TB_ERR_NUMERIC, "fake arm fails on call %d", f->calls);
     double warm = 1 + f->warm_amp * exp(-(double)f->done / 8);
@@ -98,7 +103,8 @@ static int fake_prepare(void *user)
 static int fake_rebuild(void *user)
 {
     fake *f = user;
-    f->rebuilt++;
+    if (++f->rebuilt == 1)
+        f->rebuilt_at = ++rebuild_calls;
     fake_clock += f->rebuild_cost_s;
     f->build_k = exp(f->build_sd * normal(&f->rng));
     f->done = 0;
@@ -155,6 +161,62 @@ static void test_orders(void)
         all_first &= seen_first[i] > 0;
     CHECK(all_first, "over 40 rounds every arm runs first at least once");
     CHECK(differ >= 35, "another seed gives other orders (%d of 40 differ)", differ);
+}
+
+/* Arms are built (first run) and rebuilt in tb_rounds_build_order's order,
+ * a pure function of (seed, r) on a stream apart from the rounds' orders,
+ * so the baseline is not always built first. */
+static void test_build_orders(void)
+{
+    int a[4], b[4], o[4], base_first = 0, same_as_rounds = 0;
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        tb_rounds_build_order(seed, 0, 4, a);
+        tb_rounds_build_order(seed, 0, 4, b);
+        tb_rounds_order(seed, 0, 4, o);
+        int mark[4] = {0}, perm = 1;
+        for (int i = 0; i < 4; i++)
+            if (a[i] < 0 || a[i] >= 4 || mark[a[i]]++)
+                perm = 0;
+        CHECK(perm && memcmp(a, b, sizeof a) == 0, "seed %llu: a permutation, the same twice",
+              (unsigned long long)seed);
+        base_first += a[0] == 0;
+        same_as_rounds += memcmp(a, o, sizeof a) == 0;
+    }
+    CHECK(base_first > 2 && base_first < 25, "the baseline built first for %d of 40 seeds",
+          base_first);
+    CHECK(same_as_rounds < 10, "its own stream: %d of 40 equal to round 0's order",
+          same_as_rounds);
+    /* the engine: first runs in the drawn order, rebuilds too */
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        fake f[4] = {{.unit_s = 0.010, .noise = 0.01, .build_sd = 0.01},
+                     {.unit_s = 0.010, .noise = 0.01, .build_sd = 0.01},
+                     {.unit_s = 0.010, .noise = 0.01, .build_sd = 0.01},
+                     {.unit_s = 0.010, .noise = 0.01, .build_sd = 0.01}};
+        reset(f, 4);
+        first_calls = rebuild_calls = 0;
+        static const char *const names[4] = {"a0", "a1", "a2", "a3"};
+        tb_arm arms[4];
+        for (int i = 0; i < 4; i++)
+            arms[i] = (tb_arm){names[i], 0, 0, fake_run, NULL, &f[i], fake_rebuild};
+        tb_rounds_cfg c = cfg_default();
+        c.seed = seed;
+        c.rounds_per_build = 1;
+        c.max_rounds = 5;
+        tb_rounds_result r;
+        int rc = tb_rounds_run(&c, arms, 4, &r);
+        CHECK(rc == TB_OK, "seed %llu: the experiment runs", (unsigned long long)seed);
+        if (rc != TB_OK)
+            continue;
+        tb_rounds_build_order(seed, 0, 4, a);
+        tb_rounds_build_order(seed, 1, 4, b);
+        for (int k = 0; k < 4; k++) {
+            CHECK(f[a[k]].first_at == k + 1, "seed %llu: arm %d built %d-th, drawn %d-th",
+                  (unsigned long long)seed, a[k], f[a[k]].first_at, k + 1);
+            CHECK(f[b[k]].rebuilt_at == k + 1, "seed %llu: arm %d rebuilt %d-th, drawn %d-th",
+                  (unsigned long long)seed, b[k], f[b[k]].rebuilt_at, k + 1);
+        }
+        tb_rounds_result_free(&r);
+    }
 }
 
 static void test_settled_rule(void)
@@ -664,6 +726,7 @@ int main(void)
     snprintf(dir, sizeof dir, "%s", tmp ? tmp : "/tmp");
     tb_rounds_set_clock(fake_now, NULL);
     test_orders();
+    test_build_orders();
     test_settled_rule();
     test_sequences();
     test_effect_and_drift(dir);
