@@ -28,7 +28,9 @@
  * it to that limit: when the techniques so far took longer than their
  * budgets (fixed work is slower on a slower CPU), the ones still to run get
  * their budgets cut in proportion (--extra-budget=-S, at most half), said
- * on stderr.
+ * on stderr; and when they left time unused (tb_plan_budget_grant), the
+ * ones still to run get part of it (--extra-budget=S, at most double),
+ * aiming KEEPER_GRANT_MARGIN_S before the limit.
  * --profile=auto (the default) is gpu on the CUDA backend, default
  * elsewhere, said on stderr and in budget.json ("profile_auto"); gpu asked
  * for on the CPU runs, with a warning (bench/harness/technique.h).
@@ -309,21 +311,30 @@ static double keeper_budget(const tb_plan_entry *t, int profile)
     return b > 0 ? b : t->est_seconds[profile];
 }
 
-/* The seconds bench:all's time keeper takes off todo[k]'s budget
- * (tb_plan_budget_cut), spent_s into the run: the budgets of todo[k..n)
- * not yet done (their estimates where they declare none) are what is
- * still to run. */
-static double keeper_cut(const tb_plan_entry *const *todo, int k, int n, const tb_run_state *st,
-                         int profile, double limit_s, double spent_s, double granted_s)
+/* Where the time keeper's grants aim (tb_plan_budget_grant): this far
+ * before its limit, so that a run that is ahead ends well within it. */
+#define KEEPER_GRANT_MARGIN_S 60.0
+
+/* The seconds bench:all's time keeper adds to todo[k]'s budget (> 0:
+ * tb_plan_budget_grant, towards limit_s - KEEPER_GRANT_MARGIN_S) or takes
+ * off it (< 0: tb_plan_budget_cut), spent_s into the run: the budgets of
+ * todo[k..n) not yet done (their estimates where they declare none) are
+ * what is still to run. */
+static double keeper_extra(const tb_plan_entry *const *todo, int k, int n,
+                           const tb_run_state *st, int profile, double limit_s, double spent_s,
+                           double granted_s)
 {
-    double remaining = 0;
+    double remaining = 0, budget = todo[k]->budget_seconds[profile];
     for (int i = k; i < n; i++) {
         if (tb_run_state_is_done(st, todo[i]->name))
             continue;
         remaining += keeper_budget(todo[i], profile);
     }
-    return tb_plan_budget_cut(limit_s, spent_s, granted_s, remaining,
-                              todo[k]->budget_seconds[profile]);
+    double cut = tb_plan_budget_cut(limit_s, spent_s, granted_s, remaining, budget);
+    if (cut > 0)
+        return -cut;
+    return tb_plan_budget_grant(limit_s - KEEPER_GRANT_MARGIN_S, spent_s, granted_s, remaining,
+                                budget);
 }
 
 /* The state to continue (--resume) or a fresh one. Returns 2 when --resume
@@ -569,19 +580,24 @@ int main(int argc, char **argv)
                 state);
         if (tm && tb_telemetry_segment(tm, t->name) != TB_OK)
             tb_error_clear();
-        char bin[4200], a_cut[64];
+        char bin[4200], a_extra[64];
         snprintf(bin, sizeof bin, "%s/%s", bin_dir, t->name);
-        double cut = keeper_cut(todo, k, ntodo, st, profile, keeper_limit, now_s() - t0,
-                                granted);
-        snprintf(a_cut, sizeof a_cut, "--extra-budget=%.3f", -cut);
-        if (cut > 0)
+        double extra = keeper_extra(todo, k, ntodo, st, profile, keeper_limit, now_s() - t0,
+                                    granted);
+        snprintf(a_extra, sizeof a_extra, "--extra-budget=%.3f", extra);
+        if (extra < 0)
             fprintf(stderr, "bench:all: time keeper: %s's budget cut by %.1f s to %.1f s, so "
-                    "that the run ends within %.0f s (%.0f s spent)\n", t->name, cut,
-                    t->budget_seconds[profile] - cut, keeper_limit, now_s() - t0);
+                    "that the run ends within %.0f s (%.0f s spent)\n", t->name, -extra,
+                    t->budget_seconds[profile] + extra, keeper_limit, now_s() - t0);
+        else if (extra > 0)
+            fprintf(stderr, "bench:all: time keeper: %s's budget raised by %.1f s to %.1f s: "
+                    "the techniques so far left time unused (%.0f s spent; aiming to end "
+                    "within %.0f s)\n", t->name, extra, t->budget_seconds[profile] + extra,
+                    now_s() - t0, keeper_limit - KEEPER_GRANT_MARGIN_S);
         char *args[7] = {bin, a_dev, a_prof, a_thr};
         int nargs = 4;
-        if (cut > 0)
-            args[nargs++] = a_cut;
+        if (extra != 0)
+            args[nargs++] = a_extra;
         if (*out_dir)
             args[nargs++] = a_out;
         args[nargs] = NULL;
@@ -600,7 +616,7 @@ int main(int argc, char **argv)
         }
         fprintf(stderr, "bench:all: %s took %.1f s\n", t->name, now_s() - s);
         done_est += t->est_seconds[profile];
-        granted += keeper_budget(t, profile) - cut;
+        granted += keeper_budget(t, profile) + extra;
     }
     if (interrupted) {
         /* A technique killed by the signal could not remove its temporaries

@@ -238,17 +238,36 @@ out_free:
     return rc;
 }
 
+/* How much longer than their budgets the techniques so far took (1..3). */
+static double keeper_stretch(double spent_s, double granted_s)
+{
+    double stretch = granted_s > 0 ? spent_s / granted_s : 1.0;
+    return stretch < 1.0 ? 1.0 : stretch > 3.0 ? 3.0 : stretch;
+}
+
 double tb_plan_budget_cut(double limit_s, double spent_s, double granted_s, double remaining_s,
                           double budget_s)
 {
     if (!(limit_s > 0) || !(budget_s > 0) || !(remaining_s > 0))
         return 0;
-    double stretch = granted_s > 0 ? spent_s / granted_s : 1.0;
-    stretch = stretch < 1.0 ? 1.0 : stretch > 3.0 ? 3.0 : stretch;
+    double stretch = keeper_stretch(spent_s, granted_s);
     double over = spent_s + stretch * remaining_s - limit_s;
     if (!(over > 0))
         return 0;
     /* A second of budget saves about `stretch` seconds of wall time. */
     double cut = over / stretch * budget_s / remaining_s;
     return cut < TB_BUDGET_MAX_CUT * budget_s ? cut : TB_BUDGET_MAX_CUT * budget_s;
+}
+
+double tb_plan_budget_grant(double target_s, double spent_s, double granted_s,
+                            double remaining_s, double budget_s)
+{
+    if (!(target_s > 0) || !(budget_s > 0) || !(remaining_s > 0))
+        return 0;
+    double stretch = keeper_stretch(spent_s, granted_s);
+    double ahead = target_s - (spent_s + stretch * remaining_s);
+    if (!(ahead > 0))
+        return 0;
+    double grant = TB_BUDGET_GRANT_SHARE * ahead / stretch * budget_s / remaining_s;
+    return grant < TB_BUDGET_MAX_GRANT * budget_s ? grant : TB_BUDGET_MAX_GRANT * budget_s;
 }

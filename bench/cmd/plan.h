@@ -77,4 +77,19 @@ void tb_plan_budget_sum(const tb_plan_entry *const *entries, int n, int profile,
 double tb_plan_budget_cut(double limit_s, double spent_s, double granted_s, double remaining_s,
                           double budget_s);
 
+/* The time keeper's other half: the time the techniques so far left
+ * unused goes to those still to run. A technique that stops on its target
+ * leaves part of its budget; one that stops on its budget (its intervals
+ * wider than the target) could have used more. So when the projection above
+ * ends before target_s, this technique gets TB_BUDGET_GRANT_SHARE of its
+ * share (budget_s / remaining_s) of the difference, at most
+ * TB_BUDGET_MAX_GRANT times budget_s. The share keeps a margin, and a grant
+ * left unused comes back to the techniques after it. Returns the seconds to
+ * add to budget_s (>= 0; 0 when the run is not ahead of target_s or the
+ * technique declares no budget). */
+#define TB_BUDGET_GRANT_SHARE 0.5
+#define TB_BUDGET_MAX_GRANT 1.0
+double tb_plan_budget_grant(double target_s, double spent_s, double granted_s,
+                            double remaining_s, double budget_s);
+
 #endif

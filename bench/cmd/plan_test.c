@@ -147,6 +147,39 @@ static void test_budget_cut(void)
     CHECK(tb_plan_budget_cut(0, 950, 900, 100, 10) == 0, "no limit: no cut");
 }
 
+/* The keeper's grants on known numbers. */
+static void test_budget_grant(void)
+{
+    /* 300 s spent on 400 s of budgets, 400 s to run: 700 s projected, 140 s
+     * before a 840 s target; a 40 s budget is 10% of what is left: half of
+     * its 14 s share, 7 s. */
+    double g = tb_plan_budget_grant(840, 300, 400, 400, 40);
+    CHECK(fabs(g - 7) < 1e-9, "140 s ahead, 10%% of the rest: grant 7 s (%g)", g);
+    CHECK(tb_plan_budget_grant(840, 440, 400, 400, 40) == 0, "on or behind the target: none");
+    CHECK(tb_plan_budget_grant(840, 300, 400, 400, 0) == 0, "no declared budget: none");
+    CHECK(tb_plan_budget_grant(0, 300, 400, 400, 40) == 0, "no target: none");
+    /* Far ahead: at most TB_BUDGET_MAX_GRANT of the budget. */
+    g = tb_plan_budget_grant(840, 10, 400, 50, 40);
+    CHECK(fabs(g - TB_BUDGET_MAX_GRANT * 40) < 1e-9, "capped at %g of the budget (%g)",
+          TB_BUDGET_MAX_GRANT, g);
+    /* Granted in turn, each technique using all it is given: the run ends
+     * before the target, and the grants shrink the slack without passing
+     * it. Each using none of its grant: the slack grows for the next. */
+    for (int uses = 1; uses >= 0; uses--) {
+        double budgets[4] = {100, 50, 30, 20}, spent = 500, granted = 600, rest = 200, sum = 0;
+        for (int i = 0; i < 4; i++) {
+            double gi = tb_plan_budget_grant(840, spent, granted, rest, budgets[i]);
+            CHECK(gi >= 0 && gi <= TB_BUDGET_MAX_GRANT * budgets[i], "grant %d: %g", i, gi);
+            sum += gi;
+            spent += budgets[i] + (uses ? gi : 0);
+            granted += budgets[i] + gi;
+            rest -= budgets[i];
+        }
+        CHECK(spent <= 840 + 1e-9 && sum > 0, "%s: ends at %g s of the 840 s target, %g s "
+              "granted", uses ? "grants used" : "grants unused", spent, sum);
+    }
+}
+
 int main(void)
 {
     tb_test_verbose = 1;
@@ -154,5 +187,6 @@ int main(void)
     test_limits();
     test_sum();
     test_budget_cut();
+    test_budget_grant();
     return tb_test_exit(TB_OK);
 }
