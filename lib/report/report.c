@@ -743,7 +743,10 @@ static void sec_budget(doc *d, const tb_report_folder *f)
     tb_doc_text(d, BK_P,
                 "Profile `%s`, limit %s s: each technique's rounds stop when their intervals are "
                 "narrow enough or its budget below is spent; the budgets of the techniques this "
-                "run planned add up to %s s (estimated run time with set-up: %s s).%s%s",
+                "run planned add up to %s s (estimated run time with set-up: %s s). While it "
+                "ran, bench:all's time keeper cut the budgets still to run when the run fell "
+                "behind its limit and raised them when the techniques before had left time "
+                "unused; its stderr says which, and by how much.%s%s",
                 tb_json_get_string(b, "profile", "?"), lim, tot, est,
                 over ? " **Over the limit**: the run was started with `--allow-over-budget`." : "",
                 undeclared ? " Techniques with budget \"harness default\" declare none for this "
