@@ -322,6 +322,10 @@ static void test_conv_lowp(tb_backend *be)
          * filter gradient) */
         {3, 24, 7, 7, 40, 1, 2, 0, TB_NHWC},
         {3, 24, 4, 4, 16, 3, 1, 1, TB_NHWC},
+        /* NCHW with at most 4 output pixels: matmul's filter gradient on
+         * NCHW (im2col_nchw, dy copied to rows, its bias gradient widened
+         * from bf16), a strided padded 3x3 to 2x2 */
+        {3, 24, 4, 4, 16, 3, 2, 1, TB_NCHW},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         conv_one(be, (tb_conv_desc){.n = cases[i].n, .c = cases[i].c, .h = cases[i].h,

@@ -619,29 +619,23 @@ static void col2im_nchw(const tb_conv_desc *d, const float *dcol, float *dx)
     }
 }
 
-/* An NCHW tensor of n images, k channels and pq pixels, es-byte elements,
- * to and from the (n*pq) x k matrix of its pixels' rows. */
-static void nchw_to_rows(const void *src, void *dst, int n, int k, size_t pq, size_t es)
+/* n matrices of rows x cols es-byte elements, each transposed into dst:
+ * an NCHW tensor (rows = channels, cols = pixels) to the rows of its
+ * pixels (NHWC order), and back (rows = pixels, cols = channels). */
+static void transpose_each(const void *src, void *dst, int n, size_t rows, size_t cols,
+                           size_t es)
 {
-#pragma omp parallel for schedule(static) if ((size_t)n * k * pq >= 65536)
+#pragma omp parallel for schedule(static) if ((size_t)n * rows * cols >= 65536)
     for (int i = 0; i < n; i++)
-        for (int c = 0; c < k; c++)
-            for (size_t j = 0; j < pq; j++) {
-                size_t from = ((size_t)i * k + c) * pq + j, to = ((size_t)i * pq + j) * k + c;
+        for (size_t r = 0; r < rows; r++)
+            for (size_t c = 0; c < cols; c++) {
+                size_t from = ((size_t)i * rows + r) * cols + c;
+                size_t to = ((size_t)i * cols + c) * rows + r;
                 if (es == 2)
                     ((uint16_t *)dst)[to] = ((const uint16_t *)src)[from];
                 else
                     ((float *)dst)[to] = ((const float *)src)[from];
             }
-}
-
-static void rows_to_nchw(const float *src, float *dst, int n, int k, size_t pq)
-{
-#pragma omp parallel for schedule(static) if ((size_t)n * k * pq >= 65536)
-    for (int i = 0; i < n; i++)
-        for (int c = 0; c < k; c++)
-            for (size_t j = 0; j < pq; j++)
-                dst[((size_t)i * k + c) * pq + j] = src[((size_t)i * pq + j) * k + c];
 }
 
 /* The matmul entry: with M = N*P*Q and KC = R*S*C, the patch matrix is
@@ -674,12 +668,12 @@ static int conv_matmul_run(tb_backend *be, conv_entry *e, void *ptr[3], void *bi
         if (bias)
             TB_TRY(be->bias_add(be, y, bias, m, k));
         if (nchw)
-            rows_to_nchw(y, ptr[2], d->n, k, pq);
+            transpose_each(y, ptr[2], d->n, pq, (size_t)k, sizeof(float));
         return TB_OK;
     }
     const void *dy = ptr[e->kind == TB_CONV_BWD_FILTER ? 1 : 0];
     if (nchw) {
-        nchw_to_rows(dy, e->rows, d->n, k, pq, es);
+        transpose_each(dy, e->rows, d->n, (size_t)k, pq, es);
         dy = e->rows;
     }
     if (e->kind == TB_CONV_BWD_FILTER) { /* dw (+)= dy^T patches, into dw directly */
