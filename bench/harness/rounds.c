@@ -930,13 +930,12 @@ static int build_interval(const tb_rounds_cfg *cfg, const arm_job *job,
 /* Before round r (cfg->rounds_per_build > 0): a fresh build of every
  * running arm that has a rebuild hook and is due (build_interval rounds
  * since its last; an A/A arm on its base's state is rebuilt with its
- * base). Untimed, but inside the budget's wall time. */
+ * base), in tb_rounds_build_order(seed, r) (into order: room for n_arms).
+ * Untimed, but inside the budget's wall time. */
 static int rebuild_arms(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, arm_job *jobs,
-                        const tb_rounds_result *out, int r)
+                        const tb_rounds_result *out, int r, int *order)
 {
-    int n = 0, *order = malloc((size_t)n_arms * sizeof *order);
-    if (!order)
-        return TB_FAIL(TB_ERR_NOMEM, "rounds: %d arms", n_arms);
+    int n = 0;
     tb_rounds_build_order(cfg->seed, r, n_arms, order);
     double t0 = now_s();
     for (int k = 0; k < n_arms; k++) {
@@ -946,16 +945,13 @@ static int rebuild_arms(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms
             continue;
         double t1 = now_s();
         int rc = arms[i].rebuild(arms[i].user);
-        if (rc != TB_OK) {
-            free(order);
+        if (rc != TB_OK)
             return TB_FAIL(rc, "arm %s: rebuild before round %d failed", arms[i].name, r + 1);
-        }
         jobs[i].rebuild_s = now_s() - t1;
         jobs[i].since_build = 0;
         jobs[i].builds++;
         n++;
     }
-    free(order);
     if (n)
         fprintf(stderr, "rounds: %d arm%s rebuilt before round %d (%.2f s)\n", n,
                 n == 1 ? "" : "s", r + 1, now_s() - t0);
@@ -969,10 +965,11 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
     int tty = isatty(STDERR_FILENO), rc = TB_OK;
     int *seq = malloc(3 * (size_t)n_arms * sizeof *seq), *base = malloc((size_t)n_arms * sizeof *base);
     int *active = malloc((size_t)n_arms * sizeof *active);
+    int *order = malloc((size_t)n_arms * sizeof *order); /* rebuild_arms' */
     double *slot_s = malloc(2 * (size_t)n_arms * sizeof *slot_s);
     double *xcore = malloc((size_t)cfg->max_rounds * sizeof *xcore);
     machine_watch w;
-    if (!seq || !base || !active || !slot_s || !xcore) {
+    if (!seq || !base || !active || !order || !slot_s || !xcore) {
         rc = TB_FAIL(TB_ERR_NOMEM, "rounds: %d arms", n_arms);
         goto out_free;
     }
@@ -983,7 +980,7 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
     watch_start(&w, cfg->own_pid, xcore);
     for (int r = 0; r < cfg->max_rounds; r++) {
         if (cfg->rounds_per_build > 0 && r > 0)
-            TB_TRY_GOTO(rc, rebuild_arms(cfg, arms, n_arms, jobs, out, r), out_free);
+            TB_TRY_GOTO(rc, rebuild_arms(cfg, arms, n_arms, jobs, out, r, order), out_free);
         double t_round = now_s(), widest;
         int wi;
         for (int i = 0; i < n_arms; i++)
@@ -1028,6 +1025,7 @@ out_free:
     free(seq);
     free(base);
     free(active);
+    free(order);
     free(slot_s);
     free(xcore);
     return rc;

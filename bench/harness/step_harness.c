@@ -328,7 +328,25 @@ static int wants_update(const step_run *r)
     return r->tech->tolerance > 0 && !r->tech->not_comparable;
 }
 
-/* nudge: 0, or 1 + the rounding control's draw (tb_control_seed). */
+/* Setting idx's trainer for a check, its initial weights moved by the
+ * rounding control's draw nudge - 1 (tb_control_seed) when nudge > 0. */
+static int check_open(step_run *r, int idx, int nudge, tb_step_ctx *c)
+{
+    int rc = ctx_open(r, idx, c);
+    if (rc == TB_OK && nudge)
+        rc = tb_model_nudge_weights(c->t->model, TB_CONTROL_NUDGE, tb_control_seed(nudge - 1));
+    return rc;
+}
+
+/* One step of a check: the setting's own unit where it has one (a step
+ * metric), else a training step. */
+static int check_step(const step_run *r, tb_step_ctx *c, float *loss)
+{
+    int own = c->setting->run_once && r->tech->metric == TB_METRIC_STEP;
+    return own ? c->setting->run_once(c, loss) : tb_trainer_step(c->t, loss);
+}
+
+/* nudge: 0, or 1 + the rounding control's draw (check_open). */
 static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge)
 {
     tb_backend *be = r->b.be;
@@ -336,9 +354,7 @@ static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge
     size_t in_use = 0, peak = 0;
     float *w0 = NULL;
     TB_TRY(be->mem_reset_peak(be));
-    int rc = ctx_open(r, idx, &c);
-    if (rc == TB_OK && nudge)
-        rc = tb_model_nudge_weights(c.t->model, TB_CONTROL_NUDGE, tb_control_seed(nudge - 1));
+    int rc = check_open(r, idx, nudge, &c);
     int witness = rc == TB_OK && !nudge && with_note && wants_update(r);
     if (witness)
         rc = tb_model_weights_to_host(c.t->model, &w0);
@@ -348,9 +364,8 @@ static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge
         steps = (int)(r->prof.check_samples / per_step);
         steps = steps < 1 ? 1 : steps;
     }
-    int own = c.setting->run_once && r->tech->metric == TB_METRIC_STEP;
     for (int i = 0; i < steps && rc == TB_OK; i++) {
-        rc = own ? c.setting->run_once(&c, loss) : tb_trainer_step(c.t, loss);
+        rc = check_step(r, &c, loss);
         if (i == 0 && witness && rc == TB_OK)
             rc = record_first_update(c.t, w0, &r->st[idx]);
     }
@@ -399,7 +414,8 @@ static int past_tolerance(const step_run *r, int i)
  * norms, |s - b| / |b|. *at and *worst: the tensor furthest from its own
  * norm (floored at 1e-3 of b's largest) and by how much; *at < 0 when every
  * norm is the same to the last bit. Returns the distance, or -1 where the
- * tensors do not match (other parameters), -2 where either changed nothing. */
+ * tensors do not match (other parameters), -2 where b changed nothing, -3
+ * where s did (a skipped step). */
 static double update_distance(const setting_state *b, const setting_state *s, int *at,
                               double *worst)
 {
@@ -408,8 +424,10 @@ static double update_distance(const setting_state *b, const setting_state *s, in
         top = fmax(top, b->upd[k]);
     for (int k = 0; k < s->nupd; k++)
         mine = fmax(mine, s->upd[k]);
-    if (!(top > 0) || !(mine > 0))
+    if (!(top > 0))
         return -2;
+    if (!(mine > 0))
+        return -3;
     double d2 = 0, b2 = 0;
     int j = 0;
     *at = -1, *worst = 0;
@@ -464,14 +482,11 @@ static int witness_control_run(step_run *r, int idx, int k, setting_state *out)
 {
     tb_step_ctx c;
     float *w0 = NULL, loss;
-    int rc = ctx_open(r, idx, &c);
-    if (rc == TB_OK)
-        rc = tb_model_nudge_weights(c.t->model, TB_CONTROL_NUDGE, tb_control_seed(k));
+    int rc = check_open(r, idx, 1 + k, &c);
     if (rc == TB_OK)
         rc = tb_model_weights_to_host(c.t->model, &w0);
-    int own = c.setting->run_once && r->tech->metric == TB_METRIC_STEP;
     if (rc == TB_OK)
-        rc = own ? c.setting->run_once(&c, &loss) : tb_trainer_step(c.t, &loss);
+        rc = check_step(r, &c, &loss);
     if (rc == TB_OK)
         rc = record_first_update(c.t, w0, out);
     free(w0);
@@ -541,7 +556,7 @@ static int check_controls(step_run *r)
         if (!need)
             continue;
         int rc = TB_OK;
-        for (int k = 0; k < TB_CONTROL_RUNS && rc == TB_OK; k++) {
+        for (int k = 0; k < TB_CONTROL_RUNS; k++) {
             float loss = NAN;
             rc = check_run(r, b, &loss, 0, 1 + k);
             if (rc != TB_OK)
@@ -874,14 +889,10 @@ static int update_verdict(const setting_state *b, const setting_state *s, double
         return 0;
     int at;
     double worst, dist = update_distance(b, s, &at, &worst);
-    if (dist == -2) { /* b or s changed nothing: s, a skipped step, is said */
-        double top = 0;
-        for (int k = 0; k < b->nupd; k++)
-            top = fmax(top, b->upd[k]);
-        if (top > 0)
-            snprintf(msg, cap, "; first update: none (a skipped step), not compared");
+    if (dist == -3)
+        snprintf(msg, cap, "; first update: none (a skipped step), not compared");
+    if (dist == -2 || dist == -3)
         return 0;
-    }
     if (dist < 0) {
         snprintf(msg, cap, "; first update: other parameters (%d tensors vs %d), not compared",
                  b->nupd, s->nupd);
