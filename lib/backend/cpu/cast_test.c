@@ -237,6 +237,22 @@ static void test_gemm_lowp(tb_backend *be)
     free(a), free(b), free(al), free(bl), free(c), free(want);
 }
 
+/* The name of desc's default algorithm for `kind` ("?" if not found). */
+static const char *default_name(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind)
+{
+    static char name[64];
+    int algo = -1, found = 0;
+    tb_conv_algo_perf perf[TB_MAX_CONV_ALGOS];
+    snprintf(name, sizeof name, "?");
+    if (be->conv_algo_default(be, d, kind, &algo) == TB_OK &&
+        be->conv_find(be, d, kind, perf, TB_MAX_CONV_ALGOS, &found) == TB_OK)
+        for (int i = 0; i < found; i++)
+            if (perf[i].algo == algo)
+                snprintf(name, sizeof name, "%s", perf[i].name);
+    tb_error_clear();
+    return name;
+}
+
 static void conv_one(tb_backend *be, tb_conv_desc d)
 {
     size_t nx = (size_t)d.n * d.c * d.h * d.w, nw = (size_t)d.k * d.c * d.r * d.s;
@@ -277,14 +293,7 @@ static void conv_one(tb_backend *be, tb_conv_desc d)
             tb_error_clear();
             continue;
         }
-        tb_conv_algo_perf perf[TB_MAX_CONV_ALGOS];
-        int found = 0;
-        const char *name = "?";
-        if (be->conv_find(be, &d, (tb_conv_kind)kind, perf, TB_MAX_CONV_ALGOS, &found) == TB_OK)
-            for (int i = 0; i < found; i++)
-                if (perf[i].algo == algo)
-                    name = perf[i].name;
-        tb_error_clear();
+        const char *name = default_name(be, &d, (tb_conv_kind)kind);
         size_t n = kind == TB_CONV_FWD ? ny : kind == TB_CONV_BWD_DATA ? nx : nw;
         double e = max_rel(want, got, n);
         if (kind == TB_CONV_BWD_FILTER)
@@ -326,6 +335,10 @@ static void test_conv_lowp(tb_backend *be)
          * NCHW (im2col_nchw, dy copied to rows, its bias gradient widened
          * from bf16), a strided padded 3x3 to 2x2 */
         {3, 24, 4, 4, 16, 3, 2, 1, TB_NCHW},
+        /* NCHW strided to at most 49 output pixels: the filter gradient's
+         * default is im2col's gemm (conv.c's strided_lowp_gemm; the small
+         * CNN's 16->32 3x3 stride 2 to 7x7) */
+        {3, 16, 14, 14, 32, 3, 2, 1, TB_NCHW},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         conv_one(be, (tb_conv_desc){.n = cases[i].n, .c = cases[i].c, .h = cases[i].h,
@@ -333,6 +346,29 @@ static void test_conv_lowp(tb_backend *be)
                                     .s = cases[i].r, .stride = cases[i].stride,
                                     .pad = cases[i].pad, .layout = cases[i].layout,
                                     .dtype = TB_BF16, .math = TB_MATH_LOWP});
+    /* which filter-gradient default strided_lowp_gemm gives: gemm to 7x7
+     * and 4x4 (NCHW), oneDNN's kernel to 8x8 and on NHWC */
+    static const struct {
+        int c, h, k;
+        tb_layout layout;
+        int gemm;
+    } strided[] = {
+        {16, 14, 32, TB_NCHW, 1}, {24, 8, 24, TB_NCHW, 1},
+        {24, 16, 24, TB_NCHW, 0}, {16, 14, 32, TB_NHWC, 0},
+    };
+    for (size_t i = 0; i < sizeof strided / sizeof strided[0]; i++) {
+        tb_conv_desc s = {.n = 2, .c = strided[i].c, .h = strided[i].h, .w = strided[i].h,
+                          .k = strided[i].k, .r = 3, .s = 3, .stride = 2, .pad = 1,
+                          .layout = strided[i].layout, .dtype = TB_BF16, .math = TB_MATH_LOWP};
+        const char *name = default_name(be, &s, TB_CONV_BWD_FILTER);
+        int gemm = strstr(name, "gemm:") != NULL;
+        printf("bf16 %s %dx%d stride 2 filter gradient default: %s\n",
+               s.layout == TB_NCHW ? "NCHW" : "NHWC", tb_conv_out_h(&s), tb_conv_out_w(&s), name);
+        CHECK(gemm == strided[i].gemm, "bf16 stride-2 filter gradient to %dx%d on %s: default "
+              "%s, want %s", tb_conv_out_h(&s), tb_conv_out_w(&s),
+              s.layout == TB_NCHW ? "NCHW" : "NHWC", name,
+              strided[i].gemm ? "im2col's gemm" : "oneDNN's own choice");
+    }
     tb_conv_desc d = {.n = 2, .c = 4, .h = 8, .w = 8, .k = 8, .r = 3, .s = 3, .stride = 1,
                       .pad = 1, .layout = TB_NCHW, .dtype = TB_F16, .math = TB_MATH_LOWP};
     int algo;

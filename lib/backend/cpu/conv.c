@@ -49,7 +49,10 @@
  * gradient and for a 1x1's other directions, and on NCHW for filter
  * gradients with at most 4 (matmul_default; MATMUL_MAX_PIXELS and
  * MATMUL_NCHW_MAX_PIXELS say why: ResNet-50's last two stages, their
- * filter gradients 40.1 -> 28.4 ms a channels-last bf16 step). The
+ * filter gradients 40.1 -> 28.4 ms a channels-last bf16 step). On NCHW a
+ * bf16 filter gradient of a strided convolution to at most 49 output
+ * pixels an image goes to im2col's gemm (strided_lowp_gemm: oneDNN's
+ * jit_bf16 kernel there is up to 3x slower). The
  * `ref:` entries (slow, for checking oneDNN itself) keep their ids but
  * conv_find skips them. A conv bias does not change the list (a test
  * checks that), so an id found without bias is valid with one.
@@ -931,8 +934,34 @@ static int matmul_default(const tb_conv_desc *d, tb_conv_kind kind)
     return px <= MATMUL_MAX_PIXELS && (kind == TB_CONV_BWD_FILTER || (d->r == 1 && d->s == 1));
 }
 
+/* On NCHW, the bf16/fp16 filter gradient of a strided convolution whose
+ * output has at most STRIDED_LOWP_GEMM_MAX_PIXELS pixels an image goes to
+ * im2col's gemm unless matmul_default takes it: oneDNN 2.6's jit_bf16
+ * kernel there is slow, and far slower when the host puts the two vCPUs on
+ * cores apart (a core-to-core round trip of ~320 ns instead of ~65; it
+ * synchronises its threads often). Measured with conv_find (2 threads,
+ * AVX-512 BF16, ms gemm vs oneDNN's choice, together and apart): the small
+ * CNN's 16->32 3x3 stride 2 to 7x7 at batch 32 0.14 vs 0.18 and 0.17 vs
+ * 0.53 (fp32's direct kernel: 0.08 and 0.10; at batch 64 0.28 vs 0.35);
+ * ResNet-50's 256->256 3x3 stride 2 to 4x4 at batch 16 1.20 vs 1.43 and
+ * 1.68 vs 2.10; but 128->128 stride 2 to 8x8 1.22 vs 1.03 and 1.48 vs
+ * 1.48, which keeps oneDNN's kernel. The small CNN's bf16 NCHW step, conv
+ * backward (--trace, 400 steps, old and new in one state): 1.93-2.00 ->
+ * 1.69 ms apart, 1.25-1.27 -> 1.26 ms together; ResNet-50's (64x64, batch
+ * 16) 67.2-67.5 -> 66.7-68.5 ms together. On NHWC conv_find favoured the
+ * gemm too (with its activation reorders), but the channels-last bf16
+ * small CNN's conv backward went 0.98 -> 1.06-1.09 ms together, so NHWC
+ * keeps oneDNN's choice. */
+#define STRIDED_LOWP_GEMM_MAX_PIXELS 49
+
+static int strided_lowp_gemm(const tb_conv_desc *d, tb_conv_kind kind)
+{
+    return d->layout == TB_NCHW && kind == TB_CONV_BWD_FILTER && d->dtype != TB_F32 &&
+           d->stride > 1 && tb_conv_out_h(d) * tb_conv_out_w(d) <= STRIDED_LOWP_GEMM_MAX_PIXELS;
+}
+
 /* The default among the n names of the list: matmul where
- * matmul_default says; else the first non-`ref:` entry,
+ * matmul_default says; im2col's gemm where strided_lowp_gemm says; else the first non-`ref:` entry,
  * unless that is an im2col `gemm:` one, gemm_stays says no, and a direct
  * implementation on blocked activations exists (part 2): then the first
  * such; and unless that is a forward `brgconv` with at most
@@ -942,6 +971,9 @@ static int default_of(const tb_conv_desc *d, tb_conv_kind kind, char (*names)[64
 {
     for (int i = 0; i < n && matmul_default(d, kind); i++)
         if (is_matmul_impl(names[i]))
+            return i;
+    for (int i = 0; i < n && strided_lowp_gemm(d, kind); i++)
+        if (is_gemm_impl(names[i]) && !is_ref_impl(names[i]))
             return i;
     int first = -1;
     for (int i = 0; i < n && first < 0; i++)
