@@ -31,7 +31,8 @@
  *   recalibrate after round 1, an arm whose repetition lasted under half of
  *              min_rep_s takes its length from that round instead (once);
  *   rounds     round r runs tb_rounds_sequence(seed, r, ...): every arm
- *              still running once, in tb_rounds_order(seed, r), each
+ *              still running once (an A/A arm tb_rounds_slots times), in
+ *              tb_rounds_order(seed, r), each
  *              compared arm between two repetitions of its baseline (why:
  *              rounds.h); Google Benchmark times each repetition: the
  *              sequence is registered in order with iterations =
@@ -221,22 +222,66 @@ void tb_rounds_build_order(uint64_t seed, int r, int n, int *perm)
     shuffle(seed, r, BUILD_STREAM, n, perm);
 }
 
-int tb_rounds_sequence(uint64_t seed, int r, const int *base, const int *active, int n,
-                       int *seq)
+void tb_rounds_slots(const int *base, const int *aa, int n, int *slots)
 {
-    int *order = seq + 2 * n, len = 0;
+    for (int i = 0; i < n; i++) {
+        int k = 0;
+        for (int j = 0; j < n && aa[i] && base[i] != i; j++)
+            k += j != base[i] && base[j] == base[i] && !aa[j];
+        int s = 1 + k / TB_ROUNDS_AA_PER_SLOT;
+        slots[i] = s < TB_ROUNDS_AA_MAX_SLOTS ? s : TB_ROUNDS_AA_MAX_SLOTS;
+    }
+}
+
+int tb_rounds_sequence(uint64_t seed, int r, const int *base, const int *active,
+                       const int *slots, int n, int *seq)
+{
+    /* a common multiple of every slot count: extra repetitions' places are
+     * whole numbers in units of 1 / (2 AA_LCM) of a list entry */
+    enum { AA_LCM = 6 };
+    _Static_assert(AA_LCM % 2 == 0 && AA_LCM % TB_ROUNDS_AA_MAX_SLOTS == 0,
+                   "AA_LCM must be a multiple of every slot count");
+    const int most = TB_ROUNDS_AA_MAX_SLOTS;
+    int *order = seq + (size_t)(2 * most + 1) * n; /* n entries */
+    int *list = order + n;                         /* one baseline's repetitions, their */
+    int *key = list + (size_t)most * n;            /* places: most * n entries each */
+    int len = 0;
     tb_rounds_order(seed, r, n, order);
     for (int k = 0; k < n; k++) {
         int b = order[k];
         if (base[b] != b || !active[b])
             continue;
-        seq[len++] = b;
+        int m = 0;
         for (int j = 0; j < n; j++) {
             int x = order[j];
             if (x != b && base[x] == b && active[x]) {
-                seq[len++] = x;
-                seq[len++] = b;
+                key[m] = 2 * AA_LCM * m;
+                list[m++] = x;
             }
+        }
+        /* an arm's j-th extra repetition goes m * j / slots places after it
+         * (cyclically), behind whatever entry is there */
+        int cnt = m;
+        for (int p = 0; p < m; p++) {
+            int sl = slots ? slots[list[p]] : 1;
+            for (int j = 1; j < sl; j++) {
+                list[cnt] = list[p];
+                key[cnt++] = 2 * ((AA_LCM * p + j * m * AA_LCM / sl) % (m * AA_LCM)) + 1;
+            }
+        }
+        for (int i = 1; i < cnt; i++) { /* insertion sort by place, stable */
+            int x = list[i], kx = key[i], j = i - 1;
+            for (; j >= 0 && key[j] > kx; j--) {
+                list[j + 1] = list[j];
+                key[j + 1] = key[j];
+            }
+            list[j + 1] = x;
+            key[j + 1] = kx;
+        }
+        seq[len++] = b;
+        for (int i = 0; i < cnt; i++) {
+            seq[len++] = list[i];
+            seq[len++] = b;
         }
     }
     return len;
@@ -526,14 +571,15 @@ static void json_free(gb_json *j)
 /* ---- one round ---- */
 
 /* The round's per-slot times into arm i's result: a compared arm gets its
- * slot and the mean of the two baseline slots around it (its reference), a
+ * slot and the mean of the two baseline slots around it (its reference;
+ * with several slots, an A/A arm, the geometric means of those), a
  * baseline the mean of its slots. */
 static void store_round(const tb_arm *arms, const arm_job *jobs, int n_arms, const int *seq,
                         int len, const double *slot_s, tb_rounds_result *out)
 {
     for (int i = 0; i < n_arms; i++) {
         tb_rounds_arm_result *a = &out->arms[i];
-        double sum = 0;
+        double sum = 0, log_s = 0, log_ref = 0, s = 0, ref = 0;
         int n = 0;
         /* a compared arm's build changes when it or its base is rebuilt */
         a->build[a->rounds] = jobs[i].builds + (arms[i].base != i ? jobs[arms[i].base].builds : 0);
@@ -542,15 +588,23 @@ static void store_round(const tb_arm *arms, const arm_job *jobs, int n_arms, con
                 continue;
             if (arms[i].base != i) {
                 /* tb_rounds_sequence puts the base on both sides */
-                a->seconds[a->rounds] = slot_s[p];
-                a->ref[a->rounds] = 0.5 * (slot_s[p - 1] + slot_s[p + 1]);
+                s = slot_s[p];
+                ref = 0.5 * (slot_s[p - 1] + slot_s[p + 1]);
+                log_s += log(s);
+                log_ref += log(ref);
             } else {
                 sum += slot_s[p];
             }
             n++;
         }
-        if (n && arms[i].base == i)
+        if (n && arms[i].base == i) {
             a->seconds[a->rounds] = sum / n;
+        } else if (n) {
+            /* several slots (an A/A arm): geometric means, so that ref /
+             * seconds is the geometric mean of the slots' ratios */
+            a->seconds[a->rounds] = n == 1 ? s : exp(log_s / n);
+            a->ref[a->rounds] = n == 1 ? ref : exp(log_ref / n);
+        }
         if (n)
             a->rounds++;
     }
@@ -963,20 +1017,24 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
                       double t_start, gb_json *json, tb_rounds_result *out)
 {
     int tty = isatty(STDERR_FILENO), rc = TB_OK;
-    int *seq = malloc(3 * (size_t)n_arms * sizeof *seq), *base = malloc((size_t)n_arms * sizeof *base);
+    int *seq = malloc(TB_ROUNDS_SEQ_ROOM(n_arms) * sizeof *seq);
+    int *base = malloc((size_t)n_arms * sizeof *base), *aa = malloc((size_t)n_arms * sizeof *aa);
+    int *slots = malloc((size_t)n_arms * sizeof *slots);
     int *active = malloc((size_t)n_arms * sizeof *active);
     int *order = malloc((size_t)n_arms * sizeof *order); /* rebuild_arms' */
-    double *slot_s = malloc(2 * (size_t)n_arms * sizeof *slot_s);
+    double *slot_s = malloc(TB_ROUNDS_SEQ_ROOM(n_arms) * sizeof *slot_s);
     double *xcore = malloc((size_t)cfg->max_rounds * sizeof *xcore);
     machine_watch w;
-    if (!seq || !base || !active || !order || !slot_s || !xcore) {
+    if (!seq || !base || !aa || !slots || !active || !order || !slot_s || !xcore) {
         rc = TB_FAIL(TB_ERR_NOMEM, "rounds: %d arms", n_arms);
         goto out_free;
     }
     for (int i = 0; i < n_arms; i++) {
         base[i] = arms[i].base;
+        aa[i] = arms[i].aa;
         jobs[i].active = 1;
     }
+    tb_rounds_slots(base, aa, n_arms, slots);
     watch_start(&w, cfg->own_pid, xcore);
     for (int r = 0; r < cfg->max_rounds; r++) {
         if (cfg->rounds_per_build > 0 && r > 0)
@@ -985,7 +1043,7 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
         int wi;
         for (int i = 0; i < n_arms; i++)
             active[i] = jobs[i].active;
-        int len = tb_rounds_sequence(cfg->seed, r, base, active, n_arms, seq);
+        int len = tb_rounds_sequence(cfg->seed, r, base, active, slots, n_arms, seq);
         TB_TRY_GOTO(rc, run_round(jobs, arms, n_arms, seq, len, r, slot_s, json, out), out_free);
         for (int i = 0; i < n_arms; i++)
             jobs[i].since_build += active[i];
@@ -1024,6 +1082,8 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
 out_free:
     free(seq);
     free(base);
+    free(aa);
+    free(slots);
     free(active);
     free(order);
     free(slot_s);
@@ -1076,18 +1136,22 @@ static int fit_reps(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, ar
     if (!(cfg->min_rep_floor_s > 0) || !(cfg->budget_s > 0) ||
         cfg->min_rep_floor_s >= cfg->min_rep_s)
         return TB_OK;
-    int *seq = malloc(3 * (size_t)n_arms * sizeof *seq), *base = malloc((size_t)n_arms * sizeof *base);
+    int *seq = malloc(TB_ROUNDS_SEQ_ROOM(n_arms) * sizeof *seq);
+    int *base = malloc((size_t)n_arms * sizeof *base), *aa = malloc((size_t)n_arms * sizeof *aa);
     int *active = malloc((size_t)n_arms * sizeof *active), *slots = calloc((size_t)n_arms, sizeof *slots);
     int rc = TB_OK;
-    if (!seq || !base || !active || !slots) {
+    if (!seq || !base || !aa || !active || !slots) {
         rc = TB_FAIL(TB_ERR_NOMEM, "rounds: %d arms", n_arms);
         goto out_free;
     }
     for (int i = 0; i < n_arms; i++) {
         base[i] = arms[i].base;
+        aa[i] = arms[i].aa;
         active[i] = 1;
     }
-    int len = tb_rounds_sequence(cfg->seed, 0, base, active, n_arms, seq);
+    tb_rounds_slots(base, aa, n_arms, slots); /* each arm's repetitions a round: */
+    int len = tb_rounds_sequence(cfg->seed, 0, base, active, slots, n_arms, seq);
+    memset(slots, 0, (size_t)n_arms * sizeof *slots); /* counted with the baselines' */
     for (int k = 0; k < len; k++)
         slots[seq[k]]++;
     double room = FIT_SHARE * left / cfg->min_rounds;
@@ -1115,6 +1179,7 @@ static int fit_reps(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, ar
 out_free:
     free(seq);
     free(base);
+    free(aa);
     free(active);
     free(slots);
     return rc;

@@ -22,7 +22,8 @@
  *      repetition each, in an order shuffled per round from cfg->seed
  *      (recorded in the results), with its baseline timed just before and
  *      just after it (B X1 B X2 B ...: a baseline's repetitions are shared by
- *      its neighbours), so that the slow drift of a shared machine (its
+ *      its neighbours; an A/A arm beside many compared arms runs up to
+ *      TB_ROUNDS_AA_MAX_SLOTS times a round, see TB_ROUNDS_AA_PER_SLOT), so that the slow drift of a shared machine (its
  *      speed wanders over seconds: successive repetitions correlate at
  *      0.5-0.8 on a cloud VM) hits an arm and its reference alike: a
  *      compared arm's per-round reference is the mean of the two baseline
@@ -117,6 +118,22 @@ typedef struct tb_rounds_cfg {
                                   above); 0: min_rep_s always */
 } tb_rounds_cfg;
 
+/* An A/A arm runs 1 + k / TB_ROUNDS_AA_PER_SLOT times a round, at most
+ * TB_ROUNDS_AA_MAX_SLOTS, k being the number of other arms compared with
+ * its baseline; each time between two repetitions of the baseline, spread
+ * over the round (tb_rounds_sequence), its round's ratio the geometric mean
+ * of those. Its interval gives the baseline's noise floor, shared by
+ * every row of that baseline: the farthest the interval strays from 1,
+ * about 1.4 times its half-width when there is no bias, on one arm's
+ * rounds (the small CNN's waterfall, 22 arms to one baseline, 13-14
+ * rounds: 2.8-3.1% in three idle bench:all runs). Per-round ratios of
+ * different arms were uncorrelated there (median correlation -0.03 to
+ * 0.02 on the small CNN and GPT-2), so three slots narrow it by about
+ * sqrt(3) for 4 repetitions more a round of about 45. With fewer than 8
+ * arms to compare, an extra slot would cost more than it brings. */
+#define TB_ROUNDS_AA_PER_SLOT 8
+#define TB_ROUNDS_AA_MAX_SLOTS 3
+
 /* With rebuilds, an arm's interval must span this many builds before it
  * may stop on its target: the between-build spread needs a few builds to
  * be seen at all. */
@@ -139,7 +156,9 @@ typedef struct tb_rounds_arm_result {
     int rounds;                /* rounds this arm ran: the experiment's first `rounds` */
     tb_rounds_stop stop;       /* why it stopped: target (its own interval), budget or cap */
     double *seconds;           /* (rounds) seconds per UNIT in each round; a baseline's:
-                                  the mean of its repetitions in the round */
+                                  the mean of its repetitions in the round; an A/A arm
+                                  with several (TB_ROUNDS_AA_PER_SLOT): their geometric
+                                  mean */
     int *build;                /* (rounds) the build each round ran on (0, 1, ...: the
                                   count of rebuilds of this arm, or of its base, before it) */
     double *ref;               /* (rounds) a compared arm's reference in each round: its

@@ -10,7 +10,10 @@
 #ifndef TB_BENCH_ROUNDS_INTERNAL_H
 #define TB_BENCH_ROUNDS_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "bench/harness/rounds.h"
 
 /* The clock behind warm-up caps and budgets (seconds, any origin).
  * NULL restores CLOCK_MONOTONIC. The machine checks keep the real clock. */
@@ -37,15 +40,29 @@ void tb_rounds_order(uint64_t seed, int r, int n, int *perm);
  * baseline came first, which made every setting look faster by that. */
 void tb_rounds_build_order(uint64_t seed, int r, int n, int *perm);
 
+/* The repetitions an arm gets in a round: 1, but an A/A arm of a baseline
+ * compared with k other arms 1 + k / TB_ROUNDS_AA_PER_SLOT, at most
+ * TB_ROUNDS_AA_MAX_SLOTS (rounds.h says why). base[i]: arm i's baseline;
+ * aa[i]: 1 for an A/A arm. Writes slots[0..n). */
+void tb_rounds_slots(const int *base, const int *aa, int n, int *slots);
+
+/* Room tb_rounds_sequence needs in seq for n arms: at most
+ * (2 TB_ROUNDS_AA_MAX_SLOTS + 1) n slots, then its scratch. */
+#define TB_ROUNDS_SEQ_ROOM(n) ((4 * TB_ROUNDS_AA_MAX_SLOTS + 2) * (size_t)(n))
+
 /* Round r's repetitions, in the order they run: the arms in
  * tb_rounds_order(seed, r, n), each baseline b with active[b] in that order
  * followed by its active compared arms in that order, each between two
- * repetitions of b (b x1 b x2 b ... xk b); a baseline without active
+ * repetitions of b (b x1 b x2 b ... xk b); an arm with slots[i] > 1 (an A/A
+ * arm, tb_rounds_slots; NULL: 1 each) comes back that many times, its
+ * extra repetitions spread evenly over its baseline's list (after the arm
+ * m * j / slots places on, cyclically, m being the list's length), each
+ * between two repetitions of b as well; a baseline without active
  * compared arms runs once. base[i] is arm i's baseline (base[i] == i: a
- * baseline); an inactive baseline's arms are not run. Writes seq (room for
- * 3n entries: at most 2n - 1 slots, then the order) and returns its length. */
-int tb_rounds_sequence(uint64_t seed, int r, const int *base, const int *active, int n,
-                       int *seq);
+ * baseline); an inactive baseline's arms are not run. Writes seq (room:
+ * TB_ROUNDS_SEQ_ROOM(n); the slots, then scratch) and returns its length. */
+int tb_rounds_sequence(uint64_t seed, int r, const int *base, const int *active,
+                       const int *slots, int n, int *seq);
 
 /* Whether per-round core-to-core round trips x[0..n) (any unit) moved
  * between two states: at least 2 rounds above 3 times the least one and

@@ -133,7 +133,8 @@ static void reset(fake *f, int n)
     memset(log_arms, 0, sizeof log_arms);
     for (int i = 0; i < n; i++) {
         f[i].rng = tb_rng_seeded(seed_base + (uint64_t)i);
-        log_arms[i] = &f[i];
+        if (i < (int)(sizeof log_arms / sizeof *log_arms))
+            log_arms[i] = &f[i]; /* the first 8 arms are logged */
     }
 }
 
@@ -270,11 +271,12 @@ static void test_effect_and_drift(const char *dir)
     CHECK(r.arms[0].cmp.rounds == 0, "the baseline has no comparison of its own");
     /* the logged order of the timed repetitions is the engine's sequence,
      * an arm running in round k while k < its rounds */
-    int base_of[3] = {0, 0, 0}, active[3], seq[9], pos = 0, match = 1, base_slots = 0;
+    int base_of[3] = {0, 0, 0}, active[3], seq[TB_ROUNDS_SEQ_ROOM(3)], pos = 0, match = 1,
+        base_slots = 0;
     for (int k = 0; k < r.rounds; k++) {
         for (int i = 0; i < 3; i++)
             active[i] = k < r.arms[i].rounds;
-        int len = tb_rounds_sequence(1234, k, base_of, active, 3, seq);
+        int len = tb_rounds_sequence(1234, k, base_of, active, NULL, 3, seq);
         for (int q = 0; q < len; q++) {
             match &= pos < log_n && log_ids[pos++] == seq[q];
             base_slots += seq[q] == 0;
@@ -334,9 +336,9 @@ static void test_sequences(void)
 {
     /* arms 0 and 3 are baselines; 1, 2, 4 compare with 0; 5 with 3; 6 alone */
     int base[7] = {0, 0, 0, 3, 0, 3, 6}, all[7] = {1, 1, 1, 1, 1, 1, 1};
-    int seq[21];
+    int seq[TB_ROUNDS_SEQ_ROOM(7)];
     for (int r = 0; r < 20; r++) {
-        int len = tb_rounds_sequence(99, r, base, all, 7, seq);
+        int len = tb_rounds_sequence(99, r, base, all, NULL, 7, seq);
         int seen[7] = {0}, ok = len == 4 * 2 + 3;
         for (int q = 0; q < len; q++) {
             int i = seq[q];
@@ -350,11 +352,118 @@ static void test_sequences(void)
               len);
     }
     int some[7] = {1, 0, 1, 0, 1, 1, 0};
-    int len = tb_rounds_sequence(99, 3, base, some, 7, seq), ok = len == 5;
+    int len = tb_rounds_sequence(99, 3, base, some, NULL, 7, seq), ok = len == 5;
     for (int q = 0; q < len; q++)
         ok &= seq[q] == 0 || seq[q] == 2 || seq[q] == 4;
     CHECK(ok, "stopped arms, a stopped baseline's arms and a stopped lone arm are left out "
           "(%d slots)", len);
+}
+
+/* A/A slots: an A/A arm of a baseline compared with k other arms runs
+ * 1 + k / 8 times a round (at most 3), each time between two of its
+ * baseline's repetitions and never next to itself; other arms once. */
+static void test_aa_slots(void)
+{
+    enum { N = 26 };
+    /* arm 0: a baseline with 22 compared arms and an A/A (arm 23); arm 24:
+     * a baseline with its A/A alone (arm 25) */
+    int base[N], aa[N] = {0}, slots[N], all[N], seq[TB_ROUNDS_SEQ_ROOM(N)];
+    for (int i = 0; i < N; i++) {
+        base[i] = i < 24 ? 0 : 24;
+        all[i] = 1;
+    }
+    aa[23] = aa[25] = 1;
+    tb_rounds_slots(base, aa, N, slots);
+    int ok = slots[23] == 3 && slots[25] == 1 && slots[0] == 1 && slots[24] == 1;
+    for (int i = 1; i < 23; i++)
+        ok &= slots[i] == 1;
+    CHECK(ok, "slots: the waterfall-sized A/A 3 (%d), a lone A/A 1 (%d), others 1", slots[23],
+          slots[25]);
+    /* 8 and 16 compared arms: 2 and 3 slots */
+    int b9[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, a9[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, s9[10];
+    tb_rounds_slots(b9, a9, 10, s9);
+    CHECK(s9[9] == 2, "an A/A beside 8 compared arms runs twice a round (%d)", s9[9]);
+    for (int r = 0; r < 30; r++) {
+        int len = tb_rounds_sequence(7, r, base, all, slots, N, seq);
+        int seen[N] = {0}, good = len == 1 + 2 * 25 + 1 + 2 * 1, last_aa = -10, apart = 1;
+        for (int q = 0; q < len; q++) {
+            int i = seq[q];
+            seen[i]++;
+            if (base[i] != i)
+                good &= q > 0 && q + 1 < len && seq[q - 1] == base[i] && seq[q + 1] == base[i];
+            if (i == 23) {
+                apart &= q - last_aa > 2; /* another arm between its repetitions */
+                last_aa = q;
+            }
+        }
+        good &= seen[23] == 3 && seen[25] == 1 && seen[0] == 26 && seen[24] == 2;
+        for (int i = 1; i < 23; i++)
+            good &= seen[i] == 1;
+        CHECK(good && apart, "round %d: the A/A thrice, spread, each between two of its "
+              "baseline's; others once (%d slots)", r, len);
+    }
+    /* the A/A's slots leave the sequence with it: two arms left, the A/A
+     * still thrice, between baselines */
+    int two[N] = {0};
+    two[0] = two[5] = two[23] = 1;
+    int len = tb_rounds_sequence(7, 2, base, two, slots, N, seq), n_aa = 0, good = len == 9;
+    for (int q = 0; q < len; q++) {
+        n_aa += seq[q] == 23;
+        if (seq[q] != 0)
+            good &= q > 0 && q + 1 < len && seq[q - 1] == 0 && seq[q + 1] == 0;
+    }
+    CHECK(good && n_aa == 3, "with one other arm left the A/A still runs thrice (%d slots)",
+          len);
+}
+
+/* The engine with an A/A arm of two slots (8 other arms compared with its
+ * baseline): GB's JSON holds two of its repetitions a round, and its
+ * round's seconds and reference are the geometric means of those two. */
+static void test_aa_slots_run(const char *dir)
+{
+    enum { N = 10 };
+    fake f[N];
+    for (int i = 0; i < N; i++)
+        f[i] = (fake){.unit_s = 0.010 / (i >= 1 && i <= 8 ? 1 + 0.01 * i : 1), .noise = 0.02};
+    reset(f, N);
+    tb_arm arms[N];
+    char names[N][16];
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], i == 0 ? "base" : i == 9 ? "again" : "set%d", i);
+        arms[i] = (tb_arm){names[i], 0, i == 9, fake_run, NULL, &f[i]};
+    }
+    char json[512];
+    snprintf(json, sizeof json, "%s/aa_slots.gbench.json", dir);
+    tb_rounds_cfg c = cfg_default();
+    c.gbench_json = json;
+    c.target_half_width = 0.02;
+    tb_rounds_result r;
+    int rc = tb_rounds_run(&c, arms, N, &r);
+    CHECK(rc == TB_OK, "the experiment runs");
+    if (rc != TB_OK)
+        return;
+    const tb_rounds_arm_result *aa = &r.arms[9];
+    CHECK(aa->cmp.lo <= 1 && aa->cmp.hi >= 1, "the A/A interval covers 1: %.4f [%.4f, %.4f]",
+          aa->cmp.speedup, aa->cmp.lo, aa->cmp.hi);
+    gb_results *g = NULL;
+    rc = gb_results_read(json, &g);
+    CHECK(rc == TB_OK, "GB's JSON reads back");
+    const gb_run *run = NULL;
+    for (size_t k = 0; rc == TB_OK && k < g->n_runs; k++)
+        if (strncmp(g->runs[k].name, "again/", 6) == 0)
+            run = &g->runs[k];
+    CHECK(run && run->repetitions == 2 * aa->rounds, "two A/A repetitions a round in GB's "
+          "JSON (%d for %d rounds)", run ? run->repetitions : -1, aa->rounds);
+    int same = run != NULL;
+    for (int k = 0; same && k < aa->rounds && 2 * k + 1 < run->repetitions; k++)
+        same &= fabs(sqrt(run->seconds[2 * k] * run->seconds[2 * k + 1]) / aa->seconds[k] - 1) <
+                1e-6;
+    CHECK(same, "the A/A round's seconds are the geometric mean of its two repetitions");
+    for (int i = 1; i < 9; i++)
+        CHECK(r.arms[i].rounds > 0, "arm %d ran", i);
+    if (g)
+        gb_results_free(g);
+    tb_rounds_result_free(&r);
 }
 
 /* A slow wave in the machine's speed (+-15%, a 3 s period: repetitions of
@@ -729,7 +838,9 @@ int main(void)
     test_build_orders();
     test_settled_rule();
     test_sequences();
+    test_aa_slots();
     test_effect_and_drift(dir);
+    test_aa_slots_run(dir);
     test_wave_drift();
     test_per_arm_stop();
     test_build_spread();
