@@ -56,13 +56,20 @@ out_free:
     return rc;
 }
 
+int tb_amp_gemm_ld(tb_layer_ctx *ctx, int ta, int tb, int m, int n, int k, const float *a,
+                   const void *a_lowp, int lda, const float *b, const void *b_lowp, int ldb,
+                   float beta, float *c, int ldc)
+{
+    tb_backend *be = ctx->be;
+    if (!tb_amp_on(ctx))
+        return be->gemm(be, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc, ctx->math);
+    return be->gemm_lowp(be, ctx->amp, ta, tb, m, n, k, 1.0f, a_lowp, lda, b_lowp, ldb, beta,
+                         c, ldc);
+}
+
 int tb_amp_gemm(tb_layer_ctx *ctx, int ta, int tb, int m, int n, int k, const float *a,
                 const void *a_lowp, const float *b, const void *b_lowp, float beta, float *c)
 {
-    tb_backend *be = ctx->be;
-    int lda = ta ? m : k, ldb = tb ? k : n;
-    if (!tb_amp_on(ctx))
-        return be->gemm(be, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, n, ctx->math);
-    return be->gemm_lowp(be, ctx->amp, ta, tb, m, n, k, 1.0f, a_lowp, lda, b_lowp, ldb, beta,
-                         c, n);
+    return tb_amp_gemm_ld(ctx, ta, tb, m, n, k, a, a_lowp, ta ? m : k, b, b_lowp, tb ? k : n,
+                          beta, c, n);
 }

@@ -8,7 +8,13 @@
  *     conv2d  forward: x and w cast; backward: dy cast, the forward's casts
  *             of x (for dw) and w (for dx) reused; the backend's bf16/fp16
  *             convolution (tb_conv_desc.dtype, TB_MATH_LOWP)
- *     linear  the same with gemm_lowp (x W^T, dy^T x, dy W)
+ *     linear  the same with gemm_lowp (x W^T, dy^T x, dy W); also the
+ *             transformer's per-token linear (GPT-2's MLP) and attention's
+ *             input and output projections (GPT-2's c_attn, c_proj), as
+ *             PyTorch runs their nn.Linear in low precision
+ *   stay fp32 here, unlike PyTorch (its scaled_dot_product_attention runs
+ *   in low precision under autocast): attention itself (Q K^T, softmax,
+ *   P V), the backends having fp32 attention kernels only
  *   stay fp32 (PyTorch's "autocast to float32" list and the ops it leaves
  *   alone): batch norm, softmax cross-entropy, reductions (sum, the loss
  *   sum, count_nonfinite), GELU, ReLU, dropout, pooling, residual adds,
@@ -53,6 +59,17 @@ int tb_amp_cast(tb_layer_ctx *ctx, const float *x, void *lowp, size_t n);
  * dense operands: lda = ta ? m : k, ldb = tb ? k : n, ldc = n. */
 int tb_amp_gemm(tb_layer_ctx *ctx, int ta, int tb, int m, int n, int k, const float *a,
                 const void *a_lowp, const float *b, const void *b_lowp, float beta, float *c);
+/* tb_amp_gemm with leading dimensions of its own (operands that are
+ * slices of a larger matrix: attention's heads); a_lowp and b_lowp point at
+ * the slices' first elements in the low-precision copies. */
+int tb_amp_gemm_ld(tb_layer_ctx *ctx, int ta, int tb, int m, int n, int k, const float *a,
+                   const void *a_lowp, int lda, const float *b, const void *b_lowp, int ldb,
+                   float beta, float *c, int ldc);
+/* Element i of a low-precision buffer (NULL stays NULL: autocast off). */
+static inline void *tb_amp_at(void *lowp, size_t i)
+{
+    return lowp ? (char *)lowp + i * TB_LOWP_BYTES : NULL;
+}
 
 /* Checks that be can run autocast in dtype (a one-element gemm_lowp):
  * TB_ERR_UNSUPPORTED with the backend's reason when it cannot (the CPU

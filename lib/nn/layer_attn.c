@@ -24,13 +24,17 @@
  * sees tokens <= t; the backend masks, the layer only passes the flag).
  * q, k, v, the attention output and its saved
  * buffer are the layer's own memory (not tb_layer_tensor): the forward needs
- * them under no_grad too. fp32 only (autocast leaves this layer alone).
+ * them under no_grad too. With autocast (ctx->amp, lib/nn/amp.h) the
+ * projections' GEMMs are gemm_lowp on bf16/fp16 casts of x, the weights, the
+ * attention output, dy and dq/dk/dv (fp32 out), as PyTorch runs c_attn and
+ * c_proj; attention itself stays fp32 (the backends' kernels are fp32).
  *
  * Tests: bazel test //lib/train:transformer_test (float64 gradient check,
  * causal and not), //lib/nn:gpt2_test (causality of the whole model)
  */
 #include <math.h>
 
+#include "lib/nn/amp.h"
 #include "lib/nn/layers.h"
 
 typedef struct mha_layer {
@@ -45,6 +49,10 @@ typedef struct mha_layer {
     tb_tensor dout;     /* as o */
     float *saved;       /* attention_fwd's saved buffer for the largest batch */
     const tb_tensor *x; /* (N, 1, T, d) input of the last forward */
+    /* autocast copies (NULL with AMP off): of the last forward's x, W_in,
+     * attention output and W_out (reused by backward), and of backward's dy
+     * and dq/dk/dv */
+    void *x_lowp, *w_in_lowp, *o_lowp, *w_out_lowp, *dy_lowp, *dqkv_lowp;
 } mha_layer;
 
 #define MHA_W_IN 0
@@ -71,17 +79,29 @@ static float *slice(const mha_layer *a, float *base, int n, int j)
     return base + (size_t)j * n * a->tokens * a->head_dim;
 }
 
+/* Element offset of slice j (of 3H) at batch n: slice()'s, for the
+ * low-precision copies. */
+static size_t slice_at(const mha_layer *a, int n, int j)
+{
+    return (size_t)j * n * a->tokens * a->head_dim;
+}
+
 /* q, k, v slices: X W_j^T + b_j for each of the 3H slices. */
 static int mha_project_in(tb_layer *l, const tb_tensor *x)
 {
     mha_layer *a = (mha_layer *)l;
     tb_backend *be = l->ctx->be;
     int rows = x->n * a->tokens, d = a->dim, hd = a->head_dim;
+    const float *w = l->params[MHA_W_IN].w;
+    if (tb_amp_on(l->ctx)) {
+        TB_TRY(tb_amp_cast(l->ctx, x->data, a->x_lowp, (size_t)rows * d));
+        TB_TRY(tb_amp_cast(l->ctx, w, a->w_in_lowp, l->params[MHA_W_IN].n));
+    }
     for (int j = 0; j < 3 * a->heads; j++) {
         float *c = slice(a, a->qkv.data, x->n, j);
-        TB_TRY(be->gemm(be, 0, 1, rows, hd, d, 1.0f, x->data, d,
-                        l->params[MHA_W_IN].w + (size_t)j * hd * d, d, 0.0f, c, hd,
-                        l->ctx->math));
+        size_t w_at = (size_t)j * hd * d;
+        TB_TRY(tb_amp_gemm_ld(l->ctx, 0, 1, rows, hd, d, x->data, a->x_lowp, d, w + w_at,
+                              tb_amp_at(a->w_in_lowp, w_at), d, 0.0f, c, hd));
         TB_TRY(be->bias_add(be, c, l->params[MHA_B_IN].w + (size_t)j * hd, rows, hd));
     }
     return TB_OK;
@@ -93,10 +113,16 @@ static int mha_project_out(tb_layer *l, int n)
     mha_layer *a = (mha_layer *)l;
     tb_backend *be = l->ctx->be;
     int rows = n * a->tokens, d = a->dim, hd = a->head_dim;
+    const float *w = l->params[MHA_W_OUT].w;
+    if (tb_amp_on(l->ctx)) {
+        TB_TRY(tb_amp_cast(l->ctx, a->o.data, a->o_lowp, (size_t)rows * d));
+        TB_TRY(tb_amp_cast(l->ctx, w, a->w_out_lowp, l->params[MHA_W_OUT].n));
+    }
     for (int h = 0; h < a->heads; h++)
-        TB_TRY(be->gemm(be, 0, 1, rows, d, hd, 1.0f, slice(a, a->o.data, n, h), hd,
-                        l->params[MHA_W_OUT].w + (size_t)h * hd, d, h ? 1.0f : 0.0f, a->y.data,
-                        d, l->ctx->math));
+        TB_TRY(tb_amp_gemm_ld(l->ctx, 0, 1, rows, d, hd, slice(a, a->o.data, n, h),
+                              tb_amp_at(a->o_lowp, slice_at(a, n, h)), hd, w + (size_t)h * hd,
+                              tb_amp_at(a->w_out_lowp, (size_t)h * hd), d, h ? 1.0f : 0.0f,
+                              a->y.data, d));
     return be->bias_add(be, a->y.data, l->params[MHA_B_OUT].w, rows, d);
 }
 
@@ -131,13 +157,17 @@ static int mha_back_out(tb_layer *l, const tb_tensor *dy)
     tb_backend *be = l->ctx->be;
     int n = dy->n, rows = n * a->tokens, d = a->dim, hd = a->head_dim;
     int acc = l->ctx->grad_accumulate;
+    if (tb_amp_on(l->ctx))
+        TB_TRY(tb_amp_cast(l->ctx, dy->data, a->dy_lowp, (size_t)rows * d));
     for (int h = 0; h < a->heads; h++) {
-        TB_TRY(be->gemm(be, 1, 0, d, hd, rows, 1.0f, dy->data, d, slice(a, a->o.data, n, h), hd,
-                        acc ? 1.0f : 0.0f, l->params[MHA_W_OUT].g + (size_t)h * hd, d,
-                        l->ctx->math));
-        TB_TRY(be->gemm(be, 0, 0, rows, hd, d, 1.0f, dy->data, d,
-                        l->params[MHA_W_OUT].w + (size_t)h * hd, d, 0.0f,
-                        slice(a, a->dout.data, n, h), hd, l->ctx->math));
+        size_t at = slice_at(a, n, h);
+        TB_TRY(tb_amp_gemm_ld(l->ctx, 1, 0, d, hd, rows, dy->data, a->dy_lowp, d,
+                              slice(a, a->o.data, n, h), tb_amp_at(a->o_lowp, at), hd,
+                              acc ? 1.0f : 0.0f, l->params[MHA_W_OUT].g + (size_t)h * hd, d));
+        TB_TRY(tb_amp_gemm_ld(l->ctx, 0, 0, rows, hd, d, dy->data, a->dy_lowp, d,
+                              l->params[MHA_W_OUT].w + (size_t)h * hd,
+                              tb_amp_at(a->w_out_lowp, (size_t)h * hd), d, 0.0f,
+                              slice(a, a->dout.data, n, h), hd));
     }
     return be->bias_grad(be, dy->data, l->params[MHA_B_OUT].g, rows, d, acc);
 }
@@ -149,15 +179,19 @@ static int mha_back_in(tb_layer *l, int n)
     tb_backend *be = l->ctx->be;
     int rows = n * a->tokens, d = a->dim, hd = a->head_dim;
     int acc = l->ctx->grad_accumulate;
+    if (tb_amp_on(l->ctx))
+        TB_TRY(tb_amp_cast(l->ctx, a->dqkv.data, a->dqkv_lowp, 3 * (size_t)rows * d));
     for (int j = 0; j < 3 * a->heads; j++) {
         const float *dz = slice(a, a->dqkv.data, n, j);
+        const void *dz_lowp = tb_amp_at(a->dqkv_lowp, slice_at(a, n, j));
         size_t w_at = (size_t)j * hd * d;
-        TB_TRY(be->gemm(be, 1, 0, hd, d, rows, 1.0f, dz, hd, a->x->data, d, acc ? 1.0f : 0.0f,
-                        l->params[MHA_W_IN].g + w_at, d, l->ctx->math));
+        TB_TRY(tb_amp_gemm_ld(l->ctx, 1, 0, hd, d, rows, dz, dz_lowp, hd, a->x->data,
+                              a->x_lowp, d, acc ? 1.0f : 0.0f, l->params[MHA_W_IN].g + w_at, d));
         TB_TRY(be->bias_grad(be, dz, l->params[MHA_B_IN].g + (size_t)j * hd, rows, hd, acc));
         if (l->need_dx)
-            TB_TRY(be->gemm(be, 0, 0, rows, d, hd, 1.0f, dz, hd, l->params[MHA_W_IN].w + w_at, d,
-                            j ? 1.0f : 0.0f, a->dx.data, d, l->ctx->math));
+            TB_TRY(tb_amp_gemm_ld(l->ctx, 0, 0, rows, d, hd, dz, dz_lowp, hd,
+                                  l->params[MHA_W_IN].w + w_at, tb_amp_at(a->w_in_lowp, w_at), d,
+                                  j ? 1.0f : 0.0f, a->dx.data, d));
     }
     return TB_OK;
 }
@@ -214,7 +248,17 @@ static int mha_alloc(tb_layer *l, int max_batch)
     TB_TRY(tb_layer_tensor(l, max_batch, l->in, &a->dout));
     if (!a->saved)
         TB_TRY(mha_alloc_saved(a, max_batch));
-    return TB_OK;
+    size_t rows_d = (size_t)max_batch * a->tokens * a->dim;
+    void **lowp[] = {&a->x_lowp, &a->w_in_lowp, &a->o_lowp, &a->w_out_lowp, &a->dy_lowp,
+                     &a->dqkv_lowp};
+    for (size_t i = 0; i < sizeof lowp / sizeof *lowp; i++)
+        tb_amp_buf_free(l, lowp[i]); /* a second alloc (a larger batch) replaces them */
+    TB_TRY(tb_amp_buf_alloc(l, rows_d, &a->x_lowp));
+    TB_TRY(tb_amp_buf_alloc(l, l->params[MHA_W_IN].n, &a->w_in_lowp));
+    TB_TRY(tb_amp_buf_alloc(l, rows_d, &a->o_lowp));
+    TB_TRY(tb_amp_buf_alloc(l, l->params[MHA_W_OUT].n, &a->w_out_lowp));
+    TB_TRY(tb_amp_buf_alloc(l, rows_d, &a->dy_lowp));
+    return tb_amp_buf_alloc(l, 3 * rows_d, &a->dqkv_lowp);
 }
 
 static void mha_release(tb_layer *l)
@@ -229,6 +273,12 @@ static void mha_release(tb_layer *l)
     if (a->saved)
         l->ctx->be->dev_free(l->ctx->be, a->saved);
     a->saved = NULL;
+    tb_amp_buf_free(l, &a->x_lowp);
+    tb_amp_buf_free(l, &a->w_in_lowp);
+    tb_amp_buf_free(l, &a->o_lowp);
+    tb_amp_buf_free(l, &a->w_out_lowp);
+    tb_amp_buf_free(l, &a->dy_lowp);
+    tb_amp_buf_free(l, &a->dqkv_lowp);
 }
 
 /* Softmax of the attention scores, per score (H x T x T of them per

@@ -9,11 +9,13 @@
  * features (its rows): the model's first token linear reads it as is.
  *
  * Per-token linear: y = x W^T + b over the N*T rows (one GEMM, bias_add),
- * backward two GEMMs and bias_grad, as layer_linear.c. Mean pool: (1, T, d)
- * -> (d, 1, 1) as one GEMM with a constant (T*d) x d matrix M holding
- * I_d / T in each of its T blocks (y = x M, dx = dy M^T): every backend has
- * a GEMM, and at T*d*d the matrix is small. All fp32 (autocast leaves these
- * layers alone).
+ * backward two GEMMs and bias_grad, as layer_linear.c; with autocast
+ * (ctx->amp, lib/nn/amp.h) the three GEMMs are gemm_lowp on bf16/fp16 casts
+ * of x, W and dy (fp32 out), as PyTorch's autocast runs nn.Linear (GPT-2's
+ * MLP: c_fc, c_proj). Mean pool: (1, T, d) -> (d, 1, 1) as one GEMM with a
+ * constant (T*d) x d matrix M holding I_d / T in each of its T blocks (y =
+ * x M, dx = dy M^T): every backend has a GEMM, and at T*d*d the matrix is
+ * small; fp32 (a mean, which autocast leaves alone).
  *
  * Tests: bazel test //lib/train:transformer_test (float64 gradient checks)
  */
@@ -21,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/nn/amp.h"
 #include "lib/nn/layers.h"
 
 static int is_tokens(tb_shape s) { return s.c == 1 && s.h >= 1 && s.w >= 1; }
@@ -32,6 +35,9 @@ typedef struct token_linear {
     tb_tensor y;        /* (N, 1, T, out) */
     tb_tensor dx;       /* (N, 1, T, in) */
     const tb_tensor *x; /* (N, 1, T, in) input of the last forward */
+    void *x_lowp;       /* (N*T, in) autocast copies of x and W of the last */
+    void *w_lowp;       /* (out, in) forward, and of dy; NULL with AMP off */
+    void *dy_lowp;      /* (N*T, out) */
 } token_linear;
 
 static int tlin_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
@@ -40,8 +46,12 @@ static int tlin_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
     tb_backend *be = l->ctx->be;
     int rows = x->n * t->tokens;
     TB_TRY(tb_tensor_set_batch(&t->y, x->n));
-    TB_TRY(be->gemm(be, 0, 1, rows, t->out_f, t->in_f, 1.0f, x->data, t->in_f, l->params[0].w,
-                    t->in_f, 0.0f, t->y.data, t->out_f, l->ctx->math));
+    if (tb_amp_on(l->ctx)) {
+        TB_TRY(tb_amp_cast(l->ctx, x->data, t->x_lowp, (size_t)rows * t->in_f));
+        TB_TRY(tb_amp_cast(l->ctx, l->params[0].w, t->w_lowp, l->params[0].n));
+    }
+    TB_TRY(tb_amp_gemm(l->ctx, 0, 1, rows, t->out_f, t->in_f, x->data, t->x_lowp,
+                       l->params[0].w, t->w_lowp, 0.0f, t->y.data));
     TB_TRY(be->bias_add(be, t->y.data, l->params[1].w, rows, t->out_f));
     t->x = x;
     *y = &t->y;
@@ -53,15 +63,17 @@ static int tlin_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
     token_linear *t = (token_linear *)l;
     tb_backend *be = l->ctx->be;
     int rows = dy->n * t->tokens, acc = l->ctx->grad_accumulate;
-    TB_TRY(be->gemm(be, 1, 0, t->out_f, t->in_f, rows, 1.0f, dy->data, t->out_f, t->x->data,
-                    t->in_f, acc ? 1.0f : 0.0f, l->params[0].g, t->in_f, l->ctx->math));
+    if (tb_amp_on(l->ctx))
+        TB_TRY(tb_amp_cast(l->ctx, dy->data, t->dy_lowp, (size_t)rows * t->out_f));
+    TB_TRY(tb_amp_gemm(l->ctx, 1, 0, t->out_f, t->in_f, rows, dy->data, t->dy_lowp, t->x->data,
+                       t->x_lowp, acc ? 1.0f : 0.0f, l->params[0].g));
     TB_TRY(be->bias_grad(be, dy->data, l->params[1].g, rows, t->out_f, acc));
     *dx = NULL;
     if (!l->need_dx)
         return TB_OK;
     TB_TRY(tb_tensor_set_batch(&t->dx, dy->n));
-    TB_TRY(be->gemm(be, 0, 0, rows, t->in_f, t->out_f, 1.0f, dy->data, t->out_f,
-                    l->params[0].w, t->in_f, 0.0f, t->dx.data, t->in_f, l->ctx->math));
+    TB_TRY(tb_amp_gemm(l->ctx, 0, 0, rows, t->in_f, t->out_f, dy->data, t->dy_lowp,
+                       l->params[0].w, t->w_lowp, 0.0f, t->dx.data));
     *dx = &t->dx;
     return TB_OK;
 }
@@ -72,7 +84,10 @@ static int tlin_alloc(tb_layer *l, int max_batch)
     TB_TRY(tb_layer_out_tensor(l, max_batch, &t->y));
     if (l->need_dx)
         TB_TRY(tb_layer_tensor(l, max_batch, l->in, &t->dx));
-    return TB_OK;
+    size_t rows = (size_t)max_batch * t->tokens;
+    TB_TRY(tb_amp_buf_alloc(l, rows * t->in_f, &t->x_lowp));
+    TB_TRY(tb_amp_buf_alloc(l, l->params[0].n, &t->w_lowp));
+    return tb_amp_buf_alloc(l, rows * t->out_f, &t->dy_lowp);
 }
 
 static void tlin_release(tb_layer *l)
@@ -80,6 +95,9 @@ static void tlin_release(tb_layer *l)
     token_linear *t = (token_linear *)l;
     tb_tensor_free(&t->y);
     tb_tensor_free(&t->dx);
+    tb_amp_buf_free(l, &t->x_lowp);
+    tb_amp_buf_free(l, &t->w_lowp);
+    tb_amp_buf_free(l, &t->dy_lowp);
 }
 
 /* One sample of T tokens: GEMM 2 T in out forward; backward the weight

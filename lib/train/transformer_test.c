@@ -16,7 +16,10 @@
  *             the float64 reference are exact to ~1e-9. A wrong formula is
  *             off by O(1).
  * Layer norm and attention run both variants (unfused/fused, manual/fused);
- * attention causal (GPT-2) and not.
+ * attention causal (GPT-2) and not. The per-token linear and attention
+ * also under bf16 autocast, where the CPU has it (lib/nn/amp.h: their GEMMs
+ * on bf16 copies): within TOL_BF16 of the float64 truth, and the forward
+ * farther than TOL_LOWP_SEEN from it (the bf16 GEMMs did run).
  * Parameter gradients start at 1e30 with grad_accumulate = 0: the first
  * backward must write them.
  *
@@ -35,6 +38,7 @@
 #include "lib/backend/ref/attention.h"
 #include "lib/backend/backend.h"
 #include "lib/train/config.h"
+#include "lib/nn/amp.h"
 #include "lib/nn/layers.h"
 #include "lib/core/rng.h"
 #include "lib/train/loader.h"
@@ -57,6 +61,12 @@
  * changes (~1e-1). The parameters must differ at all: the toggle reached
  * the layers. */
 #define TOL_TRAIN 1e-3
+/* Under bf16 autocast (8-bit mantissas, ~4e-3 a rounding): forward and
+ * gradients within 2e-2 of the float64 truth, as embed_test's tied head;
+ * and the forward at least this far from it (fp32 is within 1e-6), or the
+ * GEMMs did not run in bf16. */
+#define TOL_BF16 2e-2
+#define TOL_LOWP_SEEN 1e-4
 
 static tb_rng rng = {0x2545f4914f6cdd1dull};
 static double urand(void) /* [-1, 1) */
@@ -72,6 +82,7 @@ typedef struct tf_case {
     ref_kind kind;
     int n, tokens, dim, k; /* k: token linear outputs, or heads */
     int variant;           /* tb_ln_variant / tb_attn_variant */
+    tb_dtype amp;          /* TB_BF16: the layer under bf16 autocast (TB_F32: off) */
 } tf_case;
 
 static void tmean_ref(const tf_case *c, const double *x, double *y)
@@ -289,18 +300,27 @@ static int run_layer(tb_backend *be, tb_layer *l, const tf_case *c, gc_bufs *b, 
 
 static void report(const tf_case *c, gc_bufs *b)
 {
-    char what[128];
+    char what[160];
+    int lowp = c->amp != TB_F32;
+    double tol_fwd = lowp ? TOL_BF16 : TOL_FWD, tol_grad = lowp ? TOL_BF16 : TOL_GRAD;
     double e = rel_err(b->yf, b->y_ref, b->ny);
-    snprintf(what, sizeof what, "%s: forward rel err %.1e <= %.0e", c->name, e, TOL_FWD);
-    CHECK_WHAT(e <= TOL_FWD, what);
+    snprintf(what, sizeof what, "%s: forward rel err %.1e <= %.0e", c->name, e, tol_fwd);
+    CHECK_WHAT(e <= tol_fwd, what);
+    if (lowp) {
+        /* fp32 comes within 1e-6: an error this large says the GEMMs ran
+         * on bf16 copies, as autocast asks */
+        snprintf(what, sizeof what, "%s: forward rel err %.1e > %.0e (bf16 GEMMs ran)",
+                 c->name, e, TOL_LOWP_SEEN);
+        CHECK_WHAT(e > TOL_LOWP_SEEN, what);
+    }
     e = fd_err(c, b, b->x, b->nx, b->dxf);
-    snprintf(what, sizeof what, "%s: dx rel err %.1e <= %.0e", c->name, e, TOL_GRAD);
-    CHECK_WHAT(e <= TOL_GRAD, what);
+    snprintf(what, sizeof what, "%s: dx rel err %.1e <= %.0e", c->name, e, tol_grad);
+    CHECK_WHAT(e <= tol_grad, what);
     size_t at = 0;
     for (int i = 0; i < b->nparams; i++) {
         e = fd_err(c, b, b->p[i], b->np[i], b->pgf + at);
-        snprintf(what, sizeof what, "%s: dparam%d rel err %.1e <= %.0e", c->name, i, e, TOL_GRAD);
-        CHECK_WHAT(e <= TOL_GRAD, what);
+        snprintf(what, sizeof what, "%s: dparam%d rel err %.1e <= %.0e", c->name, i, e, tol_grad);
+        CHECK_WHAT(e <= tol_grad, what);
         at += b->np[i];
     }
 }
@@ -315,7 +335,7 @@ static void bufs_free(gc_bufs *b)
 
 static int check_case(tb_backend *be, const tf_case *c)
 {
-    tb_layer_ctx ctx = {.be = be, .training = 1, .math = TB_MATH_F32};
+    tb_layer_ctx ctx = {.be = be, .training = 1, .math = TB_MATH_F32, .amp = c->amp};
     tb_layer *l;
     gc_bufs b = {0};
     float *w = NULL, *g = NULL;
@@ -364,6 +384,21 @@ static int check_layers(tb_backend *be)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         TB_TRY(check_case(be, &cases[i]));
+    /* under bf16 autocast: the per-token linear (GPT-2's MLP) and
+     * attention's projections (c_attn, c_proj) run on bf16 copies */
+    static const tf_case lowp[] = {
+        {"token_linear bf16 autocast 3x(5 tokens, 7) -> 6", REF_TLIN, 3, 5, 7, 6, 0, TB_BF16},
+        {"causal mha manual bf16 autocast 3x(7, 12) 3 heads", REF_MHA_CAUSAL, 3, 7, 12, 3,
+         TB_ATTN_MANUAL, TB_BF16},
+        {"mha fused bf16 autocast 2x(5, 8) 2 heads", REF_MHA, 2, 5, 8, 2, TB_ATTN_FUSED, TB_BF16},
+    };
+    if (tb_amp_probe(be, TB_BF16) != TB_OK) {
+        printf("skip: bf16 autocast is not available here (%s)\n", tb_error_message());
+        tb_error_clear();
+        return TB_OK;
+    }
+    for (size_t i = 0; i < sizeof lowp / sizeof lowp[0]; i++)
+        TB_TRY(check_case(be, &lowp[i]));
     return TB_OK;
 }
 
