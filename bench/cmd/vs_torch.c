@@ -5,8 +5,9 @@
  * Configurations (same shapes, same SGD with momentum, synthetic data on
  * both sides): ResNet-50 at 64x64 batch 16 in fp32 NCHW, channels-last,
  * bf16 autocast, channels-last + bf16; GPT-2 with 2 blocks, context 128,
- * batch 2 and the full vocabulary of 50,257; the small CNN (1x28x28, batch
- * 32) in fp32 and under bf16 autocast.
+ * batch 2 and the full vocabulary of 50,257, in fp32 and under bf16
+ * autocast; the small CNN (1x28x28, batch 32) in fp32 and under bf16
+ * autocast.
  *
  * Per configuration one long-lived PyTorch process (tools/torch_step.py
  * --serve, driven over a pipe: "run K" answers the seconds K steps took,
@@ -79,6 +80,7 @@ static const vs_config configs[] = {
     {"gpt2 2 layers ctx128 b2", VS_GPT2, 0, 0},
     {"small_cnn 28x28 b32 fp32", VS_SMALL_CNN, 0, 0},
     {"small_cnn 28x28 b32 bf16 autocast", VS_SMALL_CNN, 0, 1},
+    {"gpt2 2 layers ctx128 b2 bf16 autocast", VS_GPT2, 0, 1},
 };
 #define NCONFIGS (int)(sizeof configs / sizeof configs[0])
 
@@ -90,7 +92,7 @@ static const struct {
 } groups[] = {
     {0, 2, "resnet50 64x64 b16 nchw"},
     {1, 3, "resnet50 64x64 b16 channels-last"},
-    {4, -1, NULL},
+    {4, 7, "gpt2 2 layers ctx128 b2"},
     {5, 6, "small_cnn 28x28 b32"},
 };
 #define NGROUPS (int)(sizeof groups / sizeof groups[0])

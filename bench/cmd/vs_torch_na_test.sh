@@ -14,9 +14,9 @@ csv=$(ls "$out"/results/*/vs_torch.csv 2>/dev/null | head -1)
 [ -n "$csv" ] || fail "no results/<device>/vs_torch.csv under $out"
 head -1 "$csv" | grep -q "^technique," || fail "no header: $(head -1 "$csv")"
 rows=$(tail -n +2 "$csv" | grep -c "n/a: PyTorch not installed")
-[ "$rows" = 7 ] || fail "want 7 n/a rows, got $rows: $(cat "$csv")"
+[ "$rows" = 8 ] || fail "want 8 n/a rows, got $rows: $(cat "$csv")"
 for c in "fp32 nchw" "channels-last" "bf16 autocast" "channels-last bf16" "gpt2" \
-         "small_cnn 28x28 b32 fp32" "small_cnn 28x28 b32 bf16"; do
+         "small_cnn 28x28 b32 fp32" "small_cnn 28x28 b32 bf16" "gpt2 2 layers ctx128 b2 bf16"; do
   grep -q "$c" "$csv" || fail "no row for $c"
 done
 # TB_TORCH_PYTHON is the default when --python is not given
