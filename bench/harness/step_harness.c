@@ -1,6 +1,7 @@
 /* step_harness.c - see step_harness.h. */
 #include "bench/harness/step_harness.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,13 @@ typedef struct setting_state {
     int control;              /* a baseline: 1 once its rounding control ran */
     float loss_control;       /* its loss from weights moved by TB_CONTROL_NUDGE: the
                                  farthest of TB_CONTROL_RUNS draws */
+    /* fp16's loss scaler in the check (lib/nn/loss_scaler.h, GradScaler's
+     * rules): the steps its first check skipped for overflowing gradients at
+     * the scale its trainer began with (0: none), that scale, the scale its
+     * checks then begin from (what the scaler had backed off to; 0: the
+     * trainer's own), and the steps the check skipped again from there */
+    long skipped, skipped_again;
+    float scale0, check_scale;
     double peak_bytes;
     int steps;                /* steps of its check (per-sample techniques: its own) */
     double flops_per_sample;  /* its model's, fwd+bwd (lib/nn/flops.h); 0: unknown */
@@ -328,11 +336,37 @@ static int wants_update(const step_run *r)
     return r->tech->tolerance > 0 && !r->tech->not_comparable;
 }
 
+/* Test only: with TB_TEST_LOSS_SCALE=S in the environment, every check's
+ * trainer scales its loss as fp16's does, from scale S (the CPU has no fp16,
+ * so step_checks_test drives the skipped-step rule on bf16 or fp32 with a
+ * scale that overflows). */
+#define TEST_LOSS_SCALE_ENV "TB_TEST_LOSS_SCALE"
+
+static int test_loss_scaling(tb_trainer *t)
+{
+    const char *v = getenv(TEST_LOSS_SCALE_ENV);
+    if (!v || !*v)
+        return TB_OK;
+    char *end;
+    double scale = strtod(v, &end);
+    if (*end || !(scale > 0) || scale > FLT_MAX)
+        return TB_FAIL(TB_ERR_INVALID, "%s=%s: not a positive float", TEST_LOSS_SCALE_ENV, v);
+    if (!t->loss_scaling)
+        TB_TRY(tb_trainer_enable_loss_scaling(t));
+    t->scaler.scale = (float)scale;
+    return TB_OK;
+}
+
 /* Setting idx's trainer for a check, its initial weights moved by the
- * rounding control's draw nudge - 1 (tb_control_seed) when nudge > 0. */
+ * rounding control's draw nudge - 1 (tb_control_seed) when nudge > 0; with
+ * loss scaling, its scale the one the setting's checks begin from. */
 static int check_open(step_run *r, int idx, int nudge, tb_step_ctx *c)
 {
     int rc = ctx_open(r, idx, c);
+    if (rc == TB_OK)
+        rc = test_loss_scaling(c->t);
+    if (rc == TB_OK && c->t->loss_scaling && r->st[idx].check_scale > 0)
+        c->t->scaler.scale = r->st[idx].check_scale;
     if (rc == TB_OK && nudge)
         rc = tb_model_nudge_weights(c->t->model, TB_CONTROL_NUDGE, tb_control_seed(nudge - 1));
     return rc;
@@ -346,7 +380,12 @@ static int check_step(const step_run *r, tb_step_ctx *c, float *loss)
     return own ? c->setting->run_once(c, loss) : tb_trainer_step(c->t, loss);
 }
 
-/* nudge: 0, or 1 + the rounding control's draw (check_open). */
+/* nudge: 0, or 1 + the rounding control's draw (check_open). A setting
+ * whose loss scaler (fp16) skipped steps in its first check, their gradients
+ * overflowing at the initial scale (GradScaler's 65536), would compare fewer
+ * updates than its baseline made: its check runs again from the scale the
+ * scaler had backed off to, as do its later checks (check_open), and its
+ * note says so (loss_note). */
 static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge)
 {
     tb_backend *be = r->b.be;
@@ -355,6 +394,7 @@ static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge
     float *w0 = NULL;
     TB_TRY(be->mem_reset_peak(be));
     int rc = check_open(r, idx, nudge, &c);
+    float scale_start = rc == TB_OK ? c.t->scaler.scale : 0;
     int witness = rc == TB_OK && !nudge && with_note && wants_update(r);
     if (witness)
         rc = tb_model_weights_to_host(c.t->model, &w0);
@@ -386,8 +426,36 @@ static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge
         r->st[idx].peak_bytes = (double)peak;
         r->st[idx].steps = steps;
     }
+    setting_state *st = &r->st[idx];
+    long skipped = rc == TB_OK && c.t->loss_scaling ? c.t->scaler.skipped_steps : 0;
+    float scale_end = rc == TB_OK ? c.t->scaler.scale : 0;
     ctx_close(&c);
+    if (skipped > 0 && !nudge && with_note) {
+        if (st->check_scale > 0) {
+            st->skipped_again = skipped;
+        } else {
+            st->skipped = skipped;
+            st->scale0 = scale_start;
+            st->check_scale = scale_end;
+            return check_run(r, idx, loss, with_note, nudge);
+        }
+    }
     return rc;
+}
+
+/* "; loss scaler: ..." for a setting whose check skipped steps (check_run),
+ * "" otherwise. */
+static void loss_note(const setting_state *s, char *msg, size_t cap)
+{
+    msg[0] = '\0';
+    if (!s->skipped)
+        return;
+    int n = snprintf(msg, cap, "; loss scaler: from scale %g, %ld of the %d check steps "
+                     "overflowed and were skipped (as GradScaler skips them); checked again from "
+                     "scale %g", s->scale0, s->skipped, s->steps, s->check_scale);
+    if (s->skipped_again && n >= 0 && (size_t)n < cap)
+        snprintf(msg + n, cap - (size_t)n, ", where %ld were skipped again: fewer updates than "
+                 "its baseline's", s->skipped_again);
 }
 
 static double rel_diff(double ref, double got)
@@ -596,8 +664,11 @@ static int check_all(step_run *r)
         if (!s->na && t->settings[i].base == i)
             TB_TRY(mark_na(r, i, check_run(r, i, &s->loss_again, 0, 0)));
         if (!s->na)
-            fprintf(stderr, "%s: check %-24s loss after %d steps %.9g, peak %.1f MiB\n", t->desc.name,
-                    t->settings[i].name, s->steps, s->loss, s->peak_bytes / 1048576.0);
+            fprintf(stderr, "%s: check %-24s loss after %d steps %.9g, peak %.1f MiB%s\n",
+                    t->desc.name, t->settings[i].name, s->steps, s->loss,
+                    s->peak_bytes / 1048576.0,
+                    s->skipped ? " (its loss scaler skipped steps: checked again, see its note)"
+                               : "");
     }
     TB_TRY(check_controls(r));
     return witness_controls(r);
@@ -966,10 +1037,12 @@ static void set_check(step_run *r, int i, tb_result_row *row)
         row->tolerance = tol;
     snprintf(row->checked_against, sizeof row->checked_against, "%s",
              base == i ? "baseline run again" : "baseline");
-    snprintf(row->note, sizeof row->note, "loss after %d steps %.7g vs %.7g%s%s%s%s%s%s%s%s",
-             r->check_steps, got, ref, upd, weak, control, t->tolerance > 0 ? "; tolerance: " : "",
-             t->tolerance > 0 ? t->tolerance_why : "", deterministic_note(r),
-             s->note[0] ? "; " : "", s->note);
+    char scaler[240];
+    loss_note(s, scaler, sizeof scaler);
+    snprintf(row->note, sizeof row->note, "loss after %d steps %.7g vs %.7g%s%s%s%s%s%s%s%s%s",
+             r->check_steps, got, ref, scaler, upd, weak, control,
+             t->tolerance > 0 ? "; tolerance: " : "", t->tolerance > 0 ? t->tolerance_why : "",
+             deterministic_note(r), s->note[0] ? "; " : "", s->note);
 }
 
 static double samples_per_unit(const step_run *r, int i)
