@@ -1195,10 +1195,17 @@ static int add_row(step_run *r, const tb_rounds_result *res, int i)
     if (s->base != i && tm.cmp.between > 0) {
         size_t len = strlen(row.note);
         int pooled = tm.cmp.between_df > (double)tm.cmp.builds - 1;
+        /* an arm stops on its target with the pool of that round; the final
+         * pool, with the builds of the arms that ran on, can be wider */
+        double target = r->target > 0 ? r->target : r->prof.target;
+        int after = tm.stop == TB_STOP_TARGET && tm.cmp.half_width > target;
         snprintf(row.note + len, sizeof row.note - len, "%s%zu build%s; builds differ by sd "
-                 "%.1f%% (%s): interval widened", len ? "; " : "", tm.cmp.builds,
+                 "%.1f%% (%s): interval widened%s", len ? "; " : "", tm.cmp.builds,
                  tm.cmp.builds == 1 ? "" : "s", 100 * tm.cmp.between,
-                 pooled ? "pooled over the arms' builds" : "its own");
+                 pooled ? "pooled over the arms' builds" : "its own",
+                 after ? ", after it had stopped on its target (the spread pooled at the end, "
+                         "with the builds of the arms that ran on, is wider than when it stopped)"
+                       : "");
     }
     if (s->base == i && r->wl != TB_WL_SMALL_CNN)
         prefix_note(&row, r->wl_desc);
