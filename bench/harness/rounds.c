@@ -1012,6 +1012,17 @@ static int rebuild_arms(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms
     return TB_OK;
 }
 
+/* Each arm's baseline, A/A flag and repetitions a round (tb_rounds_slots):
+ * what tb_rounds_sequence takes. */
+static void arm_tables(const tb_arm *arms, int n_arms, int *base, int *aa, int *slots)
+{
+    for (int i = 0; i < n_arms; i++) {
+        base[i] = arms[i].base;
+        aa[i] = arms[i].aa;
+    }
+    tb_rounds_slots(base, aa, n_arms, slots);
+}
+
 /* Runs rounds until the stop rule says so. */
 static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, arm_job *jobs,
                       double t_start, gb_json *json, tb_rounds_result *out)
@@ -1029,12 +1040,9 @@ static int run_rounds(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, 
         rc = TB_FAIL(TB_ERR_NOMEM, "rounds: %d arms", n_arms);
         goto out_free;
     }
-    for (int i = 0; i < n_arms; i++) {
-        base[i] = arms[i].base;
-        aa[i] = arms[i].aa;
+    arm_tables(arms, n_arms, base, aa, slots);
+    for (int i = 0; i < n_arms; i++)
         jobs[i].active = 1;
-    }
-    tb_rounds_slots(base, aa, n_arms, slots);
     watch_start(&w, cfg->own_pid, xcore);
     for (int r = 0; r < cfg->max_rounds; r++) {
         if (cfg->rounds_per_build > 0 && r > 0)
@@ -1111,12 +1119,12 @@ static int warm_up_arm(const tb_rounds_cfg *cfg, const tb_arm *arms, int i, arm_
 }
 
 /* Seconds one round of every arm takes with repetitions of at least rep
- * seconds: slots[i] repetitions of arm i, each a whole number of its units. */
-static double round_seconds(const arm_job *jobs, const int *slots, int n_arms, double rep)
+ * seconds: reps[i] repetitions of arm i, each a whole number of its units. */
+static double round_seconds(const arm_job *jobs, const int *reps, int n_arms, double rep)
 {
     double s = 0;
     for (int i = 0; i < n_arms; i++)
-        s += slots[i] * (double)reps_units(rep, jobs[i].unit_s) * jobs[i].unit_s;
+        s += reps[i] * (double)reps_units(rep, jobs[i].unit_s) * jobs[i].unit_s;
     return s;
 }
 
@@ -1138,31 +1146,28 @@ static int fit_reps(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, ar
         return TB_OK;
     int *seq = malloc(TB_ROUNDS_SEQ_ROOM(n_arms) * sizeof *seq);
     int *base = malloc((size_t)n_arms * sizeof *base), *aa = malloc((size_t)n_arms * sizeof *aa);
-    int *active = malloc((size_t)n_arms * sizeof *active), *slots = calloc((size_t)n_arms, sizeof *slots);
+    int *active = malloc((size_t)n_arms * sizeof *active), *slots = malloc((size_t)n_arms * sizeof *slots);
+    int *reps = calloc((size_t)n_arms, sizeof *reps); /* each arm's repetitions in round 0 */
     int rc = TB_OK;
-    if (!seq || !base || !aa || !active || !slots) {
+    if (!seq || !base || !aa || !active || !slots || !reps) {
         rc = TB_FAIL(TB_ERR_NOMEM, "rounds: %d arms", n_arms);
         goto out_free;
     }
-    for (int i = 0; i < n_arms; i++) {
-        base[i] = arms[i].base;
-        aa[i] = arms[i].aa;
+    arm_tables(arms, n_arms, base, aa, slots);
+    for (int i = 0; i < n_arms; i++)
         active[i] = 1;
-    }
-    tb_rounds_slots(base, aa, n_arms, slots); /* each arm's repetitions a round: */
     int len = tb_rounds_sequence(cfg->seed, 0, base, active, slots, n_arms, seq);
-    memset(slots, 0, (size_t)n_arms * sizeof *slots); /* counted with the baselines' */
     for (int k = 0; k < len; k++)
-        slots[seq[k]]++;
+        reps[seq[k]]++;
     double room = FIT_SHARE * left / cfg->min_rounds;
-    if (round_seconds(jobs, slots, n_arms, cfg->min_rep_s) <= room)
+    if (round_seconds(jobs, reps, n_arms, cfg->min_rep_s) <= room)
         goto out_free;
     /* round_seconds grows with rep: the longest rep that fits, by bisection */
     double lo = cfg->min_rep_floor_s, hi = cfg->min_rep_s;
-    if (round_seconds(jobs, slots, n_arms, lo) <= room)
+    if (round_seconds(jobs, reps, n_arms, lo) <= room)
         for (int it = 0; it < 30; it++) {
             double mid = 0.5 * (lo + hi);
-            if (round_seconds(jobs, slots, n_arms, mid) <= room)
+            if (round_seconds(jobs, reps, n_arms, mid) <= room)
                 lo = mid;
             else
                 hi = mid;
@@ -1174,14 +1179,15 @@ static int fit_reps(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, ar
     }
     fprintf(stderr, "rounds: %d rounds of >= %g s repetitions would take %.1f s of the %.1f s "
             "left: repetitions of >= %.3g s instead (%.1f s)\n", cfg->min_rounds,
-            cfg->min_rep_s, cfg->min_rounds * round_seconds(jobs, slots, n_arms, cfg->min_rep_s),
-            left, lo, cfg->min_rounds * round_seconds(jobs, slots, n_arms, lo));
+            cfg->min_rep_s, cfg->min_rounds * round_seconds(jobs, reps, n_arms, cfg->min_rep_s),
+            left, lo, cfg->min_rounds * round_seconds(jobs, reps, n_arms, lo));
 out_free:
     free(seq);
     free(base);
     free(aa);
     free(active);
     free(slots);
+    free(reps);
     return rc;
 }
 

@@ -338,8 +338,8 @@ static int wants_update(const step_run *r)
 
 /* Test only: with TB_TEST_LOSS_SCALE=S in the environment, every check's
  * trainer scales its loss as fp16's does, from scale S (the CPU has no fp16,
- * so step_checks_test drives the skipped-step rule on bf16 or fp32 with a
- * scale that overflows). */
+ * so loss_scaler_check_test drives the skipped-step rule on bf16 or fp32
+ * with a scale that overflows). */
 #define TEST_LOSS_SCALE_ENV "TB_TEST_LOSS_SCALE"
 
 static int test_loss_scaling(tb_trainer *t)
@@ -841,6 +841,12 @@ static uint64_t name_seed(const char *name)
     return h;
 }
 
+/* The half-width the rounds aim at: --target, else the profile's. */
+static double target_of(const step_run *r)
+{
+    return r->target > 0 ? r->target : r->prof.target;
+}
+
 static void rounds_config(const step_run *r, tb_rounds_cfg *c)
 {
     const step_profile *p = &r->prof;
@@ -850,7 +856,7 @@ static void rounds_config(const step_run *r, tb_rounds_cfg *c)
         .min_rep_s = r->min_rep > 0 ? r->min_rep : p->min_rep_s,
         .min_rounds = r->b.reps,
         .max_rounds = cap < r->b.reps ? r->b.reps : cap,
-        .target_half_width = r->target > 0 ? r->target : p->target,
+        .target_half_width = target_of(r),
         /* --budget: split evenly between the workloads; the technique's
          * budget: what is left of it, between the workloads still to time */
         .budget_s = r->budget > 0 ? r->budget / (r->n_wl > 0 ? r->n_wl : 1)
@@ -1197,8 +1203,7 @@ static int add_row(step_run *r, const tb_rounds_result *res, int i)
         int pooled = tm.cmp.between_df > (double)tm.cmp.builds - 1;
         /* an arm stops on its target with the pool of that round; the final
          * pool, with the builds of the arms that ran on, can be wider */
-        double target = r->target > 0 ? r->target : r->prof.target;
-        int after = tm.stop == TB_STOP_TARGET && tm.cmp.half_width > target;
+        int after = tm.stop == TB_STOP_TARGET && tm.cmp.half_width > target_of(r);
         snprintf(row.note + len, sizeof row.note - len, "%s%zu build%s; builds differ by sd "
                  "%.1f%% (%s): interval widened%s", len ? "; " : "", tm.cmp.builds,
                  tm.cmp.builds == 1 ? "" : "s", 100 * tm.cmp.between,

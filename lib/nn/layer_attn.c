@@ -73,17 +73,17 @@ static double attn_flops(const mha_layer *a, int n)
     return 4.0 * n * (double)a->tokens * a->tokens * a->dim;
 }
 
-/* Slice j (of 3H) of a qkv-shaped buffer at batch n. */
-static float *slice(const mha_layer *a, float *base, int n, int j)
-{
-    return base + (size_t)j * n * a->tokens * a->head_dim;
-}
-
-/* Element offset of slice j (of 3H) at batch n: slice()'s, for the
- * low-precision copies. */
+/* Element offset of slice j (of 3H) of a qkv-shaped buffer at batch n
+ * (the fp32 buffers through slice, their low-precision copies through
+ * tb_amp_at). */
 static size_t slice_at(const mha_layer *a, int n, int j)
 {
     return (size_t)j * n * a->tokens * a->head_dim;
+}
+
+static float *slice(const mha_layer *a, float *base, int n, int j)
+{
+    return base + slice_at(a, n, j);
 }
 
 /* q, k, v slices: X W_j^T + b_j for each of the 3H slices. */
@@ -234,6 +234,16 @@ static int mha_alloc_saved(mha_layer *a, int max_batch)
     return be->dev_alloc(be, (void **)&a->saved, manual > fused ? manual : fused);
 }
 
+/* Frees the autocast copies (none with AMP off). */
+static void mha_lowp_free(tb_layer *l)
+{
+    mha_layer *a = (mha_layer *)l;
+    void **lowp[] = {&a->x_lowp, &a->w_in_lowp, &a->o_lowp, &a->w_out_lowp, &a->dy_lowp,
+                     &a->dqkv_lowp};
+    for (size_t i = 0; i < sizeof lowp / sizeof *lowp; i++)
+        tb_amp_buf_free(l, lowp[i]);
+}
+
 static int mha_alloc(tb_layer *l, int max_batch)
 {
     mha_layer *a = (mha_layer *)l;
@@ -249,10 +259,7 @@ static int mha_alloc(tb_layer *l, int max_batch)
     if (!a->saved)
         TB_TRY(mha_alloc_saved(a, max_batch));
     size_t rows_d = (size_t)max_batch * a->tokens * a->dim;
-    void **lowp[] = {&a->x_lowp, &a->w_in_lowp, &a->o_lowp, &a->w_out_lowp, &a->dy_lowp,
-                     &a->dqkv_lowp};
-    for (size_t i = 0; i < sizeof lowp / sizeof *lowp; i++)
-        tb_amp_buf_free(l, lowp[i]); /* a second alloc (a larger batch) replaces them */
+    mha_lowp_free(l); /* a second alloc (a larger batch) replaces them */
     TB_TRY(tb_amp_buf_alloc(l, rows_d, &a->x_lowp));
     TB_TRY(tb_amp_buf_alloc(l, l->params[MHA_W_IN].n, &a->w_in_lowp));
     TB_TRY(tb_amp_buf_alloc(l, rows_d, &a->o_lowp));
@@ -273,12 +280,7 @@ static void mha_release(tb_layer *l)
     if (a->saved)
         l->ctx->be->dev_free(l->ctx->be, a->saved);
     a->saved = NULL;
-    tb_amp_buf_free(l, &a->x_lowp);
-    tb_amp_buf_free(l, &a->w_in_lowp);
-    tb_amp_buf_free(l, &a->o_lowp);
-    tb_amp_buf_free(l, &a->w_out_lowp);
-    tb_amp_buf_free(l, &a->dy_lowp);
-    tb_amp_buf_free(l, &a->dqkv_lowp);
+    mha_lowp_free(l);
 }
 
 /* Softmax of the attention scores, per score (H x T x T of them per
