@@ -108,6 +108,7 @@ struct step_run {
     double mem_limit_mib;
     int check_steps;          /* of the workload being run */
     int check_steps_flag;     /* --check-steps; 0: the profile's */
+    int loader_workers_flag;  /* --loader-workers; -1: auto (loader_workers_of) */
     /* the workloads */
     int wl_size_flag;         /* --workload-size: 0 auto, else tb_workload_size + 1 */
     int control_flag;         /* --rounding-control: CONTROL_AUTO, _ALWAYS or _NEVER */
@@ -133,10 +134,39 @@ struct step_run {
 
 /* ---- building one setting's trainer ---- */
 
+/* Loader worker threads of the technique's trainers (step_harness.h, "The
+ * loader"): --loader-workers, or TB_STEP_GPU_LOADER_WORKERS on a GPU; 0 on
+ * the CPU and for an entry that sets the loader itself. */
+static int loader_workers_of(const step_run *r)
+{
+    if (r->tech->own_loader)
+        return 0;
+    if (r->loader_workers_flag >= 0)
+        return r->loader_workers_flag;
+    return strcmp(r->b.info.backend, "cuda") == 0 ? TB_STEP_GPU_LOADER_WORKERS : 0;
+}
+
+/* The big models' training subset: 8 batches, or STEP_LOADER_BATCHES when
+ * worker threads build them and the unit is a step (an epoch's first batch
+ * waits for a worker: rarer in longer epochs). */
+#define STEP_LOADER_BATCHES 32
+static void big_data(const step_run *r, tb_config *c, int batch)
+{
+    int many = c->workers > 0 && r->tech->metric == TB_METRIC_STEP;
+    c->data_limit = (many ? STEP_LOADER_BATCHES : 8LL) * batch;
+    c->test_limit = 2LL * batch;
+}
+
 static void base_config(step_run *r)
 {
     tb_config *c = &r->base_cfg;
     tb_config_defaults(c);
+    int workers = loader_workers_of(r);
+    if (workers > 0) {
+        c->workers = workers;
+        c->persistent_workers = 1;
+        c->worker_mode = TB_WORKERS_THREADS;
+    }
     c->batch_size = r->prof.batch;
     c->data_limit = r->prof.train_n;
     c->test_limit = r->prof.test_n;
@@ -153,7 +183,8 @@ static void base_config(step_run *r)
         r->tech->setup(c, r->b.profile);
     if (r->wl == TB_WL_SMALL_CNN)
         return;
-    /* the big models: their own batch, 8 steps of data, 2 test batches */
+    /* the big models: their own batch, 8 steps of data (big_data), 2 test
+     * batches */
     tb_workload_apply(c, (tb_workload)r->wl, (tb_workload_size)r->wl_size);
     /* ResNet-50's recipe lr (0.1 x batch / 256): small batches of it are
      * ill-conditioned (lib/nn/model_resnet.c), and 0.01 at batch 2 let
@@ -165,8 +196,7 @@ static void base_config(step_run *r)
         tb_error_clear(); /* ctx_open reports it, per setting */
         return;
     }
-    c->data_limit = 8LL * v.batch_size;
-    c->test_limit = 2LL * v.batch_size;
+    big_data(r, c, v.batch_size);
 }
 
 /* Setting i's configuration, as its trainer had it. */
@@ -1214,6 +1244,13 @@ static int add_row(step_run *r, const tb_rounds_result *res, int i)
     }
     if (s->base == i && r->wl != TB_WL_SMALL_CNN)
         prefix_note(&row, r->wl_desc);
+    tb_config sc = setting_config(r, i);
+    if (s->base == i && loader_workers_of(r) > 0 && sc.workers > 0) {
+        char what[160];
+        snprintf(what, sizeof what, "loader: %d worker threads build the batches ahead of the "
+                 "step (DataLoader num_workers=%d)", sc.workers, sc.workers);
+        prefix_note(&row, what);
+    }
     if (t->row_hook)
         t->row_hook(i, &row);
     return tb_results_add(&r->b.res, &row);
@@ -1444,8 +1481,7 @@ static int fit_batch(step_run *r)
         if (b <= 1)
             return TB_OK;
         r->base_cfg.batch_size = b / 2;
-        r->base_cfg.data_limit = 8LL * (b / 2);
-        r->base_cfg.test_limit = 2LL * (b / 2);
+        big_data(r, &r->base_cfg, b / 2);
         if (b / 2 < asked)
             snprintf(r->wl_fit, sizeof r->wl_fit, "batch %d of the gpu profile's %d: the "
                      "largest that fits (batch-size search); ", b / 2, asked);
@@ -1535,12 +1571,17 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
     }
     r->tech = tech;
     r->mem_limit_mib = TB_FLAG_UNSET;
+    r->loader_workers_flag = -1;
     tb_flag extra[] = {
         {"mem-limit", TB_FLAG_DOUBLE_AUTO, &r->mem_limit_mib,
          "device memory limit in MiB counted by the backend's allocator (0 = none; "
          "auto: the technique's for the profile)", NULL, TB_RANGE_MIN(0)},
         {"check-steps", TB_FLAG_INT, &r->check_steps_flag,
          "steps of the correctness pass (0 = the profile's)", NULL, TB_RANGE(0, 1000000)},
+        {"loader-workers", TB_FLAG_INT, &r->loader_workers_flag,
+         "loader worker threads that build the batches ahead of the step (-1 = auto: "
+         "4 on a GPU, 0 on the CPU, where the host is the device; techniques of the loader "
+         "set their own)", NULL, TB_RANGE(-1, 64)},
         {"target", TB_FLAG_DOUBLE, &r->target,
          "rounds stop once every speedup's 95% interval is within +-this (relative; 0 = the "
          "profile's, 0.02 by default), or on --budget, or at --max-rounds", NULL,

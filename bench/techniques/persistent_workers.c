@@ -39,6 +39,7 @@ static const tb_step_technique tech = {
     .param_name = "persistent",
     TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_EPOCH,
+    .own_loader = 1,
     .setup = setup,
     .na_reason = tb_step_na_never,
 };

@@ -276,6 +276,7 @@ static const tb_step_technique waterfall = {
     .param_name = "stage",
     TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_STEP,
+    .own_loader = 1, /* its "DataLoader workers" stage */
     .na_reason = na_reason,
     /* Its configurations combine techniques each held to 5% by its own
      * target, and their differences add: on the tiny ResNet-50 (width 8,
