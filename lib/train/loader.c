@@ -75,7 +75,7 @@ struct tb_loader {
     size_t chw;               /* pixels of an image sample */
     /* one slot: images (float, or raw bytes) or tokens (size, seq) at 0, then
      * labels, sample ids, and the scratch an on-the-fly sample is made in */
-    size_t img_bytes, off_lab, off_ids, off_scratch, slot_bytes;
+    size_t img_bytes, off_lab, off_ids, off_scratch, off_hwc, slot_bytes;
 
     void *shared;             /* mapping: ctl, busy, slots, perm */
     size_t shared_bytes;
@@ -182,6 +182,13 @@ static int ctl_init(loader_ctl *c, int pshared)
 
 /* ---- building one batch (any worker, or the consumer with 0 workers) ---- */
 
+/* Channels-last images with more than one channel (one channel's (c, h, w)
+ * is already its (h, w, c)). */
+static int transposes(const tb_loader *ld)
+{
+    return ld->cfg.nhwc && !ld->cfg.raw_u8 && !ld->seq && ld->ds->c > 1;
+}
+
 static int slot_of(const tb_loader *ld, int b)
 {
     return (b % ld->nw) * ld->pf + (b / ld->nw) % ld->pf;
@@ -219,7 +226,20 @@ static void image_sample(const tb_loader *ld, int epoch, int idx, int k, unsigne
     }
     const uint8_t *px = tb_dataset_image(ld->ds, idx, base + ld->off_scratch, lab);
     tb_augment_params p = tb_augment_draw(&cfg->augment, cfg->seed, epoch, idx);
-    tb_augment_pixels(&cfg->augment, ld->ds, px, &p, slot_images(ld, base) + (size_t)k * ld->chw);
+    float *row = slot_images(ld, base) + (size_t)k * ld->chw;
+    if (!transposes(ld)) {
+        tb_augment_pixels(&cfg->augment, ld->ds, px, &p, row);
+        return;
+    }
+    /* channels last: the sample in (c, h, w) in the slot's scratch, then
+     * (h, w, c) into its row */
+    const tb_dataset *ds = ld->ds;
+    float *chw = (float *)(base + ld->off_hwc);
+    size_t hw = (size_t)ds->h * ds->w;
+    tb_augment_pixels(&cfg->augment, ds, px, &p, chw);
+    for (size_t i = 0; i < hw; i++)
+        for (int ch = 0; ch < ds->c; ch++)
+            row[i * ds->c + ch] = chw[ch * hw + i];
 }
 
 /* Sample idx of a token dataset into row k: its ids 0..seq-1 as tokens,
@@ -543,7 +563,8 @@ static void slot_layout(tb_loader *ld)
     ld->off_lab = ld->img_bytes;
     ld->off_ids = ld->off_lab + lab_bytes;
     ld->off_scratch = ld->off_ids + align64(B * sizeof(int32_t));
-    ld->slot_bytes = ld->off_scratch + align64(scratch);
+    ld->off_hwc = ld->off_scratch + align64(scratch);
+    ld->slot_bytes = ld->off_hwc + (transposes(ld) ? align64(ld->chw * sizeof(float)) : 0);
 }
 
 tb_loader_cfg tb_loader_default_cfg(void)
@@ -712,6 +733,7 @@ static void batch_fill(const tb_loader *ld, unsigned char *base, int b, int size
     out->h = ld->ds->h;
     out->w = ld->ds->w;
     out->images = ld->cfg.raw_u8 || ld->seq ? NULL : slot_images(ld, base);
+    out->nhwc = out->images && ld->cfg.nhwc;
     out->raw = ld->cfg.raw_u8 ? base : NULL;
     out->tokens = ld->seq ? (int32_t *)base : NULL;
     out->seq = ld->seq;

@@ -80,6 +80,10 @@ typedef struct tb_loader_cfg {
      * no augmentation, images NULL) for a consumer that augments on the
      * device (--augment-on-device); augment is then ignored. */
     int raw_u8;
+    /* 1: images (size, h, w, c), channels last, transposed by whoever builds
+     * the batch (a worker, not the consumer: --channels-last on a GPU, where
+     * the main thread's time is the step's). Images only; raw_u8 ignores it. */
+    int nhwc;
     /* Test hooks; -1 = off. The worker building this batch index fails as
      * if an allocation failed (TB_ERR_NOMEM) / a worker process _exits. */
     int test_fail_batch;
@@ -95,7 +99,9 @@ typedef struct tb_batch {
     int index;        /* batch number within the epoch, from 0 */
     int size;         /* samples; < batch_size only for a last partial batch */
     int c, h, w;      /* tokens: 1, seq, 1 */
-    float *images;    /* (size, c, h, w), normalized; NULL with raw_u8 or tokens */
+    float *images;    /* (size, c, h, w), normalized, or (size, h, w, c) when nhwc;
+                         NULL with raw_u8 or tokens */
+    int nhwc;         /* images are channels last (cfg.nhwc) */
     uint8_t *raw;     /* (size, c, h, w) the dataset's bytes with raw_u8; else NULL */
     int32_t *tokens;  /* (size, seq) token ids of a token dataset; else NULL */
     int seq;          /* tokens per sample; 0 for images */

@@ -471,6 +471,60 @@ static void test_on_the_fly_images(void)
     tb_dataset_free(fly);
 }
 
+/* nhwc: a 3-channel dataset's batches in (h, w, c), each the (c, h, w)
+ * batch of the same loader without nhwc transposed, with 0 and 2 workers;
+ * one channel needs no transpose and gives the same bytes. */
+static void test_nhwc(void)
+{
+    printf("nhwc: channels-last batches are the NCHW ones transposed, built by the workers\n");
+    enum { C = 3, H = 5, W = 7, N = 40 };
+    tb_synthetic_cfg sc = {.n = N, .c = C, .h = H, .w = W, .seed = 7, .noise = -1,
+                           .on_the_fly = 1};
+    tb_dataset *rgb;
+    if (tb_dataset_synthetic_create(&sc, &rgb) != TB_OK) {
+        CHECK(0, "3-channel dataset: %s", tb_error_message());
+        return;
+    }
+    size_t chw = (size_t)C * H * W, per = chw * sizeof(float);
+    float *nchw = malloc(N * per), *nhwc = malloc(N * per);
+    int32_t la[N], lb[N];
+    for (int workers = 0; workers <= 2; workers += 2) {
+        tb_loader_cfg cfg = base_cfg();
+        cfg.num_workers = workers;
+        tb_loader *ld;
+        int na = 0, nb = 0, rc = tb_loader_create(&cfg, rgb, &ld);
+        rc = rc ? rc : collect_epoch(ld, (unsigned char *)nchw, per, la, &na);
+        if (rc == TB_OK)
+            tb_loader_destroy(ld);
+        cfg.nhwc = 1;
+        rc = rc ? rc : tb_loader_create(&cfg, rgb, &ld);
+        rc = rc ? rc : collect_epoch(ld, (unsigned char *)nhwc, per, lb, &nb);
+        if (rc == TB_OK)
+            tb_loader_destroy(ld);
+        int bad = rc != TB_OK || na != N || nb != N || memcmp(la, lb, sizeof la) != 0;
+        for (int k = 0; k < N && !bad; k++)
+            for (int ch = 0; ch < C; ch++)
+                for (int i = 0; i < H * W; i++)
+                    bad |= nhwc[k * chw + (size_t)i * C + ch] != nchw[k * chw + (size_t)ch * H * W + i];
+        CHECK(!bad, "workers=%d: rc %d, %d / %d samples, the nhwc batches are not the NCHW ones "
+              "transposed", workers, rc, na, nb);
+    }
+    free(nchw);
+    free(nhwc);
+    tb_dataset_free(rgb);
+    /* one channel: the same bytes, flagged nhwc */
+    tb_loader_cfg cfg = base_cfg();
+    cfg.nhwc = 1;
+    tb_loader *ld;
+    tb_batch b;
+    int rc = tb_loader_create(&cfg, ds, &ld);
+    rc = rc ? rc : tb_loader_epoch_begin(ld, 0);
+    int got = rc ? 0 : tb_loader_next_batch(ld, &b);
+    CHECK(got == 1 && b.nhwc == 1 && b.images, "one channel: rc %d, got %d", rc, got);
+    if (rc == TB_OK)
+        tb_loader_destroy(ld);
+}
+
 #define TOK_N 300
 #define TOK_T 16
 #define TOK_V 50
@@ -622,6 +676,7 @@ int main(void)
     test_invalid();
     test_raw_u8();
     test_on_the_fly_images();
+    test_nhwc();
     test_tokens();
     test_token_range();
     free(ref.images);

@@ -105,6 +105,7 @@ static int make_loader(tb_trainer *t, const tb_dataset *ds, int train, tb_loader
     lc.mode = (tb_worker_mode)c->worker_mode;
     lc.augment = train && c->augment ? tb_augment_train_defaults(ds) : tb_augment_eval_defaults();
     lc.raw_u8 = train && c->augment_on_device;
+    lc.nhwc = c->channels_last;
     return tb_loader_create(&lc, ds, out);
 }
 
@@ -383,7 +384,7 @@ static int batch_to_device(tb_trainer *t, const tb_batch *b)
     if (b->tokens) /* the ids' bytes, as they are */
         return tb_train_device_batch(t, b, b->tokens);
     const float *images = b->images;
-    if (!b->raw && t->x_nhwc_host) {
+    if (!b->raw && !b->nhwc && t->x_nhwc_host) {
         tb_tensor_host_nchw_to_nhwc(b->images, t->x_nhwc_host, b->size, t->x.c, t->x.h, t->x.w);
         images = t->x_nhwc_host;
     }
