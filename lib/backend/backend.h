@@ -110,6 +110,10 @@ typedef struct tb_pool_desc {
     int n, c, h, w;
     int window, stride, pad;
     tb_layout layout;
+    tb_dtype dtype;           /* of x, y, dy and dx: TB_F32, or TB_BF16 where the
+                                 backend has low-precision activations (see
+                                 relu_fwd_lowp); the float pointers of the pool
+                                 slots then point at 2-byte elements */
 } tb_pool_desc;
 
 typedef enum tb_opt_kind {
@@ -146,6 +150,12 @@ typedef struct tb_bn_desc {
     int n, c, hw;             /* batch, channels, pixels per channel (H*W; 1 after linear) */
     tb_layout layout;         /* NCHW: x[(n*C + c)*hw + i]; NHWC: x[(n*hw + i)*C + c] */
     float eps, momentum;      /* PyTorch defaults 1e-5, 0.1 */
+    tb_dtype dtype;           /* of x, y, dy and dx: TB_F32, or TB_BF16 where the
+                                 backend has low-precision activations (see
+                                 relu_fwd_lowp): the float pointers x, y, dy, dx
+                                 then point at 2-byte elements; gamma, beta, the
+                                 statistics and dgamma, dbeta stay fp32, and so
+                                 does the arithmetic (PyTorch's bf16 batch norm) */
 } tb_bn_desc;
 
 /* ---- device memory policy (the caching allocator technique) ---- */
@@ -258,6 +268,20 @@ struct tb_backend {
     int (*add)(tb_backend *be, const float *a, const float *b, float *y, size_t n);
     /* y = alpha * x + beta * y; beta == 0 writes y without reading it */
     int (*axpby)(tb_backend *be, float alpha, const float *x, float beta, float *y, size_t n);
+
+    /* ---- low-precision activations (autocast's bf16 between layers, as
+     * PyTorch keeps a bf16 convolution's output in bf16 through batch norm,
+     * ReLU, pooling and the residual adds; lib/nn/amp.h). Optional: NULL
+     * where the backend has none (CUDA today), and then layers keep fp32
+     * activations under autocast. A backend that sets them also takes
+     * dtype TB_BF16 in tb_bn_desc and tb_pool_desc. Elements are 2 bytes
+     * (kernels/cast_math.h's bits), arithmetic fp32, results rounded to
+     * nearest even; dtype is TB_BF16 (TB_ERR_UNSUPPORTED otherwise). */
+    int (*relu_fwd_lowp)(tb_backend *be, tb_dtype dtype, const void *x, void *y, size_t n);
+    int (*relu_bwd_lowp)(tb_backend *be, tb_dtype dtype, const void *y, const void *dy,
+                         void *dx, size_t n);
+    int (*add_lowp)(tb_backend *be, tb_dtype dtype, const void *a, const void *b, void *y,
+                    size_t n);
 
     /* ---- dense layers. Row-major: C(m x n) = alpha op(A) op(B) + beta C,
      * op(A) is m x k, op(B) is k x n; trans_* = 1 means the stored matrix is

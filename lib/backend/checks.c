@@ -13,7 +13,8 @@ int tb_check_pool(const tb_pool_desc *d, int *p, int *q)
 {
     if (d->n < 1 || d->c < 1 || d->h < 1 || d->w < 1 || d->window < 1 || d->stride < 1 ||
         d->pad < 0 || (d->layout != TB_NCHW && d->layout != TB_NHWC) ||
-        (d->kind != TB_POOL_MAX && d->kind != TB_POOL_AVG))
+        (d->kind != TB_POOL_MAX && d->kind != TB_POOL_AVG) ||
+        (d->dtype != TB_F32 && d->dtype != TB_BF16))
         return TB_FAIL(TB_ERR_INVALID, "pooling: bad descriptor n=%d c=%d h=%d w=%d window=%d "
                        "stride=%d pad=%d", d->n, d->c, d->h, d->w, d->window, d->stride, d->pad);
     if (2 * d->pad > d->window)
@@ -31,9 +32,10 @@ int tb_check_pool(const tb_pool_desc *d, int *p, int *q)
 
 int tb_check_bn(const tb_bn_desc *d, int training)
 {
-    if (d->n < 1 || d->c < 1 || d->hw < 1 || (d->layout != TB_NCHW && d->layout != TB_NHWC))
-        return TB_FAIL(TB_ERR_INVALID, "batch norm: bad shape n=%d c=%d hw=%d layout=%d", d->n,
-                       d->c, d->hw, (int)d->layout);
+    if (d->n < 1 || d->c < 1 || d->hw < 1 || (d->layout != TB_NCHW && d->layout != TB_NHWC) ||
+        (d->dtype != TB_F32 && d->dtype != TB_BF16))
+        return TB_FAIL(TB_ERR_INVALID, "batch norm: bad shape n=%d c=%d hw=%d layout=%d dtype=%d",
+                       d->n, d->c, d->hw, (int)d->layout, (int)d->dtype);
     if (training && (size_t)d->n * d->hw < 2)
         return TB_FAIL(TB_ERR_INVALID,
                        "batch norm: training needs more than 1 value per channel (n=%d hw=%d)",

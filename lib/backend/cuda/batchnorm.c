@@ -49,6 +49,8 @@ struct cuda_bn_cache {
 static int bn_check(const tb_bn_desc *d, int training)
 {
     TB_TRY(tb_check_bn(d, training));
+    if (d->dtype != TB_F32) /* no low-precision activations here (relu_fwd_lowp NULL) */
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "batch norm: the CUDA backend keeps activations fp32");
     if (!(d->eps >= CUDNN_BN_MIN_EPSILON))
         return TB_FAIL(TB_ERR_INVALID, "batch norm: eps %g is below cuDNN's minimum %g",
                        (double)d->eps, (double)CUDNN_BN_MIN_EPSILON);

@@ -19,6 +19,8 @@ static int pool_geom_make(const tb_pool_desc *d, tb_pool_geom *g)
 {
     int p, q;
     TB_TRY(tb_check_pool(d, &p, &q));
+    if (d->dtype != TB_F32) /* no low-precision activations here (relu_fwd_lowp NULL) */
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "pooling: the CUDA backend keeps activations fp32");
     *g = (tb_pool_geom){
         .kind = (int)d->kind, .layout = (int)d->layout,
         .n = d->n, .c = d->c, .h = d->h, .w = d->w,
