@@ -594,7 +594,7 @@ static int witness_control_run(step_run *r, int idx, int k, setting_state *out)
 
 /* The first update's rounding control, for every setting that the witness
  * judges (a weak loss check) and finds past the declared tolerance: its own
- * first update again from nudged weights, TB_CONTROL_RUNS draws, the
+ * first update again from nudged weights, TB_WITNESS_CONTROL_RUNS draws, the
  * farthest distance (update_distance) kept in upd_control; update_verdict
  * widens the witness's tolerance to TB_CONTROL_K times it. The first step's
  * gradient of a small-batch BN net at its initialization is itself that
@@ -614,7 +614,7 @@ static int witness_controls(step_run *r)
             !weak_check(r, b) ||
             !(update_distance(&r->st[b], s, &at, &worst) > t->tolerance))
             continue;
-        for (int k = 0; k < TB_CONTROL_RUNS; k++) {
+        for (int k = 0; k < TB_WITNESS_CONTROL_RUNS; k++) {
             setting_state ctl = {0};
             int rc = witness_control_run(r, i, k, &ctl);
             double d = rc == TB_OK ? update_distance(s, &ctl, &at, &worst) : -1;
@@ -626,7 +626,7 @@ static int witness_controls(step_run *r)
             TB_TRY(rc);
             fprintf(stderr, "%s: check %-24s first update's rounding control %d of %d: its "
                     "per-tensor norms moved %.3g\n", t->desc.name, t->settings[i].name, k + 1,
-                    TB_CONTROL_RUNS, d);
+                    TB_WITNESS_CONTROL_RUNS, d);
             if (d > s->upd_control)
                 s->upd_control = d;
         }

@@ -86,6 +86,10 @@ typedef struct tb_conv_desc {
     int deterministic;        /* 1: conv_algo_default and conv_find choose only
                                  algorithms whose results repeat bitwise (no
                                  atomics): cudnn.deterministic = True */
+    int lowp_out;             /* 1 (dtype TB_BF16, on a backend with low-precision
+                                 activations, see relu_fwd_lowp): conv_fwd's y and
+                                 conv_bwd_data's dx are written in dtype too,
+                                 rounded to nearest even; 0: fp32 */
 } tb_conv_desc;
 
 static inline int tb_conv_out_h(const tb_conv_desc *d) { return (d->h + 2 * d->pad - d->r) / d->stride + 1; }
@@ -312,7 +316,8 @@ struct tb_backend {
      * (math must be TB_MATH_LOWP), autocast's conv: the inputs of each
      * direction are stored in dtype (fwd x and w; bwd_data dy and w;
      * bwd_filter x and dy; 2 bytes an element, kernels/cast_math.h), the
-     * outputs (y, dx, dw, dbias) and bias are fp32, accumulation is fp32.
+     * outputs (y, dx, dw, dbias) and bias are fp32, accumulation is fp32;
+     * with d->lowp_out, y and dx are in dtype as well (the bf16 activations).
      * TB_ERR_UNSUPPORTED where the backend lacks the dtype (CPU: fp16). */
     int (*conv_algo_default)(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind, int *algo);
     /* The autotuner: times every usable algorithm once (skipping reference

@@ -15,13 +15,24 @@
  *   stay fp32 here, unlike PyTorch (its scaled_dot_product_attention runs
  *   in low precision under autocast): attention itself (Q K^T, softmax,
  *   P V), the backends having fp32 attention kernels only
- *   stay fp32 (PyTorch's "autocast to float32" list and the ops it leaves
- *   alone): batch norm, softmax cross-entropy, reductions (sum, the loss
- *   sum, count_nonfinite), GELU, ReLU, dropout, pooling, residual adds,
+ *   compute in fp32 (PyTorch's "autocast to float32" list and the ops it
+ *   leaves alone): batch norm, softmax cross-entropy, reductions (sum, the
+ *   loss sum, count_nonfinite), GELU, ReLU, dropout, pooling, residual adds,
  *   the optimizer; the master weights and their gradients are fp32.
- * Unlike PyTorch, a low-precision layer's output is fp32 (the backend's
- * contract, lib/backend/backend.h), so activations are stored in fp32 and the casts
- * of x, w and dy are extra buffers: AMP here saves compute, not memory.
+ * Activations. As in PyTorch, where a bf16 convolution's output stays bf16
+ * through batch norm, ReLU, pooling and the residual adds (which compute in
+ * fp32 on it), the conv trunk of an image model keeps its activations and
+ * their gradients in bf16 (ctx->act, layers.h) where the backend has
+ * low-precision activations (be->relu_fwd_lowp: the CPU; CUDA not yet):
+ * those layers then read and write half the bytes, the next convolution
+ * takes its input without a cast, and the activations take half the
+ * memory. The images enter the first convolution in fp32 (cast there); the
+ * first linear layer takes the trunk's bf16 output and returns fp32, as
+ * does every other layer (the token models' activations are all fp32, so
+ * AMP there saves compute, not memory). The backends' convolutions still
+ * write fp32, which layer_conv.c rounds to bf16 (one pass over the output).
+ * fp16 autocast and anomaly detection (tb_model_opts.fp32_acts) keep fp32
+ * activations.
  * fp16 needs dynamic loss scaling (lib/nn/loss_scaler.h, the trainer does it);
  * bf16 has fp32's range and runs without, as in PyTorch.
  *

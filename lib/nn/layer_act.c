@@ -8,7 +8,9 @@
  * which the model fixes when it is built. Dropout draws its mask from
  * (ctx->dropout_seed, offset): each layer starts at its own offset region
  * and moves on by the element count per forward, so masks never repeat and
- * never depend on the thread count.
+ * never depend on the thread count. ReLU's input, output and gradients are
+ * in the trunk's activation dtype (ctx->act, lib/nn/amp.h); GELU and
+ * dropout, which follow linear layers, stay fp32.
  *
  * Tests: bazel test //lib/nn:gradcheck_test
  */
@@ -32,6 +34,13 @@ static int act_alloc(tb_layer *l, int max_batch)
     return tb_layer_tensor(l, max_batch, l->in, &a->dx);
 }
 
+static int relu_alloc(tb_layer *l, int max_batch)
+{
+    act_layer *a = (act_layer *)l;
+    TB_TRY(tb_layer_out_tensor_as(l, max_batch, l->ctx->act, &a->y));
+    return tb_layer_tensor_as(l, max_batch, l->in, l->ctx->act, &a->dx);
+}
+
 static void act_release(tb_layer *l)
 {
     act_layer *a = (act_layer *)l;
@@ -52,8 +61,13 @@ static int act_prepare(act_layer *a, int n)
 static int relu_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 {
     act_layer *a = (act_layer *)l;
+    tb_backend *be = l->ctx->be;
+    TB_TRY(tb_layer_act_check(l, x));
     TB_TRY(act_prepare(a, x->n));
-    TB_TRY(l->ctx->be->relu_fwd(l->ctx->be, x->data, a->y.data, tb_tensor_numel(x)));
+    if (l->ctx->act != TB_F32)
+        TB_TRY(be->relu_fwd_lowp(be, l->ctx->act, x->data, a->y.data, tb_tensor_numel(x)));
+    else
+        TB_TRY(be->relu_fwd(be, x->data, a->y.data, tb_tensor_numel(x)));
     *y = &a->y;
     return TB_OK;
 }
@@ -61,7 +75,12 @@ static int relu_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 static int relu_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 {
     act_layer *a = (act_layer *)l;
-    TB_TRY(l->ctx->be->relu_bwd(l->ctx->be, a->y.data, dy->data, a->dx.data, tb_tensor_numel(dy)));
+    tb_backend *be = l->ctx->be;
+    if (l->ctx->act != TB_F32)
+        TB_TRY(be->relu_bwd_lowp(be, l->ctx->act, a->y.data, dy->data, a->dx.data,
+                                 tb_tensor_numel(dy)));
+    else
+        TB_TRY(be->relu_bwd(be, a->y.data, dy->data, a->dx.data, tb_tensor_numel(dy)));
     *dx = &a->dx;
     return TB_OK;
 }
@@ -76,7 +95,7 @@ static void relu_flops(const tb_layer *l, tb_flops *f)
 
 static const tb_layer_vtbl relu_vtbl = {
     .kind = "relu", .forward = relu_forward, .backward = relu_backward,
-    .alloc = act_alloc, .release = act_release, .flops = relu_flops,
+    .alloc = relu_alloc, .release = act_release, .flops = relu_flops,
 };
 
 int tb_layer_relu_create(tb_layer_ctx *ctx, tb_shape in, tb_layer **out)

@@ -4,7 +4,10 @@
  * Training: batch statistics, running mean/var updated with PyTorch's rule
  * (momentum 0.1, unbiased variance), mean and 1/std saved for backward.
  * Evaluation: running statistics. eps = 1e-5. gamma/beta are parameters
- * (in the flat buffer); running statistics are buffers of the layer.
+ * (in the flat buffer); running statistics are buffers of the layer. Its
+ * input, output and gradients are in the trunk's activation dtype (ctx->act:
+ * bf16 under autocast where the backend has it, lib/nn/amp.h); its
+ * parameters, statistics and arithmetic stay fp32.
  *
  * Tests: bazel test //lib/nn:gradcheck_test
  */
@@ -24,7 +27,7 @@ typedef struct bn_layer {
 static tb_bn_desc bn_desc(const tb_layer *l, int n)
 {
     tb_bn_desc d = {.n = n, .c = l->in.c, .hw = l->in.h * l->in.w, .layout = l->ctx->layout,
-                    .eps = 1e-5f, .momentum = 0.1f};
+                    .eps = 1e-5f, .momentum = 0.1f, .dtype = l->ctx->act};
     return d;
 }
 
@@ -33,6 +36,7 @@ static int bn_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
     bn_layer *bn = (bn_layer *)l;
     tb_backend *be = l->ctx->be;
     tb_bn_desc d = bn_desc(l, x->n);
+    TB_TRY(tb_layer_act_check(l, x));
     TB_TRY(tb_tensor_set_batch(&bn->y, x->n));
     int rerun = l->ctx->acts.recomputing && bn->rerun_stats;
     float *rmean = rerun ? bn->rerun_stats : bn->running_mean;
@@ -85,8 +89,8 @@ static int bn_alloc(tb_layer *l, int max_batch)
     TB_TRY(bn_stats_init(l));
     if (l->checkpoint)
         TB_TRY(be->dev_alloc(be, (void **)&bn->rerun_stats, 2 * bytes));
-    TB_TRY(tb_layer_out_tensor(l, max_batch, &bn->y));
-    return tb_layer_tensor(l, max_batch, l->in, &bn->dx);
+    TB_TRY(tb_layer_out_tensor_as(l, max_batch, l->ctx->act, &bn->y));
+    return tb_layer_tensor_as(l, max_batch, l->in, l->ctx->act, &bn->dx);
 }
 
 static void bn_release(tb_layer *l)

@@ -1,7 +1,11 @@
 /*
  * layer_conv.c - 2-D convolution, square r x r filters, bias optional, NCHW
  * or NHWC (ctx->layout; weights KCRS or KRSC to match), fp32 or autocast
- * (ctx->amp, lib/nn/amp.h: x, w and dy cast to bf16/fp16, outputs fp32).
+ * (ctx->amp, lib/nn/amp.h: x, w and dy in bf16/fp16). Under autocast with
+ * low-precision activations (ctx->act) its output and input gradient are
+ * bf16 tensors too (the backend writes them so, tb_conv_desc.lowp_out), and
+ * a bf16 input or output gradient is taken as it is (no cast). Otherwise
+ * outputs are fp32 and x, dy are cast.
  *
  * The backend computes; this file builds the descriptor for the batch at
  * hand and asks tb_conv_algo_lookup (layers.c) for each direction's algorithm:
@@ -26,6 +30,8 @@ typedef struct conv_layer {
     void *x_lowp;       /* (N, C, H, W) autocast copies: x, w of the last forward, */
     void *w_lowp;       /* (K, C, R, S) reused by backward; */
     void *dy_lowp;      /* (N, K, P, Q) the output gradient. NULL with AMP off */
+    const void *x_in;   /* the low-precision x of the last forward: x_lowp or x itself */
+    int max_batch;      /* of alloc: x_lowp's size when it is made on first use */
 } conv_layer;
 
 static tb_conv_desc conv_desc(const conv_layer *cv, int n)
@@ -39,12 +45,13 @@ static tb_conv_desc conv_desc(const conv_layer *cv, int n)
     if (tb_amp_on(cv->base.ctx)) {
         d.dtype = cv->base.ctx->amp;
         d.math = TB_MATH_LOWP;
+        d.lowp_out = cv->base.ctx->act != TB_F32;
     }
     return d;
 }
 
 /* The forward's inputs as the backend takes them: fp32, or their autocast
- * copies (made here). */
+ * copies (made here; a low-precision x as it is). */
 static int conv_inputs(conv_layer *cv, const tb_tensor *x, const float **xin, const float **win)
 {
     tb_layer *l = &cv->base;
@@ -52,12 +59,20 @@ static int conv_inputs(conv_layer *cv, const tb_tensor *x, const float **xin, co
     *win = l->params[0].w;
     if (!tb_amp_on(l->ctx))
         return TB_OK;
-    TB_TRY(tb_amp_cast(l->ctx, x->data, cv->x_lowp, tb_tensor_numel(x)));
+    if (x->dtype == TB_F32 && !cv->x_lowp) /* low-precision activations: the images */
+        TB_TRY(tb_amp_buf_alloc(l, (size_t)cv->max_batch * tb_shape_numel(l->in), &cv->x_lowp));
+    if (x->dtype == TB_F32)
+        TB_TRY(tb_amp_cast(l->ctx, x->data, cv->x_lowp, tb_tensor_numel(x)));
+    else if (x->dtype != l->ctx->amp)
+        return TB_FAIL(TB_ERR_INTERNAL, "conv2d %s: input dtype %d under autocast %d", l->name,
+                       (int)x->dtype, (int)l->ctx->amp);
     TB_TRY(tb_amp_cast(l->ctx, l->params[0].w, cv->w_lowp, l->params[0].n));
-    *xin = cv->x_lowp;
+    cv->x_in = x->dtype == TB_F32 ? cv->x_lowp : (const void *)x->data;
+    *xin = cv->x_in;
     *win = cv->w_lowp;
     return TB_OK;
 }
+
 
 static float *bias_of(conv_layer *cv, int grad)
 {
@@ -90,10 +105,14 @@ static int conv_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
     int algo;
     const float *xin = cv->x->data, *win = l->params[0].w, *dyin = dy->data;
     if (tb_amp_on(l->ctx)) {
-        TB_TRY(tb_amp_cast(l->ctx, dy->data, cv->dy_lowp, tb_tensor_numel(dy)));
-        xin = cv->x_lowp;
+        if (dy->dtype == TB_F32 && !cv->dy_lowp)
+            return TB_FAIL(TB_ERR_INTERNAL, "conv2d %s: an fp32 output gradient where its "
+                           "output is %s", l->name, cv->y.dtype == TB_F32 ? "fp32" : "bf16");
+        if (dy->dtype == TB_F32)
+            TB_TRY(tb_amp_cast(l->ctx, dy->data, cv->dy_lowp, tb_tensor_numel(dy)));
+        xin = cv->x_in;
         win = cv->w_lowp;
-        dyin = cv->dy_lowp;
+        dyin = dy->dtype == TB_F32 ? cv->dy_lowp : dy->data;
     }
     TB_TRY(tb_conv_algo_lookup(l->ctx, &d, TB_CONV_BWD_FILTER, &algo));
     TB_TRY(be->conv_bwd_filter(be, &d, algo, xin, dyin, l->params[0].g, bias_of(cv, 1),
@@ -111,12 +130,19 @@ static int conv_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 static int conv_alloc(tb_layer *l, int max_batch)
 {
     conv_layer *cv = (conv_layer *)l;
-    TB_TRY(tb_layer_out_tensor(l, max_batch, &cv->y));
+    tb_dtype act = l->ctx->act;
+    size_t in = (size_t)max_batch * tb_shape_numel(l->in);
+    size_t out = (size_t)max_batch * tb_shape_numel(l->out);
+    cv->max_batch = max_batch;
+    TB_TRY(tb_layer_out_tensor_as(l, max_batch, act, &cv->y));
     if (l->need_dx)
-        TB_TRY(tb_layer_tensor(l, max_batch, l->in, &cv->dx));
-    TB_TRY(tb_amp_buf_alloc(l, (size_t)max_batch * tb_shape_numel(l->in), &cv->x_lowp));
+        TB_TRY(tb_layer_tensor_as(l, max_batch, l->in, act, &cv->dx));
     TB_TRY(tb_amp_buf_alloc(l, l->params[0].n, &cv->w_lowp));
-    return tb_amp_buf_alloc(l, (size_t)max_batch * tb_shape_numel(l->out), &cv->dy_lowp);
+    if (act != TB_F32) /* x_lowp only for an fp32 input (the images: made on
+                          first use); no dy_lowp (dy is bf16) */
+        return TB_OK;
+    TB_TRY(tb_amp_buf_alloc(l, in, &cv->x_lowp));
+    return tb_amp_buf_alloc(l, out, &cv->dy_lowp);
 }
 
 static void conv_release(tb_layer *l)

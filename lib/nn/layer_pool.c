@@ -4,7 +4,8 @@
  * Max pooling keeps the argmax of each output (int32, written by pool_fwd)
  * for backward; average pooling counts padding as zeros (PyTorch's
  * count_include_pad=True). Global average pooling is average pooling with
- * one window over the whole (square) image.
+ * one window over the whole (square) image. Input, output and gradients are
+ * in the trunk's activation dtype (ctx->act, lib/nn/amp.h).
  *
  * Tests: bazel test //lib/nn:gradcheck_test
  */
@@ -25,7 +26,8 @@ static tb_pool_desc pool_desc(const pool_layer *p, int n)
 {
     tb_pool_desc d = {.kind = p->kind, .n = n, .c = p->base.in.c, .h = p->base.in.h,
                       .w = p->base.in.w, .window = p->window, .stride = p->stride,
-                      .pad = p->pad, .layout = p->base.ctx->layout};
+                      .pad = p->pad, .layout = p->base.ctx->layout,
+                      .dtype = p->base.ctx->act};
     return d;
 }
 
@@ -33,6 +35,7 @@ static int pool_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 {
     pool_layer *p = (pool_layer *)l;
     tb_pool_desc d = pool_desc(p, x->n);
+    TB_TRY(tb_layer_act_check(l, x));
     TB_TRY(tb_tensor_set_batch(&p->y, x->n));
     TB_TRY(l->ctx->be->pool_fwd(l->ctx->be, &d, x->data, p->y.data, p->argmax));
     *y = &p->y;
@@ -52,8 +55,8 @@ static int pool_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 static int pool_alloc(tb_layer *l, int max_batch)
 {
     pool_layer *p = (pool_layer *)l;
-    TB_TRY(tb_layer_out_tensor(l, max_batch, &p->y));
-    TB_TRY(tb_layer_tensor(l, max_batch, l->in, &p->dx));
+    TB_TRY(tb_layer_out_tensor_as(l, max_batch, l->ctx->act, &p->y));
+    TB_TRY(tb_layer_tensor_as(l, max_batch, l->in, l->ctx->act, &p->dx));
     if (p->kind != TB_POOL_MAX)
         return TB_OK;
     return l->ctx->be->dev_alloc(l->ctx->be, (void **)&p->argmax,

@@ -5,7 +5,8 @@
  * A container holds no parameters of its own; its children's parameters are
  * reached through tb_layer_for_each_param (layers.c). The residual block's
  * backward sends the gradient through both paths and adds the two input
- * gradients (the identity path passes it on unchanged).
+ * gradients (the identity path passes it on unchanged). Its add and ReLU
+ * run in the trunk's activation dtype (ctx->act, lib/nn/amp.h).
  *
  * Tests: bazel test //lib/nn:gradcheck_test
  */
@@ -202,8 +203,17 @@ static int residual_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y
     TB_TRY(tb_tensor_set_batch(&r->y, x->n));
     /* no_grad keeps no sum for backward: the ReLU runs in place on y */
     float *sum = l->ctx->acts.no_grad ? r->y.data : r->sum.data;
-    TB_TRY(be->add(be, m->data, s->data, sum, tb_tensor_numel(&r->sum)));
-    TB_TRY(be->relu_fwd(be, sum, r->y.data, tb_tensor_numel(&r->y)));
+    size_t n = tb_tensor_numel(&r->sum);
+    tb_dtype act = l->ctx->act;
+    TB_TRY(tb_layer_act_check(l, m));
+    TB_TRY(tb_layer_act_check(l, s));
+    if (act != TB_F32) {
+        TB_TRY(be->add_lowp(be, act, m->data, s->data, sum, n));
+        TB_TRY(be->relu_fwd_lowp(be, act, sum, r->y.data, n));
+    } else {
+        TB_TRY(be->add(be, m->data, s->data, sum, n));
+        TB_TRY(be->relu_fwd(be, sum, r->y.data, n));
+    }
     *y = &r->y;
     return TB_OK;
 }
@@ -212,14 +222,22 @@ static int residual_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor *
 {
     residual_layer *r = (residual_layer *)l;
     tb_backend *be = l->ctx->be;
+    tb_dtype act = l->ctx->act;
     TB_TRY(tb_tensor_set_batch(&r->dsum, dy->n));
-    TB_TRY(be->relu_bwd(be, r->y.data, dy->data, r->dsum.data, tb_tensor_numel(dy)));
+    if (act != TB_F32)
+        TB_TRY(be->relu_bwd_lowp(be, act, r->y.data, dy->data, r->dsum.data,
+                                 tb_tensor_numel(dy)));
+    else
+        TB_TRY(be->relu_bwd(be, r->y.data, dy->data, r->dsum.data, tb_tensor_numel(dy)));
     const tb_tensor *dm, *ds = &r->dsum;
     TB_TRY(tb_layer_backward(l->children[0], &r->dsum, &dm));
     if (l->nchildren > 1)
         TB_TRY(tb_layer_backward(l->children[1], &r->dsum, &ds));
     TB_TRY(tb_tensor_set_batch(&r->dx, dy->n));
-    TB_TRY(be->add(be, dm->data, ds->data, r->dx.data, tb_tensor_numel(&r->dx)));
+    if (act != TB_F32)
+        TB_TRY(be->add_lowp(be, act, dm->data, ds->data, r->dx.data, tb_tensor_numel(&r->dx)));
+    else
+        TB_TRY(be->add(be, dm->data, ds->data, r->dx.data, tb_tensor_numel(&r->dx)));
     *dx = &r->dx;
     return TB_OK;
 }
@@ -227,11 +245,12 @@ static int residual_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor *
 static int residual_alloc(tb_layer *l, int max_batch)
 {
     residual_layer *r = (residual_layer *)l;
+    tb_dtype act = l->ctx->act;
     TB_TRY(seq_alloc(l, max_batch));
-    TB_TRY(tb_layer_tensor(l, max_batch, l->out, &r->sum));
-    TB_TRY(tb_layer_out_tensor(l, max_batch, &r->y));
-    TB_TRY(tb_layer_tensor(l, max_batch, l->out, &r->dsum));
-    return tb_layer_tensor(l, max_batch, l->in, &r->dx);
+    TB_TRY(tb_layer_tensor_as(l, max_batch, l->out, act, &r->sum));
+    TB_TRY(tb_layer_out_tensor_as(l, max_batch, act, &r->y));
+    TB_TRY(tb_layer_tensor_as(l, max_batch, l->out, act, &r->dsum));
+    return tb_layer_tensor_as(l, max_batch, l->in, act, &r->dx);
 }
 
 static void residual_release(tb_layer *l)

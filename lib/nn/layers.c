@@ -52,26 +52,46 @@ static int acts_register(tb_layer *l, tb_tensor *t, int output)
     return TB_OK;
 }
 
-int tb_layer_tensor(tb_layer *l, int max_batch, tb_shape s, tb_tensor *t)
+int tb_layer_tensor_as(tb_layer *l, int max_batch, tb_shape s, tb_dtype dtype, tb_tensor *t)
 {
-    int rc = tb_tensor_alloc(l->ctx->be, max_batch, s.c, s.h, s.w, t);
+    int rc = tb_tensor_alloc_as(l->ctx->be, max_batch, s.c, s.h, s.w, dtype, t);
     if (rc != TB_OK)
         return TB_FAIL(rc, "allocating activations of layer %s", l->name);
     t->layout = l->ctx->layout;
     return acts_register(l, t, 0);
 }
 
-int tb_layer_out_tensor(tb_layer *l, int max_batch, tb_tensor *t)
+int tb_layer_tensor(tb_layer *l, int max_batch, tb_shape s, tb_tensor *t)
+{
+    return tb_layer_tensor_as(l, max_batch, s, TB_F32, t);
+}
+
+int tb_layer_out_tensor_as(tb_layer *l, int max_batch, tb_dtype dtype, tb_tensor *t)
 {
     if (!l->checkpoint) {
-        TB_TRY(tb_layer_tensor(l, max_batch, l->out, t));
+        TB_TRY(tb_layer_tensor_as(l, max_batch, l->out, dtype, t));
         l->acts[l->nacts - 1].output = 1;
         return TB_OK;
     }
     /* no memory of its own: tb_layer_acts_bind points it at scratch */
     *t = tb_tensor_view(l->ctx->be, NULL, max_batch, l->out.c, l->out.h, l->out.w);
     t->layout = l->ctx->layout;
+    t->dtype = dtype;
     return acts_register(l, t, 1);
+}
+
+int tb_layer_out_tensor(tb_layer *l, int max_batch, tb_tensor *t)
+{
+    return tb_layer_out_tensor_as(l, max_batch, TB_F32, t);
+}
+
+int tb_layer_act_check(const tb_layer *l, const tb_tensor *x)
+{
+    if (x->dtype == l->ctx->act)
+        return TB_OK;
+    return TB_FAIL(TB_ERR_INTERNAL, "layer %s (%s) got a %s input where activations are %s",
+                   l->name, l->vt->kind, x->dtype == TB_F32 ? "fp32" : "bf16",
+                   l->ctx->act == TB_F32 ? "fp32" : "bf16");
 }
 
 int tb_layer_alloc(tb_layer *l, int max_batch)
@@ -133,7 +153,7 @@ static int desc_equal(const tb_conv_desc *a, const tb_conv_desc *b)
     return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w && a->k == b->k &&
            a->r == b->r && a->s == b->s && a->stride == b->stride && a->pad == b->pad &&
            a->layout == b->layout && a->dtype == b->dtype && a->math == b->math &&
-           a->deterministic == b->deterministic;
+           a->deterministic == b->deterministic && a->lowp_out == b->lowp_out;
 }
 
 /* The autotuner: time every usable algorithm once and keep the fastest. */
@@ -239,6 +259,16 @@ int tb_layer_anomaly_check(tb_layer *l, const tb_tensor *t, int backward)
 
 /* ---- the per-op timeline (ctx->hook) ---- */
 
+/* A layer of the conv trunk, whose activations are ctx->act (amp.h). */
+static int trunk_kind(const tb_layer *l)
+{
+    static const char *const kinds[] = {"conv2d", "batchnorm", "relu", "maxpool", "avgpool"};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (!strcmp(l->vt->kind, kinds[i]))
+            return 1;
+    return 0;
+}
+
 /* The least traffic of a leaf layer's call on a batch of n, in bytes: its
  * input and output once each (backward: dy, the saved input and dx), and
  * its parameters (backward: their gradients too). Containers: 0 (their
@@ -253,7 +283,8 @@ static double call_bytes(const tb_layer *l, int n, int backward)
     double params = 0;
     for (int i = 0; i < l->nparams; i++)
         params += (double)l->params[i].n;
-    return 4.0 * (backward ? 2.0 * in + out + 2.0 * params : in + out + params);
+    double act = trunk_kind(l) ? (double)tb_dtype_bytes(l->ctx->act) : 4.0;
+    return backward ? act * (2.0 * in + out) + 8.0 * params : act * (in + out) + 4.0 * params;
 }
 
 int tb_layer_hooked_call(tb_layer *l, const tb_tensor *in, int backward, const tb_tensor **out)
@@ -273,10 +304,6 @@ int tb_layer_hooked_call(tb_layer *l, const tb_tensor *in, int backward, const t
     return rc != TB_OK ? rc : rc_end;
 }
 
-static size_t tensor_cap_bytes(const tb_tensor *t)
-{
-    return (size_t)t->cap_n * t->c * t->h * t->w * sizeof(float);
-}
 
 /* The scratch buffer of pair that x is not in, allocated on first use. */
 static int pair_pick(tb_backend *be, float **pair, size_t bytes, const tb_tensor *x, float **buf)
@@ -343,8 +370,8 @@ static size_t acts_max_out(const tb_layer *l, int ckpt_only)
     size_t m = 0;
     for (int i = 0; i < l->nacts; i++)
         if (l->acts[i].output && (!ckpt_only || l->checkpoint) &&
-            tensor_cap_bytes(l->acts[i].t) > m)
-            m = tensor_cap_bytes(l->acts[i].t);
+            tb_tensor_cap_bytes(l->acts[i].t) > m)
+            m = tb_tensor_cap_bytes(l->acts[i].t);
     for (int i = 0; i < l->nchildren; i++) {
         size_t c = acts_max_out(l->children[i], ckpt_only);
         m = c > m ? c : m;
@@ -375,7 +402,7 @@ static int acts_swap(tb_layer *l, int on)
         } else if (!on && l->checkpoint && l->acts[i].output) {
             t->data = NULL; /* bound to checkpoint scratch at each forward */
         } else if (!on && !t->owned) {
-            int rc = be->dev_alloc(be, (void **)&t->data, tensor_cap_bytes(t));
+            int rc = be->dev_alloc(be, (void **)&t->data, tb_tensor_cap_bytes(t));
             if (rc != TB_OK)
                 return TB_FAIL(rc, "allocating activations of layer %s again", l->name);
             t->owned = 1;

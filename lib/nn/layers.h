@@ -125,6 +125,14 @@ typedef struct tb_layer_ctx {
     /* autocast (--amp): TB_F32 off, or TB_BF16 / TB_F16; see lib/nn/amp.h for
      * which layers run in it. */
     tb_dtype amp;
+    /* The dtype of the conv trunk's activations (lib/nn/amp.h): TB_BF16
+     * under bf16 autocast where the backend has low-precision activations
+     * (be->relu_fwd_lowp), else TB_F32. Convolutions, batch norm, ReLU,
+     * pooling and residual blocks then write bf16 outputs and input
+     * gradients, and take bf16 inputs (a convolution and a linear layer
+     * also fp32 ones: the images, the token path). Fixed when the model is
+     * built (model.c). */
+    tb_dtype act;
     /* the per-op timeline (--trace's op breakdown, lib/train/trace.h):
      * NULL when off, and then a layer call costs one branch more */
     const struct tb_layer_hook *hook;
@@ -372,6 +380,13 @@ int tb_layer_tensor(tb_layer *l, int max_batch, tb_shape s, tb_tensor *t);
 /* The layer's output (max_batch x l->out): its own memory, or with
  * l->checkpoint a view a container binds to scratch before each forward. */
 int tb_layer_out_tensor(tb_layer *l, int max_batch, tb_tensor *t);
+/* The same two in dtype (the conv trunk's ctx->act). */
+int tb_layer_tensor_as(tb_layer *l, int max_batch, tb_shape s, tb_dtype dtype, tb_tensor *t);
+int tb_layer_out_tensor_as(tb_layer *l, int max_batch, tb_dtype dtype, tb_tensor *t);
+/* TB_OK when x holds the trunk's activation dtype (ctx->act), for the
+ * layers that take nothing else (batch norm, ReLU, pooling, residual);
+ * TB_ERR_INTERNAL naming the layer otherwise. */
+int tb_layer_act_check(const tb_layer *l, const tb_tensor *x);
 
 /* ---- activation memory (tb_act_mem) ---- */
 /* Points l's outputs at the scratch buffer its next forward on x writes:

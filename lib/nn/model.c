@@ -470,6 +470,27 @@ int tb_model_shell_finish(tb_model *m, const tb_model_opts *o)
     return loss_init(m);
 }
 
+/* A conv trunk that bf16 activations can run through (ctx->act): it starts
+ * with a convolution (which takes the fp32 images), and no ReLU, pooling or
+ * convolution comes after the first layer of the head (linear, GELU,
+ * dropout, token layers), whose outputs are fp32. */
+static int trunk_then_head(const tb_layer_spec *spec)
+{
+    int head = 0;
+    if (spec[0].kind != TB_SPEC_CONV_BN_RELU)
+        return 0;
+    for (const tb_layer_spec *s = spec; s->kind != TB_SPEC_END; s++) {
+        int trunk = s->kind == TB_SPEC_CONV_BN_RELU || s->kind == TB_SPEC_RESBLOCK ||
+                    s->kind == TB_SPEC_BOTTLENECK || s->kind == TB_SPEC_MAXPOOL ||
+                    s->kind == TB_SPEC_AVGPOOL || s->kind == TB_SPEC_GLOBAL_AVGPOOL ||
+                    s->kind == TB_SPEC_RELU;
+        if (trunk && head)
+            return 0;
+        head |= !trunk;
+    }
+    return 1;
+}
+
 int tb_model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opts *o,
                 tb_model **out)
 {
@@ -478,6 +499,8 @@ int tb_model_build(tb_backend *be, const tb_layer_spec *spec, const tb_model_opt
     TB_TRY(tb_model_shell_create(be, o, out));
     m = *out;
     *out = NULL;
+    if (o->amp == TB_BF16 && be->relu_fwd_lowp && !o->fp32_acts && trunk_then_head(spec))
+        m->ctx.act = TB_BF16;
     TB_TRY_GOTO(rc, build_net(m, spec, o), out_destroy);
     TB_TRY_GOTO(rc, tb_model_shell_finish(m, o), out_destroy);
     *out = m;

@@ -83,6 +83,9 @@ typedef struct tb_model_opts {
     tb_dtype amp;         /* autocast (lib/nn/amp.h): TB_F32 (0) off, TB_BF16, TB_F16;
                              conv and linear get their low-precision buffers */
     tb_gelu_approx gelu_approx; /* GELU layers' form: TB_GELU_ERF (0) or TB_GELU_TANH */
+    int fp32_acts;        /* 1: the conv trunk's activations stay fp32 under bf16
+                             autocast (anomaly detection counts fp32 values); 0: bf16
+                             where the backend has them (layers.h, ctx->act) */
 } tb_model_opts;
 
 typedef struct tb_model {

@@ -3,19 +3,26 @@
 
 #include <string.h>
 
-int tb_tensor_alloc(tb_backend *be, int n, int c, int h, int w, tb_tensor *t)
+int tb_tensor_alloc_as(tb_backend *be, int n, int c, int h, int w, tb_dtype dtype,
+                       tb_tensor *t)
 {
     memset(t, 0, sizeof *t);
     if (n <= 0 || c <= 0 || h <= 0 || w <= 0)
         return TB_FAIL(TB_ERR_INVALID, "tb_tensor_alloc: bad shape (%d, %d, %d, %d)", n, c, h, w);
     void *p = NULL;
-    size_t bytes = (size_t)n * c * h * w * sizeof(float);
+    size_t bytes = (size_t)n * c * h * w * tb_dtype_bytes(dtype);
     int rc = be->dev_alloc(be, &p, bytes);
     if (rc != TB_OK)
         return TB_FAIL(rc, "allocating a (%d, %d, %d, %d) tensor", n, c, h, w);
     *t = tb_tensor_view(be, p, n, c, h, w);
+    t->dtype = dtype;
     t->owned = 1;
     return TB_OK;
+}
+
+int tb_tensor_alloc(tb_backend *be, int n, int c, int h, int w, tb_tensor *t)
+{
+    return tb_tensor_alloc_as(be, n, c, h, w, TB_F32, t);
 }
 
 void tb_tensor_free(tb_tensor *t)

@@ -6,10 +6,12 @@
  * for the largest batch (cap_n) and then run with any n <= cap_n, so a
  * smaller last batch needs no allocation. Memory goes through be->dev_alloc,
  * so the backend's allocator counts it (the batch-size sweep's --mem-limit).
- * Every tensor holds fp32 (autocast's low-precision copies are plain
- * buffers, lib/nn/amp.h); layout says whether a (n, c, h, w) tensor is stored
- * NCHW or NHWC (channels last: layers set it, tb_tensor_alloc gives NCHW).
- * The shape fields are logical either way.
+ * A tensor holds fp32, or bf16 where autocast keeps activations in low
+ * precision (dtype; lib/nn/amp.h: the conv trunk's activations when the
+ * backend has low-precision activations; data then points at 2-byte
+ * elements). layout says whether a (n, c, h, w) tensor is stored NCHW or
+ * NHWC (channels last: layers set it, tb_tensor_alloc gives NCHW). The
+ * shape fields are logical either way.
  *
  * Tests: through bazel test //lib/nn:layers_test.
  */
@@ -46,9 +48,24 @@ static inline size_t tb_tensor_sample_numel(const tb_tensor *t)
     return (size_t)t->c * (size_t)t->h * (size_t)t->w;
 }
 
+/* Bytes of one element of dtype (TB_F32, TB_I32: 4; TB_BF16, TB_F16: 2). */
+static inline size_t tb_dtype_bytes(tb_dtype dtype)
+{
+    return dtype == TB_BF16 || dtype == TB_F16 ? 2 : 4;
+}
+
 /* Allocates an fp32 NCHW tensor of (n, c, h, w) on be; contents undefined.
  * REQUIRES: n, c, h, w > 0. Errors: TB_ERR_INVALID, TB_ERR_DEVICE_OOM. */
 int tb_tensor_alloc(tb_backend *be, int n, int c, int h, int w, tb_tensor *t);
+/* The same in dtype (tb_dtype_bytes an element). */
+int tb_tensor_alloc_as(tb_backend *be, int n, int c, int h, int w, tb_dtype dtype,
+                       tb_tensor *t);
+
+/* Bytes the allocation holds: cap_n samples of the shape in t's dtype. */
+static inline size_t tb_tensor_cap_bytes(const tb_tensor *t)
+{
+    return (size_t)t->cap_n * t->c * t->h * t->w * tb_dtype_bytes(t->dtype);
+}
 
 /* Releases an owned tensor's memory and empties it; a no-op on an empty or
  * borrowed tensor. */

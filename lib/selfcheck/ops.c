@@ -151,6 +151,77 @@ int check_relu_fwd(sc_ctx *sc) { return ew_each_size(sc, relu_fwd_one); }
 int check_relu_bwd(sc_ctx *sc) { return ew_each_size(sc, relu_bwd_one); }
 int check_add(sc_ctx *sc) { return ew_each_size(sc, add_one); }
 
+/* ---- bf16 activations: relu_fwd_lowp, relu_bwd_lowp, add_lowp ----
+ * The bits of the fp32 reference on the widened inputs, rounded with
+ * tb_f32_to_bf16 (ReLU's results are inputs: nothing to round). */
+static float widened(const float *f, size_t i) { return tb_bf16_to_f32(tb_f32_to_bf16(f[i])); }
+
+static int relu_fwd_lowp_one(sc_ctx *sc, size_t n)
+{
+    tb_backend *be = sc->be;
+    float *x;
+    void *dx;
+    uint16_t *want, *y;
+    TB_TRY(sc_rand_lowp(sc, TB_BF16, &x, &dx, n));
+    TB_TRY(sc_host(sc, (void **)&want, n * sizeof *want));
+    TB_TRY(sc_dev(sc, (void **)&y, n * sizeof *y));
+    for (size_t i = 0; i < n; i++) {
+        float v = widened(x, i), r;
+        tb_ref_relu_fwd(&v, &r, 1);
+        want[i] = tb_f32_to_bf16(r);
+    }
+    sc_case c;
+    sc_case_start(&c, "bf16 n=%zu", n);
+    return SC_FINISH(sc, &c, be->relu_fwd_lowp(be, TB_BF16, dx, y, n), 0,
+                     {.what = "bits", .want = want, .got = y, .n = n, .elem = sizeof *want});
+}
+
+static int relu_bwd_lowp_one(sc_ctx *sc, size_t n)
+{
+    tb_backend *be = sc->be;
+    float *x, *g;
+    void *dx, *dg;
+    uint16_t *want, *out;
+    TB_TRY(sc_rand_lowp(sc, TB_BF16, &x, &dx, n)); /* y: below 0 about half the time */
+    TB_TRY(sc_rand_lowp(sc, TB_BF16, &g, &dg, n));
+    TB_TRY(sc_host(sc, (void **)&want, n * sizeof *want));
+    TB_TRY(sc_dev(sc, (void **)&out, n * sizeof *out));
+    for (size_t i = 0; i < n; i++) {
+        float y = widened(x, i), dy = widened(g, i), r;
+        tb_ref_relu_bwd(&y, &dy, &r, 1);
+        want[i] = tb_f32_to_bf16(r);
+    }
+    sc_case c;
+    sc_case_start(&c, "bf16 n=%zu", n);
+    return SC_FINISH(sc, &c, be->relu_bwd_lowp(be, TB_BF16, dx, dg, out, n), 0,
+                     {.what = "bits", .want = want, .got = out, .n = n, .elem = sizeof *want});
+}
+
+static int add_lowp_one(sc_ctx *sc, size_t n)
+{
+    tb_backend *be = sc->be;
+    float *a, *b;
+    void *da, *db;
+    uint16_t *want, *out;
+    TB_TRY(sc_rand_lowp(sc, TB_BF16, &a, &da, n));
+    TB_TRY(sc_rand_lowp(sc, TB_BF16, &b, &db, n));
+    TB_TRY(sc_host(sc, (void **)&want, n * sizeof *want));
+    TB_TRY(sc_dev(sc, (void **)&out, n * sizeof *out));
+    for (size_t i = 0; i < n; i++) {
+        float x = widened(a, i), y = widened(b, i), r;
+        tb_ref_add(&x, &y, &r, 1);
+        want[i] = tb_f32_to_bf16(r);
+    }
+    sc_case c;
+    sc_case_start(&c, "bf16 n=%zu", n);
+    return SC_FINISH(sc, &c, be->add_lowp(be, TB_BF16, da, db, out, n), 0,
+                     {.what = "bits", .want = want, .got = out, .n = n, .elem = sizeof *want});
+}
+
+int check_relu_fwd_lowp(sc_ctx *sc) { return ew_each_size(sc, relu_fwd_lowp_one); }
+int check_relu_bwd_lowp(sc_ctx *sc) { return ew_each_size(sc, relu_bwd_lowp_one); }
+int check_add_lowp(sc_ctx *sc) { return ew_each_size(sc, add_lowp_one); }
+
 /* beta == 0: y starts as NaN, which the op must not read. */
 static int axpby_one(sc_ctx *sc, size_t n)
 {

@@ -27,6 +27,7 @@
 
 /* Op slots and their checks. null_ok: the reason lib/backend/backend.h gives for
  * allowing the slot to be NULL (then NULL is n/a), or NULL. */
+#define SC_NULL_LOWP_ACTS "lib/backend/backend.h: NULL where the backend keeps activations fp32"
 #define SC_NULL_GRAPH "lib/backend/backend.h: n/a on the CPU backend, no kernel launches to capture"
 
 typedef struct sc_op_check {
@@ -42,6 +43,9 @@ static const sc_op_check op_checks[] = {
     {"relu_bwd", check_relu_bwd, NULL},
     {"add", check_add, NULL},
     {"axpby", check_axpby, NULL},
+    {"relu_fwd_lowp", check_relu_fwd_lowp, SC_NULL_LOWP_ACTS},
+    {"relu_bwd_lowp", check_relu_bwd_lowp, SC_NULL_LOWP_ACTS},
+    {"add_lowp", check_add_lowp, SC_NULL_LOWP_ACTS},
     {"gemm", check_gemm, NULL},
     {"gemm_lowp", check_gemm_lowp, NULL},
     {"cast_f32_to_lowp", check_cast_f32_to_lowp, NULL},

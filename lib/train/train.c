@@ -164,6 +164,7 @@ static int make_model(tb_trainer *t)
         .gelu_approx = tb_config_gelu_approx(c),
     };
     mo.checkpointing = c->checkpointing;
+    mo.fp32_acts = c->detect_anomaly;
     if (tb_config_token_model(c)) {
         tb_gpt2_dims g = tb_train_gpt2_dims(c);
         TB_TRY(tb_model_build_gpt2(t->be, &g, &mo, &t->model));

@@ -1,26 +1,56 @@
 /*
  * batchnorm.c - the CPU backend's batch norm: bn_fwd_train, bn_fwd_infer, bn_bwd,
- * NCHW and NHWC (kernels/bn_math.h).
+ * NCHW and NHWC (kernels/bn_math.h), on fp32 or bf16 activations.
  *
- * Determinism (fixed splits, see ops_common.h):
+ * Element types (tb_bn_desc.dtype): x, y, dy and dx are fp32, or bf16 as
+ * PyTorch's autocast runs batch norm on the CPU (gamma, beta, the
+ * statistics, dgamma and dbeta stay fp32, and so does the arithmetic). The
+ * bf16 variants are whole kernels that read and write the 2-byte elements
+ * in the same vectorized loops, widening on load and rounding to nearest
+ * even (kernels/cast_math.h's bits) on store, rather than a cast of the
+ * tensor to fp32 around the fp32 kernel: they move half the bytes.
+ * batchnorm_body.h holds the loops over activations, written once and
+ * included below once per element type; this file holds what does not
+ * depend on it (splits, per-channel finishers) and the entry points. bf16
+ * outputs are rounded through a small stage (bf16_rows.h: AVX512_BF16
+ * where the CPU has it).
+ *
+ * Speed, 2 threads on a 2-core Zen 4 (ms, fp32 / bf16): where the tensors
+ * come from DRAM bf16 is faster (the small CNN's 32x16x28x28 NCHW, each
+ * call on tensors evicted by the ones before: fwd 0.151 / 0.086, bwd
+ * 0.208 / 0.160; 128x64x1024, 33 MB a tensor: 1.2-1.7x). Where they stay
+ * in L2 (the same 32x16x28x28 called again and again) the op is bound by
+ * arithmetic, not bytes: the statistics' double sums cost the same per
+ * element for both types, bf16 adds the widening and the rounding, and it
+ * is 0.65-0.95x as fast (fwd 0.054 / 0.074).
+ *
+ * Determinism (fixed splits, see ops_common.h; the same for both types):
  *   NCHW   one thread owns each channel and sums its rows in order, in double;
  *          planes under BN_SMALL_HW pixels: sums per position over the batch
  *          in order, then per channel over its positions in order
  *   NHWC   up to BN_ROW_CHUNKS fixed row ranges, partial sums in double,
  *          added in chunk order
- * The per-channel (NCHW) and per-row-range (NHWC) loops are compiled for
- * x86-64-v4 (AVX-512), v3 (AVX2) and the baseline (SSE2), picked at load
- * time (BN_CLONES): the double sums ran 2 lanes wide on SSE2, and batch
- * norm was ~18% of a small-CNN step. The vector width sets the order of
- * the sums inside a row, so the statistics' last bits may differ between
- * CPUs of different ISA levels; on one CPU they do not depend on threads.
+ * The loops over activations are compiled for x86-64-v4 (AVX-512), v3
+ * (AVX2) and the baseline (SSE2), picked at load time (BN_CLONES): the
+ * double sums ran 2 lanes wide on SSE2, and batch norm was ~18% of a
+ * small-CNN step; the bf16 conversions want the wide integer ops too. The
+ * vector width sets the order of the sums inside a row, so the
+ * statistics' last bits may differ between CPUs of different ISA levels;
+ * on one CPU they do not depend on threads. The element-wise passes round
+ * op by op (-ffp-contract=off) and give the same bits on every ISA.
+ *
+ * Tests: bazel test //lib/backend/cpu:cpu_ops_test (both types against
+ * lib/backend/ref/ops.c, 1 and 2 threads).
  */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "kernels/bn_math.h"
+#include "kernels/cast_math.h"
 #include "lib/backend/backend.h"
 #include "lib/backend/checks.h"
+#include "lib/backend/cpu/bf16_rows.h"
 #include "lib/backend/cpu/ops_common.h"
 #include "lib/core/status.h"
 
@@ -51,42 +81,6 @@ BN_FINISH void bn_finish_channel(const tb_bn_desc *d, int c, double mean, double
     save_invstd[c] = tb_bn_invstd_f((float)var, d->eps);
     running_mean[c] = tb_bn_running_f(running_mean[c], (float)mean, d->momentum);
     running_var[c] = tb_bn_running_f(running_var[c], (float)tb_bn_unbiased(var, m), d->momentum);
-}
-
-/* NCHW: channel c is n runs of hw floats, C * hw apart. The statistics in
- * one pass over x, sum and sum of squares in double: var = E[x^2] - mean^2
- * loses ~1e-16 * mean^2 / var of var to cancellation, far below the float
- * it is rounded to for any activation (a pass fewer than mean, then
- * squared deviations: batch norm forward on ResNet-50 is ~5% of a step). */
-BN_CLONES static void bn_train_channel_nchw(const tb_bn_desc *d, int c, const float *x, const float *gamma,
-                                  const float *beta, float *y, float *rm, float *rv, float *sm,
-                                  float *si)
-{
-    size_t hw = (size_t)d->hw, stride = (size_t)d->c * hw;
-    double m = (double)d->n * hw, s = 0.0, q = 0.0;
-    const float *xc = x + (size_t)c * hw;
-    for (int n = 0; n < d->n; n++) {
-        const float *xr = xc + n * stride;
-        double a = 0.0, b = 0.0;
-#pragma omp simd reduction(+ : a, b)
-        for (size_t i = 0; i < hw; i++) {
-            double v = xr[i];
-            a += v;
-            b += v * v;
-        }
-        s += a;
-        q += b;
-    }
-    double mean = s / m, var = q / m - mean * mean;
-    bn_finish_channel(d, c, mean, var > 0.0 ? var : 0.0, rm, rv, sm, si);
-    float mu = sm[c], inv = si[c], g = gamma[c], b = beta[c];
-    for (int n = 0; n < d->n; n++) {
-        const float *xr = xc + n * stride;
-        float *yr = y + (size_t)c * hw + n * stride;
-#pragma omp simd
-        for (size_t i = 0; i < hw; i++)
-            yr[i] = tb_bn_fwd_f(xr[i], mu, inv, g, b);
-    }
 }
 
 /* NHWC rows are C contiguous channels: every pass streams through memory
@@ -123,26 +117,6 @@ static void bn_cols(size_t C, size_t b, size_t *lo, size_t *hi)
 
 static size_t bn_col_blocks(size_t C) { return (C + BN_COMBINE_COLS - 1) / BN_COMBINE_COLS; }
 
-/* part[c] = sum over rows [lo, hi) of x[r][c], part[C + c] = of x[r][c]^2,
- * for channels [c0, c1), in double (the NCHW statistics' one pass,
- * bn_train_channel_nchw says why the cancellation is harmless). */
-BN_CLONES static void nhwc_rows_sum(const float *x, size_t C, size_t c0, size_t c1, size_t lo,
-                                    size_t hi, double *part)
-{
-    double *sq = part + C;
-    memset(part + c0, 0, (c1 - c0) * sizeof *part);
-    memset(sq + c0, 0, (c1 - c0) * sizeof *sq);
-    for (size_t r = lo; r < hi; r++) {
-        const float *xr = x + r * C;
-#pragma omp simd
-        for (size_t c = c0; c < c1; c++) {
-            double v = xr[c];
-            part[c] += v;
-            sq[c] += v * v;
-        }
-    }
-}
-
 /* out[c] = sum of part[k][c] over the kc chunks, in chunk order, for
  * blocks of BN_COMBINE_COLS columns in parallel: each column's sum is the
  * same whichever thread adds it. */
@@ -159,47 +133,10 @@ static void bn_combine(int t, const double *part, size_t kc, size_t C, double *o
     }
 }
 
-static int bn_fwd_train_nhwc(tb_backend *be, const tb_bn_desc *d, const float *x,
-                             const float *gamma, const float *beta, float *y, float *rm, float *rv,
-                             float *sm, float *si)
-{
-    int t = threads_of(be);
-    size_t C = (size_t)d->c, rows = (size_t)d->n * d->hw, kc = bn_row_chunks(rows);
-    float *ws = NULL;
-    TB_TRY(ws_floats(be, 2 * (2 * kc * C + 2 * C), &ws));
-    double *part = (double *)ws, *mean = part + 2 * kc * C, *var = mean + C;
-    int par = rows * C >= PAR_MIN;
-    size_t nb = bn_col_blocks(C);
-#pragma omp parallel for num_threads(t) schedule(static) if (par)
-    for (size_t task = 0; task < kc * nb; task++) {
-        size_t k = task / nb, lo, hi, c0, c1;
-        bn_chunk(rows, kc, k, &lo, &hi);
-        bn_cols(C, task % nb, &c0, &c1);
-        nhwc_rows_sum(x, C, c0, c1, lo, hi, part + 2 * k * C);
-    }
-    /* chunk k's sums are part[2kC, 2kC + C), its squares the C after them:
-     * bn_combine over 2C-wide chunks adds both in chunk order */
-    bn_combine(t, part, kc, 2 * C, mean); /* mean[0, C): sums, var = mean + C: squares */
-    for (size_t c = 0; c < C; c++) {
-        mean[c] /= (double)rows;
-        double v = var[c] / (double)rows - mean[c] * mean[c];
-        var[c] = v > 0.0 ? v : 0.0;
-    }
-    for (size_t c = 0; c < C; c++)
-        bn_finish_channel(d, (int)c, mean[c], var[c], rm, rv, sm, si);
-#pragma omp parallel for num_threads(t) schedule(static) if (par)
-    for (size_t r = 0; r < rows; r++) {
-#pragma omp simd
-        for (size_t c = 0; c < C; c++)
-            y[r * C + c] = tb_bn_fwd_f(x[r * C + c], sm[c], si[c], gamma[c], beta[c]);
-    }
-    return TB_OK;
-}
-
 /* NCHW with small planes (hw < BN_SMALL_HW: ResNet-50's last two stages at
- * 64x64 have 4x4 and 2x2): the per-channel loops above run hw-long inner
+ * 64x64 have 4x4 and 2x2): the per-channel loops run hw-long inner
  * loops, all overhead at hw = 4. Here every pass streams through one image
- * of L = C * hw contiguous floats at a time against per-element arrays:
+ * of L = C * hw contiguous elements at a time against per-element arrays:
  * sums over the batch per position j (each position its own, so any
  * split of j gives the same bits), then per channel over its hw positions
  * in order; the per-channel coefficients expanded to L entries so the
@@ -216,49 +153,10 @@ static void bn_expand(const float *v, size_t C, size_t hw, float *out)
             out[c * hw + i] = v[c];
 }
 
-/* a[j] = sum over images of u[j], b[j] = sum of u[j] * w[j] (w == NULL: of
- * u[j]^2; else w[j] = x[j] - mean_e[j]), for j in [lo, hi) of the L. */
-BN_CLONES static void bn_plane_sums(const float *u, const float *x, const float *mean_e,
-                                    size_t N, size_t L, size_t lo, size_t hi, double *a,
-                                    double *b)
-{
-    for (size_t j = lo; j < hi; j++)
-        a[j] = b[j] = 0.0;
-    for (size_t n = 0; n < N; n++) {
-        const float *un = u + n * L, *xn = x ? x + n * L : NULL;
-        if (!xn) {
-#pragma omp simd
-            for (size_t j = lo; j < hi; j++) {
-                double v = un[j];
-                a[j] += v;
-                b[j] += v * v;
-            }
-        } else {
-#pragma omp simd
-            for (size_t j = lo; j < hi; j++) {
-                a[j] += un[j];
-                b[j] += un[j] * (xn[j] - mean_e[j]);
-            }
-        }
-    }
-}
-
 /* Fixed position ranges of about BN_PLANE_CHUNK floats for threads. */
 #define BN_PLANE_CHUNK ((size_t)2048)
 
 static size_t bn_plane_chunks(size_t L) { return (L + BN_PLANE_CHUNK - 1) / BN_PLANE_CHUNK; }
-
-/* Both sums of bn_plane_sums over all L positions, in parallel. */
-static void bn_plane_sums_all(int t, const float *u, const float *x, const float *mean_e,
-                              size_t N, size_t L, double *a, double *b)
-{
-    size_t kc = bn_plane_chunks(L);
-#pragma omp parallel for num_threads(t) schedule(static) if (N * L >= PAR_MIN)
-    for (size_t k = 0; k < kc; k++) {
-        size_t lo = k * BN_PLANE_CHUNK, hi = lo + BN_PLANE_CHUNK < L ? lo + BN_PLANE_CHUNK : L;
-        bn_plane_sums(u, x, mean_e, N, L, lo, hi, a, b);
-    }
-}
 
 static double bn_plane_channel(const double *a, size_t c, size_t hw)
 {
@@ -268,91 +166,11 @@ static double bn_plane_channel(const double *a, size_t c, size_t hw)
     return s;
 }
 
-static int bn_fwd_train_small(tb_backend *be, const tb_bn_desc *d, const float *x,
-                              const float *gamma, const float *beta, float *y, float *rm,
-                              float *rv, float *sm, float *si)
-{
-    int t = threads_of(be);
-    size_t C = (size_t)d->c, hw = (size_t)d->hw, L = C * hw, N = (size_t)d->n;
-    float *ws = NULL;
-    TB_TRY(ws_floats(be, 4 * L + 4 * L, &ws));
-    double *a = (double *)ws, *b = a + L;
-    float *mu_e = (float *)(b + L), *inv_e = mu_e + L, *g_e = inv_e + L, *b_e = g_e + L;
-    bn_plane_sums_all(t, x, NULL, NULL, N, L, a, b);
-    double m = (double)N * hw;
-    for (size_t c = 0; c < C; c++) {
-        double mean = bn_plane_channel(a, c, hw) / m;
-        double var = bn_plane_channel(b, c, hw) / m - mean * mean;
-        bn_finish_channel(d, (int)c, mean, var > 0.0 ? var : 0.0, rm, rv, sm, si);
-    }
-    bn_expand(sm, C, hw, mu_e);
-    bn_expand(si, C, hw, inv_e);
-    bn_expand(gamma, C, hw, g_e);
-    bn_expand(beta, C, hw, b_e);
-#pragma omp parallel for num_threads(t) schedule(static) if (N * L >= PAR_MIN)
-    for (size_t n = 0; n < N; n++) {
-#pragma omp simd
-        for (size_t j = 0; j < L; j++)
-            y[n * L + j] = tb_bn_fwd_f(x[n * L + j], mu_e[j], inv_e[j], g_e[j], b_e[j]);
-    }
-    return TB_OK;
-}
-
-static int cpu_bn_fwd_train(tb_backend *be, const tb_bn_desc *d, const float *x, const float *gamma,
-                            const float *beta, float *y, float *running_mean, float *running_var,
-                            float *save_mean, float *save_invstd)
-{
-    TB_TRY(tb_check_bn(d, 1));
-    int t = threads_of(be);
-    size_t total = (size_t)d->n * d->c * d->hw;
-    if (d->layout == TB_NCHW && d->hw < BN_SMALL_HW)
-        return bn_fwd_train_small(be, d, x, gamma, beta, y, running_mean, running_var,
-                                  save_mean, save_invstd);
-    if (d->layout == TB_NCHW) {
-#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
-        for (int c = 0; c < d->c; c++)
-            bn_train_channel_nchw(d, c, x, gamma, beta, y, running_mean, running_var, save_mean,
-                                  save_invstd);
-        return TB_OK;
-    }
-    return bn_fwd_train_nhwc(be, d, x, gamma, beta, y, running_mean, running_var, save_mean,
-                             save_invstd);
-}
-
-static int cpu_bn_fwd_infer(tb_backend *be, const tb_bn_desc *d, const float *x, const float *gamma,
-                            const float *beta, const float *running_mean, const float *running_var,
-                            float *y)
-{
-    TB_TRY(tb_check_bn(d, 0));
-    int t = threads_of(be), C = d->c;
-    size_t hw = (size_t)d->hw, total = (size_t)d->n * C * hw;
-    float *inv;
-    TB_TRY(ws_floats(be, (size_t)C, &inv));
-    for (int c = 0; c < C; c++)
-        inv[c] = tb_bn_invstd_f(running_var[c], d->eps);
-    if (d->layout == TB_NCHW) {
-#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
-        for (size_t pl = 0; pl < (size_t)d->n * C; pl++) {
-            int c = (int)(pl % (size_t)C);
-            float mu = running_mean[c], is = inv[c], g = gamma[c], b = beta[c];
-#pragma omp simd
-            for (size_t i = 0; i < hw; i++)
-                y[pl * hw + i] = tb_bn_fwd_f(x[pl * hw + i], mu, is, g, b);
-        }
-        return TB_OK;
-    }
-#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
-    for (size_t r = 0; r < (size_t)d->n * hw; r++) {
-#pragma omp simd
-        for (int c = 0; c < C; c++)
-            y[r * C + c] = tb_bn_fwd_f(x[r * C + c], running_mean[c], inv[c], gamma[c], beta[c]);
-    }
-    return TB_OK;
-}
-
-/* Where backward writes: dx always; dgamma/dbeta written or added to. */
+/* Where backward writes: dx always (elements of tb_bn_desc.dtype);
+ * dgamma/dbeta written or added to. */
 typedef struct bn_grads {
-    float *dx, *dgamma, *dbeta;
+    void *dx;
+    float *dgamma, *dbeta;
     int accumulate;
 } bn_grads;
 
@@ -370,114 +188,51 @@ BN_FINISH void bn_bwd_finish(const tb_bn_desc *d, int c, double sum_dy, double s
     *mean_dy_xhat = (float)(dg / m);
 }
 
-BN_CLONES static void bn_bwd_channel_nchw(const tb_bn_desc *d, int c, const float *x, const float *dy,
-                                const float *gamma, const float *sm, const float *si,
-                                const bn_grads *gr)
+/* The loops over activations, once per element type (batchnorm_body.h). */
+#define BN_T float
+#define BN_LOAD(p, i) ((p)[i])
+#define BN_NAME(f) f##_f32
+#include "lib/backend/cpu/batchnorm_body.h"
+#undef BN_T
+#undef BN_LOAD
+#undef BN_NAME
+
+#define BN_T uint16_t
+#define BN_LOAD(p, i) tb_bf16_to_f32((p)[i])
+#define BN_NAME(f) f##_bf16
+#include "lib/backend/cpu/batchnorm_body.h"
+#undef BN_T
+#undef BN_LOAD
+#undef BN_NAME
+
+/* The slots take float pointers; with dtype TB_BF16, x, y, dy and dx hold
+ * bf16 bits (lib/backend/backend.h). */
+static int cpu_bn_fwd_train(tb_backend *be, const tb_bn_desc *d, const float *x, const float *gamma,
+                            const float *beta, float *y, float *running_mean, float *running_var,
+                            float *save_mean, float *save_invstd)
 {
-    size_t hw = (size_t)d->hw, stride = (size_t)d->c * hw, off = (size_t)c * hw;
-    double mu = sm[c], s = 0.0, sx = 0.0;
-    for (int n = 0; n < d->n; n++) {
-        const float *xr = x + off + n * stride, *gr_ = dy + off + n * stride;
-        double a = 0.0, b = 0.0;
-#pragma omp simd reduction(+ : a, b)
-        for (size_t i = 0; i < hw; i++) {
-            a += gr_[i];
-            b += gr_[i] * (xr[i] - mu);
-        }
-        s += a;
-        sx += b;
-    }
-    float k, mdy, mdyx;
-    bn_bwd_finish(d, c, s, sx, gamma, si, gr, &k, &mdy, &mdyx);
-    float muf = sm[c], inv = si[c];
-    for (int n = 0; n < d->n; n++) {
-        const float *xr = x + off + n * stride, *dyr = dy + off + n * stride;
-        float *dxr = gr->dx + off + n * stride;
-#pragma omp simd
-        for (size_t i = 0; i < hw; i++)
-            dxr[i] = tb_bn_bwd_dx_f(xr[i], dyr[i], muf, inv, k, mdy, mdyx);
-    }
+    TB_TRY(tb_check_bn(d, 1));
+    if (d->dtype == TB_BF16)
+        return bn_fwd_train_bf16(be, d, (const uint16_t *)x, gamma, beta, (uint16_t *)y,
+                                 running_mean, running_var, save_mean, save_invstd);
+    return bn_fwd_train_f32(be, d, x, gamma, beta, y, running_mean, running_var, save_mean,
+                            save_invstd);
 }
 
-/* Backward sums over rows [lo, hi) for channels [c0, c1): part[c] =
- * sum dy, part[C + c] = sum dy (x - mean). */
-BN_CLONES static void nhwc_rows_bwd_sums(const float *x, const float *dy, size_t C, size_t c0,
-                                         size_t c1, size_t lo, size_t hi, const float *mean,
-                                         double *part)
+static int cpu_bn_fwd_infer(tb_backend *be, const tb_bn_desc *d, const float *x, const float *gamma,
+                            const float *beta, const float *running_mean, const float *running_var,
+                            float *y)
 {
-    memset(part + c0, 0, (c1 - c0) * sizeof *part);
-    memset(part + C + c0, 0, (c1 - c0) * sizeof *part);
-    for (size_t r = lo; r < hi; r++) {
-        const float *xr = x + r * C, *dyr = dy + r * C;
-#pragma omp simd
-        for (size_t c = c0; c < c1; c++) {
-            part[c] += dyr[c];
-            part[C + c] += dyr[c] * (xr[c] - mean[c]);
-        }
-    }
-}
-
-static int bn_bwd_nhwc(tb_backend *be, const tb_bn_desc *d, const float *x, const float *dy,
-                       const float *gamma, const float *sm, const float *si, const bn_grads *gr)
-{
-    int t = threads_of(be);
-    size_t C = (size_t)d->c, rows = (size_t)d->n * d->hw, kc = bn_row_chunks(rows);
-    float *ws = NULL;
-    TB_TRY(ws_floats(be, 2 * (2 * kc * C + 2 * C) + 3 * C, &ws));
-    double *part = (double *)ws, *sums = part + 2 * kc * C;
-    float *k = (float *)(sums + 2 * C), *mdy = k + C, *mdyx = mdy + C;
-    float *dx = gr->dx;
-    int par = rows * C >= PAR_MIN;
-    size_t nb = bn_col_blocks(C);
-#pragma omp parallel for num_threads(t) schedule(static) if (par)
-    for (size_t task = 0; task < kc * nb; task++) {
-        size_t q = task / nb, lo, hi, c0, c1;
-        bn_chunk(rows, kc, q, &lo, &hi);
-        bn_cols(C, task % nb, &c0, &c1);
-        nhwc_rows_bwd_sums(x, dy, C, c0, c1, lo, hi, sm, part + 2 * q * C);
-    }
-    bn_combine(t, part, kc, 2 * C, sums);
-    for (size_t c = 0; c < C; c++)
-        bn_bwd_finish(d, (int)c, sums[c], sums[C + c], gamma, si, gr, &k[c], &mdy[c], &mdyx[c]);
-#pragma omp parallel for num_threads(t) schedule(static) if (par)
-    for (size_t r = 0; r < rows; r++) {
-#pragma omp simd
-        for (size_t c = 0; c < C; c++)
-            dx[r * C + c] = tb_bn_bwd_dx_f(x[r * C + c], dy[r * C + c], sm[c], si[c], k[c],
-                                           mdy[c], mdyx[c]);
-    }
-    return TB_OK;
-}
-
-/* bn_fwd_train_small's backward: the sums per position, then per channel,
- * then dx in one contiguous pass per image. */
-static int bn_bwd_small(tb_backend *be, const tb_bn_desc *d, const float *x, const float *dy,
-                        const float *gamma, const float *sm, const float *si, const bn_grads *gr)
-{
-    int t = threads_of(be);
-    size_t C = (size_t)d->c, hw = (size_t)d->hw, L = C * hw, N = (size_t)d->n;
-    float *ws = NULL;
-    TB_TRY(ws_floats(be, 4 * L + 5 * L + 3 * C, &ws));
-    double *a = (double *)ws, *b = a + L;
-    float *mu_e = (float *)(b + L), *inv_e = mu_e + L, *k_e = inv_e + L, *mdy_e = k_e + L,
-          *mdyx_e = mdy_e + L, *k = mdyx_e + L, *mdy = k + C, *mdyx = mdy + C;
-    bn_expand(sm, C, hw, mu_e);
-    bn_expand(si, C, hw, inv_e);
-    bn_plane_sums_all(t, dy, x, mu_e, N, L, a, b);
-    for (size_t c = 0; c < C; c++)
-        bn_bwd_finish(d, (int)c, bn_plane_channel(a, c, hw), bn_plane_channel(b, c, hw), gamma,
-                      si, gr, &k[c], &mdy[c], &mdyx[c]);
-    bn_expand(k, C, hw, k_e);
-    bn_expand(mdy, C, hw, mdy_e);
-    bn_expand(mdyx, C, hw, mdyx_e);
-    float *dx = gr->dx;
-#pragma omp parallel for num_threads(t) schedule(static) if (N * L >= PAR_MIN)
-    for (size_t n = 0; n < N; n++) {
-#pragma omp simd
-        for (size_t j = 0; j < L; j++)
-            dx[n * L + j] = tb_bn_bwd_dx_f(x[n * L + j], dy[n * L + j], mu_e[j], inv_e[j],
-                                           k_e[j], mdy_e[j], mdyx_e[j]);
-    }
+    TB_TRY(tb_check_bn(d, 0));
+    float *inv = NULL;
+    TB_TRY(ws_floats(be, (size_t)d->c, &inv));
+    for (int c = 0; c < d->c; c++)
+        inv[c] = tb_bn_invstd_f(running_var[c], d->eps);
+    if (d->dtype == TB_BF16)
+        bn_fwd_infer_bf16(be, d, (const uint16_t *)x, gamma, beta, running_mean, inv,
+                          (uint16_t *)y);
+    else
+        bn_fwd_infer_f32(be, d, x, gamma, beta, running_mean, inv, y);
     return TB_OK;
 }
 
@@ -486,18 +241,11 @@ static int cpu_bn_bwd(tb_backend *be, const tb_bn_desc *d, const float *x, const
                       float *dx, float *dgamma, float *dbeta, int accumulate)
 {
     TB_TRY(tb_check_bn(d, 1));
-    int t = threads_of(be);
-    size_t total = (size_t)d->n * d->c * d->hw;
     bn_grads gr = {dx, dgamma, dbeta, accumulate};
-    if (d->layout == TB_NCHW && d->hw < BN_SMALL_HW)
-        return bn_bwd_small(be, d, x, dy, gamma, save_mean, save_invstd, &gr);
-    if (d->layout == TB_NCHW) {
-#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
-        for (int c = 0; c < d->c; c++)
-            bn_bwd_channel_nchw(d, c, x, dy, gamma, save_mean, save_invstd, &gr);
-        return TB_OK;
-    }
-    return bn_bwd_nhwc(be, d, x, dy, gamma, save_mean, save_invstd, &gr);
+    if (d->dtype == TB_BF16)
+        return bn_bwd_bf16(be, d, (const uint16_t *)x, (const uint16_t *)dy, gamma, save_mean,
+                           save_invstd, &gr);
+    return bn_bwd_f32(be, d, x, dy, gamma, save_mean, save_invstd, &gr);
 }
 
 void tb_cpu_install_batchnorm(tb_backend *be)

@@ -253,6 +253,42 @@ static const char *default_name(tb_backend *be, const tb_conv_desc *d, tb_conv_k
     return name;
 }
 
+/* The same direction with lowp_out (bf16 activations): y or dx written in
+ * bf16 by the default algorithm for that descriptor, within one rounding
+ * (2^-8 relative) of the fp32 output got[0, n) of the same inputs. */
+#define TOL_LOWP_OUT 4e-3
+static void lowp_out_one(tb_backend *be, tb_conv_desc d, tb_conv_kind kind, const uint16_t *xl,
+                         const uint16_t *wl, const uint16_t *dyl, const float *bias,
+                         const float *got, size_t n)
+{
+    d.lowp_out = 1;
+    uint16_t *out = malloc(n * sizeof *out);
+    float *wide = malloc(n * sizeof *wide);
+    int algo;
+    int rc = be->conv_algo_default(be, &d, kind, &algo);
+    if (rc == TB_OK && kind == TB_CONV_FWD)
+        rc = be->conv_fwd(be, &d, algo, (const float *)xl, (const float *)wl, bias,
+                          (float *)out);
+    else if (rc == TB_OK)
+        rc = be->conv_bwd_data(be, &d, algo, (const float *)dyl, (const float *)wl,
+                               (float *)out);
+    const char *lay = d.layout == TB_NHWC ? "nhwc" : "nchw";
+    if (rc != TB_OK) {
+        CHECK(0, "bf16 conv %s kind %d, bf16 outputs: %s: %s", lay, kind, tb_err_name(rc),
+              tb_error_message());
+        tb_error_clear();
+    } else {
+        for (size_t i = 0; i < n; i++)
+            wide[i] = tb_bf16_to_f32(out[i]);
+        double e = max_rel(got, wide, n);
+        printf("conv bf16 %s kind %d, bf16 outputs (%s): max_rel_err to fp32's %.2g (tol %g)\n",
+               lay, kind, default_name(be, &d, kind), e, TOL_LOWP_OUT);
+        CHECK(e <= TOL_LOWP_OUT, "bf16 conv %s kind %d, bf16 outputs: %.3g", lay, kind, e);
+    }
+    free(out);
+    free(wide);
+}
+
 static void conv_one(tb_backend *be, tb_conv_desc d)
 {
     size_t nx = (size_t)d.n * d.c * d.h * d.w, nw = (size_t)d.k * d.c * d.r * d.s;
@@ -301,6 +337,8 @@ static void conv_one(tb_backend *be, tb_conv_desc d)
         printf("conv bf16 %s kind %d (%s): max_rel_err %.2g (tol %g)\n", lay, kind, name, e,
                TOL_BF16);
         CHECK(e <= TOL_BF16, "bf16 conv %s kind %d: %.3g", lay, kind, e);
+        if (kind != TB_CONV_BWD_FILTER)
+            lowp_out_one(be, d, (tb_conv_kind)kind, xl, wl, dyl, bias, got, n);
     }
     free(x), free(w), free(dy), free(xl), free(wl), free(dyl), free(bias);
     free(want), free(got), free(wantb), free(gotb);

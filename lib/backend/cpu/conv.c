@@ -73,6 +73,8 @@
 static int conv_check_desc(const tb_conv_desc *d, const char *op)
 {
     TB_TRY(check_math(d->dtype, d->math, op));
+    if (d->lowp_out && d->dtype != TB_BF16)
+        return TB_FAIL(TB_ERR_INVALID, "%s: low-precision outputs need dtype bf16", op);
     if (d->layout != TB_NCHW && d->layout != TB_NHWC)
         return TB_FAIL(TB_ERR_INVALID, "%s: unknown layout %d", op, (int)d->layout);
     if (d->n <= 0 || d->c <= 0 || d->h <= 0 || d->w <= 0 || d->k <= 0 || d->r <= 0 ||
@@ -89,14 +91,15 @@ typedef struct conv_mds {
     dnnl_memory_desc_t x, w, y, b;
 } conv_mds;
 
-/* Inputs of each direction in d->dtype, outputs f32 (lib/backend/backend.h). */
+/* Inputs of each direction in d->dtype, outputs f32, or y and dx in
+ * d->dtype with d->lowp_out (lib/backend/backend.h). */
 static int conv_user_mds(const tb_conv_desc *d, tb_conv_kind kind, conv_mds *m)
 {
     int nhwc = d->layout == TB_NHWC;
-    dnnl_data_type_t lp = dnnl_dt(d->dtype);
-    dnnl_data_type_t xt = kind == TB_CONV_BWD_DATA ? dnnl_f32 : lp;
+    dnnl_data_type_t lp = dnnl_dt(d->dtype), out = d->lowp_out ? lp : dnnl_f32;
+    dnnl_data_type_t xt = kind == TB_CONV_BWD_DATA ? out : lp;
     dnnl_data_type_t wt = kind == TB_CONV_BWD_FILTER ? dnnl_f32 : lp;
-    dnnl_data_type_t yt = kind == TB_CONV_FWD ? dnnl_f32 : lp;
+    dnnl_data_type_t yt = kind == TB_CONV_FWD ? out : lp;
     dnnl_dims_t x = {d->n, d->c, d->h, d->w};
     dnnl_dims_t w = {d->k, d->c, d->r, d->s};
     dnnl_dims_t y = {d->n, d->k, tb_conv_out_h(d), tb_conv_out_w(d)};
@@ -256,6 +259,7 @@ static tb_conv_desc as_run(dnnl_state *st, const tb_conv_desc *d)
     if (d->dtype == TB_BF16 && bf16_mode(st) == BF16_WIDENED) {
         r.dtype = TB_F32;
         r.math = TB_MATH_F32;
+        r.lowp_out = 0; /* conv_run narrows the fp32 output */
     }
     return r;
 }
@@ -458,6 +462,7 @@ static conv_entry conv_key(const tb_conv_desc *d, tb_conv_kind kind, int algo, i
     key.d.k = d->k, key.d.r = d->r, key.d.s = d->s;
     key.d.stride = d->stride, key.d.pad = d->pad;
     key.d.layout = d->layout, key.d.dtype = d->dtype, key.d.math = d->math;
+    key.d.lowp_out = d->lowp_out;
     key.kind = kind;
     key.algo = algo;
     key.has_bias = has_bias;
@@ -782,6 +787,22 @@ static int conv_bwd_filter_run(tb_backend *be, dnnl_state *st, conv_entry *e, co
     return TB_OK;
 }
 
+/* st->out_f32, at least n floats (grown with be->dev_alloc, as st->widened
+ * is). Caller holds the lock. */
+static int out_scratch(tb_backend *be, dnnl_state *st, size_t n, float **out)
+{
+    if (n * sizeof(float) > st->out_f32_bytes) {
+        if (st->out_f32)
+            be->dev_free(be, st->out_f32);
+        st->out_f32 = NULL;
+        st->out_f32_bytes = 0;
+        TB_TRY(be->dev_alloc(be, (void **)&st->out_f32, n * sizeof(float)));
+        st->out_f32_bytes = n * sizeof(float);
+    }
+    *out = st->out_f32;
+    return TB_OK;
+}
+
 /* Looks up (or creates) the primitive and runs it; ptr as conv_execute. */
 static int conv_run(tb_backend *be, const tb_conv_desc *d0, tb_conv_kind kind, int algo,
                     void *ptr[3], void *bias, float *dbias, int accumulate)
@@ -807,7 +828,17 @@ static int conv_run(tb_backend *be, const tb_conv_desc *d0, tb_conv_kind kind, i
     TB_TRY(conv_lookup(be, st, &key, &e));
     if (kind == TB_CONV_BWD_FILTER)
         return conv_bwd_filter_run(be, st, e, ptr[0], ptr[1], ptr[2], dbias, accumulate);
-    return conv_execute(be, st, e, ptr, bias);
+    /* a low-precision output that the primitive writes in fp32 (the matmul
+     * entry, bf16 widened): into scratch, then narrowed */
+    if (!d0->lowp_out || (d->lowp_out && !e->matmul))
+        return conv_execute(be, st, e, ptr, bias);
+    size_t nx, nw, ny;
+    conv_sizes(d, &nx, &nw, &ny);
+    size_t n_out = kind == TB_CONV_FWD ? ny : nx;
+    float *f32;
+    TB_TRY(out_scratch(be, st, n_out, &f32));
+    TB_TRY(conv_execute(be, st, e, (void *[3]){ptr[0], ptr[1], f32}, bias));
+    return be->cast_f32_to_lowp(be, d0->dtype, f32, ptr[2], n_out);
 }
 
 static int conv_run_locked(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind, int algo,

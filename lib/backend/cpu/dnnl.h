@@ -213,6 +213,9 @@ typedef struct dnnl_state {
     int bf16;                 /* BF16_UNKNOWN, BF16_NATIVE or BF16_WIDENED */
     float *widened;           /* bf16 operands widened to fp32 (BF16_WIDENED) */
     size_t widened_bytes;
+    float *out_f32;           /* a convolution's fp32 output before it is narrowed to
+                                 bf16 (lowp_out where the primitive writes fp32) */
+    size_t out_f32_bytes;
 } dnnl_state;
 
 /* How bf16 operands run. oneDNN 2.6 has bf16 kernels only from avx512_core

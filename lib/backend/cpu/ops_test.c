@@ -22,8 +22,10 @@
 #include <string.h>
 
 #include "kernels/bn_math.h"
+#include "kernels/cast_math.h"
 #include "kernels/rng_math.h"
 #include "lib/backend/backend.h"
+#include "lib/backend/cpu/bf16_rows.h"
 #include "lib/backend/cpu/cpu.h"
 #include "lib/backend/ref/ops.h"
 #include "lib/core/status.h"
@@ -299,6 +301,118 @@ static void test_dropout(void)
     close_ops(be2);
 }
 
+/* ---------------------------------------------------------------- bf16 activations */
+
+/* Batch norm and pooling on bf16 activations (x, y, dy, dx 2-byte; the
+ * rest fp32) are checked against the fp32 reference run on the same
+ * values: inputs rounded to bf16 first, the reference's outputs rounded to
+ * bf16 after. Kernel and reference agree in fp32 to the fp32 tolerances;
+ * rounded, two such values are the same or one bf16 ulp apart, at most
+ * 2^-7 of the value (8 significant bits). Outputs that are one of the
+ * inputs (max pooling) must match exactly. */
+#define BF16_RTOL (1.0 / 128.0)
+
+static void round_bf16(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = tb_bf16_to_f32(tb_f32_to_bf16(x[i]));
+}
+
+/* A bf16 copy of x[0, n) (x already rounded: exact). */
+static uint16_t *bf16_copy(const float *x, size_t n)
+{
+    uint16_t *h = xmalloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        h[i] = tb_f32_to_bf16(x[i]);
+    return h;
+}
+
+static void widen_bf16(const uint16_t *h, float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = tb_bf16_to_f32(h[i]);
+}
+
+/* The buffers a kernel reads and writes: the fp32 arrays themselves, or
+ * bf16 copies of them (act_in) and 2-byte outputs (act_out). */
+static void *act_in(const tb_dtype dt, float *x, size_t n)
+{
+    return dt == TB_BF16 ? (void *)bf16_copy(x, n) : (void *)x;
+}
+
+static void *act_out(const tb_dtype dt, float *y, size_t n)
+{
+    return dt == TB_BF16 ? xmalloc(n * sizeof(uint16_t)) : (void *)y;
+}
+
+/* y = what the kernel wrote to out (widened when bf16); want rounded to
+ * bf16 when the kernel's outputs are. */
+static void act_result(const tb_dtype dt, const void *out, float *y, float *want, size_t n)
+{
+    if (dt != TB_BF16)
+        return;
+    widen_bf16(out, y, n);
+    round_bf16(want, n);
+}
+
+static void act_free(const void *buf, const float *x)
+{
+    if (buf != (const void *)x)
+        free((void *)buf);
+}
+
+static const char *dtype_name(tb_dtype dt) { return dt == TB_BF16 ? "bf16" : "f32"; }
+
+/* The code paths of the bf16 outputs' rounding (bf16_rows.c) this CPU
+ * runs: paths[0, return). */
+static int bf16_row_paths(int *paths)
+{
+    int n = 0;
+    paths[n++] = TB_CPU_PATH_GENERIC;
+    if (tb_cpu_bf16_rows_set_path(TB_CPU_PATH_AVX512) == TB_OK)
+        paths[n++] = TB_CPU_PATH_AVX512;
+    tb_error_clear();
+    tb_cpu_bf16_rows_set_path(TB_CPU_PATH_AUTO);
+    return n;
+}
+
+/* tb_cpu_bf16_round_row = tb_f32_to_bf16 bit for bit on each path, at
+ * every length to 70 (the AVX512 path's 32-lane blocks and masked tail),
+ * on values that include fp32 denormals (AVX512_BF16 flushes them; the
+ * path redoes them), ties, NaN, infinities, zeros and overflow to Inf. */
+static void test_bf16_rows(void)
+{
+    static const uint32_t special[] = {0x00000001u, 0x807fffffu, 0x00400000u, 0x3f808000u,
+                                       0x3f818000u, 0x7f7fffffu, 0xff7fffffu, 0x7f800000u,
+                                       0xff800000u, 0x7fc00001u, 0xff800001u, 0x00000000u,
+                                       0x80000000u, 0x007fffffu, 0x00800000u};
+    float src[70];
+    uint16_t got[72], want[70];
+    for (size_t i = 0; i < 70; i++) {
+        uint32_t u = special[i % (sizeof special / sizeof special[0])];
+        if (i % 3 == 1) {
+            float f = (float)((urand() * 2.0 - 1.0) * 1e3);
+            memcpy(&u, &f, sizeof u);
+        }
+        memcpy(&src[i], &u, sizeof u);
+        want[i] = tb_f32_to_bf16(src[i]);
+    }
+    int paths[2], np = bf16_row_paths(paths);
+    for (int k = 0; k < np; k++) {
+        CHECK(tb_cpu_bf16_rows_set_path(paths[k]) == TB_OK, "bf16 rows path %d", paths[k]);
+        for (size_t n = 0; n <= 70; n++) {
+            got[n] = got[n + 1] = 0x5a5a;
+            tb_cpu_bf16_round_row(got, src, n);
+            CHECK(same(got, want, n * sizeof *got) && got[n] == 0x5a5a,
+                  "bf16 rows path %d, n=%zu: differs from tb_f32_to_bf16 or wrote past n",
+                  paths[k], n);
+        }
+    }
+    tb_cpu_bf16_rows_set_path(TB_CPU_PATH_AUTO);
+    printf("bf16 output rounding (paths: %d) = tb_f32_to_bf16, denormals, NaN, Inf, tails: done\n",
+           np);
+}
+
 /* ---------------------------------------------------------------- batch norm */
 
 static void test_bn_case(tb_backend *be, tb_bn_desc d)
@@ -320,57 +434,84 @@ static void test_bn_case(tb_backend *be, tb_bn_desc d)
     fill_pos(rv, C, 0.5f, 2.0f);
     memcpy(rmr, rm, C * 4);
     memcpy(rvr, rv, C * 4);
-    const char *lay = d.layout == TB_NCHW ? "NCHW" : "NHWC";
+    const char *lay = d.layout == TB_NCHW ? "NCHW" : "NHWC", *dt = dtype_name(d.dtype);
+    /* bf16: the kernel reads the rounded inputs, the reference the same
+     * values in fp32; outputs get one rounding more (BF16_RTOL); the
+     * statistics, dgamma and dbeta are fp32 either way */
+    double ro = d.dtype == TB_BF16 ? BF16_RTOL : 0.0;
+    if (d.dtype == TB_BF16) {
+        round_bf16(x, total);
+        round_bf16(dy, total);
+    }
+    tb_bn_desc dr = d;
+    dr.dtype = TB_F32;
+    void *xk = act_in(d.dtype, x, total), *dyk = act_in(d.dtype, dy, total);
+    void *yk = act_out(d.dtype, y, total), *dxk = act_out(d.dtype, dx, total);
 
-    CHECK(be->bn_fwd_train(be, &d, x, g, b, y, rm, rv, sm, si) == TB_OK, "bn_fwd_train status");
-    tb_ref_bn_fwd_train(&d, x, g, b, yr, rmr, rvr, smr, sir);
-    CHECK(near("bn y", y, yr, total, 1e-5, 1e-5) && near("bn save_mean", sm, smr, C, 1e-6, 1e-6) &&
+    CHECK(be->bn_fwd_train(be, &d, xk, g, b, yk, rm, rv, sm, si) == TB_OK, "bn_fwd_train status");
+    tb_ref_bn_fwd_train(&dr, x, g, b, yr, rmr, rvr, smr, sir);
+    act_result(d.dtype, yk, y, yr, total);
+    CHECK(near("bn y", y, yr, total, 1e-5, 1e-5 + ro) && near("bn save_mean", sm, smr, C, 1e-6, 1e-6) &&
               near("bn save_invstd", si, sir, C, 0, 1e-6) &&
               near("bn running_mean", rm, rmr, C, 1e-6, 1e-6) &&
               near("bn running_var", rv, rvr, C, 0, 1e-6),
-          "bn_fwd_train %s n=%d c=%d hw=%d t=%d", lay, d.n, d.c, d.hw, threads);
+          "bn_fwd_train %s %s n=%d c=%d hw=%d t=%d", dt, lay, d.n, d.c, d.hw, threads);
 
-    CHECK(be->bn_fwd_infer(be, &d, x, g, b, rm, rv, y) == TB_OK, "bn_fwd_infer status");
-    tb_ref_bn_fwd_infer(&d, x, g, b, rm, rv, yr);
-    CHECK(near("bn infer y", y, yr, total, 1e-5, 1e-5), "bn_fwd_infer %s n=%d c=%d hw=%d t=%d",
-          lay, d.n, d.c, d.hw, threads);
+    CHECK(be->bn_fwd_infer(be, &d, xk, g, b, rm, rv, yk) == TB_OK, "bn_fwd_infer status");
+    tb_ref_bn_fwd_infer(&dr, x, g, b, rm, rv, yr);
+    act_result(d.dtype, yk, y, yr, total);
+    CHECK(near("bn infer y", y, yr, total, 1e-5, 1e-5 + ro),
+          "bn_fwd_infer %s %s n=%d c=%d hw=%d t=%d", dt, lay, d.n, d.c, d.hw, threads);
 
     for (int acc = 0; acc <= 1; acc++) {
         fill(dg, C, 1.0f);
         fill(db, C, 1.0f);
         memcpy(dgr, dg, C * 4);
         memcpy(dbr, db, C * 4);
-        CHECK(be->bn_bwd(be, &d, x, dy, g, sm, si, dx, dg, db, acc) == TB_OK, "bn_bwd status");
-        tb_ref_bn_bwd(&d, x, dy, g, sm, si, dxr, dgr, dbr, acc);
-        CHECK(near("bn dx", dx, dxr, total, 1e-5, 1e-4) && near("bn dgamma", dg, dgr, C, 1e-5, 1e-5) &&
+        CHECK(be->bn_bwd(be, &d, xk, dyk, g, sm, si, dxk, dg, db, acc) == TB_OK, "bn_bwd status");
+        tb_ref_bn_bwd(&dr, x, dy, g, sm, si, dxr, dgr, dbr, acc);
+        act_result(d.dtype, dxk, dx, dxr, total);
+        CHECK(near("bn dx", dx, dxr, total, 1e-5, 1e-4 + ro) && near("bn dgamma", dg, dgr, C, 1e-5, 1e-5) &&
                   near("bn dbeta", db, dbr, C, 1e-5, 1e-5),
-              "bn_bwd %s n=%d c=%d hw=%d acc=%d t=%d", lay, d.n, d.c, d.hw, acc, threads);
+              "bn_bwd %s %s n=%d c=%d hw=%d acc=%d t=%d", dt, lay, d.n, d.c, d.hw, acc, threads);
     }
+    act_free(xk, x), act_free(dyk, dy), act_free(yk, y), act_free(dxk, dx);
     free(x), free(y), free(yr), free(dy), free(dx), free(dxr), free(g), free(b), free(rm);
     free(rv), free(rmr), free(rvr), free(sm), free(si), free(smr), free(sir), free(dg), free(db);
     free(dgr), free(dbr);
 }
 
+/* Every shape and layout in fp32, then in bf16 on each rounding path. */
 static void test_bn(int threads)
 {
     /* hw < 32 takes batchnorm.c's small-plane NCHW path; {16, 600, 4}: two
      * position chunks, above the one-thread cutoff (NHWC: 4 row chunks, 3
      * channel blocks, the last partial); {5, 300, 7}: NHWC's 35 rows in 2
-     * uneven chunks */
+     * uneven chunks; {3, 1100, 2}: rows (NHWC 1100, NCHW small-plane 2200)
+     * longer than a bf16 stage's 1024 floats */
     static const int shapes[][3] = {{2, 3, 7},    {33, 7, 1},   {3, 17, 49}, {1, 1, 2},
-                                    {8, 40, 256}, {16, 600, 4}, {5, 300, 7}};
+                                    {8, 40, 256}, {16, 600, 4}, {5, 300, 7}, {3, 1100, 2}};
     tb_backend *be = open_ops(threads);
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-        for (int l = 0; l < 2; l++) {
-            tb_bn_desc d = {shapes[s][0], shapes[s][1], shapes[s][2], (tb_layout)l, 1e-5f, 0.1f};
-            test_bn_case(be, d);
-        }
+    int paths[2], np = bf16_row_paths(paths);
+    for (int run = 0; run <= np; run++) {
+        tb_dtype dt = run == 0 ? TB_F32 : TB_BF16;
+        if (run > 0)
+            CHECK(tb_cpu_bf16_rows_set_path(paths[run - 1]) == TB_OK, "bf16 rows path");
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int l = 0; l < 2; l++) {
+                tb_bn_desc d = {shapes[s][0], shapes[s][1], shapes[s][2], (tb_layout)l, 1e-5f,
+                                0.1f, dt};
+                test_bn_case(be, d);
+            }
+    }
+    tb_cpu_bf16_rows_set_path(TB_CPU_PATH_AUTO);
     tb_bn_desc one = {1, 4, 1, TB_NCHW, 1e-5f, 0.1f};
     float v[4] = {1, 2, 3, 4};
     CHECK(be->bn_fwd_train(be, &one, v, v, v, v, v, v, v, v) == TB_ERR_INVALID,
           "bn training on one value per channel refused");
     tb_error_clear();
-    printf("batch norm fwd train/infer, bwd (NCHW, NHWC, accumulate 0/1) t=%d: done\n", threads);
+    printf("batch norm fwd train/infer, bwd (NCHW, NHWC, accumulate 0/1; fp32, bf16 on %d "
+           "rounding paths) t=%d: done\n", np, threads);
     close_ops(be);
 }
 
@@ -391,30 +532,51 @@ static void test_pool_case(tb_backend *be, tb_pool_desc d)
     fill_distinct(x, nin);
     fill(dy, nout, 1.0f);
     const char *what = max ? "max" : "avg";
-    const char *lay = d.layout == TB_NCHW ? "NCHW" : "NHWC";
+    const char *lay = d.layout == TB_NCHW ? "NCHW" : "NHWC", *dt = dtype_name(d.dtype);
     int threads = ((tb_cpu_ctx *)be->ctx)->threads;
+    /* bf16: as batch norm (BF16_RTOL); a maximum is an input, exact; the
+     * rounded ramp has ties, where both take the first (argmax equal) */
+    int bf = d.dtype == TB_BF16;
+    double ro = bf ? BF16_RTOL : 0.0, tol_y = bf && max ? 0.0 : 1e-6;
+    if (bf) {
+        round_bf16(x, nin);
+        round_bf16(dy, nout);
+    }
+    tb_pool_desc dr = d;
+    dr.dtype = TB_F32;
+    void *xk = act_in(d.dtype, x, nin), *dyk = act_in(d.dtype, dy, nout);
+    void *yk = act_out(d.dtype, y, nout), *dxk = act_out(d.dtype, dx, nin);
 
-    CHECK(be->pool_fwd(be, &d, x, y, max ? am : NULL) == TB_OK, "pool_fwd status");
-    tb_ref_pool_fwd(&d, x, yr, max ? amr : NULL);
-    CHECK(near("pool y", y, yr, nout, 1e-6, 1e-6) && (!max || same(am, amr, nout * 4)),
-          "pool_fwd %s %s %dx%dx%dx%d win=%d stride=%d pad=%d t=%d", what, lay, d.n, d.c, d.h,
-          d.w, d.window, d.stride, d.pad, threads);
-    for (size_t i = 0; i < nin; i++)
-        dx[i] = NAN; /* pool_bwd must zero dx */
-    CHECK(be->pool_bwd(be, &d, dy, max ? am : NULL, dx) == TB_OK, "pool_bwd status");
-    tb_ref_pool_bwd(&d, dy, max ? amr : NULL, dxr);
-    CHECK(near("pool dx", dx, dxr, nin, 1e-6, 1e-6), "pool_bwd %s %s %dx%dx%dx%d win=%d t=%d",
-          what, lay, d.n, d.c, d.h, d.w, d.window, threads);
+    CHECK(be->pool_fwd(be, &d, xk, yk, max ? am : NULL) == TB_OK, "pool_fwd status");
+    tb_ref_pool_fwd(&dr, x, yr, max ? amr : NULL);
+    act_result(d.dtype, yk, y, yr, nout);
+    CHECK(near("pool y", y, yr, nout, tol_y, tol_y + ro) && (!max || same(am, amr, nout * 4)),
+          "pool_fwd %s %s %s %dx%dx%dx%d win=%d stride=%d pad=%d t=%d", what, dt, lay, d.n, d.c,
+          d.h, d.w, d.window, d.stride, d.pad, threads);
+    if (bf)
+        memset(dxk, 0xff, nin * 2); /* NaN: pool_bwd must zero dx */
+    else
+        for (size_t i = 0; i < nin; i++)
+            dx[i] = NAN; /* pool_bwd must zero dx */
+    CHECK(be->pool_bwd(be, &d, dyk, max ? am : NULL, dxk) == TB_OK, "pool_bwd status");
+    tb_ref_pool_bwd(&dr, dy, max ? amr : NULL, dxr);
+    act_result(d.dtype, dxk, dx, dxr, nin);
+    CHECK(near("pool dx", dx, dxr, nin, 1e-6, 1e-6 + ro),
+          "pool_bwd %s %s %s %dx%dx%dx%d win=%d t=%d", what, dt, lay, d.n, d.c, d.h, d.w,
+          d.window, threads);
+    act_free(xk, x), act_free(dyk, dy), act_free(yk, y), act_free(dxk, dx);
     free(x), free(y), free(yr), free(dy), free(dx), free(dxr), free(am), free(amr);
 }
 
 /* Max pooling on values with many ties and some NaN: the first of equal
  * values wins and NaN propagates (a later NaN takes over), as in the
- * reference; y and argmax must match it exactly. */
-static void test_pool_ties_nan(tb_backend *be, tb_layout layout, int window, int pad)
+ * reference; y and argmax must match it exactly (bf16: the values are
+ * exact in bf16, and y is compared bit for bit with the reference's). */
+static void test_pool_ties_nan(tb_backend *be, tb_layout layout, int window, int pad,
+                               tb_dtype dt)
 {
     /* 9x9: with the 2x2 window (its own NCHW path) the last row and column are dropped */
-    tb_pool_desc d = {TB_POOL_MAX, 2, 5, 9, 9, window, 2, pad, layout};
+    tb_pool_desc d = {TB_POOL_MAX, 2, 5, 9, 9, window, 2, pad, layout, dt};
     int P, Q;
     tb_ref_pool_out(&d, &P, &Q);
     size_t nin = (size_t)d.n * d.c * d.h * d.w, nout = (size_t)d.n * d.c * P * Q;
@@ -422,13 +584,20 @@ static void test_pool_ties_nan(tb_backend *be, tb_layout layout, int window, int
     int32_t *am = xmalloc(nout * 4), *amr = xmalloc(nout * 4);
     for (size_t i = 0; i < nin; i++)
         x[i] = i % 11 == 5 ? NAN : (float)((i * 7) % 4) - 1.5f; /* 4 values: ties everywhere */
-    CHECK(be->pool_fwd(be, &d, x, y, am) == TB_OK, "pool_fwd ties status");
-    tb_ref_pool_fwd(&d, x, yr, amr);
-    CHECK(same(y, yr, nout * 4) && same(am, amr, nout * 4), "max pool ties/NaN %s %dx%d differs",
+    void *xk = act_in(dt, x, nin), *yk = act_out(dt, y, nout);
+    CHECK(be->pool_fwd(be, &d, xk, yk, am) == TB_OK, "pool_fwd ties status");
+    tb_pool_desc dr = d;
+    dr.dtype = TB_F32;
+    tb_ref_pool_fwd(&dr, x, yr, amr);
+    act_result(dt, yk, y, yr, nout);
+    CHECK(same(y, yr, nout * 4) && same(am, amr, nout * 4),
+          "max pool ties/NaN %s %s %dx%d differs", dtype_name(dt),
           layout == TB_NCHW ? "NCHW" : "NHWC", window, window);
+    act_free(xk, x), act_free(yk, y);
     free(x), free(y), free(yr), free(am), free(amr);
 }
 
+/* Every case in fp32, then in bf16 on each rounding path. */
 static void test_pool(int threads)
 {
     /* n, c, h, w, window, stride, pad */
@@ -436,26 +605,38 @@ static void test_pool(int threads)
         {2, 3, 7, 7, 3, 2, 1},   {2, 5, 8, 8, 2, 2, 0},     {2, 4, 7, 7, 7, 1, 0}, /* global */
         {1, 17, 9, 9, 3, 1, 1},  {1, 1, 1, 1, 1, 1, 0},     {16, 33, 28, 28, 3, 2, 1},
         {3, 2, 10, 11, 3, 2, 1}, /* odd width: a clipped last window in each row */
+        /* pool.c's backward tasks: bf16 NHWC images of 95040 elements in
+         * bands of 13 rows (at most 32768 elements) that windows straddle;
+         * NCHW planes of 960 in groups of 4 (4096 elements), the last of 2 */
+        {2, 99, 40, 24, 3, 2, 1},
     };
     tb_backend *be = open_ops(threads);
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-        for (int k = 0; k < 2; k++)
-            for (int l = 0; l < 2; l++) {
-                const int *v = shapes[s];
-                tb_pool_desc d = {(tb_pool_kind)k, v[0], v[1], v[2], v[3], v[4], v[5], v[6],
-                                  (tb_layout)l};
-                test_pool_case(be, d);
-            }
-    for (int l = 0; l < 2; l++) {
-        test_pool_ties_nan(be, (tb_layout)l, 3, 1);
-        test_pool_ties_nan(be, (tb_layout)l, 2, 0);
+    int paths[2], np = bf16_row_paths(paths);
+    for (int run = 0; run <= np; run++) {
+        tb_dtype dt = run == 0 ? TB_F32 : TB_BF16;
+        if (run > 0)
+            CHECK(tb_cpu_bf16_rows_set_path(paths[run - 1]) == TB_OK, "bf16 rows path");
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int k = 0; k < 2; k++)
+                for (int l = 0; l < 2; l++) {
+                    const int *v = shapes[s];
+                    tb_pool_desc d = {(tb_pool_kind)k, v[0], v[1], v[2], v[3], v[4], v[5], v[6],
+                                      (tb_layout)l, dt};
+                    test_pool_case(be, d);
+                }
+        for (int l = 0; l < 2; l++) {
+            test_pool_ties_nan(be, (tb_layout)l, 3, 1, dt);
+            test_pool_ties_nan(be, (tb_layout)l, 2, 0, dt);
+        }
     }
+    tb_cpu_bf16_rows_set_path(TB_CPU_PATH_AUTO);
     tb_pool_desc bad = {TB_POOL_MAX, 1, 1, 4, 4, 2, 1, 2, TB_NCHW};
     float x[16], y[64];
     int32_t am[64];
     CHECK(be->pool_fwd(be, &bad, x, y, am) == TB_ERR_INVALID, "pad > window / 2 refused");
     tb_error_clear();
-    printf("pooling max/avg fwd, bwd (NCHW, NHWC, padding, global) t=%d: done\n", threads);
+    printf("pooling max/avg fwd, bwd (NCHW, NHWC, padding, global; fp32, bf16 on %d rounding "
+           "paths) t=%d: done\n", np, threads);
     close_ops(be);
 }
 
@@ -984,6 +1165,7 @@ int main(void)
         test_opt(THREADS[t]);
         test_lars_f64(THREADS[t]);
     }
+    test_bf16_rows();
     test_reductions();
     test_dropout();
     test_gradcheck();

@@ -1,15 +1,55 @@
 /*
  * pool.c - the CPU backend's pooling: pool_fwd/bwd, max (with argmax) and
- * average (count_include_pad), NCHW and NHWC.
+ * average (count_include_pad), NCHW and NHWC, on fp32 or bf16 activations.
+ *
+ * Element types (tb_pool_desc.dtype): x, y, dy and dx are fp32, or bf16 as
+ * PyTorch's autocast runs pooling on the CPU; argmax stays int32 and the
+ * arithmetic fp32. The bf16 variants are whole kernels that read and write
+ * the 2-byte elements in the same loops, widening on load and rounding to
+ * nearest even (kernels/cast_math.h's bits) on store, rather than a cast
+ * of the tensor to fp32 around the fp32 kernel: they move half the bytes.
+ * pool_body.h holds the loops over activations, written once and included
+ * below once per element type; this file holds the geometry they share
+ * and the entry points.
+ *
+ * Speed, 2 threads on a 2-core Zen 4 (ms, fp32 / bf16): the 2x2 max pool's
+ * NCHW forward from DRAM (64x64x56x56) is 1.25x faster in bf16 (2.25 /
+ * 1.80); at the small CNN's 32x16x28x28 bf16 is 0.75-0.9x as fast (NCHW
+ * fwd 0.061 / 0.080), and its backward, which sums in an fp32 tile and
+ * rounds that out, 0.55-0.65x (0.039 / 0.069): per element it does the
+ * fp32 work and more, and at this size the bytes saved do not count.
+ *
+ * Determinism: forward, each output is computed by one thread; backward,
+ * each input's gradient is summed by one thread, from the outputs in
+ * (p, q) order, whatever the split (pool_bands: whole NCHW planes or NHWC
+ * images, a few small ones a task; for bf16, bands of rows of the large
+ * ones, so that the fp32 sums stay in a tile in L2 until rounded into dx).
+ * The split depends on the shape only.
+ *
+ * Tests: bazel test //lib/backend/cpu:cpu_ops_test (both types against
+ * lib/backend/ref/ops.c, 1 and 2 threads).
  */
 #include <float.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/cast_math.h"
 #include "lib/backend/backend.h"
 #include "lib/backend/checks.h"
+#include "lib/backend/cpu/bf16_rows.h"
 #include "lib/backend/cpu/ops_common.h"
 #include "lib/core/status.h"
+
+/* The vectorized loops (pool_body.h) compiled for x86-64-v4 (AVX-512),
+ * v3 and the baseline: their strided window loads are gathers, which SSE2
+ * runs one lane at a time, and bf16's 16-bit lanes made it worse (the
+ * small CNN's 2x2 max pooling 0.8x of fp32 in bf16 on the baseline only).
+ * Under TSan one version (batchnorm.c's BN_CLONES says why). */
+#ifdef __SANITIZE_THREAD__
+#define POOL_CLONES
+#else
+#define POOL_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
 
 /* Output size of a pooling problem, PyTorch's floor mode. */
 typedef struct pool_geom {
@@ -58,169 +98,152 @@ static inline float f32_of(uint32_t u)
         (bi) = take_ ? (i) : (bi);                                                           \
     } while (0)
 
-static void pool_max_one(const tb_pool_desc *d, const pool_geom *g, size_t in0, size_t out0,
-                         int p, int h0, int h1, int q, const float *x, float *y,
-                         int32_t *argmax)
+/* Outputs [*qa, *qb) of a row have their windows inside the row (start at
+ * >= 0, end at <= w): pool_max_row_inner's part. */
+static void pool_inner_cols(const tb_pool_desc *d, const pool_geom *g, int *qa, int *qb)
 {
-    int w0, w1;
-    clip(q * d->stride - d->pad, d->window, d->w, &w0, &w1);
-    int32_t bi = (int32_t)(in0 + (size_t)h0 * d->w + w0);
-    float best = x[bi];
-    for (int h = h0; h < h1; h++) {
-        const float *row = x + in0 + (size_t)h * d->w;
-        int32_t i0 = (int32_t)(in0 + (size_t)h * d->w);
-        for (int w = w0; w < w1; w++) {
-            float v = row[w];
-            /* all ones when v replaces best: masks, so GCC emits no branch */
-            uint32_t m = 0u - (uint32_t)((v > best) | (v != v));
-            best = f32_of((bits_of(v) & m) | (bits_of(best) & ~m));
-            bi = (int32_t)(((uint32_t)(i0 + w) & m) | ((uint32_t)bi & ~m));
-        }
-    }
-    size_t o = out0 + (size_t)p * g->Q + q;
-    y[o] = best;
-    argmax[o] = bi;
+    int b = d->w + d->pad >= d->window ? (d->w + d->pad - d->window) / d->stride + 1 : 0;
+    *qb = b < g->Q ? b : g->Q;
+    int a = (d->pad + d->stride - 1) / d->stride;
+    *qa = a < *qb ? a : *qb;
 }
 
-/* Outputs [qa, qb) of row p, whose windows lie inside the row: vectorized
- * across q (omp simd), each lane scanning its window in pool_max_one's
- * order from the same first element, so the same result. The ResNet stem's
- * 3x3 stride-2 pool took 2.7% of a step one output at a time. */
-static void pool_max_row_inner(const tb_pool_desc *d, const pool_geom *g, size_t in0,
-                               size_t out0, int p, int h0, int h1, int qa, int qb,
-                               const float *x, float *y, int32_t *argmax)
+/* Output rows [*p0, *p1) are those whose windows reach into input rows
+ * [r0, r1): p * stride - pad < r1 and p * stride - pad + window > r0. */
+static void pool_outputs_reaching(const tb_pool_desc *d, const pool_geom *g, int r0, int r1,
+                                  int *p0, int *p1)
 {
-    int W = d->w, win = d->window, st = d->stride, pad = d->pad;
-    float *yo = y + out0 + (size_t)p * g->Q;
-    int32_t *ao = argmax + out0 + (size_t)p * g->Q;
-    int32_t r0 = (int32_t)(in0 + (size_t)h0 * W);
-#pragma omp simd
-    for (int q = qa; q < qb; q++) {
-        int32_t first = r0 + q * st - pad, bi = first;
-        float best = x[first];
-        for (int h = 0; h < h1 - h0; h++)
-            for (int w = 0; w < win; w++) {
-                int32_t i = first + h * W + w;
-                float v = x[i];
-                MAX_TAKE(best, bi, v, i);
-            }
-        yo[q] = best;
-        ao[q] = bi;
-    }
+    int st = d->stride, lo = r0 + d->pad - d->window + 1, hi = (r1 + d->pad + st - 1) / st;
+    *p0 = lo > 0 ? (lo + st - 1) / st : 0;
+    *p1 = hi < g->P ? hi : g->P;
 }
 
-static void pool_max_plane(const tb_pool_desc *d, const pool_geom *g, size_t pl, const float *x,
-                           float *y, int32_t *argmax)
+/* Backward tasks: whole units smaller than POOL_GROUP_FLOATS elements go
+ * POOL_GROUP_FLOATS / unit a task (one 4x4 plane a task spent more time
+ * starting than adding: 16x2048 planes 0.40 ms, grouped 0.25); bf16 sums
+ * units larger than POOL_TILE_FLOATS in bands of rows, so that its fp32
+ * tile (128 KB) stays in L2. */
+#define POOL_GROUP_FLOATS ((size_t)4096)
+#define POOL_TILE_FLOATS ((size_t)32768)
+
+/* The backward's split. Units are NHWC images (C elements a pixel) or
+ * NCHW planes (1 element a pixel). A task is `group` whole units, or a
+ * band of `rows` input rows of one unit. */
+typedef struct pool_bands {
+    size_t units, C, unit_len; /* unit_len: h * w * C elements */
+    size_t group, per_unit;    /* units per task; bands per unit */
+    int rows;                  /* input rows per band */
+    size_t tasks, tile_floats; /* tile_floats: the most elements of a task */
+} pool_bands;
+
+/* One task: units [u0, u1), their input rows [r0, r1) (all rows when
+ * u1 > u0 + 1), reached by their output rows [p0, p1); input elements
+ * [in0, in0 + len). */
+typedef struct pool_band {
+    size_t u0, u1, C, in0, len;
+    int r0, r1, p0, p1;
+} pool_band;
+
+/* whole (fp32, whose sums go to dx itself): units are never banded. */
+static void pool_bands_of(const tb_pool_desc *d, int whole, pool_bands *bs)
 {
-    size_t in0 = pl * d->h * d->w, out0 = pl * g->P * g->Q;
-    /* q in [qa, qb): the window starts at >= 0 and ends at <= w */
-    int qa = (d->pad + d->stride - 1) / d->stride;
-    int qb = d->w + d->pad >= d->window ? (d->w + d->pad - d->window) / d->stride + 1 : 0;
-    qb = qb < g->Q ? qb : g->Q;
-    qa = qa < qb ? qa : qb;
-    for (int p = 0; p < g->P; p++) {
-        int h0, h1;
-        clip(p * d->stride - d->pad, d->window, d->h, &h0, &h1);
-        for (int q = 0; q < qa; q++)
-            pool_max_one(d, g, in0, out0, p, h0, h1, q, x, y, argmax);
-        pool_max_row_inner(d, g, in0, out0, p, h0, h1, qa, qb, x, y, argmax);
-        for (int q = qb; q < g->Q; q++)
-            pool_max_one(d, g, in0, out0, p, h0, h1, q, x, y, argmax);
-    }
+    int nhwc = d->layout == TB_NHWC;
+    bs->C = nhwc ? (size_t)d->c : 1;
+    bs->units = nhwc ? (size_t)d->n : (size_t)d->n * d->c;
+    size_t row = (size_t)d->w * bs->C, fit = POOL_TILE_FLOATS / row;
+    bs->unit_len = (size_t)d->h * row;
+    bs->group = bs->unit_len >= POOL_GROUP_FLOATS ? 1 : POOL_GROUP_FLOATS / bs->unit_len;
+    bs->rows = whole || fit >= (size_t)d->h ? d->h : fit < 1 ? 1 : (int)fit;
+    bs->per_unit = ((size_t)d->h + bs->rows - 1) / bs->rows;
+    bs->tasks = bs->per_unit > 1 ? bs->units * bs->per_unit
+                                 : (bs->units + bs->group - 1) / bs->group;
+    bs->tile_floats = bs->group * (size_t)bs->rows * row;
 }
 
-/* pool_max_plane for the common 2x2 window, stride 2, no padding: one row
- * of outputs at a time, vectorized across q (omp simd); same scan order,
- * so the same result. */
-static void pool_max_plane_2x2(const tb_pool_desc *d, const pool_geom *g, size_t pl,
-                               const float *x, float *y, int32_t *argmax)
+/* Task `task` of the split bs. */
+static void pool_band_of(const tb_pool_desc *d, const pool_geom *g, const pool_bands *bs,
+                         size_t task, pool_band *b)
 {
-    size_t in0 = pl * d->h * d->w, out0 = pl * g->P * g->Q;
-    for (int p = 0; p < g->P; p++) {
-        int32_t r0 = (int32_t)(in0 + (size_t)(2 * p) * d->w), r1 = r0 + d->w;
-        float *yo = y + out0 + (size_t)p * g->Q;
-        int32_t *ao = argmax + out0 + (size_t)p * g->Q;
-#pragma omp simd
-        for (int q = 0; q < g->Q; q++) {
-            int32_t i = r0 + 2 * q, bi = i;
-            float best = x[i], v = x[i + 1];
-            MAX_TAKE(best, bi, v, i + 1);
-            v = x[r1 + 2 * q];
-            MAX_TAKE(best, bi, v, r1 + 2 * q);
-            v = x[r1 + 2 * q + 1];
-            MAX_TAKE(best, bi, v, r1 + 2 * q + 1);
-            yo[q] = best;
-            ao[q] = bi;
-        }
+    size_t row = (size_t)d->w * bs->C;
+    b->C = bs->C;
+    if (bs->per_unit == 1) {
+        b->u0 = task * bs->group;
+        b->u1 = b->u0 + bs->group < bs->units ? b->u0 + bs->group : bs->units;
+        b->r0 = 0, b->r1 = d->h, b->p0 = 0, b->p1 = g->P;
+    } else {
+        b->u0 = task / bs->per_unit, b->u1 = b->u0 + 1;
+        b->r0 = (int)(task % bs->per_unit) * bs->rows;
+        b->r1 = b->r0 + bs->rows < d->h ? b->r0 + bs->rows : d->h;
+        pool_outputs_reaching(d, g, b->r0, b->r1, &b->p0, &b->p1);
     }
+    b->in0 = (b->u0 * d->h + b->r0) * row;
+    b->len = (b->u1 - b->u0 - 1) * bs->unit_len + (size_t)(b->r1 - b->r0) * row;
 }
 
-static void pool_avg_plane(const tb_pool_desc *d, const pool_geom *g, size_t pl, const float *x,
-                           float *y)
+/* The loops over activations, once per element type (pool_body.h says
+ * what each definition is for). fp32: sums accumulate in the outputs. */
+static inline float *pool_acc_f32(float *out, float *tile)
 {
-    size_t in0 = pl * d->h * d->w, out0 = pl * g->P * g->Q;
-    for (int p = 0; p < g->P; p++) {
-        int h0, h1, w0, w1;
-        clip(p * d->stride - d->pad, d->window, d->h, &h0, &h1);
-        for (int q = 0; q < g->Q; q++) {
-            clip(q * d->stride - d->pad, d->window, d->w, &w0, &w1);
-            float sum = 0.0f;
-            for (int h = h0; h < h1; h++)
-                for (int w = w0; w < w1; w++)
-                    sum += x[in0 + (size_t)h * d->w + w];
-            y[out0 + (size_t)p * g->Q + q] = sum / g->area;
-        }
-    }
+    (void)tile;
+    return out;
 }
 
-static void pool_fwd_plane(const tb_pool_desc *d, const pool_geom *g, size_t pl, const float *x,
-                           float *y, int32_t *argmax)
+static inline void pool_flush_f32(float *out, const float *acc, size_t n)
 {
-    if (d->kind == TB_POOL_MAX && d->window == 2 && d->stride == 2 && d->pad == 0)
-        pool_max_plane_2x2(d, g, pl, x, y, argmax);
-    else if (d->kind == TB_POOL_MAX)
-        pool_max_plane(d, g, pl, x, y, argmax);
-    else
-        pool_avg_plane(d, g, pl, x, y);
+    (void)out, (void)acc, (void)n;
 }
 
-/* One output pixel of NHWC, all channels (the vectorized dimension). */
-static void pool_fwd_pixel_nhwc(const tb_pool_desc *d, const pool_geom *g, int n, int p, int q,
-                                const float *x, float *y, int32_t *argmax)
+#define POOL_T float
+#define POOL_LOAD(p, i) ((p)[i])
+#define POOL_LOAD2(p, i, a, b) ((a) = (p)[i], (b) = (p)[(i) + 1])
+#define POOL_STORE(p, i, v) ((p)[i] = (v))
+#define POOL_STORE_EXACT(p, i, v) ((p)[i] = (v))
+#define POOL_NAME(f) f##_f32
+#include "lib/backend/cpu/pool_body.h"
+#undef POOL_T
+#undef POOL_LOAD
+#undef POOL_LOAD2
+#undef POOL_STORE
+#undef POOL_STORE_EXACT
+#undef POOL_NAME
+
+/* bf16: sums accumulate in a per-thread fp32 tile, rounded out once. */
+static inline float *pool_acc_bf16(uint16_t *out, float *tile)
 {
-    int C = d->c, h0, h1, w0, w1, first = 1;
-    size_t o = (((size_t)n * g->P + p) * g->Q + q) * C;
-    float *yo = y + o;
-    clip(p * d->stride - d->pad, d->window, d->h, &h0, &h1);
-    clip(q * d->stride - d->pad, d->window, d->w, &w0, &w1);
-    for (int h = h0; h < h1; h++) {
-        for (int w = w0; w < w1; w++) {
-            size_t base = (((size_t)n * d->h + h) * d->w + w) * C;
-            const float *xi = x + base;
-            if (d->kind == TB_POOL_AVG) {
-#pragma omp simd
-                for (int c = 0; c < C; c++)
-                    yo[c] = (first ? 0.0f : yo[c]) + xi[c];
-            } else {
-                int32_t *ao = argmax + o;
-#pragma omp simd
-                for (int c = 0; c < C; c++) {
-                    float v = xi[c];
-                    int take = first | (v > yo[c]) | (v != v); /* no short circuit: vectorizes */
-                    yo[c] = take ? v : yo[c];
-                    ao[c] = take ? (int32_t)(base + c) : ao[c];
-                }
-            }
-            first = 0;
-        }
-    }
-    if (d->kind == TB_POOL_AVG) {
-#pragma omp simd
-        for (int c = 0; c < C; c++)
-            yo[c] /= g->area;
-    }
+    (void)out;
+    return tile;
 }
 
+static inline void pool_flush_bf16(uint16_t *out, const float *acc, size_t n)
+{
+    tb_cpu_bf16_round_row(out, acc, n);
+}
+
+/* a, b = p[0], p[1] from one 4-byte load (x86: little-endian) */
+static inline void bf16_pair(const uint16_t *p, float *a, float *b)
+{
+    uint32_t u;
+    memcpy(&u, p, sizeof u);
+    *a = f32_of(u << 16);
+    *b = f32_of(u & 0xffff0000u);
+}
+
+#define POOL_T uint16_t
+#define POOL_LOAD(p, i) tb_bf16_to_f32((p)[i])
+#define POOL_LOAD2(p, i, a, b) bf16_pair((p) + (i), &(a), &(b))
+#define POOL_STORE(p, i, v) ((p)[i] = tb_f32_to_bf16(v))
+#define POOL_STORE_EXACT(p, i, v) ((p)[i] = (uint16_t)(bits_of(v) >> 16))
+#define POOL_NAME(f) f##_bf16
+#include "lib/backend/cpu/pool_body.h"
+#undef POOL_T
+#undef POOL_LOAD
+#undef POOL_LOAD2
+#undef POOL_STORE
+#undef POOL_STORE_EXACT
+#undef POOL_NAME
+
+/* The slots take float pointers; with dtype TB_BF16, x, y, dy and dx hold
+ * bf16 bits (lib/backend/backend.h). */
 static int cpu_pool_fwd(tb_backend *be, const tb_pool_desc *d, const float *x, float *y,
                         int32_t *argmax)
 {
@@ -228,69 +251,9 @@ static int cpu_pool_fwd(tb_backend *be, const tb_pool_desc *d, const float *x, f
     TB_TRY(pool_check(d, &g));
     if (d->kind == TB_POOL_MAX && !argmax)
         return TB_FAIL(TB_ERR_INVALID, "max pooling needs an argmax buffer");
-    int t = threads_of(be);
-    size_t total = (size_t)d->n * d->c * d->h * d->w;
-    if (d->layout == TB_NCHW) {
-#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
-        for (size_t pl = 0; pl < (size_t)d->n * d->c; pl++)
-            pool_fwd_plane(d, &g, pl, x, y, argmax);
-        return TB_OK;
-    }
-#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
-    for (size_t np = 0; np < (size_t)d->n * g.P; np++) {
-        for (int q = 0; q < g.Q; q++)
-            pool_fwd_pixel_nhwc(d, &g, (int)(np / g.P), (int)(np % g.P), q, x, y, argmax);
-    }
-    return TB_OK;
-}
-
-/* Adds dy / area to every input of the window of output (p, q); inputs of
- * one pixel are `step` floats apart in dx (1 for NCHW, C for NHWC). */
-static void avg_scatter(const tb_pool_desc *d, const pool_geom *g, int p, int q, float v,
-                        float *dx0, size_t step)
-{
-    int h0, h1, w0, w1;
-    clip(p * d->stride - d->pad, d->window, d->h, &h0, &h1);
-    clip(q * d->stride - d->pad, d->window, d->w, &w0, &w1);
-    float share = v / g->area;
-    for (int h = h0; h < h1; h++)
-        for (int w = w0; w < w1; w++)
-            dx0[((size_t)h * d->w + w) * step] += share;
-}
-
-/* NCHW plane pl; max pooling's argmax indices of this plane stay in it. */
-static void pool_bwd_plane(const tb_pool_desc *d, const pool_geom *g, size_t pl, const float *dy,
-                           const int32_t *argmax, float *dx)
-{
-    size_t in0 = pl * d->h * d->w, out0 = pl * g->P * g->Q, nout = (size_t)g->P * g->Q;
-    memset(dx + in0, 0, (size_t)d->h * d->w * sizeof *dx);
-    for (size_t o = out0; o < out0 + nout; o++) {
-        if (d->kind == TB_POOL_MAX)
-            dx[argmax[o]] += dy[o];
-        else
-            avg_scatter(d, g, (int)((o - out0) / g->Q), (int)((o - out0) % g->Q), dy[o],
-                        dx + in0, 1);
-    }
-}
-
-/* NHWC image n: windows overlap across pixels, so one thread owns an image. */
-static void pool_bwd_image_nhwc(const tb_pool_desc *d, const pool_geom *g, int n, const float *dy,
-                                const int32_t *argmax, float *dx)
-{
-    int C = d->c;
-    size_t in0 = (size_t)n * d->h * d->w * C, out0 = (size_t)n * g->P * g->Q * C;
-    memset(dx + in0, 0, (size_t)d->h * d->w * C * sizeof *dx);
-    for (int p = 0; p < g->P; p++) {
-        for (int q = 0; q < g->Q; q++) {
-            size_t o = out0 + ((size_t)p * g->Q + q) * C;
-            for (int c = 0; c < C; c++) {
-                if (d->kind == TB_POOL_MAX)
-                    dx[argmax[o + c]] += dy[o + c];
-                else
-                    avg_scatter(d, g, p, q, dy[o + c], dx + in0 + c, (size_t)C);
-            }
-        }
-    }
+    if (d->dtype == TB_BF16)
+        return pool_fwd_bf16(be, d, &g, (const uint16_t *)x, (uint16_t *)y, argmax);
+    return pool_fwd_f32(be, d, &g, x, y, argmax);
 }
 
 static int cpu_pool_bwd(tb_backend *be, const tb_pool_desc *d, const float *dy,
@@ -300,18 +263,9 @@ static int cpu_pool_bwd(tb_backend *be, const tb_pool_desc *d, const float *dy,
     TB_TRY(pool_check(d, &g));
     if (d->kind == TB_POOL_MAX && !argmax)
         return TB_FAIL(TB_ERR_INVALID, "max pooling backward needs the forward's argmax");
-    int t = threads_of(be);
-    size_t total = (size_t)d->n * d->c * d->h * d->w;
-    if (d->layout == TB_NCHW) {
-#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
-        for (size_t pl = 0; pl < (size_t)d->n * d->c; pl++)
-            pool_bwd_plane(d, &g, pl, dy, argmax, dx);
-        return TB_OK;
-    }
-#pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
-    for (int n = 0; n < d->n; n++)
-        pool_bwd_image_nhwc(d, &g, n, dy, argmax, dx);
-    return TB_OK;
+    if (d->dtype == TB_BF16)
+        return pool_bwd_bf16(be, d, &g, (const uint16_t *)dy, argmax, (uint16_t *)dx);
+    return pool_bwd_f32(be, d, &g, dy, argmax, dx);
 }
 
 void tb_cpu_install_pool(tb_backend *be)

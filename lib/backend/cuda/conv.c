@@ -145,6 +145,8 @@ static int conv_check(const tb_conv_desc *d, const char *op)
                        "TB_MATH_LOWP, fp32 with F32 or TF32)", op, (int)d->dtype, (int)d->math);
     if (d->math != TB_MATH_F32 && d->math != TB_MATH_TF32 && d->math != TB_MATH_LOWP)
         return TB_FAIL(TB_ERR_INVALID, "%s: unknown math mode %d", op, (int)d->math);
+    if (d->lowp_out) /* no low-precision activations here (relu_fwd_lowp NULL) */
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "%s: the CUDA backend writes fp32 outputs", op);
     if (d->n < 1 || d->c < 1 || d->h < 1 || d->w < 1 || d->k < 1 || d->r < 1 || d->s < 1 ||
         d->stride < 1 || d->pad < 0 || (d->layout != TB_NCHW && d->layout != TB_NHWC) ||
         tb_conv_out_h(d) < 1 || tb_conv_out_w(d) < 1)
