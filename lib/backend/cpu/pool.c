@@ -40,17 +40,6 @@
 #include "lib/backend/cpu/ops_common.h"
 #include "lib/core/status.h"
 
-/* The vectorized loops (pool_body.h) compiled for x86-64-v4 (AVX-512),
- * v3 and the baseline: their strided window loads are gathers, which SSE2
- * runs one lane at a time, and bf16's 16-bit lanes made it worse (the
- * small CNN's 2x2 max pooling 0.8x of fp32 in bf16 on the baseline only).
- * Under TSan one version (batchnorm.c's BN_CLONES says why). */
-#ifdef __SANITIZE_THREAD__
-#define POOL_CLONES
-#else
-#define POOL_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
-
 /* Output size of a pooling problem, PyTorch's floor mode. */
 typedef struct pool_geom {
     int P, Q;

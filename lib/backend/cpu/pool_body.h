@@ -60,7 +60,7 @@ static void POOL_NAME(pool_max_one)(const tb_pool_desc *d, const pool_geom *g, s
  * across q (omp simd), each lane scanning its window in pool_max_one's
  * order from the same first element, so the same result. The ResNet stem's
  * 3x3 stride-2 pool took 2.7% of a step one output at a time. */
-POOL_CLONES static void POOL_NAME(pool_max_row_inner)(const tb_pool_desc *d, const pool_geom *g, size_t in0,
+static void POOL_NAME(pool_max_row_inner)(const tb_pool_desc *d, const pool_geom *g, size_t in0,
                                           size_t out0, int p, int h0, int h1, int qa, int qb,
                                           const POOL_T *x, POOL_T *y, int32_t *argmax)
 {
@@ -103,7 +103,7 @@ static void POOL_NAME(pool_max_plane)(const tb_pool_desc *d, const pool_geom *g,
 /* pool_max_plane for the common 2x2 window, stride 2, no padding: one row
  * of outputs at a time, vectorized across q (omp simd); same scan order,
  * so the same result. */
-POOL_CLONES static void POOL_NAME(pool_max_plane_2x2)(const tb_pool_desc *d, const pool_geom *g, size_t pl,
+static void POOL_NAME(pool_max_plane_2x2)(const tb_pool_desc *d, const pool_geom *g, size_t pl,
                                           const POOL_T *x, POOL_T *y, int32_t *argmax)
 {
     size_t in0 = pl * d->h * d->w, out0 = pl * g->P * g->Q;
@@ -126,7 +126,7 @@ POOL_CLONES static void POOL_NAME(pool_max_plane_2x2)(const tb_pool_desc *d, con
     }
 }
 
-POOL_CLONES static void POOL_NAME(pool_avg_plane)(const tb_pool_desc *d, const pool_geom *g, size_t pl,
+static void POOL_NAME(pool_avg_plane)(const tb_pool_desc *d, const pool_geom *g, size_t pl,
                                       const POOL_T *x, POOL_T *y)
 {
     size_t in0 = pl * d->h * d->w, out0 = pl * g->P * g->Q;
@@ -157,7 +157,7 @@ static void POOL_NAME(pool_fwd_plane)(const tb_pool_desc *d, const pool_geom *g,
 
 /* One output pixel of NHWC, all channels (the vectorized dimension),
  * accumulated over the window's pixels in acc (C fp32 sums). */
-POOL_CLONES static void POOL_NAME(pool_fwd_pixel_nhwc)(const tb_pool_desc *d, const pool_geom *g, int n,
+static void POOL_NAME(pool_fwd_pixel_nhwc)(const tb_pool_desc *d, const pool_geom *g, int n,
                                            int p, int q, const POOL_T *x, float *acc,
                                            int32_t *argmax)
 {
@@ -227,7 +227,7 @@ static int POOL_NAME(pool_fwd)(tb_backend *be, const tb_pool_desc *d, const pool
  * pixel (NCHW: C = 1). Channels in blocks of POOL_SHARE_COLS, whose
  * shares are computed once for all the window's pixels. */
 #define POOL_SHARE_COLS ((size_t)64)
-POOL_CLONES static void POOL_NAME(avg_scatter_band)(const tb_pool_desc *d, const pool_geom *g, int p, int q,
+static void POOL_NAME(avg_scatter_band)(const tb_pool_desc *d, const pool_geom *g, int p, int q,
                                         int r0, int r1, size_t C, const POOL_T *dy, float *acc)
 {
     int h0, h1, w0, w1;
@@ -263,7 +263,7 @@ POOL_CLONES static void POOL_NAME(avg_scatter_band)(const tb_pool_desc *d, const
  * task loop, its pointers lived on the stack and the 28x28 backward took
  * 1.7x as long; unrolled, it matches the loop it replaced (0.039 against
  * 0.037 ms; 0.043 rolled). */
-POOL_CLONES __attribute__((noinline)) static void POOL_NAME(max_scatter)(const int32_t *argmax,
+__attribute__((noinline)) static void POOL_NAME(max_scatter)(const int32_t *argmax,
                                                              const POOL_T *dy, size_t o0,
                                                              size_t o1, size_t in0, size_t len,
                                                              float *acc)
