@@ -29,9 +29,8 @@
  * memory. The images enter the first convolution in fp32 (cast there); the
  * first linear layer takes the trunk's bf16 output and returns fp32, as
  * does every other layer (the token models' activations are all fp32, so
- * AMP there saves compute, not memory). The backends' convolutions still
- * write fp32, which layer_conv.c rounds to bf16 (one pass over the output).
- * fp16 autocast and anomaly detection (tb_model_opts.fp32_acts) keep fp32
+ * AMP there saves compute, not memory). The convolutions write their bf16
+ * outputs themselves (tb_conv_desc.lowp_out). fp16 autocast and anomaly detection (tb_model_opts.fp32_acts) keep fp32
  * activations.
  * fp16 needs dynamic loss scaling (lib/nn/loss_scaler.h, the trainer does it);
  * bf16 has fp32's range and runs without, as in PyTorch.
