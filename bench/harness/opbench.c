@@ -279,6 +279,14 @@ void opb_rounds_cfg(const tb_bench *b, tb_rounds_cfg *cfg)
      * 50 ms repetitions took 42 s of its 35); 10 ms still holds hundreds
      * of small calls. The tiny profile's are already as short. */
     static const double min_rep_floor_s[3] = {0.01, 0.05, 0};
+    /* The gpu profile (full sizes) times its calls with the device's
+     * events, precise to microseconds, and 5 ms of calls is still 50 of the
+     * largest (GELU on 64 M elements, ~0.1 ms on an H200): at full's 50 ms
+     * floor the H200 run's sweeps took 49 s (gelu, 119 arms) and 32 s
+     * (fused_attention, 72) of budgets of 5.6 and 14 s, the minimum rounds,
+     * not the budget, ending them. */
+    double floor = b->run_profile == TB_PROFILE_GPU ? OPB_GPU_MIN_REP_FLOOR
+                                                    : min_rep_floor_s[b->profile];
     /* A case's buffers are rebuilt every 2 rounds (every 4 in the full
      * profile's longer runs): an op sweep stops at 5 to 10 rounds in the
      * default profile, which must span TB_ROUNDS_MIN_BUILDS builds. */
@@ -301,7 +309,7 @@ void opb_rounds_cfg(const tb_bench *b, tb_rounds_cfg *cfg)
                            .target_half_width = 0.02,
                            .budget_s = budget, .warmup_max_s = warmup_max_s[p], .seed = seed,
                            .rounds_per_build = rounds_per_build[p],
-                           .min_rep_floor_s = min_rep_floor_s[p]};
+                           .min_rep_floor_s = floor};
 }
 
 /* The per-round times of every arm as Google Benchmark-like runs named

@@ -133,6 +133,8 @@ size_t opb_builds(const gb_run *run);
  * seed derived from the technique's name, so that a rerun shuffles its
  * rounds the same way (printed on stderr). */
 void opb_rounds_cfg(const tb_bench *b, tb_rounds_cfg *cfg);
+/* The gpu profile's floor of a sweep's repetition, seconds (opb_rounds_cfg). */
+#define OPB_GPU_MIN_REP_FLOOR 0.005
 
 /* A sweep as callbacks on its own state: setup allocates and registers
  * the cases; report checks correctness, adds rows and draws figures (the

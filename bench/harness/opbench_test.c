@@ -9,7 +9,8 @@
  * argument is rebuilt with its base, not on its own (its base's count stays
  * 2); a case without a rebuild is never rebuilt; the rows'
  * comparisons are over builds (opb_builds: 3 distinct builds in 5 rounds);
- * opb_set_rebuild refuses an unknown case.
+ * opb_set_rebuild refuses an unknown case; opb_rounds_cfg's repetition floor
+ * per profile (the gpu profile's shorter one).
  *
  * Run: bazel test //bench/harness:opbench_test
  */
@@ -148,6 +149,20 @@ int main(void)
           st.builds_base);
     CHECK(st.builds_lone == 0, "a case compared with nothing has no builds (%zu)",
           st.builds_lone);
+    /* the repetition floor: the profile's, or on the gpu profile the
+     * shorter one its device-event timing allows */
+    tb_rounds_cfg cfg;
+    opb_rounds_cfg(&b, &cfg);
+    CHECK(cfg.min_rep_floor_s == 0, "tiny profile: no floor (%g)", cfg.min_rep_floor_s);
+    b.run_profile = TB_PROFILE_GPU;
+    b.profile = TB_PROFILE_FULL;
+    opb_rounds_cfg(&b, &cfg);
+    CHECK(cfg.min_rep_floor_s == OPB_GPU_MIN_REP_FLOOR && cfg.min_rep_s == 0.2,
+          "gpu profile: full's 0.2 s repetitions, floor %g (got %g, %g)", OPB_GPU_MIN_REP_FLOOR,
+          cfg.min_rep_s, cfg.min_rep_floor_s);
+    b.run_profile = TB_PROFILE_FULL;
+    opb_rounds_cfg(&b, &cfg);
+    CHECK(cfg.min_rep_floor_s == 0.05, "full profile: floor 0.05 s (%g)", cfg.min_rep_floor_s);
     tb_bench_close(&b);
     return tb_test_exit(TB_OK);
 }
