@@ -193,17 +193,11 @@ BN_FINISH void bn_bwd_finish(const tb_bn_desc *d, int c, double sum_dy, double s
 #define BN_LOAD(p, i) ((p)[i])
 #define BN_NAME(f) f##_f32
 #include "lib/backend/cpu/batchnorm_body.h"
-#undef BN_T
-#undef BN_LOAD
-#undef BN_NAME
 
 #define BN_T uint16_t
 #define BN_LOAD(p, i) tb_bf16_to_f32((p)[i])
 #define BN_NAME(f) f##_bf16
 #include "lib/backend/cpu/batchnorm_body.h"
-#undef BN_T
-#undef BN_LOAD
-#undef BN_NAME
 
 /* The slots take float pointers; with dtype TB_BF16, x, y, dy and dx hold
  * bf16 bits (lib/backend/backend.h). */

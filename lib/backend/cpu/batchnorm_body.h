@@ -2,7 +2,7 @@
  * batchnorm_body.h - batch norm's loops over activations, written once and
  * instantiated by batchnorm.c for each element type of x, y, dy and dx:
  * fp32 and bf16 (tb_bn_desc.dtype). No include guard: batchnorm.c includes
- * it once per type, after defining
+ * it once per type (it #undefs them at its end), after defining
  *
  *   BN_T               the element type (float; uint16_t holding bf16 bits)
  *   BN_LOAD(p, i)      element i of p widened to float (exact)
@@ -431,3 +431,7 @@ static int BN_NAME(bn_bwd)(tb_backend *be, const tb_bn_desc *d, const BN_T *x, c
 }
 
 #undef BN_MAP_ROWS
+/* the parameters of this instantiation: the next one defines its own */
+#undef BN_T
+#undef BN_LOAD
+#undef BN_NAME

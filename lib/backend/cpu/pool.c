@@ -189,12 +189,6 @@ static inline void pool_flush_f32(float *out, const float *acc, size_t n)
 #define POOL_STORE_EXACT(p, i, v) ((p)[i] = (v))
 #define POOL_NAME(f) f##_f32
 #include "lib/backend/cpu/pool_body.h"
-#undef POOL_T
-#undef POOL_LOAD
-#undef POOL_LOAD2
-#undef POOL_STORE
-#undef POOL_STORE_EXACT
-#undef POOL_NAME
 
 /* bf16: sums accumulate in a per-thread fp32 tile, rounded out once. */
 static inline float *pool_acc_bf16(uint16_t *out, float *tile)
@@ -224,12 +218,6 @@ static inline void bf16_pair(const uint16_t *p, float *a, float *b)
 #define POOL_STORE_EXACT(p, i, v) ((p)[i] = (uint16_t)(bits_of(v) >> 16))
 #define POOL_NAME(f) f##_bf16
 #include "lib/backend/cpu/pool_body.h"
-#undef POOL_T
-#undef POOL_LOAD
-#undef POOL_LOAD2
-#undef POOL_STORE
-#undef POOL_STORE_EXACT
-#undef POOL_NAME
 
 /* The slots take float pointers; with dtype TB_BF16, x, y, dy and dx hold
  * bf16 bits (lib/backend/backend.h). */

@@ -2,7 +2,7 @@
  * pool_body.h - pooling's loops over activations, written once and
  * instantiated by pool.c for each element type of x, y, dy and dx: fp32
  * and bf16 (tb_pool_desc.dtype). No include guard: pool.c includes it once
- * per type, after defining
+ * per type (it #undefs them at its end), after defining
  *
  *   POOL_T                     the element type (float; uint16_t holding bf16 bits)
  *   POOL_LOAD(p, i)            element i of p widened to float (exact)
@@ -323,3 +323,10 @@ static int POOL_NAME(pool_bwd)(tb_backend *be, const tb_pool_desc *d, const pool
 
 #undef POOL_IN_PLACE
 #undef POOL_SHARE_COLS
+/* the parameters of this instantiation: the next one defines its own */
+#undef POOL_T
+#undef POOL_LOAD
+#undef POOL_LOAD2
+#undef POOL_STORE
+#undef POOL_STORE_EXACT
+#undef POOL_NAME
