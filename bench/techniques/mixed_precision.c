@@ -1,7 +1,9 @@
 /*
  * mixed_precision.c - bench:mixed_precision: autocast on the training step
  * (--amp): conv and linear in bf16 or fp16 with fp32 accumulation, the rest
- * fp32; fp16 adds dynamic loss scaling (GradScaler). Baseline: fp32 (off).
+ * computing in fp32; on the CPU the conv trunk's activations are stored in
+ * bf16 (as PyTorch's are; lib/nn/amp.h), and the bf16 rows' note says so;
+ * fp16 adds dynamic loss scaling (GradScaler). Baseline: fp32 (off).
  * Peak memory in memory_bytes. On the CPU, fp16 is an n/a row quoting the
  * backend's refusal; bf16 runs through oneDNN: natively with AVX512_BF16,
  * emulated by its avx512_core kernels without it, and widened to fp32 on a
@@ -47,13 +49,16 @@ static int amp_note(tb_step_ctx *c, char *note, size_t cap)
     if (strcmp(info->backend, "cpu") != 0 || c->setting->param != TB_AMP_BF16)
         return TB_OK;
     const char *flags = info->cpu_flags;
-    snprintf(note, cap, "%s",
+    int n = snprintf(note, cap, "%s",
              strstr(flags, "avx512_bf16") ? "bf16 on oneDNN's native AVX512_BF16 kernels"
              : strstr(flags, "avx512bw")
                  ? "bf16 on oneDNN's avx512_core kernels, which emulate it (no AVX512_BF16)"
                  : "no AVX-512: oneDNN has no bf16 kernels here, so bf16 operands are widened "
                    "to fp32 for its fp32 ones (a bf16 computation; its time is the casts "
                    "plus fp32 work)");
+    if (c->t->model->ctx.act == TB_BF16 && n > 0 && (size_t)n < cap)
+        snprintf(note + n, cap - (size_t)n, "; activations bf16 through the conv trunk (batch "
+                 "norm, ReLU, pooling, residual adds; lib/nn/amp.h)");
     return TB_OK;
 }
 
