@@ -1244,11 +1244,11 @@ static int add_row(step_run *r, const tb_rounds_result *res, int i)
     }
     if (s->base == i && r->wl != TB_WL_SMALL_CNN)
         prefix_note(&row, r->wl_desc);
-    tb_config sc = setting_config(r, i);
-    if (s->base == i && loader_workers_of(r) > 0 && sc.workers > 0) {
+    int workers = s->base == i && loader_workers_of(r) > 0 ? setting_config(r, i).workers : 0;
+    if (workers > 0) {
         char what[160];
         snprintf(what, sizeof what, "loader: %d worker threads build the batches ahead of the "
-                 "step (DataLoader num_workers=%d)", sc.workers, sc.workers);
+                 "step (DataLoader num_workers=%d)", workers, workers);
         prefix_note(&row, what);
     }
     if (t->row_hook)

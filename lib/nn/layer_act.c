@@ -61,13 +61,9 @@ static int act_prepare(act_layer *a, int n)
 static int relu_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 {
     act_layer *a = (act_layer *)l;
-    tb_backend *be = l->ctx->be;
     TB_TRY(tb_layer_act_check(l, x));
     TB_TRY(act_prepare(a, x->n));
-    if (l->ctx->act != TB_F32)
-        TB_TRY(be->relu_fwd_lowp(be, l->ctx->act, x->data, a->y.data, tb_tensor_numel(x)));
-    else
-        TB_TRY(be->relu_fwd(be, x->data, a->y.data, tb_tensor_numel(x)));
+    TB_TRY(tb_act_relu_fwd(l->ctx, x->data, a->y.data, tb_tensor_numel(x)));
     *y = &a->y;
     return TB_OK;
 }
@@ -75,12 +71,7 @@ static int relu_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 static int relu_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 {
     act_layer *a = (act_layer *)l;
-    tb_backend *be = l->ctx->be;
-    if (l->ctx->act != TB_F32)
-        TB_TRY(be->relu_bwd_lowp(be, l->ctx->act, a->y.data, dy->data, a->dx.data,
-                                 tb_tensor_numel(dy)));
-    else
-        TB_TRY(be->relu_bwd(be, a->y.data, dy->data, a->dx.data, tb_tensor_numel(dy)));
+    TB_TRY(tb_act_relu_bwd(l->ctx, a->y.data, dy->data, a->dx.data, tb_tensor_numel(dy)));
     *dx = &a->dx;
     return TB_OK;
 }

@@ -73,7 +73,6 @@ static int conv_inputs(conv_layer *cv, const tb_tensor *x, const float **xin, co
     return TB_OK;
 }
 
-
 static float *bias_of(conv_layer *cv, int grad)
 {
     if (!cv->bias)

@@ -194,7 +194,6 @@ static int residual_shortcut(tb_layer *l, const tb_tensor *x, const tb_tensor **
 static int residual_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
 {
     residual_layer *r = (residual_layer *)l;
-    tb_backend *be = l->ctx->be;
     const tb_tensor *m, *s = x;
     TB_TRY(tb_layer_forward(l->children[0], x, &m));
     if (l->nchildren > 1)
@@ -204,16 +203,10 @@ static int residual_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y
     /* no_grad keeps no sum for backward: the ReLU runs in place on y */
     float *sum = l->ctx->acts.no_grad ? r->y.data : r->sum.data;
     size_t n = tb_tensor_numel(&r->sum);
-    tb_dtype act = l->ctx->act;
     TB_TRY(tb_layer_act_check(l, m));
     TB_TRY(tb_layer_act_check(l, s));
-    if (act != TB_F32) {
-        TB_TRY(be->add_lowp(be, act, m->data, s->data, sum, n));
-        TB_TRY(be->relu_fwd_lowp(be, act, sum, r->y.data, n));
-    } else {
-        TB_TRY(be->add(be, m->data, s->data, sum, n));
-        TB_TRY(be->relu_fwd(be, sum, r->y.data, n));
-    }
+    TB_TRY(tb_act_add(l->ctx, m->data, s->data, sum, n));
+    TB_TRY(tb_act_relu_fwd(l->ctx, sum, r->y.data, n));
     *y = &r->y;
     return TB_OK;
 }
@@ -221,23 +214,14 @@ static int residual_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y
 static int residual_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 {
     residual_layer *r = (residual_layer *)l;
-    tb_backend *be = l->ctx->be;
-    tb_dtype act = l->ctx->act;
     TB_TRY(tb_tensor_set_batch(&r->dsum, dy->n));
-    if (act != TB_F32)
-        TB_TRY(be->relu_bwd_lowp(be, act, r->y.data, dy->data, r->dsum.data,
-                                 tb_tensor_numel(dy)));
-    else
-        TB_TRY(be->relu_bwd(be, r->y.data, dy->data, r->dsum.data, tb_tensor_numel(dy)));
+    TB_TRY(tb_act_relu_bwd(l->ctx, r->y.data, dy->data, r->dsum.data, tb_tensor_numel(dy)));
     const tb_tensor *dm, *ds = &r->dsum;
     TB_TRY(tb_layer_backward(l->children[0], &r->dsum, &dm));
     if (l->nchildren > 1)
         TB_TRY(tb_layer_backward(l->children[1], &r->dsum, &ds));
     TB_TRY(tb_tensor_set_batch(&r->dx, dy->n));
-    if (act != TB_F32)
-        TB_TRY(be->add_lowp(be, act, dm->data, ds->data, r->dx.data, tb_tensor_numel(&r->dx)));
-    else
-        TB_TRY(be->add(be, dm->data, ds->data, r->dx.data, tb_tensor_numel(&r->dx)));
+    TB_TRY(tb_act_add(l->ctx, dm->data, ds->data, r->dx.data, tb_tensor_numel(&r->dx)));
     *dx = &r->dx;
     return TB_OK;
 }

@@ -94,6 +94,30 @@ int tb_layer_act_check(const tb_layer *l, const tb_tensor *x)
                    l->ctx->act == TB_F32 ? "fp32" : "bf16");
 }
 
+int tb_act_relu_fwd(const tb_layer_ctx *ctx, const void *x, void *y, size_t n)
+{
+    tb_backend *be = ctx->be;
+    if (ctx->act != TB_F32)
+        return be->relu_fwd_lowp(be, ctx->act, x, y, n);
+    return be->relu_fwd(be, x, y, n);
+}
+
+int tb_act_relu_bwd(const tb_layer_ctx *ctx, const void *y, const void *dy, void *dx, size_t n)
+{
+    tb_backend *be = ctx->be;
+    if (ctx->act != TB_F32)
+        return be->relu_bwd_lowp(be, ctx->act, y, dy, dx, n);
+    return be->relu_bwd(be, y, dy, dx, n);
+}
+
+int tb_act_add(const tb_layer_ctx *ctx, const void *a, const void *b, void *y, size_t n)
+{
+    tb_backend *be = ctx->be;
+    if (ctx->act != TB_F32)
+        return be->add_lowp(be, ctx->act, a, b, y, n);
+    return be->add(be, a, b, y, n);
+}
+
 int tb_layer_alloc(tb_layer *l, int max_batch)
 {
     return l->vt->alloc(l, max_batch);
@@ -259,14 +283,20 @@ int tb_layer_anomaly_check(tb_layer *l, const tb_tensor *t, int backward)
 
 /* ---- the per-op timeline (ctx->hook) ---- */
 
+/* 1 when l's kind is one of kinds[0..n). */
+static int kind_in(const tb_layer *l, const char *const *kinds, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(l->vt->kind, kinds[i]))
+            return 1;
+    return 0;
+}
+
 /* A layer of the conv trunk, whose activations are ctx->act (amp.h). */
 static int trunk_kind(const tb_layer *l)
 {
     static const char *const kinds[] = {"conv2d", "batchnorm", "relu", "maxpool", "avgpool"};
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if (!strcmp(l->vt->kind, kinds[i]))
-            return 1;
-    return 0;
+    return kind_in(l, kinds, sizeof kinds / sizeof kinds[0]);
 }
 
 /* The least traffic of a leaf layer's call on a batch of n, in bytes: its
@@ -303,7 +333,6 @@ int tb_layer_hooked_call(tb_layer *l, const tb_tensor *in, int backward, const t
     int rc_end = h->end(h->user, flops * n, call_bytes(l, n, backward), 0);
     return rc != TB_OK ? rc : rc_end;
 }
-
 
 /* The scratch buffer of pair that x is not in, allocated on first use. */
 static int pair_pick(tb_backend *be, float **pair, size_t bytes, const tb_tensor *x, float **buf)
@@ -345,10 +374,7 @@ int tb_layer_acts_bind(tb_layer *l, const tb_tensor *x)
 static int checkpointable(const tb_layer *l)
 {
     static const char *const kinds[] = {"batchnorm", "relu", "gelu", "maxpool", "avgpool"};
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if (!strcmp(l->vt->kind, kinds[i]))
-            return 1;
-    return 0;
+    return kind_in(l, kinds, sizeof kinds / sizeof kinds[0]);
 }
 
 void tb_layer_acts_mark_checkpoints(tb_layer *root)

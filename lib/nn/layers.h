@@ -387,6 +387,11 @@ int tb_layer_out_tensor_as(tb_layer *l, int max_batch, tb_dtype dtype, tb_tensor
  * layers that take nothing else (batch norm, ReLU, pooling, residual);
  * TB_ERR_INTERNAL naming the layer otherwise. */
 int tb_layer_act_check(const tb_layer *l, const tb_tensor *x);
+/* ReLU and the residual add on the trunk's activations (ctx->act): the
+ * backend's fp32 slot, or its low-precision one (relu_fwd_lowp, ...). */
+int tb_act_relu_fwd(const tb_layer_ctx *ctx, const void *x, void *y, size_t n);
+int tb_act_relu_bwd(const tb_layer_ctx *ctx, const void *y, const void *dy, void *dx, size_t n);
+int tb_act_add(const tb_layer_ctx *ctx, const void *a, const void *b, void *y, size_t n);
 
 /* ---- activation memory (tb_act_mem) ---- */
 /* Points l's outputs at the scratch buffer its next forward on x writes:

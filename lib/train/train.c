@@ -213,11 +213,6 @@ static int make_batch_buffers(tb_trainer *t)
         t->x.dtype = TB_I32;
     if (c->channels_last)
         t->x.layout = TB_NHWC;
-    if (c->channels_last && ds->c > 1) {
-        t->x_nhwc_host = malloc((size_t)c->batch_size * ds->c * ds->h * ds->w * sizeof(float));
-        if (!t->x_nhwc_host)
-            return TB_FAIL(TB_ERR_NOMEM, "out of host memory for the channels-last batch");
-    }
     TB_TRY(t->be->dev_alloc(t->be, (void **)&t->labels,
                             (size_t)c->batch_size * labels_per_sample(ds) * sizeof(int32_t)));
     t->x_in = &t->x;
@@ -368,7 +363,6 @@ void tb_trainer_destroy(tb_trainer *t)
         tb_trace_free(t->trace);
     free(t->trace);
     tb_loss_scaler_free(&t->scaler);
-    free(t->x_nhwc_host);
     tb_train_device_free(t);
     tb_dataset_free(t->owned_train);
     tb_dataset_free(t->owned_test);
@@ -378,18 +372,14 @@ void tb_trainer_destroy(tb_trainer *t)
 /* ---- training ---- */
 
 /* A loader batch to the device (lib/train/train_device.c): t->x_in and
- * t->labels_in are what the model then reads. */
+ * t->labels_in are what the model then reads. With --channels-last the
+ * loader already wrote the images NHWC (make_loader: tb_loader_cfg.nhwc). */
 static int batch_to_device(tb_trainer *t, const tb_batch *b)
 {
     TB_TRY(tb_tensor_set_batch(&t->x, b->size));
     if (b->tokens) /* the ids' bytes, as they are */
         return tb_train_device_batch(t, b, b->tokens);
-    const float *images = b->images;
-    if (!b->raw && !b->nhwc && t->x_nhwc_host) {
-        tb_tensor_host_nchw_to_nhwc(b->images, t->x_nhwc_host, b->size, t->x.c, t->x.h, t->x.w);
-        images = t->x_nhwc_host;
-    }
-    return tb_train_device_batch(t, b, images);
+    return tb_train_device_batch(t, b, b->images);
 }
 
 /* The op events of a traced step's forward and backward (not evaluation's;

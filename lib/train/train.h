@@ -74,9 +74,7 @@ typedef struct tb_trainer {
                                  a traced step's forward and backward */
     double deadline;          /* --max-time: CLOCK_MONOTONIC seconds; 0 = none */
     int timed_out;            /* tb_train_epoch stopped at the deadline */
-    /* --channels-last and --amp */
-    float *x_nhwc_host;       /* (B, H, W, C) host staging of the NHWC batch; NULL
-                                 when not needed (NCHW, or one channel) */
+    /* --amp */
     tb_loss_scaler scaler;    /* dynamic loss scaling (GradScaler) */
     int loss_scaling;         /* 1: every step scales the loss by scaler.scale,
                                  unscales in the optimizer (grad_scale) and skips

@@ -787,22 +787,6 @@ static int conv_bwd_filter_run(tb_backend *be, dnnl_state *st, conv_entry *e, co
     return TB_OK;
 }
 
-/* st->out_f32, at least n floats (grown with be->dev_alloc, as st->widened
- * is). Caller holds the lock. */
-static int out_scratch(tb_backend *be, dnnl_state *st, size_t n, float **out)
-{
-    if (n * sizeof(float) > st->out_f32_bytes) {
-        if (st->out_f32)
-            be->dev_free(be, st->out_f32);
-        st->out_f32 = NULL;
-        st->out_f32_bytes = 0;
-        TB_TRY(be->dev_alloc(be, (void **)&st->out_f32, n * sizeof(float)));
-        st->out_f32_bytes = n * sizeof(float);
-    }
-    *out = st->out_f32;
-    return TB_OK;
-}
-
 /* Looks up (or creates) the primitive and runs it; ptr as conv_execute. */
 static int conv_run(tb_backend *be, const tb_conv_desc *d0, tb_conv_kind kind, int algo,
                     void *ptr[3], void *bias, float *dbias, int accumulate)
@@ -835,10 +819,9 @@ static int conv_run(tb_backend *be, const tb_conv_desc *d0, tb_conv_kind kind, i
     size_t nx, nw, ny;
     conv_sizes(d, &nx, &nw, &ny);
     size_t n_out = kind == TB_CONV_FWD ? ny : nx;
-    float *f32;
-    TB_TRY(out_scratch(be, st, n_out, &f32));
-    TB_TRY(conv_execute(be, st, e, (void *[3]){ptr[0], ptr[1], f32}, bias));
-    return be->cast_f32_to_lowp(be, d0->dtype, f32, ptr[2], n_out);
+    TB_TRY(buffer_reserve(be, (void **)&st->out_f32, &st->out_f32_bytes, n_out * sizeof(float)));
+    TB_TRY(conv_execute(be, st, e, (void *[3]){ptr[0], ptr[1], st->out_f32}, bias));
+    return be->cast_f32_to_lowp(be, d0->dtype, st->out_f32, ptr[2], n_out);
 }
 
 static int conv_run_locked(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind, int algo,

@@ -122,12 +122,7 @@ int bf16_widen2(tb_backend *be, dnnl_state *st, const void *a, size_t na, const 
 {
     size_t at = ws_round(na * sizeof(float)) / sizeof(float);
     size_t bytes = (at + nb) * sizeof(float);
-    if (bytes > st->widened_bytes) {
-        dev_free_ptr(be, (void **)&st->widened);
-        st->widened_bytes = 0;
-        TB_TRY(be->dev_alloc(be, (void **)&st->widened, bytes));
-        st->widened_bytes = bytes;
-    }
+    TB_TRY(buffer_reserve(be, (void **)&st->widened, &st->widened_bytes, bytes));
     widen(a, st->widened, na);
     widen(b, st->widened + at, nb);
     *wa = st->widened;

@@ -300,18 +300,25 @@ out_destroy_attr:
 
 static inline size_t ws_round(size_t bytes) { return (bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
 
+/* Grows the grow-only buffer *p of *have bytes to at least bytes, with
+ * be->dev_alloc (so --mem-limit counts it); old contents are lost. */
+static inline int buffer_reserve(tb_backend *be, void **p, size_t *have, size_t bytes)
+{
+    if (bytes <= *have)
+        return TB_OK;
+    if (*p)
+        be->dev_free(be, *p);
+    *p = NULL;
+    *have = 0;
+    TB_TRY(be->dev_alloc(be, p, bytes));
+    *have = bytes;
+    return TB_OK;
+}
+
 /* Grows the shared workspace to at least bytes; old contents are lost. */
 static inline int workspace_reserve(tb_backend *be, dnnl_state *st, size_t bytes)
 {
-    if (bytes <= st->ws_bytes)
-        return TB_OK;
-    if (st->ws)
-        be->dev_free(be, st->ws);
-    st->ws = NULL;
-    st->ws_bytes = 0;
-    TB_TRY(be->dev_alloc(be, &st->ws, bytes));
-    st->ws_bytes = bytes;
-    return TB_OK;
+    return buffer_reserve(be, &st->ws, &st->ws_bytes, bytes);
 }
 
 /* A memory object whose storage is set on every call (workspace or user's). */

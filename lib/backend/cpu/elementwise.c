@@ -103,7 +103,7 @@ EW_CLONES static void add_rows(const uint16_t *a, const uint16_t *b, uint16_t *y
     }
 }
 
-/* f over [0, n) in each thread's static share. */
+/* Runs call in each thread with lo, hi its static share of [0, n). */
 #define PAR_ROWS(t, n, call)                                                                   \
     do {                                                                                       \
         const size_t len_ = (n);                                                               \
