@@ -344,6 +344,81 @@ static void conv_one(tb_backend *be, tb_conv_desc d)
     free(want), free(got), free(wantb), free(gotb);
 }
 
+/* Every part-3 entry ("+widen": the fp32 twin's kernel, its operands
+ * widened and narrowed by its reorders) in every direction, against the
+ * fp32 reference on the same bf16 values; y and dx also written in bf16
+ * (lowp_out). Only where bf16 runs on oneDNN's bf16 kernels: a widened
+ * CPU's list is the twin's own. */
+static void conv_widened_all(tb_backend *be, tb_conv_desc d)
+{
+    size_t nx = (size_t)d.n * d.c * d.h * d.w, nw = (size_t)d.k * d.c * d.r * d.s;
+    size_t ny = (size_t)d.n * d.k * tb_conv_out_h(&d) * tb_conv_out_w(&d);
+    size_t most = nx > ny ? nx : ny;
+    most = most > nw ? most : nw;
+    tb_rng s = tb_rng_seeded(9);
+    float *x, *w, *dy, *want = malloc(most * 4), *got = malloc(most * 4), *wantb = malloc(d.k * 4),
+                       *gotb = malloc(d.k * 4), *bias = malloc(d.k * 4);
+    uint16_t *xl, *wl, *dyl, *out = malloc(most * 2);
+    rand_pair(nx, &s, &x, &xl);
+    rand_pair(nw, &s, &w, &wl);
+    rand_pair(ny, &s, &dy, &dyl);
+    for (int i = 0; i < d.k; i++)
+        bias[i] = rnd(&s);
+    tb_conv_desc rd = d;
+    rd.dtype = TB_F32, rd.math = TB_MATH_F32;
+    tb_conv_ref_fwd(&rd, x, w, bias, want);
+    const char *lay = d.layout == TB_NHWC ? "nhwc" : "nchw";
+    for (int kind = 0; kind < 3; kind++) {
+        tb_conv_algo_perf perf[TB_MAX_CONV_ALGOS];
+        int found = 0, widened = 0;
+        CHECK(be->conv_find(be, &d, (tb_conv_kind)kind, perf, TB_MAX_CONV_ALGOS, &found) ==
+                  TB_OK, "conv_find %s kind %d", lay, kind);
+        tb_error_clear();
+        size_t n = kind == TB_CONV_FWD ? ny : kind == TB_CONV_BWD_DATA ? nx : nw;
+        if (kind == TB_CONV_BWD_DATA)
+            tb_conv_ref_bwd_data(&rd, dy, w, want);
+        else if (kind == TB_CONV_BWD_FILTER)
+            tb_conv_ref_bwd_filter(&rd, x, dy, want, wantb, 0);
+        for (int i = 0; i < found; i++) {
+            if (!strstr(perf[i].name, "+widen"))
+                continue;
+            widened++;
+            for (int lowp = 0; lowp < (kind == TB_CONV_BWD_FILTER ? 1 : 2); lowp++) {
+                tb_conv_desc dd = d;
+                dd.lowp_out = lowp;
+                void *o = lowp ? (void *)out : (void *)got;
+                int a = perf[i].algo, rc;
+                if (kind == TB_CONV_FWD)
+                    rc = be->conv_fwd(be, &dd, a, (const float *)xl, (const float *)wl, bias, o);
+                else if (kind == TB_CONV_BWD_DATA)
+                    rc = be->conv_bwd_data(be, &dd, a, (const float *)dyl, (const float *)wl, o);
+                else
+                    rc = be->conv_bwd_filter(be, &dd, a, (const float *)xl, (const float *)dyl,
+                                             o, gotb, 0);
+                if (rc != TB_OK) {
+                    CHECK(0, "%s %s kind %d: %s: %s", perf[i].name, lay, kind, tb_err_name(rc),
+                          tb_error_message());
+                    tb_error_clear();
+                    continue;
+                }
+                if (lowp)
+                    for (size_t j = 0; j < n; j++)
+                        got[j] = tb_bf16_to_f32(out[j]);
+                double e = max_rel(want, got, n);
+                if (kind == TB_CONV_BWD_FILTER)
+                    e = fmax(e, max_rel(wantb, gotb, (size_t)d.k));
+                printf("conv bf16 %s kind %d%s (%s): max_rel_err %.2g (tol %g)\n", lay, kind,
+                       lowp ? ", bf16 outputs" : "", perf[i].name, e, TOL_BF16);
+                CHECK(e <= TOL_BF16, "%s %s kind %d lowp_out %d: %.3g", perf[i].name, lay, kind,
+                      lowp, e);
+            }
+        }
+        CHECK(widened > 0, "bf16 %s kind %d: no +widen entry in the algorithm list", lay, kind);
+    }
+    free(x), free(w), free(dy), free(xl), free(wl), free(dyl), free(out);
+    free(want), free(got), free(wantb), free(gotb), free(bias);
+}
+
 static void test_conv_lowp(tb_backend *be)
 {
     for (int lay = 0; lay < 2; lay++) {
@@ -374,8 +449,9 @@ static void test_conv_lowp(tb_backend *be)
          * from bf16), a strided padded 3x3 to 2x2 */
         {3, 24, 4, 4, 16, 3, 2, 1, TB_NCHW},
         /* NCHW strided to at most 49 output pixels: the filter gradient's
-         * default is im2col's gemm (conv.c's strided_lowp_gemm; the small
-         * CNN's 16->32 3x3 stride 2 to 7x7) */
+         * default is im2col's gemm (conv.c's strided_lowp_gemm), or with at
+         * most 32 channels the fp32 twin's kernel (STRIDED_WIDEN_MAX_C; the
+         * small CNN's 16->32 3x3 stride 2 to 7x7) */
         {3, 16, 14, 14, 32, 3, 2, 1, TB_NCHW},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -384,28 +460,47 @@ static void test_conv_lowp(tb_backend *be)
                                     .s = cases[i].r, .stride = cases[i].stride,
                                     .pad = cases[i].pad, .layout = cases[i].layout,
                                     .dtype = TB_BF16, .math = TB_MATH_LOWP});
-    /* which filter-gradient default strided_lowp_gemm gives: gemm to 7x7
-     * and 4x4 (NCHW), oneDNN's kernel to 8x8 and on NHWC */
+    /* which filter-gradient default strided_lowp_gemm gives: on NCHW to
+     * 7x7 and 4x4, with at most 32 channels the fp32 twin's kernel where
+     * bf16 runs on oneDNN's bf16 kernels (else gemm), with more gemm;
+     * oneDNN's own choice to 8x8 and on NHWC */
+    int native = !tb_cpu_bf16_widened(be);
+    enum { ONEDNN, GEMM, WIDEN_OR_GEMM };
     static const struct {
         int c, h, k;
         tb_layout layout;
-        int gemm;
+        int want;
     } strided[] = {
-        {16, 14, 32, TB_NCHW, 1}, {24, 8, 24, TB_NCHW, 1},
-        {24, 16, 24, TB_NCHW, 0}, {16, 14, 32, TB_NHWC, 0},
+        {16, 14, 32, TB_NCHW, WIDEN_OR_GEMM}, {24, 8, 24, TB_NCHW, WIDEN_OR_GEMM},
+        {48, 8, 48, TB_NCHW, GEMM}, {24, 16, 24, TB_NCHW, ONEDNN}, {16, 14, 32, TB_NHWC, ONEDNN},
     };
+    static const char *const want_name[] = {"oneDNN's own choice", "im2col's gemm",
+                                            "the fp32 twin's kernel (+widen)"};
     for (size_t i = 0; i < sizeof strided / sizeof strided[0]; i++) {
         tb_conv_desc s = {.n = 2, .c = strided[i].c, .h = strided[i].h, .w = strided[i].h,
                           .k = strided[i].k, .r = 3, .s = 3, .stride = 2, .pad = 1,
                           .layout = strided[i].layout, .dtype = TB_BF16, .math = TB_MATH_LOWP};
         const char *name = default_name(be, &s, TB_CONV_BWD_FILTER);
-        int gemm = strstr(name, "gemm:") != NULL;
-        printf("bf16 %s %dx%d stride 2 filter gradient default: %s\n",
-               s.layout == TB_NCHW ? "NCHW" : "NHWC", tb_conv_out_h(&s), tb_conv_out_w(&s), name);
-        CHECK(gemm == strided[i].gemm, "bf16 stride-2 filter gradient to %dx%d on %s: default "
-              "%s, want %s", tb_conv_out_h(&s), tb_conv_out_w(&s),
-              s.layout == TB_NCHW ? "NCHW" : "NHWC", name,
-              strided[i].gemm ? "im2col's gemm" : "oneDNN's own choice");
+        int got = strstr(name, "+widen") ? 2 : strstr(name, "gemm:") ? GEMM : ONEDNN;
+        int want = strided[i].want == WIDEN_OR_GEMM ? (native ? 2 : GEMM) : strided[i].want;
+        printf("bf16 %s %dx%d stride 2, %d channels, filter gradient default: %s\n",
+               s.layout == TB_NCHW ? "NCHW" : "NHWC", tb_conv_out_h(&s), tb_conv_out_w(&s), s.c,
+               name);
+        CHECK(got == want, "bf16 stride-2 filter gradient to %dx%d, %d channels, on %s: default "
+              "%s, want %s", tb_conv_out_h(&s), tb_conv_out_w(&s), s.c,
+              s.layout == TB_NCHW ? "NCHW" : "NHWC", name, want_name[want]);
+    }
+    if (native) {
+        static const int widen_cases[][9] = { /* n c h w k r stride pad nhwc */
+            {3, 16, 14, 14, 32, 3, 2, 1, 0}, {2, 5, 9, 7, 16, 3, 1, 1, 0}, {2, 8, 6, 6, 16, 3, 1, 1, 1},
+        };
+        for (size_t i = 0; i < sizeof widen_cases / sizeof widen_cases[0]; i++) {
+            const int *c = widen_cases[i];
+            conv_widened_all(be, (tb_conv_desc){.n = c[0], .c = c[1], .h = c[2], .w = c[3],
+                                                .k = c[4], .r = c[5], .s = c[5], .stride = c[6],
+                                                .pad = c[7], .layout = c[8] ? TB_NHWC : TB_NCHW,
+                                                .dtype = TB_BF16, .math = TB_MATH_LOWP});
+        }
     }
     tb_conv_desc d = {.n = 2, .c = 4, .h = 8, .w = 8, .k = 8, .r = 3, .s = 3, .stride = 1,
                       .pad = 1, .layout = TB_NCHW, .dtype = TB_F16, .math = TB_MATH_LOWP};

@@ -7,13 +7,15 @@
  *
  * Convolution algorithms. An algorithm id is an index into the list of
  * oneDNN implementations for the problem (the primitive descriptor iterator
- * order), built in two parts:
+ * order), built in parts:
  *   1. the implementations that take x and y in the caller's layout
  *      (nchw or nhwc) with weights in the layout each prefers;
  *   2. then those that want blocked activations (format "any", e.g.
  *      nChw16c), which are not already in part 1; their names get a
  *      "+reorder" suffix;
- * and between the two, for any convolution: "matmul", each direction one
+ *   3. for bf16 on a CPU with bf16 kernels, the fp32 twin's direct
+ *      implementations ("+widen" suffix), described below;
+ * and between parts 1 and 2, for any convolution: "matmul", each direction one
  * oneDNN matrix product (the gemm slot's cache, no reorders) on the patch
  * matrix of x: (N*P*Q) x (R*S*C), built here (im2col; on NHWC at 1x1,
  * stride 1, no padding it is x itself), against the filters as a
@@ -52,7 +54,11 @@
  * filter gradients 40.1 -> 28.4 ms a channels-last bf16 step). On NCHW a
  * bf16 filter gradient of a strided convolution to at most 49 output
  * pixels an image goes to im2col's gemm (strided_lowp_gemm: oneDNN's
- * jit_bf16 kernel there is up to 3x slower). The
+ * jit_bf16 kernel there is up to 3x slower), or with at most 32 input
+ * channels to part 3's fp32 kernel (STRIDED_WIDEN_MAX_C). Part 3's
+ * operand reorders convert bf16 to fp32 and back (its kernels compute in
+ * fp32 on the widened bf16 values); it lists no im2col or reference
+ * implementations. The
  * `ref:` entries (slow, for checking oneDNN itself) keep their ids but
  * conv_find skips them. A conv bias does not change the list (a test
  * checks that), so an id found without bias is valid with one.
@@ -188,11 +194,18 @@ typedef struct conv_walk {
     int matmul; /* `want` is the matmul entry */
 } conv_walk;
 
-/* Walks one part of the list; *done once `want` was found. */
+/* The parts of the list (see the file header). */
+typedef enum conv_part { PART_PLAIN = 0, PART_BLOCKED = 1, PART_WIDENED = 2 } conv_part;
+
+static const char *const part_suffix[] = {"", "+reorder", "+widen"};
+
+/* Walks one part of the list; *done once `want` was found. For
+ * PART_WIDENED, d is the fp32 twin of a bf16 problem. */
 static int conv_walk_part(dnnl_state *st, const tb_conv_desc *d, tb_conv_kind kind,
-                          int has_bias, int blocked, dnnl_primitive_attr_t attr, conv_walk *w,
-                          int *done)
+                          int has_bias, conv_part part, dnnl_primitive_attr_t attr,
+                          conv_walk *w, int *done)
 {
+    int blocked = part != PART_PLAIN;
     dnnl_convolution_desc_t fwd, op;
     TB_TRY(conv_op_descs(d, kind, has_bias, blocked, &fwd, &op));
     conv_mds u;
@@ -218,14 +231,19 @@ static int conv_walk_part(dnnl_state *st, const tb_conv_desc *d, tb_conv_kind ki
         }
         const dnnl_memory_desc_t *x, *y;
         conv_pd_act_mds(pd, kind, &x, &y);
-        /* Part 2 holds only what part 1 does not: blocked activations. */
-        if (blocked && dnnl_memory_desc_equal(x, &u.x) && dnnl_memory_desc_equal(y, &u.y)) {
+        /* Part 2 holds only what part 1 does not: blocked activations;
+         * part 3 only direct kernels (no im2col, no reference). */
+        const char *name = pd_impl_name(pd);
+        int skip = part == PART_BLOCKED ? dnnl_memory_desc_equal(x, &u.x) &&
+                                              dnnl_memory_desc_equal(y, &u.y)
+                 : part == PART_WIDENED ? is_ref_impl(name) || strstr(name, "gemm:") != NULL
+                                        : 0;
+        if (skip) {
             dnnl_primitive_desc_destroy(pd);
             continue;
         }
         if (w->count < w->max)
-            snprintf(w->names[w->count], 64, "%s%s", pd_impl_name(pd),
-                     blocked ? "+reorder" : "");
+            snprintf(w->names[w->count], 64, "%s%s", name, part_suffix[part]);
         if (w->count++ == w->want) {
             w->pd = pd;
             w->hint = hint;
@@ -285,12 +303,12 @@ static int conv_walk_list(dnnl_state *st, const tb_conv_desc *d0, tb_conv_kind k
     dnnl_primitive_attr_t attr;
     TB_TRY(attr_create(&attr, d->math));
     int rc = TB_OK, done = 0;
-    for (int blocked = 0; blocked < 2 && !done && rc == TB_OK; blocked++) {
-        rc = conv_walk_part(st, d, kind, has_bias, blocked, attr, w, &done);
+    for (int part = PART_PLAIN; part <= PART_BLOCKED && !done && rc == TB_OK; part++) {
+        rc = conv_walk_part(st, d, kind, has_bias, part, attr, w, &done);
         /* matmul between parts 1 and 2, where oneDNN has anything for
          * the problem at all: within the TB_MAX_CONV_ALGOS a caller sees
          * (fp32 lists run to 16 entries and more) */
-        if (blocked == 0 && rc == TB_OK && !done && w->count > 0) {
+        if (part == PART_PLAIN && rc == TB_OK && !done && w->count > 0) {
             if (w->count < w->max)
                 snprintf(w->names[w->count], 64, "%s", MATMUL_NAME);
             if (w->count++ == w->want) {
@@ -300,6 +318,15 @@ static int conv_walk_list(dnnl_state *st, const tb_conv_desc *d0, tb_conv_kind k
         }
     }
     dnnl_primitive_attr_destroy(attr);
+    /* part 3: a bf16 problem on a CPU with bf16 kernels also lists its fp32
+     * twin's direct kernels (a widened bf16 problem is its twin already) */
+    if (rc == TB_OK && !done && d->dtype == TB_BF16) {
+        tb_conv_desc twin = *d;
+        twin.dtype = TB_F32, twin.math = TB_MATH_F32, twin.lowp_out = 0;
+        TB_TRY(attr_create(&attr, TB_MATH_F32));
+        rc = conv_walk_part(st, &twin, kind, has_bias, PART_WIDENED, attr, w, &done);
+        dnnl_primitive_attr_destroy(attr);
+    }
     return rc;
 }
 
@@ -967,6 +994,21 @@ static int matmul_default(const tb_conv_desc *d, tb_conv_kind kind)
  * small CNN's conv backward went 0.98 -> 1.06-1.09 ms together, so NHWC
  * keeps oneDNN's choice. */
 #define STRIDED_LOWP_GEMM_MAX_PIXELS 49
+/* Where strided_lowp_gemm applies and x has at most this many channels,
+ * the default is the fp32 twin's direct kernel instead ("+widen": the
+ * reorders into and out of its blocked layout widen x and dy), faster than
+ * the gemm there. Measured with conv_find (2 threads, AVX-512 BF16, the
+ * vCPUs together, ms widened jit vs gemm vs oneDNN's jit_bf16): the small
+ * CNN's 16->32 3x3 stride 2 to 7x7 at batch 32 0.115 vs 0.195 vs 0.196, at
+ * 64 0.190 vs 0.282 vs 0.352; 24->24 to 4x4 at batch 32 0.111 vs 0.139 vs
+ * 0.117. With 256 channels the twin loses (ResNet-50's 256->256 to 4x4 at
+ * batch 16: 1.84-1.96 vs gemm 2.21-2.76 vs jit_bf16 1.49-1.62), and those
+ * keep strided_lowp_gemm's choice. In the small CNN's bf16 step (--trace,
+ * DNNL_VERBOSE, vCPUs apart) the gemm had taken 0.27 ms a step against the
+ * fp32 step's 0.09 for the same gradient. */
+#define STRIDED_WIDEN_MAX_C 32
+
+static int is_widen_impl(const char *name) { return strstr(name, "+widen") != NULL; }
 
 static int strided_lowp_gemm(const tb_conv_desc *d, tb_conv_kind kind)
 {
@@ -985,6 +1027,9 @@ static int default_of(const tb_conv_desc *d, tb_conv_kind kind, char (*names)[64
 {
     for (int i = 0; i < n && matmul_default(d, kind); i++)
         if (is_matmul_impl(names[i]))
+            return i;
+    for (int i = 0; i < n && strided_lowp_gemm(d, kind) && d->c <= STRIDED_WIDEN_MAX_C; i++)
+        if (is_widen_impl(names[i]))
             return i;
     for (int i = 0; i < n && strided_lowp_gemm(d, kind); i++)
         if (is_gemm_impl(names[i]) && !is_ref_impl(names[i]))
