@@ -63,6 +63,12 @@ void tb_cpu_gemm_set_pack(int on);
 int tb_cpu_attn_set_path(int path);
 int tb_cpu_attn_path(void); /* the path in use (never AUTO) */
 
+/* pool_fwd/bwd's bf16 NCHW 2x2 stride-2 max pooling (lib/backend/cpu/
+ * pool.c): GENERIC (pool_body.h's loops) or AVX512, the same bits (NaN
+ * payloads aside); forced as cast's are (tests only). */
+int tb_cpu_pool_set_path(int path);
+int tb_cpu_pool_path(void); /* the path in use (never AUTO) */
+
 /* cast_f32_to_lowp's bf16 code paths (lib/backend/cpu/cast.c): GENERIC or
  * AVX512, the same bits; forced as xent_lse's are (tests only). */
 int tb_cpu_cast_set_path(int path);

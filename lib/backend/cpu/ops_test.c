@@ -609,13 +609,24 @@ static void test_pool(int threads)
          * bands of 13 rows (at most 32768 elements) that windows straddle;
          * NCHW planes of 960 in groups of 4 (4096 elements), the last of 2 */
         {2, 99, 40, 24, 3, 2, 1},
+        /* 2x2 stride 2 (pool.c's AVX512 path for bf16 NCHW): odd sizes
+         * (a row and a column no window covers), 14 outputs a row (one
+         * masked vector), 35 (two vectors and a tail) */
+        {2, 3, 9, 7, 2, 2, 0},   {2, 3, 28, 28, 2, 2, 0},   {1, 2, 6, 70, 2, 2, 0},
     };
     tb_backend *be = open_ops(threads);
     int paths[2], np = bf16_row_paths(paths);
-    for (int run = 0; run <= np; run++) {
+    int pool_avx512 = tb_cpu_pool_set_path(TB_CPU_PATH_AVX512) == TB_OK;
+    tb_error_clear();
+    /* fp32, then bf16 on each rounding path, and on pool.c's generic and
+     * AVX512 paths for the 2x2 max pool */
+    for (int run = 0; run <= np * (1 + pool_avx512); run++) {
         tb_dtype dt = run == 0 ? TB_F32 : TB_BF16;
-        if (run > 0)
-            CHECK(tb_cpu_bf16_rows_set_path(paths[run - 1]) == TB_OK, "bf16 rows path");
+        if (run > 0) {
+            CHECK(tb_cpu_bf16_rows_set_path(paths[(run - 1) % np]) == TB_OK, "bf16 rows path");
+            CHECK(tb_cpu_pool_set_path(run > np ? TB_CPU_PATH_AVX512 : TB_CPU_PATH_GENERIC) ==
+                      TB_OK, "pool path");
+        }
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int k = 0; k < 2; k++)
                 for (int l = 0; l < 2; l++) {
@@ -630,13 +641,14 @@ static void test_pool(int threads)
         }
     }
     tb_cpu_bf16_rows_set_path(TB_CPU_PATH_AUTO);
+    tb_cpu_pool_set_path(TB_CPU_PATH_AUTO);
     tb_pool_desc bad = {TB_POOL_MAX, 1, 1, 4, 4, 2, 1, 2, TB_NCHW};
     float x[16], y[64];
     int32_t am[64];
     CHECK(be->pool_fwd(be, &bad, x, y, am) == TB_ERR_INVALID, "pad > window / 2 refused");
     tb_error_clear();
     printf("pooling max/avg fwd, bwd (NCHW, NHWC, padding, global; fp32, bf16 on %d rounding "
-           "paths) t=%d: done\n", np, threads);
+           "paths and %d pooling paths) t=%d: done\n", np, 1 + pool_avx512, threads);
     close_ops(be);
 }
 
