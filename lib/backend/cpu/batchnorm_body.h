@@ -8,6 +8,10 @@
  *   BN_LOAD(p, i)      element i of p widened to float (exact)
  *   BN_NAME(f)         f with the type's suffix (f##_f32, f##_bf16)
  *
+ * and may define BN_FLOAT_RUNS (bf16): the NCHW statistics sum runs of at
+ * most that many elements of a row in float, each run's sums added into
+ * the channel's double ones (batchnorm.c says why that is enough there).
+ *
  * The arithmetic is the same for both types, in fp32 and (the statistics'
  * sums) double on the widened values. Outputs are written through a stage
  * (bf16_rows.h: in place for fp32; for bf16 a small fp32 buffer rounded
@@ -62,6 +66,20 @@ BN_CLONES static void BN_NAME(bn_train_channel_nchw)(const tb_bn_desc *d, int c,
     const BN_T *xc = x + (size_t)c * hw;
     for (int n = 0; n < d->n; n++) {
         const BN_T *xr = xc + n * stride;
+#ifdef BN_FLOAT_RUNS
+        for (size_t i0 = 0; i0 < hw; i0 += BN_FLOAT_RUNS) {
+            size_t len = hw - i0 < BN_FLOAT_RUNS ? hw - i0 : BN_FLOAT_RUNS;
+            float a = 0.0f, b = 0.0f;
+#pragma omp simd reduction(+ : a, b) safelen(16)
+            for (size_t i = i0; i < i0 + len; i++) {
+                float v = BN_LOAD(xr, i);
+                a += v;
+                b += v * v;
+            }
+            s += a;
+            q += b;
+        }
+#else
         double a = 0.0, b = 0.0;
 #pragma omp simd reduction(+ : a, b) safelen(16)
         for (size_t i = 0; i < hw; i++) {
@@ -71,6 +89,7 @@ BN_CLONES static void BN_NAME(bn_train_channel_nchw)(const tb_bn_desc *d, int c,
         }
         s += a;
         q += b;
+#endif
     }
     double mean = s / m, var = q / m - mean * mean;
     bn_finish_channel(d, c, mean, var > 0.0 ? var : 0.0, rm, rv, sm, si);
@@ -292,6 +311,21 @@ BN_CLONES static void BN_NAME(bn_bwd_channel_nchw)(const tb_bn_desc *d, int c, c
     double mu = sm[c], s = 0.0, sx = 0.0;
     for (int n = 0; n < d->n; n++) {
         const BN_T *xr = x + off + n * stride, *gr_ = dy + off + n * stride;
+#ifdef BN_FLOAT_RUNS
+        float muf_ = (float)mu;
+        for (size_t i0 = 0; i0 < hw; i0 += BN_FLOAT_RUNS) {
+            size_t len = hw - i0 < BN_FLOAT_RUNS ? hw - i0 : BN_FLOAT_RUNS;
+            float a = 0.0f, b = 0.0f;
+#pragma omp simd reduction(+ : a, b) safelen(16)
+            for (size_t i = i0; i < i0 + len; i++) {
+                float g = BN_LOAD(gr_, i);
+                a += g;
+                b += g * (BN_LOAD(xr, i) - muf_);
+            }
+            s += a;
+            sx += b;
+        }
+#else
         double a = 0.0, b = 0.0;
 #pragma omp simd reduction(+ : a, b) safelen(16)
         for (size_t i = 0; i < hw; i++) {
@@ -301,6 +335,7 @@ BN_CLONES static void BN_NAME(bn_bwd_channel_nchw)(const tb_bn_desc *d, int c, c
         }
         s += a;
         sx += b;
+#endif
     }
     float k, mdy, mdyx;
     bn_bwd_finish(d, c, s, sx, gamma, si, gr, &k, &mdy, &mdyx);
@@ -435,3 +470,4 @@ static int BN_NAME(bn_bwd)(tb_backend *be, const tb_bn_desc *d, const BN_T *x, c
 #undef BN_T
 #undef BN_LOAD
 #undef BN_NAME
+#undef BN_FLOAT_RUNS
