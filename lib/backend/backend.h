@@ -332,6 +332,15 @@ struct tb_backend {
      * accumulation; set_to_none writes on the first backward) */
     int (*conv_bwd_filter)(tb_backend *be, const tb_conv_desc *d, int algo, const float *x,
                            const float *dy, float *dw, float *dbias, int accumulate);
+    /* Optional (NULL: the caller makes the two calls): both gradients from
+     * one dy, the same bits as conv_bwd_filter(d, algo_filter, x, dy, dw,
+     * dbias, accumulate) then conv_bwd_data(d, algo_data, dy, w, dx). A
+     * backend may read dy once for both, as PyTorch's
+     * mkldnn_convolution_backward does (the CPU: one reorder of dy into the
+     * kernels' blocked layout where both want the same one). */
+    int (*conv_bwd)(tb_backend *be, const tb_conv_desc *d, int algo_filter, int algo_data,
+                    const float *x, const float *dy, const float *w, float *dw, float *dbias,
+                    int accumulate, float *dx);
 
     /* ---- batch norm (per channel over N and pixels) ---- */
     /* Training: normalizes with batch statistics, updates running_mean/var

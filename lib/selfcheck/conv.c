@@ -287,6 +287,47 @@ static int conv_bwd_filter_one(sc_ctx *sc, const tb_conv_desc *d, int algo, cons
     return sc_release(sc);
 }
 
+/* conv_bwd (optional): both gradients in one call, with the default
+ * algorithms, a bias gradient, written or accumulated, against the
+ * reference (the CPU reorders dy once where both kernels want it blocked). */
+static int conv_bwd_one(sc_ctx *sc, const tb_conv_desc *d, int acc)
+{
+    tb_backend *be = sc->be;
+    conv_sizes n = conv_sizes_of(d);
+    conv_algos af, ad;
+    conv_algo_list(sc, d, TB_CONV_BWD_FILTER, &af);
+    conv_algo_list(sc, d, TB_CONV_BWD_DATA, &ad);
+    if (af.n == 0 || ad.n == 0)
+        return TB_OK;
+    float *x, *dxin, *g, *dg, *w, *dwin, *want_w, *dw, *want_b, *db, *want_x, *dx;
+    TB_TRY(sc_randf(sc, &x, &dxin, n.x, -1.0f, 1.0f));
+    TB_TRY(sc_randf(sc, &g, &dg, n.y, -1.0f, 1.0f));
+    TB_TRY(sc_randf(sc, &w, &dwin, n.w, -1.0f, 1.0f));
+    TB_TRY(sc_inoutf(sc, &want_w, &dw, n.w, acc));
+    TB_TRY(sc_inoutf(sc, &want_b, &db, (size_t)d->k, acc));
+    TB_TRY(sc_outf(sc, &want_x, &dx, n.x));
+    TB_TRY(tb_conv_ref_bwd_filter(d, x, g, want_w, want_b, acc));
+    TB_TRY(tb_conv_ref_bwd_data(d, g, w, want_x));
+    char ds[96];
+    conv_desc_str(d, ds, sizeof ds);
+    sc_case c;
+    sc_case_start(&c, "%s dbias accumulate=%d algos=%s, %s", ds, acc, af.name[0], ad.name[0]);
+    TB_TRY(SC_FINISH(sc, &c,
+                     be->conv_bwd(be, d, af.id[0], ad.id[0], dxin, dg, dwin, dw, db, acc, dx), 0,
+                     {"dw", want_w, dw, n.w, conv_tol(af.name[0], d)},
+                     {"dbias", want_b, db, (size_t)d->k, TOL_SUM},
+                     {"dx", want_x, dx, n.x, conv_tol(ad.name[0], d)}));
+    return sc_release(sc);
+}
+
+int check_conv_bwd(sc_ctx *sc)
+{
+    for (size_t i = 0; i < N_CONV_DESCS; i++)
+        for (int acc = 0; acc < 2; acc++)
+            TB_TRY(conv_bwd_one(sc, &conv_descs[i], acc));
+    return TB_OK;
+}
+
 int check_conv_bwd_filter(sc_ctx *sc)
 {
     TB_TRY(conv_reduced_cases(sc, TB_CONV_BWD_FILTER));

@@ -247,6 +247,7 @@ int check_conv_find(sc_ctx *sc);
 int check_conv_fwd(sc_ctx *sc);
 int check_conv_bwd_data(sc_ctx *sc);
 int check_conv_bwd_filter(sc_ctx *sc);
+int check_conv_bwd(sc_ctx *sc);
 int check_bn_fwd_train(sc_ctx *sc);
 int check_bn_fwd_infer(sc_ctx *sc);
 int check_bn_bwd(sc_ctx *sc);

@@ -28,6 +28,7 @@
 /* Op slots and their checks. null_ok: the reason lib/backend/backend.h gives for
  * allowing the slot to be NULL (then NULL is n/a), or NULL. */
 #define SC_NULL_LOWP_ACTS "lib/backend/backend.h: NULL where the backend keeps activations fp32"
+#define SC_NULL_CONV_BWD "lib/backend/backend.h: NULL where callers make the two calls"
 #define SC_NULL_GRAPH "lib/backend/backend.h: n/a on the CPU backend, no kernel launches to capture"
 
 typedef struct sc_op_check {
@@ -57,6 +58,7 @@ static const sc_op_check op_checks[] = {
     {"conv_fwd", check_conv_fwd, NULL},
     {"conv_bwd_data", check_conv_bwd_data, NULL},
     {"conv_bwd_filter", check_conv_bwd_filter, NULL},
+    {"conv_bwd", check_conv_bwd, SC_NULL_CONV_BWD},
     {"bn_fwd_train", check_bn_fwd_train, NULL},
     {"bn_fwd_infer", check_bn_fwd_infer, NULL},
     {"bn_bwd", check_bn_bwd, NULL},

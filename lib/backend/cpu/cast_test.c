@@ -419,6 +419,84 @@ static void conv_widened_all(tb_backend *be, tb_conv_desc d)
     free(want), free(got), free(wantb), free(gotb), free(bias);
 }
 
+/* conv_bwd = conv_bwd_filter then conv_bwd_data, bit for bit, written and
+ * accumulated, with a bias gradient; shared says whether the CPU should
+ * have reordered dy once for both (tb_cpu_conv_bwd_shared_calls). */
+static void conv_bwd_same(tb_backend *be, tb_conv_desc d, int shared)
+{
+    size_t nx = (size_t)d.n * d.c * d.h * d.w, nw = (size_t)d.k * d.c * d.r * d.s;
+    size_t ny = (size_t)d.n * d.k * tb_conv_out_h(&d) * tb_conv_out_w(&d);
+    size_t es = d.dtype == TB_F32 ? 4 : 2, xs = d.lowp_out ? es : 4;
+    tb_rng s = tb_rng_seeded(11);
+    float *x, *w, *dy;
+    uint16_t *xl, *wl, *dyl;
+    rand_pair(nx, &s, &x, &xl);
+    rand_pair(nw, &s, &w, &wl);
+    rand_pair(ny, &s, &dy, &dyl);
+    const void *xi = d.dtype == TB_F32 ? (void *)x : (void *)xl;
+    const void *wi = d.dtype == TB_F32 ? (void *)w : (void *)wl;
+    const void *dyi = d.dtype == TB_F32 ? (void *)dy : (void *)dyl;
+    float *dw[2], *db[2];
+    void *dx[2];
+    for (int v = 0; v < 2; v++) {
+        dw[v] = malloc(nw * 4), db[v] = malloc(d.k * 4), dx[v] = malloc(nx * xs);
+    }
+    int af, ad;
+    CHECK(be->conv_algo_default(be, &d, TB_CONV_BWD_FILTER, &af) == TB_OK &&
+              be->conv_algo_default(be, &d, TB_CONV_BWD_DATA, &ad) == TB_OK,
+          "conv_bwd: default algorithms");
+    const char *lay = d.layout == TB_NHWC ? "nhwc" : "nchw";
+    for (int acc = 0; acc < 2; acc++) {
+        for (int v = 0; v < 2; v++) {
+            for (size_t i = 0; i < nw; i++)
+                dw[v][i] = 0.25f * (float)(i % 7);
+            for (int i = 0; i < d.k; i++)
+                db[v][i] = 0.5f * (float)(i % 3);
+            memset(dx[v], 0, nx * xs);
+        }
+        long before = tb_cpu_conv_bwd_shared_calls();
+        int rc0 = be->conv_bwd_filter(be, &d, af, xi, dyi, dw[0], db[0], acc);
+        int rc1 = be->conv_bwd_data(be, &d, ad, dyi, wi, dx[0]);
+        int rc2 = be->conv_bwd(be, &d, af, ad, xi, dyi, wi, dw[1], db[1], acc, dx[1]);
+        long took = tb_cpu_conv_bwd_shared_calls() - before;
+        CHECK(rc0 == TB_OK && rc1 == TB_OK && rc2 == TB_OK, "conv_bwd %s %s: %s",
+              d.dtype == TB_F32 ? "fp32" : "bf16", lay, tb_error_message());
+        tb_error_clear();
+        int same = !memcmp(dw[0], dw[1], nw * 4) && !memcmp(db[0], db[1], (size_t)d.k * 4) &&
+                   !memcmp(dx[0], dx[1], nx * xs);
+        printf("conv_bwd %s %s%s c%d s%d accumulate=%d: %s, dy reordered %s\n",
+               d.dtype == TB_F32 ? "fp32" : "bf16", lay, d.lowp_out ? " bf16 outputs" : "", d.c,
+               d.stride, acc, same ? "the two calls' bits" : "DIFFERS", took ? "once" : "per call");
+        CHECK(same, "conv_bwd %s c%d s%d accumulate=%d differs from the two calls", lay, d.c,
+              d.stride, acc);
+        CHECK(took == shared, "conv_bwd %s c%d s%d: dy shared %ld times, want %d", lay, d.c,
+              d.stride, took, shared);
+    }
+    for (int v = 0; v < 2; v++)
+        free(dw[v]), free(db[v]), free(dx[v]);
+    free(x), free(w), free(dy), free(xl), free(wl), free(dyl);
+}
+
+static void test_conv_bwd(tb_backend *be)
+{
+    int native = !tb_cpu_bf16_widened(be);
+    tb_conv_desc d = {.n = 4, .c = 16, .h = 14, .w = 14, .k = 32, .r = 3, .s = 3, .stride = 1,
+                      .pad = 1, .layout = TB_NCHW, .dtype = TB_F32, .math = TB_MATH_F32};
+    /* fp32 NCHW: both direct kernels on blocked dy (the small CNN's) */
+    int blocked = strstr(default_name(be, &d, TB_CONV_BWD_DATA), "+reorder") &&
+                  strstr(default_name(be, &d, TB_CONV_BWD_FILTER), "+reorder");
+    conv_bwd_same(be, d, blocked);
+    tb_conv_desc n = d; /* NHWC: no reorder of dy at all */
+    n.layout = TB_NHWC;
+    conv_bwd_same(be, n, 0);
+    tb_conv_desc b = d; /* bf16 activations: dx written in bf16 */
+    b.dtype = TB_BF16, b.math = TB_MATH_LOWP, b.lowp_out = 1;
+    conv_bwd_same(be, b, native && blocked);
+    tb_conv_desc s = b; /* filter on the fp32 twin (+widen), data on bf16: two layouts */
+    s.stride = 2;
+    conv_bwd_same(be, s, 0);
+}
+
 static void test_conv_lowp(tb_backend *be)
 {
     for (int lay = 0; lay < 2; lay++) {
@@ -535,6 +613,7 @@ int main(void)
         CHECK(tb_cpu_bf16_widened(be) == widen, "bf16 path %d not taken", widen);
         test_gemm_lowp(be);
         test_conv_lowp(be);
+        test_conv_bwd(be);
     }
     tb_cpu_bf16_force_widened(be, 0);
     tb_backend_close(be);

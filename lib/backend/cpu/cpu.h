@@ -69,6 +69,10 @@ int tb_cpu_attn_path(void); /* the path in use (never AUTO) */
 int tb_cpu_pool_set_path(int path);
 int tb_cpu_pool_path(void); /* the path in use (never AUTO) */
 
+/* How many conv_bwd calls reordered dy once for both gradients
+ * (lib/backend/cpu/conv.c: conv_bwd_both), for tests. */
+long tb_cpu_conv_bwd_shared_calls(void);
+
 /* cast_f32_to_lowp's bf16 code paths (lib/backend/cpu/cast.c): GENERIC or
  * AVX512, the same bits; forced as xent_lse's are (tests only). */
 int tb_cpu_cast_set_path(int path);

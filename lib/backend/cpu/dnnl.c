@@ -66,6 +66,7 @@ void tb_cpu_release_dnnl_ops(tb_backend *be)
     dev_free_ptr(be, &st->ws);
     dev_free_ptr(be, (void **)&st->widened);
     dev_free_ptr(be, (void **)&st->out_f32);
+    dev_free_ptr(be, &st->dy_blocked);
     if (st->stream)
         dnnl_stream_destroy(st->stream);
     if (st->engine)

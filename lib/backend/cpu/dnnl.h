@@ -216,6 +216,8 @@ typedef struct dnnl_state {
     float *out_f32;           /* a convolution's fp32 output before it is narrowed to
                                  bf16 (lowp_out where the primitive writes fp32) */
     size_t out_f32_bytes;
+    void *dy_blocked;         /* conv_bwd's dy, reordered once for both gradients */
+    size_t dy_blocked_bytes;
 } dnnl_state;
 
 /* How bf16 operands run. oneDNN 2.6 has bf16 kernels only from avx512_core

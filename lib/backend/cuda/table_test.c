@@ -103,16 +103,17 @@ int main(void)
         failures++;
     }
     /* slots lib/backend/backend.h lets a backend leave NULL, as CUDA does:
-     * the low-precision activations (layers then keep fp32 ones) */
+     * the low-precision activations (layers then keep fp32 ones) and
+     * conv_bwd (layers then make the two calls) */
     static const size_t may_be_null[] = {
         offsetof(tb_backend, relu_fwd_lowp), offsetof(tb_backend, relu_bwd_lowp),
-        offsetof(tb_backend, add_lowp)};
+        offsetof(tb_backend, add_lowp), offsetof(tb_backend, conv_bwd)};
     for (size_t i = 0; i < NSLOTS; i++) {
         int optional = 0;
         for (size_t k = 0; k < sizeof may_be_null / sizeof may_be_null[0]; k++)
             optional |= FIRST_SLOT + i * sizeof(slot_fn) == may_be_null[k];
         if (!slots[i] && optional) {
-            printf("slot %2zu  NULL (allowed: low-precision activations)\n", i);
+            printf("slot %2zu  NULL (allowed: low-precision activations, conv_bwd)\n", i);
             continue;
         }
         if (!slots[i]) {
