@@ -908,9 +908,14 @@ static int cpu_conv_bwd_filter(tb_backend *be, const tb_conv_desc *d, int algo,
  * copy). Elsewhere (matmul, bf16 widened, different layouts or none) the two
  * calls. The small CNN's NCHW step reorders 5 dy a step fewer (fp32: ~0.02
  * ms each at 32x16x14x14, 2 threads). */
-static long bwd_shared_calls; /* conv_bwd calls that reordered dy once (tests) */
+/* conv_bwd calls that reordered dy once, over every CPU backend of the
+ * process (tests; atomic: backends hold their own locks) */
+static long bwd_shared_calls;
 
-long tb_cpu_conv_bwd_shared_calls(void) { return bwd_shared_calls; }
+long tb_cpu_conv_bwd_shared_calls(void)
+{
+    return __atomic_load_n(&bwd_shared_calls, __ATOMIC_RELAXED);
+}
 
 static int conv_bwd_both(tb_backend *be, const tb_conv_desc *d0, int algo_f, int algo_d,
                          const float *x, const float *dy, const float *w, float *dw,
@@ -940,7 +945,7 @@ static int conv_bwd_both(tb_backend *be, const tb_conv_desc *d0, int algo_f, int
         return conv_run(be, d0, TB_CONV_BWD_DATA, algo_d, (void *[3]){(void *)dy, (void *)w, dx},
                         NULL, NULL, 0);
     }
-    bwd_shared_calls++; /* under the backend's lock */
+    __atomic_fetch_add(&bwd_shared_calls, 1, __ATOMIC_RELAXED);
     TB_TRY(buffer_reserve(be, &st->dy_blocked, &st->dy_blocked_bytes,
                           dnnl_memory_desc_get_size(md)));
     TB_CHECK_DNNL(dnnl_memory_set_data_handle(ed->op[0].user, (void *)dy));
