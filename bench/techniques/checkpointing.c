@@ -1,7 +1,9 @@
 /*
  * checkpointing.c - bench:checkpointing: activation checkpointing
  * (torch.utils.checkpoint; --checkpointing: BN+ReLU, GELU and pooling
- * outputs recomputed in backward instead of stored) vs storing everything,
+ * outputs, and the manual attention's probabilities (one buffer shared by
+ * all layers, lib/nn/layer_attn.c), recomputed in backward instead of
+ * stored) vs storing everything,
  * the baseline: step time added and peak memory saved (memory_bytes; the
  * saving in the note), at the profile's batch B and at 4B. The larger batch
  * it allows: the 4B row's note says whether checkpointing at 4B fits under a

@@ -906,15 +906,19 @@ static int count_checkpointed(const tb_layer *l)
  * built with checkpointing ckpt (*marked: its checkpointed layers); under
  * no_grad when no_grad (no gradients). The same tokens every call. */
 static int mem_run(tb_backend *be, int ckpt, int no_grad, float *logits, float *loss,
-                   float *grad, int *marked)
+                   float *grad, int *marked, size_t *built_bytes)
 {
     tb_gpt2_dims g = small_dims(4);
     run r;
     int rc;
     tb_rng keep = rng;
+    size_t before = 0, after = 0, peak;
+    TB_TRY(be->mem_stats(be, &before, &peak));
     TB_TRY_GOTO(rc, run_open_opts(be, &g, 2, TB_GELU_TANH,
                                   (tb_model_opts){.seed = 21, .checkpointing = ckpt}, &r),
                 out_close);
+    TB_TRY_GOTO(rc, be->mem_stats(be, &after, &peak), out_close);
+    *built_bytes = after - before;
     rng = keep;
     *marked = count_checkpointed(r.m->net);
     if (no_grad) {
@@ -939,17 +943,30 @@ static int check_act_memory(tb_backend *be)
     float *lg2 = malloc(nl * sizeof(float)), *g0 = malloc(np * sizeof(float));
     float *g1 = malloc(np * sizeof(float));
     int rc = TB_OK, m0, m1, m2;
+    size_t b0, b1, b2;
     if (!lg0 || !lg1 || !lg2 || !g0 || !g1) {
         rc = TB_FAIL(TB_ERR_NOMEM, "result copies");
         goto out_free;
     }
-    TB_TRY_GOTO(rc, mem_run(be, 0, 0, lg0, &l0, g0, &m0), out_free);
-    TB_TRY_GOTO(rc, mem_run(be, 1, 0, lg1, &l1, g1, &m1), out_free);
-    TB_TRY_GOTO(rc, mem_run(be, 0, 1, lg2, &l2, NULL, &m2), out_free);
+    TB_TRY_GOTO(rc, mem_run(be, 0, 0, lg0, &l0, g0, &m0, &b0), out_free);
+    TB_TRY_GOTO(rc, mem_run(be, 1, 0, lg1, &l1, g1, &m1, &b1), out_free);
+    TB_TRY_GOTO(rc, mem_run(be, 0, 1, lg2, &l2, NULL, &m2, &b2), out_free);
     CHECK(m0 == 0 && m1 == g.layers && l0 == l1 && !memcmp(lg0, lg1, nl * sizeof(float)) &&
               !memcmp(g0, g1, np * sizeof(float)),
-          "checkpointing (%d layers recomputed, one GELU per block): loss, logits and "
-          "gradients bitwise the same (loss %.6f)", m1, l0);
+          "checkpointing (%d layers recomputed, one GELU per block, attention's "
+          "probabilities recomputed): loss, logits and gradients bitwise the same (loss %.6f)",
+          m1, l0);
+    /* the manual attention's probabilities: one shared buffer, not one a
+     * layer (each layer keeps the fused variant's row statistics) */
+    tb_attn_desc ad = {.batch = g.heads, .heads = 2, .seq = g.context,
+                       .head_dim = g.dim / g.heads, .causal = 1, .scale = 1.0f};
+    size_t manual = 0, fused = 0;
+    TB_TRY_GOTO(rc, be->attention_workspace(be, TB_ATTN_MANUAL, &ad, &manual, NULL), out_free);
+    TB_TRY_GOTO(rc, be->attention_workspace(be, TB_ATTN_FUSED, &ad, &fused, NULL), out_free);
+    size_t want = (size_t)(g.layers - 1) * manual - (size_t)g.layers * fused;
+    CHECK(b1 + want <= b0, "checkpointing: model memory %zu -> %zu bytes, at least %zu less "
+          "(%d layers' attention probabilities of %zu bytes shared)", b0, b1, want, g.layers,
+          manual);
     CHECK(l0 == l2 && !memcmp(lg0, lg2, nl * sizeof(float)),
           "no_grad: loss and logits bitwise the same");
 

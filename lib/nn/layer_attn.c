@@ -28,6 +28,11 @@
  * projections' GEMMs are gemm_lowp on bf16/fp16 casts of x, the weights, the
  * attention output, dy and dq/dk/dv (fp32 out), as PyTorch runs c_attn and
  * c_proj; attention itself stays fp32 (the backends' kernels are fp32).
+ * Under checkpointing (ctx->acts.ckpt_attn) the manual variant's
+ * probabilities go to one buffer all attention layers share, and each
+ * backward runs its attention forward again to get them back: one
+ * (B, H, T, T) buffer instead of one per layer (GPT-2 small at context
+ * 1024, batch 4: 201 MB a layer), for one more attention forward a layer.
  *
  * Tests: bazel test //lib/train:transformer_test (float64 gradient check,
  * causal and not), //lib/nn:gpt2_test (causality of the whole model)
@@ -86,6 +91,15 @@ static float *slice(const mha_layer *a, float *base, int n, int j)
     return base + slice_at(a, n, j);
 }
 
+/* Where attention_fwd keeps what attention_bwd reads: the layer's own
+ * buffer, or under checkpointing the manual variant's shared one. */
+static float *mha_saved(const mha_layer *a)
+{
+    const tb_layer_ctx *ctx = a->base.ctx;
+    return ctx->acts.ckpt_attn && ctx->attention == TB_ATTN_MANUAL ? ctx->acts.attn_saved
+                                                                    : a->saved;
+}
+
 /* q, k, v slices: X W_j^T + b_j for each of the 3H slices. */
 static int mha_project_in(tb_layer *l, const tb_tensor *x)
 {
@@ -140,7 +154,7 @@ static int mha_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
     tb_layer_op_begin(l->ctx, "attention", "attention", 0);
     TB_TRY(be->attention_fwd(be, l->ctx->attention, &desc, slice(a, a->qkv.data, n, 0),
                              slice(a, a->qkv.data, n, a->heads),
-                             slice(a, a->qkv.data, n, 2 * a->heads), a->o.data, a->saved));
+                             slice(a, a->qkv.data, n, 2 * a->heads), a->o.data, mha_saved(a)));
     TB_TRY(tb_layer_op_end(l->ctx, attn_flops(a, n), 0));
     tb_layer_op_begin(l->ctx, "attn_proj", "attn_proj_gemm", 0);
     TB_TRY(mha_project_out(l, n));
@@ -208,11 +222,17 @@ static int mha_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
     TB_TRY(mha_back_out(l, dy));
     TB_TRY(tb_layer_op_end(l->ctx, 4.0 * rows * d * d, 0));
     tb_layer_op_begin(l->ctx, "attention", "attention", 1);
+    float *saved = mha_saved(a);
+    int again = saved != a->saved; /* the shared buffer holds the last layer's */
+    if (again) /* the same inputs: the same o and probabilities as the forward */
+        TB_TRY(be->attention_fwd(be, l->ctx->attention, &desc, slice(a, qkv, n, 0),
+                                 slice(a, qkv, n, a->heads), slice(a, qkv, n, 2 * a->heads),
+                                 a->o.data, saved));
     TB_TRY(be->attention_bwd(be, l->ctx->attention, &desc, slice(a, qkv, n, 0),
                              slice(a, qkv, n, a->heads), slice(a, qkv, n, 2 * a->heads), a->o.data,
-                             a->dout.data, a->saved, slice(a, dqkv, n, 0),
+                             a->dout.data, saved, slice(a, dqkv, n, 0),
                              slice(a, dqkv, n, a->heads), slice(a, dqkv, n, 2 * a->heads)));
-    TB_TRY(tb_layer_op_end(l->ctx, 2.0 * attn_flops(a, n), 0));
+    TB_TRY(tb_layer_op_end(l->ctx, (again ? 3.0 : 2.0) * attn_flops(a, n), 0));
     if (l->need_dx)
         TB_TRY(tb_tensor_set_batch(&a->dx, n));
     tb_layer_op_begin(l->ctx, "qkv", "qkv_gemm", 1);
@@ -227,12 +247,26 @@ static int mha_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
 static int mha_alloc_saved(mha_layer *a, int max_batch)
 {
     tb_backend *be = a->base.ctx->be;
+    tb_act_mem *am = &a->base.ctx->acts;
     tb_attn_desc desc = mha_desc(a, max_batch);
     size_t manual = 0, fused = 0;
     TB_TRY(be->attention_workspace(be, TB_ATTN_MANUAL, &desc, &manual, NULL));
     TB_TRY(be->attention_workspace(be, TB_ATTN_FUSED, &desc, &fused, NULL));
-    return be->dev_alloc(be, (void **)&a->saved, manual > fused ? manual : fused);
+    if (!am->ckpt_attn)
+        return be->dev_alloc(be, (void **)&a->saved, manual > fused ? manual : fused);
+    /* checkpointing: the manual probabilities go to the shared buffer, the
+     * fused variant's row statistics stay the layer's own */
+    if (manual > am->attn_saved_bytes) {
+        if (am->attn_saved)
+            be->dev_free(be, am->attn_saved);
+        am->attn_saved = NULL;
+        am->attn_saved_bytes = 0;
+        TB_TRY(be->dev_alloc(be, (void **)&am->attn_saved, manual));
+        am->attn_saved_bytes = manual;
+    }
+    return be->dev_alloc(be, (void **)&a->saved, fused > 0 ? fused : 1);
 }
+
 
 /* Frees the autocast copies (none with AMP off). */
 static void mha_lowp_free(tb_layer *l)

@@ -379,6 +379,7 @@ static int checkpointable(const tb_layer *l)
 
 void tb_layer_acts_mark_checkpoints(tb_layer *root)
 {
+    root->ctx->acts.ckpt_attn = 1;
     int seq = !strcmp(root->vt->kind, "seq");
     for (int i = 0; i < root->nchildren; i++) {
         tb_layer *c = root->children[i];
@@ -469,4 +470,6 @@ void tb_layer_acts_free(tb_layer_ctx *ctx)
 {
     free_ptrs(ctx->be, ctx->acts.ng, 2 * TB_ACT_DEPTHS);
     free_ptrs(ctx->be, ctx->acts.ckpt, 2);
+    free_ptrs(ctx->be, &ctx->acts.attn_saved, 1);
+    ctx->acts.attn_saved_bytes = 0;
 }

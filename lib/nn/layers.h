@@ -77,7 +77,11 @@ typedef struct tb_conv_algo_cache {
  *   checkpoint: layers with l->checkpoint (BN, ReLU, GELU, pooling whose
  *               consumer is the next leaf of a sequence), one shared pair;
  *               a sequence runs their forward again before a backward
- *               needs their output. */
+ *               needs their output; and attention's probabilities (the
+ *               manual variant's (B, H, T, T) saved buffer), one buffer
+ *               shared by every attention layer (attn_saved): each
+ *               layer's backward runs its attention forward again into it
+ *               (as torch.utils.checkpoint recomputes a block). */
 #define TB_ACT_DEPTHS 4
 typedef struct tb_act_mem {
     int no_grad;          /* 1: forward keeps nothing for backward */
@@ -88,6 +92,9 @@ typedef struct tb_act_mem {
     float *ng[2 * TB_ACT_DEPTHS]; /* no_grad pairs, [2 * (depth - 1) + k] */
     size_t ckpt_bytes;
     float *ckpt[2];       /* the checkpointing pair */
+    int ckpt_attn;        /* 1 under checkpointing: attention's probabilities recomputed */
+    size_t attn_saved_bytes;
+    float *attn_saved;    /* their shared buffer (the largest layer's, at max batch) */
 } tb_act_mem;
 
 typedef struct tb_layer_ctx {

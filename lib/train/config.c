@@ -111,7 +111,7 @@ static const config_field fields[] = {
     ROW(BOOL, "tf32", tf32, "false", NULL, "gemm and convolution in TF32 math (allow_tf32): cuBLAS/cuDNN tensor-core TF32 on CUDA; on the CPU oneDNN's bf16 fpmath mode, which computes in f32 anyway on CPUs without AVX512_BF16 (this VM)"),
     ROW(BOOL, "fused-attention", fused_attention, "false", NULL, "transformer: tiled attention with online softmax (scaled_dot_product_attention) instead of materialized scores"),
     ROW(BOOL, "fused-layernorm", fused_layernorm, "false", NULL, "transformer: one-pass layer norm (apex FusedLayerNorm)"),
-    ROW(BOOL, "checkpointing", checkpointing, "false", NULL, "recompute cheap layers (BN+ReLU, GELU, pooling) in backward instead of storing them"),
+    ROW(BOOL, "checkpointing", checkpointing, "false", NULL, "recompute cheap layers (BN+ReLU, GELU, pooling) and attention's probabilities in backward instead of storing them"),
     ROW(BOOL, "detect-anomaly", detect_anomaly, "false", NULL, "NaN/Inf check after every op, forward and backward (autograd.detect_anomaly)"),
     NUM(INT, "loss-read-every", loss_read_every, "1", TB_RANGE_MIN(1), "copy the loss to the host every N steps (1 = every step, .item())"),
     ROW(BOOL, "eval-no-grad", eval_no_grad, "false", NULL, "evaluate under no_grad: no activations kept for backward"),
