@@ -578,24 +578,15 @@ static int attn_path_supported(int path)
 static const attn_kernels *attn_kernels_in_use(void)
 {
     if (attn_path == TB_CPU_PATH_AUTO)
-        attn_path = attn_path_supported(TB_CPU_PATH_AVX512) ? TB_CPU_PATH_AVX512
-                    : attn_path_supported(TB_CPU_PATH_AVX2) ? TB_CPU_PATH_AVX2
-                                                             : TB_CPU_PATH_GENERIC;
+        attn_path = tb_cpu_path_best(TB_CPU_PATHS_ALL, attn_path_supported);
     return &attn_paths[attn_path];
 }
 
 int tb_cpu_attn_set_path(int path)
 {
-    if (path == TB_CPU_PATH_AUTO) {
-        attn_path = TB_CPU_PATH_AUTO;
-        attn_kernels_in_use();
-        return TB_OK;
-    }
-    if (path < TB_CPU_PATH_GENERIC || path > TB_CPU_PATH_AVX512)
-        return TB_FAIL(TB_ERR_INVALID, "attention: unknown code path %d", path);
-    if (!attn_path_supported(path))
-        return TB_FAIL(TB_ERR_UNSUPPORTED, "attention: this CPU cannot run code path %d", path);
-    attn_path = path;
+    TB_TRY(tb_cpu_path_force(&attn_path, path, TB_CPU_PATHS_ALL, attn_path_supported,
+                             "attention"));
+    attn_kernels_in_use(); /* AUTO: the best again */
     return TB_OK;
 }
 

@@ -93,7 +93,7 @@ int tb_cpu_bf16_rows_path(void)
         return rows_forced;
     int best = __atomic_load_n(&rows_best, __ATOMIC_RELAXED);
     if (best == TB_CPU_PATH_AUTO) {
-        best = path_supported(TB_CPU_PATH_AVX512) ? TB_CPU_PATH_AVX512 : TB_CPU_PATH_GENERIC;
+        best = tb_cpu_path_best(TB_CPU_PATHS_GENERIC_AVX512, path_supported);
         __atomic_store_n(&rows_best, best, __ATOMIC_RELAXED);
     }
     return best;
@@ -101,12 +101,8 @@ int tb_cpu_bf16_rows_path(void)
 
 int tb_cpu_bf16_rows_set_path(int path)
 {
-    if (path != TB_CPU_PATH_AUTO && path != TB_CPU_PATH_GENERIC && path != TB_CPU_PATH_AVX512)
-        return TB_FAIL(TB_ERR_INVALID, "bf16 rows: unknown code path %d", path);
-    if (path != TB_CPU_PATH_AUTO && !path_supported(path))
-        return TB_FAIL(TB_ERR_UNSUPPORTED, "bf16 rows: this CPU cannot run code path %d", path);
-    rows_forced = path;
-    return TB_OK;
+    return tb_cpu_path_force(&rows_forced, path, TB_CPU_PATHS_GENERIC_AVX512, path_supported,
+                             "bf16 rows");
 }
 
 void tb_cpu_bf16_round_runs(const bf16_run *runs, int k, const float *src)

@@ -75,17 +75,13 @@ int tb_cpu_cast_path(void)
 {
     if (cast_forced != TB_CPU_PATH_AUTO)
         return cast_forced;
-    return path_supported(TB_CPU_PATH_AVX512) ? TB_CPU_PATH_AVX512 : TB_CPU_PATH_GENERIC;
+    return tb_cpu_path_best(TB_CPU_PATHS_GENERIC_AVX512, path_supported);
 }
 
 int tb_cpu_cast_set_path(int path)
 {
-    if (path != TB_CPU_PATH_AUTO && path != TB_CPU_PATH_GENERIC && path != TB_CPU_PATH_AVX512)
-        return TB_FAIL(TB_ERR_INVALID, "cast: unknown code path %d", path);
-    if (path != TB_CPU_PATH_AUTO && !path_supported(path))
-        return TB_FAIL(TB_ERR_UNSUPPORTED, "cast: this CPU cannot run code path %d", path);
-    cast_forced = path;
-    return TB_OK;
+    return tb_cpu_path_force(&cast_forced, path, TB_CPU_PATHS_GENERIC_AVX512, path_supported,
+                             "cast");
 }
 
 static void bf16_cast(int threads, const float *x, uint16_t *y, size_t n)

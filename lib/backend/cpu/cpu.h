@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include "lib/core/status.h"
+
 typedef struct tb_cpu_ctx {
     int threads;     /* OpenMP threads every CPU kernel uses */
     size_t in_use;   /* bytes held through dev_alloc */
@@ -49,6 +51,34 @@ void tb_cpu_release_dnnl_ops(struct tb_backend *be); /* primitive caches */
  * the best this CPU runs unless a test forces one (process-wide, not while
  * other threads run it). TB_ERR_UNSUPPORTED where the CPU lacks it. */
 enum { TB_CPU_PATH_AUTO = 0, TB_CPU_PATH_GENERIC = 1, TB_CPU_PATH_AVX2 = 2, TB_CPU_PATH_AVX512 = 3 };
+
+/* The code paths a kernel family has (a mask of 1 << TB_CPU_PATH_*), and
+ * for each family's path switch (tb_cpu_*_set_path and the path in use):
+ * the best of them that supported(path) says this CPU runs, GENERIC at
+ * least; and a test's forcing of one into *forced: AUTO (the best again),
+ * or a known path this CPU runs, else TB_ERR_INVALID (unknown) or
+ * TB_ERR_UNSUPPORTED, `what` naming the family in the message. */
+#define TB_CPU_PATHS_GENERIC_AVX512 ((1u << TB_CPU_PATH_GENERIC) | (1u << TB_CPU_PATH_AVX512))
+#define TB_CPU_PATHS_ALL (TB_CPU_PATHS_GENERIC_AVX512 | (1u << TB_CPU_PATH_AVX2))
+
+static inline int tb_cpu_path_best(unsigned known, int (*supported)(int))
+{
+    for (int p = TB_CPU_PATH_AVX512; p > TB_CPU_PATH_GENERIC; p--)
+        if ((known >> p & 1u) && supported(p))
+            return p;
+    return TB_CPU_PATH_GENERIC;
+}
+
+static inline int tb_cpu_path_force(int *forced, int path, unsigned known,
+                                    int (*supported)(int), const char *what)
+{
+    if (path != TB_CPU_PATH_AUTO && (path < 0 || path > TB_CPU_PATH_AVX512 || !(known >> path & 1u)))
+        return TB_FAIL(TB_ERR_INVALID, "%s: unknown code path %d", what, path);
+    if (path != TB_CPU_PATH_AUTO && !supported(path))
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "%s: this CPU cannot run code path %d", what, path);
+    *forced = path;
+    return TB_OK;
+}
 int tb_cpu_xent_lse_set_path(int path);
 int tb_cpu_xent_lse_path(void); /* the path in use (never AUTO) */
 void tb_cpu_release_ops(struct tb_backend *be);

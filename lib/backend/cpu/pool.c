@@ -247,17 +247,13 @@ int tb_cpu_pool_path(void)
 {
     if (pool_forced != TB_CPU_PATH_AUTO)
         return pool_forced;
-    return pool_path_supported(TB_CPU_PATH_AVX512) ? TB_CPU_PATH_AVX512 : TB_CPU_PATH_GENERIC;
+    return tb_cpu_path_best(TB_CPU_PATHS_GENERIC_AVX512, pool_path_supported);
 }
 
 int tb_cpu_pool_set_path(int path)
 {
-    if (path != TB_CPU_PATH_AUTO && path != TB_CPU_PATH_GENERIC && path != TB_CPU_PATH_AVX512)
-        return TB_FAIL(TB_ERR_INVALID, "pool: unknown code path %d", path);
-    if (path != TB_CPU_PATH_AUTO && !pool_path_supported(path))
-        return TB_FAIL(TB_ERR_UNSUPPORTED, "pool: this CPU cannot run code path %d", path);
-    pool_forced = path;
-    return TB_OK;
+    return tb_cpu_path_force(&pool_forced, path, TB_CPU_PATHS_GENERIC_AVX512,
+                             pool_path_supported, "pool");
 }
 
 static int max_2x2_bf16_nchw(const tb_pool_desc *d)

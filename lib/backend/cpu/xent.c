@@ -177,24 +177,14 @@ static int path_supported(int path)
 static const lse_rows *lse_rows_in_use(void)
 {
     if (lse_path == TB_CPU_PATH_AUTO)
-        lse_path = path_supported(TB_CPU_PATH_AVX512) ? TB_CPU_PATH_AVX512
-                   : path_supported(TB_CPU_PATH_AVX2) ? TB_CPU_PATH_AVX2
-                                                       : TB_CPU_PATH_GENERIC;
+        lse_path = tb_cpu_path_best(TB_CPU_PATHS_ALL, path_supported);
     return &lse_paths[lse_path];
 }
 
 int tb_cpu_xent_lse_set_path(int path)
 {
-    if (path == TB_CPU_PATH_AUTO) {
-        lse_path = TB_CPU_PATH_AUTO;
-        lse_rows_in_use();
-        return TB_OK;
-    }
-    if (path < TB_CPU_PATH_GENERIC || path > TB_CPU_PATH_AVX512)
-        return TB_FAIL(TB_ERR_INVALID, "xent_lse: unknown code path %d", path);
-    if (!path_supported(path))
-        return TB_FAIL(TB_ERR_UNSUPPORTED, "xent_lse: this CPU cannot run code path %d", path);
-    lse_path = path;
+    TB_TRY(tb_cpu_path_force(&lse_path, path, TB_CPU_PATHS_ALL, path_supported, "xent_lse"));
+    lse_rows_in_use(); /* AUTO: the best again */
     return TB_OK;
 }
 
