@@ -183,6 +183,8 @@ static const char *pd_impl_name(const dnnl_primitive_desc_t pd)
 
 static int is_ref_impl(const char *name) { return strncmp(name, "ref:", 4) == 0; }
 
+static int is_gemm_impl(const char *name) { return strstr(name, "gemm:") != NULL; }
+
 /* What walking the algorithm list collects: names of the first max entries,
  * and the pd (plus its forward hint) of entry `want`, if want >= 0. */
 typedef struct conv_walk {
@@ -236,7 +238,7 @@ static int conv_walk_part(dnnl_state *st, const tb_conv_desc *d, tb_conv_kind ki
         const char *name = pd_impl_name(pd);
         int skip = part == PART_BLOCKED ? dnnl_memory_desc_equal(x, &u.x) &&
                                               dnnl_memory_desc_equal(y, &u.y)
-                 : part == PART_WIDENED ? is_ref_impl(name) || strstr(name, "gemm:") != NULL
+                 : part == PART_WIDENED ? is_ref_impl(name) || is_gemm_impl(name)
                                         : 0;
         if (skip) {
             dnnl_primitive_desc_destroy(pd);
@@ -737,6 +739,15 @@ static int conv_matmul_run(tb_backend *be, conv_entry *e, void *ptr[3], void *bi
     return TB_OK;
 }
 
+/* Input operand o, reordered from the caller's memory into the
+ * implementation's (both handles set). */
+static int operand_reorder_in(dnnl_state *st, const conv_operand *o)
+{
+    dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, o->user}, {DNNL_ARG_TO, o->impl}};
+    TB_CHECK_DNNL(dnnl_primitive_execute(o->reorder, st->stream, 2, args));
+    return TB_OK;
+}
+
 /* conv_execute, where pre[i] (if pre and pre[i]) already holds input
  * operand i in the implementation's layout (conv_bwd_both's dy): no
  * reorder for it. */
@@ -758,10 +769,8 @@ static int conv_execute_pre(tb_backend *be, dnnl_state *st, conv_entry *e, void 
         TB_CHECK_DNNL(dnnl_memory_set_data_handle(e->bias, bias));
     for (int i = 0; i < 3; i++) {
         conv_operand *o = &e->op[i];
-        if (o->reorder && !o->is_output && !(pre && pre[i])) {
-            dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, o->user}, {DNNL_ARG_TO, o->impl}};
-            TB_CHECK_DNNL(dnnl_primitive_execute(o->reorder, st->stream, 2, args));
-        }
+        if (o->reorder && !o->is_output && !(pre && pre[i]))
+            TB_TRY(operand_reorder_in(st, o));
     }
     dnnl_exec_arg_t args[5];
     int nargs = 0;
@@ -902,12 +911,6 @@ static int cpu_conv_bwd_filter(tb_backend *be, const tb_conv_desc *d, int algo,
                            "conv_bwd_filter");
 }
 
-/* Both gradients (backend.h: conv_bwd). Where both implementations reorder
- * dy into the same layout, dy is reordered once, into st->dy_blocked, and
- * both run on that copy: the same bits as the two calls (a reorder is a
- * copy). Elsewhere (matmul, bf16 widened, different layouts or none) the two
- * calls. The small CNN's NCHW step reorders 5 dy a step fewer (fp32: ~0.02
- * ms each at 32x16x14x14, 2 threads). */
 /* conv_bwd calls that reordered dy once, over every CPU backend of the
  * process (tests; atomic: backends hold their own locks) */
 static long bwd_shared_calls;
@@ -917,6 +920,12 @@ long tb_cpu_conv_bwd_shared_calls(void)
     return __atomic_load_n(&bwd_shared_calls, __ATOMIC_RELAXED);
 }
 
+/* Both gradients (backend.h: conv_bwd). Where both implementations reorder
+ * dy into the same layout, dy is reordered once, into st->dy_blocked, and
+ * both run on that copy: the same bits as the two calls (a reorder is a
+ * copy). Elsewhere (matmul, bf16 widened, different layouts or none) the two
+ * calls. The small CNN's NCHW step reorders 5 dy a step fewer (fp32: ~0.02
+ * ms each at 32x16x14x14, 2 threads). */
 static int conv_bwd_both(tb_backend *be, const tb_conv_desc *d0, int algo_f, int algo_d,
                          const float *x, const float *dy, const float *w, float *dw,
                          float *dbias, int accumulate, float *dx)
@@ -950,8 +959,7 @@ static int conv_bwd_both(tb_backend *be, const tb_conv_desc *d0, int algo_f, int
                           dnnl_memory_desc_get_size(md)));
     TB_CHECK_DNNL(dnnl_memory_set_data_handle(ed->op[0].user, (void *)dy));
     TB_CHECK_DNNL(dnnl_memory_set_data_handle(ed->op[0].impl, st->dy_blocked));
-    dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, ed->op[0].user}, {DNNL_ARG_TO, ed->op[0].impl}};
-    TB_CHECK_DNNL(dnnl_primitive_execute(ed->op[0].reorder, st->stream, 2, args));
+    TB_TRY(operand_reorder_in(st, &ed->op[0]));
     TB_TRY(conv_bwd_filter_run(be, st, ef, x, dy, dw, dbias, accumulate,
                                (void *[3]){NULL, st->dy_blocked, NULL}));
     return conv_execute_pre(be, st, ed, (void *[3]){(void *)dy, (void *)w, dx}, NULL,
@@ -974,8 +982,6 @@ static int cpu_conv_bwd(tb_backend *be, const tb_conv_desc *d, int algo_filter, 
 }
 
 /* ---- convolution: default algorithm and the autotuner ---- */
-
-static int is_gemm_impl(const char *name) { return strstr(name, "gemm:") != NULL; }
 
 /* Part 2 of the list: an implementation on blocked activations. */
 static int is_reorder_impl(const char *name) { return strstr(name, "+reorder") != NULL; }
