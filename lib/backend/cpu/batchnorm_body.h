@@ -51,6 +51,38 @@
         }                                                                                       \
     }
 
+/* s += the sum over i < hw of ea, q += of eb (expressions of i): in
+ * double (BN_SUM_T), or with BN_FLOAT_RUNS in float (BN_SUM_T) over runs of
+ * that many elements, each run's sums added into s and q. */
+#ifdef BN_FLOAT_RUNS
+#define BN_SUM_T float
+#define BN_ROW_SUMS(s, q, hw, i, ea, eb)                                                         \
+    for (size_t i0_ = 0; i0_ < (hw); i0_ += BN_FLOAT_RUNS) {                                     \
+        size_t end_ = (hw) - i0_ < BN_FLOAT_RUNS ? (hw) : i0_ + BN_FLOAT_RUNS;                   \
+        float a_ = 0.0f, b_ = 0.0f;                                                              \
+        _Pragma("omp simd reduction(+ : a_, b_) safelen(16)") for (size_t i = i0_; i < end_; i++) \
+        {                                                                                        \
+            a_ += (ea);                                                                          \
+            b_ += (eb);                                                                          \
+        }                                                                                        \
+        (s) += a_;                                                                               \
+        (q) += b_;                                                                               \
+    }
+#else
+#define BN_SUM_T double
+#define BN_ROW_SUMS(s, q, hw, i, ea, eb)                                                         \
+    do {                                                                                         \
+        double a_ = 0.0, b_ = 0.0;                                                               \
+        _Pragma("omp simd reduction(+ : a_, b_) safelen(16)") for (size_t i = 0; i < (hw); i++)  \
+        {                                                                                        \
+            a_ += (ea);                                                                          \
+            b_ += (eb);                                                                          \
+        }                                                                                        \
+        (s) += a_;                                                                               \
+        (q) += b_;                                                                               \
+    } while (0)
+#endif
+
 /* NCHW: channel c is n runs of hw elements, C * hw apart. The statistics in
  * one pass over x, sum and sum of squares in double: var = E[x^2] - mean^2
  * loses ~1e-16 * mean^2 / var of var to cancellation, far below the float
@@ -66,30 +98,8 @@ BN_CLONES static void BN_NAME(bn_train_channel_nchw)(const tb_bn_desc *d, int c,
     const BN_T *xc = x + (size_t)c * hw;
     for (int n = 0; n < d->n; n++) {
         const BN_T *xr = xc + n * stride;
-#ifdef BN_FLOAT_RUNS
-        for (size_t i0 = 0; i0 < hw; i0 += BN_FLOAT_RUNS) {
-            size_t len = hw - i0 < BN_FLOAT_RUNS ? hw - i0 : BN_FLOAT_RUNS;
-            float a = 0.0f, b = 0.0f;
-#pragma omp simd reduction(+ : a, b) safelen(16)
-            for (size_t i = i0; i < i0 + len; i++) {
-                float v = BN_LOAD(xr, i);
-                a += v;
-                b += v * v;
-            }
-            s += a;
-            q += b;
-        }
-#else
-        double a = 0.0, b = 0.0;
-#pragma omp simd reduction(+ : a, b) safelen(16)
-        for (size_t i = 0; i < hw; i++) {
-            double v = BN_LOAD(xr, i);
-            a += v;
-            b += v * v;
-        }
-        s += a;
-        q += b;
-#endif
+        BN_ROW_SUMS(s, q, hw, i, (BN_SUM_T)BN_LOAD(xr, i),
+                    (BN_SUM_T)BN_LOAD(xr, i) * (BN_SUM_T)BN_LOAD(xr, i));
     }
     double mean = s / m, var = q / m - mean * mean;
     bn_finish_channel(d, c, mean, var > 0.0 ? var : 0.0, rm, rv, sm, si);
@@ -309,33 +319,10 @@ BN_CLONES static void BN_NAME(bn_bwd_channel_nchw)(const tb_bn_desc *d, int c, c
 {
     size_t hw = (size_t)d->hw, stride = (size_t)d->c * hw, off = (size_t)c * hw;
     double mu = sm[c], s = 0.0, sx = 0.0;
+    BN_SUM_T mu_sum = (BN_SUM_T)mu;
     for (int n = 0; n < d->n; n++) {
         const BN_T *xr = x + off + n * stride, *gr_ = dy + off + n * stride;
-#ifdef BN_FLOAT_RUNS
-        float muf_ = (float)mu;
-        for (size_t i0 = 0; i0 < hw; i0 += BN_FLOAT_RUNS) {
-            size_t len = hw - i0 < BN_FLOAT_RUNS ? hw - i0 : BN_FLOAT_RUNS;
-            float a = 0.0f, b = 0.0f;
-#pragma omp simd reduction(+ : a, b) safelen(16)
-            for (size_t i = i0; i < i0 + len; i++) {
-                float g = BN_LOAD(gr_, i);
-                a += g;
-                b += g * (BN_LOAD(xr, i) - muf_);
-            }
-            s += a;
-            sx += b;
-        }
-#else
-        double a = 0.0, b = 0.0;
-#pragma omp simd reduction(+ : a, b) safelen(16)
-        for (size_t i = 0; i < hw; i++) {
-            float g = BN_LOAD(gr_, i);
-            a += g;
-            b += g * (BN_LOAD(xr, i) - mu);
-        }
-        s += a;
-        sx += b;
-#endif
+        BN_ROW_SUMS(s, sx, hw, i, BN_LOAD(gr_, i), BN_LOAD(gr_, i) * (BN_LOAD(xr, i) - mu_sum));
     }
     float k, mdy, mdyx;
     bn_bwd_finish(d, c, s, sx, gamma, si, gr, &k, &mdy, &mdyx);
@@ -471,3 +458,5 @@ static int BN_NAME(bn_bwd)(tb_backend *be, const tb_bn_desc *d, const BN_T *x, c
 #undef BN_LOAD
 #undef BN_NAME
 #undef BN_FLOAT_RUNS
+#undef BN_SUM_T
+#undef BN_ROW_SUMS
