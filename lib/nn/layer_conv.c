@@ -114,22 +114,21 @@ static int conv_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
         dyin = dy->dtype == TB_F32 ? cv->dy_lowp : dy->data;
     }
     TB_TRY(tb_conv_algo_lookup(l->ctx, &d, TB_CONV_BWD_FILTER, &algo));
-    *dx = NULL;
-    if (!l->need_dx)
-        return be->conv_bwd_filter(be, &d, algo, xin, dyin, l->params[0].g, bias_of(cv, 1),
-                                   l->ctx->grad_accumulate);
-    int algo_data;
-    TB_TRY(tb_conv_algo_lookup(l->ctx, &d, TB_CONV_BWD_DATA, &algo_data));
-    TB_TRY(tb_tensor_set_batch(&cv->dx, dy->n));
-    if (be->conv_bwd) /* both from one read of dy */
+    int algo_data = -1;
+    if (l->need_dx) {
+        TB_TRY(tb_conv_algo_lookup(l->ctx, &d, TB_CONV_BWD_DATA, &algo_data));
+        TB_TRY(tb_tensor_set_batch(&cv->dx, dy->n));
+    }
+    if (l->need_dx && be->conv_bwd) { /* both from one read of dy */
         TB_TRY(be->conv_bwd(be, &d, algo, algo_data, xin, dyin, win, l->params[0].g,
                             bias_of(cv, 1), l->ctx->grad_accumulate, cv->dx.data));
-    else {
+    } else {
         TB_TRY(be->conv_bwd_filter(be, &d, algo, xin, dyin, l->params[0].g, bias_of(cv, 1),
                                    l->ctx->grad_accumulate));
-        TB_TRY(be->conv_bwd_data(be, &d, algo_data, dyin, win, cv->dx.data));
+        if (l->need_dx)
+            TB_TRY(be->conv_bwd_data(be, &d, algo_data, dyin, win, cv->dx.data));
     }
-    *dx = &cv->dx;
+    *dx = l->need_dx ? &cv->dx : NULL;
     return TB_OK;
 }
 
