@@ -1,6 +1,6 @@
 /*
  * batchnorm.c - the CUDA backend's batch-norm slots (lib/backend/backend.h) on cuDNN's
- * batch-norm API in CUDNN_BATCHNORM_SPATIAL mode (per channel over N and
+ * batch-norm API in its spatial modes (per channel over N and
  * pixels), what PyTorch's BatchNorm2d runs on a GPU:
  *   bn_fwd_train  cudnnBatchNormalizationForwardTraining
  *   bn_fwd_infer  cudnnBatchNormalizationForwardInference
@@ -17,6 +17,16 @@
  *
  * Layouts: tb_bn_desc's hw pixels are the height of a (n, c, hw, 1) tensor,
  * NCHW or NHWC, so both of its layouts map to cuDNN formats directly.
+ * Training on NHWC runs CUDNN_BATCHNORM_SPATIAL_PERSISTENT, as PyTorch's
+ * cudnn_batch_norm does for a channels-last input (getCudnnBatchNormMode):
+ * cuDNN's optimized NHWC batch norm is that mode's (its documented range
+ * caveat, a scaled integer reduction, is for NCHW only); plain SPATIAL on
+ * NHWC is the slow path, and the first GPU run measured channels-last
+ * ResNet-50 at 0.415x NCHW with it (results/gpu-h200-2026-11-28, finding
+ * 1). NCHW and inference keep SPATIAL (PyTorch's choice too). A cuDNN that
+ * declines the persistent mode for a shape (CUDNN_STATUS_NOT_SUPPORTED)
+ * gets SPATIAL for that call: the same math, the forward's saved
+ * statistics mean the same to either mode's backward.
  * cuDNN 9 deprecates this API (it keeps it); the pragma below silences the
  * deprecation warnings for this file alone when CUDNN_WARN_DEPRECATED is on.
  *
@@ -129,6 +139,12 @@ static int bn_prepare(tb_backend *be, const tb_bn_desc *d, int training, bn_entr
     return entry_get(be, d, e);
 }
 
+/* The training mode of a layout (above). */
+static cudnnBatchNormMode_t train_mode(const tb_bn_desc *d)
+{
+    return d->layout == TB_NHWC ? CUDNN_BATCHNORM_SPATIAL_PERSISTENT : CUDNN_BATCHNORM_SPATIAL;
+}
+
 static int cuda_bn_fwd_train(tb_backend *be, const tb_bn_desc *d, const float *x,
                              const float *gamma, const float *beta, float *y, float *running_mean,
                              float *running_var, float *save_mean, float *save_invstd)
@@ -137,11 +153,19 @@ static int cuda_bn_fwd_train(tb_backend *be, const tb_bn_desc *d, const float *x
     bn_entry *e;
 
     TB_TRY(bn_prepare(be, d, 1, &e));
-    TB_CHECK_CUDNN(cudnnBatchNormalizationForwardTraining(
-        tb_cuda_ctx(be)->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, e->x, x, e->x, y, e->param,
-        gamma, beta, (double)d->momentum, running_mean, running_var, (double)d->eps, save_mean,
-        save_invstd));
-    return TB_OK;
+    cudnnBatchNormMode_t mode = train_mode(d);
+    for (;;) {
+        cudnnStatus_t st = cudnnBatchNormalizationForwardTraining(
+            tb_cuda_ctx(be)->cudnn, mode, &one, &zero, e->x, x, e->x, y, e->param, gamma, beta,
+            (double)d->momentum, running_mean, running_var, (double)d->eps, save_mean,
+            save_invstd);
+        if (st == CUDNN_STATUS_NOT_SUPPORTED && mode != CUDNN_BATCHNORM_SPATIAL) {
+            mode = CUDNN_BATCHNORM_SPATIAL;
+            continue;
+        }
+        TB_CHECK_CUDNN(st);
+        return TB_OK;
+    }
 }
 
 static int cuda_bn_fwd_infer(tb_backend *be, const tb_bn_desc *d, const float *x,
@@ -168,11 +192,18 @@ static int cuda_bn_bwd(tb_backend *be, const tb_bn_desc *d, const float *x, cons
     TB_TRY(bn_prepare(be, d, 1, &e));
     /* cuDNN writes dgamma and dbeta through separate pointers of one
      * descriptor: the slot's two buffers. */
-    TB_CHECK_CUDNN(cudnnBatchNormalizationBackward(
-        tb_cuda_ctx(be)->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &param_beta, e->x, x,
-        e->x, dy, e->x, dx, e->param, gamma, dgamma, dbeta, (double)d->eps, save_mean,
-        save_invstd));
-    return TB_OK;
+    cudnnBatchNormMode_t mode = train_mode(d);
+    for (;;) {
+        cudnnStatus_t st = cudnnBatchNormalizationBackward(
+            tb_cuda_ctx(be)->cudnn, mode, &one, &zero, &one, &param_beta, e->x, x, e->x, dy,
+            e->x, dx, e->param, gamma, dgamma, dbeta, (double)d->eps, save_mean, save_invstd);
+        if (st == CUDNN_STATUS_NOT_SUPPORTED && mode != CUDNN_BATCHNORM_SPATIAL) {
+            mode = CUDNN_BATCHNORM_SPATIAL;
+            continue;
+        }
+        TB_CHECK_CUDNN(st);
+        return TB_OK;
+    }
 }
 
 void tb_cuda_install_batchnorm(tb_backend *be)
