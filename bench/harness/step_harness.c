@@ -25,7 +25,22 @@
  * 0.05 s, 12 s at 0.1 s, and stopped on the budget at 0.2 s), and each
  * setting's rounds go on until its interval is within +-2% or the
  * technique's budget is spent. Tiny (tests) runs the minimum of rounds of very short
- * repetitions: shapes, not timings. */
+ * repetitions: shapes, not timings.
+ *
+ * The gpu profile has a row of its own (its sizes are full's: the batch and
+ * subset below are full's too). The first GPU run (results/gpu-h200-
+ * 2026-11-28, full's row) spent most of each workload before and between
+ * its rounds, not in them: per arm 3 warm-up steps on every build plus the
+ * engine's 6 settling probes (ResNet-50's and GPT-2's steps settle by the
+ * second), 2 steps a repetition for full's 0.2 s, and with trainers rebuilt
+ * every round (checkpointing's 6 GPT-2 arms do not fit together) the 3 steps
+ * again on every rebuild: ~17 s a workload for 5 rounds of 1.7 s, and host_syncs'
+ * 1 s epochs 9 s a warm-up per arm. On a GPU a step is timed by the device's
+ * events (microseconds) and its time held to +-0.2-0.4% over GPT-2's rounds
+ * there, so a repetition of one step (0.1 s: ResNet-50 at batch 64 and GPT-2 at
+ * 4x1024 run 0.09-0.16 s a step on an H200), one warm-up step per build, and
+ * the engine's settling capped at 0.5 s (at least 3 probes: rounds.c) lose nothing the
+ * intervals would show. */
 typedef struct step_profile {
     int batch;
     long long train_n, test_n;
@@ -48,10 +63,11 @@ typedef struct step_profile {
     int rounds_per_build[2];
 } step_profile;
 
-static const step_profile step_profiles[3] = {
+static const step_profile step_profiles[TB_PROFILES] = {
     [TB_PROFILE_DEFAULT] = {32, 256, 1000, 2, 20, 1024, 0.05, 100, 0.02, 15, 1.0, {1, 4}},
     [TB_PROFILE_FULL] = {64, 2048, 10000, 3, 100, 16384, 0.2, 200, 0.02, 120, 10, {1, 5}},
     [TB_PROFILE_TINY] = {16, 64, 256, 1, 5, 128, 0.002, 5, 0.02, 2, 0.1, {2, 2}},
+    [TB_PROFILE_GPU] = {64, 2048, 10000, 1, 100, 16384, 0.1, 200, 0.02, 10, 0.5, {1, 5}},
 };
 
 /* What the correctness pass learned about one setting. */
@@ -1632,7 +1648,7 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
     if (rc == TB_OK && !done)
         rc = check_round_flags(r);
     if (rc == TB_OK && !done) {
-        r->prof = step_profiles[r->b.profile];
+        r->prof = step_profiles[r->b.run_profile]; /* gpu: its own row, full's sizes */
         if (tb_flag_unset(r->mem_limit_mib))
             r->mem_limit_mib = tech->mem_limit_mib[r->b.profile];
         rc = run(r);

@@ -310,7 +310,7 @@ static const tb_technique technique = {
     .name = "ceilings",
     .what = "Peak GEMM rate, copy and host-to-device bandwidth: the ceilings the "
             "techniques are held to.",
-    .est_seconds = {6, 90, 5, 14}, /* default, full, tiny, gpu */
+    .est_seconds = {6, 90, 5, 41}, /* default, full, tiny, gpu */
     /* plain repetitions (rates, nothing compared), each of at least the op sweeps' minimum time */
     .budget_seconds = {15, 80, 4, 12},
     .order = 0,

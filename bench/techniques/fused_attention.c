@@ -424,7 +424,7 @@ static const tb_technique technique = {
             "sequence lengths 128 .. 4096 (default: 512, 1024, 4096), each at the FLOPs of GPT-2's 12 "
             "heads at context 1024: time and memory. Fused is tunebench's own fp32 "
             "kernel (no tensor cores), not cuDNN's or PyTorch's flash attention.",
-    .est_seconds = {48, 420, 6, 18}, /* default, full, tiny, gpu */
+    .est_seconds = {48, 420, 6, 14}, /* default, full, tiny, gpu */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
     .budget_seconds = {50, 380, 4, 16},
     .order = 310,

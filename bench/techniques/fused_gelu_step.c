@@ -22,7 +22,7 @@ static const tb_step_technique tech = {
         .name = "fused_gelu_step",
         .headline = "fused",
         .what = "fused vs unfused GELU on the training step",
-        .est_seconds = {8, 70, 10, 15}, /* default, full, tiny, gpu */
+        .est_seconds = {8, 70, 10, 12}, /* default, full, tiny, gpu */
         .budget_seconds = {12, 60, 2, 13}, /* of its rounds, same order */
         .order = 70,
         .tiny = {.min_rows = 2, .plots = "fused_gelu_step"},

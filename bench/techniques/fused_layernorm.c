@@ -394,7 +394,7 @@ static const tb_technique technique = {
     .headline = "fused",
     .what = "Fused vs unfused layer norm (forward and backward) over transformer "
             "shapes, beside the copy bandwidth.",
-    .est_seconds = {15, 90, 3, 12}, /* default, full, tiny, gpu */
+    .est_seconds = {15, 90, 3, 11}, /* default, full, tiny, gpu */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds; default
      * 13 s (was 10): its 5 minimum rounds of 24 arms, one rebuild of each
      * shape's buffers and its checks did not fit 10 (an idle run ended at

@@ -35,7 +35,7 @@ static const tb_step_technique tech = {
         .name = "fused_optimizer_step",
         .headline = "fused adamw",
         .what = "fused vs per-tensor optimizer (SGD, AdamW) on the training step",
-        .est_seconds = {12, 130, 15, 15}, /* default, full, tiny, gpu */
+        .est_seconds = {12, 130, 15, 22}, /* default, full, tiny, gpu */
         .budget_seconds = {22, 120, 2, 13}, /* of its rounds, same order */
         .order = 100,
         .tiny = {.min_rows = 4, .plots = "fused_optimizer_step"},

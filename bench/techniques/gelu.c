@@ -367,7 +367,7 @@ static const tb_technique technique = {
     .headline = "fused",
     .what = "Fused vs unfused GELU (forward and backward) over sizes, beside the "
             "copy bandwidth.",
-    .est_seconds = {25, 240, 5, 12}, /* default, full, tiny, gpu */
+    .est_seconds = {25, 240, 5, 27}, /* default, full, tiny, gpu */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
     .budget_seconds = {26, 200, 2, 10},
     .order = 10,

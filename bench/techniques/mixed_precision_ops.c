@@ -373,7 +373,7 @@ static const tb_technique technique = {
     .headline = "bf16",
     .what = "GEMM and convolution alone: fp32 vs bf16 / fp16 inputs with fp32 "
             "accumulation.",
-    .est_seconds = {10, 200, 3, 14}, /* default, full, tiny, gpu */
+    .est_seconds = {10, 200, 3, 12}, /* default, full, tiny, gpu */
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
     .budget_seconds = {10, 180, 2, 12},
     .order = 370,

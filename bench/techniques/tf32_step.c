@@ -26,7 +26,7 @@ static const tb_step_technique tech = {
         .name = "tf32_step",
         .headline = "tf32",
         .what = "TF32 math (allow_tf32) vs fp32 on the training step (CPU: oneDNN bf16 fpmath)",
-        .est_seconds = {18, 70, 20, 20}, /* default, full, tiny, gpu */
+        .est_seconds = {18, 70, 20, 24}, /* default, full, tiny, gpu */
         .budget_seconds = {18, 60, 2, 18}, /* of its rounds, same order */
         .order = 170,
         .tiny = {.min_rows = 2, .plots = "tf32_step"},
