@@ -44,7 +44,9 @@ for r in checked:
         sys.exit("FAIL: always: no rounding control in note %r" % note)
     moved = float(ctl.group(1))
     if "tolerance widened" in note:
-        if abs(tol - 2 * moved) > 1e-3 * tol:
+        # the note prints the control to 3 significant digits (%.3g): up to
+        # 5e-3 of it (0.0328 for 0.03283 was 1.5e-3 off)
+        if abs(tol - 2 * moved) > 5e-3 * tol:
             sys.exit("FAIL: widened tolerance %g is not twice the control's %g" % (tol, moved))
     elif 2 * moved > tol * (1 + 1e-3):
         sys.exit("FAIL: control %g is past half the tolerance %g but not widened" % (moved, tol))
