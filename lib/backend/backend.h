@@ -188,6 +188,16 @@ typedef struct tb_attn_desc {
     int batch, heads, seq, head_dim; /* B, H, T, D; all >= 1 */
     int causal;                      /* query i sees key j only when j <= i */
     float scale;                     /* scores = scale * q.k; usually 1/sqrt(D) */
+    /* The manual variant's four products (torch.bmm's), as the model's
+     * other GEMMs run: math TB_MATH_F32 or TB_MATH_TF32 (allow_tf32 reaches
+     * bmm in PyTorch); lowp TB_BF16 or TB_F16 is autocast's bmm: each
+     * product's operands (q, k, v, P; dO, dS) are rounded to it and
+     * multiplied with fp32 accumulation into fp32, the softmax and its
+     * backward stay fp32, as autocast runs softmax in fp32. Zero (TB_MATH_F32,
+     * TB_F32): plain fp32. The fused variant takes neither (its kernels are
+     * fp32: tb_check_attention refuses them, TB_ERR_UNSUPPORTED). */
+    tb_math math;
+    tb_dtype lowp;
 } tb_attn_desc;
 
 /* ---- whole-step capture and device-side augmentation ---- */

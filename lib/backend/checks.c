@@ -118,6 +118,13 @@ int tb_check_attention(const char *op, tb_attn_variant variant, const tb_attn_de
         return TB_FAIL(TB_ERR_INVALID, "%s: unknown variant %d", op, (int)variant);
     if (!isfinite(d->scale))
         return TB_FAIL(TB_ERR_INVALID, "%s: scale %g", op, (double)d->scale);
+    if ((d->math != TB_MATH_F32 && d->math != TB_MATH_TF32) ||
+        (d->lowp != TB_F32 && d->lowp != TB_BF16 && d->lowp != TB_F16))
+        return TB_FAIL(TB_ERR_INVALID, "%s: math %d, lowp %d (math F32 or TF32; lowp F32, BF16 "
+                       "or F16)", op, (int)d->math, (int)d->lowp);
+    if (variant == TB_ATTN_FUSED && (d->math != TB_MATH_F32 || d->lowp != TB_F32))
+        return TB_FAIL(TB_ERR_UNSUPPORTED, "%s: the fused variant runs fp32 only (math %d, "
+                       "lowp %d asked)", op, (int)d->math, (int)d->lowp);
     return TB_OK;
 }
 

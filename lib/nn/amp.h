@@ -12,9 +12,14 @@
  *             transformer's per-token linear (GPT-2's MLP) and attention's
  *             input and output projections (GPT-2's c_attn, c_proj), as
  *             PyTorch runs their nn.Linear in low precision
+ *     attention's products, manual variant (--fused-attention off, eager
+ *             PyTorch's q @ k.transpose and p @ v): Q K^T and P V and their
+ *             four backward products on low-precision copies of their
+ *             operands (tb_attn_desc.lowp), the softmax in fp32 as autocast
+ *             runs softmax
  *   stay fp32 here, unlike PyTorch (its scaled_dot_product_attention runs
- *   in low precision under autocast): attention itself (Q K^T, softmax,
- *   P V), the backends having fp32 attention kernels only
+ *   in low precision under autocast): the fused attention variant, whose
+ *   kernels (the backends' own) are fp32 only
  *   compute in fp32 (PyTorch's "autocast to float32" list and the ops it
  *   leaves alone): batch norm, softmax cross-entropy, reductions (sum, the
  *   loss sum, count_nonfinite), GELU, ReLU, dropout, pooling, residual adds,

@@ -27,7 +27,8 @@
  * them under no_grad too. With autocast (ctx->amp, lib/nn/amp.h) the
  * projections' GEMMs are gemm_lowp on bf16/fp16 casts of x, the weights, the
  * attention output, dy and dq/dk/dv (fp32 out), as PyTorch runs c_attn and
- * c_proj; attention itself stays fp32 (the backends' kernels are fp32).
+ * c_proj; the manual attention's products run on low-precision copies too
+ * (mha_call_desc), the fused variant stays fp32 (the backends' kernels are).
  * Under checkpointing (ctx->acts.ckpt_attn) the manual variant's
  * probabilities go to one buffer all attention layers share, and each
  * backward runs its attention forward again to get them back: one
@@ -70,6 +71,20 @@ static tb_attn_desc mha_desc(const mha_layer *a, int n)
     return (tb_attn_desc){.batch = a->heads, .heads = n, .seq = a->tokens,
                           .head_dim = a->head_dim, .causal = a->causal,
                           .scale = 1.0f / sqrtf((float)a->head_dim)};
+}
+
+/* The desc a call of the layer's variant runs: the manual variant's
+ * products in the model's GEMM math, and under autocast on copies in its
+ * dtype (autocast's bmm; lib/backend/backend.h, tb_attn_desc); the fused
+ * variant's kernels are fp32. */
+static tb_attn_desc mha_call_desc(const tb_layer *l, int n)
+{
+    tb_attn_desc desc = mha_desc((const mha_layer *)l, n);
+    if (l->ctx->attention == TB_ATTN_MANUAL) {
+        desc.math = l->ctx->math == TB_MATH_TF32 ? TB_MATH_TF32 : TB_MATH_F32;
+        desc.lowp = tb_amp_on(l->ctx) ? l->ctx->amp : TB_F32;
+    }
+    return desc;
 }
 
 /* Q K^T and P V at batch n: the whole T x T scores (tb_flop_family's rule). */
@@ -145,7 +160,7 @@ static int mha_forward(tb_layer *l, const tb_tensor *x, const tb_tensor **y)
     mha_layer *a = (mha_layer *)l;
     tb_backend *be = l->ctx->be;
     int n = x->n;
-    tb_attn_desc desc = mha_desc(a, n);
+    tb_attn_desc desc = mha_call_desc(l, n);
     double rows = (double)n * a->tokens, d = a->dim;
     TB_TRY(tb_tensor_set_batch(&a->y, n));
     tb_layer_op_begin(l->ctx, "qkv", "qkv_gemm", 0);
@@ -215,7 +230,7 @@ static int mha_backward(tb_layer *l, const tb_tensor *dy, const tb_tensor **dx)
     mha_layer *a = (mha_layer *)l;
     tb_backend *be = l->ctx->be;
     int n = dy->n;
-    tb_attn_desc desc = mha_desc(a, n);
+    tb_attn_desc desc = mha_call_desc(l, n);
     float *qkv = a->qkv.data, *dqkv = a->dqkv.data;
     double rows = (double)n * a->tokens, d = a->dim;
     tb_layer_op_begin(l->ctx, "attn_proj", "attn_proj_gemm", 1);

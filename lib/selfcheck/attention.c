@@ -109,6 +109,38 @@ static const tb_attn_desc attn_descs[] = {
 
 static const char *const attn_names[] = {"manual", "fused"};
 
+/* The manual variant's products in each math (tb_attn_desc): fp32 first
+ * (both variants), then TF32 and autocast's bf16 and fp16 copies (manual
+ * only; the fused variant refuses them), at a product's tolerance (the CPU
+ * backend's bf16 cases: 2.1e-3 to 3.7e-3 of the largest value, forward and
+ * backward, two chained products); a backend without the dtype's gemm says
+ * unsupported: an n/a case. */
+typedef struct attn_mode {
+    const char *name;
+    tb_math math;
+    tb_dtype lowp;
+    double tol_fwd, tol_bwd;
+} attn_mode;
+
+static const attn_mode attn_modes[] = {
+    {"", TB_MATH_F32, TB_F32, TOL_SUM, TOL_CANCEL},
+    {" tf32", TB_MATH_TF32, TB_F32, TOL_TF32, TOL_TF32},
+    {" bf16", TB_MATH_F32, TB_BF16, TOL_LOWP, TOL_LOWP},
+    {" fp16", TB_MATH_F32, TB_F16, TOL_LOWP, TOL_LOWP},
+};
+#define N_ATTN_MODES (sizeof attn_modes / sizeof attn_modes[0])
+
+/* How many of the modes variant v runs. */
+static size_t attn_modes_of(int v) { return v == TB_ATTN_MANUAL ? N_ATTN_MODES : 1; }
+
+static tb_attn_desc attn_desc_in(const tb_attn_desc *d, const attn_mode *m)
+{
+    tb_attn_desc r = *d;
+    r.math = m->math;
+    r.lowp = m->lowp;
+    return r;
+}
+
 static void attn_desc_str(const tb_attn_desc *d, char *out, size_t cap)
 {
     snprintf(out, cap, "B=%d H=%d T=%d D=%d%s", d->batch, d->heads, d->seq, d->head_dim,
@@ -180,18 +212,22 @@ int check_attention_fwd(sc_ctx *sc)
         char ds[64];
         attn_desc_str(d, ds, sizeof ds);
         for (int v = 0; v < 2; v++) {
-            float *o_out, *o_saved;
-            TB_TRY(sc_dev(sc, (void **)&o_out, io.n * sizeof *o_out));
-            TB_TRY(sc_dev(sc, (void **)&o_saved, attn_saved_floats(d, v) * sizeof *o_saved));
-            sc_case c;
-            sc_case_start(&c, "%s %s", attn_names[v], ds);
-            TB_TRY(SC_FINISH(sc, &c,
-                             be->attention_fwd(be, (tb_attn_variant)v, d, io.dq, io.dk, io.dv,
-                                               o_out, o_saved), 0,
-                             {"out", out, o_out, io.n, TOL_SUM},
-                             /* MANUAL saves P, which the reference does not make */
-                             {"logsumexp", v == TB_ATTN_FUSED ? lse : NULL, o_saved, io.rows,
-                              TOL_SUM}));
+            for (size_t m = 0; m < attn_modes_of(v); m++) {
+                const attn_mode *mo = &attn_modes[m];
+                tb_attn_desc dm = attn_desc_in(d, mo);
+                float *o_out, *o_saved;
+                TB_TRY(sc_dev(sc, (void **)&o_out, io.n * sizeof *o_out));
+                TB_TRY(sc_dev(sc, (void **)&o_saved, attn_saved_floats(d, v) * sizeof *o_saved));
+                sc_case c;
+                sc_case_start(&c, "%s%s %s", attn_names[v], mo->name, ds);
+                TB_TRY(SC_FINISH(sc, &c,
+                                 be->attention_fwd(be, (tb_attn_variant)v, &dm, io.dq, io.dk,
+                                                   io.dv, o_out, o_saved), m > 0,
+                                 {"out", out, o_out, io.n, mo->tol_fwd},
+                                 /* MANUAL saves P, which the reference does not make */
+                                 {"logsumexp", v == TB_ATTN_FUSED ? lse : NULL, o_saved, io.rows,
+                                  TOL_SUM}));
+            }
         }
         TB_TRY(sc_release(sc));
     }
@@ -217,26 +253,34 @@ int check_attention_bwd(sc_ctx *sc)
         char ds[64];
         attn_desc_str(d, ds, sizeof ds);
         for (int v = 0; v < 2; v++) {
-            float *o_out, *o_saved, *oq, *ok, *ov;
-            TB_TRY(sc_dev(sc, (void **)&o_out, io.n * sizeof *o_out));
-            TB_TRY(sc_dev(sc, (void **)&o_saved, attn_saved_floats(d, v) * sizeof *o_saved));
-            TB_TRY(sc_dev(sc, (void **)&oq, io.n * sizeof *oq));
-            TB_TRY(sc_dev(sc, (void **)&ok, io.n * sizeof *ok));
-            TB_TRY(sc_dev(sc, (void **)&ov, io.n * sizeof *ov));
-            sc_case c;
-            sc_case_start(&c, "%s %s", attn_names[v], ds);
-            int rc = be->attention_fwd(be, (tb_attn_variant)v, d, io.dq, io.dk, io.dv, o_out,
-                                       o_saved);
-            if (rc != TB_OK) {
-                sc_case_fail_rc(&c, "attention_fwd (for the backward's inputs)", rc);
-                sc_case_end(sc, &c);
-                continue;
+            for (size_t m = 0; m < attn_modes_of(v); m++) {
+                const attn_mode *mo = &attn_modes[m];
+                tb_attn_desc dm = attn_desc_in(d, mo);
+                float *o_out, *o_saved, *oq, *ok, *ov;
+                TB_TRY(sc_dev(sc, (void **)&o_out, io.n * sizeof *o_out));
+                TB_TRY(sc_dev(sc, (void **)&o_saved, attn_saved_floats(d, v) * sizeof *o_saved));
+                TB_TRY(sc_dev(sc, (void **)&oq, io.n * sizeof *oq));
+                TB_TRY(sc_dev(sc, (void **)&ok, io.n * sizeof *ok));
+                TB_TRY(sc_dev(sc, (void **)&ov, io.n * sizeof *ov));
+                sc_case c;
+                sc_case_start(&c, "%s%s %s", attn_names[v], mo->name, ds);
+                int rc = be->attention_fwd(be, (tb_attn_variant)v, &dm, io.dq, io.dk, io.dv,
+                                           o_out, o_saved);
+                if (rc != TB_OK) {
+                    if (m > 0 && rc == TB_ERR_UNSUPPORTED)
+                        sc_case_na_rc(&c);
+                    else
+                        sc_case_fail_rc(&c, "attention_fwd (for the backward's inputs)", rc);
+                    sc_case_end(sc, &c);
+                    continue;
+                }
+                double tol = mo->tol_bwd;
+                TB_TRY(SC_FINISH(sc, &c,
+                                 be->attention_bwd(be, (tb_attn_variant)v, &dm, io.dq, io.dk,
+                                                   io.dv, o_out, dg, o_saved, oq, ok, ov), m > 0,
+                                 {"dq", wq, oq, io.n, tol}, {"dk", wk, ok, io.n, tol},
+                                 {"dv", wv, ov, io.n, tol}));
             }
-            TB_TRY(SC_FINISH(sc, &c,
-                             be->attention_bwd(be, (tb_attn_variant)v, d, io.dq, io.dk, io.dv,
-                                               o_out, dg, o_saved, oq, ok, ov), 0,
-                             {"dq", wq, oq, io.n, TOL_CANCEL}, {"dk", wk, ok, io.n, TOL_CANCEL},
-                             {"dv", wv, ov, io.n, TOL_CANCEL}));
         }
         TB_TRY(sc_release(sc));
     }

@@ -7,6 +7,10 @@
  *                      backend's gemm (oneDNN) per head into a materialized
  *                      (B, H, T, T) probability buffer, softmax in place;
  *                      backward dP = dO V^T into a (B, H, T, T) temporary.
+ *                      In the desc's math; with its lowp (autocast's bmm)
+ *                      each product runs gemm_lowp on 2-byte copies of its
+ *                      operands, cast per call (P after the softmax, dS
+ *                      after its backward), the softmax in fp32.
  *                      TB_ATTN_FUSED: flash-attention tiles of ATTN_BQ
  *                      queries x ATTN_BK keys with online softmax
  *                      (kernels/attn_math.h); saves only each row's
@@ -856,47 +860,128 @@ ATTN_CLONES static void manual_softmax_bwd_row(const float *p, float *dp, int T)
         dp[j] = tb_attn_dscore_f(p[j], dp[j], dot);
 }
 
-static int attn_fwd_manual(tb_backend *be, const tb_attn_desc *d, const float *q,
-                           const float *k, const float *v, float *out, float *p)
+/* Autocast's bmm (tb_attn_desc.lowp): the operands' 2-byte copies, from
+ * the backend's allocator per call as eager PyTorch's casts come from its
+ * caching allocator; NULL members in fp32. */
+typedef struct manual_lowp {
+    uint16_t *buf;
+    uint16_t *q, *k, *v, *dout; /* (B*H, T, D) each, those the call needs */
+    uint16_t *p, *ds;           /* (B*H, T, T) */
+} manual_lowp;
+
+/* Copies for n_hd (B*H, T, D) operands and n_tt (B*H, T, T) ones, in that
+ * order into q, k, v, dout, then p, ds; nothing in fp32. */
+static int manual_lowp_get(tb_backend *be, const tb_attn_desc *d, int n_hd, int n_tt,
+                           manual_lowp *m)
+{
+    *m = (manual_lowp){0};
+    if (d->lowp == TB_F32)
+        return TB_OK;
+    size_t hd = attn_heads(d) * d->seq * d->head_dim, tt = attn_heads(d) * d->seq * d->seq;
+    TB_TRY(be->dev_alloc(be, (void **)&m->buf, sizeof(uint16_t) * (n_hd * hd + n_tt * tt)));
+    uint16_t **slot[6] = {&m->q, &m->k, &m->v, &m->dout, &m->p, &m->ds};
+    uint16_t *at = m->buf;
+    for (int i = 0; i < n_hd; i++, at += hd)
+        *slot[i] = at;
+    for (int i = 0; i < n_tt; i++, at += tt)
+        *slot[4 + i] = at;
+    return TB_OK;
+}
+
+static int manual_lowp_put(tb_backend *be, manual_lowp *m, int rc)
+{
+    int r = m->buf ? be->dev_free(be, m->buf) : TB_OK;
+    return rc != TB_OK ? rc : r;
+}
+
+/* x's copy in d->lowp (n floats), where there is one. */
+static int to_lowp(tb_backend *be, const tb_attn_desc *d, const float *x, uint16_t *lowp,
+                   size_t n)
+{
+    return lowp ? be->cast_f32_to_lowp(be, d->lowp, x, lowp, n) : TB_OK;
+}
+
+static const uint16_t *lowp_at(const uint16_t *base, size_t off)
+{
+    return base ? base + off : NULL;
+}
+
+/* One head's product C = alpha op(A) op(B), in the desc's math, or on the
+ * operands' copies in d->lowp (al, bl) when it has them. */
+static int manual_gemm(tb_backend *be, const tb_attn_desc *d, int ta, int tb, int m, int n,
+                       int k, float alpha, const float *a, const uint16_t *al, int lda,
+                       const float *b, const uint16_t *bl, int ldb, float *c, int ldc)
+{
+    if (al)
+        return be->gemm_lowp(be, d->lowp, ta, tb, m, n, k, alpha, al, lda, bl, ldb, 0.0f, c,
+                             ldc);
+    return be->gemm(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc, d->math);
+}
+
+static int attn_fwd_manual_with(tb_backend *be, const tb_attn_desc *d, const float *q,
+                                const float *k, const float *v, float *out, float *p,
+                                const manual_lowp *lp)
 {
     int T = d->seq, D = d->head_dim, t = threads_of(be);
     size_t heads = attn_heads(d), hd = (size_t)T * D, tt = (size_t)T * T;
+    TB_TRY(to_lowp(be, d, q, lp->q, heads * hd));
+    TB_TRY(to_lowp(be, d, k, lp->k, heads * hd));
+    TB_TRY(to_lowp(be, d, v, lp->v, heads * hd));
     for (size_t bh = 0; bh < heads; bh++) /* S = scale Q K^T */
-        TB_TRY(be->gemm(be, 0, 1, T, T, D, d->scale, q + bh * hd, D, k + bh * hd, D, 0.0f,
-                        p + bh * tt, T, TB_MATH_F32));
+        TB_TRY(manual_gemm(be, d, 0, 1, T, T, D, d->scale, q + bh * hd, lowp_at(lp->q, bh * hd),
+                           D, k + bh * hd, lowp_at(lp->k, bh * hd), D, p + bh * tt, T));
     long rows = (long)(heads * T);
 #pragma omp parallel for num_threads(t) schedule(static) if ((size_t)rows * T >= PAR_MIN)
     for (long r = 0; r < rows; r++)
         manual_softmax_row(p + (size_t)r * T, T, d->causal, (int)(r % T));
+    TB_TRY(to_lowp(be, d, p, lp->p, heads * tt));
     for (size_t bh = 0; bh < heads; bh++) /* out = P V */
-        TB_TRY(be->gemm(be, 0, 0, T, D, T, 1.0f, p + bh * tt, T, v + bh * hd, D, 0.0f,
-                        out + bh * hd, D, TB_MATH_F32));
+        TB_TRY(manual_gemm(be, d, 0, 0, T, D, T, 1.0f, p + bh * tt, lowp_at(lp->p, bh * tt), T,
+                           v + bh * hd, lowp_at(lp->v, bh * hd), D, out + bh * hd, D));
     return TB_OK;
+}
+
+static int attn_fwd_manual(tb_backend *be, const tb_attn_desc *d, const float *q,
+                           const float *k, const float *v, float *out, float *p)
+{
+    manual_lowp lp;
+    TB_TRY(manual_lowp_get(be, d, 3, 1, &lp));
+    return manual_lowp_put(be, &lp, attn_fwd_manual_with(be, d, q, k, v, out, p, &lp));
 }
 
 static int attn_bwd_manual_with(tb_backend *be, const tb_attn_desc *d, const float *q,
                                 const float *k, const float *v, const float *dout,
-                                const float *p, float *ds, float *dq, float *dk, float *dv)
+                                const float *p, float *ds, float *dq, float *dk, float *dv,
+                                const manual_lowp *lp)
 {
     int T = d->seq, D = d->head_dim, t = threads_of(be);
     size_t heads = attn_heads(d), hd = (size_t)T * D, tt = (size_t)T * T;
+    TB_TRY(to_lowp(be, d, p, lp->p, heads * tt));
+    TB_TRY(to_lowp(be, d, dout, lp->dout, heads * hd));
+    TB_TRY(to_lowp(be, d, v, lp->v, heads * hd));
     for (size_t bh = 0; bh < heads; bh++) {
         /* dV = P^T dO; dP = dO V^T */
-        TB_TRY(be->gemm(be, 1, 0, T, D, T, 1.0f, p + bh * tt, T, dout + bh * hd, D, 0.0f,
-                        dv + bh * hd, D, TB_MATH_F32));
-        TB_TRY(be->gemm(be, 0, 1, T, T, D, 1.0f, dout + bh * hd, D, v + bh * hd, D, 0.0f,
-                        ds + bh * tt, T, TB_MATH_F32));
+        TB_TRY(manual_gemm(be, d, 1, 0, T, D, T, 1.0f, p + bh * tt, lowp_at(lp->p, bh * tt), T,
+                           dout + bh * hd, lowp_at(lp->dout, bh * hd), D, dv + bh * hd, D));
+        TB_TRY(manual_gemm(be, d, 0, 1, T, T, D, 1.0f, dout + bh * hd,
+                           lowp_at(lp->dout, bh * hd), D, v + bh * hd, lowp_at(lp->v, bh * hd),
+                           D, ds + bh * tt, T));
     }
     long rows = (long)(heads * T);
 #pragma omp parallel for num_threads(t) schedule(static) if ((size_t)rows * T >= PAR_MIN)
     for (long r = 0; r < rows; r++)
         manual_softmax_bwd_row(p + (size_t)r * T, ds + (size_t)r * T, T);
+    TB_TRY(to_lowp(be, d, ds, lp->ds, heads * tt));
+    TB_TRY(to_lowp(be, d, q, lp->q, heads * hd));
+    TB_TRY(to_lowp(be, d, k, lp->k, heads * hd));
     for (size_t bh = 0; bh < heads; bh++) {
         /* dQ = scale dS K; dK = scale dS^T Q */
-        TB_TRY(be->gemm(be, 0, 0, T, D, T, d->scale, ds + bh * tt, T, k + bh * hd, D, 0.0f,
-                        dq + bh * hd, D, TB_MATH_F32));
-        TB_TRY(be->gemm(be, 1, 0, T, D, T, d->scale, ds + bh * tt, T, q + bh * hd, D, 0.0f,
-                        dk + bh * hd, D, TB_MATH_F32));
+        TB_TRY(manual_gemm(be, d, 0, 0, T, D, T, d->scale, ds + bh * tt,
+                           lowp_at(lp->ds, bh * tt), T, k + bh * hd, lowp_at(lp->k, bh * hd), D,
+                           dq + bh * hd, D));
+        TB_TRY(manual_gemm(be, d, 1, 0, T, D, T, d->scale, ds + bh * tt,
+                           lowp_at(lp->ds, bh * tt), T, q + bh * hd, lowp_at(lp->q, bh * hd), D,
+                           dk + bh * hd, D));
     }
     return TB_OK;
 }
@@ -907,7 +992,11 @@ static int attn_bwd_manual(tb_backend *be, const tb_attn_desc *d, const float *q
 {
     float *ds;
     TB_TRY(be->dev_alloc(be, (void **)&ds, sizeof(float) * attn_heads(d) * d->seq * d->seq));
-    int rc = attn_bwd_manual_with(be, d, q, k, v, dout, p, ds, dq, dk, dv);
+    manual_lowp lp;
+    int rc = manual_lowp_get(be, d, 4, 2, &lp);
+    if (rc == TB_OK)
+        rc = manual_lowp_put(be, &lp,
+                             attn_bwd_manual_with(be, d, q, k, v, dout, p, ds, dq, dk, dv, &lp));
     int rc2 = be->dev_free(be, ds);
     return rc != TB_OK ? rc : rc2;
 }
@@ -924,7 +1013,10 @@ static int cpu_attention_workspace(tb_backend *be, tb_attn_variant variant,
     attn_geom g = attn_geom_of(d);
     int t = threads_of(be);
     size_t fwd = attn_ws_floats(&g, 0, t), bwd = attn_ws_floats(&g, 1, t);
-    size_t temp = variant == TB_ATTN_MANUAL ? sizeof(float) * rows * d->seq
+    /* manual: dS, and under lowp the backward's copies (q, k, v, dO; P, dS) */
+    size_t lowp = d->lowp == TB_F32 ? 0 : sizeof(uint16_t) * rows * (4 * (size_t)d->head_dim +
+                                                                     2 * (size_t)d->seq);
+    size_t temp = variant == TB_ATTN_MANUAL ? sizeof(float) * rows * d->seq + lowp
                                             : sizeof(float) * (fwd > bwd ? fwd : bwd);
     if (saved_bytes)
         *saved_bytes = saved;

@@ -354,6 +354,97 @@ static void test_attention(void)
     tb_backend_close(be2);
 }
 
+/* Autocast's bmm (tb_attn_desc.lowp) and the TF32 math on the manual
+ * variant: its products on bf16-rounded operands (8 mantissa bits: each
+ * rounding is off by up to 2^-9), the softmax in fp32. Against the double
+ * reference within bf16's reach, bf16 farther from it than fp32's manual (so
+ * the low-precision path ran), the temporaries within attention_workspace's
+ * count (run_attn); the fused variant refuses both. */
+#define ATTN_LOWP_TOL 1e-2
+
+static int bf16_gemm_runs(tb_backend *be)
+{
+    uint16_t one = 0x3f80; /* 1.0 in bf16 */
+    float c = 0;
+    if (be->gemm_lowp(be, TB_BF16, 0, 0, 1, 1, 1, 1.0f, &one, 1, &one, 1, 0.0f, &c, 1) != TB_OK) {
+        tb_error_clear();
+        return 0;
+    }
+    return c == 1.0f;
+}
+
+static void attn_lowp_case(tb_backend *be, int T, int D, int causal, int lowp)
+{
+    tb_attn_desc d = {.batch = 2, .heads = 2, .seq = T, .head_dim = D, .causal = causal,
+                      .scale = 1.0f / sqrtf((float)D)};
+    size_t n = (size_t)4 * T * D, rows = (size_t)4 * T;
+    float *q = rand_floats(n, 2.0), *k = rand_floats(n, 1.0), *v = rand_floats(n, 1.0);
+    float *dout = rand_floats(n, 1.0);
+    float *ro = xmalloc(n * 4), *rl = xmalloc(rows * 4), *rdq = xmalloc(n * 4);
+    float *rdk = xmalloc(n * 4), *rdv = xmalloc(n * 4);
+    TRY(tb_ref_attention_fwd(&d, q, k, v, ro, rl));
+    TRY(tb_ref_attention_bwd(&d, q, k, v, dout, rdq, rdk, rdv));
+    attn_io f32, low;
+    run_attn(be, TB_ATTN_MANUAL, &d, q, k, v, dout, &f32);
+    tb_attn_desc dl = d;
+    if (lowp)
+        dl.lowp = TB_BF16;
+    else
+        dl.math = TB_MATH_TF32; /* on the CPU: oneDNN's bf16 fpmath mode */
+    run_attn(be, TB_ATTN_MANUAL, &dl, q, k, v, dout, &low);
+    char name[96];
+    const float *got[4] = {low.out, low.dq, low.dk, low.dv}, *ref[4] = {ro, rdq, rdk, rdv};
+    const float *full[4] = {f32.out, f32.dq, f32.dk, f32.dv};
+    const char *what[4] = {"out", "dq", "dk", "dv"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof name, "manual %s T=%d D=%d causal=%d %s", lowp ? "bf16" : "tf32",
+                 T, D, causal, what[i]);
+        check_close(name, got[i], ref[i], n, ATTN_LOWP_TOL);
+        size_t w;
+        /* TF32 on the CPU is oneDNN's bf16 fpmath, which oneDNN may ignore
+         * (lib/backend/cpu/gemm.c): same bits as fp32 then */
+        CHECK(!lowp || rel_err(got[i], ref[i], n, &w) > rel_err(full[i], ref[i], n, &w),
+              "%s: no farther from the reference than fp32's: the low-precision path did not run",
+              name);
+    }
+    CHECK(be->attention_fwd(be, TB_ATTN_FUSED, &dl, q, k, v, low.out, low.saved) ==
+              TB_ERR_UNSUPPORTED, "fused attention accepted lowp %d / math %d", (int)dl.lowp,
+          (int)dl.math);
+    tb_error_clear();
+    free_io(&f32), free_io(&low);
+    free(q), free(k), free(v), free(dout), free(ro), free(rl), free(rdq), free(rdk), free(rdv);
+}
+
+static void test_attention_lowp(void)
+{
+    tb_backend *be = open_cpu(2);
+    tb_attn_desc bad = {.batch = 1, .heads = 1, .seq = 4, .head_dim = 8, .scale = 1,
+                        .lowp = TB_I32};
+    size_t s;
+    CHECK(be->attention_workspace(be, TB_ATTN_MANUAL, &bad, &s, NULL) == TB_ERR_INVALID,
+          "lowp int32 accepted");
+    bad.lowp = TB_F32, bad.math = TB_MATH_LOWP;
+    CHECK(be->attention_workspace(be, TB_ATTN_MANUAL, &bad, &s, NULL) == TB_ERR_INVALID,
+          "math LOWP accepted (lowp says the dtype)");
+    tb_error_clear();
+    static const int seqs[] = {7, 64, 129}, dims[] = {16, 64};
+    int bf16 = bf16_gemm_runs(be);
+    for (int lowp = 0; lowp <= 1; lowp++) {
+        if (lowp && !bf16) {
+            printf("skip manual attention in bf16: this CPU has no bf16 gemm\n");
+            continue;
+        }
+        for (size_t t = 0; t < sizeof seqs / sizeof seqs[0]; t++)
+            for (size_t dd = 0; dd < sizeof dims / sizeof dims[0]; dd++)
+                for (int causal = 0; causal <= 1; causal++)
+                    attn_lowp_case(be, seqs[t], dims[dd], causal, lowp);
+        printf("ok   manual attention %s: within %g of the reference%s; the fused variant "
+               "refuses it\n", lowp ? "on bf16 copies" : "in TF32 math", ATTN_LOWP_TOL,
+               lowp ? ", farther than fp32's" : "");
+    }
+    tb_backend_close(be);
+}
+
 /* ---------------------------------------------------------------- layer norm */
 
 static void ln_case(tb_backend *be, int rows, int cols)
@@ -427,6 +518,7 @@ int main(void)
     test_ln_ref_gradients();
     test_layernorm();
     test_attention();
+    test_attention_lowp();
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

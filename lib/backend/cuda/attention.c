@@ -8,13 +8,19 @@
  *                       (dev_alloc) per call, as eager PyTorch's come from
  *                       its caching allocator, and go back to it before the
  *                       call returns (stream order makes reuse safe).
- *   attention_*         TB_ATTN_MANUAL: three cuBLAS strided-batched GEMMs
+ *   attention_*         TB_ATTN_MANUAL: two cuBLAS strided-batched GEMMs
  *                       forward (S = scale Q K^T, then P V after the softmax
  *                       kernel), four backward, each one call for all B*H
  *                       heads as torch.bmm makes; called here directly with
  *                       cublasGemmStridedBatchedEx rather than through the
- *                       gemm slot, which has no batch. CUBLAS_COMPUTE_32F:
- *                       plain fp32 (the TF32 toggle does not reach it).
+ *                       gemm slot, which has no batch. The desc's math:
+ *                       CUBLAS_COMPUTE_32F, or _32F_FAST_TF32 under TF32 (as
+ *                       allow_tf32 reaches torch.bmm); its lowp (autocast's
+ *                       bmm): each product on 2-byte copies of its operands
+ *                       (CUDA_R_16BF / CUDA_R_16F in, fp32 out and
+ *                       accumulation), cast per call by the backend's cast
+ *                       slot into temporaries from its allocator; the
+ *                       softmax kernels stay fp32.
  *                       TB_ATTN_FUSED: kernels/attention.cu's flash kernels.
  *
  * Arguments are checked on the host with the CPU backend's rules
@@ -23,6 +29,7 @@
  */
 #include <cublas_v2.h>
 #include <math.h>
+#include <stdint.h>
 
 #include "kernels/attention.h"
 #include "kernels/layernorm.h"
@@ -125,44 +132,127 @@ static int attn_check(const char *op, tb_attn_variant variant, const tb_attn_des
 
 static size_t attn_rows(const tb_attn_desc *d) { return (size_t)d->batch * d->heads * d->seq; }
 
-/* Row-major C = alpha op(A) op(B) + beta C for `batch` matrices at fixed
- * strides: column-major cuBLAS on the transposes (lib/backend/cuda/gemm.c's swap). */
-static int gemm_batched(tb_backend *be, int ta, int tb, int m, int n, int k, float alpha,
-                        const float *a, int lda, long long sa, const float *b, int ldb,
-                        long long sb, float beta, float *c, int ldc, long long sc, int batch)
+/* Autocast's bmm (tb_attn_desc.lowp): the operands' 2-byte copies, from the
+ * backend's allocator per call; NULL members in fp32. */
+typedef struct manual_lowp {
+    uint16_t *buf;
+    uint16_t *q, *k, *v, *dout; /* (B*H, T, D) each, those the call needs */
+    uint16_t *p, *ds;           /* (B*H, T, T) */
+} manual_lowp;
+
+/* Copies for n_hd (B*H, T, D) operands and n_tt (B*H, T, T) ones, in that
+ * order into q, k, v, dout, then p, ds; nothing in fp32. */
+static int manual_lowp_get(tb_backend *be, const tb_attn_desc *d, int n_hd, int n_tt,
+                           manual_lowp *m)
 {
+    *m = (manual_lowp){0};
+    if (d->lowp == TB_F32)
+        return TB_OK;
+    size_t hd = attn_rows(d) * d->head_dim, tt = attn_rows(d) * d->seq;
+    TB_TRY(be->dev_alloc(be, (void **)&m->buf, sizeof(uint16_t) * (n_hd * hd + n_tt * tt)));
+    uint16_t **slot[6] = {&m->q, &m->k, &m->v, &m->dout, &m->p, &m->ds};
+    uint16_t *at = m->buf;
+    for (int i = 0; i < n_hd; i++, at += hd)
+        *slot[i] = at;
+    for (int i = 0; i < n_tt; i++, at += tt)
+        *slot[4 + i] = at;
+    return TB_OK;
+}
+
+static int manual_lowp_put(tb_backend *be, manual_lowp *m, int rc)
+{
+    int r = m->buf ? be->dev_free(be, m->buf) : TB_OK;
+    return rc != TB_OK ? rc : r;
+}
+
+/* x's copy in d->lowp (n floats), where there is one. */
+static int to_lowp(tb_backend *be, const tb_attn_desc *d, const float *x, uint16_t *lowp,
+                   size_t n)
+{
+    return lowp ? be->cast_f32_to_lowp(be, d->lowp, x, lowp, n) : TB_OK;
+}
+
+/* Row-major C = alpha op(A) op(B) for `batch` matrices at fixed strides:
+ * column-major cuBLAS on the transposes (lib/backend/cuda/gemm.c's swap).
+ * A and B are fp32 (a, b), or their copies in d->lowp (al, bl) when given. */
+static int gemm_batched(tb_backend *be, const tb_attn_desc *d, int ta, int tb, int m, int n,
+                        int k, float alpha, const float *a, const uint16_t *al, int lda,
+                        long long sa, const float *b, const uint16_t *bl, int ldb, long long sb,
+                        float *c, int ldc, long long sc, int batch)
+{
+    const float beta = 0.0f;
+    cudaDataType_t in = CUDA_R_32F;
+    cublasComputeType_t compute =
+        d->math == TB_MATH_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    const void *pa = a, *pb = b;
+    if (al) {
+        in = d->lowp == TB_F16 ? CUDA_R_16F : CUDA_R_16BF;
+        compute = CUBLAS_COMPUTE_32F;
+        pa = al;
+        pb = bl;
+    }
     TB_CHECK_CUBLAS(cublasGemmStridedBatchedEx(
         tb_cuda_ctx(be)->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-        n, m, k, &alpha, b, CUDA_R_32F, ldb, sb, a, CUDA_R_32F, lda, sa, &beta, c, CUDA_R_32F,
-        ldc, sc, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        n, m, k, &alpha, pb, in, ldb, sb, pa, in, lda, sa, &beta, c, CUDA_R_32F, ldc, sc, batch,
+        compute, CUBLAS_GEMM_DEFAULT));
     return TB_OK;
+}
+
+static int attn_fwd_manual_with(tb_backend *be, const tb_attn_desc *d, const float *q,
+                                const float *k, const float *v, float *out, float *p,
+                                const manual_lowp *lp)
+{
+    int T = d->seq, D = d->head_dim, heads = d->batch * d->heads;
+    long long hd = (long long)T * D, tt = (long long)T * T;
+    size_t n_hd = (size_t)heads * hd, n_tt = (size_t)heads * tt;
+    TB_TRY(to_lowp(be, d, q, lp->q, n_hd));
+    TB_TRY(to_lowp(be, d, k, lp->k, n_hd));
+    TB_TRY(to_lowp(be, d, v, lp->v, n_hd));
+    TB_TRY(gemm_batched(be, d, 0, 1, T, T, D, d->scale, q, lp->q, D, hd, k, lp->k, D, hd, p, T,
+                        tt, heads));
+    TB_TRY(tb_cuda_attn_softmax_fwd(p, (long)attn_rows(d), T, d->causal, stream_of(be)));
+    TB_TRY(to_lowp(be, d, p, lp->p, n_tt));
+    return gemm_batched(be, d, 0, 0, T, D, T, 1.0f, p, lp->p, T, tt, v, lp->v, D, hd, out, D, hd,
+                        heads);
 }
 
 static int attn_fwd_manual(tb_backend *be, const tb_attn_desc *d, const float *q,
                            const float *k, const float *v, float *out, float *p)
 {
-    int T = d->seq, D = d->head_dim, heads = d->batch * d->heads;
-    long long hd = (long long)T * D, tt = (long long)T * T;
-    TB_TRY(gemm_batched(be, 0, 1, T, T, D, d->scale, q, D, hd, k, D, hd, 0.0f, p, T, tt, heads));
-    TB_TRY(tb_cuda_attn_softmax_fwd(p, (long)attn_rows(d), T, d->causal, stream_of(be)));
-    return gemm_batched(be, 0, 0, T, D, T, 1.0f, p, T, tt, v, D, hd, 0.0f, out, D, hd, heads);
+    manual_lowp lp;
+    TB_TRY(manual_lowp_get(be, d, 3, 1, &lp));
+    return manual_lowp_put(be, &lp, attn_fwd_manual_with(be, d, q, k, v, out, p, &lp));
 }
 
 static int attn_bwd_manual_with(tb_backend *be, const tb_attn_desc *d, const float *q,
                                 const float *k, const float *v, const float *dout,
-                                const float *p, float *ds, float *dq, float *dk, float *dv)
+                                const float *p, float *ds, float *dq, float *dk, float *dv,
+                                const manual_lowp *lp)
 {
     int T = d->seq, D = d->head_dim, heads = d->batch * d->heads;
     long long hd = (long long)T * D, tt = (long long)T * T;
-    TB_TRY(gemm_batched(be, 1, 0, T, D, T, 1.0f, p, T, tt, dout, D, hd, 0.0f, dv, D, hd,
-                        heads)); /* dV = P^T dO */
-    TB_TRY(gemm_batched(be, 0, 1, T, T, D, 1.0f, dout, D, hd, v, D, hd, 0.0f, ds, T, tt,
-                        heads)); /* dP = dO V^T */
+    size_t n_hd = (size_t)heads * hd, n_tt = (size_t)heads * tt;
+    TB_TRY(to_lowp(be, d, p, lp->p, n_tt));
+    TB_TRY(to_lowp(be, d, dout, lp->dout, n_hd));
+    TB_TRY(to_lowp(be, d, v, lp->v, n_hd));
+    TB_TRY(gemm_batched(be, d, 1, 0, T, D, T, 1.0f, p, lp->p, T, tt, dout, lp->dout, D, hd, dv,
+                        D, hd, heads)); /* dV = P^T dO */
+    TB_TRY(gemm_batched(be, d, 0, 1, T, T, D, 1.0f, dout, lp->dout, D, hd, v, lp->v, D, hd, ds,
+                        T, tt, heads)); /* dP = dO V^T */
     TB_TRY(tb_cuda_attn_softmax_bwd(p, ds, (long)attn_rows(d), T, stream_of(be)));
-    TB_TRY(gemm_batched(be, 0, 0, T, D, T, d->scale, ds, T, tt, k, D, hd, 0.0f, dq, D, hd,
-                        heads)); /* dQ = scale dS K */
-    return gemm_batched(be, 1, 0, T, D, T, d->scale, ds, T, tt, q, D, hd, 0.0f, dk, D, hd,
-                        heads); /* dK = scale dS^T Q */
+    TB_TRY(to_lowp(be, d, ds, lp->ds, n_tt));
+    TB_TRY(to_lowp(be, d, q, lp->q, n_hd));
+    TB_TRY(to_lowp(be, d, k, lp->k, n_hd));
+    TB_TRY(gemm_batched(be, d, 0, 0, T, D, T, d->scale, ds, lp->ds, T, tt, k, lp->k, D, hd, dq,
+                        D, hd, heads)); /* dQ = scale dS K */
+    return gemm_batched(be, d, 1, 0, T, D, T, d->scale, ds, lp->ds, T, tt, q, lp->q, D, hd, dk,
+                        D, hd, heads); /* dK = scale dS^T Q */
+}
+
+/* The backward's fp32 temporary: dP / dS (manual), or rowsum(dO O) (fused). */
+static size_t attn_temp_f32(tb_attn_variant variant, const tb_attn_desc *d)
+{
+    return sizeof(float) * attn_rows(d) * (variant == TB_ATTN_MANUAL ? (size_t)d->seq : 1);
 }
 
 static int cuda_attention_workspace(tb_backend *be, tb_attn_variant variant,
@@ -174,8 +264,13 @@ static int cuda_attention_workspace(tb_backend *be, tb_attn_variant variant,
     size_t per_row = variant == TB_ATTN_MANUAL ? (size_t)d->seq : 1;
     if (saved_bytes)
         *saved_bytes = sizeof(float) * attn_rows(d) * per_row; /* P, or the logsumexp */
+    /* dP / dS, or rowsum(dO O); manual under lowp also the backward's copies
+     * (q, k, v, dO; P, dS) */
+    size_t lowp = variant == TB_ATTN_MANUAL && d->lowp != TB_F32
+                      ? sizeof(uint16_t) * attn_rows(d) * (4 * (size_t)d->head_dim + 2 * per_row)
+                      : 0;
     if (temp_bytes)
-        *temp_bytes = sizeof(float) * attn_rows(d) * per_row; /* dP / dS, or rowsum(dO O) */
+        *temp_bytes = attn_temp_f32(variant, d) + lowp;
     return TB_OK;
 }
 
@@ -197,14 +292,18 @@ static int cuda_attention_bwd(tb_backend *be, tb_attn_variant variant, const tb_
 {
     TB_TRY(attn_check("attention_bwd", variant, d));
     TB_TRY(tb_cuda_bind(be));
-    size_t temp;
-    TB_TRY(cuda_attention_workspace(be, variant, d, NULL, &temp));
     float *tmp;
-    TB_TRY(be->dev_alloc(be, (void **)&tmp, temp));
-    int rc = variant == TB_ATTN_MANUAL
-                 ? attn_bwd_manual_with(be, d, q, k, v, dout, saved, tmp, dq, dk, dv)
-                 : tb_cuda_attn_fused_bwd(d, q, k, v, out, dout, saved, tmp, dq, dk, dv,
-                                          stream_of(be));
+    TB_TRY(be->dev_alloc(be, (void **)&tmp, attn_temp_f32(variant, d)));
+    int rc;
+    if (variant == TB_ATTN_MANUAL) {
+        manual_lowp lp;
+        rc = manual_lowp_get(be, d, 4, 2, &lp);
+        if (rc == TB_OK)
+            rc = manual_lowp_put(be, &lp, attn_bwd_manual_with(be, d, q, k, v, dout, saved,
+                                                               tmp, dq, dk, dv, &lp));
+    } else {
+        rc = tb_cuda_attn_fused_bwd(d, q, k, v, out, dout, saved, tmp, dq, dk, dv, stream_of(be));
+    }
     int rc2 = be->dev_free(be, tmp);
     return rc != TB_OK ? rc : rc2;
 }
