@@ -72,6 +72,7 @@
 #include <string.h>
 
 #include "kernels/attn_math.h"
+#include "lib/backend/attn_lowp.h"
 #include "lib/backend/backend.h"
 #include "lib/backend/checks.h"
 #include "lib/backend/cpu/cpu.h"
@@ -860,47 +861,6 @@ ATTN_CLONES static void manual_softmax_bwd_row(const float *p, float *dp, int T)
         dp[j] = tb_attn_dscore_f(p[j], dp[j], dot);
 }
 
-/* Autocast's bmm (tb_attn_desc.lowp): the operands' 2-byte copies, from
- * the backend's allocator per call as eager PyTorch's casts come from its
- * caching allocator; NULL members in fp32. */
-typedef struct manual_lowp {
-    uint16_t *buf;
-    uint16_t *q, *k, *v, *dout; /* (B*H, T, D) each, those the call needs */
-    uint16_t *p, *ds;           /* (B*H, T, T) */
-} manual_lowp;
-
-/* Copies for n_hd (B*H, T, D) operands and n_tt (B*H, T, T) ones, in that
- * order into q, k, v, dout, then p, ds; nothing in fp32. */
-static int manual_lowp_get(tb_backend *be, const tb_attn_desc *d, int n_hd, int n_tt,
-                           manual_lowp *m)
-{
-    *m = (manual_lowp){0};
-    if (d->lowp == TB_F32)
-        return TB_OK;
-    size_t hd = attn_heads(d) * d->seq * d->head_dim, tt = attn_heads(d) * d->seq * d->seq;
-    TB_TRY(be->dev_alloc(be, (void **)&m->buf, sizeof(uint16_t) * (n_hd * hd + n_tt * tt)));
-    uint16_t **slot[6] = {&m->q, &m->k, &m->v, &m->dout, &m->p, &m->ds};
-    uint16_t *at = m->buf;
-    for (int i = 0; i < n_hd; i++, at += hd)
-        *slot[i] = at;
-    for (int i = 0; i < n_tt; i++, at += tt)
-        *slot[4 + i] = at;
-    return TB_OK;
-}
-
-static int manual_lowp_put(tb_backend *be, manual_lowp *m, int rc)
-{
-    int r = m->buf ? be->dev_free(be, m->buf) : TB_OK;
-    return rc != TB_OK ? rc : r;
-}
-
-/* x's copy in d->lowp (n floats), where there is one. */
-static int to_lowp(tb_backend *be, const tb_attn_desc *d, const float *x, uint16_t *lowp,
-                   size_t n)
-{
-    return lowp ? be->cast_f32_to_lowp(be, d->lowp, x, lowp, n) : TB_OK;
-}
-
 static const uint16_t *lowp_at(const uint16_t *base, size_t off)
 {
     return base ? base + off : NULL;
@@ -920,13 +880,13 @@ static int manual_gemm(tb_backend *be, const tb_attn_desc *d, int ta, int tb, in
 
 static int attn_fwd_manual_with(tb_backend *be, const tb_attn_desc *d, const float *q,
                                 const float *k, const float *v, float *out, float *p,
-                                const manual_lowp *lp)
+                                const tb_attn_lowp *lp)
 {
     int T = d->seq, D = d->head_dim, t = threads_of(be);
     size_t heads = attn_heads(d), hd = (size_t)T * D, tt = (size_t)T * T;
-    TB_TRY(to_lowp(be, d, q, lp->q, heads * hd));
-    TB_TRY(to_lowp(be, d, k, lp->k, heads * hd));
-    TB_TRY(to_lowp(be, d, v, lp->v, heads * hd));
+    TB_TRY(tb_attn_lowp_cast(be, d, q, lp->q, heads * hd));
+    TB_TRY(tb_attn_lowp_cast(be, d, k, lp->k, heads * hd));
+    TB_TRY(tb_attn_lowp_cast(be, d, v, lp->v, heads * hd));
     for (size_t bh = 0; bh < heads; bh++) /* S = scale Q K^T */
         TB_TRY(manual_gemm(be, d, 0, 1, T, T, D, d->scale, q + bh * hd, lowp_at(lp->q, bh * hd),
                            D, k + bh * hd, lowp_at(lp->k, bh * hd), D, p + bh * tt, T));
@@ -934,7 +894,7 @@ static int attn_fwd_manual_with(tb_backend *be, const tb_attn_desc *d, const flo
 #pragma omp parallel for num_threads(t) schedule(static) if ((size_t)rows * T >= PAR_MIN)
     for (long r = 0; r < rows; r++)
         manual_softmax_row(p + (size_t)r * T, T, d->causal, (int)(r % T));
-    TB_TRY(to_lowp(be, d, p, lp->p, heads * tt));
+    TB_TRY(tb_attn_lowp_cast(be, d, p, lp->p, heads * tt));
     for (size_t bh = 0; bh < heads; bh++) /* out = P V */
         TB_TRY(manual_gemm(be, d, 0, 0, T, D, T, 1.0f, p + bh * tt, lowp_at(lp->p, bh * tt), T,
                            v + bh * hd, lowp_at(lp->v, bh * hd), D, out + bh * hd, D));
@@ -944,21 +904,21 @@ static int attn_fwd_manual_with(tb_backend *be, const tb_attn_desc *d, const flo
 static int attn_fwd_manual(tb_backend *be, const tb_attn_desc *d, const float *q,
                            const float *k, const float *v, float *out, float *p)
 {
-    manual_lowp lp;
-    TB_TRY(manual_lowp_get(be, d, 3, 1, &lp));
-    return manual_lowp_put(be, &lp, attn_fwd_manual_with(be, d, q, k, v, out, p, &lp));
+    tb_attn_lowp lp;
+    TB_TRY(tb_attn_lowp_get(be, d, 3, 1, &lp));
+    return tb_attn_lowp_put(be, &lp, attn_fwd_manual_with(be, d, q, k, v, out, p, &lp));
 }
 
 static int attn_bwd_manual_with(tb_backend *be, const tb_attn_desc *d, const float *q,
                                 const float *k, const float *v, const float *dout,
                                 const float *p, float *ds, float *dq, float *dk, float *dv,
-                                const manual_lowp *lp)
+                                const tb_attn_lowp *lp)
 {
     int T = d->seq, D = d->head_dim, t = threads_of(be);
     size_t heads = attn_heads(d), hd = (size_t)T * D, tt = (size_t)T * T;
-    TB_TRY(to_lowp(be, d, p, lp->p, heads * tt));
-    TB_TRY(to_lowp(be, d, dout, lp->dout, heads * hd));
-    TB_TRY(to_lowp(be, d, v, lp->v, heads * hd));
+    TB_TRY(tb_attn_lowp_cast(be, d, p, lp->p, heads * tt));
+    TB_TRY(tb_attn_lowp_cast(be, d, dout, lp->dout, heads * hd));
+    TB_TRY(tb_attn_lowp_cast(be, d, v, lp->v, heads * hd));
     for (size_t bh = 0; bh < heads; bh++) {
         /* dV = P^T dO; dP = dO V^T */
         TB_TRY(manual_gemm(be, d, 1, 0, T, D, T, 1.0f, p + bh * tt, lowp_at(lp->p, bh * tt), T,
@@ -971,9 +931,9 @@ static int attn_bwd_manual_with(tb_backend *be, const tb_attn_desc *d, const flo
 #pragma omp parallel for num_threads(t) schedule(static) if ((size_t)rows * T >= PAR_MIN)
     for (long r = 0; r < rows; r++)
         manual_softmax_bwd_row(p + (size_t)r * T, ds + (size_t)r * T, T);
-    TB_TRY(to_lowp(be, d, ds, lp->ds, heads * tt));
-    TB_TRY(to_lowp(be, d, q, lp->q, heads * hd));
-    TB_TRY(to_lowp(be, d, k, lp->k, heads * hd));
+    TB_TRY(tb_attn_lowp_cast(be, d, ds, lp->ds, heads * tt));
+    TB_TRY(tb_attn_lowp_cast(be, d, q, lp->q, heads * hd));
+    TB_TRY(tb_attn_lowp_cast(be, d, k, lp->k, heads * hd));
     for (size_t bh = 0; bh < heads; bh++) {
         /* dQ = scale dS K; dK = scale dS^T Q */
         TB_TRY(manual_gemm(be, d, 0, 0, T, D, T, d->scale, ds + bh * tt,
@@ -992,10 +952,10 @@ static int attn_bwd_manual(tb_backend *be, const tb_attn_desc *d, const float *q
 {
     float *ds;
     TB_TRY(be->dev_alloc(be, (void **)&ds, sizeof(float) * attn_heads(d) * d->seq * d->seq));
-    manual_lowp lp;
-    int rc = manual_lowp_get(be, d, 4, 2, &lp);
+    tb_attn_lowp lp;
+    int rc = tb_attn_lowp_get(be, d, 4, 2, &lp);
     if (rc == TB_OK)
-        rc = manual_lowp_put(be, &lp,
+        rc = tb_attn_lowp_put(be, &lp,
                              attn_bwd_manual_with(be, d, q, k, v, dout, p, ds, dq, dk, dv, &lp));
     int rc2 = be->dev_free(be, ds);
     return rc != TB_OK ? rc : rc2;
@@ -1013,11 +973,10 @@ static int cpu_attention_workspace(tb_backend *be, tb_attn_variant variant,
     attn_geom g = attn_geom_of(d);
     int t = threads_of(be);
     size_t fwd = attn_ws_floats(&g, 0, t), bwd = attn_ws_floats(&g, 1, t);
-    /* manual: dS, and under lowp the backward's copies (q, k, v, dO; P, dS) */
-    size_t lowp = d->lowp == TB_F32 ? 0 : sizeof(uint16_t) * rows * (4 * (size_t)d->head_dim +
-                                                                     2 * (size_t)d->seq);
-    size_t temp = variant == TB_ATTN_MANUAL ? sizeof(float) * rows * d->seq + lowp
-                                            : sizeof(float) * (fwd > bwd ? fwd : bwd);
+    /* manual: dS, and under lowp the backward's copies */
+    size_t temp = variant == TB_ATTN_MANUAL
+                      ? sizeof(float) * rows * d->seq + tb_attn_lowp_bytes(d)
+                      : sizeof(float) * (fwd > bwd ? fwd : bwd);
     if (saved_bytes)
         *saved_bytes = saved;
     if (temp_bytes)

@@ -264,18 +264,42 @@ static void same_bits(const char *what, const float *a, const float *b, size_t n
     CHECK(memcmp(a, b, n * sizeof *a) == 0, "%s: not bitwise equal", what);
 }
 
+/* A case's inputs (B = H = 2) and the double reference's outputs. */
+typedef struct attn_ref {
+    tb_attn_desc d;
+    size_t n, rows;
+    float *q, *k, *v, *dout;        /* inputs */
+    float *ro, *rl, *rdq, *rdk, *rdv; /* out, logsumexp, gradients */
+} attn_ref;
+
+static void attn_ref_make(int T, int D, int causal, attn_ref *r)
+{
+    r->d = (tb_attn_desc){.batch = 2, .heads = 2, .seq = T, .head_dim = D, .causal = causal,
+                          .scale = 1.0f / sqrtf((float)D)};
+    r->n = (size_t)4 * T * D, r->rows = (size_t)4 * T;
+    /* q twice as large: sharper softmax rows, some near one-hot */
+    r->q = rand_floats(r->n, 2.0), r->k = rand_floats(r->n, 1.0), r->v = rand_floats(r->n, 1.0);
+    r->dout = rand_floats(r->n, 1.0);
+    r->ro = xmalloc(r->n * 4), r->rl = xmalloc(r->rows * 4), r->rdq = xmalloc(r->n * 4);
+    r->rdk = xmalloc(r->n * 4), r->rdv = xmalloc(r->n * 4);
+    TRY(tb_ref_attention_fwd(&r->d, r->q, r->k, r->v, r->ro, r->rl));
+    TRY(tb_ref_attention_bwd(&r->d, r->q, r->k, r->v, r->dout, r->rdq, r->rdk, r->rdv));
+}
+
+static void attn_ref_free(attn_ref *r)
+{
+    free(r->q), free(r->k), free(r->v), free(r->dout);
+    free(r->ro), free(r->rl), free(r->rdq), free(r->rdk), free(r->rdv);
+}
+
 static void attn_case(tb_backend *be1, tb_backend *be2, int T, int D, int causal)
 {
-    tb_attn_desc d = {.batch = 2, .heads = 2, .seq = T, .head_dim = D, .causal = causal,
-                      .scale = 1.0f / sqrtf((float)D)};
-    size_t n = (size_t)4 * T * D, rows = (size_t)4 * T;
-    /* q twice as large: sharper softmax rows, some near one-hot */
-    float *q = rand_floats(n, 2.0), *k = rand_floats(n, 1.0), *v = rand_floats(n, 1.0);
-    float *dout = rand_floats(n, 1.0);
-    float *ro = xmalloc(n * 4), *rl = xmalloc(rows * 4), *rdq = xmalloc(n * 4);
-    float *rdk = xmalloc(n * 4), *rdv = xmalloc(n * 4);
-    TRY(tb_ref_attention_fwd(&d, q, k, v, ro, rl));
-    TRY(tb_ref_attention_bwd(&d, q, k, v, dout, rdq, rdk, rdv));
+    attn_ref r;
+    attn_ref_make(T, D, causal, &r);
+    const tb_attn_desc d = r.d;
+    size_t n = r.n, rows = r.rows;
+    const float *q = r.q, *k = r.k, *v = r.v, *dout = r.dout;
+    const float *ro = r.ro, *rl = r.rl, *rdq = r.rdq, *rdk = r.rdk, *rdv = r.rdv;
 
     attn_io man, fu, fu1;
     run_attn(be2, TB_ATTN_MANUAL, &d, q, k, v, dout, &man);
@@ -304,7 +328,7 @@ static void attn_case(tb_backend *be1, tb_backend *be2, int T, int D, int causal
     same_bits(CASE("dv, 1 vs 2 threads"), fu1.dv, fu.dv, n);
 #undef CASE
     free_io(&man), free_io(&fu), free_io(&fu1);
-    free(q), free(k), free(v), free(dout), free(ro), free(rl), free(rdq), free(rdk), free(rdv);
+    attn_ref_free(&r);
 }
 
 static void test_attention_path(int path, int best)
@@ -375,15 +399,11 @@ static int bf16_gemm_runs(tb_backend *be)
 
 static void attn_lowp_case(tb_backend *be, int T, int D, int causal, int lowp)
 {
-    tb_attn_desc d = {.batch = 2, .heads = 2, .seq = T, .head_dim = D, .causal = causal,
-                      .scale = 1.0f / sqrtf((float)D)};
-    size_t n = (size_t)4 * T * D, rows = (size_t)4 * T;
-    float *q = rand_floats(n, 2.0), *k = rand_floats(n, 1.0), *v = rand_floats(n, 1.0);
-    float *dout = rand_floats(n, 1.0);
-    float *ro = xmalloc(n * 4), *rl = xmalloc(rows * 4), *rdq = xmalloc(n * 4);
-    float *rdk = xmalloc(n * 4), *rdv = xmalloc(n * 4);
-    TRY(tb_ref_attention_fwd(&d, q, k, v, ro, rl));
-    TRY(tb_ref_attention_bwd(&d, q, k, v, dout, rdq, rdk, rdv));
+    attn_ref r;
+    attn_ref_make(T, D, causal, &r);
+    const tb_attn_desc d = r.d;
+    size_t n = r.n;
+    const float *q = r.q, *k = r.k, *v = r.v, *dout = r.dout;
     attn_io f32, low;
     run_attn(be, TB_ATTN_MANUAL, &d, q, k, v, dout, &f32);
     tb_attn_desc dl = d;
@@ -393,7 +413,8 @@ static void attn_lowp_case(tb_backend *be, int T, int D, int causal, int lowp)
         dl.math = TB_MATH_TF32; /* on the CPU: oneDNN's bf16 fpmath mode */
     run_attn(be, TB_ATTN_MANUAL, &dl, q, k, v, dout, &low);
     char name[96];
-    const float *got[4] = {low.out, low.dq, low.dk, low.dv}, *ref[4] = {ro, rdq, rdk, rdv};
+    const float *got[4] = {low.out, low.dq, low.dk, low.dv};
+    const float *ref[4] = {r.ro, r.rdq, r.rdk, r.rdv};
     const float *full[4] = {f32.out, f32.dq, f32.dk, f32.dv};
     const char *what[4] = {"out", "dq", "dk", "dv"};
     for (int i = 0; i < 4; i++) {
@@ -412,7 +433,7 @@ static void attn_lowp_case(tb_backend *be, int T, int D, int causal, int lowp)
           (int)dl.math);
     tb_error_clear();
     free_io(&f32), free_io(&low);
-    free(q), free(k), free(v), free(dout), free(ro), free(rl), free(rdq), free(rdk), free(rdv);
+    attn_ref_free(&r);
 }
 
 static void test_attention_lowp(void)

@@ -33,6 +33,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/layernorm.h"
+#include "lib/backend/attn_lowp.h"
 #include "lib/backend/backend.h"
 #include "lib/backend/checks.h"
 #include "lib/backend/cuda/cuda.h"
@@ -132,46 +133,6 @@ static int attn_check(const char *op, tb_attn_variant variant, const tb_attn_des
 
 static size_t attn_rows(const tb_attn_desc *d) { return (size_t)d->batch * d->heads * d->seq; }
 
-/* Autocast's bmm (tb_attn_desc.lowp): the operands' 2-byte copies, from the
- * backend's allocator per call; NULL members in fp32. */
-typedef struct manual_lowp {
-    uint16_t *buf;
-    uint16_t *q, *k, *v, *dout; /* (B*H, T, D) each, those the call needs */
-    uint16_t *p, *ds;           /* (B*H, T, T) */
-} manual_lowp;
-
-/* Copies for n_hd (B*H, T, D) operands and n_tt (B*H, T, T) ones, in that
- * order into q, k, v, dout, then p, ds; nothing in fp32. */
-static int manual_lowp_get(tb_backend *be, const tb_attn_desc *d, int n_hd, int n_tt,
-                           manual_lowp *m)
-{
-    *m = (manual_lowp){0};
-    if (d->lowp == TB_F32)
-        return TB_OK;
-    size_t hd = attn_rows(d) * d->head_dim, tt = attn_rows(d) * d->seq;
-    TB_TRY(be->dev_alloc(be, (void **)&m->buf, sizeof(uint16_t) * (n_hd * hd + n_tt * tt)));
-    uint16_t **slot[6] = {&m->q, &m->k, &m->v, &m->dout, &m->p, &m->ds};
-    uint16_t *at = m->buf;
-    for (int i = 0; i < n_hd; i++, at += hd)
-        *slot[i] = at;
-    for (int i = 0; i < n_tt; i++, at += tt)
-        *slot[4 + i] = at;
-    return TB_OK;
-}
-
-static int manual_lowp_put(tb_backend *be, manual_lowp *m, int rc)
-{
-    int r = m->buf ? be->dev_free(be, m->buf) : TB_OK;
-    return rc != TB_OK ? rc : r;
-}
-
-/* x's copy in d->lowp (n floats), where there is one. */
-static int to_lowp(tb_backend *be, const tb_attn_desc *d, const float *x, uint16_t *lowp,
-                   size_t n)
-{
-    return lowp ? be->cast_f32_to_lowp(be, d->lowp, x, lowp, n) : TB_OK;
-}
-
 /* Row-major C = alpha op(A) op(B) for `batch` matrices at fixed strides:
  * column-major cuBLAS on the transposes (lib/backend/cuda/gemm.c's swap).
  * A and B are fp32 (a, b), or their copies in d->lowp (al, bl) when given. */
@@ -200,18 +161,18 @@ static int gemm_batched(tb_backend *be, const tb_attn_desc *d, int ta, int tb, i
 
 static int attn_fwd_manual_with(tb_backend *be, const tb_attn_desc *d, const float *q,
                                 const float *k, const float *v, float *out, float *p,
-                                const manual_lowp *lp)
+                                const tb_attn_lowp *lp)
 {
     int T = d->seq, D = d->head_dim, heads = d->batch * d->heads;
     long long hd = (long long)T * D, tt = (long long)T * T;
     size_t n_hd = (size_t)heads * hd, n_tt = (size_t)heads * tt;
-    TB_TRY(to_lowp(be, d, q, lp->q, n_hd));
-    TB_TRY(to_lowp(be, d, k, lp->k, n_hd));
-    TB_TRY(to_lowp(be, d, v, lp->v, n_hd));
+    TB_TRY(tb_attn_lowp_cast(be, d, q, lp->q, n_hd));
+    TB_TRY(tb_attn_lowp_cast(be, d, k, lp->k, n_hd));
+    TB_TRY(tb_attn_lowp_cast(be, d, v, lp->v, n_hd));
     TB_TRY(gemm_batched(be, d, 0, 1, T, T, D, d->scale, q, lp->q, D, hd, k, lp->k, D, hd, p, T,
                         tt, heads));
     TB_TRY(tb_cuda_attn_softmax_fwd(p, (long)attn_rows(d), T, d->causal, stream_of(be)));
-    TB_TRY(to_lowp(be, d, p, lp->p, n_tt));
+    TB_TRY(tb_attn_lowp_cast(be, d, p, lp->p, n_tt));
     return gemm_batched(be, d, 0, 0, T, D, T, 1.0f, p, lp->p, T, tt, v, lp->v, D, hd, out, D, hd,
                         heads);
 }
@@ -219,30 +180,30 @@ static int attn_fwd_manual_with(tb_backend *be, const tb_attn_desc *d, const flo
 static int attn_fwd_manual(tb_backend *be, const tb_attn_desc *d, const float *q,
                            const float *k, const float *v, float *out, float *p)
 {
-    manual_lowp lp;
-    TB_TRY(manual_lowp_get(be, d, 3, 1, &lp));
-    return manual_lowp_put(be, &lp, attn_fwd_manual_with(be, d, q, k, v, out, p, &lp));
+    tb_attn_lowp lp;
+    TB_TRY(tb_attn_lowp_get(be, d, 3, 1, &lp));
+    return tb_attn_lowp_put(be, &lp, attn_fwd_manual_with(be, d, q, k, v, out, p, &lp));
 }
 
 static int attn_bwd_manual_with(tb_backend *be, const tb_attn_desc *d, const float *q,
                                 const float *k, const float *v, const float *dout,
                                 const float *p, float *ds, float *dq, float *dk, float *dv,
-                                const manual_lowp *lp)
+                                const tb_attn_lowp *lp)
 {
     int T = d->seq, D = d->head_dim, heads = d->batch * d->heads;
     long long hd = (long long)T * D, tt = (long long)T * T;
     size_t n_hd = (size_t)heads * hd, n_tt = (size_t)heads * tt;
-    TB_TRY(to_lowp(be, d, p, lp->p, n_tt));
-    TB_TRY(to_lowp(be, d, dout, lp->dout, n_hd));
-    TB_TRY(to_lowp(be, d, v, lp->v, n_hd));
+    TB_TRY(tb_attn_lowp_cast(be, d, p, lp->p, n_tt));
+    TB_TRY(tb_attn_lowp_cast(be, d, dout, lp->dout, n_hd));
+    TB_TRY(tb_attn_lowp_cast(be, d, v, lp->v, n_hd));
     TB_TRY(gemm_batched(be, d, 1, 0, T, D, T, 1.0f, p, lp->p, T, tt, dout, lp->dout, D, hd, dv,
                         D, hd, heads)); /* dV = P^T dO */
     TB_TRY(gemm_batched(be, d, 0, 1, T, T, D, 1.0f, dout, lp->dout, D, hd, v, lp->v, D, hd, ds,
                         T, tt, heads)); /* dP = dO V^T */
     TB_TRY(tb_cuda_attn_softmax_bwd(p, ds, (long)attn_rows(d), T, stream_of(be)));
-    TB_TRY(to_lowp(be, d, ds, lp->ds, n_tt));
-    TB_TRY(to_lowp(be, d, q, lp->q, n_hd));
-    TB_TRY(to_lowp(be, d, k, lp->k, n_hd));
+    TB_TRY(tb_attn_lowp_cast(be, d, ds, lp->ds, n_tt));
+    TB_TRY(tb_attn_lowp_cast(be, d, q, lp->q, n_hd));
+    TB_TRY(tb_attn_lowp_cast(be, d, k, lp->k, n_hd));
     TB_TRY(gemm_batched(be, d, 0, 0, T, D, T, d->scale, ds, lp->ds, T, tt, k, lp->k, D, hd, dq,
                         D, hd, heads)); /* dQ = scale dS K */
     return gemm_batched(be, d, 1, 0, T, D, T, d->scale, ds, lp->ds, T, tt, q, lp->q, D, hd, dk,
@@ -264,13 +225,10 @@ static int cuda_attention_workspace(tb_backend *be, tb_attn_variant variant,
     size_t per_row = variant == TB_ATTN_MANUAL ? (size_t)d->seq : 1;
     if (saved_bytes)
         *saved_bytes = sizeof(float) * attn_rows(d) * per_row; /* P, or the logsumexp */
-    /* dP / dS, or rowsum(dO O); manual under lowp also the backward's copies
-     * (q, k, v, dO; P, dS) */
-    size_t lowp = variant == TB_ATTN_MANUAL && d->lowp != TB_F32
-                      ? sizeof(uint16_t) * attn_rows(d) * (4 * (size_t)d->head_dim + 2 * per_row)
-                      : 0;
+    /* dP / dS, or rowsum(dO O); manual under lowp also the backward's copies */
     if (temp_bytes)
-        *temp_bytes = attn_temp_f32(variant, d) + lowp;
+        *temp_bytes = attn_temp_f32(variant, d) +
+                      (variant == TB_ATTN_MANUAL ? tb_attn_lowp_bytes(d) : 0);
     return TB_OK;
 }
 
@@ -296,10 +254,10 @@ static int cuda_attention_bwd(tb_backend *be, tb_attn_variant variant, const tb_
     TB_TRY(be->dev_alloc(be, (void **)&tmp, attn_temp_f32(variant, d)));
     int rc;
     if (variant == TB_ATTN_MANUAL) {
-        manual_lowp lp;
-        rc = manual_lowp_get(be, d, 4, 2, &lp);
+        tb_attn_lowp lp;
+        rc = tb_attn_lowp_get(be, d, 4, 2, &lp);
         if (rc == TB_OK)
-            rc = manual_lowp_put(be, &lp, attn_bwd_manual_with(be, d, q, k, v, dout, saved,
+            rc = tb_attn_lowp_put(be, &lp, attn_bwd_manual_with(be, d, q, k, v, dout, saved,
                                                                tmp, dq, dk, dv, &lp));
     } else {
         rc = tb_cuda_attn_fused_bwd(d, q, k, v, out, dout, saved, tmp, dq, dk, dv, stream_of(be));
