@@ -109,6 +109,7 @@ typedef struct step_run step_run;
 typedef struct step_arm {
     step_run *run;
     int idx;                  /* setting */
+    int alone;                /* 1: rebuilt every round, one such arm alive at a time */
     tb_step_ctx ctx;          /* ctx.t NULL: not built (yet, or any more) */
 } step_arm;
 
@@ -144,8 +145,11 @@ struct step_run {
     tb_step_plan plan;
     step_arm *arms;           /* (plan.n_arms) */
     tb_arm *tarms;            /* (plan.n_arms) what the engine runs */
-    int rebuild;              /* 1: one trainer alive at a time, rebuilt every round */
-    step_arm *live;           /* rebuild: the arm whose trainer is alive */
+    int *alone;               /* (plan.n_arms) 1: that arm is rebuilt every round
+                                 (tb_step_plan_alone, or every arm: rebuild_each_round,
+                                 a prepare hook) */
+    int n_alone;              /* how many are */
+    step_arm *live;           /* of those, the arm whose trainer is alive */
 };
 
 /* ---- building one setting's trainer ---- */
@@ -724,16 +728,18 @@ static int check_all(step_run *r)
 
 /* Builds arm a's trainer when it has none, warmed up by the profile's few
  * units (the engine's own warm-up, until unit times settle, comes on top
- * for trainers that stay alive). In rebuild mode the one trainer alive
- * before is closed first. Untimed. */
+ * for trainers that stay alive). An arm rebuilt every round first closes
+ * the one such arm alive before it. Untimed. */
 static int arm_open(step_arm *a)
 {
     step_run *r = a->run;
     if (a->ctx.t)
         return TB_OK;
-    if (r->rebuild && r->live && r->live != a)
-        ctx_close(&r->live->ctx);
-    r->live = a;
+    if (a->alone) {
+        if (r->live && r->live != a)
+            ctx_close(&r->live->ctx);
+        r->live = a;
+    }
     int rc = ctx_open(r, a->idx, &a->ctx);
     if (rc != TB_OK) {
         ctx_close(&a->ctx);
@@ -746,8 +752,9 @@ static int arm_open(step_arm *a)
     return tb_trainer_sync(a->ctx.t);
 }
 
-/* The engine's prepare in rebuild mode: a fresh trainer from the same seed
- * every round, built (and warmed up) before the round times it. */
+/* The engine's prepare for an arm rebuilt every round (its rebuild for the
+ * others): a fresh trainer from the same seed, built (and warmed up)
+ * before the round times it. */
 static int arm_rebuild(void *user)
 {
     step_arm *a = user;
@@ -812,8 +819,17 @@ static int plan_arms(step_run *r)
         double share = strcmp(r->b.info.backend, "cuda") == 0 ? 0.85 : 0.5;
         double limit = r->mem_limit_mib > 0 ? r->mem_limit_mib * 1048576.0
                                              : (double)r->b.info.total_mem * share;
-        r->rebuild = t->rebuild_each_round || any_prepare(t) ||
-                     tb_step_plan_must_rebuild(&r->plan, peak, limit);
+        int n_arms = r->plan.n_arms;
+        r->alone = calloc(n_arms > 0 ? (size_t)n_arms : 1, sizeof *r->alone);
+        if (!r->alone) {
+            rc = TB_FAIL(TB_ERR_NOMEM, "out of memory planning %d arms", n_arms);
+        } else if (t->rebuild_each_round || any_prepare(t)) {
+            for (int a = 0; a < n_arms; a++)
+                r->alone[a] = 1;
+            r->n_alone = n_arms;
+        } else {
+            r->n_alone = tb_step_plan_alone(&r->plan, peak, limit, r->alone);
+        }
     }
     free(base);
     free(timed);
@@ -849,6 +865,7 @@ static int make_arms(step_run *r)
         step_arm *sa = &r->arms[a];
         sa->run = r;
         sa->idx = r->plan.arm_setting[a];
+        sa->alone = r->alone[a];
         char *name = malloc(16);
         if (!name)
             return TB_FAIL(TB_ERR_NOMEM, "out of memory for arm names");
@@ -857,8 +874,8 @@ static int make_arms(step_run *r)
         /* rebuilt every round (prepare), or kept alive and rebuilt every
          * rounds_per_build rounds (rebuild) */
         r->tarms[a] = (tb_arm){name, r->plan.arm_base[a], r->plan.arm_aa[a], arm_run,
-                               r->rebuild ? arm_rebuild : NULL, sa,
-                               r->rebuild ? NULL : arm_rebuild};
+                               sa->alone ? arm_rebuild : NULL, sa,
+                               sa->alone ? NULL : arm_rebuild};
     }
     return TB_OK;
 }
@@ -871,8 +888,11 @@ static void free_arms(step_run *r)
         free((char *)r->tarms[a].name);
     free(r->arms);
     free(r->tarms);
+    free(r->alone);
     r->arms = NULL;
     r->tarms = NULL;
+    r->alone = NULL;
+    r->n_alone = 0;
     r->live = NULL;
     tb_step_plan_free(&r->plan);
 }
@@ -931,9 +951,12 @@ static int time_all(step_run *r, tb_rounds_result *res)
     TB_TRY(tb_outdir_join(r->b.od.results, name, path, sizeof path));
     TB_TRY(tb_atomic_reserve(path, tmp, sizeof tmp));
     cfg.gbench_json = tmp;
-    char how[64];
-    if (r->rebuild)
+    char how[128];
+    if (r->n_alone == r->plan.n_arms)
         snprintf(how, sizeof how, "rebuilt every round");
+    else if (r->n_alone > 0)
+        snprintf(how, sizeof how, "%d of them rebuilt every round, one at a time, the others "
+                 "every %d rounds: not all fit in memory", r->n_alone, cfg.rounds_per_build);
     else
         snprintf(how, sizeof how, "trainers rebuilt every %d rounds", cfg.rounds_per_build);
     fprintf(stderr, "%s: %s: timing %d arms (%s) in rounds of >= %g s repetitions: %d..%d "

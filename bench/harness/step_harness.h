@@ -34,8 +34,9 @@
  *      each arm stops once its interval is within --target (+-2%), until all
  *      have, or the technique's budget is spent, or --max-rounds; --reps is
  *      the minimum of rounds. Trainers stay alive across rounds where their check-pass
- *      peaks fit together (step_plan.h), else each is rebuilt every round,
- *      untimed, one alive at a time; kept-alive trainers are still built
+ *      peaks fit together (step_plan.h), else the largest groups (a baseline
+ *      and the arms compared with it) are rebuilt every round, untimed, one
+ *      of their arms alive at a time beside the rest; kept-alive trainers are still built
  *      afresh every --rounds-per-build rounds (step times: every round;
  *      epoch times: every 4), so that the intervals hold the spread between
  *      builds (rounds.h). Google Benchmark times each repetition

@@ -71,13 +71,43 @@ int tb_step_plan_make(const int *base, const int *timed, int n, tb_step_plan *p)
     return TB_OK;
 }
 
-int tb_step_plan_must_rebuild(const tb_step_plan *p, const double *peak_bytes,
-                              double limit_bytes)
+int tb_step_plan_alone(const tb_step_plan *p, const double *peak_bytes, double limit_bytes,
+                       int *alone)
 {
+    double alive = 0, most = 0; /* the arms alive; the largest arm rebuilt */
+    int count = 0;
+    for (int a = 0; a < p->n_arms; a++) {
+        alone[a] = 0;
+        alive += peak_bytes[p->arm_setting[a]];
+    }
     if (!(limit_bytes > 0))
         return 0;
-    double sum = 0;
-    for (int a = 0; a < p->n_arms; a++)
-        sum += peak_bytes[p->arm_setting[a]];
-    return sum > limit_bytes;
+    while (alive + most > limit_bytes) {
+        int group = -1;
+        double group_sum = -1;
+        for (int b = 0; b < p->n_arms; b++) {
+            if (p->arm_base[b] != b || alone[b])
+                continue;
+            double sum = 0;
+            for (int a = 0; a < p->n_arms; a++)
+                if (p->arm_base[a] == b)
+                    sum += peak_bytes[p->arm_setting[a]];
+            if (sum > group_sum) {
+                group = b;
+                group_sum = sum;
+            }
+        }
+        if (group < 0) /* all rebuilt: one at a time is the least there is */
+            break;
+        for (int a = 0; a < p->n_arms; a++) {
+            if (p->arm_base[a] != group)
+                continue;
+            double peak = peak_bytes[p->arm_setting[a]];
+            alone[a] = 1;
+            count++;
+            alive -= peak;
+            most = peak > most ? peak : most;
+        }
+    }
+    return count;
 }

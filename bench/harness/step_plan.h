@@ -32,11 +32,18 @@ typedef struct tb_step_plan {
 int tb_step_plan_make(const int *base, const int *timed, int n, tb_step_plan *p);
 void tb_step_plan_free(tb_step_plan *p);
 
-/* 1 when the arms' trainers cannot all stay alive at once: the sum over the
- * arms of their settings' peak memory (peak_bytes per setting, from the
- * check pass) exceeds limit_bytes; 0 when it fits or limit_bytes <= 0 (no
- * limit known). Then each arm is rebuilt every round, one at a time. */
-int tb_step_plan_must_rebuild(const tb_step_plan *p, const double *peak_bytes,
-                              double limit_bytes);
+/* Which arms' trainers cannot stay alive across the rounds. peak_bytes per
+ * setting (from the check pass); limit_bytes <= 0: no limit known. Fills
+ * alone[n_arms]: 1 for an arm rebuilt every round, one such arm alive at a
+ * time beside the others, which stay alive; returns how many. When the
+ * arms' peaks add up to at most the limit, none. Else whole groups go, a
+ * group being a baseline arm, the arms compared with it and its A/A arm
+ * (the arms of one comparison are treated alike: a fresh trainer against a
+ * long-lived one could differ for that alone), the group with the largest
+ * sum first, until the arms left alive plus the largest rebuilt one fit.
+ * (checkpointing's GPT-2 on the H200: its 4x-batch group of 106 GB went,
+ * its 30 GB group stayed alive, where all six arms were rebuilt.) */
+int tb_step_plan_alone(const tb_step_plan *p, const double *peak_bytes, double limit_bytes,
+                       int *alone);
 
 #endif

@@ -2,8 +2,8 @@
  * step_plan_test.c - the arms of a step technique's experiment: one per
  * timed setting, each compared with its baseline's arm, one A/A arm per
  * timed baseline; n/a settings get none, nor do settings whose baseline is
- * not timed; bad bases are refused; the keep-alive or rebuild decision
- * from the check pass's peaks.
+ * not timed; bad bases are refused; which groups of arms are rebuilt every
+ * round from the check pass's peaks.
  * Run: bazel test //bench/harness:step_plan_test
  */
 #include "bench/harness/step_plan.h"
@@ -44,11 +44,22 @@ static void test_two_groups(void)
         int bb = p.arm_base[a];
         CHECK(p.arm_base[bb] == bb, "arm %d's base %d is a baseline arm", a, bb);
     }
-    /* keep alive or rebuild: the arms time settings 0, 2, 1, 4, 0, 2 */
+    /* keep alive or rebuild: the arms time settings 0, 2, 1, 4, 0, 2, so
+     * baseline 0's group (arms 0, 2, 4) peaks at 10 + 20 + 10 = 40 and
+     * baseline 2's (arms 1, 3, 5) at 30 + 40 + 30 = 100 */
     const double peak[] = {10, 20, 30, 1000, 40};
-    CHECK(!tb_step_plan_must_rebuild(&p, peak, 0), "no limit: keep alive");
-    CHECK(!tb_step_plan_must_rebuild(&p, peak, 140), "140 fits under 140: keep alive");
-    CHECK(tb_step_plan_must_rebuild(&p, peak, 139), "140 over 139: rebuild");
+    int alone[6];
+    CHECK(tb_step_plan_alone(&p, peak, 0, alone) == 0, "no limit: all alive");
+    CHECK(tb_step_plan_alone(&p, peak, 140, alone) == 0, "140 fits under 140: all alive");
+    /* 139: the larger group goes; 40 alive + its largest arm, 40, fit */
+    CHECK(tb_step_plan_alone(&p, peak, 139, alone) == 3, "139: one group rebuilt");
+    CHECK(!alone[0] && alone[1] && !alone[2] && alone[3] && !alone[4] && alone[5],
+          "139: baseline 2's group rebuilt, baseline 0's alive");
+    CHECK(tb_step_plan_alone(&p, peak, 80, alone) == 3, "80: 40 alive + 40 rebuilt fit");
+    /* 79: both groups go, one arm at a time */
+    CHECK(tb_step_plan_alone(&p, peak, 79, alone) == 6, "79: every arm rebuilt");
+    CHECK(tb_step_plan_alone(&p, peak, 10, alone) == 6, "10: every arm rebuilt (none fits: "
+          "the checks say so)");
     tb_step_plan_free(&p);
 }
 

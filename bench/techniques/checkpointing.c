@@ -68,7 +68,7 @@ static const tb_step_technique tech = {
         .name = "checkpointing",
         .headline = "checkpointing",
         .what = "activation checkpointing vs storing: time added, memory saved, larger batch",
-        .est_seconds = {34, 130, 26, 80}, /* default, full, tiny, gpu */
+        .est_seconds = {34, 130, 26, 62}, /* default, full, tiny, gpu */
         .budget_seconds = {30, 120, 2, 13}, /* of its rounds, same order */
         .order = 250,
         .tiny = {.min_rows = 4, .plots = "checkpointing"},
