@@ -35,8 +35,15 @@ grep -q "declare no budget for profile gpu" "$TEST_TMPDIR/err_plan" &&
 grep -q "profile gpu: the time budgets of" "$TEST_TMPDIR/err_plan" || fail "not planned as gpu"
 echo "ok: the gpu profile's budgets add up to $total s of 600 s, every technique declares one"
 
-# the declared estimates against the model's
+# the declared estimates against the model's, which must know every technique
 python3 "$ESTIMATE" > "$TEST_TMPDIR/model" || fail "gpu_estimate.py failed"
+# (--help lists the techniques; the ceilings run first, before them)
+{ "$ALL" --help 2>&1 | sed -n 's/^techniques: //p' | tr ' ' '\n' | grep .; echo ceilings; } |
+    sort > "$TEST_TMPDIR/names"
+awk '$1 != "total" {print $1}' "$TEST_TMPDIR/model" | sort > "$TEST_TMPDIR/model_names"
+[ -s "$TEST_TMPDIR/names" ] || fail "bench:all --help lists no techniques"
+diff "$TEST_TMPDIR/names" "$TEST_TMPDIR/model_names" > "$TEST_TMPDIR/err_names" ||
+    fail "tools/gpu_estimate.py and bench:all know different techniques (< bench:all, > model)"
 python3 - "$TEST_TMPDIR/model" "$TEST_TMPDIR/err_plan" <<'PY' || fail "gpu estimates differ from tools/gpu_estimate.py's"
 import re, subprocess, sys
 model = {}
