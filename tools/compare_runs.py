@@ -116,6 +116,9 @@ def compared_row(row, where):
            # None when the run predates them
            "flagged": (row["stopped_by"] == "budget" or row["busy"] in ("1", "true"))
            if "stopped_by" in row and "busy" in row else None,
+           # measured on a busy machine (other processes' CPU time, or the
+           # machine state moved during its rounds: results/README.md)
+           "busy": row.get("busy") in ("1", "true"),
            # the core-to-core round trip the rounds ran at (schema 4); None before it
            "xcore": number(row["xcore_ns"], where, "xcore_ns") if row.get("xcore_ns") else None}
     return key, rec
@@ -306,6 +309,13 @@ def print_states(keys, run1, run2):
         print("agree within one state: %d of %d rows measured in the same state within %.2f "
               "(%.1f%%)" % (len(same) - bad, len(same), Z95, 100.0 * (len(same) - bad) /
                             len(same)))
+        # a row flagged busy saw other processes, or the state move during
+        # its rounds (its median round trip may still look like one state)
+        quiet = [k for k in same if not run1[k]["busy"] and not run2[k]["busy"]]
+        if quiet and len(quiet) < len(same):
+            bad = sum(z_score(run1[k], run2[k]) > Z95 for k in quiet)
+            print("  of them flagged busy in neither run: %d of %d within %.2f (%.1f%%)" %
+                  (len(quiet) - bad, len(quiet), Z95, 100.0 * (len(quiet) - bad) / len(quiet)))
 
 
 def agreement(path1, path2, metrics, step_metrics, same_state=False):

@@ -180,16 +180,17 @@ def main():
     xheader = HEADER + ",rounds,mde,stopped_by,unreliable,busy,load_avg,workload,model_gflops," \
         "gemm_ceiling,mfu,xcore_ns"
 
-    def with_xcore(lines, ns):
+    def with_xcore(lines, ns, busy=()):
         """The rows of ten_rows with the schema-4 columns; row k's xcore_ns is ns[k]
-        for the ten compared rows (the baselines and the gelu row: 60)."""
+        for the ten compared rows (the baselines and the gelu row: 60), and it is
+        flagged busy when k is in busy."""
         out, k = {name: list(rows) for name, rows in lines.items()}, 0
         for name in ("steps.csv", "loader.csv"):
             for i, r in enumerate(out[name]):
                 if i == 0:  # the baseline
                     out[name][i] = r + ",,,target,0,0,0.1,,,,,60"
                 else:
-                    out[name][i] = r + ",,,target,0,0,0.1,,,,,%g" % ns[k]
+                    out[name][i] = r + ",,,target,0,%d,0.1,,,,,%g" % (k in busy, ns[k])
                     k += 1
         out["gelu.csv"] = [r + ",,,target,0,0,0.1,,,,,60" for r in out["gelu.csv"]]
         return out
@@ -209,6 +210,13 @@ def main():
     check(rc == 0 and "9 of 11 matched rows were measured in the same machine state" in out and
           "agree: 9 of 9 rows within 1.96 (100.0%): PASS" in out,
           "--same-state: the check over the 9 rows of one state passes")
+    x3 = write_run(os.path.join(tmp, "x3"), "cpu-test",
+                   with_xcore(ten_rows(two_out), split, busy=(0,)), header=xheader)
+    rc, out, _ = run(x1, x3)
+    check("of them flagged busy in neither run: 8 of 8 within 1.96" in out,
+          "a row flagged busy in one run is left out of the quiet count")
+    check("flagged busy in neither run" not in run(x1, x2)[1],
+          "no quiet count when no row is flagged busy")
     rc, out, _ = run(a, c)
     check("machine state" not in out, "no state line when the runs have no xcore_ns")
     rc, _, err = run(a, c, "--same-state")
