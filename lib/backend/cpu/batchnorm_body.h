@@ -53,27 +53,13 @@
 
 /* s += the sum over i < hw of ea, q += of eb (expressions of i): in
  * double (BN_SUM_T), or with BN_FLOAT_RUNS in float (BN_SUM_T) over runs of
- * that many elements, each run's sums added into s and q. */
-#ifdef BN_FLOAT_RUNS
-#define BN_SUM_T float
-#define BN_ROW_SUMS(s, q, hw, i, ea, eb)                                                         \
-    for (size_t i0_ = 0; i0_ < (hw); i0_ += BN_FLOAT_RUNS) {                                     \
-        size_t end_ = (hw) - i0_ < BN_FLOAT_RUNS ? (hw) : i0_ + BN_FLOAT_RUNS;                   \
-        float a_ = 0.0f, b_ = 0.0f;                                                              \
-        _Pragma("omp simd reduction(+ : a_, b_) safelen(16)") for (size_t i = i0_; i < end_; i++) \
-        {                                                                                        \
-            a_ += (ea);                                                                          \
-            b_ += (eb);                                                                          \
-        }                                                                                        \
-        (s) += a_;                                                                               \
-        (q) += b_;                                                                               \
-    }
-#else
-#define BN_SUM_T double
-#define BN_ROW_SUMS(s, q, hw, i, ea, eb)                                                         \
+ * that many elements, each run's sums added into s and q. BN_RUN_SUMS sums
+ * one run, i from lo to hi, in BN_SUM_T. */
+#define BN_RUN_SUMS(s, q, lo, hi, i, ea, eb)                                                      \
     do {                                                                                         \
-        double a_ = 0.0, b_ = 0.0;                                                               \
-        _Pragma("omp simd reduction(+ : a_, b_) safelen(16)") for (size_t i = 0; i < (hw); i++)  \
+        size_t lo_ = (lo), hi_ = (hi);                                                           \
+        BN_SUM_T a_ = 0, b_ = 0;                                                                 \
+        _Pragma("omp simd reduction(+ : a_, b_) safelen(16)") for (size_t i = lo_; i < hi_; i++) \
         {                                                                                        \
             a_ += (ea);                                                                          \
             b_ += (eb);                                                                          \
@@ -81,6 +67,14 @@
         (s) += a_;                                                                               \
         (q) += b_;                                                                               \
     } while (0)
+#ifdef BN_FLOAT_RUNS
+#define BN_SUM_T float
+#define BN_ROW_SUMS(s, q, hw, i, ea, eb)                                                         \
+    for (size_t i0_ = 0; i0_ < (hw); i0_ += BN_FLOAT_RUNS)                                       \
+    BN_RUN_SUMS(s, q, i0_, (hw) - i0_ < BN_FLOAT_RUNS ? (hw) : i0_ + BN_FLOAT_RUNS, i, ea, eb)
+#else
+#define BN_SUM_T double
+#define BN_ROW_SUMS(s, q, hw, i, ea, eb) BN_RUN_SUMS(s, q, 0, hw, i, ea, eb)
 #endif
 
 /* NCHW: channel c is n runs of hw elements, C * hw apart. The statistics in
@@ -459,4 +453,5 @@ static int BN_NAME(bn_bwd)(tb_backend *be, const tb_bn_desc *d, const BN_T *x, c
 #undef BN_NAME
 #undef BN_FLOAT_RUNS
 #undef BN_SUM_T
+#undef BN_RUN_SUMS
 #undef BN_ROW_SUMS
