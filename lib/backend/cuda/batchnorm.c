@@ -145,6 +145,16 @@ static cudnnBatchNormMode_t train_mode(const tb_bn_desc *d)
     return d->layout == TB_NHWC ? CUDNN_BATCHNORM_SPATIAL_PERSISTENT : CUDNN_BATCHNORM_SPATIAL;
 }
 
+/* 1 when a call in *mode was declined and should run again in SPATIAL
+ * (set in *mode); 0 when st is its answer. */
+static int retry_spatial(cudnnStatus_t st, cudnnBatchNormMode_t *mode)
+{
+    if (st != CUDNN_STATUS_NOT_SUPPORTED || *mode == CUDNN_BATCHNORM_SPATIAL)
+        return 0;
+    *mode = CUDNN_BATCHNORM_SPATIAL;
+    return 1;
+}
+
 static int cuda_bn_fwd_train(tb_backend *be, const tb_bn_desc *d, const float *x,
                              const float *gamma, const float *beta, float *y, float *running_mean,
                              float *running_var, float *save_mean, float *save_invstd)
@@ -154,18 +164,15 @@ static int cuda_bn_fwd_train(tb_backend *be, const tb_bn_desc *d, const float *x
 
     TB_TRY(bn_prepare(be, d, 1, &e));
     cudnnBatchNormMode_t mode = train_mode(d);
-    for (;;) {
-        cudnnStatus_t st = cudnnBatchNormalizationForwardTraining(
+    cudnnStatus_t st;
+    do {
+        st = cudnnBatchNormalizationForwardTraining(
             tb_cuda_ctx(be)->cudnn, mode, &one, &zero, e->x, x, e->x, y, e->param, gamma, beta,
             (double)d->momentum, running_mean, running_var, (double)d->eps, save_mean,
             save_invstd);
-        if (st == CUDNN_STATUS_NOT_SUPPORTED && mode != CUDNN_BATCHNORM_SPATIAL) {
-            mode = CUDNN_BATCHNORM_SPATIAL;
-            continue;
-        }
-        TB_CHECK_CUDNN(st);
-        return TB_OK;
-    }
+    } while (retry_spatial(st, &mode));
+    TB_CHECK_CUDNN(st);
+    return TB_OK;
 }
 
 static int cuda_bn_fwd_infer(tb_backend *be, const tb_bn_desc *d, const float *x,
@@ -193,17 +200,14 @@ static int cuda_bn_bwd(tb_backend *be, const tb_bn_desc *d, const float *x, cons
     /* cuDNN writes dgamma and dbeta through separate pointers of one
      * descriptor: the slot's two buffers. */
     cudnnBatchNormMode_t mode = train_mode(d);
-    for (;;) {
-        cudnnStatus_t st = cudnnBatchNormalizationBackward(
+    cudnnStatus_t st;
+    do {
+        st = cudnnBatchNormalizationBackward(
             tb_cuda_ctx(be)->cudnn, mode, &one, &zero, &one, &param_beta, e->x, x, e->x, dy,
             e->x, dx, e->param, gamma, dgamma, dbeta, (double)d->eps, save_mean, save_invstd);
-        if (st == CUDNN_STATUS_NOT_SUPPORTED && mode != CUDNN_BATCHNORM_SPATIAL) {
-            mode = CUDNN_BATCHNORM_SPATIAL;
-            continue;
-        }
-        TB_CHECK_CUDNN(st);
-        return TB_OK;
-    }
+    } while (retry_spatial(st, &mode));
+    TB_CHECK_CUDNN(st);
+    return TB_OK;
 }
 
 void tb_cuda_install_batchnorm(tb_backend *be)
