@@ -14,7 +14,8 @@ it ran; then it predicts the whole profile with the gpu profile's own row.
 
 Per workload of a step technique (seconds):
     setup   describe the workload, open its data              SETUP_S
-    checks  one build and 3 steps per check run                CHECK_S (x4 batch: x CHECK_BIG)
+    checks  one build and 3 steps per check run                CHECK_S (x4 batch: x CHECK_BIG;
+                                                               the small CNN: SMALL_CHECK_S)
     warm-up per arm: build, the profile's warm-up units, then the engine's
             probes (full: 6; gpu: until 0.5 s, at least 3)
     rounds  MIN_ROUNDS rounds of every slot: a baseline with k compared arms
@@ -22,7 +23,8 @@ Per workload of a step technique (seconds):
     rebuild one rebuild of every arm within the minimum rounds (rounds.c
             stretches the interval when a rebuild outweighs its repetitions)
 A technique whose trainers cannot all be alive (checkpointing's GPT-2 arms, the
-allocator's prepare hook) rebuilds every arm every round instead.
+allocator's prepare hook) rebuilds every arm every round instead. The
+waterfall adds its time-to-accuracy runs (TTA_RUNS of TTA_RUN_S).
 """
 import math
 import sys
@@ -32,6 +34,17 @@ SETUP_S = 2.0        # "resnet50-full-synthetic: ..." line to the first check: 1
 CHECK_S = 1.0        # check lines 1.0 s apart (ResNet-50), 0.75 (GPT-2): build + 3 steps
 CHECK_BIG = 2.5      # checkpointing's 4x-batch checks: 2.5 s apart
 BUILD_S = 0.27       # a rebuild of 4 arms took 2.65 s with 3 warm-up steps of 0.13 s each
+# not measured on a GPU (assumptions): the small CNN (129k parameters) builds
+# in about a third of ResNet-50's time, and its check is the profile's 100
+# launch-bound steps (step_harness.c: the gpu row's check_steps)
+SMALL_BUILD_S = 0.1
+SMALL_CHECK_S = SMALL_BUILD_S + 100 * 0.005
+# the waterfall's time to accuracy (bench/techniques/waterfall.c, tta_plans'
+# gpu row): 3 seeds of the baseline and of all on, each a fresh small CNN
+# trained until 85% (100-120 steps of 256 on the CPU, evaluated on 10,000
+# images every 20 steps); an assumption of 5 s a run (not measured on a GPU)
+TTA_RUNS = 2 * 3
+TTA_RUN_S = 5.0
 BUILD_ALONE_S = 1.5  # one alive at a time: the last trainer's memory freed first (checkpointing's
                      # rounds of 6 GPT-2 arms: 16 s, 7.2 s of it steps)
 MIN_ROUNDS = 5
@@ -111,20 +124,24 @@ def workload_s(kind, groups, checks, rebuild_each, prof):
     rep = rep_units * u
     arms = sum(k + 1 for k in groups)          # each group: a baseline and k compared arms
     slots = sum(2 * k + 1 for k in groups)
-    warm = arms * (BUILD_S + p["warmup"] * u + p["probes"](u, BUILD_S + p["warmup"] * u) * u)
+    small = kind.startswith("small_cnn")
+    build = SMALL_BUILD_S if small else BUILD_S
+    warm = arms * (build + p["warmup"] * u + p["probes"](u, build + p["warmup"] * u) * u)
     rounds = MIN_ROUNDS * slots * rep
     if rebuild_each:   # one alive at a time: every arm rebuilt and warmed every round
-        build = BUILD_S if kind.startswith("small_cnn") else BUILD_ALONE_S
-        rebuild = (MIN_ROUNDS - 1) * arms * (build + p["warmup"] * u)
+        rebuild = (MIN_ROUNDS - 1) * arms * ((build if small else BUILD_ALONE_S) + p["warmup"] * u)
     elif kind.endswith("_epoch"):
         rebuild = 0
     else:
-        rebuild = arms * (BUILD_S + p["warmup"] * u)
-    return SETUP_S + checks * CHECK_S + warm + rounds + rebuild
+        rebuild = arms * (build + p["warmup"] * u)
+    return SETUP_S + checks * (SMALL_CHECK_S if small else CHECK_S) + warm + rounds + rebuild
 
 
 def step_s(name, prof, table=STEP):
-    return sum(workload_s(*w, prof) for w in table.get(name, STEP[name]))
+    s = sum(workload_s(*w, prof) for w in table.get(name, STEP[name]))
+    if name == "waterfall" and prof == "gpu":   # its time-to-accuracy part
+        s += TTA_RUNS * TTA_RUN_S
+    return s
 
 
 def main():

@@ -52,7 +52,7 @@ static const tb_step_technique tech = {
         .name = "batch_size",
         .headline = "batch=64",
         .what = "batch size 16.. the largest that fits: throughput, memory, accuracy",
-        .est_seconds = {14, 300, 15, 16}, /* default, full, tiny, gpu */
+        .est_seconds = {14, 300, 15, 12}, /* default, full, tiny, gpu */
         .budget_seconds = {28, 160, 2, 16}, /* of its rounds, same order */
         .order = 110,
         .tiny = {.min_rows = 7, .plots = "batch_size"},

@@ -111,7 +111,7 @@ static const tb_step_technique tech = {
         .name = "data_format",
         .headline = "decoded once in RAM",
         .what = "gzip IDX read per epoch vs raw uint8 in /dev/shm vs decoded once in RAM",
-        .est_seconds = {31, 150, 10, 22}, /* default, full, tiny, gpu */
+        .est_seconds = {31, 150, 10, 20}, /* default, full, tiny, gpu */
         .budget_seconds = {28, 140, 2, 12}, /* of its rounds, same order */
         .order = 50,
         .tiny = {.min_rows = 3, .plots = "data_format"},

@@ -94,7 +94,7 @@ static const tb_step_technique tech = {
         .name = "large_batch_optimizers",
         .headline = "lamb",
         .what = "LARS / LAMB / NovoGrad vs SGD / AdamW at a large batch: time, accuracy",
-        .est_seconds = {31, 900, 67, 21}, /* default, full, tiny, gpu */
+        .est_seconds = {31, 900, 67, 17}, /* default, full, tiny, gpu */
         .budget_seconds = {30, 140, 2, 15}, /* of its rounds, same order */
         .order = 210,
         .tiny = {.min_rows = 5, .plots = "large_batch_optimizers"},

@@ -51,7 +51,7 @@ static const tb_step_technique tech = {
         .name = "no_grad_eval",
         .headline = "no_grad",
         .what = "evaluation under no_grad vs keeping activations: time and peak memory",
-        .est_seconds = {6, 120, 11, 10}, /* default, full, tiny, gpu */
+        .est_seconds = {6, 120, 11, 8}, /* default, full, tiny, gpu */
         .budget_seconds = {12, 60, 2, 8}, /* of its rounds, same order */
         .order = 260,
         .tiny = {.min_rows = 2, .plots = "no_grad_eval"},

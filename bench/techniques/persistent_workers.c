@@ -31,7 +31,7 @@ static const tb_step_technique tech = {
         .name = "persistent_workers",
         .headline = "persistent",
         .what = "loader workers kept across short epochs vs restarted every epoch",
-        .est_seconds = {18, 80, 15, 17}, /* default, full, tiny, gpu */
+        .est_seconds = {18, 80, 15, 15}, /* default, full, tiny, gpu */
         .budget_seconds = {16, 60, 2, 8}, /* of its rounds, same order */
         .order = 40,
         .tiny = {.min_rows = 2, .plots = "persistent_workers"},

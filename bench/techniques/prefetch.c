@@ -30,7 +30,7 @@ static const tb_step_technique tech = {
         .name = "prefetch",
         .headline = "prefetch=2",
         .what = "prefetch depth per loader worker (2 workers): epoch time",
-        .est_seconds = {24, 120, 15, 27}, /* default, full, tiny, gpu */
+        .est_seconds = {24, 120, 15, 24}, /* default, full, tiny, gpu */
         .budget_seconds = {26, 100, 2, 8}, /* of its rounds, same order */
         .order = 30,
         .tiny = {.min_rows = 4, .plots = "prefetch"},

@@ -13,7 +13,7 @@ static const tb_device_toggle toggle = {
         .name = "tensors_on_device",
         .headline = "on",
         .what = "per-step tensors made by device ops vs built on the host and copied",
-        .est_seconds = {5, 35, 5, 10}, /* default, full, tiny, gpu */
+        .est_seconds = {5, 35, 5, 8}, /* default, full, tiny, gpu */
         .budget_seconds = {5, 25, 1, 6}, /* of its rounds, same order */
         .order = 130,
         .tiny = {.min_rows = 2},

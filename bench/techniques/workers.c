@@ -31,7 +31,7 @@ static const tb_step_technique tech = {
         .name = "workers",
         .headline = "workers=2",
         .what = "loader workers 0..2x cores: epoch time with augmentation",
-        .est_seconds = {16, 150, 40, 32}, /* default, full, tiny, gpu */
+        .est_seconds = {16, 150, 40, 29}, /* default, full, tiny, gpu */
         .budget_seconds = {28, 120, 2, 12}, /* of its rounds, same order */
         .order = 20,
         .tiny = {.min_rows = 5, .plots = "workers"},
