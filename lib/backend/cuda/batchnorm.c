@@ -24,7 +24,8 @@
  * NHWC is the slow path, and the first GPU run measured channels-last
  * ResNet-50 at 0.415x NCHW with it (results/gpu-h200-2026-11-28, finding
  * 1). NCHW and inference keep SPATIAL (PyTorch's choice too). A cuDNN that
- * declines the persistent mode for a shape (CUDNN_STATUS_NOT_SUPPORTED)
+ * declines the persistent mode for a shape (CUDNN_STATUS_NOT_SUPPORTED or,
+ * in cuDNN 9, any status of its family: BN_DECLINED)
  * gets SPATIAL for that call: the same math, the forward's saved
  * statistics mean the same to either mode's backward.
  * cuDNN 9 deprecates this API (it keeps it); the pragma below silences the
@@ -145,11 +146,19 @@ static cudnnBatchNormMode_t train_mode(const tb_bn_desc *d)
     return d->layout == TB_NHWC ? CUDNN_BATCHNORM_SPATIAL_PERSISTENT : CUDNN_BATCHNORM_SPATIAL;
 }
 
+/* cuDNN 9 refines "not supported" into a family (3000-3999: _SHAPE,
+ * _LAYOUT, _SHARED_MEMORY_INSUFFICIENT, ...); any of them is a refusal. */
+#ifdef CUDNN_STATUS_CATEGORY
+#define BN_DECLINED(st) (CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED)
+#else
+#define BN_DECLINED(st) ((st) == CUDNN_STATUS_NOT_SUPPORTED)
+#endif
+
 /* 1 when a call in *mode was declined and should run again in SPATIAL
  * (set in *mode); 0 when st is its answer. */
 static int retry_spatial(cudnnStatus_t st, cudnnBatchNormMode_t *mode)
 {
-    if (st != CUDNN_STATUS_NOT_SUPPORTED || *mode == CUDNN_BATCHNORM_SPATIAL)
+    if (!BN_DECLINED(st) || *mode == CUDNN_BATCHNORM_SPATIAL)
         return 0;
     *mode = CUDNN_BATCHNORM_SPATIAL;
     return 1;
