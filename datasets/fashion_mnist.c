@@ -63,6 +63,11 @@ int tb_dataset_open_fashion_mnist(const char *dir, tb_split split, long limit, t
     snprintf(name, sizeof name, "fashion-mnist-%s", split_name);
     int rc = tb_dataset_open_idx(images, labels, name, FMNIST_CLASSES, limit, out);
     /* The entry below this one names the file and what is wrong with it. */
+    if (rc == TB_ERR_DATA) /* there, but not what it should be */
+        return TB_FAIL(rc, "cannot load Fashion-MNIST %s split from %s: a file is damaged "
+                       "(below): reinstall it (apt-get install --reinstall "
+                       "dataset-fashion-mnist), or pass --data-dir (or set " TB_DATA_DIR_ENV
+                       ") to an intact copy", split_name, dir);
     if (rc != TB_OK)
         return TB_FAIL(rc, "cannot load Fashion-MNIST %s split from %s: " FMNIST_HINT,
                        split_name, dir);

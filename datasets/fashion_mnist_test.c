@@ -4,11 +4,15 @@
  * test with the loader's own message). Checks: train with limit 1000 and the
  * whole test split open with the right shape, counts, label range and name,
  * are not flagged synthetic, and the limited read is a prefix of the full one;
- * the whole train split has 60000 samples and its exact byte count.
+ * the whole train split has 60000 samples and its exact byte count. A
+ * directory without the files and one with a truncated copy fail with
+ * messages that say which (install the package / reinstall a damaged file).
  * Run: bazel test //datasets:fashion_mnist_test
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "datasets/dataset.h"
 #include "lib/core/testing.h"
@@ -46,6 +50,32 @@ static void check_shape(const tb_dataset *ds, int n, const char *name)
     printf("  %s: %d x %dx%dx%d from %s\n", ds->name, ds->n, ds->c, ds->h, ds->w, ds->source);
 }
 
+/* Opening the train split from dir fails with rc, and the first error
+ * line (the loader's advice) holds want. */
+static void check_refused(const char *dir, int rc_want, const char *want)
+{
+    tb_dataset *ds = NULL;
+    int rc = tb_dataset_open_fashion_mnist(dir, TB_SPLIT_TRAIN, 0, &ds);
+    const char *msg = tb_error_message();
+    CHECK(rc == rc_want && ds == NULL, "%s: rc %d, want %d", dir, rc, rc_want);
+    CHECK(msg && strstr(msg, want), "%s: message '%s' lacks '%s'", dir, msg ? msg : "", want);
+    printf("  %s: %s\n", dir, msg ? msg : "");
+    tb_error_clear();
+    tb_dataset_free(ds);
+}
+
+/* A copy of the train images cut after 5,000 compressed bytes, beside the
+ * real labels, in a fresh directory under dir. */
+static int damaged_copy(const char *tmp, char *dir, size_t cap)
+{
+    char cmd[8192];
+    snprintf(dir, cap, "%s/fmnist_damaged", tmp);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && head -c 5000 '%s/train-images-idx3-ubyte.gz' > "
+             "'%s/train-images-idx3-ubyte.gz' && cp '%s/train-labels-idx1-ubyte.gz' '%s/'", dir,
+             tb_dataset_default_dir(), dir, tb_dataset_default_dir(), dir);
+    return system(cmd);
+}
+
 int main(void)
 {
     printf("Fashion-MNIST from %s\n", tb_dataset_default_dir());
@@ -74,6 +104,19 @@ int main(void)
               "measured mean/std %g/%g", tmp.mean[0], tmp.std[0]);
         printf("  measured mean %.4f std %.4f\n", tmp.mean[0], tmp.std[0]);
     }
+    printf("bad directories: missing files, a damaged file\n");
+    const char *tmp = getenv("TEST_TMPDIR");
+    char empty[4096], damaged[4096];
+    snprintf(empty, sizeof empty, "%s/fmnist_empty", tmp ? tmp : "/tmp");
+    char mk[4200];
+    snprintf(mk, sizeof mk, "mkdir -p '%s'", empty);
+    CHECK(system(mk) == 0, "cannot make %s", empty);
+    check_refused(empty, TB_ERR_IO, "install Debian's dataset-fashion-mnist");
+    if (damaged_copy(tmp ? tmp : "/tmp", damaged, sizeof damaged) == 0)
+        check_refused(damaged, TB_ERR_DATA, "a file is damaged (below): reinstall it");
+    else
+        CHECK(0, "cannot make a damaged copy in %s", damaged);
+
     tb_dataset_free(train1k);
     tb_dataset_free(test);
     tb_dataset_free(train);
