@@ -258,6 +258,26 @@ static void technique_busy(doc *d, const tb_report_pick *p)
                 p->flags.busy, p->flags.rows, load);
 }
 
+/* 1 when no setting of metric was timed at two points: each point holds
+ * configurations of its own (channels_last's fp32 and bf16 pairs,
+ * checkpointing's batch and 4x-batch pairs), not a size swept over the
+ * same settings, so one point's rows would hide the others'. */
+static int each_setting_once(const tb_results *res, const char *metric)
+{
+    for (size_t i = 0; i < res->n; i++) {
+        const tb_result_row *a = &res->rows[i];
+        if (!is_timed(a) || strcmp(a->metric, metric) != 0)
+            continue;
+        for (size_t j = i + 1; j < res->n; j++) {
+            const tb_result_row *b = &res->rows[j];
+            if (is_timed(b) && !strcmp(b->metric, metric) && !strcmp(a->setting, b->setting) &&
+                !strcmp(a->workload, b->workload) && !same_point(a->param_value, b->param_value))
+                return 0;
+        }
+    }
+    return 1;
+}
+
 static void sec_technique(doc *d, const tb_report_folder *f, int t, const tb_report_pick *p)
 {
     const tb_results *res = &f->rows[t];
@@ -270,9 +290,10 @@ static void sec_technique(doc *d, const tb_report_folder *f, int t, const tb_rep
     } else {
         const tb_result_row *b = p->baseline;
         /* Settings that are their own point (workers = 0, 1, 2; tf32 = 0
-         * against 1): every point of the summary's metric, not only the
-         * baseline's. */
-        int own_points = p->best && !same_point(b->param_value, p->best->param_value);
+         * against 1), or points of their own settings: every point of the
+         * summary's metric, not only the baseline's. */
+        int own_points = p->best && (!same_point(b->param_value, p->best->param_value) ||
+                                     each_setting_once(res, b->metric));
         char pt[96];
         tb_report_point(pt, sizeof pt, b);
         size_t timed = 0;

@@ -371,6 +371,16 @@ static void check_plot_labels(const char *pdir)
     }
 }
 
+/* Two points of their own settings (channels_last's fp32 and bf16 pairs);
+ * its headline, "channels last", is timed at the smaller one only. */
+static void build_kappa(tb_results *k)
+{
+    add_timed(k, "kappa", "NCHW", 1, "bf16_autocast", 0, "step time", 43.9, 1);
+    add_timed(k, "kappa", "channels last", 0, "bf16_autocast", 0, "step time", 37.4, 1.15);
+    add_timed(k, "kappa", "NCHW, bf16", 1, "bf16_autocast", 1, "step time", 55.7, 1);
+    add_timed(k, "kappa", "channels last, bf16", 0, "bf16_autocast", 1, "step time", 50.4, 1.07);
+}
+
 static void test_pick(const char *rdir)
 {
     tb_results a, b;
@@ -388,6 +398,25 @@ static void test_pick(const char *rdir)
     }
     tb_report_pick_best(&b, "beta", &p);
     CHECK(p.best && !strcmp(p.best->metric, "step time")); /* step time wins over the first metric */
+
+    /* A headline timed at one point only (channels_last: its fp32 and bf16
+     * pairs have their own names): shown beside the baseline it was compared
+     * with there, not the largest point's (it once showed NCHW bf16's median
+     * beside channels last fp32's speedup). */
+    tb_results k;
+    tb_results_init(&k);
+    build_kappa(&k);
+    tb_report_pick_headline(&k, "kappa", "channels last", &p);
+    CHECK(p.headline && p.best && p.baseline);
+    if (p.best && p.baseline) {
+        CHECK(!strcmp(p.best->setting, "channels last") && p.best->param_value == 0);
+        CHECK(!strcmp(p.baseline->setting, "NCHW") && p.baseline->param_value == 0,
+              "headline beside baseline %s at %g", p.baseline->setting, p.baseline->param_value);
+    }
+    tb_report_pick_best(&k, "kappa", &p); /* no headline: the largest point's pair */
+    CHECK(p.best && p.baseline && !strcmp(p.baseline->setting, "NCHW, bf16") &&
+          !strcmp(p.best->setting, "channels last, bf16"));
+    tb_results_free(&k);
     tb_results_free(&a), tb_results_free(&b);
     (void)rdir;
 }
@@ -701,8 +730,23 @@ static void test_optional_sections(const char *rdir, const char *pdir)
     CHECK_OK(save(&w, rdir, "waterfall"));
     CHECK_OK(save(&t, rdir, "time_to_accuracy"));
     tb_results_free(&w), tb_results_free(&t);
+    tb_results k;
+    tb_results_init(&k);
+    build_kappa(&k);
+    CHECK_OK(save(&k, rdir, "kappa"));
+    tb_results_free(&k);
+    char side[4300];
+    snprintf(side, sizeof side, "%s/kappa.json", rdir);
+    FILE *sf = fopen(side, "w");
+    CHECK(sf && fputs("{\"schema\": \"tunebench-results/3\", \"headline\": \"channels last\", "
+                      "\"rows\": []}\n", sf) >= 0 && fclose(sf) == 0);
     CHECK_OK(tb_report_write_dir(rdir, pdir));
     md = slurp(path);
+    /* kappa: its headline beside the baseline it was compared with, and its
+     * section shows both points' settings, each point holding its own */
+    CHECK(md && strstr(md, "| kappa | step time, bf16_autocast = 0 | NCHW: 43.9 ms"));
+    CHECK(md && strstr(md, "each at its own `bf16_autocast`") &&
+          strstr(md, "| channels last, bf16 | step time |"));
     CHECK(md && !strstr(md, "Not measured in this run: `waterfall.csv`"));
     CHECK(md && strstr(md, "| + fused GELU | 8.00 ms [7.76, 8.32] | 1.25× [1.19, 1.31] |"));
     CHECK(md && strstr(md, "| all on but fused GELU |"));

@@ -83,6 +83,31 @@ void tb_report_count_flags(const tb_results *res, const char *technique,
     count_flags(res, technique, NULL, out);
 }
 
+/* The baseline row x was compared with, among the technique's baselines
+ * of metric (at x's point only, with at_point; NULL when none is there):
+ * with several (per-tensor SGD and per-tensor AdamW), the one whose median
+ * x's speedup implies (speedup = baseline median / its median). */
+static const tb_result_row *compared_with(const tb_results *res, const tb_report_pick *p,
+                                          const char *metric, const tb_result_row *x,
+                                          int at_point)
+{
+    const tb_result_row *b = NULL;
+    double want = x ? x->median * x->speedup : NAN, gap = INFINITY;
+    for (size_t i = 0; i < res->n; i++) {
+        const tb_result_row *r = &res->rows[i];
+        if (!mine(r, p->technique, p->of_workload) || !is_timed(r) || !r->is_baseline ||
+            strcmp(r->metric, metric) ||
+            (at_point && x && !same_point(r->param_value, x->param_value)))
+            continue;
+        double g = isnan(want) ? 0 : fabs(r->median - want);
+        if (!b || g < gap) {
+            b = r;
+            gap = g;
+        }
+    }
+    return b;
+}
+
 /* The summary rule over the technique's rows on workload wl (NULL: all). */
 static void pick_rows(const tb_results *res, const char *technique, const char *wl,
                       tb_report_pick *out)
@@ -136,21 +161,7 @@ static void pick_rows(const tb_results *res, const char *technique, const char *
                 (!out->best || r->speedup > out->best->speedup))
                 out->best = r;
         }
-        /* Several baselines (per-tensor SGD and per-tensor AdamW): the one
-         * the best was compared with is the one whose median its speedup
-         * implies (speedup = baseline median / its median). */
-        double want = out->best ? out->best->median * out->best->speedup : NAN, gap = INFINITY;
-        for (size_t i = 0; i < res->n; i++) {
-            const tb_result_row *r = &res->rows[i];
-            if (!mine(r, technique, wl) || strcmp(r->metric, metric) || !is_timed(r) ||
-                !r->is_baseline)
-                continue;
-            double g = isnan(want) ? 0 : fabs(r->median - want);
-            if (!out->baseline || g < gap) {
-                out->baseline = r;
-                gap = g;
-            }
-        }
+        out->baseline = compared_with(res, out, metric, out->best, 0);
     }
     if (!found) /* baseline timed, nothing compared with it: show the largest point */
         for (size_t i = 0; i < res->n; i++) {
@@ -205,10 +216,20 @@ void tb_report_pick_workload(const tb_results *res, const char *technique, const
     if (!out->best || !headline || !headline[0])
         return;
     const tb_result_row *h = find_setting(res, out, headline);
-    if (h) {
-        out->best = h;
-        out->headline = 1;
-    }
+    if (!h)
+        return;
+    out->best = h;
+    out->headline = 1;
+    /* The headline timed only at another point than the one picked (the
+     * settings of channels_last's fp32 and bf16 pairs have their own names):
+     * its row beside the baseline it was compared with there, not the
+     * picked point's. */
+    const tb_result_row *b = out->baseline && !same_point(out->baseline->param_value,
+                                                          h->param_value)
+                                 ? compared_with(res, out, h->metric, h, 1)
+                                 : NULL;
+    if (b)
+        out->baseline = b;
 }
 
 size_t tb_report_workloads(const tb_results *res, const char *technique, char names[][48],

@@ -148,11 +148,7 @@ static cudnnBatchNormMode_t train_mode(const tb_bn_desc *d)
 
 /* cuDNN 9 refines "not supported" into a family (3000-3999: _SHAPE,
  * _LAYOUT, _SHARED_MEMORY_INSUFFICIENT, ...); any of them is a refusal. */
-#ifdef CUDNN_STATUS_CATEGORY
 #define BN_DECLINED(st) (CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED)
-#else
-#define BN_DECLINED(st) ((st) == CUDNN_STATUS_NOT_SUPPORTED)
-#endif
 
 /* 1 when a call in *mode was declined and should run again in SPATIAL
  * (set in *mode); 0 when st is its answer. */
