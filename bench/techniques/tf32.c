@@ -16,7 +16,8 @@
  * touches the output's pages), so 8192 costs at least 3 warm-ups + 3 x 5
  * rounds + 2 calls of the correctness check, about 220 s: more than the
  * default profile's share of bench:all's 15 minutes, hence 4096 there
- * (about 30 s). tiny runs 256 and 512 for the tests.
+ * (about 30 s), and 2048 on a CPU without avx512_bf16 (fp32_only_cpu: 4096
+ * is an n/a row saying why). tiny runs 256 and 512 for the tests.
  *
  * Writes results/<device>/tf32.csv and plots/<device>/tf32.* (GFLOP/s) and
  * tf32_speedup.* . Correctness: the TF32 result against the fp32 result of
@@ -118,6 +119,23 @@ static int plan_sizes(int profile, int *sizes)
     for (int s = 256; s <= hi; s *= 2)
         sizes[n++] = s;
     return n;
+}
+
+/* The default profile's largest size on a CPU whose oneDNN computes the
+ * bf16 fpmath mode in fp32 (no avx512_bf16): both settings run the same
+ * fp32 GEMM there, and at n = 4096 (1.9 s a call on a 2-core AVX2 VM,
+ * about 40 calls of warm-ups and five rounds) the sweep took 78 s of its
+ * 19-34 s budget, the run past its 15 minutes. Those rows are n/a saying
+ * so (na_sizes); the full profile times every size. NULL: every size. */
+static const char *fp32_only_cpu(const tb_bench *b)
+{
+    if (b->profile != TB_PROFILE_DEFAULT || strcmp(b->info.backend, "cpu") != 0 ||
+        strstr(b->info.cpu_flags, "avx512_bf16"))
+        return NULL;
+    return "not timed in the default profile on this CPU: it lacks avx512_bf16, so oneDNN's "
+           "bf16 fpmath mode (the CPU's TF32) computes in fp32 and both settings run the same "
+           "fp32 GEMM; at this size that is about 40 calls of 2 s on 2 cores (78 s in one run, "
+           "past its budget); the sizes below are timed, --profile=full times this one";
 }
 
 /* About 4 GFLOP per repetition in default (0.04 s at 100 GFLOP/s); one
@@ -238,6 +256,8 @@ static int add_na_rows(tb_bench *b, const char *why)
 
 typedef struct tf32_state {
     int sizes[8], nsizes, tf32_ok;
+    int na_sizes[8], n_na;     /* not timed (fp32_only_cpu): n/a rows */
+    const char *na_why;
     char why[256];
     gemm_bufs f;               /* host inputs, and the checks' device buffers */
     sized_case *cases;
@@ -260,6 +280,9 @@ static int setup(tb_bench *b, void *state, opb_set *set)
 {
     tf32_state *st = state;
     st->nsizes = plan_sizes(b->profile, st->sizes);
+    st->na_why = fp32_only_cpu(b);
+    while (st->na_why && st->nsizes > 1 && st->sizes[st->nsizes - 1] > 2048)
+        st->na_sizes[st->n_na++] = st->sizes[--st->nsizes];
     st->cases = calloc((size_t)st->nsizes * NV, sizeof *st->cases);
     if (!st->cases)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory");
@@ -300,6 +323,12 @@ static int report(tb_bench *b, void *state, const gb_results *r)
             TB_TRY(check_size(b->be, &st->f, st->sizes[s], &cmp));
         TB_TRY(add_rows(b, r, st->sizes[s], st->tf32_ok ? &cmp : NULL));
     }
+    for (int k = st->n_na - 1; k >= 0; k--)
+        for (int tf = 0; tf < 2; tf++) {
+            TB_TRY(opb_add_na(b, tf ? "tf32" : "fp32", "gemm time", st->na_why));
+            snprintf(b->res.rows[b->res.n - 1].param_name, sizeof b->res.rows[0].param_name, "n");
+            b->res.rows[b->res.n - 1].param_value = st->na_sizes[k];
+        }
     return st->tf32_ok ? TB_OK : add_na_rows(b, st->why);
 }
 
