@@ -108,17 +108,18 @@ def compared_row(row, where):
     # a run before it has none (empty: matches an empty workload only)
     key = (row["technique"], row["setting"], row["param_name"], row["param_value"], row["metric"],
            row.get("workload") or "")
+    # measured on a busy machine (other processes' CPU time, or the machine
+    # state moved during its rounds: results/README.md)
+    busy = row.get("busy") in ("1", "true")
     rec = {"s": s, "lo": lo, "hi": hi, "metric": row["metric"],
            "noise": number(row["noise_floor"], where, "noise_floor"),
            "se": (math.log(hi) - math.log(lo)) / (2 * Z95),
            "half_width": max(hi / s - 1, 1 - lo / s),
            # flags of the paired schema (results/README.md, columns 34 and 36);
            # None when the run predates them
-           "flagged": (row["stopped_by"] == "budget" or row["busy"] in ("1", "true"))
+           "flagged": (row["stopped_by"] == "budget" or busy)
            if "stopped_by" in row and "busy" in row else None,
-           # measured on a busy machine (other processes' CPU time, or the
-           # machine state moved during its rounds: results/README.md)
-           "busy": row.get("busy") in ("1", "true"),
+           "busy": busy,
            # the core-to-core round trip the rounds ran at (schema 4); None before it
            "xcore": number(row["xcore_ns"], where, "xcore_ns") if row.get("xcore_ns") else None}
     return key, rec
@@ -304,18 +305,21 @@ def print_states(keys, run1, run2):
     print("machine state (xcore_ns, the core-to-core round trip of each row's rounds; %gx "
           "apart is another state): %d of %d rows measured in another state in each run, %d of "
           "them disagreeing" % (XCORE_STATES, len(other), len(known), bad_other))
+
+    def agreeing(rows):
+        """Of rows (not empty): how many agree within Z95, how many, the share."""
+        good = len(rows) - sum(z_score(run1[k], run2[k]) > Z95 for k in rows)
+        return good, len(rows), Z95, 100.0 * good / len(rows)
+
     if same:
-        bad = sum(z_score(run1[k], run2[k]) > Z95 for k in same)
         print("agree within one state: %d of %d rows measured in the same state within %.2f "
-              "(%.1f%%)" % (len(same) - bad, len(same), Z95, 100.0 * (len(same) - bad) /
-                            len(same)))
+              "(%.1f%%)" % agreeing(same))
         # a row flagged busy saw other processes, or the state move during
         # its rounds (its median round trip may still look like one state)
         quiet = [k for k in same if not run1[k]["busy"] and not run2[k]["busy"]]
         if quiet and len(quiet) < len(same):
-            bad = sum(z_score(run1[k], run2[k]) > Z95 for k in quiet)
             print("  of them flagged busy in neither run: %d of %d within %.2f (%.1f%%)" %
-                  (len(quiet) - bad, len(quiet), Z95, 100.0 * (len(quiet) - bad) / len(quiet)))
+                  agreeing(quiet))
 
 
 def agreement(path1, path2, metrics, step_metrics, same_state=False):

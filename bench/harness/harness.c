@@ -130,12 +130,17 @@ double tb_bench_budget(const tb_bench *b)
     return budget > least ? budget : least;
 }
 
+double tb_bench_elapsed(const tb_bench *b)
+{
+    return mono_now() - b->t_start;
+}
+
 double tb_bench_budget_left(const tb_bench *b)
 {
     double budget = tb_bench_budget(b);
     if (budget <= 0)
         return 0;
-    double spent = mono_now() - b->t_start, left = budget - spent;
+    double spent = tb_bench_elapsed(b), left = budget - spent;
     if (left >= TB_BUDGET_FLOOR * budget)
         return left;
     fprintf(stderr, "%s: set-up and checks took %.1f s of its %.0f s budget: the rounds get "

@@ -99,6 +99,10 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
  * budgets, is what a run takes. */
 double tb_bench_budget(const tb_bench *b);
 
+/* Seconds since tb_bench_init began (CLOCK_MONOTONIC): what the budget
+ * counts against. */
+double tb_bench_elapsed(const tb_bench *b);
+
 /* What is left of tb_bench_budget for the timing rounds: the budget less
  * the seconds since tb_bench_init began, but never under TB_BUDGET_FLOOR of
  * the budget (the rounds keep their minimum; a check that ate the budget

@@ -121,16 +121,24 @@ static int plan_sizes(int profile, int *sizes)
     return n;
 }
 
+/* Whether the CPU multiplies in bf16 under oneDNN's bf16 fpmath mode (the
+ * CPU's TF32); without avx512_bf16 oneDNN computes that mode in fp32. */
+static int cpu_has_bf16(const tb_bench *b)
+{
+    return strstr(b->info.cpu_flags, "avx512_bf16") != NULL;
+}
+
 /* The default profile's largest size on a CPU whose oneDNN computes the
- * bf16 fpmath mode in fp32 (no avx512_bf16): both settings run the same
+ * bf16 fpmath mode in fp32 (cpu_has_bf16 0): both settings run the same
  * fp32 GEMM there, and at n = 4096 (1.9 s a call on a 2-core AVX2 VM,
  * about 40 calls of warm-ups and five rounds) the sweep took 78 s of its
  * 19-34 s budget, the run past its 15 minutes. Those rows are n/a saying
- * so (na_sizes); the full profile times every size. NULL: every size. */
+ * so (the planned sizes past nsizes); the full profile times every size.
+ * NULL: every size. */
 static const char *fp32_only_cpu(const tb_bench *b)
 {
     if (b->profile != TB_PROFILE_DEFAULT || strcmp(b->info.backend, "cpu") != 0 ||
-        strstr(b->info.cpu_flags, "avx512_bf16"))
+        cpu_has_bf16(b))
         return NULL;
     return "not timed in the default profile on this CPU: it lacks avx512_bf16, so oneDNN's "
            "bf16 fpmath mode (the CPU's TF32) computes in fp32 and both settings run the same "
@@ -188,9 +196,8 @@ static void tf32_note(const tb_bench *b, char *note, size_t cap)
         snprintf(note, cap, "TF32 tensor-op math vs fp32; output vs fp32 GEMM");
         return;
     }
-    int has_bf16 = strstr(b->info.cpu_flags, "avx512_bf16") != NULL;
     snprintf(note, cap, "CPU: TF32 = oneDNN fpmath bf16; %s; output vs fp32 GEMM",
-             has_bf16 ? "this CPU has avx512_bf16, so multiplies run in bf16"
+             cpu_has_bf16(b) ? "this CPU has avx512_bf16, so multiplies run in bf16"
                       : "this CPU lacks avx512_bf16, so it computes in f32 and is expected "
                         "within noise");
 }
@@ -256,7 +263,7 @@ static int add_na_rows(tb_bench *b, const char *why)
 
 typedef struct tf32_state {
     int sizes[8], nsizes, tf32_ok;
-    int na_sizes[8], n_na;     /* not timed (fp32_only_cpu): n/a rows */
+    int nplanned;              /* sizes[nsizes..nplanned): not timed, n/a rows (fp32_only_cpu) */
     const char *na_why;
     char why[256];
     gemm_bufs f;               /* host inputs, and the checks' device buffers */
@@ -279,10 +286,10 @@ static int alloc_sizes(tb_bench *b, tf32_state *st)
 static int setup(tb_bench *b, void *state, opb_set *set)
 {
     tf32_state *st = state;
-    st->nsizes = plan_sizes(b->profile, st->sizes);
+    st->nsizes = st->nplanned = plan_sizes(b->profile, st->sizes);
     st->na_why = fp32_only_cpu(b);
     while (st->na_why && st->nsizes > 1 && st->sizes[st->nsizes - 1] > 2048)
-        st->na_sizes[st->n_na++] = st->sizes[--st->nsizes];
+        st->nsizes--;
     st->cases = calloc((size_t)st->nsizes * NV, sizeof *st->cases);
     if (!st->cases)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory");
@@ -323,11 +330,11 @@ static int report(tb_bench *b, void *state, const gb_results *r)
             TB_TRY(check_size(b->be, &st->f, st->sizes[s], &cmp));
         TB_TRY(add_rows(b, r, st->sizes[s], st->tf32_ok ? &cmp : NULL));
     }
-    for (int k = st->n_na - 1; k >= 0; k--)
+    for (int s = st->nsizes; s < st->nplanned; s++)
         for (int tf = 0; tf < 2; tf++) {
             TB_TRY(opb_add_na(b, tf ? "tf32" : "fp32", "gemm time", st->na_why));
             snprintf(b->res.rows[b->res.n - 1].param_name, sizeof b->res.rows[0].param_name, "n");
-            b->res.rows[b->res.n - 1].param_value = st->na_sizes[k];
+            b->res.rows[b->res.n - 1].param_value = st->sizes[s];
         }
     return st->tf32_ok ? TB_OK : add_na_rows(b, st->why);
 }

@@ -43,7 +43,6 @@
  */
 #include <math.h>
 #include <stdio.h>
-#include <time.h>
 
 #include "bench/harness/harness.h"
 #include "bench/harness/rounds.h"
@@ -114,19 +113,11 @@ static int fit_once(tb_bench *b, const vf_plan *p, int every, long long seed,
 
 static double load_avg_sum;   /* over the rounds: the rows' load_avg */
 static int load_avg_n;
-static int stopped_by_budget; /* 1: the rounds ended on the budget, not the seeds */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Whether round `done` + 1 should begin: the seeds not all fitted, and
- * (from VF_MIN_ROUNDS on) the rounds so far, t0 to now, at their pace
- * leave room for one more within the technique's budget (counted from
- * tb_bench_init, set-up included). */
+ * (from VF_MIN_ROUNDS on) the rounds so far, begun `t0` seconds into the
+ * technique (tb_bench_elapsed), at their pace leave room for one more
+ * within its budget (set-up included). */
 static int another_round(const tb_bench *b, const vf_plan *p, int done, double t0)
 {
     if (done >= p->seeds)
@@ -134,13 +125,12 @@ static int another_round(const tb_bench *b, const vf_plan *p, int done, double t
     double budget = tb_bench_budget(b);
     if (done < VF_MIN_ROUNDS || !(budget > 0))
         return 1;
-    double now = now_s(), pace = (now - t0) / done, elapsed = now - b->t_start;
+    double elapsed = tb_bench_elapsed(b), pace = (elapsed - t0) / done;
     if (elapsed + pace <= budget)
         return 1;
     fprintf(stderr, "validation_frequency: %d of %d rounds: another (%.0f s a round) would end "
             "past the budget (%.0f of %.0f s spent): stopping on the budget\n", done, p->seeds,
             pace, elapsed, budget);
-    stopped_by_budget = 1;
     return 0;
 }
 
@@ -159,8 +149,10 @@ static int add_timed(tb_bench *b, const vf_plan *p, int i, const char *setting,
     row.reps = p->seeds;
     row.median = sm.median, row.min = sm.min, row.max = sm.max;
     snprintf(row.unit, sizeof row.unit, "s");
+    /* p holds the rounds fitted: fewer than the profile's seeds, the budget ended them */
+    int by_budget = p->seeds < plans[b->profile].seeds;
     snprintf(row.stopped_by, sizeof row.stopped_by, "%s",
-             tb_rounds_stop_name(stopped_by_budget ? TB_STOP_BUDGET : TB_STOP_CAP));
+             tb_rounds_stop_name(by_budget ? TB_STOP_BUDGET : TB_STOP_CAP));
     row.load_avg = load_avg_n ? load_avg_sum / load_avg_n : NAN;
     tb_paired aap, cmp;
     if (aa) {
@@ -223,11 +215,11 @@ static int run(tb_bench *b)
     TB_TRY_GOTO(rc, tb_dataset_open_fashion_mnist(NULL, TB_SPLIT_TEST, (long)p->test_n, &test),
                 out_free);
     tb_rng rng = tb_rng_seeded(VF_SEED);
-    load_avg_sum = 0, load_avg_n = 0, stopped_by_budget = 0;
+    load_avg_sum = 0, load_avg_n = 0;
     fprintf(stderr, "validation_frequency: %d rounds of %d fits (seed %llu for the orders; at "
             "least %d, then as the budget allows)\n", p->seeds, NARMS,
             (unsigned long long)VF_SEED, VF_MIN_ROUNDS);
-    double t0 = now_s();
+    double t0 = tb_bench_elapsed(b);
     int s = 0;
     for (; another_round(b, p, s, t0); s++) {
         int order[NARMS];
