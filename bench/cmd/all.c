@@ -58,14 +58,15 @@
 #include "bench/cmd/guard.h"
 #include "bench/cmd/plan.h"
 #include "bench/harness/machine_probe.h"
-#include "lib/core/atomic_file.h"
 #include "lib/backend/backend.h"
-#include "lib/report/fingerprint.h"
+#include "lib/core/atomic_file.h"
+#include "lib/core/clock.h"
 #include "lib/core/flags.h"
 #include "lib/core/outdir.h"
+#include "lib/core/status.h"
+#include "lib/report/fingerprint.h"
 #include "lib/report/report.h"
 #include "lib/report/resume.h"
-#include "lib/core/status.h"
 #include "lib/report/telemetry.h"
 
 /* Runs before the techniques: the ceilings they are read against. */
@@ -83,13 +84,6 @@ static void on_signal(int sig)
     interrupted = 1;
     if (child > 0)
         kill(child, sig);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* The machine's state before a technique (bench/harness/machine_probe.h):
@@ -566,7 +560,7 @@ int main(int argc, char **argv)
      * the plan's own total when --allow-over-budget let it exceed that. */
     double keeper_limit = (budget.limit_s > budget.total_s ? budget.limit_s : budget.total_s) -
                           KEEPER_RESERVE_S;
-    double t0 = now_s(), done_est = 0, granted = 0;
+    double t0 = tb_clock_s(), done_est = 0, granted = 0;
     int failed = 0;
     for (int k = 0; k < ntodo && !interrupted; k++) {
         const tb_plan_entry *t = todo[k];
@@ -575,7 +569,7 @@ int main(int argc, char **argv)
                     k + 1, ntodo, t->name);
             continue;
         }
-        double elapsed = now_s() - t0;
+        double elapsed = tb_clock_s() - t0;
         /* Scale the remaining estimate by how fast this machine has been so far. */
         double speed = done_est > 0 ? elapsed / done_est : 1.0;
         char eta[64];
@@ -588,18 +582,18 @@ int main(int argc, char **argv)
             tb_error_clear();
         char bin[4200], a_extra[64];
         snprintf(bin, sizeof bin, "%s/%s", bin_dir, t->name);
-        double extra = keeper_extra(todo, k, ntodo, st, profile, keeper_limit, now_s() - t0,
+        double extra = keeper_extra(todo, k, ntodo, st, profile, keeper_limit, tb_clock_s() - t0,
                                     granted);
         snprintf(a_extra, sizeof a_extra, "--extra-budget=%.3f", extra);
         if (extra < 0)
             fprintf(stderr, "bench:all: time keeper: %s's budget cut by %.1f s to %.1f s, so "
                     "that the run ends within %.0f s (%.0f s spent)\n", t->name, -extra,
-                    t->budget_seconds[profile] + extra, keeper_limit, now_s() - t0);
+                    t->budget_seconds[profile] + extra, keeper_limit, tb_clock_s() - t0);
         else if (extra > 0)
             fprintf(stderr, "bench:all: time keeper: %s's budget raised by %.1f s to %.1f s: "
                     "the techniques so far left time unused (%.0f s spent; aiming to end "
                     "within %.0f s)\n", t->name, extra, t->budget_seconds[profile] + extra,
-                    now_s() - t0, keeper_limit - KEEPER_GRANT_MARGIN_S);
+                    tb_clock_s() - t0, keeper_limit - KEEPER_GRANT_MARGIN_S);
         char *args[7] = {bin, a_dev, a_prof, a_thr};
         int nargs = 4;
         if (extra != 0)
@@ -607,7 +601,7 @@ int main(int argc, char **argv)
         if (*out_dir)
             args[nargs++] = a_out;
         args[nargs] = NULL;
-        double s = now_s();
+        double s = tb_clock_s();
         int rc = run_one(bin, args);
         if (rc != 0 && !interrupted) {
             failed++;
@@ -620,7 +614,7 @@ int main(int argc, char **argv)
                 tb_run_state_save(st, od.results) != TB_OK)
                 tb_error_print(stderr);
         }
-        fprintf(stderr, "bench:all: %s took %.1f s\n", t->name, now_s() - s);
+        fprintf(stderr, "bench:all: %s took %.1f s\n", t->name, tb_clock_s() - s);
         done_est += t->est_seconds[profile];
         granted += keeper_budget(t, profile) + extra;
     }
@@ -639,7 +633,7 @@ int main(int argc, char **argv)
     st->complete = failed == 0;
     int frc = finish(&od, tm, st, 1);
     tb_telemetry_free(tm);
-    fprintf(stderr, "bench:all: %d steps in %.1f s, %d failed\n", ntodo, now_s() - t0, failed);
+    fprintf(stderr, "bench:all: %d steps in %.1f s, %d failed\n", ntodo, tb_clock_s() - t0, failed);
     if (frc == TB_OK)
         closing_lines(&od);
     free(fp);

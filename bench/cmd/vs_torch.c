@@ -57,6 +57,7 @@
 
 #include "bench/harness/harness.h"
 #include "bench/harness/rounds.h"
+#include "lib/core/clock.h"
 #include "lib/train/config.h"
 #include "lib/train/train.h"
 
@@ -185,22 +186,15 @@ static int torch_run(void *user, long units, double *seconds)
     return TB_OK;
 }
 
-static double mono_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int tb_run(void *user, long units, double *seconds)
 {
     tb_trainer *t = user;
     float loss;
-    double t0 = mono_seconds();
+    double t0 = tb_clock_s();
     for (long i = 0; i < units; i++)
         TB_TRY(tb_trainer_step(t, &loss));
     TB_TRY(t->be->sync(t->be));
-    *seconds = mono_seconds() - t0;
+    *seconds = tb_clock_s() - t0;
     return TB_OK;
 }
 

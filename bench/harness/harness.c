@@ -11,6 +11,7 @@
 
 #include "bench/harness/pin.h"
 #include "lib/core/atomic_file.h"
+#include "lib/core/clock.h"
 
 /* tb_profile order, then auto (the flag's default) */
 static const char *const profile_names[] = {"default", "full", "tiny", "gpu", "auto", NULL};
@@ -27,19 +28,12 @@ static void remove_pending_and_die(int sig)
     raise(sig);
 }
 
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, size_t nextra,
                   int argc, char **argv, int *done)
 {
     const char *technique = tb_technique_results(tech);
     memset(b, 0, sizeof *b);
-    b->t_start = mono_now();
+    b->t_start = tb_clock_s();
     b->tech = tech;
     b->technique = technique;
     b->device_spec = "auto";
@@ -132,7 +126,7 @@ double tb_bench_budget(const tb_bench *b)
 
 double tb_bench_elapsed(const tb_bench *b)
 {
-    return mono_now() - b->t_start;
+    return tb_clock_s() - b->t_start;
 }
 
 double tb_bench_budget_left(const tb_bench *b)

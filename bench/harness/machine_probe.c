@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/core/clock.h"
 #include "lib/core/status.h"
 
 #define FMA_ITERS 8000000L
@@ -21,13 +22,6 @@
 #define XCORE_TRIPS 2000 /* a probe's round trips: 0.1-0.7 ms on the EPYC VM */
 #define XCORE_BURST_MAX_S 0.002
 #define XCORE_STOP (-1L)
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* Three dependent chains: latency-bound, the same work on any core. */
 static double fma_chain(long n)
@@ -72,10 +66,10 @@ static double chase_time(const uint64_t *buf, double *sink)
     uint64_t i = 0;
     for (long k = 0; k < (long)(CHASE_BYTES / 64); k++) /* warm: one lap */
         i = buf[i];
-    double t0 = now_s();
+    double t0 = tb_clock_s();
     for (long k = 0; k < CHASE_STEPS; k++)
         i = buf[i];
-    double t = now_s() - t0;
+    double t = tb_clock_s() - t0;
     *sink = (double)i;
     return t / CHASE_STEPS;
 }
@@ -110,14 +104,14 @@ static void *probe_thread(void *arg)
         j->seconds = chase_time((const uint64_t *)j->src, &j->sink);
         return NULL;
     }
-    double t0 = now_s();
+    double t0 = tb_clock_s();
     if (j->kind == PROBE_COPY) {
         memcpy(j->dst, j->src, COPY_BYTES);
         j->sink = j->dst[COPY_BYTES / 2];
     } else {
         j->sink = fma_chain(FMA_ITERS);
     }
-    j->seconds = now_s() - t0;
+    j->seconds = tb_clock_s() - t0;
     return NULL;
 }
 
@@ -182,7 +176,7 @@ static void *xcore_thread(void *arg)
     pthread_barrier_wait(j->start);
     if (!*j->both)
         return NULL;
-    double t0 = now_s();
+    double t0 = tb_clock_s();
     long k = 0;
     for (; k < j->trips; k++) {
         long mine = j->first ? 2 * k + 1 : 2 * k + 2, theirs = j->first ? 2 * k : 2 * k + 1, v;
@@ -191,7 +185,7 @@ static void *xcore_thread(void *arg)
                 return NULL;
         /* a busy machine that deschedules one side makes each trip a time
          * slice: the starting side gives up after XCORE_BURST_MAX_S */
-        if (j->first && (k & 15) == 15 && now_s() - t0 > XCORE_BURST_MAX_S) {
+        if (j->first && (k & 15) == 15 && tb_clock_s() - t0 > XCORE_BURST_MAX_S) {
             atomic_store_explicit(j->line, XCORE_STOP, memory_order_release);
             break;
         }
@@ -200,7 +194,7 @@ static void *xcore_thread(void *arg)
     if (j->first && k == j->trips) /* the last answer */
         while (atomic_load_explicit(j->line, memory_order_acquire) != 2 * j->trips)
             ;
-    j->seconds = now_s() - t0;
+    j->seconds = tb_clock_s() - t0;
     j->trips = k;
     return NULL;
 }

@@ -72,6 +72,7 @@
 
 #include "bench/harness/harness.h"
 #include "bench/harness/rounds.h"
+#include "lib/core/clock.h"
 #include "lib/core/rng.h"
 #include "lib/dist/comm.h"
 #include "lib/dist/dp.h"
@@ -427,13 +428,6 @@ static int run_case(sweep *s, ddp_case *c, int index, int check)
 
 /* ---- the DDP rounds ---- */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static double load_1min(void)
 {
     double l = NAN;
@@ -475,7 +469,7 @@ static int run_rounds(sweep *s)
     if (s->ncases > 64)
         return TB_FAIL(TB_ERR_INTERNAL, "%d DDP cases, more than 64", s->ncases);
     tb_rng rng = tb_rng_seeded(ROUND_SEED);
-    double t0 = now_s(), longest = 0, budget = tb_bench_budget_left(s->b);
+    double t0 = tb_clock_s(), longest = 0, budget = tb_bench_budget_left(s->b);
     if (budget > 0) /* DP's rounds come after these */
         budget = fmax(budget - DP_BUDGET_SHARE * tb_bench_budget(s->b),
                       TB_BUDGET_FLOOR * tb_bench_budget(s->b));
@@ -485,7 +479,7 @@ static int run_rounds(sweep *s)
     for (int i = 0; i < s->ncases; i++)
         TB_TRY(run_case(s, &s->cases[i], i, 1));
     for (int r = 0; r < MAX_ROUNDS; r++) {
-        double tr = now_s();
+        double tr = tb_clock_s();
         for (int i = 0; i < s->ncases; i++)
             order[i] = i;
         for (int i = s->ncases - 1; i > 0; i--) {
@@ -498,19 +492,19 @@ static int run_rounds(sweep *s)
         double l = load_1min();
         if (!isnan(l))
             load_sum += l, load_n++;
-        if (now_s() - tr > longest)
-            longest = now_s() - tr;
+        if (tb_clock_s() - tr > longest)
+            longest = tb_clock_s() - tr;
         if (r + 1 < 5)
             continue;
         double w;
         TB_TRY(widest_interval(s, &w));
         fprintf(stderr, "ddp: round %d: widest interval +-%.1f%%, %.1f s spent\n", r + 1,
-                100 * w, now_s() - t0);
+                100 * w, tb_clock_s() - t0);
         if (w <= TARGET_HALF_WIDTH) {
             s->stop = TB_STOP_TARGET;
             break;
         }
-        if (budget > 0 && now_s() - t0 + longest > budget) {
+        if (budget > 0 && tb_clock_s() - t0 + longest > budget) {
             s->stop = TB_STOP_BUDGET;
             break;
         }

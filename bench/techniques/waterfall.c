@@ -47,6 +47,7 @@
 #include <time.h>
 
 #include "bench/harness/step_harness.h"
+#include "lib/core/clock.h"
 
 typedef struct stage {
     const char *name;
@@ -325,13 +326,6 @@ static const tta_plan tta_plans[TB_PROFILES] = {
 
 #define TTA_TARGET 0.85
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Trains until the test accuracy reaches the target or the budget runs out.
  * *seconds is NaN when it did not reach it; *acc the last accuracy. */
 static int tta_run(tb_backend *be, const tta_plan *p, unsigned mask, long long seed,
@@ -347,10 +341,10 @@ static int tta_run(tb_backend *be, const tta_plan *p, unsigned mask, long long s
     tb_trainer *t;
     TB_TRY(tb_trainer_create_with_data(&cfg, be, train, test, &t));
     int rc = TB_OK;
-    double t0 = now_s();
+    double t0 = tb_clock_s();
     *seconds = NAN;
     *acc = 0;
-    while (rc == TB_OK && now_s() - t0 < p->budget_s) {
+    while (rc == TB_OK && tb_clock_s() - t0 < p->budget_s) {
         float loss;
         for (int i = 0; i < p->eval_every && rc == TB_OK; i++)
             rc = tb_trainer_step(t, &loss);
@@ -361,7 +355,7 @@ static int tta_run(tb_backend *be, const tta_plan *p, unsigned mask, long long s
             break;
         *acc = ev.accuracy;
         if (ev.accuracy >= TTA_TARGET) {
-            *seconds = now_s() - t0;
+            *seconds = tb_clock_s() - t0;
             break;
         }
     }

@@ -3,6 +3,7 @@
  * devices are copy_peer, the reduction is axpby on device 0; the replicas
  * run on host threads or from the calling thread. See dp.h.
  */
+#include "lib/core/clock.h"
 #include "lib/dist/dp.h"
 
 #include <pthread.h>
@@ -22,13 +23,6 @@ struct tb_dp_replica {
     tb_tensor dlogits;        /* (cnt, classes, 1, 1) */
     int rc;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- building ---- */
 
@@ -372,29 +366,29 @@ int tb_dp_step(tb_dp *dp, const float *images, const int32_t *labels, int batch,
                        "one sample per replica and at most max_batch (%d)", batch, dp->n,
                        dp->reps[0].x.cap_n);
     dp->bytes = (tb_dp_bytes){0};
-    double t0 = now_s();
+    double t0 = tb_clock_s();
     TB_TRY(mark(dp, 0));
     TB_TRY(scatter(dp, images, labels, batch));
     TB_TRY(mark(dp, 1));
-    double t1 = now_s();
+    double t1 = tb_clock_s();
     TB_TRY(replicate(dp));
     TB_TRY(mark(dp, 2));
-    double t2 = now_s();
+    double t2 = tb_clock_s();
     TB_TRY(run_replicas(dp, replica_forward));
     TB_TRY(mark(dp, 3));
-    double t3 = now_s();
+    double t3 = tb_clock_s();
     TB_TRY(gather_loss(dp, batch, loss_scale));
     TB_TRY(mark(dp, 4));
-    double t4 = now_s();
+    double t4 = tb_clock_s();
     TB_TRY(run_replicas(dp, replica_backward));
     TB_TRY(mark(dp, 5));
-    double t5 = now_s();
+    double t5 = tb_clock_s();
     TB_TRY(reduce_grads(dp));
     TB_TRY(mark(dp, 6));
-    double t6 = now_s();
+    double t6 = tb_clock_s();
     if (loss)
         TB_TRY(tb_xent_read_loss(&dp->loss, loss));
-    double t7 = now_s();
+    double t7 = tb_clock_s();
     dp->times = (tb_dp_times){.scatter_s = t1 - t0, .replicate_s = t2 - t1,
                               .forward_s = t3 - t2, .gather_loss_s = t4 - t3,
                               .backward_s = t5 - t4, .reduce_s = t6 - t5,

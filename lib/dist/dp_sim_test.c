@@ -20,19 +20,13 @@
 #include <time.h>
 
 #include "lib/backend/sim/sim.h"
+#include "lib/core/clock.h"
 #include "lib/core/rng.h"
 #include "lib/core/testing.h"
 #include "lib/dist/dp.h"
 
 #define B 16
 #define OP_DELAY_S 0.003
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void check_times(const tb_dp_times *t, double wall, const char *what)
 {
@@ -58,15 +52,15 @@ static int run(tb_backend *const *bes, float *images, int32_t *labels)
     TB_TRY_GOTO(rc, tb_dp_step(dp, images, labels, B, 1.0f, &loss), out_free); /* warm-up */
     for (int i = 0; i < 2; i++)
         TB_TRY_GOTO(rc, tb_sim_set_op_delay(bes[i], OP_DELAY_S), out_free);
-    double t0 = now_s();
+    double t0 = tb_clock_s();
     TB_TRY_GOTO(rc, tb_dp_step(dp, images, labels, B, 1.0f, &loss), out_free);
-    double wall = now_s() - t0;
+    double wall = tb_clock_s() - t0;
     CHECK(loss > 0 && loss < 10, "loss %g", loss);
     check_times(&dp->times, wall, "step reading the loss");
-    t0 = now_s();
+    t0 = tb_clock_s();
     TB_TRY_GOTO(rc, tb_dp_step(dp, images, labels, B, 1.0f, NULL), out_free);
     TB_TRY_GOTO(rc, tb_dp_read_times(dp, &t), out_free);
-    wall = now_s() - t0;
+    wall = tb_clock_s() - t0;
     check_times(&t, wall, "step reading nothing, then tb_dp_read_times");
 out_free:
     tb_dp_destroy(dp);

@@ -16,10 +16,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/backend/nvml_dl.h"
 #include "lib/core/atomic_file.h"
+#include "lib/core/clock.h"
 #include "lib/core/grow.h"
 #include "lib/core/json.h"
-#include "lib/backend/nvml_dl.h"
 
 #define FREQ_PATH "/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq"
 
@@ -56,13 +57,6 @@ struct tb_telemetry {
     char freq_why[160];       /* "" when the frequency is exposed */
     char gpu_why[160];        /* "" when NVML answered or no GPU was asked for */
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 int tb_telemetry_parse_stat(const char *line, uint64_t *busy, uint64_t *total)
 {
@@ -156,7 +150,7 @@ static void take_sample(tb_telemetry *t)
         tb_nvml_read_pci(t->gpu_pci, &s.gpu);
     s.throttled = s.gpu.available && tb_telemetry_is_throttled(s.gpu.throttle);
     pthread_mutex_lock(&t->mu);
-    s.t = now_s() - t->t_start;
+    s.t = tb_clock_s() - t->t_start;
     s.seg = t->nseg - 1;
     tm_sample *p = tb_grow(t->samples, &t->cap, t->n, sizeof *p, 1024);
     if (!p) {
@@ -192,7 +186,7 @@ static int open_segment(tb_telemetry *t, const char *label)
     tm_segment *s = &t->segs[t->nseg++];
     memset(s, 0, sizeof *s);
     snprintf(s->label, sizeof s->label, "%s", label);
-    s->t0 = now_s() - t->t_start;
+    s->t0 = tb_clock_s() - t->t_start;
     s->t1 = NAN;
     s->load_before = read_loadavg();
     s->load_after = NAN;
@@ -206,7 +200,7 @@ static void close_segment(tb_telemetry *t)
     tm_segment *s = &t->segs[t->nseg - 1];
     if (!isnan(s->t1))
         return;
-    s->t1 = now_s() - t->t_start;
+    s->t1 = tb_clock_s() - t->t_start;
     s->load_after = read_loadavg();
 }
 
@@ -226,7 +220,7 @@ int tb_telemetry_start(const char *gpu_pci, int period_ms, tb_telemetry **out)
     }
     snprintf(t->gpu_pci, sizeof t->gpu_pci, "%s", gpu_pci ? gpu_pci : "");
     t->period_ms = period_ms;
-    t->t_start = now_s();
+    t->t_start = tb_clock_s();
     if (isnan(read_cpu_mhz()))
         snprintf(t->freq_why, sizeof t->freq_why,
                  "n/a (this machine exposes no CPU frequency: no %s)", FREQ_PATH);

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/core/clock.h"
 #include "lib/core/rng.h"
 
 #define MAX_WORKERS 256
@@ -98,13 +99,6 @@ struct tb_loader {
     int in_epoch, epoch, next, held;
     tb_loader_stats stats;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
@@ -350,7 +344,7 @@ static void *worker_thread(void *p)
 static int workers_start(tb_loader *ld)
 {
     int one_epoch = !ld->cfg.persistent_workers;
-    double t0 = now_s();
+    double t0 = tb_clock_s();
     /* Forked children would otherwise flush the parent's pending output twice. */
     fflush(NULL);
     for (int w = 0; w < ld->nw; w++) {
@@ -373,7 +367,7 @@ static int workers_start(tb_loader *ld)
         }
         ld->started = w + 1;
     }
-    ld->stats.start_s += now_s() - t0;
+    ld->stats.start_s += tb_clock_s() - t0;
     return TB_OK;
 }
 
@@ -420,7 +414,7 @@ static void process_reap(tb_loader *ld, int w)
  * take the lock only after the epoch already ended. */
 static void workers_join(tb_loader *ld)
 {
-    double t0 = now_s();
+    double t0 = tb_clock_s();
     loader_ctl *c = ld->ctl;
     ctl_lock(c);
     c->active = 0;
@@ -434,7 +428,7 @@ static void workers_join(tb_loader *ld)
             process_reap(ld, w);
     }
     ld->started = 0;
-    ld->stats.start_s += now_s() - t0;
+    ld->stats.start_s += tb_clock_s() - t0;
 }
 
 /* Persistent workers: park them at the end of an epoch. Waits until none is
@@ -765,7 +759,7 @@ static int next_batch(tb_loader *ld, tb_batch *b)
     int bi = ld->next, size = 0;
     if (bi >= ld->nbatches)
         return TB_OK;
-    double t0 = now_s();
+    double t0 = tb_clock_s();
     unsigned char *base = ld->data;
     if (ld->nw == 0) {
         int rc = build_batch(ld, ld->epoch, bi, base, &size);
@@ -779,7 +773,7 @@ static int next_batch(tb_loader *ld, tb_batch *b)
         TB_TRY(wait_for_batch(ld, bi, &size));
         base += (size_t)slot_of(ld, bi) * ld->slot_bytes;
     }
-    double waited = now_s() - t0;
+    double waited = tb_clock_s() - t0;
     ld->stats.wait_s += waited;
     ld->stats.last_wait_s = waited;
     ld->stats.batches++;

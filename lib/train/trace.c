@@ -7,24 +7,18 @@
 #include <time.h>
 
 #include "lib/core/atomic_file.h"
+#include "lib/core/clock.h"
 #include "lib/core/grow.h"
 #include "lib/core/status.h"
 
 const char *const tb_phase_names[] = {"data", "copy", "forward", "backward", "optimizer",
                                       "allreduce", NULL};
 
-static double mono_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int tb_trace_init(tb_trace *tr, tb_backend *be)
 {
     memset(tr, 0, sizeof *tr);
     tr->be = be;
-    tr->t0 = mono_seconds();
+    tr->t0 = tb_clock_s();
     return TB_OK;
 }
 
@@ -38,7 +32,7 @@ void tb_trace_begin(tb_trace *tr, tb_phase p)
 {
     tb_nvtx_push(tb_phase_names[p]);
     tr->phase_open = p;
-    tr->open_at[p] = mono_seconds();
+    tr->open_at[p] = tb_clock_s();
 }
 
 /* A new event slot, zeroed. */
@@ -57,7 +51,7 @@ int tb_trace_end(tb_trace *tr, tb_phase p)
 {
     if (tr->be)
         TB_TRY(tr->be->sync(tr->be));
-    double end = mono_seconds();
+    double end = tb_clock_s();
     tb_nvtx_pop();
     tb_trace_event *e;
     TB_TRY(push_event(tr, &e));
@@ -79,7 +73,7 @@ void tb_trace_op_begin(tb_trace *tr, const char *name, const char *family, int b
     o->backward = backward;
     o->child_us = 0;
     o->sub_ops = 0;
-    o->t = mono_seconds();
+    o->t = tb_clock_s();
 }
 
 static double pos(double v) { return v > 0 ? v : 0; }
@@ -88,7 +82,7 @@ int tb_trace_op_end(tb_trace *tr, double flops, double bytes, int sub_op)
 {
     if (tr->be)
         TB_TRY(tr->be->sync(tr->be));
-    double end = mono_seconds();
+    double end = tb_clock_s();
     int d = --tr->depth;
     if (d >= TB_TRACE_DEPTH)
         return TB_OK;

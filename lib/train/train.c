@@ -5,6 +5,7 @@
 
 #include "lib/core/atomic_file.h"
 
+#include "lib/core/clock.h"
 #include "lib/nn/amp.h"
 #include "lib/train/train_device.h"
 
@@ -13,13 +14,6 @@
 #include <string.h>
 #include <time.h>
 #include <xmmintrin.h>
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Sets or clears FTZ and DAZ (MXCSR bits 15 and 6) on the calling thread
  * and on every OpenMP thread the CPU kernels use: MXCSR is per thread.
@@ -570,7 +564,7 @@ int tb_train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st)
     st->epoch = epoch;
     tb_model_train_mode(t->model, 1);
     tb_loader_reset_stats(t->train_ld);
-    double t0 = now_seconds(), loss_sum = 0;
+    double t0 = tb_clock_s(), loss_sum = 0;
     int read = t->loss_acc == NULL;
     TB_TRY(tb_loader_epoch_begin(t->train_ld, epoch));
     for (;;) {
@@ -580,7 +574,7 @@ int tb_train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st)
             break;
         if (t->cfg.max_steps > 0 && st->steps >= t->cfg.max_steps)
             break;
-        if (t->deadline > 0 && now_seconds() >= t->deadline) {
+        if (t->deadline > 0 && tb_clock_s() >= t->deadline) {
             t->timed_out = 1;
             break;
         }
@@ -588,7 +582,7 @@ int tb_train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st)
     TB_TRY(loss_flush(t, st, &loss_sum));
     TB_TRY(tb_loader_epoch_end(t->train_ld));
     TB_TRY(t->be->sync(t->be));
-    st->seconds = now_seconds() - t0;
+    st->seconds = tb_clock_s() - t0;
     st->mean_loss = st->images ? loss_sum / (double)st->images : 0;
     st->images_per_s = st->seconds > 0 ? (double)st->images / st->seconds : 0;
     st->tokens_per_s = st->images_per_s * t->train_ds->seq;
@@ -627,7 +621,7 @@ static int fit_evaluate(tb_trainer *t, tb_fit_stats *st, double t0, tb_eval_stat
     double target = t->cfg.target_accuracy;
     if (target > 0 && ev->accuracy >= target && !st->reached_target) {
         st->reached_target = 1;
-        st->time_to_target_s = now_seconds() - t0;
+        st->time_to_target_s = tb_clock_s() - t0;
     }
     return TB_OK;
 }
@@ -638,7 +632,7 @@ int tb_trainer_fit(tb_trainer *t, tb_fit_stats *st, tb_fit_epoch_fn on_epoch, vo
     memset(st, 0, sizeof *st);
     st->time_to_target_s = -1;
     st->stopped_by = "epochs";
-    double t0 = now_seconds();
+    double t0 = tb_clock_s();
     t->deadline = c->max_time > 0 ? t0 + c->max_time : 0;
     t->timed_out = 0;
     for (int e = 0; e < c->epochs; e++) {
@@ -657,7 +651,7 @@ int tb_trainer_fit(tb_trainer *t, tb_fit_stats *st, tb_fit_epoch_fn on_epoch, vo
             st->stopped_by = "target";
             break;
         }
-        if (t->timed_out || (t->deadline > 0 && now_seconds() >= t->deadline)) {
+        if (t->timed_out || (t->deadline > 0 && tb_clock_s() >= t->deadline)) {
             st->stopped_by = "time";
             if (!due) { /* end with an accuracy */
                 TB_TRY(fit_evaluate(t, st, t0, &ev));
@@ -667,7 +661,7 @@ int tb_trainer_fit(tb_trainer *t, tb_fit_stats *st, tb_fit_epoch_fn on_epoch, vo
             break;
         }
     }
-    st->total_s = now_seconds() - t0;
+    st->total_s = tb_clock_s() - t0;
     t->deadline = 0;
     return TB_OK;
 }
@@ -771,7 +765,7 @@ static int eval_batch(tb_trainer *t, const tb_batch *b, float *host_logits, tb_e
 int tb_trainer_evaluate(tb_trainer *t, tb_eval_stats *st)
 {
     memset(st, 0, sizeof *st);
-    double t0 = now_seconds();
+    double t0 = tb_clock_s();
     size_t bytes = (size_t)eval_chunk_rows(t) * t->model->classes * sizeof(float);
     float *host_logits = malloc(bytes);
     if (!host_logits)
@@ -793,7 +787,7 @@ int tb_trainer_evaluate(tb_trainer *t, tb_eval_stats *st)
     TB_TRY_GOTO(rc, t->be->mem_stats(t->be, NULL, &st->mem_peak), out_free_logits);
     st->accuracy = st->predictions ? (double)st->correct / (double)st->predictions : 0;
     st->mean_loss = st->images ? st->mean_loss / (double)st->images : 0;
-    st->seconds = now_seconds() - t0;
+    st->seconds = tb_clock_s() - t0;
 
 out_free_logits:
     if (t->cfg.eval_no_grad) {

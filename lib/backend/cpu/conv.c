@@ -71,6 +71,7 @@
 
 #include "lib/backend/backend.h"
 #include "lib/backend/cpu/dnnl.h"
+#include "lib/core/clock.h"
 #include "lib/core/rng.h"
 #include "lib/core/status.h"
 
@@ -798,13 +799,6 @@ static int conv_execute(tb_backend *be, dnnl_state *st, conv_entry *e, void *ptr
     return conv_execute_pre(be, st, e, ptr, bias, NULL);
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void add_into(float *dst, const float *src, size_t n)
 {
 #pragma omp parallel for simd schedule(static)
@@ -1213,15 +1207,15 @@ static int find_time_one(tb_backend *be, dnnl_state *st, conv_entry *e, find_buf
     else
         memcpy(ptr, (void *[3]){b->x, b->y, b->w}, sizeof ptr);
     float t[FIND_TIMED_RUNS];
-    double t0 = now_seconds();
+    double t0 = tb_clock_s();
     TB_TRY(conv_execute(be, st, e, ptr, NULL));
-    *ms = (float)((now_seconds() - t0) * 1e3);
+    *ms = (float)((tb_clock_s() - t0) * 1e3);
     if (cutoff_ms > 0 && *ms > cutoff_ms)
         return TB_OK;
     for (int i = 0; i < FIND_TIMED_RUNS; i++) {
-        double t0 = now_seconds();
+        double t0 = tb_clock_s();
         TB_TRY(conv_execute(be, st, e, ptr, NULL));
-        t[i] = (float)((now_seconds() - t0) * 1e3);
+        t[i] = (float)((tb_clock_s() - t0) * 1e3);
     }
     qsort(t, FIND_TIMED_RUNS, sizeof t[0], cmp_float);
     *ms = t[FIND_TIMED_RUNS / 2];

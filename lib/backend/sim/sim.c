@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "lib/backend/cpu/gelu.h"
+#include "lib/core/clock.h"
 
 typedef enum item_kind {
     ITEM_OP = 0,     /* run(cpu, args) after the backend's op delay */
@@ -83,13 +84,6 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 
 static sim_ctx *ctx_of(tb_backend *be) { return be->ctx; }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void sleep_s(double s)
 {
     if (s <= 0)
@@ -140,7 +134,7 @@ static void run_marker(item *it)
     }
     if (it->kind == ITEM_EVENT) {
         it->ev->done = it->target;
-        it->ev->t = now_s();
+        it->ev->t = tb_clock_s();
     } else {
         while (it->ev->done < it->target)
             pthread_cond_wait(&cv, &mu);
