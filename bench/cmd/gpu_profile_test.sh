@@ -8,20 +8,24 @@
 #   - their gpu run-time estimates add up to tools/gpu_estimate.py's total (a
 #     cost model checked against the H200 run's log; each technique declares
 #     the model's figure rounded to a second), and when
-#     they add up to more than 600 s the plan says so (it does: ~19 minutes,
+#     they add up to more than 600 s the plan says so (it does: ~17 minutes,
 #     which gpu_check.sh runs in stages across visits, --resume);
 #   - --profile=gpu on the CPU warns that it is sized for an 80 GB GPU;
+#   - the waterfall's step part runs ResNet-50 and GPT-2 there, not the small
+#     CNN (--describe's gpu_workloads; the others run the tiny test's);
 #   - its workloads are the full models (rows labeled gpt2-full-synthetic),
 #     and a batch that does not fit in memory is halved, then becomes n/a
 #     rows saying why, never a crash (GPT-2 under a 64 MiB --mem-limit:
 #     nothing fits, which makes it quick).
 #
 #   bazel test //bench:gpu_profile_test
-# args: the bench:all binary, the fused_gelu_step binary, tools/gpu_estimate.py.
+# args: the bench:all binary, the fused_gelu_step binary, tools/gpu_estimate.py,
+# the waterfall binary.
 set -u
 ALL=$1
 GELU=$2
 ESTIMATE=$3
+WATERFALL=$4
 fail() { echo "FAIL: $*" >&2; for f in "$TEST_TMPDIR"/err*; do echo "--- $f"; cat "$f"; done >&2; exit 1; }
 
 "$ALL" --profile=gpu --device=no-such-device --out-dir="$TEST_TMPDIR/none" \
@@ -64,6 +68,20 @@ assert over == (est > 600), ("warning", over, est)
 print(f"ok: the plan's gpu estimate {est} s matches the model's {total:.0f} s "
       f"({len(model)} techniques){'; over the 600 s limit, and it says so' if over else ''}")
 PY
+
+for bin in "$WATERFALL" "$GELU"; do
+    "$bin" --describe > "$TEST_TMPDIR/describe_$(basename "$bin")" ||
+        fail "$(basename "$bin") --describe failed"
+done
+python3 - "$TEST_TMPDIR/describe_$(basename "$WATERFALL")" \
+    "$TEST_TMPDIR/describe_$(basename "$GELU")" <<'PY' || fail "the gpu profile's workloads"
+import json, sys
+waterfall, gelu = (json.loads(open(p).read()) for p in sys.argv[1:3])
+assert waterfall["tiny"]["workloads"] == "small_cnn,resnet50,gpt2", waterfall["tiny"]
+assert waterfall["gpu_workloads"] == "resnet50,gpt2", waterfall["gpu_workloads"]
+assert gelu["gpu_workloads"] == gelu["tiny"]["workloads"] == "gpt2", gelu
+PY
+echo "ok: the gpu profile's waterfall times ResNet-50 and GPT-2 (not the small CNN); the others their workloads"
 
 "$GELU" --profile=gpu --device=cpu --mem-limit=64 --out-dir="$TEST_TMPDIR/gelu" \
     > /dev/null 2> "$TEST_TMPDIR/err_gelu"

@@ -116,7 +116,8 @@ typedef struct step_arm {
 struct step_run {
     const tb_step_technique *tech;
     tb_technique desc;        /* tech->desc, its tiny test told the workloads */
-    char wl_names[64];        /* "resnet50,gpt2": desc.tiny.workloads */
+    char wl_names[64];        /* "resnet50,gpt2": desc.tiny.workloads, then the run's */
+    char wl_gpu_names[64];    /* the gpu profile's: desc.gpu_workloads */
     tb_bench b;
     step_profile prof;
     tb_config base_cfg;
@@ -1555,9 +1556,29 @@ static int run_workload(step_run *r)
     return TB_OK;
 }
 
-static unsigned workload_set(const tb_step_technique *t)
+static unsigned workload_set(const tb_step_technique *t, int run_profile)
 {
+    if (run_profile == TB_PROFILE_GPU && t->gpu_workloads)
+        return t->gpu_workloads;
     return t->workloads ? t->workloads : TB_WL_BIT(TB_WL_SMALL_CNN);
+}
+
+/* The workloads run_profile runs: their count, and their models' names
+ * ("resnet50,gpt2") in names. */
+static int name_workloads(const tb_step_technique *t, int run_profile, char *names, size_t cap)
+{
+    unsigned set = workload_set(t, run_profile);
+    int n = 0;
+    names[0] = '\0';
+    for (int w = 0; w < TB_WORKLOADS; w++) {
+        if (!(set & TB_WL_BIT(w)))
+            continue;
+        n++;
+        size_t at = strlen(names);
+        snprintf(names + at, cap - at, "%s%s", at ? "," : "",
+                 tb_workload_model_name((tb_workload)w));
+    }
+    return n;
 }
 
 static int run(step_run *r)
@@ -1572,7 +1593,7 @@ static int run(step_run *r)
                                                          : TB_WL_REDUCED;
     r->wl_left = r->n_wl;
     for (r->wl = 0; r->wl < TB_WORKLOADS; r->wl++)
-        if (workload_set(t) & TB_WL_BIT(r->wl)) {
+        if (workload_set(t, r->b.run_profile) & TB_WL_BIT(r->wl)) {
             TB_TRY(run_workload(r));
             r->wl_left--;
         }
@@ -1656,22 +1677,17 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
     };
     /* the tiny test learns the workloads from --describe */
     r->desc = tech->desc;
-    unsigned set = workload_set(tech);
-    for (int w = 0; w < TB_WORKLOADS; w++) {
-        if (!(set & TB_WL_BIT(w)))
-            continue;
-        r->n_wl++;
-        size_t at = strlen(r->wl_names);
-        snprintf(r->wl_names + at, sizeof r->wl_names - at, "%s%s", at ? "," : "",
-                 tb_workload_model_name((tb_workload)w));
-    }
+    r->n_wl = name_workloads(tech, TB_PROFILE_TINY, r->wl_names, sizeof r->wl_names);
     r->desc.tiny.workloads = r->wl_names;
+    name_workloads(tech, TB_PROFILE_GPU, r->wl_gpu_names, sizeof r->wl_gpu_names);
+    r->desc.gpu_workloads = r->wl_gpu_names;
     int done = 0;
     int rc = tb_bench_init(&r->b, &r->desc, extra, TB_COUNT(extra), argc, argv, &done);
     if (rc == TB_OK && !done)
         rc = check_round_flags(r);
     if (rc == TB_OK && !done) {
         r->prof = step_profiles[r->b.run_profile]; /* gpu: its own row, full's sizes */
+        r->n_wl = name_workloads(tech, r->b.run_profile, r->wl_names, sizeof r->wl_names);
         if (tb_flag_unset(r->mem_limit_mib))
             r->mem_limit_mib = tech->mem_limit_mib[r->b.profile];
         rc = run(r);

@@ -185,6 +185,10 @@ typedef struct tb_step_technique {
     /* TB_WL_BIT set (lib/train/workload.h) of the workloads it runs on, in
      * enum order; 0: the small CNN on Fashion-MNIST only. */
     unsigned workloads;
+    /* The gpu profile's set, where it is smaller (0: workloads): a short
+     * visit to a GPU machine times the models the tip is meant for, not
+     * the small CNN, whose steps there are launch-bound (the waterfall). */
+    unsigned gpu_workloads;
     /* 1: the technique sets the loader itself (workers, prefetch, formats):
      * the harness's loader workers on a GPU (--loader-workers) leave it
      * alone. */

@@ -53,7 +53,9 @@ int tb_technique_describe(const tb_technique *t, FILE *f)
     put_string_or_null(f, t->tiny.na_note);
     fprintf(f, ",\"gbench\":%s,\"workloads\":", t->tiny.no_gbench ? "false" : "true");
     put_string_or_null(f, t->tiny.workloads);
-    fputs("}}\n", f);
+    fputs("},\"gpu_workloads\":", f);
+    put_string_or_null(f, t->gpu_workloads);
+    fputs("}\n", f);
     if (fflush(f) != 0 || ferror(f))
         return TB_FAIL(TB_ERR_IO, "cannot write the description of %s", t->name);
     return TB_OK;

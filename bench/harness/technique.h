@@ -86,6 +86,9 @@ typedef struct tb_technique {
     int order;
     const char *after[TB_MAX_AFTER];
     tb_tiny_test tiny;
+    /* NULL, or the models the gpu profile runs, where they are fewer than
+     * the tiny test's ("resnet50,gpt2"): the step harness fills it */
+    const char *gpu_workloads;
 } tb_technique;
 
 /* results, or name when results is NULL. */
@@ -95,7 +98,7 @@ const char *tb_technique_results(const tb_technique *t);
  * {"name":..,"results":..,"what":..,"headline":..,"est_seconds":[d,f,t,g],
  *  "budget_seconds":[d,f,t,g],"order":..,
  *  "after":[..],"tiny":{"min_rows":..,"plots":..,"na_note":..,"gbench":..,
- *  "workloads":..}}
+ *  "workloads":..},"gpu_workloads":..}
  * Returns TB_OK or TB_ERR_IO. */
 int tb_technique_describe(const tb_technique *t, FILE *f);
 

@@ -229,9 +229,14 @@ static int register_all(tb_bench *bn, ceil_case *cs)
         char name[96];
         snprintf(name, sizeof name, "%s/%zu", cs[k].bm, cs[k].n);
         tbb_options o = tbb_options_default();
-        /* A CPU GEMM at the default size takes a fraction of a second:
-         * one call per repetition is enough; GPU calls are far shorter. */
-        o.iterations = cuda ? 10 : (cs[k].op == OP_GEMM ? 1 : 5);
+        /* A repetition lasts the profile's minimum repetition time
+         * (calls_for_min_time), at least one call; the CPU's copies at
+         * least 5. A GPU's GEMMs and copies at the gpu sizes last 13-280 ms
+         * a call: at 10 calls a repetition (the H200 run) the 2 GiB
+         * pageable copy took 14 s and the fp32 GEMM 8 s of the technique's
+         * 41, where 0.2 s repetitions (1 and 2 calls) hold them as well:
+         * the events time the whole repetition, and its spread was 0.01-2%. */
+        o.iterations = cuda || cs[k].op == OP_GEMM ? 1 : 5;
         if (bn->profile == TB_PROFILE_TINY)
             o.iterations = 2;
         TB_TRY(calls_for_min_time(bn, &cs[k], o.iterations, &o.iterations));
@@ -310,7 +315,7 @@ static const tb_technique technique = {
     .name = "ceilings",
     .what = "Peak GEMM rate, copy and host-to-device bandwidth: the ceilings the "
             "techniques are held to.",
-    .est_seconds = {6, 90, 5, 41}, /* default, full, tiny, gpu */
+    .est_seconds = {6, 90, 5, 21}, /* default, full, tiny, gpu */
     /* plain repetitions (rates, nothing compared), each of at least the op sweeps' minimum time;
      * default: 4.7-5.2 s in six idle runs, so 8 (was 15) */
     .budget_seconds = {8, 80, 4, 12},
