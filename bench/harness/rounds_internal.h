@@ -25,6 +25,17 @@ void tb_rounds_set_clock(double (*now)(void *ctx), void *ctx);
 #define TB_ROUNDS_SETTLE 0.015
 int tb_rounds_settled(const double *t, int n);
 
+/* The rounds still to run from round r (0-based) on if no arm stops on its
+ * target: at least min_rounds - r, at most max_rounds - r, else those that
+ * fit cfg->budget_s at `last` seconds a round after `spent` (the stop
+ * rule's: another round runs while spent + last fits; at least 1). */
+int tb_rounds_left(const tb_rounds_cfg *cfg, int r, double spent, double last);
+
+/* 1 when a new build due every `interval` rounds is worth beginning with
+ * `left` rounds to go: at least half its interval, and 2 rounds (1 for a
+ * build every round). */
+int tb_rounds_build_worth(int interval, int left);
+
 /* Round r's order of n arms (a permutation of 0..n-1 in perm), a pure
  * function of (seed, r). */
 void tb_rounds_order(uint64_t seed, int r, int n, int *perm);

@@ -563,6 +563,65 @@ static void test_build_spread(void)
     CHECK(rebuilds_ok, "rebuild runs every 3 rounds, and each round records its build");
 }
 
+/* The rounds left to a run: the minimum rounds, the cap and the budget at
+ * the last round's length; a new build is worth beginning with half its
+ * interval left, and 2 rounds. */
+static void test_rounds_left(void)
+{
+    tb_rounds_cfg c = cfg_default();
+    c.budget_s = 10;
+    CHECK(tb_rounds_left(&c, 2, 3, 1) == 7, "7 s left at 1 s a round: 7 rounds (%d)",
+          tb_rounds_left(&c, 2, 3, 1));
+    CHECK(tb_rounds_left(&c, 6, 9.5, 1) == 1, "the budget spent: the round the stop rule "
+          "allowed (%d)", tb_rounds_left(&c, 6, 9.5, 1));
+    CHECK(tb_rounds_left(&c, 1, 9.5, 1) == 4, "the budget spent after 1 round: the 4 of the "
+          "minimum 5 still to run (%d)", tb_rounds_left(&c, 1, 9.5, 1));
+    c.max_rounds = 20;
+    CHECK(tb_rounds_left(&c, 18, 0, 0.01) == 2, "the cap: 2 (%d)", tb_rounds_left(&c, 18, 0, 0.01));
+    c.budget_s = 0;
+    CHECK(tb_rounds_left(&c, 3, 100, 1) == 17, "no budget: to the cap (%d)",
+          tb_rounds_left(&c, 3, 100, 1));
+    CHECK(tb_rounds_build_worth(1, 1) && !tb_rounds_build_worth(2, 1) &&
+          tb_rounds_build_worth(2, 2) && !tb_rounds_build_worth(4, 1) &&
+          tb_rounds_build_worth(4, 2) && !tb_rounds_build_worth(5, 2) &&
+          tb_rounds_build_worth(5, 3) && !tb_rounds_build_worth(8, 3) &&
+          tb_rounds_build_worth(8, 4), "a build is worth half its interval, and 2 rounds");
+}
+
+/* A build due before the budget's last round is not begun: with a build
+ * every 2 rounds and a budget that ends the run after its 5 minimum
+ * rounds, the arms are rebuilt before round 3 only, never before round 5
+ * (a one-round build, whose spread on one degree of freedom widened every
+ * interval of data_format's experiment from +-3% to +-25%). */
+static void test_no_last_round_build(void)
+{
+    fake f[3] = {{.unit_s = 0.010, .noise = 0.01, .build_sd = 0.02},
+                 {.unit_s = 0.005, .noise = 0.01, .build_sd = 0.02},
+                 {.unit_s = 0.010, .noise = 0.01, .build_sd = 0.02}};
+    reset(f, 3);
+    tb_arm arms[3] = {{"base", 0, 0, fake_run, NULL, &f[0], fake_rebuild},
+                      {"fast", 0, 0, fake_run, NULL, &f[1], fake_rebuild},
+                      {"again", 0, 1, fake_run, NULL, &f[2], fake_rebuild}};
+    tb_rounds_cfg c = cfg_default();
+    c.target_half_width = 1e-6; /* never met: the budget ends it */
+    c.rounds_per_build = 2;
+    c.budget_s = 4.5; /* a round of 5 repetitions of 0.2 s: 5 rounds and the warm-up */
+    tb_rounds_result r;
+    int rc = tb_rounds_run(&c, arms, 3, &r);
+    CHECK(rc == TB_OK, "the experiment runs");
+    if (rc != TB_OK)
+        return;
+    int n = r.rounds;
+    CHECK(n == 5 && r.stop == TB_STOP_BUDGET, "stopped by its budget after 5 rounds (%d)", n);
+    CHECK(f[0].rebuilt == 1 && f[1].rebuilt == 1 && f[2].rebuilt == 1,
+          "rebuilt before round 3 only: %d, %d, %d builds", f[0].rebuilt, f[1].rebuilt,
+          f[2].rebuilt);
+    for (int i = 1; i < 3 && n >= 2; i++)
+        CHECK(r.arms[i].build[n - 1] == r.arms[i].build[n - 2],
+              "%s: its last round shares its build with the round before", arms[i].name);
+    tb_rounds_result_free(&r);
+}
+
 /* A dear build is rebuilt less often: repetitions of ~0.21 s, a rebuild
  * of 0.4 s, asked for every round: after the first (which measures it)
  * every ceil(0.4 / (0.25 x 0.21)) = 8 rounds, so 4 rebuilds in 30 rounds
@@ -845,6 +904,8 @@ int main(void)
     test_per_arm_stop();
     test_build_spread();
     test_dear_build();
+    test_rounds_left();
+    test_no_last_round_build();
     test_fit_budget();
     test_target_early();
     test_aa_shares_warmup();
