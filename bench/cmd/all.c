@@ -300,8 +300,13 @@ static int open_run(const char *device, int threads, const char *out_dir, int ar
  * (fused_attention, ddp_sweep, conv_autotuner) 9-25 s past their cut
  * budgets each. (Running the waterfall last instead, so that the keeper
  * cut it, ended at 913 and 884 s but widened its 55 rows, half of the step
- * and loader rows: their median half-width 2.94% and 3.45%, against 1.76%.) */
-#define KEEPER_RESERVE_S 40.0
+ * and loader rows: their median half-width 2.94% and 3.45%, against 1.76%.)
+ * With 40 s three idle runs there spent 897, 889 and 905.5 s in their
+ * techniques (the waterfall 128-158 s of a budget cut to 103-107 s: its
+ * checks and 5 minimum rounds of 19-23 arms on three workloads). On a CPU
+ * whose run ends within limit - reserve uncut (AVX-512: 720-790 s) the
+ * reserve changes nothing. */
+#define KEEPER_RESERVE_S 55.0
 
 /* A technique's share of the plan: its budget, or its estimate where it
  * declares none. */
