@@ -38,7 +38,9 @@
  * 1.87x, against 1.52x in one state. Rounds in which the state moved flag
  * the rows busy, as in every experiment.
  *
- * --only=TEXT times only the configurations whose name holds TEXT.
+ * --only=TEXT times only the configurations whose name holds TEXT. The
+ * CSV is written after each experiment (atomically, as every results file),
+ * so an interrupted run keeps the experiments it finished.
  * Python: --python, else $TB_TORCH_PYTHON, else python3. When `import
  * torch` fails there, every configuration gets an n/a row saying
  * "n/a: PyTorch not installed" and a line on stderr; exit 0. Not part of
@@ -384,16 +386,24 @@ static int run(tb_bench *b)
         }
         return tb_bench_save(b);
     }
+    /* the file is written again after each experiment: an interrupted run
+     * keeps those it finished (on a CPU without avx512_bf16 PyTorch's bf16
+     * GPT-2 step takes 102 s, so its experiment runs for many minutes
+     * whatever --budget says: its warm-up and 5 rounds are the minimum) */
+    int saved = 0;
     for (int g = 0; g < NGROUPS; g++) {
         int idx[2], n = 0;
         if (strstr(configs[groups[g].fp32].name, g_only))
             idx[n++] = groups[g].fp32;
         if (groups[g].bf16 >= 0 && strstr(configs[groups[g].bf16].name, g_only))
             idx[n++] = groups[g].bf16;
-        if (n)
-            TB_TRY(run_group(b, idx, n, groups[g].gain));
+        if (!n)
+            continue;
+        TB_TRY(run_group(b, idx, n, groups[g].gain));
+        TB_TRY(tb_bench_save(b));
+        saved = 1;
     }
-    return tb_bench_save(b);
+    return saved ? TB_OK : tb_bench_save(b);
 }
 
 static const tb_technique technique = {
