@@ -998,8 +998,10 @@ int tb_rounds_left(const tb_rounds_cfg *cfg, int r, double spent, double last)
 
 int tb_rounds_build_worth(int interval, int left)
 {
-    int need = interval < 2 ? interval : (interval + 1) / 2 > 2 ? (interval + 1) / 2 : 2;
-    return left >= need;
+    if (interval < 2)
+        return left >= interval;
+    int half = (interval + 1) / 2;
+    return left >= (half > 2 ? half : 2);
 }
 
 /* Before round r (cfg->rounds_per_build > 0): a fresh build of every

@@ -1677,7 +1677,7 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
     };
     /* the tiny test learns the workloads from --describe */
     r->desc = tech->desc;
-    r->n_wl = name_workloads(tech, TB_PROFILE_TINY, r->wl_names, sizeof r->wl_names);
+    name_workloads(tech, TB_PROFILE_TINY, r->wl_names, sizeof r->wl_names);
     r->desc.tiny.workloads = r->wl_names;
     name_workloads(tech, TB_PROFILE_GPU, r->wl_gpu_names, sizeof r->wl_gpu_names);
     r->desc.gpu_workloads = r->wl_gpu_names;

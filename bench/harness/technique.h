@@ -86,8 +86,9 @@ typedef struct tb_technique {
     int order;
     const char *after[TB_MAX_AFTER];
     tb_tiny_test tiny;
-    /* NULL, or the models the gpu profile runs, where they are fewer than
-     * the tiny test's ("resnet50,gpt2"): the step harness fills it */
+    /* The models the gpu profile runs ("resnet50,gpt2"): the step harness
+     * fills it (fewer than the tiny test's where a technique declares
+     * gpu_workloads); NULL for the other techniques */
     const char *gpu_workloads;
 } tb_technique;
 

@@ -68,7 +68,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <time.h>
 
 #include "bench/harness/harness.h"
 #include "bench/harness/rounds.h"

@@ -9,7 +9,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct tb_dp_replica {
     tb_backend *be;           /* replica 0: main's (borrowed) */

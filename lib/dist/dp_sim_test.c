@@ -17,7 +17,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "lib/backend/sim/sim.h"
 #include "lib/core/clock.h"

@@ -67,7 +67,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "lib/backend/backend.h"
 #include "lib/backend/cpu/dnnl.h"
