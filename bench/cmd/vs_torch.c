@@ -41,6 +41,14 @@
  * --only=TEXT times only the configurations whose name holds TEXT. The
  * CSV is written after each experiment (atomically, as every results file),
  * so an interrupted run keeps the experiments it finished.
+ * A PyTorch step that outlasts the budget is not timed: before the rounds,
+ * each PyTorch side runs one step (its first, untimed otherwise), given
+ * 2 * budget / TB_MIN_REPS seconds (the minimum rounds at that pace would
+ * take twice the budget); past that its process is stopped, the
+ * configuration's rows are n/a saying so (a larger --budget times it), and
+ * the model's other precision is timed alone, its bf16 gain row n/a (on a
+ * CPU without avx512_bf16 PyTorch's bf16 GPT-2 step took 102 s, and that
+ * experiment 15 minutes whatever --budget said; bench:vs_torch_slow_test).
  * Python: --python, else $TB_TORCH_PYTHON, else python3. When `import
  * torch` fails there, every configuration gets an n/a row saying
  * "n/a: PyTorch not installed" and a line on stderr; exit 0. Not part of
@@ -48,7 +56,9 @@
  * the n/a path only: bazel test //bench:vs_torch_na_test
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,6 +197,31 @@ static int torch_run(void *user, long units, double *seconds)
     return TB_OK;
 }
 
+/* PyTorch's first step, given limit_s: *seconds what it took, or 0 in
+ * *in_time (the process then stopped: it was still stepping). */
+static int torch_first_step(torch_proc *p, double limit_s, double *seconds, int *in_time)
+{
+    fputs("run 1\n", p->to);
+    fflush(p->to);
+    struct pollfd fd = {.fd = fileno(p->from), .events = POLLIN};
+    int ms = limit_s * 1e3 < INT_MAX ? (int)(limit_s * 1e3) : INT_MAX;
+    int ready;
+    do
+        ready = poll(&fd, 1, ms);
+    while (ready < 0 && errno == EINTR);
+    *in_time = ready > 0;
+    if (ready < 0)
+        return TB_FAIL(TB_ERR_IO, "poll on torch_step.py --serve: %s", strerror(errno));
+    if (*in_time) {
+        char line[256];
+        if (!fgets(line, sizeof line, p->from) || sscanf(line, "%lf", seconds) != 1)
+            return TB_FAIL(TB_ERR_IO, "torch_step.py --serve answered %s", line);
+        return TB_OK;
+    }
+    kill(p->pid, SIGKILL);
+    return TB_OK;
+}
+
 static int tb_run(void *user, long units, double *seconds)
 {
     tb_trainer *t = user;
@@ -320,8 +355,28 @@ static int add_gain_row(tb_bench *b, const char *name, const tb_rounds_result *r
     return tb_results_add(&b->res, &row);
 }
 
+/* The rows of configuration c when PyTorch's first step outlasted limit_s
+ * (torch_first_step): n/a, saying so, for both sides. */
+static int add_slow_rows(tb_bench *b, const vs_config *c, double limit_s)
+{
+    char why[256];
+    snprintf(why, sizeof why, "n/a: PyTorch's first step was still running after %.0f s, so "
+             "its %d rounds (the minimum) would take over twice the %g s budget: not timed "
+             "(a larger --budget times it)", limit_s, TB_MIN_REPS, g_budget);
+    fprintf(stderr, "vs_torch: %s: %s\n", c->name, why + 5);
+    for (int a = 0; a < 2; a++) {
+        char set[64];
+        snprintf(set, sizeof set, "%s %s", a ? "tunebench" : "pytorch", c->name);
+        TB_TRY(tb_results_add_na(&b->res, TECHNIQUE, b->info.backend, b->info.name, set,
+                                 "step time", why));
+    }
+    return TB_OK;
+}
+
 /* One experiment: configurations idx[0..n) (n 1 or 2), each a PyTorch arm
- * and a tunebench arm compared with it; with two, the gain row too. */
+ * and a tunebench arm compared with it; with two, the gain row too. A
+ * configuration whose PyTorch step outlasts the budget is left out of it
+ * (add_slow_rows), and the gain row is then n/a. */
 static int run_group(tb_bench *b, const int *idx, int n, const char *gain)
 {
     torch_proc p[2] = {{0}};
@@ -329,39 +384,59 @@ static int run_group(tb_bench *b, const int *idx, int n, const char *gain)
     tb_rounds_result res = {0};
     tb_arm arms[4];
     char names[4][80];
+    int kept[2], k = 0; /* the configurations timed, as indices into idx */
+    double limit = 2 * g_budget / TB_MIN_REPS;
     int rc = TB_OK;
     for (int i = 0; i < n; i++) {
         const vs_config *c = &configs[idx[i]];
-        TB_TRY_GOTO(rc, make_trainer(b, c, &t[i]), out);
+        double first = 0;
+        int in_time = 0;
         TB_TRY_GOTO(rc, torch_start(c, b->threads, &p[i]), out);
-        snprintf(names[2 * i], sizeof names[0], "pytorch %s", c->name);
-        snprintf(names[2 * i + 1], sizeof names[0], "tunebench %s", c->name);
-        arms[2 * i] = (tb_arm){.name = names[2 * i], .base = 2 * i, .run = torch_run,
+        TB_TRY_GOTO(rc, torch_first_step(&p[i], limit, &first, &in_time), out);
+        if (!in_time) {
+            torch_stop(&p[i]);
+            TB_TRY_GOTO(rc, add_slow_rows(b, c, limit), out);
+            continue;
+        }
+        TB_TRY_GOTO(rc, make_trainer(b, c, &t[i]), out);
+        snprintf(names[2 * k], sizeof names[0], "pytorch %s", c->name);
+        snprintf(names[2 * k + 1], sizeof names[0], "tunebench %s", c->name);
+        arms[2 * k] = (tb_arm){.name = names[2 * k], .base = 2 * k, .run = torch_run,
                                .user = &p[i]};
-        arms[2 * i + 1] = (tb_arm){.name = names[2 * i + 1], .base = 2 * i, .run = tb_run,
+        arms[2 * k + 1] = (tb_arm){.name = names[2 * k + 1], .base = 2 * k, .run = tb_run,
                                    .user = t[i]};
+        kept[k++] = i;
     }
-    /* the PyTorch arms' processes: this process's own, not "other
-     * processes" (the busy rule) */
-    tb_rounds_cfg cfg = {.min_rep_s = 1.0, .min_rounds = 5, .max_rounds = 30,
-                         .target_half_width = 0.03, .budget_s = n * g_budget,
-                         .warmup_max_s = g_budget / 4, .seed = 0x7b5e,
-                         .own_pid = {p[0].pid, p[1].pid}};
-    /* The gain row pairs the two precisions round by round, over the rounds
-     * all four arms ran: none stops on its own interval (a target no
-     * interval meets), so the experiment ends on its budget or at
-     * max_rounds, every arm with every round */
-    if (n == 2)
-        cfg.target_half_width = 1e-9;
-    fprintf(stderr, "vs_torch: %s%s: rounds of PyTorch and tunebench%s, budget %g s\n",
-            configs[idx[0]].name, n > 1 ? " and its bf16 twin" : "",
-            n > 1 ? ", both precisions" : "", cfg.budget_s);
-    TB_TRY_GOTO(rc, tb_rounds_run(&cfg, arms, 2 * n, &res), out);
     int ok[2] = {0, 0};
-    for (int i = 0; i < n; i++)
-        TB_TRY_GOTO(rc, add_rows(b, &configs[idx[i]], &res, 2 * i, &ok[i]), out);
-    if (n == 2 && gain && ok[0] && ok[1])
+    if (k > 0) {
+        /* the PyTorch arms' processes: this process's own, not "other
+         * processes" (the busy rule) */
+        tb_rounds_cfg cfg = {.min_rep_s = 1.0, .min_rounds = 5, .max_rounds = 30,
+                             .target_half_width = 0.03, .budget_s = k * g_budget,
+                             .warmup_max_s = g_budget / 4, .seed = 0x7b5e,
+                             .own_pid = {p[0].pid, p[1].pid}};
+        /* The gain row pairs the two precisions round by round, over the
+         * rounds all four arms ran: none stops on its own interval (a target
+         * no interval meets), so the experiment ends on its budget or at
+         * max_rounds, every arm with every round */
+        if (k == 2)
+            cfg.target_half_width = 1e-9;
+        fprintf(stderr, "vs_torch: %s%s: rounds of PyTorch and tunebench%s, budget %g s\n",
+                configs[idx[kept[0]]].name, k > 1 ? " and its bf16 twin" : "",
+                k > 1 ? ", both precisions" : "", cfg.budget_s);
+        TB_TRY_GOTO(rc, tb_rounds_run(&cfg, arms, 2 * k, &res), out);
+        for (int j = 0; j < k; j++)
+            TB_TRY_GOTO(rc, add_rows(b, &configs[idx[kept[j]]], &res, 2 * j, &ok[j]), out);
+    }
+    if (n == 2 && gain && k == 2 && ok[0] && ok[1]) {
         rc = add_gain_row(b, gain, &res);
+    } else if (n == 2 && gain && k < 2) {
+        char set[96];
+        snprintf(set, sizeof set, "bf16 gain %s", gain);
+        rc = tb_results_add_na(&b->res, TECHNIQUE, b->info.backend, b->info.name, set,
+                               "bf16 gain", "n/a: a precision's PyTorch step outlasted the "
+                               "budget and was not timed (its rows say so)");
+    }
 out:
     tb_rounds_result_free(&res);
     for (int i = 0; i < 2; i++) {
@@ -386,9 +461,8 @@ static int run(tb_bench *b)
         return tb_bench_save(b);
     }
     /* the file is written again after each experiment: an interrupted run
-     * keeps those it finished (on a CPU without avx512_bf16 PyTorch's bf16
-     * GPT-2 step takes 102 s, so its experiment runs for many minutes
-     * whatever --budget says: its warm-up and 5 rounds are the minimum) */
+     * keeps those it finished (an experiment is its warm-ups and at least 5
+     * rounds of 1 s or more per arm: minutes for the slower configurations) */
     int saved = 0;
     for (int g = 0; g < NGROUPS; g++) {
         int idx[2], n = 0;
