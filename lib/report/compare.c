@@ -93,16 +93,14 @@ static int add_machine(tb_cmp_set *s, const char *dir)
     return TB_OK;
 }
 
-int tb_compare_add_dir(tb_cmp_set *s, const char *dir)
+/* Adds every device folder (one holding fingerprint.json) in parent, in
+ * name order; *found: how many (0 when parent is no folder). */
+static int add_device_folders(tb_cmp_set *s, const char *parent, int *found)
 {
-    if (is_results_folder(dir))
-        return add_machine(s, dir);
-    char results[PATH_MAX + 16];
-    snprintf(results, sizeof results, "%s/results", dir);
-    DIR *d = opendir(results);
+    *found = 0;
+    DIR *d = opendir(parent);
     if (!d)
-        return TB_FAIL(TB_ERR_IO, "%s: neither a results folder nor a root holding results/",
-                       dir);
+        return TB_OK;
     char names[TB_COMPARE_MAX][256];
     int n = 0;
     struct dirent *e;
@@ -110,21 +108,37 @@ int tb_compare_add_dir(tb_cmp_set *s, const char *dir)
         char sub[PATH_MAX * 2];
         if (e->d_name[0] == '.')
             continue;
-        snprintf(sub, sizeof sub, "%s/%s", results, e->d_name);
+        snprintf(sub, sizeof sub, "%s/%s", parent, e->d_name);
         char fp[PATH_MAX * 2 + 32];
         snprintf(fp, sizeof fp, "%s/fingerprint.json", sub);
         if (access(fp, R_OK) == 0 && strlen(e->d_name) < 256)
             snprintf(names[n++], 256, "%s", e->d_name);
     }
     closedir(d);
-    if (n == 0)
-        return TB_FAIL(TB_ERR_IO, "%s holds no results folder", results);
     qsort(names, (size_t)n, 256, (int (*)(const void *, const void *))strcmp);
     for (int i = 0; i < n; i++) {
         char sub[PATH_MAX * 2];
-        snprintf(sub, sizeof sub, "%s/%s", results, names[i]);
+        snprintf(sub, sizeof sub, "%s/%s", parent, names[i]);
         TB_TRY(add_machine(s, sub));
     }
+    *found = n;
+    return TB_OK;
+}
+
+int tb_compare_add_dir(tb_cmp_set *s, const char *dir)
+{
+    if (is_results_folder(dir))
+        return add_machine(s, dir);
+    /* a root holding results/, else results/ itself: its device folders */
+    char results[PATH_MAX + 16];
+    snprintf(results, sizeof results, "%s/results", dir);
+    int found = 0;
+    TB_TRY(add_device_folders(s, results, &found));
+    if (found == 0)
+        TB_TRY(add_device_folders(s, dir, &found));
+    if (found == 0)
+        return TB_FAIL(TB_ERR_IO, "%s: no results here: give a results folder "
+                       "(results/<device>), results/ itself, or a root holding results/", dir);
     return TB_OK;
 }
 

@@ -63,7 +63,10 @@ typedef struct tb_cmp_set {
 } tb_cmp_set;
 
 /* Adds the machines in dir: a results folder (holds fingerprint.json or a
- * CSV), or a root whose results/ holds one folder per device. */
+ * CSV); else, in name order, the device folders (each with its
+ * fingerprint.json) of dir/results, or of dir itself when that has none
+ * (results/ given as such). TB_ERR_IO, saying which forms it takes, when
+ * neither holds one. */
 int tb_compare_add_dir(tb_cmp_set *s, const char *dir);
 
 /* Sets prices / power from n values, one per machine in order.

@@ -131,6 +131,17 @@ int main(void)
     snprintf(sub, sizeof sub, "%s/results/cpu-test", r2);
     CHECK_OK(tb_compare_add_dir(&s, sub)); /* a results folder itself */
     CHECK(s.n == 2);
+    {
+        /* results/ itself (its device folders), and a folder with none */
+        static tb_cmp_set t;
+        snprintf(sub, sizeof sub, "%s/results", r2);
+        CHECK_OK(tb_compare_add_dir(&t, sub));
+        CHECK(t.n == 1 && strstr(t.m[0].dir, "/results/cpu-test"));
+        snprintf(sub, sizeof sub, "%s/results/cpu-test/no-such", r2);
+        CHECK(tb_compare_add_dir(&t, sub) == TB_ERR_IO && t.n == 1);
+        tb_error_clear();
+        tb_compare_free(&t);
+    }
     CHECK(isnan(s.m[1].power_w)); /* no telemetry: nothing measured */
     double price[2] = {2.0, 1.0}, power[2] = {200, 100}, bad[1] = {1};
     CHECK(tb_compare_set_prices(&s, TB_PRICE_PER_HOUR, bad, 1) == TB_ERR_INVALID);
