@@ -187,6 +187,23 @@ static void test_trace(tb_backend *be)
     tb_json_free(root);
 }
 
+/* A trace that could not be written when the run ends fails at once: the
+ * trainer is not made (nothing runs, so nothing is lost at the end). */
+static void test_trace_unwritable(tb_backend *be)
+{
+    const char *dir = getenv("TEST_TMPDIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/no_such_folder/trace.json", dir ? dir : "/tmp");
+    tb_config c;
+    base_config(&c);
+    c.trace = path;
+    tb_trainer *t = NULL;
+    int rc = make(&c, be, &t);
+    CHECK_WHAT(rc == TB_ERR_IO && !t, "trace: a folder that does not exist fails at creation");
+    tb_error_clear();
+    tb_trainer_destroy(t);
+}
+
 static int fit(tb_backend *be, int epochs, int val_every, double target, double max_time,
                tb_fit_stats *st)
 {
@@ -241,6 +258,7 @@ int main(void)
     test_anomaly(be);
     test_loss_read(be);
     test_trace(be);
+    test_trace_unwritable(be);
     test_fit(be);
     tb_dataset_free(train);
     tb_dataset_free(test);
