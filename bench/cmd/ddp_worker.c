@@ -46,6 +46,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/core/atomic_file.h"
 #include "lib/train/checkpoint.h"
 #include "lib/dist/comm.h"
 #include "lib/train/config.h"
@@ -550,8 +551,24 @@ static int parse(worker *w, int *argc, char **argv, int *help)
     return tb_config_validate(&w->cfg);
 }
 
+/* Rank 0's outputs, written when the run ends: a place they cannot be
+ * written to fails before training (a failing rank ends the job). */
+static int check_outputs(const worker *w)
+{
+    char path[4096];
+    if (w->wf.report) {
+        snprintf(path, sizeof path, "%s.steps.csv", w->wf.report);
+        TB_TRY(tb_atomic_check_writable(path, "--report"));
+    }
+    if (w->wf.checkpoint)
+        TB_TRY(tb_atomic_check_writable(w->wf.checkpoint, "--checkpoint"));
+    return TB_OK;
+}
+
 static int open_everything(worker *w)
 {
+    if (w->mpi->rank == 0)
+        TB_TRY(check_outputs(w));
     tb_device_kind kind;
     int ordinal;
     TB_TRY(tb_device_parse(w->cfg.device, &kind, &ordinal));

@@ -223,6 +223,17 @@ int tb_atomic_reserve(const char *path, char *tmp, size_t cap)
     return TB_OK;
 }
 
+int tb_atomic_check_writable(const char *path, const char *flag)
+{
+    char tmp[PATH_MAX + 64];
+    int rc = tb_atomic_reserve(path, tmp, sizeof tmp);
+    if (rc != TB_OK)
+        return TB_FAIL(rc, "%s=%s: cannot write there (its folder must exist and be "
+                       "writable); nothing was run", flag, path);
+    unlink(tmp);
+    return TB_OK;
+}
+
 static int mkdir_one(const char *path)
 {
     struct stat st;

@@ -77,6 +77,11 @@ int tb_atomic_copy(const char *src, const char *dst);
  * or removes tmp with unlink() on failure. */
 int tb_atomic_reserve(const char *path, char *tmp, size_t cap);
 
+/* Whether a file can be written at path later (a temporary made next to it
+ * and removed): for outputs written when a long run ends, checked before it
+ * begins. flag names the option in the message, e.g. "--trace". */
+int tb_atomic_check_writable(const char *path, const char *flag);
+
 /* fsyncs tmp, sets mode 0644, renames it to path, fsyncs the directory.
  * On failure removes tmp and leaves path intact.
  * REQUIRES: tmp and path in the same directory. */

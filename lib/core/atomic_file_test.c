@@ -12,6 +12,7 @@
 #include "lib/core/outdir.h"
 #include "lib/core/testing.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +200,35 @@ static void test_reserve_publish(void)
     CHECK(strcmp(buf, "png") == 0 && access(tmp, F_OK) != 0, "renamed into place");
 }
 
+/* How many entries (beside . and ..) folder dir holds. */
+static int entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void test_check_writable(void)
+{
+    char dir[PATH_MAX], path[PATH_MAX];
+    printf("check_writable: for outputs written when a run ends\n");
+    snprintf(dir, sizeof dir, "%s/writable", root);
+    CHECK(tb_mkdir_p(dir) == TB_OK, "mkdir %s", dir);
+    snprintf(path, sizeof path, "%s/trace.json", dir);
+    CHECK(tb_atomic_check_writable(path, "--trace") == TB_OK && entries(dir) == 0,
+          "a writable place: OK, and nothing left there");
+    snprintf(path, sizeof path, "%s/no_such_folder/trace.json", root);
+    int rc = tb_atomic_check_writable(path, "--trace");
+    CHECK(rc == TB_ERR_IO && strstr(tb_error_message(), "--trace=") &&
+              strstr(tb_error_message(), "no_such_folder"),
+          "a missing folder: TB_ERR_IO naming the flag and the path (%s)", tb_error_message());
+    tb_error_clear();
+}
+
 static void test_outdir(void)
 {
     tb_outdir od;
@@ -243,6 +273,7 @@ int main(void)
     test_errors_name_path();
     test_mkdir_and_copy();
     test_reserve_publish();
+    test_check_writable();
     test_outdir();
     printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
     return failures != 0;

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 #include <xmmintrin.h>
 
 /* Sets or clears FTZ and DAZ (MXCSR bits 15 and 6) on the calling thread
@@ -263,25 +262,12 @@ static int make_toggles(tb_trainer *t)
     return TB_OK;
 }
 
-/* --trace is written when the run ends: a place it cannot be written to
- * fails before anything is built or run, not after the whole run. */
-static int check_trace_path(const tb_config *c)
-{
-    if (!c->trace)
-        return TB_OK;
-    char tmp[4096 + 64];
-    int rc = tb_atomic_reserve(c->trace, tmp, sizeof tmp);
-    if (rc != TB_OK)
-        return TB_FAIL(rc, "--trace=%s: cannot write there (its folder must exist and be "
-                       "writable); nothing was run", c->trace);
-    unlink(tmp);
-    return TB_OK;
-}
-
 static int trainer_build(tb_trainer *t)
 {
     const tb_config *c = &t->cfg;
-    TB_TRY(check_trace_path(c));
+    /* the trace is written when the run ends: a bad place fails first */
+    if (c->trace)
+        TB_TRY(tb_atomic_check_writable(c->trace, "--trace"));
     /* --amp=fp16 on the CPU stops here, with the backend's reason */
     TB_TRY(tb_amp_probe(t->be, amp_dtype_of(c)));
     TB_TRY(tb_train_device_refuse(c, t->be));
