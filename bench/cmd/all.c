@@ -490,6 +490,16 @@ int main(int argc, char **argv)
             continue;
         todo[ntodo++] = t;
     }
+    /* --only's techniques all skipped: the run would time the ceilings alone */
+    int asked = 0;
+    for (int i = 0; *only && i < ntodo; i++)
+        asked += in_list(only, todo[i]->name);
+    if (*only && asked == 0) {
+        fprintf(stderr, "bench:all: --only=%s and --skip=%s leave none of --only's techniques "
+                "to run\n", only, skip);
+        free(todo);
+        return 2;
+    }
     /* Before anything is written: a refused plan leaves the results folder
      * (and an interrupted run's state) as it was. */
     tb_plan_budget budget;

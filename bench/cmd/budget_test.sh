@@ -106,4 +106,20 @@ rc=$?
 [ $rc -eq 2 ] && grep -q "profile tiny's limit of 10 min 00 s" "$TEST_TMPDIR/err_tiny" ||
     fail "tiny over its 600 s: exit $rc"
 echo "ok: the tiny profile is held to 600 s"
+
+# 5. --only's techniques all skipped by --skip: refused (exit 2, nothing
+# written), not a run of the ceilings alone; one left: planned as asked.
+first=$(echo $names | cut -d' ' -f2)
+second=$(echo $names | cut -d' ' -f3)
+OUT=$TEST_TMPDIR/out_only_skip
+BUDGET_D=1 BUDGET_T=1 run_all err_only_skip --device=cpu --out-dir="$OUT" --only="$first" --skip="$first"
+rc=$?
+[ $rc -eq 2 ] || fail "--only=$first --skip=$first: exit $rc, want 2"
+grep -q "leave none of --only's techniques to run" "$TEST_TMPDIR/err_only_skip" || fail "no reason given"
+[ ! -e "$OUT" ] || fail "a refused run wrote $(find "$OUT" | head -3)"
+BUDGET_D=1 BUDGET_T=1 run_all err_only_one --device=no-such-device --out-dir="$TEST_TMPDIR/out_one" \
+    --only="$first,$second" --skip="$first"
+grep -q "budgets of this plan per profile: default 2 s of 900 s" "$TEST_TMPDIR/err_only_one" ||
+    fail "--only=$first,$second --skip=$first did not plan the ceilings and $second"
+echo "ok: --only all skipped refused; --only less --skip planned"
 echo PASS
