@@ -17,6 +17,9 @@
 
 #include "lib/report/plot.h"
 
+/* Appended to the label of a row whose result DIFFERS from its baseline's. */
+#define DIFFERS_MARK "  [DIFFERS]"
+
 /* Verdict colours: the same in every figure and in the compare page. */
 static const char *const group_color[TB_GROUP_COUNT] = {"#0072b2", "#777777", "#d55e00",
                                                         "#777777"};
@@ -115,7 +118,7 @@ static void put_yticks(FILE *f, const tb_forest *fp, int step, int col)
         if (r->step_level != step)
             continue;
         char lab[200];
-        snprintf(lab, sizeof lab, "%s%s", r->label, r->at[0].differs ? "  [DIFFERS]" : "");
+        snprintf(lab, sizeof lab, "%s%s", r->label, r->at[0].differs ? DIFFERS_MARK : "");
         fputs(k ? ", " : "", f);
         tb_plot_put_quoted(f, lab);
         fprintf(f, " %zu", nl - k++);
@@ -125,17 +128,33 @@ static void put_yticks(FILE *f, const tb_forest *fp, int step, int col)
 
 /* Geometry in pixels: each row ROW_PX, each panel a title above and the
  * tick labels and axis label below, the key at the top. The label column
- * takes LABEL_W of the width, the machines share the rest. */
+ * takes label_px() of the width, the machines share the rest. */
 #define ROW_PX 21
 #define PANEL_TOP_PX 34
 #define PANEL_BOTTOM_PX 74
 #define KEY_PX 56
 #define LABEL_PX 420
+#define LABEL_CHAR_PX 8.6 /* a character of Sans 12, the PNG's and SVG's font, on average */
+
+/* The label column: at least LABEL_PX, and wide enough for the longest
+ * row label (in bytes: a multi-byte character only widens it a little),
+ * so that no label is cut at the figure's left edge. */
+static int label_px(const tb_forest *fp)
+{
+    size_t longest = 0;
+    for (size_t i = 0; i < fp->n; i++) {
+        size_t n = strlen(fp->rows[i].label) +
+                   (fp->rows[i].at[0].differs ? strlen(DIFFERS_MARK) : 0);
+        longest = n > longest ? n : longest;
+    }
+    int px = (int)ceil(LABEL_CHAR_PX * (double)longest) + 24;
+    return px > LABEL_PX ? px : LABEL_PX;
+}
 
 static void size_of(const tb_forest *fp, int *w, int *h)
 {
     size_t ns = level_rows(fp, 1), nk = level_rows(fp, 0);
-    *w = LABEL_PX + (fp->ncols > 1 ? 380 : 580) * fp->ncols;
+    *w = label_px(fp) + (fp->ncols > 1 ? 380 : 580) * fp->ncols;
     *h = KEY_PX + (int)(ROW_PX * (ns + nk)) + (PANEL_TOP_PX + PANEL_BOTTOM_PX) * (!!ns + !!nk);
 }
 
@@ -156,8 +175,7 @@ static void draw(FILE *f, const void *arg)
     const tb_forest *fp = arg;
     int w, hpx;
     size_of(fp, &w, &hpx);
-    size_t ns = level_rows(fp, 1);
-    double H = hpx, top = 1 - KEY_PX / H, label_w = LABEL_PX / (double)w;
+    double H = hpx, top = 1 - KEY_PX / H, label_w = label_px(fp) / (double)w;
     double colw = (0.99 - label_w) / fp->ncols;
     fprintf(f, "        set multiplot\n"
                "        set logscale x 2\n        set xrange [tb_xlo:tb_xhi]\n"

@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "lib/report/findings.h"
+#include "lib/report/forest.h"
 #include "lib/report/plot.h"
 #include "lib/report/report.h"
 #include "lib/report/results_testing.h"
@@ -369,6 +370,42 @@ static void check_plot_labels(const char *pdir)
                   strstr(gp, "\"beta: none (small CNN)  [DIFFERS]\""));
         free(gp);
     }
+}
+
+/* The forest's label column grows with its longest label: 420 px at the
+ * least, and none cut at the figure's left edge (labels of ~58 characters
+ * were, at a fixed 420 px). The PNG's width is read from its script. */
+static int forest_png_width(const char *pdir, const char *name, const char *long_label)
+{
+    tb_forest_row rows[2];
+    memset(rows, 0, sizeof rows);
+    snprintf(rows[0].label, sizeof rows[0].label, "alpha: on (small CNN)");
+    snprintf(rows[1].label, sizeof rows[1].label, "%s", long_label);
+    for (int i = 0; i < 2; i++) {
+        rows[i].step_level = 1;
+        rows[i].at[0] = (tb_forest_point){.speedup = 1.5, .lo = 1.4, .hi = 1.6, .noise = 0.02};
+    }
+    tb_forest fp = {.ncols = 1, .col_title = {"test"}, .rows = rows, .n = 2};
+    CHECK_OK(tb_forest_write_script(&fp, pdir, name));
+    char gp_name[64];
+    snprintf(gp_name, sizeof gp_name, "%s.gp", name);
+    char *gp = tb_test_slurp(pdir, gp_name);
+    const char *at = gp ? strstr(gp, "pngcairo size ") : NULL;
+    int w = at ? atoi(at + strlen("pngcairo size ")) : -1;
+    free(gp);
+    return w;
+}
+
+static void test_forest_label_width(const char *pdir)
+{
+    int narrow = forest_png_width(pdir, "forest_narrow", "beta: off (small CNN)");
+    char long_label[160];
+    snprintf(long_label, sizeof long_label, "%s", "data_format: decoded once in RAM "
+             "(small_cnn-fashion_mnist), and some more words");
+    int wide = forest_png_width(pdir, "forest_wide", long_label);
+    CHECK(narrow == 420 + 580);
+    /* 8.6 px a character of the PNG's Sans 12, plus its padding */
+    CHECK(wide >= (int)(8.6 * (double)strlen(long_label)) + 580 && wide > narrow);
 }
 
 /* Two points of their own settings (channels_last's fp32 and bf16 pairs);
@@ -848,6 +885,7 @@ int main(void)
 
     test_findings_and_order();
     check_plot_labels(pdir);
+    test_forest_label_width(pdir);
     char *html = tb_test_slurp(rdir, "REPORT.html");
     if (html) {
         check_html(html);
