@@ -213,6 +213,16 @@ def main():
                 fail(base + ".pdf is not a PDF")
         if not os.path.exists(base + ".gp"):
             fail(base + ".gp (the gnuplot script) is missing")
+    # With several workloads the technique's speedup figure draws each of
+    # them: a series titled "<model>: <param>" per workload with timed rows.
+    if workloads and len(workloads) > 1 and tech in plots:
+        with open(os.path.join(plot_dir, tech + ".gp")) as f:
+            gp = f.read()
+        timed = {r["workload"].split("-")[0] for r in body if r["speedup"] != ""}
+        for model in sorted(timed):
+            if "'%s: " % model not in gp and '"%s: ' % model not in gp:
+                fail("%s.gp draws no series of workload %s (its rows have speedups)"
+                     % (tech, model))
     left = glob.glob(os.path.join(res_dir, "*.tmp*")) + glob.glob(os.path.join(plot_dir, "*.tmp*"))
     if left:
         fail("temporary files left behind: %r" % left)

@@ -1296,7 +1296,10 @@ static int add_row(step_run *r, const tb_rounds_result *res, int i)
     return tb_results_add(&r->b.res, &row);
 }
 
-#define MAX_PLOT_GROUPS 4
+/* Series in a technique's figure: as many as the plot has styles (8:
+ * tb_plot_colors), enough for the waterfall's two sweeps on each of its
+ * three workloads (at 4, its GPT-2 series were left out). */
+#define MAX_PLOT_GROUPS 8
 
 /* The model part of a workload label ("gpt2" of "gpt2-reduced-synthetic"),
  * in a static buffer: the plot's series names copy it at once. */
