@@ -206,6 +206,7 @@ static const tb_result_row *find_row(const tb_results *res, const tb_result_row 
     for (size_t i = 0; res && i < res->n; i++) {
         const tb_result_row *r = &res->rows[i];
         if (!strcmp(r->setting, like->setting) && !strcmp(r->metric, like->metric) &&
+            !strcmp(r->workload, like->workload) &&
             same_point(r->param_value, like->param_value) && !isnan(r->median))
             return r;
     }
@@ -410,7 +411,8 @@ static void sec_table(tb_doc *d, const tb_cmp_set *s, char (*tech)[32], int nt)
             char pt[64] = "no sweep";
             if (like->param_name[0] && !isnan(like->param_value))
                 snprintf(pt, sizeof pt, "%s = %.0f", like->param_name, like->param_value);
-            snprintf(cells[1], 400, "%s, %s, %s", like->setting, like->metric, pt);
+            snprintf(cells[1], 400, "%s, %s, %s%s%s", like->setting, like->metric, pt,
+                     like->workload[0] ? ", on " : "", like->workload);
         } else {
             snprintf(cells[1], 400, "n/a: not timed on the reference");
         }
@@ -548,7 +550,7 @@ static void collect(const tb_cmp_set *s, int m, const char *tech, const tb_resul
     for (size_t i = 0; res && i < res->n && b->n < MAXPTS; i++) {
         const tb_result_row *r = &res->rows[i];
         if (strcmp(r->setting, like->setting) || strcmp(r->metric, like->metric) ||
-            isnan(r->param_value) || isnan(r->median))
+            strcmp(r->workload, like->workload) || isnan(r->param_value) || isnan(r->median))
             continue;
         if (!vs_ref) {
             if (isnan(r->speedup))
@@ -589,12 +591,15 @@ static int plot_one(tb_doc *d, const tb_cmp_set *s, const char *tech, const tb_r
     if (ns > 0) {
         char name[96], title[300], ylab[200], png[PATH_MAX + 128], cap[600];
         snprintf(name, sizeof name, "%s_compare_%s", tech, vs_ref ? "vs_reference" : "speedup");
+        char what[160];
+        snprintf(what, sizeof what, "%s%s%s", like->metric, like->workload[0] ? ", " : "",
+                 like->workload);
         if (vs_ref)
             snprintf(title, sizeof title, "%s, %s (%s): speed relative to %s", tech,
-                     like->setting, like->metric, s->m[s->reference].label);
+                     like->setting, what, s->m[s->reference].label);
         else
             snprintf(title, sizeof title, "%s: %s over its baseline (%s), per machine", tech,
-                     like->setting, like->metric);
+                     like->setting, what);
         snprintf(ylab, sizeof ylab, "%s", vs_ref ? "reference time / this time (x)" : "speedup (x)");
         tb_plot_hline one = {vs_ref ? "the reference" : "no change", 1.0};
         tb_plot p = {title, like->param_name, ylab, 2, 0, ser, (size_t)ns, &one, 1, 0};
@@ -638,7 +643,8 @@ static void csv_num(FILE *f, double v)
 static const char *const csv_cols =
     "technique,machine,device,is_reference,setting,metric,param_name,param_value,unit,median,"
     "ci_low,ci_high,speedup,speedup_ci_low,speedup_ci_high,speed_vs_reference,own_best_setting,"
-    "own_best_speedup,rate,rate_unit,price_usd,price_kind,power_w,rate_per_dollar,rate_per_watt\n";
+    "own_best_speedup,rate,rate_unit,price_usd,price_kind,power_w,rate_per_dollar,rate_per_watt,"
+    "workload\n";
 
 static void csv_row(FILE *f, const tb_cmp_set *s, int m, const char *tech, const cmp_cell *c)
 {
@@ -676,7 +682,8 @@ static void csv_row(FILE *f, const tb_cmp_set *s, int m, const char *tech, const
     else if (samples && s->price_kind == TB_PRICE_PURCHASE)
         per_usd = r->rate / mm->price;
     csv_num(f, per_usd), fputc(',', f);
-    csv_num(f, samples ? r->rate / mm->power_w : nan_);
+    csv_num(f, samples ? r->rate / mm->power_w : nan_), fputc(',', f);
+    tb_results_put_csv_string(f, r ? r->workload : "");
     fputc('\n', f);
 }
 

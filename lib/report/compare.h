@@ -19,7 +19,7 @@
  * baseline, same rows, one column per machine.
  *
  * Writes, under out_dir: COMPARE.md, COMPARE.html (self-contained),
- * compare.csv (schema tunebench-compare/1, results/README.md), and
+ * compare.csv (schema tunebench-compare/2, results/README.md), and
  * plots/<technique>_compare_{speedup,vs_reference}.{png,svg,pdf,gp}.
  *
  * Run: bazel run //bench:compare -- DIR... [--reference=DIR]
@@ -37,7 +37,7 @@
 extern "C" {
 #endif
 
-#define TB_COMPARE_SCHEMA "tunebench-compare/1"
+#define TB_COMPARE_SCHEMA "tunebench-compare/2"
 #define TB_COMPARE_MAX 16
 
 typedef enum tb_price_kind {

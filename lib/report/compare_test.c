@@ -67,6 +67,81 @@ static void make_machine(const char *root, const char *slug, double scale, const
     CHECK_OK(tb_fingerprint_save(&fp, path));
 }
 
+/* A technique on two workloads (rows in the order given), for the
+ * workload-matching check: base and variant times per workload. */
+static void make_two_workloads(const char *root, const char *const wl[2],
+                               const double ms[2][2], double threads)
+{
+    char dir[4200], path[4300];
+    snprintf(dir, sizeof dir, "%s/results/cpu-test", root);
+    CHECK_OK(tb_mkdir_p(dir));
+    tb_results a;
+    tb_results_init(&a);
+    for (int w = 0; w < 2; w++)
+        for (int base = 1; base >= 0; base--) {
+            tb_result_row r;
+            tb_test_timed_row(&r, "amp", "CPU", base ? "fp32" : "bf16", base, "amp", !base,
+                              "step time", 5, ms[w][!base], (tb_test_spread){0.98, 1.02, 0.97, 1.05});
+            r.timing_verdict = base ? TB_TIMING_BASELINE : TB_TIMING_FASTER;
+            if (!base) {
+                r.speedup = ms[w][0] / ms[w][1];
+                r.speedup_ci_low = r.speedup * 0.97;
+                r.speedup_ci_high = r.speedup * 1.03;
+            }
+            snprintf(r.workload, sizeof r.workload, "%s", wl[w]);
+            tb_results_add(&a, &r);
+        }
+    snprintf(path, sizeof path, "%s/amp.csv", dir);
+    CHECK_OK(tb_results_save_csv(&a, path));
+    tb_results_free(&a);
+    tb_fingerprint fp;
+    memset(&fp, 0, sizeof fp);
+    tb_fingerprint_set(&fp, "device.backend", "cpu");
+    tb_fingerprint_set(&fp, "device.name", "CPU");
+    tb_fingerprint_set_number(&fp, "device.threads", threads);
+    snprintf(path, sizeof path, "%s/fingerprint.json", dir);
+    CHECK_OK(tb_fingerprint_save(&fp, path));
+}
+
+/* A technique measured on two workloads is compared workload for workload:
+ * machine 2 lists them in the other order and is 2x slower on one, 3x on
+ * the other, so its speed at the reference's pick says which row it took
+ * (schema 1 took the first row of the same setting and point, whatever its
+ * workload). */
+static void test_workloads(const char *tmp)
+{
+    char r1[4096], r2[4096], out[4096];
+    snprintf(r1, sizeof r1, "%s/cmp_wl/run1", tmp);
+    snprintf(r2, sizeof r2, "%s/cmp_wl/run2", tmp);
+    snprintf(out, sizeof out, "%s/cmp_wl/out", tmp);
+    static const char *const wl1[2] = {"resnet50-x", "gpt2-x"}, *const wl2[2] = {"gpt2-x",
+                                                                                   "resnet50-x"};
+    const double ms1[2][2] = {{40, 20}, {100, 80}}, ms2[2][2] = {{300, 240}, {80, 40}};
+    make_two_workloads(r1, wl1, ms1, 2);
+    make_two_workloads(r2, wl2, ms2, 1);
+    static tb_cmp_set s;
+    CHECK_OK(tb_compare_add_dir(&s, r1));
+    CHECK_OK(tb_compare_add_dir(&s, r2));
+    CHECK_OK(tb_compare_write(&s, out));
+    tb_compare_free(&s);
+    char *csv = tb_test_slurp(out, "compare.csv");
+    CHECK(csv && strstr(csv, ",rate_per_watt,workload\n"));
+    /* machine 2's row: its workload's own slowdown (0.5 on resnet50-x, 1/3 on gpt2-x) */
+    const char *m2 = csv ? strstr(csv, "amp,#2 CPU") : NULL;
+    const char *eol = m2 ? strchr(m2, '\n') : NULL;
+    char line[1024] = "";
+    if (m2 && eol && (size_t)(eol - m2) < sizeof line)
+        memcpy(line, m2, (size_t)(eol - m2));
+    int on_resnet = strstr(line, ",resnet50-x") != NULL, on_gpt2 = strstr(line, ",gpt2-x") != NULL;
+    CHECK(on_resnet != on_gpt2);
+    CHECK(on_resnet ? strstr(line, ",0.5,") != NULL : strstr(line, ",0.333333,") != NULL);
+    free(csv);
+    char *md = tb_test_slurp(out, "COMPARE.md");
+    CHECK(md && (strstr(md, "| amp | bf16, step time, amp = 1, on resnet50-x |") ||
+                 strstr(md, "| amp | bf16, step time, amp = 1, on gpt2-x |")));
+    free(md);
+}
+
 /* Rewrites the CSV at path as schema 1 wrote it: without its last eleven
  * columns (rounds .. load_avg of schema 2, workload .. mfu of schema 3,
  * xcore_ns of schema 4). The rows here quote nothing, so a field
@@ -163,10 +238,10 @@ int main(void)
          * is twice as slow: speed 0.5; 256 / 0.04 s = 6400 samples/s, per
          * dollar 6400 * 3600 / 1 and per watt 6400 / 100 = 64. */
         CHECK(strstr(csv, "loader,#2 CPU (1 threads),CPU,0,workers=4,step time,batch,256,ms,40,"));
-        CHECK(strstr(csv, ",0.5,workers=4,4,6400,samples/s,1,per_hour,100,23040000,64\n"));
+        CHECK(strstr(csv, ",0.5,workers=4,4,6400,samples/s,1,per_hour,100,23040000,64,\n"));
         CHECK(strstr(csv, "loader,#1 CPU (2 threads),CPU,1,workers=4,step time,batch,256,ms,20,"));
         /* GB/s rows: no per-dollar or per-watt number */
-        CHECK(strstr(csv, ",GB/s,1,per_hour,100,,\n"));
+        CHECK(strstr(csv, ",GB/s,1,per_hour,100,,,\n")); /* and no workload: none trains */
     }
     free(csv);
 
@@ -207,6 +282,7 @@ int main(void)
         CHECK(!strstr(html, "http://") && !strstr(html, "https://") && !strstr(html, "href="));
     }
     free(html);
+    test_workloads(tmp ? tmp : "/tmp");
     if (failures) {
         fprintf(stderr, "compare_test: %d failures\n", failures);
         return 1;
