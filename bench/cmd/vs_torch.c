@@ -186,23 +186,33 @@ static void torch_stop(torch_proc *p)
     memset(p, 0, sizeof *p);
 }
 
-static int torch_run(void *user, long units, double *seconds)
+/* Asks for `units` steps; torch_answer reads what they took. */
+static void torch_ask(torch_proc *p, long units)
 {
-    torch_proc *p = user;
-    char line[256];
     fprintf(p->to, "run %ld\n", units);
     fflush(p->to);
+}
+
+static int torch_answer(torch_proc *p, double *seconds)
+{
+    char line[256] = "";
     if (!fgets(line, sizeof line, p->from) || sscanf(line, "%lf", seconds) != 1)
         return TB_FAIL(TB_ERR_IO, "torch_step.py --serve answered %s", line);
     return TB_OK;
 }
 
-/* PyTorch's first step, given limit_s: *seconds what it took, or 0 in
- * *in_time (the process then stopped: it was still stepping). */
-static int torch_first_step(torch_proc *p, double limit_s, double *seconds, int *in_time)
+static int torch_run(void *user, long units, double *seconds)
 {
-    fputs("run 1\n", p->to);
-    fflush(p->to);
+    torch_proc *p = user;
+    torch_ask(p, units);
+    return torch_answer(p, seconds);
+}
+
+/* PyTorch's first step, given limit_s; 0 in *in_time when it was still
+ * stepping then (its process is then stopped). */
+static int torch_first_step(torch_proc *p, double limit_s, int *in_time)
+{
+    torch_ask(p, 1);
     struct pollfd fd = {.fd = fileno(p->from), .events = POLLIN};
     int ms = limit_s * 1e3 < INT_MAX ? (int)(limit_s * 1e3) : INT_MAX;
     int ready;
@@ -213,10 +223,8 @@ static int torch_first_step(torch_proc *p, double limit_s, double *seconds, int 
     if (ready < 0)
         return TB_FAIL(TB_ERR_IO, "poll on torch_step.py --serve: %s", strerror(errno));
     if (*in_time) {
-        char line[256];
-        if (!fgets(line, sizeof line, p->from) || sscanf(line, "%lf", seconds) != 1)
-            return TB_FAIL(TB_ERR_IO, "torch_step.py --serve answered %s", line);
-        return TB_OK;
+        double seconds;
+        return torch_answer(p, &seconds);
     }
     kill(p->pid, SIGKILL);
     return TB_OK;
@@ -389,10 +397,9 @@ static int run_group(tb_bench *b, const int *idx, int n, const char *gain)
     int rc = TB_OK;
     for (int i = 0; i < n; i++) {
         const vs_config *c = &configs[idx[i]];
-        double first = 0;
         int in_time = 0;
         TB_TRY_GOTO(rc, torch_start(c, b->threads, &p[i]), out);
-        TB_TRY_GOTO(rc, torch_first_step(&p[i], limit, &first, &in_time), out);
+        TB_TRY_GOTO(rc, torch_first_step(&p[i], limit, &in_time), out);
         if (!in_time) {
             torch_stop(&p[i]);
             TB_TRY_GOTO(rc, add_slow_rows(b, c, limit), out);

@@ -201,13 +201,20 @@ static const char *tech_workload(const tb_cmp_machine *m, const char *t)
     return "";
 }
 
+/* Whether row r is of like's setting and metric on like's workload (any
+ * point of its sweep). */
+static int same_series(const tb_result_row *r, const tb_result_row *like)
+{
+    return !strcmp(r->setting, like->setting) && !strcmp(r->metric, like->metric) &&
+           !strcmp(r->workload, like->workload);
+}
+
 static const tb_result_row *find_row(const tb_results *res, const tb_result_row *like)
 {
     for (size_t i = 0; res && i < res->n; i++) {
         const tb_result_row *r = &res->rows[i];
-        if (!strcmp(r->setting, like->setting) && !strcmp(r->metric, like->metric) &&
-            !strcmp(r->workload, like->workload) &&
-            same_point(r->param_value, like->param_value) && !isnan(r->median))
+        if (same_series(r, like) && same_point(r->param_value, like->param_value) &&
+            !isnan(r->median))
             return r;
     }
     return NULL;
@@ -549,8 +556,7 @@ static void collect(const tb_cmp_set *s, int m, const char *tech, const tb_resul
     b->n = 0;
     for (size_t i = 0; res && i < res->n && b->n < MAXPTS; i++) {
         const tb_result_row *r = &res->rows[i];
-        if (strcmp(r->setting, like->setting) || strcmp(r->metric, like->metric) ||
-            strcmp(r->workload, like->workload) || isnan(r->param_value) || isnan(r->median))
+        if (!same_series(r, like) || isnan(r->param_value) || isnan(r->median))
             continue;
         if (!vs_ref) {
             if (isnan(r->speedup))

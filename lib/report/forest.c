@@ -151,10 +151,15 @@ static int label_px(const tb_forest *fp)
     return px > LABEL_PX ? px : LABEL_PX;
 }
 
-static void size_of(const tb_forest *fp, int *w, int *h)
+/* The figure's width and height, and its label column's width (label,
+ * may be NULL), in pixels. */
+static void size_of(const tb_forest *fp, int *w, int *h, int *label)
 {
     size_t ns = level_rows(fp, 1), nk = level_rows(fp, 0);
-    *w = label_px(fp) + (fp->ncols > 1 ? 380 : 580) * fp->ncols;
+    int lab = label_px(fp);
+    if (label)
+        *label = lab;
+    *w = lab + (fp->ncols > 1 ? 380 : 580) * fp->ncols;
     *h = KEY_PX + (int)(ROW_PX * (ns + nk)) + (PANEL_TOP_PX + PANEL_BOTTOM_PX) * (!!ns + !!nk);
 }
 
@@ -173,9 +178,9 @@ static void put_legend(FILE *f, int w)
 static void draw(FILE *f, const void *arg)
 {
     const tb_forest *fp = arg;
-    int w, hpx;
-    size_of(fp, &w, &hpx);
-    double H = hpx, top = 1 - KEY_PX / H, label_w = label_px(fp) / (double)w;
+    int w, hpx, lab;
+    size_of(fp, &w, &hpx, &lab);
+    double H = hpx, top = 1 - KEY_PX / H, label_w = lab / (double)w;
     double colw = (0.99 - label_w) / fp->ncols;
     fprintf(f, "        set multiplot\n"
                "        set logscale x 2\n        set xrange [tb_xlo:tb_xhi]\n"
@@ -225,7 +230,7 @@ static void draw(FILE *f, const void *arg)
 static tb_plot_custom custom_of(const tb_forest *fp)
 {
     tb_plot_custom c = {setup, draw, fp, 0, 0};
-    size_of(fp, &c.width_px, &c.height_px);
+    size_of(fp, &c.width_px, &c.height_px, NULL);
     return c;
 }
 

@@ -144,11 +144,17 @@ static void test_loss_read(tb_backend *be)
     free(w3);
 }
 
-static void test_trace(tb_backend *be)
+/* rel under the test's temporary folder (/tmp outside Bazel), into path. */
+static void tmp_path(char *path, size_t cap, const char *rel)
 {
     const char *dir = getenv("TEST_TMPDIR");
+    snprintf(path, cap, "%s/%s", dir ? dir : "/tmp", rel);
+}
+
+static void test_trace(tb_backend *be)
+{
     char path[1024];
-    snprintf(path, sizeof path, "%s/trace.json", dir ? dir : "/tmp");
+    tmp_path(path, sizeof path, "trace.json");
     tb_config c;
     base_config(&c);
     c.max_steps = 4;
@@ -191,9 +197,8 @@ static void test_trace(tb_backend *be)
  * trainer is not made (nothing runs, so nothing is lost at the end). */
 static void test_trace_unwritable(tb_backend *be)
 {
-    const char *dir = getenv("TEST_TMPDIR");
     char path[1024];
-    snprintf(path, sizeof path, "%s/no_such_folder/trace.json", dir ? dir : "/tmp");
+    tmp_path(path, sizeof path, "no_such_folder/trace.json");
     tb_config c;
     base_config(&c);
     c.trace = path;
