@@ -468,6 +468,8 @@ static size_t glance_rows(const tb_cmp_set *s, char (*tech)[32], int nt, tb_fore
 {
     tb_report_pick ref[TB_REPORT_MAX_TECH * TB_COMPARE_MAX];
     size_t order[TB_REPORT_MAX_TECH * TB_COMPARE_MAX], n = 0;
+    if (nt <= 0)
+        return 0;
     for (int t = 0; t < nt; t++) {
         cmp_cell c;
         compute_cell(s, s->reference, tech[t], &(tb_report_pick){{0}}, &c);
@@ -524,7 +526,12 @@ static void sec_glance(tb_doc *d, const tb_cmp_set *s, char (*tech)[32], int nt,
         free(rows);
         return;
     }
-    snprintf(png, sizeof png, "%s/forest_compare.png", plots);
+    if (snprintf(png, sizeof png, "%s/forest_compare.png", plots) >= (int)sizeof png) {
+        tb_doc_para(d, "The side-by-side forest plot was drawn but is not shown: its path is "
+                       "too long.");
+        free(rows);
+        return;
+    }
     snprintf(cap, sizeof cap,
              "Each technique's speedup over its own baseline on each machine (%d%s side by "
              "side, same rows), with its 95%% interval, coloured by verdict; the grey band is "
