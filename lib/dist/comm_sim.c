@@ -103,19 +103,27 @@ static int sim_barrier(tb_comm *c)
     return TB_OK;
 }
 
-static void sim_destroy(tb_comm *c)
+/* Frees everything; returns the first failure (the side stream's
+ * queued work that failed, or a destroy that did), as tb_comm_ops asks. */
+static int sim_destroy(tb_comm *c)
 {
     sim_comm *s = state(c);
+    int rc = TB_OK;
     if (s) {
         if (s->side) {
-            s->be->stream_sync(s->be, s->side);
-            s->be->stream_destroy(s->be, s->side);
+            int r = s->be->stream_sync(s->be, s->side);
+            rc = rc == TB_OK ? r : rc;
+            r = s->be->stream_destroy(s->be, s->side);
+            rc = rc == TB_OK ? r : rc;
         }
-        if (s->ready)
-            s->be->event_destroy(s->be, s->ready);
+        if (s->ready) {
+            int r = s->be->event_destroy(s->be, s->ready);
+            rc = rc == TB_OK ? r : rc;
+        }
         free(s);
     }
     free(c);
+    return rc;
 }
 
 static const tb_comm_ops sim_ops = TB_COMM_OPS("sim", sim);
@@ -142,6 +150,6 @@ int tb_comm_sim_create(tb_backend *be, double delay_s, tb_comm **out)
     return TB_OK;
 
 out_destroy:
-    sim_destroy(c);
+    (void)sim_destroy(c); /* rc, the failure that brought us here, is the one to report */
     return rc;
 }

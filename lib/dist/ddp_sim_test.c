@@ -97,7 +97,12 @@ out_free:
         be->dev_free(be, labels);
     tb_tensor_free(&x);
     tb_ddp_destroy(d);
-    tb_comm_destroy(comm);
+    {
+        /* the sim communicator's destroy reports its side stream's failures */
+        int drc = tb_comm_destroy(comm);
+        if (rc == TB_OK && drc != TB_OK)
+            rc = drc;
+    }
     tb_dp_check_net_free(&net);
     free(b);
     return rc;

@@ -71,7 +71,7 @@ static int sgd_tensor(tb_backend *be, const tb_sgd_coef *k, const tb_param_view 
 {
     int t = threads_of(be);
     size_t n = tv->n;
-    float *tmp;
+    float *tmp = NULL;
     TB_TRY(ws_floats(be, n, &tmp));
     const float *d = tv->grad;
     if (k->b.inv_scale != 1.0f) { /* GradScaler's unscale */
@@ -101,7 +101,7 @@ static int adamw_tensor(tb_backend *be, const tb_adamw_coef *k, const tb_param_v
 {
     int t = threads_of(be);
     size_t n = tv->n;
-    float *tmp;
+    float *tmp = NULL;
     TB_TRY(ws_floats(be, 2 * n, &tmp));
     float *denom = tmp + n, *p = tv->param, *m = tv->state1, *v = tv->state2;
     const float *g = tv->grad;
