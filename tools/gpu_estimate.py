@@ -22,6 +22,9 @@ Per workload of a step technique (seconds):
             (its A/A arm included) runs 2k + 1 repetitions a round
     rebuild one rebuild of every arm within the minimum rounds (rounds.c
             stretches the interval when a rebuild outweighs its repetitions)
+    tuning  an arm with the conv autotuner on searches cuDNN's algorithms
+            afresh in every build (its check, its warm-up, its rebuilds):
+            TUNE_S a build (an assumption, below)
 A technique whose trainers cannot all be alive (checkpointing's GPT-2 arms, the
 allocator's prepare hook) rebuilds every arm every round instead. The
 waterfall adds its time-to-accuracy runs (TTA_RUNS of TTA_RUN_S).
@@ -50,6 +53,10 @@ AFTER_STEPS_S = {"waterfall": TTA_RUNS * TTA_RUN_S}   # its time-to-accuracy par
 BUILD_ALONE_S = 1.5  # one alive at a time: the last trainer's memory freed first (checkpointing's
                      # rounds of 6 GPT-2 arms: 16 s, 7.2 s of it steps)
 MIN_ROUNDS = 5
+# not measured on a GPU (an assumption): the autotuner's search of a fresh
+# ResNet-50 trainer at 224x224 batch 64 (cudnnFind for each convolution's
+# forward and two backward passes; the H100 run of 2026-11-24 suggests 0.3-0.5 s)
+TUNE_S = 0.4
 STEP_S = {"resnet50": 0.13, "gpt2": 0.128, "gpt2x4": 0.44,
           # not measured on a GPU: the small CNN's step is launch-bound (a
           # repetition is then the profile's minimum), its loader epochs an
@@ -65,14 +72,16 @@ PROFILES = {  # (warm-up units per build, settling probes rule, repetition secon
 
 # ---- the techniques of the gpu profile ----
 # step techniques: name -> list of (unit kind, arms per baseline group as
-# [k compared arms incl. A/A, ...], check runs, rebuild every round?)
+# [k compared arms incl. A/A, ...], check runs, rebuild every round?[, arms
+# with the conv autotuner on])
 # arms come from each technique's tiny run (timing N arms) with the settings a
 # GPU adds (fp16, CUDA graphs, TF32, pinned memory mean something there).
 STEP = {
     "grads_to_none": [("resnet50", [2], 3, 0), ("gpt2", [2], 3, 0)],
     "fused_gelu_step": [("gpt2", [2], 3, 0)],
     "conv_bias": [("resnet50", [2], 3, 0)],
-    "conv_autotuner_step": [("resnet50", [2, 2], 6, 0)],
+    # its two "on" arms (fixed shapes, batch varies)
+    "conv_autotuner_step": [("resnet50", [2, 2], 6, 0, 2)],
     "fused_optimizer_step": [("gpt2", [2, 2], 6, 0)],
     "batch_size": [("small_cnn", [3], 4, 1)],
     "pinned_memory": [("resnet50", [2], 3, 0), ("gpt2", [2], 3, 0)],
@@ -91,8 +100,10 @@ STEP = {
     # (step_plan.h: tb_step_plan_alone); the H200 run rebuilt all six
     "checkpointing": [("gpt2", [2], 3, 0), ("gpt2x4", [2], 3 * CHECK_BIG, 1)],
     "no_grad_eval": [("small_cnn", [2], 3, 0)],
-    # the gpu profile leaves the small CNN's step part out (gpu_workloads)
-    "waterfall": [("resnet50", [18], 35, 0), ("gpt2", [18], 35, 0)],
+    # the gpu profile leaves the small CNN's step part out (gpu_workloads);
+    # on ResNet-50, 17 of its settings tune: the stages from conv_autotune on,
+    # all on, and every leave-one-out but conv_autotune's (GPT-2 has no conv)
+    "waterfall": [("resnet50", [18], 35, 0, 17), ("gpt2", [18], 35, 0)],
     "workers": [("small_cnn_epoch", [5], 5, 0)],
     "prefetch": [("small_cnn_epoch", [4], 4, 0)],
     "persistent_workers": [("small_cnn_epoch", [2], 3, 0)],
@@ -126,7 +137,7 @@ THEN = {"channels_last": [("resnet50", [2], 3, 0)],
         "checkpointing": [("gpt2", [2], 3, 1), ("gpt2x4", [2], 3 * CHECK_BIG, 1)]}
 
 
-def workload_s(kind, groups, checks, rebuild_each, prof):
+def workload_s(prof, kind, groups, checks, rebuild_each, tuned=0):
     p = PROFILES[prof]
     u = STEP_S[kind]
     rep_units = max(1, math.ceil(1.05 * p["min_rep"] / u))
@@ -143,11 +154,14 @@ def workload_s(kind, groups, checks, rebuild_each, prof):
         rebuild = 0
     else:
         rebuild = arms * (build + p["warmup"] * u)
-    return SETUP_S + checks * (SMALL_CHECK_S if small else CHECK_S) + warm + rounds + rebuild
+    # a tuned arm's builds: its check, its warm-up, its rebuilds
+    tuning = tuned * TUNE_S * (2 + (MIN_ROUNDS - 1 if rebuild_each else 1))
+    return (SETUP_S + checks * (SMALL_CHECK_S if small else CHECK_S) + warm + rounds + rebuild
+            + tuning)
 
 
 def step_s(name, prof, table=STEP):
-    s = sum(workload_s(*w, prof) for w in table.get(name, STEP[name]))
+    s = sum(workload_s(prof, *w) for w in table.get(name, STEP[name]))
     return s + (AFTER_STEPS_S.get(name, 0) if prof == "gpu" else 0)
 
 

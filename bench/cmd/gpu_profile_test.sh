@@ -8,7 +8,7 @@
 #   - their gpu run-time estimates add up to tools/gpu_estimate.py's total (a
 #     cost model checked against the H200 run's log; each technique declares
 #     the model's figure rounded to a second), and when
-#     they add up to more than 600 s the plan says so (it does: ~17 minutes,
+#     they add up to more than 600 s the plan says so (it does: ~18 minutes,
 #     which gpu_check.sh runs in stages across visits, --resume);
 #   - --profile=gpu on the CPU warns that it is sized for an 80 GB GPU;
 #   - the waterfall's step part runs ResNet-50 and GPT-2 there, not the small
