@@ -4,8 +4,11 @@
  *
  *   bazel run //bench:report -- [--out-dir=ROOT] [--plots-dir=DIR] [RESULTS_DIR...]
  *
- * Without RESULTS_DIR: every folder under ROOT/results/ (ROOT as for the
- * technique binaries: --out-dir, else the source tree under bazel run).
+ * RESULTS_DIR: a device's results folder (results/<device>), results/
+ * itself, or a root holding results/ (bench:all's --out-dir): every device
+ * folder it holds. Without one: every folder under ROOT/results/ (ROOT as
+ * for the technique binaries: --out-dir, else the source tree under bazel
+ * run).
  * Relative paths are taken from the directory `bazel run` was typed in.
  * --plots-dir overrides the figures folder (default: the sibling
  * ROOT/plots/<device>/); it needs exactly one RESULTS_DIR.
@@ -13,11 +16,9 @@
  * for re-rendering after editing a plot or the report code.
  * Exit status: 0 written, 1 on an error, 2 on a bad flag.
  */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "bench/cmd/cli.h"
 #include "lib/core/flags.h"
@@ -36,31 +37,23 @@ static int write_one(const char *dir, const char *plots)
     return rc;
 }
 
-/* Every folder of root/results/ that holds a fingerprint or a CSV. */
-static int write_all(const char *root)
+/* Every results folder that dir names (tb_report_results_folders: a
+ * device's folder, results/ itself, or a root holding results/); with
+ * plots, exactly one. */
+static int write_named(const char *dir, const char *plots)
 {
-    char results[PATH_MAX + 16];
-    snprintf(results, sizeof results, "%s/results", root);
-    DIR *d = opendir(results);
-    if (!d)
-        return TB_FAIL(TB_ERR_IO, "%s: no results folder (run bench:all first)", results);
-    int rc = TB_OK, n = 0;
-    struct dirent *e;
-    while (rc == TB_OK && (e = readdir(d)) != NULL) {
-        char dir[PATH_MAX * 2], fp[PATH_MAX * 2 + 32];
-        struct stat st;
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(dir, sizeof dir, "%s/%s", results, e->d_name);
-        snprintf(fp, sizeof fp, "%s/fingerprint.json", dir);
-        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || stat(fp, &st) != 0)
-            continue;
-        rc = write_one(dir, NULL);
-        n++;
-    }
-    closedir(d);
-    if (rc == TB_OK && n == 0)
-        return TB_FAIL(TB_ERR_IO, "%s holds no results folder (run bench:all first)", results);
+    enum { MAX_FOLDERS = 64 };
+    char(*dirs)[PATH_MAX] = calloc(MAX_FOLDERS, PATH_MAX);
+    int n = 0, rc;
+    if (!dirs)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory listing %s", dir);
+    rc = tb_report_results_folders(dir, dirs[0], PATH_MAX, MAX_FOLDERS, &n);
+    if (rc == TB_OK && plots && n != 1)
+        rc = TB_FAIL(TB_ERR_INVALID, "--plots-dir needs one results folder; %s holds %d: name "
+                     "one (results/<device>)", dir, n);
+    for (int i = 0; i < n && rc == TB_OK; i++)
+        rc = write_one(dirs[i], plots);
+    free(dirs);
     return rc;
 }
 
@@ -88,13 +81,13 @@ int main(int argc, char **argv)
         char root[PATH_MAX];
         rc = tb_outdir_root(out_dir, root, sizeof root);
         if (rc == TB_OK)
-            rc = write_all(root);
+            rc = write_named(root, NULL);
     }
     for (int i = 1; i < argc && rc == TB_OK; i++) {
         char dir[PATH_MAX], plots[PATH_MAX];
         tb_cli_path(argv[i], dir, sizeof dir);
         tb_cli_path(plots_dir, plots, sizeof plots);
-        rc = write_one(dir, *plots_dir ? plots : NULL);
+        rc = write_named(dir, *plots_dir ? plots : NULL);
     }
     if (rc != TB_OK) {
         fprintf(stderr, "bench:report: failed\n");

@@ -19,6 +19,10 @@
 extern "C" {
 #endif
 
+/* The room of one table cell: an n/a reason is a row's whole note (512
+ * bytes) behind a setting's name, and must not be cut mid-word. */
+#define TB_REPORT_CELL 640
+
 /* A number as the report prints it: 3 significant digits, no exponent
  * between 1e-3 and 1e6 ("0.0123", "12.3", "1234"), "%.3g" outside. */
 void tb_report_num(char *buf, size_t cap, double v);

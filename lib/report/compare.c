@@ -6,13 +6,11 @@
 #define _GNU_SOURCE
 #include "lib/report/compare.h"
 
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "lib/report/cells.h"
 #include "lib/report/findings.h"
@@ -34,25 +32,6 @@ double tb_compare_seconds(double v, const char *unit)
 }
 
 /* ---- loading ---- */
-
-static int is_results_folder(const char *dir)
-{
-    char p[PATH_MAX + 32];
-    snprintf(p, sizeof p, "%s/fingerprint.json", dir);
-    if (access(p, R_OK) == 0)
-        return 1;
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0;
-    struct dirent *e;
-    int csv = 0;
-    while (!csv && (e = readdir(d)) != NULL) {
-        size_t n = strlen(e->d_name);
-        csv = n > 4 && !strcmp(e->d_name + n - 4, ".csv");
-    }
-    closedir(d);
-    return csv;
-}
 
 /* The highest GPU power NVML reported while the machine's run was
  * recorded (telemetry.json), or NaN: the per-watt figures' divisor when no
@@ -93,53 +72,17 @@ static int add_machine(tb_cmp_set *s, const char *dir)
     return TB_OK;
 }
 
-/* Adds every device folder (one holding fingerprint.json) in parent, in
- * name order; *found: how many (0 when parent is no folder). */
-static int add_device_folders(tb_cmp_set *s, const char *parent, int *found)
-{
-    *found = 0;
-    DIR *d = opendir(parent);
-    if (!d)
-        return TB_OK;
-    char names[TB_COMPARE_MAX][256];
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL && n < TB_COMPARE_MAX) {
-        char sub[PATH_MAX * 2];
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(sub, sizeof sub, "%s/%s", parent, e->d_name);
-        char fp[PATH_MAX * 2 + 32];
-        snprintf(fp, sizeof fp, "%s/fingerprint.json", sub);
-        if (access(fp, R_OK) == 0 && strlen(e->d_name) < 256)
-            snprintf(names[n++], 256, "%s", e->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)n, 256, (int (*)(const void *, const void *))strcmp);
-    for (int i = 0; i < n; i++) {
-        char sub[PATH_MAX * 2];
-        snprintf(sub, sizeof sub, "%s/%s", parent, names[i]);
-        TB_TRY(add_machine(s, sub));
-    }
-    *found = n;
-    return TB_OK;
-}
-
 int tb_compare_add_dir(tb_cmp_set *s, const char *dir)
 {
-    if (is_results_folder(dir))
-        return add_machine(s, dir);
-    /* a root holding results/, else results/ itself: its device folders */
-    char results[PATH_MAX + 16];
-    snprintf(results, sizeof results, "%s/results", dir);
-    int found = 0;
-    TB_TRY(add_device_folders(s, results, &found));
-    if (found == 0)
-        TB_TRY(add_device_folders(s, dir, &found));
-    if (found == 0)
-        return TB_FAIL(TB_ERR_IO, "%s: no results here: give a results folder "
-                       "(results/<device>), results/ itself, or a root holding results/", dir);
-    return TB_OK;
+    char(*dirs)[PATH_MAX] = calloc(TB_COMPARE_MAX, PATH_MAX);
+    int n = 0, rc;
+    if (!dirs)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory listing %s", dir);
+    rc = tb_report_results_folders(dir, dirs[0], PATH_MAX, TB_COMPARE_MAX, &n);
+    for (int i = 0; i < n && rc == TB_OK; i++)
+        rc = add_machine(s, dirs[i]);
+    free(dirs);
+    return rc;
 }
 
 int tb_compare_set_prices(tb_cmp_set *s, tb_price_kind kind, const double *v, int n)
@@ -397,7 +340,7 @@ static void sec_table(tb_doc *d, const tb_cmp_set *s, char (*tech)[32], int nt)
     const char **h = calloc((size_t)ncols, sizeof *h);
     char (*hb)[260] = calloc((size_t)ncols, sizeof *hb);
     const char **row = calloc((size_t)ncols, sizeof *row);
-    char (*cells)[400] = calloc((size_t)ncols, sizeof *cells);
+    char (*cells)[TB_REPORT_CELL] = calloc((size_t)ncols, sizeof *cells);
     if (!h || !hb || !row || !cells)
         goto out_free;
     h[0] = "technique";
@@ -413,21 +356,21 @@ static void sec_table(tb_doc *d, const tb_cmp_set *s, char (*tech)[32], int nt)
         cmp_cell ref;
         compute_cell(s, s->reference, tech[t], &(tb_report_pick){{0}}, &ref);
         const tb_result_row *like = ref.own.best ? ref.own.best : ref.own.baseline;
-        snprintf(cells[0], 400, "%s", tech[t]);
+        snprintf(cells[0], TB_REPORT_CELL, "%s", tech[t]);
         if (like) {
             char pt[64] = "no sweep";
             if (like->param_name[0] && !isnan(like->param_value))
                 snprintf(pt, sizeof pt, "%s = %.0f", like->param_name, like->param_value);
-            snprintf(cells[1], 400, "%s, %s, %s%s%s", like->setting, like->metric, pt,
+            snprintf(cells[1], TB_REPORT_CELL, "%s, %s, %s%s%s", like->setting, like->metric, pt,
                      like->workload[0] ? ", on " : "", like->workload);
         } else {
-            snprintf(cells[1], 400, "n/a: not timed on the reference");
+            snprintf(cells[1], TB_REPORT_CELL, "n/a: not timed on the reference");
         }
         for (int i = 0; i < s->n; i++) {
             cmp_cell c;
             compute_cell(s, i, tech[t], &ref.own, &c);
-            own_str(cells[2 + 2 * i], 400, &c);
-            speed_str(cells[3 + 2 * i], 400, c.vs_ref);
+            own_str(cells[2 + 2 * i], TB_REPORT_CELL, &c);
+            speed_str(cells[3 + 2 * i], TB_REPORT_CELL, c.vs_ref);
         }
         for (int c = 0; c < ncols; c++)
             row[c] = cells[c];

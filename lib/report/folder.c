@@ -20,6 +20,78 @@ int tb_report_has_suffix(const char *s, const char *suf)
 
 static int cmp_name(const void *a, const void *b) { return strcmp(a, b); }
 
+/* dir holds fingerprint.json or a CSV. */
+static int is_results_folder(const char *dir)
+{
+    char p[PATH_MAX + 32];
+    snprintf(p, sizeof p, "%s/fingerprint.json", dir);
+    if (access(p, R_OK) == 0)
+        return 1;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    struct dirent *e;
+    int csv = 0;
+    while (!csv && (e = readdir(d)) != NULL)
+        csv = tb_report_has_suffix(e->d_name, ".csv") && strlen(e->d_name) > 4;
+    closedir(d);
+    return csv;
+}
+
+/* parent's subfolders holding fingerprint.json, in name order, appended to
+ * out from *n on. */
+static int device_folders(const char *parent, char *out, size_t cap, int max, int *n)
+{
+    DIR *d = opendir(parent);
+    if (!d)
+        return TB_OK;
+    int first = *n, rc = TB_OK;
+    struct dirent *e;
+    while (rc == TB_OK && (e = readdir(d)) != NULL) {
+        char sub[PATH_MAX], fp[PATH_MAX + 32];
+        if (e->d_name[0] == '.' || tb_outdir_join(parent, e->d_name, sub, sizeof sub) != TB_OK) {
+            tb_error_clear(); /* a name too long to be a folder of ours */
+            continue;
+        }
+        snprintf(fp, sizeof fp, "%s/fingerprint.json", sub);
+        if (access(fp, R_OK) != 0)
+            continue;
+        if (*n == max)
+            rc = TB_FAIL(TB_ERR_INVALID, "%s: more than %d results folders", parent, max);
+        else if (strlen(sub) >= cap)
+            rc = TB_FAIL(TB_ERR_INVALID, "%s: path too long", sub);
+        else
+            snprintf(out + (size_t)(*n)++ * cap, cap, "%s", sub);
+    }
+    closedir(d);
+    if (rc == TB_OK)
+        qsort(out + (size_t)first * cap, (size_t)(*n - first), cap, cmp_name);
+    return rc;
+}
+
+int tb_report_results_folders(const char *dir, char *out, size_t cap, int max, int *n)
+{
+    *n = 0;
+    if (is_results_folder(dir)) {
+        if (max < 1 || strlen(dir) >= cap)
+            return TB_FAIL(TB_ERR_INVALID, "%s: path too long", dir);
+        snprintf(out, cap, "%s", dir);
+        *n = 1;
+        return TB_OK;
+    }
+    char results[PATH_MAX];
+    if (tb_outdir_join(dir, "results", results, sizeof results) == TB_OK)
+        TB_TRY(device_folders(results, out, cap, max, n));
+    else
+        tb_error_clear();
+    if (*n == 0)
+        TB_TRY(device_folders(dir, out, cap, max, n));
+    if (*n == 0)
+        return TB_FAIL(TB_ERR_IO, "%s: no results here: give a results folder "
+                       "(results/<device>), results/ itself, or a root holding results/", dir);
+    return TB_OK;
+}
+
 static int load_csv(tb_report_folder *f, const char *name)
 {
     char path[PATH_MAX + 160], id[160];

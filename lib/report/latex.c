@@ -77,7 +77,7 @@ int tb_report_summary_tex(const tb_report_pick *picks, size_t n, const char *dev
     size_t order[n ? n : 1];
     tb_report_order(picks, n, order);
     for (size_t i = 0; i < n; i++) {
-        char cells[SUM_COLS][320];
+        char cells[SUM_COLS][TB_REPORT_CELL];
         tb_report_group g = tb_report_pick_group(&picks[order[i]]);
         if (i == 0 || g != tb_report_pick_group(&picks[order[i - 1]]))
             fprintf(f, "%s\\multicolumn{%d}{@{}l}{\\textit{%s}} \\\\\n", i ? "\\midrule\n" : "",

@@ -208,26 +208,26 @@ static const char *const tech_header[TECH_COLS] = {
     "setting", "metric", "median [95% CI]", "speedup [95% CI]", "verdict",
     "correctness (tolerance)", "rate [95% CI], share of ceiling", "flags"};
 
-static void tech_row_cells(const tb_result_row *r, char cells[TECH_COLS][320])
+static void tech_row_cells(const tb_result_row *r, char cells[TECH_COLS][TB_REPORT_CELL])
 {
     char rate[160], ceil[200];
-    snprintf(cells[0], 320, "%s%s", r->setting, r->is_baseline ? " (baseline)" : "");
-    snprintf(cells[1], 320, "%s", r->metric);
-    tb_report_time(cells[2], 320, r);
-    tb_report_speedup(cells[3], 320, r);
+    snprintf(cells[0], TB_REPORT_CELL, "%s%s", r->setting, r->is_baseline ? " (baseline)" : "");
+    snprintf(cells[1], TB_REPORT_CELL, "%s", r->metric);
+    tb_report_time(cells[2], TB_REPORT_CELL, r);
+    tb_report_speedup(cells[3], TB_REPORT_CELL, r);
     if (r->is_baseline)
-        snprintf(cells[3], 320, "1× (reference)");
+        snprintf(cells[3], TB_REPORT_CELL, "1× (reference)");
     else if (!cells[3][0])
-        snprintf(cells[3], 320, "not compared (not a setting of the technique)");
-    tb_report_verdict(cells[4], 320, r);
+        snprintf(cells[3], TB_REPORT_CELL, "not compared (not a setting of the technique)");
+    tb_report_verdict(cells[4], TB_REPORT_CELL, r);
     if (r->timing_verdict == TB_TIMING_NA && r->note[0])
-        snprintf(cells[4], 320, "not compared: %s", r->note);
-    tb_report_correctness(cells[5], 320, r);
+        snprintf(cells[4], TB_REPORT_CELL, "not compared: %s", r->note);
+    tb_report_correctness(cells[5], TB_REPORT_CELL, r);
     tb_report_rate(rate, sizeof rate, r);
     tb_report_ceiling(ceil, sizeof ceil, r);
-    snprintf(cells[6], 320, "%s%s%s", rate[0] ? rate : "no rate for this metric",
+    snprintf(cells[6], TB_REPORT_CELL, "%s%s%s", rate[0] ? rate : "no rate for this metric",
              ceil[0] ? "; " : "", ceil);
-    tb_report_flags_text(cells[7], 320, r, ~0);
+    tb_report_flags_text(cells[7], TB_REPORT_CELL, r, ~0);
 }
 
 /* The n/a settings of a technique, each with its reason, under its table. */
@@ -237,7 +237,7 @@ static void technique_na(doc *d, const tb_results *res)
         const tb_result_row *r = &res->rows[i];
         if (is_timed(r))
             continue;
-        char why[400];
+        char why[TB_REPORT_CELL];
         tb_report_na(why, sizeof why, NULL, r->note);
         tb_doc_text(d, BK_P, "Not timed: **%s** (%s), %s.", r->setting, r->metric, why);
     }
@@ -322,7 +322,7 @@ static void sec_technique(doc *d, const tb_report_folder *f, int t, const tb_rep
             if (own_points ? strcmp(r->metric, b->metric) != 0
                            : !same_point(r->param_value, b->param_value))
                 continue;
-            char cells[TECH_COLS][320];
+            char cells[TECH_COLS][TB_REPORT_CELL];
             const char *row[TECH_COLS];
             tech_row_cells(r, cells);
             for (int c = 0; c < TECH_COLS; c++)
@@ -370,7 +370,7 @@ static void sec_ceilings(doc *d, const tb_report_folder *f, const tb_report_pick
     tb_doc_table(d, 5, h);
     for (size_t i = 0; i < f->ceilings.n; i++) {
         const tb_result_row *r = &f->ceilings.rows[i];
-        char pt[96], rate[160], tm[160], note[600];
+        char pt[96], rate[160], tm[160], note[TB_REPORT_CELL];
         tb_report_point(pt, sizeof pt, r);
         tb_report_rate(rate, sizeof rate, r);
         tb_report_time(tm, sizeof tm, r);
@@ -402,7 +402,7 @@ static void sec_ceilings(doc *d, const tb_report_folder *f, const tb_report_pick
                                   "measured it at its large size.");
                 tb_doc_table(d, 6, h2);
             }
-            char rate[160], ceil[200], other[200];
+            char rate[160], ceil[200], other[TB_REPORT_CELL];
             tb_report_rate(rate, sizeof rate, r);
             tb_report_ceiling(ceil, sizeof ceil, r);
             ceilings_match(f, r, other, sizeof other);
@@ -630,7 +630,7 @@ static void add_na_rows(doc *d, const tb_results *res, int *any)
             continue;
         if (!(*any)++)
             tb_doc_table(d, 4, h);
-        char why[300];
+        char why[TB_REPORT_CELL];
         tb_report_na(why, sizeof why, NULL, r->note);
         const char *row[4] = {r->technique, r->setting, r->metric, why};
         tb_doc_row(d, row);

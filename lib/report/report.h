@@ -108,6 +108,15 @@ void tb_report_folder_free(tb_report_folder *f);
  * f->results_dir, each atomically. */
 int tb_report_write(const tb_report_folder *f);
 
+/* The results folders that dir names, the way users give one: dir itself
+ * when it is one (it holds fingerprint.json or a CSV); else the device
+ * folders (each holding fingerprint.json) of dir/results/ (dir is a root,
+ * as bench:all's --out-dir); else those of dir (dir is results/ itself).
+ * At most max paths, in name order, into out (max strings of cap bytes,
+ * one after another); their count into *n (at most max: TB_ERR_INVALID
+ * past it). TB_ERR_IO naming dir and the three forms when there is none. */
+int tb_report_results_folders(const char *dir, char *out, size_t cap, int max, int *n);
+
 /* Loads and writes in one call (what bench:all and bench:report do). */
 int tb_report_write_dir(const char *results_dir, const char *plots_dir);
 

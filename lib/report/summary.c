@@ -366,55 +366,55 @@ static void technique_cell(const tb_report_pick *p, char *buf, size_t cap)
     snprintf(buf, cap, "%s (%s)", p->technique, model);
 }
 
-void tb_report_summary_cells(const tb_report_pick *p, char cells[SUM_COLS][320])
+void tb_report_summary_cells(const tb_report_pick *p, char cells[SUM_COLS][TB_REPORT_CELL])
 {
     char bt[96], best[160];
     static const char *not_timed = "n/a: nothing was timed";
     static const char *nothing = "n/a: nothing timed to compare with";
     for (int c = 0; c < SUM_COLS; c++)
         cells[c][0] = '\0';
-    technique_cell(p, cells[0], 320);
+    technique_cell(p, cells[0], TB_REPORT_CELL);
     if (!p->baseline) {
-        snprintf(cells[1], 320, "%s", p->na ? p->na->metric : "");
-        snprintf(cells[2], 320, "%s", not_timed);
+        snprintf(cells[1], TB_REPORT_CELL, "%s", p->na ? p->na->metric : "");
+        snprintf(cells[2], TB_REPORT_CELL, "%s", not_timed);
         if (p->na)
-            tb_report_na(cells[3], 320, p->na->setting, p->na->note);
+            tb_report_na(cells[3], TB_REPORT_CELL, p->na->setting, p->na->note);
         else
-            snprintf(cells[3], 320, "n/a: the CSV has no rows");
+            snprintf(cells[3], TB_REPORT_CELL, "n/a: the CSV has no rows");
         for (int c = 4; c < SUM_COLS - 1; c++)
-            snprintf(cells[c], 320, "%s", not_timed);
-        summary_flags(p, NULL, cells[7], 320);
+            snprintf(cells[c], TB_REPORT_CELL, "%s", not_timed);
+        summary_flags(p, NULL, cells[7], TB_REPORT_CELL);
         return;
     }
     const tb_result_row *b = p->baseline;
-    summary_point(p, cells[1], 320);
+    summary_point(p, cells[1], TB_REPORT_CELL);
     /* a step technique measured on several workloads: say which one is shown */
     if (b->workload[0]) {
         size_t at = strlen(cells[1]);
-        snprintf(cells[1] + at, 320 - at, ", on %s", b->workload);
+        snprintf(cells[1] + at, TB_REPORT_CELL - at, ", on %s", b->workload);
     }
     tb_report_time(bt, sizeof bt, b);
-    snprintf(cells[2], 320, "%s: %s", b->setting, bt);
+    snprintf(cells[2], TB_REPORT_CELL, "%s: %s", b->setting, bt);
     if (!p->best) {
         /* The other settings have no meaning here (pinned memory on the
          * CPU): their reason, not a blank. */
         if (p->na)
-            tb_report_na(cells[3], 320, p->na->setting, p->na->note);
+            tb_report_na(cells[3], TB_REPORT_CELL, p->na->setting, p->na->note);
         else
-            snprintf(cells[3], 320, "n/a: no other setting was timed against the baseline");
-        snprintf(cells[4], 320, "%s", nothing);
-        snprintf(cells[5], 320, "%s", nothing);
-        tb_report_correctness(cells[6], 320, b);
-        summary_flags(p, b, cells[7], 320);
+            snprintf(cells[3], TB_REPORT_CELL, "n/a: no other setting was timed against the baseline");
+        snprintf(cells[4], TB_REPORT_CELL, "%s", nothing);
+        snprintf(cells[5], TB_REPORT_CELL, "%s", nothing);
+        tb_report_correctness(cells[6], TB_REPORT_CELL, b);
+        summary_flags(p, b, cells[7], TB_REPORT_CELL);
         return;
     }
     tb_report_time(bt, sizeof bt, p->best);
     snprintf(best, sizeof best, "%s: %s", p->best->setting, bt);
-    snprintf(cells[3], 320, "%s", best);
-    tb_report_speedup(cells[4], 320, p->best);
-    tb_report_verdict(cells[5], 320, p->best);
-    tb_report_correctness(cells[6], 320, p->best);
-    summary_flags(p, p->best, cells[7], 320);
+    snprintf(cells[3], TB_REPORT_CELL, "%s", best);
+    tb_report_speedup(cells[4], TB_REPORT_CELL, p->best);
+    tb_report_verdict(cells[5], TB_REPORT_CELL, p->best);
+    tb_report_correctness(cells[6], TB_REPORT_CELL, p->best);
+    summary_flags(p, p->best, cells[7], TB_REPORT_CELL);
 }
 
 static const char *const summary_header[SUM_COLS] = {
@@ -518,7 +518,7 @@ static void summary_counts(doc *d, const tb_report_pick *picks, size_t n)
 /* The not-applicable group: what was not compared, and why. */
 static void summary_na_row(doc *d, const tb_report_pick *p)
 {
-    char why[400];
+    char why[TB_REPORT_CELL];
     if (p->na)
         tb_report_na(why, sizeof why, p->na->setting, p->na->note);
     else if (p->baseline)
@@ -591,7 +591,7 @@ static long find_pick(const tb_report_pick *picks, size_t n, const char *tech, c
  * helps. Nothing when no technique has per-workload picks. */
 static void summary_by_workload(doc *d, const tb_report_pick *picks, size_t n)
 {
-    char wl[BY_WL_MAX][48], cells[1 + BY_WL_MAX][320];
+    char wl[BY_WL_MAX][48], cells[1 + BY_WL_MAX][TB_REPORT_CELL];
     const char *header[1 + BY_WL_MAX], *row[1 + BY_WL_MAX];
     size_t nwl = 0;
     for (size_t i = 0; i < n; i++) {
@@ -616,13 +616,13 @@ static void summary_by_workload(doc *d, const tb_report_pick *picks, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (!picks[i].of_workload[0] || !first_of_technique(picks, i))
             continue;
-        snprintf(cells[0], 320, "%s", picks[i].technique);
+        snprintf(cells[0], TB_REPORT_CELL, "%s", picks[i].technique);
         for (size_t k = 0; k < nwl; k++) {
             long at = find_pick(picks, n, picks[i].technique, wl[k]);
             if (at < 0)
-                snprintf(cells[1 + k], 320, "not run");
+                snprintf(cells[1 + k], TB_REPORT_CELL, "not run");
             else
-                by_workload_cell(&picks[at], cells[1 + k], 320);
+                by_workload_cell(&picks[at], cells[1 + k], TB_REPORT_CELL);
         }
         for (size_t c = 0; c < 1 + nwl; c++)
             row[c] = cells[c];
@@ -650,7 +650,7 @@ void tb_report_summary_doc(doc *d, const tb_report_pick *picks, size_t n)
             summary_na_row(d, p);
             continue;
         }
-        char cells[SUM_COLS][320];
+        char cells[SUM_COLS][TB_REPORT_CELL];
         const char *row[SUM_COLS];
         tb_report_summary_cells(p, cells);
         for (int c = 0; c < SUM_COLS; c++)

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "lib/report/cells.h"
 #include "lib/report/doc.h"
 #include "lib/report/results.h"
 #include "lib/core/status.h"
@@ -113,7 +114,7 @@ int tb_report_summary_tex(const tb_report_pick *picks, size_t n, const char *dev
  * speedup, verdict, correctness, flags (the shown row's, and a busy
  * machine for the technique as a whole). */
 enum { SUM_COLS = 8 };
-void tb_report_summary_cells(const tb_report_pick *p, char cells[SUM_COLS][320]);
+void tb_report_summary_cells(const tb_report_pick *p, char cells[SUM_COLS][TB_REPORT_CELL]);
 
 /* The rule as a paragraph, then one table per group (tb_report_order; the
  * not-applicable group as technique and reason), then the flag counts over
