@@ -573,6 +573,15 @@ static void json_free(gb_json *j)
 
 /* ---- one round ---- */
 
+/* 1 when arm i is an A/A copy that runs its base's code on its base's
+ * state (same run and user): one warm-up serves both. */
+static int shares_base(const tb_arm *arms, int i)
+{
+    const tb_arm *a = &arms[i], *b = &arms[a->base];
+    return a->aa && a->base != i && a->run == b->run && a->user == b->user;
+}
+
+
 /* The round's per-slot times into arm i's result: a compared arm gets its
  * slot and the mean of the two baseline slots around it (its reference;
  * with several slots, an A/A arm, the geometric means of those), a
@@ -584,8 +593,15 @@ static void store_round(const tb_arm *arms, const arm_job *jobs, int n_arms, con
         tb_rounds_arm_result *a = &out->arms[i];
         double sum = 0, log_s = 0, log_ref = 0, s = 0, ref = 0;
         int n = 0;
-        /* a compared arm's build changes when it or its base is rebuilt */
-        a->build[a->rounds] = jobs[i].builds + (arms[i].base != i ? jobs[arms[i].base].builds : 0);
+        /* a compared arm's build changes when it or its base is rebuilt;
+         * an arm with a prepare hook (or on a base with one) is built
+         * afresh every round (rounds.h), so each round is a build of its
+         * own: counted as one build, its ratios (which carry the spread
+         * between builds already) were widened by the pool once more */
+        int fresh = arms[i].prepare || arms[arms[i].base].prepare;
+        a->build[a->rounds] = fresh ? a->rounds
+                                    : jobs[i].builds +
+                                          (arms[i].base != i ? jobs[arms[i].base].builds : 0);
         for (int p = 0; p < len; p++) {
             if (seq[p] != i)
                 continue;
@@ -674,7 +690,13 @@ out_clear:
 
 /* The between-build spread pooled over the compared arms with 2 rounds
  * or more (tb_stats_build_pool: one machine, one workload, one way of
- * building). */
+ * building). An A/A copy on its base's state (an op sweep's) is left out:
+ * it shares every build with its base, so its ratio's between-build sum
+ * of squares is 0 by construction and its degrees of freedom would only
+ * dilute the variants' estimate (halved it in a simulated op sweep of one
+ * variant and its copy). It still takes the pool's spread in its own
+ * interval: its noise floor is what a setting without effect, on buffers
+ * of its own, would show. */
 static int pool_builds(const tb_arm *arms, int n_arms, const tb_rounds_result *out,
                        tb_build_pool *pool)
 {
@@ -685,7 +707,7 @@ static int pool_builds(const tb_arm *arms, int n_arms, const tb_rounds_result *o
     int rc = TB_OK;
     for (int i = 0; i < n_arms && rc == TB_OK; i++) {
         const tb_rounds_arm_result *a = &out->arms[i];
-        if (arms[i].base != i && a->rounds >= 2 && a->build)
+        if (arms[i].base != i && !shares_base(arms, i) && a->rounds >= 2 && a->build)
             rc = tb_stats_build_anova(a->ref, a->seconds, a->build, (size_t)a->rounds, &an[k++]);
     }
     if (rc == TB_OK)
@@ -931,14 +953,6 @@ static int stop_here(const tb_rounds_cfg *cfg, int rounds, int running, double s
             out->arms[i].stop = out->stop;
         }
     return 1;
-}
-
-/* 1 when arm i is an A/A copy that runs its base's code on its base's
- * state (same run and user): one warm-up serves both. */
-static int shares_base(const tb_arm *arms, int i)
-{
-    const tb_arm *a = &arms[i], *b = &arms[a->base];
-    return a->aa && a->base != i && a->run == b->run && a->user == b->user;
 }
 
 /* After the first round: an arm whose repetition came out shorter than

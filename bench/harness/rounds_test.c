@@ -622,6 +622,42 @@ static void test_no_last_round_build(void)
     tb_rounds_result_free(&r);
 }
 
+/* Arms built afresh every round (a prepare hook, as the step harness's
+ * arms that cannot all stay alive) beside arms kept alive and rebuilt
+ * every 2 rounds, whose builds differ: each round of a prepared arm is a
+ * build of its own, so its interval is its rounds' (which carry the
+ * spread between builds) and not widened by the kept arms' pool again. */
+static void test_prepared_builds(void)
+{
+    fake f[4] = {{.unit_s = 0.010, .noise = 0.005, .build_sd = 0.03},
+                 {.unit_s = 0.009, .noise = 0.005, .build_sd = 0.03},
+                 {.unit_s = 0.010, .noise = 0.005},
+                 {.unit_s = 0.008, .noise = 0.005}};
+    reset(f, 4);
+    tb_arm arms[4] = {{"kept", 0, 0, fake_run, NULL, &f[0], fake_rebuild},
+                      {"kept_fast", 0, 0, fake_run, NULL, &f[1], fake_rebuild},
+                      {"alone", 2, 0, fake_run, fake_prepare, &f[2], NULL},
+                      {"alone_fast", 2, 0, fake_run, fake_prepare, &f[3], NULL}};
+    tb_rounds_cfg c = cfg_default();
+    c.target_half_width = 1e-6; /* never met: runs to the cap */
+    c.max_rounds = 12;
+    c.rounds_per_build = 2;
+    tb_rounds_result r;
+    int rc = tb_rounds_run(&c, arms, 4, &r);
+    CHECK(rc == TB_OK, "the experiment runs");
+    if (rc != TB_OK)
+        return;
+    const tb_rounds_arm_result *a = &r.arms[3], *k = &r.arms[1];
+    CHECK(k->cmp.builds >= 2 && k->cmp.builds < k->rounds && k->cmp.between > 0,
+          "the kept arm's builds differ (%d builds in %d rounds, sd %g)", k->cmp.builds,
+          k->rounds, k->cmp.between);
+    CHECK(a->cmp.builds == a->rounds, "a prepared arm: a build a round (%d builds in %d rounds)",
+          a->cmp.builds, a->rounds);
+    CHECK(a->cmp.between == 0, "a prepared arm's interval is not widened by the pool (sd %g)",
+          a->cmp.between);
+    tb_rounds_result_free(&r);
+}
+
 /* A dear build is rebuilt less often: repetitions of ~0.21 s, a rebuild
  * of 0.4 s, asked for every round: after the first (which measures it)
  * every ceil(0.4 / (0.25 x 0.21)) = 8 rounds, so 4 rebuilds in 30 rounds
@@ -807,6 +843,44 @@ static void test_aa_shares_warmup(void)
     tb_rounds_result_free(&r);
 }
 
+/* An op sweep's point: the baseline and a variant rebuilt every 2 rounds
+ * (their buffers placed anew: each build its own speed), and the A/A copy
+ * timed on the baseline's own buffers. The copy shares every build with
+ * its base, so its ratio's between-build sum of squares is 0: the pool is
+ * the variant's alone (with the copy in it, its estimate was diluted),
+ * and the copy's interval takes that pool's spread. */
+static void test_aa_shared_builds(void)
+{
+    fake f[2] = {{.unit_s = 0.010, .noise = 0.004, .build_sd = 0.04},
+                 {.unit_s = 0.008, .noise = 0.004, .build_sd = 0.04}};
+    reset(f, 2);
+    tb_arm arms[3] = {{"base", 0, 0, fake_run, NULL, &f[0], fake_rebuild},
+                      {"variant", 0, 0, fake_run, NULL, &f[1], fake_rebuild},
+                      {"again", 0, 1, fake_run, NULL, &f[0], fake_rebuild}};
+    tb_rounds_cfg c = cfg_default();
+    c.target_half_width = 1e-6; /* never met: runs to the cap */
+    c.max_rounds = 16;
+    c.rounds_per_build = 2;
+    tb_rounds_result r;
+    int rc = tb_rounds_run(&c, arms, 3, &r);
+    CHECK(rc == TB_OK, "the op-sweep experiment runs");
+    if (rc != TB_OK)
+        return;
+    const tb_rounds_arm_result *v = &r.arms[1], *aa = &r.arms[2];
+    tb_build_anova an;
+    CHECK(tb_stats_build_anova(v->ref, v->seconds, v->build, (size_t)v->rounds, &an) == TB_OK,
+          "the variant's ANOVA");
+    tb_build_pool own = tb_stats_build_pool(&an, 1);
+    CHECK(own.between > 0 && aa->cmp.between > 0,
+          "the variant's builds differ (sd %g), and the copy takes the pool's spread (sd %g)",
+          own.between, aa->cmp.between);
+    CHECK(fabs(aa->cmp.between - own.between) <= 1e-12 * own.between &&
+              aa->cmp.between_df == own.df,
+          "the pool is the variant's builds alone: sd %g on %g df, the copy took sd %g on %g df",
+          own.between, own.df, aa->cmp.between, aa->cmp.between_df);
+    tb_rounds_result_free(&r);
+}
+
 /* 30% noise and a 20% effect: obvious early, but the interval stays wide,
  * so it runs on to the cap, or stops on the budget. */
 static void test_noisy_stops(void)
@@ -904,6 +978,8 @@ int main(void)
     test_per_arm_stop();
     test_build_spread();
     test_dear_build();
+    test_prepared_builds();
+    test_aa_shared_builds();
     test_rounds_left();
     test_no_last_round_build();
     test_fit_budget();
