@@ -51,6 +51,11 @@
  * 0.053-0.29, the first three by at most 0.12: a tolerance of twice the
  * farthest of three would judge rounding as a difference. */
 #define TB_WITNESS_CONTROL_RUNS 6
+/* The widest loss tolerance a check may end with: where rounding alone
+ * (the control) moves the baseline's loss so far that TB_CONTROL_K times
+ * it passes past this, or the control diverged, the loss cannot tell a
+ * setting from its baseline and the row's correctness is n/a saying so. */
+#define TB_CHECK_TOL_MAX 0.5
 
 /* Draw i < TB_CONTROL_RUNS of the rounding control (draw 0: TB_CONTROL_SEED). */
 static inline unsigned long long tb_control_seed(int i)

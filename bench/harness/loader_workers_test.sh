@@ -38,8 +38,8 @@ if [r["setting"] for r in plain] != [r["setting"] for r in threaded]:
                                                       [r["setting"] for r in threaded]))
 compared = 0
 for p, t in zip(plain, threaded):
-    lp = re.search(r"loss after \d+ steps [0-9.e+-]+", p["note"])
-    lt = re.search(r"loss after \d+ steps [0-9.e+-]+", t["note"])
+    lp = re.search(r"loss at step \d+ [0-9.e+-]+", p["note"])
+    lt = re.search(r"loss at step \d+ [0-9.e+-]+", t["note"])
     if bool(lp) != bool(lt) or (lp and lp.group(0) != lt.group(0)):
         sys.exit("FAIL: %s: %r without workers, %r with" % (p["setting"], lp and lp.group(0),
                                                            lt and lt.group(0)))

@@ -31,7 +31,7 @@ if not checked:
 log = open(err).read()
 for r in checked:
     note, tol = r["note"], float(r["tolerance"])
-    m = re.search(r"loss after \d+ steps ([-0-9.e+]+) vs ([-0-9.e+]+)", note)
+    m = re.search(r"loss at step \d+ ([-0-9.e+]+) vs ([-0-9.e+]+)", note)
     if not m:
         sys.exit("FAIL: %s: no losses in note %r" % (mode, note))
     got, ref = float(m.group(1)), float(m.group(2))

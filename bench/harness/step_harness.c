@@ -100,6 +100,10 @@ typedef struct setting_state {
     int steps;                /* steps of its check (per-sample techniques: its own) */
     double flops_per_sample;  /* its model's, fwd+bwd (lib/nn/flops.h); 0: unknown */
     char note[200];
+    /* the technique's own check of it (tb_step_ctx's own_verdict) */
+    int own_verdict;
+    tb_compare own;
+    char own_against[48];     /* as tb_result_row's checked_against */
 } setting_state;
 
 typedef struct step_run step_run;
@@ -229,6 +233,24 @@ static tb_config setting_config(const step_run *r, int i)
     return c;
 }
 
+/* Test only: with TB_TEST_LR=X in the environment every trainer of the
+ * technique trains at learning rate X, so diverged_check_test can make the
+ * check's training diverge (nan) and see the rows say so. */
+#define TEST_LR_ENV "TB_TEST_LR"
+
+static int test_lr(tb_config *c)
+{
+    const char *v = getenv(TEST_LR_ENV);
+    if (!v || !*v)
+        return TB_OK;
+    char *end;
+    double lr = strtod(v, &end);
+    if (*end || !(lr > 0) || !isfinite(lr))
+        return TB_FAIL(TB_ERR_INVALID, "%s=%s: not a positive number", TEST_LR_ENV, v);
+    c->lr = lr;
+    return TB_OK;
+}
+
 static int ctx_open(step_run *r, int idx, tb_step_ctx *c)
 {
     const tb_step_setting *s = &r->tech->settings[idx];
@@ -240,6 +262,7 @@ static int ctx_open(step_run *r, int idx, tb_step_ctx *c)
     c->train = r->train;
     c->test = r->test;
     c->cfg = setting_config(r, idx);
+    TB_TRY(test_lr(&c->cfg));
     TB_TRY(tb_config_validate(&c->cfg));
     if (s->prepare)
         TB_TRY(s->prepare(r->b.be, s->param));
@@ -473,6 +496,11 @@ static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge
     }
     if (rc == TB_OK && with_note && r->tech->check_note)
         rc = r->tech->check_note(&c, r->st[idx].note, sizeof r->st[idx].note);
+    if (rc == TB_OK && with_note && c.own_verdict) {
+        r->st[idx].own_verdict = 1;
+        r->st[idx].own = c.own;
+        snprintf(r->st[idx].own_against, sizeof r->st[idx].own_against, "%s", c.own_against);
+    }
     if (!nudge) {
         r->st[idx].peak_bytes = (double)peak;
         r->st[idx].steps = steps;
@@ -576,6 +604,8 @@ static double loss_tolerance(const step_run *r, int b)
     double tol = r->tech->tolerance;
     if (tol > 0 && sb->control) {
         double moved = rel_diff(sb->loss, sb->loss_control);
+        if (!isfinite(moved)) /* the control diverged: no tolerance holds */
+            return INFINITY;
         if (TB_CONTROL_K * moved > tol)
             tol = TB_CONTROL_K * moved;
     }
@@ -683,7 +713,10 @@ static int check_controls(step_run *r)
             fprintf(stderr, "%s: check %-24s rounding control %d of %d (weights moved by %.1e): "
                     "loss %.9g, %.2g%% from the baseline's\n", t->desc.name, t->settings[b].name,
                     k + 1, TB_CONTROL_RUNS, TB_CONTROL_NUDGE, loss, 100 * rel_diff(sb->loss, loss));
-            if (k == 0 || !(rel_diff(sb->loss, loss) <= rel_diff(sb->loss, sb->loss_control)))
+            /* the farthest draw; one that diverged (nan, inf) stays */
+            if (k == 0 || !isfinite(loss) ||
+                (isfinite(sb->loss_control) &&
+                 !(rel_diff(sb->loss, loss) <= rel_diff(sb->loss, sb->loss_control))))
                 sb->loss_control = loss;
         }
         if (rc == TB_ERR_DEVICE_OOM || rc == TB_ERR_UNSUPPORTED) {
@@ -715,7 +748,7 @@ static int check_all(step_run *r)
         if (!s->na && t->settings[i].base == i)
             TB_TRY(mark_na(r, i, check_run(r, i, &s->loss_again, 0, 0)));
         if (!s->na)
-            fprintf(stderr, "%s: check %-24s loss after %d steps %.9g, peak %.1f MiB%s\n",
+            fprintf(stderr, "%s: check %-24s loss at step %d %.9g, peak %.1f MiB%s\n",
                     t->desc.name, t->settings[i].name, s->steps, s->loss,
                     s->peak_bytes / 1048576.0,
                     s->skipped ? " (its loss scaler skipped steps: checked again, see its note)"
@@ -1030,7 +1063,7 @@ static const char *deterministic_note(const step_run *r)
  * tolerance. A setting whose first step changed no weight (fp16's loss
  * scaler skipping it) is not judged. */
 static int update_verdict(const setting_state *b, const setting_state *s, double tol,
-                          char *msg, size_t cap)
+                          char *msg, size_t cap, double *dist_out, double *tol_out)
 {
     if (!b->nupd || !s->nupd || tol <= 0)
         return 0;
@@ -1058,6 +1091,8 @@ static int update_verdict(const setting_state *b, const setting_state *s, double
     int bad = dist > tol;
     snprintf(msg, cap, "; first update: per-tensor norms %.2g apart%s%s (furthest: tensor %d, %s, "
              "%.2g)", dist, widened, bad ? ", past the tolerance" : "", at, b->upd_name[at], worst);
+    *dist_out = dist;
+    *tol_out = tol;
     return bad;
 }
 
@@ -1090,6 +1125,28 @@ static void set_check(step_run *r, int i, tb_result_row *row)
                      "the baseline ended %.3g away", TB_CONTROL_NUDGE, TB_CONTROL_RUNS, moved);
         }
     }
+    /* A baseline whose loss diverged (nan, inf), or whose rounding control
+     * did or moved it past TB_CHECK_TOL_MAX / TB_CONTROL_K: its loss cannot
+     * tell a setting from it (nan against nan compared as equal, and any
+     * loss passes an unbounded tolerance). */
+    if (!isfinite(ref) || (base == i && !isfinite(got)) || tol > TB_CHECK_TOL_MAX) {
+        row->correctness = TB_CORRECT_NA;
+        if (!isfinite(ref) || !isfinite(got))
+            snprintf(row->note, sizeof row->note, "not checked: the baseline's loss at step %d "
+                     "is %g (training diverged at this recipe), so the check cannot tell this "
+                     "setting's result from the baseline's (this setting's: %g)%s%s",
+                     sb->steps, (double)(isfinite(ref) ? got : ref), (double)got,
+                     s->note[0] ? "; " : "", s->note);
+        else
+            snprintf(row->note, sizeof row->note, "not checked: rounding alone (the baseline "
+                     "from weights moved by %.1e) moved the baseline's loss at step %d by %.3g%s, "
+                     "so a tolerance of %g times that would pass any result (this setting's loss "
+                     "%.7g vs %.7g)%s%s", TB_CONTROL_NUDGE, sb->steps,
+                     rel_diff(ref, sb->loss_control),
+                     isfinite(sb->loss_control) ? "" : " (it diverged)", TB_CONTROL_K,
+                     (double)got, (double)ref, s->note[0] ? "; " : "", s->note);
+        return;
+    }
     double dead = sb->classes > 1 ? log((double)sb->classes) : 0;
     int is_weak = weak_check(r, base);
     char weak[200] = "";
@@ -1105,18 +1162,31 @@ static void set_check(step_run *r, int i, tb_result_row *row)
      * elsewhere: bf16 moves a small-batch BN net's update norms by up to
      * 25% (the tiny ResNet-50) while its loss stays within tolerance. */
     char upd[200] = "";
-    if (is_weak && base != i && update_verdict(sb, s, t->tolerance, upd, sizeof upd))
+    const char *against = base == i ? "baseline run again" : "baseline";
+    double upd_dist = 0, upd_tol = 0;
+    if (is_weak && base != i &&
+        update_verdict(sb, s, t->tolerance, upd, sizeof upd, &upd_dist, &upd_tol)) {
+        /* the witness decided: its distance and tolerance in the columns */
         cmp.verdict = TB_MATCH_DIFFERS;
+        cmp.max_rel = upd_dist;
+        tol = upd_tol;
+        against = "baseline's first update (per-tensor norms)";
+    }
+    if (base != i && s->own_verdict) {
+        /* the technique's own check exercised what the steps could not */
+        cmp = s->own;
+        tol = s->own.tol;
+        against = s->own_against;
+    }
     row->correctness = tb_bench_correctness(cmp.verdict);
     row->max_rel_err = cmp.max_rel;
     if (tol > 0)
         row->tolerance = tol;
-    snprintf(row->checked_against, sizeof row->checked_against, "%s",
-             base == i ? "baseline run again" : "baseline");
+    snprintf(row->checked_against, sizeof row->checked_against, "%s", against);
     char scaler[240];
     loss_note(s, scaler, sizeof scaler);
-    snprintf(row->note, sizeof row->note, "loss after %d steps %.7g vs %.7g%s%s%s%s%s%s%s%s%s",
-             r->check_steps, got, ref, scaler, upd, weak, control,
+    snprintf(row->note, sizeof row->note, "loss at step %d %.7g vs %.7g%s%s%s%s%s%s%s%s%s",
+             s->steps, got, ref, scaler, upd, weak, control,
              t->tolerance > 0 ? "; tolerance: " : "", t->tolerance > 0 ? t->tolerance_why : "",
              deterministic_note(r), s->note[0] ? "; " : "", s->note);
 }

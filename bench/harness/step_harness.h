@@ -127,6 +127,13 @@ typedef struct tb_step_ctx {
     long calls;               /* run_once calls on this trainer so far */
     int workload;             /* tb_workload being run */
     void *user;               /* the technique's own state (run_once's) */
+    /* check_note may judge the setting by a check of its own, where the
+     * check's training steps cannot exercise it (host_syncs: the loss read
+     * later): own_verdict 1, own its comparison with its baseline's result,
+     * own_against what that was; they replace the loss check in its row. */
+    int own_verdict;
+    tb_compare own;
+    char own_against[48];     /* as tb_result_row's checked_against */
 } tb_step_ctx;
 
 typedef struct tb_step_setting {
@@ -159,7 +166,7 @@ typedef struct tb_step_technique {
     void (*setup)(tb_config *cfg, int profile);
     /* NULL when the setting means something on this backend, else why not. */
     const char *(*na_reason)(const char *backend, const tb_step_setting *s);
-    double tolerance;         /* relative, loss after N steps; 0: must be bitwise equal */
+    double tolerance;         /* relative, the loss at the check's last step; 0: must be bitwise equal */
     const char *tolerance_why; /* one line: why this tolerance */
     /* Non-NULL: losses are not comparable by design (e.g. another batch
      * size); the correctness column is n/a and this says why. */

@@ -37,12 +37,23 @@ for r in rows:
     if not wit:
         continue
     seen += 1
-    tol = float(r["tolerance"])
-    m = re.search(r"loss after \d+ steps ([-0-9.e+]+) vs ([-0-9.e+]+)", note)
-    got, ref = float(m.group(1)), float(m.group(2))
-    loss_bad = abs(got - ref) > tol * abs(ref) * (1 + 1e-6)
     past = "past the tolerance" in wit.group(1)
     d = re.match(r"per-tensor norms ([-0-9.e+]+) apart", wit.group(1))
+    if past:
+        # the witness decided: its distance and tolerance are the row's columns
+        dist, rtol = float(r["max_rel_err"]), float(r["tolerance"])
+        if (r["correctness"] != "DIFFERS" or
+                r["checked_against"] != "baseline's first update (per-tensor norms)" or
+                not d or abs(dist - float(d.group(1))) > 0.051 * dist or not dist > rtol):
+            sys.exit("FAIL: %s %s: the witness decided, but the row says %s against %r, "
+                     "max_rel_err %s, tolerance %s (witness: %r)" % (name, r["setting"],
+                     r["correctness"], r["checked_against"], r["max_rel_err"], r["tolerance"],
+                     wit.group(1)))
+        continue
+    tol = float(r["tolerance"])
+    m = re.search(r"loss at step \d+ ([-0-9.e+]+) vs ([-0-9.e+]+)", note)
+    got, ref = float(m.group(1)), float(m.group(2))
+    loss_bad = abs(got - ref) > tol * abs(ref) * (1 + 1e-6)
     # the witness's own rounding control widens its tolerance to twice it
     wide = re.search(r"tolerance ([-0-9.e+]+) \(from nudged weights its own moved ([-0-9.e+]+)\)",
                      wit.group(1))

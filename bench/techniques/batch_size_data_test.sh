@@ -25,7 +25,7 @@ for _ in $(seq 1 1200); do
 done
 kill $pid 2> /dev/null
 wait $pid 2> /dev/null
-loss() { sed -n "s/.*check batch=$1 .*loss after \([0-9]*\) steps \([^,]*\),.*/\1 \2/p" "$LOG"; }
+loss() { sed -n "s/.*check batch=$1 .*loss at step \([0-9]*\) \([^,]*\),.*/\1 \2/p" "$LOG"; }
 l512=$(loss 512)
 l1024=$(loss 1024)
 [ -n "$l512" ] || fail "no check line for batch 512"

@@ -66,10 +66,13 @@ static int mean_loss_note(tb_step_ctx *c, char *note, size_t cap)
     if (c->cfg.loss_read_every == 1)
         base_mean_loss = es.mean_loss;
     double rel = fabs(es.mean_loss - base_mean_loss) / fabs(base_mean_loss);
-    if (!(rel <= MEAN_LOSS_TOL))
-        return TB_FAIL(TB_ERR_DATA, "%s: epoch mean loss %.9g vs %.9g read every step "
-                       "(rel %.2g > %g)", c->setting->name, es.mean_loss, base_mean_loss, rel,
-                       MEAN_LOSS_TOL);
+    /* The row's verdict: the check's training steps read the loss every
+     * step whatever the setting, so only this epoch exercises it (the
+     * weights are the same; the epoch's mean loss is summed on the device
+     * and read later, in another order) */
+    TB_TRY(tb_compare_values(base_mean_loss, es.mean_loss, MEAN_LOSS_TOL, &c->own));
+    c->own_verdict = 1;
+    snprintf(c->own_against, sizeof c->own_against, "baseline's epoch mean loss");
     int every = c->cfg.loss_read_every;
     long reads = (es.steps + every - 1) / every;
     /* an interval longer than the epoch would be a one-read epoch
