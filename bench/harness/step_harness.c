@@ -1060,8 +1060,9 @@ static const char *deterministic_note(const step_run *r)
  * tens of percent (0.44 in the reduced ResNet-50) where the whole update
  * moves by 1e-2. set_check asks only where the loss check is weak. Writes
  * "; first update: ..." to msg; returns 1 when the distance is past the
- * tolerance. A setting whose first step changed no weight (fp16's loss
- * scaler skipping it) is not judged. */
+ * tolerance. A setting whose first step changed no weight is not judged
+ * when its loss scaler skipped steps of that check (fp16's, GradScaler's);
+ * without a skipped step it DIFFERS: it did not train. */
 static int update_verdict(const setting_state *b, const setting_state *s, double tol,
                           char *msg, size_t cap, double *dist_out, double *tol_out)
 {
@@ -1069,6 +1070,15 @@ static int update_verdict(const setting_state *b, const setting_state *s, double
         return 0;
     int at;
     double worst, dist = update_distance(b, s, &at, &worst);
+    if (dist == -3 && s->skipped_again == 0) {
+        /* no loss scaler skipped a step of the check that recorded it: the
+         * setting did not train (or its update was nan) */
+        snprintf(msg, cap, "; first update: none, and no step of its check was skipped: this "
+                 "setting's first step left its weights as they were (or made them nan)");
+        *dist_out = INFINITY;
+        *tol_out = tol;
+        return 1;
+    }
     if (dist == -3)
         snprintf(msg, cap, "; first update: none (a skipped step), not compared");
     if (dist == -2 || dist == -3)
