@@ -50,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -154,6 +155,11 @@ static int names_known(const char *flag, const char *list, const tb_plan_entry *
     for (const char *l = list; *l;) {
         const char *comma = strchr(l, ',');
         size_t len = comma ? (size_t)(comma - l) : strlen(l);
+        if (len == 0 || (comma && !comma[1])) { /* ",a", "a,,b", "a," */
+            fprintf(stderr, "bench:all: --%s=%s: an empty technique name; give names "
+                    "separated by single commas\n", flag, list);
+            return 0;
+        }
         int known = 0;
         for (int i = 0; i < ntech; i++)
             known |= strlen(techs[i].name) == len && !strncmp(techs[i].name, l, len);
@@ -279,8 +285,9 @@ static int open_run(const char *device, int threads, const char *out_dir, int ar
     /* One run per folder: an earlier one's techniques may still be writing
      * (their temporaries are not stale then); a killed run's take a moment
      * to be reaped by their guards. */
-    if (tb_run_lock(od->results, 5.0) != 0)
-        return TB_FAIL(TB_ERR_INVALID, "%s: another run is using this folder", od->results);
+    if (tb_run_lock(od->results, 5.0) != 0) /* it said why: in use, or cannot be opened */
+        return TB_FAIL(TB_ERR_INVALID, "%s: cannot take this folder's run lock (above)",
+                       od->results);
     /* Temporaries of a killed earlier run: nobody will finish them. */
     TB_TRY(tb_atomic_sweep_stale(od->results, NULL));
     TB_TRY(tb_atomic_sweep_stale(od->plots, NULL));
@@ -341,6 +348,22 @@ static double keeper_extra(const tb_plan_entry *const *todo, int k, int n,
                                 budget);
 }
 
+/* A technique the state lists as finished still has its results: its
+ * CSV reads as a tunebench results file (deleted or cut off since, it
+ * would leave the report without it, or fail it). */
+static int results_readable(const tb_outdir *od, const tb_plan_entry *t)
+{
+    char name[80], path[PATH_MAX + 96];
+    snprintf(name, sizeof name, "%s.csv", t->results[0] ? t->results : t->name);
+    if (tb_outdir_join(od->results, name, path, sizeof path) != TB_OK)
+        return 0;
+    tb_results res;
+    tb_results_init(&res);
+    int rc = tb_results_read_csv(path, &res);
+    tb_results_free(&res);
+    return rc == TB_OK;
+}
+
 /* The state to continue (--resume) or a fresh one. Returns 2 when --resume
  * must refuse, after saying why. */
 static int prepare_state(int resume, const tb_outdir *od, tb_run_state *now, tb_run_state *st)
@@ -350,6 +373,21 @@ static int prepare_state(int resume, const tb_outdir *od, tb_run_state *now, tb_
         return tb_run_state_save(st, od->results) == TB_OK ? 0 : 1;
     }
     if (tb_run_state_load(od->results, st) != TB_OK) {
+        /* Only a folder with no state file holds no earlier run: a state
+         * that cannot be read (cut off, edited, its fingerprint gone) must
+         * not send the run back to the beginning, over results it lists. */
+        char path[PATH_MAX + 64];
+        struct stat sb;
+        int none = tb_outdir_join(od->results, TB_RUN_STATE_FILE, path, sizeof path) == TB_OK &&
+                   stat(path, &sb) != 0 && errno == ENOENT;
+        if (!none) {
+            fprintf(stderr, "bench:all: --resume refused: the earlier run's state in %s cannot "
+                    "be read: %s. Its finished results are still there, untouched. Run without "
+                    "--resume to start over (they are then overwritten technique by "
+                    "technique), or use another --out-dir.\n", od->results, tb_error_message());
+            tb_error_clear();
+            return 2;
+        }
         fprintf(stderr, "bench:all: --resume: no earlier run to continue in %s (", od->results);
         fprintf(stderr, "%s); starting from the beginning\n", tb_error_message());
         tb_error_clear();
@@ -425,7 +463,9 @@ static void closing_lines(const tb_outdir *od)
 
 int main(int argc, char **argv)
 {
-    const char *device = "auto", *out_dir = "", *only = "", *skip = "";
+    /* only and skip stay NULL when not given: an empty --only= is refused,
+     * not taken for every technique */
+    const char *device = "auto", *out_dir = "", *only = NULL, *skip = NULL;
     int profile = TB_PROFILE_AUTO, threads = 0, resume = 0, allow_over = 0;
     /* tb_profile order, then auto */
     static const char *const profiles[] = {"default", "full", "tiny", "gpu", "auto", NULL};
@@ -453,8 +493,17 @@ int main(int argc, char **argv)
                             "report.", flags, nflags, 0, &argc, argv);
     if (code == 2)
         return code;
-    char bin_dir[4096];
+    char bin_dir[4096], first[4200];
     find_bin_dir(argv[0], bin_dir, sizeof bin_dir);
+    snprintf(first, sizeof first, "%s/%s", bin_dir, CEILINGS);
+    if (access(first, X_OK) != 0) {
+        /* one line, not one failed --describe a technique */
+        fprintf(stderr, "bench:all: the technique binaries are not at %s (%s): run it with "
+                "`bazel run //bench:all`, or as .bazel/bin/bench/all (its runfiles tree is "
+                "found beside it, not through a link to it), or set RUNFILES_DIR to that "
+                "tree\n", bin_dir, strerror(errno));
+        return 1;
+    }
     tb_plan_entry *techs = NULL;
     int ntech = 0;
     if (tb_plan_describe(bin_dir, TB_TECHNIQUES, &techs, &ntech) != TB_OK) {
@@ -471,6 +520,13 @@ int main(int argc, char **argv)
         return 0;
     }
     /* Catch typos before spending minutes on a run. */
+    if ((only && !*only) || (skip && !*skip)) {
+        fprintf(stderr, "bench:all: --%s= names no technique; leave the flag out to run "
+                "them all\n", only && !*only ? "only" : "skip");
+        return 2;
+    }
+    only = only ? only : "";
+    skip = skip ? skip : "";
     if (!names_known("only", only, techs, ntech) || !names_known("skip", skip, techs, ntech))
         return 2;
     int profile_auto = profile == TB_PROFILE_AUTO;
@@ -547,6 +603,15 @@ int main(int argc, char **argv)
         tb_error_clear();
         tm = NULL;
     }
+    char tpath[PATH_MAX + 64];
+    if (tm && resume && st->ndone > 0 &&
+        (tb_outdir_join(od.results, "telemetry.json", tpath, sizeof tpath) != TB_OK ||
+         tb_telemetry_keep_earlier(tm, tpath) != TB_OK)) {
+        /* the techniques kept from the earlier session lose their telemetry */
+        fprintf(stderr, "bench:all: the earlier session's telemetry is not kept: %s\n",
+                tb_error_message());
+        tb_error_clear();
+    }
 
     /* Planned work, in estimated seconds for the chosen profile. */
     double planned = 0;
@@ -579,9 +644,15 @@ int main(int argc, char **argv)
     for (int k = 0; k < ntodo && !interrupted; k++) {
         const tb_plan_entry *t = todo[k];
         if (tb_run_state_is_done(st, t->name)) {
-            fprintf(stderr, "bench:all: [%d/%d] %s: finished in the interrupted run, kept\n",
-                    k + 1, ntodo, t->name);
-            continue;
+            if (results_readable(&od, t)) {
+                fprintf(stderr, "bench:all: [%d/%d] %s: finished in the interrupted run, kept\n",
+                        k + 1, ntodo, t->name);
+                continue;
+            }
+            fprintf(stderr, "bench:all: [%d/%d] %s: finished in the interrupted run, but its "
+                    "results cannot be read now (%s): running it again\n", k + 1, ntodo,
+                    t->name, tb_error_message());
+            tb_error_clear();
         }
         double elapsed = tb_clock_s() - t0;
         /* Scale the remaining estimate by how fast this machine has been so far. */
@@ -590,6 +661,8 @@ int main(int argc, char **argv)
         format_secs((planned - done_est) * speed, eta, sizeof eta);
         char state[192] = "";
         probe_state(&od, t->name, elapsed, state, sizeof state);
+        if (interrupted) /* a signal during the probe: start nothing more */
+            break;
         fprintf(stderr, "bench:all: [%d/%d] %s (about %s left%s)\n", k + 1, ntodo, t->name, eta,
                 state);
         if (tm && tb_telemetry_segment(tm, t->name) != TB_OK)
@@ -619,8 +692,15 @@ int main(int argc, char **argv)
         int rc = run_one(bin, args);
         if (rc != 0 && !interrupted) {
             failed++;
-            fprintf(stderr, "bench:all: %s failed (exit %d); its earlier results are kept\n",
-                    t->name, rc);
+            char how[96] = "";
+            if (rc > 128 && rc < 128 + NSIG)
+                snprintf(how, sizeof how, ", killed by signal %d (%s)", rc - 128,
+                         strsignal(rc - 128));
+            /* its files are replaced only whole (atomically), but a technique
+             * that failed after writing its CSV leaves this run's there */
+            fprintf(stderr, "bench:all: %s failed (exit %d%s): not recorded as finished, so "
+                    "--resume runs it again; what it wrote before failing stays (each file "
+                    "whole: its earlier results, or this run's)\n", t->name, rc, how);
         }
         if (rc == 0) {
             /* Recorded only once the technique's files are all in place. */
@@ -646,6 +726,17 @@ int main(int argc, char **argv)
     }
     st->complete = failed == 0;
     int frc = finish(&od, tm, st, 1);
+    if (interrupted) {
+        /* during the report: the techniques' results are whole, the report
+         * may not be; the state says unfinished, so --resume writes it */
+        st->complete = 0;
+        if (tb_run_state_save(st, od.results) != TB_OK)
+            tb_error_print(stderr);
+        fprintf(stderr, "bench:all: interrupted while writing the report; every technique "
+                        "keeps its results; write it with bench:report, or continue with "
+                        "--resume\n");
+        return 130;
+    }
     tb_telemetry_free(tm);
     fprintf(stderr, "bench:all: %d steps in %.1f s, %d failed\n", ntodo, tb_clock_s() - t0, failed);
     if (frc == TB_OK)

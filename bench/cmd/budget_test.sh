@@ -122,4 +122,17 @@ BUDGET_D=1 BUDGET_T=1 run_all err_only_one --device=no-such-device --out-dir="$T
 grep -q "budgets of this plan per profile: default 2 s of 900 s" "$TEST_TMPDIR/err_only_one" ||
     fail "--only=$first,$second --skip=$first did not plan the ceilings and $second"
 echo "ok: --only all skipped refused; --only less --skip planned"
+
+# 6. Empty names are refused, not read as every technique (an empty
+#    --only=) or silently dropped (a trailing comma).
+for bad in "--only=" "--skip=" "--only=$first," "--only=,$first" "--only=$first,,$second"; do
+    OUT=$TEST_TMPDIR/out_empty
+    BUDGET_D=1 BUDGET_T=1 run_all err_empty --device=cpu --out-dir="$OUT" "$bad"
+    rc=$?
+    [ $rc -eq 2 ] || fail "$bad: exit $rc, want 2"
+    grep -q "names no technique\|an empty technique name" "$TEST_TMPDIR/err_empty" ||
+        fail "$bad: no reason given"
+    [ ! -e "$OUT" ] || fail "$bad: a refused run wrote $(find "$OUT" | head -3)"
+done
+echo "ok: empty technique names refused"
 echo PASS

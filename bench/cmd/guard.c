@@ -128,15 +128,17 @@ static int guard_wait(pid_t worker, const sigset_t *waiting)
     }
 }
 
-static void guard_main(const char *bin, char *const args[], pid_t parent)
+/* before: bench:all's signal mask before tb_guard_run blocked the signals
+ * for the fork (the technique gets it back). */
+static void guard_main(const char *bin, char *const args[], pid_t parent, sigset_t before)
 {
-    sigset_t handled, before;
+    sigset_t handled;
     sigemptyset(&handled);
     sigaddset(&handled, SIGINT);
     sigaddset(&handled, SIGTERM);
     sigaddset(&handled, SIGHUP);
     sigaddset(&handled, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &handled, &before);
+    sigprocmask(SIG_BLOCK, &handled, NULL);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_guard_signal;
@@ -185,15 +187,31 @@ int tb_guard_run(const char *bin, char *const args[], volatile pid_t *running,
                  volatile sig_atomic_t *stop)
 {
     pid_t parent = getpid();
+    /* The guard is born with the signals blocked: until it has its own
+     * handlers it still has bench:all's, which would take a signal passed
+     * to it for bench:all's and drop it (a Ctrl-C between two techniques
+     * then let the next one run to its end). Blocked, the signal waits for
+     * the guard's sigsuspend, which passes it on. */
+    sigset_t block, before;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigprocmask(SIG_BLOCK, &block, &before);
     pid_t pid = fork();
-    if (pid < 0)
+    if (pid < 0) {
+        sigprocmask(SIG_SETMASK, &before, NULL);
         return -1;
+    }
     if (pid == 0)
-        guard_main(bin, args, parent);
+        guard_main(bin, args, parent, before);
     *running = pid;
-    /* a signal that came after the caller's last look at *stop and before
-     * *running was set found no one to pass it on to: pass it now (the
-     * guard forwards it; a technique not yet started dies of it) */
+    /* a signal held while forking reaches bench:all's handler now, which
+     * passes it to the guard (*running is set) */
+    sigprocmask(SIG_SETMASK, &before, NULL);
+    /* one that came after the caller's last look at *stop and before the
+     * block found no one to pass it on to: pass it now (the guard forwards
+     * it; a technique not yet started dies of it) */
     if (stop && *stop)
         kill(pid, SIGINT);
     int status = 0;

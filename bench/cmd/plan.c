@@ -55,7 +55,12 @@ static int finish_describe(const char *bin, describing *d, char *buf, size_t cap
     while (waitpid(d->pid, &status, 0) < 0 && errno == EINTR)
         ;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return TB_FAIL(TB_ERR_IO, "%s --describe failed (exit status %d)", bin, status);
+        return WIFEXITED(status)
+                   ? TB_FAIL(TB_ERR_IO, "%s --describe failed (exit %d%s)", bin,
+                             WEXITSTATUS(status),
+                             WEXITSTATUS(status) == 127 ? ": not found or not runnable" : "")
+                   : TB_FAIL(TB_ERR_IO, "%s --describe was killed by signal %d", bin,
+                             WTERMSIG(status));
     return TB_OK;
 }
 
@@ -100,6 +105,7 @@ int tb_plan_parse_entry(const char *bin, const char *text, tb_plan_entry *e)
             goto out_free_json;
         }
     snprintf(e->name, sizeof e->name, "%s", name);
+    snprintf(e->results, sizeof e->results, "%s", tb_json_get_string(j, "results", name));
     e->order = (int)tb_json_get_number(j, "order", 0);
     for (size_t i = 0; i < after->len; i++)
         snprintf(e->after[i], sizeof e->after[i], "%s", tb_json_at(after, i)->string ?

@@ -14,6 +14,7 @@
 
 typedef struct tb_plan_entry {
     char name[64];
+    char results[64];                   /* its CSV's name (results/<device>/<results>.csv) */
     double est_seconds[TB_PROFILES];    /* per tb_profile */
     double budget_seconds[TB_PROFILES]; /* timing budget per tb_profile; 0: the harness's default */
     int order;

@@ -1,7 +1,9 @@
 #!/bin/bash
 # resume_test.sh - an interrupted bench:all keeps what it finished, leaves no
 # temporary files, and --resume continues without redoing finished work;
-# --resume refuses when the run would differ (another thread count).
+# --resume refuses when the run would differ (another thread count) or its
+# state cannot be read, runs again a finished technique whose results are
+# gone, and keeps the earlier session's telemetry.
 #
 #   bazel test //bench:resume_test
 # args: the bench:all binary. Runs ceilings + grads_to_none (a training step: seconds, long enough to be interrupted) in the tiny profile on
@@ -88,6 +90,12 @@ for f in REPORT.md REPORT.html summary.md summary.tex telemetry.json; do
 done
 grep -q '"complete": true' "$R/run_state.json" || fail "run not marked complete"
 no_temps "$OUT"
+# the earlier session's telemetry is kept beside this one's
+python3 - "$R/telemetry.json" <<'PY' || fail "telemetry.json lost the earlier session"
+import json, sys
+labels = [s["label"] for s in json.load(open(sys.argv[1]))["segments"]]
+assert "ceilings" in labels and "grads_to_none" in labels, labels
+PY
 
 # 4. SIGKILL of the whole process group (no chance to clean up): the next
 #    --resume removes the orphaned temporaries and keeps finished work.
@@ -108,4 +116,24 @@ grep -q 'ceilings: finished in the interrupted run, kept' "$TEST_TMPDIR/log5" ||
     fail "--resume after SIGKILL did not skip ceilings"
 [ "$(md5sum < "$R2/ceilings.csv")" = "$sum_before" ] || fail "ceilings.csv changed after SIGKILL"
 no_temps "$OUT2"
+
+# 5. A technique the state lists as finished whose CSV is gone since runs
+#    again, saying so (it used to be "kept", and the report lacked it).
+rm "$R2/grads_to_none.csv"
+"$ALL" --device=cpu --profile=tiny --only=grads_to_none --out-dir="$OUT2" --resume > "$TEST_TMPDIR/log6" 2>&1 ||
+    fail "--resume with a finished technique's CSV gone failed"
+grep -q 'grads_to_none: finished in the interrupted run, but its results cannot be read now' \
+    "$TEST_TMPDIR/log6" || fail "--resume did not say it runs grads_to_none again"
+csv_intact "$R2/grads_to_none.csv" "$(wc -l < "$R2/grads_to_none.csv")"
+
+# 6. A state that cannot be read is refused, not taken for no earlier run
+#    (which started over, over the results it listed).
+sum_before=$(md5sum < "$R2/ceilings.csv")
+head -c 20 "$R2/run_state.json" > "$TEST_TMPDIR/cut" && cp "$TEST_TMPDIR/cut" "$R2/run_state.json"
+"$ALL" --device=cpu --profile=tiny --only=grads_to_none --out-dir="$OUT2" --resume > "$TEST_TMPDIR/log7" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "--resume on a cut-off run_state.json exited $rc, expected 2"
+grep -q "resume refused: the earlier run's state in .* cannot be read" "$TEST_TMPDIR/log7" ||
+    fail "the refusal does not say the state cannot be read"
+[ "$(md5sum < "$R2/ceilings.csv")" = "$sum_before" ] || fail "ceilings.csv changed after the refusal"
 echo "resume_test: ok"

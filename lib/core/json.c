@@ -597,3 +597,36 @@ int tb_json_write_number(FILE *f, double v)
     TB_CHECK_IO(n < 0, "writing JSON");
     return TB_OK;
 }
+
+int tb_json_write_value(FILE *f, const tb_json *v)
+{
+    switch (v->type) {
+    case TB_JSON_NULL:
+        TB_CHECK_IO(fputs("null", f) < 0, "writing JSON");
+        return TB_OK;
+    case TB_JSON_BOOL:
+        TB_CHECK_IO(fputs(v->boolean ? "true" : "false", f) < 0, "writing JSON");
+        return TB_OK;
+    case TB_JSON_NUMBER:
+        return tb_json_write_number(f, v->number);
+    case TB_JSON_STRING:
+        return tb_json_write_string(f, v->string);
+    case TB_JSON_ARRAY:
+    case TB_JSON_OBJECT: {
+        int obj = v->type == TB_JSON_OBJECT;
+        TB_CHECK_IO(fputc(obj ? '{' : '[', f) == EOF, "writing JSON");
+        for (size_t i = 0; i < v->len; i++) {
+            if (i)
+                TB_CHECK_IO(fputs(", ", f) < 0, "writing JSON");
+            if (obj) {
+                TB_TRY(tb_json_write_string(f, v->keys[i]));
+                TB_CHECK_IO(fputs(": ", f) < 0, "writing JSON");
+            }
+            TB_TRY(tb_json_write_value(f, &v->items[i]));
+        }
+        TB_CHECK_IO(fputc(obj ? '}' : ']', f) == EOF, "writing JSON");
+        return TB_OK;
+    }
+    }
+    return TB_FAIL(TB_ERR_INVALID, "JSON value of unknown type %d", (int)v->type);
+}

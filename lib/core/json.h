@@ -95,6 +95,10 @@ int tb_json_write_string(FILE *f, const char *s);
  * infinities, which JSON cannot express, are written as null. */
 int tb_json_write_number(FILE *f, double v);
 
+/* Writes v as compact JSON (objects, arrays, strings, numbers as
+ * tb_json_write_number does, booleans, null). Returns TB_OK or TB_ERR_IO. */
+int tb_json_write_value(FILE *f, const tb_json *v);
+
 /* Escapes s into dst as a quoted JSON string, snprintf-style: writes at most
  * cap bytes including the NUL and returns the length the whole string needs. */
 size_t tb_json_escape(char *dst, size_t cap, const char *s);

@@ -413,6 +413,41 @@ static int has_content(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
 }
 
+/* 1 if the file at path ends as a whole file of its format does: PNG's
+ * IEND chunk, SVG's closing tag, PDF's %%EOF near its end. gnuplot exits
+ * 0 after a write that failed (a full disk), and a cut-off figure must not
+ * be published under its final name. */
+static int looks_whole(const char *path, const char *ext)
+{
+    unsigned char tail[1024];
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    long n = 0;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0) {
+        long k = n < (long)sizeof tail ? n : (long)sizeof tail;
+        if (fseek(f, n - k, SEEK_SET) != 0 || fread(tail, 1, (size_t)k, f) != (size_t)k)
+            n = 0;
+        else
+            n = k;
+    }
+    fclose(f);
+    if (n <= 0)
+        return 0;
+    if (!strcmp(ext, "png")) {
+        static const unsigned char iend[8] = {'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82};
+        return n >= 8 && memcmp(tail + n - 8, iend, 8) == 0;
+    }
+    const char *mark = !strcmp(ext, "svg") ? "</svg>" : !strcmp(ext, "pdf") ? "%%EOF" : NULL;
+    if (!mark)
+        return 1;
+    size_t m = strlen(mark);
+    for (long i = n - (long)m; i >= 0; i--)
+        if (memcmp(tail + i, mark, m) == 0)
+            return 1;
+    return 0;
+}
+
 int tb_plot_write_custom(const tb_plot_custom *c, const char *dir, const char *name)
 {
     char path[PATH_MAX];
@@ -466,7 +501,13 @@ static int render_script(const char *dir, const char *name, unsigned formats)
     TB_TRY_GOTO(rc, run_gnuplot(dir, name, defs), out_remove_tmps);
     for (int i = 0; i < N_FORMATS; i++) {
         if (tmps[i][0] && !has_content(tmps[i])) {
-            rc = TB_FAIL(TB_ERR_IO, "gnuplot wrote nothing for %s", finals[i]);
+            rc = TB_FAIL(TB_ERR_IO, "gnuplot wrote nothing for %s (is the disk full?)",
+                         finals[i]);
+            goto out_remove_tmps;
+        }
+        if (tmps[i][0] && !looks_whole(tmps[i], formats_table[i].ext)) {
+            rc = TB_FAIL(TB_ERR_IO, "gnuplot wrote %s cut off (is the disk full?): not "
+                         "published; the earlier figure, if any, stays", finals[i]);
             goto out_remove_tmps;
         }
     }

@@ -175,6 +175,35 @@ static void test_failures(void)
     CHECK(size_after == size_before && memcmp(before, after, 8) == 0, "earlier gelu.png intact");
     CHECK(tb_test_count_temps(dir) == 0, "no temporaries left");
 
+    /* A gnuplot that exits 0 after its writes were cut short (a full
+     * disk): nothing published, the earlier figure stays. */
+    char fake[4200];
+    snprintf(fake, sizeof fake, "%s/cut_gnuplot.sh", dir);
+    f = fopen(fake, "w");
+    CHECK(f && fputs("#!/bin/sh\n"
+                     "gnuplot \"$@\" || exit $?\n"
+                     "eval \"$2\"\n"
+                     "for o in \"$tb_png\" \"$tb_svg\" \"$tb_pdf\"; do\n"
+                     "  [ -n \"$o\" ] && truncate -s 200 \"$o\"\n"
+                     "done\n"
+                     "exit 0\n", f) >= 0 && fclose(f) == 0 && chmod(fake, 0755) == 0,
+          "the cut-off gnuplot is written");
+    setenv("TB_GNUPLOT", fake, 1);
+    tb_error_clear();
+    chain[0] = '\0';
+    rc = tb_plot_render(&p, dir, "gelu", TB_PLOT_ALL);
+    f = fmemopen(chain, sizeof chain - 1, "w");
+    tb_error_print(f);
+    fclose(f);
+    unsetenv("TB_GNUPLOT");
+    tb_error_clear();
+    CHECK(rc == TB_ERR_IO && strstr(chain, "cut off"),
+          "a figure cut off with exit 0 is an error:\n%s", chain);
+    size_after = head("gelu.png", after, sizeof after);
+    CHECK(size_after == size_before && memcmp(before, after, 8) == 0,
+          "earlier gelu.png intact after a cut-off write");
+    CHECK(tb_test_count_temps(dir) == 0, "no temporaries left after a cut-off write");
+
     /* TB_GNUPLOT=none: the script, no images, no error. */
     char probe[64];
     setenv("TB_GNUPLOT", "none", 1);

@@ -71,6 +71,9 @@ static int parse_state(const tb_json *root, const char *path, tb_run_state *s)
         return TB_FAIL(TB_ERR_DATA, "%s: not a %s file", path, TB_RUN_STATE_SCHEMA);
     snprintf(s->profile, sizeof s->profile, "%s", tb_json_get_string(root, "profile", ""));
     /* A thread count; converting a number beyond an int would be undefined. */
+    const tb_json *th = tb_json_get(root, "threads");
+    if (!th || th->type != TB_JSON_NUMBER)
+        return TB_FAIL(TB_ERR_DATA, "%s: \"threads\" is missing or not a number", path);
     double threads = tb_json_get_number(root, "threads", -1);
     if (!(threads >= -1 && threads <= INT_MAX) || threads != (int)threads)
         return TB_FAIL(TB_ERR_DATA, "%s: \"threads\" is %g, not a thread count", path, threads);

@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,6 +57,7 @@ struct tb_telemetry {
     size_t segcap;
     char freq_why[160];       /* "" when the frequency is exposed */
     char gpu_why[160];        /* "" when NVML answered or no GPU was asked for */
+    tb_json *earlier;         /* an earlier session's file (tb_telemetry_keep_earlier), or NULL */
 };
 
 int tb_telemetry_parse_stat(const char *line, uint64_t *busy, uint64_t *total)
@@ -273,6 +275,7 @@ void tb_telemetry_free(tb_telemetry *t)
     tb_telemetry_stop(t);
     free(t->samples);
     free(t->segs);
+    tb_json_free(t->earlier);
     pthread_mutex_destroy(&t->mu);
     free(t);
 }
@@ -381,6 +384,38 @@ static void write_sample(const tb_telemetry *t, const tm_sample *x, FILE *f)
     fputs("}", f);
 }
 
+/* The earlier sessions' items of list key, one a line, each followed by
+ * a comma when more follow (more: this session has items too). */
+static int write_earlier(const tb_telemetry *t, const char *key, FILE *f, int more)
+{
+    const tb_json *list = t->earlier ? tb_json_get(t->earlier, key) : NULL;
+    for (size_t i = 0; list && list->type == TB_JSON_ARRAY && i < list->len; i++) {
+        fputs("    ", f);
+        TB_TRY(tb_json_write_value(f, tb_json_at(list, i)));
+        fputs(i + 1 < list->len || more ? ",\n" : "\n", f);
+    }
+    return TB_OK;
+}
+
+int tb_telemetry_keep_earlier(tb_telemetry *t, const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0 && errno == ENOENT)
+        return TB_OK;
+    tb_json *j = NULL;
+    TB_TRY(tb_json_parse_file(path, 0, &j));
+    const tb_json *seg = tb_json_get(j, "segments"), *smp = tb_json_get(j, "samples");
+    if (strcmp(tb_json_get_string(j, "schema", ""), TB_TELEMETRY_SCHEMA) != 0 || !seg ||
+        seg->type != TB_JSON_ARRAY || !smp || smp->type != TB_JSON_ARRAY) {
+        tb_json_free(j);
+        return TB_FAIL(TB_ERR_DATA, "%s: not a %s file with segments and samples", path,
+                       TB_TELEMETRY_SCHEMA);
+    }
+    tb_json_free(t->earlier);
+    t->earlier = j;
+    return TB_OK;
+}
+
 int tb_telemetry_write_json(const tb_telemetry *t, FILE *f)
 {
     fprintf(f, "{\n  \"schema\": \"%s\",\n", TB_TELEMETRY_SCHEMA);
@@ -397,11 +432,13 @@ int tb_telemetry_write_json(const tb_telemetry *t, FILE *f)
     fputs(",\n  \"throttled_means\": \"an NVML power or thermal reason was set "
           "(sw_power_cap, hw_slowdown, sw_thermal, hw_thermal, hw_power_brake)\",\n", f);
     fputs("  \"segments\": [\n", f);
+    TB_TRY(write_earlier(t, "segments", f, t->nseg > 0));
     for (int i = 0; i < t->nseg; i++) {
         write_segment(t, i, f);
         fputs(i + 1 < t->nseg ? ",\n" : "\n", f);
     }
     fputs("  ],\n  \"samples\": [\n", f);
+    TB_TRY(write_earlier(t, "samples", f, t->n > 0));
     for (size_t i = 0; i < t->n; i++) {
         write_sample(t, &t->samples[i], f);
         fputs(i + 1 < t->n ? ",\n" : "\n", f);

@@ -62,6 +62,13 @@ int tb_telemetry_write_json(const tb_telemetry *t, FILE *f);
 /* Atomically writes path. */
 int tb_telemetry_save(const tb_telemetry *t, const char *path);
 
+/* A resumed run's telemetry (bench:all --resume): the segments and samples
+ * of the earlier sessions' file at path are written before this session's,
+ * so that the file still covers the techniques whose results the folder
+ * keeps. No file there: nothing kept. One that cannot be read: TB_ERR_DATA
+ * naming it (the caller says so and goes on without it). */
+int tb_telemetry_keep_earlier(tb_telemetry *t, const char *path);
+
 /* Stops (if running) and frees. NULL is fine. */
 void tb_telemetry_free(tb_telemetry *t);
 
