@@ -24,11 +24,15 @@
 #include "lib/train/loader.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,6 +57,14 @@ typedef struct loader_ctl {
     pthread_mutex_t mu;
     pthread_cond_t ready; /* consumer waits: a slot was stamped, a worker went idle */
     pthread_cond_t work;  /* workers wait: new epoch, a slot released, stop */
+    /* Worker processes wait on these instead (futexes on the shared
+     * mapping): glibc's process-shared condition variable blocks a
+     * broadcast for good once a waiter has died inside its wait (a worker
+     * killed while idle hung the consumer and tb_loader_destroy), and a
+     * futex wake never waits for anyone. Bumped under mu. */
+    int pshared;
+    atomic_uint ready_seq, work_seq;
+    pid_t consumer;       /* process mode: the process its workers serve */
     int gen;              /* bumped by each epoch_begin */
     int active;           /* 1 between epoch_begin and epoch_end */
     int stop;             /* 1: workers exit */
@@ -130,8 +142,51 @@ static void ctl_lock(loader_ctl *c)
 
 static void ctl_unlock(loader_ctl *c) { pthread_mutex_unlock(&c->mu); }
 
+/* The futex sequence standing for cv in process mode. */
+static atomic_uint *ctl_seq(pthread_cond_t *cv, loader_ctl *c)
+{
+    return cv == &c->ready ? &c->ready_seq : &c->work_seq;
+}
+
+/* Wakes every waiter on cv. REQUIRES: mu held (a waiter reads the
+ * sequence under it, after checking its condition: no wake is lost). */
+static void ctl_broadcast(pthread_cond_t *cv, loader_ctl *c)
+{
+    if (!c->pshared) {
+        pthread_cond_broadcast(cv);
+        return;
+    }
+    atomic_uint *seq = ctl_seq(cv, c);
+    atomic_fetch_add(seq, 1);
+    syscall(SYS_futex, seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Process mode: unlocks, sleeps until cv's sequence moves or ms pass, locks
+ * again. Returns ETIMEDOUT when ms passed. */
+static int ctl_futex_wait(pthread_cond_t *cv, loader_ctl *c, int ms)
+{
+    atomic_uint *seq = ctl_seq(cv, c);
+    unsigned v = atomic_load(seq);
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    ctl_unlock(c);
+    long r = syscall(SYS_futex, seq, FUTEX_WAIT, v, &ts, NULL, 0);
+    int timed_out = r != 0 && errno == ETIMEDOUT;
+    ctl_lock(c);
+    return timed_out ? ETIMEDOUT : 0;
+}
+
 static void ctl_wait(pthread_cond_t *cv, loader_ctl *c)
 {
+    if (c->pshared) {
+        ctl_futex_wait(cv, c, WAIT_POLL_MS);
+        /* a worker process whose consumer died without tb_loader_destroy
+         * (killed, crashed) ends: nobody will stop it (it waited forever) */
+        if (cv == &c->work && getppid() != c->consumer) {
+            ctl_unlock(c);
+            _exit(0);
+        }
+        return;
+    }
     if (pthread_cond_wait(cv, &c->mu) == EOWNERDEAD)
         pthread_mutex_consistent(&c->mu);
 }
@@ -139,6 +194,8 @@ static void ctl_wait(pthread_cond_t *cv, loader_ctl *c)
 /* Returns ETIMEDOUT when ms passed without a signal. */
 static int ctl_timedwait(pthread_cond_t *cv, loader_ctl *c, int ms)
 {
+    if (c->pshared)
+        return ctl_futex_wait(cv, c, ms);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     ts.tv_nsec += (long)ms * 1000000L;
@@ -171,6 +228,10 @@ static int ctl_init(loader_ctl *c, int pshared)
     pthread_condattr_destroy(&ca);
     if (r)
         return TB_FAIL(TB_ERR_INTERNAL, "loader mutex/condvar init failed (%d)", r);
+    c->pshared = pshared;
+    c->consumer = getpid();
+    atomic_init(&c->ready_seq, 0);
+    atomic_init(&c->work_seq, 0);
     return TB_OK;
 }
 
@@ -300,7 +361,7 @@ static int worker_build_one(tb_loader *ld, int w, int gen, int epoch, int b)
     s->status = rc;
     s->size = size;
     memcpy(s->msg, msg, sizeof msg);
-    pthread_cond_broadcast(&c->ready);
+    ctl_broadcast(&c->ready, c);
     return rc;
 }
 
@@ -419,7 +480,7 @@ static void workers_join(tb_loader *ld)
     ctl_lock(c);
     c->active = 0;
     c->stop = 1;
-    pthread_cond_broadcast(&c->work);
+    ctl_broadcast(&c->work, c);
     ctl_unlock(c);
     for (int w = 0; w < ld->started; w++) {
         if (ld->cfg.mode == TB_WORKERS_THREADS)
@@ -438,7 +499,7 @@ static void workers_park(tb_loader *ld)
     loader_ctl *c = ld->ctl;
     ctl_lock(c);
     c->active = 0;
-    pthread_cond_broadcast(&c->work);
+    ctl_broadcast(&c->work, c);
     for (;;) {
         int busy = 0;
         for (int w = 0; w < ld->nw; w++)
@@ -639,7 +700,7 @@ int tb_loader_epoch_begin(tb_loader *ld, int epoch)
     c->released = 0;
     c->active = 1;
     c->stop = 0; /* only non-persistent workers were stopped, and joined */
-    pthread_cond_broadcast(&c->work);
+    ctl_broadcast(&c->work, c);
     ctl_unlock(c);
     ld->epoch = epoch;
     ld->next = 0;
@@ -679,7 +740,7 @@ void tb_loader_release_batch(tb_loader *ld)
         loader_ctl *c = ld->ctl;
         ctl_lock(c);
         c->released = ld->held + 1;
-        pthread_cond_broadcast(&c->work);
+        ctl_broadcast(&c->work, c);
         ctl_unlock(c);
     }
     ld->held = -1;

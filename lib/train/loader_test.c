@@ -9,7 +9,10 @@
  *     processes: the copy-out buffer), with the same batch bytes;
  *   - destroying mid-epoch and restarting an epoch mid-way are clean;
  *   - an error injected in a worker comes back as a status naming the batch,
- *     and a worker process that dies gives an error instead of a hang;
+ *     and a worker process that dies gives an error instead of a hang, also
+ *     one killed while it waits for a free slot (glibc's process-shared
+ *     condition variables hung the next wake-up then); worker processes
+ *     whose consumer exits without destroying the loader end too;
  *   - bad configurations are refused;
  *   - on-the-fly images (made per sample by the worker) give the stored
  *     dataset's batches bit for bit, float and raw_u8, 0 workers, 2 threads,
@@ -23,9 +26,13 @@
 #include "lib/train/loader.h"
 #include "lib/core/testing.h"
 
+#include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define N_SAMPLES 1000
 #define BATCH 64
@@ -334,6 +341,136 @@ static void test_errors(void)
         if (p)
             printf("    %s\n", tb_error_message());
         tb_loader_destroy(ld);
+    }
+}
+
+/* The children of process parent (from /proc), at most max, into pids. */
+static int children_of(pid_t parent, pid_t *pids, int max)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    int n = 0;
+    while (d && (e = readdir(d)) != NULL && n < max) {
+        char path[300], buf[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t got = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[got] = 0;
+        const char *close_paren = strrchr(buf, ')');
+        char state;
+        int pid = atoi(buf), ppid;
+        if (close_paren && sscanf(close_paren + 1, " %c %d", &state, &ppid) == 2 &&
+            ppid == parent && state != 'Z')
+            pids[n++] = pid;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* 1 while pid runs (a zombie or a gone process does not). */
+static int alive(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t got = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[got] = 0;
+    const char *p = strrchr(buf, ')');
+    char state = 'Z';
+    return p && sscanf(p + 1, " %c", &state) == 1 && state != 'Z' && state != 'X';
+}
+
+/* In a child process (so that a hang is a test failure, not a stuck test):
+ * two persistent worker processes, prefetch 1, fill their slots and wait;
+ * one is killed there. mode 0: the next batches give an error; 1: destroy
+ * returns; 2: the consumer exits without destroying, and its workers end.
+ * Exit status: 0 as expected, 1 wrong, 42 hung. */
+static void on_hang(int sig)
+{
+    (void)sig;
+    static const char m[] = "    HUNG: still blocked after 20 s\n";
+    ssize_t w = write(1, m, sizeof m - 1);
+    (void)w;
+    _exit(42);
+}
+
+static int killed_idle_child(int mode, int report_fd)
+{
+    tb_loader_cfg cfg = base_cfg();
+    cfg.batch_size = 4;
+    cfg.num_workers = 2;
+    cfg.prefetch_factor = 1;
+    cfg.persistent_workers = 1;
+    cfg.mode = TB_WORKERS_PROCESSES;
+    tb_loader *ld;
+    tb_batch b;
+    if (tb_loader_create(&cfg, ds, &ld) != TB_OK || tb_loader_epoch_begin(ld, 0) != TB_OK ||
+        tb_loader_next_batch(ld, &b) < 0)
+        return 1;
+    usleep(300 * 1000); /* both workers have filled their slot and wait for a free one */
+    pid_t pids[8];
+    int n = children_of(getpid(), pids, 8);
+    if (n != 2)
+        return 1;
+    if (mode == 2) {
+        ssize_t w = write(report_fd, pids, sizeof pids[0] * (size_t)n);
+        (void)w;
+        _exit(0); /* no destroy */
+    }
+    kill(pids[1], SIGKILL);
+    usleep(200 * 1000);
+    signal(SIGALRM, on_hang);
+    alarm(20);
+    int rc = 0;
+    if (mode == 0)
+        for (int i = 1; i < 40 && rc >= 0; i++)
+            rc = tb_loader_next_batch(ld, &b);
+    tb_loader_destroy(ld);
+    return mode == 0 && rc >= 0; /* mode 0 must have met the dead worker's batch */
+}
+
+static void test_killed_idle_worker(void)
+{
+    printf("a worker process killed while it waits: an error, no hang; orphans end\n");
+    for (int mode = 0; mode <= 2; mode++) {
+        int fd[2];
+        if (pipe(fd) != 0)
+            return;
+        fflush(NULL);
+        pid_t child = fork();
+        if (child == 0) {
+            close(fd[0]);
+            _exit(killed_idle_child(mode, fd[1]));
+        }
+        close(fd[1]);
+        pid_t workers[2] = {0, 0};
+        ssize_t got = mode == 2 ? read(fd[0], workers, sizeof workers) : 0;
+        close(fd[0]);
+        int status = 0;
+        waitpid(child, &status, 0);
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        CHECK(code == 0, "mode %d (%s): exit %d%s", mode,
+              mode == 0 ? "next batches" : mode == 1 ? "destroy" : "consumer gone", code,
+              code == 42 ? " (hung)" : "");
+        if (mode == 2 && got == (ssize_t)sizeof workers) {
+            int left = 2;
+            for (int t = 0; t < 100 && left; t++) { /* 2 s */
+                left = alive(workers[0]) + alive(workers[1]);
+                if (left)
+                    usleep(20 * 1000);
+            }
+            CHECK(left == 0, "the workers of a consumer gone without destroy end (%d left)",
+                  left);
+            for (int k = 0; k < 2 && left; k++)
+                kill(workers[k], SIGKILL);
+        }
     }
 }
 
@@ -673,6 +810,7 @@ int main(void)
     test_allocator();
     test_mid_epoch();
     test_errors();
+    test_killed_idle_worker();
     test_invalid();
     test_raw_u8();
     test_on_the_fly_images();
