@@ -451,7 +451,9 @@ static int check_open(step_run *r, int idx, int nudge, tb_step_ctx *c)
 static int check_step(const step_run *r, tb_step_ctx *c, float *loss)
 {
     int own = c->setting->run_once && r->tech->metric == TB_METRIC_STEP;
-    return own ? c->setting->run_once(c, loss) : tb_trainer_step(c->t, loss);
+    int rc = own ? c->setting->run_once(c, loss) : tb_trainer_step(c->t, loss);
+    c->calls++; /* as run_unit counts them */
+    return rc;
 }
 
 /* nudge: 0, or 1 + the rounding control's draw (check_open). A setting

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void tb_report_num(char *buf, size_t cap, double v)
@@ -47,13 +48,44 @@ static void num_interval(char *buf, size_t cap, double v, double lo, double hi, 
     snprintf(buf, cap, "%s%s%s [%s, %s]", a, sep, unit, b, c);
 }
 
+int tb_report_num_off_one(char *buf, size_t cap, double v)
+{
+    if (!isfinite(v) || v == 1)
+        return 0;
+    for (int d = 0; d <= 6; d++) {
+        if (d > 0)
+            snprintf(buf, cap, "%.*f", d, v);
+        else if (d == 0 && !((v > 1 && strtod(buf, NULL) <= 1) || (v < 1 && strtod(buf, NULL) >= 1)))
+            return 0;
+        if (d > 0 && !((v > 1 && strtod(buf, NULL) <= 1) || (v < 1 && strtod(buf, NULL) >= 1)))
+            return d;
+    }
+    return 6;
+}
+
 void tb_report_speedup(char *buf, size_t cap, const tb_result_row *r)
 {
     if (isnan(r->speedup)) {
         snprintf(buf, cap, "%s", "");
         return;
     }
-    num_interval(buf, cap, r->speedup, r->speedup_ci_low, r->speedup_ci_high, "×", "");
+    double lo = r->speedup_ci_low, hi = r->speedup_ci_high;
+    if (isnan(lo) || isnan(hi)) {
+        num_interval(buf, cap, r->speedup, lo, hi, "×", "");
+        return;
+    }
+    char a[32], b[32], c[32];
+    tb_report_num(a, sizeof a, r->speedup);
+    tb_report_num(b, sizeof b, lo);
+    tb_report_num(c, sizeof c, hi);
+    int d = lo > 1 ? tb_report_num_off_one(b, sizeof b, lo)
+            : hi < 1 ? tb_report_num_off_one(c, sizeof c, hi)
+                     : 0;
+    if (d > 0) { /* the other numbers as precise as the end that needed it */
+        snprintf(a, sizeof a, "%.*f", d, r->speedup);
+        snprintf(lo > 1 ? c : b, sizeof b, "%.*f", d, lo > 1 ? hi : lo);
+    }
+    snprintf(buf, cap, "%s× [%s, %s]", a, b, c);
 }
 
 void tb_report_time(char *buf, size_t cap, const tb_result_row *r)

@@ -27,7 +27,16 @@ extern "C" {
  * between 1e-3 and 1e6 ("0.0123", "12.3", "1234"), "%.3g" outside. */
 void tb_report_num(char *buf, size_t cap, double v);
 
-/* "1.93× [1.50, 2.08]" from a row's speedup columns; "" when absent. */
+/* buf holds v as a table prints it; when v is on one side of 1 and the
+ * text reads as 1 or beyond (a faster row's lower end 1.0034 as "1.00"),
+ * v is printed again with as many decimals as it takes (up to 6), so that
+ * an interval that excludes 1 never reads as holding it. Returns the
+ * decimals used, 0 when buf was left as it was. */
+int tb_report_num_off_one(char *buf, size_t cap, double v);
+
+/* "1.93× [1.50, 2.08]" from a row's speedup columns; "" when absent. An
+ * end of an interval that excludes 1 keeps its side (tb_report_num_off_one),
+ * and the estimate then has as many decimals. */
 void tb_report_speedup(char *buf, size_t cap, const tb_result_row *r);
 
 /* "setting: n/a: why" (prefix NULL: "n/a: why") from an n/a row's note;

@@ -107,6 +107,13 @@ static void effect_text(const tb_result_row *r, char *buf, size_t cap)
     }
     num2(lo, sizeof lo, faster ? r->speedup_ci_low : 1 / r->speedup_ci_high);
     num2(hi, sizeof hi, faster ? r->speedup_ci_high : 1 / r->speedup_ci_low);
+    /* the end nearest 1 keeps its side: "1.003", not "1.0" */
+    int d = tb_report_num_off_one(lo, sizeof lo, faster ? r->speedup_ci_low
+                                                        : 1 / r->speedup_ci_high);
+    if (d > 0) {
+        snprintf(a, sizeof a, "%.*f", d, faster ? r->speedup : 1 / r->speedup);
+        snprintf(hi, sizeof hi, "%.*f", d, faster ? r->speedup_ci_high : 1 / r->speedup_ci_low);
+    }
     snprintf(buf, cap, "%s× %s [%s, %s]", a, faster ? "faster" : "slower", lo, hi);
 }
 

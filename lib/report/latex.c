@@ -64,8 +64,9 @@ int tb_report_summary_tex(const tb_report_pick *picks, size_t n, const char *dev
           "\\begin{table*}[t]\n\\centering\n\\small\n", f);
     fputs("\\caption{Speedup of each technique over its baseline on ", f);
     tex_escape(f, device);
-    fputs(" (median of the repetitions; 95\\% interval, from the per-round ratios where the "
-          "settings were timed in rounds).}\n"
+    fputs(" (times: medians; speedup: the Hodges-Lehmann estimate of the per-round ratios, "
+          "with its 95\\% interval, where the settings were timed in interleaved rounds, else "
+          "the ratio of medians).}\n"
           "\\label{tab:tunebench-summary}\n"
           "\\begin{tabular}{@{}l p{2.1cm} p{2.4cm} p{2.4cm} p{2.1cm} p{2.0cm} p{2.8cm} p{2.3cm}@{}}\n"
           "\\toprule\n", f);

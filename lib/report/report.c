@@ -947,8 +947,10 @@ static void sec_findings(doc *d, const tb_report_folder *f, const report_picks *
     char cap[900], rounds[96];
     rounds_text(f->rows, (size_t)f->ntech, rounds, sizeof rounds);
     snprintf(cap, sizeof cap,
-             "Speedup of each technique's headline setting over its baseline on %s (ratio of "
-             "medians, log scale, with its 95%% interval; %s), sorted by effect and coloured by "
+             "Speedup of each technique's headline setting over its baseline on %s (the "
+             "Hodges-Lehmann estimate of the per-round ratios where the settings were timed in "
+             "interleaved rounds, else the ratio of medians; log scale, with its 95%% interval; "
+             "%s), sorted by effect and coloured by "
              "verdict; the grey band is the row's noise floor, the dashed line 1× (no change). "
              "Upper panel: the whole training step or epoch, with the workload in brackets; "
              "lower panel: single kernels and operations, which are not training-step speedups. "

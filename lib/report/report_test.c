@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/report/cells.h"
 #include "lib/report/findings.h"
 #include "lib/report/forest.h"
 #include "lib/report/plot.h"
@@ -406,6 +407,28 @@ static int forest_png_width(const char *pdir, const char *name, const char *long
     int w = at ? atoi(at + strlen("pngcairo size ")) : -1;
     free(gp);
     return w;
+}
+
+/* An interval that excludes 1 never prints as holding it: a faster row's
+ * lower end 1.0034 is "1.003", not "1.00" (conv_bias in run 50 read
+ * "1.02x [1.00, 1.03] faster"); a slower row's upper end likewise. */
+static void test_speedup_digits(void)
+{
+    tb_result_row r;
+    memset(&r, 0, sizeof r);
+    char buf[96];
+    r.speedup = 1.02, r.speedup_ci_low = 1.0034, r.speedup_ci_high = 1.03;
+    tb_report_speedup(buf, sizeof buf, &r);
+    CHECK(!strcmp(buf, "1.020× [1.003, 1.030]"), "a faster end near 1: %s", buf);
+    r.speedup = 0.985, r.speedup_ci_low = 0.97, r.speedup_ci_high = 0.99951;
+    tb_report_speedup(buf, sizeof buf, &r);
+    CHECK(!strcmp(buf, "0.9850× [0.9700, 0.9995]"), "a slower end near 1: %s", buf);
+    r.speedup = 1.33, r.speedup_ci_low = 1.26, r.speedup_ci_high = 1.40;
+    tb_report_speedup(buf, sizeof buf, &r);
+    CHECK(!strcmp(buf, "1.33× [1.26, 1.40]"), "ends far from 1 as before: %s", buf);
+    r.speedup = 1.01, r.speedup_ci_low = 0.96, r.speedup_ci_high = 1.06;
+    tb_report_speedup(buf, sizeof buf, &r);
+    CHECK(!strcmp(buf, "1.01× [0.960, 1.06]"), "an interval holding 1 as before: %s", buf);
 }
 
 /* What bench:report and bench:compare accept as results folders. */
@@ -912,6 +935,7 @@ int main(void)
     snprintf(root, sizeof root, "%s/report_test", tmp ? tmp : "/tmp");
     make_folder(root, rdir, pdir);
     test_results_folders(root, rdir);
+    test_speedup_digits();
     test_pick(rdir);
     CHECK_OK(tb_report_write_dir(rdir, NULL)); /* plots found as the sibling folder */
 
