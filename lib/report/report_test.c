@@ -356,6 +356,19 @@ static void test_findings_and_order(void)
     CHECK(!strcmp(text, "**eta** (on): 2.0× slower [1.6, 2.5] on the training step (ResNet-50), "
                         "bitwise the same result."));
     CHECK(tb_report_sure_effect(&slow) == log(0.625));
+    /* a setting other than the one shown DIFFERS (the H200 run's fp16 on
+     * ResNet-50 beside its bf16 headline): it comes first, and is named */
+    tb_result_row bad = *p[2].best;
+    snprintf(bad.setting, sizeof bad.setting, "fp16");
+    bad.correctness = TB_CORRECT_DIFFERS;
+    bad.max_rel_err = 0.0725, bad.tolerance = 0.05;
+    tb_report_pick pd[2] = {p[2], p[1]};
+    pd[1].differs = &bad;
+    CHECK(tb_report_findings(pd, 2, idx, TB_FINDINGS_MAX) == 2 && idx[0] == 1,
+          "a technique with a setting that DIFFERS comes first");
+    tb_report_finding_text(&pd[1], text, sizeof text);
+    CHECK(strstr(text, "**eta** (fp16):") && strstr(text, "DIFFERS by 7.2%"),
+          "the finding names the setting that DIFFERS: %s", text);
     /* order: faster by speedup (eta 1.5 > alpha 2.0? no: alpha 2.0, epsilon 2.0, eta 1.5),
      * then within noise (zeta's wide, beta) */
     size_t order[5];
@@ -508,6 +521,28 @@ static void test_pick(const char *rdir)
     CHECK(p.best && p.baseline && !strcmp(p.baseline->setting, "NCHW, bf16") &&
           !strcmp(p.best->setting, "channels last, bf16"));
     tb_results_free(&k);
+
+    /* ddp in run 50: two one-rank baselines (DataParallel 26.3 ms, DDP
+     * 26.2 ms) and DDP on two ranks, 24.6 ms at a paired 1.07x, whose
+     * median times speedup (26.3) lies nearer DataParallel's: the noise
+     * floor the DDP row shares with its own baseline (its A/A) decides. */
+    tb_results d;
+    tb_results_init(&d);
+    tb_result_row row;
+    timed(&row, "ddp", "DP threads", 1, "ranks", 1, "step time", 26.3e-3, NAN);
+    row.noise_floor = 0.0353;
+    tb_results_add(&d, &row);
+    timed(&row, "ddp", "DDP", 1, "ranks", 1, "step time", 26.2e-3, NAN);
+    row.noise_floor = 0.0321;
+    tb_results_add(&d, &row);
+    timed(&row, "ddp", "DDP", 0, "ranks", 2, "step time", 24.6e-3, 1.07);
+    row.noise_floor = 0.0321;
+    tb_results_add(&d, &row);
+    tb_report_pick_headline(&d, "ddp", "DDP", &p);
+    CHECK(p.best && p.baseline && !strcmp(p.baseline->setting, "DDP"),
+          "ddp's DDP row beside its own baseline, not %s",
+          p.baseline ? p.baseline->setting : "none");
+    tb_results_free(&d);
     tb_results_free(&a), tb_results_free(&b);
     (void)rdir;
 }

@@ -84,25 +84,33 @@ void tb_report_count_flags(const tb_results *res, const char *technique,
 }
 
 /* The baseline row x was compared with, among the technique's baselines
- * of metric (at x's point only, with at_point; NULL when none is there):
- * with several (per-tensor SGD and per-tensor AdamW), the one whose median
- * x's speedup implies (speedup = baseline median / its median). */
+ * of metric (at x's point only, with at_point; NULL when none is there).
+ * With several (per-tensor SGD and per-tensor AdamW; DataParallel's and
+ * DDP's one-rank runs): the one whose noise floor x carries (a paired
+ * row's noise floor is its baseline's A/A interval, written on both), else
+ * the one whose median x's speedup implies (speedup ~ baseline median /
+ * its median: only roughly for a paired row, whose speedup is the
+ * Hodges-Lehmann estimate of its rounds' ratios; ddp's 25M-bucket DDP row
+ * was set beside DataParallel's baseline, 0.4% away, by that alone). */
 static const tb_result_row *compared_with(const tb_results *res, const tb_report_pick *p,
                                           const char *metric, const tb_result_row *x,
                                           int at_point)
 {
     const tb_result_row *b = NULL;
     double want = x ? x->median * x->speedup : NAN, gap = INFINITY;
+    int b_floor = 0;
     for (size_t i = 0; i < res->n; i++) {
         const tb_result_row *r = &res->rows[i];
         if (!mine(r, p->technique, p->of_workload) || !is_timed(r) || !r->is_baseline ||
             strcmp(r->metric, metric) ||
             (at_point && x && !same_point(r->param_value, x->param_value)))
             continue;
+        int floor_match = x && r->noise_floor > 0 && r->noise_floor == x->noise_floor;
         double g = isnan(want) ? 0 : fabs(r->median - want);
-        if (!b || g < gap) {
+        if (!b || floor_match > b_floor || (floor_match == b_floor && g < gap)) {
             b = r;
             gap = g;
+            b_floor = floor_match;
         }
     }
     return b;
@@ -120,6 +128,10 @@ static void pick_rows(const tb_results *res, const char *technique, const char *
     for (size_t i = 0; i < res->n && !out->na; i++)
         if (mine(&res->rows[i], technique, wl) && !is_timed(&res->rows[i]))
             out->na = &res->rows[i];
+    for (size_t i = 0; i < res->n && !out->differs; i++)
+        if (mine(&res->rows[i], technique, wl) && !res->rows[i].is_baseline &&
+            res->rows[i].correctness == TB_CORRECT_DIFFERS)
+            out->differs = &res->rows[i];
     const char *metric = pick_metric(res, technique, wl);
     if (!metric)
         return;

@@ -42,6 +42,8 @@ typedef struct tb_report_pick {
     const tb_result_row *baseline; /* baseline row at the chosen point; NULL if none timed */
     const tb_result_row *best;     /* best non-baseline row there; NULL if none has a speedup */
     const tb_result_row *na;       /* the first n/a row, if any (its note is the reason) */
+    const tb_result_row *differs;  /* the first compared row whose result DIFFERS, if any
+                                      (the findings put it first, headline or not) */
     int swept;                     /* the baseline was timed at more than one point */
     int headline;                  /* 1: best is the headline setting the technique
                                       declares; 0: none declared (or not timed), best

@@ -35,9 +35,9 @@ tb_xhi = 22.25
 do for [tb_i = 1:3] {
     tb_out = (tb_i == 1 ? tb_png : tb_i == 2 ? tb_svg : tb_pdf)
     if (tb_out ne '') {
-        if (tb_i == 1) { set terminal pngcairo size 1000,524 noenhanced font 'Sans,12' }
-        if (tb_i == 2) { set terminal svg size 1000,524 noenhanced font 'Sans,12' }
-        if (tb_i == 3) { set terminal pdfcairo size 8in,4.19in noenhanced font 'Sans,10' }
+        if (tb_i == 1) { set terminal pngcairo size 1069,524 noenhanced font 'Sans,12' }
+        if (tb_i == 2) { set terminal svg size 1069,524 noenhanced font 'Sans,12' }
+        if (tb_i == 3) { set terminal pdfcairo size 8in,3.92in noenhanced font 'Sans,10' }
         set output tb_out
         set multiplot
         set logscale x 2
@@ -47,11 +47,11 @@ do for [tb_i = 1:3] {
         set mxtics 1
         set xlabel 'speedup over the baseline (×, log scale; right of 1× is faster)'
         unset key
-        set label 1 '▬ noise band (A/A)' at screen 0.0100, screen 0.985 textcolor rgb '#999999'
-        set label 2 '● faster' at screen 0.2600, screen 0.985 textcolor rgb '#0072b2'
-        set label 3 '● no detectable effect' at screen 0.3800, screen 0.985 textcolor rgb '#777777'
-        set label 4 '● slower' at screen 0.6000, screen 0.985 textcolor rgb '#d55e00'
-        set lmargin at screen 0.4250
+        set label 1 '▬ noise band (A/A)' at screen 0.0094, screen 0.985 textcolor rgb '#999999'
+        set label 2 '● faster' at screen 0.2432, screen 0.985 textcolor rgb '#0072b2'
+        set label 3 '● no detectable effect' at screen 0.3555, screen 0.985 textcolor rgb '#777777'
+        set label 4 '● slower' at screen 0.5613, screen 0.985 textcolor rgb '#d55e00'
+        set lmargin at screen 0.4624
         set rmargin at screen 0.9800
         set tmargin at screen 0.8282
         set bmargin at screen 0.5076
@@ -62,7 +62,7 @@ do for [tb_i = 1:3] {
         plot $f1_0 using 2:1:5:6:($1-0.32):($1+0.32) with boxxyerror fillstyle solid 0.35 noborder linecolor rgb '#bbbbbb', \
             $f1_0 using 2:1:3:4:7 with xerrorbars pointtype 7 pointsize 1.3 linewidth 2 linecolor rgb variable
         unset label
-        set lmargin at screen 0.4250
+        set lmargin at screen 0.4624
         set rmargin at screen 0.9800
         set tmargin at screen 0.3015
         set bmargin at screen 0.1412
