@@ -50,7 +50,8 @@ static void tex_counts(const tb_report_pick *picks, size_t n, FILE *f)
         unreliable += picks[i].flags.unreliable;
         imprecise += picks[i].flags.imprecise;
     }
-    fprintf(f, "\\par\\footnotesize Flags over all %d timed rows: %d stopped by the time budget, "
+    fprintf(f, "\\par\\footnotesize Flags over the %d timed rows of the techniques above "
+            "(not the waterfall's): %d stopped by the time budget, "
             "%d on a busy machine, %d unreliable (A/A interval excludes 1), %d imprecise "
             "(interval or noise floor above $\\pm$10\\%%).\n", rows, budget, busy, unreliable,
             imprecise);

@@ -208,10 +208,15 @@ static const char *const tech_header[TECH_COLS] = {
     "setting", "metric", "median [95% CI]", "speedup [95% CI]", "verdict",
     "correctness (tolerance)", "rate [95% CI], share of ceiling", "flags"};
 
-static void tech_row_cells(const tb_result_row *r, char cells[TECH_COLS][TB_REPORT_CELL])
+/* A row's cells; with several workloads in the table (multi), the setting
+ * cell names the row's workload (two "(baseline)" rows told apart only by
+ * their rates' units before). */
+static void tech_row_cells(const tb_result_row *r, int multi,
+                           char cells[TECH_COLS][TB_REPORT_CELL])
 {
     char rate[160], ceil[200];
-    snprintf(cells[0], TB_REPORT_CELL, "%s%s", r->setting, r->is_baseline ? " (baseline)" : "");
+    snprintf(cells[0], TB_REPORT_CELL, "%s%s%s%s", r->setting, r->is_baseline ? " (baseline)" : "",
+             multi && r->workload[0] ? ", on " : "", multi ? r->workload : "");
     snprintf(cells[1], TB_REPORT_CELL, "%s", r->metric);
     tb_report_time(cells[2], TB_REPORT_CELL, r);
     tb_report_speedup(cells[3], TB_REPORT_CELL, r);
@@ -315,6 +320,9 @@ static void sec_technique(doc *d, const tb_report_folder *f, int t, const tb_rep
                         "row%s, is in `%s.csv` and in the figures.",
                         pt, timed, timed == 1 ? "" : "s", f->tech[t]);
         tb_doc_table(d, TECH_COLS, tech_header);
+        int multi = 0;
+        for (size_t i = 0; i < res->n && !multi; i++)
+            multi = is_timed(&res->rows[i]) && strcmp(res->rows[i].workload, b->workload) != 0;
         for (size_t i = 0; i < res->n; i++) {
             const tb_result_row *r = &res->rows[i];
             if (!is_timed(r))
@@ -324,7 +332,7 @@ static void sec_technique(doc *d, const tb_report_folder *f, int t, const tb_rep
                 continue;
             char cells[TECH_COLS][TB_REPORT_CELL];
             const char *row[TECH_COLS];
-            tech_row_cells(r, cells);
+            tech_row_cells(r, multi, cells);
             for (int c = 0; c < TECH_COLS; c++)
                 row[c] = cells[c];
             tb_doc_row(d, row);

@@ -773,7 +773,8 @@ static void check_flags(const char *md)
     line_of(md, "| alpha |", l, sizeof l);
     CHECK(strstr(l, " |  |") == l + strlen(l) - 5);
     /* the counts, and the flagged rows listed (five of zeta, two of eta) */
-    CHECK(strstr(md, "**Flags** over all 25 timed rows: 6 flagged; 2 stopped by the time budget, "
+    CHECK(strstr(md, "**Flags** over the 25 timed rows of the techniques above (not the "
+                     "waterfall's): 6 flagged; 2 stopped by the time budget, "
                      "1 at the round cap, 1 measured on a busy machine (1 technique), "
                      "1 unreliable (A/A interval excludes 1), 2 imprecise"));
     /* the machine state: zeta's rows at 60-62 ns, its busy row at 330 */
@@ -1003,6 +1004,11 @@ int main(void)
         CHECK(strstr(md, "| copy bandwidth | bytes = 268435456 | 21.5 GB/s [20.7, 22.2] |"));
         check_flags(md);
         check_per_workload(md);
+        /* a technique's table with several workloads names each row's */
+        CHECK(strstr(md, "| off (baseline), on gpt2-reduced-synthetic |") &&
+                  strstr(md, "| off (baseline), on resnet50-reduced-synthetic |"),
+              "theta's table names the workload of its two baselines");
+        CHECK(!strstr(md, "| fp32 (baseline), on "), "a one-workload table names none");
         /* the long reason whole in "Not applicable on this device" */
         CHECK(strstr(md, "| ceilings | h2d pageable bandwidth | transfer time | n/a: "
                          LONG_NA_NOTE " |"));

@@ -513,16 +513,19 @@ static void summary_counts(doc *d, const tb_report_pick *picks, size_t n)
         busy_tech += c->busy > 0;
     }
     if (!t.flagged) {
-        tb_doc_text(d, BK_P, "**Flags**: none of the %d timed rows is flagged: every one stopped "
+        tb_doc_text(d, BK_P, "**Flags**: none of the %d timed rows of the techniques above is "
+                    "flagged (the waterfall's rows are not counted here): every one stopped "
                     "on its precision target or was not paired, on a quiet machine, with an "
                     "interval and noise floor within ±10%%.", t.rows);
         return;
     }
-    tb_doc_text(d, BK_P, "**Flags** over all %d timed rows: %d flagged; %d stopped by the time "
+    tb_doc_text(d, BK_P, "**Flags** over the %d timed rows of the techniques above (not the "
+                "waterfall's): %d flagged; %d stopped by the time "
                 "budget, %d at the round cap, %d measured on a busy machine (%d technique%s), "
                 "%d unreliable (A/A interval excludes 1), %d imprecise (interval or noise floor "
                 "above ±10%% with neither the budget nor a busy machine to explain it). Every "
-                "flagged row is listed under \"Flagged rows\" in REPORT.md.",
+                "flagged row, the waterfall's too, is listed under \"Flagged rows\" in "
+                "REPORT.md.",
                 t.rows, t.flagged, t.budget, t.cap, t.busy, busy_tech, busy_tech == 1 ? "" : "s",
                 t.unreliable, t.imprecise);
 }
