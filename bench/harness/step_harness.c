@@ -233,21 +233,33 @@ static tb_config setting_config(const step_run *r, int i)
     return c;
 }
 
-/* Test only: with TB_TEST_LR=X in the environment every trainer of the
- * technique trains at learning rate X, so diverged_check_test can make the
- * check's training diverge (nan) and see the rows say so. */
-#define TEST_LR_ENV "TB_TEST_LR"
-
-static int test_lr(tb_config *c)
+/* A test-only variable: *out from name's value, a number in (0, max];
+ * *set 0 when name is unset or empty. TB_ERR_INVALID naming it otherwise. */
+static int test_env(const char *name, double max, double *out, int *set)
 {
-    const char *v = getenv(TEST_LR_ENV);
+    const char *v = getenv(name);
+    *set = 0;
     if (!v || !*v)
         return TB_OK;
     char *end;
-    double lr = strtod(v, &end);
-    if (*end || !(lr > 0) || !isfinite(lr))
-        return TB_FAIL(TB_ERR_INVALID, "%s=%s: not a positive number", TEST_LR_ENV, v);
-    c->lr = lr;
+    double x = strtod(v, &end);
+    if (*end || !(x > 0) || !(x <= max))
+        return TB_FAIL(TB_ERR_INVALID, "%s=%s: not a number in (0, %g]", name, v, max);
+    *out = x;
+    *set = 1;
+    return TB_OK;
+}
+
+/* Test only: with TB_TEST_LR=X in the environment every trainer of the
+ * technique trains at learning rate X, so check_verdicts_test can make the
+ * check's training diverge (nan) and see the rows say so. */
+static int test_lr(tb_config *c)
+{
+    double lr;
+    int set;
+    TB_TRY(test_env("TB_TEST_LR", DBL_MAX, &lr, &set));
+    if (set)
+        c->lr = lr;
     return TB_OK;
 }
 
@@ -414,17 +426,13 @@ static int wants_update(const step_run *r)
  * trainer scales its loss as fp16's does, from scale S (the CPU has no fp16,
  * so loss_scaler_check_test drives the skipped-step rule on bf16 or fp32
  * with a scale that overflows). */
-#define TEST_LOSS_SCALE_ENV "TB_TEST_LOSS_SCALE"
-
 static int test_loss_scaling(tb_trainer *t)
 {
-    const char *v = getenv(TEST_LOSS_SCALE_ENV);
-    if (!v || !*v)
+    double scale;
+    int set;
+    TB_TRY(test_env("TB_TEST_LOSS_SCALE", FLT_MAX, &scale, &set));
+    if (!set)
         return TB_OK;
-    char *end;
-    double scale = strtod(v, &end);
-    if (*end || !(scale > 0) || scale > FLT_MAX)
-        return TB_FAIL(TB_ERR_INVALID, "%s=%s: not a positive float", TEST_LOSS_SCALE_ENV, v);
     if (!t->loss_scaling)
         TB_TRY(tb_trainer_enable_loss_scaling(t));
     t->scaler.scale = (float)scale;
