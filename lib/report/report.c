@@ -210,13 +210,15 @@ static const char *const tech_header[TECH_COLS] = {
 
 /* A row's cells; with several workloads in the table (multi), the setting
  * cell names the row's workload (two "(baseline)" rows told apart only by
- * their rates' units before). */
-static void tech_row_cells(const tb_result_row *r, int multi,
+ * their rates' units before), and at (NULL: none) its point where the same
+ * setting stands at several (ddp's "DP threads" at ranks 1 and 2). */
+static void tech_row_cells(const tb_result_row *r, int multi, const char *at,
                            char cells[TECH_COLS][TB_REPORT_CELL])
 {
     char rate[160], ceil[200];
-    snprintf(cells[0], TB_REPORT_CELL, "%s%s%s%s", r->setting, r->is_baseline ? " (baseline)" : "",
-             multi && r->workload[0] ? ", on " : "", multi ? r->workload : "");
+    snprintf(cells[0], TB_REPORT_CELL, "%s%s%s%s%s%s", r->setting,
+             r->is_baseline ? " (baseline)" : "", multi && r->workload[0] ? ", on " : "",
+             multi ? r->workload : "", at ? ", " : "", at ? at : "");
     snprintf(cells[1], TB_REPORT_CELL, "%s", r->metric);
     tb_report_time(cells[2], TB_REPORT_CELL, r);
     tb_report_speedup(cells[3], TB_REPORT_CELL, r);
@@ -330,9 +332,18 @@ static void sec_technique(doc *d, const tb_report_folder *f, int t, const tb_rep
             if (own_points ? strcmp(r->metric, b->metric) != 0
                            : !same_point(r->param_value, b->param_value))
                 continue;
-            char cells[TECH_COLS][TB_REPORT_CELL];
+            char cells[TECH_COLS][TB_REPORT_CELL], at[96];
             const char *row[TECH_COLS];
-            tech_row_cells(r, multi, cells);
+            int again = 0; /* the same setting at another point of this table */
+            for (size_t j = 0; own_points && j < res->n && !again; j++)
+                again = j != i && is_timed(&res->rows[j]) &&
+                        !strcmp(res->rows[j].metric, r->metric) &&
+                        !strcmp(res->rows[j].setting, r->setting) &&
+                        !strcmp(res->rows[j].workload, r->workload) &&
+                        !same_point(res->rows[j].param_value, r->param_value);
+            if (again)
+                tb_report_point(at, sizeof at, r);
+            tech_row_cells(r, multi, again ? at : NULL, cells);
             for (int c = 0; c < TECH_COLS; c++)
                 row[c] = cells[c];
             tb_doc_row(d, row);
