@@ -581,7 +581,6 @@ static int shares_base(const tb_arm *arms, int i)
     return a->aa && a->base != i && a->run == b->run && a->user == b->user;
 }
 
-
 /* The round's per-slot times into arm i's result: a compared arm gets its
  * slot and the mean of the two baseline slots around it (its reference;
  * with several slots, an A/A arm, the geometric means of those), a

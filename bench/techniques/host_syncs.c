@@ -65,7 +65,6 @@ static int mean_loss_note(tb_step_ctx *c, char *note, size_t cap)
     TB_TRY(rc);
     if (c->cfg.loss_read_every == 1)
         base_mean_loss = es.mean_loss;
-    double rel = fabs(es.mean_loss - base_mean_loss) / fabs(base_mean_loss);
     /* The row's verdict: the check's training steps read the loss every
      * step whatever the setting, so only this epoch exercises it (the
      * weights are the same; the epoch's mean loss is summed on the device
@@ -83,7 +82,7 @@ static int mean_loss_note(tb_step_ctx *c, char *note, size_t cap)
                        c->setting->name, es.steps);
     snprintf(note, cap, "epoch of %ld steps: the loss read %ld time%s an epoch; mean loss "
              "%.7g (rel diff %.1e, tol %g)%s", es.steps, reads, reads == 1 ? "" : "s",
-             es.mean_loss, rel, MEAN_LOSS_TOL,
+             es.mean_loss, c->own.max_rel, MEAN_LOSS_TOL,
              strcmp(c->bench->info.backend, "cpu") == 0 ? "; CPU: no host-device sync to avoid" : "");
     return TB_OK;
 }

@@ -48,19 +48,25 @@ static void num_interval(char *buf, size_t cap, double v, double lo, double hi, 
     snprintf(buf, cap, "%s%s%s [%s, %s]", a, sep, unit, b, c);
 }
 
+/* buf, the text of v, reads as 1 or on the other side of it. */
+static int crosses_one(const char *buf, double v)
+{
+    double read = strtod(buf, NULL);
+    return (v > 1 && read <= 1) || (v < 1 && read >= 1);
+}
+
 int tb_report_num_off_one(char *buf, size_t cap, double v)
 {
-    if (!isfinite(v) || v == 1)
+    if (!isfinite(v) || v == 1 || !crosses_one(buf, v))
         return 0;
-    for (int d = 0; d <= 6; d++) {
-        if (d > 0)
-            snprintf(buf, cap, "%.*f", d, v);
-        else if (d == 0 && !((v > 1 && strtod(buf, NULL) <= 1) || (v < 1 && strtod(buf, NULL) >= 1)))
-            return 0;
-        if (d > 0 && !((v > 1 && strtod(buf, NULL) <= 1) || (v < 1 && strtod(buf, NULL) >= 1)))
+    int d = 1;
+    for (; d < 6; d++) {
+        snprintf(buf, cap, "%.*f", d, v);
+        if (!crosses_one(buf, v))
             return d;
     }
-    return 6;
+    snprintf(buf, cap, "%.*f", d, v);
+    return d;
 }
 
 void tb_report_speedup(char *buf, size_t cap, const tb_result_row *r)

@@ -142,6 +142,22 @@ static void test_integer_x(void)
           "a sweep of sizes keeps its log axis ticks");
 }
 
+/* Renders p as gelu with TB_GNUPLOT=gnuplot, the error chain into chain
+ * (cap bytes); returns the status. */
+static int render_with(const char *gnuplot, const tb_plot *p, char *chain, size_t cap)
+{
+    setenv("TB_GNUPLOT", gnuplot, 1);
+    tb_error_clear();
+    chain[0] = '\0';
+    int rc = tb_plot_render(p, dir, "gelu", TB_PLOT_ALL);
+    FILE *f = fmemopen(chain, cap - 1, "w");
+    tb_error_print(f);
+    fclose(f);
+    unsetenv("TB_GNUPLOT");
+    tb_error_clear();
+    return rc;
+}
+
 static void test_failures(void)
 {
     char before[64], after[64];
@@ -149,28 +165,15 @@ static void test_failures(void)
     tb_plot p = make_plot(0);
     long size_before = head("gelu.png", before, sizeof before);
 
-    setenv("TB_GNUPLOT", "/nonexistent/gnuplot", 1);
-    tb_error_clear();
-    int rc = tb_plot_render(&p, dir, "gelu", TB_PLOT_ALL);
-    char chain[4096] = "";
-    FILE *f = fmemopen(chain, sizeof chain - 1, "w");
-    tb_error_print(f);
-    fclose(f);
+    char chain[4096];
+    int rc = render_with("/nonexistent/gnuplot", &p, chain, sizeof chain);
     CHECK(rc == TB_ERR_IO && strstr(chain, "apt-get install gnuplot-nox"),
           "a missing gnuplot says what to install:\n%s", chain);
 
     /* sh reading a gnuplot script fails with messages on stderr. */
-    setenv("TB_GNUPLOT", "sh", 1);
-    tb_error_clear();
-    chain[0] = '\0';
-    rc = tb_plot_render(&p, dir, "gelu", TB_PLOT_ALL);
-    f = fmemopen(chain, sizeof chain - 1, "w");
-    tb_error_print(f);
-    fclose(f);
+    rc = render_with("sh", &p, chain, sizeof chain);
     CHECK(rc == TB_ERR_IO && strstr(chain, "gnuplot failed") && strstr(chain, "gelu.gp"),
           "a failing gnuplot's stderr is in the error:\n%s", chain);
-    unsetenv("TB_GNUPLOT");
-    tb_error_clear();
     long size_after = head("gelu.png", after, sizeof after);
     CHECK(size_after == size_before && memcmp(before, after, 8) == 0, "earlier gelu.png intact");
     CHECK(tb_test_count_temps(dir) == 0, "no temporaries left");
@@ -179,7 +182,7 @@ static void test_failures(void)
      * disk): nothing published, the earlier figure stays. */
     char fake[4200];
     snprintf(fake, sizeof fake, "%s/cut_gnuplot.sh", dir);
-    f = fopen(fake, "w");
+    FILE *f = fopen(fake, "w");
     CHECK(f && fputs("#!/bin/sh\n"
                      "gnuplot \"$@\" || exit $?\n"
                      "eval \"$2\"\n"
@@ -188,15 +191,7 @@ static void test_failures(void)
                      "done\n"
                      "exit 0\n", f) >= 0 && fclose(f) == 0 && chmod(fake, 0755) == 0,
           "the cut-off gnuplot is written");
-    setenv("TB_GNUPLOT", fake, 1);
-    tb_error_clear();
-    chain[0] = '\0';
-    rc = tb_plot_render(&p, dir, "gelu", TB_PLOT_ALL);
-    f = fmemopen(chain, sizeof chain - 1, "w");
-    tb_error_print(f);
-    fclose(f);
-    unsetenv("TB_GNUPLOT");
-    tb_error_clear();
+    rc = render_with(fake, &p, chain, sizeof chain);
     CHECK(rc == TB_ERR_IO && strstr(chain, "cut off"),
           "a figure cut off with exit 0 is an error:\n%s", chain);
     size_after = head("gelu.png", after, sizeof after);

@@ -427,21 +427,23 @@ static int forest_png_width(const char *pdir, const char *name, const char *long
  * "1.02x [1.00, 1.03] faster"); a slower row's upper end likewise. */
 static void test_speedup_digits(void)
 {
-    tb_result_row r;
-    memset(&r, 0, sizeof r);
-    char buf[96];
-    r.speedup = 1.02, r.speedup_ci_low = 1.0034, r.speedup_ci_high = 1.03;
-    tb_report_speedup(buf, sizeof buf, &r);
-    CHECK(!strcmp(buf, "1.020× [1.003, 1.030]"), "a faster end near 1: %s", buf);
-    r.speedup = 0.985, r.speedup_ci_low = 0.97, r.speedup_ci_high = 0.99951;
-    tb_report_speedup(buf, sizeof buf, &r);
-    CHECK(!strcmp(buf, "0.9850× [0.9700, 0.9995]"), "a slower end near 1: %s", buf);
-    r.speedup = 1.33, r.speedup_ci_low = 1.26, r.speedup_ci_high = 1.40;
-    tb_report_speedup(buf, sizeof buf, &r);
-    CHECK(!strcmp(buf, "1.33× [1.26, 1.40]"), "ends far from 1 as before: %s", buf);
-    r.speedup = 1.01, r.speedup_ci_low = 0.96, r.speedup_ci_high = 1.06;
-    tb_report_speedup(buf, sizeof buf, &r);
-    CHECK(!strcmp(buf, "1.01× [0.960, 1.06]"), "an interval holding 1 as before: %s", buf);
+    static const struct {
+        double v, lo, hi;
+        const char *want, *what;
+    } cases[] = {
+        {1.02, 1.0034, 1.03, "1.020× [1.003, 1.030]", "a faster end near 1"},
+        {0.985, 0.97, 0.99951, "0.9850× [0.9700, 0.9995]", "a slower end near 1"},
+        {1.33, 1.26, 1.40, "1.33× [1.26, 1.40]", "ends far from 1 as before"},
+        {1.01, 0.96, 1.06, "1.01× [0.960, 1.06]", "an interval holding 1 as before"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tb_result_row r;
+        memset(&r, 0, sizeof r);
+        char buf[96];
+        r.speedup = cases[k].v, r.speedup_ci_low = cases[k].lo, r.speedup_ci_high = cases[k].hi;
+        tb_report_speedup(buf, sizeof buf, &r);
+        CHECK(!strcmp(buf, cases[k].want), "%s: %s", cases[k].what, buf);
+    }
 }
 
 /* What bench:report and bench:compare accept as results folders. */
