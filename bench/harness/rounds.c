@@ -582,15 +582,15 @@ static int shares_base(const tb_arm *arms, int i)
 }
 
 /* The round's per-slot times into arm i's result: a compared arm gets its
- * slot and the mean of the two baseline slots around it (its reference;
- * with several slots, an A/A arm, the geometric means of those), a
+ * slot, the two baseline slots around it and their mean (its reference;
+ * with several slots, an A/A arm, the geometric means of each), a
  * baseline the mean of its slots. */
 static void store_round(const tb_arm *arms, const arm_job *jobs, int n_arms, const int *seq,
                         int len, const double *slot_s, tb_rounds_result *out)
 {
     for (int i = 0; i < n_arms; i++) {
         tb_rounds_arm_result *a = &out->arms[i];
-        double sum = 0, log_s = 0, log_ref = 0, s = 0, ref = 0;
+        double sum = 0, log_s = 0, log_ref = 0, log_before = 0, log_after = 0, s = 0, ref = 0;
         int n = 0;
         /* a compared arm's build changes when it or its base is rebuilt;
          * an arm with a prepare hook (or on a base with one) is built
@@ -610,6 +610,8 @@ static void store_round(const tb_arm *arms, const arm_job *jobs, int n_arms, con
                 ref = 0.5 * (slot_s[p - 1] + slot_s[p + 1]);
                 log_s += log(s);
                 log_ref += log(ref);
+                log_before += log(slot_s[p - 1]);
+                log_after += log(slot_s[p + 1]);
             } else {
                 sum += slot_s[p];
             }
@@ -622,6 +624,8 @@ static void store_round(const tb_arm *arms, const arm_job *jobs, int n_arms, con
              * seconds is the geometric mean of the slots' ratios */
             a->seconds[a->rounds] = n == 1 ? s : exp(log_s / n);
             a->ref[a->rounds] = n == 1 ? ref : exp(log_ref / n);
+            a->before[a->rounds] = exp(log_before / n);
+            a->after[a->rounds] = exp(log_after / n);
         }
         if (n)
             a->rounds++;
@@ -716,13 +720,17 @@ static int pool_builds(const tb_arm *arms, int n_arms, const tb_rounds_result *o
 }
 
 /* Pairs compared arm i with its reference over its rounds, its builds'
- * spread from pool. */
+ * spread from pool; the estimate centered on the single-sided ratios
+ * (tb_stats_paired_recenter: the mean of two repetitions against one
+ * leans toward "faster"). */
 static int compare_arm(const tb_rounds_cfg *cfg, int i, const tb_build_pool *pool,
                        tb_rounds_result *out)
 {
     tb_rounds_arm_result *a = &out->arms[i];
-    return tb_stats_paired_builds_pooled(a->ref, a->seconds, a->build, (size_t)a->rounds,
-                                         cfg->seed, pool, &a->cmp);
+    size_t n = (size_t)a->rounds;
+    TB_TRY(tb_stats_paired_builds_pooled(a->ref, a->seconds, a->build, n, cfg->seed, pool,
+                                         &a->cmp));
+    return tb_stats_paired_recenter(a->before, a->after, a->seconds, n, &a->cmp);
 }
 
 static int check_cfg(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms)
@@ -769,9 +777,13 @@ static int result_alloc(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms
         out->arms[i].build = calloc((size_t)cfg->max_rounds, sizeof(int));
         if (!out->arms[i].build)
             return TB_FAIL(TB_ERR_NOMEM, "rounds result (%d rounds)", cfg->max_rounds);
-        if (arms[i].base != i)
-            out->arms[i].ref = calloc((size_t)cfg->max_rounds, sizeof(double));
-        if (!out->arms[i].seconds || (arms[i].base != i && !out->arms[i].ref))
+        tb_rounds_arm_result *a = &out->arms[i];
+        if (arms[i].base != i) {
+            a->ref = calloc((size_t)cfg->max_rounds, sizeof(double));
+            a->before = calloc((size_t)cfg->max_rounds, sizeof(double));
+            a->after = calloc((size_t)cfg->max_rounds, sizeof(double));
+        }
+        if (!a->seconds || (arms[i].base != i && (!a->ref || !a->before || !a->after)))
             return TB_FAIL(TB_ERR_NOMEM, "rounds result (%d rounds)", cfg->max_rounds);
     }
     return TB_OK;
@@ -785,6 +797,8 @@ void tb_rounds_result_free(tb_rounds_result *r)
         free(r->arms[i].seconds);
         free(r->arms[i].build);
         free(r->arms[i].ref);
+        free(r->arms[i].before);
+        free(r->arms[i].after);
     }
     free(r->arms);
     memset(r, 0, sizeof *r);

@@ -170,8 +170,12 @@ typedef struct tb_rounds_arm_result {
                                   base's seconds per unit around it (the mean of the
                                   base's repetitions just before and just after); NULL
                                   for a baseline */
+    double *before, *after;    /* (rounds) those two repetitions of the base, each (with
+                                  several slots: the geometric mean of each side's);
+                                  NULL for a baseline */
     tb_paired cmp;             /* ref vs seconds over rounds (rounds == 0 for a baseline);
-                                  over builds (tb_stats_paired_builds) */
+                                  over builds (tb_stats_paired_builds), centered on the
+                                  single-sided ratios (tb_stats_paired_recenter) */
 } tb_rounds_arm_result;
 
 typedef struct tb_rounds_result {

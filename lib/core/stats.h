@@ -194,6 +194,17 @@ int tb_stats_paired_builds_pooled(const double *base, const double *var, const i
                                   size_t n, uint64_t seed, const tb_build_pool *pool,
                                   tb_paired *out);
 
+/* Moves a paired comparison's estimate, and its interval with it, to
+ * where the single-sided ratios put it: base[r] of the comparison was the
+ * mean of before[r] and after[r], the baseline's repetitions on each side
+ * of var[r]'s, and a mean of two against one leans toward "faster" under
+ * skewed times (stats.c says how much and why). The interval's width, its
+ * mde and its build terms are unchanged.
+ * REQUIRES: cmp from tb_stats_paired* over the same n rounds of var; every
+ * time > 0 and finite (TB_ERR_INVALID otherwise). */
+int tb_stats_paired_recenter(const double *before, const double *after, const double *var,
+                             size_t n, tb_paired *cmp);
+
 /* The verdict of a paired comparison, the noise counted once: "faster" when
  * the interval's lower end is above 1, "slower" when its upper end is
  * below 1, "within noise" otherwise. aa (may be NULL) is the A/A pair of
