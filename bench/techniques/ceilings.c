@@ -59,7 +59,7 @@ static int run_case(void *arg)
             return be->gemm_lowp(be, TB_BF16, 0, 0, n, n, n, 1.0f, c->a16, n, c->b16, n, 0.0f,
                                  c->c, n);
         return be->gemm(be, 0, 0, n, n, n, 1.0f, c->a, n, c->b, n, 0.0f, c->c, n, c->math);
-    case OP_D2D: return be->copy_d2d(be, c->a, c->b, c->n, NULL);
+    case OP_D2D: return be->copy_d2d(be, c->a, c->b, c->n, TB_ON_COMPUTE);
     case OP_H2D: return be->copy_h2d(be, c->a, c->host, c->n, NULL);
     }
     return TB_FAIL(TB_ERR_INTERNAL, "unknown ceiling op");

@@ -34,6 +34,12 @@ typedef struct tb_backend tb_backend;
 typedef struct tb_stream tb_stream; /* opaque, backend-specific */
 typedef struct tb_event tb_event;   /* opaque, backend-specific */
 
+/* As the stream of a copy or memset: be's compute stream, asynchronously:
+ * in order with the ops, and the host does not wait (NULL there means
+ * synchronous). What PyTorch's zero_grad(set_to_none=False) and a
+ * device-to-device copy_ do: neither makes the host wait. */
+#define TB_ON_COMPUTE ((tb_stream *)(uintptr_t)1)
+
 /* TB_I32: int32 token ids (a token model's input tensor); never an
  * autocast dtype. */
 typedef enum tb_dtype { TB_F32 = 0, TB_BF16 = 1, TB_F16 = 2, TB_I32 = 3 } tb_dtype;
@@ -224,7 +230,8 @@ struct tb_backend {
     int (*dev_free)(tb_backend *be, void *p);
     int (*host_alloc)(tb_backend *be, void **p, size_t bytes, int pinned);
     int (*host_free)(tb_backend *be, void *p, int pinned);
-    /* s == NULL: synchronous; otherwise asynchronous on s. */
+    /* s == NULL: synchronous; otherwise asynchronous on s (TB_ON_COMPUTE:
+     * on the compute stream). */
     int (*copy_h2d)(tb_backend *be, void *dst, const void *src, size_t bytes, tb_stream *s);
     int (*copy_d2h)(tb_backend *be, void *dst, const void *src, size_t bytes, tb_stream *s);
     int (*copy_d2d)(tb_backend *be, void *dst, const void *src, size_t bytes, tb_stream *s);

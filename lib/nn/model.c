@@ -580,7 +580,9 @@ int tb_model_zero_grad(tb_model *m, int set_to_none)
         return TB_OK;
     }
     tb_backend *be = m->ctx.be;
-    TB_TRY(be->memset(be, m->flat_g, 0, m->numel * sizeof(float), NULL));
+    /* queued, as zero_grad(set_to_none=False) queues its zero_ kernels: a
+     * host wait here would put a sync in every step of the technique off */
+    TB_TRY(be->memset(be, m->flat_g, 0, m->numel * sizeof(float), TB_ON_COMPUTE));
     m->ctx.grad_accumulate = 1;
     return TB_OK;
 }

@@ -34,6 +34,7 @@ static const char *const settings[] = {
     "--optimizer=novograd --fused-optimizer",
     "--checkpointing",
     "--detect-anomaly",
+    "--grads-to-none=0", /* zero_grad's memset queued (TB_ON_COMPUTE) */
     "--accum-steps=2 --grads-to-none=0",
     "--accum-steps=3",
     "--loss-read-every=2",

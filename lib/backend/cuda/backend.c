@@ -58,7 +58,7 @@ int tb_cuda_bind(tb_backend *be)
 
 static cudaStream_t stream_of(tb_backend *be, tb_stream *s)
 {
-    return s ? (cudaStream_t)s : ctx_of(be)->compute;
+    return s && s != TB_ON_COMPUTE ? (cudaStream_t)s : ctx_of(be)->compute;
 }
 
 /* ---------------------------------------------------------------------

@@ -212,7 +212,10 @@ static int record(tb_graph *g, const item *proto)
     return TB_OK;
 }
 
-static tb_stream *stream_of(tb_backend *be, tb_stream *s) { return s ? s : ctx_of(be)->compute; }
+static tb_stream *stream_of(tb_backend *be, tb_stream *s)
+{
+    return s && s != TB_ON_COMPUTE ? s : ctx_of(be)->compute;
+}
 
 /* Work for stream s: recorded while the compute stream is being captured. */
 static int queue_work(tb_backend *be, tb_stream *s, const item *proto)

@@ -1,6 +1,7 @@
 /*
  * sim_test.c - the sim backend keeps CUDA's ordering: ops are queued, not
- * run; stream_sync waits for its stream only; events order streams; a
+ * run, and so are a memset and a copy on TB_ON_COMPUTE; stream_sync waits
+ * for its stream only; events order streams; a
  * capture records calls with their arguments and a launch replays them;
  * copy_peer orders both devices; an event may be destroyed while a wait
  * still names it;
@@ -51,6 +52,22 @@ static void test_ops_are_queued(tb_backend *be)
     gate_open(&g);
     CHECK_OK(be->stream_sync(be, NULL));
     CHECK(y[0] == 3.0f && y[3] == 12.0f, "after stream_sync y = %g %g", y[0], y[3]);
+}
+
+/* TB_ON_COMPUTE: a memset and a copy queued on the compute stream, in
+ * order, the host not waiting (NULL would wait). */
+static void test_on_compute_is_queued(tb_backend *be)
+{
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    float y[2] = {5, 5}, z[2] = {7, 7};
+    CHECK_OK(tb_sim_host_fn(be, NULL, gate_pass, &g, 0));
+    CHECK_OK(be->memset(be, y, 0, sizeof y, TB_ON_COMPUTE));
+    CHECK_OK(be->copy_d2d(be, z, y, sizeof y, TB_ON_COMPUTE));
+    CHECK(y[0] == 5.0f && z[1] == 7.0f, "TB_ON_COMPUTE ran before its stream reached it");
+    gate_open(&g);
+    CHECK_OK(be->stream_sync(be, NULL));
+    CHECK(y[0] == 0.0f && y[1] == 0.0f, "memset on compute: y = %g %g", y[0], y[1]);
+    CHECK(z[0] == 0.0f && z[1] == 0.0f, "the copy after the memset: z = %g %g", z[0], z[1]);
 }
 
 /* stream_sync(compute) returns while a side stream is still held; sync
@@ -221,6 +238,7 @@ int main(void)
         return tb_test_exit(1);
     CHECK(tb_sim_is(be) && strcmp(be->name, "sim") == 0, "a sim backend");
     test_ops_are_queued(be);
+    test_on_compute_is_queued(be);
     test_sync_waits_for_what_it_names(be);
     test_events_order_streams(be);
     test_graph_records_and_replays(be);
