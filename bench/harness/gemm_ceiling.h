@@ -3,7 +3,9 @@
  * held to (its MFU, issue 15), measured in the same process: a square
  * n x n x n GEMM in the precision the setting trains in (fp32; TF32 math
  * with --tf32, oneDNN's bf16 fpmath mode on the CPU; bf16 operands with
- * fp32 accumulation under --amp=bf16, fp16 under --amp=fp16), timed a few
+ * fp32 accumulation under --amp=bf16, fp16 under --amp=fp16), on seeded
+ * random operands as bench:ceilings' (not constants: a GPU multiplying
+ * constants clocks higher), timed a few
  * times with the backend's events after one warm-up, the fastest kept
  * (a ceiling: the best the device showed). Measured once per precision
  * and cached for the process. bench:ceilings measures the same ceilings

@@ -15,11 +15,13 @@
  * step whose batch size changes every time: every new shape is tuned again
  * (autotuned), or gets its default algorithm's primitive made (baseline),
  * so that row is the cost per step of cudnn.benchmark with varying shapes.
- * Each such call uses a batch size no recent call used (batch +- up to 132
- * around the shape's, see cold_batch, cycling every COLD_CYCLE calls: the
- * rounds engine makes as many calls as its warm-up and rounds need, and
- * a cycle longer than the CPU backend's 64-entry primitive cache means
- * every call misses it), so no cache helps it.
+ * Each such call uses a batch size no recent call used (264 sizes centered
+ * on the shape's batch where it can be, see cold_batch, cycling every
+ * COLD_CYCLE calls: the rounds engine makes as many calls as its warm-up
+ * and rounds need, and a cycle longer than the CPU backend's 64-entry
+ * primitive cache means every call misses it), so no cache helps it; every
+ * cold case does the same work over a cycle, and the note gives the
+ * range and mean of its batches.
  *
  * Writes results/<device>/conv_autotuner.csv and plots/<device>/
  * conv_autotuner_speedup.* . The chosen algorithms are in each autotuned
@@ -81,7 +83,6 @@ typedef struct conv_case {
     tb_conv_desc d;
     int algo[3];               /* per tb_conv_kind: default or tuned, for warm cases */
     int k, lane, calls;        /* case_defs index; cold: lane and calls so far */
-    int spread;                /* cold: cold_spread(reps) */
 } conv_case;
 
 static tb_conv_desc make_desc(const conv_shape *s)
@@ -90,24 +91,39 @@ static tb_conv_desc make_desc(const conv_shape *s)
                           TB_NCHW, TB_F32, TB_MATH_F32};
 }
 
-/* How far cold batch sizes stray from the base with reps calls a case. */
-static int cold_spread(int reps) { return 4 * ((reps - 1) / 2) + 4; }
-
 /* Calls of a cold lane before its batch sizes repeat: more than the CPU
  * backend's primitive cache holds (CONV_CACHE_SIZE, 64; LRU), so a size
  * is evicted before it comes back, while the buffers stay bounded however
  * many calls the rounds make. */
 #define COLD_CYCLE 66
 
-/* The batch of a cold case's call: base +- (4 (calls/2) + lane + 1), signs
- * alternating: every (lane, call) gets its own size, averaging the base.
- * Below 1, base + spread + d instead: still a size no other call uses. */
-static int cold_batch(int base, int spread, int lane, int call)
+/* A shape's cold cases (find, vary_default, its A/A copy, vary_tuned),
+ * each a lane of batch sizes its own. */
+#define COLD_LANES 4
+#define COLD_STEP (2 * COLD_LANES)
+
+/* The smallest batch of a shape's cold lanes: the cycle centered on the
+ * base where the base allows it. */
+static int cold_lo(int base)
 {
-    int d = 4 * (call / 2) + lane + 1;
-    if (call % 2 == 0)
-        return base + d;
-    return base - d >= 1 ? base - d : base + spread + d;
+    int lo = base - COLD_STEP * (COLD_CYCLE / 4);
+    return lo < 1 ? 1 : lo;
+}
+
+static int cold_hi(int base) { return cold_lo(base) + COLD_STEP * (COLD_CYCLE / 2) - 1; }
+
+static double cold_mean(int base) { return 0.5 * (cold_lo(base) + cold_hi(base)); }
+
+/* The batch of a cold case's call: lo + COLD_STEP (call / 2) + lane on
+ * even calls, + (COLD_STEP - 1 - lane) on odd ones. Every (lane, call)
+ * gets its own size (a lane owns two residues mod COLD_STEP), and each
+ * pair of calls sums to the same in every lane: over a cycle the lanes do
+ * the same work (their mean, cold_mean), so a lane's speed is not its
+ * batches'. */
+static int cold_batch(int base, int lane, int call)
+{
+    int off = call % 2 == 0 ? lane : COLD_STEP - 1 - lane;
+    return cold_lo(base) + COLD_STEP * (call / 2) + off;
 }
 
 static int find_best(tb_backend *be, const tb_conv_desc *d, tb_conv_kind kind, int *algo,
@@ -176,7 +192,7 @@ static int run_case(void *arg)
     if (!case_defs[c->k].cold)
         return conv_pass(c->be, c->bf, &c->d, c->algo, case_defs[c->k].bwd);
     tb_conv_desc d = c->d;
-    d.n = cold_batch(c->d.n, c->spread, c->lane, c->calls++ % COLD_CYCLE);
+    d.n = cold_batch(c->d.n, c->lane, c->calls++ % COLD_CYCLE);
     int algo[3];
     TB_TRY(pick_algos(c->be, &d, case_defs[c->k].tuned, algo));
     if (case_defs[c->k].find)
@@ -216,8 +232,9 @@ static int register_shape(tb_bench *b, opb_set *set, conv_case *cases, const con
         if (case_defs[k].cold && !t->cold)
             continue;
         conv_case *c = &cases[idx * NCASES + k];
-        *c = (conv_case){b->be, f, t->d, {0}, k, case_defs[k].cold ? lane++ : 0, 0,
-                         cold_spread(COLD_CYCLE)};
+        if (case_defs[k].cold && lane >= COLD_LANES)
+            return TB_FAIL(TB_ERR_INTERNAL, "more cold cases than COLD_LANES (%d)", COLD_LANES);
+        *c = (conv_case){b->be, f, t->d, {0}, k, case_defs[k].cold ? lane++ : 0, 0};
         memcpy(c->algo, case_defs[k].tuned ? t->tuned : t->def, sizeof c->algo);
         if (case_defs[k].cold)
             TB_TRY(opb_register(b, set, 0, run_case, c, 1, "conv_%s/%d", case_defs[k].name,
@@ -234,15 +251,14 @@ static int register_shape(tb_bench *b, opb_set *set, conv_case *cases, const con
     return TB_OK;
 }
 
-/* Buffers for the largest shape; a cold shape's batch goes up to base +
- * 2 spread (cold_batch). */
-static void max_sizes(const conv_shape *shapes, const shape_tuning *tune, int n, int spread,
-                      conv_bufs *f)
+/* Buffers for the largest shape; a cold shape's batch goes up to
+ * cold_hi (cold_batch). */
+static void max_sizes(const conv_shape *shapes, const shape_tuning *tune, int n, conv_bufs *f)
 {
     for (int i = 0; i < n; i++) {
         tb_conv_desc d = make_desc(&shapes[i]);
-        if (tune[i].cold)
-            d.n += 2 * spread;
+        if (tune[i].cold && cold_hi(d.n) > d.n)
+            d.n = cold_hi(d.n);
         size_t nx = (size_t)d.n * d.c * d.h * d.w, nw = (size_t)d.k * d.c * d.r * d.s,
                ny = (size_t)d.n * d.k * tb_conv_out_h(&d) * tb_conv_out_w(&d);
         f->nx = nx > f->nx ? nx : f->nx;
@@ -370,9 +386,9 @@ static int report_shape(tb_bench *b, const gb_results *r, conv_bufs *f, const co
     if (!t->cold)
         return TB_OK;
     TB_TRY(add_find_row(b, r, idx, s->what));
-    snprintf(note, sizeof note, "%.60s; batch %d +-%d, new every step: each new shape re-tunes "
-             "(autotuned) or builds its default primitive (default)", s->what, s->n,
-             cold_spread(COLD_CYCLE));
+    snprintf(note, sizeof note, "%.60s; batch %d..%d (mean %.1f, the same in every row), new "
+             "every step: each new shape re-tunes (autotuned) or builds its default primitive "
+             "(default)", s->what, cold_lo(s->n), cold_hi(s->n), cold_mean(s->n));
     return add_pair(b, r, idx, C_VARY_DEF, "fwd+bwd time, new batch every step",
                     ", batch varies", NULL, note);
 }
@@ -410,7 +426,7 @@ static int setup(tb_bench *b, void *state, opb_set *set)
     st->cases = calloc((size_t)st->nshapes * NCASES, sizeof *st->cases);
     if (!st->cases)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory");
-    max_sizes(st->shapes, st->tune, st->nshapes, cold_spread(COLD_CYCLE), &st->f);
+    max_sizes(st->shapes, st->tune, st->nshapes, &st->f);
     TB_TRY(alloc_bufs(b->be, &st->f));
     for (int i = 0; i < st->nshapes; i++) {
         st->tune[i].be = b->be;
