@@ -659,5 +659,5 @@ int main(int argc, char **argv)
     }
     if (rc != TB_OK)
         return tb_exit_code(rc);
-    return failed ? 1 : 0;
+    return failed ? TB_DDP_EXIT_CHECK_FAILED : 0;
 }

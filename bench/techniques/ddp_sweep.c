@@ -81,6 +81,12 @@
 #define MAX_STEPS 256      /* all-reduce repetitions of one size */
 #define MAX_LAUNCH_STEPS 64 /* timed steps of one launch */
 #define MAX_ROUNDS 40
+/* Ranks (and DP replicas) 1..N: N the cores, at most DEFAULT_MAX_RANKS
+ * unless --max-ranks asks for more (MAX_RANKS at most: every rank count is
+ * a case of its own, and a 64-core host's 64 launches a round would take
+ * the whole budget). */
+#define DEFAULT_MAX_RANKS 8
+#define MAX_RANKS 32
 #define MAX_TIMED_STEPS (MAX_ROUNDS * MAX_LAUNCH_STEPS) /* a case's, over its rounds */
 #define ROUND_SEED 0x6464705f726f756eull /* "ddp_roun": the rounds' orders */
 #define TARGET_HALF_WIDTH 0.02
@@ -130,6 +136,8 @@ typedef struct sweep {
     size_t busbw_bytes[32];
     int busbw_n[32], nsizes;
     const char *dp_label;     /* the plots' DP series */
+    int cpu;                  /* the CPU backend: ranks are processes; else one GPU each */
+    char ranks_na_why[160];   /* why fewer ranks than asked (GPUs), "" if not */
     const char *dp_na;        /* the DP setting this device does not run, and why */
     char dp_na_why[512];
     tb_rounds_stop stop;      /* why the DDP rounds stopped */
@@ -138,7 +146,10 @@ typedef struct sweep {
 
 static void plan_profile(int profile, plan *p)
 {
-    int ranks = p->max_ranks > 0 ? p->max_ranks : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int ranks = p->max_ranks > 0              ? p->max_ranks
+                : cores > DEFAULT_MAX_RANKS ? DEFAULT_MAX_RANKS
+                                            : cores;
     *p = (plan){.steps = 12, .batch = 64, .max_ranks = ranks,
                 .busbw_reps = 10, .small_bucket = 64 << 10, .busbw_max = 16 << 20,
                 .data_limit = 4096};
@@ -209,7 +220,8 @@ static int plan_cases(sweep *s)
     add_case(s, label, N, s->p.small_bucket, 0, 0, 0, 0);
     snprintf(label, sizeof label, "%s imbalance=1", small);
     add_case(s, label, N, s->p.small_bucket, 1, 1.0, 0, 0);
-    add_case(s, "DDP bucket=25M SyncBN", N, BIG_BUCKET, 1, 0, 1, 0);
+    if (s->cpu) /* SyncBatchNorm: the CPU backend's (lib/dist/syncbn.c) */
+        add_case(s, "DDP bucket=25M SyncBN", N, BIG_BUCKET, 1, 0, 1, 0);
     return TB_OK;
 }
 
@@ -280,6 +292,10 @@ static int launch(sweep *s, ddp_case *c, const char *report, int check)
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
+    /* a check that ran and found a difference: its verify file says so,
+     * and its row says DIFFERS (add_ddp_row) */
+    if (check && WIFEXITED(st) && WEXITSTATUS(st) == TB_DDP_EXIT_CHECK_FAILED)
+        return TB_OK;
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         return TB_FAIL(TB_ERR_IO, "the DDP worker (%s, %d ranks) failed (status %d); its output "
                        "is above", c->label, c->ranks, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
@@ -606,13 +622,13 @@ static int dp_reference(const dp_where *w, const plan *p, int n, const float *im
 {
     tb_backend *be = NULL;
     tb_dp_check_net net = {0};
-    int mb = p->batch / n, rc;
+    int mb = (p->batch + n - 1) / n, rc; /* the largest share (tb_dp_reference_grads) */
     TB_TRY_GOTO(rc, dp_model(w, 0, mb, &be, &net), out_free);
     if (nudge)
         TB_TRY_GOTO(rc, tb_model_nudge_weights(net.m, TB_CONTROL_NUDGE, tb_control_seed(nudge - 1)),
                     out_free);
     for (int step = 0; step < p->steps; step++) {
-        TB_TRY_GOTO(rc, tb_dp_reference_grads(net.m, img, lab, n, mb, loss), out_free);
+        TB_TRY_GOTO(rc, tb_dp_reference_grads(net.m, img, lab, n, p->batch, loss), out_free);
         TB_TRY_GOTO(rc, tb_optim_step(&net.opt), out_free);
     }
     *weights = malloc(net.m->numel * sizeof(float));
@@ -745,11 +761,11 @@ static int dp_time(sweep *s, const dp_where *w, int nmax, const float *img, cons
     tb_bench *b = s->b;
     int narms = nmax + 1, threads = b->info.threads > 0 ? b->info.threads : 1, rc = TB_OK;
     static const double min_rep_s[3] = {0.05, 0.2, 0.002};
-    static const char *const names[] = {"dp1", "dp1_again", "dp2", "dp3", "dp4", "dp5",
-                                        "dp6", "dp7", "dp8"};
-    if (narms > (int)TB_COUNT(names))
-        return TB_FAIL(TB_ERR_INVALID, "DP rounds: %d replicas, at most %d", nmax,
-                       (int)TB_COUNT(names) - 1);
+    char names[MAX_RANKS + 1][16];
+    if (nmax > MAX_RANKS)
+        return TB_FAIL(TB_ERR_INVALID, "DP rounds: %d replicas, at most %d", nmax, MAX_RANKS);
+    for (int a = 0; a < narms; a++)
+        snprintf(names[a], sizeof names[a], a == 1 ? "dp1_again" : "dp%d", a < 2 ? 1 : a);
     dp_arm *arms = calloc((size_t)narms, sizeof *arms);
     tb_arm *t = calloc((size_t)narms, sizeof *t);
     if (!arms || !t) {
@@ -833,22 +849,32 @@ static int add_ddp_row(sweep *s, ddp_case *c, const gb_run *base, const gb_run *
     tb_stats_median(c->allreduce_s, (size_t)c->n, &ar_ms);
     exposed_ms *= 1e3;
     ar_ms *= 1e3;
-    if (c->have_verify && c->imbalance > 0) { /* no reference: ranks agree bitwise */
-        row.correctness = c->weights_identical ? TB_CORRECT_EXACT : TB_CORRECT_DIFFERS;
+    /* no single-process reference ran: unequal shards (rank r's weigh
+     * differently), or a global batch the ranks cannot split evenly */
+    int no_ref = c->have_verify && isnan(c->rel);
+    if (c->have_verify && (c->imbalance > 0 || no_ref)) { /* ranks agree bitwise */
+        row.correctness = c->weights_identical && !c->failed_checks ? TB_CORRECT_EXACT
+                                                                    : TB_CORRECT_DIFFERS;
         snprintf(row.checked_against, sizeof row.checked_against, "rank 0's weights");
     } else if (c->have_verify) {
-        set_check(&row, c->rel, c->max_abs_w, c->weights_identical,
+        set_check(&row, c->rel, c->max_abs_w, c->weights_identical && !c->failed_checks,
                   c->sync_bn ? "1 process, BN over global batch" : "1 process, BN per replica",
                   LOSS_TOL);
     }
     snprintf(row.note, sizeof row.note,
-             "global batch %d; %.0f gradient bytes/step; efficiency %.2f; all-reduce %.2f ms, "
-             "exposed %.2f ms (median)%s%s", s->p.batch, c->bytes,
+             "global batch %d; %.0f gradient bytes/step; efficiency %.2f; buckets in flight "
+             "%.2f ms (each bucket's start to its completion seen, summed: with overlap it "
+             "spans backward too), exposed %.2f ms (median)%s%s%s", s->p.batch, c->bytes,
              base_s / (c->ranks * row.median * 1e-3), ar_ms, exposed_ms,
              c->have_verify ? (c->weights_identical ? "; weights bitwise equal on all ranks"
                                                     : "; WEIGHTS DIFFER between ranks")
                             : "",
-             c->imbalance > 0 ? "; unequal shards: no single-process reference" : "");
+             c->imbalance > 0 ? "; unequal shards: no single-process reference"
+             : no_ref         ? "; the global batch does not split evenly over the ranks: no "
+                                "single-process reference (only the ranks' weights compared)"
+                              : "",
+             c->failed_checks ? "; the worker's checks FAILED (its output above says which)"
+                              : "");
     TB_TRY(tb_results_add(&b->res, &row));
     if (c->ranks == 1)
         return TB_OK;
@@ -967,6 +993,14 @@ static int add_dp_rows(sweep *s, const dp_result *dp, int ndp, const tb_rounds_r
         /* 1 replica: its A/A copy's rounds (efficiency about 1 by construction) */
         TB_TRY(add_dp_efficiency(b, r->setting, r->n, &res->arms[is_base ? 1 : arm]));
     }
+    if (s->ranks_na_why[0] && s->p.max_ranks < 2)
+        TB_TRY(tb_results_add_na(&b->res, "ddp", b->info.backend, b->info.name,
+                                 "DDP bucket=25M, 2+ ranks", "step time", s->ranks_na_why));
+    if (!s->cpu && s->p.max_ranks >= 2)
+        TB_TRY(tb_results_add_na(&b->res, "ddp", b->info.backend, b->info.name,
+                                 "DDP bucket=25M SyncBN", "step time",
+                                 "SyncBatchNorm is the CPU backend's only (lib/dist/syncbn.c "
+                                 "refuses others): run --device=cpu for it"));
     if (!s->dp_na)
         return TB_OK;
     return tb_results_add_na(&b->res, "ddp", b->info.backend, b->info.name, s->dp_na,
@@ -1113,6 +1147,17 @@ static int run(tb_bench *b, int max_ranks, const char *argv0)
     s->b = b;
     s->p.max_ranks = max_ranks;
     plan_profile(b->profile, &s->p);
+    s->cpu = strcmp(b->be->name, "cpu") == 0;
+    if (!s->cpu) { /* a rank is a GPU (ddp_worker opens cuda:rank) */
+        const char *why = NULL;
+        int gpus = tb_cuda_device_count(&why);
+        if (s->p.max_ranks > gpus) {
+            snprintf(s->ranks_na_why, sizeof s->ranks_na_why, "a DDP rank is one GPU, and this "
+                     "machine has %d: ranks 1..%d only (asked for %d)", gpus,
+                     gpus < 1 ? 1 : gpus, s->p.max_ranks);
+            s->p.max_ranks = gpus < 1 ? 1 : gpus;
+        }
+    }
     snprintf(s->tmp, sizeof s->tmp, "/tmp/tb_ddp.XXXXXX");
     TB_TRY_GOTO(rc, find_worker(argv0, s->worker, sizeof s->worker), out_free);
     if (!mkdtemp(s->tmp)) {
@@ -1174,8 +1219,8 @@ int main(int argc, char **argv)
     tb_bench b;
     int done = 0, max_ranks = 0;
     tb_flag extra[] = {
-        {"max-ranks", TB_FLAG_INT, &max_ranks, "DDP ranks and DP replicas 1..N (0 = the cores)",
-         NULL, TB_RANGE(0, 64)},
+        {"max-ranks", TB_FLAG_INT, &max_ranks, "DDP ranks and DP replicas 1..N (0 = the cores, "
+         "at most 8; on CUDA at most the GPUs)", NULL, TB_RANGE(0, MAX_RANKS)},
     };
     int rc = tb_bench_init(&b, &technique, extra, 1, argc, argv, &done);
     if (rc == TB_OK && !done)

@@ -38,6 +38,11 @@
 #ifndef TB_COMM_H
 #define TB_COMM_H
 
+/* bench/cmd/ddp_worker's exit status when its --verify checks ran and one
+ * failed (its verify CSV says which): a result, not an error, for the
+ * sweep (bench:ddp_sweep) to report as DIFFERS. */
+#define TB_DDP_EXIT_CHECK_FAILED 4
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -77,8 +77,11 @@ static struct {
 void tb_comm_watch_begin(const char *what)
 {
     atomic_store(&watch.what, what);
-    if (atomic_fetch_add(&watch.outstanding, 1) == 0)
+    /* the clock first, then the count: the watchdog, seeing an operation
+     * outstanding, must not read the time the previous one ended */
+    if (atomic_load(&watch.outstanding) == 0)
         atomic_store(&watch.since, tb_comm_now());
+    atomic_fetch_add(&watch.outstanding, 1);
 }
 
 void tb_comm_watch_end(void)

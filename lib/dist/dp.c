@@ -421,28 +421,32 @@ int tb_dp_read_times(tb_dp *dp, tb_dp_times *out)
     return TB_OK;
 }
 
-int tb_dp_reference_grads(tb_model *m, const float *images, const int32_t *labels, int n, int mb,
-                          float *loss)
+int tb_dp_reference_grads(tb_model *m, const float *images, const int32_t *labels, int n,
+                          int batch, float *loss)
 {
     tb_backend *be = m->ctx.be;
     size_t per_image = (size_t)m->in.c * (size_t)m->in.h * (size_t)m->in.w;
+    int most = (batch + n - 1) / n;
     tb_tensor x = {0};
     int32_t *dl = NULL;
     int rc;
-    TB_TRY_GOTO(rc, tb_tensor_alloc(be, mb, m->in.c, m->in.h, m->in.w, &x), out_free);
-    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&dl, (size_t)mb * sizeof(int32_t)), out_free);
+    TB_TRY_GOTO(rc, tb_tensor_alloc(be, most, m->in.c, m->in.h, m->in.w, &x), out_free);
+    TB_TRY_GOTO(rc, be->dev_alloc(be, (void **)&dl, (size_t)most * sizeof(int32_t)), out_free);
     TB_TRY_GOTO(rc, tb_model_zero_grad(m, 1), out_free);
     *loss = 0;
     for (int k = 0; k < n; k++) {
-        float l;
-        TB_TRY_GOTO(rc, tb_tensor_from_host(&x, images + (size_t)k * (size_t)mb * per_image),
+        /* replica k's rows, as scatter cuts them; its mean loss weighs
+         * cnt / batch in the batch's mean, as the gathered loss has it */
+        int lo = (int)((long)batch * k / n), cnt = (int)((long)batch * (k + 1) / n) - lo;
+        float l, share = (float)cnt / (float)batch;
+        TB_TRY_GOTO(rc, tb_tensor_set_batch(&x, cnt), out_free);
+        TB_TRY_GOTO(rc, tb_tensor_from_host(&x, images + (size_t)lo * per_image), out_free);
+        TB_TRY_GOTO(rc, be->copy_h2d(be, dl, labels + lo, (size_t)cnt * sizeof(int32_t), NULL),
                     out_free);
-        TB_TRY_GOTO(rc, be->copy_h2d(be, dl, labels + (size_t)k * (size_t)mb,
-                                     (size_t)mb * sizeof(int32_t), NULL), out_free);
         TB_TRY_GOTO(rc, tb_model_forward_loss(m, &x, dl, NULL), out_free);
-        TB_TRY_GOTO(rc, tb_model_backward(m, 1.0f / (float)n), out_free);
+        TB_TRY_GOTO(rc, tb_model_backward(m, share), out_free);
         TB_TRY_GOTO(rc, tb_xent_read_loss(&m->loss, &l), out_free);
-        *loss += l / (float)n;
+        *loss += l * share;
     }
 out_free:
     tb_tensor_free(&x);

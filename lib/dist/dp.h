@@ -129,12 +129,15 @@ int tb_dp_read_times(tb_dp *dp, tb_dp_times *out);
 int tb_dp_step(tb_dp *dp, const float *images, const int32_t *labels, int batch, float loss_scale,
             float *loss);
 
-/* What n replicas compute, in one process: the gradients of n micro-batches
- * of mb samples (host images (n * mb, C, H, W) and labels), each loss scaled
- * by 1/n, in m's flat gradient buffer (zeroed first); *loss: their mean.
- * The reference DP and DDP are checked against.
- * REQUIRES: n >= 1; m built with max_batch >= mb. */
-int tb_dp_reference_grads(tb_model *m, const float *images, const int32_t *labels, int n, int mb,
+/* What n replicas compute, in one process: the gradients of the batch
+ * (host images (batch, C, H, W) and labels) cut into n micro-batches as
+ * tb_dp_step scatters it (replica k: rows batch k / n .. batch (k+1) / n),
+ * each one's mean loss weighted by its rows / batch (the gathered loss's
+ * mean), in m's flat gradient buffer (zeroed first); *loss: the batch's
+ * mean. The reference DP and DDP are checked against; a batch n does not
+ * divide gives uneven micro-batches, as it does DP's replicas.
+ * REQUIRES: 1 <= n <= batch; m built with max_batch >= ceil(batch / n). */
+int tb_dp_reference_grads(tb_model *m, const float *images, const int32_t *labels, int n, int batch,
                           float *loss);
 
 /* The network DP is checked and measured with (dp_test, the self-check,

@@ -50,21 +50,23 @@ static int keep_weights(const tb_model *m, run *out)
     return TB_OK;
 }
 
-/* The reference: two micro-batches of B/2, loss scaled by 1/2 each. */
-static int ref_step(tb_model *m, tb_optim *opt, const float *img, const int32_t *lab, float *loss)
+/* The reference: n micro-batches cut as DP scatters (n = 3: 10, 11, 11 of
+ * B = 32), each loss weighted by its share of the batch. */
+static int ref_step(tb_model *m, tb_optim *opt, const float *img, const int32_t *lab, int n,
+                    float *loss)
 {
-    TB_TRY(tb_dp_reference_grads(m, img, lab, 2, B / 2, loss));
+    TB_TRY(tb_dp_reference_grads(m, img, lab, n, B, loss));
     return tb_optim_step(opt);
 }
 
-static int ref_run(const float *img, const int32_t *lab, run *out)
+static int ref_run(const float *img, const int32_t *lab, int n, run *out)
 {
     tb_backend *be = NULL;
     tb_dp_check_net net = {0};
     int rc;
-    TB_TRY_GOTO(rc, setup(&be, &net, B / 2), out_free);
+    TB_TRY_GOTO(rc, setup(&be, &net, (B + n - 1) / n), out_free);
     for (int step = 0; step < STEPS; step++)
-        TB_TRY_GOTO(rc, ref_step(net.m, &net.opt, img, lab, &out->loss[step]), out_free);
+        TB_TRY_GOTO(rc, ref_step(net.m, &net.opt, img, lab, n, &out->loss[step]), out_free);
     rc = keep_weights(net.m, out);
 out_free:
     tb_dp_check_net_free(&net);
@@ -85,14 +87,14 @@ static int dp_one_step(tb_dp *dp, tb_model *m, tb_optim *opt, const float *img,
     return tb_optim_step(opt);
 }
 
-static int dp_run(tb_dp_mode mode, const float *img, const int32_t *lab, run *out)
+static int dp_run(tb_dp_mode mode, const float *img, const int32_t *lab, int n, run *out)
 {
     tb_backend *be = NULL;
     tb_dp_check_net net = {0};
     tb_dp *dp = NULL;
     int rc;
     TB_TRY_GOTO(rc, setup(&be, &net, B), out_free);
-    TB_TRY_GOTO(rc, tb_dp_create(net.m, tb_spec_small_cnn, &net.opts, 2, mode, 1, &dp), out_free);
+    TB_TRY_GOTO(rc, tb_dp_create(net.m, tb_spec_small_cnn, &net.opts, n, mode, 1, &dp), out_free);
     for (int step = 0; step < STEPS; step++)
         TB_TRY_GOTO(rc, dp_one_step(dp, net.m, &net.opt, img, lab, step, &out->loss[step]),
                     out_free);
@@ -179,14 +181,19 @@ int main(void)
     tb_rng_fill(img, (size_t)B * 784, 12345, -1, 1);
     for (int i = 0; i < B; i++)
         lab[i] = (i * 7 + 3) % 10;
-    run ref = {0}, threads = {0}, one = {0};
-    CHECK(ref_run(img, lab, &ref) == TB_OK, "reference run");
-    CHECK(dp_run(TB_DP_THREADS, img, lab, &threads) == TB_OK, "DP, replicas on threads");
-    CHECK(dp_run(TB_DP_ONE_THREAD, img, lab, &one) == TB_OK, "DP, one thread");
+    run ref = {0}, threads = {0}, one = {0}, ref3 = {0}, three = {0};
+    CHECK(ref_run(img, lab, 2, &ref) == TB_OK, "reference run");
+    CHECK(dp_run(TB_DP_THREADS, img, lab, 2, &threads) == TB_OK, "DP, replicas on threads");
+    CHECK(dp_run(TB_DP_ONE_THREAD, img, lab, 2, &one) == TB_OK, "DP, one thread");
+    /* a batch 3 replicas cannot split evenly: the reference cuts it as
+     * they do (the sweep's check once compared them with 3 x 10 rows) */
+    CHECK(ref_run(img, lab, 3, &ref3) == TB_OK, "reference run, 3 shares");
+    CHECK(dp_run(TB_DP_THREADS, img, lab, 3, &three) == TB_OK, "DP, 3 replicas");
     if (!failures) {
         compare("DP threads vs reference", &threads, &ref);
         compare("DP one thread vs reference", &one, &ref);
         compare("DP one thread vs DP threads", &one, &threads);
+        compare("DP 3 replicas (10, 11, 11 rows) vs reference", &three, &ref3);
         check_bytes("DP threads", &threads);
         check_bytes("DP one thread", &one);
     }
@@ -194,6 +201,8 @@ int main(void)
     free(ref.w);
     free(threads.w);
     free(one.w);
+    free(ref3.w);
+    free(three.w);
     free(img);
     printf("%s\n", failures ? "FAILED" : "PASSED");
     return failures ? 1 : 0;

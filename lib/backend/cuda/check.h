@@ -61,12 +61,20 @@
                                  "%s failed: cuDNN status %d", #call, tb_s_);  \
     } while (0)
 
+/* NCCL's own words for its result (ncclGetErrorString), where the file
+ * includes nccl.h first; its number alone otherwise. */
+#ifdef NCCL_H_
+#define TB_NCCL_WORDS(s) ncclGetErrorString((ncclResult_t)(s))
+#else
+#define TB_NCCL_WORDS(s) "see nccl.h"
+#endif
 #define TB_CHECK_NCCL(call)                                                    \
     do {                                                                       \
         int tb_s_ = (int)(call);                                               \
         if (tb_s_ != 0)                                                        \
             return tb_error_push(TB_ERR_NCCL, __FILE__, __LINE__,              \
-                                 "%s failed: NCCL result %d", #call, tb_s_);   \
+                                 "%s failed: NCCL result %d (%s); NCCL_DEBUG=WARN " \
+                                 "says more", #call, tb_s_, TB_NCCL_WORDS(tb_s_)); \
     } while (0)
 
 #endif
