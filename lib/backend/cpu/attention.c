@@ -479,7 +479,9 @@ ATTN_DEFINE_KERNELS(avx512,
 ATTN_AVX512 static inline __m512 exp_neg_512(__m512 s)
 {
     __m512 flush = _mm512_set1_ps(TB_EXP_FLUSH), round = _mm512_set1_ps(TB_EXP_ROUND);
-    __m512 z = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_min_ps(s, flush));
+    /* min(flush, s): x86's min returns its second operand when one is NaN,
+     * so a NaN score stays NaN (as tb_exp_neg_f's s > 86 ? 86 : s) */
+    __m512 z = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_min_ps(flush, s));
     __m512 t = _mm512_fmadd_ps(z, _mm512_set1_ps(TB_EXP_LOG2E), round);
     __m512 kf = _mm512_sub_ps(t, round);
     __m512 r = _mm512_fmadd_ps(kf, _mm512_set1_ps(-TB_EXP_LN2_HI), z);
@@ -582,9 +584,13 @@ static int attn_path_supported(int path)
 
 static const attn_kernels *attn_kernels_in_use(void)
 {
-    if (attn_path == TB_CPU_PATH_AUTO)
-        attn_path = tb_cpu_path_best(TB_CPU_PATHS_ALL, attn_path_supported);
-    return &attn_paths[attn_path];
+    /* atomic: DataParallel's replicas may make their first call at once */
+    int path = __atomic_load_n(&attn_path, __ATOMIC_RELAXED);
+    if (path == TB_CPU_PATH_AUTO) {
+        path = tb_cpu_path_best(TB_CPU_PATHS_ALL, attn_path_supported);
+        __atomic_store_n(&attn_path, path, __ATOMIC_RELAXED);
+    }
+    return &attn_paths[path];
 }
 
 int tb_cpu_attn_set_path(int path)

@@ -331,6 +331,25 @@ static void attn_case(tb_backend *be1, tb_backend *be2, int T, int D, int causal
     attn_ref_free(&r);
 }
 
+/* A NaN in one key reaches every output, as in the reference: whole tiles
+ * (T = 128 non-causal: 64-key tiles, the AVX-512 path's exp included) must
+ * not turn a NaN score into a weight of ~0. */
+static void attn_nan_case(tb_backend *be, int path)
+{
+    attn_ref r;
+    attn_ref_make(128, 16, 0, &r);
+    r.k[5 * 16 + 3] = NAN;
+    attn_io fu;
+    run_attn(be, TB_ATTN_FUSED, &r.d, r.q, r.k, r.v, r.dout, &fu);
+    size_t nan = 0, per_head = (size_t)128 * 16;
+    for (size_t i = 0; i < per_head; i++) /* batch 0, head 0 holds the NaN key */
+        nan += isnan(fu.out[i]);
+    CHECK(nan == per_head, "attention path %d: a NaN key reached %zu of %zu outputs", path, nan,
+          per_head);
+    free_io(&fu);
+    attn_ref_free(&r);
+}
+
 static void test_attention_path(int path, int best)
 {
     if (tb_cpu_attn_set_path(path) != TB_OK) { /* this CPU lacks it */
@@ -349,6 +368,7 @@ static void test_attention_path(int path, int best)
                 attn_case(be1, be2, seqs[t], DIMS[dd], causal);
     /* an odd head size and a batch of 1 head */
     attn_case(be1, be2, 33, 5, 1);
+    attn_nan_case(be2, path);
     tb_backend_close(be1);
     tb_backend_close(be2);
     printf("ok   attention on code path %d: fused = manual = reference, forward and backward\n",

@@ -384,9 +384,13 @@ int tb_cpu_gelu_set_isa(tb_cpu_isa isa)
 
 tb_cpu_isa tb_cpu_gelu_isa(void)
 {
-    if (selected_isa == TB_ISA_AUTO)
-        selected_isa = best_isa();
-    return selected_isa;
+    /* atomic: DataParallel's replicas may make their first call at once */
+    tb_cpu_isa isa = __atomic_load_n(&selected_isa, __ATOMIC_RELAXED);
+    if (isa == TB_ISA_AUTO) {
+        isa = best_isa();
+        __atomic_store_n(&selected_isa, isa, __ATOMIC_RELAXED);
+    }
+    return isa;
 }
 
 /* ---- running passes ---- */

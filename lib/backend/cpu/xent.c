@@ -176,9 +176,13 @@ static int path_supported(int path)
 
 static const lse_rows *lse_rows_in_use(void)
 {
-    if (lse_path == TB_CPU_PATH_AUTO)
-        lse_path = tb_cpu_path_best(TB_CPU_PATHS_ALL, path_supported);
-    return &lse_paths[lse_path];
+    /* atomic: DataParallel's replicas may make their first call at once */
+    int path = __atomic_load_n(&lse_path, __ATOMIC_RELAXED);
+    if (path == TB_CPU_PATH_AUTO) {
+        path = tb_cpu_path_best(TB_CPU_PATHS_ALL, path_supported);
+        __atomic_store_n(&lse_path, path, __ATOMIC_RELAXED);
+    }
+    return &lse_paths[path];
 }
 
 int tb_cpu_xent_lse_set_path(int path)
