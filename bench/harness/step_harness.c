@@ -98,7 +98,10 @@ typedef struct setting_state {
     float scale0, check_scale;
     double peak_bytes;
     int steps;                /* steps of its check (per-sample techniques: its own) */
-    double flops_per_sample;  /* its model's, fwd+bwd (lib/nn/flops.h); 0: unknown */
+    double flops_per_sample;  /* its model's, fwd+bwd (lib/nn/flops.h), or the forward's
+                                 alone for a forward-only unit; 0: unknown */
+    double unit_samples;      /* samples a unit processes where not the batch (its
+                                 check's tb_step_ctx.unit_samples); 0: the batch */
     char note[200];
     /* the technique's own check of it (tb_step_ctx's own_verdict) */
     int own_verdict;
@@ -221,6 +224,9 @@ static void base_config(step_run *r)
         tb_error_clear(); /* ctx_open reports it, per setting */
         return;
     }
+    /* the model's own batch (0 at full size) made explicit: a setting that
+     * scales it (checkpointing's 4x) must scale the batch that runs, not 0 */
+    c->batch_size = v.batch_size;
     big_data(r, c, v.batch_size);
 }
 
@@ -332,9 +338,11 @@ static int mark_na(step_run *r, int idx, int rc)
     if (unsupported)
         snprintf(s->why, sizeof s->why, "not available on this machine: %s",
                  tb_error_message());
-    else
+    else if (r->mem_limit_mib > 0)
         snprintf(s->why, sizeof s->why, "out of memory under --mem-limit=%g MiB (%s)",
                  r->mem_limit_mib, tb_error_message());
+    else /* no --mem-limit: the device's (or the host's) own memory ran out */
+        snprintf(s->why, sizeof s->why, "out of memory (%s)", tb_error_message());
     tb_error_clear();
     fprintf(stderr, "%s: %s: %s\n", r->tech->desc.name, r->tech->settings[idx].name, s->why);
     return TB_OK;
@@ -501,7 +509,10 @@ static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge
     if (rc == TB_OK) {
         tb_flops f;
         tb_model_flops(c.t->model, &f);
-        r->st[idx].flops_per_sample = tb_flops_total(&f);
+        double fwd = 0;
+        for (int k = 0; k < TB_FLOP_FAMILIES; k++)
+            fwd += f.fwd[k];
+        r->st[idx].flops_per_sample = c.forward_only ? fwd : tb_flops_total(&f);
         r->st[idx].classes = c.t->model->classes;
     }
     if (rc == TB_OK && with_note && r->tech->check_note)
@@ -512,8 +523,9 @@ static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge
         snprintf(r->st[idx].own_against, sizeof r->st[idx].own_against, "%s", c.own_against);
     }
     if (!nudge) {
-        r->st[idx].peak_bytes = (double)peak;
+        r->st[idx].peak_bytes = c.own_peak_bytes > 0 ? c.own_peak_bytes : (double)peak;
         r->st[idx].steps = steps;
+        r->st[idx].unit_samples = c.unit_samples;
     }
     setting_state *st = &r->st[idx];
     long skipped = rc == TB_OK && c.t->loss_scaling ? c.t->scaler.skipped_steps : 0;
@@ -1217,6 +1229,8 @@ static double samples_per_unit(const step_run *r, int i)
         return 1000.0;
     if (r->tech->metric == TB_METRIC_EPOCH)
         return (double)r->train->n;
+    if (r->st[i].unit_samples > 0)
+        return r->st[i].unit_samples;
     return (double)c.batch_size * c.accum_steps;
 }
 

@@ -134,6 +134,16 @@ typedef struct tb_step_ctx {
     int own_verdict;
     tb_compare own;
     char own_against[48];     /* as tb_result_row's checked_against */
+    /* A unit that is not one training step of the setting's batch says so
+     * from run_once or check_note during its checks, for the row's rate,
+     * FLOP and memory columns: unit_samples, the samples one unit
+     * processes (an evaluation's images, a varying batch's mean; 0: the
+     * batch); forward_only, 1 where a unit runs the forward alone (its
+     * FLOPs then the forward's); own_peak_bytes, the unit's own peak
+     * where the trainer's build is not part of it (0: the check's). */
+    double unit_samples;
+    int forward_only;
+    double own_peak_bytes;
 } tb_step_ctx;
 
 typedef struct tb_step_setting {

@@ -41,6 +41,8 @@ static int step_new_batch_size(tb_step_ctx *c, float *loss)
     if (c->calls > 0 && c->calls % span == 0)
         tb_conv_algo_cache_free(&c->t->model->ctx.algos);
     b.size -= (int)(c->calls % span);
+    /* the row's rate: the sizes' mean over a turn, (batch + 2) / 2 */
+    c->unit_samples = span > 1 ? 0.5 * (span + 1 + 2) : (double)b.size;
     tb_model_train_mode(c->t->model, 1);
     TB_TRY(tb_model_zero_grad(c->t->model, c->cfg.grads_to_none));
     TB_TRY(tb_train_micro_batch(c->t, &b, 1.0f, loss));

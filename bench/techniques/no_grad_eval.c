@@ -2,9 +2,10 @@
  * no_grad_eval.c - bench:no_grad_eval: evaluation under torch.no_grad()
  * (--eval-no-grad: no activations kept for backward) vs evaluation that
  * keeps them, the baseline: time of one pass over the profile's test subset
- * (reported as "step time", one unit = one evaluation) and peak memory
- * (memory_bytes; tb_trainer_evaluate's own peak in the note). The forward is
- * the same: the mean test loss is bitwise equal.
+ * (reported as "step time", one unit = one evaluation: the rate counts its
+ * images, the FLOP rate the forward's FLOPs) and peak memory (memory_bytes:
+ * tb_trainer_evaluate's own peak, also in the note). The forward is the
+ * same: the mean test loss is bitwise equal.
  *
  *   bazel run //bench:no_grad_eval -- [--device=cpu] [--profile=default|full|tiny]
  */
@@ -29,6 +30,12 @@ static int evaluate(tb_step_ctx *c, float *loss)
     tb_eval_stats ev;
     TB_TRY(tb_trainer_evaluate(c->t, &ev));
     *loss = (float)ev.mean_loss;
+    /* the row's columns: a unit is the evaluation of ev.images (not a
+     * training batch), its FLOPs the forward's, its memory the
+     * evaluation's own peak (the trainer's build not counted) */
+    c->unit_samples = (double)ev.images;
+    c->forward_only = 1;
+    c->own_peak_bytes = (double)ev.mem_peak;
     return TB_OK;
 }
 
