@@ -242,8 +242,23 @@ static void own_str(char *buf, size_t cap, const cmp_cell *c)
              tb_timing_verdict_name(c->own.best->timing_verdict));
 }
 
-/* samples/s per dollar or per watt for the row measured at the reference's
- * setting; n/a with the reason otherwise. */
+/* What a training throughput counts ("samples", "images", "tokens") when
+ * unit is one ("samples/s", ...: a loader's or a step technique's rate);
+ * NULL for any other rate (GB/s, GFLOP/s, a fraction). */
+static const char *items_of(const char *unit)
+{
+    static const char *const items[] = {"samples", "images", "tokens"};
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
+        size_t n = strlen(items[i]);
+        if (strncmp(unit, items[i], n) == 0 && strcmp(unit + n, "/s") == 0)
+            return items[i];
+    }
+    return NULL;
+}
+
+/* items/s per dollar or per watt for the row measured at the reference's
+ * setting (items: samples, images or tokens, as its rate counts them);
+ * n/a with the reason otherwise. */
 static void cost_str(char *buf, size_t cap, const tb_cmp_set *s, int m, const cmp_cell *c,
                      int per_watt)
 {
@@ -254,17 +269,18 @@ static void cost_str(char *buf, size_t cap, const tb_cmp_set *s, int m, const cm
     if (isnan(div) || (!per_watt && s->price_kind == TB_PRICE_NONE)) {
         snprintf(buf, cap, "n/a: no %s", per_watt ? "--power given and no NVML power measured"
                                                    : "price given");
-    } else if (!c->at_ref || strcmp(r, "samples/s") != 0 || isnan(c->at_ref->rate)) {
-        snprintf(buf, cap, "n/a: rate is %s, not samples/s", r[0] ? r : "not measured");
+    } else if (!c->at_ref || !items_of(r) || isnan(c->at_ref->rate)) {
+        snprintf(buf, cap, "n/a: rate is %s, not a training throughput (samples/s, images/s, "
+                 "tokens/s)", r[0] ? r : "not measured");
     } else if (per_watt) {
         tb_report_num(n, sizeof n, c->at_ref->rate / div);
-        snprintf(buf, cap, "%s samples/s per W (power: %s)", n, mm->power_src);
+        snprintf(buf, cap, "%s %s/s per W (power: %s)", n, items_of(r), mm->power_src);
     } else if (s->price_kind == TB_PRICE_PER_HOUR) {
         tb_report_num(n, sizeof n, c->at_ref->rate * 3600.0 / div);
-        snprintf(buf, cap, "%s samples per $", n);
+        snprintf(buf, cap, "%s %s per $", n, items_of(r));
     } else {
         tb_report_num(n, sizeof n, c->at_ref->rate / div);
-        snprintf(buf, cap, "%s samples/s per $ of purchase price", n);
+        snprintf(buf, cap, "%s %s/s per $ of purchase price", n, items_of(r));
     }
 }
 
@@ -624,7 +640,7 @@ static void csv_row(FILE *f, const tb_cmp_set *s, int m, const char *tech, const
     csv_num(f, c->vs_ref), fputc(',', f);
     tb_results_put_csv_string(f, c->own.best ? c->own.best->setting : ""), fputc(',', f);
     csv_num(f, c->own.best ? c->own.best->speedup : nan_), fputc(',', f);
-    int samples = r && !strcmp(r->rate_unit, "samples/s");
+    int samples = r && items_of(r->rate_unit);
     csv_num(f, r ? r->rate : nan_), fputc(',', f);
     tb_results_put_csv_string(f, r ? r->rate_unit : ""), fputc(',', f);
     csv_num(f, mm->price), fputc(',', f);
@@ -701,9 +717,10 @@ int tb_compare_write(const tb_cmp_set *s, const char *out_dir)
     tb_doc_heading(d, 2, "Per technique");
     sec_table(d, s, tech, nt);
     tb_doc_heading(d, 2, "Per dollar and per watt");
-    tb_doc_para(d, "For rows whose rate is in samples/s: with a price per hour, samples per "
-                   "dollar (rate × 3600 / price); with a purchase price, samples/s per dollar; "
-                   "with a power figure, samples/s per watt (samples per joule).");
+    tb_doc_para(d, "For rows whose rate is a training throughput (samples/s, images/s or "
+                   "tokens/s): with a price per hour, items per dollar (rate × 3600 / price); "
+                   "with a purchase price, items/s per dollar; with a power figure, items/s per "
+                   "watt (items per joule).");
     sec_costs(d, s, tech, nt);
     tb_doc_heading(d, 2, "Figures");
     TB_TRY_GOTO(rc, sec_plots(d, s, tech, nt, plots), out_free);
