@@ -1,7 +1,9 @@
 /*
  * profiler.c - bench:profiler: the technique "profiler off" on the training
  * step: what the --trace timeline (autograd.profiler / emit_nvtx: each
- * phase closed by a device sync and recorded, NVTX ranges on CUDA) costs.
+ * phase closed by a device sync and recorded, each layer and marked op
+ * timed by two device events with no host wait, NVTX ranges on CUDA)
+ * costs.
  * As in every sweep, the baseline is the technique off, which here means
  * the profiler ON (--trace); the compared setting runs without it, so a
  * speedup > 1 is what switching the profiler off gains. The trace only

@@ -35,6 +35,8 @@ static const char *const settings[] = {
     "--checkpointing",
     "--detect-anomaly",
     "--grads-to-none=0", /* zero_grad's memset queued (TB_ON_COMPUTE) */
+    /* the op breakdown's events, read at each phase's end (never written) */
+    "--trace=/tmp/tb_toggles_sim_trace.json",
     "--accum-steps=2 --grads-to-none=0",
     "--accum-steps=3",
     "--loss-read-every=2",

@@ -23,8 +23,42 @@ int tb_trace_init(tb_trace *tr, tb_backend *be)
 
 void tb_trace_free(tb_trace *tr)
 {
+    for (size_t i = 0; tr->be && i < tr->pool_n; i++)
+        tr->be->event_destroy(tr->be, tr->pool[i]);
+    if (tr->be && tr->phase_ev)
+        tr->be->event_destroy(tr->be, tr->phase_ev);
+    free(tr->pool);
     free(tr->ev);
     memset(tr, 0, sizeof *tr);
+}
+
+/* An event of the pool recorded on the compute stream now: *idx its
+ * index, or -1 (and tr->err set) where that failed. */
+static void record_pooled(tb_trace *tr, int *idx)
+{
+    *idx = -1;
+    if (tr->err)
+        return;
+    if (tr->pool_used == tr->pool_n) {
+        tb_event **pool = tb_grow(tr->pool, &tr->pool_n, tr->pool_used, sizeof *pool, 64);
+        if (!pool) {
+            tr->err = TB_FAIL(TB_ERR_NOMEM, "out of host memory for %zu trace events",
+                              tr->pool_used);
+            return;
+        }
+        tr->pool = pool;
+        for (size_t i = tr->pool_used; i < tr->pool_n; i++)
+            pool[i] = NULL;
+    }
+    tb_event **e = &tr->pool[tr->pool_used];
+    int rc = *e ? TB_OK : tr->be->event_create(tr->be, e);
+    if (rc == TB_OK)
+        rc = tr->be->event_record(tr->be, *e, NULL);
+    if (rc != TB_OK) {
+        tr->err = rc;
+        return;
+    }
+    *idx = (int)tr->pool_used++;
 }
 
 void tb_trace_begin(tb_trace *tr, tb_phase p)
@@ -32,6 +66,55 @@ void tb_trace_begin(tb_trace *tr, tb_phase p)
     tb_nvtx_push(tb_phase_names[p]);
     tr->phase_open = p;
     tr->open_at[p] = tb_clock_s();
+    if (!tr->be || tr->err)
+        return;
+    int rc = tr->phase_ev ? TB_OK : tr->be->event_create(tr->be, &tr->phase_ev);
+    if (rc == TB_OK)
+        rc = tr->be->event_record(tr->be, tr->phase_ev, NULL);
+    if (rc != TB_OK)
+        tr->err = rc;
+}
+
+static double pos(double v) { return v > 0 ? v : 0; }
+
+/* Reads the op events recorded since the last read (the device has run
+ * them: the caller synchronized): durations from their events, "ts" from
+ * their phase's start event, self times from the children's (events come
+ * in the order ops ended, children before their parent). Their events go
+ * back to the pool once no op is open. */
+static int read_ops(tb_trace *tr)
+{
+    for (size_t i = tr->unread; i < tr->n; i++) {
+        tb_trace_event *e = &tr->ev[i];
+        if (!e->op || !e->pending)
+            continue;
+        float ms = 0, at = 0;
+        TB_TRY(tr->be->event_elapsed_ms(tr->be, tr->pool[e->ev_begin], tr->pool[e->ev_end], &ms));
+        TB_TRY(tr->be->event_elapsed_ms(tr->be, tr->phase_ev, tr->pool[e->ev_begin], &at));
+        e->dur_us = 1e3 * (double)ms;
+        e->ts_us = 1e6 * (tr->open_at[e->phase] - tr->t0) + 1e3 * (double)at;
+        int d = e->depth;
+        e->self_us = pos(e->dur_us - tr->acc_us[d + 1]);
+        tr->acc_us[d + 1] = 0;
+        tr->acc_us[d] += e->dur_us;
+        e->pending = 0;
+        e->ev_begin = e->ev_end = -1;
+    }
+    tr->unread = tr->n;
+    tr->acc_us[0] = 0;
+    if (tr->depth == 0)
+        tr->pool_used = 0;
+    return TB_OK;
+}
+
+int tb_trace_flush(tb_trace *tr)
+{
+    if (!tr->be)
+        return TB_OK;
+    TB_TRY(tr->be->sync(tr->be));
+    if (tr->err)
+        return tr->err;
+    return read_ops(tr);
 }
 
 /* A new event slot, zeroed. */
@@ -58,7 +141,9 @@ int tb_trace_end(tb_trace *tr, tb_phase p)
     e->step = tr->step;
     e->ts_us = 1e6 * (tr->open_at[p] - tr->t0);
     e->dur_us = 1e6 * (end - tr->open_at[p]);
-    return TB_OK;
+    if (tr->err)
+        return tr->err;
+    return tr->be ? read_ops(tr) : TB_OK;
 }
 
 void tb_trace_op_begin(tb_trace *tr, const char *name, const char *family, int backward)
@@ -73,20 +158,27 @@ void tb_trace_op_begin(tb_trace *tr, const char *name, const char *family, int b
     o->child_us = 0;
     o->sub_ops = 0;
     o->t = tb_clock_s();
+    o->ev = -1;
+    if (tr->be)
+        record_pooled(tr, &o->ev);
 }
-
-static double pos(double v) { return v > 0 ? v : 0; }
 
 int tb_trace_op_end(tb_trace *tr, double flops, double bytes, int sub_op)
 {
-    if (tr->be)
-        TB_TRY(tr->be->sync(tr->be));
+    int ev_end = -1;
+    if (tr->be && tr->depth <= TB_TRACE_DEPTH)
+        record_pooled(tr, &ev_end);
+    if (tr->err)
+        return tr->err;
     double end = tb_clock_s();
     int d = --tr->depth;
     if (d >= TB_TRACE_DEPTH)
         return TB_OK;
     const tb_trace_open_op *o = &tr->ops[d];
-    double dur = 1e6 * (end - o->t);
+    /* without a backend: host times now; with one: the events', read at
+     * the phase's end (read_ops) */
+    int pending = o->ev >= 0 && ev_end >= 0;
+    double dur = pending ? 0 : 1e6 * (end - o->t);
     if (d > 0) {
         tb_trace_open_op *parent = &tr->ops[d - 1];
         parent->child_us += dur;
@@ -100,6 +192,7 @@ int tb_trace_op_end(tb_trace *tr, double flops, double bytes, int sub_op)
         .phase = (tb_phase)tr->phase_open, .step = tr->step, .ts_us = 1e6 * (o->t - tr->t0),
         .dur_us = dur, .op = 1, .backward = o->backward, .depth = d, .family = o->family,
         .self_us = pos(dur - o->child_us), .flops = flops, .bytes = bytes,
+        .ev_begin = pending ? o->ev : -1, .ev_end = pending ? ev_end : -1, .pending = pending,
     };
     snprintf(e->name, sizeof e->name, "%s", o->name);
     return TB_OK;

@@ -35,8 +35,12 @@
  * step's phase events) and the achieved GFLOP/s and GB/s (bytes: the least
  * traffic the op needs, lib/nn/layers.c's call_bytes). The optimizer phase
  * is a row of its own ("optimizer"), its GB/s from optimizer_bytes.
- * Every op event costs a device sync (on the CPU a clock read): off when
- * --trace is not given (the layers test one NULL pointer).
+ * An op is timed by two backend events recorded on the compute stream
+ * (its begin and end), read when its phase ends (tb_trace_end, which waits
+ * for the device anyway): no host wait per op, as PyTorch's profiler
+ * records device activity without one. Its "ts" is its phase's host start
+ * plus the device time from the phase's own start event. Off when --trace
+ * is not given (the layers test one NULL pointer).
  *
  * Tests: bazel test //lib/train:toggles_test //lib/train:trace_ops_test
  */
@@ -78,11 +82,14 @@ typedef struct tb_trace_event {
     const char *family;       /* op: static string ("layernorm", "qkv_gemm") */
     double self_us;           /* op: dur_us less its children's */
     double flops, bytes;      /* op: its own (children's excluded) */
+    int ev_begin, ev_end;     /* op: its events in the pool until read (-1: none) */
+    int pending;              /* op: its times not read yet (tb_trace_end reads them) */
 } tb_trace_event;
 
 /* An op still running (the nesting stack). */
 typedef struct tb_trace_open_op {
-    double t;                 /* start, seconds */
+    double t;                 /* start, seconds (host; without a backend) */
+    int ev;                   /* its begin event in the pool, -1: none */
     double child_us;
     int sub_ops;              /* sub-op children ended: its own FLOPs and bytes are
                                  then its children's, and it keeps none */
@@ -102,6 +109,13 @@ typedef struct tb_trace {
     tb_trace_open_op ops[TB_TRACE_DEPTH];
     int depth;                /* ops open; may exceed TB_TRACE_DEPTH (not recorded) */
     double optimizer_bytes;   /* least traffic of one optimizer step (the trainer's) */
+    /* op timing on the device: a pool of events, reused once read */
+    tb_event **pool;
+    size_t pool_n, pool_used;
+    tb_event *phase_ev;       /* recorded at tb_trace_begin: ops' "ts" anchor */
+    size_t unread;            /* first op event not read yet */
+    double acc_us[TB_TRACE_DEPTH + 1]; /* children's time per depth while reading */
+    int err;                  /* an event failed in tb_trace_op_begin (returned later) */
 } tb_trace;
 
 /* be may be NULL (no device synchronization). */
@@ -121,6 +135,10 @@ int tb_trace_write(const tb_trace *tr, const char *path);
  * Errors: the sync's, TB_ERR_NOMEM. */
 void tb_trace_op_begin(tb_trace *tr, const char *name, const char *family, int backward);
 int tb_trace_op_end(tb_trace *tr, double flops, double bytes, int sub_op);
+
+/* Waits for the device and reads every op event's times (tb_trace_end
+ * does it at each phase's end; the trainer once more before the summary). */
+int tb_trace_flush(tb_trace *tr);
 
 /* The op breakdown table (see above) to f; steps before skip_steps are
  * left out (warm-up); with none left, all steps count. */

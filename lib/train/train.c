@@ -698,6 +698,7 @@ int tb_trainer_write_trace(tb_trainer *t)
 {
     if (!t->trace)
         return TB_OK;
+    TB_TRY(tb_trace_flush(t->trace));
     TB_TRY(tb_trace_write(t->trace, t->cfg.trace));
     return write_summary(t);
 }
