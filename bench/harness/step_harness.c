@@ -1216,10 +1216,12 @@ static void set_check(step_run *r, int i, tb_result_row *row)
     snprintf(row->checked_against, sizeof row->checked_against, "%s", against);
     char scaler[240];
     loss_note(s, scaler, sizeof scaler);
+    /* the setting's own note before the technique's tolerance text, the
+     * same on every row and the first to go when the note is full */
     snprintf(row->note, sizeof row->note, "loss at step %d %.7g vs %.7g%s%s%s%s%s%s%s%s%s",
-             s->steps, got, ref, scaler, upd, weak, control,
+             s->steps, got, ref, scaler, upd, weak, control, s->note[0] ? "; " : "", s->note,
              t->tolerance > 0 ? "; tolerance: " : "", t->tolerance > 0 ? t->tolerance_why : "",
-             deterministic_note(r), s->note[0] ? "; " : "", s->note);
+             deterministic_note(r));
 }
 
 static double samples_per_unit(const step_run *r, int i)
@@ -1385,8 +1387,16 @@ static int add_row(step_run *r, const tb_rounds_result *res, int i)
                          "with the builds of the arms that ran on, is wider than when it stopped)"
                        : "");
     }
-    if (s->base == i && r->wl != TB_WL_SMALL_CNN)
+    if (s->base == i && r->wl != TB_WL_SMALL_CNN) {
         prefix_note(&row, r->wl_desc);
+        int batch = setting_config(r, i).batch_size;
+        if (batch != r->base_cfg.batch_size) { /* checkpointing's 4x: not the line's batch */
+            char what[96];
+            snprintf(what, sizeof what, "this row's batch: %d (the workload line gives the "
+                     "technique's base batch)", batch);
+            prefix_note(&row, what);
+        }
+    }
     int workers = s->base == i && loader_workers_of(r) > 0 ? setting_config(r, i).workers : 0;
     if (workers > 0) {
         char what[160];

@@ -260,6 +260,22 @@ static const char *na_reason(const char *backend, const tb_step_setting *s)
     return NULL;
 }
 
+/* A row that runs anomaly detection under bf16 autocast on a conv model
+ * (all off is fp32; "all on but debug APIs off" is the one) keeps its conv
+ * trunk's activations in fp32, where its neighbours with detection off keep
+ * them in bf16 (anomaly detection counts fp32 values: lib/nn/amp.h): that
+ * row then differs in more than its stage, and its note says so. */
+static int act_note(tb_step_ctx *c, char *note, size_t cap)
+{
+    const tb_config *cfg = &c->cfg;
+    if (cfg->detect_anomaly && cfg->amp_dtype == TB_AMP_BF16 && !tb_config_token_model(cfg) &&
+        c->t->be->relu_fwd_lowp && c->t->model->ctx.act != TB_BF16)
+        snprintf(note, cap, "its conv trunk's activations stay fp32 under bf16 autocast "
+                 "(anomaly detection counts fp32 values), where the rows with debug APIs off "
+                 "keep them bf16: this row differs in that too");
+    return TB_OK;
+}
+
 static const tb_step_technique waterfall = {
     .desc = {
         .name = "waterfall",
@@ -287,6 +303,7 @@ static const tb_step_technique waterfall = {
     .metric = TB_METRIC_STEP,
     .own_loader = 1, /* its "DataLoader workers" stage */
     .na_reason = na_reason,
+    .check_note = act_note,
     /* Its configurations combine techniques each held to 5% by its own
      * target, and their differences add: on the tiny ResNet-50 (width 8,
      * batch 4, 5 steps) "all on but no conv bias" ended 6.1% and "all on
