@@ -388,6 +388,12 @@ static int verify(worker *w, int *failed)
         bad += !(rel <= VERIFY_LOSS_TOL);
         vr = (verify_rec){vr.weights_identical, got, ref, rel, max_abs, 0};
     }
+    /* rank 0 ran the single-process reference alone, for as long as it
+     * takes (a real model, many steps): the others wait for it at a barrier
+     * the watchdog does not time, not in a collective that --comm-timeout
+     * would call hung */
+    if (w->mpi->size > 1 && MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS)
+        return TB_FAIL(TB_ERR_IO, "MPI_Barrier after the verify reference failed");
     double b = bad;
     TB_TRY(tb_comm_sum_double(w->mpi, &b, 1));
     *failed = (int)b;
