@@ -43,6 +43,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "bench/harness/harness.h"
 #include "bench/harness/rounds.h"
@@ -73,11 +74,16 @@ static const int val_every[] = {1, 2, 5};
 #define AA_ARM NSETTINGS
 #define VF_SEED 0x76665f726f756e64ull /* "vf_round": the rounds' orders */
 
+/* One arm over its seeds (fit_once each): the times per seed, and what the
+ * notes give over all of them (ranges, a mean, counts). */
 typedef struct vf_result {
     double tta[MAX_SEEDS], fit[MAX_SEEDS];
-    int reached, evaluations, epochs;
-    double best_acc, eval_s;
-    const char *stopped_by;
+    int fits, reached, epochs;
+    int eval_lo, eval_hi;      /* validations a fit made, fewest and most */
+    double best_lo, best_hi;   /* best accuracy, lowest and highest */
+    double eval_s_sum;         /* seconds of validation, summed */
+    int by_target;             /* fits stopped by reaching the target */
+    const char *stopped_by;    /* the last fit's reason (the log has each) */
 } vf_result;
 
 static int fit_once(tb_bench *b, const vf_plan *p, int every, long long seed,
@@ -101,8 +107,14 @@ static int fit_once(tb_bench *b, const vf_plan *p, int every, long long seed,
     out->tta[s] = st.reached_target ? st.time_to_target_s : NAN;
     out->fit[s] = st.total_s;
     out->reached += st.reached_target;
-    out->evaluations = st.evaluations, out->epochs = st.epochs;
-    out->best_acc = st.best_accuracy, out->eval_s = st.eval_s;
+    out->epochs = st.epochs;
+    int first = out->fits++ == 0;
+    out->eval_lo = first || st.evaluations < out->eval_lo ? st.evaluations : out->eval_lo;
+    out->eval_hi = first || st.evaluations > out->eval_hi ? st.evaluations : out->eval_hi;
+    out->best_lo = first || st.best_accuracy < out->best_lo ? st.best_accuracy : out->best_lo;
+    out->best_hi = first || st.best_accuracy > out->best_hi ? st.best_accuracy : out->best_hi;
+    out->eval_s_sum += st.eval_s;
+    out->by_target += strcmp(st.stopped_by, "target") == 0;
     out->stopped_by = st.stopped_by;
     fprintf(stderr, "validation_frequency: every %d epoch(s), seed %lld: %d epochs, %d "
             "validations (%.1f s), best %.1f%%, stopped by %s after %.1f s\n", every, seed,
@@ -175,18 +187,30 @@ static int add_timed(tb_bench *b, const vf_plan *p, int i, const char *setting,
     return tb_results_add(&b->res, &row);
 }
 
+/* "5" or "3-5": a count over the seeds. */
+static const char *count_range(char *buf, size_t cap, int lo, int hi)
+{
+    if (lo == hi)
+        snprintf(buf, cap, "%d", lo);
+    else
+        snprintf(buf, cap, "%d-%d", lo, hi);
+    return buf;
+}
+
 static int add_rows(tb_bench *b, const vf_plan *p, const vf_result *r, int n)
 {
     int base_reached = r[0].reached == p->seeds;
     const double *aa_tta = r[AA_ARM].reached == p->seeds ? r[AA_ARM].tta : NULL;
     for (int i = 0; i < n; i++) {
-        char setting[48], why[256];
+        char setting[48], why[320], evals[24];
+        count_range(evals, sizeof evals, r[i].eval_lo, r[i].eval_hi);
         snprintf(setting, sizeof setting, "validate every %d", val_every[i]);
         snprintf(why, sizeof why, "%d of %d seed(s) reached %.0f%% within %d epochs of %d "
-                 "images and %.0f s; best %.1f%%, %d validations, stopped by %s (batch %d)",
+                 "images and %.0f s; over the seeds: best %.1f-%.1f%%, %s validations, "
+                 "%d stopped by the target (batch %d)",
                  r[i].reached, p->seeds, 100 * TARGET, p->epochs, r[i].epochs ? p->train_n ?
-                 (int)p->train_n : 60000 : 0, p->max_time_s, 100 * r[i].best_acc,
-                 r[i].evaluations, r[i].stopped_by, p->batch);
+                 (int)p->train_n : 60000 : 0, p->max_time_s, 100 * r[i].best_lo,
+                 100 * r[i].best_hi, evals, r[i].by_target, p->batch);
         if (r[i].reached < p->seeds || !base_reached) {
             TB_TRY(tb_results_add_na(&b->res, b->technique, b->info.backend, b->info.name,
                                      setting, "time to accuracy", why));
@@ -196,8 +220,10 @@ static int add_rows(tb_bench *b, const vf_plan *p, const vf_result *r, int n)
         }
         TB_TRY(add_timed(b, p, i, setting, "fit time", r[i].fit, r[0].fit, r[AA_ARM].fit));
         snprintf(b->res.rows[b->res.n - 1].note, sizeof b->res.rows[0].note,
-                 "training + %d validations (%.1f s of them) until stopped by %s; %s",
-                 r[i].evaluations, r[i].eval_s, r[i].stopped_by,
+                 "training + %s validations (%.2f s of them on average) until stopped (by "
+                 "the target in %d of %d seeds; the last by %s); %s",
+                 evals, r[i].fits ? r[i].eval_s_sum / r[i].fits : 0.0,
+                 r[i].by_target, r[i].fits, r[i].stopped_by ? r[i].stopped_by : "nothing",
                  "a round per seed: every setting and the baseline's A/A copy fit that seed, "
                  "in a shuffled order");
     }
