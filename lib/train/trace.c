@@ -77,28 +77,31 @@ void tb_trace_begin(tb_trace *tr, tb_phase p)
 
 static double pos(double v) { return v > 0 ? v : 0; }
 
-/* Reads the op events recorded since the last read (the device has run
- * them: the caller synchronized): durations from their events, "ts" from
- * their phase's start event, self times from the children's (events come
- * in the order ops ended, children before their parent). Their events go
- * back to the pool once no op is open. */
+/* Reads the op events ended since the last read (the device has run
+ * them: the caller synchronized): a device-timed one's duration from its
+ * events and "ts" from its phase's start event; then every one's self time
+ * from its children's (events come in the order ops ended, children before
+ * their parent). Their events go back to the pool once no op is open. */
 static int read_ops(tb_trace *tr)
 {
     for (size_t i = tr->unread; i < tr->n; i++) {
         tb_trace_event *e = &tr->ev[i];
-        if (!e->op || !e->pending)
+        if (!e->op)
             continue;
-        float ms = 0, at = 0;
-        TB_TRY(tr->be->event_elapsed_ms(tr->be, tr->pool[e->ev_begin], tr->pool[e->ev_end], &ms));
-        TB_TRY(tr->be->event_elapsed_ms(tr->be, tr->phase_ev, tr->pool[e->ev_begin], &at));
-        e->dur_us = 1e3 * (double)ms;
-        e->ts_us = 1e6 * (tr->open_at[e->phase] - tr->t0) + 1e3 * (double)at;
+        if (e->pending) {
+            float ms = 0, at = 0;
+            TB_TRY(tr->be->event_elapsed_ms(tr->be, tr->pool[e->ev_begin], tr->pool[e->ev_end],
+                                            &ms));
+            TB_TRY(tr->be->event_elapsed_ms(tr->be, tr->phase_ev, tr->pool[e->ev_begin], &at));
+            e->dur_us = 1e3 * (double)ms;
+            e->ts_us = 1e6 * (tr->open_at[e->phase] - tr->t0) + 1e3 * (double)at;
+            e->pending = 0;
+            e->ev_begin = e->ev_end = -1;
+        }
         int d = e->depth;
         e->self_us = pos(e->dur_us - tr->acc_us[d + 1]);
         tr->acc_us[d + 1] = 0;
         tr->acc_us[d] += e->dur_us;
-        e->pending = 0;
-        e->ev_begin = e->ev_end = -1;
     }
     tr->unread = tr->n;
     tr->acc_us[0] = 0;
@@ -109,9 +112,8 @@ static int read_ops(tb_trace *tr)
 
 int tb_trace_flush(tb_trace *tr)
 {
-    if (!tr->be)
-        return TB_OK;
-    TB_TRY(tr->be->sync(tr->be));
+    if (tr->be)
+        TB_TRY(tr->be->sync(tr->be));
     if (tr->err)
         return tr->err;
     return read_ops(tr);
@@ -143,7 +145,7 @@ int tb_trace_end(tb_trace *tr, tb_phase p)
     e->dur_us = 1e6 * (end - tr->open_at[p]);
     if (tr->err)
         return tr->err;
-    return tr->be ? read_ops(tr) : TB_OK;
+    return read_ops(tr);
 }
 
 void tb_trace_op_begin(tb_trace *tr, const char *name, const char *family, int backward)
@@ -155,7 +157,6 @@ void tb_trace_op_begin(tb_trace *tr, const char *name, const char *family, int b
     snprintf(o->name, sizeof o->name, "%s", name);
     o->family = family;
     o->backward = backward;
-    o->child_us = 0;
     o->sub_ops = 0;
     o->t = tb_clock_s();
     o->ev = -1;
@@ -176,14 +177,11 @@ int tb_trace_op_end(tb_trace *tr, double flops, double bytes, int sub_op)
         return TB_OK;
     const tb_trace_open_op *o = &tr->ops[d];
     /* without a backend: host times now; with one: the events', read at
-     * the phase's end (read_ops) */
+     * the phase's end (read_ops, which also derives every self time) */
     int pending = o->ev >= 0 && ev_end >= 0;
     double dur = pending ? 0 : 1e6 * (end - o->t);
-    if (d > 0) {
-        tb_trace_open_op *parent = &tr->ops[d - 1];
-        parent->child_us += dur;
-        parent->sub_ops += sub_op;
-    }
+    if (d > 0)
+        tr->ops[d - 1].sub_ops += sub_op;
     if (o->sub_ops)
         flops = bytes = 0;
     tb_trace_event *e;
@@ -191,7 +189,7 @@ int tb_trace_op_end(tb_trace *tr, double flops, double bytes, int sub_op)
     *e = (tb_trace_event){
         .phase = (tb_phase)tr->phase_open, .step = tr->step, .ts_us = 1e6 * (o->t - tr->t0),
         .dur_us = dur, .op = 1, .backward = o->backward, .depth = d, .family = o->family,
-        .self_us = pos(dur - o->child_us), .flops = flops, .bytes = bytes,
+        .flops = flops, .bytes = bytes,
         .ev_begin = pending ? o->ev : -1, .ev_end = pending ? ev_end : -1, .pending = pending,
     };
     snprintf(e->name, sizeof e->name, "%s", o->name);

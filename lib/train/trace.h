@@ -80,7 +80,7 @@ typedef struct tb_trace_event {
     int depth;                /* op: 0 directly inside its phase */
     char name[TB_TRACE_NAME]; /* op: the layer's or op's name ("h0", "qkv") */
     const char *family;       /* op: static string ("layernorm", "qkv_gemm") */
-    double self_us;           /* op: dur_us less its children's */
+    double self_us;           /* op: dur_us less its children's (set when read) */
     double flops, bytes;      /* op: its own (children's excluded) */
     int ev_begin, ev_end;     /* op: its events in the pool until read (-1: none) */
     int pending;              /* op: its times not read yet (tb_trace_end reads them) */
@@ -90,7 +90,6 @@ typedef struct tb_trace_event {
 typedef struct tb_trace_open_op {
     double t;                 /* start, seconds (host; without a backend) */
     int ev;                   /* its begin event in the pool, -1: none */
-    double child_us;
     int sub_ops;              /* sub-op children ended: its own FLOPs and bytes are
                                  then its children's, and it keeps none */
     char name[TB_TRACE_NAME];
