@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "bench/harness/harness.h"
-#include "lib/core/rng.h"
 #include "lib/train/config.h"
 
 #define CEILING_REPS 3
@@ -38,26 +37,16 @@ static int run_gemm(void *arg)
 static int fill(gemm_case *g, void *dev, size_t elems, uint64_t seed)
 {
     tb_backend *be = g->be;
-    float *host = malloc(elems * sizeof *host), *tmp = NULL;
-    if (!host)
-        return TB_FAIL(TB_ERR_NOMEM, "out of memory for the GEMM ceiling's operands");
-    tb_rng_fill(host, elems, seed, -0.5, 0.5);
-    int rc = TB_OK;
-    if (g->amp == TB_AMP_OFF) {
-        rc = be->copy_h2d(be, dev, host, elems * sizeof *host, NULL);
-    } else {
-        rc = be->dev_alloc(be, (void **)&tmp, elems * sizeof *tmp);
-        if (rc == TB_OK)
-            rc = be->copy_h2d(be, tmp, host, elems * sizeof *host, NULL);
-        if (rc == TB_OK)
-            rc = be->cast_f32_to_lowp(be, g->amp == TB_AMP_BF16 ? TB_BF16 : TB_F16, tmp, dev,
-                                      elems);
-        if (rc == TB_OK)
-            rc = be->sync(be);
-        if (tmp)
-            be->dev_free(be, tmp);
-    }
-    free(host);
+    if (g->amp == TB_AMP_OFF)
+        return tb_bench_upload_random(be, dev, elems, seed, -0.5, 0.5);
+    float *tmp = NULL;
+    TB_TRY(be->dev_alloc(be, (void **)&tmp, elems * sizeof *tmp));
+    int rc = tb_bench_upload_random(be, tmp, elems, seed, -0.5, 0.5);
+    if (rc == TB_OK)
+        rc = be->cast_f32_to_lowp(be, g->amp == TB_AMP_BF16 ? TB_BF16 : TB_F16, tmp, dev, elems);
+    if (rc == TB_OK)
+        rc = be->sync(be);
+    be->dev_free(be, tmp);
     return rc;
 }
 

@@ -11,6 +11,7 @@
 #include "bench/harness/pin.h"
 #include "lib/core/atomic_file.h"
 #include "lib/core/clock.h"
+#include "lib/core/rng.h"
 
 /* tb_profile order, then auto (the flag's default) */
 static const char *const profile_names[] = {"default", "full", "tiny", "gpu", "auto", NULL};
@@ -376,6 +377,32 @@ out_destroy_start:
     be->event_destroy(be, start);
 out:
     return rc;
+}
+
+int tb_bench_upload_random(tb_backend *be, float *dev, size_t n, uint64_t seed, double lo,
+                           double hi)
+{
+    float *h = NULL;
+    TB_TRY(be->host_alloc(be, (void **)&h, n * sizeof(float), 0));
+    tb_rng_fill(h, n, seed, lo, hi);
+    int rc = be->copy_h2d(be, dev, h, n * sizeof(float), NULL);
+    if (rc == TB_OK)
+        rc = be->sync(be);
+    be->host_free(be, h, 0);
+    return rc;
+}
+
+int tb_bench_peak_of(tb_backend *be, tb_timed_op op, void *arg, double *bytes)
+{
+    size_t before = 0, peak = 0;
+    TB_TRY(be->sync(be));
+    TB_TRY(be->mem_stats(be, &before, NULL));
+    TB_TRY(be->mem_reset_peak(be));
+    TB_TRY(op(arg));
+    TB_TRY(be->sync(be));
+    TB_TRY(be->mem_stats(be, NULL, &peak));
+    *bytes = peak > before ? (double)(peak - before) : 0;
+    return TB_OK;
 }
 
 void tb_bench_timed_iterations(tbb_state *st, tb_backend *be, tb_timed_op op, void *arg)

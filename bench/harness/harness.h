@@ -162,6 +162,16 @@ void tb_bench_close(tb_bench *b);
 typedef int (*tb_timed_op)(void *arg);
 int tb_bench_time_op(tb_backend *be, tb_timed_op op, void *arg, double *seconds);
 
+/* n seeded uniform random floats in [lo, hi) (tb_rng_fill) into device
+ * memory dev, through a host buffer; the copy has finished on return. */
+int tb_bench_upload_random(tb_backend *be, float *dev, size_t n, uint64_t seed, double lo,
+                           double hi);
+
+/* The most bytes one call of op had allocated at once beyond what was in
+ * use before it (the backend's counted peak: the bytes asked for), the
+ * device synchronized before and after: what a call allocates for itself. */
+int tb_bench_peak_of(tb_backend *be, tb_timed_op op, void *arg, double *bytes);
+
 /* The body of a Google Benchmark function for one backend op: runs op
  * twice to warm up (caches, lazy initialization, autotuner caches), then
  * times each iteration with tb_bench_time_op and reports it as manual time.

@@ -509,10 +509,7 @@ static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge
     if (rc == TB_OK) {
         tb_flops f;
         tb_model_flops(c.t->model, &f);
-        double fwd = 0;
-        for (int k = 0; k < TB_FLOP_FAMILIES; k++)
-            fwd += f.fwd[k];
-        r->st[idx].flops_per_sample = c.forward_only ? fwd : tb_flops_total(&f);
+        r->st[idx].flops_per_sample = c.forward_only ? tb_flops_pass(&f, 0) : tb_flops_total(&f);
         r->st[idx].classes = c.t->model->classes;
     }
     if (rc == TB_OK && with_note && r->tech->check_note)

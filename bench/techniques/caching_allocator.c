@@ -28,6 +28,12 @@ static const char *na_reason(const char *backend, const tb_step_setting *s)
     return NULL;
 }
 
+static int one_step(void *trainer)
+{
+    float loss;
+    return tb_trainer_step(trainer, &loss);
+}
+
 /* Whether a step allocates at all: the allocator's counted peak over one
  * more step against the bytes in use before it. A model whose trainer
  * keeps every buffer from its build (this library's ResNet-50: activations,
@@ -36,17 +42,9 @@ static const char *na_reason(const char *backend, const tb_step_setting *s)
  * allocates each op's output through the cache. The note says which. */
 static int alloc_note(tb_step_ctx *c, char *note, size_t cap)
 {
-    tb_backend *be = c->t->be;
-    size_t before = 0, peak = 0;
-    float loss;
-    TB_TRY(tb_trainer_sync(c->t));
-    TB_TRY(be->mem_stats(be, &before, NULL));
-    TB_TRY(be->mem_reset_peak(be));
-    TB_TRY(tb_trainer_step(c->t, &loss));
-    TB_TRY(tb_trainer_sync(c->t));
-    TB_TRY(be->mem_stats(be, NULL, &peak));
-    double above = (double)(peak - before);
-    if (peak > before)
+    double above;
+    TB_TRY(tb_bench_peak_of(c->t->be, one_step, c->t, &above));
+    if (above > 0)
         snprintf(note, cap, "a step allocates: %.4g %s above what its trainer keeps at its "
                  "peak", above >= 1048576 ? above / 1048576 : above / 1024,
                  above >= 1048576 ? "MiB" : "KiB");

@@ -190,26 +190,24 @@ static int add_row(tb_bench *b, const gb_results *r, int batch, int k, int base,
     return tb_results_add(&b->res, &row);
 }
 
-/* The most bytes live at once in one step at batch (what the backend's
- * allocator counts: the bytes asked for), measured in an untimed step. */
-static int step_peak(tb_backend *be, int batch, double *peak)
+/* One untimed step at a batch, for its peak (tb_bench_peak_of). */
+typedef struct step_at {
+    tb_backend *be;
+    int batch;
+} step_at;
+
+static int step_of(void *arg)
 {
-    size_t before = 0, top = 0;
-    TB_TRY(be->sync(be));
-    TB_TRY(be->mem_reset_peak(be));
-    TB_TRY(be->mem_stats(be, &before, NULL));
-    TB_TRY(step(be, batch));
-    TB_TRY(be->sync(be));
-    TB_TRY(be->mem_stats(be, NULL, &top));
-    *peak = (double)(top - before);
-    return TB_OK;
+    const step_at *a = arg;
+    return step(a->be, a->batch);
 }
 
 static int report(tb_bench *b, void *state, const gb_results *r)
 {
     alloc_state *st = state;
     double peak;
-    TB_TRY(step_peak(b->be, st->batch, &peak));
+    step_at largest = {b->be, st->batch};
+    TB_TRY(tb_bench_peak_of(b->be, step_of, &largest, &peak));
     for (int k = 0; k < NCASES; k++) {
         if (k == C_PLAIN_AGAIN || k == C_VPLAIN_AGAIN)
             continue;

@@ -271,14 +271,7 @@ static void max_sizes(const conv_shape *shapes, const shape_tuning *tune, int n,
 static int fill_dev(tb_backend *be, float **dev, size_t n, uint64_t seed)
 {
     TB_TRY(be->dev_alloc(be, (void **)dev, n * sizeof(float)));
-    float *h = NULL;
-    TB_TRY(be->host_alloc(be, (void **)&h, n * sizeof(float), 0));
-    tb_rng_fill(h, n, seed, -1.0, 1.0);
-    int rc = be->copy_h2d(be, *dev, h, n * sizeof(float), NULL);
-    if (rc == TB_OK)
-        rc = be->sync(be);
-    be->host_free(be, h, 0);
-    return rc;
+    return tb_bench_upload_random(be, *dev, n, seed, -1.0, 1.0);
 }
 
 static int alloc_bufs(tb_backend *be, conv_bufs *f)

@@ -137,6 +137,8 @@ typedef struct sweep {
     int busbw_n[32], nsizes;
     const char *dp_label;     /* the plots' DP series */
     int cpu;                  /* the CPU backend: ranks are processes; else one GPU each */
+    int gpus;                 /* CUDA devices on this machine (tb_cuda_device_count) */
+    const char *gpus_why;     /* why none, where none */
     char ranks_na_why[160];   /* why fewer ranks than asked (GPUs), "" if not */
     const char *dp_na;        /* the DP setting this device does not run, and why */
     char dp_na_why[512];
@@ -1073,13 +1075,12 @@ static int plot_all(sweep *s)
 static int dp_plan(sweep *s, dp_where *w, int *nmax)
 {
     tb_bench *b = s->b;
-    const char *why = NULL;
-    int gpus = tb_cuda_device_count(&why), ord;
+    int ord;
     tb_device_kind kind;
     TB_TRY(tb_device_parse(b->be->name, &kind, &ord));
+    *nmax = s->p.max_ranks; /* on CUDA, run capped it at the GPUs */
     if (kind == TB_DEVICE_CUDA) {
         *w = (dp_where){kind, b->be->device, TB_DP_ONE_THREAD, DP_GPUS, "DP (GPUs, one thread)"};
-        *nmax = s->p.max_ranks < gpus ? s->p.max_ranks : gpus;
         s->dp_label = w->plot_label;
         s->dp_na = DP_THREADS;
         snprintf(s->dp_na_why, sizeof s->dp_na_why, "replicas on host threads are the CPU's "
@@ -1087,14 +1088,14 @@ static int dp_plan(sweep *s, dp_where *w, int *nmax)
         return TB_OK;
     }
     *w = (dp_where){TB_DEVICE_CPU, 0, TB_DP_THREADS, DP_THREADS, "DP (threads)"};
-    *nmax = s->p.max_ranks;
     s->dp_label = w->plot_label;
     s->dp_na = DP_GPUS;
-    if (gpus == 0)
-        snprintf(s->dp_na_why, sizeof s->dp_na_why, "no GPU (%s)", why ? why : "none found");
+    if (s->gpus == 0)
+        snprintf(s->dp_na_why, sizeof s->dp_na_why, "no GPU (%s)",
+                 s->gpus_why ? s->gpus_why : "none found");
     else
         snprintf(s->dp_na_why, sizeof s->dp_na_why, "the sweep ran on the CPU: --device=cuda "
-                 "runs DataParallel on the %d GPU%s", gpus, gpus > 1 ? "s" : "");
+                 "runs DataParallel on the %d GPU%s", s->gpus, s->gpus > 1 ? "s" : "");
     return TB_OK;
 }
 
@@ -1148,15 +1149,13 @@ static int run(tb_bench *b, int max_ranks, const char *argv0)
     s->p.max_ranks = max_ranks;
     plan_profile(b->profile, &s->p);
     s->cpu = strcmp(b->be->name, "cpu") == 0;
-    if (!s->cpu) { /* a rank is a GPU (ddp_worker opens cuda:rank) */
-        const char *why = NULL;
-        int gpus = tb_cuda_device_count(&why);
-        if (s->p.max_ranks > gpus) {
-            snprintf(s->ranks_na_why, sizeof s->ranks_na_why, "a DDP rank is one GPU, and this "
-                     "machine has %d: ranks 1..%d only (asked for %d)", gpus,
-                     gpus < 1 ? 1 : gpus, s->p.max_ranks);
-            s->p.max_ranks = gpus < 1 ? 1 : gpus;
-        }
+    s->gpus = tb_cuda_device_count(&s->gpus_why);
+    if (!s->cpu && s->p.max_ranks > s->gpus) { /* a rank is a GPU (ddp_worker: cuda:rank) */
+        int most = s->gpus < 1 ? 1 : s->gpus;
+        snprintf(s->ranks_na_why, sizeof s->ranks_na_why, "a DDP rank is one GPU, and this "
+                 "machine has %d: ranks 1..%d only (asked for %d)", s->gpus, most,
+                 s->p.max_ranks);
+        s->p.max_ranks = most;
     }
     snprintf(s->tmp, sizeof s->tmp, "/tmp/tb_ddp.XXXXXX");
     TB_TRY_GOTO(rc, find_worker(argv0, s->worker, sizeof s->worker), out_free);

@@ -229,30 +229,33 @@ static void free_bufs(tb_backend *be, attn_bufs *f)
             be->host_free(be, f->hres[v][i], 0);
 }
 
+/* One call with a saved buffer of its own, allocated inside the call so
+ * that its peak counts it. */
+typedef struct saved_call {
+    attn_case c;               /* c.bf: &g */
+    attn_bufs g;               /* the point's buffers, g.saved the call's own */
+    size_t saved_bytes;
+} saved_call;
+
+static int call_with_saved(void *arg)
+{
+    saved_call *s = arg;
+    TB_TRY(s->c.be->dev_alloc(s->c.be, (void **)&s->g.saved, s->saved_bytes));
+    return run_case(&s->c);
+}
+
 /* Peak memory of one call above what is in use before it, its own saved
  * buffer included; then the outputs are read back into hres[variant]. */
 static int measure_call(tb_backend *be, attn_bufs *f, const tb_attn_desc *d, tb_attn_variant v,
                         int bwd, double *mem)
 {
-    size_t saved_bytes = 0, in_use = 0, peak = 0;
-    float *saved = NULL;
-    TB_TRY(be->attention_workspace(be, v, d, &saved_bytes, NULL));
-    TB_TRY(be->sync(be));
-    TB_TRY(be->mem_stats(be, &in_use, NULL));
-    TB_TRY(be->mem_reset_peak(be));
-    TB_TRY(be->dev_alloc(be, (void **)&saved, saved_bytes));
-    attn_case c = {be, f, f, *d, v, bwd};
-    attn_bufs g = *f;
-    g.saved = saved;
-    c.bf = &g;
-    int rc = run_case(&c);
-    if (rc == TB_OK)
-        rc = be->sync(be);
-    if (rc == TB_OK)
-        rc = be->mem_stats(be, NULL, &peak);
-    be->dev_free(be, saved);
+    saved_call s = {.c = {be, f, f, *d, v, bwd}, .g = *f};
+    s.g.saved = NULL;
+    s.c.bf = &s.g;
+    TB_TRY(be->attention_workspace(be, v, d, &s.saved_bytes, NULL));
+    int rc = tb_bench_peak_of(be, call_with_saved, &s, mem);
+    be->dev_free(be, s.g.saved);
     TB_TRY(rc);
-    *mem = (double)(peak - in_use);
     size_t bytes = desc_floats(d) * sizeof(float);
     float *src[4] = {f->out, f->dq, f->dk, f->dv};
     for (int i = 0; i < (bwd ? 4 : 1); i++)

@@ -324,9 +324,7 @@ int tb_layer_hooked_call(tb_layer *l, const tb_tensor *in, int backward, const t
     memset(&f, 0, sizeof f);
     if (l->vt->flops)
         l->vt->flops(l, &f);
-    double flops = 0;
-    for (int k = 0; k < TB_FLOP_FAMILIES; k++)
-        flops += backward ? f.bwd[k] : f.fwd[k];
+    double flops = tb_flops_pass(&f, backward);
     int n = in ? in->n : 0;
     h->begin(h->user, l->name, l->vt->kind, backward);
     int rc = tb_layer_call(l, in, backward, out);

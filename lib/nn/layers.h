@@ -197,6 +197,15 @@ typedef struct tb_flops {
     double fwd[TB_FLOP_FAMILIES], bwd[TB_FLOP_FAMILIES];
 } tb_flops;
 
+/* One pass's FLOPs over every family: the backward's, or the forward's. */
+static inline double tb_flops_pass(const tb_flops *f, int backward)
+{
+    double s = 0;
+    for (int k = 0; k < TB_FLOP_FAMILIES; k++)
+        s += backward ? f->bwd[k] : f->fwd[k];
+    return s;
+}
+
 typedef struct tb_layer_vtbl {
     const char *kind;    /* "conv2d", "batchnorm", ... */
     /* REQUIRES: x's per-sample shape is l->in, x->n <= the allocated batch */
