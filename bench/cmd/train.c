@@ -115,7 +115,9 @@ static int print_header(tb_backend *be, const tb_config *cfg)
     char desc[TB_CONFIG_DESC_CAP];
     TB_TRY(be->device_info(be, &info));
     tb_config_describe(cfg, desc, sizeof desc);
-    printf("device %s (%s, %d threads)\n%s\n", info.backend, info.name, info.threads, desc);
+    char dev[200];
+    tb_device_describe(&info, dev, sizeof dev);
+    printf("device %s (%s)\n%s\n", info.backend, dev, desc);
     return TB_OK;
 }
 

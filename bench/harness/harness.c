@@ -108,9 +108,10 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
     char path[PATH_MAX + 64];
     TB_TRY(tb_outdir_join(b->od.results, "fingerprint.json", path, sizeof path));
     TB_TRY(tb_fingerprint_save(&b->fp, path));
-    fprintf(stderr, "%s: %s backend on %s (%d threads), profile %s; results in %s\n", technique,
-            b->info.backend, b->info.name, b->info.threads, profile_names[b->run_profile],
-            b->od.results);
+    char dev[200];
+    tb_device_describe(&b->info, dev, sizeof dev);
+    fprintf(stderr, "%s: %s backend on %s, profile %s; results in %s\n", technique,
+            b->info.backend, dev, profile_names[b->run_profile], b->od.results);
     fprintf(stderr, "%s: pinning: %s\n", technique, pinning);
     return TB_OK;
 }

@@ -571,8 +571,9 @@ int opb_plot_metric(tb_bench *b, const char *name, const char *title, const char
                                          y == OPB_Y_SPEEDUP ? pd->lo[s] : NULL,
                                          y == OPB_Y_SPEEDUP ? pd->hi[s] : NULL, pd->n[s],
                                          pd->style[s]};
-        char full[256];
-        snprintf(full, sizeof full, "%s, %s (%d threads)", title, b->info.name, b->info.threads);
+        char full[256], dev[200];
+        tb_device_describe(&b->info, dev, sizeof dev);
+        snprintf(full, sizeof full, "%s, %s", title, dev);
         tb_plot_hline one = {"no change", 1.0};
         int ylog = y == OPB_Y_MEDIAN || y == OPB_Y_MEMORY ? 10 : 0;
         tb_plot p = {full, x_label, y_label, x_log, ylog, series, (size_t)pd->nseries,

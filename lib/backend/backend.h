@@ -571,6 +571,9 @@ int tb_cuda_device_count(const char **why);
 
 /* "cpu-<model-slug>" or "cuda-<name-slug>": the results folder name. */
 void tb_device_slug(const tb_device_info *info, char *out, size_t cap);
+/* For headers and plot titles: "AMD EPYC 7B12, 2 threads" on the CPU,
+ * "NVIDIA H200, 139.8 GiB" on a GPU (whose kernels use no CPU threads). */
+void tb_device_describe(const tb_device_info *info, char *out, size_t cap);
 
 #ifdef __cplusplus
 }

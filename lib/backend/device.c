@@ -111,3 +111,12 @@ void tb_device_slug(const tb_device_info *info, char *out, size_t cap)
         return;
     slugify(clean, out, cap, &len);
 }
+
+void tb_device_describe(const tb_device_info *info, char *out, size_t cap)
+{
+    if (strcmp(info->backend, "cpu") == 0)
+        snprintf(out, cap, "%s, %d thread%s", info->name, info->threads,
+                 info->threads == 1 ? "" : "s");
+    else
+        snprintf(out, cap, "%s, %.1f GiB", info->name, info->total_mem / 1073741824.0);
+}

@@ -104,6 +104,14 @@ static void test_device_info(tb_backend *be)
     tb_device_slug(&info, slug, sizeof slug);
     CHECK(strncmp(slug, "cpu-", 4) == 0 && !strchr(slug, ' ') && !strchr(slug, '('), "slug %s", slug);
     printf("device: %s, slug %s, flags [%s], %s\n", info.name, slug, info.cpu_flags, info.libs);
+    /* headers name the CPU's threads, a GPU's memory (it uses no CPU threads) */
+    char dev[200], want[200];
+    tb_device_describe(&info, dev, sizeof dev);
+    snprintf(want, sizeof want, "%s, %d thread", info.name, info.threads);
+    CHECK(strncmp(dev, want, strlen(want)) == 0, "describe %s", dev);
+    tb_device_info gpu = {.backend = "cuda", .name = "NVIDIA H200", .total_mem = 150012674048ull};
+    tb_device_describe(&gpu, dev, sizeof dev);
+    CHECK(strcmp(dev, "NVIDIA H200, 139.7 GiB") == 0, "describe gpu %s", dev);
 }
 
 static void test_parse(void)
