@@ -346,7 +346,8 @@ int tb_bench_save(tb_bench *b)
     TB_TRY(tb_results_save_csv(&b->res, path));
     snprintf(name, sizeof name, "%s.json", b->technique);
     TB_TRY(tb_outdir_join(b->od.results, name, path, sizeof path));
-    TB_TRY(tb_results_save_json_headline(&b->res, b->tech ? b->tech->headline : NULL, path));
+    TB_TRY(tb_results_save_json_headline(&b->res, b->tech ? b->tech->headline : NULL,
+                                         b->tech ? b->tech->headline_metric : NULL, path));
     print_rows(&b->res);
     fprintf(stderr, "%s: wrote %s/%s.csv\n", b->technique, b->od.results, b->technique);
     return TB_OK;

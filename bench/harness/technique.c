@@ -37,6 +37,8 @@ int tb_technique_describe(const tb_technique *t, FILE *f)
     put_string_or_null(f, t->what);
     fputs(",\"headline\":", f);
     put_string_or_null(f, t->headline);
+    fputs(",\"headline_metric\":", f);
+    put_string_or_null(f, t->headline_metric);
     fputs(",\"est_seconds\":", f);
     put_profiles(f, t->est_seconds);
     fputs(",\"budget_seconds\":", f);

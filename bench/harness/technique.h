@@ -73,6 +73,12 @@ typedef struct tb_technique {
      * every summary upward); must match a setting name of its rows. NULL:
      * none (the summary shows the fastest and says so). */
     const char *headline;
+    /* The metric that summary row is read on where a technique times
+     * several (fused_attention: fwd, fwd+bwd, causal or not; fused_optimizer:
+     * sgd and adamw at four tensor sizes), declared as the one training
+     * pays for; it must match a metric of its rows. NULL: "step time"
+     * when timed, else the first metric its rows list. */
+    const char *headline_metric;
     double est_seconds[TB_PROFILES]; /* expected run time per tb_profile */
     /* Time budget of the whole technique per tb_profile: its set-up and
      * checks count against it, and its rounds (bench/harness/rounds.h) get
@@ -96,7 +102,8 @@ typedef struct tb_technique {
 const char *tb_technique_results(const tb_technique *t);
 
 /* Writes t as one JSON line:
- * {"name":..,"results":..,"what":..,"headline":..,"est_seconds":[d,f,t,g],
+ * {"name":..,"results":..,"what":..,"headline":..,"headline_metric":..,
+ *  "est_seconds":[d,f,t,g],
  *  "budget_seconds":[d,f,t,g],"order":..,
  *  "after":[..],"tiny":{"min_rows":..,"plots":..,"na_note":..,"gbench":..,
  *  "workloads":..},"gpu_workloads":..}

@@ -423,6 +423,8 @@ static int run(tb_bench *b)
 static const tb_technique technique = {
     .name = "fused_attention",
     .headline = "fused",
+    /* a decoder's training step: forward and backward, causal */
+    .headline_metric = "fwd+bwd time, causal",
     .what = "Manual vs fused attention (forward, forward+backward; causal and not) over "
             "sequence lengths 128 .. 4096 (default: 512, 1024, 4096), each at the FLOPs of GPT-2's 12 "
             "heads at context 1024: time and memory. Fused is tunebench's own fp32 "

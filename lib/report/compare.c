@@ -136,6 +136,15 @@ static const char *tech_headline(const tb_cmp_machine *m, const char *t)
     return "";
 }
 
+/* The metric that headline is read on ("": the summary's rule). */
+static const char *tech_headline_metric(const tb_cmp_machine *m, const char *t)
+{
+    for (int i = 0; i < m->f->ntech; i++)
+        if (!strcmp(m->f->tech[i], t))
+            return m->f->headline_metric[i];
+    return "";
+}
+
 static const char *tech_workload(const tb_cmp_machine *m, const char *t)
 {
     for (int i = 0; i < m->f->ntech; i++)
@@ -197,7 +206,8 @@ static void compute_cell(const tb_cmp_set *s, int m, const char *tech, const tb_
         snprintf(c->own.technique, sizeof c->own.technique, "%s", tech);
         return;
     }
-    tb_report_pick_headline(res, tech, tech_headline(&s->m[m], tech), &c->own);
+    tb_report_pick_headline(res, tech, tech_headline(&s->m[m], tech),
+                            tech_headline_metric(&s->m[m], tech), &c->own);
     const tb_result_row *like = ref->best ? ref->best : ref->baseline;
     if (!like)
         return;

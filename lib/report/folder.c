@@ -126,6 +126,8 @@ static void load_sidecar(tb_report_folder *f, int t)
         return;
     }
     snprintf(f->headline[t], sizeof f->headline[t], "%s", tb_json_get_string(j, "headline", ""));
+    snprintf(f->headline_metric[t], sizeof f->headline_metric[t], "%s",
+             tb_json_get_string(j, "headline_metric", ""));
     const tb_json *rows = tb_json_get(j, "rows");
     for (size_t i = 0; rows && i < rows->len && !f->workload[t][0]; i++)
         snprintf(f->workload[t], sizeof f->workload[t], "%s",

@@ -1069,7 +1069,7 @@ static int write_one(const report_src *s, const char *name, tb_atomic_writer w)
  * else the small CNN every step technique runs by default. */
 static void pick_one(const tb_report_folder *f, int t, tb_report_pick *p)
 {
-    tb_report_pick_headline(&f->rows[t], f->tech[t], f->headline[t], p);
+    tb_report_pick_headline(&f->rows[t], f->tech[t], f->headline[t], f->headline_metric[t], p);
     const tb_result_row *r = p->best ? p->best : p->baseline;
     if (f->workload[t][0])
         snprintf(p->workload, sizeof p->workload, "%s", f->workload[t]);
@@ -1092,7 +1092,8 @@ static void pick_all(const tb_report_folder *f, report_picks *ps)
         }
         for (size_t k = 0; k < n; k++) {
             tb_report_pick *p = &ps->wl[ps->nwl++];
-            tb_report_pick_workload(&f->rows[t], f->tech[t], f->headline[t], wl[k], p);
+            tb_report_pick_workload(&f->rows[t], f->tech[t], f->headline[t],
+                                    f->headline_metric[t], wl[k], p);
             snprintf(p->workload, sizeof p->workload, "%s", wl[k]);
         }
     }

@@ -12,9 +12,10 @@
  * say "not measured in this run" and how to measure it.
  *
  * The summary rule (tb_report_pick_best, summary.h; stated in the report
- * too): one row per technique. Its metric is "step time" when the
- * technique measures the whole training step, else the first metric its
- * baseline rows list; its point is the largest swept value where the
+ * too): one row per technique. Its metric is the one the technique declares
+ * its headline is read on (technique.h: headline_metric) where its rows
+ * have it, else "step time" when the technique measures the whole
+ * training step, else the first metric its baseline rows list; its point is the largest swept value where the
  * baseline and another setting were both timed (the size closest to real
  * training); its setting is the headline the technique declares
  * (bench/harness/technique.h, carried by its JSON sidecar), else the
@@ -83,9 +84,11 @@ typedef struct tb_report_folder {
     char tech[TB_REPORT_MAX_TECH][32]; /* technique ids, sorted */
     tb_results rows[TB_REPORT_MAX_TECH];
     /* From each <technique>.json beside the CSV: the headline setting the
-     * technique declares ("headline"), and the workload its rows name (a
-     * "workload" column, when results carry one); "" when absent. */
+     * technique declares ("headline") and the metric it is read on
+     * ("headline_metric"), and the workload its rows name (a "workload"
+     * column, when results carry one); "" when absent. */
     char headline[TB_REPORT_MAX_TECH][64];
+    char headline_metric[TB_REPORT_MAX_TECH][96];
     char workload[TB_REPORT_MAX_TECH][96];
     tb_results ceilings, waterfall, tta;
     int have_ceilings, have_waterfall, have_tta;

@@ -328,7 +328,7 @@ static void test_findings_and_order(void)
     for (int i = 0; i < 5; i++) {
         tb_results_init(&res[i]);
         build[i](&res[i]);
-        tb_report_pick_headline(&res[i], names[i], heads[i], &p[i]);
+        tb_report_pick_headline(&res[i], names[i], heads[i], NULL, &p[i]);
     }
     CHECK(p[0].headline && !strcmp(p[0].best->setting, "wide"));
     CHECK(!p[1].headline && !strcmp(p[2].best->setting, "on"));
@@ -512,7 +512,7 @@ static void test_pick(const char *rdir)
     tb_results k;
     tb_results_init(&k);
     build_kappa(&k);
-    tb_report_pick_headline(&k, "kappa", "channels last", &p);
+    tb_report_pick_headline(&k, "kappa", "channels last", NULL, &p);
     CHECK(p.headline && p.best && p.baseline);
     if (p.best && p.baseline) {
         CHECK(!strcmp(p.best->setting, "channels last") && p.best->param_value == 0);
@@ -540,11 +540,34 @@ static void test_pick(const char *rdir)
     timed(&row, "ddp", "DDP", 0, "ranks", 2, "step time", 24.6e-3, 1.07);
     row.noise_floor = 0.0321;
     tb_results_add(&d, &row);
-    tb_report_pick_headline(&d, "ddp", "DDP", &p);
+    tb_report_pick_headline(&d, "ddp", "DDP", NULL, &p);
     CHECK(p.best && p.baseline && !strcmp(p.baseline->setting, "DDP"),
           "ddp's DDP row beside its own baseline, not %s",
           p.baseline ? p.baseline->setting : "none");
+    /* one name at two points: the points say what differs */
+    static char cells[SUM_COLS][TB_REPORT_CELL];
+    if (p.best && p.baseline) {
+        tb_report_summary_cells(&p, cells);
+        CHECK(!strcmp(cells[1], "step time, ranks = 1 vs ranks = 2"), "ddp measured at: %s",
+              cells[1]);
+    }
     tb_results_free(&d);
+    /* a declared headline metric (fused_attention's "fwd+bwd time,
+     * causal"): read there, not on the first metric listed; one that was
+     * not timed falls back to the first */
+    tb_results m;
+    tb_results_init(&m);
+    add_timed(&m, "attn", "manual", 1, "seq", 4096, "fwd time", 8.0, NAN);
+    add_timed(&m, "attn", "fused", 0, "seq", 4096, "fwd time", 8.0, 1.0);
+    add_timed(&m, "attn", "manual", 1, "seq", 4096, "fwd+bwd time, causal", 30.0, NAN);
+    add_timed(&m, "attn", "fused", 0, "seq", 4096, "fwd+bwd time, causal", 15.0, 2.0);
+    tb_report_pick_headline(&m, "attn", "fused", "fwd+bwd time, causal", &p);
+    CHECK(p.best && !strcmp(p.best->metric, "fwd+bwd time, causal") && p.best->speedup == 2.0,
+          "declared metric: %s", p.best ? p.best->metric : "none");
+    tb_report_pick_headline(&m, "attn", "fused", "bwd time", &p);
+    CHECK(p.best && !strcmp(p.best->metric, "fwd time"), "undeclared: %s",
+          p.best ? p.best->metric : "none");
+    tb_results_free(&m);
     tb_results_free(&a), tb_results_free(&b);
     (void)rdir;
 }
@@ -739,6 +762,31 @@ static int count_of(const char *text, const char *needle)
     for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
         n++;
     return n;
+}
+
+/* A noise floor past ±10% is said where the budget or a busy machine
+ * explains the interval too (ddp in run 52: "faster 1.08x [1.03, 1.13]",
+ * its A/A pair ±21%, and the flags said only the budget). */
+static void test_wide_floor_flags(void)
+{
+    tb_result_row r;
+    char buf[512];
+    timed(&r, "ddp", "DDP", 0, "ranks", 2, "step time", 24.2e-3, 1.08);
+    r.noise_floor = 0.213;
+    r.rounds = 5;
+    snprintf(r.stopped_by, sizeof r.stopped_by, "budget");
+    tb_report_flags_text(buf, sizeof buf, &r, ~0);
+    CHECK(!strcmp(buf, "stopped by budget after 5 rounds (interval ±5.00%, noise floor ±21.3%)"),
+          "budget, wide floor: %s", buf);
+    snprintf(r.stopped_by, sizeof r.stopped_by, "target");
+    r.busy = 1;
+    r.load_avg = 2.5;
+    tb_report_flags_text(buf, sizeof buf, &r, ~0);
+    CHECK(!strcmp(buf, "busy machine (load 2.50; noise floor ±21.3%)"), "busy, wide floor: %s",
+          buf);
+    r.noise_floor = 0.02;
+    tb_report_flags_text(buf, sizeof buf, &r, ~0);
+    CHECK(!strcmp(buf, "busy machine (load 2.50)"), "busy, narrow floor: %s", buf);
 }
 
 /* Each flag beside the row that earns it, and nowhere else. */
@@ -974,6 +1022,7 @@ int main(void)
     make_folder(root, rdir, pdir);
     test_results_folders(root, rdir);
     test_speedup_digits();
+    test_wide_floor_flags();
     test_pick(rdir);
     CHECK_OK(tb_report_write_dir(rdir, NULL)); /* plots found as the sibling folder */
 
@@ -1001,7 +1050,8 @@ int main(void)
         CHECK(!strstr(md, "n/a: n/a"));
         CHECK(strstr(md, "Not timed: **pinned** (step time), n/a: on the CPU backend: no copy"));
         /* settings that are their own point: both rows in the section */
-        CHECK(strstr(md, "| epsilon | step time, tf32 = 0 vs tf32 = 1 |"));
+        /* their names say what differs: no "tf32 = 0 vs tf32 = 1" */
+        CHECK(strstr(md, "| epsilon | step time | fp32: "));
         CHECK(strstr(md, "| tf32 | step time | 4.00 ms [3.88, 4.16] | 2.00× [1.90, 2.10] |"));
         CHECK(strstr(md, "| copy bandwidth | bytes = 268435456 | 21.5 GB/s [20.7, 22.2] |"));
         check_flags(md);

@@ -305,16 +305,22 @@ int tb_results_write_csv(const tb_results *res, FILE *f)
 
 int tb_results_write_json(const tb_results *res, FILE *f)
 {
-    return tb_results_write_json_headline(res, NULL, f);
+    return tb_results_write_json_headline(res, NULL, NULL, f);
 }
 
-int tb_results_write_json_headline(const tb_results *res, const char *headline, FILE *f)
+int tb_results_write_json_headline(const tb_results *res, const char *headline,
+                                   const char *metric, FILE *f)
 {
     char num[64];
     fprintf(f, "{\n  \"schema\": \"%s\",\n", TB_RESULTS_SCHEMA);
     if (headline && headline[0]) {
         fputs("  \"headline\": ", f);
         tb_json_write_string(f, headline);
+        fputs(",\n", f);
+    }
+    if (metric && metric[0]) {
+        fputs("  \"headline_metric\": ", f);
+        tb_json_write_string(f, metric);
         fputs(",\n", f);
     }
     fputs("  \"rows\": [", f);
@@ -344,13 +350,13 @@ static int write_csv(const void *res, FILE *f) { return tb_results_write_csv(res
 
 typedef struct json_src {
     const tb_results *res;
-    const char *headline;
+    const char *headline, *metric;
 } json_src;
 
 static int write_json(const void *arg, FILE *f)
 {
     const json_src *s = arg;
-    return tb_results_write_json_headline(s->res, s->headline, f);
+    return tb_results_write_json_headline(s->res, s->headline, s->metric, f);
 }
 
 int tb_results_save_csv(const tb_results *res, const char *path)
@@ -360,12 +366,13 @@ int tb_results_save_csv(const tb_results *res, const char *path)
 
 int tb_results_save_json(const tb_results *res, const char *path)
 {
-    return tb_results_save_json_headline(res, NULL, path);
+    return tb_results_save_json_headline(res, NULL, NULL, path);
 }
 
-int tb_results_save_json_headline(const tb_results *res, const char *headline, const char *path)
+int tb_results_save_json_headline(const tb_results *res, const char *headline,
+                                  const char *metric, const char *path)
 {
-    json_src s = {res, headline};
+    json_src s = {res, headline, metric};
     return tb_atomic_write_with(path, write_json, &s);
 }
 

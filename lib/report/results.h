@@ -149,14 +149,17 @@ int tb_results_write_csv(const tb_results *res, FILE *f);
 int tb_results_write_json(const tb_results *res, FILE *f);
 
 /* The JSON, with the technique's declared headline setting (the one the
- * report's summary shows; bench/harness/technique.h) as a top-level
- * "headline" key before "rows"; NULL or "": none, as tb_results_write_json. */
-int tb_results_write_json_headline(const tb_results *res, const char *headline, FILE *f);
+ * report's summary shows; bench/harness/technique.h) and the metric it is
+ * read on as top-level "headline" and "headline_metric" keys before "rows";
+ * NULL or "": none, as tb_results_write_json. */
+int tb_results_write_json_headline(const tb_results *res, const char *headline,
+                                   const char *metric, FILE *f);
 
 /* Atomically writes path (see atomic_file.h). REQUIRES: directory exists. */
 int tb_results_save_csv(const tb_results *res, const char *path);
 int tb_results_save_json(const tb_results *res, const char *path);
-int tb_results_save_json_headline(const tb_results *res, const char *headline, const char *path);
+int tb_results_save_json_headline(const tb_results *res, const char *headline,
+                                  const char *metric, const char *path);
 
 /* Reads a CSV written by tb_results_write_csv and appends its rows to res.
  * Columns are matched by header name, so columns added later (unknown

@@ -32,19 +32,22 @@ static int point_above(double a, double b)
     return isnan(b) || a > b;
 }
 
-static const char *pick_metric(const tb_results *res, const char *technique, const char *wl)
+static const char *pick_metric(const tb_results *res, const char *technique, const char *wl,
+                               const char *declared)
 {
-    const char *first = NULL;
+    const char *first = NULL, *step = NULL;
     for (size_t i = 0; i < res->n; i++) {
         const tb_result_row *r = &res->rows[i];
         if (!mine(r, technique, wl) || !is_timed(r) || !r->is_baseline)
             continue;
-        if (!strcmp(r->metric, "step time"))
+        if (declared && declared[0] && !strcmp(r->metric, declared))
             return r->metric;
+        if (!strcmp(r->metric, "step time") && !step)
+            step = r->metric;
         if (!first)
             first = r->metric;
     }
-    return first;
+    return step ? step : first;
 }
 
 static void count_flags(const tb_results *res, const char *technique, const char *wl,
@@ -118,7 +121,7 @@ static const tb_result_row *compared_with(const tb_results *res, const tb_report
 
 /* The summary rule over the technique's rows on workload wl (NULL: all). */
 static void pick_rows(const tb_results *res, const char *technique, const char *wl,
-                      tb_report_pick *out)
+                      const char *declared_metric, tb_report_pick *out)
 {
     memset(out, 0, sizeof *out);
     snprintf(out->technique, sizeof out->technique, "%s", technique);
@@ -132,7 +135,7 @@ static void pick_rows(const tb_results *res, const char *technique, const char *
         if (mine(&res->rows[i], technique, wl) && !res->rows[i].is_baseline &&
             res->rows[i].correctness == TB_CORRECT_DIFFERS)
             out->differs = &res->rows[i];
-    const char *metric = pick_metric(res, technique, wl);
+    const char *metric = pick_metric(res, technique, wl, declared_metric);
     if (!metric)
         return;
     /* The largest point with a baseline and a non-baseline speedup. */
@@ -193,7 +196,7 @@ static void pick_rows(const tb_results *res, const char *technique, const char *
 
 void tb_report_pick_best(const tb_results *res, const char *technique, tb_report_pick *out)
 {
-    pick_rows(res, technique, NULL, out);
+    pick_rows(res, technique, NULL, NULL, out);
 }
 
 /* The row of `setting` the summary should show in place of the fastest:
@@ -216,15 +219,15 @@ static const tb_result_row *find_setting(const tb_results *res, const tb_report_
 }
 
 void tb_report_pick_headline(const tb_results *res, const char *technique, const char *headline,
-                             tb_report_pick *out)
+                             const char *metric, tb_report_pick *out)
 {
-    tb_report_pick_workload(res, technique, headline, NULL, out);
+    tb_report_pick_workload(res, technique, headline, metric, NULL, out);
 }
 
 void tb_report_pick_workload(const tb_results *res, const char *technique, const char *headline,
-                             const char *workload, tb_report_pick *out)
+                             const char *metric, const char *workload, tb_report_pick *out)
 {
-    pick_rows(res, technique, workload, out);
+    pick_rows(res, technique, workload, metric, out);
     if (!out->best || !headline || !headline[0])
         return;
     const tb_result_row *h = find_setting(res, out, headline);
@@ -311,10 +314,14 @@ static const char *summary_rule =
     "One row per technique, and per workload for a step technique measured on several (its "
     "workload in brackets: a tip that helps the transformer may do nothing for the CNN; the "
     "table \"Per workload\" below sets them side by side), grouped by verdict (faster, no detectable effect, slower, not "
-    "applicable here) and sorted by effect within each group. **Measurement**: the whole "
-    "training step (`step time`) when the technique measures it, otherwise the first metric it "
-    "lists. **Point**: the largest swept size where the baseline and another setting were both "
-    "timed, the one closest to real training. **Setting shown**: the technique's headline "
+    "applicable here) and sorted by effect within each group. **Measurement**: the metric the "
+    "technique declares its headline is read on, where it times several (the one training pays "
+    "for: AdamW on the largest tensors, attention's causal forward and backward), else the "
+    "whole training step (`step time`) when it measures it, else the first metric it lists. "
+    "**Point**: the largest swept size where the baseline and another setting were both "
+    "timed, the one closest to real training; where each setting is its own point (a switch, "
+    "a choice), the setting columns name what differs. **Setting shown**: the technique's "
+    "headline "
     "setting, declared in its home (`bench/techniques/<name>.c`) before anything was measured; "
     "picking the fastest of several noisy settings would bias every row upward. A technique "
     "that declares none shows its fastest setting and says so. Every other setting and size is "
@@ -340,16 +347,22 @@ static void summary_flags(const tb_report_pick *p, const tb_result_row *shown, c
 }
 
 /* "step time, elements = 4096": where the summary compares. A baseline
- * and best setting at different points (a setting that is its own point,
- * tf32 = 0 against tf32 = 1) show both; with nothing compared, the point
- * is shown only when the baseline was timed at several (a lone "on = 0"
- * says nothing). */
+ * and best setting at different points (a setting that is its own point)
+ * show only the metric where their names differ: the setting columns say
+ * what differs ("gzip IDX every epoch" against "decoded once in RAM"),
+ * which "source = 0 vs source = 2" or "optimizer = 1 vs optimizer = 3"
+ * only encoded; where the names are the same (ddp's "DDP bucket=25M" at
+ * 1 and 2 ranks), both points. With nothing compared, the point is shown
+ * only when the baseline was timed at several (a lone "on = 0" says
+ * nothing). */
 static void summary_point(const tb_report_pick *p, char *buf, size_t cap)
 {
     const tb_result_row *b = p->baseline, *x = p->best;
     char pt[96], pt2[96];
     tb_report_point(pt, sizeof pt, b);
-    if (x && !same_point(b->param_value, x->param_value)) {
+    if (x && !same_point(b->param_value, x->param_value) && strcmp(b->setting, x->setting)) {
+        snprintf(buf, cap, "%s", b->metric);
+    } else if (x && !same_point(b->param_value, x->param_value)) {
         tb_report_point(pt2, sizeof pt2, x);
         snprintf(buf, cap, "%s, %s vs %s", b->metric, pt, pt2);
     } else if (x || p->swept) {

@@ -78,16 +78,19 @@ void tb_report_pick_best(const tb_results *rows, const char *technique, tb_repor
  * technique declares in its home, bench/techniques/<name>.c) at the same
  * point, when it was timed there; headline NULL or "" or not timed: the
  * fastest, with out->headline = 0 so the report can say so (the best of
- * several noisy settings is biased upward). */
+ * several noisy settings is biased upward). metric: the one the technique
+ * declares its headline is read on (technique.h: headline_metric), when
+ * a timed baseline has it; NULL, "" or not timed: "step time" when timed,
+ * else the first metric its rows list. */
 void tb_report_pick_headline(const tb_results *rows, const char *technique, const char *headline,
-                             tb_report_pick *out);
+                             const char *metric, tb_report_pick *out);
 
 /* As tb_report_pick_headline over the technique's rows whose workload
  * column is `workload` only (NULL or "": all its rows), with
  * out->of_workload set to it: one summary row per (technique, workload),
  * so that a tip helping GPT-2 and doing nothing for ResNet-50 shows both. */
 void tb_report_pick_workload(const tb_results *rows, const char *technique, const char *headline,
-                             const char *workload, tb_report_pick *out);
+                             const char *metric, const char *workload, tb_report_pick *out);
 
 /* The distinct non-empty workload columns of the technique's rows, in the
  * order they first appear, into names[0..max); returns how many (at most
