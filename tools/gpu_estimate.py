@@ -137,7 +137,14 @@ THEN = {"channels_last": [("resnet50", [2], 3, 0)],
         "checkpointing": [("gpt2", [2], 3, 1), ("gpt2x4", [2], 3 * CHECK_BIG, 1)]}
 
 
-def workload_s(prof, kind, groups, checks, rebuild_each, tuned=0):
+# techniques with a CUDA-graphs setting: their checks run past the graph's
+# settling (step_harness.c: graph_check_steps; 4 steps, then 2 replays):
+# 6 steps a check instead of 3, for every setting of the workload
+GRAPH_CHECK_EXTRA_STEPS = 3
+GRAPH_TECHS = {"cuda_graphs", "waterfall"}
+
+
+def workload_s(prof, kind, groups, checks, rebuild_each, tuned=0, graphs=False):
     p = PROFILES[prof]
     u = STEP_S[kind]
     rep_units = max(1, math.ceil(1.05 * p["min_rep"] / u))
@@ -156,12 +163,14 @@ def workload_s(prof, kind, groups, checks, rebuild_each, tuned=0):
         rebuild = arms * (build + p["warmup"] * u)
     # a tuned arm's builds: its check, its warm-up, its rebuilds
     tuning = tuned * TUNE_S * (2 + (MIN_ROUNDS - 1 if rebuild_each else 1))
-    return (SETUP_S + checks * (SMALL_CHECK_S if small else CHECK_S) + warm + rounds + rebuild
-            + tuning)
+    check = (SMALL_CHECK_S if small else CHECK_S) + (GRAPH_CHECK_EXTRA_STEPS * u if graphs else 0)
+    return SETUP_S + checks * check + warm + rounds + rebuild + tuning
 
 
 def step_s(name, prof, table=STEP):
-    s = sum(workload_s(prof, *w) for w in table.get(name, STEP[name]))
+    graphs = prof == "gpu" and name in GRAPH_TECHS
+    s = sum(workload_s(prof, *w, graphs=graphs) if len(w) > 4 else
+            workload_s(prof, *w, 0, graphs=graphs) for w in table.get(name, STEP[name]))
     return s + (AFTER_STEPS_S.get(name, 0) if prof == "gpu" else 0)
 
 

@@ -118,6 +118,10 @@ static int nccl_test(tb_comm *c, tb_comm_req *req, int *done)
         return TB_OK;
     cudaError_t e = cudaEventQuery((cudaEvent_t)req->done_event);
     if (e == cudaErrorNotReady) {
+        /* not an error, but the runtime may keep it as its last one, and
+         * the next launch's TB_CHECK_LAUNCH would fail on it (PyTorch
+         * clears it after its queries too) */
+        (void)cudaGetLastError();
         *done = 0;
         return TB_OK;
     }

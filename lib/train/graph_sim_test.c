@@ -138,6 +138,65 @@ static void check_case(const tb_dataset *tr, const tb_dataset *te, run_cfg r, co
     free(graph.w);
 }
 
+/* tb_trainer_graph_settle_steps: after that many steps of a fresh trainer,
+ * every step is replays alone, no capture (the step harness warms a
+ * graph arm that long before timing it, and checks past it); for
+ * accumulation 1 it is tight: the step before it captures. */
+static int (*sim_graph_begin)(tb_backend *be);
+static long captures;
+static int counting_begin(tb_backend *be)
+{
+    captures++;
+    return sim_graph_begin(be);
+}
+
+static void check_settle(const tb_dataset *tr, const tb_dataset *te, int accum)
+{
+    tb_config c;
+    tb_config_defaults(&c);
+    c.dataset = TB_DATA_SYNTHETIC;
+    c.batch_size = 8;
+    c.accum_steps = accum;
+    c.cuda_graphs = 1;
+    c.seed = 3;
+    tb_backend *be = NULL;
+    tb_trainer *t = NULL;
+    float loss;
+    int settle = tb_trainer_graph_settle_steps(&c), rc = tb_backend_sim_create(1, &be);
+    if (rc == TB_OK) {
+        sim_graph_begin = be->graph_begin;
+        be->graph_begin = counting_begin;
+        captures = 0;
+        rc = tb_config_validate(&c);
+    }
+    if (rc == TB_OK)
+        rc = tb_trainer_create_with_data(&c, be, tr, te, &t);
+    for (int s = 0; s < settle - 1 && rc == TB_OK; s++)
+        rc = tb_trainer_step(t, &loss);
+    long c_before_last = captures, l_before_last = rc == TB_OK ? tb_sim_graph_launches(be) : 0;
+    if (rc == TB_OK)
+        rc = tb_trainer_step(t, &loss);
+    long c0 = captures, l0 = rc == TB_OK ? tb_sim_graph_launches(be) : 0;
+    for (int s = 0; s < 2 && rc == TB_OK; s++)
+        rc = tb_trainer_step(t, &loss);
+    CHECK(rc == TB_OK, "accum %d: training failed: %s", accum, tb_error_message());
+    tb_error_clear();
+    if (rc == TB_OK) {
+        CHECK(captures == c0 && tb_sim_graph_launches(be) == l0 + 2 * accum,
+              "accum %d: after %d settling steps, 2 steps made %ld captures and %ld replays "
+              "(want 0 and %d)", accum, settle, captures - c0, tb_sim_graph_launches(be) - l0,
+              2 * accum);
+        if (accum == 1)
+            CHECK(captures > c_before_last || l0 - l_before_last < accum,
+                  "accum 1: settling is tight: the step before it captured");
+    }
+    tb_trainer_destroy(t);
+    if (be)
+        be->destroy(be);
+    CHECK(tb_trainer_graph_settle_steps(&(tb_config){.cuda_graphs = 0}) == 0,
+          "no settling without graphs");
+}
+
 /* The sim's queued ops (generated wrappers, run on the worker) train what
  * the CPU backend trains when it runs them as they are called. */
 static void check_sim_is_cpu(const tb_dataset *tr, const tb_dataset *te)
@@ -171,6 +230,8 @@ int main(void)
                "--cuda-graphs, --accum-steps=3, grads zeroed (--grads-to-none=0)");
     check_case(train_ds, test_ds, (run_cfg){.accum = 2, .steps = 4, .read_every = 3},
                "--cuda-graphs, --accum-steps=2, --loss-read-every=3");
+    for (int accum = 1; accum <= 4; accum++)
+        check_settle(train_ds, test_ds, accum);
     tb_dataset_free(train_ds);
     tb_dataset_free(test_ds);
     return tb_test_exit(TB_OK);

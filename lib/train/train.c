@@ -340,6 +340,7 @@ void tb_trainer_destroy(tb_trainer *t)
 {
     if (!t)
         return;
+    (void)tb_train_graphs_drop(t); /* before the buffers they write go */
     /* waits for the staged copies before the buffers they read go; its
      * status is lost here, as dev_free's below: a failing device has
      * failed a step already */
@@ -611,6 +612,17 @@ int tb_trainer_sync(tb_trainer *t)
     return t->be->sync(t->be);
 }
 
+int tb_trainer_graph_settle_steps(const tb_config *c)
+{
+    if (!c->cuda_graphs)
+        return 0;
+    int k = c->accum_steps > 1 ? c->accum_steps : 1;
+    /* the warm-up's micro-batches, then the step that captures the first
+     * graph; with accumulation the other graph is captured by the next
+     * step at the latest */
+    return (TB_GRAPH_WARMUP + k - 1) / k + 1 + (k > 1);
+}
+
 /* ---- fitting: validation every N epochs, target accuracy, time limit ---- */
 
 static int fit_evaluate(tb_trainer *t, tb_fit_stats *st, double t0, tb_eval_stats *ev)
@@ -776,7 +788,10 @@ int tb_trainer_evaluate(tb_trainer *t, tb_eval_stats *st)
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory for evaluation logits");
     int rc, got;
     tb_model_train_mode(t->model, 0);
-    /* --eval-no-grad: the training activations are freed for the loop */
+    /* --eval-no-grad: the training activations are freed for the loop, and
+     * come back at other addresses: graphs that baked them in go first */
+    if (t->cfg.eval_no_grad)
+        TB_TRY_GOTO(rc, tb_train_graphs_drop(t), out_free_logits);
     TB_TRY_GOTO(rc, tb_model_set_no_grad(t->model, t->cfg.eval_no_grad), out_free_logits);
     TB_TRY_GOTO(rc, t->be->mem_reset_peak(t->be), out_free_logits);
     TB_TRY_GOTO(rc, tb_loader_epoch_begin(t->test_ld, 0), out_free_logits);

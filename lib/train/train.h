@@ -187,6 +187,14 @@ int tb_trainer_next_batch(tb_trainer *t, tb_batch *b);
 /* Waits until the device has finished every step queued so far. */
 int tb_trainer_sync(tb_trainer *t);
 
+/* Steps a freshly built trainer of configuration c runs before every one
+ * of its steps is a graph replay: with --cuda-graphs, the warm-up
+ * micro-batches run as launches and each graph (one per grad_accumulate
+ * value) is captured on its first need after them; 0 without. A check
+ * that means to witness replays runs more steps than this, and a timing
+ * that means to time them starts after it. */
+int tb_trainer_graph_settle_steps(const tb_config *c);
+
 /* Training with validation (Lightning's check_val_every_n_epoch, max_time,
  * early stopping at a target): up to cfg->epochs epochs, evaluating after
  * every cfg->val_every-th epoch and after the last one; stops early when an

@@ -129,7 +129,8 @@ int tb_train_device_init(tb_trainer *t)
     return TB_OK;
 }
 
-/* Both captures gone (at the end, or when the loss scale changed). */
+/* Both captures gone (at the end, when the loss scale changed, or before
+ * buffers they read are freed: tb_train_graphs_drop). */
 static int drop_graphs(tb_trainer *t)
 {
     int rc = TB_OK;
@@ -139,6 +140,11 @@ static int drop_graphs(tb_trainer *t)
         t->graph[k] = NULL;
     }
     return rc;
+}
+
+int tb_train_graphs_drop(tb_trainer *t)
+{
+    return drop_graphs(t);
 }
 
 void tb_train_device_free(tb_trainer *t)

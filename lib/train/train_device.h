@@ -74,6 +74,12 @@ int tb_train_device_batch(tb_trainer *t, const tb_batch *b, const void *images);
  * with. Leaves grad_accumulate = 1, as tb_model_backward does. */
 int tb_train_graph_fwd_bwd(tb_trainer *t, int size, float loss_scale);
 
+/* Destroys the trainer's graphs (captured again on the next step): before
+ * the trainer frees or reallocates buffers a replay would write (the
+ * activations --eval-no-grad frees for evaluation, everything at destroy),
+ * since those addresses are baked into the graphs. */
+int tb_train_graphs_drop(tb_trainer *t);
+
 #define TB_GRAPH_WARMUP 3
 
 #endif

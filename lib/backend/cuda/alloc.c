@@ -47,6 +47,10 @@
  * read on another stream must be synchronized before dev_free (the staging
  * module keeps its buffers for that reason). cudaFree waits for the device.
  *
+ * CUDA graphs: see tb_cuda_alloc_capture_begin (cuda.h). A held block
+ * stays allocated in its segment (no neighbour merges with it, empty cache
+ * does not release its segment) until graph_release gives it back.
+ *
  * Threads: one thread drives a backend at a time; nothing here is locked.
  * Host bookkeeping (block structs) uses malloc; a host OOM is TB_ERR_NOMEM.
  */
@@ -71,6 +75,9 @@ struct cuda_block {
     cuda_segment *seg;
     cuda_block *prev, *next;      /* address neighbours in the segment */
     cuda_block *free_prev, *free_next;
+    int graph;                    /* 1: a capture allocated, freed or used it
+                                     (tb_cuda_alloc_mark_graph): freed while a
+                                     graph lives, it is held */
 };
 
 struct cuda_segment {
@@ -421,8 +428,78 @@ int tb_cuda_dev_alloc(tb_backend *be, void **p, size_t bytes)
     else
         TB_TRY(alloc_cached(be, bytes, &b));
     live_insert(a, b, bytes);
+    b->graph = a->capturing;
     *p = b->ptr;
     return TB_OK;
+}
+
+/* A block whose caller is done with it back on the free lists, or its
+ * segment back to the device (plain mode). */
+static int give_back(tb_backend *be, cuda_allocator *a, cuda_block *b)
+{
+    b->graph = 0;
+    b = merge_free(a, b);
+    cuda_segment *seg = b->seg;
+    /* Plain mode gives memory back at once, also a cached block's segment
+     * once it is empty (blocks allocated before a switch to plain). */
+    if (seg->plain || (a->mode == TB_MEM_PLAIN && !seg->is_reserve && segment_is_empty(seg))) {
+        TB_TRY(tb_cuda_bind(be));
+        return segment_release(a, seg);
+    }
+    free_push(a, b);
+    return TB_OK;
+}
+
+/* No capture in progress and no graph alive: every held block back, and
+ * the marks of live blocks cleared (no graph can read them any more). */
+static int graph_release(tb_backend *be, cuda_allocator *a)
+{
+    int rc = TB_OK;
+    if (a->capturing || a->live_graphs > 0)
+        return TB_OK;
+    while (a->held) {
+        cuda_block *b = a->held;
+        a->held = b->free_next;
+        b->free_next = NULL;
+        int b_rc = give_back(be, a, b);
+        rc = rc == TB_OK ? b_rc : rc;
+    }
+    a->held_bytes = 0;
+    for (size_t i = 0; i < a->n_live; i++)
+        a->live[i]->graph = 0;
+    return rc;
+}
+
+void tb_cuda_alloc_capture_begin(tb_backend *be)
+{
+    alloc_of(be)->capturing = 1;
+}
+
+int tb_cuda_alloc_capture_end(tb_backend *be, int made)
+{
+    cuda_allocator *a = alloc_of(be);
+    a->capturing = 0;
+    if (made)
+        a->live_graphs++;
+    return graph_release(be, a);
+}
+
+int tb_cuda_alloc_graph_destroyed(tb_backend *be)
+{
+    cuda_allocator *a = alloc_of(be);
+    if (a->live_graphs > 0)
+        a->live_graphs--;
+    return graph_release(be, a);
+}
+
+void tb_cuda_alloc_mark_graph(tb_backend *be, const void *p)
+{
+    cuda_allocator *a = alloc_of(be);
+    if (!a->capturing || !p)
+        return;
+    size_t i = live_find(a, p);
+    if (i < a->n_live && a->live[i]->ptr == (const char *)p)
+        a->live[i]->graph = 1;
 }
 
 int tb_cuda_dev_free(tb_backend *be, void *p)
@@ -439,16 +516,17 @@ int tb_cuda_dev_free(tb_backend *be, void *p)
     memmove(&a->live[i], &a->live[i + 1], (a->n_live - i - 1) * sizeof a->live[0]);
     a->n_live--;
     a->in_use -= b->requested;
-    b = merge_free(a, b);
-    cuda_segment *seg = b->seg;
-    /* Plain mode gives memory back at once, also a cached block's segment
-     * once it is empty (blocks allocated before a switch to plain). */
-    if (seg->plain || (a->mode == TB_MEM_PLAIN && !seg->is_reserve && segment_is_empty(seg))) {
-        TB_TRY(tb_cuda_bind(be));
-        return segment_release(a, seg);
+    if (a->capturing || (b->graph && a->live_graphs > 0)) {
+        /* a graph may still write it: held, still allocated in its segment */
+        a->held_bytes += b->requested;
+        b->requested = 0;
+        b->graph = 1;
+        b->free_prev = NULL;
+        b->free_next = a->held;
+        a->held = b;
+        return TB_OK;
     }
-    free_push(a, b);
-    return TB_OK;
+    return give_back(be, a, b);
 }
 
 int tb_cuda_transient_alloc(tb_backend *be, void **p, size_t bytes)
@@ -578,6 +656,9 @@ int tb_cuda_scratch_get(tb_backend *be, cuda_scratch *s, size_t bytes, void **p)
         TB_TRY(tb_cuda_dev_alloc(be, &s->p, bytes ? bytes : 1));
         s->bytes = bytes ? bytes : 1;
     }
+    /* used by the capture in progress: if it grows while the graph lives,
+     * the old buffer is held (a replay still writes it), not reused */
+    tb_cuda_alloc_mark_graph(be, s->p);
     *p = s->p;
     return TB_OK;
 }

@@ -73,6 +73,11 @@ cudaError_t __wrap_cudaSetDevice(int d)
 
 #define MiB ((size_t)1 << 20)
 
+static size_t cuda_ctx_alloc_held(tb_backend *be)
+{
+    return tb_cuda_ctx(be)->alloc.held_bytes + (tb_cuda_ctx(be)->alloc.held != NULL);
+}
+
 static size_t in_use(tb_backend *be)
 {
     size_t u, p;
@@ -218,6 +223,53 @@ static void check_transient(tb_backend *be)
               tb_cuda_transient_free(be, NULL) == TB_OK, "0 bytes and NULL: nothing to do");
 }
 
+/* CUDA graphs: what a capture freed, allocated or used is held while a
+ * graph lives (a replay writes those addresses), and reused after. */
+static void check_graph_hold(tb_backend *be)
+{
+    void *before, *tmp, *other, *kept, *again, *scratch_p;
+    CHECK(be->dev_alloc(be, &before, 4096) == TB_OK, "alloc before the capture");
+    tb_cuda_alloc_capture_begin(be);
+    CHECK(be->dev_alloc(be, &tmp, 4096) == TB_OK, "a captured step's temporary");
+    CHECK(be->dev_free(be, tmp) == TB_OK, "freed within the capture");
+    CHECK(in_use(be) == 4096, "held bytes are out of in_use: %zu", in_use(be));
+    CHECK(be->dev_alloc(be, &other, 4096) == TB_OK && other != tmp,
+          "the capture's freed temporary is not handed out again within it");
+    cuda_scratch s = {0};
+    CHECK(tb_cuda_scratch_get(be, &s, 2048, &scratch_p) == TB_OK, "scratch used by the capture");
+    CHECK(tb_cuda_alloc_capture_end(be, 1) == TB_OK, "capture made a graph");
+    CHECK(be->dev_alloc(be, &kept, 4096) == TB_OK && kept != tmp,
+          "after the capture, the graph's temporary stays held");
+    CHECK(be->dev_free(be, other) == TB_OK, "a block the capture allocated, freed after it");
+    CHECK(be->dev_alloc(be, &again, 4096) == TB_OK && again != other && again != tmp,
+          "...held too");
+    void *bigger;
+    CHECK(tb_cuda_scratch_get(be, &s, 8192, &bigger) == TB_OK && bigger != scratch_p,
+          "scratch grown while the graph lives");
+    void *small;
+    CHECK(be->dev_alloc(be, &small, 2048) == TB_OK && small != scratch_p,
+          "the scratch the graph used is held, not reused");
+    CHECK(be->dev_free(be, before) == TB_OK, "a block from before the capture: its owner's");
+    void *reuse;
+    CHECK(be->dev_alloc(be, &reuse, 4096) == TB_OK && reuse == before,
+          "freed normally: reused at once");
+    CHECK(tb_cuda_alloc_graph_destroyed(be) == TB_OK, "the graph destroyed");
+    void *back;
+    CHECK(be->dev_alloc(be, &back, 4096) == TB_OK && (back == tmp || back == other),
+          "the held blocks go back to the free lists");
+    void *ptrs[] = {back, reuse, small, bigger, again, kept};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        be->dev_free(be, ptrs[i]);
+    CHECK(in_use(be) == 0, "all freed: in use %zu", in_use(be));
+    CHECK(cuda_ctx_alloc_held(be) == 0, "nothing held once no graph lives");
+    /* a capture that failed holds nothing after it */
+    tb_cuda_alloc_capture_begin(be);
+    CHECK(be->dev_alloc(be, &tmp, 4096) == TB_OK && be->dev_free(be, tmp) == TB_OK, "temp");
+    CHECK(tb_cuda_alloc_capture_end(be, 0) == TB_OK && cuda_ctx_alloc_held(be) == 0,
+          "a failed capture's temporaries go back at its end");
+    be->mem_empty_cache(be);
+}
+
 int main(void)
 {
     tb_backend *be = calloc(1, sizeof *be);
@@ -231,6 +283,7 @@ int main(void)
     check_oom(be);
     check_limit_and_peak(be);
     check_transient(be);
+    check_graph_hold(be);
 
     void *leak;
     be->dev_alloc(be, &leak, 12345);

@@ -10,6 +10,15 @@
  *   TB_CHECK_CUDNN(cudnnConvolutionForward(...));
  *   TB_CHECK_NCCL(ncclAllReduce(...));
  * The _GOTO forms set rc and jump to a cleanup label instead of returning.
+ *
+ * A failed runtime call also clears the runtime's last error
+ * (TB_CUDA_CLEAR): a recoverable failure the caller turns into an n/a row
+ * (cudaHostAlloc or cudaGraphInstantiate out of memory) must not reappear
+ * as the next setting's TB_CHECK_LAUNCH failure. A sticky error (an
+ * illegal address) stays: the context itself is lost. Out of device
+ * memory in cuBLAS or cuDNN (their ALLOC_FAILED statuses) is
+ * TB_ERR_DEVICE_OOM, as the runtime's, so that the batch-size search
+ * halves the batch instead of failing.
  */
 #ifndef TB_CUDA_CHECK_H
 #define TB_CUDA_CHECK_H
@@ -21,18 +30,21 @@
 #define TB_CHECK_CUDA(call)                                                    \
     do {                                                                       \
         cudaError_t tb_e_ = (call);                                            \
-        if (tb_e_ != cudaSuccess)                                              \
+        if (tb_e_ != cudaSuccess) {                                            \
+            (void)cudaGetLastError(); /* TB_CUDA_CLEAR */                      \
             return tb_error_push(tb_e_ == cudaErrorMemoryAllocation            \
                                      ? TB_ERR_DEVICE_OOM : TB_ERR_CUDA,        \
                                  __FILE__, __LINE__, "%s failed: %s (%s, %d)", \
                                  #call, cudaGetErrorString(tb_e_),             \
                                  cudaGetErrorName(tb_e_), (int)tb_e_);         \
+        }                                                                      \
     } while (0)
 
 #define TB_CHECK_CUDA_GOTO(rc, call, label)                                    \
     do {                                                                       \
         cudaError_t tb_e_ = (call);                                            \
         if (tb_e_ != cudaSuccess) {                                            \
+            (void)cudaGetLastError(); /* TB_CUDA_CLEAR */                      \
             (rc) = tb_error_push(tb_e_ == cudaErrorMemoryAllocation            \
                                      ? TB_ERR_DEVICE_OOM : TB_ERR_CUDA,        \
                                  __FILE__, __LINE__, "%s failed: %s (%s, %d)", \
@@ -49,7 +61,9 @@
     do {                                                                       \
         int tb_s_ = (int)(call);                                               \
         if (tb_s_ != 0)                                                        \
-            return tb_error_push(TB_ERR_CUBLAS, __FILE__, __LINE__,            \
+            return tb_error_push(tb_s_ == 3 /* CUBLAS_STATUS_ALLOC_FAILED */   \
+                                     ? TB_ERR_DEVICE_OOM : TB_ERR_CUBLAS,      \
+                                 __FILE__, __LINE__,                           \
                                  "%s failed: cuBLAS status %d", #call, tb_s_); \
     } while (0)
 
@@ -57,7 +71,9 @@
     do {                                                                       \
         int tb_s_ = (int)(call);                                               \
         if (tb_s_ != 0)                                                        \
-            return tb_error_push(TB_ERR_CUDNN, __FILE__, __LINE__,             \
+            return tb_error_push(tb_s_ == 4004 /* ..._DEVICE_ALLOCATION_FAILED */ \
+                                     ? TB_ERR_DEVICE_OOM : TB_ERR_CUDNN,       \
+                                 __FILE__, __LINE__,                           \
                                  "%s failed: cuDNN status %d", #call, tb_s_);  \
     } while (0)
 

@@ -63,6 +63,12 @@ typedef struct cuda_allocator {
     size_t reserved;          /* bytes held from cudaMalloc */
     size_t limit;             /* on in_use; 0 = none */
     long device_mallocs, device_frees; /* cudaMalloc/cudaFree calls made */
+    /* CUDA graphs (tb_cuda_alloc_capture_begin): a capture in progress, the
+     * executable graphs alive, and the freed blocks they may still use */
+    int capturing;
+    int live_graphs;
+    cuda_block *held;         /* on free_next; each still marked allocated */
+    size_t held_bytes;
 } cuda_allocator;
 
 /* ---- grow-only device scratch (workspaces, temporaries) ---- */
@@ -152,6 +158,25 @@ int tb_cuda_alloc_release(tb_backend *be);
 /* The allocator's table functions, also used inside the backend. */
 int tb_cuda_dev_alloc(tb_backend *be, void **p, size_t bytes);
 int tb_cuda_dev_free(tb_backend *be, void *p);
+
+/* The allocator and CUDA graphs (lib/backend/cuda/graph.c), as PyTorch's
+ * private graph pools: a replay writes the addresses its capture baked in,
+ * so memory the capture used must not go back to the free lists while the
+ * graph lives. Blocks freed during a capture (the captured step's
+ * temporaries), blocks allocated during one, and blocks marked with
+ * tb_cuda_alloc_mark_graph (grow-only scratch the captured work used) are
+ * HELD when freed while a graph is alive: counted out of in_use, kept out
+ * of the free lists, merged and reused only once the last graph is
+ * destroyed (tb_cuda_alloc_graph_destroyed) or its capture failed.
+ * Buffers allocated before a capture stay their owner's to keep: the
+ * trainer drops its graphs before it frees or reallocates them. */
+void tb_cuda_alloc_capture_begin(tb_backend *be);
+/* The capture ended: made is 1 when it gave an executable graph. */
+int tb_cuda_alloc_capture_end(tb_backend *be, int made);
+int tb_cuda_alloc_graph_destroyed(tb_backend *be);
+/* Marks the live block at p as used by the capture in progress (no-op
+ * outside one, or for a NULL p). */
+void tb_cuda_alloc_mark_graph(tb_backend *be, const void *p);
 /* Scratch that lives only inside one backend call (the autotuner's
  * operands and its workspace, up to half the free device memory): one
  * cudaMalloc and one cudaFree on be's device, outside the cache and the

@@ -29,6 +29,8 @@ static int gelu_scratch(tb_backend *be, size_t n, float **t1, float **t2)
         TB_TRY(tb_cuda_dev_alloc(be, (void **)&c->gelu_tmp2, n * sizeof(float)));
         c->gelu_tmp_n = n;
     }
+    tb_cuda_alloc_mark_graph(be, c->gelu_tmp1); /* held if grown while a graph lives */
+    tb_cuda_alloc_mark_graph(be, c->gelu_tmp2);
     *t1 = c->gelu_tmp1;
     *t2 = c->gelu_tmp2;
     return TB_OK;
@@ -77,6 +79,7 @@ static int gelu_scratch3(tb_backend *be, size_t n, float **t3)
         TB_TRY(tb_cuda_dev_alloc(be, (void **)&c->gelu_tmp3, n * sizeof(float)));
         c->gelu_tmp3_n = n;
     }
+    tb_cuda_alloc_mark_graph(be, c->gelu_tmp3);
     *t3 = c->gelu_tmp3;
     return TB_OK;
 }

@@ -27,6 +27,9 @@ static int cuda_graph_begin(tb_backend *be)
     TB_TRY(tb_cuda_bind(be));
     TB_CHECK_CUDA(cudaStreamBeginCapture(tb_cuda_ctx(be)->compute,
                                          cudaStreamCaptureModeThreadLocal));
+    /* what the captured work frees or allocates is held while the graph
+     * lives (tb_cuda_alloc_capture_begin) */
+    tb_cuda_alloc_capture_begin(be);
     return TB_OK;
 }
 
@@ -48,7 +51,9 @@ out_free_graph:
         if (e != cudaSuccess && rc == TB_OK)
             rc = TB_FAIL(TB_ERR_CUDA, "cudaGraphDestroy failed: %s", cudaGetErrorString(e));
     }
-    return rc;
+    /* with no executable graph nothing will replay: what it held goes back */
+    int a_rc = tb_cuda_alloc_capture_end(be, *g != NULL);
+    return rc != TB_OK ? rc : a_rc;
 }
 
 static int cuda_graph_launch(tb_backend *be, tb_graph *g)
@@ -65,8 +70,12 @@ static int cuda_graph_destroy(tb_backend *be, tb_graph *g)
     if (!g)
         return TB_OK;
     TB_TRY(tb_cuda_bind(be));
-    TB_CHECK_CUDA(cudaGraphExecDestroy((cudaGraphExec_t)g));
-    return TB_OK;
+    cudaError_t e = cudaGraphExecDestroy((cudaGraphExec_t)g);
+    /* gone either way: the last graph's held blocks go back */
+    int a_rc = tb_cuda_alloc_graph_destroyed(be);
+    if (e != cudaSuccess)
+        return TB_FAIL(TB_ERR_CUDA, "cudaGraphExecDestroy failed: %s", cudaGetErrorString(e));
+    return a_rc;
 }
 
 static int cuda_augment_u8(tb_backend *be, const tb_augment_desc *d, const uint8_t *src,
