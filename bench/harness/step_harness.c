@@ -1350,8 +1350,10 @@ static int add_row(step_run *r, const tb_rounds_result *res, int i)
 {
     const tb_step_technique *t = r->tech;
     const tb_step_setting *s = &t->settings[i];
-    const char *metric = t->per_sample ? "time per 1000 samples"
-                         : t->metric == TB_METRIC_EPOCH ? "epoch time" : "step time";
+    const char *metric = t->per_sample                 ? "time per 1000 samples"
+                         : t->metric_name              ? t->metric_name
+                         : t->metric == TB_METRIC_EPOCH ? "epoch time"
+                                                        : "step time";
     if (r->st[i].na) {
         TB_TRY(tb_results_add_na(&r->b.res, t->desc.name, r->b.info.backend, r->b.info.name,
                                  s->name, metric, r->st[i].why));

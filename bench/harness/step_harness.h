@@ -166,6 +166,10 @@ typedef struct tb_step_technique {
     const tb_step_setting *settings;
     int n_settings;           /* TB_COUNT(settings) */
     tb_step_metric metric;
+    /* The metric's name where a unit is not a training step (no_grad_eval:
+     * "evaluation time", one pass over the test subset), so that the report
+     * does not read it as one; NULL: "step time" / "epoch time". */
+    const char *metric_name;
     int per_sample;           /* time per 1000 samples instead of per step
                                  (settings differ in batch size); also: one
                                  warm-up step, one step per repetition, and

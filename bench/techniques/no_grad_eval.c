@@ -2,7 +2,7 @@
  * no_grad_eval.c - bench:no_grad_eval: evaluation under torch.no_grad()
  * (--eval-no-grad: no activations kept for backward) vs evaluation that
  * keeps them, the baseline: time of one pass over the profile's test subset
- * (reported as "step time", one unit = one evaluation: the rate counts its
+ * ("evaluation time", one unit = one evaluation: the rate counts its
  * images, the FLOP rate the forward's FLOPs) and peak memory (memory_bytes:
  * tb_trainer_evaluate's own peak, also in the note). The forward is the
  * same: the mean test loss is bitwise equal.
@@ -66,6 +66,7 @@ static const tb_step_technique tech = {
     .param_name = "no_grad",
     TB_STEP_SETTINGS(settings),
     .metric = TB_METRIC_STEP,
+    .metric_name = "evaluation time",
     .setup = setup,
     .na_reason = tb_step_na_never,
     .tolerance = 0,

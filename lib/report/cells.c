@@ -181,6 +181,11 @@ void tb_report_verdict(char *buf, size_t cap, const tb_result_row *r)
         snprintf(buf, cap, "%s", tb_timing_verdict_name(r->timing_verdict));
 }
 
+int tb_report_weak_check(const tb_result_row *r)
+{
+    return strstr(r->note, "weak loss check") != NULL;
+}
+
 void tb_report_correctness(char *buf, size_t cap, const tb_result_row *r)
 {
     char e[32], t[32];
@@ -197,6 +202,10 @@ void tb_report_correctness(char *buf, size_t cap, const tb_result_row *r)
         break;
     default: snprintf(buf, cap, "not checked"); break;
     }
+    size_t n = strlen(buf);
+    if (tb_report_weak_check(r) && r->correctness != TB_CORRECT_NA && n + 1 < cap)
+        snprintf(buf + n, cap - n, "; weak loss check (a model predicting nothing passes it "
+                 "too): its note gives the first update's comparison");
 }
 
 void tb_report_point(char *buf, size_t cap, const tb_result_row *r)

@@ -57,6 +57,11 @@ void tb_report_ceiling(char *buf, size_t cap, const tb_result_row *r);
 /* faster / slower / within noise (with the noise floor) / no verdict. */
 void tb_report_verdict(char *buf, size_t cap, const tb_result_row *r);
 
+/* 1 when the row's note says its loss check was weak (step_harness.c:
+ * weak_check): the baseline's loss so near a model that predicts nothing
+ * that such a model passes too, and the first update judged beside it. */
+int tb_report_weak_check(const tb_result_row *r);
+
 /* exact / within tolerance / DIFFERS (with the error, the tolerance and
  * what the row was checked against) / not checked. */
 void tb_report_correctness(char *buf, size_t cap, const tb_result_row *r);
