@@ -1,7 +1,7 @@
 /*
  * report.h - the report a newcomer reads: results/<device>/REPORT.md, a
  * self-contained REPORT.html, and the summary table as summary.md and
- * summary.tex (LaTeX, booktabs).
+ * summary.tex (LaTeX: booktabs, tabularx).
  *
  * Input is a results folder as the technique binaries leave it
  * (results/README.md): every <technique>.csv, fingerprint.json, and when

@@ -108,8 +108,9 @@ const char *tb_report_group_name(tb_report_group g);
 void tb_report_order(const tb_report_pick *picks, size_t n, size_t *order);
 
 /* The summary table alone: picks[n] as a Markdown table (with the rule as
- * a sentence above it) and as a LaTeX booktabs table (a complete
- * table environment; needs \usepackage{booktabs}). */
+ * a sentence above it) and as LaTeX booktabs tables (one complete
+ * table* per verdict group, compact cells, \textwidth wide; needs
+ * \usepackage{booktabs,tabularx}). */
 int tb_report_summary_md(const tb_report_pick *picks, size_t n, FILE *f);
 int tb_report_summary_tex(const tb_report_pick *picks, size_t n, const char *device, FILE *f);
 
