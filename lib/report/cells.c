@@ -181,6 +181,23 @@ void tb_report_verdict(char *buf, size_t cap, const tb_result_row *r)
         snprintf(buf, cap, "%s", tb_timing_verdict_name(r->timing_verdict));
 }
 
+int tb_report_note_accuracy(const tb_result_row *r, double *pct)
+{
+    const char *at = r ? strstr(r->note, "test accuracy ") : NULL;
+    return at && sscanf(at, "test accuracy %lf%%", pct) == 1;
+}
+
+void tb_report_correctness_vs(char *buf, size_t cap, const tb_result_row *r,
+                              const tb_result_row *base)
+{
+    double mine, theirs;
+    tb_report_correctness(buf, cap, r);
+    if (r->correctness == TB_CORRECT_NA && r != base && tb_report_note_accuracy(r, &mine) &&
+        tb_report_note_accuracy(base, &theirs))
+        snprintf(buf, cap, "not checked (another trajectory): test accuracy %.1f%% vs the "
+                 "baseline's %.1f%% after as many samples", mine, theirs);
+}
+
 int tb_report_weak_check(const tb_result_row *r)
 {
     return strstr(r->note, "weak loss check") != NULL;

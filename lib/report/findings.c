@@ -135,6 +135,12 @@ static void effect_text(const tb_result_row *r, char *buf, size_t cap)
     if (d > 0) {
         snprintf(a, sizeof a, "%.*f", d, faster ? r->speedup : 1 / r->speedup);
         snprintf(hi, sizeof hi, "%.*f", d, faster ? r->speedup_ci_high : 1 / r->speedup_ci_low);
+    } else if (!strcmp(a, lo) || !strcmp(a, hi)) {
+        /* two digits put the estimate on an end of its interval ("1.4×
+         * slower [1.3, 1.4]" for 1/0.732 in [1.33, 1.40]): three */
+        snprintf(a, sizeof a, "%#.3g", faster ? r->speedup : 1 / r->speedup);
+        snprintf(lo, sizeof lo, "%#.3g", faster ? r->speedup_ci_low : 1 / r->speedup_ci_high);
+        snprintf(hi, sizeof hi, "%#.3g", faster ? r->speedup_ci_high : 1 / r->speedup_ci_low);
     }
     snprintf(buf, cap, "%s× %s [%s, %s]", a, faster ? "faster" : "slower", lo, hi);
 }
@@ -170,9 +176,11 @@ static void percent(char *buf, size_t cap, double rel)
         snprintf(buf, cap, "%.2g%%", 100 * rel);
 }
 
-static void result_text(const tb_result_row *r, char *buf, size_t cap)
+static void result_text(const tb_result_row *r, const tb_result_row *base, char *buf,
+                        size_t cap)
 {
     char e[32], t[32];
+    double mine, theirs;
     percent(e, sizeof e, r->max_rel_err);
     percent(t, sizeof t, r->tolerance);
     switch (r->correctness) {
@@ -189,7 +197,11 @@ static void result_text(const tb_result_row *r, char *buf, size_t cap)
                  r->checked_against[0] ? ", vs " : "", r->checked_against);
         break;
     default:
-        snprintf(buf, cap, "result not checked");
+        if (tb_report_note_accuracy(r, &mine) && tb_report_note_accuracy(base, &theirs))
+            snprintf(buf, cap, "test accuracy %.1f%% against the baseline's %.1f%% after as "
+                     "many samples (another trajectory: not compared by loss)", mine, theirs);
+        else
+            snprintf(buf, cap, "result not checked");
     }
 }
 
@@ -200,7 +212,7 @@ void tb_report_finding_text(const tb_report_pick *p, char *buf, size_t cap)
     shown.best = finding_row(p);
     effect_text(shown.best, effect, sizeof effect);
     where_text(&shown, where, sizeof where);
-    result_text(shown.best, result, sizeof result);
+    result_text(shown.best, p->baseline, result, sizeof result);
     snprintf(buf, cap, "**%s** (%s): %s %s, %s.", p->technique, shown.best->setting, effect,
              where, result);
 }

@@ -70,9 +70,11 @@ static void tex_flags(const tb_report_pick *p, char *buf, size_t cap)
 
 /* exact / within (err <= tol) / DIFFERS (err > tol) / not checked, with
  * a dagger where the loss check was weak (the caption says what it is). */
-static void tex_correct(const tb_result_row *r, char *buf, size_t cap)
+static void tex_correct(const tb_result_row *r, const tb_result_row *base, char *buf,
+                        size_t cap)
 {
     char e[32], t[32];
+    double mine, theirs;
     if (!r) {
         snprintf(buf, cap, "--");
         return;
@@ -83,7 +85,12 @@ static void tex_correct(const tb_result_row *r, char *buf, size_t cap)
     case TB_CORRECT_EXACT: snprintf(buf, cap, "exact"); break;
     case TB_CORRECT_WITHIN_TOL: snprintf(buf, cap, "%s ≤ %s", e, t); break;
     case TB_CORRECT_DIFFERS: snprintf(buf, cap, "DIFFERS: %s > %s", e, t); break;
-    default: snprintf(buf, cap, "not checked"); break;
+    default:
+        if (r != base && tb_report_note_accuracy(r, &mine) && tb_report_note_accuracy(base, &theirs))
+            snprintf(buf, cap, "test acc. %.1f%% vs %.1f%%", mine, theirs);
+        else
+            snprintf(buf, cap, "not checked");
+        break;
     }
     size_t n = strlen(buf);
     if (tb_report_weak_check(r) && n + 1 < cap)
@@ -148,7 +155,7 @@ static void tex_group(const tb_report_pick *picks, const size_t *order, size_t n
             *on = '\0';
         const tb_result_row *x = p->best, *b = p->baseline;
         snprintf(vs, sizeof vs, "%s vs %s", x ? x->setting : "--", b ? b->setting : "--");
-        tex_correct(x, corr, sizeof corr);
+        tex_correct(x, b, corr, sizeof corr);
         tex_flags(p, flags, sizeof flags);
         tex_escape(f, cells[0]);
         fputs(" & ", f);

@@ -359,6 +359,10 @@ static void test_findings_and_order(void)
     CHECK(!strcmp(text, "**eta** (on): 2.0× slower [1.6, 2.5] on the training step (ResNet-50), "
                         "bitwise the same result."));
     CHECK(tb_report_sure_effect(&slow) == log(0.625));
+    /* two digits would put the estimate on an end of its interval: three */
+    slow.speedup = 0.732, slow.speedup_ci_low = 0.712, slow.speedup_ci_high = 0.754;
+    tb_report_finding_text(&ps, text, sizeof text);
+    CHECK(strstr(text, "1.37× slower [1.33, 1.40]"), "three digits: %s", text);
     /* a setting other than the one shown DIFFERS (the H200 run's fp16 on
      * ResNet-50 beside its bf16 headline): it comes first, and is named */
     tb_result_row bad = *p[2].best;
@@ -801,6 +805,19 @@ static void test_wide_floor_flags(void)
     r.note[0] = '\0';
     tb_report_correctness(buf, sizeof buf, &r);
     CHECK(!strstr(buf, "weak"), "a strong check: %s", buf);
+    /* another trajectory (batch_size): its accuracy beside the baseline's */
+    tb_result_row base = r;
+    r.correctness = TB_CORRECT_NA;
+    snprintf(r.note, sizeof r.note, "another batch size and learning rate train another "
+             "trajectory: compare the accuracy instead; test accuracy 58.8%% (1000 test images)");
+    snprintf(base.note, sizeof base.note, "loss at step 64 1.23 vs 1.23; test accuracy 70.1%% "
+             "(1000 test images) after 1024 training samples");
+    tb_report_correctness_vs(buf, sizeof buf, &r, &base);
+    CHECK(!strcmp(buf, "not checked (another trajectory): test accuracy 58.8% vs the baseline's "
+                       "70.1% after as many samples"), "accuracy: %s", buf);
+    base.note[0] = '\0';
+    tb_report_correctness_vs(buf, sizeof buf, &r, &base);
+    CHECK(!strcmp(buf, "not checked"), "no baseline accuracy: %s", buf);
 }
 
 /* Each flag beside the row that earns it, and nowhere else. */

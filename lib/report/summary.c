@@ -438,7 +438,7 @@ void tb_report_summary_cells(const tb_report_pick *p, char cells[SUM_COLS][TB_RE
     snprintf(cells[3], TB_REPORT_CELL, "%s", best);
     tb_report_speedup(cells[4], TB_REPORT_CELL, p->best);
     tb_report_verdict(cells[5], TB_REPORT_CELL, p->best);
-    tb_report_correctness(cells[6], TB_REPORT_CELL, p->best);
+    tb_report_correctness_vs(cells[6], TB_REPORT_CELL, p->best, b);
     summary_flags(p, p->best, cells[7], TB_REPORT_CELL);
 }
 
