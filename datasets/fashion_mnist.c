@@ -17,8 +17,8 @@
 #define FMNIST_SIDE 28
 #define FMNIST_CLASSES 10
 /* Kept short: an error entry holds 384 characters and paths can be long. */
-#define FMNIST_HINT "install Debian's dataset-fashion-mnist, or pass --data-dir (or set " \
-                    TB_DATA_DIR_ENV ")"
+#define FMNIST_HINT "install Debian's dataset-fashion-mnist, or set " TB_DATA_DIR_ENV \
+                    " to a copy (bench:train: --data-dir)"
 
 const char *tb_dataset_default_dir(void)
 {
@@ -66,8 +66,8 @@ int tb_dataset_open_fashion_mnist(const char *dir, tb_split split, long limit, t
     if (rc == TB_ERR_DATA) /* there, but not what it should be */
         return TB_FAIL(rc, "cannot load Fashion-MNIST %s split from %s: a file is damaged "
                        "(below): reinstall it (apt-get install --reinstall "
-                       "dataset-fashion-mnist), or pass --data-dir (or set " TB_DATA_DIR_ENV
-                       ") to an intact copy", split_name, dir);
+                       "dataset-fashion-mnist), or set " TB_DATA_DIR_ENV " to an intact copy "
+                       "(bench:train: --data-dir)", split_name, dir);
     if (rc != TB_OK)
         return TB_FAIL(rc, "cannot load Fashion-MNIST %s split from %s: " FMNIST_HINT,
                        split_name, dir);

@@ -324,7 +324,7 @@ static void test_fmnist_errors(void)
     CHECK(rc == TB_ERR_IO, "rc %d", rc);
     /* The newest entry says what to do, the one below names the file. */
     CHECK(strstr(tb_error_message(), "dataset-fashion-mnist") != NULL &&
-              strstr(tb_error_message(), "--data-dir") != NULL &&
+              strstr(tb_error_message(), "TB_DATA_DIR") != NULL &&
               strstr(tb_error_message(), d) != NULL,
           "message: %s", tb_error_message());
     CHECK(strstr(chain_text(), "nowhere/t10k-images-idx3-ubyte.gz: No such file") != NULL,

@@ -21,6 +21,14 @@ for a in "$@"; do
     *) worker_args+=("$a") ;;
     esac
 done
+case "$ranks" in
+    ''|*[!0-9]*|0*) echo "ddp: --ranks=$ranks: expected a whole number of ranks, 1 or more" >&2
+                     exit 2 ;;
+esac
+command -v mpirun > /dev/null || {
+    echo "ddp: mpirun not found: install OpenMPI (apt-get install openmpi-bin libopenmpi-dev)" >&2
+    exit 2
+}
 here="$(cd "$(dirname "$0")" && pwd)"
 worker=""
 for c in "${RUNFILES_DIR:-/nonexistent}/tunebench/bench/ddp_worker" \

@@ -87,7 +87,7 @@ int tb_plan_parse_entry(const char *bin, const char *text, tb_plan_entry *e)
     const char *name = tb_json_get_string(j, "name", NULL);
     memset(e, 0, sizeof *e);
     if (!name || per_profile(tb_json_get(j, "est_seconds"), e->est_seconds) != 0 || !after ||
-        after->len > TB_MAX_AFTER) {
+        after->type != TB_JSON_ARRAY || after->len > TB_MAX_AFTER) {
         rc = TB_FAIL(TB_ERR_DATA, "%s --describe: no name, est_seconds[%d] or after", bin,
                      TB_PROFILES);
         goto out_free_json;
@@ -107,9 +107,15 @@ int tb_plan_parse_entry(const char *bin, const char *text, tb_plan_entry *e)
     snprintf(e->name, sizeof e->name, "%s", name);
     snprintf(e->results, sizeof e->results, "%s", tb_json_get_string(j, "results", name));
     e->order = (int)tb_json_get_number(j, "order", 0);
-    for (size_t i = 0; i < after->len; i++)
-        snprintf(e->after[i], sizeof e->after[i], "%s", tb_json_at(after, i)->string ?
-                 tb_json_at(after, i)->string : "");
+    for (size_t i = 0; i < after->len; i++) {
+        const tb_json *a = tb_json_at(after, i);
+        if (!a || a->type != TB_JSON_STRING) {
+            rc = TB_FAIL(TB_ERR_DATA, "%s --describe: after[%zu] is not a name (a stale "
+                         "binary?)", bin, i);
+            goto out_free_json;
+        }
+        snprintf(e->after[i], sizeof e->after[i], "%s", a->string);
+    }
 out_free_json:
     tb_json_free(j);
     return rc;

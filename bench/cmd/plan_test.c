@@ -57,6 +57,16 @@ static void test_parse(void)
                               &e) == TB_ERR_DATA,
           "budgets for 3 profiles of 4 refused");
     tb_error_clear();
+    /* a foreign or stale binary's "after" that is no list of names: refused, not a crash */
+    static const char *const afters[] = {"\"x\"", "{\"a\":1}", "[1]", "[\"ok\",null]"};
+    for (size_t i = 0; i < sizeof afters / sizeof afters[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "{\"name\":\"odd\",\"est_seconds\":[1,2,3,4],"
+                 "\"budget_seconds\":[1,2,3,4],\"order\":0,\"after\":%s}", afters[i]);
+        CHECK(tb_plan_parse_entry("odd", text, &e) == TB_ERR_DATA, "after %s refused",
+              afters[i]);
+        tb_error_clear();
+    }
 }
 
 static void test_limits(void)

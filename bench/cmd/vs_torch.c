@@ -119,6 +119,8 @@ static const char *g_python, *g_script, *g_only = "";
 static double g_budget = 120;
 
 /* 1 when `python -c "import torch"` succeeds. */
+/* 1 if python imports torch; 0 if it runs and cannot; -1 if it cannot be
+ * run at all (no such file, not executable). */
 static int torch_importable(const char *python)
 {
     pid_t pid = fork();
@@ -133,6 +135,8 @@ static int torch_importable(const char *python)
     int st;
     if (waitpid(pid, &st, 0) != pid)
         return 0;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+        return -1;
     return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
@@ -455,7 +459,25 @@ out:
 
 static int run(tb_bench *b)
 {
-    if (!torch_importable(g_python)) {
+    /* a mistyped --only would time nothing and write a header-only CSV over
+     * the results of an earlier run: refused before anything is written */
+    int any = 0;
+    for (int i = 0; i < NCONFIGS; i++)
+        any |= strstr(configs[i].name, g_only) != NULL;
+    if (!any) {
+        char names[1024] = "";
+        for (int i = 0; i < NCONFIGS; i++) {
+            size_t n = strlen(names);
+            snprintf(names + n, sizeof names - n, "%s\"%s\"", i ? ", " : "", configs[i].name);
+        }
+        return TB_FAIL(TB_ERR_INVALID, "--only=%s matches no configuration (they are %s); "
+                       "nothing was run or written", g_only, names);
+    }
+    int importable = torch_importable(g_python);
+    if (importable < 0)
+        return TB_FAIL(TB_ERR_INVALID, "cannot run `%s` (--python or TB_TORCH_PYTHON): no such "
+                       "program, or not executable; nothing was written", g_python);
+    if (!importable) {
         fprintf(stderr, "vs_torch: `%s -c \"import torch\"` failed: PyTorch is not installed "
                 "there; writing n/a rows (--python=PATH or TB_TORCH_PYTHON picks another "
                 "Python)\n", g_python);
@@ -510,7 +532,7 @@ int main(int argc, char **argv)
         {.name = "only", .kind = TB_FLAG_STRING, .value = &g_only,
          .help = "time only the configurations whose name holds this (e.g. gpt2)"},
         {.name = "budget", .kind = TB_FLAG_DOUBLE, .value = &g_budget,
-         .help = "seconds of rounds per configuration"},
+         .help = "seconds of rounds per configuration", .range = TB_RANGE_ABOVE(0)},
     };
     tb_bench b;
     int done = 0;

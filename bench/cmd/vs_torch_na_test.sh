@@ -23,4 +23,13 @@ done
 TB_TORCH_PYTHON=/bin/false "$bin" --out-dir="$out/env" > /dev/null 2> "$out.env" ||
   fail "TB_TORCH_PYTHON=/bin/false exited non-zero"
 grep -q "/bin/false" "$out.env" || fail "TB_TORCH_PYTHON not used: $(cat "$out.env")"
+# bad input is refused before anything is written: the earlier CSV stays
+before=$(md5sum "$csv")
+"$bin" --python=/bin/false --only=no_such_model --out-dir="$out" > /dev/null 2> "$out.only" &&
+  fail "--only matching nothing exited 0"
+grep -q "matches no configuration" "$out.only" || fail "--only: $(cat "$out.only")"
+"$bin" --python=/nonexistent/python --out-dir="$out" > /dev/null 2> "$out.py" &&
+  fail "--python that cannot run exited 0"
+grep -q "cannot run" "$out.py" || fail "--python: $(cat "$out.py")"
+[ "$(md5sum "$csv")" = "$before" ] || fail "a refused run changed $csv"
 echo "PASS: n/a path"

@@ -288,7 +288,9 @@ static int launch(sweep *s, ddp_case *c, const char *report, int check)
     if (pid == 0) {
         dup2(2, 1);
         execvp("mpirun", (char *const *)argv);
-        fprintf(stderr, "ddp: cannot run mpirun: %s\n", strerror(errno));
+        fprintf(stderr, "ddp: cannot run mpirun: %s%s\n", strerror(errno),
+                errno == ENOENT ? " (install OpenMPI: apt-get install openmpi-bin "
+                                  "libopenmpi-dev)" : "");
         _exit(127);
     }
     int st = 0;

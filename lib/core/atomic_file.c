@@ -226,6 +226,11 @@ int tb_atomic_reserve(const char *path, char *tmp, size_t cap)
 int tb_atomic_check_writable(const char *path, const char *flag)
 {
     char tmp[PATH_MAX + 64];
+    struct stat st;
+    /* the final rename cannot replace a directory: found now, not after the run */
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return TB_FAIL(TB_ERR_INVALID, "%s=%s is a directory: name a file in it; nothing was "
+                       "run", flag, path);
     int rc = tb_atomic_reserve(path, tmp, sizeof tmp);
     if (rc != TB_OK)
         return TB_FAIL(rc, "%s=%s: cannot write there (its folder must exist and be "

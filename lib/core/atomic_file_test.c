@@ -227,6 +227,11 @@ static void test_check_writable(void)
               strstr(tb_error_message(), "no_such_folder"),
           "a missing folder: TB_ERR_IO naming the flag and the path (%s)", tb_error_message());
     tb_error_clear();
+    /* a directory passes the temporary's test but fails the rename at the end */
+    rc = tb_atomic_check_writable(dir, "--trace");
+    CHECK(rc == TB_ERR_INVALID && strstr(tb_error_message(), "is a directory"),
+          "a directory: refused before the run (%s)", tb_error_message());
+    tb_error_clear();
 }
 
 static void test_outdir(void)
