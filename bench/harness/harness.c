@@ -16,16 +16,45 @@
 /* tb_profile order, then auto (the flag's default) */
 static const char *const profile_names[] = {"default", "full", "tiny", "gpu", "auto", NULL};
 
-/* The temporary Google Benchmark is writing into, removed if the run is
- * interrupted so that no half-written file is left beside the results. */
-static char pending_tmp[PATH_MAX + 96];
+/* What an interrupted run must not leave behind (tb_bench_remove_on_signal):
+ * the temporaries Google Benchmark and the rounds write into, data staged
+ * outside the results (data_format's copy in /dev/shm). The handler only
+ * calls unlink and rmdir, which are async-signal-safe, then dies of the
+ * signal, as bench:all's guard expects. */
+#define MAX_ON_SIGNAL 8
+static char on_signal[MAX_ON_SIGNAL][PATH_MAX + 96];
+static volatile sig_atomic_t on_signal_n;
 
-static void remove_pending_and_die(int sig)
+static void remove_and_die(int sig)
 {
-    if (pending_tmp[0])
-        unlink(pending_tmp);
+    for (int i = 0; i < on_signal_n; i++)
+        if (on_signal[i][0] && unlink(on_signal[i]) != 0)
+            rmdir(on_signal[i]);
     signal(sig, SIG_DFL);
     raise(sig);
+}
+
+int tb_bench_remove_on_signal(const char *path)
+{
+    int i = 0;
+    while (i < on_signal_n && on_signal[i][0])
+        i++;
+    if (i == MAX_ON_SIGNAL)
+        return TB_FAIL(TB_ERR_INTERNAL, "more than %d paths to remove on a signal", MAX_ON_SIGNAL);
+    if (snprintf(on_signal[i], sizeof on_signal[i], "%s", path) >= (int)sizeof on_signal[i])
+        return TB_FAIL(TB_ERR_INVALID, "path too long: %s", path);
+    if (i == on_signal_n)
+        on_signal_n = i + 1;
+    signal(SIGINT, remove_and_die);
+    signal(SIGTERM, remove_and_die);
+    return TB_OK;
+}
+
+void tb_bench_keep_on_signal(const char *path)
+{
+    for (int i = 0; i < on_signal_n; i++)
+        if (!strcmp(on_signal[i], path))
+            on_signal[i][0] = '\0';
 }
 
 int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, size_t nextra,
@@ -150,14 +179,14 @@ int tb_bench_run(tb_bench *b, gb_results **out)
     snprintf(name, sizeof name, "%s.gbench.json", b->technique);
     TB_TRY(tb_outdir_join(b->od.results, name, path, sizeof path));
     TB_TRY(tb_atomic_reserve(path, tmp, sizeof tmp));
-    snprintf(pending_tmp, sizeof pending_tmp, "%s", tmp);
-    signal(SIGINT, remove_pending_and_die);
-    signal(SIGTERM, remove_pending_and_die);
+    int rc = tb_bench_remove_on_signal(tmp);
+    if (rc != TB_OK) {
+        unlink(tmp);
+        return rc;
+    }
     size_t n_run = 0;
-    int rc = tbb_run(&b->argc, b->argv, tmp, &n_run);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    pending_tmp[0] = 0;
+    rc = tbb_run(&b->argc, b->argv, tmp, &n_run);
+    tb_bench_keep_on_signal(tmp);
     if (rc != TB_OK) {
         unlink(tmp);
         return rc;

@@ -185,4 +185,11 @@ void tb_bench_timed_iterations(tbb_state *st, tb_backend *be, tb_timed_op op, vo
 /* Prints the error chain and returns the exit code for status rc. */
 int tb_bench_fail(const char *technique, int rc);
 
+/* path is removed (unlink, or rmdir for an empty folder) if SIGINT or
+ * SIGTERM ends the process before tb_bench_keep_on_signal(path): a
+ * temporary being written, data staged for the run. Register a folder
+ * after the files in it. At most 8 at a time. */
+int tb_bench_remove_on_signal(const char *path);
+void tb_bench_keep_on_signal(const char *path);
+
 #endif

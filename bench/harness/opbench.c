@@ -391,12 +391,18 @@ static int time_cases(tb_bench *b, const opb_set *set, opb_plan *plan, tb_rounds
     TB_TRY(tb_outdir_join(b->od.results, name, path, sizeof path));
     TB_TRY(tb_atomic_reserve(path, tmp, sizeof tmp));
     cfg.gbench_json = tmp;
+    int rc = tb_bench_remove_on_signal(tmp);
+    if (rc != TB_OK) {
+        unlink(tmp);
+        return rc;
+    }
     fprintf(stderr, "%s: %zu cases as %d arms in rounds (seed %llu, budget %.0f s, "
             "repetitions of >= %g s)\n", b->technique, set->n, plan->n_arms,
             (unsigned long long)cfg.seed, cfg.budget_s, cfg.min_rep_s);
-    int rc = tb_rounds_run(&cfg, plan->arms, plan->n_arms, rr);
+    rc = tb_rounds_run(&cfg, plan->arms, plan->n_arms, rr);
     if (rc == TB_OK)
         rc = tb_atomic_publish(tmp, path);
+    tb_bench_keep_on_signal(tmp);
     if (rc != TB_OK) {
         unlink(tmp);
         return rc;

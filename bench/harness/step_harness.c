@@ -1011,6 +1011,11 @@ static int time_all(step_run *r, tb_rounds_result *res)
     TB_TRY(tb_outdir_join(r->b.od.results, name, path, sizeof path));
     TB_TRY(tb_atomic_reserve(path, tmp, sizeof tmp));
     cfg.gbench_json = tmp;
+    int rc = tb_bench_remove_on_signal(tmp);
+    if (rc != TB_OK) {
+        unlink(tmp);
+        return rc;
+    }
     char how[128];
     if (r->n_alone == r->plan.n_arms)
         snprintf(how, sizeof how, "rebuilt every round");
@@ -1023,15 +1028,18 @@ static int time_all(step_run *r, tb_rounds_result *res)
             "rounds, target +-%g%%, budget %g s, seed %#llx\n", r->tech->desc.name, r->wl_label,
             r->plan.n_arms, how, cfg.min_rep_s, cfg.min_rounds, cfg.max_rounds,
             100 * cfg.target_half_width, cfg.budget_s, (unsigned long long)cfg.seed);
-    int rc = tb_rounds_run(&cfg, r->tarms, r->plan.n_arms, res);
+    rc = tb_rounds_run(&cfg, r->tarms, r->plan.n_arms, res);
     if (rc != TB_OK) {
+        tb_bench_keep_on_signal(tmp);
         unlink(tmp);
         return rc;
     }
     fprintf(stderr, "%s: %s: %d rounds in %.1f s, stopped by %s; load %.2f%s\n",
             r->tech->desc.name, r->wl_label, res->rounds, res->seconds, tb_rounds_stop_name(res->stop), res->load_avg,
             res->busy ? " (busy machine)" : "");
-    return tb_atomic_publish(tmp, path);
+    rc = tb_atomic_publish(tmp, path);
+    tb_bench_keep_on_signal(tmp);
+    return rc;
 }
 
 /* ---- rows ---- */
@@ -1765,6 +1773,75 @@ static int check_round_flags(const step_run *r)
 static const char *const wl_size_names[] = {"auto", "reduced", "full", "tiny", "gpu", NULL};
 static const char *const control_names[] = {"auto", "always", "never", NULL};
 
+/* The step harness's own flags (beside tb_bench's common ones), bound to
+ * the step_run r: a macro, not a function returning the table, since the
+ * ranges are compound literals that live as long as the block that holds
+ * the table. */
+#define STEP_FLAGS(r) \
+        {"mem-limit", TB_FLAG_DOUBLE_AUTO, &(r)->mem_limit_mib, \
+         "device memory limit in MiB counted by the backend's allocator (0 = none; " \
+         "auto: the technique's for the profile)", NULL, TB_RANGE_MIN(0)}, \
+        {"check-steps", TB_FLAG_INT, &(r)->check_steps_flag, \
+         "steps of the correctness pass (0 = the profile's)", NULL, TB_RANGE(0, 1000000)}, \
+        {"loader-workers", TB_FLAG_INT, &(r)->loader_workers_flag, \
+         "loader worker threads that build the batches ahead of the step (-1 = auto: " \
+         "4 on a GPU, 0 on the CPU, where the host is the device; techniques of the loader " \
+         "set their own)", NULL, TB_RANGE(-1, 64)}, \
+        {"target", TB_FLAG_DOUBLE, &(r)->target, \
+         "rounds stop once every speedup's 95% interval is within +-this (relative; 0 = the " \
+         "profile's, 0.02 by default), or on --budget, or at --max-rounds", NULL, \
+         TB_RANGE_HALF_OPEN(0, 0.5)}, \
+        {"budget", TB_FLAG_DOUBLE, &(r)->budget, \
+         "seconds of warm-up and rounds at most (0 = the technique's for the profile)", NULL, \
+         TB_RANGE_MIN(0)}, \
+        {"min-rep", TB_FLAG_DOUBLE, &(r)->min_rep, \
+         "a repetition lasts at least this many seconds (0 = the profile's)", NULL, \
+         TB_RANGE(0, 60)}, \
+        {"max-rounds", TB_FLAG_INT, &(r)->max_rounds, \
+         "cap of the rounds (0 = the profile's); --reps is their minimum", NULL, \
+         TB_RANGE_MIN(0)}, \
+        {"seed", TB_FLAG_LONG, &(r)->seed, \
+         "seed of the rounds' shuffled orders (0 = one fixed per technique)", NULL}, \
+        {"rounds-per-build", TB_FLAG_INT, &(r)->rounds_per_build, \
+         "kept-alive trainers are built afresh every this many rounds, and intervals count " \
+         "the spread between builds (0 = the profile's: 1 for step times, 4 for epoch times)", \
+         NULL, \
+         TB_RANGE(0, 100000)}, \
+        {"workload-size", TB_FLAG_CHOICE, &(r)->wl_size_flag, \
+         "size of the ResNet-50 and GPT-2 workloads (lib/train/workload.h): auto (tiny in the " \
+         "tiny profile, gpu in the gpu one, full on CUDA, else reduced), reduced, full (the " \
+         "real models), tiny or gpu (the real models at batches 256 and 16, halved until they " \
+         "fit)", \
+         wl_size_names, NULL}, \
+        {"rounding-control", TB_FLAG_CHOICE, &(r)->control_flag, \
+         "the correctness pass's rounding control (the baseline again from weights moved by " \
+         "7.6e-6; a setting differs only past twice how far that ended): auto (only for a " \
+         "baseline with a setting past the technique's tolerance), always, never (the " \
+         "declared tolerance alone)", \
+         control_names, NULL},
+
+int tb_step_only_flag(const char *arg)
+{
+    step_run r0 = {0}, *r = &r0;
+    const tb_flag f[] = {STEP_FLAGS(r)};
+    size_t n = TB_COUNT(f);
+    if (strncmp(arg, "--", 2) != 0)
+        return 0;
+    arg += 2;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(f[i].name);
+        /* the two a time-to-accuracy part declares too (waterfall.c) */
+        if (!strcmp(f[i].name, "mem-limit") || !strcmp(f[i].name, "check-steps") ||
+            strncmp(arg, f[i].name, len) != 0)
+            continue;
+        if (arg[len] == '=')
+            return 1;
+        if (arg[len] == '\0')
+            return 2;
+    }
+    return 0;
+}
+
 int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
 {
     step_run *r = calloc(1, sizeof *r);
@@ -1775,49 +1852,8 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
     r->tech = tech;
     r->mem_limit_mib = TB_FLAG_UNSET;
     r->loader_workers_flag = -1;
-    tb_flag extra[] = {
-        {"mem-limit", TB_FLAG_DOUBLE_AUTO, &r->mem_limit_mib,
-         "device memory limit in MiB counted by the backend's allocator (0 = none; "
-         "auto: the technique's for the profile)", NULL, TB_RANGE_MIN(0)},
-        {"check-steps", TB_FLAG_INT, &r->check_steps_flag,
-         "steps of the correctness pass (0 = the profile's)", NULL, TB_RANGE(0, 1000000)},
-        {"loader-workers", TB_FLAG_INT, &r->loader_workers_flag,
-         "loader worker threads that build the batches ahead of the step (-1 = auto: "
-         "4 on a GPU, 0 on the CPU, where the host is the device; techniques of the loader "
-         "set their own)", NULL, TB_RANGE(-1, 64)},
-        {"target", TB_FLAG_DOUBLE, &r->target,
-         "rounds stop once every speedup's 95% interval is within +-this (relative; 0 = the "
-         "profile's, 0.02 by default), or on --budget, or at --max-rounds", NULL,
-         TB_RANGE_HALF_OPEN(0, 0.5)},
-        {"budget", TB_FLAG_DOUBLE, &r->budget,
-         "seconds of warm-up and rounds at most (0 = the technique's for the profile)", NULL,
-         TB_RANGE_MIN(0)},
-        {"min-rep", TB_FLAG_DOUBLE, &r->min_rep,
-         "a repetition lasts at least this many seconds (0 = the profile's)", NULL,
-         TB_RANGE(0, 60)},
-        {"max-rounds", TB_FLAG_INT, &r->max_rounds,
-         "cap of the rounds (0 = the profile's); --reps is their minimum", NULL,
-         TB_RANGE_MIN(0)},
-        {"seed", TB_FLAG_LONG, &r->seed,
-         "seed of the rounds' shuffled orders (0 = one fixed per technique)", NULL},
-        {"rounds-per-build", TB_FLAG_INT, &r->rounds_per_build,
-         "kept-alive trainers are built afresh every this many rounds, and intervals count "
-         "the spread between builds (0 = the profile's: 1 for step times, 4 for epoch times)",
-         NULL,
-         TB_RANGE(0, 100000)},
-        {"workload-size", TB_FLAG_CHOICE, &r->wl_size_flag,
-         "size of the ResNet-50 and GPT-2 workloads (lib/train/workload.h): auto (tiny in the "
-         "tiny profile, gpu in the gpu one, full on CUDA, else reduced), reduced, full (the "
-         "real models), tiny or gpu (the real models at batches 256 and 16, halved until they "
-         "fit)",
-         wl_size_names, NULL},
-        {"rounding-control", TB_FLAG_CHOICE, &r->control_flag,
-         "the correctness pass's rounding control (the baseline again from weights moved by "
-         "7.6e-6; a setting differs only past twice how far that ended): auto (only for a "
-         "baseline with a setting past the technique's tolerance), always, never (the "
-         "declared tolerance alone)",
-         control_names, NULL},
-    };
+    tb_flag extra[] = {STEP_FLAGS(r)};
+    size_t nextra = TB_COUNT(extra);
     /* the tiny test learns the workloads from --describe */
     r->desc = tech->desc;
     name_workloads(tech, TB_PROFILE_TINY, r->wl_names, sizeof r->wl_names);
@@ -1825,7 +1861,7 @@ int tb_step_main(const tb_step_technique *tech, int argc, char **argv)
     name_workloads(tech, TB_PROFILE_GPU, r->wl_gpu_names, sizeof r->wl_gpu_names);
     r->desc.gpu_workloads = r->wl_gpu_names;
     int done = 0;
-    int rc = tb_bench_init(&r->b, &r->desc, extra, TB_COUNT(extra), argc, argv, &done);
+    int rc = tb_bench_init(&r->b, &r->desc, extra, nextra, argc, argv, &done);
     if (rc == TB_OK && !done)
         rc = check_round_flags(r);
     if (rc == TB_OK && !done) {

@@ -220,6 +220,13 @@ typedef struct tb_step_technique {
  * code (0, or tb_bench_fail's). */
 int tb_step_main(const tb_step_technique *tech, int argc, char **argv);
 
+/* Whether arg is one of the step harness's own flags that a second part
+ * of the same binary does not declare (bench:waterfall's time to
+ * accuracy): 1 for "--name=value", 2 for "--name" whose value is the next
+ * argument, 0 otherwise (--mem-limit and --check-steps: 0, that part
+ * declares them). */
+int tb_step_only_flag(const char *arg);
+
 /* In a tb_step_technique initializer: the settings array and its count. */
 #define TB_STEP_SETTINGS(array) .settings = (array), .n_settings = (int)TB_COUNT(array)
 

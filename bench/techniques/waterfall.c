@@ -499,18 +499,31 @@ out_close:
 
 int main(int argc, char **argv)
 {
-    /* Both parts parse the same flags: the first consumes what it reads. */
+    /* The step part parses every flag first (an unknown one is refused
+     * before any work); the time-to-accuracy part gets the same argv less
+     * the step harness's own flags (--seed, --budget, --target...), which
+     * mean nothing to it: it refused them after the step part's minutes
+     * of work, and left its own CSV stale beside a new waterfall.csv. */
     char **copy = malloc(((size_t)argc + 1) * sizeof *copy);
     if (!copy)
         return 1;
-    memcpy(copy, argv, ((size_t)argc + 1) * sizeof *copy);
+    int n = 0, help = 0;
+    for (int i = 0; i < argc; i++) {
+        int kind = i > 0 ? tb_step_only_flag(argv[i]) : 0;
+        help |= i > 0 && (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"));
+        if (kind == 2)
+            i++; /* and its value */
+        else if (kind == 0)
+            copy[n++] = argv[i];
+    }
+    copy[n] = NULL;
     build_names();
     int code = tb_step_main(&waterfall, argc, argv);
-    if (code != 0 || tb_technique_wants_describe(argc, copy)) {
+    if (code != 0 || help || tb_technique_wants_describe(n, copy)) {
         free(copy);
         return code;
     }
-    int rc = tta_main(argc, copy);
+    int rc = tta_main(n, copy);
     free(copy);
     return rc == TB_OK ? 0 : tb_bench_fail("time_to_accuracy", rc);
 }

@@ -7,10 +7,14 @@
 #include "lib/report/folder.h"
 
 #include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "lib/core/atomic_file.h"
+#include "lib/core/json.h"
 
 int tb_report_has_suffix(const char *s, const char *suf)
 {
@@ -92,11 +96,28 @@ int tb_report_results_folders(const char *dir, char *out, size_t cap, int max, i
     return TB_OK;
 }
 
+/* 1 when the file's first line is no tunebench results header (its
+ * columns begin "technique,"): a user's notes.csv, or bench:compare's
+ * compare.csv written into a results folder. Such a file is skipped, with
+ * a warning; a results CSV that is damaged still fails the report. */
+static int foreign_csv(const char *path)
+{
+    char head[64];
+    long n = tb_read_head(path, head, sizeof head);
+    return n >= 0 && strncmp(head, "technique,", strlen("technique,")) != 0;
+}
+
 static int load_csv(tb_report_folder *f, const char *name)
 {
     char path[PATH_MAX + 160], id[160];
     snprintf(id, sizeof id, "%.*s", (int)(strlen(name) - 4), name);
     TB_TRY(tb_outdir_join(f->results_dir, name, path, sizeof path));
+    if (foreign_csv(path)) {
+        fprintf(stderr, "report: %s is not a tunebench results CSV (its header does not "
+                "begin with \"technique,\"): left out; move it elsewhere to silence this\n",
+                path);
+        return TB_OK;
+    }
     tb_results *dst;
     if (!strcmp(id, TB_REPORT_CEILINGS))
         dst = &f->ceilings, f->have_ceilings = 1;
@@ -173,6 +194,15 @@ void tb_report_sibling_plots_dir(const char *results_dir, const char *slug, char
     snprintf(out, cap, "%s/plots/%s", root, slug);
 }
 
+static void optional_damaged(const char *path, tb_json **j)
+{
+    fprintf(stderr, "report: %s cannot be read (%s): its section is left out; bench:all "
+            "writes it again on the next run\n", path, tb_error_message());
+    tb_error_clear();
+    tb_json_free(*j);
+    *j = NULL;
+}
+
 int tb_report_load(const char *results_dir, const char *plots_dir, tb_report_folder **out)
 {
     *out = NULL;
@@ -210,12 +240,14 @@ int tb_report_load(const char *results_dir, const char *plots_dir, tb_report_fol
         TB_TRY_GOTO(rc, tb_fingerprint_load(path, &f->fp), out_fail);
         f->have_fp = 1;
     }
+    /* telemetry and the plan only add sections: a damaged one is left out,
+     * said on stderr, and the report says "not measured" there */
     TB_TRY_GOTO(rc, tb_outdir_join(f->results_dir, "telemetry.json", path, sizeof path), out_fail);
-    if (access(path, R_OK) == 0)
-        TB_TRY_GOTO(rc, tb_json_parse_file(path, 0, &f->telemetry), out_fail);
+    if (access(path, R_OK) == 0 && tb_json_parse_file(path, 0, &f->telemetry) != TB_OK)
+        optional_damaged(path, &f->telemetry);
     TB_TRY_GOTO(rc, tb_outdir_join(f->results_dir, "budget.json", path, sizeof path), out_fail);
-    if (access(path, R_OK) == 0)
-        TB_TRY_GOTO(rc, tb_json_parse_file(path, 0, &f->budget), out_fail);
+    if (access(path, R_OK) == 0 && tb_json_parse_file(path, 0, &f->budget) != TB_OK)
+        optional_damaged(path, &f->budget);
     TB_TRY_GOTO(rc, list_dir(f->plots_dir, ".png", names, TB_REPORT_MAX_PLOTS, &n), out_fail);
     for (int i = 0; i < n; i++)
         snprintf(f->plots[f->nplots++], sizeof f->plots[0], "%.*s", (int)(strlen(names[i]) - 4),
