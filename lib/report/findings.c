@@ -213,6 +213,7 @@ void tb_report_finding_text(const tb_report_pick *p, char *buf, size_t cap)
     effect_text(shown.best, effect, sizeof effect);
     where_text(&shown, where, sizeof where);
     result_text(shown.best, p->baseline, result, sizeof result);
-    snprintf(buf, cap, "**%s** (%s): %s %s, %s.", p->technique, shown.best->setting, effect,
-             where, result);
+    snprintf(buf, cap, "**%s** (%s): %s %s, %s.%s%s%s", p->technique, shown.best->setting,
+             effect, where, result, p->earlier[0] ? " From an earlier run (its CSV written " : "",
+             p->earlier, p->earlier[0] ? "), not this one." : "");
 }

@@ -4,6 +4,7 @@
  *
  * Test: bazel test //lib/report:report_test
  */
+#define _GNU_SOURCE /* strptime, timegm */
 #include "lib/report/folder.h"
 
 #include <dirent.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib/core/atomic_file.h"
@@ -194,6 +196,38 @@ void tb_report_sibling_plots_dir(const char *results_dir, const char *slug, char
     snprintf(out, cap, "%s/plots/%s", root, slug);
 }
 
+/* f->earlier[t] for every technique whose CSV is older than the bench:all
+ * run the folder holds: `bench:all --only=x` rewrites x and leaves the
+ * rest, which the report would otherwise present as this run's. */
+static void mark_earlier(tb_report_folder *f)
+{
+    char path[PATH_MAX + 64];
+    tb_fingerprint fp;
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    if (tb_outdir_join(f->results_dir, "run_state.fingerprint.json", path, sizeof path) !=
+            TB_OK ||
+        access(path, R_OK) != 0 || tb_fingerprint_load(path, &fp) != TB_OK) {
+        tb_error_clear(); /* no bench:all run here, or an unreadable state: nothing to say */
+        return;
+    }
+    const char *when = tb_fingerprint_get(&fp, "run.time_utc");
+    if (!when || !strptime(when, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        return;
+    time_t start = timegm(&tm);
+    for (int t = 0; t < f->ntech; t++) {
+        char name[64];
+        struct stat st;
+        snprintf(name, sizeof name, "%s.csv", f->tech[t]);
+        if (tb_outdir_join(f->results_dir, name, path, sizeof path) != TB_OK ||
+            stat(path, &st) != 0 || st.st_mtime >= start)
+            continue;
+        struct tm w;
+        gmtime_r(&st.st_mtime, &w);
+        strftime(f->earlier[t], sizeof f->earlier[t], "%Y-%m-%d %H:%M UTC", &w);
+    }
+}
+
 static void optional_damaged(const char *path, tb_json **j)
 {
     fprintf(stderr, "report: %s cannot be read (%s): its section is left out; bench:all "
@@ -234,6 +268,7 @@ int tb_report_load(const char *results_dir, const char *plots_dir, tb_report_fol
             TB_TRY_GOTO(rc, load_csv(f, names[i]), out_fail);
     for (int t = 0; t < f->ntech; t++)
         load_sidecar(f, t);
+    mark_earlier(f);
     char path[PATH_MAX + 64];
     TB_TRY_GOTO(rc, tb_outdir_join(f->results_dir, "fingerprint.json", path, sizeof path), out_fail);
     if (access(path, R_OK) == 0) {

@@ -53,8 +53,11 @@ static void tex_flags(const tb_report_pick *p, char *buf, size_t cap)
         return;
     int f = tb_report_row_flags(r);
     size_t n = 0;
+    if (p->earlier[0])
+        n += (size_t)snprintf(buf, cap, "earlier run");
     if (f & (TB_FLAG_BUDGET | TB_FLAG_CAP))
-        n += (size_t)snprintf(buf + n, cap - n, "%s", f & TB_FLAG_BUDGET ? "budget" : "cap");
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? ", " : "",
+                              f & TB_FLAG_BUDGET ? "budget" : "cap");
     if ((f & TB_FLAG_BUSY || p->flags.busy) && n < cap)
         n += (size_t)snprintf(buf + n, cap - n, "%sbusy", n ? ", " : "");
     if (f & TB_FLAG_UNRELIABLE && n < cap)
@@ -124,7 +127,8 @@ static void tex_group(const tb_report_pick *picks, const size_t *order, size_t n
               "tolerance; $^\\dagger$ a weak loss check, which a model predicting nothing "
               "would also pass (the first update is compared too: REPORT.md). Flags: stopped "
               "by the time budget (or the round cap), a busy machine, an A/A check whose "
-              "interval excludes 1, an interval or noise floor wider than $\\pm$10\\%. Medians, "
+              "interval excludes 1, an interval or noise floor wider than $\\pm$10\\%, a result "
+              "from an earlier run than the others (earlier run). Medians, "
               "notes and every other setting are in REPORT.md and the CSVs", f);
     } else {
         fputs("Speedups on ", f);

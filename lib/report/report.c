@@ -1075,6 +1075,7 @@ static void pick_one(const tb_report_folder *f, int t, tb_report_pick *p)
         snprintf(p->workload, sizeof p->workload, "%s", f->workload[t]);
     else if (r && tb_report_is_step_level(r))
         snprintf(p->workload, sizeof p->workload, "small CNN");
+    snprintf(p->earlier, sizeof p->earlier, "%s", f->earlier[t]);
 }
 
 /* Every technique's pick, and the summary's: one per (technique, workload)
@@ -1095,6 +1096,7 @@ static void pick_all(const tb_report_folder *f, report_picks *ps)
             tb_report_pick_workload(&f->rows[t], f->tech[t], f->headline[t],
                                     f->headline_metric[t], wl[k], p);
             snprintf(p->workload, sizeof p->workload, "%s", wl[k]);
+            snprintf(p->earlier, sizeof p->earlier, "%s", f->earlier[t]);
         }
     }
 }

@@ -89,6 +89,10 @@ typedef struct tb_report_folder {
      * column, when results carry one); "" when absent. */
     char headline[TB_REPORT_MAX_TECH][64];
     char headline_metric[TB_REPORT_MAX_TECH][96];
+    /* When technique t's CSV was written, where that was before the run
+     * the folder holds began (run_state.fingerprint.json's run.time_utc:
+     * bench:all's start, kept across --resume); "" otherwise. */
+    char earlier[TB_REPORT_MAX_TECH][32];
     char workload[TB_REPORT_MAX_TECH][96];
     tb_results ceilings, waterfall, tta;
     int have_ceilings, have_waterfall, have_tta;

@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/report/cells.h"
 #include "lib/report/findings.h"
@@ -820,6 +821,34 @@ static void test_wide_floor_flags(void)
     CHECK(!strcmp(buf, "not checked"), "no baseline accuracy: %s", buf);
 }
 
+/* A bench:all run that began after a technique's CSV was written (an
+ * --only run over an older folder): that technique is flagged as from an
+ * earlier run, the others are not. */
+static void test_earlier_run(const char *rdir)
+{
+    char path[4300], cmd[4400];
+    tb_fingerprint fp;
+    memset(&fp, 0, sizeof fp);
+    snprintf(path, sizeof path, "%s/run_state.fingerprint.json", rdir);
+    CHECK_OK(tb_fingerprint_set(&fp, "run.time_utc", "2030-01-01T00:00:00Z"));
+    CHECK_OK(tb_fingerprint_save(&fp, path));
+    /* every CSV but alpha's written "after" the run began */
+    snprintf(cmd, sizeof cmd, "touch -d 2030-06-01 '%s'/*.csv && touch -d 2029-12-31 '%s/alpha.csv'",
+             rdir, rdir);
+    CHECK(system(cmd) == 0, "touch");
+    CHECK_OK(tb_report_write_dir(rdir, NULL));
+    char *md = tb_test_slurp(rdir, "summary.md");
+    char l[4096];
+    if (md) {
+        line_of(md, "| alpha |", l, sizeof l);
+        CHECK(strstr(l, "FROM AN EARLIER RUN (its CSV written 2029-12-31 00:00 UTC, before this "
+                        "run began)"), "alpha flagged: %s", l);
+        CHECK(count_of(md, "FROM AN EARLIER RUN") == 1, "only alpha flagged");
+    }
+    free(md);
+    unlink(path);
+}
+
 /* Each flag beside the row that earns it, and nowhere else. */
 static void check_flags(const char *md)
 {
@@ -1108,6 +1137,7 @@ int main(void)
     free(sum);
     check_golden(rdir, "summary.md", "report_summary_golden.md");
     check_golden(rdir, "summary.tex", "report_summary_golden.tex");
+    test_earlier_run(rdir);
     test_optional_sections(rdir, pdir);
     if (failures) {
         fprintf(stderr, "report_test: %d failures\n", failures);

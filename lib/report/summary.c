@@ -334,10 +334,14 @@ static const char *summary_rule =
 static void summary_flags(const tb_report_pick *p, const tb_result_row *shown, char *buf,
                           size_t cap)
 {
-    char load[32];
-    buf[0] = '\0';
+    char load[32], own[TB_REPORT_CELL] = "";
     if (shown)
-        tb_report_flags_text(buf, cap, shown, ~TB_FLAG_BUSY);
+        tb_report_flags_text(own, sizeof own, shown, ~TB_FLAG_BUSY);
+    if (p->earlier[0])
+        snprintf(buf, cap, "FROM AN EARLIER RUN (its CSV written %s, before this run began)%s%s",
+                 p->earlier, own[0] ? "; " : "", own);
+    else
+        snprintf(buf, cap, "%s", own);
     if (!p->flags.busy)
         return;
     size_t n = strlen(buf);

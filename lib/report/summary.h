@@ -54,6 +54,10 @@ typedef struct tb_report_pick {
      * a step technique measured on several workloads has one pick for each
      * (tb_report_pick_workload); "": all the technique's rows. */
     char of_workload[48];
+    /* "": measured by the run the folder holds; else when its CSV was
+     * written ("2026-11-29 21:04 UTC"), before that run began (a run with
+     * --only leaves the other techniques' earlier results in place) */
+    char earlier[32];
 } tb_report_pick;
 
 /* The summary's groups, in the order the report shows them. */
