@@ -83,6 +83,26 @@ static const char *device_name(const tb_report_folder *f)
     return f->slug;
 }
 
+/* The machine as a table in a paper must name it: "AMD EPYC (cpu backend,
+ * 2 threads; git 5a4ee6d; 2026-11-30T01:47:31Z)" (a 2-vCPU slice is not a
+ * whole EPYC); the device name alone without a fingerprint. */
+static void device_label(const tb_report_folder *f, char *buf, size_t cap)
+{
+    if (!f->have_fp) {
+        snprintf(buf, cap, "%s", device_name(f));
+        return;
+    }
+    const char *backend = fp_get(f, "device.backend", "unknown");
+    char what[64];
+    if (!strcmp(backend, "cpu"))
+        snprintf(what, sizeof what, "%s threads", fp_get(f, "device.threads", "?"));
+    else
+        snprintf(what, sizeof what, "%.1f GiB",
+                 atof(fp_get(f, "device.total_mem_bytes", "0")) / 1073741824.0);
+    snprintf(buf, cap, "%s (%s backend, %s; git %s; %s)", device_name(f), backend, what,
+             fp_get(f, "git.revision", "unknown"), fp_get(f, "run.time_utc", "undated"));
+}
+
 static void sec_header(doc *d, const tb_report_folder *f)
 {
     tb_doc_text(d, BK_H1, "tunebench report: %s", device_name(f));
@@ -1048,14 +1068,18 @@ static int w_html(const void *arg, FILE *out)
 static int w_sum_md(const void *arg, FILE *out)
 {
     const report_src *s = arg;
-    fprintf(out, "# tunebench summary: %s\n\n", device_name(s->f));
+    char label[512];
+    device_label(s->f, label, sizeof label);
+    fprintf(out, "# tunebench summary: %s\n\n", label);
     return tb_report_summary_md(s->p->wl, s->p->nwl, out);
 }
 
 static int w_sum_tex(const void *arg, FILE *out)
 {
     const report_src *s = arg;
-    return tb_report_summary_tex(s->p->wl, s->p->nwl, device_name(s->f), out);
+    char label[512];
+    device_label(s->f, label, sizeof label);
+    return tb_report_summary_tex(s->p->wl, s->p->nwl, label, out);
 }
 
 static int write_one(const report_src *s, const char *name, tb_atomic_writer w)
