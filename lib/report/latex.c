@@ -62,6 +62,8 @@ static void tex_flags(const tb_report_pick *p, char *buf, size_t cap)
         n += (size_t)snprintf(buf + n, cap - n, "%sbusy", n ? ", " : "");
     if (f & TB_FLAG_UNRELIABLE && n < cap)
         n += (size_t)snprintf(buf + n, cap - n, "%sA/A", n ? ", " : "");
+    if (p->xcore_least > 0 && r->xcore_ns >= TB_REPORT_XCORE_STATES * p->xcore_least && n < cap)
+        n += (size_t)snprintf(buf + n, cap - n, "%sapart", n ? ", " : "");
     double h = tb_report_half_width(r), w = fmax(isnan(h) ? 0 : h,
                                                   isnan(r->noise_floor) ? 0 : r->noise_floor);
     if (w > TB_REPORT_IMPRECISE && n < cap) {
@@ -128,7 +130,9 @@ static void tex_group(const tb_report_pick *picks, const size_t *order, size_t n
               "would also pass (the first update is compared too: REPORT.md). Flags: stopped "
               "by the time budget (or the round cap), a busy machine, an A/A check whose "
               "interval excludes 1, an interval or noise floor wider than $\\pm$10\\%, a result "
-              "from an earlier run than the others (earlier run). Medians, "
+              "from an earlier run than the others (earlier run), a row measured with the CPUs "
+              "apart (a core-to-core round trip 3$\\times$ the run's least or more: another "
+              "machine state). Medians, "
               "notes and every other setting are in REPORT.md and the CSVs", f);
     } else {
         fputs("Speedups on ", f);

@@ -1123,6 +1123,14 @@ static void pick_all(const tb_report_folder *f, report_picks *ps)
             snprintf(p->earlier, sizeof p->earlier, "%s", f->earlier[t]);
         }
     }
+    double least = 0;
+    for (int i = 0; i < ps->nwl; i++)
+        if (ps->wl[i].flags.xcore_lo > 0 && (!(least > 0) || ps->wl[i].flags.xcore_lo < least))
+            least = ps->wl[i].flags.xcore_lo;
+    for (int i = 0; i < ps->nwl; i++)
+        ps->wl[i].xcore_least = least;
+    for (int t = 0; t < f->ntech; t++)
+        ps->tech[t].xcore_least = least;
 }
 
 int tb_report_write(const tb_report_folder *f)

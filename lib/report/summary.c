@@ -329,6 +329,7 @@ static const char *summary_rule =
     "than it looks (stopped by the time budget, a busy machine, an A/A check that failed, or an "
     "interval or noise floor wider than ±10% with no such reason).";
 
+
 /* The flags cell: the shown row's own flags, except a busy machine, which
  * is said once for the whole technique (any of its rows busy). */
 static void summary_flags(const tb_report_pick *p, const tb_result_row *shown, char *buf,
@@ -337,6 +338,12 @@ static void summary_flags(const tb_report_pick *p, const tb_result_row *shown, c
     char load[32], own[TB_REPORT_CELL] = "";
     if (shown)
         tb_report_flags_text(own, sizeof own, shown, ~TB_FLAG_BUSY);
+    /* the other machine state: compare it with rows of its own state */
+    if (shown && p->xcore_least > 0 && shown->xcore_ns >= TB_REPORT_XCORE_STATES * p->xcore_least) {
+        size_t n = strlen(own);
+        snprintf(own + n, sizeof own - n, "%sCPUs apart (core-to-core %.0f ns, the run's least "
+                 "%.0f)", n ? "; " : "", shown->xcore_ns, p->xcore_least);
+    }
     if (p->earlier[0])
         snprintf(buf, cap, "FROM AN EARLIER RUN (its CSV written %s, before this run began)%s%s",
                  p->earlier, own[0] ? "; " : "", own);
@@ -450,10 +457,6 @@ static const char *const summary_header[SUM_COLS] = {
     "technique", "measured at", "baseline: median [95% CI]", "setting shown: median [95% CI]",
     "speedup [95% CI]", "verdict", "correctness (tolerance)", "flags"};
 
-/* A round trip this many times the run's least one is the other state
- * (the EPYC VM's: 55-80 ns sharing a cache, 315-570 ns apart); the factor
- * of bench/harness/machine_probe.h's TB_MACHINE_XCORE_STATES. */
-#define XCORE_STATES 3.0
 
 /* Whether picks[i] is its technique's first pick (a technique measured on
  * several workloads has one pick for each). */
@@ -481,7 +484,7 @@ static void summary_state(doc *d, const tb_report_pick *picks, size_t n)
     }
     if (isnan(lo)) /* no row has a round trip */
         return;
-    if (hi < XCORE_STATES * lo) {
+    if (hi < TB_REPORT_XCORE_STATES * lo) {
         tb_doc_text(d, BK_P, "**Machine state**: the round trip of a cache line between the "
                     "first two CPUs (`xcore_ns`, sampled after every round) stayed within "
                     "%.0f-%.0f ns over the run's rows: one state throughout.", lo, hi);
@@ -497,7 +500,7 @@ static void summary_state(doc *d, const tb_report_pick *picks, size_t n)
             if (strcmp(picks[j].technique, picks[i].technique) || !(c->xcore_hi > 0))
                 continue;
             has = 1;
-            far |= c->xcore_hi >= XCORE_STATES * lo;
+            far |= c->xcore_hi >= TB_REPORT_XCORE_STATES * lo;
         }
         techs += has;
         apart += far;
@@ -510,7 +513,7 @@ static void summary_state(doc *d, const tb_report_pick *picks, size_t n)
                 "to each other the two states are two different machines (on the VM this was "
                 "found on, two threads stepped the small CNN no faster than one while apart): "
                 "compare rows within one state, as `tools/compare_runs.py` does between runs.",
-                lo, hi, XCORE_STATES, apart, techs);
+                lo, hi, TB_REPORT_XCORE_STATES, apart, techs);
 }
 
 /* "n rows stopped by the budget" and the like, over every technique. */

@@ -58,7 +58,16 @@ typedef struct tb_report_pick {
      * written ("2026-11-29 21:04 UTC"), before that run began (a run with
      * --only leaves the other techniques' earlier results in place) */
     char earlier[32];
+    /* The least xcore_ns over every technique's rows of the run (0: not
+     * known): a shown row measured at 3x that or more was measured in the
+     * other machine state (the CPUs apart), and its flags say so */
+    double xcore_least;
 } tb_report_pick;
+
+/* A round trip this many times the run's least one is the other machine
+ * state (the EPYC VM's: 55-80 ns sharing a cache, 315-570 ns apart); the
+ * factor of bench/harness/machine_probe.h's TB_MACHINE_XCORE_STATES. */
+#define TB_REPORT_XCORE_STATES 3.0
 
 /* The summary's groups, in the order the report shows them. */
 typedef enum tb_report_group {
