@@ -612,14 +612,14 @@ static void sec_tta(doc *d, const tb_report_folder *f)
  * header added before the first). */
 static void add_flagged_rows(doc *d, const tb_results *res, int *any)
 {
-    static const char *const h[7] = {"technique", "setting", "metric", "point",
+    static const char *const h[8] = {"technique", "workload", "setting", "metric", "point",
                                      "speedup [95% CI]", "rounds", "flags"};
     for (size_t i = 0; i < res->n; i++) {
         const tb_result_row *r = &res->rows[i];
         if (!tb_report_row_flags(r))
             continue;
         if (!(*any)++)
-            tb_doc_table(d, 7, h);
+            tb_doc_table(d, 8, h);
         char pt[96], sp[160], rounds[32], flags[320];
         tb_report_point(pt, sizeof pt, r);
         tb_report_speedup(sp, sizeof sp, r);
@@ -632,7 +632,8 @@ static void add_flagged_rows(doc *d, const tb_results *res, int *any)
         else
             snprintf(rounds, sizeof rounds, "not paired");
         tb_report_flags_text(flags, sizeof flags, r, ~0);
-        const char *row[7] = {r->technique, r->setting, r->metric, pt, sp, rounds, flags};
+        const char *row[8] = {r->technique, r->workload[0] ? r->workload : "--", r->setting,
+                              r->metric, pt, sp, rounds, flags};
         tb_doc_row(d, row);
     }
 }

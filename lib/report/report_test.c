@@ -576,6 +576,24 @@ static void test_pick(const char *rdir)
     CHECK(p.best && !strcmp(p.best->metric, "fwd time"), "undeclared: %s",
           p.best ? p.best->metric : "none");
     tb_results_free(&m);
+    /* each setting its own point, two baselines: the headline beside the
+     * baseline it was paired with (its noise floor), not the fastest's */
+    tb_results o;
+    tb_results_init(&o);
+    static const struct { const char *set; int base; double pt, floor, sp; } lbo[] = {
+        {"sgd", 1, 0, 0.0088, NAN}, {"lars", 0, 1, 0.0088, 1.01},
+        {"adamw", 1, 2, 0.02, NAN}, {"lamb", 0, 3, 0.02, 1.03}};
+    for (int i = 0; i < 4; i++) {
+        timed(&row, "lbo", lbo[i].set, lbo[i].base, "optimizer", lbo[i].pt,
+              "time per 1000 samples", 0.385, lbo[i].sp);
+        row.noise_floor = lbo[i].floor;
+        tb_results_add(&o, &row);
+    }
+    tb_report_pick_headline(&o, "lbo", "lars", NULL, &p);
+    CHECK(p.best && p.baseline && !strcmp(p.best->setting, "lars") &&
+              !strcmp(p.baseline->setting, "sgd"),
+          "lars beside sgd, its pair, not %s", p.baseline ? p.baseline->setting : "none");
+    tb_results_free(&o);
     tb_results_free(&a), tb_results_free(&b);
     (void)rdir;
 }
@@ -899,7 +917,8 @@ static void check_flags(const char *md)
         char sec[8192];
         snprintf(sec, sizeof sec, "%.*s", (int)(next - flagged), flagged);
         CHECK(count_of(sec, "\n| zeta |") == 4 && count_of(sec, "\n| eta |") == 2);
-        CHECK(strstr(sec, "| zeta | budget | step time | (no sweep) | 1.05× [0.920, 1.19] | 60 |"));
+        CHECK(strstr(sec, "| zeta | -- | budget | step time | (no sweep) | 1.05× [0.920, 1.19] | "
+                          "60 |"));
         CHECK(!strstr(sec, "| precise |") && !strstr(sec, "| alpha |"));
     }
 }
@@ -990,11 +1009,11 @@ static void test_optional_sections(const char *rdir, const char *pdir)
     CHECK(md && strstr(md, "| all on but fused GELU |"));
     CHECK(md && strstr(md, "| within tolerance (max rel err 2e-07 ≤ 1e-05, vs float64 reference) | "
                            "stopped by budget after 30 rounds (interval ±5.00%) |"));
-    CHECK(md && strstr(md, "| waterfall | + fused GELU | step time | stage = 1 | 1.25× [1.19, "
+    CHECK(md && strstr(md, "| waterfall | -- | + fused GELU | step time | stage = 1 | 1.25× [1.19, "
                            "1.31] | 30 | stopped by budget"));
     CHECK(md && strstr(md, "n/a: did not reach 85% in 3 epochs"));
     /* the special CSVs are not techniques in the summary */
-    /* (the "Flagged rows" list names them: "| waterfall | + fused GELU |") */
+    /* (the "Flagged rows" list names them: "| waterfall | -- | + fused GELU |") */
     CHECK(md && !strstr(md, "\n| waterfall | step time"));
     CHECK(md && strstr(md, "Profile `default`, limit 900 s:") &&
           strstr(md, "add up to 840 s (estimated run time with set-up: 880 s)."));
