@@ -104,17 +104,38 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
         *done = 1;
         return tb_technique_describe(tech, stdout);
     }
+    /* Google Benchmark's flags that leave its JSON output as tb_bench_run
+     * reads it (--benchmark_format, _out or _list_tests would not: the
+     * runner prints its usage or nothing and exits, or writes elsewhere) */
+    static const char *const gbench_ok[] = {"--benchmark_filter=", "--benchmark_min_time=",
+                                            "--benchmark_min_warmup_time=", NULL};
     if (help) {
         char prog[64];
         snprintf(prog, sizeof prog, "bazel run //bench:%s --", tech->name);
         tb_flags_usage(stdout, prog, tech->what, flags, nflags);
-        printf("  --benchmark_*             Google Benchmark's own flags pass through\n");
+        if (tech->gbench_runner)
+            printf("  --benchmark_filter=, --benchmark_min_time=, --benchmark_min_warmup_time=\n"
+                   "                            Google Benchmark's own, passed to its runner\n");
         *done = 1;
         return TB_OK;
     }
-    for (int i = 1; i < argc; i++)
+    for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "--benchmark_", 12) != 0)
             return TB_FAIL(TB_ERR_INVALID, "unexpected argument '%s'; see --help", argv[i]);
+        if (!tech->gbench_runner)
+            return TB_FAIL(TB_ERR_INVALID, "%s: %s times in tunebench's own interleaved "
+                           "rounds, not Google Benchmark's runner, and takes no --benchmark_* "
+                           "flag (--reps, and the step techniques' --budget and --target, set "
+                           "the rounds)", argv[i], technique);
+        int ok = 0;
+        for (int k = 0; gbench_ok[k]; k++)
+            ok |= !strncmp(argv[i], gbench_ok[k], strlen(gbench_ok[k]));
+        if (!ok)
+            return TB_FAIL(TB_ERR_INVALID, "%s: not passed to Google Benchmark (it would change "
+                           "the JSON output tunebench reads); %s takes --benchmark_filter, "
+                           "--benchmark_min_time and --benchmark_min_warmup_time", argv[i],
+                           technique);
+    }
     b->argc = argc;
     b->argv = argv;
 

@@ -79,6 +79,11 @@ typedef struct tb_technique {
      * pays for; it must match a metric of its rows. NULL: "step time"
      * when timed, else the first metric its rows list. */
     const char *headline_metric;
+    /* 1: times through Google Benchmark's runner (tb_bench_run: bench:ceilings),
+     * which takes the --benchmark_* flags of TB_GBENCH_FLAGS; 0: tunebench's
+     * own interleaved rounds, which refuse every --benchmark_* flag (they
+     * used to be accepted and ignored) */
+    int gbench_runner;
     double est_seconds[TB_PROFILES]; /* expected run time per tb_profile */
     /* Time budget of the whole technique per tb_profile: its set-up and
      * checks count against it, and its rounds (bench/harness/rounds.h) get

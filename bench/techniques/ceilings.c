@@ -320,6 +320,7 @@ static const tb_technique technique = {
      * default: 4.7-5.2 s in six idle runs, so 8 (was 15) */
     .budget_seconds = {8, 80, 4, 12},
     .order = 0,
+    .gbench_runner = 1,
     .tiny = {.min_rows = 7},
 };
 
