@@ -80,5 +80,11 @@ int main(int argc, char **argv)
         printf("FAIL destroy: returned %s: %s\n", tb_err_name(rc_close), tb_error_message());
         return 1;
     }
+    if (*only && counts.passed + counts.failed + counts.na == 0) {
+        /* "0 passed, 0 failed" read as a pass: a mistyped --only checked nothing */
+        fprintf(stderr, "selfcheck: --only=%s matches no slot or step case: nothing was "
+                "checked (run without --only for the list)\n", only);
+        return 2;
+    }
     return counts.failed ? 1 : 0;
 }

@@ -227,7 +227,14 @@ int main(int argc, char **argv)
         TB_FAIL(TB_ERR_INVALID, "unexpected argument '%s'; see --help", argv[1]);
         return fail();
     }
-    if (tb_config_validate(&cfg) != TB_OK || run(&cfg) != TB_OK)
+    if (tb_config_validate(&cfg) != TB_OK)
+        return fail();
+    int rc = run(&cfg);
+    /* "use a smaller batch" cannot help at batch 1: the model itself does not fit */
+    if ((rc == TB_ERR_DEVICE_OOM || rc == TB_ERR_NOMEM) && cfg.batch_size == 1)
+        TB_FAIL(rc, "at --batch-size=1 the model itself does not fit: a smaller model "
+                "(--width, --layers, --vocab, --context) or a device with more memory");
+    if (rc != TB_OK)
         return fail();
     return 0;
 }

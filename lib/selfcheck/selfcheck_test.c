@@ -508,6 +508,12 @@ static int test_binary(const char *bin)
     st = run(cmd, out, sizeof out);
     CHECK(st == 2 && strstr(out, "unknown device"), "--device=tpu exited %d, want 2:\n%s", st,
           out);
+
+    /* an --only that matches nothing checked nothing: not a pass */
+    snprintf(cmd, sizeof cmd, "%s --device=cpu --only=zzz_no_such_slot 2>&1", bin);
+    st = run(cmd, out, sizeof out);
+    CHECK(st == 2 && strstr(out, "matches no slot"), "--only matching nothing exited %d, want "
+          "2:\n%s", st, out);
     return failures;
 }
 
