@@ -46,6 +46,14 @@ static int stream_open(idx_stream *s, const char *path)
     unsigned char magic[2] = {0, 0};
     memset(s, 0, sizeof *s);
     s->path = path;
+    /* a FIFO or a device would block the open (or the read) for ever, a
+     * directory fails later with a puzzling error: a regular file only */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return TB_FAIL(TB_ERR_DATA, "%s is not a regular file (%s): point the dataset at the "
+                       "IDX files themselves", path,
+                       S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                                                                   : "a device");
     FILE *f = fopen(path, "rb");
     TB_CHECK_IO(!f, "cannot open %s", path);
     size_t got = fread(magic, 1, 2, f);

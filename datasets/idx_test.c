@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -226,6 +227,14 @@ static void test_errors(void)
 
     path_of(p, "labels-as-images.gz");
     expect_fail("labels file where images belong", lb, lb, 0, TB_ERR_DATA, lb, "dimensions");
+
+    /* a FIFO blocked the open for ever; a directory: named as such */
+    path_of(p, "a-fifo");
+    CHECK(mkfifo(p, 0600) == 0, "mkfifo %s", p);
+    expect_fail("a FIFO where the images belong", p, lb, 0, TB_ERR_DATA, p, "a FIFO");
+    path_of(p, "a-dir");
+    CHECK(mkdir(p, 0700) == 0, "mkdir %s", p);
+    expect_fail("a directory where the images belong", p, lb, 0, TB_ERR_DATA, p, "a directory");
 
     path_of(p, "truncated.gz");
     write_file(p, 1, 3, idims, 15 * 784 + 100, 0, 0);
