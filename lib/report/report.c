@@ -533,6 +533,7 @@ static void waterfall_figure(doc *d, const tb_report_folder *f, const char *kind
                  bars, n, stages ? 1 : all_on, stages ? "1× (all off)" : "all on"};
     if (tb_bars_render(&b, f->plots_dir, name) != TB_OK) {
         tb_doc_text(d, BK_P, "The %s figure was not drawn: %s.", kind, tb_error_message());
+        fprintf(stderr, "report: the %s figure was not drawn: %s\n", kind, tb_error_message());
         tb_error_clear();
         return;
     }
@@ -980,6 +981,7 @@ static void sec_findings(doc *d, const tb_report_folder *f, const report_picks *
     if (!have_forest) {
         tb_doc_text(d, BK_P, "The forest plot (every technique's speedup with its interval) "
                           "was not drawn: %s.", why);
+        fprintf(stderr, "report: the forest plot was not drawn: %s\n", why);
         tb_doc_text(d, BK_COLS_END, "%s", "");
         return;
     }
