@@ -194,6 +194,8 @@ typedef struct cmp_cell {
     tb_report_pick own;            /* the machine's own best */
     const tb_result_row *at_ref;   /* the reference's best setting, timed here */
     double vs_ref;                 /* reference median / this median; NaN when not comparable */
+    double vs_lo, vs_hi;           /* from the two medians' 95% intervals (not paired: the
+                                      machines ran apart), NaN when either has none */
 } cmp_cell;
 
 static void compute_cell(const tb_cmp_set *s, int m, const char *tech, const tb_report_pick *ref,
@@ -201,7 +203,7 @@ static void compute_cell(const tb_cmp_set *s, int m, const char *tech, const tb_
 {
     const tb_results *res = tech_rows(&s->m[m], tech);
     memset(c, 0, sizeof *c);
-    c->vs_ref = NAN;
+    c->vs_ref = c->vs_lo = c->vs_hi = NAN;
     if (!res) {
         snprintf(c->own.technique, sizeof c->own.technique, "%s", tech);
         return;
@@ -212,22 +214,39 @@ static void compute_cell(const tb_cmp_set *s, int m, const char *tech, const tb_
     if (!like)
         return;
     c->at_ref = find_row(res, like);
-    if (c->at_ref)
-        c->vs_ref = tb_compare_seconds(like->median, like->unit) /
-                    tb_compare_seconds(c->at_ref->median, c->at_ref->unit);
+    if (!c->at_ref)
+        return;
+    const tb_result_row *a = c->at_ref;
+    c->vs_ref = tb_compare_seconds(like->median, like->unit) /
+                tb_compare_seconds(a->median, a->unit);
+    if (like->ci_low > 0 && like->ci_high > 0 && a->ci_low > 0 && a->ci_high > 0) {
+        c->vs_lo = tb_compare_seconds(like->ci_low, like->unit) /
+                   tb_compare_seconds(a->ci_high, a->unit);
+        c->vs_hi = tb_compare_seconds(like->ci_high, like->unit) /
+                   tb_compare_seconds(a->ci_low, a->unit);
+    }
 }
 
 /* ---- text ---- */
 
-static void speed_str(char *buf, size_t cap, double v)
+/* "2.3× [2.1, 2.5] the reference's speed": the interval from the two
+ * medians' own (a conservative bound: the machines were not timed in
+ * paired rounds), none where a median has no interval. */
+static void speed_str(char *buf, size_t cap, const cmp_cell *c)
 {
-    char n[32];
-    if (isnan(v)) {
+    char n[32], lo[32], hi[32];
+    if (isnan(c->vs_ref)) {
         snprintf(buf, cap, "n/a: not measured at the reference's setting and point");
         return;
     }
-    tb_report_num(n, sizeof n, v);
-    snprintf(buf, cap, "%s× the reference's speed", n);
+    tb_report_num(n, sizeof n, c->vs_ref);
+    if (isnan(c->vs_lo) || isnan(c->vs_hi)) {
+        snprintf(buf, cap, "%s× the reference's speed (no interval)", n);
+        return;
+    }
+    tb_report_num(lo, sizeof lo, c->vs_lo);
+    tb_report_num(hi, sizeof hi, c->vs_hi);
+    snprintf(buf, cap, "%s× [%s, %s] the reference's speed", n, lo, hi);
 }
 
 static void own_str(char *buf, size_t cap, const cmp_cell *c)
@@ -247,9 +266,17 @@ static void own_str(char *buf, size_t cap, const cmp_cell *c)
             snprintf(buf, cap, "n/a: no setting compared with the baseline");
         return;
     }
-    tb_report_speedup(sp, sizeof sp, c->own.best);
-    snprintf(buf, cap, "%s: %s (%s)", c->own.best->setting, sp,
-             tb_timing_verdict_name(c->own.best->timing_verdict));
+    /* its own summary point and workload, which need not be the
+     * reference's (gelu's at 67108864 elements on the H200, 16777216 on
+     * the EPYC): said, so that the row does not read as one point */
+    const tb_result_row *x = c->own.best;
+    char pt[96] = "";
+    if (x->param_name[0] && !isnan(x->param_value))
+        tb_report_point(pt, sizeof pt, x);
+    tb_report_speedup(sp, sizeof sp, x);
+    snprintf(buf, cap, "%s: %s (%s)%s%s%s%s", x->setting, sp,
+             tb_timing_verdict_name(x->timing_verdict), pt[0] ? " at " : "", pt,
+             x->workload[0] ? " on " : "", x->workload);
 }
 
 /* What a training throughput counts ("samples", "images", "tokens") when
@@ -396,7 +423,7 @@ static void sec_table(tb_doc *d, const tb_cmp_set *s, char (*tech)[32], int nt)
             cmp_cell c;
             compute_cell(s, i, tech[t], &ref.own, &c);
             own_str(cells[2 + 2 * i], TB_REPORT_CELL, &c);
-            speed_str(cells[3 + 2 * i], TB_REPORT_CELL, c.vs_ref);
+            speed_str(cells[3 + 2 * i], TB_REPORT_CELL, &c);
         }
         for (int c = 0; c < ncols; c++)
             row[c] = cells[c];
@@ -624,7 +651,8 @@ static void csv_num(FILE *f, double v)
 
 static const char *const csv_cols =
     "technique,machine,device,is_reference,setting,metric,param_name,param_value,unit,median,"
-    "ci_low,ci_high,speedup,speedup_ci_low,speedup_ci_high,speed_vs_reference,own_best_setting,"
+    "ci_low,ci_high,speedup,speedup_ci_low,speedup_ci_high,speed_vs_reference,"
+    "speed_vs_reference_low,speed_vs_reference_high,own_best_setting,"
     "own_best_speedup,rate,rate_unit,price_usd,price_kind,power_w,rate_per_dollar,rate_per_watt,"
     "workload\n";
 
@@ -648,6 +676,8 @@ static void csv_row(FILE *f, const tb_cmp_set *s, int m, const char *tech, const
     for (int i = 0; i < 6; i++)
         csv_num(f, v[i]), fputc(',', f);
     csv_num(f, c->vs_ref), fputc(',', f);
+    csv_num(f, c->vs_lo), fputc(',', f);
+    csv_num(f, c->vs_hi), fputc(',', f);
     tb_results_put_csv_string(f, c->own.best ? c->own.best->setting : ""), fputc(',', f);
     csv_num(f, c->own.best ? c->own.best->speedup : nan_), fputc(',', f);
     int samples = r && items_of(r->rate_unit);

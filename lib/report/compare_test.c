@@ -249,7 +249,8 @@ int main(void)
          * is twice as slow: speed 0.5; 256 / 0.04 s = 6400 samples/s, per
          * dollar 6400 * 3600 / 1 and per watt 6400 / 100 = 64. */
         CHECK(strstr(csv, "loader,#2 CPU (1 threads),CPU,0,workers=4,step time,batch,256,ms,40,"));
-        CHECK(strstr(csv, ",0.5,workers=4,4,6400,samples/s,1,per_hour,100,23040000,64,\n"));
+        CHECK(strstr(csv, ",0.5,0.480392,0.520408,workers=4,4,6400,samples/s,1,per_hour,100,"
+                          "23040000,64,\n"));
         CHECK(strstr(csv, "loader,#1 CPU (2 threads),CPU,1,workers=4,step time,batch,256,ms,20,"));
         /* GB/s rows: no per-dollar or per-watt number */
         CHECK(strstr(csv, ",GB/s,1,per_hour,100,,,\n")); /* and no workload: none trains */
@@ -260,9 +261,12 @@ int main(void)
     if (md) {
         CHECK(strstr(md, "Warning: software stacks differ"));
         CHECK(strstr(md, "software.onednn: 2.6.3 -> 3.0.0"));
+        /* each machine's own point, and the speed ratio's interval from the
+         * two medians' intervals */
         CHECK(strstr(md, "| loader | workers=4, step time, batch = 256 | workers=4: 4.00× [3.88, "
-                         "4.12] (faster) | 1.00× the reference's speed | workers=4: 4.00× "
-                         "[3.88, 4.12] (faster) | 0.500× the reference's speed |"));
+                         "4.12] (faster) at batch = 256 | 1.00× [0.961, 1.04] the reference's "
+                         "speed | workers=4: 4.00× [3.88, 4.12] (faster) at batch = 256 | 0.500× "
+                         "[0.480, 0.520] the reference's speed |"));
         CHECK(strstr(md, "n/a: rate is GB/s, not a training throughput"));
         CHECK(strstr(md, "6400000 samples per $") == NULL); /* 2.3e7: per hour, machine 2 */
         CHECK(strstr(md, "2.3e+07 samples per $"));
