@@ -5,7 +5,7 @@
 #   tools/fuzz.sh [TARGET...]              CI: fixed seed and input count
 #   tools/fuzz.sh --long SECONDS [TARGET...]  maintainers: unseeded, timed
 #
-# Targets: flags idx json run_state results_csv (default: all). Each binary is
+# Targets: flags idx json run_state results_csv plan (default: all). Each binary is
 # built from the sources of //fuzz:<target>_fuzz (asked of bazel query, so it
 # links what the replay test links) with ASan and UBSan, into .fuzz/.
 #
@@ -31,6 +31,7 @@ TARGETS=(
   "json         200000  4096"
   "run_state    100000  4096"
   "results_csv  100000  8192"
+  "plan         200000  1024"
 )
 
 long=0

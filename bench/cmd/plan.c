@@ -106,7 +106,12 @@ int tb_plan_parse_entry(const char *bin, const char *text, tb_plan_entry *e)
         }
     snprintf(e->name, sizeof e->name, "%s", name);
     snprintf(e->results, sizeof e->results, "%s", tb_json_get_string(j, "results", name));
-    e->order = (int)tb_json_get_number(j, "order", 0);
+    double order = tb_json_get_number(j, "order", 0);
+    if (!(order >= -1e6 && order <= 1e6)) { /* (int) of 1e300 is undefined behaviour */
+        rc = TB_FAIL(TB_ERR_DATA, "%s --describe: order %g out of range", bin, order);
+        goto out_free_json;
+    }
+    e->order = (int)order;
     for (size_t i = 0; i < after->len; i++) {
         const tb_json *a = tb_json_at(after, i);
         if (!a || a->type != TB_JSON_STRING) {
