@@ -214,6 +214,7 @@ static void mark_earlier(tb_report_folder *f)
     const char *when = tb_fingerprint_get(&fp, "run.time_utc");
     if (!when || !strptime(when, "%Y-%m-%dT%H:%M:%SZ", &tm))
         return;
+    snprintf(f->run_started, sizeof f->run_started, "%s", when);
     time_t start = timegm(&tm);
     for (int t = 0; t < f->ntech; t++) {
         char name[64];

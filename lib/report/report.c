@@ -100,16 +100,19 @@ static void device_label(const tb_report_folder *f, char *buf, size_t cap)
         snprintf(what, sizeof what, "%.1f GiB",
                  atof(fp_get(f, "device.total_mem_bytes", "0")) / 1073741824.0);
     snprintf(buf, cap, "%s (%s backend, %s; git %s; %s)", device_name(f), backend, what,
-             fp_get(f, "git.revision", "unknown"), fp_get(f, "run.time_utc", "undated"));
+             fp_get(f, "git.revision", "unknown"),
+             f->run_started[0] ? f->run_started : fp_get(f, "run.time_utc", "undated"));
 }
 
 static void sec_header(doc *d, const tb_report_folder *f)
 {
     tb_doc_text(d, BK_H1, "tunebench report: %s", device_name(f));
     tb_doc_text(d, BK_P,
-                "Measured on host `%s` at %s (UTC), git revision `%s`, %s backend with %s threads. "
+                "Measured on host `%s` %s %s (UTC), git revision `%s`, %s backend with %s threads. "
                 "Results in `results/%s/`, figures in `plots/%s/`.",
-                fp_get(f, "run.host", "unknown"), fp_get(f, "run.time_utc", "an unrecorded time"),
+                fp_get(f, "run.host", "unknown"),
+                f->run_started[0] ? "in the run begun at" : "at",
+                f->run_started[0] ? f->run_started : fp_get(f, "run.time_utc", "an unrecorded time"),
                 fp_get(f, "git.revision", "unknown"), fp_get(f, "device.backend", "unknown"),
                 fp_get(f, "device.threads", "an unrecorded number of"), f->slug, f->slug);
 }

@@ -93,6 +93,9 @@ typedef struct tb_report_folder {
      * the folder holds began (run_state.fingerprint.json's run.time_utc:
      * bench:all's start, kept across --resume); "" otherwise. */
     char earlier[TB_REPORT_MAX_TECH][32];
+    /* When the bench:all run the folder holds began (run.time_utc of
+     * run_state.fingerprint.json); "" without one */
+    char run_started[32];
     char workload[TB_REPORT_MAX_TECH][96];
     tb_results ceilings, waterfall, tta;
     int have_ceilings, have_waterfall, have_tta;
