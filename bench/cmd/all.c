@@ -41,8 +41,8 @@
  * MPI ranks) die with it; and a run holds a lock in its results folder, so
  * a second run or a --resume refuses while any process of an earlier one
  * lives.
- * Exit status: 0 when every technique succeeded, 1 when one failed, 130 when
- * interrupted, 2 on a bad flag, when --resume refuses, when another run
+ * Exit status: 0 when every technique succeeded, 1 when one failed, 128 + the
+ * signal when interrupted (130 for SIGINT, 143 for SIGTERM), 2 on a bad flag, when --resume refuses, when another run
  * holds the folder, or when the budgets exceed the profile's limit.
  */
 #include <errno.h>
@@ -76,14 +76,21 @@
 #error "bench/BUILD defines TB_TECHNIQUES: the technique binaries, comma-separated"
 #endif
 
-static volatile sig_atomic_t interrupted;
+static volatile sig_atomic_t interrupted; /* the signal that stopped the run; 0: none */
 static volatile pid_t child;
 
 static void on_signal(int sig)
 {
-    interrupted = 1;
+    interrupted = sig;
     if (child > 0)
         kill(child, sig);
+}
+
+/* 128 + the signal, as a shell reports a command that a signal ended:
+ * 130 for SIGINT (Ctrl-C), 143 for SIGTERM, 129 for SIGHUP. */
+static int interrupted_status(void)
+{
+    return 128 + (interrupted > 0 ? (int)interrupted : SIGINT);
 }
 
 /* The machine's state before a technique (bench/harness/machine_probe.h):
@@ -728,7 +735,7 @@ int main(int argc, char **argv)
         finish(&od, tm, st, 0);
         fprintf(stderr, "bench:all: interrupted; every technique that finished keeps its "
                         "results; continue with --resume\n");
-        return 130;
+        return interrupted_status();
     }
     st->complete = failed == 0;
     int frc = finish(&od, tm, st, 1);
@@ -741,7 +748,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench:all: interrupted while writing the report; every technique "
                         "keeps its results; write it with bench:report, or continue with "
                         "--resume\n");
-        return 130;
+        return interrupted_status();
     }
     tb_telemetry_free(tm);
     fprintf(stderr, "bench:all: %d steps in %.1f s, %d failed\n", ntodo, tb_clock_s() - t0, failed);

@@ -136,4 +136,16 @@ rc=$?
 grep -q "resume refused: the earlier run's state in .* cannot be read" "$TEST_TMPDIR/log7" ||
     fail "the refusal does not say the state cannot be read"
 [ "$(md5sum < "$R2/ceilings.csv")" = "$sum_before" ] || fail "ceilings.csv changed after the refusal"
+
+# 8. SIGTERM (what a job scheduler sends) is said as such: 128 + 15, not Ctrl-C's 130.
+OUT3="$TEST_TMPDIR/out3"
+TB_TEST_HOLD_ROUNDS=1 "$ALL" --device=cpu --profile=tiny --only=grads_to_none --out-dir="$OUT3" \
+    > "$TEST_TMPDIR/log8" 2>&1 &
+pid=$!
+wait_held "$TEST_TMPDIR/log8"
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc -eq 143 ] || fail "bench:all ended by SIGTERM exited $rc, expected 143"
+no_temps "$OUT3"
 echo "resume_test: ok"
