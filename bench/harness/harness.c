@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +42,14 @@ int tb_bench_remove_on_signal(const char *path)
         i++;
     if (i == MAX_ON_SIGNAL)
         return TB_FAIL(TB_ERR_INTERNAL, "more than %d paths to remove on a signal", MAX_ON_SIGNAL);
-    if (snprintf(on_signal[i], sizeof on_signal[i], "%s", path) >= (int)sizeof on_signal[i])
-        return TB_FAIL(TB_ERR_INVALID, "path too long: %s", path);
+    size_t len = strlen(path);
+    if (len == 0 || len >= sizeof on_signal[i])
+        return TB_FAIL(TB_ERR_INVALID, "path empty or too long: %s", path);
+    /* the first byte last: a signal in between sees an empty slot, never a
+     * prefix of the path (which could name another file) */
+    memcpy(on_signal[i] + 1, path + 1, len);
+    atomic_signal_fence(memory_order_seq_cst); /* the compiler keeps this order */
+    on_signal[i][0] = path[0];
     if (i == on_signal_n)
         on_signal_n = i + 1;
     signal(SIGINT, remove_and_die);
