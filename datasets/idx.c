@@ -50,7 +50,7 @@ static int stream_open(idx_stream *s, const char *path)
      * directory fails later with a puzzling error: a regular file only */
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return TB_FAIL(TB_ERR_DATA, "%s is not a regular file (%s): point the dataset at the "
+        return TB_FAIL(TB_ERR_IO, "%s is not a regular file (%s): point the dataset at the "
                        "IDX files themselves", path,
                        S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
                                                                                    : "a device");

@@ -231,10 +231,10 @@ static void test_errors(void)
     /* a FIFO blocked the open for ever; a directory: named as such */
     path_of(p, "a-fifo");
     CHECK(mkfifo(p, 0600) == 0, "mkfifo %s", p);
-    expect_fail("a FIFO where the images belong", p, lb, 0, TB_ERR_DATA, p, "a FIFO");
+    expect_fail("a FIFO where the images belong", p, lb, 0, TB_ERR_IO, p, "a FIFO");
     path_of(p, "a-dir");
     CHECK(mkdir(p, 0700) == 0, "mkdir %s", p);
-    expect_fail("a directory where the images belong", p, lb, 0, TB_ERR_DATA, p, "a directory");
+    expect_fail("a directory where the images belong", p, lb, 0, TB_ERR_IO, p, "a directory");
 
     path_of(p, "truncated.gz");
     write_file(p, 1, 3, idims, 15 * 784 + 100, 0, 0);

@@ -53,7 +53,7 @@ import sys
 
 Z95 = 1.96
 MAX_SHARE_ABOVE = 0.10
-STEP_METRICS = ("step time", "epoch time")
+STEP_METRICS = ("step time", "epoch time", "evaluation time")
 XCORE_STATES = 3.0
 VERDICTS = ("faster", "slower", "within noise")
 NEEDED = ("technique", "setting", "is_baseline", "param_name", "param_value", "metric",

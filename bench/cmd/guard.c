@@ -213,7 +213,7 @@ int tb_guard_run(const char *bin, char *const args[], volatile pid_t *running,
      * block found no one to pass it on to: pass it now (the guard forwards
      * it; a technique not yet started dies of it) */
     if (stop && *stop)
-        kill(pid, SIGINT);
+        kill(pid, *stop > 0 ? (int)*stop : SIGINT); /* the signal itself where it was kept */
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;

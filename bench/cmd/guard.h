@@ -27,8 +27,9 @@
  * returns its exit status, or 128 + the signal that ended it, or -1 when it
  * could not start (errno set). *running is set to the guard's pid while it
  * runs (for a signal handler to pass signals on) and back to 0; when *stop
- * (may be NULL) is already set then, the guard is sent SIGINT at once (the
- * handler that set it had no pid to pass the signal to). */
+ * (may be NULL) is already set then, the guard is sent that signal (*stop
+ * holds its number; SIGINT where it holds 1) at once (the handler that set
+ * it had no pid to pass the signal to). */
 int tb_guard_run(const char *bin, char *const args[], volatile pid_t *running,
                  volatile sig_atomic_t *stop);
 

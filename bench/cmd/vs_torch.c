@@ -51,7 +51,9 @@
  * experiment 15 minutes whatever --budget said; bench:vs_torch_slow_test).
  * Python: --python, else $TB_TORCH_PYTHON, else python3. When `import
  * torch` fails there, every configuration gets an n/a row saying
- * "n/a: PyTorch not installed" and a line on stderr; exit 0. Not part of
+ * "n/a: PyTorch not installed" and a line on stderr; exit 0. A Python that
+ * cannot be run at all, an --only that matches no configuration, or
+ * --budget <= 0 is refused before anything is written (exit 2). Not part of
  * bench:all's plan nor of CI (PyTorch stays out of them); its test runs
  * the n/a path only: bazel test //bench:vs_torch_na_test
  */

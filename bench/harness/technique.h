@@ -80,7 +80,8 @@ typedef struct tb_technique {
      * when timed, else the first metric its rows list. */
     const char *headline_metric;
     /* 1: times through Google Benchmark's runner (tb_bench_run: bench:ceilings),
-     * which takes the --benchmark_* flags of TB_GBENCH_FLAGS; 0: tunebench's
+     * which takes the --benchmark_* flags harness.c lets through (gbench_ok:
+     * _filter, _min_time, _min_warmup_time); 0: tunebench's
      * own interleaved rounds, which refuse every --benchmark_* flag (they
      * used to be accepted and ignored) */
     int gbench_runner;

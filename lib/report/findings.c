@@ -108,6 +108,15 @@ static void num2(char *buf, size_t cap, double v)
         snprintf(buf, cap, "%#.2g", v);
 }
 
+/* 3 significant digits, whole numbers from 100 up: "1.37", "14.2", "150". */
+static void num3(char *buf, size_t cap, double v)
+{
+    if (fabs(v) >= 100)
+        snprintf(buf, cap, "%.0f", v);
+    else
+        snprintf(buf, cap, "%#.3g", v);
+}
+
 /* "2.4× faster [2.0, 2.7]", or a slowdown as its factor "1.5× slower
  * [1.4, 1.5]" (1/speedup, so the larger number says the larger effect). */
 static void effect_text(const tb_result_row *r, char *buf, size_t cap)
@@ -138,9 +147,9 @@ static void effect_text(const tb_result_row *r, char *buf, size_t cap)
     } else if (!strcmp(a, lo) || !strcmp(a, hi)) {
         /* two digits put the estimate on an end of its interval ("1.4×
          * slower [1.3, 1.4]" for 1/0.732 in [1.33, 1.40]): three */
-        snprintf(a, sizeof a, "%#.3g", faster ? r->speedup : 1 / r->speedup);
-        snprintf(lo, sizeof lo, "%#.3g", faster ? r->speedup_ci_low : 1 / r->speedup_ci_high);
-        snprintf(hi, sizeof hi, "%#.3g", faster ? r->speedup_ci_high : 1 / r->speedup_ci_low);
+        num3(a, sizeof a, faster ? r->speedup : 1 / r->speedup);
+        num3(lo, sizeof lo, faster ? r->speedup_ci_low : 1 / r->speedup_ci_high);
+        num3(hi, sizeof hi, faster ? r->speedup_ci_high : 1 / r->speedup_ci_low);
     }
     snprintf(buf, cap, "%s× %s [%s, %s]", a, faster ? "faster" : "slower", lo, hi);
 }

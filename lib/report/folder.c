@@ -98,15 +98,24 @@ int tb_report_results_folders(const char *dir, char *out, size_t cap, int max, i
     return TB_OK;
 }
 
-/* 1 when the file's first line is no tunebench results header (its
- * columns begin "technique,"): a user's notes.csv, or bench:compare's
- * compare.csv written into a results folder. Such a file is skipped, with
- * a warning; a results CSV that is damaged still fails the report. */
-static int foreign_csv(const char *path)
+/* 1 when the file is not one of tunebench's: its first line is no results
+ * header (columns beginning "technique,"), it has no JSON sidecar beside
+ * it (every technique writes <id>.json) and it is none of the special CSVs
+ * (a user's notes.csv, or bench:compare's compare.csv written into a
+ * results folder). Such a file is skipped, with a warning; a results CSV
+ * that is damaged, even empty, still fails the report. */
+static int foreign_csv(const tb_report_folder *f, const char *path, const char *id)
 {
-    char head[64];
+    char head[64], side[PATH_MAX + 200], name[200];
     long n = tb_read_head(path, head, sizeof head);
-    return n >= 0 && strncmp(head, "technique,", strlen("technique,")) != 0;
+    if (n < 0 || strncmp(head, "technique,", strlen("technique,")) == 0)
+        return 0;
+    if (!strcmp(id, TB_REPORT_CEILINGS) || !strcmp(id, TB_REPORT_WATERFALL) ||
+        !strcmp(id, TB_REPORT_TTA))
+        return 0;
+    snprintf(name, sizeof name, "%s.json", id);
+    return tb_outdir_join(f->results_dir, name, side, sizeof side) != TB_OK ||
+           access(side, F_OK) != 0;
 }
 
 static int load_csv(tb_report_folder *f, const char *name)
@@ -114,7 +123,7 @@ static int load_csv(tb_report_folder *f, const char *name)
     char path[PATH_MAX + 160], id[160];
     snprintf(id, sizeof id, "%.*s", (int)(strlen(name) - 4), name);
     TB_TRY(tb_outdir_join(f->results_dir, name, path, sizeof path));
-    if (foreign_csv(path)) {
+    if (foreign_csv(f, path, id)) {
         fprintf(stderr, "report: %s is not a tunebench results CSV (its header does not "
                 "begin with \"technique,\"): left out; move it elsewhere to silence this\n",
                 path);

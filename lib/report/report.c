@@ -1130,8 +1130,9 @@ static void pick_all(const tb_report_folder *f, report_picks *ps)
         }
     }
     double least = 0;
-    for (int i = 0; i < ps->nwl; i++)
-        if (ps->wl[i].flags.xcore_lo > 0 && (!(least > 0) || ps->wl[i].flags.xcore_lo < least))
+    for (int i = 0; i < ps->nwl; i++) /* this run's rows only */
+        if (!ps->wl[i].earlier[0] && ps->wl[i].flags.xcore_lo > 0 &&
+            (!(least > 0) || ps->wl[i].flags.xcore_lo < least))
             least = ps->wl[i].flags.xcore_lo;
     for (int i = 0; i < ps->nwl; i++)
         ps->wl[i].xcore_least = least;

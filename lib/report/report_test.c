@@ -1109,6 +1109,17 @@ int main(void)
     snprintf(notes, sizeof notes, "%s/notes.csv", rdir);
     FILE *nf = fopen(notes, "w");
     CHECK(nf && fputs("when,what\n1,2\n", nf) >= 0 && fclose(nf) == 0, "notes.csv written");
+    /* but a technique's CSV (its JSON sidecar beside it) that is damaged,
+     * here empty, still fails the report: it must not read as not measured */
+    char broken[4300], side[4300];
+    snprintf(broken, sizeof broken, "%s/broken.csv", rdir);
+    snprintf(side, sizeof side, "%s/broken.json", rdir);
+    FILE *bf = fopen(broken, "w"), *sf = fopen(side, "w");
+    CHECK(bf && sf && fputs("{}\n", sf) >= 0 && fclose(bf) == 0 && fclose(sf) == 0, "broken");
+    CHECK(tb_report_write_dir(rdir, NULL) != TB_OK, "an empty technique CSV fails the report");
+    tb_error_clear();
+    unlink(broken);
+    unlink(side);
     CHECK_OK(tb_report_write_dir(rdir, NULL)); /* plots found as the sibling folder */
 
     test_findings_and_order();

@@ -69,7 +69,12 @@ static int cuda_graph_destroy(tb_backend *be, tb_graph *g)
 {
     if (!g)
         return TB_OK;
-    TB_TRY(tb_cuda_bind(be));
+    int rc = tb_cuda_bind(be);
+    if (rc != TB_OK) {
+        /* the caller forgets g either way: so must the allocator's count */
+        (void)tb_cuda_alloc_graph_destroyed(be);
+        return rc;
+    }
     cudaError_t e = cudaGraphExecDestroy((cudaGraphExec_t)g);
     /* gone either way: the last graph's held blocks go back */
     int a_rc = tb_cuda_alloc_graph_destroyed(be);
