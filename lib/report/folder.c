@@ -205,6 +205,21 @@ void tb_report_sibling_plots_dir(const char *results_dir, const char *slug, char
     snprintf(out, cap, "%s/plots/%s", root, slug);
 }
 
+/* out (32 bytes): when results/<id>.csv was written, where that was before
+ * start; else "". */
+static void csv_earlier(const tb_report_folder *f, const char *id, time_t start, char *out)
+{
+    char name[96], path[PATH_MAX + 96];
+    struct stat st;
+    struct tm w;
+    snprintf(name, sizeof name, "%s.csv", id);
+    if (tb_outdir_join(f->results_dir, name, path, sizeof path) != TB_OK ||
+        stat(path, &st) != 0 || st.st_mtime >= start)
+        return;
+    gmtime_r(&st.st_mtime, &w);
+    strftime(out, 32, "%Y-%m-%d %H:%M UTC", &w);
+}
+
 /* f->earlier[t] for every technique whose CSV is older than the bench:all
  * run the folder holds: `bench:all --only=x` rewrites x and leaves the
  * rest, which the report would otherwise present as this run's. */
@@ -225,17 +240,11 @@ static void mark_earlier(tb_report_folder *f)
         return;
     snprintf(f->run_started, sizeof f->run_started, "%s", when);
     time_t start = timegm(&tm);
-    for (int t = 0; t < f->ntech; t++) {
-        char name[64];
-        struct stat st;
-        snprintf(name, sizeof name, "%s.csv", f->tech[t]);
-        if (tb_outdir_join(f->results_dir, name, path, sizeof path) != TB_OK ||
-            stat(path, &st) != 0 || st.st_mtime >= start)
-            continue;
-        struct tm w;
-        gmtime_r(&st.st_mtime, &w);
-        strftime(f->earlier[t], sizeof f->earlier[t], "%Y-%m-%d %H:%M UTC", &w);
-    }
+    for (int t = 0; t < f->ntech; t++)
+        csv_earlier(f, f->tech[t], start, f->earlier[t]);
+    csv_earlier(f, TB_REPORT_CEILINGS, start, f->earlier_ceilings);
+    csv_earlier(f, TB_REPORT_WATERFALL, start, f->earlier_waterfall);
+    csv_earlier(f, TB_REPORT_TTA, start, f->earlier_tta);
 }
 
 static void optional_damaged(const char *path, tb_json **j)

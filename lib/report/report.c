@@ -400,6 +400,15 @@ static void ceilings_match(const tb_report_folder *f, const tb_result_row *r, ch
     }
 }
 
+/* "**From an earlier run**: ..." where a section's CSV predates the run
+ * the folder holds (folder.c: mark_earlier). */
+static void earlier_note(doc *d, const char *when, const char *csv)
+{
+    if (when[0])
+        tb_doc_text(d, BK_P, "**FROM AN EARLIER RUN**: `%s` was written %s, before the bench:all "
+                    "run this folder holds began; its numbers are not this run's.", csv, when);
+}
+
 static void sec_ceilings(doc *d, const tb_report_folder *f, const tb_report_pick *picks)
 {
     if (!sec_begin(d, "Ceilings: the fastest this device goes", f->have_ceilings,
@@ -408,6 +417,7 @@ static void sec_ceilings(doc *d, const tb_report_folder *f, const tb_report_pick
         return;
     static const char *const h[5] = {"ceiling", "measured at", "rate [95% CI]",
                                      "time per call: median [95% CI]", "how it was measured, or why not"};
+    earlier_note(d, f->earlier_ceilings, "ceilings.csv");
     tb_doc_text(d, BK_P, "Measured in the same run, on the same device, with the same threads.");
     tb_doc_table(d, 5, h);
     for (size_t i = 0; i < f->ceilings.n; i++) {
@@ -573,6 +583,7 @@ static void sec_waterfall(doc *d, const tb_report_folder *f)
                    "techniques switched on one after another (cumulative speedup) and with all "
                    "on but one (leave-one-out, to show which matter and which interact)."))
         return;
+    earlier_note(d, f->earlier_waterfall, "waterfall.csv");
     tb_doc_text(d, BK_P, "Each row adds one technique to all the rows above it; the speedup is "
                       "cumulative, against the training step with every technique off. "
                       "Techniques this device gives no meaning to (on the CPU: tensors and "
@@ -605,6 +616,7 @@ static void sec_tta(doc *d, const tb_report_folder *f)
                    "and for each technique alone (full profile). Unlike step time it cannot be "
                    "gamed: a technique that speeds up steps but slows learning shows here."))
         return;
+    earlier_note(d, f->earlier_tta, "time_to_accuracy.csv");
     tb_doc_text(d, BK_P, "Wall time from the start of training until the test accuracy first "
                       "reaches the target; the speedup is against the baseline (every "
                       "technique off).");

@@ -96,6 +96,8 @@ typedef struct tb_report_folder {
     /* When the bench:all run the folder holds began (run.time_utc of
      * run_state.fingerprint.json); "" without one */
     char run_started[32];
+    /* The same for ceilings.csv, waterfall.csv and time_to_accuracy.csv */
+    char earlier_ceilings[32], earlier_waterfall[32], earlier_tta[32];
     char workload[TB_REPORT_MAX_TECH][96];
     tb_results ceilings, waterfall, tta;
     int have_ceilings, have_waterfall, have_tta;

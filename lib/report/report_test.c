@@ -851,8 +851,8 @@ static void test_earlier_run(const char *rdir)
     CHECK_OK(tb_fingerprint_set(&fp, "run.time_utc", "2030-01-01T00:00:00Z"));
     CHECK_OK(tb_fingerprint_save(&fp, path));
     /* every CSV but alpha's written "after" the run began */
-    snprintf(cmd, sizeof cmd, "touch -d 2030-06-01 '%s'/*.csv && touch -d 2029-12-31 '%s/alpha.csv'",
-             rdir, rdir);
+    snprintf(cmd, sizeof cmd, "touch -d 2030-06-01 '%s'/*.csv && touch -c -d 2029-12-31 "
+             "'%s/alpha.csv' '%s/ceilings.csv'", rdir, rdir, rdir);
     CHECK(system(cmd) == 0, "touch");
     CHECK_OK(tb_report_write_dir(rdir, NULL));
     char *md = tb_test_slurp(rdir, "summary.md");
@@ -863,6 +863,12 @@ static void test_earlier_run(const char *rdir)
                         "run began)"), "alpha flagged: %s", l);
         CHECK(count_of(md, "FROM AN EARLIER RUN") == 1, "only alpha flagged");
     }
+    free(md);
+    /* a special CSV's section says so too */
+    md = tb_test_slurp(rdir, "REPORT.md");
+    CHECK(md && strstr(md, "**FROM AN EARLIER RUN**: `ceilings.csv` was written 2029-12-31 "
+                           "00:00 UTC") && count_of(md, "**FROM AN EARLIER RUN**") == 1,
+          "the ceilings' section flagged, no other");
     free(md);
     unlink(path);
 }
