@@ -187,13 +187,19 @@ int tb_report_note_accuracy(const tb_result_row *r, double *pct)
     return at && sscanf(at, "test accuracy %lf%%", pct) == 1;
 }
 
+int tb_report_accuracy_pair(const tb_result_row *r, const tb_result_row *base, double *mine,
+                            double *theirs)
+{
+    return r && r != base && r->correctness == TB_CORRECT_NA &&
+           tb_report_note_accuracy(r, mine) && tb_report_note_accuracy(base, theirs);
+}
+
 void tb_report_correctness_vs(char *buf, size_t cap, const tb_result_row *r,
                               const tb_result_row *base)
 {
     double mine, theirs;
     tb_report_correctness(buf, cap, r);
-    if (r->correctness == TB_CORRECT_NA && r != base && tb_report_note_accuracy(r, &mine) &&
-        tb_report_note_accuracy(base, &theirs))
+    if (tb_report_accuracy_pair(r, base, &mine, &theirs))
         snprintf(buf, cap, "not checked (another trajectory): test accuracy %.1f%% vs the "
                  "baseline's %.1f%% after as many samples", mine, theirs);
 }

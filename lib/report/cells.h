@@ -70,6 +70,12 @@ void tb_report_correctness(char *buf, size_t cap, const tb_result_row *r);
  * *pct, or 0. */
 int tb_report_note_accuracy(const tb_result_row *r, double *pct);
 
+/* 1, with both accuracies, where r is a setting compared by accuracy, not
+ * loss (correctness n/a: another trajectory) and the notes of r and of its
+ * baseline give test accuracies; 0 otherwise. */
+int tb_report_accuracy_pair(const tb_result_row *r, const tb_result_row *base, double *mine,
+                            double *theirs);
+
 /* As tb_report_correctness, but a setting its technique cannot compare by
  * loss (another batch size or optimizer: another trajectory) whose note and
  * its baseline's give test accuracies says them, not a bare "not checked":

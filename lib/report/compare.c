@@ -117,40 +117,41 @@ void tb_compare_free(tb_cmp_set *s)
 
 /* ---- lookups ---- */
 
+/* Technique t's index in machine m's folder, or -1. */
+static int tech_index(const tb_cmp_machine *m, const char *t)
+{
+    for (int i = 0; i < m->f->ntech; i++)
+        if (!strcmp(m->f->tech[i], t))
+            return i;
+    return -1;
+}
+
 /* The rows of technique t on machine m, or NULL. */
 static const tb_results *tech_rows(const tb_cmp_machine *m, const char *t)
 {
-    for (int i = 0; i < m->f->ntech; i++)
-        if (!strcmp(m->f->tech[i], t))
-            return &m->f->rows[i];
-    return NULL;
+    int i = tech_index(m, t);
+    return i < 0 ? NULL : &m->f->rows[i];
 }
 
-/* The headline setting technique t declares in machine m's results, and
- * the workload its rows name ("": none). */
+/* The headline setting technique t declares in machine m's results, the
+ * metric that headline is read on, and the workload its rows name ("":
+ * none, or the summary's rule). */
 static const char *tech_headline(const tb_cmp_machine *m, const char *t)
 {
-    for (int i = 0; i < m->f->ntech; i++)
-        if (!strcmp(m->f->tech[i], t))
-            return m->f->headline[i];
-    return "";
+    int i = tech_index(m, t);
+    return i < 0 ? "" : m->f->headline[i];
 }
 
-/* The metric that headline is read on ("": the summary's rule). */
 static const char *tech_headline_metric(const tb_cmp_machine *m, const char *t)
 {
-    for (int i = 0; i < m->f->ntech; i++)
-        if (!strcmp(m->f->tech[i], t))
-            return m->f->headline_metric[i];
-    return "";
+    int i = tech_index(m, t);
+    return i < 0 ? "" : m->f->headline_metric[i];
 }
 
 static const char *tech_workload(const tb_cmp_machine *m, const char *t)
 {
-    for (int i = 0; i < m->f->ntech; i++)
-        if (!strcmp(m->f->tech[i], t))
-            return m->f->workload[i];
-    return "";
+    int i = tech_index(m, t);
+    return i < 0 ? "" : m->f->workload[i];
 }
 
 /* Whether row r is of like's setting and metric on like's workload (any

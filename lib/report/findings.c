@@ -206,7 +206,7 @@ static void result_text(const tb_result_row *r, const tb_result_row *base, char 
                  r->checked_against[0] ? ", vs " : "", r->checked_against);
         break;
     default:
-        if (tb_report_note_accuracy(r, &mine) && tb_report_note_accuracy(base, &theirs))
+        if (tb_report_accuracy_pair(r, base, &mine, &theirs))
             snprintf(buf, cap, "test accuracy %.1f%% against the baseline's %.1f%% after as "
                      "many samples (another trajectory: not compared by loss)", mine, theirs);
         else

@@ -62,7 +62,7 @@ static void tex_flags(const tb_report_pick *p, char *buf, size_t cap)
         n += (size_t)snprintf(buf + n, cap - n, "%sbusy", n ? ", " : "");
     if (f & TB_FLAG_UNRELIABLE && n < cap)
         n += (size_t)snprintf(buf + n, cap - n, "%sA/A", n ? ", " : "");
-    if (p->xcore_least > 0 && r->xcore_ns >= TB_REPORT_XCORE_STATES * p->xcore_least && n < cap)
+    if (tb_report_pick_apart(p, r) && n < cap)
         n += (size_t)snprintf(buf + n, cap - n, "%sapart", n ? ", " : "");
     double h = tb_report_half_width(r), w = fmax(isnan(h) ? 0 : h,
                                                   isnan(r->noise_floor) ? 0 : r->noise_floor);
@@ -91,7 +91,7 @@ static void tex_correct(const tb_result_row *r, const tb_result_row *base, char 
     case TB_CORRECT_WITHIN_TOL: snprintf(buf, cap, "%s ≤ %s", e, t); break;
     case TB_CORRECT_DIFFERS: snprintf(buf, cap, "DIFFERS: %s > %s", e, t); break;
     default:
-        if (r != base && tb_report_note_accuracy(r, &mine) && tb_report_note_accuracy(base, &theirs))
+        if (tb_report_accuracy_pair(r, base, &mine, &theirs))
             snprintf(buf, cap, "test acc. %.1f%% vs %.1f%%", mine, theirs);
         else
             snprintf(buf, cap, "not checked");

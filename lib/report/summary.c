@@ -335,6 +335,11 @@ static const char *summary_rule =
     "interval or noise floor wider than ±10% with no such reason).";
 
 
+int tb_report_pick_apart(const tb_report_pick *p, const tb_result_row *r)
+{
+    return p->xcore_least > 0 && r->xcore_ns >= TB_REPORT_XCORE_STATES * p->xcore_least;
+}
+
 /* The flags cell: the shown row's own flags, except a busy machine, which
  * is said once for the whole technique (any of its rows busy). */
 static void summary_flags(const tb_report_pick *p, const tb_result_row *shown, char *buf,
@@ -344,7 +349,7 @@ static void summary_flags(const tb_report_pick *p, const tb_result_row *shown, c
     if (shown)
         tb_report_flags_text(own, sizeof own, shown, ~TB_FLAG_BUSY);
     /* the other machine state: compare it with rows of its own state */
-    if (shown && p->xcore_least > 0 && shown->xcore_ns >= TB_REPORT_XCORE_STATES * p->xcore_least) {
+    if (shown && tb_report_pick_apart(p, shown)) {
         size_t n = strlen(own);
         snprintf(own + n, sizeof own - n, "%sCPUs apart (core-to-core %.0f ns, the run's least "
                  "%.0f)", n ? "; " : "", shown->xcore_ns, p->xcore_least);

@@ -69,6 +69,10 @@ typedef struct tb_report_pick {
  * factor of bench/harness/machine_probe.h's TB_MACHINE_XCORE_STATES. */
 #define TB_REPORT_XCORE_STATES 3.0
 
+/* 1 when row r of pick p was measured in the other machine state: its
+ * xcore_ns TB_REPORT_XCORE_STATES times the run's least or more. */
+int tb_report_pick_apart(const tb_report_pick *p, const tb_result_row *r);
+
 /* The summary's groups, in the order the report shows them. */
 typedef enum tb_report_group {
     TB_GROUP_FASTER = 0,           /* the shown setting's verdict is faster */
