@@ -64,6 +64,25 @@ void tb_bench_keep_on_signal(const char *path)
             on_signal[i][0] = '\0';
 }
 
+int tb_bench_reserve_tmp(const char *path, char *tmp, size_t cap)
+{
+    TB_TRY(tb_atomic_reserve(path, tmp, cap));
+    int rc = tb_bench_remove_on_signal(tmp);
+    if (rc != TB_OK)
+        unlink(tmp);
+    return rc;
+}
+
+int tb_bench_finish_tmp(int rc, const char *tmp, const char *path)
+{
+    if (rc == TB_OK)
+        rc = tb_atomic_publish(tmp, path);
+    tb_bench_keep_on_signal(tmp);
+    if (rc != TB_OK)
+        unlink(tmp);
+    return rc;
+}
+
 int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, size_t nextra,
                   int argc, char **argv, int *done)
 {
@@ -206,14 +225,9 @@ int tb_bench_run(tb_bench *b, gb_results **out)
     char path[PATH_MAX + 64], name[96], tmp[PATH_MAX + 96];
     snprintf(name, sizeof name, "%s.gbench.json", b->technique);
     TB_TRY(tb_outdir_join(b->od.results, name, path, sizeof path));
-    TB_TRY(tb_atomic_reserve(path, tmp, sizeof tmp));
-    int rc = tb_bench_remove_on_signal(tmp);
-    if (rc != TB_OK) {
-        unlink(tmp);
-        return rc;
-    }
+    TB_TRY(tb_bench_reserve_tmp(path, tmp, sizeof tmp));
     size_t n_run = 0;
-    rc = tbb_run(&b->argc, b->argv, tmp, &n_run);
+    int rc = tbb_run(&b->argc, b->argv, tmp, &n_run);
     tb_bench_keep_on_signal(tmp);
     if (rc != TB_OK) {
         unlink(tmp);

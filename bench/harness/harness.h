@@ -192,4 +192,11 @@ int tb_bench_fail(const char *technique, int rc);
 int tb_bench_remove_on_signal(const char *path);
 void tb_bench_keep_on_signal(const char *path);
 
+/* A temporary next to path (tb_atomic_reserve) that a signal removes
+ * (tb_bench_remove_on_signal); on failure none is left. */
+int tb_bench_reserve_tmp(const char *path, char *tmp, size_t cap);
+/* Ends tmp's watch: rc TB_OK publishes it as path (tb_atomic_publish),
+ * anything else removes it. Returns rc, or the publish's error. */
+int tb_bench_finish_tmp(int rc, const char *tmp, const char *path);
+
 #endif

@@ -389,24 +389,12 @@ static int time_cases(tb_bench *b, const opb_set *set, opb_plan *plan, tb_rounds
     char path[PATH_MAX + 64], name[96], tmp[PATH_MAX + 96];
     snprintf(name, sizeof name, "%s.gbench.json", b->technique);
     TB_TRY(tb_outdir_join(b->od.results, name, path, sizeof path));
-    TB_TRY(tb_atomic_reserve(path, tmp, sizeof tmp));
+    TB_TRY(tb_bench_reserve_tmp(path, tmp, sizeof tmp));
     cfg.gbench_json = tmp;
-    int rc = tb_bench_remove_on_signal(tmp);
-    if (rc != TB_OK) {
-        unlink(tmp);
-        return rc;
-    }
     fprintf(stderr, "%s: %zu cases as %d arms in rounds (seed %llu, budget %.0f s, "
             "repetitions of >= %g s)\n", b->technique, set->n, plan->n_arms,
             (unsigned long long)cfg.seed, cfg.budget_s, cfg.min_rep_s);
-    rc = tb_rounds_run(&cfg, plan->arms, plan->n_arms, rr);
-    if (rc == TB_OK)
-        rc = tb_atomic_publish(tmp, path);
-    tb_bench_keep_on_signal(tmp);
-    if (rc != TB_OK) {
-        unlink(tmp);
-        return rc;
-    }
+    TB_TRY(tb_bench_finish_tmp(tb_rounds_run(&cfg, plan->arms, plan->n_arms, rr), tmp, path));
     fprintf(stderr, "%s: %d rounds, stopped by %s after %.1f s (load %.2f%s)\n", b->technique,
             rr->rounds, tb_rounds_stop_name(rr->stop), rr->seconds, rr->load_avg,
             rr->busy ? ", busy machine" : "");

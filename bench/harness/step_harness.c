@@ -1009,13 +1009,8 @@ static int time_all(step_run *r, tb_rounds_result *res)
     else
         snprintf(name, sizeof name, "%s.gbench.json", r->b.technique);
     TB_TRY(tb_outdir_join(r->b.od.results, name, path, sizeof path));
-    TB_TRY(tb_atomic_reserve(path, tmp, sizeof tmp));
+    TB_TRY(tb_bench_reserve_tmp(path, tmp, sizeof tmp));
     cfg.gbench_json = tmp;
-    int rc = tb_bench_remove_on_signal(tmp);
-    if (rc != TB_OK) {
-        unlink(tmp);
-        return rc;
-    }
     char how[128];
     if (r->n_alone == r->plan.n_arms)
         snprintf(how, sizeof how, "rebuilt every round");
@@ -1028,18 +1023,13 @@ static int time_all(step_run *r, tb_rounds_result *res)
             "rounds, target +-%g%%, budget %g s, seed %#llx\n", r->tech->desc.name, r->wl_label,
             r->plan.n_arms, how, cfg.min_rep_s, cfg.min_rounds, cfg.max_rounds,
             100 * cfg.target_half_width, cfg.budget_s, (unsigned long long)cfg.seed);
-    rc = tb_rounds_run(&cfg, r->tarms, r->plan.n_arms, res);
-    if (rc != TB_OK) {
-        tb_bench_keep_on_signal(tmp);
-        unlink(tmp);
-        return rc;
-    }
-    fprintf(stderr, "%s: %s: %d rounds in %.1f s, stopped by %s; load %.2f%s\n",
-            r->tech->desc.name, r->wl_label, res->rounds, res->seconds, tb_rounds_stop_name(res->stop), res->load_avg,
-            res->busy ? " (busy machine)" : "");
-    rc = tb_atomic_publish(tmp, path);
-    tb_bench_keep_on_signal(tmp);
-    return rc;
+    int rc = tb_rounds_run(&cfg, r->tarms, r->plan.n_arms, res);
+    if (rc == TB_OK)
+        fprintf(stderr, "%s: %s: %d rounds in %.1f s, stopped by %s; load %.2f%s\n",
+                r->tech->desc.name, r->wl_label, res->rounds, res->seconds,
+                tb_rounds_stop_name(res->stop), res->load_avg,
+                res->busy ? " (busy machine)" : "");
+    return tb_bench_finish_tmp(rc, tmp, path);
 }
 
 /* ---- rows ---- */
