@@ -31,6 +31,7 @@ import glob
 import json
 import math
 import os
+import re
 import sys
 
 
@@ -63,6 +64,28 @@ def check_rounds(where, r, want):
         fail(where + ": minimum detectable effect %r" % r["mde"])
     if want and timed and int(r["reps"]) != rounds:
         fail(where + ": reps %s, rounds %d" % (r["reps"], rounds))
+
+
+def check_witness(where, note):
+    """A first-update witness widened by its rounding control (step_harness.c,
+    witness_controls): twice the farthest draw, and its draws stop early only
+    once that reached the distance D (the verdict all six would give)."""
+    m = re.search(r"first update: per-tensor norms ([-0-9.e+]+) apart, tolerance ([-0-9.e+]+) "
+                  r"\(from nudged weights its own moved ([-0-9.e+]+), the farthest of (\d+) "
+                  r"draws?\)", note)
+    if not m:
+        if "from nudged weights its own moved" in note:
+            fail(where + ": a witness's rounding control without its draws: " + note)
+        return
+    dist, tol, moved, draws = (num(m.group(1)), num(m.group(2)), num(m.group(3)),
+                               int(m.group(4)))
+    if not 1 <= draws <= 6:  # TB_WITNESS_CONTROL_RUNS
+        fail(where + ": %d draws of the witness's rounding control" % draws)
+    if abs(tol - 2 * moved) > 0.051 * tol:  # 2 significant digits each
+        fail(where + ": witness tolerance %g is not twice its control's %g" % (tol, moved))
+    if draws < 6 and dist > tol * 1.05:
+        fail(where + ": the witness's draws stopped at %d with D %g past its tolerance %g"
+             % (draws, dist, tol))
 
 
 def check_workloads(body, workloads):
@@ -158,6 +181,7 @@ def main():
             if not (lo <= med <= hi) or med <= 0:
                 fail(where + ": median %g outside [%g, %g]" % (med, lo, hi))
         check_rounds(where, r, want_rounds)
+        check_witness(where, r["note"])
         if r["speedup"] != "":
             s, a, b = num(r["speedup"]), num(r["speedup_ci_low"]), num(r["speedup_ci_high"])
             if not (a <= s <= b) or s <= 0:

@@ -55,14 +55,18 @@ for r in rows:
     got, ref = float(m.group(1)), float(m.group(2))
     loss_bad = abs(got - ref) > tol * abs(ref) * (1 + 1e-6)
     # the witness's own rounding control widens its tolerance to twice it
-    wide = re.search(r"tolerance ([-0-9.e+]+) \(from nudged weights its own moved ([-0-9.e+]+)\)",
-                     wit.group(1))
+    wide = re.search(r"tolerance ([-0-9.e+]+) \(from nudged weights its own moved ([-0-9.e+]+), "
+                     r"the farthest of (\d+) draws?\)", wit.group(1))
     wtol = tol
     if wide:
-        wtol, moved = float(wide.group(1)), float(wide.group(2))
+        wtol, moved, draws = float(wide.group(1)), float(wide.group(2)), int(wide.group(3))
         if abs(wtol - 2 * moved) > 0.051 * wtol or wtol <= tol:
             sys.exit("FAIL: %s %s: witness tolerance %g is not twice its control %g, above %g"
                      % (name, r["setting"], wtol, moved, tol))
+        # the draws stop early only once the tolerance reached the distance
+        if not 1 <= draws <= 6 or draws < 6 and d and float(d.group(1)) > wtol * (1 + 0.05):
+            sys.exit("FAIL: %s %s: %d draws stopped with distance %s past tolerance %g"
+                     % (name, r["setting"], draws, d.group(1), wtol))
     if d and not past and float(d.group(1)) > wtol * (1 + 0.05):
         sys.exit("FAIL: %s %s: distance %s past tolerance %g but not said" % (name, r["setting"], d.group(1), wtol))
     want = "DIFFERS" if (past or loss_bad) else None
