@@ -36,7 +36,7 @@
  * cumulative stages, part of "all on" and left out in turn; on the CPU
  * backend their rows are n/a with the trainer's reason, and "all on" holds the CPU stages only (the masks are
  * built per backend, build_masks). CUDA graphs need anomaly detection off,
- * so on CUDA "all on but debug APIs off" is n/a saying so, and in the
+ * so on CUDA "all on except 'debug APIs off'" is n/a saying so, and in the
  * full profile "cuda_graphs alone" runs with debug APIs off.
  *
  * The default profile's time to accuracy allows 30 s of training per run:
@@ -222,7 +222,9 @@ static void build_names(void)
         else if (k < 0)
             snprintf(names[i], sizeof names[i], "all on");
         else
-            snprintf(names[i], sizeof names[i], "all on but %s", stages[k].name);
+            /* quoted: a stage named for its state ("no conv bias", "debug
+             * APIs off") read as "all on but no conv bias" says the opposite */
+            snprintf(names[i], sizeof names[i], "all on except '%s'", stages[k].name);
         settings[i] = (tb_step_setting){names[i], 0, 0, apply_mask, NULL, NULL};
     }
 }
@@ -261,7 +263,7 @@ static const char *na_reason(const char *backend, const tb_step_setting *s)
 }
 
 /* A row that runs anomaly detection under bf16 autocast on a conv model
- * (all off is fp32; "all on but debug APIs off" is the one) keeps its conv
+ * (all off is fp32; "all on except 'debug APIs off'" is the one) keeps its conv
  * trunk's activations in fp32, where its neighbours with detection off keep
  * them in bf16 (anomaly detection counts fp32 values: lib/nn/amp.h): that
  * row then differs in more than its stage, and its note says so. */
@@ -306,8 +308,8 @@ static const tb_step_technique waterfall = {
     .check_note = act_note,
     /* Its configurations combine techniques each held to 5% by its own
      * target, and their differences add: on the tiny ResNet-50 (width 8,
-     * batch 4, 5 steps) "all on but no conv bias" ended 6.1% and "all on
-     * but channels last" 5.4% from all off, where the rounding control
+     * batch 4, 5 steps) "all on except 'no conv bias'" ended 6.1% and "all
+     * on except 'channels last'" 5.4% from all off, where the rounding control
      * (fp32, weights moved by 7.6e-6) ended 1.5% away; on the reduced one
      * (3 steps) at most 3.3%. */
     .tolerance = 1e-1,
