@@ -106,7 +106,12 @@ def compared_row(row, where):
                        (where, s, lo, hi))
     # the workload (schema 3) tells apart a technique's rows on its models;
     # a run before it has none (empty: matches an empty workload only)
-    key = (row["technique"], row["setting"], row["param_name"], row["param_value"], row["metric"],
+    setting = row["setting"]
+    # the waterfall's leave-one-out rows were "all on but X" before they
+    # were "all on except 'X'": the same configuration
+    if row["technique"] == "waterfall" and setting.startswith("all on but "):
+        setting = "all on except '%s'" % setting[len("all on but "):]
+    key = (row["technique"], setting, row["param_name"], row["param_value"], row["metric"],
            row.get("workload") or "")
     # measured on a busy machine (other processes' CPU time, or the machine
     # state moved during its rounds: results/README.md)
