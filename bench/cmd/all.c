@@ -422,7 +422,10 @@ static int prepare_state(int resume, const tb_outdir *od, tb_run_state *now, tb_
     return 0;
 }
 
-static int finish(const tb_outdir *od, tb_telemetry *tm, tb_run_state *st, int write_report)
+/* Saves the telemetry and the run state; with report non-NULL, writes the
+ * report and hands back the folder it was written from (closing_lines). */
+static int finish(const tb_outdir *od, tb_telemetry *tm, tb_run_state *st,
+                  tb_report_folder **report)
 {
     char path[PATH_MAX + 64];
     int rc = TB_OK;
@@ -431,15 +434,15 @@ static int finish(const tb_outdir *od, tb_telemetry *tm, tb_run_state *st, int w
         rc = tb_telemetry_save(tm, path);
     if (rc == TB_OK)
         rc = tb_run_state_save(st, od->results);
-    if (rc == TB_OK && write_report)
-        rc = tb_report_write_dir(od->results, od->plots);
+    if (rc == TB_OK && report)
+        rc = tb_report_load(od->results, od->plots, report);
+    if (rc == TB_OK && report)
+        rc = tb_report_write(*report);
     if (rc != TB_OK)
         tb_error_print(stderr);
     return rc;
 }
 
-/* The last lines a run prints: its top results, as the report's findings
- * say them, and where the report is. */
 /* --profile=auto made a tb_profile: gpu on the CUDA backend, else
  * default (tb_profile_resolve, which says so); the backend is opened for
  * its name only. */
@@ -465,10 +468,12 @@ static void resolve_profile(const char *device, int threads, int *profile)
     tb_profile_resolve(profile, rc == TB_OK ? info.backend : "cpu", "bench:all");
 }
 
-static void closing_lines(const tb_outdir *od)
+/* The last lines a run prints: its top results, as the report's findings
+ * say them, and where the report is. */
+static void closing_lines(const tb_outdir *od, const tb_report_folder *report)
 {
     fprintf(stderr, "bench:all: top results on this machine (the report's findings):\n");
-    if (tb_report_print_findings(od->results, "  ", stderr) != TB_OK)
+    if (tb_report_print_findings(report, "  ", stderr) != TB_OK)
         tb_error_print(stderr);
     fprintf(stderr, "bench:all: report: %s/REPORT.html (and REPORT.md, summary.tex); "
                     "figures in %s\n", od->results, od->plots);
@@ -732,13 +737,14 @@ int main(int argc, char **argv)
         if (tb_atomic_sweep_stale(od.results, NULL) != TB_OK ||
             tb_atomic_sweep_stale(od.plots, NULL) != TB_OK)
             tb_error_print(stderr);
-        finish(&od, tm, st, 0);
+        finish(&od, tm, st, NULL);
         fprintf(stderr, "bench:all: interrupted; every technique that finished keeps its "
                         "results; continue with --resume\n");
         return interrupted_status();
     }
     st->complete = failed == 0;
-    int frc = finish(&od, tm, st, 1);
+    tb_report_folder *report = NULL;
+    int frc = finish(&od, tm, st, &report);
     if (interrupted) {
         /* during the report: the techniques' results are whole, the report
          * may not be; the state says unfinished, so --resume writes it */
@@ -748,12 +754,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench:all: interrupted while writing the report; every technique "
                         "keeps its results; write it with bench:report, or continue with "
                         "--resume\n");
+        tb_report_folder_free(report);
         return interrupted_status();
     }
     tb_telemetry_free(tm);
     fprintf(stderr, "bench:all: %d steps in %.1f s, %d failed\n", ntodo, tb_clock_s() - t0, failed);
     if (frc == TB_OK)
-        closing_lines(&od);
+        closing_lines(&od, report);
+    tb_report_folder_free(report);
     free(fp);
     free(now);
     free(st);

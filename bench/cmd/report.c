@@ -28,12 +28,16 @@
 
 static int write_one(const char *dir, const char *plots)
 {
-    int rc = tb_report_write_dir(dir, plots);
+    tb_report_folder *f = NULL;
+    int rc = tb_report_load(dir, plots, &f);
+    if (rc == TB_OK)
+        rc = tb_report_write(f);
     if (rc == TB_OK) {
         printf("bench:report: wrote %s/REPORT.md, REPORT.html, summary.md, summary.tex\n", dir);
         printf("bench:report: findings:\n");
-        rc = tb_report_print_findings(dir, "  ", stdout);
+        rc = tb_report_print_findings(f, "  ", stdout);
     }
+    tb_report_folder_free(f);
     return rc;
 }
 

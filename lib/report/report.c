@@ -1197,16 +1197,12 @@ static void put_plain(FILE *out, const char *prefix, const char *text)
     fputc('\n', out);
 }
 
-int tb_report_print_findings(const char *results_dir, const char *prefix, FILE *out)
+int tb_report_print_findings(const tb_report_folder *f, const char *prefix, FILE *out)
 {
-    tb_report_folder *f = NULL;
     size_t idx[TB_FINDINGS_MAX];
-    TB_TRY(tb_report_load(results_dir, NULL, &f));
     report_picks *ps = malloc(sizeof *ps);
-    if (!ps) {
-        tb_report_folder_free(f);
+    if (!ps)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory picking the findings");
-    }
     pick_all(f, ps);
     const tb_report_pick *picks = ps->wl;
     size_t n = tb_report_findings(picks, ps->nwl, idx, TB_FINDINGS_MAX);
@@ -1219,6 +1215,5 @@ int tb_report_print_findings(const char *results_dir, const char *prefix, FILE *
         put_plain(out, prefix, text);
     }
     free(ps);
-    tb_report_folder_free(f);
     return ferror(out) ? TB_FAIL(TB_ERR_IO, "cannot print the findings") : TB_OK;
 }

@@ -132,9 +132,11 @@ int tb_report_results_folders(const char *dir, char *out, size_t cap, int max, i
 /* Loads and writes in one call (what bench:all and bench:report do). */
 int tb_report_write_dir(const char *results_dir, const char *plots_dir);
 
-/* The report's findings (findings.h) for results_dir, one a line after
- * prefix, without Markdown: the closing lines of bench:all. */
-int tb_report_print_findings(const char *results_dir, const char *prefix, FILE *out);
+/* The report's findings (findings.h) for a loaded folder, one a line after
+ * prefix, without Markdown: the closing lines of bench:all and bench:report
+ * (from the folder their report was written from: loading it again would
+ * say its warnings twice). */
+int tb_report_print_findings(const tb_report_folder *f, const char *prefix, FILE *out);
 
 #ifdef __cplusplus
 }
