@@ -118,8 +118,9 @@ static int dataset_from_idx(const idx_array *im, const idx_array *lb, const char
     return TB_OK;
 }
 
-int tb_dataset_open_idx(const char *images_path, const char *labels_path, const char *name,
-                     int num_classes, long limit, tb_dataset **out)
+/* tb_dataset_open_idx with the statistics computed (mean < 0) or given. */
+static int open_idx(const char *images_path, const char *labels_path, const char *name,
+                    int num_classes, long limit, float mean, float std, tb_dataset **out)
 {
     idx_array im, lb;
     int rc;
@@ -132,12 +133,33 @@ int tb_dataset_open_idx(const char *images_path, const char *labels_path, const 
     snprintf((*out)->name, sizeof (*out)->name, "%s", name);
     snprintf((*out)->source, sizeof (*out)->source, "%s%s + %s%s", images_path,
              im.gzipped ? " (gzip)" : " (raw)", labels_path, lb.gzipped ? " (gzip)" : " (raw)");
-    tb_dataset_compute_stats(*out);
+    if (mean < 0) {
+        tb_dataset_compute_stats(*out);
+    } else {
+        for (int ch = 0; ch < (*out)->c; ch++)
+            (*out)->mean[ch] = mean, (*out)->std[ch] = std;
+    }
     rc = TB_OK;
 out_free_arrays:
     tb_idx_free(&im);
     tb_idx_free(&lb);
     return rc;
+}
+
+int tb_dataset_open_idx(const char *images_path, const char *labels_path, const char *name,
+                     int num_classes, long limit, tb_dataset **out)
+{
+    return open_idx(images_path, labels_path, name, num_classes, limit, -1, 0, out);
+}
+
+int tb_dataset_open_idx_with_stats(const char *images_path, const char *labels_path,
+                                   const char *name, int num_classes, long limit, float mean,
+                                   float std, tb_dataset **out)
+{
+    if (!(mean >= 0) || !(std > 0))
+        return TB_FAIL(TB_ERR_INVALID, "%s: mean %g and std %g: want mean >= 0, std > 0",
+                       name, mean, std);
+    return open_idx(images_path, labels_path, name, num_classes, limit, mean, std, out);
 }
 
 int tb_dataset_write_idx(const tb_dataset *ds, const char *images_path, const char *labels_path)

@@ -105,6 +105,14 @@ int tb_dataset_open_fashion_mnist(const char *dir, tb_split split, long limit, t
 int tb_dataset_open_idx(const char *images_path, const char *labels_path, const char *name,
                      int num_classes, long limit, tb_dataset **out);
 
+/* As tb_dataset_open_idx, with a dataset's published statistics (one mean
+ * and std for every channel) instead of a pass over the pixels read: a
+ * reader that re-reads its files each epoch (bench:data_format) times
+ * reading, not arithmetic whose result would be replaced. */
+int tb_dataset_open_idx_with_stats(const char *images_path, const char *labels_path,
+                                   const char *name, int num_classes, long limit, float mean,
+                                   float std, tb_dataset **out);
+
 /* Writes ds as raw (uncompressed) IDX files, each through a temp file and a
  * rename. Images are (N, H, W) when C == 1, else (N, C, H, W); labels (N).
  * REQUIRES: labels in 0..255. An on-the-fly dataset is TB_ERR_INVALID. */
