@@ -9,10 +9,18 @@
  *   - epoch_begin writes the permutation while no worker is busy, bumps
  *     ctl->gen and sets ctl->active;
  *   - worker w builds batches w, w+W, ... of that gen; batch b goes to slot
- *     (b % W) * P + (b / W) % P once batch b - W*P has been released
- *     (b < ctl->released + W*P); it then stamps the slot (gen, b, status);
+ *     (b % W) * (P+1) + (b / W) % (P+1) once fewer than W*P batches lie
+ *     between the consumer and it (b < ctl->taken + W*P, taken: the batches
+ *     handed to the consumer): W*P batches ahead of the one in use, as
+ *     PyTorch's DataLoader keeps W*P indices outstanding, sending the next
+ *     only when a batch comes back (until 2026-11-30 one fewer: a batch was
+ *     built only once the one W*P before it was released, and the held one
+ *     took a slot). Each worker's P+1 slots hold its P ahead and the one the
+ *     consumer may hold: b's slot was last b - W(P+1) < taken - 1's, whose
+ *     batch the consumer has released. The worker then stamps the slot
+ *     (gen, b, status);
  *   - the consumer waits until the slot of its next batch carries (gen, b),
- *     and releases it on the following call;
+ *     bumps taken, and releases the batch on the following call;
  *   - epoch_end clears ctl->active and waits until no worker is busy (or
  *     joins non-persistent workers), so nothing of an old epoch is in flight.
  * A consumer waiting on a worker process polls every WAIT_POLL_MS whether the
@@ -56,7 +64,7 @@ typedef struct slot_state {
 typedef struct loader_ctl {
     pthread_mutex_t mu;
     pthread_cond_t ready; /* consumer waits: a slot was stamped, a worker went idle */
-    pthread_cond_t work;  /* workers wait: new epoch, a slot released, stop */
+    pthread_cond_t work;  /* workers wait: new epoch, a batch taken, stop */
     /* Worker processes wait on these instead (futexes on the shared
      * mapping): glibc's process-shared condition variable blocks a
      * broadcast for good once a waiter has died inside its wait (a worker
@@ -70,7 +78,7 @@ typedef struct loader_ctl {
     int stop;             /* 1: workers exit */
     int epoch;
     int nbatches;
-    long released;        /* batches [0, released) of this gen are handed back */
+    long taken;           /* batches [0, taken) of this gen are handed to the consumer */
 } loader_ctl;
 
 typedef struct worker_arg {
@@ -83,6 +91,7 @@ struct tb_loader {
     tb_host_allocator alloc;
     const tb_dataset *ds;
     int nw, pf, nslots;       /* workers, prefetch per worker, slots */
+    int per_w;                /* slots per worker: pf ahead + the one the consumer holds */
     int nbatches;
     int seq;                  /* tokens per sample of a token dataset; 0 for images */
     size_t chw;               /* pixels of an image sample */
@@ -246,7 +255,7 @@ static int transposes(const tb_loader *ld)
 
 static int slot_of(const tb_loader *ld, int b)
 {
-    return (b % ld->nw) * ld->pf + (b / ld->nw) % ld->pf;
+    return (b % ld->nw) * ld->per_w + (b / ld->nw) % ld->per_w;
 }
 
 static float *slot_images(const tb_loader *ld, unsigned char *base) { (void)ld; return (float *)base; }
@@ -380,7 +389,8 @@ static void worker_loop(tb_loader *ld, int w, int one_epoch)
         seen = c->gen;
         int epoch = c->epoch, nb = c->nbatches;
         for (int b = w; b < nb; b += ld->nw) {
-            while (!c->stop && c->active && c->gen == seen && b >= c->released + ld->nslots)
+            while (!c->stop && c->active && c->gen == seen &&
+                   b >= c->taken + (long)ld->nw * ld->pf)
                 ctl_wait(&c->work, c);
             if (c->stop || !c->active || c->gen != seen)
                 break;
@@ -648,7 +658,8 @@ int tb_loader_create(const tb_loader_cfg *cfg, const tb_dataset *ds, tb_loader *
                                : (tb_host_allocator){default_alloc, default_free, NULL};
     ld->nw = cfg->num_workers;
     ld->pf = ld->nw ? cfg->prefetch_factor : 1;
-    ld->nslots = ld->nw ? ld->nw * ld->pf : 1;
+    ld->per_w = ld->pf + 1;
+    ld->nslots = ld->nw ? ld->nw * ld->per_w : 1;
     ld->nbatches = cfg->drop_last ? ds->n / cfg->batch_size
                                   : (ds->n + cfg->batch_size - 1) / cfg->batch_size;
     slot_layout(ld);
@@ -697,7 +708,7 @@ int tb_loader_epoch_begin(tb_loader *ld, int epoch)
     c->gen++;
     c->epoch = epoch;
     c->nbatches = ld->nbatches;
-    c->released = 0;
+    c->taken = 0;
     c->active = 1;
     c->stop = 0; /* only non-persistent workers were stopped, and joined */
     ctl_broadcast(&c->work, c);
@@ -736,14 +747,7 @@ void tb_loader_release_batch(tb_loader *ld)
 {
     if (ld->held < 0)
         return;
-    if (ld->nw > 0) {
-        loader_ctl *c = ld->ctl;
-        ctl_lock(c);
-        c->released = ld->held + 1;
-        ctl_broadcast(&c->work, c);
-        ctl_unlock(c);
-    }
-    ld->held = -1;
+    ld->held = -1; /* its slot is free once the next batch is taken (wait_for_batch) */
 }
 
 /* Waits until batch b's slot carries this epoch's batch b, or its worker
@@ -772,6 +776,8 @@ static int wait_for_batch(tb_loader *ld, int b, int *size)
     char msg[SLOT_MSG];
     memcpy(msg, s->msg, sizeof msg);
     *size = s->size;
+    c->taken = b + 1; /* one more batch may be built ahead */
+    ctl_broadcast(&c->work, c);
     ctl_unlock(c);
     if (status != TB_OK)
         return TB_FAIL(status, "loader worker %d (%s) failed on batch %d of epoch %d: %s", w,

@@ -4,12 +4,14 @@
  *
  * Mirrors PyTorch's DataLoader so each of its knobs can be benchmarked:
  *   num_workers         0 = build batches in the calling thread;
- *   prefetch_factor     batches queued ahead per worker (default 2);
+ *   prefetch_factor     batches queued ahead per worker (default 2): W*P
+ *                       batches are built ahead of the one the caller
+ *                       holds, as PyTorch's W*P outstanding indices;
  *   persistent_workers  keep workers across epochs, or start and join them
  *                       every epoch (so their start-up cost shows);
  *   worker mode         threads (pthreads) or processes (fork; batches in
  *                       MAP_SHARED memory, process-shared mutex/condvars).
- * Worker w builds batches w, w+W, w+2W, ... into its own prefetch_factor
+ * Worker w builds batches w, w+W, w+2W, ... into its own prefetch_factor + 1
  * slots; the consumer takes them strictly in order. The shuffle depends only
  * on (seed, epoch) and each sample's augmentation only on (seed, epoch,
  * index), so batch i of an epoch has the same bytes whatever the knobs.

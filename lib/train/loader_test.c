@@ -28,6 +28,7 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -797,6 +798,65 @@ static void test_token_range(void)
     }
 }
 
+/* Prefetch depth as PyTorch's DataLoader: while the caller holds batch k,
+ * W*P batches (k+1 .. k+W*P) are built ahead, never more; before the
+ * first batch is taken, W*P. Counted by an on-the-fly dataset whose
+ * samples (one a batch) record that they were made. */
+static atomic_int made[64];
+
+static void counting_sample(const tb_dataset *d, int index, void *out, int32_t *label)
+{
+    memset(out, 0, (size_t)d->c * d->h * d->w);
+    *label = 0;
+    atomic_store(&made[index], 1);
+}
+
+static int made_count(void)
+{
+    int n = 0;
+    for (int i = 0; i < 64; i++)
+        n += atomic_load(&made[i]);
+    return n;
+}
+
+static void test_prefetch_depth(void)
+{
+    printf("batches built ahead: W*P beside the one held, as PyTorch's DataLoader\n");
+    tb_dataset cd = {.name = "counting", .n = 64, .c = 1, .h = 4, .w = 4, .num_classes = 10,
+                     .make = counting_sample};
+    cd.mean[0] = 0.5f, cd.std[0] = 0.25f;
+    const int ws[3] = {1, 2, 2}, ps[3] = {1, 1, 2};
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; i < 64; i++)
+            atomic_store(&made[i], 0);
+        tb_loader_cfg cfg = tb_loader_default_cfg();
+        cfg.batch_size = 1;
+        cfg.shuffle = 0;
+        cfg.num_workers = ws[k];
+        cfg.prefetch_factor = ps[k];
+        tb_loader *ld;
+        tb_batch b;
+        int ahead = ws[k] * ps[k];
+        if (tb_loader_create(&cfg, &cd, &ld) != TB_OK || tb_loader_epoch_begin(ld, 0) != TB_OK) {
+            CHECK(0, "workers=%d prefetch=%d: cannot start", ws[k], ps[k]);
+            continue;
+        }
+        usleep(200 * 1000);
+        int before = made_count();
+        int rc = tb_loader_next_batch(ld, &b);
+        usleep(200 * 1000);
+        int holding0 = made_count();
+        rc = rc == 1 ? tb_loader_next_batch(ld, &b) : rc;
+        usleep(200 * 1000);
+        int holding1 = made_count();
+        CHECK(rc == 1 && before == ahead && holding0 == ahead + 1 && holding1 == ahead + 2,
+              "workers=%d prefetch=%d: %d built before the first batch (want %d), %d while "
+              "holding batch 0 (want %d), %d while holding batch 1 (want %d)", ws[k], ps[k],
+              before, ahead, holding0, ahead + 1, holding1, ahead + 2);
+        tb_loader_destroy(ld);
+    }
+}
+
 int main(void)
 {
     tb_synthetic_cfg sc = {.n = N_SAMPLES, .c = 1, .h = 28, .w = 28, .seed = 99, .noise = -1};
@@ -817,6 +877,7 @@ int main(void)
     test_nhwc();
     test_tokens();
     test_token_range();
+    test_prefetch_depth();
     free(ref.images);
     tb_dataset_free(ds);
     printf(failures ? "loader_test: %d FAILED\n" : "loader_test: all passed\n", failures);
