@@ -31,8 +31,8 @@
  *   4. after cfg->min_rounds, an arm stops once its paired interval
  *      (lib/core/stats.h, tb_stats_paired, of its per-round ratios to its
  *      reference) is at most cfg->target_half_width wide after two rounds
- *      in a row (an A/A arm: once its interval lies within +-target of 1,
- *      the noise floor its rows report); a baseline stops with the last arm compared with it; the
+ *      in a row, both past the minimum (an A/A arm too: never on the noise
+ *      floor its rows report); a baseline stops with the last arm compared with it; the
  *      experiment ends when every arm has stopped, or when cfg->budget_s of
  *      timing is spent, or at cfg->max_rounds; never on a verdict. Each arm
  *      says why it stopped and after how many rounds (the time then goes to

@@ -763,7 +763,9 @@ static void test_per_arm_stop(void)
 }
 
 /* A settled arm warms up in exactly 6 units; a low-noise pair reaches the
- * target at min_rounds. */
+ * target one round past min_rounds (two rounds in a row, both at least the
+ * minimum: stopping at min_rounds itself on a streak begun before it cost
+ * coverage). */
 static void test_target_early(void)
 {
     fake f[2] = {{.unit_s = 0.010, .noise = 0.001}, {.unit_s = 0.011, .noise = 0.001}};
@@ -775,8 +777,9 @@ static void test_target_early(void)
     CHECK(rc == TB_OK, "the experiment runs");
     if (rc != TB_OK)
         return;
-    CHECK(r.stop == TB_STOP_TARGET && r.rounds == 5, "target reached at min_rounds (%s, %d)",
-          tb_rounds_stop_name(r.stop), r.rounds);
+    CHECK(r.stop == TB_STOP_TARGET && r.rounds == c.min_rounds + 1,
+          "target reached one round past min_rounds (%s, %d)", tb_rounds_stop_name(r.stop),
+          r.rounds);
     CHECK(r.arms[0].warmup_units == 6, "a settled arm warms up in 6 units (%ld)",
           r.arms[0].warmup_units);
     for (int i = 0; i < 2; i++)
@@ -784,6 +787,31 @@ static void test_target_early(void)
             CHECK(r.arms[i].seconds[k] * (double)r.arms[i].units_per_rep >= c.min_rep_s * 0.995,
                   "arm %d round %d: the repetition lasts min_rep_s", i, k);
     CHECK(r.arms[1].cmp.hi < 1, "b is slower: [%.4f, %.4f]", r.arms[1].cmp.lo, r.arms[1].cmp.hi);
+    tb_rounds_result_free(&r);
+}
+
+/* An A/A arm stops on its half-width, as every arm does, never on the
+ * noise floor its row reports: a copy 3% slower than its baseline (a
+ * harness bias) with little noise stops on its target one round past the
+ * minimum and reports the 3%, where stopping once its interval lay within
+ * the target of 1 ran it to the cap. */
+static void test_aa_stops_on_width(void)
+{
+    fake f[2] = {{.unit_s = 0.010, .noise = 0.001}, {.unit_s = 0.0103, .noise = 0.001}};
+    reset(f, 2);
+    tb_arm arms[2] = {{"a", 0, 0, fake_run, NULL, &f[0]}, {"again", 0, 1, fake_run, NULL, &f[1]}};
+    tb_rounds_cfg c = cfg_default();
+    c.max_rounds = 30;
+    tb_rounds_result r;
+    int rc = tb_rounds_run(&c, arms, 2, &r);
+    CHECK(rc == TB_OK, "the experiment runs");
+    if (rc != TB_OK)
+        return;
+    double nf = tb_stats_paired_noise_floor(&r.arms[1].cmp);
+    CHECK(r.arms[1].stop == TB_STOP_TARGET && r.arms[1].rounds == c.min_rounds + 1,
+          "the A/A arm stops on its half-width (%s, %d rounds)",
+          tb_rounds_stop_name(r.arms[1].stop), r.arms[1].rounds);
+    CHECK(nf > 0.02 && nf < 0.04, "its noise floor reports the 3%% bias (%.4f)", nf);
     tb_rounds_result_free(&r);
 }
 
@@ -984,6 +1012,7 @@ int main(void)
     test_no_last_round_build();
     test_fit_budget();
     test_target_early();
+    test_aa_stops_on_width();
     test_aa_shares_warmup();
     test_warmup_cap();
     test_noisy_stops();
