@@ -118,6 +118,7 @@
  */
 #include "bench/harness/rounds.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1046,29 +1047,63 @@ int tb_rounds_build_worth(int interval, int left)
  * one degree of freedom to the experiment's pool, which every arm on one
  * build then took in full: t's 12.7 turned data_format's +-3% into +-25%
  * (its fast arm rebuilt before the budget's last round, the other arms'
- * dear builds not due). */
+ * dear builds not due).
+ * A baseline and the arms compared with it (its A/A copy included) are
+ * rebuilt together, at the longest interval any of them needs: a compared
+ * arm's build is its own and its baseline's (store_round), and arms
+ * rebuilt on their own schedules (a cheap baseline every round, a dear arm
+ * every 8) cut the rounds into builds of a round or two that overlap,
+ * where the between-build spread went unseen: intervals covered the truth
+ * in 74-90% of simulated runs, against 94.5% for aligned rebuilds (the
+ * review of 2026-11-30). */
+static int rebuildable(const tb_arm *arms, const arm_job *jobs, int i)
+{
+    return jobs[i].active && arms[i].rebuild && !shares_base(arms, i);
+}
+
+/* Whether baseline b's group is due for a rebuild before this round. */
+static int group_due(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms,
+                     const arm_job *jobs, const tb_rounds_result *out, int b, int left)
+{
+    int due = 0, since = INT_MAX;
+    for (int j = 0; j < n_arms; j++) {
+        if ((j != b && arms[j].base != b) || !rebuildable(arms, jobs, j))
+            continue;
+        int d = build_interval(cfg, &jobs[j], &out->arms[j]);
+        due = d > due ? d : due;
+        since = jobs[j].since_build < since ? jobs[j].since_build : since;
+    }
+    return due > 0 && since >= due && tb_rounds_build_worth(due, left);
+}
+
 static int rebuild_arms(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, arm_job *jobs,
                         const tb_rounds_result *out, int r, int left, int *order)
 {
     int n = 0;
+    /* decided for every group before any of its arms is rebuilt */
+    int *go = calloc((size_t)n_arms, sizeof *go);
+    if (!go)
+        return TB_FAIL(TB_ERR_NOMEM, "out of memory planning %d rebuilds", n_arms);
+    for (int b = 0; b < n_arms; b++)
+        go[b] = arms[b].base == b && group_due(cfg, arms, n_arms, jobs, out, b, left);
     tb_rounds_build_order(cfg->seed, r, n_arms, order);
     double t0 = now_s();
     for (int k = 0; k < n_arms; k++) {
         int i = order[k];
-        if (!jobs[i].active || !arms[i].rebuild || shares_base(arms, i))
-            continue;
-        int due = build_interval(cfg, &jobs[i], &out->arms[i]);
-        if (jobs[i].since_build < due || !tb_rounds_build_worth(due, left))
+        if (!rebuildable(arms, jobs, i) || !go[arms[i].base])
             continue;
         double t1 = now_s();
         int rc = arms[i].rebuild(arms[i].user);
-        if (rc != TB_OK)
+        if (rc != TB_OK) {
+            free(go);
             return TB_FAIL(rc, "arm %s: rebuild before round %d failed", arms[i].name, r + 1);
+        }
         jobs[i].rebuild_s = now_s() - t1;
         jobs[i].since_build = 0;
         jobs[i].builds++;
         n++;
     }
+    free(go);
     if (n)
         fprintf(stderr, "rounds: %d arm%s rebuilt before round %d (%.2f s)\n", n,
                 n == 1 ? "" : "s", r + 1, now_s() - t0);

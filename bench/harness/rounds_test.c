@@ -622,6 +622,41 @@ static void test_no_last_round_build(void)
     tb_rounds_result_free(&r);
 }
 
+/* A baseline and the arms compared with it are rebuilt together, at the
+ * longest interval any of them needs: a cheap baseline beside an arm whose
+ * rebuild outweighs several rounds' repetitions, on rounds_per_build 1.
+ * Rebuilt on their own schedules they cut the rounds into overlapping
+ * builds of a round or two and the between-build spread went unseen. */
+static void test_group_rebuilds(void)
+{
+    fake f[3] = {{.unit_s = 0.010, .noise = 0.005, .build_sd = 0.02},
+                 {.unit_s = 0.009, .noise = 0.005, .build_sd = 0.02, .rebuild_cost_s = 3.0},
+                 {.unit_s = 0.010, .noise = 0.005, .build_sd = 0.02}};
+    reset(f, 3);
+    tb_arm arms[3] = {{"base", 0, 0, fake_run, NULL, &f[0], fake_rebuild},
+                      {"dear", 0, 0, fake_run, NULL, &f[1], fake_rebuild},
+                      {"again", 0, 1, fake_run, NULL, &f[2], fake_rebuild}};
+    tb_rounds_cfg c = cfg_default();
+    c.target_half_width = 1e-6; /* never met: the cap ends it */
+    c.max_rounds = 24;
+    c.rounds_per_build = 1;
+    tb_rounds_result r;
+    int rc = tb_rounds_run(&c, arms, 3, &r);
+    CHECK(rc == TB_OK, "the experiment runs");
+    if (rc != TB_OK)
+        return;
+    CHECK(f[1].rebuilt >= 1 && f[0].rebuilt == f[1].rebuilt && f[2].rebuilt == f[1].rebuilt,
+          "the group is rebuilt together: %d, %d, %d builds", f[0].rebuilt, f[1].rebuilt,
+          f[2].rebuilt);
+    CHECK(f[1].rebuilt < r.rounds / 2, "at the dear arm's interval (%d builds in %d rounds)",
+          f[1].rebuilt, r.rounds);
+    for (int k = 1; k < r.rounds; k++)
+        CHECK((r.arms[0].build[k] != r.arms[0].build[k - 1]) ==
+                  (r.arms[1].build[k] != r.arms[1].build[k - 1]),
+              "round %d: the baseline's and the arm's builds change together", k + 1);
+    tb_rounds_result_free(&r);
+}
+
 /* Arms built afresh every round (a prepare hook, as the step harness's
  * arms that cannot all stay alive) beside arms kept alive and rebuilt
  * every 2 rounds, whose builds differ: each round of a prepared arm is a
@@ -1013,6 +1048,7 @@ int main(void)
     test_fit_budget();
     test_target_early();
     test_aa_stops_on_width();
+    test_group_rebuilds();
     test_aa_shares_warmup();
     test_warmup_cap();
     test_noisy_stops();
