@@ -97,6 +97,9 @@ static int run_epochs(tb_trainer *t, double flops_per_sample)
         if (fs.reached_target)
             printf(", time to %.2f%%: %.1f s", 100.0 * t->cfg.target_accuracy,
                    fs.time_to_target_s);
+        else if (fs.target_at_deadline)
+            printf(", target %.2f%% not reached on the validation schedule (the evaluation the "
+                   "time limit forced was past it)", 100.0 * t->cfg.target_accuracy);
         else
             printf(", target %.2f%% not reached", 100.0 * t->cfg.target_accuracy);
     }

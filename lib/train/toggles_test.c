@@ -241,6 +241,11 @@ static void test_fit(tb_backend *be)
     rc = fit(be, 3, 5, 0, 1e-9, &st);
     CHECK_WHAT(rc == TB_OK && st.epochs == 1 && st.evaluations == 1 && !strcmp(st.stopped_by, "time"),
           "max-time: stops in the first epoch and evaluates once");
+    rc = fit(be, 3, 5, 0.01, 1e-9, &st);
+    CHECK_WHAT(rc == TB_OK && st.evaluations == 1 && !st.reached_target && st.time_to_target_s < 0 &&
+                   st.target_at_deadline && !strcmp(st.stopped_by, "time"),
+          "max-time with a target its forced evaluation reaches: not counted as reached "
+          "(off the every-5 schedule, its epoch cut)");
     tb_error_clear();
 }
 

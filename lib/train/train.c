@@ -625,7 +625,13 @@ int tb_trainer_graph_settle_steps(const tb_config *c)
 
 /* ---- fitting: validation every N epochs, target accuracy, time limit ---- */
 
-static int fit_evaluate(tb_trainer *t, tb_fit_stats *st, double t0, tb_eval_stats *ev)
+/* scheduled: 0 for an evaluation the time limit forced (after an epoch cut
+ * short, or off the every-N schedule): it gives the fit's accuracy but does
+ * not count as reaching the target, which the schedule would not have seen
+ * then (validation_frequency's "every 5" reached it at a deadline's
+ * evaluation, as if on schedule). */
+static int fit_evaluate(tb_trainer *t, tb_fit_stats *st, double t0, tb_eval_stats *ev,
+                        int scheduled)
 {
     TB_TRY(tb_trainer_evaluate(t, ev));
     st->evaluations++;
@@ -634,7 +640,9 @@ static int fit_evaluate(tb_trainer *t, tb_fit_stats *st, double t0, tb_eval_stat
     if (ev->accuracy > st->best_accuracy)
         st->best_accuracy = ev->accuracy;
     double target = t->cfg.target_accuracy;
-    if (target > 0 && ev->accuracy >= target && !st->reached_target) {
+    if (target > 0 && ev->accuracy >= target && !st->reached_target && !scheduled)
+        st->target_at_deadline = 1;
+    if (target > 0 && ev->accuracy >= target && !st->reached_target && scheduled) {
         st->reached_target = 1;
         st->time_to_target_s = tb_clock_s() - t0;
     }
@@ -658,8 +666,11 @@ int tb_trainer_fit(tb_trainer *t, tb_fit_stats *st, tb_fit_epoch_fn on_epoch, vo
         st->train_s += es.seconds;
         int last = e + 1 == c->epochs || t->timed_out;
         int due = (c->val_every > 0 && (e + 1) % c->val_every == 0) || last;
+        /* on the schedule: every N epochs or the last, the epoch whole */
+        int scheduled = !t->timed_out &&
+                        ((c->val_every > 0 && (e + 1) % c->val_every == 0) || e + 1 == c->epochs);
         if (due)
-            TB_TRY(fit_evaluate(t, st, t0, &ev));
+            TB_TRY(fit_evaluate(t, st, t0, &ev, scheduled));
         if (on_epoch)
             on_epoch(&es, due ? &ev : NULL, user);
         if (st->reached_target) {
@@ -668,11 +679,8 @@ int tb_trainer_fit(tb_trainer *t, tb_fit_stats *st, tb_fit_epoch_fn on_epoch, vo
         }
         if (t->timed_out || (t->deadline > 0 && tb_clock_s() >= t->deadline)) {
             st->stopped_by = "time";
-            if (!due) { /* end with an accuracy */
-                TB_TRY(fit_evaluate(t, st, t0, &ev));
-                if (st->reached_target)
-                    st->stopped_by = "target";
-            }
+            if (!due) /* end with an accuracy (not on the schedule: no target) */
+                TB_TRY(fit_evaluate(t, st, t0, &ev, 0));
             break;
         }
     }

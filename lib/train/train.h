@@ -200,7 +200,10 @@ int tb_trainer_graph_settle_steps(const tb_config *c);
  * every cfg->val_every-th epoch and after the last one; stops early when an
  * evaluation reaches cfg->target_accuracy (> 0) or when cfg->max_time (> 0)
  * seconds of training and evaluation have passed (checked between steps;
- * the test set is then evaluated once more). */
+ * the test set is then evaluated once more, for the fit's accuracy: an
+ * evaluation the time limit forced, after an epoch cut short or off the
+ * schedule, never counts as reaching the target, which the schedule would
+ * not have seen then; target_at_deadline says it would have). */
 typedef struct tb_fit_stats {
     int epochs;               /* epochs trained (the last one maybe cut short) */
     int evaluations;
@@ -209,6 +212,8 @@ typedef struct tb_fit_stats {
     double time_to_target_s;  /* wall time from the start to the evaluation that
                                  reached the target; < 0 when not reached */
     const char *stopped_by;   /* "epochs", "target" or "time" */
+    int target_at_deadline;   /* 1: an evaluation the time limit forced was at
+                                 or past the target (not counted as reached) */
     double train_s, eval_s, total_s;
 } tb_fit_stats;
 
