@@ -309,6 +309,12 @@ int tb_rounds_busy_rule(double load_avg, double other_cpu_s, double wall_s, int 
     return !isnan(load_avg) && load_avg > ncpu + 0.5;
 }
 
+int tb_rounds_busy_by_load(double load_avg)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    return tb_rounds_busy_rule(load_avg, NAN, 0, ncpu > 0 ? (int)ncpu : 1);
+}
+
 const char *tb_rounds_stop_name(tb_rounds_stop s)
 {
     switch (s) {

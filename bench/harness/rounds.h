@@ -203,6 +203,12 @@ int tb_rounds_run(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms,
                   tb_rounds_result *out);
 void tb_rounds_result_free(tb_rounds_result *r);
 
+/* The busy rule by the load average alone (rounds_internal.h's fallback:
+ * above the online CPUs + 0.5), for timings whose own processes would
+ * count as other processes' CPU time: the DDP sweep's MPI ranks, whose
+ * threads add up to the cores (an idle run's load: 1.86 on 2 CPUs). */
+int tb_rounds_busy_by_load(double load_avg);
+
 const char *tb_rounds_stop_name(tb_rounds_stop s); /* "target", "budget", "cap" */
 
 #endif
