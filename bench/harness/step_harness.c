@@ -316,6 +316,19 @@ static int run_unit(tb_step_ctx *c, float *loss)
     return rc;
 }
 
+int tb_step_loader_note(tb_step_ctx *c, char *note, size_t cap)
+{
+    tb_epoch_stats es;
+    /* epoch 1: the check's steps ran in epoch 0 */
+    TB_TRY(tb_train_epoch(c->t, 1, &es));
+    double share = es.seconds > 0 ? es.loader_wait_s / es.seconds : 0;
+    snprintf(note, cap, "the step waited for batches %.1f%% of an epoch (%.1f of %.1f ms; with "
+             "0 workers, building them): the most a loader setting can save here; workers "
+             "are processes, as PyTorch's", 100 * share, 1e3 * es.loader_wait_s,
+             1e3 * es.seconds);
+    return TB_OK;
+}
+
 const char *tb_step_na_never(const char *backend, const tb_step_setting *s)
 {
     (void)backend;

@@ -239,6 +239,13 @@ int tb_step_only_flag(const char *arg);
  * step): tb_trainer_next_batch, the fetcher tb_trainer_step uses too. */
 int tb_step_next_batch(tb_step_ctx *c, tb_batch *b);
 
+/* A check_note for the loader techniques (workers, prefetch,
+ * persistent_workers): one more epoch of the check's trainer, untimed by
+ * the rounds, and the share of it the step waited for batches (with 0
+ * workers: built them), "the step waited for batches X% of an epoch (a of b ms)":
+ * what any loader setting could save at most on this workload. */
+int tb_step_loader_note(tb_step_ctx *c, char *note, size_t cap);
+
 /* n/a helpers for entries: no reason anywhere; n/a on the CPU backend. */
 const char *tb_step_na_never(const char *backend, const tb_step_setting *s);
 

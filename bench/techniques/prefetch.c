@@ -2,7 +2,9 @@
  * prefetch.c - bench:prefetch: batches queued per loader worker
  * (prefetch_factor) 1, 2, 4, 8 with 2 workers and augmentation; epoch time.
  * The baseline is the least prefetching (1); PyTorch's default is 2.
- * Same batches whatever the depth: exact.
+ * The workers are processes, as PyTorch's; each row's note gives the share
+ * of an epoch the step waited for batches. Same batches whatever the
+ * depth: exact.
  *
  *   bazel run //bench:prefetch -- [--device=cpu] [--profile=...]
  */
@@ -12,6 +14,7 @@ static void setup(tb_config *cfg, int profile)
 {
     (void)profile;
     cfg->augment = 1;
+    cfg->worker_mode = TB_WORKERS_PROCESSES; /* as PyTorch's DataLoader workers */
     cfg->workers = 2;
 }
 
@@ -41,6 +44,7 @@ static const tb_step_technique tech = {
     .own_loader = 1,
     .setup = setup,
     .na_reason = tb_step_na_never,
+    .check_note = tb_step_loader_note,
 };
 
 TB_STEP_MAIN(tech)
