@@ -103,7 +103,7 @@ typedef struct setting_state {
                                  alone for a forward-only unit; 0: unknown */
     double unit_samples;      /* samples a unit processes where not the batch (its
                                  check's tb_step_ctx.unit_samples); 0: the batch */
-    char note[200];
+    char note[320];
     /* the technique's own check of it (tb_step_ctx's own_verdict) */
     int own_verdict;
     tb_compare own;

@@ -51,8 +51,14 @@ static int memory_note(tb_step_ctx *c, char *note, size_t cap)
                      peak / 1048576.0, store_peak[big] / 1048576.0,
                      100.0 * (1.0 - peak / store_peak[big]), c->cfg.batch_size);
     if (big && store_peak[0] > 0 && n >= 0 && (size_t)n < cap)
-        snprintf(note + n, cap - (size_t)n, "; under a limit of the stored peak at batch %d "
-                 "it %s", c->cfg.batch_size / 4, peak <= store_peak[0] ? "fits" : "does not fit");
+        n += snprintf(note + n, cap - (size_t)n, "; under a limit of the stored peak at batch %d "
+                      "it %s", c->cfg.batch_size / 4,
+                      peak <= store_peak[0] ? "fits" : "does not fit");
+    /* not torch.utils.checkpoint around whole blocks, which recomputes
+     * every activation of a block and keeps only its input */
+    if (n >= 0 && (size_t)n < cap)
+        snprintf(note + n, cap - (size_t)n, "%srecomputes BN+ReLU, GELU, pooling outputs and "
+                 "attention probabilities, not whole blocks", n > 0 ? "; " : "");
     return TB_OK;
 }
 

@@ -12,7 +12,12 @@ static const tb_device_toggle toggle = {
     .desc = {
         .name = "tensors_on_device",
         .headline = "on",
-        .what = "per-step tensors made by device ops vs built on the host and copied",
+        /* what it moves is the labels alone: B bytes and one widening
+         * kernel instead of 4B bytes, a few hundred bytes a step; the
+         * tip's other half (torch.rand(..., device=) for noise, masks,
+         * positions) has no per-step host tensor in these models to move */
+        .what = "per-step tensors made on the device vs built on the host and copied: here the "
+                "labels only (uint8 up, widened to int32 on the device, vs int32 copied)",
         .est_seconds = {5, 35, 5, 8}, /* default, full, tiny, gpu */
         .budget_seconds = {5, 25, 1, 6}, /* of its rounds, same order */
         .order = 130,
