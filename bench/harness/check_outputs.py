@@ -88,6 +88,36 @@ def check_witness(where, note):
              % (draws, dist, tol))
 
 
+def check_tta(res_dir):
+    """bench:waterfall's time_to_accuracy.csv, where it wrote one: a timed
+    row compared with the baseline from 5 seeds or more has the paired
+    columns (rounds = seeds, its speedup inside its interval, stopped_by
+    cap); with fewer seeds no speedup, and its note gives the ratio."""
+    path = os.path.join(res_dir, "time_to_accuracy.csv")
+    if not os.path.exists(path):
+        return
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    base = [r for r in rows if r["is_baseline"] == "1"]
+    for r in rows:
+        where = "time_to_accuracy %s" % r["setting"]
+        if r["median"] == "" or r["is_baseline"] == "1":
+            continue
+        reps = int(r["reps"])
+        if reps >= 5 and base and base[0]["median"] != "":
+            if r["speedup"] == "" or r["rounds"] != str(reps) or r["stopped_by"] != "cap":
+                fail(where + ": %d seeds but no paired speedup (rounds %r, stopped_by %r)"
+                     % (reps, r["rounds"], r["stopped_by"]))
+            s, a, b = num(r["speedup"]), num(r["speedup_ci_low"]), num(r["speedup_ci_high"])
+            if not (0 < a <= s <= b):
+                fail(where + ": speedup %g outside [%g, %g]" % (s, a, b))
+            if r["timing_verdict"] not in ("faster", "slower", "within noise"):
+                fail(where + ": verdict %r" % r["timing_verdict"])
+        elif r["speedup"] != "" or r["timing_verdict"] != "n/a":
+            fail(where + ": %d seed(s) yet a speedup or verdict" % reps)
+    print("ok: %s, %d rows" % (path, len(rows)))
+
+
 def check_workloads(body, workloads):
     """The workload rows' shape: each named model has rows, as many as the others."""
     count = {w: 0 for w in workloads}
@@ -247,6 +277,7 @@ def main():
             if "'%s: " % model not in gp and '"%s: ' % model not in gp:
                 fail("%s.gp draws no series of workload %s (its rows have speedups)"
                      % (tech, model))
+    check_tta(res_dir)
     left = glob.glob(os.path.join(res_dir, "*.tmp*")) + glob.glob(os.path.join(plot_dir, "*.tmp*"))
     if left:
         fail("temporary files left behind: %r" % left)

@@ -51,6 +51,7 @@
 
 #include "bench/harness/step_harness.h"
 #include "lib/core/clock.h"
+#include "lib/core/rng.h"
 
 typedef struct stage {
     const char *name;
@@ -347,7 +348,10 @@ static const tta_plan tta_plans[TB_PROFILES] = {
     [TB_PROFILE_GPU] = {256, 20, 10000, 60, 3, 0},
 };
 
-#define TTA_TARGET 0.85
+/* 0.85; tests only: TB_TEST_TTA_TARGET and TB_TEST_TTA_REPS in the
+ * environment lower the target and set the seeds (tta_test_env), so that
+ * the tiny profile reaches it and pairs 5 seeds in seconds. */
+static double tta_target = 0.85;
 
 /* Trains until the test accuracy reaches the target or the budget runs out.
  * *seconds is NaN when it did not reach it; *acc the last accuracy. */
@@ -377,7 +381,7 @@ static int tta_run(tb_backend *be, const tta_plan *p, unsigned mask, long long s
         if (rc != TB_OK)
             break;
         *acc = ev.accuracy;
-        if (ev.accuracy >= TTA_TARGET) {
+        if (ev.accuracy >= tta_target) {
             *seconds = tb_clock_s() - t0;
             break;
         }
@@ -387,77 +391,122 @@ static int tta_run(tb_backend *be, const tta_plan *p, unsigned mask, long long s
     return rc;
 }
 
-/* The timed baseline row of time to accuracy; NULL if it was n/a. */
-static const tb_result_row *tta_baseline(const tb_bench *b)
-{
-    for (size_t i = 0; i < b->res.n; i++)
-        if (b->res.rows[i].is_baseline && !isnan(b->res.rows[i].median))
-            return &b->res.rows[i];
-    return NULL;
-}
+/* One configuration of time to accuracy: its runs, a seed each. */
+#define TTA_MAX_REPS 8
+#define TTA_MAX_ARMS (2 + NSTAGES)
+typedef struct tta_arm {
+    char name[64];
+    unsigned mask;
+    const char *na;             /* n/a reason (not run); NULL: run */
+    double secs[TTA_MAX_REPS];  /* NaN: not reached */
+    double acc;                 /* the last run's last accuracy */
+    long samples;               /* the last run's samples */
+    int reached;
+} tta_arm;
 
-static int tta_row(tb_bench *b, const tta_plan *p, const char *setting, int is_base,
-                   unsigned mask, const tb_dataset *train, const tb_dataset *test)
+/* The paired interval of arm a against the baseline from their per-seed
+ * times (the same seed trains both from the same initial weights and
+ * data order), from 5 seeds (the rounds' minimum: an interval needs them). */
+#define TTA_MIN_PAIRED 5
+
+static int tta_row(tb_bench *b, const tta_plan *p, const tta_arm *a, const tta_arm *base,
+                   const tb_dataset *test)
 {
-    double secs[8], acc = 0;
-    long samples = 0;
-    int reached = 0;
-    for (int s = 0; s < p->reps; s++) {
-        TB_TRY(tta_run(b->be, p, mask, s, train, test, &secs[s], &acc, &samples));
-        reached += !isnan(secs[s]);
-        fprintf(stderr, "time_to_accuracy: %s seed %d: %s%.1f s, accuracy %.1f%% after %ld "
-                "samples\n", setting, s, isnan(secs[s]) ? "not reached in " : "", isnan(secs[s])
-                ? p->budget_s : secs[s], 100 * acc, samples);
-    }
-    if (reached < p->reps) {
+    int is_base = a == base;
+    if (a->na)
+        return tb_results_add_na(&b->res, "time_to_accuracy", b->info.backend, b->info.name,
+                                 a->name, "time to accuracy", a->na);
+    if (a->reached < p->reps) {
         char why[256];
         snprintf(why, sizeof why, "did not reach %.0f%% within %.0f s of training (%d of %d seeds "
-                 "did; last: %.1f%% after %ld samples, batch %d)", 100 * TTA_TARGET, p->budget_s,
-                 reached, p->reps, 100 * acc, samples, p->batch);
+                 "did; last: %.1f%% after %ld samples, batch %d)", 100 * tta_target, p->budget_s,
+                 a->reached, p->reps, 100 * a->acc, a->samples, p->batch);
         return tb_results_add_na(&b->res, "time_to_accuracy", b->info.backend, b->info.name,
-                                 setting, "time to accuracy", why);
+                                 a->name, "time to accuracy", why);
     }
     tb_result_row row;
-    tb_bench_row(b, &row, setting, is_base, "target accuracy", TTA_TARGET, "time to accuracy");
+    tb_bench_row(b, &row, a->name, is_base, "target accuracy", tta_target, "time to accuracy");
     tb_summary sm;
-    TB_TRY(tb_stats_summary(secs, (size_t)p->reps, &sm));
+    TB_TRY(tb_stats_summary(a->secs, (size_t)p->reps, &sm));
     row.reps = p->reps;
     row.median = sm.median, row.min = sm.min, row.max = sm.max;
     snprintf(row.unit, sizeof row.unit, "s");
-    char ratio[96] = "";
-    if (!is_base) {
+    char ratio[160] = "";
+    int base_ok = base->reached == p->reps && !base->na;
+    if (!is_base && base_ok && p->reps >= TTA_MIN_PAIRED) {
+        tb_paired cmp;
+        TB_TRY(tb_stats_paired(base->secs, a->secs, (size_t)p->reps, 0, &cmp));
+        int unreliable = 0;
+        tb_speed_verdict v = tb_stats_paired_verdict(&cmp, NULL, &unreliable);
+        row.speedup = cmp.speedup;
+        row.speedup_ci_low = cmp.lo;
+        row.speedup_ci_high = cmp.hi;
+        row.rounds = p->reps;
+        row.mde = cmp.mde;
+        snprintf(row.stopped_by, sizeof row.stopped_by, "cap");
+        row.timing_verdict = v == TB_SPEED_FASTER   ? TB_TIMING_FASTER
+                             : v == TB_SPEED_SLOWER ? TB_TIMING_SLOWER
+                                                    : TB_TIMING_WITHIN_NOISE;
+        snprintf(ratio, sizeof ratio, "; paired by seed with the baseline (the seeds' runs "
+                 "interleaved), no A/A pair: no noise floor");
+    } else if (!is_base) {
         /* No interval from so few seeds (1 in the default profile): the
          * ratio of medians goes in the note, not in the speedup columns. */
         row.timing_verdict = TB_TIMING_NA;
-        const tb_result_row *base = tta_baseline(b);
-        if (base)
+        tb_summary bs;
+        if (base_ok && tb_stats_summary(base->secs, (size_t)p->reps, &bs) == TB_OK)
             snprintf(ratio, sizeof ratio, "; baseline / this = %.3gx from %d seed(s), no "
-                     "interval", base->median / sm.median, p->reps);
+                     "interval (one needs %d)", bs.median / sm.median, p->reps,
+                     TTA_MIN_PAIRED);
     }
     snprintf(row.note, sizeof row.note, "%d seed(s); last reached %.1f%% after %ld samples "
              "(batch %d, test accuracy on %d images, evaluated every %d steps, evaluation "
-             "time included)%s", p->reps, 100 * acc, samples, p->batch, test->n, p->eval_every,
-             ratio);
+             "time included)%s", p->reps, 100 * a->acc, a->samples, p->batch, test->n,
+             p->eval_every, ratio);
     return tb_results_add(&b->res, &row);
 }
 
 /* Stage k alone (with the stage it needs, if any); n/a where the backend
  * does not run it. */
-static int tta_alone(tb_bench *b, const tta_plan *p, int k, const tb_dataset *train,
-                     const tb_dataset *test)
+static void tta_alone(const tb_bench *b, int k, tta_arm *a)
 {
-    char name[64];
     const stage *st = &stages[k];
-    const char *na = stage_na(k, b->info.backend, TB_WL_SMALL_CNN);
-    unsigned mask = 1u << k;
+    a->na = stage_na(k, b->info.backend, TB_WL_SMALL_CNN);
+    a->mask = 1u << k;
     if (st->needs >= 0)
-        mask |= 1u << st->needs;
-    snprintf(name, sizeof name, "%s alone%s%s", st->name, st->needs >= 0 ? " + " : "",
+        a->mask |= 1u << st->needs;
+    snprintf(a->name, sizeof a->name, "%s alone%s%s", st->name, st->needs >= 0 ? " + " : "",
              st->needs >= 0 ? stages[st->needs].name : "");
-    if (na)
-        return tb_results_add_na(&b->res, "time_to_accuracy", b->info.backend, b->info.name,
-                                 name, "time to accuracy", na);
-    return tta_row(b, p, name, 0, mask, train, test);
+}
+
+/* Every configuration's run of seed s, the configurations in an order
+ * shuffled per seed (from the seed: a run repeats), so that drift over
+ * the minutes of runs falls on every configuration alike and each seed's
+ * times pair (until 2026-11-30 every seed of the baseline ran first, then
+ * every seed of all on). */
+static int tta_seed(tb_bench *b, const tta_plan *p, tta_arm *arms, int n, int s,
+                    const tb_dataset *train, const tb_dataset *test)
+{
+    int order[TTA_MAX_ARMS];
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    tb_rng r = tb_rng_make(0x7474615f6f726465ull, (uint64_t)s, 0, TB_RNG_SHUFFLE);
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)tb_rng_below(&r, (uint64_t)i + 1);
+        int t = order[i];
+        order[i] = order[j], order[j] = t;
+    }
+    for (int k = 0; k < n; k++) {
+        tta_arm *a = &arms[order[k]];
+        if (a->na)
+            continue;
+        TB_TRY(tta_run(b->be, p, a->mask, s, train, test, &a->secs[s], &a->acc, &a->samples));
+        a->reached += !isnan(a->secs[s]);
+        fprintf(stderr, "time_to_accuracy: %s seed %d: %s%.1f s, accuracy %.1f%% after %ld "
+                "samples\n", a->name, s, isnan(a->secs[s]) ? "not reached in " : "",
+                isnan(a->secs[s]) ? p->budget_s : a->secs[s], 100 * a->acc, a->samples);
+    }
+    return TB_OK;
 }
 
 /* The second part of bench:waterfall: its own results file. */
@@ -466,6 +515,26 @@ static const tb_technique tta_part = {
     .results = "time_to_accuracy",
     .what = "time to 85% test accuracy",
 };
+
+/* The test-only overrides of tta_target and the seeds (see tta_target). */
+static int tta_test_env(tta_plan *p)
+{
+    const char *t = getenv("TB_TEST_TTA_TARGET"), *r = getenv("TB_TEST_TTA_REPS");
+    char *end = NULL;
+    if (t && *t) {
+        double v = strtod(t, &end);
+        if (*end || !(v > 0 && v <= 1))
+            return TB_FAIL(TB_ERR_INVALID, "TB_TEST_TTA_TARGET=%s: want a fraction in (0, 1]", t);
+        tta_target = v;
+    }
+    if (r && *r) {
+        long v = strtol(r, &end, 10);
+        if (*end || v < 1 || v > TTA_MAX_REPS)
+            return TB_FAIL(TB_ERR_INVALID, "TB_TEST_TTA_REPS=%s: want 1..%d", r, TTA_MAX_REPS);
+        p->reps = (int)v;
+    }
+    return TB_OK;
+}
 
 static int tta_main(int argc, char **argv)
 {
@@ -481,16 +550,30 @@ static int tta_main(int argc, char **argv)
     rc = tb_bench_init(&b, &tta_part, extra, TB_COUNT(extra), argc, argv, &done);
     if (rc != TB_OK || done)
         goto out_close;
-    const tta_plan *p = &tta_plans[b.run_profile];
+    tta_plan plan = tta_plans[b.run_profile];
+    const tta_plan *p = &plan;
+    TB_TRY_GOTO(rc, tta_test_env(&plan), out_close);
     TB_TRY_GOTO(rc, tb_dataset_open_fashion_mnist(NULL, TB_SPLIT_TRAIN, 0, &train), out_close);
     TB_TRY_GOTO(rc, tb_dataset_open_fashion_mnist(NULL, TB_SPLIT_TEST, (long)p->test_n, &test),
                 out_close);
     cur_wl = TB_WL_SMALL_CNN;
-    unsigned all = stages_on(b.info.backend, cur_wl);
-    TB_TRY_GOTO(rc, tta_row(&b, p, "baseline", 1, 0, train, test), out_close);
-    TB_TRY_GOTO(rc, tta_row(&b, p, "all techniques", 0, all, train, test), out_close);
-    for (int k = 0; p->each_alone && k < NSTAGES; k++)
-        TB_TRY_GOTO(rc, tta_alone(&b, p, k, train, test), out_close);
+    {
+        static tta_arm arms[TTA_MAX_ARMS];
+        int n = 0;
+        memset(arms, 0, sizeof arms);
+        snprintf(arms[n].name, sizeof arms[n].name, "baseline");
+        arms[n++].mask = 0;
+        snprintf(arms[n].name, sizeof arms[n].name, "all step techniques");
+        arms[n++].mask = stages_on(b.info.backend, cur_wl);
+        for (int k = 0; p->each_alone && k < NSTAGES; k++)
+            tta_alone(&b, k, &arms[n++]);
+        for (int s = 0; s < p->reps && rc == TB_OK; s++)
+            rc = tta_seed(&b, p, arms, n, s, train, test);
+        for (int i = 0; i < n && rc == TB_OK; i++)
+            rc = tta_row(&b, p, &arms[i], &arms[0], test);
+    }
+    if (rc != TB_OK)
+        goto out_close;
     rc = tb_bench_save(&b);
 out_close:
     tb_dataset_free(train);

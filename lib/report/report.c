@@ -612,14 +612,15 @@ static void sec_tta(doc *d, const tb_report_folder *f)
     if (!sec_begin(d, "Time to 85% test accuracy (Fashion-MNIST)", f->have_tta,
                    "Not measured in this run: `time_to_accuracy.csv` is absent. It comes from "
                    "`bazel run //bench:waterfall`: wall time until the test accuracy first "
-                   "reaches 85%, for the baseline and all techniques together (default profile) "
+                   "reaches 85%, for the baseline and all step techniques together (default profile) "
                    "and for each technique alone (full profile). Unlike step time it cannot be "
                    "gamed: a technique that speeds up steps but slows learning shows here."))
         return;
     earlier_note(d, f->earlier_tta, "time_to_accuracy.csv");
     tb_doc_text(d, BK_P, "Wall time from the start of training until the test accuracy first "
                       "reaches the target; the speedup is against the baseline (every "
-                      "technique off).");
+                      "technique off), paired by seed, with an interval from 5 seeds (the "
+                      "full profile); with fewer, each row's note gives the ratio.");
     step_table(d, &f->tta, NULL, NULL, "configuration", "speedup [95% CI]");
     add_figures_named(d, f, TB_REPORT_TTA, &f->tta);
 }
