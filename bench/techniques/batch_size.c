@@ -34,9 +34,13 @@ static int accuracy_note(tb_step_ctx *c, char *note, size_t cap)
 {
     tb_eval_stats ev;
     TB_TRY(tb_trainer_evaluate(c->t, &ev));
+    /* warm-up over the first 512 samples: from batch 512 on that is one
+     * step, at the peak lr, i.e. none (said, not hidden) */
     snprintf(note, cap, "test accuracy %.1f%% (%ld test images) after %ld training samples, "
-             "lr %.4g", 100.0 * ev.accuracy, ev.images, c->t->steps * c->cfg.batch_size,
-             tb_config_peak_lr(&c->cfg));
+             "lr %.4g, warm-up %d step%s%s, one seed", 100.0 * ev.accuracy, ev.images,
+             c->t->steps * c->cfg.batch_size, tb_config_peak_lr(&c->cfg), c->cfg.warmup_steps,
+             c->cfg.warmup_steps == 1 ? "" : "s",
+             c->cfg.warmup_steps <= 1 ? " (none: the first step is at the peak)" : "");
     return TB_OK;
 }
 

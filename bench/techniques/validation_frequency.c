@@ -78,6 +78,7 @@ static const int val_every[] = {1, 2, 5};
  * notes give over all of them (ranges, a mean, counts). */
 typedef struct vf_result {
     double tta[MAX_SEEDS], fit[MAX_SEEDS];
+    int ep[MAX_SEEDS];         /* epochs each seed's fit trained */
     int fits, reached, epochs;
     int eval_lo, eval_hi;      /* validations a fit made, fewest and most */
     double best_lo, best_hi;   /* best accuracy, lowest and highest */
@@ -106,6 +107,7 @@ static int fit_once(tb_bench *b, const vf_plan *p, int every, long long seed,
     TB_TRY(rc);
     out->tta[s] = st.reached_target ? st.time_to_target_s : NAN;
     out->fit[s] = st.total_s;
+    out->ep[s] = st.epochs;
     out->reached += st.reached_target;
     out->epochs = st.epochs;
     int first = out->fits++ == 0;
@@ -202,15 +204,20 @@ static int add_rows(tb_bench *b, const vf_plan *p, const vf_result *r, int n)
     int base_reached = r[0].reached == p->seeds;
     const double *aa_tta = r[AA_ARM].reached == p->seeds ? r[AA_ARM].tta : NULL;
     for (int i = 0; i < n; i++) {
-        char setting[48], why[320], evals[24];
+        char setting[48], why[448], evals[24], eps[64] = "";
         count_range(evals, sizeof evals, r[i].eval_lo, r[i].eval_hi);
+        /* the epoch each seed stopped at: the target's crossing rounded up
+         * to the schedule, so a ratio can turn on that epoch's parity */
+        for (int k = 0, at = 0; k < r[i].fits && k < MAX_SEEDS && at < (int)sizeof eps; k++)
+            at += snprintf(eps + at, sizeof eps - (size_t)at, "%s%d", k ? " " : "", r[i].ep[k]);
         snprintf(setting, sizeof setting, "validate every %d", val_every[i]);
         snprintf(why, sizeof why, "%d of %d seed(s) reached %.0f%% within %d epochs of %d "
                  "images and %.0f s; over the seeds: best %.1f-%.1f%%, %s validations, "
-                 "%d stopped by the target (batch %d)",
+                 "%d stopped by the target (batch %d); epochs trained per seed: %s (the "
+                 "crossing rounded up to the schedule)",
                  r[i].reached, p->seeds, 100 * TARGET, p->epochs, r[i].epochs ? p->train_n ?
                  (int)p->train_n : 60000 : 0, p->max_time_s, 100 * r[i].best_lo,
-                 100 * r[i].best_hi, evals, r[i].by_target, p->batch);
+                 100 * r[i].best_hi, evals, r[i].by_target, p->batch, eps);
         if (r[i].reached < p->seeds || !base_reached) {
             TB_TRY(tb_results_add_na(&b->res, b->technique, b->info.backend, b->info.name,
                                      setting, "time to accuracy", why));
