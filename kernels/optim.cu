@@ -130,6 +130,7 @@ __global__ void __launch_bounds__(TB_BLOCK) lb_partial_kernel(tb_lb_coefs k,
 {
     __shared__ float smem[TB_BLOCK / 32];
     tb_opt_chunk ch = chunks[blockIdx.x];
+    k = tb_lb_for_tensor(&k, ch.no_adapt);
     float s0 = 0.0f, s1 = 0.0f;
     float inv = k.kind == TB_OPT_LARS ? k.lars.b.inv_scale : k.novo.b.inv_scale;
     for (size_t i = threadIdx.x; i < ch.n; i += blockDim.x) {
@@ -165,7 +166,9 @@ __global__ void lb_scalar_kernel(tb_lb_coefs k, const tb_opt_chunk *chunks, int 
     }
     float w_norm = (float)sqrt(s0), o_norm = (float)sqrt(s1);
     float r;
-    if (k.kind == TB_OPT_LARS) {
+    if (tb_lb_scalar_unadapted(&k, chunks[c].no_adapt, &r)) {
+        /* trust 1, no weight decay */
+    } else if (k.kind == TB_OPT_LARS) {
         r = tb_lars_trust(&k.lars, w_norm, o_norm);
     } else if (k.kind == TB_OPT_LAMB) {
         r = tb_lamb_scale(&k.lamb, w_norm, o_norm);
@@ -182,6 +185,7 @@ __global__ void __launch_bounds__(TB_BLOCK) lb_apply_kernel(tb_lb_coefs k,
                                                             const float *scalars)
 {
     tb_opt_chunk ch = chunks[blockIdx.x];
+    k = tb_lb_for_tensor(&k, ch.no_adapt);
     float r = scalars[ch.tensor];
     for (size_t i = threadIdx.x; i < ch.n; i += blockDim.x) {
         if (k.kind == TB_OPT_LARS) {

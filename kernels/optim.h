@@ -48,6 +48,7 @@ typedef struct tb_opt_chunk {
     uint64_t n;
     float *tensor_state;      /* the tensor's tb_param_view.tensor_state (NovoGrad) */
     int tensor;               /* index of the tensor the chunk belongs to */
+    int no_adapt;             /* the tensor's tb_param_view.no_adapt */
 } tb_opt_chunk;
 
 #define TB_OPT_CHUNK 65536

@@ -144,6 +144,9 @@ TB_HD void tb_adamw_elem(const tb_adamw_coef *k, float *p, float g_raw, float *m
  * the CPU; float partials per CUDA block, summed in double per tensor),
  * a per-tensor scalar is computed from them (the *_trust / *_denom
  * functions), and phase 2 updates every element with that scalar.
+ *   A tensor marked no_adapt (norms' gamma and beta, biases: MLPerf's LARS,
+ *   BERT's LAMB) gets neither the trust ratio (1) nor weight decay
+ *   (tb_lb_for_tensor, tb_lb_scalar_unadapted); NovoGrad adapts every one.
  *   LARS (You et al. 2017, torchlars / apex semantics):
  *     g = grad / grad_scale; trust = eta |p| / (|g| + wd |p| + eps) when
  *     |p| > 0 and |g| > 0, else 1; d = trust (g + wd p);
@@ -280,6 +283,31 @@ TB_HD tb_lb_coefs tb_lb_coefs_make(const tb_opt_hparams *hp)
     k.novo.beta2 = hp->beta2;
     k.novo.one_minus_beta2 = one_minus_beta2;
     return k;
+}
+
+/* A tensor LARS and LAMB leave unadapted (tb_param_view.no_adapt: batch
+ * and layer norm's gamma and beta, biases; MLPerf's LARS, BERT's LAMB):
+ * no weight decay, and a trust ratio of 1 (tb_lb_scalar_unadapted). The
+ * coefficients for such a tensor; k itself for any other, and for
+ * NovoGrad, which adapts every tensor. */
+TB_HD tb_lb_coefs tb_lb_for_tensor(const tb_lb_coefs *k, int no_adapt)
+{
+    tb_lb_coefs c = *k;
+    if (no_adapt && k->kind == TB_OPT_LARS)
+        c.lars.b.weight_decay = 0.0f;
+    if (no_adapt && k->kind == TB_OPT_LAMB)
+        c.lamb.b.weight_decay = 0.0f;
+    return c;
+}
+
+/* 1 when the tensor's per-tensor scalar is fixed: trust 1 (LARS: 1; LAMB:
+ * -lr), into *scalar. */
+TB_HD int tb_lb_scalar_unadapted(const tb_lb_coefs *k, int no_adapt, float *scalar)
+{
+    if (!no_adapt || k->kind == TB_OPT_NOVOGRAD)
+        return 0;
+    *scalar = k->kind == TB_OPT_LARS ? 1.0f : k->lamb.b.neg_lr;
+    return 1;
 }
 
 /* SGD's and AdamW's coefficients, both; hp->kind picks. */

@@ -20,10 +20,11 @@
  *   learn here (75.5%, 66.0%, 71.3% in one run); not swept.
  * None is re-tuned for the full or tiny profile. The sweep read the same
  * 1000 test images the rows report (no held-out split), one seed each.
- * LARS and LAMB adapt and decay every tensor, batch norm's and the biases
- * included, as torchlars and apex do; MLPerf's LARS and BERT's LAMB leave
- * those out of the trust ratio and the weight decay (not done here: the
- * rows' notes say so). Earlier runs of LARS never
+ * LARS and LAMB leave batch norm's gamma and beta and the biases out of
+ * the trust ratio and the weight decay, as MLPerf's LARS and BERT's LAMB
+ * do (tb_optim_no_adapt; torchlars and apex adapt every tensor unless
+ * told); the lrs above were swept before that (2026-11-30) and not again.
+ * Earlier runs of LARS never
  * got past ~15% at any lr: the trainer did not pass the trust coefficient
  * to the optimizer (it was 0, so only zero-norm tensors moved); opt_step
  * now refuses trust_coef 0.
@@ -85,8 +86,7 @@ static int accuracy_note(tb_step_ctx *c, char *note, size_t cap)
              "lr %.4g, warm-up %d steps, one seed (lr picked on these test images)%s",
              100.0 * ev.accuracy, ev.images, c->t->steps * per_step, c->t->steps,
              tb_config_peak_lr(&c->cfg), c->cfg.warmup_steps,
-             lb ? "; every tensor adapted and decayed, BN and biases too (torchlars; MLPerf's "
-                  "recipe leaves them out)" : "");
+             lb ? "; BN and biases not adapted or decayed (MLPerf's recipe)" : "");
     return TB_OK;
 }
 

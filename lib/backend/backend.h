@@ -154,6 +154,9 @@ typedef struct tb_param_view {
     float *param, *grad, *state1, *state2;
     size_t n;
     float *tensor_state;
+    int no_adapt;             /* LARS, LAMB: no trust ratio (1) and no weight decay for
+                                 this tensor: norms' gamma and beta, biases (MLPerf's
+                                 LARS, BERT's LAMB; lib/nn/optim.c sets it) */
 } tb_param_view;
 
 typedef struct tb_bn_desc {

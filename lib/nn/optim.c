@@ -18,6 +18,12 @@ static int states_needed(tb_opt_kind kind)
     return kind == TB_OPT_ADAMW || kind == TB_OPT_LAMB ? 2 : 1;
 }
 
+int tb_optim_no_adapt(const char *param_name)
+{
+    return !strcmp(param_name, "bias") || !strcmp(param_name, "gamma") ||
+           !strcmp(param_name, "beta");
+}
+
 int tb_optim_init(tb_optim *o, tb_model *m, const tb_opt_hparams *hp, const tb_lr_schedule *s,
                int fused)
 {
@@ -49,7 +55,8 @@ int tb_optim_init(tb_optim *o, tb_model *m, const tb_opt_hparams *hp, const tb_l
                                       .state2 = ns > 1 ? o->state + m->numel + at : NULL,
                                       .n = p->n,
                                       .tensor_state = per_tensor ? o->state + (size_t)ns * m->numel + i
-                                                                 : NULL};
+                                                                 : NULL,
+                                      .no_adapt = tb_optim_no_adapt(p->name)};
         at += p->n;
     }
     return TB_OK;

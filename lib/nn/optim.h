@@ -50,6 +50,12 @@ typedef struct tb_optim {
 /* Creates the optimizer state for m (zeroed, as PyTorch starts it).
  * hp->kind: any tb_opt_kind; hp->step is managed here.
  * REQUIRES: m outlives the optimizer. */
+/* 1 for a parameter LARS and LAMB leave unadapted (no trust ratio, no
+ * weight decay): batch and layer norm's gamma and beta, and biases, as
+ * MLPerf's LARS and BERT's LAMB exclude them (You et al.'s ResNet-50
+ * recipe; torchlars and apex adapt every tensor unless told). */
+int tb_optim_no_adapt(const char *param_name);
+
 int tb_optim_init(tb_optim *o, tb_model *m, const tb_opt_hparams *hp, const tb_lr_schedule *s,
                int fused);
 void tb_optim_free(tb_optim *o);

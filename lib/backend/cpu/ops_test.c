@@ -825,9 +825,11 @@ static void opt_set_make(opt_set *o)
         size_t off = 0;
         for (int i = 0; i < OPT_TENSORS; i++) {
             float *f = o->flat[k];
+            /* tensor 1 unadapted (a bias, a norm's gamma or beta: LARS and
+             * LAMB give it trust 1 and no weight decay) */
             o->views[k][i] = (tb_param_view){f + off, o->grad + off, f + o->total + off,
                                              f + 2 * o->total + off, SIZES[i],
-                                             f + 3 * o->total + i};
+                                             f + 3 * o->total + i, i == 1};
             off += SIZES[i];
         }
     }

@@ -246,6 +246,9 @@ static void lb_phase1(const tb_lb_coefs *k, const tb_param_view *tv, size_t a, s
 /* The per-tensor scalar from its norms; NovoGrad's tensor state advances. */
 static float lb_scalar(const tb_lb_coefs *k, const tb_param_view *tv, double s0, double s1)
 {
+    float fixed;
+    if (tb_lb_scalar_unadapted(k, tv->no_adapt, &fixed))
+        return fixed;
     float w_norm = (float)sqrt(s0), o_norm = (float)sqrt(s1);
     if (k->kind == TB_OPT_LARS)
         return tb_lars_trust(&k->lars, w_norm, o_norm);
@@ -297,8 +300,10 @@ static int lb_run(tb_backend *be, const tb_lb_coefs *k, const tb_param_view *ten
     int t = threads_of(be);
     long nc = (long)nchunks;
 #pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
-    for (long j = 0; j < nc; j++)
-        lb_phase1(k, &tensors[ch[j].t], ch[j].a, ch[j].b, part + 2 * j);
+    for (long j = 0; j < nc; j++) {
+        tb_lb_coefs kt = tb_lb_for_tensor(k, tensors[ch[j].t].no_adapt);
+        lb_phase1(&kt, &tensors[ch[j].t], ch[j].a, ch[j].b, part + 2 * j);
+    }
     c = 0;
     for (int i = 0; i < count; i++) {
         double s0 = 0.0, s1 = 0.0;
@@ -310,8 +315,10 @@ static int lb_run(tb_backend *be, const tb_lb_coefs *k, const tb_param_view *ten
             scal[i] = lb_scalar(k, &tensors[i], s0, s1);
     }
 #pragma omp parallel for num_threads(t) schedule(static) if (total >= PAR_MIN)
-    for (long j = 0; j < nc; j++)
-        lb_phase2(k, scal[ch[j].t], &tensors[ch[j].t], ch[j].a, ch[j].b);
+    for (long j = 0; j < nc; j++) {
+        tb_lb_coefs kt = tb_lb_for_tensor(k, tensors[ch[j].t].no_adapt);
+        lb_phase2(&kt, scal[ch[j].t], &tensors[ch[j].t], ch[j].a, ch[j].b);
+    }
     return TB_OK;
 }
 

@@ -152,6 +152,7 @@ static int chunks_build(tb_backend *be, const tb_param_view *tensors, int count,
                 .n = tv->n - off < TB_OPT_CHUNK ? tv->n - off : TB_OPT_CHUNK,
                 .tensor_state = tv->tensor_state,
                 .tensor = i,
+                .no_adapt = tv->no_adapt,
             };
         }
     }

@@ -497,9 +497,11 @@ static double ref_sumsq(const float *x, size_t n, double scale)
 
 static void ref_lars(const tb_opt_hparams *hp, const tb_param_view *tv)
 {
-    double inv = 1.0 / (double)hp->grad_scale, wd = hp->weight_decay;
+    double inv = 1.0 / (double)hp->grad_scale, wd = tv->no_adapt ? 0.0 : hp->weight_decay;
     double wn = sqrt(ref_sumsq(tv->param, tv->n, 1.0)), gn = sqrt(ref_sumsq(tv->grad, tv->n, inv));
     double trust = wn > 0 && gn > 0 ? hp->trust_coef * wn / (gn + wd * wn + hp->eps) : 1.0;
+    if (tv->no_adapt) /* a bias or a norm's gamma, beta: plain momentum SGD */
+        trust = 1.0;
     for (size_t i = 0; i < tv->n; i++) {
         double p = tv->param[i], d = trust * (tv->grad[i] * inv + wd * p);
         if (hp->momentum != 0.0f) {
@@ -514,21 +516,22 @@ static void ref_lamb(const tb_opt_hparams *hp, const tb_param_view *tv)
 {
     double b1 = hp->beta1, b2 = hp->beta2, inv = 1.0 / (double)hp->grad_scale;
     double bc1 = 1.0 - pow(b1, hp->step), bc2 = 1.0 - pow(b2, hp->step);
+    double wd = tv->no_adapt ? 0.0 : hp->weight_decay; /* and trust 1: Adam */
     double wn2 = 0, un2 = 0;
     for (size_t i = 0; i < tv->n; i++) {
         double g = tv->grad[i] * inv, p = tv->param[i];
         double m = b1 * tv->state1[i] + (1.0 - b1) * g;
         double v = b2 * tv->state2[i] + (1.0 - b2) * g * g;
-        double u = m / bc1 / (sqrt(v / bc2) + hp->eps) + hp->weight_decay * p;
+        double u = m / bc1 / (sqrt(v / bc2) + hp->eps) + wd * p;
         tv->state1[i] = (float)m;
         tv->state2[i] = (float)v;
         wn2 += p * p;
         un2 += u * u;
     }
-    double trust = wn2 > 0 && un2 > 0 ? sqrt(wn2) / sqrt(un2) : 1.0;
+    double trust = wn2 > 0 && un2 > 0 && !tv->no_adapt ? sqrt(wn2) / sqrt(un2) : 1.0;
     for (size_t i = 0; i < tv->n; i++) {
         double p = tv->param[i], m = tv->state1[i], v = tv->state2[i];
-        double u = m / bc1 / (sqrt(v / bc2) + hp->eps) + hp->weight_decay * p;
+        double u = m / bc1 / (sqrt(v / bc2) + hp->eps) + wd * p;
         tv->param[i] = (float)(p - (double)hp->lr * trust * u);
     }
 }
