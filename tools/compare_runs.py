@@ -111,6 +111,9 @@ def compared_row(row, where):
     # were "all on except 'X'": the same configuration
     if row["technique"] == "waterfall" and setting.startswith("all on but "):
         setting = "all on except '%s'" % setting[len("all on but "):]
+    # and time to accuracy's "all techniques" is "all step techniques"
+    if row["technique"] == "time_to_accuracy" and setting == "all techniques":
+        setting = "all step techniques"
     key = (row["technique"], setting, row["param_name"], row["param_value"], row["metric"],
            row.get("workload") or "")
     # measured on a busy machine (other processes' CPU time, or the machine

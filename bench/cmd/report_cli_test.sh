@@ -11,8 +11,11 @@ dir="$tmp/results/cpu-test"
 mkdir -p "$dir"
 cp "$golden" "$dir/gelu.csv"
 printf 'a,b\n1,2\n' > "$dir/notes.csv"
-"$report" "$dir" > "$tmp/out.txt" 2> "$tmp/err.txt" || {
-    cat "$tmp/out.txt" "$tmp/err.txt"; echo "FAIL: bench:report exited $?"; exit 1; }
+rc=0
+"$report" "$dir" > "$tmp/out.txt" 2> "$tmp/err.txt" || rc=$?
+if [ "$rc" != 0 ]; then
+    cat "$tmp/out.txt" "$tmp/err.txt"; echo "FAIL: bench:report exited $rc"; exit 1
+fi
 n=$(grep -c "notes.csv is not a tunebench results CSV" "$tmp/err.txt" || true)
 [ "$n" = 1 ] || { cat "$tmp/err.txt"; echo "FAIL: the foreign CSV's warning printed $n times, want 1"; exit 1; }
 for f in REPORT.md REPORT.html summary.md summary.tex; do

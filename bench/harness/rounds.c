@@ -43,11 +43,11 @@
  *              all units in one call and each GB iteration reports
  *              seconds / units, so GB's time per iteration is the seconds
  *              per unit;
- *   stop       per arm, after min_rounds of it: a compared arm stops on
- *              "target" when its tb_stats_paired half-width (an A/A arm:
- *              its noise floor, how far its interval strays from 1) is at
- *              most target_half_width after this round and the one before
- *              (arm_met_target says why two); a baseline
+ *   stop       per arm, after min_rounds of it: a compared arm (an A/A
+ *              arm too) stops on "target" when its tb_stats_paired
+ *              half-width is at most target_half_width after this round and
+ *              the one before, both at least min_rounds (arm_met_target
+ *              says why two, and why never on the noise floor); a baseline
  *              stops when its last compared arm does (one with none at all
  *              runs min_rounds); the experiment ends when no arm runs, or,
  *              after min_rounds, on "cap" at max_rounds, or on "budget" when
@@ -58,11 +58,13 @@
  *              arms still running then stop for that reason. Never on a
  *              verdict.
  *   rebuilds   with cfg->rounds_per_build > 0, before each round: each
- *              running arm with a rebuild hook (not an A/A arm on its
- *              base's state) that has run build_interval rounds since its
- *              last build (rounds_per_build, or more when its last rebuild
- *              took over TB_ROUNDS_REBUILD_SHARE of that many repetitions)
- *              is rebuilt, untimed, in tb_rounds_build_order(seed, r), unless
+ *              group (a baseline and the arms compared with it) whose
+ *              running arms with a rebuild hook (not an A/A arm on its
+ *              base's state) have all run the longest build_interval of
+ *              theirs since their last build (rounds_per_build, or more
+ *              when a last rebuild took over TB_ROUNDS_REBUILD_SHARE of that
+ *              many repetitions) has those arms rebuilt together, untimed,
+ *              in tb_rounds_build_order(seed, r), unless
  *              too few rounds are left for the new build (tb_rounds_build_worth:
  *              half its interval, at least 2), and its build count grows; each
  *              round records the build of each arm
@@ -76,11 +78,13 @@
  *              (read after every round) and the CPU seconds other processes
  *              took = (busy jiffies of /proc/stat's "cpu" line: user, nice,
  *              system, irq, softirq, steal) minus this process's utime +
- *              stime (/proc/self/stat, all its threads), over the same
- *              interval (plus cfg->own_pid's, children running arms);
- *              other children this process has not waited for count as
- *              others (the DDP sweep's worker processes would: its caller
- *              must know). busy = tb_rounds_busy_rule: others above 10% of
+ *              stime (/proc/self/stat, all its threads) and its children's:
+ *              the waited-for ones' (cutime + cstime), the live ones'
+ *              (/proc/self/task/<tid>/children: forked loader workers) and
+ *              cfg->own_pid's, children running arms, over the same
+ *              interval; grandchildren count as others (the DDP sweep's
+ *              ranks under mpirun would: that sweep judges by the load
+ *              alone). busy = tb_rounds_busy_rule: others above 10% of
  *              one core on average over the rounds; only where that cannot
  *              be measured (no /proc/stat, or under 1 s of real time, a
  *              jiffy being 10 ms) the load average above cores + 0.5 (it
@@ -118,6 +122,7 @@
  */
 #include "bench/harness/rounds.h"
 
+#include <dirent.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -343,23 +348,61 @@ static int read_text(const char *path, char *buf, size_t cap)
     return n > 0;
 }
 
-/* utime + stime of /proc/<what>/stat in clock ticks; 0 and *ok = 0 when
+/* utime + stime of /proc/<what>/stat in clock ticks, with its waited-for
+ * children's (cutime + cstime) when `reaped`; 0 and *ok = 0 when
  * unreadable. */
-static unsigned long long proc_ticks(const char *what, int *ok)
+static unsigned long long proc_ticks(const char *what, int reaped, int *ok)
 {
     char path[64], buf[4096];
     snprintf(path, sizeof path, "/proc/%s/stat", what);
     *ok = 0;
     if (!read_text(path, buf, sizeof buf))
         return 0;
-    /* fields after the command's closing parenthesis: 3 state ... 14 utime 15 stime */
+    /* fields after the command's closing parenthesis: 3 state ... 14 utime
+     * 15 stime 16 cutime 17 cstime */
     const char *p = strrchr(buf, ')');
     unsigned long long ut, st;
-    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-                     &st) != 2)
+    long long cut = 0, cst = 0;
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld",
+                     &ut, &st, &cut, &cst) != 4)
         return 0;
     *ok = 1;
-    return ut + st;
+    return ut + st + (reaped && cut > 0 ? (unsigned long long)cut : 0) +
+           (reaped && cst > 0 ? (unsigned long long)cst : 0);
+}
+
+/* The CPU ticks of this process's live children (each thread's
+ * /proc/self/task/<tid>/children), those in own_pid left out (counted
+ * there); 0 where the kernel does not list them. Forked loader workers
+ * (bench:workers, prefetch, persistent_workers) are this run's own work:
+ * counted as others, every row of theirs read busy. A child reaped between
+ * two samples moves from here to the parent's cutime: its total counts
+ * once. */
+static unsigned long long live_children_ticks(const int *own_pid)
+{
+    unsigned long long sum = 0;
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[96], buf[4096];
+        snprintf(path, sizeof path, "/proc/self/task/%.32s/children", e->d_name);
+        if (!read_text(path, buf, sizeof buf))
+            continue;
+        char *save = NULL;
+        for (char *tok = strtok_r(buf, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+            int pid = atoi(tok), own = 0, ok;
+            for (int i = 0; i < TB_ROUNDS_OWN_PIDS; i++)
+                own |= own_pid[i] == pid;
+            if (pid > 0 && !own)
+                sum += proc_ticks(tok, 0, &ok);
+        }
+    }
+    closedir(d);
+    return sum;
 }
 
 /* Each own_pid > 0: that child's CPU time counts as this process's. */
@@ -377,15 +420,16 @@ static machine_snap machine_sample(const int *own_pid)
     /* user nice system idle iowait irq softirq steal: all but idle and iowait */
     s.busy_s = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / tick;
     int ok;
-    unsigned long long self = proc_ticks("self", &ok);
+    unsigned long long self = proc_ticks("self", 1, &ok);
     if (!ok)
         return s;
+    self += live_children_ticks(own_pid);
     for (int i = 0; i < TB_ROUNDS_OWN_PIDS; i++) {
         if (own_pid[i] <= 0)
             continue;
         char pid[32];
         snprintf(pid, sizeof pid, "%d", own_pid[i]);
-        unsigned long long child = proc_ticks(pid, &ok);
+        unsigned long long child = proc_ticks(pid, 0, &ok);
         if (!ok)
             return s;
         self += child;
@@ -1242,9 +1286,11 @@ static double round_seconds(const arm_job *jobs, const int *reps, int n_arms, do
 #define FIT_SHARE 0.85
 
 /* The repetition length (cfg->min_rep_s, or shorter down to
- * cfg->min_rep_floor_s) at which cfg->min_rounds rounds of every arm fit
- * FIT_SHARE of the budget left (rounds.h, step 2); sets every arm's
- * units_per_rep from it. *rep_s gets the length chosen. */
+ * cfg->min_rep_floor_s) at which cfg->min_rounds + 1 rounds of every arm
+ * fit FIT_SHARE of the budget left (rounds.h, step 2): one past the
+ * minimum, the earliest an arm can stop on its target (arm_met_target);
+ * fitted to the minimum alone, the budget ended every such run at it.
+ * Sets every arm's units_per_rep. *rep_s gets the length chosen. */
 static int fit_reps(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, arm_job *jobs,
                     double left, tb_rounds_result *out, double *rep_s)
 {
@@ -1267,7 +1313,8 @@ static int fit_reps(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, ar
     int len = tb_rounds_sequence(cfg->seed, 0, base, active, slots, n_arms, seq);
     for (int k = 0; k < len; k++)
         reps[seq[k]]++;
-    double room = FIT_SHARE * left / cfg->min_rounds;
+    int fit_rounds = cfg->min_rounds + 1;
+    double room = FIT_SHARE * left / fit_rounds;
     if (round_seconds(jobs, reps, n_arms, cfg->min_rep_s) <= room)
         goto out_free;
     /* round_seconds grows with rep: the longest rep that fits, by bisection */
@@ -1286,9 +1333,9 @@ static int fit_reps(const tb_rounds_cfg *cfg, const tb_arm *arms, int n_arms, ar
         out->arms[i].units_per_rep = jobs[i].units;
     }
     fprintf(stderr, "rounds: %d rounds of >= %g s repetitions would take %.1f s of the %.1f s "
-            "left: repetitions of >= %.3g s instead (%.1f s)\n", cfg->min_rounds,
-            cfg->min_rep_s, cfg->min_rounds * round_seconds(jobs, reps, n_arms, cfg->min_rep_s),
-            left, lo, cfg->min_rounds * round_seconds(jobs, reps, n_arms, lo));
+            "left: repetitions of >= %.3g s instead (%.1f s)\n", fit_rounds,
+            cfg->min_rep_s, fit_rounds * round_seconds(jobs, reps, n_arms, cfg->min_rep_s),
+            left, lo, fit_rounds * round_seconds(jobs, reps, n_arms, lo));
 out_free:
     free(seq);
     free(base);

@@ -13,8 +13,9 @@
  *   2. picks each arm's repetition length: the number of units that lasts
  *      at least cfg->min_rep_s (a profile value), as Google Benchmark picks
  *      iterations, once, after the warm-up; with cfg->min_rep_floor_s > 0
- *      and a budget, a shorter length when cfg->min_rounds rounds of
- *      min_rep_s would not fit what the warm-up left of the budget (a sweep
+ *      and a budget, a shorter length when cfg->min_rounds + 1 rounds of
+ *      min_rep_s (the earliest stop on the target) would not fit what the
+ *      warm-up left of the budget (a sweep
  *      of 72 arms: the minimum rounds, not the budget, would end it),
  *      never below the floor; an arm whose single unit lasts longer runs
  *      one unit;
@@ -49,7 +50,12 @@
  *      pooled spread it was given has TB_ROUNDS_MIN_BUILDS - 1 degrees of
  *      freedom. An arm whose build is dear is
  *      rebuilt less often (TB_ROUNDS_REBUILD_SHARE), judged from its first
- *      build (the untimed part of its warm-up) until a rebuild is timed.
+ *      build (the untimed part of its warm-up) until a rebuild is timed,
+ *      and a baseline is rebuilt together with the arms compared with it
+ *      (its A/A copy too), at the longest interval any of them needs: a
+ *      compared arm's build is its own and its baseline's, and schedules
+ *      of their own cut the rounds into overlapping builds whose spread
+ *      went unseen.
  *      A build is not begun when the rounds left (the minimum, the cap, the
  *      budget at the last round's length) would give it less than half its
  *      interval, or one round: a last build of one round told the pool a

@@ -322,10 +322,10 @@ int tb_step_loader_note(tb_step_ctx *c, char *note, size_t cap)
     /* epoch 1: the check's steps ran in epoch 0 */
     TB_TRY(tb_train_epoch(c->t, 1, &es));
     double share = es.seconds > 0 ? es.loader_wait_s / es.seconds : 0;
-    snprintf(note, cap, "the step waited for batches %.1f%% of an epoch (%.1f of %.1f ms; with "
-             "0 workers, building them): the most a loader setting can save here; workers "
-             "are processes, as PyTorch's", 100 * share, 1e3 * es.loader_wait_s,
-             1e3 * es.seconds);
+    snprintf(note, cap, "the step waited for batches %.1f%% of an epoch (%.1f of %.1f ms%s): "
+             "the most a loader setting can save here; workers are processes, as PyTorch's",
+             100 * share, 1e3 * es.loader_wait_s, 1e3 * es.seconds,
+             c->cfg.workers == 0 ? "; with 0 workers, building them" : "");
     return TB_OK;
 }
 
@@ -1483,6 +1483,7 @@ static int plot_rows(step_run *r, int time)
     size_t cap = (size_t)r->tech->n_settings, ng = 0, count[MAX_PLOT_GROUPS] = {0};
     char names[MAX_PLOT_GROUPS][96];
     const char *unit = "", *metric = "time";
+    int no_ci = 0; /* time points without an interval */
     double *buf = calloc(cap * 4 * MAX_PLOT_GROUPS, sizeof *buf);
     if (!buf)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory for the plot");
@@ -1499,6 +1500,7 @@ static int plot_rows(step_run *r, int time)
         if (time) {
             x[cap + k] = row->median, x[2 * cap + k] = row->ci_low;
             x[3 * cap + k] = row->ci_high, unit = row->unit, metric = row->metric;
+            no_ci += isnan(row->ci_low) || isnan(row->ci_high);
         } else {
             x[cap + k] = base ? 1 : row->speedup;
             x[2 * cap + k] = base ? 1 : row->speedup_ci_low;
@@ -1514,8 +1516,11 @@ static int plot_rows(step_run *r, int time)
     int rc = TB_OK;
     if (ng > 0) {
         char title[256], xl[96], yl[96], name[128];
-        snprintf(title, sizeof title, "%s: %s, %s (median, 95%% CI)", r->tech->desc.name,
-                 time ? metric : "speedup over the technique off", r->b.info.name);
+        /* a median's interval needs 6 repetitions (harness.c): without
+         * one a point has no bar, and the title says why */
+        snprintf(title, sizeof title, "%s: %s, %s (median, 95%% CI%s)", r->tech->desc.name,
+                 time ? metric : "speedup over the technique off", r->b.info.name,
+                 no_ci ? "; no bar: under 6 rounds" : "");
         snprintf(xl, sizeof xl, "%s", r->tech->param_name);
         snprintf(yl, sizeof yl, "%s (%s)", metric, unit);
         snprintf(name, sizeof name, "%s%s", r->tech->desc.name, time ? "_time" : "");

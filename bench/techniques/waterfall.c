@@ -49,6 +49,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/harness/rounds.h"
 #include "bench/harness/step_harness.h"
 #include "lib/core/clock.h"
 #include "lib/core/rng.h"
@@ -400,9 +401,24 @@ typedef struct tta_arm {
     const char *na;             /* n/a reason (not run); NULL: run */
     double secs[TTA_MAX_REPS];  /* NaN: not reached */
     double acc;                 /* the last run's last accuracy */
+    double load_sum;            /* the 1-minute load average after each run, summed */
+    int load_n;
     long samples;               /* the last run's samples */
     int reached;
 } tta_arm;
+
+/* /proc/loadavg's 1-minute value; NaN where unreadable. */
+static double load_avg_now(void)
+{
+    double v = NAN;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &v) != 1)
+            v = NAN;
+        fclose(f);
+    }
+    return v;
+}
 
 /* The paired interval of arm a against the baseline from their per-seed
  * times (the same seed trains both from the same initial weights and
@@ -431,6 +447,10 @@ static int tta_row(tb_bench *b, const tta_plan *p, const tta_arm *a, const tta_a
     row.reps = p->reps;
     row.median = sm.median, row.min = sm.min, row.max = sm.max;
     snprintf(row.unit, sizeof row.unit, "s");
+    /* busy by the load average over its runs (the runs are this process's
+     * threads alone: tb_rounds_busy_by_load's rule) */
+    row.load_avg = a->load_n ? a->load_sum / a->load_n : NAN;
+    row.busy = tb_rounds_busy_by_load(row.load_avg);
     char ratio[160] = "";
     int base_ok = base->reached == p->reps && !base->na;
     if (!is_base && base_ok && p->reps >= TTA_MIN_PAIRED) {
@@ -502,6 +522,9 @@ static int tta_seed(tb_bench *b, const tta_plan *p, tta_arm *arms, int n, int s,
             continue;
         TB_TRY(tta_run(b->be, p, a->mask, s, train, test, &a->secs[s], &a->acc, &a->samples));
         a->reached += !isnan(a->secs[s]);
+        double load = load_avg_now();
+        if (!isnan(load))
+            a->load_sum += load, a->load_n++;
         fprintf(stderr, "time_to_accuracy: %s seed %d: %s%.1f s, accuracy %.1f%% after %ld "
                 "samples\n", a->name, s, isnan(a->secs[s]) ? "not reached in " : "",
                 isnan(a->secs[s]) ? p->budget_s : a->secs[s], 100 * a->acc, a->samples);

@@ -579,7 +579,12 @@ int tb_train_epoch(tb_trainer *t, int epoch, tb_epoch_stats *st)
         if (t->cfg.max_steps > 0 && st->steps >= t->cfg.max_steps)
             break;
         if (t->deadline > 0 && tb_clock_s() >= t->deadline) {
-            t->timed_out = 1;
+            /* cut short only where batches remain: an epoch whose last
+             * step met the deadline is whole, and its scheduled
+             * evaluation counts (tb_trainer_fit) */
+            tb_loader_stats now;
+            tb_loader_get_stats(t->train_ld, &now);
+            t->timed_out = now.batches < tb_loader_num_batches(t->train_ld);
             break;
         }
     }
