@@ -154,29 +154,11 @@ static const char *tech_workload(const tb_cmp_machine *m, const char *t)
     return i < 0 ? "" : m->f->workload[i];
 }
 
-/* A setting's name as this tree writes it, for runs that wrote another:
- * the waterfall's "all on but X" is "all on except 'X'" since 2026-11-30,
- * time to accuracy's "all techniques" "all step techniques" (as
- * tools/compare_runs.py pairs them). */
-static void setting_canon(const char *name, char *out, size_t cap)
-{
-    static const char but[] = "all on but ";
-    if (!strncmp(name, but, sizeof but - 1))
-        snprintf(out, cap, "all on except '%s'", name + sizeof but - 1);
-    else if (!strcmp(name, "all techniques"))
-        snprintf(out, cap, "all step techniques");
-    else
-        snprintf(out, cap, "%s", name);
-}
-
 /* Whether row r is of like's setting and metric on like's workload (any
  * point of its sweep). */
 static int same_series(const tb_result_row *r, const tb_result_row *like)
 {
-    char a[160], b[160];
-    setting_canon(r->setting, a, sizeof a);
-    setting_canon(like->setting, b, sizeof b);
-    return !strcmp(a, b) && !strcmp(r->metric, like->metric) &&
+    return !strcmp(r->setting, like->setting) && !strcmp(r->metric, like->metric) &&
            !strcmp(r->workload, like->workload);
 }
 
