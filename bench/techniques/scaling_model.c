@@ -21,6 +21,10 @@
  *                           alpha and beta fitted to this machine's smallest
  *                           and largest all-reduce with the ring formula.
  *                           --alpha-us with --beta-gbs replaces them all.
+ * The model scales weakly: every device keeps the measured step's work
+ * (its batch), where bench:ddp_sweep holds the global batch and splits it
+ * (strong scaling); each row's note says so, and that the links are
+ * presets while the compute is this machine's.
  * Writes results/<device>/scaling_model.csv (+ .json) and
  * plots/<device>/scaling_model.{png,svg,pdf}.
  */
@@ -140,7 +144,9 @@ static int add_rows(tb_bench *b, const model_inputs *in)
                     snprintf(row.note, sizeof row.note,
                              "MODEL, not a measurement: step %.4g ms, all-reduce %.4g ms, exposed "
                              "%.4g ms; inputs compute %.4g ms, %.0f bytes, alpha %.3g us, beta "
-                             "%.4g GB/s, backward share %.2f (%s)", pt.step_s * 1e3,
+                             "%.4g GB/s, backward share %.2f (%s); weak scaling: every device "
+                             "keeps that step's work, where the DDP sweep holds the global batch",
+                             pt.step_s * 1e3,
                              pt.allreduce_s * 1e3, pt.exposed_s * 1e3, in->compute_ms,
                              in->grad_bytes, in->links[l].alpha_s * 1e6,
                              in->links[l].beta_bytes_s / 1e9, in->backward_fraction, in->source);
