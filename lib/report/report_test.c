@@ -576,6 +576,20 @@ static void test_pick(const char *rdir)
     CHECK(p.best && !strcmp(p.best->metric, "fwd time"), "undeclared: %s",
           p.best ? p.best->metric : "none");
     tb_results_free(&m);
+    /* a declared metric whose rows are all n/a (validation_frequency's time
+     * to accuracy where no seed reached 85%): the summary's answer is that
+     * n/a, never the fit time in its place */
+    tb_results v;
+    tb_results_init(&v);
+    tb_results_add_na(&v, "vf", "cpu", "CPU", "every 1", "time to accuracy", "0 of 5 reached");
+    tb_results_add_na(&v, "vf", "cpu", "CPU", "every 2", "time to accuracy", "0 of 5 reached");
+    add_timed(&v, "vf", "every 1", 1, "every", 1, "fit time", 10.0, NAN);
+    add_timed(&v, "vf", "every 2", 0, "every", 2, "fit time", 8.0, 1.25);
+    tb_report_pick_headline(&v, "vf", "every 2", "time to accuracy", &p);
+    CHECK(!p.best && p.na && !strcmp(p.na->metric, "time to accuracy"),
+          "declared metric n/a: best %s, na %s", p.best ? p.best->metric : "none",
+          p.na ? p.na->metric : "none");
+    tb_results_free(&v);
     /* each setting its own point, two baselines: the headline beside the
      * baseline it was paired with (its noise floor), not the fastest's */
     tb_results o;

@@ -36,12 +36,17 @@ static const char *pick_metric(const tb_results *res, const char *technique, con
                                const char *declared)
 {
     const char *first = NULL, *step = NULL;
+    /* a declared metric that rows have, timed or n/a: the technique is read
+     * on it, and an n/a there is the summary's answer, never another
+     * metric in its place (validation_frequency's time to accuracy, n/a
+     * where no seed reached 85%, had its fit time shown instead) */
+    for (size_t i = 0; declared && declared[0] && i < res->n; i++)
+        if (mine(&res->rows[i], technique, wl) && !strcmp(res->rows[i].metric, declared))
+            return res->rows[i].metric;
     for (size_t i = 0; i < res->n; i++) {
         const tb_result_row *r = &res->rows[i];
         if (!mine(r, technique, wl) || !is_timed(r) || !r->is_baseline)
             continue;
-        if (declared && declared[0] && !strcmp(r->metric, declared))
-            return r->metric;
         if (!strcmp(r->metric, "step time") && !step)
             step = r->metric;
         if (!first)
