@@ -439,7 +439,7 @@ static machine_snap machine_sample(const int *own_pid)
     return s;
 }
 
-static double load_avg_1min(void)
+double tb_rounds_load_avg(void)
 {
     char buf[256];
     double l;
@@ -877,7 +877,7 @@ static void watch_start(machine_watch *w, const int *own_pid, double *xcore)
 
 static void watch_round(machine_watch *w)
 {
-    double l = load_avg_1min();
+    double l = tb_rounds_load_avg();
     if (!isnan(l)) {
         w->load_sum += l;
         w->load_n++;

@@ -215,6 +215,9 @@ void tb_rounds_result_free(tb_rounds_result *r);
  * threads add up to the cores (an idle run's load: 1.86 on 2 CPUs). */
 int tb_rounds_busy_by_load(double load_avg);
 
+/* /proc/loadavg's 1-minute value now; NaN where it cannot be read. */
+double tb_rounds_load_avg(void);
+
 const char *tb_rounds_stop_name(tb_rounds_stop s); /* "target", "budget", "cap" */
 
 #endif

@@ -448,18 +448,6 @@ static int run_case(sweep *s, ddp_case *c, int index, int check)
 
 /* ---- the DDP rounds ---- */
 
-static double load_1min(void)
-{
-    double l = NAN;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fscanf(f, "%lf", &l) != 1)
-            l = NAN;
-        fclose(f);
-    }
-    return l;
-}
-
 /* Every compared case (the A/A copy too) against the baseline, case 0. */
 static int compare_with_base(const sweep *s, const ddp_case *c, tb_paired *out)
 {
@@ -509,7 +497,7 @@ static int run_rounds(sweep *s)
         }
         for (int k = 0; k < s->ncases; k++)
             TB_TRY(run_case(s, &s->cases[order[k]], order[k], 0));
-        double l = load_1min();
+        double l = tb_rounds_load_avg();
         if (!isnan(l))
             load_sum += l, load_n++;
         if (tb_clock_s() - tr > longest)

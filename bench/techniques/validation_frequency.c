@@ -258,21 +258,14 @@ static int run(tb_bench *b)
         int order[NARMS];
         for (int k = 0; k < NARMS; k++)
             order[k] = k;
-        for (int k = NARMS - 1; k > 0; k--) {
-            int j = (int)tb_rng_below(&rng, (uint32_t)k + 1), t = order[k];
-            order[k] = order[j];
-            order[j] = t;
-        }
+        tb_rng_shuffle(&rng, order, NARMS);
         for (int k = 0; k < NARMS; k++) {
             int arm = order[k], every = val_every[arm == AA_ARM ? 0 : arm];
             TB_TRY_GOTO(rc, fit_once(b, p, every, s, train, test, &res[arm], s), out_free);
         }
-        double l;
-        FILE *f = fopen("/proc/loadavg", "r");
-        if (f && fscanf(f, "%lf", &l) == 1)
+        double l = tb_rounds_load_avg();
+        if (!isnan(l))
             load_avg_sum += l, load_avg_n++;
-        if (f)
-            fclose(f);
     }
     vf_plan done = *p; /* the rounds fitted: the rows' repetitions */
     done.seeds = s;

@@ -407,19 +407,6 @@ typedef struct tta_arm {
     int reached;
 } tta_arm;
 
-/* /proc/loadavg's 1-minute value; NaN where unreadable. */
-static double load_avg_now(void)
-{
-    double v = NAN;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fscanf(f, "%lf", &v) != 1)
-            v = NAN;
-        fclose(f);
-    }
-    return v;
-}
-
 /* The paired interval of arm a against the baseline from their per-seed
  * times (the same seed trains both from the same initial weights and
  * data order), from 5 seeds (the rounds' minimum: an interval needs them). */
@@ -511,18 +498,14 @@ static int tta_seed(tb_bench *b, const tta_plan *p, tta_arm *arms, int n, int s,
     for (int i = 0; i < n; i++)
         order[i] = i;
     tb_rng r = tb_rng_make(0x7474615f6f726465ull, (uint64_t)s, 0, TB_RNG_SHUFFLE);
-    for (int i = n - 1; i > 0; i--) {
-        int j = (int)tb_rng_below(&r, (uint64_t)i + 1);
-        int t = order[i];
-        order[i] = order[j], order[j] = t;
-    }
+    tb_rng_shuffle(&r, order, n);
     for (int k = 0; k < n; k++) {
         tta_arm *a = &arms[order[k]];
         if (a->na)
             continue;
         TB_TRY(tta_run(b->be, p, a->mask, s, train, test, &a->secs[s], &a->acc, &a->samples));
         a->reached += !isnan(a->secs[s]);
-        double load = load_avg_now();
+        double load = tb_rounds_load_avg();
         if (!isnan(load))
             a->load_sum += load, a->load_n++;
         fprintf(stderr, "time_to_accuracy: %s seed %d: %s%.1f s, accuracy %.1f%% after %ld "

@@ -75,6 +75,18 @@ static inline uint32_t tb_rng_below(tb_rng *r, uint32_t n)
     return (uint32_t)(((tb_rng_next_u64(r) >> 32) * (uint64_t)n) >> 32);
 }
 
+/* Fisher-Yates over a[0..n), from the last element down, each swapped
+ * with one drawn at or below it (tb_rng_below): the same order for the
+ * same generator state wherever it runs. */
+static inline void tb_rng_shuffle(tb_rng *r, int *a, int n)
+{
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)tb_rng_below(r, (uint32_t)i + 1), t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+    }
+}
+
 /* Uniform float in [0, 1) with 24 random bits. */
 static inline float tb_rng_float01(tb_rng *r)
 {

@@ -91,7 +91,6 @@ struct tb_loader {
     tb_host_allocator alloc;
     const tb_dataset *ds;
     int nw, pf, nslots;       /* workers, prefetch per worker, slots */
-    int per_w;                /* slots per worker: pf ahead + the one the consumer holds */
     int nbatches;
     int seq;                  /* tokens per sample of a token dataset; 0 for images */
     size_t chw;               /* pixels of an image sample */
@@ -255,7 +254,8 @@ static int transposes(const tb_loader *ld)
 
 static int slot_of(const tb_loader *ld, int b)
 {
-    return (b % ld->nw) * ld->per_w + (b / ld->nw) % ld->per_w;
+    int per_w = ld->pf + 1; /* a worker's slots: pf ahead + the one the consumer holds */
+    return (b % ld->nw) * per_w + (b / ld->nw) % per_w;
 }
 
 static float *slot_images(const tb_loader *ld, unsigned char *base) { (void)ld; return (float *)base; }
@@ -658,8 +658,7 @@ int tb_loader_create(const tb_loader_cfg *cfg, const tb_dataset *ds, tb_loader *
                                : (tb_host_allocator){default_alloc, default_free, NULL};
     ld->nw = cfg->num_workers;
     ld->pf = ld->nw ? cfg->prefetch_factor : 1;
-    ld->per_w = ld->pf + 1;
-    ld->nslots = ld->nw ? ld->nw * ld->per_w : 1;
+    ld->nslots = ld->nw ? ld->nw * (ld->pf + 1) : 1;
     ld->nbatches = cfg->drop_last ? ds->n / cfg->batch_size
                                   : (ds->n + cfg->batch_size - 1) / cfg->batch_size;
     slot_layout(ld);
