@@ -64,6 +64,16 @@ static int finish_describe(const char *bin, describing *d, char *buf, size_t cap
     return TB_OK;
 }
 
+/* Whether s can name a technique, its CSV or a binary: 1 to cap-1 bytes of
+ * [A-Za-z0-9_.-], not starting with '.' (no empty, truncated or path name). */
+static int valid_name(const char *s, size_t cap)
+{
+    size_t len = strlen(s);
+    if (len == 0 || len >= cap || s[0] == '.')
+        return 0;
+    return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == len;
+}
+
 /* Reads a JSON array of TB_PROFILES numbers into v; -1 when it is not one. */
 static int per_profile(const tb_json *a, double v[TB_PROFILES])
 {
@@ -104,8 +114,15 @@ int tb_plan_parse_entry(const char *bin, const char *text, tb_plan_entry *e)
             rc = TB_FAIL(TB_ERR_DATA, "%s --describe: negative budget_seconds[%d]", bin, p);
             goto out_free_json;
         }
+    const char *results = tb_json_get_string(j, "results", name);
+    if (!valid_name(name, sizeof e->name) || !valid_name(results, sizeof e->results)) {
+        rc = TB_FAIL(TB_ERR_DATA, "%s --describe: name or results is not 1 to %zu characters "
+                     "of letters, digits, '_', '.' or '-' (a foreign binary?)", bin,
+                     sizeof e->name - 1);
+        goto out_free_json;
+    }
     snprintf(e->name, sizeof e->name, "%s", name);
-    snprintf(e->results, sizeof e->results, "%s", tb_json_get_string(j, "results", name));
+    snprintf(e->results, sizeof e->results, "%s", results);
     double order = tb_json_get_number(j, "order", 0);
     if (!(order >= -1e6 && order <= 1e6)) { /* (int) of 1e300 is undefined behaviour */
         rc = TB_FAIL(TB_ERR_DATA, "%s --describe: order %g out of range", bin, order);
@@ -114,7 +131,7 @@ int tb_plan_parse_entry(const char *bin, const char *text, tb_plan_entry *e)
     e->order = (int)order;
     for (size_t i = 0; i < after->len; i++) {
         const tb_json *a = tb_json_at(after, i);
-        if (!a || a->type != TB_JSON_STRING) {
+        if (!a || a->type != TB_JSON_STRING || !valid_name(a->string, sizeof e->after[i])) {
             rc = TB_FAIL(TB_ERR_DATA, "%s --describe: after[%zu] is not a name (a stale "
                          "binary?)", bin, i);
             goto out_free_json;

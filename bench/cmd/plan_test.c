@@ -1,7 +1,7 @@
 /*
  * plan_test.c - the time budgets' arithmetic of bench:all (plan.h): a
  * --describe line's budget_seconds read back (and a line without them, or
- * with a negative one, refused), the budgets of a plan added up per
+ * with a negative one, or names that are no file names, refused), the budgets of a plan added up per
  * profile, techniques that declare none counted apart, and a plan held to
  * its profile's limit: exactly at the limit passes, one second over does
  * not. The limits themselves are pinned, since results/README.md quotes
@@ -67,6 +67,26 @@ static void test_parse(void)
               afters[i]);
         tb_error_clear();
     }
+    /* names become file names (results/<device>/<results>.csv, <bin_dir>/<name>): an empty,
+     * too long or path-like one is refused (the fuzzer's crash: an empty name was read) */
+    static const char *const names[] = {
+        "\"name\":\"\"", "\"name\":\"../x\"", "\"name\":\".hidden\"",
+        "\"name\":\"ok\",\"results\":\"a/b\"", "\"name\":\"ok\",\"results\":\"\"",
+        "\"name\":\"0123456789012345678901234567890123456789012345678901234567890123\""};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "{%s,\"est_seconds\":[1,2,3,4],"
+                 "\"budget_seconds\":[1,2,3,4],\"order\":0,\"after\":[]}", names[i]);
+        CHECK(tb_plan_parse_entry("odd", text, &e) == TB_ERR_DATA &&
+                  strstr(tb_error_message(), "name"),
+              "%s refused: %s", names[i], tb_error_message());
+        tb_error_clear();
+    }
+    CHECK(tb_plan_parse_entry("odd", "{\"name\":\"ok\",\"est_seconds\":[1,2,3,4],"
+                                     "\"budget_seconds\":[1,2,3,4],\"order\":0,"
+                                     "\"after\":[\"\"]}", &e) == TB_ERR_DATA,
+          "an empty after name refused");
+    tb_error_clear();
 }
 
 static void test_limits(void)
