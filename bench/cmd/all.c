@@ -223,6 +223,8 @@ static int write_budget(const void *arg, FILE *f)
     for (int k = 0; k < s->ntodo; k++) {
         fprintf(f, "%s\n    {\"name\": ", k ? "," : "");
         tb_json_write_string(f, s->todo[k]->name);
+        fputs(", \"results\": ", f);
+        tb_json_write_string(f, s->todo[k]->results[0] ? s->todo[k]->results : s->todo[k]->name);
         fprintf(f, ", \"budget_s\": %g, \"est_s\": %g}", s->todo[k]->budget_seconds[s->profile],
                 s->todo[k]->est_seconds[s->profile]);
     }

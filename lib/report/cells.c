@@ -239,7 +239,11 @@ void tb_report_correctness(char *buf, size_t cap, const tb_result_row *r)
         snprintf(buf, cap, "within tolerance (max rel err %s ≤ %s, vs %s)", e, t, against);
         break;
     case TB_CORRECT_DIFFERS:
-        snprintf(buf, cap, "DIFFERS (max rel err %s > %s, vs %s)", e, t, against);
+        if (isnan(r->max_rel_err)) /* results/README.md: its loss was not finite */
+            snprintf(buf, cap, "DIFFERS (loss not finite: the training diverged; tolerance %s, "
+                     "vs %s)", t, against);
+        else
+            snprintf(buf, cap, "DIFFERS (max rel err %s > %s, vs %s)", e, t, against);
         break;
     default: snprintf(buf, cap, "not checked"); break;
     }

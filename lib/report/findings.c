@@ -202,8 +202,13 @@ static void result_text(const tb_result_row *r, const tb_result_row *base, char 
                                            "update's)" : "");
         break;
     case TB_CORRECT_DIFFERS:
-        snprintf(buf, cap, "but the result DIFFERS by %s (tolerance %s%s%s)", e, t,
-                 r->checked_against[0] ? ", vs " : "", r->checked_against);
+        if (isnan(r->max_rel_err)) /* results/README.md: the loss was not finite */
+            snprintf(buf, cap, "but the result DIFFERS: its loss was not finite (the training "
+                     "diverged; tolerance %s%s%s)", t, r->checked_against[0] ? ", vs " : "",
+                     r->checked_against);
+        else
+            snprintf(buf, cap, "but the result DIFFERS by %s (tolerance %s%s%s)", e, t,
+                     r->checked_against[0] ? ", vs " : "", r->checked_against);
         break;
     default:
         if (tb_report_accuracy_pair(r, base, &mine, &theirs))
@@ -214,15 +219,34 @@ static void result_text(const tb_result_row *r, const tb_result_row *base, char 
     }
 }
 
+/* " Read with care: <the row's flags>." where the row is flagged (the
+ * summary's flags cell, cells.h), else "": a finding is the first thing a
+ * reader takes away, so it says what the table beside its row says. */
+static void caveat_text(const tb_report_pick *p, const tb_result_row *r, char *buf, size_t cap)
+{
+    char flags[400];
+    tb_report_flags_text(flags, sizeof flags, r, ~0);
+    if (tb_report_pick_apart(p, r)) {
+        size_t n = strlen(flags);
+        snprintf(flags + n, sizeof flags - n, "%smeasured with the CPUs apart (core-to-core "
+                 "%.0f ns, the run's least %.0f)", n ? "; " : "", r->xcore_ns, p->xcore_least);
+    }
+    if (flags[0])
+        snprintf(buf, cap, " Read with care: %s.", flags);
+    else
+        buf[0] = '\0';
+}
+
 void tb_report_finding_text(const tb_report_pick *p, char *buf, size_t cap)
 {
-    char effect[96], where[200], result[160];
+    char effect[96], where[200], result[200], caveat[480];
     tb_report_pick shown = *p;
     shown.best = finding_row(p);
     effect_text(shown.best, effect, sizeof effect);
     where_text(&shown, where, sizeof where);
     result_text(shown.best, p->baseline, result, sizeof result);
-    snprintf(buf, cap, "**%s** (%s): %s %s, %s.%s%s%s", p->technique, shown.best->setting,
-             effect, where, result, p->earlier[0] ? " From an earlier run (its CSV written " : "",
+    caveat_text(p, shown.best, caveat, sizeof caveat);
+    snprintf(buf, cap, "**%s** (%s): %s %s, %s.%s%s%s%s", p->technique, shown.best->setting,
+             effect, where, result, caveat, p->earlier[0] ? " From an earlier run (" : "",
              p->earlier, p->earlier[0] ? "), not this one." : "");
 }

@@ -17,6 +17,8 @@
 
 #include "lib/core/atomic_file.h"
 #include "lib/core/json.h"
+#include "lib/core/status.h"
+#include "lib/report/resume.h"
 
 int tb_report_has_suffix(const char *s, const char *suf)
 {
@@ -205,46 +207,124 @@ void tb_report_sibling_plots_dir(const char *results_dir, const char *slug, char
     snprintf(out, cap, "%s/plots/%s", root, slug);
 }
 
-/* out (32 bytes): when results/<id>.csv was written, where that was before
- * start; else "". */
-static void csv_earlier(const tb_report_folder *f, const char *id, time_t start, char *out)
+/* out (96 bytes): why results/<id>.csv is not the run's, begun at start;
+ * "" when it is, or when there is no such CSV. by_state: 1 when
+ * run_state.json says another run wrote it, 0 when it says this one did,
+ * -1 when it cannot say (then the CSV's time decides). */
+static void csv_earlier(const tb_report_folder *f, const char *id, time_t start, int by_state,
+                        char *out)
 {
-    char name[96], path[PATH_MAX + 96];
+    char name[96], path[PATH_MAX + 96], when[32];
     struct stat st;
     struct tm w;
     snprintf(name, sizeof name, "%s.csv", id);
-    if (tb_outdir_join(f->results_dir, name, path, sizeof path) != TB_OK ||
-        stat(path, &st) != 0 || st.st_mtime >= start)
+    if (by_state == 0 || tb_outdir_join(f->results_dir, name, path, sizeof path) != TB_OK ||
+        stat(path, &st) != 0)
         return;
-    gmtime_r(&st.st_mtime, &w);
-    strftime(out, 32, "%Y-%m-%d %H:%M UTC", &w);
+    if (st.st_mtime < start) {
+        gmtime_r(&st.st_mtime, &w);
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &w);
+        snprintf(out, 96, "its CSV written %s, before this run began", when);
+    } else if (by_state == 1) {
+        /* a copy's times are the copy's: the state says, the time cannot */
+        snprintf(out, 96, "not among the techniques this run finished, run_state.json");
+    }
 }
 
-/* f->earlier[t] for every technique whose CSV is older than the bench:all
- * run the folder holds: `bench:all --only=x` rewrites x and leaves the
- * rest, which the report would otherwise present as this run's. */
+/* The entry of budget.json's plan that writes <id>.csv (its "results";
+ * time_to_accuracy.csv is the waterfall's second file), or NULL. */
+static const tb_json *producer(const tb_json *techs, const char *id)
+{
+    const char *want = !strcmp(id, TB_REPORT_TTA) ? TB_REPORT_WATERFALL : id;
+    for (size_t i = 0; techs && i < techs->len; i++) {
+        const tb_json *t = tb_json_at(techs, i);
+        if (!strcmp(tb_json_get_string(t, "results", ""), want))
+            return t;
+    }
+    return NULL;
+}
+
+/* 1: another run wrote <id>.csv (the technique that writes it is not
+ * among those the run finished); 0: this one did; -1: no state, or a
+ * budget.json from before it named each technique's CSV. */
+static int state_says(const tb_report_folder *f, const tb_run_state *s, int plan_names_csvs,
+                      const char *id)
+{
+    if (!f->have_state || !plan_names_csvs)
+        return -1;
+    const tb_json *t = producer(tb_json_get(f->budget, "techniques"), id);
+    return t && tb_run_state_is_done(s, tb_json_get_string(t, "name", "")) ? 0 : 1;
+}
+
+/* The planned techniques the run did not finish, into f->unfinished. */
+static void list_unfinished(tb_report_folder *f, const tb_run_state *s)
+{
+    const tb_json *techs = f->budget ? tb_json_get(f->budget, "techniques") : NULL;
+    size_t at = 0;
+    for (size_t i = 0; techs && i < techs->len; i++) {
+        const tb_json *t = tb_json_at(techs, i);
+        const char *name = tb_json_get_string(t, "name", "");
+        if (!name[0] || tb_run_state_is_done(s, name))
+            continue;
+        char csv[96], path[PATH_MAX + 96];
+        snprintf(csv, sizeof csv, "%s.csv", tb_json_get_string(t, "results", name));
+        int rows = tb_outdir_join(f->results_dir, csv, path, sizeof path) == TB_OK &&
+                   access(path, R_OK) == 0;
+        if (at < sizeof f->unfinished)
+            at += (size_t)snprintf(f->unfinished + at, sizeof f->unfinished - at, "%s%s (%s)",
+                                   f->nunfinished ? ", " : "", name,
+                                   rows ? "its rows below are an earlier run's" : "no results");
+        f->nunfinished++;
+    }
+}
+
+/* f->earlier[t] for every technique whose CSV another run than the
+ * bench:all run the folder holds wrote (`bench:all --only=x` rewrites x
+ * and leaves the rest, which the report would otherwise present as this
+ * run's), and what the run left unfinished. */
 static void mark_earlier(tb_report_folder *f)
 {
     char path[PATH_MAX + 64];
-    tb_fingerprint fp;
     struct tm tm;
     memset(&tm, 0, sizeof tm);
+    tb_run_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return; /* nothing to say is what a folder without a state gets too */
     if (tb_outdir_join(f->results_dir, "run_state.fingerprint.json", path, sizeof path) !=
             TB_OK ||
-        access(path, R_OK) != 0 || tb_fingerprint_load(path, &fp) != TB_OK) {
+        access(path, R_OK) != 0 || tb_fingerprint_load(path, &s->fp) != TB_OK) {
         tb_error_clear(); /* no bench:all run here, or an unreadable state: nothing to say */
+        free(s);
         return;
     }
-    const char *when = tb_fingerprint_get(&fp, "run.time_utc");
-    if (!when || !strptime(when, "%Y-%m-%dT%H:%M:%SZ", &tm))
+    if (tb_outdir_join(f->results_dir, TB_RUN_STATE_FILE, path, sizeof path) == TB_OK &&
+        access(path, R_OK) == 0 && tb_run_state_load(f->results_dir, s) == TB_OK) {
+        f->have_state = 1;
+        f->complete = s->complete;
+    }
+    tb_error_clear();
+    const char *when = tb_fingerprint_get(&s->fp, "run.time_utc");
+    if (!when || !strptime(when, "%Y-%m-%dT%H:%M:%SZ", &tm)) {
+        free(s);
         return;
+    }
     snprintf(f->run_started, sizeof f->run_started, "%s", when);
     time_t start = timegm(&tm);
+    /* a budget.json that names every technique's CSV (this build's) */
+    const tb_json *techs = f->budget ? tb_json_get(f->budget, "techniques") : NULL;
+    int named = techs && techs->len > 0;
+    for (size_t i = 0; techs && i < techs->len; i++)
+        named = named && tb_json_get(tb_json_at(techs, i), "results") != NULL;
     for (int t = 0; t < f->ntech; t++)
-        csv_earlier(f, f->tech[t], start, f->earlier[t]);
-    csv_earlier(f, TB_REPORT_CEILINGS, start, f->earlier_ceilings);
-    csv_earlier(f, TB_REPORT_WATERFALL, start, f->earlier_waterfall);
-    csv_earlier(f, TB_REPORT_TTA, start, f->earlier_tta);
+        csv_earlier(f, f->tech[t], start, state_says(f, s, named, f->tech[t]), f->earlier[t]);
+    csv_earlier(f, TB_REPORT_CEILINGS, start, state_says(f, s, named, TB_REPORT_CEILINGS),
+                f->earlier_ceilings);
+    csv_earlier(f, TB_REPORT_WATERFALL, start, state_says(f, s, named, TB_REPORT_WATERFALL),
+                f->earlier_waterfall);
+    csv_earlier(f, TB_REPORT_TTA, start, state_says(f, s, named, TB_REPORT_TTA), f->earlier_tta);
+    if (f->have_state)
+        list_unfinished(f, s);
+    free(s);
 }
 
 static void optional_damaged(const char *path, tb_json **j)
@@ -287,7 +367,6 @@ int tb_report_load(const char *results_dir, const char *plots_dir, tb_report_fol
             TB_TRY_GOTO(rc, load_csv(f, names[i]), out_fail);
     for (int t = 0; t < f->ntech; t++)
         load_sidecar(f, t);
-    mark_earlier(f);
     char path[PATH_MAX + 64];
     TB_TRY_GOTO(rc, tb_outdir_join(f->results_dir, "fingerprint.json", path, sizeof path), out_fail);
     if (access(path, R_OK) == 0) {
@@ -302,6 +381,7 @@ int tb_report_load(const char *results_dir, const char *plots_dir, tb_report_fol
     TB_TRY_GOTO(rc, tb_outdir_join(f->results_dir, "budget.json", path, sizeof path), out_fail);
     if (access(path, R_OK) == 0 && tb_json_parse_file(path, 0, &f->budget) != TB_OK)
         optional_damaged(path, &f->budget);
+    mark_earlier(f); /* after budget.json: its plan names each technique's CSV */
     TB_TRY_GOTO(rc, list_dir(f->plots_dir, ".png", names, TB_REPORT_MAX_PLOTS, &n), out_fail);
     for (int i = 0; i < n; i++)
         snprintf(f->plots[f->nplots++], sizeof f->plots[0], "%.*s", (int)(strlen(names[i]) - 4),

@@ -19,6 +19,12 @@
 
 /* Appended to the label of a row whose result DIFFERS from its baseline's. */
 #define DIFFERS_MARK "  [DIFFERS]"
+#define OTHER_DIFFERS_MARK "  [another setting DIFFERS]"
+
+static const char *differs_mark(int differs)
+{
+    return differs == 1 ? DIFFERS_MARK : differs == 2 ? OTHER_DIFFERS_MARK : "";
+}
 
 /* Verdict colours: the same in every figure and in the compare page. */
 static const char *const group_color[TB_GROUP_COUNT] = {"#0072b2", "#777777", "#d55e00",
@@ -35,7 +41,8 @@ void tb_forest_point_of(const tb_report_pick *p, tb_forest_point *out)
     out->lo = p->best->speedup_ci_low;
     out->hi = p->best->speedup_ci_high;
     out->noise = p->best->noise_floor;
-    out->differs = p->best->correctness == TB_CORRECT_DIFFERS;
+    out->differs = p->best->correctness == TB_CORRECT_DIFFERS ? 1
+                   : p->differs && p->differs != p->best ? 2 : 0;
 }
 
 /* Rows of a level, counted. */
@@ -118,7 +125,7 @@ static void put_yticks(FILE *f, const tb_forest *fp, int step, int col)
         if (r->step_level != step)
             continue;
         char lab[200];
-        snprintf(lab, sizeof lab, "%s%s", r->label, r->at[0].differs ? DIFFERS_MARK : "");
+        snprintf(lab, sizeof lab, "%s%s", r->label, differs_mark(r->at[0].differs));
         fputs(k ? ", " : "", f);
         tb_plot_put_quoted(f, lab);
         fprintf(f, " %zu", nl - k++);
@@ -143,8 +150,7 @@ static int label_px(const tb_forest *fp)
 {
     size_t longest = 0;
     for (size_t i = 0; i < fp->n; i++) {
-        size_t n = strlen(fp->rows[i].label) +
-                   (fp->rows[i].at[0].differs ? strlen(DIFFERS_MARK) : 0);
+        size_t n = strlen(fp->rows[i].label) + strlen(differs_mark(fp->rows[i].at[0].differs));
         longest = n > longest ? n : longest;
     }
     int px = (int)ceil(LABEL_CHAR_PX * (double)longest) + 24;

@@ -28,7 +28,8 @@ typedef struct tb_forest_point {
     double speedup, lo, hi;   /* median ratio and its 95% interval */
     double noise;             /* relative noise floor (0.1 = ±10%); NaN unknown */
     tb_report_group group;    /* its verdict, for the colour */
-    int differs;              /* its correctness is DIFFERS */
+    int differs;              /* 1: its correctness is DIFFERS; 2: another setting's of
+                                 the technique is (the shown one's is not) */
 } tb_forest_point;
 
 typedef struct tb_forest_row {

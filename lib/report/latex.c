@@ -89,7 +89,12 @@ static void tex_correct(const tb_result_row *r, const tb_result_row *base, char 
     switch (r->correctness) {
     case TB_CORRECT_EXACT: snprintf(buf, cap, "exact"); break;
     case TB_CORRECT_WITHIN_TOL: snprintf(buf, cap, "%s ≤ %s", e, t); break;
-    case TB_CORRECT_DIFFERS: snprintf(buf, cap, "DIFFERS: %s > %s", e, t); break;
+    case TB_CORRECT_DIFFERS:
+        if (isnan(r->max_rel_err)) /* its loss was not finite */
+            snprintf(buf, cap, "DIFFERS: diverged");
+        else
+            snprintf(buf, cap, "DIFFERS: %s > %s", e, t);
+        break;
     default:
         if (tb_report_accuracy_pair(r, base, &mine, &theirs))
             snprintf(buf, cap, "test acc. %.1f%% vs %.1f%%", mine, theirs);
@@ -181,6 +186,11 @@ static void tex_group(const tb_report_pick *picks, const size_t *order, size_t n
         tex_escape(f, corr);
         if (dag)
             fputs("$^\\dagger$", f);
+        if (p->differs && p->differs != x) { /* the shown setting's is not the technique's */
+            fputs("; ", f);
+            tex_escape(f, p->differs->setting);
+            fputs(" DIFFERS", f);
+        }
         fputs(" & ", f);
         tex_escape(f, flags);
         fputs(" \\\\\n", f);

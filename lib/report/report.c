@@ -402,11 +402,11 @@ static void ceilings_match(const tb_report_folder *f, const tb_result_row *r, ch
 
 /* "**From an earlier run**: ..." where a section's CSV predates the run
  * the folder holds (folder.c: mark_earlier). */
-static void earlier_note(doc *d, const char *when, const char *csv)
+static void earlier_note(doc *d, const char *why, const char *csv)
 {
-    if (when[0])
-        tb_doc_text(d, BK_P, "**FROM AN EARLIER RUN**: `%s` was written %s, before the bench:all "
-                    "run this folder holds began; its numbers are not this run's.", csv, when);
+    if (why[0])
+        tb_doc_text(d, BK_P, "**FROM AN EARLIER RUN**: `%s` is not the bench:all run's this "
+                    "folder holds (%s); its numbers are not this run's.", csv, why);
 }
 
 static void sec_ceilings(doc *d, const tb_report_folder *f, const tb_report_pick *picks)
@@ -976,6 +976,25 @@ static void add_own_figure(doc *d, const tb_report_folder *f, const char *name, 
     tb_doc_figure(d, png, md, alt, caption);
 }
 
+/* "**Not finished in this run**: ..." when the run did not finish every
+ * technique it planned (run_state.json): a technique that failed or was
+ * interrupted before writing its CSV would otherwise be absent from the
+ * findings and the summary without a word. 0 (buf "") when it did. */
+static int unfinished_text(const tb_report_folder *f, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (!f->have_state || (f->complete && !f->nunfinished))
+        return 0;
+    if (f->nunfinished)
+        snprintf(buf, cap, "**Not finished in this run** (%d of the techniques it planned): %s. "
+                 "A technique that failed says why on bench:all's stderr; `bench:all --resume` "
+                 "runs what is left.", f->nunfinished, f->unfinished);
+    else
+        snprintf(buf, cap, "**This run did not finish** (run_state.json): `bench:all --resume` "
+                 "runs what is left.");
+    return 1;
+}
+
 static void sec_findings(doc *d, const tb_report_folder *f, const report_picks *ps,
                          int have_forest, const char *why)
 {
@@ -984,12 +1003,15 @@ static void sec_findings(doc *d, const tb_report_folder *f, const report_picks *
     size_t n = tb_report_findings(picks, ps->nwl, idx, TB_FINDINGS_MAX);
     tb_doc_text(d, BK_H2, "Findings");
     tb_doc_text(d, BK_COL, "%s", "");
+    char unfinished[1200];
+    if (unfinished_text(f, unfinished, sizeof unfinished))
+        tb_doc_text(d, BK_P, "%s", unfinished);
     if (!n)
         tb_doc_text(d, BK_P, "No technique changed the measured time beyond its interval on "
                           "this machine, and none changed the result: the summary below gives "
                           "each one's interval.");
     for (size_t i = 0; i < n; i++) {
-        char text[700];
+        char text[1200];
         tb_report_finding_text(&picks[idx[i]], text, sizeof text);
         tb_doc_text(d, BK_P, "%s", text);
     }
@@ -1143,10 +1165,11 @@ static void pick_all(const tb_report_folder *f, report_picks *ps)
         }
     }
     double least = 0;
-    for (int i = 0; i < ps->nwl; i++) /* this run's rows only */
-        if (!ps->wl[i].earlier[0] && ps->wl[i].flags.xcore_lo > 0 &&
-            (!(least > 0) || ps->wl[i].flags.xcore_lo < least))
-            least = ps->wl[i].flags.xcore_lo;
+    for (int mine = 1; mine >= 0 && !(least > 0); mine--) /* this run's rows; else all */
+        for (int i = 0; i < ps->nwl; i++)
+            if ((!mine || !ps->wl[i].earlier[0]) && ps->wl[i].flags.xcore_lo > 0 &&
+                (!(least > 0) || ps->wl[i].flags.xcore_lo < least))
+                least = ps->wl[i].flags.xcore_lo;
     for (int i = 0; i < ps->nwl; i++)
         ps->wl[i].xcore_least = least;
     for (int t = 0; t < f->ntech; t++)
@@ -1207,11 +1230,14 @@ int tb_report_print_findings(const tb_report_folder *f, const char *prefix, FILE
     pick_all(f, ps);
     const tb_report_pick *picks = ps->wl;
     size_t n = tb_report_findings(picks, ps->nwl, idx, TB_FINDINGS_MAX);
+    char unfinished[1200];
+    if (unfinished_text(f, unfinished, sizeof unfinished))
+        put_plain(out, prefix, unfinished);
     if (!n)
         fprintf(out, "%sno technique changed the time beyond its interval, none changed the "
                      "result\n", prefix);
     for (size_t i = 0; i < n; i++) {
-        char text[700];
+        char text[1200];
         tb_report_finding_text(&picks[idx[i]], text, sizeof text);
         put_plain(out, prefix, text);
     }

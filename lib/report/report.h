@@ -89,15 +89,25 @@ typedef struct tb_report_folder {
      * column, when results carry one); "" when absent. */
     char headline[TB_REPORT_MAX_TECH][64];
     char headline_metric[TB_REPORT_MAX_TECH][96];
-    /* When technique t's CSV was written, where that was before the run
-     * the folder holds began (run_state.fingerprint.json's run.time_utc:
-     * bench:all's start, kept across --resume); "" otherwise. */
-    char earlier[TB_REPORT_MAX_TECH][32];
+    /* Why technique t's rows are not the run's the folder holds, as a
+     * phrase ("its CSV written 2026-11-29 21:04 UTC, before this run
+     * began"); "" when they are its. With run_state.json and a budget.json
+     * naming each technique's CSV, a CSV is this run's when the technique
+     * that writes it is among the run's finished ones; else (older folders)
+     * when it was written after the run began (run_state.fingerprint.json's
+     * run.time_utc: bench:all's start, kept across --resume). */
+    char earlier[TB_REPORT_MAX_TECH][96];
     /* When the bench:all run the folder holds began (run.time_utc of
      * run_state.fingerprint.json); "" without one */
     char run_started[32];
     /* The same for ceilings.csv, waterfall.csv and time_to_accuracy.csv */
-    char earlier_ceilings[32], earlier_waterfall[32], earlier_tta[32];
+    char earlier_ceilings[96], earlier_waterfall[96], earlier_tta[96];
+    /* From run_state.json: have_state when it was read; complete when the
+     * run finished every technique it planned; unfinished, the planned
+     * techniques (budget.json) it did not finish, as "a (no results), b
+     * (an earlier run's rows)", and how many ("" and 0: none) */
+    int have_state, complete, nunfinished;
+    char unfinished[1024];
     char workload[TB_REPORT_MAX_TECH][96];
     tb_results ceilings, waterfall, tta;
     int have_ceilings, have_waterfall, have_tta;

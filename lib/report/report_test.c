@@ -46,6 +46,7 @@
 #include "lib/report/plot.h"
 #include "lib/report/report.h"
 #include "lib/report/results_testing.h"
+#include "lib/report/resume.h"
 #include "lib/core/testing.h"
 
 /* A timed row with a median, interval, speedup and correctness. */
@@ -358,7 +359,8 @@ static void test_findings_and_order(void)
     snprintf(ps.workload, sizeof ps.workload, "ResNet-50");
     tb_report_finding_text(&ps, text, sizeof text);
     CHECK(!strcmp(text, "**eta** (on): 2.0× slower [1.6, 2.5] on the training step (ResNet-50), "
-                        "bitwise the same result."));
+                        "bitwise the same result. Read with care: imprecise: interval ±25.0%, "
+                        "noise floor ±15.0%."), "%s", text);
     CHECK(tb_report_sure_effect(&slow) == log(0.625));
     /* two digits would put the estimate on an end of its interval: three */
     slow.speedup = 0.732, slow.speedup_ci_low = 0.712, slow.speedup_ci_high = 0.754;
@@ -886,8 +888,9 @@ static void test_earlier_run(const char *rdir)
     free(md);
     /* a special CSV's section says so too */
     md = tb_test_slurp(rdir, "REPORT.md");
-    CHECK(md && strstr(md, "**FROM AN EARLIER RUN**: `ceilings.csv` was written 2029-12-31 "
-                           "00:00 UTC") && count_of(md, "**FROM AN EARLIER RUN**") == 1,
+    CHECK(md && strstr(md, "**FROM AN EARLIER RUN**: `ceilings.csv` is not the bench:all run's "
+                           "this folder holds (its CSV written 2029-12-31 00:00 UTC, before "
+                           "this run began)") && count_of(md, "**FROM AN EARLIER RUN**") == 1,
           "the ceilings' section flagged, no other");
     free(md);
     unlink(path);
@@ -965,10 +968,107 @@ static void check_per_workload(const char *md)
     CHECK(strstr(md, "### Per workload"));
     CHECK(strstr(md, "| technique | gpt2-reduced-synthetic | resnet50-reduced-synthetic | "
                      "small_cnn-fashion_mnist |"));
-    CHECK(strstr(md, "| theta | on: 1.50× [1.43, 1.57], faster | on: 1.01× [0.960, 1.06], no "
-                     "detectable effect | n/a: no attention in the small CNN |"));
+    line_of(md, "| theta |", l, sizeof l);
+    CHECK(strstr(md, "| theta | on: 1.50× [1.43, 1.57], faster; within tolerance | on: 1.01× "
+                     "[0.960, 1.06], no detectable effect; within tolerance | n/a: no attention "
+                     "in the small CNN |"), "%s", l);
     /* the single-workload techniques keep one row, their name alone */
     CHECK(strstr(md, "| alpha | fwd time") && !strstr(md, "| alpha ("));
+}
+
+/* A bench:all run that planned techniques it did not finish, with
+ * budget.json naming each one's CSV: the findings name what is missing
+ * (lambda, no CSV; gamma, an earlier run's CSV), and a CSV whose technique is not among the run's
+ * finished is flagged from run_state.json, whatever its time says (eta's,
+ * written "after" the run began: a copied folder's times are the copy's).
+ * kappa's shown setting (bf16, the fastest) is within tolerance and its
+ * fp16 DIFFERS: the summary's row, the paper table, "Per workload" and
+ * the forest say so beside the shown one. */
+static void test_run_state(const char *rdir)
+{
+    char path[4300], cmd[4400];
+    tb_results k;
+    tb_results_init(&k);
+    add_timed(&k, "kappa", "fp32", 1, "", NAN, "step time", 10.0, 1);
+    add_timed(&k, "kappa", "bf16", 0, "", NAN, "step time", 7.0, 1.43);
+    add_timed(&k, "kappa", "fp16", 0, "", NAN, "step time", 8.0, 1.25);
+    k.rows[2].correctness = TB_CORRECT_DIFFERS;
+    k.rows[2].max_rel_err = 0.072;
+    k.rows[2].tolerance = 0.02;
+    CHECK_OK(save(&k, rdir, "kappa"));
+    tb_results_free(&k);
+
+    tb_fingerprint fp;
+    memset(&fp, 0, sizeof fp);
+    CHECK_OK(tb_fingerprint_set(&fp, "run.time_utc", "2030-01-01T00:00:00Z"));
+    tb_run_state *st = calloc(1, sizeof *st);
+    CHECK(st != NULL);
+    if (!st)
+        return;
+    tb_run_state_init(st, "tiny", 0, &fp);
+    CHECK_OK(tb_run_state_mark_done(st, "ceilings"));
+    CHECK_OK(tb_run_state_mark_done(st, "alpha"));
+    CHECK_OK(tb_run_state_mark_done(st, "kappa_bin"));
+    CHECK_OK(tb_run_state_save(st, rdir));
+    free(st);
+    snprintf(path, sizeof path, "%s/budget.json", rdir);
+    FILE *bf = fopen(path, "w");
+    CHECK(bf != NULL);
+    if (bf) {
+        fputs("{\"schema\": \"tunebench-budget/1\", \"profile\": \"tiny\", \"limit_s\": 600, "
+              "\"budget_s\": 30, \"est_s\": 40, \"undeclared\": 0, \"over\": false, "
+              "\"allowed_over\": false, \"techniques\": ["
+              "{\"name\": \"ceilings\", \"results\": \"ceilings\", \"budget_s\": 10, \"est_s\": 10}, "
+              "{\"name\": \"alpha\", \"results\": \"alpha\", \"budget_s\": 10, \"est_s\": 10}, "
+              "{\"name\": \"kappa_bin\", \"results\": \"kappa\", \"budget_s\": 5, \"est_s\": 10}, "
+              "{\"name\": \"gamma\", \"results\": \"gamma\", \"budget_s\": 5, \"est_s\": 10}, "
+              "{\"name\": \"lambda\", \"results\": \"lambda\", \"budget_s\": 5, \"est_s\": 10}]}\n",
+              bf);
+        fclose(bf);
+    }
+    snprintf(cmd, sizeof cmd, "touch -d 2030-06-01 '%s'/*.csv", rdir);
+    CHECK(system(cmd) == 0, "touch");
+    CHECK_OK(tb_report_write_dir(rdir, NULL));
+    char *md = tb_test_slurp(rdir, "REPORT.md");
+    char l[4096];
+    CHECK(md && strstr(md, "**Not finished in this run** (2 of the techniques it planned): gamma "
+                           "(its rows below are an earlier run's), lambda (no results)."),
+          "the unfinished techniques named: %.600s", md ? strstr(md, "## Findings") : "");
+    if (md) {
+        line_of(md, "| eta |", l, sizeof l);
+        CHECK(strstr(l, "FROM AN EARLIER RUN (not among the techniques this run finished, "
+                        "run_state.json)"), "eta flagged by the state: %s", l);
+        line_of(md, "| kappa |", l, sizeof l);
+        CHECK(strstr(l, "| bf16: ") && strstr(l, "within tolerance") &&
+                  strstr(l, "; also: setting 'fp16' DIFFERS (max rel err 0.0720 > 0.0200)") &&
+                  !strstr(l, "EARLIER"),
+              "kappa's other setting: %s", l);
+        line_of(md, "| alpha |", l, sizeof l);
+        CHECK(!strstr(l, "EARLIER"), "alpha is this run's: %s", l);
+        /* the finding names the setting that DIFFERS */
+        CHECK(strstr(md, "**kappa** (fp16): "), "kappa's finding is fp16's");
+    }
+    free(md);
+    char *tex = tb_test_slurp(rdir, "summary.tex");
+    CHECK(tex && strstr(tex, "; fp16 DIFFERS"), "the paper table names fp16");
+    free(tex);
+    /* the terminal's findings (bench:all, bench:report) name it too */
+    tb_report_folder *f = NULL;
+    CHECK_OK(tb_report_load(rdir, NULL, &f));
+    char buf[8192] = "";
+    FILE *out = fmemopen(buf, sizeof buf - 1, "w");
+    CHECK(f && out);
+    if (f && out) {
+        CHECK_OK(tb_report_print_findings(f, "> ", out));
+        fclose(out);
+        CHECK(strstr(buf, "> Not finished in this run (2 of the techniques it planned): gamma"),
+              "%s", buf);
+    }
+    tb_report_folder_free(f);
+    snprintf(cmd, sizeof cmd, "rm -f '%s/kappa.csv' '%s/budget.json' '%s/run_state.json' "
+             "'%s/run_state.fingerprint.json'", rdir, rdir, rdir, rdir);
+    CHECK(system(cmd) == 0, "clean up");
+    CHECK_OK(tb_report_write_dir(rdir, NULL)); /* the report as the tests after expect it */
 }
 
 /* Waterfall and time to accuracy: absent, then present. */
@@ -1195,6 +1295,7 @@ int main(void)
     check_golden(rdir, "summary.md", "report_summary_golden.md");
     check_golden(rdir, "summary.tex", "report_summary_golden.tex");
     test_earlier_run(rdir);
+    test_run_state(rdir);
     test_optional_sections(rdir, pdir);
     if (failures) {
         fprintf(stderr, "report_test: %d failures\n", failures);

@@ -360,8 +360,8 @@ static void summary_flags(const tb_report_pick *p, const tb_result_row *shown, c
                  "%.0f)", n ? "; " : "", shown->xcore_ns, p->xcore_least);
     }
     if (p->earlier[0])
-        snprintf(buf, cap, "FROM AN EARLIER RUN (its CSV written %s, before this run began)%s%s",
-                 p->earlier, own[0] ? "; " : "", own);
+        snprintf(buf, cap, "FROM AN EARLIER RUN (%s)%s%s", p->earlier, own[0] ? "; " : "",
+                 own);
     else
         snprintf(buf, cap, "%s", own);
     if (!p->flags.busy)
@@ -417,6 +417,31 @@ static void technique_cell(const tb_report_pick *p, char *buf, size_t cap)
     snprintf(buf, cap, "%s (%s)", p->technique, model);
 }
 
+void tb_report_other_differs(const tb_report_pick *p, char *buf, size_t cap)
+{
+    const tb_result_row *x = p->differs;
+    buf[0] = '\0';
+    if (!x || x == p->best)
+        return;
+    char e[32], t[32];
+    tb_report_num(e, sizeof e, x->max_rel_err);
+    tb_report_num(t, sizeof t, x->tolerance);
+    if (isnan(x->max_rel_err))
+        snprintf(buf, cap, "setting '%s' DIFFERS (its loss not finite)", x->setting);
+    else
+        snprintf(buf, cap, "setting '%s' DIFFERS (max rel err %s > %s)", x->setting, e, t);
+}
+
+/* Appends "; also: <tb_report_other_differs>" to a correctness cell. */
+static void add_other_differs(const tb_report_pick *p, char *buf, size_t cap)
+{
+    char other[200];
+    tb_report_other_differs(p, other, sizeof other);
+    size_t n = strlen(buf);
+    if (other[0] && n < cap)
+        snprintf(buf + n, cap - n, "; also: %s", other);
+}
+
 void tb_report_summary_cells(const tb_report_pick *p, char cells[SUM_COLS][TB_REPORT_CELL])
 {
     char bt[96], best[160];
@@ -456,6 +481,7 @@ void tb_report_summary_cells(const tb_report_pick *p, char cells[SUM_COLS][TB_RE
         snprintf(cells[4], TB_REPORT_CELL, "%s", nothing);
         snprintf(cells[5], TB_REPORT_CELL, "%s", nothing);
         tb_report_correctness(cells[6], TB_REPORT_CELL, b);
+        add_other_differs(p, cells[6], TB_REPORT_CELL);
         summary_flags(p, b, cells[7], TB_REPORT_CELL);
         return;
     }
@@ -465,6 +491,7 @@ void tb_report_summary_cells(const tb_report_pick *p, char cells[SUM_COLS][TB_RE
     tb_report_speedup(cells[4], TB_REPORT_CELL, p->best);
     tb_report_verdict(cells[5], TB_REPORT_CELL, p->best);
     tb_report_correctness_vs(cells[6], TB_REPORT_CELL, p->best, b);
+    add_other_differs(p, cells[6], TB_REPORT_CELL);
     summary_flags(p, p->best, cells[7], TB_REPORT_CELL);
 }
 
@@ -624,7 +651,15 @@ static void by_workload_cell(const tb_report_pick *p, char *buf, size_t cap)
         return;
     }
     tb_report_speedup(sp, sizeof sp, p->best);
-    snprintf(buf, cap, "%s: %s, %s", p->best->setting, sp, tb_report_group_name(g));
+    const char *c;
+    switch (p->best->correctness) {
+    case TB_CORRECT_EXACT: c = "exact"; break;
+    case TB_CORRECT_WITHIN_TOL: c = "within tolerance"; break;
+    case TB_CORRECT_DIFFERS: c = "result DIFFERS"; break;
+    default: c = "result not checked"; break;
+    }
+    snprintf(buf, cap, "%s: %s, %s; %s", p->best->setting, sp, tb_report_group_name(g), c);
+    add_other_differs(p, buf, cap);
 }
 
 /* Index of the pick of technique `tech` on workload `wl` (-1: none). */
@@ -657,8 +692,9 @@ static void summary_by_workload(doc *d, const tb_report_pick *picks, size_t n)
         return;
     tb_doc_text(d, BK_H3, "Per workload");
     tb_doc_text(d, BK_P, "Each step technique measured on several workloads, its shown setting's "
-                "speedup [95%% CI] and verdict on each; \"not run\": the technique does not "
-                "declare that workload.");
+                "speedup [95%% CI], verdict and correctness on each, and any other setting "
+                "whose result DIFFERS there; \"not run\": the technique does not declare that "
+                "workload.");
     header[0] = "technique";
     for (size_t k = 0; k < nwl; k++)
         header[1 + k] = wl[k];

@@ -54,10 +54,11 @@ typedef struct tb_report_pick {
      * a step technique measured on several workloads has one pick for each
      * (tb_report_pick_workload); "": all the technique's rows. */
     char of_workload[48];
-    /* "": measured by the run the folder holds; else when its CSV was
-     * written ("2026-11-29 21:04 UTC"), before that run began (a run with
-     * --only leaves the other techniques' earlier results in place) */
-    char earlier[32];
+    /* "": measured by the run the folder holds; else why not, as a phrase
+     * ("its CSV written 2026-11-29 21:04 UTC, before this run began"; a
+     * run with --only leaves the other techniques' earlier results in
+     * place): tb_report_folder's earlier */
+    char earlier[96];
     /* The least xcore_ns over every technique's rows of the run (0: not
      * known): a shown row measured at 3x that or more was measured in the
      * other machine state (the CPUs apart), and its flags say so */
@@ -72,6 +73,13 @@ typedef struct tb_report_pick {
 /* 1 when row r of pick p was measured in the other machine state: its
  * xcore_ns TB_REPORT_XCORE_STATES times the run's least or more. */
 int tb_report_pick_apart(const tb_report_pick *p, const tb_result_row *r);
+
+/* "" when no setting of p other than the shown one DIFFERS; else
+ * "setting 'fp16' DIFFERS (max rel err 0.072 > 0.02)": the summary shows
+ * one setting, and a reader must not take its verdict for the
+ * technique's (the H200 run's bf16 "within tolerance" beside fp16's
+ * DIFFERS). */
+void tb_report_other_differs(const tb_report_pick *p, char *buf, size_t cap);
 
 /* The summary's groups, in the order the report shows them. */
 typedef enum tb_report_group {
