@@ -678,8 +678,12 @@ static const opt_case opt_cases[] = {
 };
 #define N_OPT_CASES (sizeof opt_cases / sizeof opt_cases[0])
 
-enum { OPT_TENSORS = 3 };
-static const size_t opt_sizes[OPT_TENSORS] = {1003, 1, 37};
+/* The last tensor spans three of the multi-tensor kernels' chunks (65,536
+ * elements), the third partly; the second (one element, as a bias) is
+ * unadapted (tb_param_view.no_adapt: LARS and LAMB give it no trust ratio
+ * and no weight decay), so both paths and a chunk boundary are compared. */
+enum { OPT_TENSORS = 4, OPT_UNADAPTED = 1 };
+static const size_t opt_sizes[OPT_TENSORS] = {1003, 1, 37, 131073};
 
 /* Which state buffers an optimizer keeps (NULL in the view otherwise). */
 static int opt_has_state1(const tb_opt_hparams *hp)
@@ -698,7 +702,7 @@ static void opt_views(tb_param_view *v, float *p, float *g, float *s1, float *s2
     size_t off = 0;
     for (int t = 0; t < OPT_TENSORS; t++) {
         v[t] = (tb_param_view){p + off, g + off, s1 ? s1 + off : NULL, s2 ? s2 + off : NULL,
-                               opt_sizes[t], ts ? ts + t : NULL};
+                               opt_sizes[t], ts ? ts + t : NULL, t == OPT_UNADAPTED};
         off += opt_sizes[t];
     }
 }
@@ -750,7 +754,8 @@ static int opt_one(sc_ctx *sc, const opt_case *oc, int fused)
     opt_views(hv, p, g, s1, s2, ts);
     opt_views(dv, dp, dg, ds1, ds2, dts);
     sc_case c;
-    sc_case_start(&c, "%s fused=%d tensors=1003,1,37 steps=3,4", oc->name, fused);
+    sc_case_start(&c, "%s fused=%d tensors=1003,1(unadapted),37,131073 steps=3,4", oc->name,
+                  fused);
     int ran;
     TB_TRY(opt_steps(sc, oc, fused, hv, dv, &c, &ran));
     if (ran) /* s1, s2, ts NULL: the optimizer keeps no such state */

@@ -45,6 +45,7 @@
 
 #include "lib/backend/backend.h"
 #include "lib/train/config.h"
+#include "lib/train/loader.h"
 #include "lib/selfcheck/internal.h"
 #include "lib/core/status.h"
 
@@ -221,6 +222,15 @@ TOGGLE(graphs_fp16, 0, c->max_steps = GRAPH_STEPS; c->cuda_graphs = 1; c->amp_dt
 TOGGLE(graphs_accum, 0,
        c->max_steps = GRAPH_STEPS; c->cuda_graphs = 1; c->batch_size = 16; c->accum_steps = 2,
        c->max_steps = GRAPH_STEPS; c->batch_size = 16; c->accum_steps = 2)
+/* GPT-2's step frees and allocates per-layer temporaries (unfused layer
+ * norm, manual attention): the capture reuses what it freed and holds it
+ * (lib/backend/cuda/alloc.c) */
+TOGGLE(gpt2_graphs, 0, gpt2_tiny(c); c->max_steps = GRAPH_STEPS; c->cuda_graphs = 1,
+       gpt2_tiny(c); c->max_steps = GRAPH_STEPS)
+/* pinned batches copied on a side stream, then into the graph's inputs */
+TOGGLE(graphs_pinned, 0,
+       c->max_steps = GRAPH_STEPS; c->cuda_graphs = 1; c->pin_memory = 1; c->non_blocking = 1,
+       c->max_steps = GRAPH_STEPS)
 TOGGLE(tensors_on_device, 0, c->tensors_on_device = 1, (void)c)
 TOGGLE(augment_on_device, 0, c->augment = 1; c->augment_on_device = 1, c->augment = 1)
 
@@ -256,6 +266,11 @@ TOGGLE(first_novograd, 1, c->max_steps = 1; c->optimizer = TB_OPT_NOVOGRAD,
 
 /* ---- data and model ---- */
 TOGGLE(workers, 0, c->workers = 2, (void)c)
+/* bench:workers' and persistent_workers' mode: processes forked from one
+ * that holds the device's context (they make no device call) */
+TOGGLE(workers_processes, 0,
+       c->workers = 2; c->worker_mode = TB_WORKERS_PROCESSES; c->persistent_workers = 1,
+       (void)c)
 TOGGLE(no_conv_bias, 0, c->conv_bias = 0, c->conv_bias = 0)
 TOGGLE(dropout, 0, wide_cnn(c); c->dropout = 0.2, wide_cnn(c); c->dropout = 0.2)
 
@@ -273,6 +288,8 @@ const tb_step_check sc_toggle_checks[] = {
     {"cuda-graphs amp=fp16 (vs fp32 launches)", TOL_STEP_FP16, WHY_FP16, toggle_graphs_fp16,
      .dtype = "fp16"},
     {"cuda-graphs accum-steps=2", F32, toggle_graphs_accum},
+    {"gpt2 1 layer cuda-graphs (vs launches)", F32, toggle_gpt2_graphs},
+    {"cuda-graphs pin-memory non-blocking (vs launches)", F32, toggle_graphs_pinned},
     {"tensors-on-device", F32, toggle_tensors_on_device},
     {"augment-on-device (vs the loader's)", F32, toggle_augment_on_device},
     {"amp=bf16 (vs fp32)", TOL_STEP_BF16, WHY_BF16, toggle_amp_bf16, .dtype = "bf16"},
@@ -294,6 +311,7 @@ const tb_step_check sc_toggle_checks[] = {
     {"optimizer=lars first step (test loss)", F32, toggle_first_lars},
     {"optimizer=novograd first step (test loss)", F32, toggle_first_novograd},
     {"workers=2 (vs 0)", F32, toggle_workers},
+    {"workers=2 processes persistent (vs 0)", F32, toggle_workers_processes},
     {"conv-bias=false", F32, toggle_no_conv_bias},
     {"wide_cnn dropout=0.2", F32, toggle_dropout},
     {"preallocation, partial last batch", F32, step_prealloc},

@@ -90,6 +90,7 @@ STEP_CHECK(default, 0, (void)0)
 STEP_CHECK(lars, 0, c->optimizer = TB_OPT_LARS; c->lr = 1.0)
 STEP_CHECK(lars_fused, 0, c->optimizer = TB_OPT_LARS; c->lr = 1.0; c->fused_optimizer = 1)
 STEP_CHECK(lamb, 0, c->optimizer = TB_OPT_LAMB; c->lr = 0.005)
+STEP_CHECK(lamb_fused, 0, c->optimizer = TB_OPT_LAMB; c->lr = 0.005; c->fused_optimizer = 1)
 STEP_CHECK(novograd_fused, 0, c->optimizer = TB_OPT_NOVOGRAD; c->fused_optimizer = 1)
 STEP_CHECK(anomaly, 0, c->detect_anomaly = 1)
 STEP_CHECK(loss_read, 0, c->loss_read_every = 3)
@@ -104,6 +105,7 @@ const tb_step_check sc_step_checks[] = {
     {"optimizer=lars", STEP_TOL, STEP_WHY, step_lars},
     {"optimizer=lars fused-optimizer", STEP_TOL, STEP_WHY, step_lars_fused},
     {"optimizer=lamb", STEP_TOL, STEP_WHY, step_lamb},
+    {"optimizer=lamb fused-optimizer", STEP_TOL, STEP_WHY, step_lamb_fused},
     {"optimizer=novograd fused-optimizer", STEP_TOL, STEP_WHY, step_novograd_fused},
     {"detect-anomaly", STEP_TOL, STEP_WHY, step_anomaly},
     {"loss-read-every=3", STEP_TOL, STEP_WHY, step_loss_read},

@@ -12,13 +12,16 @@
  * AMP's grad_scale are kernel arguments that change every step and a graph
  * would freeze them (PyTorch needs capturable optimizers for that). Also
  * outside the graph: the batch copy into the fixed t->x / t->labels
- * buffers before each replay, zero_grad (memset with s == NULL waits), and
- * the loss read from its fixed device buffer (model->loss.loss_sum).
- * Temporaries the layers allocate during the captured step are in the
- * caching allocator's bins after the 3 warm-ups, so the capture allocates
- * nothing from the device; their addresses are baked in, which holds while
- * nothing else allocates between replays (the optimizer's scratch is
- * grow-only and exists after the warm-up step).
+ * buffers before each replay, zero_grad (its memset queued on the compute
+ * stream, TB_ON_COMPUTE), and the loss read from its fixed device buffer
+ * (model->loss.loss_sum). Temporaries the layers allocate and free during
+ * the captured step (GPT-2's per-layer attention and layer-norm
+ * temporaries, autocast's low-precision copies) come from the caching
+ * allocator, which hands a block the capture freed to its later
+ * allocations, as eager execution reuses them, and holds them all while
+ * the graph lives (lib/backend/cuda/cuda.h: tb_cuda_alloc_capture_begin);
+ * their addresses are baked in, which holds since no one else gets them
+ * between replays.
  *
  * --pin-memory / --non-blocking: a batch's parts (images or raw samples and
  * their augmentation parameters, labels) go to the device in one

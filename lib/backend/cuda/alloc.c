@@ -214,7 +214,20 @@ static cuda_block *merge_free(cuda_allocator *a, cuda_block *b)
 static cudaError_t device_malloc(cuda_allocator *a, void **p, size_t size)
 {
     *p = NULL;
-    cudaError_t e = cudaMalloc(p, size);
+    cudaError_t e;
+    if (a->capturing) {
+        /* the capturing thread's cudaMalloc is refused in thread-local
+         * mode (graph.c) and would invalidate the capture: relaxed for it */
+        enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+        e = cudaThreadExchangeStreamCaptureMode(&mode);
+        if (e == cudaSuccess) {
+            e = cudaMalloc(p, size);
+            cudaError_t back = cudaThreadExchangeStreamCaptureMode(&mode);
+            e = e != cudaSuccess ? e : back;
+        }
+    } else {
+        e = cudaMalloc(p, size);
+    }
     if (e != cudaSuccess) {
         cudaGetLastError();
         *p = NULL;
@@ -304,7 +317,7 @@ static int segment_new(tb_backend *be, size_t bytes, size_t seg_size, int small,
         goto out_free_records;
     }
     cudaError_t e = device_malloc(a, &p, seg_size);
-    if (e == cudaErrorMemoryAllocation) {
+    if (e == cudaErrorMemoryAllocation && !a->capturing) { /* no cudaFree inside a capture */
         TB_TRY_GOTO(rc, release_unused(a, 1), out_free_records);
         e = device_malloc(a, &p, seg_size);
     }
@@ -382,13 +395,39 @@ static int alloc_plain(tb_backend *be, size_t bytes, cuda_block **out)
     return TB_OK;
 }
 
+/* The smallest block the capture in progress freed that holds size bytes
+ * of its pool (a large one at most twice size), off a->cap_free; NULL
+ * when none. */
+static cuda_block *take_capture_freed(cuda_allocator *a, size_t size, int small)
+{
+    cuda_block **best = NULL;
+    for (cuda_block **b = &a->cap_free; *b; b = &(*b)->free_next) {
+        size_t n = (*b)->size;
+        if ((*b)->seg->small != small || n < size || (!small && n > 2 * size))
+            continue;
+        if (!best || n < (*best)->size)
+            best = b;
+    }
+    if (!best)
+        return NULL;
+    cuda_block *got = *best;
+    *best = got->free_next;
+    got->free_next = NULL;
+    return got;
+}
+
 static int alloc_cached(tb_backend *be, size_t bytes, cuda_block **out)
 {
     cuda_allocator *a = alloc_of(be);
     size_t size = round_up(bytes, ROUND);
     int small = size <= SMALL_MAX;
     cuda_pool *pool = small ? &a->small : &a->large;
-    cuda_block *b = take_best(a, pool, size);
+    cuda_block *b = a->capturing ? take_capture_freed(a, size, small) : NULL;
+    if (b) { /* whole, not split: it stays the capture's */
+        *out = b;
+        return TB_OK;
+    }
+    b = take_best(a, pool, size);
 
     if (!b) {
         cuda_segment *seg;
@@ -479,6 +518,13 @@ int tb_cuda_alloc_capture_end(tb_backend *be, int made)
 {
     cuda_allocator *a = alloc_of(be);
     a->capturing = 0;
+    while (a->cap_free) { /* its replays write them: held with the rest */
+        cuda_block *b = a->cap_free;
+        a->cap_free = b->free_next;
+        a->held_bytes += b->size;
+        b->free_next = a->held;
+        a->held = b;
+    }
     if (made)
         a->live_graphs++;
     return graph_release(be, a);
@@ -516,11 +562,19 @@ int tb_cuda_dev_free(tb_backend *be, void *p)
     memmove(&a->live[i], &a->live[i + 1], (a->n_live - i - 1) * sizeof a->live[0]);
     a->n_live--;
     a->in_use -= b->requested;
-    if (a->capturing || (b->graph && a->live_graphs > 0)) {
+    if (a->capturing) {
+        /* the capture's later allocations may take it; no one else may */
+        b->requested = 0;
+        b->graph = 1;
+        b->free_prev = NULL;
+        b->free_next = a->cap_free;
+        a->cap_free = b;
+        return TB_OK;
+    }
+    if (b->graph && a->live_graphs > 0) {
         /* a graph may still write it: held, still allocated in its segment */
         a->held_bytes += b->requested;
         b->requested = 0;
-        b->graph = 1;
         b->free_prev = NULL;
         b->free_next = a->held;
         a->held = b;

@@ -69,6 +69,8 @@ typedef struct cuda_allocator {
     int live_graphs;
     cuda_block *held;         /* on free_next; each still marked allocated */
     size_t held_bytes;
+    cuda_block *cap_free;     /* freed during the capture in progress: reused by its later
+                                 allocations only (on free_next, marked allocated) */
 } cuda_allocator;
 
 /* ---- grow-only device scratch (workspaces, temporaries) ---- */
@@ -168,6 +170,13 @@ int tb_cuda_dev_free(tb_backend *be, void *p);
  * HELD when freed while a graph is alive: counted out of in_use, kept out
  * of the free lists, merged and reused only once the last graph is
  * destroyed (tb_cuda_alloc_graph_destroyed) or its capture failed.
+ * Within a capture, what it freed serves its later allocations, as eager
+ * execution's temporaries reuse each other (the graph replays them in the
+ * same stream order): a GPT-2 step frees and allocates gigabytes of
+ * per-layer temporaries, which a capture that never reused them would
+ * have to find anew. A cudaMalloc the capture still needs is made in
+ * relaxed capture mode (PyTorch's cudaMallocMaybeCapturing); an out of
+ * memory during a capture empties no cache (cudaFree may not run there).
  * Buffers allocated before a capture stay their owner's to keep: the
  * trainer drops its graphs before it frees or reallocates them. */
 void tb_cuda_alloc_capture_begin(tb_backend *be);
