@@ -10,8 +10,9 @@
 # links what the replay test links) with ASan and UBSan, into .fuzz/.
 #
 # CI mode runs each target with -seed=1 and its fixed -runs count (RUNS
-# below), starting from fuzz/corpus/<target>: the same inputs every time, so
-# an unrelated change never turns CI red by chance. A crash, a sanitizer
+# below), starting from fuzz/corpus/<target> in name order: the same inputs
+# every time on any machine for the same code (run() says what that takes),
+# so an unrelated change never turns CI red by chance. A crash, a sanitizer
 # report, a leak or a broken contract fails the target; the input that did it
 # is saved as .fuzz/<target>/crash-<sha1> and the line says so. Once the bug
 # is fixed, copy that file into fuzz/crashes/<target>/: the replay test
@@ -75,14 +76,28 @@ run() {
               -artifact_prefix="$dir/")
   if [ "$long" != 0 ]; then
     opts+=(-max_total_time="$long")
-  else
-    # A fresh folder first: libFuzzer writes what it finds there, not into
-    # the seed corpus; the same seed and count each time.
-    rm -rf "$dir/corpus"
-    opts+=(-seed=1 -runs="$runs")
+    mkdir -p "$dir/corpus"
+    "$dir/$name" "${opts[@]}" "$dir/corpus" "fuzz/corpus/$name" >"$dir/log" 2>&1
+    return
   fi
+  # The same inputs each time, on any machine: the same seed and count;
+  # the seed inputs named in name order (libFuzzer sorts them by size only,
+  # so inputs of one size run in the order it got them, and a folder lists
+  # them in an order of its file system's: CI's fresh machine found a
+  # crash, since fixed, that this machine's order never reached); no
+  # re-reading of the corpus folder (-reload, every second by the clock);
+  # and no address randomization where setarch can turn it off (compared
+  # pointers feed libFuzzer's mutations). libFuzzer writes what it finds
+  # into a fresh $dir/corpus, not into fuzz/corpus.
+  rm -rf "$dir/corpus"
   mkdir -p "$dir/corpus"
-  "$dir/$name" "${opts[@]}" "$dir/corpus" "fuzz/corpus/$name" >"$dir/log" 2>&1
+  find "fuzz/corpus/$name" -maxdepth 1 -type f | LC_ALL=C sort | paste -sd, >"$dir/seeds"
+  local fixed=()
+  if setarch "$(uname -m)" -R true 2>/dev/null; then
+    fixed=(setarch "$(uname -m)" -R)
+  fi
+  opts+=(-seed=1 -runs="$runs" -reload=0 -seed_inputs=@"$dir/seeds")
+  "${fixed[@]}" "$dir/$name" "${opts[@]}" "$dir/corpus" >"$dir/log" 2>&1
 }
 
 # The targets that read files write each input to a scratch folder
