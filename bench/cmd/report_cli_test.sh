@@ -11,6 +11,7 @@ dir="$tmp/results/cpu-test"
 mkdir -p "$dir"
 cp "$golden" "$dir/gelu.csv"
 printf 'a,b\n1,2\n' > "$dir/notes.csv"
+printf 'technique,setting,machine\ngelu,fused,m1\n' > "$dir/compare.csv"
 rc=0
 "$report" "$dir" > "$tmp/out.txt" 2> "$tmp/err.txt" || rc=$?
 if [ "$rc" != 0 ]; then
@@ -28,4 +29,13 @@ if "$report" "$tmp/empty" > /dev/null 2> "$tmp/err2.txt"; then
     echo "FAIL: an empty folder exited 0"; exit 1
 fi
 grep -q "no results here" "$tmp/err2.txt" || { cat "$tmp/err2.txt"; echo "FAIL: no reason given"; exit 1; }
+for what in foreign fingerprint; do
+    mkdir -p "$tmp/$what"
+    if [ "$what" = foreign ]; then printf 'a,b\n1,2\n' > "$tmp/$what/x.csv"; else echo '{}' > "$tmp/$what/fingerprint.json"; fi
+    if "$report" "$tmp/$what" > /dev/null 2> "$tmp/err3.txt"; then
+        echo "FAIL: a folder with $what only exited 0"; exit 1
+    fi
+    grep -q "holds no tunebench results" "$tmp/err3.txt" || { cat "$tmp/err3.txt"; echo "FAIL: $what: no reason given"; exit 1; }
+    [ ! -e "$tmp/$what/REPORT.md" ] || { echo "FAIL: $what: a report of nothing was written"; exit 1; }
+done
 echo PASS

@@ -54,6 +54,14 @@ static int add_machine(tb_cmp_set *s, const char *dir)
 {
     if (s->n == TB_COMPARE_MAX)
         return TB_FAIL(TB_ERR_INVALID, "more than %d machines to compare", TB_COMPARE_MAX);
+    /* the same folder twice (by another path, too) would read as two
+     * machines that agree exactly */
+    char real[PATH_MAX], other[PATH_MAX];
+    if (realpath(dir, real))
+        for (int i = 0; i < s->n; i++)
+            if (realpath(s->m[i].dir, other) && !strcmp(real, other))
+                return TB_FAIL(TB_ERR_INVALID, "%s is given twice (as %s too): give each "
+                               "machine's results once", dir, s->m[i].dir);
     tb_cmp_machine *m = &s->m[s->n];
     memset(m, 0, sizeof *m);
     snprintf(m->dir, sizeof m->dir, "%s", dir);

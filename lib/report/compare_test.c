@@ -226,6 +226,12 @@ int main(void)
         snprintf(sub, sizeof sub, "%s/results/cpu-test/no-such", r2);
         CHECK(tb_compare_add_dir(&t, sub) == TB_ERR_IO && t.n == 1);
         tb_error_clear();
+        /* the same folder again, by another path: refused, not a second machine */
+        snprintf(sub, sizeof sub, "%s/results/./cpu-test", r2);
+        CHECK(tb_compare_add_dir(&t, sub) == TB_ERR_INVALID && t.n == 1 &&
+                  strstr(tb_error_message(), "given twice"),
+              "%s", tb_error_message());
+        tb_error_clear();
         tb_compare_free(&t);
     }
     CHECK(isnan(s.m[1].power_w)); /* no telemetry: nothing measured */

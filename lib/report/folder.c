@@ -103,12 +103,17 @@ int tb_report_results_folders(const char *dir, char *out, size_t cap, int max, i
 /* 1 when the file is not one of tunebench's: its first line is no results
  * header (columns beginning "technique,"), it has no JSON sidecar beside
  * it (every technique writes <id>.json) and it is none of the special CSVs
- * (a user's notes.csv, or bench:compare's compare.csv written into a
- * results folder). Such a file is skipped, with a warning; a results CSV
+ * (a user's notes.csv), or bench:compare's compare.csv written into a
+ * results folder. Such a file is skipped, with a warning; a results CSV
  * that is damaged, even empty, still fails the report. */
 static int foreign_csv(const tb_report_folder *f, const char *path, const char *id)
 {
     char head[64], side[PATH_MAX + 200], name[200];
+    /* bench:compare's table, written into a results folder with --out-dir:
+     * its header begins "technique," too, but its rows are several
+     * machines' (no backend column), and no technique writes compare.csv */
+    if (!strcmp(id, "compare"))
+        return 1;
     long n = tb_read_head(path, head, sizeof head);
     if (n < 0 || strncmp(head, "technique,", strlen("technique,")) == 0)
         return 0;
@@ -367,6 +372,14 @@ int tb_report_load(const char *results_dir, const char *plots_dir, tb_report_fol
             TB_TRY_GOTO(rc, load_csv(f, names[i]), out_fail);
     for (int t = 0; t < f->ntech; t++)
         load_sidecar(f, t);
+    if (f->ntech == 0 && !f->have_ceilings && !f->have_waterfall && !f->have_tta) {
+        /* a report of nothing would read "no technique changed the time" */
+        rc = TB_FAIL(TB_ERR_DATA, "%s holds no tunebench results (no technique's CSV; a "
+                     "folder with only fingerprint.json is what a technique that failed before "
+                     "writing its results leaves): give a results folder (results/<device>), "
+                     "or run bazel run //bench:all first", results_dir);
+        goto out_fail;
+    }
     char path[PATH_MAX + 64];
     TB_TRY_GOTO(rc, tb_outdir_join(f->results_dir, "fingerprint.json", path, sizeof path), out_fail);
     if (access(path, R_OK) == 0) {
