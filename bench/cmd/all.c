@@ -596,6 +596,7 @@ int main(int argc, char **argv)
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL); /* a closed terminal: interrupted, resumable */
 
     tb_outdir od;
     tb_fingerprint *fp = calloc(1, sizeof *fp);

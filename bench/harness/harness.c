@@ -54,6 +54,7 @@ int tb_bench_remove_on_signal(const char *path)
         on_signal_n = i + 1;
     signal(SIGINT, remove_and_die);
     signal(SIGTERM, remove_and_die);
+    signal(SIGHUP, remove_and_die); /* a closed terminal or ssh session */
     return TB_OK;
 }
 
@@ -83,6 +84,8 @@ int tb_bench_finish_tmp(int rc, const char *tmp, const char *path)
     return rc;
 }
 
+#define TB_MAX_ARGS 256 /* of a command line the fingerprint records */
+
 int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, size_t nextra,
                   int argc, char **argv, int *done)
 {
@@ -98,6 +101,12 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
     *done = 0;
     tb_results_init(&b->res);
 
+    /* the command line as given, for the fingerprint: parsing takes the
+     * flags out of argv */
+    char *given[TB_MAX_ARGS + 1];
+    int ngiven = argc < TB_MAX_ARGS ? argc : TB_MAX_ARGS;
+    memcpy(given, argv, (size_t)ngiven * sizeof *given);
+    given[ngiven] = NULL;
     int describe = 0;
     tb_flag flags[7 + TB_MAX_EXTRA_FLAGS] = {
         {"device", TB_FLAG_STRING, &b->device_spec, "auto, cpu, cuda or cuda:N", NULL},
@@ -176,7 +185,12 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
     tb_device_slug(&b->info, slug, sizeof slug);
     TB_TRY(tb_outdir_init(&b->od, b->out_dir, slug));
     TB_TRY(tb_outdir_create(&b->od));
-    TB_TRY(tb_fingerprint_collect(&b->fp, &b->info, argc, argv));
+    /* what a killed run (SIGKILL, the OOM killer) could not remove: only
+     * temporaries whose process is gone, so bench:all's own are safe */
+    TB_TRY(tb_atomic_sweep_stale(b->od.results, NULL));
+    TB_TRY(tb_atomic_sweep_stale(b->od.plots, NULL));
+    TB_TRY(tb_fingerprint_collect(&b->fp, &b->info, ngiven, given));
+    TB_TRY(tb_fingerprint_set(&b->fp, "run.profile", profile_names[b->run_profile]));
     /* before anything is timed (bench/harness/pin.h) */
     char pinning[256];
     tb_pin_threads(b->info.threads, pinning, sizeof pinning);

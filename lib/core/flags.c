@@ -268,11 +268,16 @@ int tb_flag_check(const tb_flag *f)
     return TB_FAIL(TB_ERR_INVALID, "--%s=%s: %s (expected %s)", f->name, val, why, want);
 }
 
+#define TB_FLAGS_MAX_SEEN 128 /* flags of one parse tracked for repeats */
+
 int tb_flags_parse(const tb_flag *flags, size_t nflags, int *argc, char **argv,
                    const char *pass_prefix, int *help_asked)
 {
     int out = 1;
     *help_asked = 0;
+    /* how each flag was given (NULL: not yet): a second time is refused,
+     * not silently the last (--skip=a --skip=b skipped b alone) */
+    const char *given[TB_FLAGS_MAX_SEEN] = {0};
     for (int i = 1; i < *argc; i++) {
         char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -292,16 +297,27 @@ int tb_flags_parse(const tb_flag *flags, size_t nflags, int *argc, char **argv,
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         const tb_flag *f = find(flags, nflags, name, len);
         const char *value = eq ? eq + 1 : NULL;
+        int negated = 0;
         if (!f && !eq && !strncmp(name, "no-", 3)) {
             f = find(flags, nflags, name + 3, len - 3);
-            if (f && (f->kind == TB_FLAG_BOOL || f->kind == TB_FLAG_BOOL_AUTO)) {
-                *(int *)f->value = 0;
-                continue;
-            }
-            f = NULL;
+            negated = f && (f->kind == TB_FLAG_BOOL || f->kind == TB_FLAG_BOOL_AUTO);
+            if (!negated)
+                f = NULL;
         }
         if (!f)
             return TB_FAIL(TB_ERR_INVALID, "unknown flag '%s'; see --help for the flags", a);
+        size_t k = (size_t)(f - flags);
+        if (k < TB_FLAGS_MAX_SEEN && given[k])
+            return TB_FAIL(TB_ERR_INVALID, "flag --%s given twice ('%s', then '%s'): give it "
+                           "once%s", f->name, given[k], a,
+                           f->kind == TB_FLAG_STRING ? " (several values: one comma-separated "
+                                                       "list, where the flag takes one)" : "");
+        if (k < TB_FLAGS_MAX_SEEN)
+            given[k] = a;
+        if (negated) {
+            *(int *)f->value = 0;
+            continue;
+        }
         if (!value && (f->kind == TB_FLAG_BOOL || f->kind == TB_FLAG_BOOL_AUTO)) {
             *(int *)f->value = 1;
             continue;

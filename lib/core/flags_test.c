@@ -145,6 +145,19 @@ int main(void)
               tb_error_message());
         tb_error_clear();
     }
+    /* a flag given twice is refused, naming both (a list flag's second value
+     * silently replaced the first: --skip=a --skip=b); --pin and --no-pin too */
+    char *twice[][5] = {{"prog", "--out-dir=a", "pos", "--out-dir", "b"},
+                        {"prog", "--pin", "--no-pin", NULL, NULL}};
+    const char *want_twice[] = {"flag --out-dir given twice ('--out-dir=a', then '--out-dir')",
+                                "flag --pin given twice ('--pin', then '--no-pin')"};
+    for (int k = 0; k < 2; k++) {
+        argc = twice[k][3] ? 5 : 3;
+        CHECK(tb_flags_parse(flags, n, &argc, twice[k], NULL, &help) == TB_ERR_INVALID &&
+                  strstr(tb_error_message(), want_twice[k]),
+              "twice %d: %s", k, tb_error_message());
+        tb_error_clear();
+    }
     /* a boolean that may be left to "auto" (--conv-bias): every spelling */
     int tri = TB_FLAG_AUTO;
     tb_flag tf[] = {{"bias", TB_FLAG_BOOL_AUTO, &tri, "bias", NULL}};

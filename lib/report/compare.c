@@ -76,6 +76,19 @@ static int add_machine(tb_cmp_set *s, const char *dir)
         snprintf(m->label, sizeof m->label, "#%d %s", s->n + 1, name ? name : m->f->slug);
     m->price = NAN;
     measured_power(m);
+    /* techniques run with different profiles time different sizes and
+     * sweeps: their rows are not one experiment on two machines */
+    const char *prof = m->f->have_fp ? tb_fingerprint_get(&m->f->fp, "run.profile") : NULL;
+    for (int i = 0; prof && i < s->n; i++) {
+        const char *other = s->m[i].f->have_fp ? tb_fingerprint_get(&s->m[i].f->fp,
+                                                                    "run.profile") : NULL;
+        if (other && strcmp(prof, other) != 0) {
+            fprintf(stderr, "bench:compare: warning: %s ran the %s profile, %s the %s profile: "
+                    "their sizes and sweeps differ, so their rows are not the same "
+                    "measurement\n", dir, prof, s->m[i].dir, other);
+            break;
+        }
+    }
     s->n++;
     return TB_OK;
 }
