@@ -903,6 +903,14 @@ static int plan_arms(step_run *r)
         double share = strcmp(r->b.info.backend, "cuda") == 0 ? 0.85 : 0.5;
         double limit = r->mem_limit_mib > 0 ? r->mem_limit_mib * 1048576.0
                                              : (double)r->b.info.total_mem * share;
+        /* and in what the backend can still allocate now (the CPU's
+         * MemAvailable or ulimit -v): under a ulimit, trainers that fit half
+         * of RAM ran out of memory in the rounds (batch_size, review) */
+        tb_device_info now;
+        if (r->mem_limit_mib <= 0 && r->b.be->device_info(r->b.be, &now) == TB_OK &&
+            now.avail_mem > 0 && (double)now.avail_mem < limit)
+            limit = (double)now.avail_mem;
+        tb_error_clear();
         int n_arms = r->plan.n_arms;
         r->alone = calloc(n_arms > 0 ? (size_t)n_arms : 1, sizeof *r->alone);
         if (!r->alone) {

@@ -66,6 +66,11 @@ typedef struct tb_device_info {
     int index;                /* device ordinal */
     char name[128];           /* GPU name or CPU model */
     size_t total_mem;         /* bytes; host RAM on the CPU */
+    size_t avail_mem;         /* bytes an allocation may still take now (the CPU's
+                                 MemAvailable or ulimit -v, less a margin:
+                                 tb_cpu_mem_budget); 0 when not known (CUDA: its
+                                 caching allocator holds what cudaMemGetInfo
+                                 would not count as free) */
     int multiprocessors;      /* SMs, or cores on the CPU */
     int threads;              /* CPU threads used by kernels; 0 on CUDA */
     int clock_khz;            /* 0 when the platform does not expose it */

@@ -259,6 +259,8 @@ static int cpu_device_info(tb_backend *be, tb_device_info *info)
     tb_cpu_model_name(info->name, sizeof info->name);
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     info->total_mem = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+    const char *source;
+    info->avail_mem = tb_cpu_mem_budget(&source);
     info->multiprocessors = omp_get_num_procs();
     info->threads = ctx_of(be)->threads;
     tb_cpu_flags(info->cpu_flags, sizeof info->cpu_flags);
