@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "datasets/dataset.h"
@@ -56,8 +57,18 @@ int tb_dataset_open_fashion_mnist(const char *dir, tb_split split, long limit, t
     const char *split_name = split == TB_SPLIT_TRAIN ? "train" : "test";
     char name[64];
     *out = NULL;
-    if (!dir || !dir[0])
+    int given = dir && dir[0];
+    if (!given)
         dir = tb_dataset_default_dir();
+    struct stat st;
+    const char *env = getenv(TB_DATA_DIR_ENV);
+    if ((given || (env && env[0])) && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)))
+        /* a mistyped folder is not a missing package */
+        return TB_FAIL(TB_ERR_IO, "Fashion-MNIST folder %s (from %s) %s: give the folder that "
+                       "holds its four files (" TB_DATA_DIR_ENV " or --data-dir), or install "
+                       "Debian's dataset-fashion-mnist and leave both unset", dir,
+                       given ? "--data-dir" : TB_DATA_DIR_ENV,
+                       stat(dir, &st) != 0 ? "does not exist" : "is not a folder");
     TB_TRY(pick_file(dir, split, 0, images, sizeof images));
     TB_TRY(pick_file(dir, split, 1, labels, sizeof labels));
     snprintf(name, sizeof name, "fashion-mnist-%s", split_name);

@@ -112,6 +112,10 @@ int main(void)
     snprintf(mk, sizeof mk, "mkdir -p '%s'", empty);
     CHECK(system(mk) == 0, "cannot make %s", empty);
     check_refused(empty, TB_ERR_IO, "install Debian's dataset-fashion-mnist");
+    /* a mistyped folder is said as such, not as a missing package */
+    char nosuch[4200];
+    snprintf(nosuch, sizeof nosuch, "%s/no-such-folder", empty);
+    check_refused(nosuch, TB_ERR_IO, "no-such-folder (from --data-dir) does not exist");
     if (damaged_copy(tmp ? tmp : "/tmp", damaged, sizeof damaged) == 0)
         check_refused(damaged, TB_ERR_DATA, "a file is damaged (below): reinstall it");
     else

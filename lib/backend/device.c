@@ -48,9 +48,11 @@ int tb_backend_open(tb_device_kind kind, int ordinal, int threads, tb_backend **
     if (kind == TB_DEVICE_CUDA) {
         if (count == 0)
             return TB_FAIL(TB_ERR_NO_DEVICE,
-                           "--device=cuda:%d requested but no CUDA device is usable: %s; "
-                           "use --device=cpu or --device=auto",
-                           ordinal, why ? why : "unknown reason");
+                           "--device=cuda:%d requested but no CUDA device is usable: %s%s",
+                           ordinal, why ? why : "unknown reason",
+                           why && strstr(why, "--device=cpu")
+                               ? "" /* the reason says what to do already */
+                               : "; use --device=cpu or --device=auto");
         TB_TRY(tb_backend_cuda_create(ordinal, out));
         return TB_OK;
     }

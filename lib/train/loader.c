@@ -129,7 +129,10 @@ static int default_alloc(void *user, void **p, size_t bytes)
     (void)user;
     if (posix_memalign(p, 64, bytes) != 0) {
         *p = NULL;
-        return TB_FAIL(TB_ERR_NOMEM, "cannot allocate %zu bytes of batch buffers", bytes);
+        return TB_FAIL(TB_ERR_NOMEM, "cannot allocate %zu bytes (%.1f MiB) of batch buffers "
+                       "(every slot of every worker holds one batch): try a smaller "
+                       "--batch-size, or fewer --workers or a smaller --prefetch-factor", bytes,
+                       bytes / 1048576.0);
     }
     return TB_OK;
 }
