@@ -442,7 +442,7 @@ static int plot(tb_bench *b, void *state)
     TB_TRY(opb_plot(b, "conv_autotuner", "Convolution time, default vs autotuned",
                     "shape (index; see notes)", "time (ms)", 0, OPB_Y_MEDIAN));
     return opb_plot(b, "conv_autotuner_speedup",
-                    "Autotuned over default convolution (median, 95% CI)",
+                    "Autotuned over default convolution (paired estimate, 95% CI)",
                     "shape (index; see notes)", "speedup (x)", 0, OPB_Y_SPEEDUP);
 }
 

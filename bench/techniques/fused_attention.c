@@ -397,8 +397,9 @@ static int plot(tb_bench *b, void *state)
     (void)state;
     TB_TRY(opb_plot(b, "fused_attention", "Attention time (B H T^2 fixed, D=64)", "sequence length",
                     "time (ms)", 2, OPB_Y_MEDIAN));
-    TB_TRY(opb_plot(b, "fused_attention_speedup", "Fused over manual attention (median, 95% CI)",
-                    "sequence length", "speedup (x)", 2, OPB_Y_SPEEDUP));
+    TB_TRY(opb_plot(b, "fused_attention_speedup",
+                    "Fused over manual attention (paired estimate, 95% CI)", "sequence length",
+                    "speedup (x)", 2, OPB_Y_SPEEDUP));
     return opb_plot(b, "fused_attention_memory", "Attention peak memory per call",
                     "sequence length", "bytes", 2, OPB_Y_MEMORY);
 }

@@ -368,8 +368,8 @@ static int plot(tb_bench *b, void *state)
     TB_TRY(opb_plot(b, "fused_layernorm", "Layer norm effective bandwidth", "elements",
                     "effective bandwidth (GB/s)", 2, OPB_Y_RATE));
     return opb_plot(b, "fused_layernorm_speedup",
-                    "Layer norm fused over unfused (median, 95% CI)", "elements", "speedup (x)",
-                    2, OPB_Y_SPEEDUP);
+                    "Layer norm fused over unfused (paired estimate, 95% CI)", "elements",
+                    "speedup (x)", 2, OPB_Y_SPEEDUP);
 }
 
 static void teardown(tb_bench *b, void *state)

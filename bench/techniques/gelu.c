@@ -330,8 +330,8 @@ static int plot(tb_bench *b, void *state)
     (void)state;
     TB_TRY(opb_plot(b, "gelu", "GELU effective bandwidth", "elements",
                     "effective bandwidth (GB/s)", 2, OPB_Y_RATE));
-    return opb_plot(b, "gelu_speedup", "GELU fused over unfused (median, 95% CI)", "elements",
-                    "speedup (x)", 2, OPB_Y_SPEEDUP);
+    return opb_plot(b, "gelu_speedup", "GELU fused over unfused (paired estimate, 95% CI)",
+                    "elements", "speedup (x)", 2, OPB_Y_SPEEDUP);
 }
 
 static void teardown(tb_bench *b, void *state)

@@ -344,7 +344,7 @@ static int plot(tb_bench *b, void *state)
     (void)state;
     TB_TRY(opb_plot(b, "tf32", "Square GEMM rate, fp32 vs TF32 math", "n (n x n x n)",
                     "GFLOP/s", 2, OPB_Y_RATE));
-    return opb_plot(b, "tf32_speedup", "TF32 over fp32 GEMM (median, 95% CI)", "n (n x n x n)",
+    return opb_plot(b, "tf32_speedup", "TF32 over fp32 GEMM (paired estimate, 95% CI)", "n (n x n x n)",
                     "speedup (x)", 2, OPB_Y_SPEEDUP);
 }
 

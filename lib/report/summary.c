@@ -143,6 +143,14 @@ static void pick_rows(const tb_results *res, const char *technique, const char *
     const char *metric = pick_metric(res, technique, wl, declared_metric);
     if (!metric)
         return;
+    /* the n/a reason of the metric shown, where it has one (a forward
+     * kernel's "too small to time" is no reason for a backward one) */
+    for (size_t i = 0; i < res->n; i++)
+        if (mine(&res->rows[i], technique, wl) && !is_timed(&res->rows[i]) &&
+            !strcmp(res->rows[i].metric, metric)) {
+            out->na = &res->rows[i];
+            break;
+        }
     /* The largest point with a baseline and a non-baseline speedup. */
     double point = NAN;
     int found = 0;
@@ -370,6 +378,16 @@ static void summary_flags(const tb_report_pick *p, const tb_result_row *shown, c
     tb_report_num(load, sizeof load, p->flags.max_load);
     snprintf(buf + n, cap - n, "%sbusy machine: %d of %d rows (load up to %s)", n ? "; " : "",
              p->flags.busy, p->flags.rows, load);
+    /* the shown row's own wide noise floor, which its busy flag would have
+     * said (tb_report_flags_text) and the mask above took out */
+    if (shown && shown->busy && !isnan(shown->noise_floor) &&
+        shown->noise_floor > TB_REPORT_IMPRECISE &&
+        !(tb_report_row_flags(shown) & (TB_FLAG_BUDGET | TB_FLAG_CAP))) {
+        char nf[32];
+        tb_report_num(nf, sizeof nf, 100.0 * shown->noise_floor);
+        n = strlen(buf);
+        snprintf(buf + n, cap - n, "; this row's noise floor ±%s%%", nf);
+    }
 }
 
 /* "step time, elements = 4096": where the summary compares. A baseline
