@@ -195,9 +195,8 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
     char pinning[256];
     tb_pin_threads(b->info.threads, pinning, sizeof pinning);
     TB_TRY(tb_fingerprint_set(&b->fp, "run.pinning", pinning));
-    char path[PATH_MAX + 64];
-    TB_TRY(tb_outdir_join(b->od.results, "fingerprint.json", path, sizeof path));
-    TB_TRY(tb_fingerprint_save(&b->fp, path));
+    /* fingerprint.json is written with the results (tb_bench_save): a run
+     * interrupted before them leaves the one that describes the CSVs there */
     char dev[200];
     tb_device_describe(&b->info, dev, sizeof dev);
     fprintf(stderr, "%s: %s backend on %s, profile %s; results in %s\n", technique,
@@ -437,6 +436,8 @@ static void print_rows(const tb_results *res)
 int tb_bench_save(tb_bench *b)
 {
     char path[PATH_MAX + 64], name[96];
+    TB_TRY(tb_outdir_join(b->od.results, "fingerprint.json", path, sizeof path));
+    TB_TRY(tb_fingerprint_save(&b->fp, path));
     snprintf(name, sizeof name, "%s.csv", b->technique);
     TB_TRY(tb_outdir_join(b->od.results, name, path, sizeof path));
     TB_TRY(tb_results_save_csv(&b->res, path));

@@ -90,8 +90,8 @@ typedef struct tb_bench {
 } tb_bench;
 
 /* Parses the common flags plus the technique's own (extra), opens the
- * backend, creates results/<device>/ and plots/<device>/ and writes the
- * fingerprint. Returns TB_OK, or an error. *done is set (and TB_OK
+ * backend, creates results/<device>/ and plots/<device>/ and collects the
+ * fingerprint (tb_bench_save writes it). Returns TB_OK, or an error. *done is set (and TB_OK
  * returned) when --help or --describe was answered and the program should
  * exit 0. REQUIRES: tech outlives b. */
 int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, size_t nextra,
@@ -151,8 +151,10 @@ int tb_bench_noise_floor(const gb_run *base, const gb_run *base_again, double *n
 void tb_bench_row(const tb_bench *b, tb_result_row *row, const char *setting, int is_baseline,
                   const char *param_name, double param_value, const char *metric);
 
-/* Writes results/<device>/<technique>.csv and .json atomically and prints
- * the rows as a short table on stdout. */
+/* Writes results/<device>/fingerprint.json, <technique>.csv and .json
+ * atomically and prints the rows as a short table on stdout: a run
+ * interrupted before its results leaves the fingerprint of the run that
+ * wrote the CSVs there. */
 int tb_bench_save(tb_bench *b);
 
 void tb_bench_close(tb_bench *b);

@@ -148,7 +148,42 @@ static int load_csv(tb_report_folder *f, const char *name)
         dst = &f->rows[f->ntech++];
     } else
         return TB_FAIL(TB_ERR_DATA, "%s: too many technique CSVs (or a name over 31 bytes)", path);
-    return tb_results_read_csv(path, dst);
+    TB_TRY(tb_results_read_csv(path, dst));
+    int tech = dst == &f->rows[f->ntech - 1] && f->ntech > 0;
+    int own = !tech || dst->n == 0;
+    for (size_t i = 0; i < dst->n && !own; i++)
+        own = !strcmp(dst->rows[i].technique, id);
+    if (!own) {
+        /* a renamed copy (gelu_h100.csv of gelu's rows): its rows would show
+         * under a technique of that name with nothing in it, and again
+         * under their own */
+        fprintf(stderr, "report: %s holds rows of technique '%s', not '%s' (a renamed copy?): "
+                "left out; keep another machine's results in its own folder and compare them "
+                "with bench:compare\n", path, dst->rows[0].technique, id);
+        tb_results_free(dst);
+        f->ntech--;
+    }
+    return TB_OK;
+}
+
+/* f->other_device: the techniques whose rows name another device than the
+ * folder's fingerprint (a CSV copied in from another machine). */
+static void mark_other_devices(tb_report_folder *f)
+{
+    const char *mine = f->have_fp ? tb_fingerprint_get(&f->fp, "device.name") : NULL;
+    size_t at = 0;
+    for (int t = 0; mine && t < f->ntech; t++)
+        for (size_t i = 0; i < f->rows[t].n; i++) {
+            const char *dev = f->rows[t].rows[i].device;
+            if (!dev[0] || !strcmp(dev, mine))
+                continue;
+            fprintf(stderr, "report: %s's rows name device '%s', not this folder's '%s' "
+                    "(fingerprint.json): another machine's numbers?\n", f->tech[t], dev, mine);
+            if (at < sizeof f->other_device)
+                at += (size_t)snprintf(f->other_device + at, sizeof f->other_device - at,
+                                       "%s%s (%s)", at ? ", " : "", f->tech[t], dev);
+            break;
+        }
 }
 
 /* The headline and workload of technique t from its JSON sidecar, when
@@ -372,20 +407,13 @@ int tb_report_load(const char *results_dir, const char *plots_dir, tb_report_fol
             TB_TRY_GOTO(rc, load_csv(f, names[i]), out_fail);
     for (int t = 0; t < f->ntech; t++)
         load_sidecar(f, t);
-    if (f->ntech == 0 && !f->have_ceilings && !f->have_waterfall && !f->have_tta) {
-        /* a report of nothing would read "no technique changed the time" */
-        rc = TB_FAIL(TB_ERR_DATA, "%s holds no tunebench results (no technique's CSV; a "
-                     "folder with only fingerprint.json is what a technique that failed before "
-                     "writing its results leaves): give a results folder (results/<device>), "
-                     "or run bazel run //bench:all first", results_dir);
-        goto out_fail;
-    }
     char path[PATH_MAX + 64];
     TB_TRY_GOTO(rc, tb_outdir_join(f->results_dir, "fingerprint.json", path, sizeof path), out_fail);
     if (access(path, R_OK) == 0) {
         TB_TRY_GOTO(rc, tb_fingerprint_load(path, &f->fp), out_fail);
         f->have_fp = 1;
     }
+    mark_other_devices(f);
     /* telemetry and the plan only add sections: a damaged one is left out,
      * said on stderr, and the report says "not measured" there */
     TB_TRY_GOTO(rc, tb_outdir_join(f->results_dir, "telemetry.json", path, sizeof path), out_fail);
@@ -395,6 +423,17 @@ int tb_report_load(const char *results_dir, const char *plots_dir, tb_report_fol
     if (access(path, R_OK) == 0 && tb_json_parse_file(path, 0, &f->budget) != TB_OK)
         optional_damaged(path, &f->budget);
     mark_earlier(f); /* after budget.json: its plan names each technique's CSV */
+    if (f->ntech == 0 && !f->have_ceilings && !f->have_waterfall && !f->have_tta &&
+        !f->have_state) {
+        /* a report of nothing would read "no technique changed the time"; a
+         * bench:all run whose every technique failed is reported (its
+         * findings name them, run_state.json) */
+        rc = TB_FAIL(TB_ERR_DATA, "%s holds no tunebench results (no technique's CSV; a "
+                     "folder with only fingerprint.json is what a technique that failed before "
+                     "writing its results leaves): give a results folder (results/<device>), "
+                     "or run bazel run //bench:all first", results_dir);
+        goto out_fail;
+    }
     TB_TRY_GOTO(rc, list_dir(f->plots_dir, ".png", names, TB_REPORT_MAX_PLOTS, &n), out_fail);
     for (int i = 0; i < n; i++)
         snprintf(f->plots[f->nplots++], sizeof f->plots[0], "%.*s", (int)(strlen(names[i]) - 4),

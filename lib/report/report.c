@@ -115,6 +115,11 @@ static void sec_header(doc *d, const tb_report_folder *f)
                 f->run_started[0] ? f->run_started : fp_get(f, "run.time_utc", "an unrecorded time"),
                 fp_get(f, "git.revision", "unknown"), fp_get(f, "device.backend", "unknown"),
                 fp_get(f, "device.threads", "an unrecorded number of"), f->slug, f->slug);
+    if (f->other_device[0])
+        tb_doc_text(d, BK_P, "**ROWS FROM ANOTHER MACHINE**: the rows of %s name another device "
+                    "than this folder's (`fingerprint.json`: %s): they are not this machine's "
+                    "numbers. Keep each machine's results in its own folder and compare them "
+                    "with `bench:compare`.", f->other_device, fp_get(f, "device.name", "?"));
 }
 
 static void sec_how_to_read(doc *d)

@@ -108,6 +108,9 @@ typedef struct tb_report_folder {
      * (an earlier run's rows)", and how many ("" and 0: none) */
     int have_state, complete, nunfinished;
     char unfinished[1024];
+    /* "gelu (Intel Xeon 8480C), ...": techniques whose rows name another
+     * device than fingerprint.json's; "" when none */
+    char other_device[512];
     char workload[TB_REPORT_MAX_TECH][96];
     tb_results ceilings, waterfall, tta;
     int have_ceilings, have_waterfall, have_tta;

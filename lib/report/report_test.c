@@ -1068,6 +1068,27 @@ static void test_run_state(const char *rdir)
     snprintf(cmd, sizeof cmd, "rm -f '%s/kappa.csv' '%s/budget.json' '%s/run_state.json' "
              "'%s/run_state.fingerprint.json'", rdir, rdir, rdir, rdir);
     CHECK(system(cmd) == 0, "clean up");
+
+    /* a renamed copy of a technique's CSV (kappa's rows as kappa_h100.csv)
+     * is left out, and a CSV whose rows name another device is flagged at
+     * the top of the report */
+    tb_results_init(&k);
+    add_timed(&k, "kappa", "fp32", 1, "", NAN, "step time", 10.0, 1);
+    add_timed(&k, "kappa", "bf16", 0, "", NAN, "step time", 7.0, 1.43);
+    CHECK_OK(save(&k, rdir, "kappa_h100"));
+    for (size_t i = 0; i < k.n; i++)
+        snprintf(k.rows[i].device, sizeof k.rows[i].device, "Other CPU");
+    CHECK_OK(save(&k, rdir, "kappa"));
+    tb_results_free(&k);
+    CHECK_OK(tb_report_write_dir(rdir, NULL));
+    md = tb_test_slurp(rdir, "REPORT.md");
+    CHECK(md && !strstr(md, "kappa_h100"), "the renamed copy left out");
+    CHECK(md && strstr(md, "**ROWS FROM ANOTHER MACHINE**: the rows of kappa (Other CPU) name "
+                           "another device than this folder's (`fingerprint.json`: Test CPU)"),
+          "the other machine's rows flagged");
+    free(md);
+    snprintf(cmd, sizeof cmd, "rm -f '%s/kappa.csv' '%s/kappa_h100.csv'", rdir, rdir);
+    CHECK(system(cmd) == 0, "clean up");
     CHECK_OK(tb_report_write_dir(rdir, NULL)); /* the report as the tests after expect it */
 }
 
