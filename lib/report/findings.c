@@ -126,9 +126,10 @@ static void effect_text(const tb_result_row *r, char *buf, size_t cap)
     num2(a, sizeof a, faster ? r->speedup : 1 / r->speedup);
     if (r->timing_verdict != TB_TIMING_FASTER && r->timing_verdict != TB_TIMING_SLOWER &&
         !isnan(r->speedup_ci_low) && !isnan(r->speedup_ci_high)) { /* a DIFFERS row's time */
-        num2(a, sizeof a, r->speedup);
-        num2(lo, sizeof lo, r->speedup_ci_low);
-        num2(hi, sizeof hi, r->speedup_ci_high);
+        /* three digits: two read [0.98, 1.03] as "[0.98, 1.0]", all slower */
+        num3(a, sizeof a, r->speedup);
+        num3(lo, sizeof lo, r->speedup_ci_low);
+        num3(hi, sizeof hi, r->speedup_ci_high);
         snprintf(buf, cap, "no detectable change in time (%s× [%s, %s])", a, lo, hi);
         return;
     }

@@ -712,8 +712,8 @@ static long at(const char *html, const char *needle)
 static void check_html_order(const char *html)
 {
     long findings = at(html, "<h2>Findings</h2>");
-    long first = at(html, "<p><b>beta</b> (none): no detectable change in time (1.0× [0.96, "
-                          "1.1]) on the training step (small CNN), but the result DIFFERS by 50% "
+    long first = at(html, "<p><b>beta</b> (none): no detectable change in time (1.01× [0.960, "
+                          "1.06]) on the training step (small CNN), but the result DIFFERS by 50% "
                           "(tolerance 0.001%, vs float64 reference).</p>");
     long forest = at(html, "<figure><img alt=\"forest plot:");
     long summary = at(html, "<h2>Summary</h2>");

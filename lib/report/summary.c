@@ -620,6 +620,13 @@ static void summary_na_row(doc *d, const tb_report_pick *p)
         snprintf(why, sizeof why, "n/a: no other setting was timed against the baseline");
     else
         snprintf(why, sizeof why, "n/a: the CSV has no rows");
+    /* what the summary's flags cell would say (an earlier run's CSV, a
+     * busy machine): an n/a row keeps it */
+    char flags[TB_REPORT_CELL];
+    summary_flags(p, p->baseline, flags, sizeof flags);
+    size_t n = strlen(why);
+    if (flags[0] && n < sizeof why)
+        snprintf(why + n, sizeof why - n, " (flags: %s)", flags);
     char tech[96];
     technique_cell(p, tech, sizeof tech);
     const char *row[2] = {tech, why};
@@ -676,7 +683,9 @@ static void by_workload_cell(const tb_report_pick *p, char *buf, size_t cap)
     case TB_CORRECT_DIFFERS: c = "result DIFFERS"; break;
     default: c = "result not checked"; break;
     }
-    snprintf(buf, cap, "%s: %s, %s; %s", p->best->setting, sp, tb_report_group_name(g), c);
+    snprintf(buf, cap, "%s: %s, %s; %s", p->best->setting, sp,
+             p->best->timing_verdict == TB_TIMING_NA ? "no verdict" : tb_report_group_name(g),
+             c);
     add_other_differs(p, buf, cap);
 }
 
