@@ -32,6 +32,7 @@ int tb_device_toggle_main(const tb_device_toggle *toggle, int argc, char **argv)
         TB_STEP_SETTINGS(settings),
         .metric = TB_METRIC_STEP,
         .workloads = toggle->workloads,
+        .setup = toggle->setup,
         .na_reason = na_reason,
         .tolerance = 0,
         .tolerance_why = toggle->tolerance_why,

@@ -19,6 +19,9 @@ typedef struct tb_device_toggle {
     const char *cpu_reason;   /* why "on" means nothing on the CPU backend */
     const char *tolerance_why;
     unsigned workloads;       /* tb_step_technique's: 0 the small CNN */
+    /* tb_step_technique's: what both settings need (augment_on_device: the
+     * augmentation itself, on, that "on" moves to the device); NULL: none */
+    void (*setup)(tb_config *cfg, int profile);
 } tb_device_toggle;
 
 /* main() of such a technique: tb_step_main on the two settings. Returns the
