@@ -89,7 +89,7 @@ STEP = {
     "augment_on_device": [("small_cnn", [2], 3, 0)],
     "cuda_graphs": [("resnet50", [2], 3, 0), ("gpt2", [2], 3, 0)],
     "caching_allocator": [("resnet50", [2], 3, 1), ("gpt2", [2], 3, 1)],
-    "tf32_step": [("resnet50", [2], 3, 0), ("gpt2", [2], 3, 0)],
+    "tf32_step": [("resnet50", [3], 4, 0), ("gpt2", [2], 3, 0)],  # + fp32 convolutions (ResNet)
     "debug_apis": [("resnet50", [2], 3, 0), ("gpt2", [2], 3, 0)],
     "profiler": [("resnet50", [2], 3, 0), ("gpt2", [2], 3, 0)],
     "host_syncs": [("resnet50_epoch", [3], 8, 0), ("gpt2_epoch", [3], 8, 0)],  # + an epoch each

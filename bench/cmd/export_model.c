@@ -177,6 +177,7 @@ static int build_model(const tb_config *c, const export_opts *eo, tb_backend *be
     m->ctx.layernorm = c->fused_layernorm ? TB_LN_FUSED : TB_LN_UNFUSED;
     m->ctx.attention = c->fused_attention ? TB_ATTN_FUSED : TB_ATTN_MANUAL;
     m->ctx.math = c->tf32 ? TB_MATH_TF32 : TB_MATH_F32;
+    m->ctx.conv_math = tb_config_conv_tf32(c, be->name) ? TB_MATH_TF32 : TB_MATH_F32;
     m->ctx.conv_autotune = c->conv_autotune;
     m->ctx.conv_deterministic = c->cudnn_deterministic;
     return TB_OK;

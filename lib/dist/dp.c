@@ -64,6 +64,7 @@ static int replica_build(tb_dp_replica *r, const tb_model *main, const tb_layer_
     r->m->ctx.conv_autotune = main->ctx.conv_autotune;
     r->m->ctx.conv_deterministic = main->ctx.conv_deterministic;
     r->m->ctx.math = main->ctx.math;
+    r->m->ctx.conv_math = main->ctx.conv_math;
     if (r->m->numel != main->numel)
         return TB_FAIL(TB_ERR_INVALID, "DP replica has %zu parameters, the model %zu: build it "
                        "from the same description", r->m->numel, main->numel);

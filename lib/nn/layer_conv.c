@@ -39,7 +39,7 @@ static tb_conv_desc conv_desc(const conv_layer *cv, int n)
     tb_conv_desc d = {
         .n = n, .c = cv->base.in.c, .h = cv->base.in.h, .w = cv->base.in.w,
         .k = cv->k, .r = cv->r, .s = cv->r, .stride = cv->stride, .pad = cv->pad,
-        .layout = cv->base.ctx->layout, .dtype = TB_F32, .math = cv->base.ctx->math,
+        .layout = cv->base.ctx->layout, .dtype = TB_F32, .math = cv->base.ctx->conv_math,
         .deterministic = cv->base.ctx->conv_deterministic,
     };
     if (tb_amp_on(cv->base.ctx)) {

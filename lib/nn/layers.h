@@ -107,7 +107,8 @@ typedef struct tb_layer_ctx {
     int conv_autotune;   /* 0: conv_algo_default; 1: conv_find once per shape */
     int conv_deterministic; /* conv algorithms that repeat bitwise only
                                (tb_conv_desc.deterministic; cudnn.deterministic) */
-    tb_math math;        /* GEMM/conv math mode (--tf32 sets TB_MATH_TF32) */
+    tb_math math;        /* GEMM math mode (--tf32 sets TB_MATH_TF32) */
+    tb_math conv_math;   /* convolution's (cudnn.allow_tf32: tb_config_conv_tf32) */
     uint64_t dropout_seed;
     int dropout_layers;  /* dropout layers created so far (their mask regions) */
     tb_conv_algo_cache algos;

@@ -441,7 +441,8 @@ int tb_model_shell_create(tb_backend *be, const tb_model_opts *o, tb_model **out
     if (!m)
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory building a model");
     m->ctx = (tb_layer_ctx){.be = be, .training = 1, .gelu = TB_GELU_UNFUSED,
-                            .math = TB_MATH_F32, .dropout_seed = o->seed,
+                            .math = TB_MATH_F32, .conv_math = TB_MATH_F32,
+                            .dropout_seed = o->seed,
                             .layout = o->channels_last ? TB_NHWC : TB_NCHW, .amp = o->amp,
                             .gelu_approx = o->gelu_approx};
     m->classes = o->classes;

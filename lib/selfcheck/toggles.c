@@ -237,7 +237,7 @@ TOGGLE(augment_on_device, 0, c->augment = 1; c->augment_on_device = 1, c->augmen
 /* ---- precision ---- */
 TOGGLE(amp_bf16, 0, c->amp_dtype = TB_AMP_BF16, (void)c)
 TOGGLE(amp_fp16, 0, c->amp_dtype = TB_AMP_FP16, (void)c)
-TOGGLE(tf32, 0, c->tf32 = 1, (void)c)
+TOGGLE(tf32, 0, c->tf32 = 1; c->cudnn_tf32 = 1, (void)c)
 TOGGLE(transformer_tf32, 1, transformer_adamw(c); c->tf32 = 1, transformer_adamw(c))
 
 /* ---- layout, algorithms, fusion ---- */

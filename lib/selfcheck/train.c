@@ -22,6 +22,10 @@
 void sc_step_defaults(tb_config *c)
 {
     tb_config_defaults(c);
+    /* fp32 convolutions: the device's result against the CPU's fp32 at fp32
+     * tolerance (PyTorch's default TF32 cuDNN convolutions are checked by
+     * the tf32 cases, which turn it on) */
+    c->cudnn_tf32 = 0;
     c->dataset = TB_DATA_SYNTHETIC;
     c->data_limit = 256;
     c->test_limit = 64;

@@ -108,7 +108,8 @@ static const config_field fields[] = {
     NUM(DOUBLE, "trust-coef", trust_coef, "0.001", TB_RANGE_ABOVE(0), "LARS trust coefficient (eta)"),
     ROW(CHOICE, "amp", amp_dtype, "off", tb_amp_names, "mixed precision (autocast, lib/nn/amp.h): conv and linear in bf16 or fp16 with fp32 accumulation, the rest fp32; fp16 adds dynamic loss scaling (GradScaler); CPU: bf16 only (oneDNN 2.6 has no CPU fp16)"),
     ROW(BOOL, "channels-last", channels_last, "false", NULL, "NHWC activations and KRSC conv weights (memory_format=torch.channels_last)"),
-    ROW(BOOL, "tf32", tf32, "false", NULL, "gemm and convolution in TF32 math (allow_tf32): cuBLAS/cuDNN tensor-core TF32 on CUDA; on the CPU oneDNN's bf16 fpmath mode, which computes in f32 anyway on CPUs without AVX512_BF16 (this VM)"),
+    ROW(BOOL, "tf32", tf32, "false", NULL, "GEMM in TF32 math (torch.backends.cuda.matmul.allow_tf32, off by default): cuBLAS tensor-core TF32 on CUDA; on the CPU oneDNN's bf16 fpmath mode, which computes in f32 anyway on CPUs without AVX512_BF16 (this VM), for convolutions too unless --cudnn-tf32 says otherwise"),
+    ROW(BOOL_AUTO, "cudnn-tf32", cudnn_tf32, "auto", NULL, "convolution in TF32 math (torch.backends.cudnn.allow_tf32): auto = PyTorch's default, on for CUDA; on the CPU auto follows --tf32"),
     ROW(BOOL, "fused-attention", fused_attention, "false", NULL, "transformer: tiled attention with online softmax (scaled_dot_product_attention) instead of materialized scores"),
     ROW(BOOL, "fused-layernorm", fused_layernorm, "false", NULL, "transformer: one-pass layer norm (apex FusedLayerNorm)"),
     ROW(BOOL, "checkpointing", checkpointing, "false", NULL, "recompute cheap layers (BN+ReLU, GELU, pooling) and attention's probabilities in backward instead of storing them"),
@@ -200,6 +201,8 @@ static int check_model(tb_config *c)
                        "--gelu at auto", tb_gelu_names[c->gelu]);
     if (c->conv_bias != TB_FLAG_AUTO && c->conv_bias != 0 && c->conv_bias != 1)
         return TB_FAIL(TB_ERR_INVALID, "--conv-bias: true, false or auto");
+    if (c->cudnn_tf32 != TB_FLAG_AUTO && c->cudnn_tf32 != 0 && c->cudnn_tf32 != 1)
+        return TB_FAIL(TB_ERR_INVALID, "--cudnn-tf32: true, false or auto");
     if (gpt2 && c->conv_bias != TB_FLAG_AUTO)
         return TB_FAIL(TB_ERR_INVALID, "--conv-bias: gpt2 has no convolutions; leave "
                        "--conv-bias at auto");
@@ -231,6 +234,13 @@ tb_gelu_approx tb_config_gelu_approx(const tb_config *c)
     if (c->gelu == TB_GELU_CHOICE_ERF)
         return TB_GELU_ERF;
     return c->model == TB_MODEL_GPT2 ? TB_GELU_TANH : TB_GELU_ERF;
+}
+
+int tb_config_conv_tf32(const tb_config *c, const char *backend)
+{
+    if (c->cudnn_tf32 != TB_FLAG_AUTO)
+        return c->cudnn_tf32 != 0;
+    return backend && !strcmp(backend, "cuda") ? 1 : c->tf32 != 0;
 }
 
 int tb_config_conv_bias(const tb_config *c)

@@ -124,7 +124,11 @@ typedef struct tb_config {
     /* ---- precision, layout, memory and the step's debugging aids ---- */
     int amp_dtype;            /* tb_amp_dtype */
     int channels_last;        /* NHWC activations */
-    int tf32;                 /* TB_MATH_TF32 for GEMM and convolution */
+    int tf32;                 /* TB_MATH_TF32 for GEMM (matmul.allow_tf32), and
+                                 convolution too when cudnn_tf32 is auto */
+    int cudnn_tf32;           /* cudnn.allow_tf32: TB_MATH_TF32 for convolution; auto
+                                 (TB_FLAG_AUTO): PyTorch's default on CUDA (on), and
+                                 --tf32's value on the CPU (no cuDNN there) */
     int checkpointing;        /* recompute cheap layers in backward */
     int detect_anomaly;       /* NaN/Inf check after every op */
     int loss_read_every;      /* read the loss every N steps (1 = every step) */
@@ -168,6 +172,13 @@ tb_gelu_approx tb_config_gelu_approx(const tb_config *c);
 
 /* The convolution bias c asks for: --conv-bias, or with auto the model's own. */
 int tb_config_conv_bias(const tb_config *c);
+
+/* Whether c's convolutions run in TF32 math on backend ("cpu", "cuda"):
+ * --cudnn-tf32, or with auto PyTorch's default there: on for cuDNN
+ * (torch.backends.cudnn.allow_tf32 is True), and --tf32's value on the
+ * CPU, where PyTorch has no such switch and TF32 is oneDNN's bf16 fpmath
+ * mode (off unless asked for). */
+int tb_config_conv_tf32(const tb_config *c, const char *backend);
 
 /* 1 for the models that read token ids (gpt2). */
 int tb_config_token_model(const tb_config *c);

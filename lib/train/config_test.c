@@ -40,6 +40,30 @@ static void check_defaults(void)
           c.batch_size, c.conv_bias, c.gelu);
 }
 
+/* TF32 as PyTorch defaults it: GEMMs off (matmul.allow_tf32), cuDNN's
+ * convolutions on (cudnn.allow_tf32); on the CPU (no cuDNN) convolutions
+ * follow --tf32; --cudnn-tf32 overrides either. */
+static void check_conv_tf32(void)
+{
+    tb_config c;
+    tb_config_defaults(&c);
+    CHECK(c.tf32 == 0 && c.cudnn_tf32 == TB_FLAG_AUTO, "defaults: tf32 off, cudnn-tf32 auto");
+    CHECK(tb_config_conv_tf32(&c, "cuda") == 1 && tb_config_conv_tf32(&c, "cpu") == 0,
+          "auto: on for cuDNN, off on the CPU");
+    c.tf32 = 1;
+    CHECK(tb_config_conv_tf32(&c, "cuda") == 1 && tb_config_conv_tf32(&c, "cpu") == 1,
+          "--tf32: the CPU's convolutions follow");
+    c.cudnn_tf32 = 0;
+    CHECK(tb_config_conv_tf32(&c, "cuda") == 0 && tb_config_conv_tf32(&c, "cpu") == 0,
+          "--cudnn-tf32=false: fp32 convolutions everywhere");
+    c.tf32 = 0;
+    c.cudnn_tf32 = 1;
+    CHECK(tb_config_conv_tf32(&c, "cpu") == 1, "--cudnn-tf32=true on the CPU too");
+    c.cudnn_tf32 = 7;
+    CHECK(tb_config_validate(&c) == TB_ERR_INVALID, "--cudnn-tf32=7 refused");
+    tb_error_clear();
+}
+
 /* Each flag set on a command line lands in its own field. */
 static void check_flags_parse(void)
 {
@@ -236,6 +260,7 @@ static void check_hostile_values(void)
 int main(void)
 {
     check_defaults();
+    check_conv_tf32();
     check_flags_parse();
     check_describe();
     check_big_models();

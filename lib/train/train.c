@@ -176,6 +176,7 @@ static int make_model(tb_trainer *t)
     t->model->ctx.layernorm = c->fused_layernorm ? TB_LN_FUSED : TB_LN_UNFUSED;
     t->model->ctx.attention = c->fused_attention ? TB_ATTN_FUSED : TB_ATTN_MANUAL;
     t->model->ctx.math = c->tf32 ? TB_MATH_TF32 : TB_MATH_F32;
+    t->model->ctx.conv_math = tb_config_conv_tf32(c, t->be->name) ? TB_MATH_TF32 : TB_MATH_F32;
     return TB_OK;
 }
 
