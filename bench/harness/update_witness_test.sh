@@ -72,6 +72,11 @@ for r in rows:
     want = "DIFFERS" if (past or loss_bad) else None
     if want and r["correctness"] != want or not want and r["correctness"] == "DIFFERS":
         sys.exit("FAIL: %s %s: verdict %s, witness %r, losses %g vs %g" % (name, r["setting"], r["correctness"], wit.group(1), got, ref))
+compared = [r for r in rows if r["is_baseline"] == "0" and r["timing_verdict"] != "n/a"]
+if not seen and not compared:
+    # tf32_step on a CPU without avx512_bf16: its settings are n/a there
+    print("%s: every compared row n/a on this machine: nothing to witness" % name)
+    sys.exit(0)
 if not seen:
     sys.exit("FAIL: %s: no row with a first-update witness" % name)
 print("%s: %d witnessed rows consistent" % (name, seen))

@@ -265,6 +265,56 @@ static void tech_row_cells(const tb_result_row *r, int multi, const char *at,
     tb_report_flags_text(cells[7], TB_REPORT_CELL, r, ~0);
 }
 
+/* "peak 812 MiB (-41% against its baseline's 1.35 GiB)": the memory a
+ * row's check measured, beside its baseline's where both are known; ""
+ * when not measured. */
+static void memory_text(const tb_result_row *r, const tb_results *res, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (!(r->memory_bytes > 0))
+        return;
+    const tb_result_row *b = NULL;
+    for (size_t i = 0; i < res->n && !r->is_baseline; i++) {
+        const tb_result_row *x = &res->rows[i];
+        if (x->is_baseline && is_timed(x) && !strcmp(x->metric, r->metric) &&
+            !strcmp(x->workload, r->workload) && x->memory_bytes > 0 &&
+            (!b || same_point(x->param_value, r->param_value)))
+            b = x;
+    }
+    char mine[32], theirs[32];
+    tb_report_num(mine, sizeof mine, r->memory_bytes / 1048576.0);
+    if (!b) {
+        snprintf(buf, cap, "peak %s MiB", mine);
+        return;
+    }
+    tb_report_num(theirs, sizeof theirs, b->memory_bytes / 1048576.0);
+    snprintf(buf, cap, "peak %s MiB (%+.0f%% against its baseline's %s MiB)", mine,
+             100.0 * (r->memory_bytes / b->memory_bytes - 1), theirs);
+}
+
+/* Under a technique's table, each row's note and peak memory: what a
+ * setting did and what its number rests on (checkpointing's memory saved,
+ * "no host-device sync on the CPU", the kernels that ran), which the
+ * table's cells have no room for. */
+static void technique_notes(doc *d, const tb_results *res, const tb_result_row *const *shown,
+                            size_t n)
+{
+    int any = 0;
+    for (size_t k = 0; k < n; k++) {
+        const tb_result_row *r = shown[k];
+        char mem[160];
+        memory_text(r, res, mem, sizeof mem);
+        if (!r->note[0] && !mem[0])
+            continue;
+        if (!any++)
+            tb_doc_text(d, BK_P, "What each row rests on (its note and the peak memory its "
+                        "check measured):");
+        tb_doc_text(d, BK_P, "**%s%s**%s%s: %s%s%s", r->setting,
+                    r->is_baseline ? " (baseline)" : "", r->workload[0] ? ", on " : "",
+                    r->workload, mem, mem[0] && r->note[0] ? "; " : "", r->note);
+    }
+}
+
 /* The n/a settings of a technique, each with its reason, under its table. */
 static void technique_na(doc *d, const tb_results *res)
 {
@@ -350,6 +400,8 @@ static void sec_technique(doc *d, const tb_report_folder *f, int t, const tb_rep
                         "row%s, is in `%s.csv` and in the figures.",
                         pt, timed, timed == 1 ? "" : "s", f->tech[t]);
         tb_doc_table(d, TECH_COLS, tech_header);
+        const tb_result_row **shown = calloc(res->n ? res->n : 1, sizeof *shown);
+        size_t nshown = 0;
         int multi = 0;
         for (size_t i = 0; i < res->n && !multi; i++)
             multi = is_timed(&res->rows[i]) && strcmp(res->rows[i].workload, b->workload) != 0;
@@ -375,7 +427,11 @@ static void sec_technique(doc *d, const tb_report_folder *f, int t, const tb_rep
             for (int c = 0; c < TECH_COLS; c++)
                 row[c] = cells[c];
             tb_doc_row(d, row);
+            if (shown)
+                shown[nshown++] = r;
         }
+        technique_notes(d, res, shown, nshown);
+        free(shown);
         technique_na(d, res);
     }
     for (int i = 0; i < f->nplots; i++)

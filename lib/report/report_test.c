@@ -995,6 +995,9 @@ static void test_run_state(const char *rdir)
     k.rows[2].correctness = TB_CORRECT_DIFFERS;
     k.rows[2].max_rel_err = 0.072;
     k.rows[2].tolerance = 0.02;
+    k.rows[0].memory_bytes = 200 * 1048576.0;
+    k.rows[1].memory_bytes = 150 * 1048576.0;
+    snprintf(k.rows[1].note, sizeof k.rows[1].note, "bf16 kernels: conv, linear");
     CHECK_OK(save(&k, rdir, "kappa"));
     tb_results_free(&k);
 
@@ -1047,6 +1050,10 @@ static void test_run_state(const char *rdir)
         CHECK(!strstr(l, "EARLIER"), "alpha is this run's: %s", l);
         /* the finding names the setting that DIFFERS */
         CHECK(strstr(md, "**kappa** (fp16): "), "kappa's finding is fp16's");
+        /* under its table, each row's note and peak memory */
+        CHECK(strstr(md, "**bf16**: peak 150 MiB (-25% against its baseline's 200 MiB); bf16 "
+                         "kernels: conv, linear"), "kappa's bf16 note and memory");
+        CHECK(strstr(md, "**fp32 (baseline)**: peak 200 MiB"), "the baseline's memory");
     }
     free(md);
     char *tex = tb_test_slurp(rdir, "summary.tex");
