@@ -52,13 +52,14 @@ static int memory_note(tb_step_ctx *c, char *note, size_t cap)
                      100.0 * (1.0 - peak / store_peak[big]), c->cfg.batch_size);
     if (big && store_peak[0] > 0 && n >= 0 && (size_t)n < cap)
         n += snprintf(note + n, cap - (size_t)n, "; under a limit of the stored peak at batch %d "
-                      "it %s", c->cfg.batch_size / 4,
-                      peak <= store_peak[0] ? "fits" : "does not fit");
+                      "it would %s (by the measured peaks; not run under that limit)",
+                      c->cfg.batch_size / 4, peak <= store_peak[0] ? "fit" : "not fit");
     /* not torch.utils.checkpoint around whole blocks, which recomputes
      * every activation of a block and keeps only its input */
     if (n >= 0 && (size_t)n < cap)
-        snprintf(note + n, cap - (size_t)n, "%srecomputes BN+ReLU, GELU, pooling outputs and "
-                 "attention probabilities, not whole blocks", n > 0 ? "; " : "");
+        snprintf(note + n, cap - (size_t)n, "%srecomputes %s, not whole blocks", n > 0 ? "; " : "",
+                 c->cfg.model == TB_MODEL_GPT2 ? "GELU outputs and attention probabilities"
+                                                : "BN+ReLU, GELU and pooling outputs");
     return TB_OK;
 }
 

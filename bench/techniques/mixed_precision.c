@@ -46,6 +46,15 @@ static int amp_note(tb_step_ctx *c, char *note, size_t cap)
                  s->skipped_steps, s->steps, (double)s->scale);
         return TB_OK;
     }
+    if (strcmp(info->backend, "cuda") == 0 && c->setting->param != TB_AMP_OFF) {
+        /* autocast's half-width activations save memory and element-wise
+         * traffic in PyTorch; not here yet (lib/nn/amp.h) */
+        snprintf(note, cap, "CUDA: convolutions and linear layers in %s with fp32 "
+                 "accumulation, their outputs widened back to fp32: activations stay fp32 "
+                 "(no memory saved, element-wise work at full width, unlike PyTorch's "
+                 "autocast)", c->setting->param == TB_AMP_BF16 ? "bf16" : "fp16");
+        return TB_OK;
+    }
     if (strcmp(info->backend, "cpu") != 0 || c->setting->param != TB_AMP_BF16)
         return TB_OK;
     const char *flags = info->cpu_flags;
