@@ -18,6 +18,17 @@ static void set_debug_off(tb_config *cfg, double off)
     cfg->detect_anomaly = off == 0;
 }
 
+/* What the baseline's checks are, against PyTorch's: a reader of the
+ * speedup must know which cost it measures. */
+static int checks_note(tb_step_ctx *c, char *note, size_t cap)
+{
+    if (c->cfg.detect_anomaly)
+        snprintf(note, cap, "checks here: a NaN/Inf count read by the host after each layer's "
+                 "forward and backward; PyTorch's checks backward per autograd node and "
+                 "records forward tracebacks");
+    return TB_OK;
+}
+
 static const tb_step_setting settings[] = {
     {"detect_anomaly on", 0, 0, set_debug_off, NULL, NULL},
     {"debug APIs off", 1, 0, set_debug_off, NULL, NULL},
@@ -39,6 +50,7 @@ static const tb_step_technique tech = {
     .metric = TB_METRIC_STEP,
     .na_reason = tb_step_na_never,
     .tolerance = 0,
+    .check_note = checks_note,
 };
 
 TB_STEP_MAIN(tech)

@@ -13,6 +13,7 @@
  *   bazel run //bench:profiler -- [--device=cpu] [--profile=default|full|tiny]
  */
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,7 +36,11 @@ static int trace_note(tb_step_ctx *c, char *note, size_t cap)
     long long bytes = stat(trace_path, &sb) == 0 ? (long long)sb.st_size : -1;
     unlink(trace_path);
     snprintf(note, cap, "the check's trace: %zu phase events, %lld bytes of JSON (written "
-             "untimed)", c->t->trace ? c->t->trace->n : (size_t)0, bytes);
+             "untimed)%s", c->t->trace ? c->t->trace->n : (size_t)0, bytes,
+             strcmp(c->t->be->name, "cuda") == 0
+                 ? "; CUDA: each traced phase ends with a device sync, which torch.profiler "
+                   "does not: its cost here includes them"
+                 : "");
     return TB_OK;
 }
 
