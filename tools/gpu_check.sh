@@ -211,11 +211,12 @@ stage_torch() {
   local rs=224 rb=32 ctx=1024 layers=12 gb=4 w=5 n=20 tf tflag tr tg
   [ "$quick" = 1 ] && { rs=64; rb=4; ctx=64; layers=2; gb=2; w=1; n=2; }
   echo "model,device,batch,size,unit,tf32,tunebench,torch,tunebench_over_torch" > "$csv"
-  # fp32 with TF32 off on both sides (tunebench's baseline), then allowed on
-  # both. tunebench's loader runs 4 workers: PyTorch's side reuses one batch
+  # fp32 with TF32 off on both sides (convolutions too: tunebench's CUDA
+  # default, as PyTorch's, runs them in TF32, so --cudnn-tf32=false), then
+  # allowed on both. tunebench's loader runs 4 workers: PyTorch's side reuses one batch
   # already on the device, so a loader in the step would be timed on one side only.
   for tf in 0 1; do
-    tflag=(); [ "$tf" = 1 ] && tflag=(--tf32)
+    tflag=(--cudnn-tf32=false); [ "$tf" = 1 ] && tflag=(--tf32 --cudnn-tf32=true)
     python3 "$py" --device="$tdev" --model=resnet50 --image-size=$rs --batch-size=$rb \
       --warmup=$w --steps=$n --tf32=$tf > "$out/torch_steps_tf32_$tf.csv" || return 1
     python3 "$py" --device="$tdev" --model=gpt2 --context=$ctx --layers=$layers --batch-size=$gb \

@@ -14,10 +14,11 @@ Prints one CSV row per model (header first): the median step time after the
 warm-up steps, timed with torch.cuda.synchronize() around each step (host
 clock), and images/s or tokens/s from it. Plain fp32, SGD with momentum,
 PyTorch's defaults otherwise (cudnn.benchmark off), except TF32: --tf32=0
-(the default) turns it off for cuDNN and matrix products, as tunebench's fp32
-baseline has it (PyTorch's own default lets cuDNN convolutions use TF32 on
-Ampere and later, which made the first H100 comparison unfair), and --tf32=1
-allows it for both (tunebench's --tf32). ResNet-50 comes from torchvision
+(the default) turns it off for cuDNN and matrix products, as tunebench's
+--cudnn-tf32=false has it (PyTorch's own default, and tunebench's on CUDA
+since 2026-11-30, lets cuDNN convolutions use TF32 on Ampere and later:
+tools/gpu_check.sh passes --cudnn-tf32=false to tunebench's side), and
+--tf32=1 allows it for both (tunebench's --tf32 --cudnn-tf32=true). ResNet-50 comes from torchvision
 when it is installed, else from the plain definition below (same layers).
 
 tools/vs_torch_resnet.sh compares the four ResNet-50 combinations of
