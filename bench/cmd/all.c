@@ -483,6 +483,12 @@ static void closing_lines(const tb_outdir *od, const tb_report_folder *report)
 
 int main(int argc, char **argv)
 {
+    /* the command line as given, for the fingerprint (parsing takes the
+     * flags out of argv) */
+    char *given[64];
+    int ngiven = argc < 63 ? argc : 63;
+    memcpy(given, argv, (size_t)ngiven * sizeof *given);
+    given[ngiven] = NULL;
     /* only and skip stay NULL when not given: an empty --only= is refused,
      * not taken for every technique */
     const char *device = "auto", *out_dir = "", *only = NULL, *skip = NULL;
@@ -607,7 +613,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench:all: out of memory\n");
         return 1;
     }
-    if (open_run(device, threads, out_dir, argc, argv, &od, fp, gpu_pci, sizeof gpu_pci) != TB_OK) {
+    if (open_run(device, threads, out_dir, ngiven, given, &od, fp, gpu_pci, sizeof gpu_pci) != TB_OK) {
         tb_error_print(stderr);
         return tb_exit_code(tb_error_last());
     }

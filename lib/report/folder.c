@@ -149,7 +149,7 @@ static int load_csv(tb_report_folder *f, const char *name)
     } else
         return TB_FAIL(TB_ERR_DATA, "%s: too many technique CSVs (or a name over 31 bytes)", path);
     TB_TRY(tb_results_read_csv(path, dst));
-    int tech = dst == &f->rows[f->ntech - 1] && f->ntech > 0;
+    int tech = f->ntech > 0 && dst == &f->rows[f->ntech - 1];
     int own = !tech || dst->n == 0;
     for (size_t i = 0; i < dst->n && !own; i++)
         own = !strcmp(dst->rows[i].technique, id);

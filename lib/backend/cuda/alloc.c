@@ -78,6 +78,7 @@ struct cuda_block {
     int graph;                    /* 1: a capture allocated, freed or used it
                                      (tb_cuda_alloc_mark_graph): freed while a
                                      graph lives, it is held */
+    unsigned cap_gen;             /* the capture that allocated it (0: none) */
 };
 
 struct cuda_segment {
@@ -294,10 +295,12 @@ static int oom_error(tb_backend *be, cudaError_t e, size_t bytes, size_t seg_siz
         return TB_FAIL(TB_ERR_CUDA, "cuda:%d: cudaMalloc(%zu bytes) failed: %s (%s, %d)",
                        be->device, seg_size, cudaGetErrorString(e), cudaGetErrorName(e), (int)e);
     return TB_FAIL(TB_ERR_DEVICE_OOM,
-                   "cuda:%d: out of memory: cannot allocate %zu bytes (%.1f MiB) even after "
-                   "emptying the cache (%zu bytes in use, %zu held from the device); try a "
-                   "smaller --batch-size", be->device, bytes, bytes / 1048576.0, a->in_use,
-                   a->reserved);
+                   "cuda:%d: out of memory: cannot allocate %zu bytes (%.1f MiB) %s (%zu bytes "
+                   "in use, %zu held from the device); try a smaller --batch-size", be->device,
+                   bytes, bytes / 1048576.0,
+                   a->capturing ? "during a graph capture, which cannot empty the cache"
+                                : "even after emptying the cache",
+                   a->in_use, a->reserved);
 }
 
 /* A new segment of seg_size bytes holding one free block (on no list).
@@ -468,6 +471,7 @@ int tb_cuda_dev_alloc(tb_backend *be, void **p, size_t bytes)
         TB_TRY(alloc_cached(be, bytes, &b));
     live_insert(a, b, bytes);
     b->graph = a->capturing;
+    b->cap_gen = a->capturing ? a->cap_gen : 0;
     *p = b->ptr;
     return TB_OK;
 }
@@ -511,7 +515,9 @@ static int graph_release(tb_backend *be, cuda_allocator *a)
 
 void tb_cuda_alloc_capture_begin(tb_backend *be)
 {
-    alloc_of(be)->capturing = 1;
+    cuda_allocator *a = alloc_of(be);
+    a->capturing = 1;
+    a->cap_gen++;
 }
 
 int tb_cuda_alloc_capture_end(tb_backend *be, int made)
@@ -562,8 +568,10 @@ int tb_cuda_dev_free(tb_backend *be, void *p)
     memmove(&a->live[i], &a->live[i + 1], (a->n_live - i - 1) * sizeof a->live[0]);
     a->n_live--;
     a->in_use -= b->requested;
-    if (a->capturing) {
-        /* the capture's later allocations may take it; no one else may */
+    if (a->capturing && b->cap_gen == a->cap_gen) {
+        /* allocated by this capture: its later allocations may take it (the
+         * graph replays them in this order); no one else may. A block from
+         * before the capture is held below: another live graph may use it */
         b->requested = 0;
         b->graph = 1;
         b->free_prev = NULL;
@@ -571,10 +579,11 @@ int tb_cuda_dev_free(tb_backend *be, void *p)
         a->cap_free = b;
         return TB_OK;
     }
-    if (b->graph && a->live_graphs > 0) {
+    if (a->capturing || (b->graph && a->live_graphs > 0)) {
         /* a graph may still write it: held, still allocated in its segment */
         a->held_bytes += b->requested;
         b->requested = 0;
+        b->graph = 1;
         b->free_prev = NULL;
         b->free_next = a->held;
         a->held = b;

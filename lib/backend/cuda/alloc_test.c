@@ -249,13 +249,19 @@ static void check_transient(tb_backend *be)
  * it still needs is allocated in relaxed capture mode. */
 static void check_graph_hold(tb_backend *be)
 {
-    void *before, *tmp, *other, *kept, *again, *scratch_p;
+    void *before, *tmp, *other, *kept, *again, *scratch_p, *pre, *pre_again;
     CHECK(be->dev_alloc(be, &before, 4096) == TB_OK, "alloc before the capture");
+    CHECK(be->dev_alloc(be, &pre, 8192) == TB_OK, "another, freed during the capture");
     tb_cuda_alloc_capture_begin(be);
     fake_capturing = 1;
+    /* a block from before the capture (another live graph may use it) is
+     * held, not handed to the capture's own allocations */
+    CHECK(be->dev_free(be, pre) == TB_OK &&
+              be->dev_alloc(be, &pre_again, 8192) == TB_OK && pre_again != pre,
+          "a block from before the capture, freed in it, is not reused in it");
     CHECK(be->dev_alloc(be, &tmp, 4096) == TB_OK, "a captured step's temporary");
     CHECK(be->dev_free(be, tmp) == TB_OK, "freed within the capture");
-    CHECK(in_use(be) == 4096, "held bytes are out of in_use: %zu", in_use(be));
+    CHECK(in_use(be) == 4096 + 8192, "held bytes are out of in_use: %zu", in_use(be));
     long m0 = fake_mallocs;
     CHECK(be->dev_alloc(be, &other, 4096) == TB_OK && other == tmp && fake_mallocs == m0,
           "the capture's freed temporary serves its next allocation of that size (as eager "
@@ -307,7 +313,7 @@ static void check_graph_hold(tb_backend *be)
     void *back;
     CHECK(be->dev_alloc(be, &back, 4096) == TB_OK && back == tmp,
           "the held blocks go back to the free lists");
-    void *ptrs[] = {back, reuse, small, bigger, again, kept};
+    void *ptrs[] = {back, reuse, small, bigger, again, kept, pre_again};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         be->dev_free(be, ptrs[i]);
     CHECK(in_use(be) == 0, "all freed: in use %zu", in_use(be));

@@ -69,8 +69,11 @@ typedef struct cuda_allocator {
     int live_graphs;
     cuda_block *held;         /* on free_next; each still marked allocated */
     size_t held_bytes;
-    cuda_block *cap_free;     /* freed during the capture in progress: reused by its later
-                                 allocations only (on free_next, marked allocated) */
+    cuda_block *cap_free;     /* allocated and freed during the capture in progress: reused
+                                 by its later allocations only (on free_next, marked
+                                 allocated) */
+    unsigned cap_gen;         /* captures begun so far: a block's cap_gen says which
+                                 capture allocated it (0: none) */
 } cuda_allocator;
 
 /* ---- grow-only device scratch (workspaces, temporaries) ---- */
