@@ -486,9 +486,7 @@ int main(int argc, char **argv)
     /* the command line as given, for the fingerprint (parsing takes the
      * flags out of argv) */
     char *given[64];
-    int ngiven = argc < 63 ? argc : 63;
-    memcpy(given, argv, (size_t)ngiven * sizeof *given);
-    given[ngiven] = NULL;
+    int ngiven = tb_flags_keep_argv(argc, argv, given, 64);
     /* only and skip stay NULL when not given: an empty --only= is refused,
      * not taken for every technique */
     const char *device = "auto", *out_dir = "", *only = NULL, *skip = NULL;

@@ -104,9 +104,7 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
     /* the command line as given, for the fingerprint: parsing takes the
      * flags out of argv */
     char *given[TB_MAX_ARGS + 1];
-    int ngiven = argc < TB_MAX_ARGS ? argc : TB_MAX_ARGS;
-    memcpy(given, argv, (size_t)ngiven * sizeof *given);
-    given[ngiven] = NULL;
+    int ngiven = tb_flags_keep_argv(argc, argv, given, TB_MAX_ARGS + 1);
     int describe = 0;
     tb_flag flags[7 + TB_MAX_EXTRA_FLAGS] = {
         {"device", TB_FLAG_STRING, &b->device_spec, "auto, cpu, cuda or cuda:N", NULL},

@@ -268,6 +268,15 @@ int tb_flag_check(const tb_flag *f)
     return TB_FAIL(TB_ERR_INVALID, "--%s=%s: %s (expected %s)", f->name, val, why, want);
 }
 
+int tb_flags_keep_argv(int argc, char *const *argv, char **out, int cap)
+{
+    int n = argc < cap - 1 ? argc : cap - 1;
+    for (int i = 0; i < n; i++)
+        out[i] = argv[i];
+    out[n] = NULL;
+    return n;
+}
+
 #define TB_FLAGS_MAX_SEEN 128 /* flags of one parse tracked for repeats */
 
 int tb_flags_parse(const tb_flag *flags, size_t nflags, int *argc, char **argv,

@@ -61,6 +61,11 @@ typedef struct tb_flag {
     const tb_flag_range *range; /* numeric kinds; NULL: what the type holds */
 } tb_flag;
 
+/* The command line as given, for a record of it (the fingerprint) taken
+ * after tb_flags_parse took the flags out of argv: up to cap - 1 of argv's
+ * pointers into out, then NULL. Returns how many. REQUIRES: cap >= 1. */
+int tb_flags_keep_argv(int argc, char *const *argv, char **out, int cap);
+
 /* Parses argv in place. Returns TB_OK, or TB_ERR_INVALID on an unknown flag
  * or bad value. *help_asked is set when --help or -h was seen (the caller
  * prints tb_flags_usage and exits 0). Flags starting with pass_prefix (e.g.

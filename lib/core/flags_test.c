@@ -158,6 +158,11 @@ int main(void)
               "twice %d: %s", k, tb_error_message());
         tb_error_clear();
     }
+    /* the command line kept as given, cut to what fits, NULL-terminated */
+    char *line[] = {"prog", "--pin", "pos", NULL}, *kept[3];
+    CHECK(tb_flags_keep_argv(3, line, kept, 3) == 2 && kept[0] == line[0] && kept[1] == line[1] &&
+              kept[2] == NULL,
+          "two of three kept in room for two");
     /* a boolean that may be left to "auto" (--conv-bias): every spelling */
     int tri = TB_FLAG_AUTO;
     tb_flag tf[] = {{"bias", TB_FLAG_BOOL_AUTO, &tri, "bias", NULL}};

@@ -227,11 +227,7 @@ static void caveat_text(const tb_report_pick *p, const tb_result_row *r, char *b
 {
     char flags[400];
     tb_report_flags_text(flags, sizeof flags, r, ~0);
-    if (tb_report_pick_apart(p, r)) {
-        size_t n = strlen(flags);
-        snprintf(flags + n, sizeof flags - n, "%smeasured with the CPUs apart (core-to-core "
-                 "%.0f ns, the run's least %.0f)", n ? "; " : "", r->xcore_ns, p->xcore_least);
-    }
+    tb_report_append_apart(p, r, "measured with the ", flags, sizeof flags);
     if (flags[0])
         snprintf(buf, cap, " Read with care: %s.", flags);
     else

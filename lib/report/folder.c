@@ -284,15 +284,15 @@ static const tb_json *producer(const tb_json *techs, const char *id)
     return NULL;
 }
 
-/* 1: another run wrote <id>.csv (the technique that writes it is not
- * among those the run finished); 0: this one did; -1: no state, or a
- * budget.json from before it named each technique's CSV. */
-static int state_says(const tb_report_folder *f, const tb_run_state *s, int plan_names_csvs,
+/* 1: another run wrote <id>.csv (the technique of plan that writes it is
+ * not among those the run finished); 0: this one did; -1: no state, or no
+ * plan (NULL: a budget.json from before it named each technique's CSV). */
+static int state_says(const tb_report_folder *f, const tb_run_state *s, const tb_json *plan,
                       const char *id)
 {
-    if (!f->have_state || !plan_names_csvs)
+    if (!f->have_state || !plan)
         return -1;
-    const tb_json *t = producer(tb_json_get(f->budget, "techniques"), id);
+    const tb_json *t = producer(plan, id);
     return t && tb_run_state_is_done(s, tb_json_get_string(t, "name", "")) ? 0 : 1;
 }
 
@@ -330,19 +330,22 @@ static void mark_earlier(tb_report_folder *f)
     tb_run_state *s = calloc(1, sizeof *s);
     if (!s)
         return; /* nothing to say is what a folder without a state gets too */
-    if (tb_outdir_join(f->results_dir, "run_state.fingerprint.json", path, sizeof path) !=
-            TB_OK ||
-        access(path, R_OK) != 0 || tb_fingerprint_load(path, &s->fp) != TB_OK) {
-        tb_error_clear(); /* no bench:all run here, or an unreadable state: nothing to say */
-        free(s);
-        return;
-    }
+    /* the state and the fingerprint the run started in (both files), else
+     * the fingerprint alone */
     if (tb_outdir_join(f->results_dir, TB_RUN_STATE_FILE, path, sizeof path) == TB_OK &&
         access(path, R_OK) == 0 && tb_run_state_load(f->results_dir, s) == TB_OK) {
         f->have_state = 1;
         f->complete = s->complete;
+    } else {
+        tb_error_clear();
+        memset(s, 0, sizeof *s);
+        if (tb_outdir_join(f->results_dir, TB_RUN_STATE_FP_FILE, path, sizeof path) != TB_OK ||
+            access(path, R_OK) != 0 || tb_fingerprint_load(path, &s->fp) != TB_OK) {
+            tb_error_clear(); /* no bench:all run here, or an unreadable state: nothing to say */
+            free(s);
+            return;
+        }
     }
-    tb_error_clear();
     const char *when = tb_fingerprint_get(&s->fp, "run.time_utc");
     if (!when || !strptime(when, "%Y-%m-%dT%H:%M:%SZ", &tm)) {
         free(s);
@@ -350,18 +353,20 @@ static void mark_earlier(tb_report_folder *f)
     }
     snprintf(f->run_started, sizeof f->run_started, "%s", when);
     time_t start = timegm(&tm);
-    /* a budget.json that names every technique's CSV (this build's) */
-    const tb_json *techs = f->budget ? tb_json_get(f->budget, "techniques") : NULL;
-    int named = techs && techs->len > 0;
-    for (size_t i = 0; techs && i < techs->len; i++)
-        named = named && tb_json_get(tb_json_at(techs, i), "results") != NULL;
+    /* the plan, where its budget.json names every technique's CSV (this
+     * build's); NULL otherwise */
+    const tb_json *plan = f->budget ? tb_json_get(f->budget, "techniques") : NULL;
+    int named = plan && plan->len > 0;
+    for (size_t i = 0; plan && i < plan->len; i++)
+        named = named && tb_json_get(tb_json_at(plan, i), "results") != NULL;
+    plan = named ? plan : NULL;
     for (int t = 0; t < f->ntech; t++)
-        csv_earlier(f, f->tech[t], start, state_says(f, s, named, f->tech[t]), f->earlier[t]);
-    csv_earlier(f, TB_REPORT_CEILINGS, start, state_says(f, s, named, TB_REPORT_CEILINGS),
+        csv_earlier(f, f->tech[t], start, state_says(f, s, plan, f->tech[t]), f->earlier[t]);
+    csv_earlier(f, TB_REPORT_CEILINGS, start, state_says(f, s, plan, TB_REPORT_CEILINGS),
                 f->earlier_ceilings);
-    csv_earlier(f, TB_REPORT_WATERFALL, start, state_says(f, s, named, TB_REPORT_WATERFALL),
+    csv_earlier(f, TB_REPORT_WATERFALL, start, state_says(f, s, plan, TB_REPORT_WATERFALL),
                 f->earlier_waterfall);
-    csv_earlier(f, TB_REPORT_TTA, start, state_says(f, s, named, TB_REPORT_TTA), f->earlier_tta);
+    csv_earlier(f, TB_REPORT_TTA, start, state_says(f, s, plan, TB_REPORT_TTA), f->earlier_tta);
     if (f->have_state)
         list_unfinished(f, s);
     free(s);

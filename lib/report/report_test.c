@@ -976,6 +976,15 @@ static void check_per_workload(const char *md)
     CHECK(strstr(md, "| alpha | fwd time") && !strstr(md, "| alpha ("));
 }
 
+/* rdir/budget.json with text (bench:all's plan), whole. */
+static void write_budget(const char *rdir, const char *text)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/budget.json", rdir);
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0, "cannot write %s", path);
+}
+
 /* A bench:all run that planned techniques it did not finish, with
  * budget.json naming each one's CSV: the findings name what is missing
  * (lambda, no CSV; gamma, an earlier run's CSV), and a CSV whose technique is not among the run's
@@ -986,7 +995,7 @@ static void check_per_workload(const char *md)
  * the forest say so beside the shown one. */
 static void test_run_state(const char *rdir)
 {
-    char path[4300], cmd[4400];
+    char cmd[4400];
     tb_results k;
     tb_results_init(&k);
     add_timed(&k, "kappa", "fp32", 1, "", NAN, "step time", 10.0, 1);
@@ -1014,21 +1023,15 @@ static void test_run_state(const char *rdir)
     CHECK_OK(tb_run_state_mark_done(st, "kappa_bin"));
     CHECK_OK(tb_run_state_save(st, rdir));
     free(st);
-    snprintf(path, sizeof path, "%s/budget.json", rdir);
-    FILE *bf = fopen(path, "w");
-    CHECK(bf != NULL);
-    if (bf) {
-        fputs("{\"schema\": \"tunebench-budget/1\", \"profile\": \"tiny\", \"limit_s\": 600, "
-              "\"budget_s\": 30, \"est_s\": 40, \"undeclared\": 0, \"over\": false, "
-              "\"allowed_over\": false, \"techniques\": ["
-              "{\"name\": \"ceilings\", \"results\": \"ceilings\", \"budget_s\": 10, \"est_s\": 10}, "
-              "{\"name\": \"alpha\", \"results\": \"alpha\", \"budget_s\": 10, \"est_s\": 10}, "
-              "{\"name\": \"kappa_bin\", \"results\": \"kappa\", \"budget_s\": 5, \"est_s\": 10}, "
-              "{\"name\": \"gamma\", \"results\": \"gamma\", \"budget_s\": 5, \"est_s\": 10}, "
-              "{\"name\": \"lambda\", \"results\": \"lambda\", \"budget_s\": 5, \"est_s\": 10}]}\n",
-              bf);
-        fclose(bf);
-    }
+    write_budget(rdir,
+          "{\"schema\": \"tunebench-budget/1\", \"profile\": \"tiny\", \"limit_s\": 600, "
+          "\"budget_s\": 30, \"est_s\": 40, \"undeclared\": 0, \"over\": false, "
+          "\"allowed_over\": false, \"techniques\": ["
+          "{\"name\": \"ceilings\", \"results\": \"ceilings\", \"budget_s\": 10, \"est_s\": 10}, "
+          "{\"name\": \"alpha\", \"results\": \"alpha\", \"budget_s\": 10, \"est_s\": 10}, "
+          "{\"name\": \"kappa_bin\", \"results\": \"kappa\", \"budget_s\": 5, \"est_s\": 10}, "
+          "{\"name\": \"gamma\", \"results\": \"gamma\", \"budget_s\": 5, \"est_s\": 10}, "
+          "{\"name\": \"lambda\", \"results\": \"lambda\", \"budget_s\": 5, \"est_s\": 10}]}\n");
     snprintf(cmd, sizeof cmd, "touch -d 2030-06-01 '%s'/*.csv", rdir);
     CHECK(system(cmd) == 0, "touch");
     CHECK_OK(tb_report_write_dir(rdir, NULL));
@@ -1111,18 +1114,12 @@ static void test_optional_sections(const char *rdir, const char *pdir)
     free(md);
 
     /* bench:all's plan: the report says which profile limit applied. */
-    char bpath[4200];
-    snprintf(bpath, sizeof bpath, "%s/budget.json", rdir);
-    FILE *bf = fopen(bpath, "w");
-    CHECK(bf != NULL);
-    if (bf) {
-        fputs("{\"schema\": \"tunebench-budget/1\", \"profile\": \"default\", "
-              "\"limit_s\": 900, \"budget_s\": 840, \"est_s\": 880, \"undeclared\": 1, "
-              "\"over\": false, \"allowed_over\": false, \"techniques\": ["
-              "{\"name\": \"ceilings\", \"budget_s\": 0, \"est_s\": 40}, "
-              "{\"name\": \"alpha\", \"budget_s\": 840, \"est_s\": 840}]}\n", bf);
-        fclose(bf);
-    }
+    write_budget(rdir,
+          "{\"schema\": \"tunebench-budget/1\", \"profile\": \"default\", "
+          "\"limit_s\": 900, \"budget_s\": 840, \"est_s\": 880, \"undeclared\": 1, "
+          "\"over\": false, \"allowed_over\": false, \"techniques\": ["
+          "{\"name\": \"ceilings\", \"budget_s\": 0, \"est_s\": 40}, "
+          "{\"name\": \"alpha\", \"budget_s\": 840, \"est_s\": 840}]}\n");
     tb_results w, t;
     tb_results_init(&w), tb_results_init(&t);
     tb_result_row r;
@@ -1230,15 +1227,11 @@ static void test_optional_sections(const char *rdir, const char *pdir)
 
     /* the gpu profile, chosen by --profile=auto: the report says so, and
      * that this CPU run's times say nothing about its H100 budgets */
-    bf = fopen(bpath, "w");
-    CHECK(bf != NULL);
-    if (bf) {
-        fputs("{\"schema\": \"tunebench-budget/1\", \"profile\": \"gpu\", "
-              "\"profile_auto\": true, \"limit_s\": 600, \"budget_s\": 523, \"est_s\": 599, "
-              "\"undeclared\": 0, \"over\": false, \"allowed_over\": false, "
-              "\"techniques\": []}\n", bf);
-        fclose(bf);
-    }
+    write_budget(rdir,
+          "{\"schema\": \"tunebench-budget/1\", \"profile\": \"gpu\", "
+          "\"profile_auto\": true, \"limit_s\": 600, \"budget_s\": 523, \"est_s\": 599, "
+          "\"undeclared\": 0, \"over\": false, \"allowed_over\": false, "
+          "\"techniques\": []}\n");
     CHECK_OK(tb_report_write_dir(rdir, pdir));
     md = slurp(path);
     CHECK(md && strstr(md, "Profile `gpu`, limit 600 s:") &&

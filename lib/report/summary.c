@@ -353,6 +353,17 @@ int tb_report_pick_apart(const tb_report_pick *p, const tb_result_row *r)
     return p->xcore_least > 0 && r->xcore_ns >= TB_REPORT_XCORE_STATES * p->xcore_least;
 }
 
+void tb_report_append_apart(const tb_report_pick *p, const tb_result_row *r, const char *lead,
+                            char *buf, size_t cap)
+{
+    if (!tb_report_pick_apart(p, r))
+        return;
+    size_t n = strlen(buf);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "%s%sCPUs apart (core-to-core %.0f ns, the run's least %.0f)",
+                 n ? "; " : "", lead, r->xcore_ns, p->xcore_least);
+}
+
 /* The flags cell: the shown row's own flags, except a busy machine, which
  * is said once for the whole technique (any of its rows busy). */
 static void summary_flags(const tb_report_pick *p, const tb_result_row *shown, char *buf,
@@ -362,11 +373,8 @@ static void summary_flags(const tb_report_pick *p, const tb_result_row *shown, c
     if (shown)
         tb_report_flags_text(own, sizeof own, shown, ~TB_FLAG_BUSY);
     /* the other machine state: compare it with rows of its own state */
-    if (shown && tb_report_pick_apart(p, shown)) {
-        size_t n = strlen(own);
-        snprintf(own + n, sizeof own - n, "%sCPUs apart (core-to-core %.0f ns, the run's least "
-                 "%.0f)", n ? "; " : "", shown->xcore_ns, p->xcore_least);
-    }
+    if (shown)
+        tb_report_append_apart(p, shown, "", own, sizeof own);
     if (p->earlier[0])
         snprintf(buf, cap, "FROM AN EARLIER RUN (%s)%s%s", p->earlier, own[0] ? "; " : "",
                  own);

@@ -74,6 +74,12 @@ typedef struct tb_report_pick {
  * xcore_ns TB_REPORT_XCORE_STATES times the run's least or more. */
 int tb_report_pick_apart(const tb_report_pick *p, const tb_result_row *r);
 
+/* When row r of p was measured in the other machine state, appends to buf
+ * ("; " first when buf is not empty) lead and "CPUs apart (core-to-core N
+ * ns, the run's least M)"; else leaves buf as it is. */
+void tb_report_append_apart(const tb_report_pick *p, const tb_result_row *r, const char *lead,
+                            char *buf, size_t cap);
+
 /* "" when no setting of p other than the shown one DIFFERS; else
  * "setting 'fp16' DIFFERS (max rel err 0.072 > 0.02)": the summary shows
  * one setting, and a reader must not take its verdict for the

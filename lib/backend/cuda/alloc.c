@@ -520,6 +520,18 @@ void tb_cuda_alloc_capture_begin(tb_backend *be)
     a->cap_gen++;
 }
 
+/* b, freed while a graph may use it, onto *list (the capture's own
+ * cap_free, or held): still marked allocated in its segment, so no
+ * neighbour merges with it and no other allocation takes it. */
+static void park(cuda_block *b, cuda_block **list)
+{
+    b->requested = 0;
+    b->graph = 1;
+    b->free_prev = NULL;
+    b->free_next = *list;
+    *list = b;
+}
+
 int tb_cuda_alloc_capture_end(tb_backend *be, int made)
 {
     cuda_allocator *a = alloc_of(be);
@@ -528,8 +540,7 @@ int tb_cuda_alloc_capture_end(tb_backend *be, int made)
         cuda_block *b = a->cap_free;
         a->cap_free = b->free_next;
         a->held_bytes += b->size;
-        b->free_next = a->held;
-        a->held = b;
+        park(b, &a->held);
     }
     if (made)
         a->live_graphs++;
@@ -572,21 +583,13 @@ int tb_cuda_dev_free(tb_backend *be, void *p)
         /* allocated by this capture: its later allocations may take it (the
          * graph replays them in this order); no one else may. A block from
          * before the capture is held below: another live graph may use it */
-        b->requested = 0;
-        b->graph = 1;
-        b->free_prev = NULL;
-        b->free_next = a->cap_free;
-        a->cap_free = b;
+        park(b, &a->cap_free);
         return TB_OK;
     }
     if (a->capturing || (b->graph && a->live_graphs > 0)) {
-        /* a graph may still write it: held, still allocated in its segment */
-        a->held_bytes += b->requested;
-        b->requested = 0;
-        b->graph = 1;
-        b->free_prev = NULL;
-        b->free_next = a->held;
-        a->held = b;
+        /* a graph may still write it: held */
+        a->held_bytes += b->size;
+        park(b, &a->held);
         return TB_OK;
     }
     return give_back(be, a, b);

@@ -68,7 +68,7 @@ typedef struct cuda_allocator {
     int capturing;
     int live_graphs;
     cuda_block *held;         /* on free_next; each still marked allocated */
-    size_t held_bytes;
+    size_t held_bytes;        /* the held blocks' sizes */
     cuda_block *cap_free;     /* allocated and freed during the capture in progress: reused
                                  by its later allocations only (on free_next, marked
                                  allocated) */
