@@ -467,7 +467,8 @@ static void gb_arm_fn(tbb_state *st, void *user)
     arm_job *job = user;
     const tb_arm *arm = job->arm;
     job->rc = TB_OK;
-    if (arm->prepare && (job->rc = arm->prepare(arm->user)) != TB_OK) {
+    if ((arm->prepare && (job->rc = arm->prepare(arm->user)) != TB_OK) ||
+        (arm->resume && (job->rc = arm->resume(arm->user)) != TB_OK)) {
         tbb_skip_with_error(st, tb_error_message());
         return;
     }
@@ -503,6 +504,8 @@ static int warm_up(const tb_rounds_cfg *cfg, const tb_arm *arm, long *units_run,
     *units_run = 0;
     if (arm->prepare)
         TB_TRY(arm->prepare(arm->user));
+    if (arm->resume)
+        TB_TRY(arm->resume(arm->user));
     for (;;) {
         double s = 0;
         TB_TRY(arm->run(arm->user, batch, &s));

@@ -100,6 +100,11 @@ typedef struct tb_arm {
      * cfg->rounds_per_build rounds. NULL: the arm is never rebuilt (one
      * build; with a prepare hook every round is a build of its own). */
     int (*rebuild)(void *user);
+    /* Brings the arm's state back before each of its repetitions and its
+     * warm-up, untimed, after prepare: state it gave up while other arms
+     * ran (a parked trainer's activations, step_harness.c). Not a build:
+     * the rounds between rebuilds stay rounds of one build. NULL: nothing. */
+    int (*resume)(void *user);
 } tb_arm;
 
 /* The most child processes an experiment's arms may run in (cfg->own_pid). */

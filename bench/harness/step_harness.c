@@ -98,6 +98,9 @@ typedef struct setting_state {
     long skipped, skipped_again;
     float scale0, check_scale;
     double peak_bytes;
+    double kept_bytes;        /* what its check's trainer held parked (tb_trainer_park):
+                                 its parameters, gradients, optimizer state; 0: not
+                                 measured (it may not park: can_park) */
     int steps;                /* steps of its check (per-sample techniques: its own) */
     double flops_per_sample;  /* its model's, fwd+bwd (lib/nn/flops.h), or the forward's
                                  alone for a forward-only unit; 0: unknown */
@@ -118,6 +121,8 @@ typedef struct step_arm {
     step_run *run;
     int idx;                  /* setting */
     int alone;                /* 1: rebuilt every round, one such arm alive at a time */
+    int parked;               /* 1: alive, parked while other arms run (TB_ARM_PARKED),
+                                 one such arm unparked at a time */
     tb_step_ctx ctx;          /* ctx.t NULL: not built (yet, or any more) */
 } step_arm;
 
@@ -154,11 +159,11 @@ struct step_run {
     tb_step_plan plan;
     step_arm *arms;           /* (plan.n_arms) */
     tb_arm *tarms;            /* (plan.n_arms) what the engine runs */
-    int *alone;               /* (plan.n_arms) 1: that arm is rebuilt every round
-                                 (tb_step_plan_alone, or every arm: rebuild_each_round,
-                                 a prepare hook) */
-    int n_alone;              /* how many are */
-    step_arm *live;           /* of those, the arm whose trainer is alive */
+    int *alone;               /* (plan.n_arms) TB_ARM_*: that arm is rebuilt every round
+                                 (tb_step_plan_park, or every arm: rebuild_each_round,
+                                 a prepare hook), or parked between its repetitions */
+    int n_alone;              /* how many are not TB_ARM_ALIVE */
+    step_arm *live;           /* of those, the arm whose trainer is alive (unparked) */
 };
 
 /* ---- building one setting's trainer ---- */
@@ -461,6 +466,16 @@ static int test_loss_scaling(tb_trainer *t)
     return TB_OK;
 }
 
+static int any_prepare(const tb_step_technique *t);
+
+/* Whether the technique's arms may park (tb_step_plan_park): not where
+ * every round must build afresh (rebuild_each_round) or a prepare hook
+ * sets process-wide state that trainers alive together would share. */
+static int can_park(const step_run *r)
+{
+    return !r->tech->rebuild_each_round && !any_prepare(r->tech);
+}
+
 /* Setting idx's trainer for a check, its initial weights moved by the
  * rounding control's draw nudge - 1 (tb_control_seed) when nudge > 0; with
  * loss scaling, its scale the one the setting's checks begin from. */
@@ -496,8 +511,9 @@ static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge
 {
     tb_backend *be = r->b.be;
     tb_step_ctx c;
-    size_t in_use = 0, peak = 0;
+    size_t in_use = 0, peak = 0, in_use0 = 0;
     float *w0 = NULL;
+    TB_TRY(be->mem_stats(be, &in_use0, NULL));
     TB_TRY(be->mem_reset_peak(be));
     int rc = check_open(r, idx, nudge, &c);
     float scale_start = rc == TB_OK ? c.t->scaler.scale : 0;
@@ -528,6 +544,16 @@ static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge
     }
     if (rc == TB_OK && with_note && r->tech->check_note)
         rc = r->tech->check_note(&c, r->st[idx].note, sizeof r->st[idx].note);
+    /* what its trainer would hold parked (tb_step_plan_park): after
+     * everything else, since parking frees the activations */
+    if (rc == TB_OK && !nudge && with_note && can_park(r)) {
+        size_t kept = 0;
+        rc = tb_trainer_park(c.t);
+        if (rc == TB_OK)
+            rc = be->mem_stats(be, &kept, NULL);
+        if (rc == TB_OK)
+            r->st[idx].kept_bytes = kept > in_use0 ? (double)(kept - in_use0) : 0;
+    }
     if (rc == TB_OK && with_note && c.own_verdict) {
         r->st[idx].own_verdict = 1;
         r->st[idx].own = c.own;
@@ -791,9 +817,9 @@ static int check_all(step_run *r)
         if (!s->na && t->settings[i].base == i)
             TB_TRY(mark_na(r, i, check_run(r, i, &s->loss_again, 0, 0)));
         if (!s->na)
-            fprintf(stderr, "%s: check %-24s loss at step %d %.9g, peak %.1f MiB%s\n",
-                    t->desc.name, t->settings[i].name, s->steps, s->loss,
-                    s->peak_bytes / 1048576.0,
+            fprintf(stderr, "%s: check %-24s loss at step %d %.9g, peak %.1f MiB (%.1f "
+                    "parked)%s\n", t->desc.name, t->settings[i].name, s->steps, s->loss,
+                    s->peak_bytes / 1048576.0, s->kept_bytes / 1048576.0,
                     s->skipped ? " (its loss scaler skipped steps: checked again, see its note)"
                                : "");
     }
@@ -802,6 +828,25 @@ static int check_all(step_run *r)
 }
 
 /* ---- timing: one interleaved experiment (bench/harness/rounds.h) ---- */
+
+/* Before arm a's trainer is built or unparked: the one arm of the others
+ * rebuilt every round or parked that is alive closes or parks, so that one
+ * such trainer at a time holds its activations. */
+static int make_room(step_arm *a)
+{
+    step_run *r = a->run;
+    if (!a->alone && !a->parked)
+        return TB_OK;
+    step_arm *l = r->live;
+    r->live = a;
+    if (!l || l == a || !l->ctx.t)
+        return TB_OK;
+    if (l->alone) {
+        ctx_close(&l->ctx);
+        return TB_OK;
+    }
+    return tb_trainer_park(l->ctx.t);
+}
 
 /* Builds arm a's trainer when it has none, warmed up by the profile's few
  * units (the engine's own warm-up, until unit times settle, comes on top
@@ -812,11 +857,7 @@ static int arm_open(step_arm *a)
     step_run *r = a->run;
     if (a->ctx.t)
         return TB_OK;
-    if (a->alone) {
-        if (r->live && r->live != a)
-            ctx_close(&r->live->ctx);
-        r->live = a;
-    }
+    TB_TRY(make_room(a));
     int rc = ctx_open(r, a->idx, &a->ctx);
     if (rc != TB_OK) {
         ctx_close(&a->ctx);
@@ -844,6 +885,29 @@ static int arm_rebuild(void *user)
     step_arm *a = user;
     ctx_close(&a->ctx);
     return arm_open(a);
+}
+
+/* The engine's resume for a parked arm (TB_ARM_PARKED): the arm alive
+ * before it parks, its activations come back, and one unit runs untimed
+ * where the unit is a step (its first touches the new memory and, with
+ * CUDA graphs, captures again: the warm-up ran at the build), so that
+ * the repetition times steps as an arm alive throughout would. Every arm
+ * of a parked group is resumed alike. An epoch's unit is left alone (its
+ * loader's epochs are its own; its first step's share is one of many). */
+static int arm_resume(void *user)
+{
+    step_arm *a = user;
+    if (!a->ctx.t)
+        return arm_open(a);
+    if (!a->ctx.t->parked)
+        return TB_OK;
+    TB_TRY(make_room(a));
+    TB_TRY(tb_trainer_unpark(a->ctx.t));
+    if (a->run->tech->metric != TB_METRIC_STEP)
+        return TB_OK;
+    float loss;
+    TB_TRY(run_unit(&a->ctx, &loss));
+    return tb_trainer_sync(a->ctx.t);
 }
 
 typedef struct unit_run {
@@ -886,12 +950,17 @@ static int plan_arms(step_run *r)
     const tb_step_technique *t = r->tech;
     size_t n = t->n_settings > 0 ? (size_t)t->n_settings : 1;
     int *base = calloc(n, sizeof *base), *timed = calloc(n, sizeof *timed);
-    double *peak = calloc(n, sizeof *peak);
-    int rc = base && timed && peak ? TB_OK : TB_FAIL(TB_ERR_NOMEM, "out of memory planning arms");
+    double *peak = calloc(n, sizeof *peak), *kept = calloc(n, sizeof *kept);
+    int *graphs = calloc(n, sizeof *graphs);
+    int rc = base && timed && peak && kept && graphs
+                 ? TB_OK : TB_FAIL(TB_ERR_NOMEM, "out of memory planning arms");
     for (int i = 0; i < t->n_settings && rc == TB_OK; i++) {
         base[i] = t->settings[i].base;
         timed[i] = !r->st[i].na;
         peak[i] = r->st[i].peak_bytes;
+        kept[i] = r->st[i].kept_bytes;
+        tb_config c = setting_config(r, i);
+        graphs[i] = tb_trainer_graph_settle_steps(&c) > 0;
     }
     if (rc == TB_OK)
         rc = tb_step_plan_make(base, timed, t->n_settings, &r->plan);
@@ -917,15 +986,17 @@ static int plan_arms(step_run *r)
             rc = TB_FAIL(TB_ERR_NOMEM, "out of memory planning %d arms", n_arms);
         } else if (t->rebuild_each_round || any_prepare(t)) {
             for (int a = 0; a < n_arms; a++)
-                r->alone[a] = 1;
+                r->alone[a] = TB_ARM_REBUILT;
             r->n_alone = n_arms;
         } else {
-            r->n_alone = tb_step_plan_alone(&r->plan, peak, limit, r->alone);
+            r->n_alone = tb_step_plan_park(&r->plan, peak, kept, graphs, limit, r->alone);
         }
     }
     free(base);
     free(timed);
     free(peak);
+    free(kept);
+    free(graphs);
     return rc;
 }
 
@@ -957,17 +1028,20 @@ static int make_arms(step_run *r)
         step_arm *sa = &r->arms[a];
         sa->run = r;
         sa->idx = r->plan.arm_setting[a];
-        sa->alone = r->alone[a];
+        sa->alone = r->alone[a] == TB_ARM_REBUILT;
+        sa->parked = r->alone[a] == TB_ARM_PARKED;
         char *name = malloc(16);
         if (!name)
             return TB_FAIL(TB_ERR_NOMEM, "out of memory for arm names");
         /* the names the Google Benchmark JSON had before the rounds */
         snprintf(name, 16, "%s%02d", r->plan.arm_aa[a] ? "again" : "set", sa->idx);
         /* rebuilt every round (prepare), or kept alive and rebuilt every
-         * rounds_per_build rounds (rebuild) */
+         * rounds_per_build rounds (rebuild), unparked before each of its
+         * repetitions where parked (resume) */
         r->tarms[a] = (tb_arm){name, r->plan.arm_base[a], r->plan.arm_aa[a], arm_run,
                                sa->alone ? arm_rebuild : NULL, sa,
-                               sa->alone ? NULL : arm_rebuild};
+                               sa->alone ? NULL : arm_rebuild,
+                               sa->parked ? arm_resume : NULL};
     }
     return TB_OK;
 }
@@ -1043,8 +1117,15 @@ static int time_all(step_run *r, tb_rounds_result *res)
     TB_TRY(tb_outdir_join(r->b.od.results, name, path, sizeof path));
     TB_TRY(tb_bench_reserve_tmp(path, tmp, sizeof tmp));
     cfg.gbench_json = tmp;
-    char how[128];
-    if (r->n_alone == r->plan.n_arms)
+    char how[192];
+    int parked = 0;
+    for (int a = 0; a < r->plan.n_arms; a++)
+        parked += r->arms[a].parked;
+    if (parked > 0)
+        snprintf(how, sizeof how, "%d of them parked between their repetitions, their "
+                 "activations freed, one unparked at a time: not all fit in memory whole; "
+                 "trainers rebuilt every %d rounds", parked, cfg.rounds_per_build);
+    else if (r->n_alone == r->plan.n_arms)
         snprintf(how, sizeof how, "rebuilt every round");
     else if (r->n_alone > 0)
         snprintf(how, sizeof how, "%d of them rebuilt every round, one at a time, the others "

@@ -46,4 +46,25 @@ void tb_step_plan_free(tb_step_plan *p);
 int tb_step_plan_alone(const tb_step_plan *p, const double *peak_bytes, double limit_bytes,
                        int *alone);
 
+/* What becomes of an arm's trainer across the rounds. */
+enum { TB_ARM_ALIVE, TB_ARM_REBUILT, TB_ARM_PARKED };
+
+/* Parking before rebuilding: an arm whose trainer cannot stay alive whole
+ * can still stay alive parked (lib/train/train.h, tb_trainer_park: its
+ * activations freed while other arms run, brought back before each of its
+ * repetitions), holding only kept_bytes (per setting: its parameters,
+ * gradients and optimizer state; <= 0: not known, then it cannot park).
+ * The groups tb_step_plan_alone sends away park instead, one of them
+ * unparked at a time, where the arms left alive, every parked arm's kept
+ * bytes and the largest parked arm's activations fit in limit_bytes; when
+ * they do not, or when an arm left alive captures CUDA graphs (graphs[i]
+ * nonzero for setting i: a block its capture used stays held while any
+ * graph lives, lib/backend/cuda/alloc.c, so activations parked beside it
+ * would never be freed), every group parks if that fits; else the groups
+ * go as tb_step_plan_alone says (rebuilt every round). Whole groups
+ * again: the arms of one comparison are treated alike. Fills
+ * mode[n_arms] with TB_ARM_*; returns how many are not TB_ARM_ALIVE. */
+int tb_step_plan_park(const tb_step_plan *p, const double *peak_bytes, const double *kept_bytes,
+                      const int *graphs, double limit_bytes, int *mode);
+
 #endif

@@ -60,6 +60,33 @@ static void test_two_groups(void)
     CHECK(tb_step_plan_alone(&p, peak, 79, alone) == 6, "79: every arm rebuilt");
     CHECK(tb_step_plan_alone(&p, peak, 10, alone) == 6, "10: every arm rebuilt (none fits: "
           "the checks say so)");
+
+    /* parking: settings keep 2, 4, 6, -, 8 bytes parked (group 0's arms
+     * 2 + 4 + 2, group 2's 6 + 8 + 6) */
+    const double kept[] = {2, 4, 6, 0, 8};
+    const double unknown[] = {2, 4, 0, 0, 8};
+    const int no_graphs[] = {0, 0, 0, 0, 0}, graph0[] = {0, 1, 0, 0, 0};
+    int mode[6];
+    CHECK(tb_step_plan_park(&p, peak, kept, no_graphs, 140, mode) == 0, "140: all alive");
+    /* 100: group 2 parks: 40 alive + 20 kept + its largest activations 32 = 92 */
+    CHECK(tb_step_plan_park(&p, peak, kept, no_graphs, 100, mode) == 3, "100: one group parked");
+    CHECK(mode[0] == TB_ARM_ALIVE && mode[1] == TB_ARM_PARKED && mode[2] == TB_ARM_ALIVE &&
+              mode[3] == TB_ARM_PARKED && mode[4] == TB_ARM_ALIVE && mode[5] == TB_ARM_PARKED,
+          "100: baseline 2's group parked, baseline 0's alive");
+    /* 70: 92 does not fit; all parked: 28 kept + 32 = 60 do */
+    CHECK(tb_step_plan_park(&p, peak, kept, no_graphs, 70, mode) == 6, "70: every arm parked");
+    for (int a = 0; a < 6; a++)
+        CHECK(mode[a] == TB_ARM_PARKED, "70: arm %d parked", a);
+    /* 59: nothing parked fits: rebuilt as tb_step_plan_alone says */
+    CHECK(tb_step_plan_park(&p, peak, kept, no_graphs, 59, mode) == 6, "59: every arm rebuilt");
+    CHECK(mode[0] == TB_ARM_REBUILT && mode[5] == TB_ARM_REBUILT, "59: rebuilt, not parked");
+    /* a graph in the group left alive: every group parks */
+    CHECK(tb_step_plan_park(&p, peak, kept, graph0, 100, mode) == 6, "100, graphs alive: all park");
+    CHECK(mode[0] == TB_ARM_PARKED && mode[2] == TB_ARM_PARKED, "100, graphs: group 0 parked too");
+    /* a parked arm's kept bytes unknown: rebuilt */
+    CHECK(tb_step_plan_park(&p, peak, unknown, no_graphs, 100, mode) == 3, "unknown: 3 away");
+    CHECK(mode[1] == TB_ARM_REBUILT && mode[0] == TB_ARM_ALIVE, "unknown kept bytes: rebuilt");
+    CHECK(tb_step_plan_park(&p, peak, kept, NULL, 0, mode) == 0, "no limit: all alive");
     tb_step_plan_free(&p);
 }
 

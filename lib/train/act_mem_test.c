@@ -120,6 +120,58 @@ static void test_no_grad(tb_backend *be, const data_pair *d, const char *name)
     tb_error_clear();
 }
 
+/* Parking (tb_trainer_park): a trainer that gave its activations back
+ * between epochs trains on as one that never did, to the bit; parked, it
+ * holds less memory and refuses to step; unparked twice, or parked twice,
+ * nothing changes. With checkpointing too (its scratch stays). */
+static void test_park(tb_backend *be, const data_pair *d, const char *name, int ckpt)
+{
+    tb_config c;
+    base_config(&c, d);
+    c.checkpointing = ckpt;
+    tb_trainer *a, *b;
+    tb_epoch_stats es;
+    char what[160];
+    float loss;
+    size_t before = 0, parked = 0, after = 0;
+    if (make(&c, be, d, &a) != TB_OK || make(&c, be, d, &b) != TB_OK) {
+        CHECK_WHAT(0, tb_error_message());
+        return;
+    }
+    int rc = tb_train_epoch(a, 0, &es);
+    rc = rc == TB_OK ? tb_train_epoch(b, 0, &es) : rc;
+    rc = rc == TB_OK ? be->mem_stats(be, &before, NULL) : rc;
+    rc = rc == TB_OK ? tb_trainer_park(a) : rc;
+    rc = rc == TB_OK ? tb_trainer_park(a) : rc;
+    rc = rc == TB_OK ? be->mem_stats(be, &parked, NULL) : rc;
+    snprintf(what, sizeof what, "%s%s parked: less memory held (%zu -> %zu bytes)", name,
+             ckpt ? " checkpointing" : "", before, parked);
+    CHECK_WHAT(rc == TB_OK && parked < before, what);
+    snprintf(what, sizeof what, "%s%s parked: a step is refused", name, ckpt ? " checkpointing" : "");
+    CHECK_WHAT(rc == TB_OK && tb_trainer_step(a, &loss) == TB_ERR_INVALID, what);
+    tb_error_clear();
+    rc = rc == TB_OK ? tb_trainer_unpark(a) : rc;
+    rc = rc == TB_OK ? tb_trainer_unpark(a) : rc;
+    rc = rc == TB_OK ? be->mem_stats(be, &after, NULL) : rc;
+    snprintf(what, sizeof what, "%s%s unparked: the memory back (%zu bytes)", name,
+             ckpt ? " checkpointing" : "", after);
+    CHECK_WHAT(rc == TB_OK && after == before, what);
+    rc = rc == TB_OK ? tb_train_epoch(a, 1, &es) : rc;
+    rc = rc == TB_OK ? tb_train_epoch(b, 1, &es) : rc;
+    float *wa = rc == TB_OK ? host_copy(be, a->model->flat_w, a->model->numel) : NULL;
+    float *wb = rc == TB_OK ? host_copy(be, b->model->flat_w, b->model->numel) : NULL;
+    snprintf(what, sizeof what, "%s%s training after a park and an unpark: weights bitwise equal",
+             name, ckpt ? " checkpointing" : "");
+    CHECK_WHAT(wa && wb && !memcmp(wa, wb, a->model->numel * sizeof *wa), what);
+    free(wa);
+    free(wb);
+    /* a parked trainer is destroyed whole (the sanitizers' run sees a leak) */
+    CHECK_WHAT(tb_trainer_park(b) == TB_OK, "parked before its destruction");
+    tb_trainer_destroy(a);
+    tb_trainer_destroy(b);
+    tb_error_clear();
+}
+
 typedef struct ckpt_run {
     float *w, *g;         /* host copies after the steps */
     size_t numel;
@@ -218,6 +270,9 @@ int main(void)
         return tb_error_print(stderr), 1;
     test_no_grad(be, &small, "small_cnn");
     test_no_grad(be, &wide, "wide_cnn");
+    test_park(be, &small, "small_cnn", 0);
+    test_park(be, &wide, "wide_cnn", 0);
+    test_park(be, &wide, "wide_cnn", 1);
     test_checkpointing(be, &small, "small_cnn");
     test_checkpointing(be, &wide, "wide_cnn");
     report_batch256(be, &big);

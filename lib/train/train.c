@@ -531,6 +531,8 @@ static int step(tb_trainer *t, int roll_over, int read, tb_epoch_stats *st, doub
 {
     int accum = t->cfg.accum_steps;
     float step_loss = 0;
+    if (t->parked)
+        return TB_FAIL(TB_ERR_INVALID, "a step of a parked trainer: tb_trainer_unpark it first");
     if (t->trace)
         t->trace->step = t->steps;
     TB_TRY(tb_model_zero_grad(t->model, t->cfg.grads_to_none));
@@ -616,6 +618,31 @@ int tb_trainer_step(tb_trainer *t, float *loss)
 int tb_trainer_sync(tb_trainer *t)
 {
     return t->be->sync(t->be);
+}
+
+int tb_trainer_park(tb_trainer *t)
+{
+    if (t->parked)
+        return TB_OK;
+    TB_TRY(tb_trainer_sync(t));
+    TB_TRY(tb_train_graphs_drop(t)); /* before the buffers they write go */
+    TB_TRY(tb_model_set_no_grad(t->model, 1));
+    t->parked = 1;
+    return TB_OK;
+}
+
+int tb_trainer_unpark(tb_trainer *t)
+{
+    if (!t->parked)
+        return TB_OK;
+    int rc = tb_model_set_no_grad(t->model, 0);
+    if (rc != TB_OK) {
+        /* what it did allocate goes back: parked as before, whole */
+        (void)tb_model_set_no_grad(t->model, 1);
+        return rc;
+    }
+    t->parked = 0;
+    return TB_OK;
 }
 
 int tb_trainer_graph_settle_steps(const tb_config *c)
@@ -795,6 +822,8 @@ static int eval_batch(tb_trainer *t, const tb_batch *b, float *host_logits, tb_e
 int tb_trainer_evaluate(tb_trainer *t, tb_eval_stats *st)
 {
     memset(st, 0, sizeof *st);
+    if (t->parked)
+        return TB_FAIL(TB_ERR_INVALID, "evaluating a parked trainer: tb_trainer_unpark it first");
     double t0 = tb_clock_s();
     size_t bytes = (size_t)eval_chunk_rows(t) * t->model->classes * sizeof(float);
     float *host_logits = malloc(bytes);

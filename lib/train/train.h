@@ -90,6 +90,7 @@ typedef struct tb_trainer {
                                  backward writes the gradients, 1: adds); NULL before */
     float graph_scale;        /* the loss scale both captures were made with */
     int graph_warm;           /* warm-up micro-batches run before the capture */
+    int parked;               /* 1: its activations freed (tb_trainer_park) */
 } tb_trainer;
 
 typedef struct tb_epoch_stats {
@@ -186,6 +187,22 @@ int tb_trainer_next_batch(tb_trainer *t, tb_batch *b);
 
 /* Waits until the device has finished every step queued so far. */
 int tb_trainer_sync(tb_trainer *t);
+
+/* Parking: a trainer that waits its turn beside others gives back its
+ * activation memory (every layer's outputs and backward buffers: what
+ * PyTorch frees at the end of each step) and keeps its parameters,
+ * gradients, optimizer and loss-scaler state, loader and algorithm
+ * choices. tb_trainer_park waits for the device, drops its CUDA graphs
+ * (they baked in the activations' addresses; the next step after
+ * tb_trainer_unpark captures again, past the warm-up it already ran) and
+ * frees the activations; tb_trainer_unpark allocates them again (from the
+ * CUDA allocator's cache, where the freed blocks wait). Training after a
+ * park and an unpark is the training without them, to the bit. A parked
+ * trainer refuses to step or evaluate (TB_ERR_INVALID); destroying one is
+ * fine. Both are no-ops in the state they would reach. Errors: the
+ * device's; TB_ERR_DEVICE_OOM from tb_trainer_unpark (it stays parked). */
+int tb_trainer_park(tb_trainer *t);
+int tb_trainer_unpark(tb_trainer *t);
 
 /* Steps a freshly built trainer of configuration c runs before every one
  * of its steps is a graph replay: with --cuda-graphs, the warm-up
