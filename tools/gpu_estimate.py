@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gpu_estimate.py - how long bench:all --profile=gpu should take on one H100/H200.
+"""gpu_estimate.py - how long bench:all --profile=gpu should take on one H100 (and H200).
 
 An ESTIMATE, not a measurement: a cost model of the step harness and the op
 sweeps (bench/harness/step_harness.c, opbench.c, rounds.c) whose constants come
@@ -9,7 +9,9 @@ profile that run used (full's row: 3 warm-up steps per build, 6 settling probes,
 2-step repetitions) it must reproduce the measured wall times of the techniques
 it ran; then it predicts the whole profile with the gpu profile's own row.
 
-    python3 tools/gpu_estimate.py            # per technique, then the total
+    python3 tools/gpu_estimate.py            # per technique on one H100 80GB, the total,
+                                             # then the H200's total
+    python3 tools/gpu_estimate.py --device=h200   # per technique on one H200
     python3 tools/gpu_estimate.py --check    # the model against the H200 run
 
 Per workload of a step technique (seconds):
@@ -25,9 +27,16 @@ Per workload of a step technique (seconds):
     tuning  an arm with the conv autotuner on searches cuDNN's algorithms
             afresh in every build (its check, its warm-up, its rebuilds):
             TUNE_S a build (an assumption, below)
-A technique whose trainers cannot all be alive (checkpointing's GPT-2 arms, the
-allocator's prepare hook) rebuilds every arm every round instead. The
-waterfall adds its time-to-accuracy runs (TTA_RUNS of TTA_RUN_S).
+Memory decides how each group of arms (a baseline, the arms compared with
+it, its A/A copy) lives across the rounds, as bench/harness/step_plan.c
+does (tb_step_plan_park) with the check's peaks measured on the H200 and
+85% of the device's memory: alive (the costs above); parked (alive with
+its activations freed while other arms run: before each of its slots in a
+round, an unpark and one untimed step, UNPARK_S + a step, and a CUDA
+graph's capture again, CAPTURE_S); or rebuilt every round (a prepare hook:
+the allocator's policy; or where parked arms do not fit either): every arm
+built afresh every round. The waterfall adds its time-to-accuracy runs
+(TTA_RUNS of TTA_RUN_S).
 """
 import math
 import sys
@@ -53,6 +62,29 @@ AFTER_STEPS_S = {"waterfall": TTA_RUNS * TTA_RUN_S}   # its time-to-accuracy par
 BUILD_ALONE_S = 1.5  # one alive at a time: the last trainer's memory freed first (checkpointing's
                      # rounds of 6 GPT-2 arms: 16 s, 7.2 s of it steps)
 MIN_ROUNDS = 5
+# memory (GiB): the check's peaks of the H200 run (profile.log: "peak ... MiB"),
+# per workload kind for its fp32 arms; entries give other arms' own
+PEAK_GIB = {"resnet50": 18.62, "resnet50_epoch": 18.96, "gpt2": 10.30, "gpt2_epoch": 10.55,
+            "gpt2x4": 35.36, "small_cnn": 0.1, "small_cnn_epoch": 0.1}
+R50_AMP, GPT2_AMP = 21.36, 10.76  # bf16/fp16 autocast's peaks there
+# what a parked trainer keeps (not measured on a GPU: from the parameter
+# counts): weights, gradients and the optimizer's state in fp32 (ResNet-50's
+# 25.6M with SGD's momentum, GPT-2's 124.4M with AdamW's two moments), plus
+# 0.5 GiB for its batch staging, loss buffers and conv workspace (an
+# assumption)
+KEPT_GIB = {"resnet50": 25.6e6 * 4 * 3 / 2**30 + 0.5, "gpt2": 124.4e6 * 4 * 4 / 2**30 + 0.5}
+KEPT_GIB.update({"resnet50_epoch": KEPT_GIB["resnet50"], "gpt2_epoch": KEPT_GIB["gpt2"],
+                 "gpt2x4": KEPT_GIB["gpt2"], "small_cnn": 0.05, "small_cnn_epoch": 0.05})
+# cudaMemGetInfo's total on each (GiB); the step harness keeps arms alive in 85% of it
+DEVICES = {"h100": ("one H100 80GB HBM3", 79.65), "h200": ("one H200", 140.4)}
+SHARE = 0.85
+# not measured on a GPU (assumptions): an unpark takes its activations'
+# blocks back from the caching allocator (no cudaMalloc) and waits for the
+# device; a graph's capture again records one step's launches and
+# instantiates them (in the untimed step before each of a capturing parked
+# arm's slots: step_harness.c, arm_resume)
+UNPARK_S = 0.02
+CAPTURE_S = 0.05
 # not measured on a GPU (an assumption): the autotuner's search of a fresh
 # ResNet-50 trainer at 224x224 batch 64 (cudnnFind for each convolution's
 # forward and two backward passes; the H100 run of 2026-11-24 suggests 0.3-0.5 s)
@@ -72,10 +104,13 @@ PROFILES = {  # (warm-up units per build, settling probes rule, repetition secon
 
 # ---- the techniques of the gpu profile ----
 # step techniques: name -> list of (unit kind, arms per baseline group as
-# [k compared arms incl. A/A, ...], check runs, rebuild every round?[, arms
-# with the conv autotuner on])
+# [k compared arms incl. A/A, ...], check runs, rebuilt every round by design
+# (a prepare hook, rebuild_each_round)?[, arms with the conv autotuner on[,
+# {"peaks": per group, each arm's peak in GiB: its baseline, its compared
+# arms, its A/A copy; "graphs": per group, 1 where an arm captures CUDA graphs}]])
 # arms come from each technique's tiny run (timing N arms) with the settings a
 # GPU adds (fp16, CUDA graphs, TF32, pinned memory mean something there).
+R, G = PEAK_GIB["resnet50"], PEAK_GIB["gpt2"]
 STEP = {
     "grads_to_none": [("resnet50", [2], 3, 0), ("gpt2", [2], 3, 0)],
     "fused_gelu_step": [("gpt2", [2], 3, 0)],
@@ -87,23 +122,29 @@ STEP = {
     "pinned_memory": [("resnet50", [2], 3, 0), ("gpt2", [2], 3, 0)],
     "tensors_on_device": [("small_cnn", [2], 3, 0)],
     "augment_on_device": [("small_cnn", [2], 3, 0)],
-    "cuda_graphs": [("resnet50", [2], 3, 0), ("gpt2", [2], 3, 0)],
+    "cuda_graphs": [("resnet50", [2], 3, 0, 0, {"graphs": [1]}),
+                    ("gpt2", [2], 3, 0, 0, {"graphs": [1]})],
     "caching_allocator": [("resnet50", [2], 3, 1), ("gpt2", [2], 3, 1)],
     "tf32_step": [("resnet50", [3], 4, 0), ("gpt2", [2], 3, 0)],  # + fp32 convolutions (ResNet)
     "debug_apis": [("resnet50", [2], 3, 0), ("gpt2", [2], 3, 0)],
     "profiler": [("resnet50", [2], 3, 0), ("gpt2", [2], 3, 0)],
     "host_syncs": [("resnet50_epoch", [3], 8, 0), ("gpt2_epoch", [3], 8, 0)],  # + an epoch each
     "large_batch_optimizers": [("small_cnn", [3, 2], 7, 0)],
-    "mixed_precision": [("resnet50", [3], 4, 0), ("gpt2", [3], 4, 0)],
-    "channels_last": [("resnet50", [2, 2], 6, 0)],
-    # its 4x-batch group (106 GB of peaks) rebuilt every round, the 30 GB one alive
-    # (step_plan.h: tb_step_plan_alone); the H200 run rebuilt all six
-    "checkpointing": [("gpt2", [2], 3, 0), ("gpt2x4", [2], 3 * CHECK_BIG, 1)],
+    "mixed_precision": [("resnet50", [3], 4, 0, 0, {"peaks": [[R, R50_AMP, R50_AMP, R]]}),
+                        ("gpt2", [3], 4, 0, 0, {"peaks": [[G, GPT2_AMP, GPT2_AMP, G]]})],
+    "channels_last": [("resnet50", [2, 2], 6, 0, 0,
+                       {"peaks": [[R, 18.70, R], [R50_AMP, R50_AMP, R50_AMP]]})],
+    # the H200's check peaks: store 10.0, checkpointing 9.5 GiB; at 4x the
+    # batch 35.4 and 33.5
+    "checkpointing": [("gpt2", [2], 3, 0, 0, {"peaks": [[9.99, 9.52, 9.99]]}),
+                      ("gpt2x4", [2], 3 * CHECK_BIG, 0, 0, {"peaks": [[35.36, 33.48, 35.36]]})],
     "no_grad_eval": [("small_cnn", [2], 3, 0)],
     # the gpu profile leaves the small CNN's step part out (gpu_workloads);
     # on ResNet-50, 17 of its settings tune: the stages from conv_autotune on,
-    # all on, and every leave-one-out but conv_autotune's (GPT-2 has no conv)
-    "waterfall": [("resnet50", [18], 35, 0, 17), ("gpt2", [18], 35, 0)],
+    # all on, and every leave-one-out but conv_autotune's (GPT-2 has no conv);
+    # one group here (its two baselines' groups both go on either GPU)
+    "waterfall": [("resnet50", [18], 35, 0, 17, {"graphs": [1]}),
+                  ("gpt2", [18], 35, 0, 0, {"graphs": [1]})],
     "workers": [("small_cnn_epoch", [5], 5, 0)],
     "prefetch": [("small_cnn_epoch", [4], 4, 0)],
     "persistent_workers": [("small_cnn_epoch", [2], 3, 0)],
@@ -151,60 +192,127 @@ GRAPH_TECHS = {"cuda_graphs", "waterfall"}
 GRAPH_ARMS = {"cuda_graphs": 1, "waterfall": 10}
 
 
-def workload_s(prof, kind, groups, checks, rebuild_each, tuned=0, graphs=False, graph_arms=0):
+def group_modes(kind, groups, rebuild_each, opts, device):
+    """Per group: "alive", "parked" or "rebuilt", as tb_step_plan_park
+    decides (step_plan.c) in 85% of the device's memory."""
+    if rebuild_each:
+        return ["rebuilt"] * len(groups)
+    peaks = opts.get("peaks") or [[PEAK_GIB[kind]] * (k + 1) for k in groups]
+    graphs = opts.get("graphs") or [0] * len(groups)
+    kept = KEPT_GIB[kind]
+    limit = SHARE * DEVICES[device][1]
+    sums = [sum(p) for p in peaks]
+    # tb_step_plan_alone: the largest groups go until the rest and the
+    # largest arm gone fit
+    alive, most, away = sum(sums), 0.0, [0] * len(groups)
+    while alive + most > limit:
+        left = [g for g in range(len(groups)) if not away[g]]
+        if not left:
+            break
+        g = max(left, key=lambda g: sums[g])
+        away[g] = 1
+        alive -= sums[g]
+        most = max([most] + peaks[g])
+    if not any(away):
+        return ["alive"] * len(groups)
+
+    def fits(parked):
+        held = sum(kept * len(peaks[g]) if parked[g] else sums[g] for g in range(len(groups)))
+        acts = max(p - kept for g in range(len(groups)) if parked[g] for p in peaks[g])
+        return held + acts <= limit
+    graph_alive = any(graphs[g] and not away[g] for g in range(len(groups)))
+    if not graph_alive and fits(away):
+        return ["parked" if a else "alive" for a in away]
+    if fits([1] * len(groups)):
+        return ["parked"] * len(groups)
+    return ["rebuilt" if a else "alive" for a in away]
+
+
+def workload_s(prof, kind, groups, checks, rebuild_each, tuned=0, opts=None, graphs=False,
+               graph_arms=0, device="h100", modes=None):
     p = PROFILES[prof]
     u = STEP_S[kind]
     rep_units = max(1, math.ceil(1.05 * p["min_rep"] / u))
     rep = rep_units * u
-    arms = sum(k + 1 for k in groups)          # each group: a baseline and k compared arms
-    slots = sum(2 * k + 1 for k in groups)
     small = kind.startswith("small_cnn")
     build = SMALL_BUILD_S if small else BUILD_S
-    warm = arms * (build + p["warmup"] * u + p["probes"](u, build + p["warmup"] * u) * u)
-    rounds = MIN_ROUNDS * slots * rep
-    if rebuild_each:   # one alive at a time: every arm rebuilt and warmed every round
-        rebuild = (MIN_ROUNDS - 1) * arms * ((build if small else BUILD_ALONE_S) + p["warmup"] * u)
-    elif kind.endswith("_epoch"):
-        rebuild = 0
-    else:
-        rebuild = arms * (build + p["warmup"] * u)
-    # a tuned arm's builds: its check, its warm-up, its rebuilds
-    tuning = tuned * TUNE_S * (2 + (MIN_ROUNDS - 1 if rebuild_each else 1))
-    check = (SMALL_CHECK_S if small else CHECK_S) + (GRAPH_CHECK_EXTRA_STEPS * u if graphs else 0)
-    graph_warm = graph_arms * GRAPH_CHECK_EXTRA_STEPS * u * 2  # first build and rebuild
-    return SETUP_S + checks * check + warm + rounds + rebuild + tuning + graph_warm
+    modes = modes or group_modes(kind, groups, rebuild_each, opts or {}, device)
+    total_arms = sum(k + 1 for k in groups)
+    s = SETUP_S + checks * ((SMALL_CHECK_S if small else CHECK_S) +
+                            (GRAPH_CHECK_EXTRA_STEPS * u if graphs else 0))
+    for k, mode in zip(groups, modes):
+        arms = k + 1                 # a baseline and k compared arms (its A/A copy among them)
+        slots = 2 * k + 1
+        share = arms / total_arms    # of the workload's tuned and capturing arms
+        s += arms * (build + p["warmup"] * u + p["probes"](u, build + p["warmup"] * u) * u)
+        s += MIN_ROUNDS * slots * rep
+        if mode == "rebuilt":        # every arm rebuilt and warmed every round
+            s += (MIN_ROUNDS - 1) * arms * ((build if small else BUILD_ALONE_S) + p["warmup"] * u)
+        elif not kind.endswith("_epoch"):
+            s += arms * (build + p["warmup"] * u)
+        if mode == "parked":         # before each slot: an unpark; a capturing arm's
+            # slots (its share of the group's) also a step that captures again
+            slots_graph = slots * (share * graph_arms) / arms
+            s += MIN_ROUNDS * (slots * UNPARK_S + slots_graph * (u + CAPTURE_S))
+        # a tuned arm's builds: its check, its warm-up, its rebuilds
+        s += tuned * share * TUNE_S * (2 + (MIN_ROUNDS - 1 if mode == "rebuilt" else 1))
+        s += graph_arms * share * GRAPH_CHECK_EXTRA_STEPS * u * 2  # first build and rebuild
+    return s
 
 
-def step_s(name, prof, table=STEP):
+def step_s(name, prof, table=STEP, device="h100", then=False):
     graphs = prof == "gpu" and name in GRAPH_TECHS
     ga = GRAPH_ARMS.get(name, 0) if prof == "gpu" else 0
-    s = sum(workload_s(prof, *w, graphs=graphs, graph_arms=ga) if len(w) > 4 else
-            workload_s(prof, *w, 0, graphs=graphs, graph_arms=ga)
-            for w in table.get(name, STEP[name]))
+    s = 0
+    for w in table.get(name, STEP[name]):
+        kind, groups, checks, rebuild_each = w[:4]
+        tuned = w[4] if len(w) > 4 else 0
+        opts = w[5] if len(w) > 5 else {}
+        # the H200 run's code: alive, or every arm rebuilt (no parking then)
+        modes = (["rebuilt" if rebuild_each else "alive"] * len(groups)) if then else None
+        s += workload_s(prof, kind, groups, checks, rebuild_each, tuned, opts, graphs, ga,
+                        device, modes)
     return s + (AFTER_STEPS_S.get(name, 0) if prof == "gpu" else 0)
 
 
-def main():
-    check = "--check" in sys.argv[1:]
-    if check:
-        print("technique            H200 measured  model (full's row)")
-        for name, meas in MEASURED_STEP.items():
-            print(f"{name:20s} {meas:10.1f} s {step_s(name, 'full', THEN):12.1f} s")
-        return
+def rows_for(device):
     rows = []
     for name in STEP:
-        rows.append((name, step_s(name, "gpu"), "model, gpu row"))
+        rows.append((name, step_s(name, "gpu", device=device), "model, gpu row"))
     for name, (meas, rounds, budget) in MEASURED_OTHER.items():
         fit = min(rounds, 0.85 * budget) if rounds else 0
         rows.append((name, meas - rounds + fit, "H200 measured, rounds to budget" if rounds
                      else "H200 measured, less what was cut since"))
     for name, budget in UNMEASURED_OTHER.items():
         rows.append((name, budget + 2.0, "budget + 2 s (not run on a GPU)"))
+    return rows
+
+
+def main():
+    args = sys.argv[1:]
+    if "--check" in args:
+        print("technique            H200 measured  model (full's row)")
+        for name, meas in MEASURED_STEP.items():
+            print(f"{name:20s} {meas:10.1f} s {step_s(name, 'full', THEN, 'h200', True):12.1f} s")
+        return
+    device = "h100"
+    for a in args:
+        if a.startswith("--device="):
+            device = a.split("=", 1)[1]
+            if device not in DEVICES:
+                sys.exit(f"gpu_estimate.py: --device={device}: one of {', '.join(DEVICES)}")
+        else:
+            sys.exit(f"gpu_estimate.py: unknown argument {a}")
     total = 0
-    for name, s, how in sorted(rows, key=lambda r: -r[1]):
+    for name, s, how in sorted(rows_for(device), key=lambda r: -r[1]):
         total += s
         print(f"{name:24s} {s:7.1f} s  {how}")
-    print(f"{'total':24s} {total:7.1f} s  ({total / 60:.1f} min; an estimate)")
+    what = DEVICES[device][0]
+    print(f"{'total':24s} {total:7.1f} s  ({total / 60:.1f} min on {what}; an estimate)")
+    for other in DEVICES:
+        if other != device:
+            t = sum(s for _, s, _ in rows_for(other))
+            print(f"# on {DEVICES[other][0]}: {t:.1f} s ({t / 60:.1f} min; an estimate)")
 
 
 if __name__ == "__main__":

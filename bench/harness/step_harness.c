@@ -888,12 +888,14 @@ static int arm_rebuild(void *user)
 }
 
 /* The engine's resume for a parked arm (TB_ARM_PARKED): the arm alive
- * before it parks, its activations come back, and one unit runs untimed
- * where the unit is a step (its first touches the new memory and, with
- * CUDA graphs, captures again: the warm-up ran at the build), so that
- * the repetition times steps as an arm alive throughout would. Every arm
- * of a parked group is resumed alike. An epoch's unit is left alone (its
- * loader's epochs are its own; its first step's share is one of many). */
+ * before it parks, its activations come back, and where its first step
+ * would not be one an arm alive throughout runs, one unit runs untimed:
+ * with CUDA graphs (that step captures again; the warm-up ran at the
+ * build) and on the CPU (that step's first touches of the new memory
+ * fault its pages in). On CUDA otherwise the blocks come back from the
+ * allocator's cache, touched before, and the step is the same. An epoch's
+ * unit is left alone (its loader's epochs are its own; its first step's
+ * share is one of many). */
 static int arm_resume(void *user)
 {
     step_arm *a = user;
@@ -903,7 +905,9 @@ static int arm_resume(void *user)
         return TB_OK;
     TB_TRY(make_room(a));
     TB_TRY(tb_trainer_unpark(a->ctx.t));
-    if (a->run->tech->metric != TB_METRIC_STEP)
+    int capture = tb_trainer_graph_settle_steps(&a->ctx.cfg) > 0;
+    int cpu = strcmp(a->run->b.info.backend, "cpu") == 0;
+    if (a->run->tech->metric != TB_METRIC_STEP || !(capture || cpu))
         return TB_OK;
     float loss;
     TB_TRY(run_unit(&a->ctx, &loss));

@@ -35,8 +35,12 @@
  *      have, or the technique's budget is spent, or --max-rounds; --reps is
  *      the minimum of rounds. Trainers stay alive across rounds where their check-pass
  *      peaks fit together (step_plan.h), else the largest groups (a baseline
- *      and the arms compared with it) are rebuilt every round, untimed, one
- *      of their arms alive at a time beside the rest; kept-alive trainers are still built
+ *      and the arms compared with it) park: alive with their activations
+ *      freed between their repetitions, one of them unparked at a time
+ *      (tb_trainer_park; the check measures what a parked trainer keeps),
+ *      and where even that does not fit they are rebuilt every round,
+ *      untimed, one of their arms alive at a time beside the rest; kept-alive
+ *      (and parked) trainers are still built
  *      afresh every --rounds-per-build rounds (step times: every round;
  *      epoch times: every 4), so that the intervals hold the spread between
  *      builds (rounds.h). Google Benchmark times each repetition
