@@ -107,7 +107,7 @@ PROFILES = {  # (warm-up units per build, settling probes rule, repetition secon
 # [k compared arms incl. A/A, ...], check runs, rebuilt every round by design
 # (a prepare hook, rebuild_each_round)?[, arms with the conv autotuner on[,
 # {"peaks": per group, each arm's peak in GiB: its baseline, its compared
-# arms, its A/A copy; "graphs": per group, 1 where an arm captures CUDA graphs}]])
+# arms, its A/A copy}]]; the arms that capture CUDA graphs: GRAPH_ARMS)
 # arms come from each technique's tiny run (timing N arms) with the settings a
 # GPU adds (fp16, CUDA graphs, TF32, pinned memory mean something there).
 R, G = PEAK_GIB["resnet50"], PEAK_GIB["gpt2"]
@@ -122,8 +122,7 @@ STEP = {
     "pinned_memory": [("resnet50", [2], 3, 0), ("gpt2", [2], 3, 0)],
     "tensors_on_device": [("small_cnn", [2], 3, 0)],
     "augment_on_device": [("small_cnn", [2], 3, 0)],
-    "cuda_graphs": [("resnet50", [2], 3, 0, 0, {"graphs": [1]}),
-                    ("gpt2", [2], 3, 0, 0, {"graphs": [1]})],
+    "cuda_graphs": [("resnet50", [2], 3, 0), ("gpt2", [2], 3, 0)],
     "caching_allocator": [("resnet50", [2], 3, 1), ("gpt2", [2], 3, 1)],
     "tf32_step": [("resnet50", [3], 4, 0), ("gpt2", [2], 3, 0)],  # + fp32 convolutions (ResNet)
     "debug_apis": [("resnet50", [2], 3, 0), ("gpt2", [2], 3, 0)],
@@ -143,8 +142,7 @@ STEP = {
     # on ResNet-50, 17 of its settings tune: the stages from conv_autotune on,
     # all on, and every leave-one-out but conv_autotune's (GPT-2 has no conv);
     # one group here (its two baselines' groups both go on either GPU)
-    "waterfall": [("resnet50", [18], 35, 0, 17, {"graphs": [1]}),
-                  ("gpt2", [18], 35, 0, 0, {"graphs": [1]})],
+    "waterfall": [("resnet50", [18], 35, 0, 17), ("gpt2", [18], 35, 0)],
     "workers": [("small_cnn_epoch", [5], 5, 0)],
     "prefetch": [("small_cnn_epoch", [4], 4, 0)],
     "persistent_workers": [("small_cnn_epoch", [2], 3, 0)],
@@ -192,13 +190,14 @@ GRAPH_TECHS = {"cuda_graphs", "waterfall"}
 GRAPH_ARMS = {"cuda_graphs": 1, "waterfall": 10}
 
 
-def group_modes(kind, groups, rebuild_each, opts, device):
+def group_modes(kind, groups, rebuild_each, opts, device, graph_arms=0):
     """Per group: "alive", "parked" or "rebuilt", as tb_step_plan_park
-    decides (step_plan.c) in 85% of the device's memory."""
+    decides (step_plan.c) in 85% of the device's memory. The techniques
+    with arms that capture (GRAPH_ARMS) have one group a workload."""
     if rebuild_each:
         return ["rebuilt"] * len(groups)
     peaks = opts.get("peaks") or [[PEAK_GIB[kind]] * (k + 1) for k in groups]
-    graphs = opts.get("graphs") or [0] * len(groups)
+    graphs = [graph_arms > 0] * len(groups)
     kept = KEPT_GIB[kind]
     limit = SHARE * DEVICES[device][1]
     sums = [sum(p) for p in peaks]
@@ -236,7 +235,7 @@ def workload_s(prof, kind, groups, checks, rebuild_each, tuned=0, opts=None, gra
     rep = rep_units * u
     small = kind.startswith("small_cnn")
     build = SMALL_BUILD_S if small else BUILD_S
-    modes = modes or group_modes(kind, groups, rebuild_each, opts or {}, device)
+    modes = modes or group_modes(kind, groups, rebuild_each, opts or {}, device, graph_arms)
     total_arms = sum(k + 1 for k in groups)
     s = SETUP_S + checks * ((SMALL_CHECK_S if small else CHECK_S) +
                             (GRAPH_CHECK_EXTRA_STEPS * u if graphs else 0))
@@ -251,8 +250,8 @@ def workload_s(prof, kind, groups, checks, rebuild_each, tuned=0, opts=None, gra
         elif not kind.endswith("_epoch"):
             s += arms * (build + p["warmup"] * u)
         if mode == "parked":         # before each slot: an unpark; a capturing arm's
-            # slots (its share of the group's) also a step that captures again
-            slots_graph = slots * (share * graph_arms) / arms
+            # slots (their share of the group's) also a step that captures again
+            slots_graph = slots * graph_arms / total_arms
             s += MIN_ROUNDS * (slots * UNPARK_S + slots_graph * (u + CAPTURE_S))
         # a tuned arm's builds: its check, its warm-up, its rebuilds
         s += tuned * share * TUNE_S * (2 + (MIN_ROUNDS - 1 if mode == "rebuilt" else 1))

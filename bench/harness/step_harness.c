@@ -120,9 +120,9 @@ typedef struct step_run step_run;
 typedef struct step_arm {
     step_run *run;
     int idx;                  /* setting */
-    int alone;                /* 1: rebuilt every round, one such arm alive at a time */
-    int parked;               /* 1: alive, parked while other arms run (TB_ARM_PARKED),
-                                 one such arm unparked at a time */
+    int mode;                 /* TB_ARM_ALIVE; TB_ARM_REBUILT: rebuilt every round;
+                                 TB_ARM_PARKED: alive, parked while other arms run
+                                 (one of those alive, or unparked, at a time) */
     tb_step_ctx ctx;          /* ctx.t NULL: not built (yet, or any more) */
 } step_arm;
 
@@ -159,7 +159,7 @@ struct step_run {
     tb_step_plan plan;
     step_arm *arms;           /* (plan.n_arms) */
     tb_arm *tarms;            /* (plan.n_arms) what the engine runs */
-    int *alone;               /* (plan.n_arms) TB_ARM_*: that arm is rebuilt every round
+    int *modes;               /* (plan.n_arms) TB_ARM_*: that arm is rebuilt every round
                                  (tb_step_plan_park, or every arm: rebuild_each_round,
                                  a prepare hook), or parked between its repetitions */
     int n_alone;              /* how many are not TB_ARM_ALIVE */
@@ -466,7 +466,16 @@ static int test_loss_scaling(tb_trainer *t)
     return TB_OK;
 }
 
-static int any_prepare(const tb_step_technique *t);
+/* Settings with a prepare hook set process-wide backend state (the
+ * allocator's policy): their trainers cannot take turns while alive
+ * together, so they are rebuilt every round, one at a time. */
+static int any_prepare(const tb_step_technique *t)
+{
+    for (int i = 0; i < t->n_settings; i++)
+        if (t->settings[i].prepare)
+            return 1;
+    return 0;
+}
 
 /* Whether the technique's arms may park (tb_step_plan_park): not where
  * every round must build afresh (rebuild_each_round) or a prepare hook
@@ -835,13 +844,13 @@ static int check_all(step_run *r)
 static int make_room(step_arm *a)
 {
     step_run *r = a->run;
-    if (!a->alone && !a->parked)
+    if (a->mode == TB_ARM_ALIVE)
         return TB_OK;
     step_arm *l = r->live;
     r->live = a;
     if (!l || l == a || !l->ctx.t)
         return TB_OK;
-    if (l->alone) {
+    if (l->mode == TB_ARM_REBUILT) {
         ctx_close(&l->ctx);
         return TB_OK;
     }
@@ -899,9 +908,7 @@ static int arm_rebuild(void *user)
 static int arm_resume(void *user)
 {
     step_arm *a = user;
-    if (!a->ctx.t)
-        return arm_open(a);
-    if (!a->ctx.t->parked)
+    if (!a->ctx.t || !a->ctx.t->parked) /* not built yet: arm_run builds it */
         return TB_OK;
     TB_TRY(make_room(a));
     TB_TRY(tb_trainer_unpark(a->ctx.t));
@@ -936,17 +943,6 @@ static int arm_run(void *user, long units, double *seconds)
     TB_TRY(arm_open(a));
     unit_run u = {&a->ctx, units};
     return tb_bench_time_op(a->run->b.be, timed_units, &u, seconds);
-}
-
-/* Settings with a prepare hook set process-wide backend state (the
- * allocator's policy): their trainers cannot take turns while alive
- * together, so they are rebuilt every round, one at a time. */
-static int any_prepare(const tb_step_technique *t)
-{
-    for (int i = 0; i < t->n_settings; i++)
-        if (t->settings[i].prepare)
-            return 1;
-    return 0;
 }
 
 static int plan_arms(step_run *r)
@@ -985,15 +981,15 @@ static int plan_arms(step_run *r)
             limit = (double)now.avail_mem;
         tb_error_clear();
         int n_arms = r->plan.n_arms;
-        r->alone = calloc(n_arms > 0 ? (size_t)n_arms : 1, sizeof *r->alone);
-        if (!r->alone) {
+        r->modes = calloc(n_arms > 0 ? (size_t)n_arms : 1, sizeof *r->modes);
+        if (!r->modes) {
             rc = TB_FAIL(TB_ERR_NOMEM, "out of memory planning %d arms", n_arms);
-        } else if (t->rebuild_each_round || any_prepare(t)) {
+        } else if (!can_park(r)) {
             for (int a = 0; a < n_arms; a++)
-                r->alone[a] = TB_ARM_REBUILT;
+                r->modes[a] = TB_ARM_REBUILT;
             r->n_alone = n_arms;
         } else {
-            r->n_alone = tb_step_plan_park(&r->plan, peak, kept, graphs, limit, r->alone);
+            r->n_alone = tb_step_plan_park(&r->plan, peak, kept, graphs, limit, r->modes);
         }
     }
     free(base);
@@ -1032,8 +1028,8 @@ static int make_arms(step_run *r)
         step_arm *sa = &r->arms[a];
         sa->run = r;
         sa->idx = r->plan.arm_setting[a];
-        sa->alone = r->alone[a] == TB_ARM_REBUILT;
-        sa->parked = r->alone[a] == TB_ARM_PARKED;
+        sa->mode = r->modes[a];
+        int rebuilt = sa->mode == TB_ARM_REBUILT;
         char *name = malloc(16);
         if (!name)
             return TB_FAIL(TB_ERR_NOMEM, "out of memory for arm names");
@@ -1043,9 +1039,8 @@ static int make_arms(step_run *r)
          * rounds_per_build rounds (rebuild), unparked before each of its
          * repetitions where parked (resume) */
         r->tarms[a] = (tb_arm){name, r->plan.arm_base[a], r->plan.arm_aa[a], arm_run,
-                               sa->alone ? arm_rebuild : NULL, sa,
-                               sa->alone ? NULL : arm_rebuild,
-                               sa->parked ? arm_resume : NULL};
+                               rebuilt ? arm_rebuild : NULL, sa, rebuilt ? NULL : arm_rebuild,
+                               sa->mode == TB_ARM_PARKED ? arm_resume : NULL};
     }
     return TB_OK;
 }
@@ -1058,10 +1053,10 @@ static void free_arms(step_run *r)
         free((char *)r->tarms[a].name);
     free(r->arms);
     free(r->tarms);
-    free(r->alone);
+    free(r->modes);
     r->arms = NULL;
     r->tarms = NULL;
-    r->alone = NULL;
+    r->modes = NULL;
     r->n_alone = 0;
     r->live = NULL;
     tb_step_plan_free(&r->plan);
@@ -1124,7 +1119,7 @@ static int time_all(step_run *r, tb_rounds_result *res)
     char how[192];
     int parked = 0;
     for (int a = 0; a < r->plan.n_arms; a++)
-        parked += r->arms[a].parked;
+        parked += r->arms[a].mode == TB_ARM_PARKED;
     if (parked > 0)
         snprintf(how, sizeof how, "%d of them parked between their repetitions, their "
                  "activations freed, one unparked at a time: not all fit in memory whole; "

@@ -112,17 +112,17 @@ int tb_step_plan_alone(const tb_step_plan *p, const double *peak_bytes, double l
     return count;
 }
 
-/* Whether the arms marked in `parked` (the rest alive) fit: the alive
- * arms' peaks, the parked arms' kept bytes and the largest parked arm's
- * activations (one unparked at a time). 0 also where a parked arm's kept
- * bytes are unknown. */
+/* Whether the arms marked in `parked` (NULL: every arm; the rest alive)
+ * fit: the alive arms' peaks, the parked arms' kept bytes and the largest
+ * parked arm's activations (one unparked at a time). 0 also where a parked
+ * arm's kept bytes are unknown. */
 static int parked_fit(const tb_step_plan *p, const double *peak, const double *kept,
                       const int *parked, double limit)
 {
     double sum = 0, most = 0;
     for (int a = 0; a < p->n_arms; a++) {
         int s = p->arm_setting[a];
-        if (!parked[a]) {
+        if (parked && !parked[a]) {
             sum += peak[s];
             continue;
         }
@@ -138,33 +138,18 @@ static int parked_fit(const tb_step_plan *p, const double *peak, const double *k
 int tb_step_plan_park(const tb_step_plan *p, const double *peak_bytes, const double *kept_bytes,
                       const int *graphs, double limit_bytes, int *mode)
 {
-    int n = p->n_arms > 0 ? p->n_arms : 1;
-    int *alone = calloc((size_t)n, sizeof *alone), *all = calloc((size_t)n, sizeof *all);
-    int count = 0;
-    if (!alone || !all) { /* no memory for the plan: the plan without parking */
-        free(alone);
-        free(all);
-        for (int a = 0; a < p->n_arms; a++)
-            mode[a] = TB_ARM_REBUILT;
-        return p->n_arms;
-    }
-    int away = tb_step_plan_alone(p, peak_bytes, limit_bytes, alone);
+    /* tb_step_plan_alone's 0/1 into mode; TB_ARM_REBUILT is its 1 */
+    int away = tb_step_plan_alone(p, peak_bytes, limit_bytes, mode);
+    if (away == 0)
+        return 0;
     int graph_alive = 0;
-    for (int a = 0; a < p->n_arms; a++) {
-        all[a] = 1;
-        graph_alive |= !alone[a] && graphs && graphs[p->arm_setting[a]];
-    }
-    const int *parked = NULL;
-    if (away > 0 && !graph_alive && parked_fit(p, peak_bytes, kept_bytes, alone, limit_bytes))
-        parked = alone;
-    else if (away > 0 && parked_fit(p, peak_bytes, kept_bytes, all, limit_bytes))
-        parked = all;
-    for (int a = 0; a < p->n_arms; a++) {
-        mode[a] = parked ? (parked[a] ? TB_ARM_PARKED : TB_ARM_ALIVE)
-                         : (alone[a] ? TB_ARM_REBUILT : TB_ARM_ALIVE);
-        count += mode[a] != TB_ARM_ALIVE;
-    }
-    free(alone);
-    free(all);
-    return count;
+    for (int a = 0; a < p->n_arms; a++)
+        graph_alive |= mode[a] == TB_ARM_ALIVE && graphs && graphs[p->arm_setting[a]];
+    int some = !graph_alive && parked_fit(p, peak_bytes, kept_bytes, mode, limit_bytes);
+    int all = !some && parked_fit(p, peak_bytes, kept_bytes, NULL, limit_bytes);
+    if (!some && !all)
+        return away;
+    for (int a = 0; a < p->n_arms; a++)
+        mode[a] = all || mode[a] == TB_ARM_REBUILT ? TB_ARM_PARKED : TB_ARM_ALIVE;
+    return all ? p->n_arms : away;
 }

@@ -46,8 +46,9 @@ void tb_step_plan_free(tb_step_plan *p);
 int tb_step_plan_alone(const tb_step_plan *p, const double *peak_bytes, double limit_bytes,
                        int *alone);
 
-/* What becomes of an arm's trainer across the rounds. */
-enum { TB_ARM_ALIVE, TB_ARM_REBUILT, TB_ARM_PARKED };
+/* What becomes of an arm's trainer across the rounds (TB_ARM_ALIVE and
+ * TB_ARM_REBUILT are tb_step_plan_alone's 0 and 1). */
+enum { TB_ARM_ALIVE = 0, TB_ARM_REBUILT = 1, TB_ARM_PARKED };
 
 /* Parking before rebuilding: an arm whose trainer cannot stay alive whole
  * can still stay alive parked (lib/train/train.h, tb_trainer_park: its
