@@ -180,14 +180,16 @@ static int loader_workers_of(const step_run *r)
     return strcmp(r->b.info.backend, "cuda") == 0 ? TB_STEP_GPU_LOADER_WORKERS : 0;
 }
 
-/* The big models' training subset: 8 batches, or STEP_LOADER_BATCHES when
- * worker threads build them and the unit is a step (an epoch's first batch
- * waits for a worker: rarer in longer epochs). */
+/* The big models' training subset: 8 batches (an epoch metric: the
+ * technique's epoch_batches where it sets one), or STEP_LOADER_BATCHES
+ * when worker threads build them and the unit is a step (an epoch's first
+ * batch waits for a worker: rarer in longer epochs). */
 #define STEP_LOADER_BATCHES 32
 static void big_data(const step_run *r, tb_config *c, int batch)
 {
-    int many = c->workers > 0 && r->tech->metric == TB_METRIC_STEP;
-    c->data_limit = (many ? STEP_LOADER_BATCHES : 8LL) * batch;
+    int step = r->tech->metric == TB_METRIC_STEP;
+    long long batches = !step && r->tech->epoch_batches > 0 ? r->tech->epoch_batches : 8;
+    c->data_limit = (c->workers > 0 && step ? STEP_LOADER_BATCHES : batches) * batch;
     c->test_limit = 2LL * batch;
 }
 
@@ -217,8 +219,8 @@ static void base_config(step_run *r)
         r->tech->setup(c, r->b.profile);
     if (r->wl == TB_WL_SMALL_CNN)
         return;
-    /* the big models: their own batch, 8 steps of data (big_data), 2 test
-     * batches */
+    /* the big models: their own batch, 8 steps of data (big_data: an
+     * epoch metric's own length), 2 test batches */
     tb_workload_apply(c, (tb_workload)r->wl, (tb_workload_size)r->wl_size);
     /* ResNet-50's recipe lr (0.1 x batch / 256): small batches of it are
      * ill-conditioned (lib/nn/model_resnet.c), and 0.01 at batch 2 let
@@ -467,22 +469,33 @@ static int test_loss_scaling(tb_trainer *t)
 }
 
 /* Settings with a prepare hook set process-wide backend state (the
- * allocator's policy): their trainers cannot take turns while alive
- * together, so they are rebuilt every round, one at a time. */
-static int any_prepare(const tb_step_technique *t)
+ * allocator's policy): where the timed settings' states differ, their
+ * trainers cannot take turns while alive together, so they are rebuilt
+ * every round, one at a time. Timed settings that all set the same state
+ * (the caching allocator's baseline and its A/A copy, its compared setting
+ * n/a) share it as any trainers do. */
+static int prepares_differ(const step_run *r)
 {
-    for (int i = 0; i < t->n_settings; i++)
-        if (t->settings[i].prepare)
+    const tb_step_setting *first = NULL;
+    for (int i = 0; i < r->tech->n_settings; i++) {
+        const tb_step_setting *s = &r->tech->settings[i];
+        if (r->st[i].na)
+            continue;
+        if (!first)
+            first = s;
+        else if (s->prepare != first->prepare || (s->prepare && s->param != first->param))
             return 1;
+    }
     return 0;
 }
 
 /* Whether the technique's arms may park (tb_step_plan_park): not where
- * every round must build afresh (rebuild_each_round) or a prepare hook
- * sets process-wide state that trainers alive together would share. */
+ * every round must build afresh (rebuild_each_round) or prepare hooks set
+ * process-wide states that trainers alive together would share. Asked
+ * once the checks have said which settings are timed. */
 static int can_park(const step_run *r)
 {
-    return !r->tech->rebuild_each_round && !any_prepare(r->tech);
+    return !r->tech->rebuild_each_round && !prepares_differ(r);
 }
 
 /* Setting idx's trainer for a check, its initial weights moved by the
@@ -553,9 +566,10 @@ static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge
     }
     if (rc == TB_OK && with_note && r->tech->check_note)
         rc = r->tech->check_note(&c, r->st[idx].note, sizeof r->st[idx].note);
-    /* what its trainer would hold parked (tb_step_plan_park): after
-     * everything else, since parking frees the activations */
-    if (rc == TB_OK && !nudge && with_note && can_park(r)) {
+    /* what its trainer would hold parked (tb_step_plan_park, where its
+     * arms may park: can_park, once every check has run): after everything
+     * else, since parking frees the activations */
+    if (rc == TB_OK && !nudge && with_note && !r->tech->rebuild_each_round) {
         size_t kept = 0;
         rc = tb_trainer_park(c.t);
         if (rc == TB_OK)
@@ -567,6 +581,11 @@ static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge
         r->st[idx].own_verdict = 1;
         r->st[idx].own = c.own;
         snprintf(r->st[idx].own_against, sizeof r->st[idx].own_against, "%s", c.own_against);
+    }
+    /* the check found the setting means nothing here after all */
+    if (rc == TB_OK && with_note && c.na_why[0] && r->tech->settings[idx].base != idx) {
+        r->st[idx].na = 1;
+        snprintf(r->st[idx].why, sizeof r->st[idx].why, "%s", c.na_why);
     }
     if (!nudge) {
         r->st[idx].peak_bytes = c.own_peak_bytes > 0 ? c.own_peak_bytes : (double)peak;
@@ -823,6 +842,8 @@ static int check_all(step_run *r)
             continue;
         int rc = check_run(r, i, &s->loss, 1, 0);
         TB_TRY(mark_na(r, i, rc));
+        if (s->na && rc == TB_OK) /* its check_note's finding (tb_step_ctx.na_why) */
+            fprintf(stderr, "%s: %s: %s\n", t->desc.name, t->settings[i].name, s->why);
         if (!s->na && t->settings[i].base == i)
             TB_TRY(mark_na(r, i, check_run(r, i, &s->loss_again, 0, 0)));
         if (!s->na)

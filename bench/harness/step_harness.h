@@ -148,6 +148,12 @@ typedef struct tb_step_ctx {
     double unit_samples;
     int forward_only;
     double own_peak_bytes;
+    /* check_note may find that a compared setting means nothing on this
+     * workload after all (the caching allocator's where a step allocates
+     * nothing: both policies would time the same step): na_why set, its row
+     * is n/a with that reason and it is not timed. A baseline's is ignored
+     * (every row is read against it). */
+    char na_why[200];
 } tb_step_ctx;
 
 typedef struct tb_step_setting {
@@ -218,6 +224,10 @@ typedef struct tb_step_technique {
      * the harness's loader workers on a GPU (--loader-workers) leave it
      * alone. */
     int own_loader;
+    /* An epoch metric's epoch on ResNet-50 and GPT-2, in batches (their
+     * training subset: step_harness.c, big_data); 0: 8. host_syncs' 4
+     * holds its intervals (1, 2, 4) at half the GPU time of 8. */
+    int epoch_batches;
 } tb_step_technique;
 
 /* Runs the technique: flags, checks, timing, rows, plot. Returns the exit
