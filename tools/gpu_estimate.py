@@ -202,6 +202,11 @@ GRAPH_TECHS = {"cuda_graphs", "waterfall"}
 # own and the n/a ones (10 of its 18 on either model)
 GRAPH_ARMS = {"cuda_graphs": 1, "waterfall": 10}
 
+# techniques whose arms take their checks' trainers as their first builds
+# (step_harness.c, adopts: a step metric, not per sample, no prepare hook,
+# not rebuilt every round by design); the epoch kinds never do
+ADOPTS = set(STEP) - {"batch_size", "large_batch_optimizers", "caching_allocator"}
+
 
 def group_modes(kind, groups, rebuild_each, opts, device, graph_arms=0):
     """Per group: "alive", "parked" or "rebuilt", as tb_step_plan_park
@@ -241,7 +246,7 @@ def group_modes(kind, groups, rebuild_each, opts, device, graph_arms=0):
 
 
 def workload_s(prof, kind, groups, checks, rebuild_each, tuned=0, opts=None, graphs=False,
-               graph_arms=0, device="h100", modes=None):
+               graph_arms=0, device="h100", modes=None, adopt=False):
     p = PROFILES[prof]
     u = STEP_S[kind]
     rep_units = max(1, math.ceil(1.05 * p["min_rep"] / u))
@@ -252,11 +257,17 @@ def workload_s(prof, kind, groups, checks, rebuild_each, tuned=0, opts=None, gra
     total_arms = sum(k + 1 for k in groups)
     s = SETUP_S + checks * ((SMALL_CHECK_S if small else CHECK_S) +
                             (GRAPH_CHECK_EXTRA_STEPS * u if graphs else 0))
-    for k, mode in zip(groups, modes):
+    for g, (k, mode) in enumerate(zip(groups, modes)):
         arms = k + 1                 # a baseline and k compared arms (its A/A copy among them)
         slots = 2 * k + 1
         share = arms / total_arms    # of the workload's tuned and capturing arms
-        s += arms * (build + p["warmup"] * u + p["probes"](u, build + p["warmup"] * u) * u)
+        # arms whose first build is their check's trainer, unparked: every
+        # one but the workload's first check's (step_harness.c, adopts)
+        took = 0 if not adopt or mode == "rebuilt" else arms - (1 if g == 0 else 0)
+        fresh = arms - took
+        s += fresh * (build + p["warmup"] * u + p["probes"](u, build + p["warmup"] * u) * u)
+        s += took * (UNPARK_S + p["probes"](u, UNPARK_S) * u)
+        s += took / arms * graph_arms * share * (u + CAPTURE_S)  # a capture again
         s += MIN_ROUNDS * slots * rep
         if mode == "rebuilt":        # every arm rebuilt and warmed every round
             s += (MIN_ROUNDS - 1) * arms * ((build if small else BUILD_ALONE_S) + p["warmup"] * u)
@@ -267,8 +278,9 @@ def workload_s(prof, kind, groups, checks, rebuild_each, tuned=0, opts=None, gra
             slots_graph = slots * graph_arms / total_arms
             s += MIN_ROUNDS * (slots * UNPARK_S + slots_graph * (u + CAPTURE_S))
         # a tuned arm's builds: its check, its warm-up, its rebuilds
-        s += tuned * share * TUNE_S * (2 + (MIN_ROUNDS - 1 if mode == "rebuilt" else 1))
-        s += graph_arms * share * GRAPH_CHECK_EXTRA_STEPS * u * 2  # first build and rebuild
+        builds = 2 - took / arms     # first build (unless taken) and rebuild
+        s += tuned * share * TUNE_S * (1 + (MIN_ROUNDS - 1 if mode == "rebuilt" else builds))
+        s += graph_arms * share * GRAPH_CHECK_EXTRA_STEPS * u * builds
     return s
 
 
@@ -282,8 +294,9 @@ def step_s(name, prof, table=STEP, device="h100", then=False):
         opts = w[5] if len(w) > 5 else {}
         # the H200 run's code: alive, or every arm rebuilt (no parking then)
         modes = (["rebuilt" if rebuild_each else "alive"] * len(groups)) if then else None
+        adopt = name in ADOPTS and not then and "_epoch" not in kind
         s += workload_s(prof, kind, groups, checks, rebuild_each, tuned, opts, graphs, ga,
-                        device, modes)
+                        device, modes, adopt)
     return s + (AFTER_STEPS_S.get(name, 0) if prof == "gpu" else 0)
 
 

@@ -11,7 +11,11 @@
 #   --mem-limit=10: that does not fit, every arm parked does (6.6 + 2.6);
 #   --mem-limit=7:  nothing parked fits: every arm rebuilt every round.
 # Every row is still timed, compared and checked. Without the limit, none
-# parks or is rebuilt. Shapes, never timings.
+# parks or is rebuilt. An arm's first build is its check's trainer, kept
+# parked (step_harness.c, adopts): all 6 arms but the first check's
+# baseline; under --mem-limit=7 the kept trainers leave a later check no
+# room: they are released (said on stderr), the check runs again, and the
+# arms, rebuilt every round, build their own. Shapes, never timings.
 set -uo pipefail
 bin="$1"
 tmp="${TEST_TMPDIR:-$(mktemp -d)}"
@@ -36,8 +40,14 @@ run() { # limit, what its timing line must say
     rows "$tmp/m$1"
 }
 run 12 "3 of them parked between their repetitions"
+grep -q "5 first built for their checks and kept)" "$tmp/err_m12" ||
+    fail "under --mem-limit=12: not 5 arms first built for their checks"
 run 10 "6 of them parked between their repetitions"
 run 7 "rebuilt every round)"
+grep -q "out of memory with .* of earlier checks kept for the rounds .*: released" "$tmp/err_m7" ||
+    fail "under --mem-limit=7: the kept trainers were not released for a later check"
+grep -q "first built for their checks" "$tmp/err_m7" &&
+    fail "under --mem-limit=7: arms rebuilt every round took their checks' trainers"
 "$bin" --device=cpu --profile=tiny --threads=2 --out-dir="$tmp/all" > /dev/null 2> "$tmp/err_all" ||
     fail "exit $? without a limit"
 grep -q "timing 6 arms (trainers rebuilt every" "$tmp/err_all" ||

@@ -1263,9 +1263,10 @@ static int warm_up_arm(const tb_rounds_cfg *cfg, const tb_arm *arms, int i, arm_
     /* The warm-up's untimed part is the arm's first build (and prepare):
      * what a rebuild costs, known before the first rebuild is due, so that
      * a dear build (a ResNet-50 trainer's 0.8 s beside its 0.05 s
-     * repetitions) is spaced by TB_ROUNDS_REBUILD_SHARE from the start. */
+     * repetitions) is spaced by TB_ROUNDS_REBUILD_SHARE from the start; the
+     * caller's build_s where that build came before the warm-up. */
     if (arms[i].rebuild && !(jobs[i].rebuild_s > 0))
-        jobs[i].rebuild_s = untimed_s;
+        jobs[i].rebuild_s = arms[i].build_s > untimed_s ? arms[i].build_s : untimed_s;
     jobs[i].units = reps_units(cfg->min_rep_s, unit_s);
     out->arms[i].units_per_rep = jobs[i].units;
     fprintf(stderr, "rounds: %s warmed up in %ld units, %.3g s a unit (build %.3g s), %ld units a "

@@ -105,6 +105,10 @@ typedef struct tb_arm {
      * ran (a parked trainer's activations, step_harness.c). Not a build:
      * the rounds between rebuilds stay rounds of one build. NULL: nothing. */
     int (*resume)(void *user);
+    /* What a rebuild costs where the caller knows it before the rounds (a
+     * trainer first built for a check and kept: the warm-up's untimed part
+     * is then no build); 0: the warm-up's untimed part. */
+    double build_s;
 } tb_arm;
 
 /* The most child processes an experiment's arms may run in (cfg->own_pid). */

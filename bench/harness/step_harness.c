@@ -12,6 +12,7 @@
 #include "bench/harness/rounds.h"
 #include "bench/harness/step_plan.h"
 #include "lib/core/atomic_file.h"
+#include "lib/core/clock.h"
 #include "lib/nn/flops.h"
 #include "lib/report/plot.h"
 
@@ -98,6 +99,8 @@ typedef struct setting_state {
     long skipped, skipped_again;
     float scale0, check_scale;
     double peak_bytes;
+    double build_s;           /* what its check's build and first warm-up units took: a
+                                 rebuild's cost, known before the rounds (tb_arm.build_s) */
     double kept_bytes;        /* what its check's trainer held parked (tb_trainer_park):
                                  its parameters, gradients, optimizer state; 0: not
                                  measured (it may not park: can_park) */
@@ -111,6 +114,10 @@ typedef struct setting_state {
     int own_verdict;
     tb_compare own;
     char own_against[48];     /* as tb_result_row's checked_against */
+    /* Its checks' trainers, parked, for its arms' first builds (adopts):
+     * held[0] its check's, held[1] a baseline's second check's (its A/A
+     * arm's); ctx.t NULL: none. */
+    tb_step_ctx held[2];
 } setting_state;
 
 typedef struct step_run step_run;
@@ -164,6 +171,12 @@ struct step_run {
                                  a prepare hook), or parked between its repetitions */
     int n_alone;              /* how many are not TB_ARM_ALIVE */
     step_arm *live;           /* of those, the arm whose trainer is alive (unparked) */
+    int n_held;               /* checks' trainers held for the arms (setting_state.held) */
+    int base_known;           /* 1: base_in_use measured (after the workload's first check) */
+    double base_in_use;       /* bytes in use once the first check's trainer closed: what a
+                                 trainer's peak is read above (check_once) */
+    int adopted;              /* of them, taken by an arm as its first build */
+    double held_bytes;        /* what they keep, parked */
 };
 
 /* ---- building one setting's trainer ---- */
@@ -498,6 +511,49 @@ static int can_park(const step_run *r)
     return !r->tech->rebuild_each_round && !prepares_differ(r);
 }
 
+/* Whether a setting's check trainers become its arms' first builds
+ * (setting_state.held): parked after the check, they wait for the rounds,
+ * where the arm unparks instead of building (arm_open), which saves a
+ * build and its warm-up units an arm (the GPU profile's ResNet-50: 0.4 s of
+ * about 0.8). Not for an epoch metric (a loader's epochs are its own: a
+ * check leaves one part-way), a per-sample technique (its check trains a
+ * sample count of its own), nor where a prepare hook sets process-wide
+ * state or every round builds afresh. */
+static int adopts(const step_run *r)
+{
+    const tb_step_technique *t = r->tech;
+    int prepare = 0;
+    for (int i = 0; i < t->n_settings; i++)
+        prepare |= t->settings[i].prepare != NULL;
+    return t->metric == TB_METRIC_STEP && !t->per_sample && !t->rebuild_each_round && !prepare;
+}
+
+/* Closes the checks' trainers held for the arms: the arms that have not
+ * taken theirs build their own. */
+static void release_held(step_run *r)
+{
+    for (int i = 0; r->st && i < r->tech->n_settings; i++)
+        for (int k = 0; k < 2; k++)
+            ctx_close(&r->st[i].held[k]);
+    r->n_held = 0;
+    r->held_bytes = 0;
+}
+
+/* Whether work that returned rc should run again: it ran out of memory
+ * with checks' trainers held for the arms, which are then released (the
+ * room was theirs). */
+static int room_again(step_run *r, int rc)
+{
+    if (rc != TB_ERR_DEVICE_OOM || r->n_held == 0)
+        return 0;
+    fprintf(stderr, "%s: out of memory with %d trainer%s of earlier checks kept for the rounds "
+            "(%.1f MiB): released, the arms will build their own; trying again\n",
+            r->tech->desc.name, r->n_held, r->n_held == 1 ? "" : "s", r->held_bytes / 1048576.0);
+    tb_error_clear();
+    release_held(r);
+    return 1;
+}
+
 /* Setting idx's trainer for a check, its initial weights moved by the
  * rounding control's draw nudge - 1 (tb_control_seed) when nudge > 0; with
  * loss scaling, its scale the one the setting's checks begin from. */
@@ -523,13 +579,12 @@ static int check_step(const step_run *r, tb_step_ctx *c, float *loss)
     return rc;
 }
 
-/* nudge: 0, or 1 + the rounding control's draw (check_open). A setting
- * whose loss scaler (fp16) skipped steps in its first check, their gradients
- * overflowing at the initial scale (GradScaler's 65536), would compare fewer
- * updates than its baseline made: its check runs again from the scale the
- * scaler had backed off to, as do its later checks (check_open), and its
- * note says so (loss_note). */
-static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge)
+/* check_run's one try. A setting whose loss scaler (fp16) skipped steps in
+ * its first check, their gradients overflowing at the initial scale
+ * (GradScaler's 65536), would compare fewer updates than its baseline
+ * made: its check runs again from the scale the scaler had backed off to,
+ * as do its later checks (check_open), and its note says so (loss_note). */
+static int check_once(step_run *r, int idx, float *loss, int with_note, int nudge, int keep)
 {
     tb_backend *be = r->b.be;
     tb_step_ctx c;
@@ -537,7 +592,9 @@ static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge
     float *w0 = NULL;
     TB_TRY(be->mem_stats(be, &in_use0, NULL));
     TB_TRY(be->mem_reset_peak(be));
+    double t0 = tb_clock_s();
     int rc = check_open(r, idx, nudge, &c);
+    double opened_s = tb_clock_s() - t0, steps_s = 0;
     float scale_start = rc == TB_OK ? c.t->scaler.scale : 0;
     int witness = rc == TB_OK && !nudge && with_note && wants_update(r);
     if (witness)
@@ -549,7 +606,9 @@ static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge
         steps = steps < 1 ? 1 : steps;
     }
     for (int i = 0; i < steps && rc == TB_OK; i++) {
+        double s0 = tb_clock_s();
         rc = check_step(r, &c, loss);
+        steps_s += tb_clock_s() - s0;
         if (i == 0 && witness && rc == TB_OK)
             rc = record_first_update(c.t, w0, &r->st[idx]);
     }
@@ -568,14 +627,17 @@ static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge
         rc = r->tech->check_note(&c, r->st[idx].note, sizeof r->st[idx].note);
     /* what its trainer would hold parked (tb_step_plan_park, where its
      * arms may park: can_park, once every check has run): after everything
-     * else, since parking frees the activations */
-    if (rc == TB_OK && !nudge && with_note && !r->tech->rebuild_each_round) {
-        size_t kept = 0;
+     * else, since parking frees the activations; parked too where it is
+     * kept for an arm */
+    size_t kept = 0;
+    int park = (with_note || keep) && !r->tech->rebuild_each_round;
+    if (rc == TB_OK && !nudge && park) {
         rc = tb_trainer_park(c.t);
         if (rc == TB_OK)
             rc = be->mem_stats(be, &kept, NULL);
-        if (rc == TB_OK)
-            r->st[idx].kept_bytes = kept > in_use0 ? (double)(kept - in_use0) : 0;
+        kept = kept > in_use0 ? kept - in_use0 : 0;
+        if (rc == TB_OK && with_note)
+            r->st[idx].kept_bytes = (double)kept;
     }
     if (rc == TB_OK && with_note && c.own_verdict) {
         r->st[idx].own_verdict = 1;
@@ -587,25 +649,62 @@ static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge
         r->st[idx].na = 1;
         snprintf(r->st[idx].why, sizeof r->st[idx].why, "%s", c.na_why);
     }
-    if (!nudge) {
-        r->st[idx].peak_bytes = c.own_peak_bytes > 0 ? c.own_peak_bytes : (double)peak;
+    if (!nudge && with_note) {
+        /* what the process held at its peak, as if no trainer were held for
+         * the arms (adopts): the shared state (r->base_in_use) and what it
+         * allocated above what was in use when it began */
+        double own = r->base_known ? r->base_in_use + (double)(peak - in_use0) : (double)peak;
+        r->st[idx].peak_bytes = c.own_peak_bytes > 0 ? c.own_peak_bytes : own;
         r->st[idx].steps = steps;
         r->st[idx].unit_samples = c.unit_samples;
+        int warm = r->prof.warmup < steps ? r->prof.warmup : steps;
+        r->st[idx].build_s = opened_s + (steps > 0 ? steps_s * warm / steps : 0);
     }
     setting_state *st = &r->st[idx];
     long skipped = rc == TB_OK && c.t->loss_scaling ? c.t->scaler.skipped_steps : 0;
     float scale_end = rc == TB_OK ? c.t->scaler.scale : 0;
-    ctx_close(&c);
+    int again = skipped > 0 && !nudge && with_note && !(st->check_scale > 0);
+    tb_step_ctx *hold = keep ? &st->held[keep - 1] : NULL;
+    if (rc == TB_OK && hold && !again && !nudge && c.t->parked && adopts(r) && !st->na &&
+        r->base_known) {
+        ctx_close(hold);
+        *hold = c;
+        r->n_held++;
+        r->held_bytes += (double)kept;
+    } else {
+        ctx_close(&c);
+        /* the first check closed: what stays in use is shared (buffers a
+         * backend grows once, the data), and every later peak is read
+         * against it, held trainers or not */
+        size_t now = 0;
+        if (!r->base_known && be->mem_stats(be, &now, NULL) == TB_OK) {
+            r->base_in_use = (double)now;
+            r->base_known = 1;
+        }
+    }
     if (skipped > 0 && !nudge && with_note) {
-        if (st->check_scale > 0) {
+        if (!again) {
             st->skipped_again = skipped;
         } else {
             st->skipped = skipped;
             st->scale0 = scale_start;
             st->check_scale = scale_end;
-            return check_run(r, idx, loss, with_note, nudge);
+            return check_once(r, idx, loss, with_note, nudge, keep);
         }
     }
+    return rc;
+}
+
+/* nudge: 0, or 1 + the rounding control's draw (check_open). keep: 0, or
+ * where its trainer waits for an arm (adopts): 1 the setting's own arm,
+ * 2 a baseline's A/A arm. Out of memory with trainers held for the arms,
+ * they go and it runs again (room_again). */
+static int check_run(step_run *r, int idx, float *loss, int with_note, int nudge, int keep)
+{
+    int rc;
+    do
+        rc = check_once(r, idx, loss, with_note, nudge, keep);
+    while (room_again(r, rc));
     return rc;
 }
 
@@ -714,7 +813,7 @@ static int weak_check(const step_run *r, int b)
 /* One draw of the first update's rounding control: setting idx's first
  * check step from weights nudged by draw k (tb_control_seed), its update
  * into *out (record_update). */
-static int witness_control_run(step_run *r, int idx, int k, setting_state *out)
+static int witness_control_once(step_run *r, int idx, int k, setting_state *out)
 {
     tb_step_ctx c;
     float *w0 = NULL, loss;
@@ -727,6 +826,15 @@ static int witness_control_run(step_run *r, int idx, int k, setting_state *out)
         rc = record_first_update(c.t, w0, out);
     free(w0);
     ctx_close(&c);
+    return rc;
+}
+
+static int witness_control_run(step_run *r, int idx, int k, setting_state *out)
+{
+    int rc;
+    do
+        rc = witness_control_once(r, idx, k, out);
+    while (room_again(r, rc));
     return rc;
 }
 
@@ -804,7 +912,7 @@ static int check_controls(step_run *r)
         int rc = TB_OK;
         for (int k = 0; k < TB_CONTROL_RUNS; k++) {
             float loss = NAN;
-            rc = check_run(r, b, &loss, 0, 1 + k);
+            rc = check_run(r, b, &loss, 0, 1 + k, 0);
             if (rc != TB_OK)
                 break;
             fprintf(stderr, "%s: check %-24s rounding control %d of %d (weights moved by %.1e): "
@@ -840,12 +948,12 @@ static int check_all(step_run *r)
         TB_TRY(mark_batch_past_data(r, i));
         if (s->na)
             continue;
-        int rc = check_run(r, i, &s->loss, 1, 0);
+        int rc = check_run(r, i, &s->loss, 1, 0, 1);
         TB_TRY(mark_na(r, i, rc));
         if (s->na && rc == TB_OK) /* its check_note's finding (tb_step_ctx.na_why) */
             fprintf(stderr, "%s: %s: %s\n", t->desc.name, t->settings[i].name, s->why);
         if (!s->na && t->settings[i].base == i)
-            TB_TRY(mark_na(r, i, check_run(r, i, &s->loss_again, 0, 0)));
+            TB_TRY(mark_na(r, i, check_run(r, i, &s->loss_again, 0, 0, 2)));
         if (!s->na)
             fprintf(stderr, "%s: check %-24s loss at step %d %.9g, peak %.1f MiB (%.1f "
                     "parked)%s\n", t->desc.name, t->settings[i].name, s->steps, s->loss,
@@ -882,11 +990,13 @@ static int make_room(step_arm *a)
  * units (the engine's own warm-up, until unit times settle, comes on top
  * for trainers that stay alive). An arm rebuilt every round first closes
  * the one such arm alive before it. Untimed. */
+static int unpark_arm(step_arm *a);
+
 static int arm_open(step_arm *a)
 {
     step_run *r = a->run;
-    if (a->ctx.t)
-        return TB_OK;
+    if (a->ctx.t) /* alive, or its check's trainer (adopts), parked since */
+        return a->ctx.t->parked ? unpark_arm(a) : TB_OK;
     TB_TRY(make_room(a));
     int rc = ctx_open(r, a->idx, &a->ctx);
     if (rc != TB_OK) {
@@ -931,6 +1041,14 @@ static int arm_resume(void *user)
     step_arm *a = user;
     if (!a->ctx.t || !a->ctx.t->parked) /* not built yet: arm_run builds it */
         return TB_OK;
+    return unpark_arm(a);
+}
+
+/* arm_resume's work, and an adopted check trainer's first use (arm_open):
+ * its warm-up units ran in its check, and its first step comes back as a
+ * resumed one's does. */
+static int unpark_arm(step_arm *a)
+{
     TB_TRY(make_room(a));
     TB_TRY(tb_trainer_unpark(a->ctx.t));
     int capture = tb_trainer_graph_settle_steps(&a->ctx.cfg) > 0;
@@ -1061,13 +1179,26 @@ static int make_arms(step_run *r)
          * repetitions where parked (resume) */
         r->tarms[a] = (tb_arm){name, r->plan.arm_base[a], r->plan.arm_aa[a], arm_run,
                                rebuilt ? arm_rebuild : NULL, sa, rebuilt ? NULL : arm_rebuild,
-                               sa->mode == TB_ARM_PARKED ? arm_resume : NULL};
+                               sa->mode == TB_ARM_PARKED ? arm_resume : NULL,
+                               r->st[sa->idx].build_s};
+        /* its check's trainer, parked (adopts), as its first build: not
+         * where it is rebuilt every round */
+        tb_step_ctx *held = &r->st[sa->idx].held[r->plan.arm_aa[a] ? 1 : 0];
+        if (held->t && !rebuilt) {
+            sa->ctx = *held;
+            memset(held, 0, sizeof *held);
+            r->n_held--;
+            r->adopted++;
+        }
     }
+    release_held(r); /* the rest: settings not timed, arms rebuilt every round */
     return TB_OK;
 }
 
 static void free_arms(step_run *r)
 {
+    release_held(r);
+    r->adopted = 0;
     for (int a = 0; r->arms && a < r->plan.n_arms; a++)
         ctx_close(&r->arms[a].ctx);
     for (int a = 0; r->tarms && a < r->plan.n_arms; a++)
@@ -1137,7 +1268,7 @@ static int time_all(step_run *r, tb_rounds_result *res)
     TB_TRY(tb_outdir_join(r->b.od.results, name, path, sizeof path));
     TB_TRY(tb_bench_reserve_tmp(path, tmp, sizeof tmp));
     cfg.gbench_json = tmp;
-    char how[192];
+    char how[256];
     int parked = 0;
     for (int a = 0; a < r->plan.n_arms; a++)
         parked += r->arms[a].mode == TB_ARM_PARKED;
@@ -1152,6 +1283,10 @@ static int time_all(step_run *r, tb_rounds_result *res)
                  "every %d rounds: not all fit in memory", r->n_alone, cfg.rounds_per_build);
     else
         snprintf(how, sizeof how, "trainers rebuilt every %d rounds", cfg.rounds_per_build);
+    size_t at = strlen(how);
+    if (r->adopted > 0)
+        snprintf(how + at, sizeof how - at, "; %d first built for their checks and kept",
+                 r->adopted);
     fprintf(stderr, "%s: %s: timing %d arms (%s) in rounds of >= %g s repetitions: %d..%d "
             "rounds, target +-%g%%, budget %g s, seed %#llx\n", r->tech->desc.name, r->wl_label,
             r->plan.n_arms, how, cfg.min_rep_s, cfg.min_rounds, cfg.max_rounds,
@@ -1747,6 +1882,7 @@ static int graph_check_steps(const step_run *r, int steps)
 /* The settings' states of the workload run last (r->st), witnesses too. */
 static void free_states(step_run *r)
 {
+    release_held(r);
     for (int i = 0; r->st && i < r->tech->n_settings; i++)
         free_update(&r->st[i]);
     free(r->st);
@@ -1832,6 +1968,7 @@ static int run_workload(step_run *r)
     r->st = calloc((size_t)t->n_settings, sizeof *r->st);
     if (!r->st)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory planning %s", t->desc.name);
+    r->base_known = 0;
     TB_TRY(check_all(r));
     TB_TRY(time_and_report(r));
     free_arms(r);

@@ -39,7 +39,11 @@
  *      freed between their repetitions, one of them unparked at a time
  *      (tb_trainer_park; the check measures what a parked trainer keeps),
  *      and where even that does not fit they are rebuilt every round,
- *      untimed, one of their arms alive at a time beside the rest; kept-alive
+ *      untimed, one of their arms alive at a time beside the rest. An arm's
+ *      first build is its check's trainer, kept parked from the check (a
+ *      step metric, no prepare hook: step_harness.c, adopts; not the
+ *      workload's first check, whose closing tells what the shared state
+ *      holds, nor an arm rebuilt every round); kept-alive
  *      (and parked) trainers are still built
  *      afresh every --rounds-per-build rounds (step times: every round;
  *      epoch times: every 4), so that the intervals hold the spread between
