@@ -15,7 +15,8 @@ it ran; then it predicts the whole profile with the gpu profile's own row.
     python3 tools/gpu_estimate.py --check    # the model against the H200 run
 
 Per workload of a step technique (seconds):
-    setup   describe the workload, open its data              SETUP_S
+    setup   describe the workload, open its data              SETUP_S (the big models:
+                                                               SETUP_BIG_S)
     checks  one build and 3 steps per check run                CHECK_S (x4 batch: x CHECK_BIG;
                                                                the small CNN: SMALL_CHECK_S)
     warm-up per arm: build, the profile's warm-up units, then the engine's
@@ -43,6 +44,11 @@ import sys
 
 # ---- constants measured in results/gpu-h200-2026-11-28/profile.log ----
 SETUP_S = 2.0        # "resnet50-full-synthetic: ..." line to the first check: 1.5-2 s
+# not measured (an assumption): that set-up held the batch-size search's
+# trial, a trainer built and stepped once, and the data made twice; the
+# workload's first check is the trial since (step_harness.c, fits_by_halving):
+# 0.5 s less for ResNet-50 and GPT-2
+SETUP_BIG_S = SETUP_S - 0.5
 CHECK_S = 1.0        # check lines 1.0 s apart (ResNet-50), 0.75 (GPT-2): build + 3 steps
 CHECK_BIG = 2.5      # checkpointing's 4x-batch checks: 2.5 s apart
 BUILD_S = 0.27       # a rebuild of 4 arms took 2.65 s with 3 warm-up steps of 0.13 s each
@@ -150,11 +156,21 @@ STEP = {
     "checkpointing": [("gpt2", [2], 3, 0, 0, {"peaks": [[9.99, 9.52, 9.99]]}),
                       ("gpt2x4", [2], 3 * CHECK_BIG, 0, 0, {"peaks": [[35.36, 33.48, 35.36]]})],
     "no_grad_eval": [("small_cnn", [2], 3, 0)],
-    # the gpu profile leaves the small CNN's step part out (gpu_workloads);
-    # on ResNet-50, 17 of its settings tune: the stages from conv_autotune on,
-    # all on, and every leave-one-out but conv_autotune's (GPT-2 has no conv);
-    # one group here (its two baselines' groups both go on either GPU)
-    "waterfall": [("resnet50", [18], 35, 0, 17), ("gpt2", [18], 35, 0)],
+    # the gpu profile leaves the small CNN's step part out (gpu_workloads).
+    # On CUDA each big model has 10 stages (ResNet-50: grads_to_none, conv
+    # bias, fused optimizer, autotuner, tf32, debug APIs, channels last,
+    # bf16, pinned memory, graphs; GPT-2 has fused GELU, layer norm and
+    # attention for the conv three), so 21 settings, every one compared with
+    # all off (one group): 10 stages, all on, 9 leave-one-outs (graphs need
+    # debug APIs off), of which all on is the last stage and all on but
+    # graphs the one before (step_harness.c, same_as: timed once for both
+    # rows): 19 timed, and the A/A arm. Checks: 19, the baseline's second,
+    # and the update witness's controls for its bf16 settings (the tiny
+    # ResNet-50 on the CPU: 43 check lines, 25 of them draws of a build and
+    # a step): 30 checks' worth. On ResNet-50 14 timed settings tune: the 7
+    # stages from conv_autotune on and 7 leave-one-outs (not conv_autotune's,
+    # not debug's, not graphs', which is the pinned-memory stage)
+    "waterfall": [("resnet50", [19], 30, 0, 14), ("gpt2", [19], 30, 0)],
     "workers": [("small_cnn_epoch", [5], 5, 0)],
     "prefetch": [("small_cnn_epoch", [4], 4, 0)],
     "persistent_workers": [("small_cnn_epoch", [2], 3, 0)],
@@ -198,9 +214,9 @@ GRAPH_TECHS = {"cuda_graphs", "waterfall"}
 # (step_harness.c: arm_open, tb_trainer_graph_settle_steps: 4 steps, the
 # gpu profile's 1 otherwise): 3 more steps a build, at its first build and
 # its rebuild. Arms that capture, per workload: cuda_graphs' "on"; the
-# waterfall's "+ cuda_graphs", "all on" and every leave-one-out but graphs'
-# own and the n/a ones (10 of its 18 on either model)
-GRAPH_ARMS = {"cuda_graphs": 1, "waterfall": 10}
+# waterfall's "+ cuda_graphs" (all on, timed once) and every leave-one-out
+# but graphs' own and the n/a ones (9 of its 19 timed on either model)
+GRAPH_ARMS = {"cuda_graphs": 1, "waterfall": 9}
 
 # techniques whose arms take their checks' trainers as their first builds
 # (step_harness.c, adopts: a step metric, not per sample, no prepare hook,
@@ -246,7 +262,7 @@ def group_modes(kind, groups, rebuild_each, opts, device, graph_arms=0):
 
 
 def workload_s(prof, kind, groups, checks, rebuild_each, tuned=0, opts=None, graphs=False,
-               graph_arms=0, device="h100", modes=None, adopt=False):
+               graph_arms=0, device="h100", modes=None, adopt=False, then=False):
     p = PROFILES[prof]
     u = STEP_S[kind]
     rep_units = max(1, math.ceil(1.05 * p["min_rep"] / u))
@@ -255,7 +271,7 @@ def workload_s(prof, kind, groups, checks, rebuild_each, tuned=0, opts=None, gra
     build = SMALL_BUILD_S if small else BUILD_S
     modes = modes or group_modes(kind, groups, rebuild_each, opts or {}, device, graph_arms)
     total_arms = sum(k + 1 for k in groups)
-    s = SETUP_S + checks * ((SMALL_CHECK_S if small else CHECK_S) +
+    s = (SETUP_S if small or then else SETUP_BIG_S) + checks * ((SMALL_CHECK_S if small else CHECK_S) +
                             (GRAPH_CHECK_EXTRA_STEPS * u if graphs else 0))
     for g, (k, mode) in enumerate(zip(groups, modes)):
         arms = k + 1                 # a baseline and k compared arms (its A/A copy among them)
@@ -296,7 +312,7 @@ def step_s(name, prof, table=STEP, device="h100", then=False):
         modes = (["rebuilt" if rebuild_each else "alive"] * len(groups)) if then else None
         adopt = name in ADOPTS and not then and "_epoch" not in kind
         s += workload_s(prof, kind, groups, checks, rebuild_each, tuned, opts, graphs, ga,
-                        device, modes, adopt)
+                        device, modes, adopt, then)
     return s + (AFTER_STEPS_S.get(name, 0) if prof == "gpu" else 0)
 
 

@@ -118,6 +118,35 @@ def check_tta(res_dir):
     print("ok: %s, %d rows" % (path, len(rows)))
 
 
+ALIAS = re.compile(r"the same configuration as '(.*?)' on this workload: one check and one "
+                   r"timing, given in both rows")
+ALIAS_SAME = ("median", "ci_low", "ci_high", "min", "max", "speedup", "speedup_ci_low",
+              "speedup_ci_high", "timing_verdict", "correctness", "memory_bytes", "rounds")
+
+
+def check_aliases(tech, body):
+    """A row that repeats an earlier setting's configuration on its workload
+    (step_harness.c, same_as) gives that setting's check and timing: the
+    same numbers, never a second draw. The waterfall's "all on" is always
+    its workload's last stage."""
+    for r in body:
+        m = ALIAS.search(r["note"])
+        if not m:
+            continue
+        twin = [t for t in body if t["workload"] == r["workload"] and t["setting"] == m.group(1)]
+        if len(twin) != 1:
+            fail("%s %s: the same configuration as %r, which is not one row"
+                 % (r["workload"], r["setting"], m.group(1)))
+        for k in ALIAS_SAME:
+            if r[k] != twin[0][k]:
+                fail("%s %s: %s %r, but %r, the same configuration, has %r"
+                     % (r["workload"], r["setting"], k, r[k], m.group(1), twin[0][k]))
+    if tech == "waterfall":
+        for r in body:
+            if r["setting"] == "all on" and r["median"] and not ALIAS.search(r["note"]):
+                fail("%s: all on is timed on its own, not as its last stage" % r["workload"])
+
+
 def check_workloads(body, workloads):
     """The workload rows' shape: each named model has rows, as many as the others."""
     count = {w: 0 for w in workloads}
@@ -216,6 +245,7 @@ def main():
             s, a, b = num(r["speedup"]), num(r["speedup_ci_low"]), num(r["speedup_ci_high"])
             if not (a <= s <= b) or s <= 0:
                 fail(where + ": speedup %g outside its interval [%g, %g]" % (s, a, b))
+    check_aliases(tech, body)
     if workloads:
         check_workloads(body, workloads)
     if na_note is not None:

@@ -74,6 +74,9 @@ static const step_profile step_profiles[TB_PROFILES] = {
 /* What the correctness pass learned about one setting. */
 typedef struct setting_state {
     int na;                   /* 1: an n/a row, not timed */
+    int alias;                /* 1 + the earlier setting it is the same configuration as
+                                 (same_as): not checked or timed, its row that one's
+                                 numbers; 0: its own */
     char why[200];            /* the n/a reason */
     float loss, loss_again;   /* last loss of the check; a baseline's second run */
     int classes;              /* its model's outputs per prediction (ln of it: the loss
@@ -492,7 +495,7 @@ static int prepares_differ(const step_run *r)
     const tb_step_setting *first = NULL;
     for (int i = 0; i < r->tech->n_settings; i++) {
         const tb_step_setting *s = &r->tech->settings[i];
-        if (r->st[i].na)
+        if (r->st[i].na || r->st[i].alias)
             continue;
         if (!first)
             first = s;
@@ -735,7 +738,7 @@ static int past_tolerance(const step_run *r, int i)
     const tb_step_technique *t = r->tech;
     int b = t->settings[i].base;
     const setting_state *s = &r->st[i];
-    if (t->tolerance <= 0 || t->not_comparable || s->na || r->st[b].na)
+    if (t->tolerance <= 0 || t->not_comparable || s->na || s->alias || r->st[b].na)
         return 0;
     double got = b == i ? s->loss_again : s->loss;
     return !(rel_diff(r->st[b].loss, got) <= t->tolerance);
@@ -862,7 +865,7 @@ static int witness_controls(step_run *r)
         setting_state *s = &r->st[i];
         int b = t->settings[i].base, at;
         double worst;
-        if (r->control_flag == CONTROL_NEVER || b == i || s->na || r->st[b].na ||
+        if (r->control_flag == CONTROL_NEVER || b == i || s->na || s->alias || r->st[b].na ||
             !weak_check(r, b))
             continue;
         double dist = update_distance(&r->st[b], s, &at, &worst);
@@ -934,9 +937,36 @@ static int check_controls(step_run *r)
     return TB_OK;
 }
 
+/* The earlier compared setting that setting i repeats, or -1: one with the
+ * same baseline, checked and timed, whose configuration (both built from
+ * the workload's base, so compared byte for byte), unit and prepare hook
+ * are i's. The waterfall's last stage on a workload is its "all on": one
+ * measurement, two rows, instead of two draws of the same thing. */
+static int same_as(const step_run *r, int i)
+{
+    const tb_step_setting *si = &r->tech->settings[i];
+    if (si->base == i)
+        return -1;
+    tb_config ci = setting_config(r, i);
+    for (int j = 0; j < i; j++) {
+        const tb_step_setting *sj = &r->tech->settings[j];
+        if (sj->base != si->base || sj->base == j || r->st[j].na || r->st[j].alias ||
+            sj->run_once != si->run_once || sj->prepare != si->prepare ||
+            (si->prepare && sj->param != si->param))
+            continue;
+        tb_config cj = setting_config(r, j);
+        if (memcmp(&ci, &cj, sizeof ci) == 0)
+            return j;
+    }
+    return -1;
+}
+
+static int fits_by_halving(const step_run *r);
+
 static int check_all(step_run *r)
 {
     const tb_step_technique *t = r->tech;
+    int first = 1;
     for (int i = 0; i < t->n_settings; i++) {
         setting_state *s = &r->st[i];
         const char *na = t->na_reason ? t->na_reason(r->b.info.backend, &t->settings[i]) : NULL;
@@ -948,7 +978,18 @@ static int check_all(step_run *r)
         TB_TRY(mark_batch_past_data(r, i));
         if (s->na)
             continue;
+        int j = same_as(r, i);
+        if (j >= 0) {
+            s->alias = 1 + j;
+            fprintf(stderr, "%s: check %-24s the same configuration as '%s': checked and "
+                    "timed once, for both rows\n", t->desc.name, t->settings[i].name,
+                    t->settings[j].name);
+            continue;
+        }
         int rc = check_run(r, i, &s->loss, 1, 0, 1);
+        if (rc == TB_ERR_DEVICE_OOM && first && fits_by_halving(r))
+            return rc; /* the batch-size search (run_workload) */
+        first = 0;
         TB_TRY(mark_na(r, i, rc));
         if (s->na && rc == TB_OK) /* its check_note's finding (tb_step_ctx.na_why) */
             fprintf(stderr, "%s: %s: %s\n", t->desc.name, t->settings[i].name, s->why);
@@ -1095,7 +1136,7 @@ static int plan_arms(step_run *r)
                  ? TB_OK : TB_FAIL(TB_ERR_NOMEM, "out of memory planning arms");
     for (int i = 0; i < t->n_settings && rc == TB_OK; i++) {
         base[i] = t->settings[i].base;
-        timed[i] = !r->st[i].na;
+        timed[i] = !r->st[i].na && !r->st[i].alias;
         peak[i] = r->st[i].peak_bytes;
         kept[i] = r->st[i].kept_bytes;
         tb_config c = setting_config(r, i);
@@ -1146,7 +1187,7 @@ static void orphans_na(step_run *r)
     const tb_step_technique *t = r->tech;
     for (int i = 0; i < t->n_settings; i++) {
         setting_state *s = &r->st[i];
-        if (s->na || r->plan.set_arm[i] >= 0)
+        if (s->na || s->alias || r->plan.set_arm[i] >= 0)
             continue;
         char base_why[128]; /* its own copy: i is never its base, the compiler cannot know */
         snprintf(base_why, sizeof base_why, "%.100s", r->st[t->settings[i].base].why);
@@ -1631,11 +1672,14 @@ static int add_row(step_run *r, const tb_rounds_result *res, int i)
         snprintf(na->workload, sizeof na->workload, "%s", r->wl_label);
         return TB_OK;
     }
+    /* the setting whose check and timing the row gives: its own, or the one
+     * it repeats (same_as) */
+    int d = r->st[i].alias ? r->st[i].alias - 1 : i;
     tb_result_row row;
     row_times tm = {0};
     int epoch = t->metric == TB_METRIC_EPOCH;
     tb_bench_row(&r->b, &row, s->name, s->base == i, t->param_name, s->param, metric);
-    TB_TRY(times_of(r, res, i, &tm));
+    TB_TRY(times_of(r, res, d, &tm));
     int rc = fill_times(&row, &tm, epoch);
     if (rc == TB_OK)
         rc = fill_paired(&row, &tm, s->base == i);
@@ -1645,10 +1689,16 @@ static int add_row(step_run *r, const tb_rounds_result *res, int i)
     row.busy = res->busy;
     row.load_avg = res->load_avg;
     row.xcore_ns = res->xcore_ns;
-    row.memory_bytes = r->st[i].peak_bytes;
+    row.memory_bytes = r->st[d].peak_bytes;
     snprintf(row.workload, sizeof row.workload, "%s", r->wl_label);
-    TB_TRY(set_rates(r, i, &row, samples_per_unit(r, i) / (row.median / (epoch ? 1.0 : 1e3))));
-    set_check(r, i, &row);
+    TB_TRY(set_rates(r, d, &row, samples_per_unit(r, d) / (row.median / (epoch ? 1.0 : 1e3))));
+    set_check(r, d, &row);
+    if (d != i) {
+        char what[160];
+        snprintf(what, sizeof what, "the same configuration as '%.60s' on this workload: one "
+                 "check and one timing, given in both rows", t->settings[d].name);
+        prefix_note(&row, what);
+    }
     if (s->base != i && tm.cmp.between > 0) {
         size_t len = strlen(row.note);
         int pooled = tm.cmp.between_df > (double)tm.cmp.builds - 1;
@@ -1896,53 +1946,30 @@ static void free_data(step_run *r)
     r->train = r->test = NULL;
 }
 
-/* One step of the base configuration at its batch, on its data, untimed:
- * TB_ERR_DEVICE_OOM when the batch does not fit. */
-static int try_batch(step_run *r)
+/* The batch-size search of the gpu size (TB_WL_GPU): its batches fill an
+ * 80 GB GPU; where memory is smaller, the workload's first check (its
+ * first baseline's) running out of memory halves the batch and the checks
+ * begin again (check_all returns that one's TB_ERR_DEVICE_OOM instead of
+ * an n/a row), until it fits, and the rows say so; batch 1 out of memory
+ * too: its settings become n/a rows saying why (never a crash). The check
+ * is the trial: no trainer of its own (a build, a step and the data made
+ * twice, each workload of the gpu profile). Whether the batch may still
+ * halve; then the next batch, said on stderr and in the rows. */
+static int fits_by_halving(const step_run *r)
 {
-    tb_config c = r->base_cfg;
-    tb_trainer *t = NULL;
-    float loss;
-    TB_TRY(tb_config_validate(&c));
-    TB_TRY(open_data(r));
-    int rc = tb_trainer_create_with_data(&c, r->b.be, r->train, r->test, &t);
-    if (rc == TB_OK)
-        rc = tb_trainer_step(t, &loss);
-    if (rc == TB_OK)
-        rc = tb_trainer_sync(t);
-    if (t)
-        tb_trainer_destroy(t);
-    free_data(r);
-    return rc;
+    return r->wl != TB_WL_SMALL_CNN && r->wl_size == TB_WL_GPU && r->base_cfg.batch_size > 1;
 }
 
-/* The batch-size search of the gpu size (TB_WL_GPU): its batches fill an
- * 80 GB GPU; where memory is smaller, halve the batch until one step of
- * the base configuration fits, and say so. Batch 1 out of memory too: left
- * to the check pass, whose settings then become n/a rows saying why (never
- * a crash). */
-static int fit_batch(step_run *r)
+static void halve_batch(step_run *r, int asked)
 {
-    if (r->wl == TB_WL_SMALL_CNN || r->wl_size != TB_WL_GPU)
-        return TB_OK;
-    int asked = r->base_cfg.batch_size;
-    for (;;) {
-        int rc = try_batch(r);
-        if (rc != TB_ERR_DEVICE_OOM)
-            return rc;
-        int b = r->base_cfg.batch_size;
-        fprintf(stderr, "%s: %s: batch %d does not fit in device memory (%s)%s\n",
-                r->tech->desc.name, r->wl_label, b, tb_error_message(),
-                b > 1 ? ": halving it" : ": its settings will be n/a rows");
-        tb_error_clear();
-        if (b <= 1)
-            return TB_OK;
-        r->base_cfg.batch_size = b / 2;
-        big_data(r, &r->base_cfg, b / 2);
-        if (b / 2 < asked)
-            snprintf(r->wl_fit, sizeof r->wl_fit, "batch %d of the gpu profile's %d: the "
-                     "largest that fits (batch-size search); ", b / 2, asked);
-    }
+    int b = r->base_cfg.batch_size;
+    fprintf(stderr, "%s: %s: batch %d does not fit in device memory (%s): halving it\n",
+            r->tech->desc.name, r->wl_label, b, tb_error_message());
+    tb_error_clear();
+    r->base_cfg.batch_size = b / 2;
+    big_data(r, &r->base_cfg, b / 2);
+    snprintf(r->wl_fit, sizeof r->wl_fit, "batch %d of the gpu profile's %d: the largest that "
+             "fits (batch-size search); ", b / 2, asked);
 }
 
 /* Checks, times and adds the rows of one workload, r->wl. */
@@ -1955,21 +1982,30 @@ static int run_workload(step_run *r)
         t->workload_ready(r->b.info.backend, r->wl);
     base_config(r);
     r->wl_fit[0] = '\0';
-    TB_TRY(fit_batch(r));
+    int asked = r->base_cfg.batch_size;
     r->check_steps = r->check_steps_flag > 0           ? r->check_steps_flag
                      : r->wl == TB_WL_SMALL_CNN          ? r->prof.check_steps
                      : r->b.run_profile == TB_PROFILE_GPU ? GPU_CHECK_STEPS
                                                           : big_check_steps[r->b.profile];
     if (r->check_steps_flag <= 0)
         r->check_steps = graph_check_steps(r, r->check_steps);
-    TB_TRY(open_data(r));
-    describe_workload(r);
-    free_states(r);
-    r->st = calloc((size_t)t->n_settings, sizeof *r->st);
-    if (!r->st)
-        return TB_FAIL(TB_ERR_NOMEM, "out of memory planning %s", t->desc.name);
-    r->base_known = 0;
-    TB_TRY(check_all(r));
+    for (;;) {
+        TB_TRY(open_data(r));
+        describe_workload(r);
+        free_states(r);
+        r->st = calloc((size_t)t->n_settings, sizeof *r->st);
+        if (!r->st)
+            return TB_FAIL(TB_ERR_NOMEM, "out of memory planning %s", t->desc.name);
+        r->base_known = 0;
+        int rc = check_all(r);
+        if (rc != TB_ERR_DEVICE_OOM || !fits_by_halving(r)) {
+            TB_TRY(rc);
+            break;
+        }
+        free_states(r);
+        free_data(r);
+        halve_batch(r, asked);
+    }
     TB_TRY(time_and_report(r));
     free_arms(r);
     free_data(r);

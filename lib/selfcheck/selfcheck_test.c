@@ -190,6 +190,14 @@ static void test_cpu_walk(tb_backend *be)
     CHECK(text && strstr(text, "n/a  step pin-memory non-blocking (vs pageable, same backend): "
                                "--pin-memory: n/a on the CPU backend"),
           "the pin-memory non-blocking step check is not n/a on the CPU with its reason");
+    /* parking between steps is never parking, to the bit (the step harness
+     * parks arms between their repetitions); with graphs only a GPU says */
+    CHECK(text && strstr(text, "PASS step parked between steps (vs never parked, same backend) "
+                               "dtype=fp32"),
+          "parking between steps did not train as never parking on the CPU");
+    CHECK(text && strstr(text, "n/a  step cuda-graphs parked between steps (vs never parked, "
+                               "same backend): " NA_GRAPHS),
+          "the parked cuda-graphs step check is not n/a on the CPU with its reason");
     check_toggle_lines(text);
     char want[64];
     snprintf(want, sizeof want, "selfcheck: %d passed, %d failed, %d n/a\n", c.passed, c.failed,

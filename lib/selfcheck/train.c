@@ -3,12 +3,15 @@
  * toggle setting in sc_step_checks[], the same few optimizer steps on the
  * backend under test and on the CPU backend, compared by the loss after
  * them (lib/selfcheck/selfcheck.h, tb_step_check). The checks that need two devices
- * or compare two copy paths are in lib/selfcheck/dist.c.
+ * or compare two copy paths are in lib/selfcheck/dist.c; parking (the step
+ * harness's, between an arm's repetitions) is compared with never parking
+ * on the same backend, bitwise, here.
  *
  *   bazel run //bench:selfcheck -- --device=cpu
  *   bazel test //lib/selfcheck:selfcheck_test
  */
 #include <stddef.h>
+#include <string.h>
 
 #include "lib/backend/backend.h"
 #include "lib/train/config.h"
@@ -104,6 +107,72 @@ STEP_CHECK(eval_no_grad, 1, c->eval_no_grad = 1)
 
 #define STAGED_WHY "the copy does not change the data: bitwise equal"
 
+/* ---- parking (tb_trainer_park): what the step harness does to an arm
+ * between its repetitions, and to a check's trainer it keeps for an arm ---- */
+
+/* Past --cuda-graphs' warm-up and capture (3 warm-up micro-batches, the
+ * capture, replays), so that a graph is dropped by each park and captured
+ * again after each unpark. */
+#define PARK_STEPS 7
+
+/* The loss of PARK_STEPS steps of the default config changed by tweak,
+ * parked and unparked between every two steps when park is set. */
+static int park_loss(tb_backend *be, void (*tweak)(tb_config *), int park, double *loss)
+{
+    tb_config c;
+    sc_step_defaults(&c);
+    c.cudnn_deterministic = 1; /* two runs must repeat bitwise to be compared so */
+    tweak(&c);
+    TB_TRY(tb_config_validate(&c));
+    tb_trainer *t;
+    TB_TRY(tb_trainer_create(&c, be, &t));
+    float l = 0;
+    int rc = TB_OK;
+    for (int i = 0; i < PARK_STEPS && rc == TB_OK; i++) {
+        rc = tb_trainer_step(t, &l);
+        if (rc == TB_OK && park && i + 1 < PARK_STEPS)
+            rc = tb_trainer_park(t);
+        if (rc == TB_OK && park && i + 1 < PARK_STEPS)
+            rc = tb_trainer_unpark(t);
+    }
+    if (rc == TB_OK)
+        rc = tb_trainer_sync(t);
+    tb_trainer_destroy(t);
+    *loss = l;
+    return rc;
+}
+
+/* Training parked between its steps is the training never parked, to the
+ * bit (train.h). Never parked runs twice: a backend whose training does not
+ * repeat bitwise could not tell a park that lost state from that. */
+static int parked_vs_never(tb_backend *be, void (*tweak)(tb_config *), double *got, double *ref)
+{
+    double again;
+    TB_TRY(park_loss(be, tweak, 1, got)); /* first: refused at once where n/a */
+    TB_TRY(park_loss(be, tweak, 0, ref));
+    TB_TRY(park_loss(be, tweak, 0, &again));
+    if (memcmp(ref, &again, sizeof again) != 0)
+        return TB_FAIL(TB_ERR_NUMERIC, "two runs never parked on %s gave losses %.9g and %.9g: "
+                       "its training does not repeat bitwise, so parked vs never parked cannot "
+                       "be compared bitwise", be->name, *ref, again);
+    return TB_OK;
+}
+
+static void tweak_none(tb_config *c) { (void)c; }
+static void tweak_graphs(tb_config *c) { c->cuda_graphs = 1; }
+
+static int step_parked(tb_backend *be, double *got, double *ref)
+{
+    return parked_vs_never(be, tweak_none, got, ref);
+}
+
+static int step_parked_graphs(tb_backend *be, double *got, double *ref)
+{
+    return parked_vs_never(be, tweak_graphs, got, ref);
+}
+
+#define PARK_WHY "parking frees and brings back activations only: bitwise equal"
+
 const tb_step_check sc_step_checks[] = {
     {"default config", STEP_TOL, STEP_WHY, step_default},
     {"optimizer=lars", STEP_TOL, STEP_WHY, step_lars},
@@ -119,5 +188,9 @@ const tb_step_check sc_step_checks[] = {
     {"pin-memory (vs pageable, same backend)", 0, STAGED_WHY, sc_step_pinned, "pageable"},
     {"pin-memory non-blocking (vs pageable, same backend)", 0, STAGED_WHY,
      sc_step_pinned_async, "pageable"},
+    {"parked between steps (vs never parked, same backend)", 0, PARK_WHY, step_parked,
+     "never parked"},
+    {"cuda-graphs parked between steps (vs never parked, same backend)", 0, PARK_WHY,
+     step_parked_graphs, "never parked"},
     {NULL, 0.0, NULL, NULL, NULL},
 };
