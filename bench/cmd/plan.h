@@ -41,8 +41,9 @@ int tb_plan_parse_entry(const char *bin, const char *text, tb_plan_entry *e);
  *   default  900    bench:all within 15 minutes on a 2-core VM
  *   full     14400  4 hours
  *   tiny     600    the tests' profile: 10 minutes
- *   gpu      600    one H100 in 10 minutes: a short visit to a GPU machine
- *                   is enough to run it (README: the estimate) */
+ *   gpu      600    one H100 in 10 minutes, the aim: a short visit to a GPU
+ *                   machine should be enough to run it (README: the
+ *                   estimate, above it today; the plan warns) */
 double tb_plan_profile_limit(int profile);
 
 typedef struct tb_plan_budget {

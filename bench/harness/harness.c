@@ -112,7 +112,8 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
          TB_RANGE(0, TB_THREADS_MAX)},
         {"profile", TB_FLAG_CHOICE, &b->run_profile,
          "sweep length: default (minutes), full (real measurements), tiny (tests), gpu (the "
-         "real models on one 80 GB GPU in 10 minutes); auto: gpu on the CUDA backend, else "
+         "real models on one 80 GB GPU, budgets for 10 minutes: README gives its estimated run "
+         "time); auto: gpu on the CUDA backend, else "
          "default", profile_names},
         {"out-dir", TB_FLAG_STRING, &b->out_dir,
          "root for results/ and plots/ (default: the source tree under bazel run)", NULL},

@@ -938,10 +938,12 @@ static int check_controls(step_run *r)
 }
 
 /* The earlier compared setting that setting i repeats, or -1: one with the
- * same baseline, checked and timed, whose configuration (both built from
- * the workload's base, so compared byte for byte), unit and prepare hook
- * are i's. The waterfall's last stage on a workload is its "all on": one
- * measurement, two rows, instead of two draws of the same thing. */
+ * same baseline, checked and timed, that is i but for its name (the same
+ * apply, param, unit and prepare hook, so that no hook can tell them apart)
+ * and whose configuration (both built from the workload's base) is i's
+ * byte for byte. The waterfall's last stage on a workload is its "all on"
+ * (the same mask): one measurement, two rows, instead of two draws of the
+ * same thing. */
 static int same_as(const step_run *r, int i)
 {
     const tb_step_setting *si = &r->tech->settings[i];
@@ -951,8 +953,8 @@ static int same_as(const step_run *r, int i)
     for (int j = 0; j < i; j++) {
         const tb_step_setting *sj = &r->tech->settings[j];
         if (sj->base != si->base || sj->base == j || r->st[j].na || r->st[j].alias ||
-            sj->run_once != si->run_once || sj->prepare != si->prepare ||
-            (si->prepare && sj->param != si->param))
+            sj->apply != si->apply || sj->param != si->param || sj->run_once != si->run_once ||
+            sj->prepare != si->prepare)
             continue;
         tb_config cj = setting_config(r, j);
         if (memcmp(&ci, &cj, sizeof ci) == 0)
