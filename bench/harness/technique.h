@@ -20,7 +20,7 @@
  *   full     real measurements: hours, the real models
  *   tiny     the tests': shapes, not timings
  *   gpu      one 80 GB GPU, aimed at 10 minutes (tools/gpu_estimate.py
- *            models ~17 on an H100 today): the real models at the batches
+ *            models ~18 on an H100 today): the real models at the batches
  *            that fill it (ResNet-50 224 x 224, batch 64; GPT-2 context 1024,
  *            batch 4), found smaller by the batch-size search where memory
  *            is short; chosen by default on the CUDA backend. Everything

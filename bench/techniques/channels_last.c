@@ -44,7 +44,7 @@ static const tb_step_technique tech = {
         .name = "channels_last",
         .headline = "channels last",
         .what = "channels last (NHWC) vs NCHW on the training step, in fp32 and under bf16 autocast",
-        .est_seconds = {12, 90, 12, 21}, /* default, full, tiny, gpu */
+        .est_seconds = {12, 90, 12, 23}, /* default, full, tiny, gpu */
         .budget_seconds = {18, 80, 2, 13}, /* of its rounds, same order */
         .order = 240,
         .tiny = {.min_rows = 4, .plots = "channels_last"},

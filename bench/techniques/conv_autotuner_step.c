@@ -67,7 +67,7 @@ static const tb_step_technique tech = {
          * each step): 29.9 s in an idle bench:all run, 25 rounds (133 s on
          * a busy machine, load 6.4, where the minimum rounds outlast the
          * budget) */
-        .est_seconds = {33, 130, 10, 23}, /* default, full, tiny, gpu */
+        .est_seconds = {33, 130, 10, 25}, /* default, full, tiny, gpu */
         .budget_seconds = {30, 120, 2, 13}, /* of its rounds, same order */
         .order = 90,
         .tiny = {.min_rows = 4, .plots = "conv_autotuner_step"},

@@ -23,7 +23,7 @@ static const tb_step_technique tech = {
         .name = "conv_bias",
         .headline = "no bias",
         .what = "no conv bias before batch norm vs bias=True on the training step",
-        .est_seconds = {6, 70, 10, 11}, /* default, full, tiny, gpu */
+        .est_seconds = {6, 70, 10, 12}, /* default, full, tiny, gpu */
         .budget_seconds = {12, 60, 2, 13}, /* of its rounds, same order */
         .order = 80,
         .tiny = {.min_rows = 2, .plots = "conv_bias"},

@@ -39,7 +39,7 @@ static const tb_step_technique tech = {
         .name = "debug_apis",
         .headline = "debug APIs off",
         .what = "debug APIs off: baseline detect_anomaly ON (technique off) vs detect_anomaly off",
-        .est_seconds = {14, 70, 12, 22}, /* default, full, tiny, gpu */
+        .est_seconds = {14, 70, 12, 24}, /* default, full, tiny, gpu */
         .budget_seconds = {16, 60, 2, 18}, /* of its rounds, same order */
         .order = 180,
         .tiny = {.min_rows = 2, .plots = "debug_apis"},

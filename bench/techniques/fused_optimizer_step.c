@@ -36,7 +36,7 @@ static const tb_step_technique tech = {
         .headline = "fused adamw",
         .what = "fused vs per-tensor optimizer (SGD, AdamW) on the training step (per-tensor "
                 "is foreach=False; PyTorch 2's CUDA default, foreach, is not timed)",
-        .est_seconds = {12, 130, 15, 20}, /* default, full, tiny, gpu */
+        .est_seconds = {12, 130, 15, 22}, /* default, full, tiny, gpu */
         .budget_seconds = {22, 120, 2, 13}, /* of its rounds, same order */
         .order = 100,
         .tiny = {.min_rows = 4, .plots = "fused_optimizer_step"},

@@ -23,7 +23,7 @@ static const tb_step_technique tech = {
         .name = "grads_to_none",
         .headline = "to none",
         .what = "zero_grad(set_to_none=True) vs memset on the training step",
-        .est_seconds = {12, 70, 5, 22}, /* default, full, tiny, gpu */
+        .est_seconds = {12, 70, 5, 24}, /* default, full, tiny, gpu */
         .budget_seconds = {18, 60, 2, 18}, /* of its rounds, same order */
         .order = 60,
         .tiny = {.min_rows = 2, .plots = "grads_to_none"},

@@ -82,7 +82,7 @@ static const tb_step_technique tech = {
         .name = "mixed_precision",
         .headline = "bf16",
         .what = "mixed precision (autocast) off / bf16 / fp16 on the training step",
-        .est_seconds = {16, 120, 10, 29}, /* default, full, tiny, gpu */
+        .est_seconds = {16, 120, 10, 31}, /* default, full, tiny, gpu */
         .budget_seconds = {18, 60, 2, 18}, /* of its rounds, same order */
         .order = 230,
         .tiny = {.min_rows = 3, .plots = "mixed_precision"},

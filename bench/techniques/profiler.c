@@ -54,7 +54,7 @@ static const tb_step_technique tech = {
         .name = "profiler",
         .headline = "profiler off",
         .what = "profiler off: baseline --trace ON (technique off) vs no trace, on the training step",
-        .est_seconds = {15, 70, 20, 22}, /* default, full, tiny, gpu */
+        .est_seconds = {15, 70, 20, 24}, /* default, full, tiny, gpu */
         .budget_seconds = {16, 60, 2, 18}, /* of its rounds, same order */
         .order = 190,
         .tiny = {.min_rows = 2, .plots = "profiler"},

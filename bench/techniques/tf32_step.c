@@ -66,7 +66,7 @@ static const tb_step_technique tech = {
         .what = "TF32 GEMMs (matmul.allow_tf32) over PyTorch's defaults (fp32 GEMMs, TF32 cuDNN "
                 "convolutions) on the training step, and fp32 convolutions (cudnn.allow_tf32 "
                 "off); CPU: oneDNN bf16 fpmath",
-        .est_seconds = {18, 70, 20, 26}, /* default, full, tiny, gpu */
+        .est_seconds = {18, 70, 20, 28}, /* default, full, tiny, gpu */
         .budget_seconds = {18, 60, 2, 22}, /* of its rounds, same order */
         .order = 170,
         .tiny = {.min_rows = 2, .plots = "tf32_step"},
