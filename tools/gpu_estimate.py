@@ -20,7 +20,9 @@ Per workload of a step technique (seconds):
     checks  one build and 3 steps per check run                CHECK_S (x4 batch: x CHECK_BIG;
                                                                the small CNN: SMALL_CHECK_S)
     warm-up per arm: build, the profile's warm-up units, then the engine's
-            probes (full: 6; gpu: until 0.5 s, at least 3)
+            probes (full: 6; gpu: until 0.5 s, at least 3); an arm that
+            takes its check's trainer (ADOPTS: all but the workload's first
+            check's) unparks it instead of the build and warm-up units
     rounds  MIN_ROUNDS rounds of every slot: a baseline with k compared arms
             (its A/A arm included) runs 2k + 1 repetitions a round
     rebuild one rebuild of every arm within the minimum rounds (rounds.c
@@ -37,7 +39,9 @@ round, an unpark and one untimed step, UNPARK_S + a step, and a CUDA
 graph's capture again, CAPTURE_S); or rebuilt every round (a prepare hook:
 the allocator's policy; or where parked arms do not fit either): every arm
 built afresh every round. The waterfall adds its time-to-accuracy runs
-(TTA_RUNS of TTA_RUN_S).
+(TTA_RUNS of TTA_RUN_S). Step times are the H200's (STEP_S); another
+device's run at its own pace (step_scale: its bandwidth for a step's
+memory-bound share, MEM_BOUND_SHARE, an assumption).
 """
 import math
 import sys
