@@ -3,6 +3,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,23 +366,33 @@ const char *tb_step_na_never(const char *backend, const tb_step_setting *s)
  * backend has no implementation of it on this machine (TB_ERR_UNSUPPORTED:
  * bf16 on a CPU without AVX-512, say); a baseline stays an error, since
  * every row is read against it. Any other failure is returned. */
+/* Setting idx is an n/a row, the reason fmt's, said on stderr too. */
+static void set_na(step_run *r, int idx, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_na(step_run *r, int idx, const char *fmt, ...)
+{
+    setting_state *s = &r->st[idx];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->why, sizeof s->why, fmt, ap);
+    va_end(ap);
+    s->na = 1;
+    fprintf(stderr, "%s: %s: %s\n", r->tech->desc.name, r->tech->settings[idx].name, s->why);
+}
+
 static int mark_na(step_run *r, int idx, int rc)
 {
     int unsupported = rc == TB_ERR_UNSUPPORTED && r->tech->settings[idx].base != idx;
     if (rc != TB_ERR_DEVICE_OOM && !unsupported)
         return rc;
-    setting_state *s = &r->st[idx];
-    s->na = 1;
     if (unsupported)
-        snprintf(s->why, sizeof s->why, "not available on this machine: %s",
-                 tb_error_message());
+        set_na(r, idx, "not available on this machine: %s", tb_error_message());
     else if (r->mem_limit_mib > 0)
-        snprintf(s->why, sizeof s->why, "out of memory under --mem-limit=%g MiB (%s)",
-                 r->mem_limit_mib, tb_error_message());
+        set_na(r, idx, "out of memory under --mem-limit=%g MiB (%s)", r->mem_limit_mib,
+               tb_error_message());
     else /* no --mem-limit: the device's (or the host's) own memory ran out */
-        snprintf(s->why, sizeof s->why, "out of memory (%s)", tb_error_message());
+        set_na(r, idx, "out of memory (%s)", tb_error_message());
     tb_error_clear();
-    fprintf(stderr, "%s: %s: %s\n", r->tech->desc.name, r->tech->settings[idx].name, s->why);
     return TB_OK;
 }
 
@@ -395,11 +406,8 @@ static int mark_batch_past_data(step_run *r, int idx)
     long per_step = (long)cfg.batch_size * cfg.accum_steps;
     if (!r->train || per_step <= r->train->n)
         return TB_OK;
-    setting_state *s = &r->st[idx];
-    s->na = 1;
-    snprintf(s->why, sizeof s->why, "a step of %ld samples is more than the %d training "
-             "samples of this profile", per_step, r->train->n);
-    fprintf(stderr, "%s: %s: %s\n", r->tech->desc.name, r->tech->settings[idx].name, s->why);
+    set_na(r, idx, "a step of %ld samples is more than the %d training samples of this profile",
+           per_step, r->train->n);
     return TB_OK;
 }
 
@@ -522,13 +530,19 @@ static int can_park(const step_run *r)
  * check leaves one part-way), a per-sample technique (its check trains a
  * sample count of its own), nor where a prepare hook sets process-wide
  * state or every round builds afresh. */
+static int any_prepare(const tb_step_technique *t)
+{
+    for (int i = 0; i < t->n_settings; i++)
+        if (t->settings[i].prepare)
+            return 1;
+    return 0;
+}
+
 static int adopts(const step_run *r)
 {
     const tb_step_technique *t = r->tech;
-    int prepare = 0;
-    for (int i = 0; i < t->n_settings; i++)
-        prepare |= t->settings[i].prepare != NULL;
-    return t->metric == TB_METRIC_STEP && !t->per_sample && !t->rebuild_each_round && !prepare;
+    return t->metric == TB_METRIC_STEP && !t->per_sample && !t->rebuild_each_round &&
+           !any_prepare(t);
 }
 
 /* Closes the checks' trainers held for the arms: the arms that have not
@@ -648,10 +662,8 @@ static int check_once(step_run *r, int idx, float *loss, int with_note, int nudg
         snprintf(r->st[idx].own_against, sizeof r->st[idx].own_against, "%s", c.own_against);
     }
     /* the check found the setting means nothing here after all */
-    if (rc == TB_OK && with_note && c.na_why[0] && r->tech->settings[idx].base != idx) {
-        r->st[idx].na = 1;
-        snprintf(r->st[idx].why, sizeof r->st[idx].why, "%s", c.na_why);
-    }
+    if (rc == TB_OK && with_note && c.na_why[0] && r->tech->settings[idx].base != idx)
+        set_na(r, idx, "%s", c.na_why);
     if (!nudge && with_note) {
         /* what the process held at its peak, as if no trainer were held for
          * the arms (adopts): the shared state (r->base_in_use) and what it
@@ -963,7 +975,19 @@ static int same_as(const step_run *r, int i)
     return -1;
 }
 
-static int fits_by_halving(const step_run *r);
+/* The batch-size search of the gpu size (TB_WL_GPU): its batches fill an
+ * 80 GB GPU; where memory is smaller, the workload's first check (its
+ * first baseline's) running out of memory halves the batch and the checks
+ * begin again (check_all returns that one's TB_ERR_DEVICE_OOM instead of
+ * an n/a row), until it fits, and the rows say so; batch 1 out of memory
+ * too: its settings become n/a rows saying why (never a crash). The check
+ * is the trial: no trainer of its own (a build, a step and the data made
+ * twice, each workload of the gpu profile). Whether the batch may still
+ * halve. */
+static int fits_by_halving(const step_run *r)
+{
+    return r->wl != TB_WL_SMALL_CNN && r->wl_size == TB_WL_GPU && r->base_cfg.batch_size > 1;
+}
 
 static int check_all(step_run *r)
 {
@@ -993,8 +1017,6 @@ static int check_all(step_run *r)
             return rc; /* the batch-size search (run_workload) */
         first = 0;
         TB_TRY(mark_na(r, i, rc));
-        if (s->na && rc == TB_OK) /* its check_note's finding (tb_step_ctx.na_why) */
-            fprintf(stderr, "%s: %s: %s\n", t->desc.name, t->settings[i].name, s->why);
         if (!s->na && t->settings[i].base == i)
             TB_TRY(mark_na(r, i, check_run(r, i, &s->loss_again, 0, 0, 2)));
         if (!s->na)
@@ -1029,12 +1051,26 @@ static int make_room(step_arm *a)
     return tb_trainer_park(l->ctx.t);
 }
 
+/* arm_resume's work, and an adopted check trainer's first use (arm_open):
+ * its warm-up units ran in its check, and its first step comes back as a
+ * resumed one's does. */
+static int unpark_arm(step_arm *a)
+{
+    TB_TRY(make_room(a));
+    TB_TRY(tb_trainer_unpark(a->ctx.t));
+    int capture = tb_trainer_graph_settle_steps(&a->ctx.cfg) > 0;
+    int cpu = strcmp(a->run->b.info.backend, "cpu") == 0;
+    if (a->run->tech->metric != TB_METRIC_STEP || !(capture || cpu))
+        return TB_OK;
+    float loss;
+    TB_TRY(run_unit(&a->ctx, &loss));
+    return tb_trainer_sync(a->ctx.t);
+}
+
 /* Builds arm a's trainer when it has none, warmed up by the profile's few
  * units (the engine's own warm-up, until unit times settle, comes on top
  * for trainers that stay alive). An arm rebuilt every round first closes
  * the one such arm alive before it. Untimed. */
-static int unpark_arm(step_arm *a);
-
 static int arm_open(step_arm *a)
 {
     step_run *r = a->run;
@@ -1087,21 +1123,6 @@ static int arm_resume(void *user)
     return unpark_arm(a);
 }
 
-/* arm_resume's work, and an adopted check trainer's first use (arm_open):
- * its warm-up units ran in its check, and its first step comes back as a
- * resumed one's does. */
-static int unpark_arm(step_arm *a)
-{
-    TB_TRY(make_room(a));
-    TB_TRY(tb_trainer_unpark(a->ctx.t));
-    int capture = tb_trainer_graph_settle_steps(&a->ctx.cfg) > 0;
-    int cpu = strcmp(a->run->b.info.backend, "cpu") == 0;
-    if (a->run->tech->metric != TB_METRIC_STEP || !(capture || cpu))
-        return TB_OK;
-    float loss;
-    TB_TRY(run_unit(&a->ctx, &loss));
-    return tb_trainer_sync(a->ctx.t);
-}
 
 typedef struct unit_run {
     tb_step_ctx *c;
@@ -1948,20 +1969,8 @@ static void free_data(step_run *r)
     r->train = r->test = NULL;
 }
 
-/* The batch-size search of the gpu size (TB_WL_GPU): its batches fill an
- * 80 GB GPU; where memory is smaller, the workload's first check (its
- * first baseline's) running out of memory halves the batch and the checks
- * begin again (check_all returns that one's TB_ERR_DEVICE_OOM instead of
- * an n/a row), until it fits, and the rows say so; batch 1 out of memory
- * too: its settings become n/a rows saying why (never a crash). The check
- * is the trial: no trainer of its own (a build, a step and the data made
- * twice, each workload of the gpu profile). Whether the batch may still
- * halve; then the next batch, said on stderr and in the rows. */
-static int fits_by_halving(const step_run *r)
-{
-    return r->wl != TB_WL_SMALL_CNN && r->wl_size == TB_WL_GPU && r->base_cfg.batch_size > 1;
-}
-
+/* The batch-size search's next batch (fits_by_halving), said on stderr and
+ * in the rows. */
 static void halve_batch(step_run *r, int asked)
 {
     int b = r->base_cfg.batch_size;

@@ -8,7 +8,6 @@
  *   bazel test //lib/selfcheck:selfcheck_test
  */
 #include <stdint.h>
-#include <string.h>
 
 #include "lib/backend/backend.h"
 #include "lib/train/config.h"
@@ -106,11 +105,7 @@ static int staged_vs_pageable(tb_backend *be, void (*tweak)(tb_config *), double
     TB_TRY(sc_step_loss(be, tweak, got)); /* first: refused at once where n/a */
     TB_TRY(sc_step_loss(be, tweak_pageable, ref));
     TB_TRY(sc_step_loss(be, tweak_pageable, &again));
-    if (memcmp(ref, &again, sizeof again) != 0)
-        return TB_FAIL(TB_ERR_NUMERIC, "two pageable runs on %s gave losses %.9g and %.9g: its "
-                       "training does not repeat bitwise (a non-deterministic algorithm?), so "
-                       "pinned vs pageable cannot be compared bitwise", be->name, *ref, again);
-    return TB_OK;
+    return sc_ref_repeats(be, *ref, again, "pageable", "pinned vs pageable");
 }
 
 int sc_step_pinned(tb_backend *be, double *got, double *ref)

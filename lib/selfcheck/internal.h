@@ -293,6 +293,13 @@ int sc_step_loss(tb_backend *be, void (*tweak)(tb_config *), double *loss);
  * for *ref (lib/selfcheck/train.c). */
 int sc_on_be_and_cpu(tb_backend *be, int (*loss_of)(tb_backend *, const void *, double *),
                      const void *arg, double *got, double *ref);
+/* A same-backend bitwise check's reference ran twice, ref and again: TB_OK
+ * where they are equal to the bit, else TB_ERR_NUMERIC saying that be's
+ * training does not repeat, so the comparison (what: "pinned vs pageable")
+ * cannot be bitwise; ref_name names the runs ("pageable")
+ * (lib/selfcheck/train.c). */
+int sc_ref_repeats(const tb_backend *be, double ref, double again, const char *ref_name,
+                   const char *what);
 /* lib/selfcheck/dist.c */
 int sc_step_dp_two_gpus(tb_backend *be, double *got, double *ref);
 int sc_step_pinned(tb_backend *be, double *got, double *ref);

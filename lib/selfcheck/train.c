@@ -73,6 +73,16 @@ int sc_on_be_and_cpu(tb_backend *be, int (*loss_of)(tb_backend *, const void *, 
     return rc;
 }
 
+int sc_ref_repeats(const tb_backend *be, double ref, double again, const char *ref_name,
+                   const char *what)
+{
+    if (memcmp(&ref, &again, sizeof again) == 0)
+        return TB_OK;
+    return TB_FAIL(TB_ERR_NUMERIC, "two %s runs on %s gave losses %.9g and %.9g: its training "
+                   "does not repeat bitwise (a non-deterministic algorithm?), so %s cannot be "
+                   "compared bitwise", ref_name, be->name, ref, again, what);
+}
+
 typedef struct step_run {
     void (*tweak)(tb_config *);
     int evaluate;
@@ -151,11 +161,7 @@ static int parked_vs_never(tb_backend *be, void (*tweak)(tb_config *), double *g
     TB_TRY(park_loss(be, tweak, 1, got)); /* first: refused at once where n/a */
     TB_TRY(park_loss(be, tweak, 0, ref));
     TB_TRY(park_loss(be, tweak, 0, &again));
-    if (memcmp(ref, &again, sizeof again) != 0)
-        return TB_FAIL(TB_ERR_NUMERIC, "two runs never parked on %s gave losses %.9g and %.9g: "
-                       "its training does not repeat bitwise, so parked vs never parked cannot "
-                       "be compared bitwise", be->name, *ref, again);
-    return TB_OK;
+    return sc_ref_repeats(be, *ref, again, "never-parked", "parked vs never parked");
 }
 
 static void tweak_none(tb_config *c) { (void)c; }
