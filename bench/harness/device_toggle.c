@@ -1,6 +1,7 @@
 /* device_toggle.c - see device_toggle.h. */
 #include "bench/harness/device_toggle.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* The settings' callbacks take no entry argument: one toggle per process. */
@@ -16,6 +17,13 @@ static const char *na_reason(const char *backend, const tb_step_setting *s)
     if (s->param == 0 || strcmp(backend, "cpu") != 0)
         return NULL;
     return chosen->cpu_reason;
+}
+
+static int on_note(tb_step_ctx *c, char *note, size_t cap)
+{
+    if (c->setting->param != 0 && chosen->on_note)
+        snprintf(note, cap, "%s", chosen->on_note);
+    return TB_OK;
 }
 
 static const tb_step_setting settings[] = {
@@ -36,6 +44,7 @@ int tb_device_toggle_main(const tb_device_toggle *toggle, int argc, char **argv)
         .na_reason = na_reason,
         .tolerance = 0,
         .tolerance_why = toggle->tolerance_why,
+        .check_note = toggle->on_note ? on_note : NULL,
     };
     return tb_step_main(&tech, argc, argv);
 }

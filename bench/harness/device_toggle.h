@@ -18,6 +18,10 @@ typedef struct tb_device_toggle {
     size_t field;             /* offsetof(tb_config, the int toggle) */
     const char *cpu_reason;   /* why "on" means nothing on the CPU backend */
     const char *tolerance_why;
+    /* Where "on" leaves part of the tip out, the on row's note says what
+     * (cuda_graphs: what its graph captures and what runs outside it);
+     * NULL: nothing. */
+    const char *on_note;
     unsigned workloads;       /* tb_step_technique's: 0 the small CNN */
     /* tb_step_technique's: what both settings need (augment_on_device: the
      * augmentation itself, on, that "on" moves to the device); NULL: none */

@@ -22,6 +22,10 @@ static const tb_device_toggle toggle = {
     .cpu_reason = "n/a on the CPU backend: no kernel launches to capture",
     .workloads = TB_WL_BIT(TB_WL_RESNET50) | TB_WL_BIT(TB_WL_GPT2),
     .tolerance_why = "replay runs the same kernels on the same buffers: bitwise equal",
+    .on_note = "graph: forward, loss and backward, one replay a step; outside it every step: "
+               "zero_grad, the batch's copy into its inputs, the optimizer (learning rate and "
+               "step count change per step; PyTorch captures it only if capturable) and the "
+               "loss read, a host sync (with AMP the scaler's overflow check too)",
 };
 
 TB_DEVICE_TOGGLE_MAIN(toggle)
