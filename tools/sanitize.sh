@@ -8,7 +8,8 @@
 # tests that start threads of their own (the loader, DataParallel, the MPI
 # communicator's watchdog, the telemetry sampler). Each config builds into
 # its own output tree, so neither evicts the normal build. The lists are
-# explicit: CUDA-only targets and slow tests stay out (transformer_test takes
+# explicit: one technique of each harness (an op sweep, a step technique:
+# their flags, rounds and rows); CUDA-only targets and slow tests stay out (transformer_test takes
 # 80 s under ASan, train_epoch_test minutes under TSan). A test added here
 # must pass under the sanitizer; a leak found only inside OpenMPI or oneDNN
 # goes in tools/lsan.supp, anything else is a bug to fix.
@@ -35,6 +36,7 @@ ASAN_TESTS=(
   //lib/dist:ddp_accum_test //lib/dist:syncbn_test
   //bench/harness:rounds_test //bench/harness:gb_results_test //bench/harness:step_plan_test
   //bench/harness:opb_plan_test //bench/harness:gbench_shim_test //bench:plan_test
+  //bench:gelu_test //bench:grads_to_none_test
   //fuzz:flags_replay_test //fuzz:idx_replay_test //fuzz:json_replay_test
   //fuzz:run_state_replay_test //fuzz:results_csv_replay_test
 )

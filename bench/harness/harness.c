@@ -130,7 +130,8 @@ int tb_bench_init(tb_bench *b, const tb_technique *tech, const tb_flag *extra, s
     };
     if (nextra > TB_MAX_EXTRA_FLAGS)
         return TB_FAIL(TB_ERR_INTERNAL, "too many technique flags");
-    memcpy(flags + 7, extra, nextra * sizeof *extra);
+    if (nextra > 0) /* extra is NULL where there are none, and memcpy's NULL is undefined */
+        memcpy(flags + 7, extra, nextra * sizeof *extra);
     size_t nflags = 7 + nextra;
     int help = 0;
     TB_TRY(tb_flags_parse(flags, nflags, &argc, argv, "benchmark_", &help));
