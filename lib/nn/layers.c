@@ -464,6 +464,13 @@ int tb_layer_acts_no_grad(tb_layer *root, int on)
     return acts_swap(root, 0);
 }
 
+void tb_layer_acts_no_grad_release(tb_layer *root)
+{
+    tb_act_mem *a = &root->ctx->acts;
+    if (a->no_grad)
+        free_ptrs(root->ctx->be, a->ng, 2 * TB_ACT_DEPTHS);
+}
+
 void tb_layer_acts_free(tb_layer_ctx *ctx)
 {
     free_ptrs(ctx->be, ctx->acts.ng, 2 * TB_ACT_DEPTHS);

@@ -421,6 +421,9 @@ int tb_layer_acts_ckpt_alloc(tb_layer *root);
 /* on = 1: frees every layer's backward buffers and outputs and allocates the
  * no_grad scratch; on = 0: the reverse. */
 int tb_layer_acts_no_grad(tb_layer *root, int on);
+/* Under no_grad: frees the no_grad scratch, which the next no_grad forward
+ * allocates again (a parked trainer's); otherwise a no-op. */
+void tb_layer_acts_no_grad_release(tb_layer *root);
 /* Frees the scratch buffers of ctx (model teardown). */
 void tb_layer_acts_free(tb_layer_ctx *ctx);
 

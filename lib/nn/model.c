@@ -595,6 +595,11 @@ int tb_model_set_no_grad(tb_model *m, int on)
     return tb_layer_acts_no_grad(m->net, on);
 }
 
+void tb_model_no_grad_release(tb_model *m)
+{
+    tb_layer_acts_no_grad_release(m->net);
+}
+
 /* Same layers, shapes and parameter sizes (GPT-2's blocks after the first). */
 static int same_structure(const tb_layer *a, const tb_layer *b)
 {

@@ -222,6 +222,10 @@ void tb_model_train_mode(tb_model *m, int training);
  * refuses); on = 0 allocates the activations again. Same outputs, bit for
  * bit, either way. */
 int tb_model_set_no_grad(tb_model *m, int on);
+/* Under no_grad, its scratch buffers freed too (the next no_grad forward
+ * allocates them again): all the activation memory a parked trainer gives
+ * back. A no-op otherwise. */
+void tb_model_no_grad_release(tb_model *m);
 
 /* Prints one line per layer (name, output shape, parameters of the layer and
  * its children) and the total; a block repeating the one before it (GPT-2's

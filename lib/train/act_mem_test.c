@@ -5,7 +5,11 @@
  *   --eval-no-grad    the same logits (bitwise), accuracy and loss as an
  *                     evaluation that keeps activations; a lower peak
  *                     (be->mem_stats) during evaluation; training after it
- *                     gives bitwise the same weights as without it
+ *                     gives bitwise the same weights as without it; the
+ *                     activations stay freed between evaluations in a row
+ *                     (less memory held between them than after training),
+ *                     a park after them gives the no_grad scratch back too,
+ *                     and training straight after them is bitwise the same
  *   --checkpointing   gradients and weights after 3 steps bitwise equal to
  *                     no checkpointing (the recompute runs the same kernels
  *                     on the same inputs; BN's running statistics are not
@@ -112,6 +116,58 @@ static void test_no_grad(tb_backend *be, const data_pair *d, const char *name)
     float *wa = rc == TB_OK ? host_copy(be, a->model->flat_w, a->model->numel) : NULL;
     float *wb = rc == TB_OK ? host_copy(be, b->model->flat_w, b->model->numel) : NULL;
     snprintf(what, sizeof what, "%s training after a no_grad eval: weights bitwise equal", name);
+    CHECK_WHAT(wa && wb && !memcmp(wa, wb, a->model->numel * sizeof *wa), what);
+    free(wa);
+    free(wb);
+    tb_trainer_destroy(a);
+    tb_trainer_destroy(b);
+    tb_error_clear();
+}
+
+/* --eval-no-grad's evaluations in a row (bench:no_grad_eval times them so):
+ * the training activations stay freed between them, a park after them gives
+ * the no_grad scratch back too, and training straight after them (its first
+ * forward allocates the activations again) gives bitwise the weights of a
+ * trainer whose evaluations kept them. */
+static void test_no_grad_held(tb_backend *be, const data_pair *d, const char *name)
+{
+    tb_config ca, cb;
+    base_config(&ca, d);
+    base_config(&cb, d);
+    ca.eval_no_grad = 1;
+    tb_trainer *a, *b;
+    tb_epoch_stats es;
+    tb_eval_stats ev;
+    char what[200];
+    size_t trained = 0, between = 0, parked = 0;
+    if (make(&ca, be, d, &a) != TB_OK || make(&cb, be, d, &b) != TB_OK) {
+        CHECK_WHAT(0, tb_error_message());
+        return;
+    }
+    int rc = tb_train_epoch(a, 0, &es);
+    rc = rc == TB_OK ? tb_train_epoch(b, 0, &es) : rc;
+    rc = rc == TB_OK ? be->mem_stats(be, &trained, NULL) : rc;
+    rc = rc == TB_OK ? tb_trainer_evaluate(a, &ev) : rc;
+    rc = rc == TB_OK ? be->mem_stats(be, &between, NULL) : rc;
+    rc = rc == TB_OK ? tb_trainer_evaluate(a, &ev) : rc;
+    snprintf(what, sizeof what, "%s no_grad evaluations in a row: less memory held between "
+             "them than after training (%zu -> %zu bytes)", name, trained, between);
+    CHECK_WHAT(rc == TB_OK && between < trained, what);
+    rc = rc == TB_OK ? tb_trainer_park(a) : rc;
+    rc = rc == TB_OK ? be->mem_stats(be, &parked, NULL) : rc;
+    snprintf(what, sizeof what, "%s parked after a no_grad evaluation: its scratch given back "
+             "(%zu -> %zu bytes)", name, between, parked);
+    CHECK_WHAT(rc == TB_OK && parked < between, what);
+    rc = rc == TB_OK ? tb_trainer_unpark(a) : rc;
+    rc = rc == TB_OK ? tb_trainer_evaluate(a, &ev) : rc;
+    for (int k = 0; k < 3 && rc == TB_OK; k++)
+        rc = tb_trainer_evaluate(b, &ev);
+    rc = rc == TB_OK ? tb_train_epoch(a, 1, &es) : rc;
+    rc = rc == TB_OK ? tb_train_epoch(b, 1, &es) : rc;
+    float *wa = rc == TB_OK ? host_copy(be, a->model->flat_w, a->model->numel) : NULL;
+    float *wb = rc == TB_OK ? host_copy(be, b->model->flat_w, b->model->numel) : NULL;
+    snprintf(what, sizeof what, "%s training straight after no_grad evaluations: weights "
+             "bitwise equal", name);
     CHECK_WHAT(wa && wb && !memcmp(wa, wb, a->model->numel * sizeof *wa), what);
     free(wa);
     free(wb);
@@ -270,6 +326,8 @@ int main(void)
         return tb_error_print(stderr), 1;
     test_no_grad(be, &small, "small_cnn");
     test_no_grad(be, &wide, "wide_cnn");
+    test_no_grad_held(be, &small, "small_cnn");
+    test_no_grad_held(be, &wide, "wide_cnn");
     test_park(be, &small, "small_cnn", 0);
     test_park(be, &wide, "wide_cnn", 0);
     test_park(be, &wide, "wide_cnn", 1);

@@ -415,11 +415,22 @@ static int anomaly_check_loss(tb_trainer *t)
     return TB_OK;
 }
 
+static int refuse_parked(const tb_trainer *t)
+{
+    if (t->parked)
+        return TB_FAIL(TB_ERR_INVALID, "a step of a parked trainer: tb_trainer_unpark it first");
+    return TB_OK;
+}
+
 /* Copy, forward, loss, backward. read: *loss is the batch's mean loss, read
  * from the device (a host sync); otherwise the batch's loss sum is added to
  * t->loss_acc on the device and *loss is 0. */
 static int micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, int read, float *loss)
 {
+    TB_TRY(refuse_parked(t));
+    /* the activations an --eval-no-grad evaluation left freed come back
+     * (tb_trainer_evaluate); a no-op otherwise */
+    TB_TRY(tb_model_set_no_grad(t->model, 0));
     phase_begin(t, TB_PHASE_COPY);
     TB_TRY(batch_to_device(t, b));
     TB_TRY(phase_end(t, TB_PHASE_COPY));
@@ -531,8 +542,7 @@ static int step(tb_trainer *t, int roll_over, int read, tb_epoch_stats *st, doub
 {
     int accum = t->cfg.accum_steps;
     float step_loss = 0;
-    if (t->parked)
-        return TB_FAIL(TB_ERR_INVALID, "a step of a parked trainer: tb_trainer_unpark it first");
+    TB_TRY(refuse_parked(t));
     if (t->trace)
         t->trace->step = t->steps;
     TB_TRY(tb_model_zero_grad(t->model, t->cfg.grads_to_none));
@@ -627,6 +637,7 @@ int tb_trainer_park(tb_trainer *t)
     TB_TRY(tb_trainer_sync(t));
     TB_TRY(tb_train_graphs_drop(t)); /* before the buffers they write go */
     TB_TRY(tb_model_set_no_grad(t->model, 1));
+    tb_model_no_grad_release(t->model); /* what an --eval-no-grad evaluation left */
     t->parked = 1;
     return TB_OK;
 }
@@ -831,8 +842,14 @@ int tb_trainer_evaluate(tb_trainer *t, tb_eval_stats *st)
         return TB_FAIL(TB_ERR_NOMEM, "out of host memory for evaluation logits");
     int rc, got;
     tb_model_train_mode(t->model, 0);
-    /* --eval-no-grad: the training activations are freed for the loop, and
-     * come back at other addresses: graphs that baked them in go first */
+    /* --eval-no-grad: the training activations are freed for the loop and
+     * stay freed after it, as PyTorch's evaluation under no_grad holds no
+     * training memory: the evaluations after it reuse the no_grad scratch,
+     * and the next training forward allocates the activations again
+     * (micro_batch), at other addresses: graphs that baked them in go
+     * first. (Freed and allocated again in every evaluation, each timed
+     * evaluation of bench:no_grad_eval held that work, which PyTorch's
+     * does not do.) */
     if (t->cfg.eval_no_grad)
         TB_TRY_GOTO(rc, tb_train_graphs_drop(t), out_free_logits);
     TB_TRY_GOTO(rc, tb_model_set_no_grad(t->model, t->cfg.eval_no_grad), out_free_logits);
@@ -852,10 +869,6 @@ int tb_trainer_evaluate(tb_trainer *t, tb_eval_stats *st)
     st->seconds = tb_clock_s() - t0;
 
 out_free_logits:
-    if (t->cfg.eval_no_grad) {
-        int rc2 = tb_model_set_no_grad(t->model, 0);
-        rc = rc != TB_OK ? rc : rc2;
-    }
     tb_model_train_mode(t->model, 1);
     free(host_logits);
     return rc;

@@ -242,7 +242,10 @@ int tb_trainer_fit(tb_trainer *t, tb_fit_stats *st, tb_fit_epoch_fn on_epoch, vo
 /* Writes the --trace timeline collected so far (no-op when off). */
 int tb_trainer_write_trace(tb_trainer *t);
 
-/* The whole test set in evaluation mode. */
+/* The whole test set in evaluation mode. With --eval-no-grad the training
+ * activations are freed and stay freed after it (the next training step
+ * allocates them again), so that evaluations in a row reuse the no_grad
+ * scratch. */
 int tb_trainer_evaluate(tb_trainer *t, tb_eval_stats *st);
 
 /* For checks and one-off runs that want only the statistics: builds a
