@@ -422,15 +422,24 @@ static int refuse_parked(const tb_trainer *t)
     return TB_OK;
 }
 
+/* The training activations allocated (a no-op where they are): after a
+ * park or an --eval-no-grad evaluation. Out of memory, what it did
+ * allocate goes back and the model stays under no_grad, whole. */
+static int training_acts(tb_trainer *t)
+{
+    int rc = tb_model_set_no_grad(t->model, 0);
+    if (rc != TB_OK)
+        (void)tb_model_set_no_grad(t->model, 1);
+    return rc;
+}
+
 /* Copy, forward, loss, backward. read: *loss is the batch's mean loss, read
  * from the device (a host sync); otherwise the batch's loss sum is added to
  * t->loss_acc on the device and *loss is 0. */
 static int micro_batch(tb_trainer *t, const tb_batch *b, float loss_scale, int read, float *loss)
 {
     TB_TRY(refuse_parked(t));
-    /* the activations an --eval-no-grad evaluation left freed come back
-     * (tb_trainer_evaluate); a no-op otherwise */
-    TB_TRY(tb_model_set_no_grad(t->model, 0));
+    TB_TRY(training_acts(t)); /* what an --eval-no-grad evaluation freed (tb_trainer_evaluate) */
     phase_begin(t, TB_PHASE_COPY);
     TB_TRY(batch_to_device(t, b));
     TB_TRY(phase_end(t, TB_PHASE_COPY));
@@ -646,12 +655,7 @@ int tb_trainer_unpark(tb_trainer *t)
 {
     if (!t->parked)
         return TB_OK;
-    int rc = tb_model_set_no_grad(t->model, 0);
-    if (rc != TB_OK) {
-        /* what it did allocate goes back: parked as before, whole */
-        (void)tb_model_set_no_grad(t->model, 1);
-        return rc;
-    }
+    TB_TRY(training_acts(t)); /* parked as before, whole, where it fails */
     t->parked = 0;
     return TB_OK;
 }
