@@ -4,9 +4,13 @@
  * over n = 256 .. 8192 (default profile: 4096). Baseline: fp32 (the technique off).
  *
  * CUDA: cuBLAS in TF32 tensor-op math. CPU: the nearest analogue, oneDNN's
- * fpmath mode bf16 (fp32 data, bf16 multiplies); on a CPU without
- * avx512_bf16 (or AMX) oneDNN accepts the mode and computes in fp32, so the
- * two settings run the same code and should be within the noise.
+ * fpmath mode bf16 (fp32 data, bf16 multiplies), which oneDNN may accept
+ * and still compute in fp32: on a CPU without avx512_bf16 (or AMX), and
+ * with Debian 12's oneDNN 2.6 on an AVX-512 BF16 EPYC too. Whether it
+ * changes anything here is measured, not assumed from the CPU's flags: one
+ * 256^3 GEMM in each math before the sweep (probe_math); where they come out
+ * bitwise the same, the two settings run the same code, the rows say so and
+ * should be within the noise.
  *
  * Profiles: default goes to 4096, full to 8192; the rounds engine picks
  * the calls per repetition (opb_rounds_cfg's minimum time, at least one
@@ -16,8 +20,9 @@
  * touches the output's pages), so 8192 costs at least 3 warm-ups + 3 x 5
  * rounds + 2 calls of the correctness check, about 220 s: more than the
  * default profile's share of bench:all's 15 minutes, hence 4096 there
- * (about 30 s), and 2048 on a CPU without avx512_bf16 (fp32_only_cpu: 4096
- * is an n/a row saying why). tiny runs 256 and 512 for the tests.
+ * (about 30 s), and 2048 on a CPU where the mode changes nothing
+ * (fp32_only_cpu: 4096 is an n/a row saying why). tiny runs 256 and 512 for
+ * the tests.
  *
  * Writes results/<device>/tf32.csv and plots/<device>/tf32.* (GFLOP/s) and
  * tf32_speedup.* . Correctness: the TF32 result against the fp32 result of
@@ -121,29 +126,22 @@ static int plan_sizes(int profile, int *sizes)
     return n;
 }
 
-/* Whether the CPU multiplies in bf16 under oneDNN's bf16 fpmath mode (the
- * CPU's TF32); without avx512_bf16 oneDNN computes that mode in fp32. */
-static int cpu_has_bf16(const tb_bench *b)
-{
-    return strstr(b->info.cpu_flags, "avx512_bf16") != NULL;
-}
-
-/* The default profile's largest size on a CPU whose oneDNN computes the
- * bf16 fpmath mode in fp32 (cpu_has_bf16 0): both settings run the same
- * fp32 GEMM there, and at n = 4096 (1.9 s a call on a 2-core AVX2 VM,
- * about 40 calls of warm-ups and five rounds) the sweep took 78 s of its
- * 19-34 s budget, the run past its 15 minutes. Those rows are n/a saying
- * so (the planned sizes past nsizes); the full profile times every size.
- * NULL: every size. */
-static const char *fp32_only_cpu(const tb_bench *b)
+/* The default profile's largest size on a CPU where TF32 math changes
+ * nothing (probe_math): both settings run the same fp32 GEMM there, and at
+ * n = 4096 (1.9 s a call on a 2-core AVX2 VM, about 40 calls of warm-ups
+ * and five rounds) the sweep took 78 s of its 19-34 s budget, the run past
+ * its 15 minutes. Those rows are n/a saying so (the planned sizes past
+ * nsizes); the full profile times every size. NULL: every size. */
+static const char *fp32_only_cpu(const tb_bench *b, int math_differs)
 {
     if (b->profile != TB_PROFILE_DEFAULT || strcmp(b->info.backend, "cpu") != 0 ||
-        cpu_has_bf16(b))
+        math_differs)
         return NULL;
-    return "not timed in the default profile on this CPU: it lacks avx512_bf16, so oneDNN's "
-           "bf16 fpmath mode (the CPU's TF32) computes in fp32 and both settings run the same "
-           "fp32 GEMM; at this size that is about 40 calls of 2 s on 2 cores (78 s in one run, "
-           "past its budget); the sizes below are timed, --profile=full times this one";
+    return "not timed in the default profile on this CPU: oneDNN computes its bf16 fpmath "
+           "mode (the CPU's TF32) in fp32 here (a 256^3 GEMM came out bitwise the same), so "
+           "both settings run the same fp32 GEMM; at this size that is about 40 calls of 2 s "
+           "on 2 cores (78 s in one run, past its budget); the sizes below are timed, "
+           "--profile=full times this one";
 }
 
 /* About 4 GFLOP per repetition in default (0.04 s at 100 GFLOP/s); one
@@ -163,18 +161,52 @@ static int plan_warmups(int n)
     return 2.0 * n * (double)n * n > 1e11 ? 1 : 2;
 }
 
-/* Tries TF32 math once outside the timed runs: a backend that refuses it
- * gets n/a rows with its reason instead of a failed run. */
-static int tf32_supported(tb_backend *be, const gemm_bufs *f, char *why, size_t cap)
+#define PROBE_N 256
+
+/* One PROBE_N^3 GEMM of the seeded inputs in fp32 and one in TF32 math,
+ * outside the timed runs: *ok 0 where the backend refuses TF32 (its rows
+ * n/a with the reason in why, instead of a failed run); *differs 1 where
+ * the two outputs are not bitwise the same, the math changed. */
+static int probe_math(tb_backend *be, int *ok, int *differs, char *why, size_t cap)
 {
-    int rc = be->gemm(be, 0, 0, 256, 256, 256, 1.0f, f->a, 256, f->b, 256, 0.0f, f->c, 256,
-                      TB_MATH_TF32);
-    if (rc == TB_ERR_UNSUPPORTED) {
-        snprintf(why, cap, "%s", tb_error_message());
-        tb_error_clear();
-        return 0;
+    size_t n2 = (size_t)PROBE_N * PROBE_N, bytes = n2 * sizeof(float);
+    gemm_bufs host = {0}, dev = {0};
+    float *out[2] = {malloc(bytes), malloc(bytes)};
+    host.ha = malloc(bytes);
+    host.hb = malloc(bytes);
+    int rc = out[0] && out[1] && host.ha && host.hb
+                 ? TB_OK
+                 : TB_FAIL(TB_ERR_NOMEM, "out of host memory for the TF32 probe");
+    *ok = 1;
+    *differs = 0;
+    if (rc == TB_OK) {
+        tb_rng_fill(host.ha, n2, 1, -1.0, 1.0);
+        tb_rng_fill(host.hb, n2, 2, -1.0, 1.0);
+        rc = size_alloc(be, &host, PROBE_N, &dev);
     }
-    return 1;
+    for (int k = 0; rc == TB_OK && k < 2; k++) {
+        gemm_case c = {be, &dev, PROBE_N, k ? TB_MATH_TF32 : TB_MATH_F32};
+        rc = run_gemm(&c);
+        if (rc == TB_ERR_UNSUPPORTED && k == 1) {
+            snprintf(why, cap, "%s", tb_error_message());
+            tb_error_clear();
+            *ok = 0;
+            rc = TB_OK;
+            break;
+        }
+        if (rc == TB_OK)
+            rc = be->copy_d2h(be, out[k], dev.c, bytes, NULL);
+        if (rc == TB_OK)
+            rc = be->sync(be);
+    }
+    if (rc == TB_OK && *ok)
+        *differs = memcmp(out[0], out[1], bytes) != 0;
+    size_free(be, &dev);
+    free(out[0]);
+    free(out[1]);
+    free(host.ha);
+    free(host.hb);
+    return rc;
 }
 
 static int check_size(tb_backend *be, gemm_bufs *f, int n, tb_compare *cmp)
@@ -190,20 +222,22 @@ static int check_size(tb_backend *be, gemm_bufs *f, int n, tb_compare *cmp)
     return tb_compare_floats(f->hc[0], f->hc[1], (size_t)n * n, TF32_TOL, cmp);
 }
 
-static void tf32_note(const tb_bench *b, char *note, size_t cap)
+static void tf32_note(const tb_bench *b, int math_differs, char *note, size_t cap)
 {
     if (strcmp(b->info.backend, "cpu") != 0) {
         snprintf(note, cap, "TF32 tensor-op math vs fp32; output vs fp32 GEMM");
         return;
     }
-    snprintf(note, cap, "CPU: TF32 = oneDNN fpmath bf16; %s; output vs fp32 GEMM",
-             cpu_has_bf16(b) ? "this CPU has avx512_bf16, so multiplies run in bf16"
-                      : "this CPU lacks avx512_bf16, so it computes in f32 and is expected "
-                        "within noise");
+    snprintf(note, cap, "CPU: TF32 = oneDNN's bf16 fpmath mode; %s; output vs fp32 GEMM",
+             math_differs ? "here it changes the products (a 256^3 GEMM differed from fp32's): "
+                            "bf16 multiplies"
+                          : "here oneDNN computes it in fp32 (a 256^3 GEMM came out bitwise "
+                            "fp32's): the same kernels, expected within noise");
 }
 
 /* cmp == NULL: TF32 was refused; the fp32 rows only. */
-static int add_rows(tb_bench *b, const gb_results *r, int n, const tb_compare *cmp)
+static int add_rows(tb_bench *b, const gb_results *r, int n, const tb_compare *cmp,
+                    int math_differs)
 {
     const gb_run *run[NV];
     for (int v = 0; v < (cmp ? NV : V_TF32); v++)
@@ -219,7 +253,7 @@ static int add_rows(tb_bench *b, const gb_results *r, int n, const tb_compare *c
         snprintf(row.rate_unit, sizeof row.rate_unit, "GFLOP/s");
         if (tf) {
             opb_set_check(&row, cmp, "fp32 GEMM");
-            tf32_note(b, row.note, sizeof row.note);
+            tf32_note(b, math_differs, row.note, sizeof row.note);
         }
         TB_TRY(tb_results_add(&b->res, &row));
     }
@@ -263,6 +297,7 @@ static int add_na_rows(tb_bench *b, const char *why)
 
 typedef struct tf32_state {
     int sizes[8], nsizes, tf32_ok;
+    int math_differs;          /* TF32's output is not fp32's, bitwise (probe_math) */
     int nplanned;              /* sizes[nsizes..nplanned): not timed, n/a rows (fp32_only_cpu) */
     const char *na_why;
     char why[256];
@@ -287,14 +322,14 @@ static int setup(tb_bench *b, void *state, opb_set *set)
 {
     tf32_state *st = state;
     st->nsizes = st->nplanned = plan_sizes(b->profile, st->sizes);
-    st->na_why = fp32_only_cpu(b);
+    TB_TRY(probe_math(b->be, &st->tf32_ok, &st->math_differs, st->why, sizeof st->why));
+    st->na_why = fp32_only_cpu(b, st->math_differs);
     while (st->na_why && st->nsizes > 1 && st->sizes[st->nsizes - 1] > 2048)
         st->nsizes--;
     st->cases = calloc((size_t)st->nsizes * NV, sizeof *st->cases);
     if (!st->cases)
         return TB_FAIL(TB_ERR_NOMEM, "out of memory");
     TB_TRY(alloc_bufs(b->be, &st->f, st->sizes[st->nsizes - 1]));
-    st->tf32_ok = tf32_supported(b->be, &st->f, st->why, sizeof st->why);
     TB_TRY(alloc_sizes(b, st));
     for (int s = 0; s < st->nsizes; s++)
         for (int v = 0; v < NV; v++) {
@@ -328,7 +363,7 @@ static int report(tb_bench *b, void *state, const gb_results *r)
         tb_compare cmp;
         if (st->tf32_ok)
             TB_TRY(check_size(b->be, &st->f, st->sizes[s], &cmp));
-        TB_TRY(add_rows(b, r, st->sizes[s], st->tf32_ok ? &cmp : NULL));
+        TB_TRY(add_rows(b, r, st->sizes[s], st->tf32_ok ? &cmp : NULL, st->math_differs));
     }
     for (int s = st->nsizes; s < st->nplanned; s++)
         for (int tf = 0; tf < 2; tf++) {

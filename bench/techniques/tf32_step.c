@@ -8,12 +8,16 @@
  * TF32 tensor cores. On the CPU there is no cuDNN and no such default:
  * "tf32" is oneDNN's bf16 fpmath mode for GEMMs and convolutions, which a
  * CPU without AVX512_BF16 computes in f32 (an n/a row there: both settings
- * would run the same kernels), and "fp32 convolutions" is the baseline
- * itself (n/a). GPT-2 has no convolution ("fp32 convolutions" n/a). The
+ * would run the same kernels), and so may a CPU with it: Debian 12's oneDNN
+ * 2.6 does on an AVX-512 BF16 EPYC. So on the CPU the checks decide
+ * (same_math_note): a "tf32" check whose weights come out bitwise the fp32
+ * check's is n/a too. "fp32 convolutions" is the baseline itself (n/a). GPT-2 has no convolution ("fp32 convolutions" n/a). The
  * GEMM sweep alone is bench:tf32.
  *
  *   bazel run //bench:tf32_step -- [--device=cpu] [--profile=default|full|tiny]
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench/harness/step_harness.h"
@@ -59,6 +63,40 @@ static const char *na_reason(const char *backend, const tb_step_setting *s)
     return NULL;
 }
 
+/* The fp32 check's weights on the CPU, for the "tf32" check after it. */
+static float *base_w;
+static size_t base_n;
+
+/* On the CPU: the fp32 check keeps its weights after its steps; a "tf32"
+ * check whose weights are bitwise those ran the same kernels, and is n/a
+ * (check_na: not timed). */
+static int same_math_note(tb_step_ctx *c, char *note, size_t cap)
+{
+    (void)note;
+    (void)cap;
+    if (strcmp(c->bench->info.backend, "cpu") != 0 || c->setting->param == 2)
+        return TB_OK;
+    float *w;
+    TB_TRY(tb_trainer_sync(c->t));
+    TB_TRY(tb_model_weights_to_host(c->t->model, &w));
+    size_t n = c->t->model->numel;
+    if (c->setting->param == 0) {
+        free(base_w);
+        base_w = w;
+        base_n = n;
+        return TB_OK;
+    }
+    int same = base_w && base_n == n && !memcmp(base_w, w, n * sizeof *w);
+    free(w);
+    free(base_w);
+    base_w = NULL;
+    if (same)
+        snprintf(c->na_why, sizeof c->na_why, "n/a on this CPU: its oneDNN computed the bf16 "
+                 "fpmath mode (the CPU's TF32) in fp32: the check's weights came out bitwise "
+                 "the fp32 check's, so both settings would time the same kernels");
+    return TB_OK;
+}
+
 static const tb_step_technique tech = {
     .desc = {
         .name = "tf32_step",
@@ -77,6 +115,7 @@ static const tb_step_technique tech = {
     .metric = TB_METRIC_STEP,
     .na_reason = na_reason,
     .workload_ready = workload_ready,
+    .check_note = same_math_note,
     .tolerance = 2e-2,
     .tolerance_why = "TF32 keeps 10 mantissa bits (bf16 fpmath 7): a few steps of SGD stay "
                      "within 2e-2 (train_test's bound after 50 steps; 0 where f32 is computed)",
