@@ -77,6 +77,52 @@ out:
     return rc;
 }
 
+/* One GEMM of g's operands (allocated and filled as measure's), its output
+ * read back into host (n x n floats). */
+static int gemm_once(gemm_case *g, float *host)
+{
+    size_t nn = (size_t)g->n * g->n;
+    int rc = TB_OK;
+    g->a = g->b = g->c = NULL;
+    TB_TRY_GOTO(rc, g->be->dev_alloc(g->be, (void **)&g->a, nn * 4), out);
+    TB_TRY_GOTO(rc, g->be->dev_alloc(g->be, (void **)&g->b, nn * 4), out);
+    TB_TRY_GOTO(rc, g->be->dev_alloc(g->be, (void **)&g->c, nn * 4), out);
+    TB_TRY_GOTO(rc, fill(g, g->a, nn, 7), out);
+    TB_TRY_GOTO(rc, fill(g, g->b, nn, 8), out);
+    TB_TRY_GOTO(rc, run_gemm(g), out);
+    TB_TRY_GOTO(rc, g->be->copy_d2h(g->be, host, g->c, nn * 4, NULL), out);
+    rc = g->be->sync(g->be);
+out:
+    g->be->dev_free(g->be, g->c);
+    g->be->dev_free(g->be, g->b);
+    g->be->dev_free(g->be, g->a);
+    return rc;
+}
+
+int tb_gemm_tf32_differs(tb_backend *be, int n, int *differs)
+{
+    static int known_n, known;
+    if (known_n == n) {
+        *differs = known;
+        return TB_OK;
+    }
+    size_t bytes = (size_t)n * n * sizeof(float);
+    float *out[2] = {malloc(bytes), malloc(bytes)};
+    int rc = out[0] && out[1] ? TB_OK
+                              : TB_FAIL(TB_ERR_NOMEM, "out of host memory for a %d^3 GEMM", n);
+    for (int k = 0; rc == TB_OK && k < 2; k++) {
+        gemm_case g = {.be = be, .n = n, .amp = TB_AMP_OFF, .math = k ? TB_MATH_TF32 : TB_MATH_F32};
+        rc = gemm_once(&g, out[k]);
+    }
+    if (rc == TB_OK) {
+        known = *differs = memcmp(out[0], out[1], bytes) != 0;
+        known_n = n;
+    }
+    free(out[0]);
+    free(out[1]);
+    return rc;
+}
+
 /* The cache: one ceiling per (amp, tf32) and size, for the process. */
 typedef struct cached {
     int valid, n;

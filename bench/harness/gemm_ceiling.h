@@ -30,4 +30,15 @@
 int tb_gemm_ceiling(tb_backend *be, int amp, int tf32, int n, double *gflops, char *how,
                     size_t cap);
 
+/* Whether TF32 math changes a GEMM's output on this backend: one n x n x n
+ * GEMM of seeded random operands (as the ceilings') in fp32 and one in TF32
+ * math, their outputs compared bit for bit. *differs 1: it does (CUDA's
+ * tensor cores; oneDNN's bf16 fpmath mode where it computes in bf16); 0:
+ * bitwise the same output, the same arithmetic (oneDNN computing that mode
+ * in fp32, as Debian 12's oneDNN 2.6 does on a CPU without AVX512_BF16, and
+ * on an AVX-512 BF16 EPYC too). Measured once per process and size.
+ * REQUIRES: n >= 16. Errors: the backend's; TB_ERR_UNSUPPORTED where it
+ * refuses TF32 math (its message says why). */
+int tb_gemm_tf32_differs(tb_backend *be, int n, int *differs);
+
 #endif

@@ -5,6 +5,8 @@
  *   fp32 GEMM peak        be->gemm, TB_MATH_F32, square n x n x n
  *   tf32 GEMM peak        TB_MATH_TF32: TF32 tensor cores on CUDA; on the CPU
  *                         oneDNN's bf16 fpmath mode, the nearest analogue
+ *                         (its note says whether it changed a probe GEMM:
+ *                         tb_gemm_tf32_differs)
  *   bf16 GEMM peak        gemm_lowp on bf16 operands, where the backend has it; otherwise an
  *                         n/a row with the backend's own reason
  *   copy bandwidth        be->copy_d2d (bytes read + written / time, as
@@ -26,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/harness/gemm_ceiling.h"
 #include "bench/harness/harness.h"
 #include "bench/harness/opbench.h"
 #include "lib/core/rng.h"
@@ -269,14 +272,17 @@ static int add_rows(tb_bench *bn, const gb_results *r, const ceil_case *cs)
         double secs = row.median * 1e-3, side = (double)c->n;
         if (c->op == OP_GEMM) {
             row.rate = 2.0 * side * side * side / secs / 1e9;
+            int differs = 1;
+            if (c->math == TB_MATH_TF32 && strcmp(bn->info.backend, "cpu") == 0)
+                TB_TRY(tb_gemm_tf32_differs(bn->be, 256, &differs));
             snprintf(row.note, sizeof row.note, "%s; rate = 2 n^3 / median time",
                      c->math != TB_MATH_TF32 || strcmp(bn->info.backend, "cpu") != 0
                          ? "a ceiling, not compared with a baseline"
-                     : strstr(bn->info.cpu_flags, "avx512_bf16")
-                         ? "on the CPU: oneDNN fpmath mode bf16 (fp32 data, bf16 multiplies), "
-                           "the nearest analogue of TF32"
-                         : "on the CPU: oneDNN fpmath mode bf16, which this CPU (no "
-                           "avx512_bf16) computes in fp32: expect the fp32 peak");
+                     : differs
+                         ? "on the CPU: oneDNN fpmath mode bf16 (fp32 data, bf16 multiplies: "
+                           "a 256^3 GEMM differed from fp32's), the nearest analogue of TF32"
+                         : "on the CPU: oneDNN fpmath mode bf16, which oneDNN computes in fp32 "
+                           "here (a 256^3 GEMM came out bitwise fp32's): expect the fp32 peak");
         } else {
             double moved = c->op == OP_D2D ? 2.0 * side : side;
             row.rate = moved / secs / 1e9;

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/harness/gemm_ceiling.h"
 #include "bench/harness/opbench.h"
 
 /* Relative to the largest fp32 value (tb_max_rel_err). bf16 multiplies keep
@@ -163,50 +164,20 @@ static int plan_warmups(int n)
 
 #define PROBE_N 256
 
-/* One PROBE_N^3 GEMM of the seeded inputs in fp32 and one in TF32 math,
- * outside the timed runs: *ok 0 where the backend refuses TF32 (its rows
- * n/a with the reason in why, instead of a failed run); *differs 1 where
- * the two outputs are not bitwise the same, the math changed. */
+/* TF32 math tried once outside the timed runs (tb_gemm_tf32_differs): *ok
+ * 0 where the backend refuses it (its rows n/a with the reason in why,
+ * instead of a failed run); *differs 1 where its output is not fp32's. */
 static int probe_math(tb_backend *be, int *ok, int *differs, char *why, size_t cap)
 {
-    size_t n2 = (size_t)PROBE_N * PROBE_N, bytes = n2 * sizeof(float);
-    gemm_bufs host = {0}, dev = {0};
-    float *out[2] = {malloc(bytes), malloc(bytes)};
-    host.ha = malloc(bytes);
-    host.hb = malloc(bytes);
-    int rc = out[0] && out[1] && host.ha && host.hb
-                 ? TB_OK
-                 : TB_FAIL(TB_ERR_NOMEM, "out of host memory for the TF32 probe");
     *ok = 1;
     *differs = 0;
-    if (rc == TB_OK) {
-        tb_rng_fill(host.ha, n2, 1, -1.0, 1.0);
-        tb_rng_fill(host.hb, n2, 2, -1.0, 1.0);
-        rc = size_alloc(be, &host, PROBE_N, &dev);
-    }
-    for (int k = 0; rc == TB_OK && k < 2; k++) {
-        gemm_case c = {be, &dev, PROBE_N, k ? TB_MATH_TF32 : TB_MATH_F32};
-        rc = run_gemm(&c);
-        if (rc == TB_ERR_UNSUPPORTED && k == 1) {
-            snprintf(why, cap, "%s", tb_error_message());
-            tb_error_clear();
-            *ok = 0;
-            rc = TB_OK;
-            break;
-        }
-        if (rc == TB_OK)
-            rc = be->copy_d2h(be, out[k], dev.c, bytes, NULL);
-        if (rc == TB_OK)
-            rc = be->sync(be);
-    }
-    if (rc == TB_OK && *ok)
-        *differs = memcmp(out[0], out[1], bytes) != 0;
-    size_free(be, &dev);
-    free(out[0]);
-    free(out[1]);
-    free(host.ha);
-    free(host.hb);
-    return rc;
+    int rc = tb_gemm_tf32_differs(be, PROBE_N, differs);
+    if (rc != TB_ERR_UNSUPPORTED)
+        return rc;
+    snprintf(why, cap, "%s", tb_error_message());
+    tb_error_clear();
+    *ok = 0;
+    return TB_OK;
 }
 
 static int check_size(tb_backend *be, gemm_bufs *f, int n, tb_compare *cmp)
