@@ -49,6 +49,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/harness/gemm_ceiling.h"
 #include "bench/harness/rounds.h"
 #include "bench/harness/step_harness.h"
 #include "lib/core/clock.h"
@@ -272,11 +273,22 @@ static const char *na_reason(const char *backend, const tb_step_setting *s)
 static int act_note(tb_step_ctx *c, char *note, size_t cap)
 {
     const tb_config *cfg = &c->cfg;
+    int n = 0;
     if (cfg->detect_anomaly && cfg->amp_dtype == TB_AMP_BF16 && !tb_config_token_model(cfg) &&
         c->t->be->relu_fwd_lowp && c->t->model->ctx.act != TB_BF16)
-        snprintf(note, cap, "its conv trunk's activations stay fp32 under bf16 autocast "
-                 "(anomaly detection counts fp32 values), where the rows with debug APIs off "
-                 "keep them bf16: this row differs in that too");
+        n = snprintf(note, cap, "its conv trunk's activations stay fp32 under bf16 autocast "
+                     "(anomaly detection counts fp32 values), where the rows with debug APIs "
+                     "off keep them bf16: this row differs in that too");
+    /* the tf32 stage's rows on a CPU whose oneDNN computes TF32 (its bf16
+     * fpmath mode) in fp32: measured, as bench:tf32 does, not assumed */
+    int k = row_stage((int)(c->setting - settings)), differs = 1;
+    if (k < 0 || stages[k].on != tf32_on || strcmp(c->bench->info.backend, "cpu") != 0)
+        return TB_OK;
+    TB_TRY(tb_gemm_tf32_differs(c->t->be, 256, &differs));
+    if (!differs && n >= 0 && (size_t)n < cap)
+        snprintf(note + n, cap - (size_t)n, "%sthis CPU's oneDNN computes TF32 (its bf16 fpmath "
+                 "mode) in fp32 (a 256^3 GEMM came out bitwise fp32's): the tf32 stage changes "
+                 "no arithmetic here", n ? "; " : "");
     return TB_OK;
 }
 
