@@ -9,8 +9,11 @@
  * with Debian 12's oneDNN 2.6 on an AVX-512 BF16 EPYC too. Whether it
  * changes anything here is measured, not assumed from the CPU's flags: one
  * 256^3 GEMM in each math before the sweep (probe_math); where they come out
- * bitwise the same, the two settings run the same code, the rows say so and
- * should be within the noise.
+ * bitwise the same, the two settings would run the same code: the tf32 rows
+ * are n/a saying so, and the fp32 rows are timed with their A/A copies
+ * (timing the same kernels twice gave 'faster' 1.01x [1.01, 1.03] at 2048 in
+ * a bench:all run of 2026-11-30, as such rows will at the 5% their
+ * intervals allow).
  *
  * Profiles: default goes to 4096, full to 8192; the rounds engine picks
  * the calls per repetition (opb_rounds_cfg's minimum time, at least one
@@ -128,21 +131,20 @@ static int plan_sizes(int profile, int *sizes)
 }
 
 /* The default profile's largest size on a CPU where TF32 math changes
- * nothing (probe_math): both settings run the same fp32 GEMM there, and at
- * n = 4096 (1.9 s a call on a 2-core AVX2 VM, about 40 calls of warm-ups
- * and five rounds) the sweep took 78 s of its 19-34 s budget, the run past
- * its 15 minutes. Those rows are n/a saying so (the planned sizes past
- * nsizes); the full profile times every size. NULL: every size. */
+ * nothing (probe_math): only fp32 is timed there, and at n = 4096 (1.9 s a
+ * call on a 2-core AVX2 VM) its warm-ups and rounds, with the TF32 arm
+ * then also timed, took 78 s of a 19-34 s budget, the run past its 15
+ * minutes. Those rows are n/a saying so (the planned sizes past nsizes);
+ * the full profile times every size. NULL: every size. */
 static const char *fp32_only_cpu(const tb_bench *b, int math_differs)
 {
     if (b->profile != TB_PROFILE_DEFAULT || strcmp(b->info.backend, "cpu") != 0 ||
         math_differs)
         return NULL;
-    return "not timed in the default profile on this CPU: oneDNN computes its bf16 fpmath "
-           "mode (the CPU's TF32) in fp32 here (a 256^3 GEMM came out bitwise the same), so "
-           "both settings run the same fp32 GEMM; at this size that is about 40 calls of 2 s "
-           "on 2 cores (78 s in one run, past its budget); the sizes below are timed, "
-           "--profile=full times this one";
+    return "not timed in the default profile on this CPU: TF32 changes nothing here (oneDNN "
+           "computes its bf16 fpmath mode in fp32: a 256^3 GEMM came out bitwise fp32's), and "
+           "this size's fp32 GEMM is seconds a call on 2 cores (78 s with both settings in one "
+           "run, past its budget); the sizes below are timed, --profile=full times this one";
 }
 
 /* About 4 GFLOP per repetition in default (0.04 s at 100 GFLOP/s); one
@@ -164,19 +166,31 @@ static int plan_warmups(int n)
 
 #define PROBE_N 256
 
-/* TF32 math tried once outside the timed runs (tb_gemm_tf32_differs): *ok
- * 0 where the backend refuses it (its rows n/a with the reason in why,
- * instead of a failed run); *differs 1 where its output is not fp32's. */
-static int probe_math(tb_backend *be, int *ok, int *differs, char *why, size_t cap)
+/* TF32 math tried once outside the timed runs (tb_gemm_tf32_differs):
+ * *timed 0, with the tf32 rows' n/a reason in why, where the backend
+ * refuses it (instead of a failed run) or where its output is bitwise
+ * fp32's (the same arithmetic: nothing to compare); *differs 1 where its
+ * output is not fp32's. */
+static int probe_math(tb_backend *be, int *timed, int *differs, char *why, size_t cap)
 {
-    *ok = 1;
+    *timed = 1;
     *differs = 0;
     int rc = tb_gemm_tf32_differs(be, PROBE_N, differs);
-    if (rc != TB_ERR_UNSUPPORTED)
-        return rc;
-    snprintf(why, cap, "%s", tb_error_message());
-    tb_error_clear();
-    *ok = 0;
+    if (rc == TB_ERR_UNSUPPORTED) {
+        snprintf(why, cap, "TF32 math refused by the backend: %.200s", tb_error_message());
+        tb_error_clear();
+        *timed = 0;
+        return TB_OK;
+    }
+    TB_TRY(rc);
+    if (!*differs) {
+        snprintf(why, cap, "n/a here: TF32 math changes nothing (%s, a %d^3 GEMM came out "
+                 "bitwise fp32's), so both settings would run the same kernels; the fp32 rows "
+                 "are timed", strcmp(be->name, "cpu") == 0
+                                  ? "this CPU's oneDNN computes its bf16 fpmath mode in fp32"
+                                  : "the backend computes it in fp32", PROBE_N);
+        *timed = 0;
+    }
     return TB_OK;
 }
 
@@ -193,22 +207,20 @@ static int check_size(tb_backend *be, gemm_bufs *f, int n, tb_compare *cmp)
     return tb_compare_floats(f->hc[0], f->hc[1], (size_t)n * n, TF32_TOL, cmp);
 }
 
-static void tf32_note(const tb_bench *b, int math_differs, char *note, size_t cap)
+/* The tf32 rows' note: they are timed only where TF32 changed a probe
+ * GEMM's output (probe_math). */
+static void tf32_note(const tb_bench *b, char *note, size_t cap)
 {
     if (strcmp(b->info.backend, "cpu") != 0) {
         snprintf(note, cap, "TF32 tensor-op math vs fp32; output vs fp32 GEMM");
         return;
     }
-    snprintf(note, cap, "CPU: TF32 = oneDNN's bf16 fpmath mode; %s; output vs fp32 GEMM",
-             math_differs ? "here it changes the products (a 256^3 GEMM differed from fp32's): "
-                            "bf16 multiplies"
-                          : "here oneDNN computes it in fp32 (a 256^3 GEMM came out bitwise "
-                            "fp32's): the same kernels, expected within noise");
+    snprintf(note, cap, "CPU: TF32 = oneDNN's bf16 fpmath mode, which here changes the products "
+             "(a 256^3 GEMM differed from fp32's): bf16 multiplies; output vs fp32 GEMM");
 }
 
 /* cmp == NULL: TF32 was refused; the fp32 rows only. */
-static int add_rows(tb_bench *b, const gb_results *r, int n, const tb_compare *cmp,
-                    int math_differs)
+static int add_rows(tb_bench *b, const gb_results *r, int n, const tb_compare *cmp)
 {
     const gb_run *run[NV];
     for (int v = 0; v < (cmp ? NV : V_TF32); v++)
@@ -224,7 +236,7 @@ static int add_rows(tb_bench *b, const gb_results *r, int n, const tb_compare *c
         snprintf(row.rate_unit, sizeof row.rate_unit, "GFLOP/s");
         if (tf) {
             opb_set_check(&row, cmp, "fp32 GEMM");
-            tf32_note(b, math_differs, row.note, sizeof row.note);
+            tf32_note(b, row.note, sizeof row.note);
         }
         TB_TRY(tb_results_add(&b->res, &row));
     }
@@ -259,15 +271,10 @@ static void free_bufs(tb_backend *be, gemm_bufs *f)
     be->host_free(be, f->hc[1], 0);
 }
 
-static int add_na_rows(tb_bench *b, const char *why)
-{
-    char reason[256];
-    snprintf(reason, sizeof reason, "TF32 math refused by the backend: %.200s", why);
-    return opb_add_na(b, "tf32", "gemm time", reason);
-}
 
 typedef struct tf32_state {
-    int sizes[8], nsizes, tf32_ok;
+    int sizes[8], nsizes;
+    int tf32_ok;               /* the tf32 cases are timed (probe_math; else why says why not) */
     int math_differs;          /* TF32's output is not fp32's, bitwise (probe_math) */
     int nplanned;              /* sizes[nsizes..nplanned): not timed, n/a rows (fp32_only_cpu) */
     const char *na_why;
@@ -334,7 +341,7 @@ static int report(tb_bench *b, void *state, const gb_results *r)
         tb_compare cmp;
         if (st->tf32_ok)
             TB_TRY(check_size(b->be, &st->f, st->sizes[s], &cmp));
-        TB_TRY(add_rows(b, r, st->sizes[s], st->tf32_ok ? &cmp : NULL, st->math_differs));
+        TB_TRY(add_rows(b, r, st->sizes[s], st->tf32_ok ? &cmp : NULL));
     }
     for (int s = st->nsizes; s < st->nplanned; s++)
         for (int tf = 0; tf < 2; tf++) {
@@ -342,7 +349,7 @@ static int report(tb_bench *b, void *state, const gb_results *r)
             snprintf(b->res.rows[b->res.n - 1].param_name, sizeof b->res.rows[0].param_name, "n");
             b->res.rows[b->res.n - 1].param_value = st->sizes[s];
         }
-    return st->tf32_ok ? TB_OK : add_na_rows(b, st->why);
+    return st->tf32_ok ? TB_OK : opb_add_na(b, "tf32", "gemm time", st->why);
 }
 
 static int plot(tb_bench *b, void *state)
@@ -379,7 +386,8 @@ static const tb_technique technique = {
     /* the rounds' share of it (opb_rounds_cfg): warm-up and rounds */
     .budget_seconds = {34, 540, 2, 12},
     .order = 300,
-    .tiny = {.min_rows = 4, .plots = "tf32,tf32_speedup"},
+    /* 4 rows and tf32_speedup too where TF32 changes the math (probe_math) */
+    .tiny = {.min_rows = 3, .plots = "tf32"},
 };
 
 TB_OPB_MAIN(technique, run)
