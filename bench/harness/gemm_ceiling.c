@@ -50,62 +50,71 @@ static int fill(gemm_case *g, void *dev, size_t elems, uint64_t seed)
     return rc;
 }
 
-static int measure(gemm_case *g, double *best)
+/* Frees what operands() allocated. */
+static void operands_free(gemm_case *g)
+{
+    g->be->dev_free(g->be, g->c);
+    g->be->dev_free(g->be, g->b);
+    g->be->dev_free(g->be, g->a);
+    g->a = g->b = g->c = NULL;
+}
+
+/* g's operands allocated (bf16/fp16 a and b under amp, fp32 c) and a, b
+ * filled; on failure nothing stays allocated. */
+static int operands(gemm_case *g)
 {
     size_t nn = (size_t)g->n * g->n, ab = g->amp != TB_AMP_OFF ? nn * 2 : nn * 4;
     int rc = TB_OK;
-    TB_TRY_GOTO(rc, g->be->dev_alloc(g->be, (void **)&g->a, ab), out);
-    TB_TRY_GOTO(rc, g->be->dev_alloc(g->be, (void **)&g->b, ab), out_free_a);
-    TB_TRY_GOTO(rc, g->be->dev_alloc(g->be, (void **)&g->c, nn * 4), out_free_b);
-    TB_TRY_GOTO(rc, fill(g, g->a, nn, 7), out_free_c);
-    TB_TRY_GOTO(rc, fill(g, g->b, nn, 8), out_free_c);
-    TB_TRY_GOTO(rc, run_gemm(g), out_free_c); /* warm-up: primitives, caches */
-    TB_TRY_GOTO(rc, g->be->sync(g->be), out_free_c);
+    g->a = g->b = g->c = NULL;
+    TB_TRY_GOTO(rc, g->be->dev_alloc(g->be, (void **)&g->a, ab), out_free);
+    TB_TRY_GOTO(rc, g->be->dev_alloc(g->be, (void **)&g->b, ab), out_free);
+    TB_TRY_GOTO(rc, g->be->dev_alloc(g->be, (void **)&g->c, nn * 4), out_free);
+    TB_TRY_GOTO(rc, fill(g, g->a, nn, 7), out_free);
+    TB_TRY_GOTO(rc, fill(g, g->b, nn, 8), out_free);
+    return TB_OK;
+out_free:
+    operands_free(g);
+    return rc;
+}
+
+static int measure(gemm_case *g, double *best)
+{
+    TB_TRY(operands(g));
+    int rc = run_gemm(g); /* warm-up: primitives, caches */
+    if (rc == TB_OK)
+        rc = g->be->sync(g->be);
     *best = INFINITY;
-    for (int i = 0; i < CEILING_REPS; i++) {
+    for (int i = 0; rc == TB_OK && i < CEILING_REPS; i++) {
         double s;
-        TB_TRY_GOTO(rc, tb_bench_time_op(g->be, run_gemm, g, &s), out_free_c);
+        rc = tb_bench_time_op(g->be, run_gemm, g, &s);
         *best = fmin(*best, s);
     }
-out_free_c:
-    g->be->dev_free(g->be, g->c);
-out_free_b:
-    g->be->dev_free(g->be, g->b);
-out_free_a:
-    g->be->dev_free(g->be, g->a);
-out:
+    operands_free(g);
     return rc;
 }
 
-/* One GEMM of g's operands (allocated and filled as measure's), its output
- * read back into host (n x n floats). */
+/* One GEMM of fresh operands (operands()), its fp32 output read back into
+ * host (n x n floats). */
 static int gemm_once(gemm_case *g, float *host)
 {
-    size_t nn = (size_t)g->n * g->n;
-    int rc = TB_OK;
-    g->a = g->b = g->c = NULL;
-    TB_TRY_GOTO(rc, g->be->dev_alloc(g->be, (void **)&g->a, nn * 4), out);
-    TB_TRY_GOTO(rc, g->be->dev_alloc(g->be, (void **)&g->b, nn * 4), out);
-    TB_TRY_GOTO(rc, g->be->dev_alloc(g->be, (void **)&g->c, nn * 4), out);
-    TB_TRY_GOTO(rc, fill(g, g->a, nn, 7), out);
-    TB_TRY_GOTO(rc, fill(g, g->b, nn, 8), out);
-    TB_TRY_GOTO(rc, run_gemm(g), out);
-    TB_TRY_GOTO(rc, g->be->copy_d2h(g->be, host, g->c, nn * 4, NULL), out);
-    rc = g->be->sync(g->be);
-out:
-    g->be->dev_free(g->be, g->c);
-    g->be->dev_free(g->be, g->b);
-    g->be->dev_free(g->be, g->a);
+    TB_TRY(operands(g));
+    int rc = run_gemm(g);
+    if (rc == TB_OK)
+        rc = g->be->copy_d2h(g->be, host, g->c, (size_t)g->n * g->n * sizeof *host, NULL);
+    if (rc == TB_OK)
+        rc = g->be->sync(g->be);
+    operands_free(g);
     return rc;
 }
 
-int tb_gemm_tf32_differs(tb_backend *be, int n, int *differs)
+int tb_gemm_tf32_differs(tb_backend *be, int *differs)
 {
-    static int known_n, known;
-    if (known_n == n) {
+    static int known = -1; /* the process's answer, once measured */
+    if (known >= 0) {
         *differs = known;
         return TB_OK;
     }
+    const int n = TB_TF32_PROBE_N;
     size_t bytes = (size_t)n * n * sizeof(float);
     float *out[2] = {malloc(bytes), malloc(bytes)};
     int rc = out[0] && out[1] ? TB_OK
@@ -114,10 +123,8 @@ int tb_gemm_tf32_differs(tb_backend *be, int n, int *differs)
         gemm_case g = {.be = be, .n = n, .amp = TB_AMP_OFF, .math = k ? TB_MATH_TF32 : TB_MATH_F32};
         rc = gemm_once(&g, out[k]);
     }
-    if (rc == TB_OK) {
+    if (rc == TB_OK)
         known = *differs = memcmp(out[0], out[1], bytes) != 0;
-        known_n = n;
-    }
     free(out[0]);
     free(out[1]);
     return rc;

@@ -30,15 +30,19 @@
 int tb_gemm_ceiling(tb_backend *be, int amp, int tf32, int n, double *gflops, char *how,
                     size_t cap);
 
-/* Whether TF32 math changes a GEMM's output on this backend: one n x n x n
- * GEMM of seeded random operands (as the ceilings') in fp32 and one in TF32
- * math, their outputs compared bit for bit. *differs 1: it does (CUDA's
- * tensor cores; oneDNN's bf16 fpmath mode where it computes in bf16); 0:
- * bitwise the same output, the same arithmetic (oneDNN computing that mode
- * in fp32, as Debian 12's oneDNN 2.6 does on a CPU without AVX512_BF16, and
- * on an AVX-512 BF16 EPYC too). Measured once per process and size.
- * REQUIRES: n >= 16. Errors: the backend's; TB_ERR_UNSUPPORTED where it
- * refuses TF32 math (its message says why). */
-int tb_gemm_tf32_differs(tb_backend *be, int n, int *differs);
+/* Whether TF32 math changes a GEMM's output on this backend: one
+ * TB_TF32_PROBE_N^3 GEMM of seeded random operands (as the ceilings') in
+ * fp32 and one in TF32 math, their outputs compared bit for bit. *differs
+ * 1: it does (CUDA's tensor cores; oneDNN's bf16 fpmath mode where it
+ * computes in bf16); 0: bitwise the same output, the same arithmetic
+ * (oneDNN computing that mode in fp32, as Debian 12's oneDNN 2.6 does on a
+ * CPU without AVX512_BF16, and on an AVX-512 BF16 EPYC too). Measured once
+ * per process. Errors: the backend's; TB_ERR_UNSUPPORTED where it refuses
+ * TF32 math (its message says why). What the probe found, for notes:
+ * TB_TF32_PROBE_DIFFERED and TB_TF32_PROBE_SAME. */
+#define TB_TF32_PROBE_N 256
+#define TB_TF32_PROBE_DIFFERED "a 256^3 GEMM differed from fp32's"
+#define TB_TF32_PROBE_SAME "a 256^3 GEMM came out bitwise fp32's"
+int tb_gemm_tf32_differs(tb_backend *be, int *differs);
 
 #endif

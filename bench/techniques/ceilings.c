@@ -272,17 +272,17 @@ static int add_rows(tb_bench *bn, const gb_results *r, const ceil_case *cs)
         double secs = row.median * 1e-3, side = (double)c->n;
         if (c->op == OP_GEMM) {
             row.rate = 2.0 * side * side * side / secs / 1e9;
+            int cpu_tf32 = c->math == TB_MATH_TF32 && strcmp(bn->info.backend, "cpu") == 0;
             int differs = 1;
-            if (c->math == TB_MATH_TF32 && strcmp(bn->info.backend, "cpu") == 0)
-                TB_TRY(tb_gemm_tf32_differs(bn->be, 256, &differs));
+            if (cpu_tf32)
+                TB_TRY(tb_gemm_tf32_differs(bn->be, &differs));
             snprintf(row.note, sizeof row.note, "%s; rate = 2 n^3 / median time",
-                     c->math != TB_MATH_TF32 || strcmp(bn->info.backend, "cpu") != 0
-                         ? "a ceiling, not compared with a baseline"
-                     : differs
-                         ? "on the CPU: oneDNN fpmath mode bf16 (fp32 data, bf16 multiplies: "
-                           "a 256^3 GEMM differed from fp32's), the nearest analogue of TF32"
-                         : "on the CPU: oneDNN fpmath mode bf16, which oneDNN computes in fp32 "
-                           "here (a 256^3 GEMM came out bitwise fp32's): expect the fp32 peak");
+                     !cpu_tf32 ? "a ceiling, not compared with a baseline"
+                     : differs ? "on the CPU: oneDNN fpmath mode bf16 (fp32 data, bf16 "
+                                 "multiplies: " TB_TF32_PROBE_DIFFERED "), the nearest "
+                                 "analogue of TF32"
+                               : "on the CPU: oneDNN fpmath mode bf16, which oneDNN computes in "
+                                 "fp32 here (" TB_TF32_PROBE_SAME "): expect the fp32 peak");
         } else {
             double moved = c->op == OP_D2D ? 2.0 * side : side;
             row.rate = moved / secs / 1e9;

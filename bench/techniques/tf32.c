@@ -142,7 +142,7 @@ static const char *fp32_only_cpu(const tb_bench *b, int math_differs)
         math_differs)
         return NULL;
     return "not timed in the default profile on this CPU: TF32 changes nothing here (oneDNN "
-           "computes its bf16 fpmath mode in fp32: a 256^3 GEMM came out bitwise fp32's), and "
+           "computes its bf16 fpmath mode in fp32: " TB_TF32_PROBE_SAME "), and "
            "this size's fp32 GEMM is seconds a call on 2 cores (78 s with both settings in one "
            "run, past its budget); the sizes below are timed, --profile=full times this one";
 }
@@ -164,8 +164,6 @@ static int plan_warmups(int n)
     return 2.0 * n * (double)n * n > 1e11 ? 1 : 2;
 }
 
-#define PROBE_N 256
-
 /* TF32 math tried once outside the timed runs (tb_gemm_tf32_differs):
  * *timed 0, with the tf32 rows' n/a reason in why, where the backend
  * refuses it (instead of a failed run) or where its output is bitwise
@@ -175,7 +173,7 @@ static int probe_math(tb_backend *be, int *timed, int *differs, char *why, size_
 {
     *timed = 1;
     *differs = 0;
-    int rc = tb_gemm_tf32_differs(be, PROBE_N, differs);
+    int rc = tb_gemm_tf32_differs(be, differs);
     if (rc == TB_ERR_UNSUPPORTED) {
         snprintf(why, cap, "TF32 math refused by the backend: %.200s", tb_error_message());
         tb_error_clear();
@@ -184,11 +182,11 @@ static int probe_math(tb_backend *be, int *timed, int *differs, char *why, size_
     }
     TB_TRY(rc);
     if (!*differs) {
-        snprintf(why, cap, "n/a here: TF32 math changes nothing (%s, a %d^3 GEMM came out "
-                 "bitwise fp32's), so both settings would run the same kernels; the fp32 rows "
-                 "are timed", strcmp(be->name, "cpu") == 0
-                                  ? "this CPU's oneDNN computes its bf16 fpmath mode in fp32"
-                                  : "the backend computes it in fp32", PROBE_N);
+        snprintf(why, cap, "n/a here: TF32 math changes nothing (%s, " TB_TF32_PROBE_SAME "), "
+                 "so both settings would run the same kernels; the fp32 rows are timed",
+                 strcmp(be->name, "cpu") == 0
+                     ? "this CPU's oneDNN computes its bf16 fpmath mode in fp32"
+                     : "the backend computes it in fp32");
         *timed = 0;
     }
     return TB_OK;
@@ -216,7 +214,7 @@ static void tf32_note(const tb_bench *b, char *note, size_t cap)
         return;
     }
     snprintf(note, cap, "CPU: TF32 = oneDNN's bf16 fpmath mode, which here changes the products "
-             "(a 256^3 GEMM differed from fp32's): bf16 multiplies; output vs fp32 GEMM");
+             "(" TB_TF32_PROBE_DIFFERED "): bf16 multiplies; output vs fp32 GEMM");
 }
 
 /* cmp == NULL: TF32 was refused; the fp32 rows only. */

@@ -284,11 +284,11 @@ static int act_note(tb_step_ctx *c, char *note, size_t cap)
     int k = row_stage((int)(c->setting - settings)), differs = 1;
     if (k < 0 || stages[k].on != tf32_on || strcmp(c->bench->info.backend, "cpu") != 0)
         return TB_OK;
-    TB_TRY(tb_gemm_tf32_differs(c->t->be, 256, &differs));
+    TB_TRY(tb_gemm_tf32_differs(c->t->be, &differs));
     if (!differs && n >= 0 && (size_t)n < cap)
         snprintf(note + n, cap - (size_t)n, "%sthis CPU's oneDNN computes TF32 (its bf16 fpmath "
-                 "mode) in fp32 (a 256^3 GEMM came out bitwise fp32's): the tf32 stage changes "
-                 "no arithmetic here", n ? "; " : "");
+                 "mode) in fp32 (" TB_TF32_PROBE_SAME "): the tf32 stage changes no arithmetic "
+                 "here", n ? "; " : "");
     return TB_OK;
 }
 
